@@ -1,0 +1,106 @@
+"""The exception hierarchy of pypto (SPEC §9).
+
+Every error a user can see is a subclass of `PtoError`, so `except pto.PtoError` catches anything
+pypto raises on purpose. Messages always say *where* (Python `file:line:col`, or `.mlir line:col`)
+and, where there is one, *what to do*.
+"""
+
+from __future__ import annotations
+
+
+class PtoError(Exception):
+    """Base class of every error pypto raises on purpose."""
+
+
+class CompileError(PtoError):
+    """The Python kernel is outside the language, or ill-typed.
+
+    The message starts with `file:line:col:` of the offending source, then shows the source line
+    with a caret under the column.
+    """
+
+    def __init__(self, message: str, *, filename: str | None = None, line: int | None = None,
+                 col: int | None = None, source_line: str | None = None):
+        self.filename = filename
+        self.line = line
+        self.col = col
+        self.bare_message = message
+        text = message
+        if filename is not None and line is not None:
+            text = f"{filename}:{line}:{(col or 0) + 1}: error: {message}"
+            if source_line is not None:
+                stripped = source_line.rstrip("\n")
+                text += f"\n    {stripped}\n    {' ' * (col or 0)}^"
+        super().__init__(text)
+
+
+class BarrierError(CompileError):
+    """`pto-verify-barriers` found a hazard, or a barrier / tile op under divergent control."""
+
+
+class L1CapacityError(CompileError):
+    """The kernel's L1 buffers (after double buffering) exceed the target's L1."""
+
+
+class VerificationError(PtoError):
+    """IR that does not verify (a pass bug or hand-written bad IR)."""
+
+
+class KernelError(PtoError):
+    """A kernel failed while running; names the kernel and the Python source line."""
+
+    def __init__(self, message: str, *, kernel: str | None = None, location: str | None = None):
+        self.kernel = kernel
+        self.location = location
+        prefix = ""
+        if location:
+            prefix += f"{location}: "
+        if kernel:
+            prefix += f"in kernel '{kernel}': "
+        super().__init__(prefix + message)
+
+
+class MemoryAccessError(KernelError):
+    """An out-of-bounds HBM or L1 access (kernel, line, block, lane, address, bounds)."""
+
+    def __init__(self, message: str, *, kernel: str | None = None, location: str | None = None,
+                 block: tuple[int, int, int] | None = None, lane: tuple[int, int, int] | None = None,
+                 address: int | None = None, bounds: tuple[int, int] | None = None,
+                 buffer: str | None = None):
+        self.block = block
+        self.lane = lane
+        self.address = address
+        self.bounds = bounds
+        self.buffer = buffer
+        super().__init__(message, kernel=kernel, location=location)
+
+
+class RaceError(KernelError):
+    """A cross-warp L1 hazard not ordered by `barrier_block` (both accesses named)."""
+
+
+class DeadlockError(KernelError):
+    """A block barrier not reached by all lanes, a wait on nothing, an endless wait."""
+
+
+class TensorFreedError(PtoError):
+    """A freed device tensor was used."""
+
+
+class DeviceOutOfMemoryError(PtoError):
+    """`alloc_tensor` beyond the target's HBM capacity."""
+
+
+class DeviceUnavailableError(PtoError):
+    """`profile_on_npu` without an NPU backend."""
+
+
+class LaunchError(PtoError):
+    """Bad grid / block (zero, negative, larger than the target allows) or wrong argument arity."""
+
+
+__all__ = [
+    "PtoError", "CompileError", "BarrierError", "L1CapacityError", "VerificationError",
+    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError",
+    "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError",
+]

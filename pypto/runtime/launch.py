@@ -1,0 +1,160 @@
+"""`launch`: validate a kernel launch, compile if needed, and enqueue it (asynchronous).
+
+Everything that can be checked without running the kernel is checked *here*, so that mistakes in
+the launch itself (bad grid, wrong arity, a freed tensor, an uncompilable kernel) raise at the
+`launch` line — like Triton — while failures *inside* the kernel surface at the next
+synchronising call, like CUDA.
+
+Kernel protocol accepted by `launch`:
+
+- a compiled kernel: any object with `.name`, `.num_params` and
+  `.execute(grid: tuple[int, int, int], block: tuple[int, int, int], args: tuple) -> None`
+  (synchronous execution, raising `KernelError` subclasses); detected by `hasattr(k, "execute")`;
+- a `@pto.kernel` function (`.name`, `.num_params`, optionally `.params`, the parameter names),
+  compiled at launch time by `pypto.compiler.compile`, which caches the specialisations.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from pypto.backend.targets import Target
+from pypto.errors import LaunchError
+from pypto.runtime.device import Device, default_device
+from pypto.runtime.memory import Tensor
+from pypto.runtime.stream import Stream, caller_site
+
+Dim3 = tuple[int, int, int]
+
+
+def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
+           args: tuple[Any, ...] | list[Any], stream: Stream | None = None) -> None:
+    """Enqueue `kernel` on `stream` over `grid` blocks of `block` lanes, and return at once.
+
+    `grid` / `block`: an int `n` means `(n, 1, 1)`; tuples of 1 to 3 ints are padded with 1.
+    `args`: device tensors (passed as typed pointers), Python / NumPy ints and floats.
+    `stream=None`: the default stream of the device the tensor arguments live on.
+    The launch keeps every tensor argument alive until the kernel has run.
+    """
+    name = _kernel_name(kernel)
+    grid3 = normalize_dims(grid, "grid", name)
+    block3 = normalize_dims(block, "block", name)
+    arguments = _check_args(kernel, name, args)
+    queue = _launch_stream(name, arguments, stream)
+    _check_block_size(name, block3, queue.device.target)
+    compiled = kernel if hasattr(kernel, "execute") else _compile(kernel, arguments, block3,
+                                                                  queue.device.target)
+    tensors = tuple(a for a in arguments if isinstance(a, Tensor))
+
+    def run() -> None:
+        compiled.execute(grid3, block3, arguments)
+
+    queue.enqueue(f"launch of kernel '{name}' grid={grid3} block={block3}", run, tensors,
+                  caller_site(), api="pto.launch()")
+
+
+def normalize_dims(value: Any, what: str, kernel_name: str = "?") -> Dim3:
+    """`n` -> `(n, 1, 1)`; a tuple/list of 1-3 positive ints -> padded 3-tuple; else `LaunchError`."""
+    where = f"launch of kernel '{kernel_name}': {what}"
+    if isinstance(value, tuple | list):
+        items = list(value)
+        if not 1 <= len(items) <= 3:
+            raise LaunchError(f"{where}={value!r} must have 1 to 3 dimensions, got {len(items)}")
+    else:
+        items = [value]
+    dims: list[int] = []
+    for axis, item in zip("xyz", items):
+        if isinstance(item, bool | np.bool_) or not isinstance(item, numbers.Integral):
+            raise LaunchError(f"{where}={value!r}: the {axis} dimension must be an int, "
+                              f"got {type(item).__name__} {item!r}")
+        if int(item) <= 0:
+            raise LaunchError(f"{where}={value!r}: the {axis} dimension must be positive, "
+                              f"got {int(item)}")
+        dims.append(int(item))
+    dims += [1] * (3 - len(dims))
+    return (dims[0], dims[1], dims[2])
+
+
+def _kernel_name(kernel: Any) -> str:
+    if hasattr(kernel, "num_params") and hasattr(kernel, "name"):
+        return str(kernel.name)
+    if inspect.isfunction(kernel):
+        raise LaunchError(f"launch: '{kernel.__name__}' is a plain Python function; decorate it "
+                          f"with @pto.kernel to launch it")
+    raise LaunchError(f"launch: expected a @pto.kernel function or a compiled kernel "
+                      f"(pto.compile(...)), got {type(kernel).__name__} {kernel!r}")
+
+
+def _check_block_size(name: str, block: Dim3, target: Target) -> None:
+    lanes = math.prod(block)
+    if lanes > target.max_block_lanes:
+        raise LaunchError(f"launch of kernel '{name}': block={block} has {lanes} lanes, more than "
+                          f"the {target.max_block_lanes} lanes per block that target "
+                          f"'{target.name}' allows (max_block_lanes); use more blocks instead")
+
+
+def _check_args(kernel: Any, name: str, args: Any) -> tuple[Any, ...]:
+    if not isinstance(args, tuple | list):
+        raise LaunchError(f"launch of kernel '{name}': args must be a tuple of arguments, got "
+                          f"{type(args).__name__} (write args=(x,) for a single argument)")
+    arguments = tuple(args)
+    expected = int(kernel.num_params)
+    if len(arguments) != expected:
+        params = getattr(kernel, "params", None)
+        names = f" ({', '.join(map(str, params))})" if isinstance(params, list | tuple) else ""
+        raise LaunchError(f"launch of kernel '{name}': it takes {expected} parameter(s){names} "
+                          f"but got {len(arguments)} argument(s)")
+    for position, arg in enumerate(arguments):
+        if isinstance(arg, Tensor):
+            arg.check_alive(f"launch of kernel '{name}': argument {position}")
+        elif not _is_scalar(arg):
+            raise LaunchError(f"launch of kernel '{name}': argument {position} has unsupported "
+                              f"type {type(arg).__name__}; kernel arguments are device tensors "
+                              f"(pto.alloc_tensor), ints and floats{_arg_hint(arg)}")
+    return arguments
+
+
+def _is_scalar(arg: Any) -> bool:
+    return isinstance(arg, int | float | np.integer | np.floating | np.bool_)
+
+
+def _arg_hint(arg: Any) -> str:
+    if isinstance(arg, np.ndarray):
+        if arg.ndim == 0:
+            return "; pass a 0-d array as a scalar with .item()"
+        return ("; host arrays must be copied to the device first: "
+                "d = pto.alloc_tensor(a.nbytes, a.dtype); pto.memcpy_h2d(d, a)")
+    return ""
+
+
+def _launch_stream(name: str, args: tuple[Any, ...], stream: Stream | None) -> Stream:
+    devices: list[Device] = []
+    for arg in args:
+        if isinstance(arg, Tensor) and all(arg.device is not d for d in devices):
+            devices.append(arg.device)
+    if stream is not None:
+        if not isinstance(stream, Stream):
+            raise LaunchError(f"launch of kernel '{name}': stream must be a pto.Stream or None, "
+                              f"got {type(stream).__name__}")
+        devices = [d for d in devices if d is not stream.device]
+        if devices:
+            raise LaunchError(f"launch of kernel '{name}': a tensor argument lives on device "
+                              f"'{devices[0].name}' but the stream belongs to device "
+                              f"'{stream.device.name}'")
+        return stream
+    if len(devices) > 1:
+        raise LaunchError(f"launch of kernel '{name}': tensor arguments live on different "
+                          f"devices ({', '.join(repr(d.name) for d in devices)})")
+    return (devices[0] if devices else default_device()).default_stream
+
+
+def _compile(kernel: Any, args: tuple[Any, ...], block: Dim3, target: Target) -> Any:
+    """Compile a `@pto.kernel` for these arguments (cached by the compiler); errors raise here."""
+    from pypto.compiler import compile as pto_compile  # lazy: the compiler imports the runtime
+
+    return pto_compile(kernel, args=args, block=block, target=target)

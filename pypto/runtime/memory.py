@@ -1,0 +1,167 @@
+"""Device tensors: HBM allocations backed by NumPy, with poison, accounting and safe lifetime.
+
+A `Tensor` is the host's handle on a block of device memory (a typed pointer once passed to a
+kernel). Three rules make it safe to use from Python:
+
+- Fresh memory is *poisoned* (NaN for floats, a recognisable bit pattern for ints), as NKI's
+  simulator does, so a kernel that reads memory nobody wrote produces obviously-wrong output
+  instead of plausible zeros.
+- Every byte is charged to the device's HBM budget (`Device.reserve`), so capacity errors show up
+  on the CPU exactly as they would on the chip.
+- Lifetime: `free()` first waits for queued work that uses the tensor; a freed tensor raises
+  `TensorFreedError` on every use; queued launches hold strong references, so garbage collection
+  can only reclaim a tensor that no pending work needs.
+"""
+
+from __future__ import annotations
+
+import operator
+import weakref
+from typing import Any
+
+import numpy as np
+
+from pypto.dtypes import DType, as_dtype, float32
+from pypto.errors import DeviceOutOfMemoryError, TensorFreedError
+from pypto.runtime.device import Device, default_device, format_bytes
+from pypto.runtime import stream as _stream
+
+# Poison of uninitialised device memory. The int patterns are the 0x7FBADBAD "bad bad" marker
+# (positive, so it also stands out when printed as a decimal), repeated to fill wider types.
+POISON_INT32 = 0x7FBADBAD
+POISON_INT64 = 0x7FBADBAD7FBADBAD
+
+
+def poison_value(dtype: Any) -> Any:
+    """The value fresh device memory of `dtype` holds: NaN, the 0x7FBADBAD pattern, or True.
+
+    Shared with the interpreter so that HBM and L1 are poisoned the same way.
+    """
+    dt = as_dtype(dtype)
+    if dt.is_float:
+        return dt.np_dtype.type(np.nan)
+    if dt.is_int:
+        return dt.np_dtype.type(POISON_INT64 if dt.bits == 64 else POISON_INT32)
+    return np.bool_(True)  # a bool has no spare bit pattern; True is the less likely default
+
+
+def poisoned(count: int, dtype: Any) -> np.ndarray:
+    """A new 1-D array of `count` elements of `dtype`, every element poisoned."""
+    dt = as_dtype(dtype)
+    return np.full(count, poison_value(dt), dtype=dt.np_dtype)
+
+
+class Tensor:
+    """A block of device memory (HBM) of `nbytes` bytes holding elements of `dtype`.
+
+    `Tensor(nbytes, dtype)` and `alloc_tensor(nbytes, dtype)` are the same. Used as a context
+    manager, the end of the `with` block waits for the kernels that use the tensor, then frees it.
+
+    Attributes: `dtype` (a pypto `DType`), `nbytes`, `size` (elements), `device`, `freed`, and
+    `data` — the backing 1-D NumPy array, for the interpreter (host code must go through
+    `memcpy_h2d` / `memcpy_d2h`, which respect stream order).
+    """
+
+    def __init__(self, nbytes: int, dtype: Any = float32, *, device: Device | None = None) -> None:
+        dt = as_dtype(dtype)
+        count = _check_nbytes(nbytes, dt)
+        self.dtype: DType = dt
+        self.nbytes: int = count * dt.itemsize
+        self.size: int = count
+        self.device: Device = device if device is not None else default_device()
+        self.device.reserve(self.nbytes)
+        try:
+            self._data: np.ndarray | None = poisoned(count, dt)
+        except MemoryError as exc:
+            self.device.release(self.nbytes)
+            raise DeviceOutOfMemoryError(
+                f"the host could not back a device allocation of {format_bytes(self.nbytes)} "
+                f"(pypto keeps device memory in host RAM)") from exc
+        # Releases the accounting when the tensor is freed explicitly *or* garbage-collected.
+        # The callback must not reference `self`, or the tensor could never be collected.
+        self._release = weakref.finalize(self, self.device.release, self.nbytes)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def freed(self) -> bool:
+        return self._data is None
+
+    @property
+    def data(self) -> np.ndarray:
+        """The backing 1-D array (runtime-internal: the interpreter reads and writes it)."""
+        if self._data is None:
+            raise TensorFreedError(f"{self!r} was used after it was freed; a freed device tensor "
+                                   f"cannot be read, written or launched with")
+        return self._data
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.size,)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def check_alive(self, what: str) -> None:
+        """Raise `TensorFreedError` naming `what` (e.g. "launch argument 2") if freed."""
+        if self._data is None:
+            raise TensorFreedError(f"{what} is {self!r}, which was already freed; allocate a new "
+                                   f"tensor or free this one later")
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    def free(self) -> None:
+        """Wait for queued work that uses this tensor, then release its memory. Idempotent.
+
+        A synchronising call: a kernel error from that work is raised here, after the memory
+        has been released (the failed work no longer needs it).
+        """
+        if self._data is None:
+            return
+        try:
+            _stream.wait_for_tensor(self, surfaced_at="Tensor.free()")
+        except Exception:
+            self._drop()
+            raise
+        self._drop()
+
+    def _drop(self) -> None:
+        self._data = None
+        self._release()
+
+    def __enter__(self) -> Tensor:
+        self.check_alive("the tensor of this `with` block")
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.free()
+
+    def __repr__(self) -> str:
+        where = f"on '{self.device.name}'"
+        if self._data is None:
+            return f"<pto.Tensor {self.dtype!r}[{self.size}] ({self.nbytes} bytes) {where}, freed>"
+        pending = _stream.pending_uses(self)
+        busy = f", used by {pending} pending operation(s)" if pending else ""
+        return f"<pto.Tensor {self.dtype!r}[{self.size}] ({self.nbytes} bytes) {where}{busy}>"
+
+
+def alloc_tensor(nbytes: int, dtype: Any = float32, *, device: Device | None = None) -> Tensor:
+    """Allocate `nbytes` of device memory for elements of `dtype` (poisoned, see `Tensor`)."""
+    return Tensor(nbytes, dtype, device=device)
+
+
+def _check_nbytes(nbytes: Any, dt: DType) -> int:
+    if isinstance(nbytes, bool):
+        raise TypeError(f"nbytes must be an int, got {nbytes!r}")
+    try:
+        value = operator.index(nbytes)
+    except TypeError:
+        raise TypeError(f"nbytes must be an int (a byte count, e.g. n * 4 for n float32 "
+                        f"elements), got {type(nbytes).__name__} {nbytes!r}") from None
+    if value <= 0:
+        raise ValueError(f"nbytes must be positive, got {value}")
+    if value % dt.itemsize:
+        raise ValueError(f"nbytes={value} is not a multiple of the {dt!r} element size "
+                         f"({dt.itemsize} bytes): a device tensor holds whole elements")
+    return value // dt.itemsize

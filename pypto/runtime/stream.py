@@ -1,0 +1,234 @@
+"""Streams: in-order queues of device work, executed lazily by the CPU.
+
+Execution model (docs/runtime.md): `launch` and `memcpy_h2d` are asynchronous like CUDA — they
+validate, append an `Operation` to a stream and return. Nothing runs until a *synchronising call*
+(`sync()`, `Stream.synchronize()`, `memcpy_d2h`, `Tensor.free()` / the end of a `with Tensor`
+block) drains the queues. Draining is deterministic: operations run one at a time, in the global
+order in which they were enqueued (which respects every stream's own order). This laziness is
+what makes asynchronous errors real on a CPU: a kernel's failure surfaces at the synchronising
+call, exactly where it would on a GPU, unless `PYPTO_LAUNCH_BLOCKING=1` is set.
+
+An operation keeps strong references to every tensor it touches until it has run, so dropping
+the user's last reference (`del d_a` right after `launch`) cannot free memory a queued kernel
+still needs — the article's segfault pitfall is impossible by construction.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pypto.errors import KernelError
+from pypto.runtime.device import Device, default_device
+
+if TYPE_CHECKING:
+    from pypto.runtime.memory import Tensor
+
+LAUNCH_BLOCKING_ENV = "PYPTO_LAUNCH_BLOCKING"
+
+# One re-entrant lock for all queues: draining may run a kernel whose Python code enqueues or
+# synchronises again (e.g. a debugging print that calls sync()); a plain Lock would deadlock.
+_LOCK = threading.RLock()
+_SEQUENCE = itertools.count()
+_STREAM_IDS = itertools.count(1)
+# Streams that have queued work, by id. Strong references on purpose: like CUDA, work queued on a
+# stream still runs (at the next sync) even if the program drops its last reference to the stream.
+_BUSY: dict[int, Stream] = {}
+
+
+def launch_blocking() -> bool:
+    """Whether `PYPTO_LAUNCH_BLOCKING` asks for synchronous launches (read at every call)."""
+    return os.environ.get(LAUNCH_BLOCKING_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def caller_site() -> str | None:
+    """`file:line` of the first caller outside pypto: where the user enqueued the work.
+
+    An asynchronous error surfaces far from its cause; naming the launch site in the error is the
+    cheap fix for CUDA's most confusing debugging experience.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "pypto" and not module.startswith("pypto."):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+@dataclass(eq=False)
+class Operation:
+    """One queued unit of device work (a kernel launch or a host-to-device copy)."""
+
+    seq: int
+    label: str                      # e.g. "launch of kernel 'vector_add' grid=(4, 1, 1) ..."
+    run: Callable[[], None]
+    tensors: tuple[Tensor, ...]     # strong references: the lifetime guarantee
+    origin: str | None              # user file:line that enqueued it
+
+    def uses(self, tensor: Tensor) -> bool:
+        return any(t is tensor for t in self.tensors)
+
+
+class Stream:
+    """An in-order queue of device work (like `cudaStream_t`).
+
+    Operations on one stream run in the order they were enqueued. Different streams are
+    independent queues; when several are drained together, operations run in global enqueue order.
+    """
+
+    def __init__(self, device: Device | None = None, *, name: str | None = None) -> None:
+        self.device: Device = device if device is not None else default_device()
+        self.name: str = name if name is not None else f"stream{next(_STREAM_IDS)}"
+        self._queue: deque[Operation] = deque()
+
+    @property
+    def pending(self) -> int:
+        """Number of operations enqueued and not yet executed."""
+        return len(self._queue)
+
+    def query(self) -> bool:
+        """True when all work on this stream has completed (like `cudaStreamQuery`); never runs work."""
+        return not self._queue
+
+    def synchronize(self) -> None:
+        """Run everything queued on this stream; raise the first error of its work, if any."""
+        drain({self: None}, surfaced_at="Stream.synchronize()")
+
+    def enqueue(self, label: str, run: Callable[[], None], tensors: Iterable[Tensor],
+                origin: str | None, *, api: str) -> None:
+        """Append work; with `PYPTO_LAUNCH_BLOCKING=1` run it (and what precedes it) right away."""
+        op = Operation(next(_SEQUENCE), label, run, tuple(tensors), origin)
+        with _LOCK:
+            self._queue.append(op)
+            _BUSY[id(self)] = self
+        if launch_blocking():
+            drain({self: None}, surfaced_at=f"{api} (PYPTO_LAUNCH_BLOCKING=1)", asynchronous=False)
+
+    def __repr__(self) -> str:
+        return f"<pto.Stream '{self.name}' on '{self.device.name}', {len(self._queue)} pending>"
+
+
+def default_stream(device: Device | None = None) -> Stream:
+    """The default stream of `device` (of the default device when None)."""
+    return (device if device is not None else default_device()).default_stream
+
+
+def drain(limits: dict[Stream, int | None], *, surfaced_at: str, asynchronous: bool = True) -> None:
+    """Run queued operations: from each stream in `limits`, its first `n` (all when None).
+
+    Operations run one at a time in global enqueue order. If one raises, the rest of *its*
+    stream's queue is discarded (later work may depend on the failed result), the error is
+    annotated with where the work came from and how much was discarded, the other streams still
+    run to their limit, and the first error is raised at the end. Every exception type is
+    propagated, not only `KernelError`: an interpreter bug must not be swallowed.
+    """
+    with _LOCK:
+        remaining = dict(limits)
+        errors: list[Exception] = []
+        while True:
+            stream = _next_stream(remaining)
+            if stream is None:
+                break
+            budget = remaining[stream]
+            if budget is not None:
+                remaining[stream] = budget - 1
+            error = _run_head(stream, surfaced_at, asynchronous)
+            if error is not None:
+                remaining[stream] = 0
+                errors.append(error)
+        if errors:
+            first = errors[0]
+            for other in errors[1:]:
+                first.add_note(f"pypto: another error also surfaced at {surfaced_at}: "
+                               f"{type(other).__name__}: {other}")
+            raise first
+
+
+def _next_stream(remaining: dict[Stream, int | None]) -> Stream | None:
+    best: Stream | None = None
+    for stream, budget in remaining.items():
+        if not stream._queue or budget == 0:
+            continue
+        if best is None or stream._queue[0].seq < best._queue[0].seq:
+            best = stream
+    return best
+
+
+def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception | None:
+    """Run the first operation of `stream`; on failure discard the rest and return the error."""
+    op = stream._queue.popleft()
+    try:
+        op.run()
+        return None
+    except Exception as exc:
+        discarded = len(stream._queue)
+        stream._queue.clear()
+        _annotate(exc, op, stream, discarded, surfaced_at, asynchronous)
+        del op  # the traceback keeps this frame alive; do not let it pin the op's tensors too
+        return exc
+    finally:
+        if not stream._queue:
+            _BUSY.pop(id(stream), None)
+
+
+def _annotate(exc: Exception, op: Operation, stream: Stream, discarded: int, surfaced_at: str,
+              asynchronous: bool) -> None:
+    site = f" enqueued at {op.origin}" if op.origin else ""
+    exc.add_note(f"pypto: raised by the {op.label}{site} on {stream!r}; surfaced at {surfaced_at}")
+    if discarded:
+        exc.add_note(f"pypto: {discarded} later operation(s) queued on stream '{stream.name}' were "
+                     f"discarded because of this error; the stream remains usable")
+    if asynchronous and isinstance(exc, KernelError):
+        exc.add_note(f"pypto: launches are asynchronous; set {LAUNCH_BLOCKING_ENV}=1 to raise "
+                     f"kernel errors at the launch that causes them")
+    try:
+        exc.discarded_ops = discarded  # type: ignore[attr-defined]
+    except AttributeError:  # exceptions with __slots__; the note already says it
+        pass
+
+
+def sync() -> None:
+    """Wait for every stream of every device (like `cudaDeviceSynchronize`).
+
+    Raises the first error of the drained work, after every stream has run as far as it can.
+    """
+    drain_all(surfaced_at="pto.sync()")
+
+
+def drain_all(*, surfaced_at: str) -> None:
+    """Run all queued work of all streams in enqueue order (the body of every full sync)."""
+    with _LOCK:
+        busy = list(_BUSY.values())
+    drain({stream: None for stream in busy}, surfaced_at=surfaced_at)
+
+
+def wait_for_tensor(tensor: Tensor, *, surfaced_at: str) -> None:
+    """Run queued work up to the last operation that uses `tensor`, on every stream.
+
+    Later work that does not touch `tensor` stays queued: freeing one tensor should not force the
+    whole program to synchronise.
+    """
+    with _LOCK:
+        limits: dict[Stream, int | None] = {}
+        for stream in list(_BUSY.values()):
+            last = -1
+            for index, op in enumerate(stream._queue):
+                if op.uses(tensor):
+                    last = index
+            if last >= 0:
+                limits[stream] = last + 1
+        if limits:
+            drain(limits, surfaced_at=surfaced_at)
+
+
+def pending_uses(tensor: Tensor) -> int:
+    """How many queued operations still use `tensor` (shown by `repr(tensor)`)."""
+    with _LOCK:
+        return sum(op.uses(tensor) for stream in _BUSY.values() for op in stream._queue)

@@ -1,0 +1,211 @@
+"""The pass registry and the pipeline plumbing shared by `pypto-opt` and `pto.compile()`.
+
+Passes are xDSL `ModulePass`es (`@dataclass(frozen=True)`, kebab-case `name`, options as
+dataclass fields), one per file in this package, named after the pass
+(`pto-double-buffer` -> `double_buffer.py`). `PASSES` maps each name to a factory that imports
+the class on first use, so listing passes or parsing a pipeline never imports them all.
+
+Pipelines use MLIR's textual syntax, `builtin.module(pass-a,pass-b{opt=value other=1})`, or the
+short form `pass-a,pass-b{opt=value}`; options are separated by spaces, list values by commas.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+from collections.abc import Callable, Sequence
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, get_pass_option_infos
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline as _parse_arg_specs
+from xdsl.utils.exceptions import ArgSpecParseError
+
+from pypto.errors import PtoError, VerificationError
+from pypto.passes.diagnostics import attach_op, locate_verify_failure
+
+
+def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    """A registry entry: imports `module` and returns its pass class `cls` when first needed."""
+
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(module), cls)
+
+    return load
+
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
+    "cse": _lazy("xdsl.transforms.common_subexpression_elimination",
+                 "CommonSubexpressionElimination"),
+    # pypto's own passes, one line each, e.g.:
+    # "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
+}
+"""Every pass `pypto-opt -p` and `pto.compile(pipeline=...)` accept, by name."""
+
+_SUMMARIES: dict[str, str] = {
+    # xDSL's docstrings for these are missing or generic; say what they do on pto IR.
+    "canonicalize": "Fold constants, apply every op's canonicalization patterns and erase "
+                    "dead pure ops.",
+    "cse": "Common subexpression elimination: merge identical side-effect-free ops "
+           "(ids, pointer arithmetic, arith).",
+}
+
+
+class PipelineError(PtoError, ValueError):
+    """A pass pipeline that cannot be parsed or names an unknown pass or option.
+
+    `pipeline` is the text that was given and `position` the 0-based offset of the offending
+    part in it (None when unknown), so a tool can underline it.
+    """
+
+    def __init__(self, message: str, pipeline: str, position: int | None = None):
+        self.pipeline = pipeline
+        self.position = position
+        self.bare_message = message
+        super().__init__(message)
+
+
+def _summary(name: str, cls: type[ModulePass]) -> str:
+    if name in _SUMMARIES:
+        return _SUMMARIES[name]
+    doc = cls.__dict__.get("__doc__")  # not inherited: ModulePass's own docstring is no summary
+    if not doc or not doc.strip():
+        return ""
+    return doc.strip().splitlines()[0].strip()
+
+
+def list_passes() -> list[tuple[str, str]]:
+    """Every registered pass as (name, one-line summary), sorted by name."""
+    return [(name, _summary(name, PASSES[name]())) for name in sorted(PASSES)]
+
+
+_MODULE_ANCHOR = re.compile(r"^\s*builtin\.module\s*\((?P<body>.*)\)\s*$", re.DOTALL)
+_NESTED_ANCHOR = re.compile(r"[A-Za-z_][\w.$-]*\s*\(")
+
+
+def _strip_module_anchor(text: str) -> tuple[str, int]:
+    """Remove an outer `builtin.module(...)`; returns the inner text and its offset in `text`."""
+    match = _MODULE_ANCHOR.match(text)
+    if match is None:
+        if text.lstrip().startswith("builtin.module"):
+            raise PipelineError(f"invalid pass pipeline '{text}': expected "
+                                f"'builtin.module(pass-a,pass-b)' with balanced parentheses",
+                                text, text.find("builtin.module"))
+        return text, 0
+    return match.group("body"), match.start("body")
+
+
+def _spec_error_position(err: ArgSpecParseError) -> int | None:
+    """The 0-based column of an xDSL pipeline syntax error (xDSL only keeps it in the text)."""
+    match = re.search(r"pass-pipeline:\d+:(\d+)", str(err))
+    return int(match.group(1)) - 1 if match else None
+
+
+def _spec_error_reason(err: ArgSpecParseError) -> str:
+    """The last line of xDSL's multi-line pipeline syntax error: the reason itself."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[-1] if lines else "syntax error"
+
+
+def _describe_options(cls: type[ModulePass]) -> str:
+    infos = get_pass_option_infos(cls)
+    if not infos:
+        return "it takes no options"
+    parts = []
+    for info in infos:
+        text = f"{info.name.replace('_', '-')} ({info.expected_type}"
+        text += f", default {info.default_value})" if info.default_value is not None else ")"
+        parts.append(text)
+    return "valid options: " + ", ".join(parts)
+
+
+def _instantiate(spec: ArgSpec, cls: type[ModulePass], text: str, position: int) -> ModulePass:
+    """Build a pass from its spec, with errors that name the pass's valid options."""
+    field_names = {f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"}
+    for option in spec.parameters:
+        if option.replace("-", "_") not in field_names:
+            raise PipelineError(
+                f"pass '{spec.name}' has no option '{option}'; {_describe_options(cls)}",
+                text, position)
+    try:
+        return cls.from_spec(spec)
+    except (ValueError, TypeError) as err:
+        raise PipelineError(
+            f"invalid options for pass '{spec.name}': {err}; {_describe_options(cls)}",
+            text, position) from None
+
+
+def parse_pipeline(text: str) -> list[ModulePass]:
+    """Parse a textual pipeline into pass instances (raises `PipelineError`).
+
+    Accepts `builtin.module(a,b{k=v})` and the short form `a,b{k=v}`; an empty pipeline is
+    valid and means "no passes". Only whole-module pipelines exist in pypto: a nested anchor
+    such as `func.func(cse)` is rejected with a message saying so.
+    """
+    body, offset = _strip_module_anchor(text)
+    unquoted = re.sub(r'"(?:\\.|[^"\\])*"', lambda m: " " * len(m.group(0)), body)
+    nested = _NESTED_ANCHOR.search(unquoted)
+    if nested is not None:
+        raise PipelineError(
+            f"nested pass pipelines ('{nested.group(0).strip()}...)') are not supported: pypto "
+            f"passes run on the whole module; write 'builtin.module(a,b)' or 'a,b'",
+            text, offset + nested.start())
+    try:
+        specs = list(_parse_arg_specs(body.strip()))
+    except ArgSpecParseError as err:
+        column = _spec_error_position(err)
+        leading = len(body) - len(body.lstrip())
+        raise PipelineError(
+            f"invalid pass pipeline '{text}': {_spec_error_reason(err)}", text,
+            None if column is None else offset + leading + column) from None
+
+    passes: list[ModulePass] = []
+    search_from = offset
+    for spec in specs:
+        position = text.find(spec.name, search_from)
+        position = offset if position < 0 else position
+        search_from = position + len(spec.name)
+        if spec.name not in PASSES:
+            raise PipelineError(
+                f"unknown pass '{spec.name}'; valid passes: {', '.join(sorted(PASSES))}",
+                text, position)
+        passes.append(_instantiate(spec, PASSES[spec.name](), text, position))
+    return passes
+
+
+AfterPassCallback = Callable[[ModulePass, ModuleOp], None]
+
+
+def run_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context, *,
+                 after_pass: AfterPassCallback | None = None) -> None:
+    """Apply `passes` in order to `module`, verifying the module after each one.
+
+    A pass that leaves invalid IR is a pass bug: it raises `VerificationError` naming the pass
+    and the failing op (attached as `error.op`, see `pypto.passes.diagnostics`). Errors a pass
+    raises on purpose (e.g. `BarrierError`) propagate unchanged. `after_pass(pass, module)` is
+    called after each pass has run and verified (`--print-ir-after-all`).
+    """
+    for module_pass in passes:
+        module_pass.apply(ctx, module)
+        verify_after(module, module_pass)
+        if after_pass is not None:
+            after_pass(module_pass, module)
+
+
+def verify_after(module: ModuleOp, module_pass: ModulePass) -> None:
+    """Verify `module` after `module_pass` ran; a failure is a `VerificationError` naming it."""
+    try:
+        module.verify()
+    except Exception:  # noqa: BLE001 - any verifier failure is reported the same way
+        found = locate_verify_failure(module)
+        if found is None:
+            raise
+        op, message = found
+        raise attach_op(VerificationError(
+            f"'{op.name}' op {message} (the IR produced by pass '{module_pass.name}' does "
+            f"not verify)"), op) from None
+
+
+__all__ = ["PASSES", "PipelineError", "list_passes", "parse_pipeline", "run_pipeline"]

@@ -1,0 +1,346 @@
+"""`pypto-opt`: parse, verify, transform and print pto IR, as `mlir-opt` does for MLIR (SPEC §4).
+
+    pypto-opt kernel.mlir -p canonicalize,cse
+    pypto-opt kernel.mlir --pass-pipeline='builtin.module(canonicalize,cse)' -o out.mlir
+    pypto-opt tests.mlir --split-input-file --verify-diagnostics
+
+It is the tool lit tests are written with, so its behaviour on bad input is part of the product:
+every problem with the input, the pipeline or the IR is a `FILE:LINE:COL: error: ...` line on
+stderr (with the source line, a caret, and notes) and exit status 1 — never a Python traceback.
+Only a crash inside pypto itself prints one, after an "internal error" line, with status 70.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass, get_pass_option_infos
+from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
+
+from pypto.errors import PtoError
+from pypto.ir import make_context, print_ir
+from pypto.passes import PASSES, PipelineError, list_passes, parse_pipeline, run_pipeline
+from pypto.passes.diagnostics import (
+    Note,
+    OpDiagnostic,
+    Severity,
+    capture_diagnostics,
+    error_message,
+    error_notes,
+    error_op,
+    locate_verify_failure,
+)
+from pypto.tools.expected_diagnostics import check_expectations, parse_expectations
+from pypto.tools.parsing import op_offset, parse_module
+from pypto.tools.source import (
+    SPLIT_MARKER,
+    Diagnostic,
+    SourceChunk,
+    diagnostic_at,
+    render,
+    split_input_file,
+)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_INTERNAL_ERROR = 70
+"""sysexits' EX_SOFTWARE: a pypto bug, as opposed to bad input (1) or a bad command line (2)."""
+
+PIPELINE_NAME = "<pass-pipeline>"
+"""The pseudo file name pipeline syntax errors are reported in."""
+
+
+def _argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pypto-opt",
+        description="Parse, verify, transform and print pto IR (the pypto analogue of mlir-opt).")
+    parser.add_argument("input", nargs="?", default="-", metavar="FILE",
+                        help="input .mlir file; '-' or nothing reads stdin")
+    parser.add_argument("-o", dest="output", metavar="FILE", default="-",
+                        help="write the output here instead of stdout")
+    pipeline = parser.add_mutually_exclusive_group()
+    pipeline.add_argument("--pass-pipeline", metavar="PIPELINE",
+                          help="passes to run, e.g. 'builtin.module(canonicalize,cse)'")
+    pipeline.add_argument("-p", dest="short_pipeline", metavar="PIPELINE",
+                          help="passes to run, short form, e.g. 'canonicalize,cse'")
+    parser.add_argument("--list-passes", action="store_true",
+                        help="list the available passes and exit")
+    parser.add_argument("--split-input-file", action="store_true",
+                        help="process each chunk between '// -----' lines independently")
+    parser.add_argument("--verify-diagnostics", action="store_true",
+                        help="check diagnostics against '// expected-error {{...}}' annotations")
+    parser.add_argument("--print-ir-after-all", action="store_true",
+                        help="print the IR to stderr after every pass")
+    parser.add_argument("--print-op-generic", "--mlir-print-op-generic", action="store_true",
+                        dest="print_op_generic", help="print ops in the generic form")
+    parser.add_argument("--mlir-print-debuginfo", "--print-debuginfo", action="store_true",
+                        dest="print_debuginfo", help="print op locations (loc(...))")
+    parser.add_argument("--allow-unregistered-dialect", action="store_true",
+                        help="accept ops of dialects pypto does not know")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run pypto-opt with `argv` (default: the process arguments); returns the exit status."""
+    try:
+        args = _argument_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, or a bad flag (argparse has printed why)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_FAILURE
+    try:
+        return _Driver(args, sys.stdout, sys.stderr).run()
+    except _PassCrash as crash:
+        sys.stderr.write(f"pypto-opt: internal error in pass '{crash.pass_name}', please report "
+                         f"it with the input that triggers it:\n")
+        sys.stderr.write("".join(traceback.format_exception(crash.__cause__ or crash)))
+        return EXIT_INTERNAL_ERROR
+    except BrokenPipeError:  # e.g. `pypto-opt big.mlir | head`: not an error
+        return EXIT_OK
+    except Exception:  # noqa: BLE001 - last resort: say it is our bug, not the user's input
+        sys.stderr.write("pypto-opt: internal error, please report it with the input that "
+                         "triggers it:\n")
+        sys.stderr.write(traceback.format_exc())
+        return EXIT_INTERNAL_ERROR
+
+
+class _PassCrash(Exception):
+    """A pass raised something that is not a diagnostic: a bug in the pass."""
+
+    def __init__(self, pass_name: str):
+        super().__init__(pass_name)
+        self.pass_name = pass_name
+
+
+@dataclass
+class _ChunkResult:
+    output: str = ""
+    diagnostics: list[Diagnostic] = field(default_factory=list[Diagnostic])
+
+    @property
+    def failed(self) -> bool:
+        return any(d.severity == "error" for d in self.diagnostics)
+
+
+class _Driver:
+    """One invocation of pypto-opt: the parsed arguments and where to write."""
+
+    def __init__(self, args: argparse.Namespace, stdout: TextIO, stderr: TextIO):
+        self.args = args
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def run(self) -> int:
+        if self.args.list_passes:
+            self.stdout.write(_format_pass_list())
+            return EXIT_OK
+        pipeline_text = self.args.pass_pipeline or self.args.short_pipeline or ""
+        try:
+            passes = parse_pipeline(pipeline_text)
+        except PipelineError as err:
+            self._report_pipeline_error(err)
+            return EXIT_FAILURE
+
+        filename, text = self._read_input()
+        if text is None:
+            return EXIT_FAILURE
+        chunks = (split_input_file(filename, text) if self.args.split_input_file
+                  else [SourceChunk(filename, text, 1)])
+
+        outputs: list[str] = []
+        failed = False
+        for chunk in chunks:
+            result = self._process(chunk, passes)
+            outputs.append(result.output)
+            if self.args.verify_diagnostics:
+                failed |= self._verify_diagnostics(chunk, result)
+            else:
+                for diag in result.diagnostics:
+                    self.stderr.write(render(diag, filename, chunk))
+                failed |= result.failed
+
+        output = f"{SPLIT_MARKER}\n".join(outputs)
+        if self.args.output == "-":
+            self.stdout.write(output)
+            self.stdout.flush()
+        elif not failed:
+            try:
+                with open(self.args.output, "w", encoding="utf-8") as out:
+                    out.write(output)
+            except OSError as err:
+                self.stderr.write(render(Diagnostic(
+                    "error", f"could not write output file: {err.strerror or err}"),
+                    self.args.output, None))
+                return EXIT_FAILURE
+        return EXIT_FAILURE if failed else EXIT_OK
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def _read_input(self) -> tuple[str, str | None]:
+        path = self.args.input
+        if path == "-":
+            return "<stdin>", sys.stdin.read()
+        try:
+            with open(path, encoding="utf-8") as source:
+                return path, source.read()
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            self.stderr.write(render(Diagnostic(
+                "error", f"could not read input file: {reason}"), path, None))
+            return path, None
+
+    def _report_pipeline_error(self, err: PipelineError) -> None:
+        position = err.position
+        chunk = SourceChunk(PIPELINE_NAME, err.pipeline)
+        if position is None:
+            diag = Diagnostic("error", error_message(err))
+        else:
+            diag = diagnostic_at(chunk, position, "error", error_message(err))
+        self.stderr.write(render(diag, PIPELINE_NAME, chunk))
+
+    # -- one chunk ------------------------------------------------------------------------------
+
+    def _process(self, chunk: SourceChunk, passes: Sequence[ModulePass]) -> _ChunkResult:
+        result = _ChunkResult()
+        ctx = make_context()
+        ctx.allow_unregistered = self.args.allow_unregistered_dialect
+        try:
+            module, offsets = parse_module(ctx, chunk.text, chunk.filename)
+        except ParseError as err:
+            result.diagnostics.append(_parse_error_diagnostic(chunk, err))
+            return result
+        locate = _OpLocator(chunk, offsets, module)
+
+        try:
+            module.verify()
+        except Exception as err:  # noqa: BLE001 - any verifier failure is a user error here
+            found = locate_verify_failure(module)
+            op, message = found if found is not None else (module, error_message(err))
+            result.diagnostics.append(locate.diagnostic("error", f"'{op.name}' op {message}", op))
+            return result
+
+        def collect(diag: OpDiagnostic) -> None:
+            result.diagnostics.append(
+                locate.diagnostic(diag.severity, diag.message, diag.op, diag.notes))
+
+        with capture_diagnostics(collect):
+            for module_pass in passes:
+                try:
+                    run_pipeline(module, [module_pass], ctx, after_pass=self._after_pass)
+                except (PtoError, DiagnosticException) as err:
+                    result.diagnostics.append(_pass_error_diagnostic(locate, err))
+                    return result
+                except Exception as err:
+                    raise _PassCrash(module_pass.name) from err
+
+        result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
+                                 generic=self.args.print_op_generic)
+        return result
+
+    def _after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
+        if self.args.print_ir_after_all:
+            self.stderr.write(f"// -----// IR Dump After {module_pass} //----- //\n")
+            self.stderr.write(print_ir(module, debuginfo=self.args.print_debuginfo,
+                                       generic=self.args.print_op_generic))
+            self.stderr.write("\n")
+
+    def _verify_diagnostics(self, chunk: SourceChunk, result: _ChunkResult) -> bool:
+        """Check a chunk's diagnostics against its annotations; True when they disagree."""
+        expectations, failures = parse_expectations(chunk)
+        failures += check_expectations(expectations, result.diagnostics)
+        for failure in failures:
+            self.stderr.write(render(failure, chunk.filename, chunk))
+        return bool(failures)
+
+
+# -- diagnostics ------------------------------------------------------------------------------
+
+
+class _OpLocator:
+    """Turns "something about this op" into a diagnostic at the op's place in the .mlir text."""
+
+    def __init__(self, chunk: SourceChunk, offsets: dict[Operation, int], module: ModuleOp):
+        self.chunk = chunk
+        self.offsets = offsets
+        self.fallback = offsets.get(module, _first_code_offset(chunk.text))
+
+    def offset(self, op: Operation | None) -> int:
+        found = op_offset(op, self.offsets) if op is not None else None
+        return self.fallback if found is None else found
+
+    def diagnostic(self, severity: Severity, message: str, op: Operation | None,
+                   notes: Sequence[Note] = ()) -> Diagnostic:
+        diag = diagnostic_at(self.chunk, self.offset(op), severity, message)
+        python_source = _python_source(op)
+        if python_source is not None:
+            diag.notes.append(Diagnostic("note", f"from Python source {python_source}",
+                                         diag.line, diag.col))
+        for text, note_op in notes:
+            target = note_op if note_op is not None else op
+            note = diagnostic_at(self.chunk, self.offset(target), "note", text)
+            if note_op is not None and (where := _python_source(note_op)) is not None:
+                note.message += f" (Python source {where})"
+            diag.notes.append(note)
+        return diag
+
+
+def _python_source(op: Operation | None) -> str | None:
+    """`"k.py":12:8` when the op remembers the Python line it was generated from."""
+    if op is None or not isinstance(op.location, FileLineColLoc):
+        return None
+    loc = op.location
+    return f'"{loc.filename.data}":{loc.line.data}:{loc.column.data}'
+
+
+def _first_code_offset(text: str) -> int:
+    """Offset of the first line that is neither blank nor a comment (where a chunk 'starts')."""
+    offset = 0
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("//"):
+            return offset + len(line) - len(line.lstrip())
+        offset += len(line) + 1
+    return 0
+
+
+def _parse_error_diagnostic(chunk: SourceChunk, err: ParseError) -> Diagnostic:
+    span = err.span
+    diag = diagnostic_at(chunk, span.start, "error", err.msg, span.end - span.start)
+    if isinstance(err, MultipleSpansParseError):
+        for ref_span, ref_msg in err.refs:
+            diag.notes.append(diagnostic_at(chunk, ref_span.start, "note",
+                                            ref_msg or "see here", ref_span.end - ref_span.start))
+    return diag
+
+
+def _pass_error_diagnostic(locate: _OpLocator, err: BaseException) -> Diagnostic:
+    """A diagnostic for an error a pass raised on purpose (or a verify failure after a pass)."""
+    diag = locate.diagnostic("error", error_message(err), error_op(err), error_notes(err))
+    filename, line = getattr(err, "filename", None), getattr(err, "line", None)
+    if error_op(err) is None and filename is not None and line is not None:
+        col = (getattr(err, "col", None) or 0) + 1
+        diag.notes.append(Diagnostic("note", f'from Python source "{filename}":{line}:{col}',
+                                     diag.line, diag.col))
+    return diag
+
+
+def _format_pass_list() -> str:
+    passes = list_passes()
+    width = max((len(name) for name, _ in passes), default=0)
+    text = "Available passes:\n"
+    for name, summary in passes:
+        text += f"  {name.ljust(width)}  {summary}".rstrip() + "\n"
+        for info in get_pass_option_infos(PASSES[name]()):
+            default = f" = {info.default_value}" if info.default_value is not None else ""
+            text += f"  {'':{width}}    {info.name.replace('_', '-')}: {info.expected_type}" \
+                    f"{default}\n"
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())

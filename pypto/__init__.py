@@ -1,0 +1,71 @@
+"""pypto: write PTO (NPU virtual ISA) kernels as Python functions.
+
+`import pypto as pto`, decorate a function with `@pto.kernel`, then `pto.launch()` it on device
+tensors (executed exactly on the CPU by the interpreter) or `pto.compile()` it to inspect the IR.
+This module's exports are the public API; everything else may change.
+"""
+
+from pypto.compiler import CompiledKernel, compile
+from pypto.dialects.pto import WARP_SIZE
+from pypto.dtypes import DType, bfloat16, bool_, float16, float32, int32, int64
+from pypto.errors import (
+    BarrierError,
+    CompileError,
+    DeadlockError,
+    DeviceOutOfMemoryError,
+    DeviceUnavailableError,
+    KernelError,
+    L1CapacityError,
+    LaunchError,
+    MemoryAccessError,
+    PtoError,
+    RaceError,
+    TensorFreedError,
+    VerificationError,
+)
+from pypto.frontend.builtins import (
+    barrier,
+    barrier_block,
+    fma,
+    get_block_dim,
+    get_block_id,
+    get_global_id,
+    get_grid_dim,
+    get_lane_id,
+    get_local_id,
+    get_warp_id,
+    load,
+    store,
+)
+from pypto.frontend.kernel import Kernel, kernel
+from pypto.runtime import (
+    Stream,
+    Tensor,
+    alloc_tensor,
+    default_stream,
+    launch,
+    memcpy_d2h,
+    memcpy_h2d,
+    profile_on_npu,
+    sync,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # kernels and compilation
+    "kernel", "Kernel", "compile", "CompiledKernel",
+    # host API
+    "alloc_tensor", "Tensor", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
+    "default_stream", "profile_on_npu",
+    # kernel language
+    "get_global_id", "get_local_id", "get_block_id", "get_block_dim", "get_grid_dim",
+    "get_warp_id", "get_lane_id", "load", "store", "fma", "barrier", "barrier_block",
+    "WARP_SIZE",
+    # dtypes
+    "DType", "float32", "float16", "bfloat16", "int32", "int64", "bool_",
+    # errors
+    "PtoError", "CompileError", "BarrierError", "L1CapacityError", "VerificationError",
+    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError",
+    "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError",
+]

@@ -1,0 +1,515 @@
+"""Compile a kernel's IR once into Python source that runs on lane vectors.
+
+Dispatching op by op through an interpreter loop costs microseconds per op per lane vector; instead
+each kernel is translated to one Python function whose statements are NumPy operations on whole
+lane vectors. Control flow on per-lane conditions becomes masks (`None` = all lanes active), so
+there is never a Python loop over lanes.
+
+Two static analyses make the common case fast:
+- uniformity: values that are the same for every lane of the vector stay NumPy scalars;
+- lane-affine offsets: a value known to equal `ramp + base` (lane k holds `base + k`, e.g. a global
+  id in a 1-D launch) is kept as its scalar `base`, so a load or store through it becomes a
+  contiguous slice when every lane is active.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func, math, scf
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FileLineColLoc,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from pypto import dtypes
+from pypto.backend.interpreter.lanes import Site
+from pypto.dialects import pto
+
+GRID = "grid"
+"""Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
+BLOCK = "block"
+"""Mode: one lane vector per block, all warps in lockstep."""
+
+
+class UnsupportedOp(Exception):
+    """The interpreter has no lowering for an op (reported as a VerificationError upstream)."""
+
+
+@dataclass
+class GeneratedKernel:
+    name: str
+    mode: str
+    source: str
+    sites: list[Site]
+    constants: dict[str, Any]
+    fn: Any = None
+
+
+def location_of(op: Operation) -> str:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return "<unknown location>"
+
+
+_ARITH_BINARY: dict[type[Operation], str] = {
+    arith.AddiOp: "({a} + {b})",
+    arith.SubiOp: "({a} - {b})",
+    arith.MuliOp: "({a} * {b})",
+    arith.AddfOp: "({a} + {b})",
+    arith.SubfOp: "({a} - {b})",
+    arith.MulfOp: "({a} * {b})",
+    arith.DivfOp: "({a} / {b})",
+    arith.AndIOp: "({a} & {b})",
+    arith.OrIOp: "({a} | {b})",
+    arith.XOrIOp: "({a} ^ {b})",
+    arith.MinimumfOp: "_np.minimum({a}, {b})",
+    arith.MaximumfOp: "_np.maximum({a}, {b})",
+    arith.MinSIOp: "_np.minimum({a}, {b})",
+    arith.MaxSIOp: "_np.maximum({a}, {b})",
+    arith.ShRSIOp: "_np.right_shift({a}, {b})",
+    arith.ShLIOp: "_np.left_shift({a}, {b})",
+    math.PowFOp: "_np.power({a}, {b})",
+}
+
+_CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<",
+        "ule": "<=", "ugt": ">", "uge": ">=", "oeq": "==", "ogt": ">", "oge": ">=", "olt": "<",
+        "ole": "<=", "une": "!="}
+
+_MATH_UNARY: dict[type[Operation], str] = {
+    math.ExpOp: "_np.exp", math.LogOp: "_np.log", math.SqrtOp: "_np.sqrt",
+    math.TanhOp: "_np.tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
+    math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_np.sin",
+    math.CosOp: "_np.cos", math.Exp2Op: "_np.exp2", math.Log2Op: "_np.log2",
+}
+
+_ID_OPS: dict[type[Operation], str] = {
+    pto.GetGlobalIdOp: "global_id", pto.GetLocalIdOp: "local_id",
+    pto.GetBlockIdOp: "block_id", pto.GetBlockDimOp: "block_dim",
+    pto.GetGridDimOp: "grid_dim",
+}
+
+
+@dataclass
+class _Analysis:
+    uniform: set[SSAValue] = field(default_factory=set)
+    affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
+    needs_array: set[SSAValue] = field(default_factory=set)
+
+
+class KernelCodegen:
+    """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
+
+    def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool):
+        self.kernel = kernel
+        self.mode = mode
+        self.one_d = one_d  # the launch is 1-D in grid and block: ids along x are ramps
+        self.names: dict[SSAValue, str] = {}
+        self.lines: list[str] = []
+        self.indent = 1
+        self.sites: list[Site] = []
+        self.constants: dict[str, Any] = {}
+        self.counter = 0
+        self.an = _Analysis()
+
+    # ----------------------------------------------------------------------------------------
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def name(self, v: SSAValue) -> str:
+        n = self.names.get(v)
+        if n is None:
+            n = self.fresh("v")
+            self.names[v] = n
+        return n
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def site(self, op: Operation) -> int:
+        self.sites.append(Site(op.name.removeprefix("pto."), location_of(op)))
+        return len(self.sites) - 1
+
+    def const(self, value: Any) -> str:
+        name = f"c{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    # analysis ---------------------------------------------------------------------------------
+
+    def analyse(self, ops: Iterable[Operation]) -> None:
+        an = self.an
+        for arg in self.kernel.body.block.args:
+            an.uniform.add(arg)
+        for op in _walk(ops):
+            if isinstance(op, arith.ConstantOp | pto.GetBlockDimOp | pto.GetGridDimOp):
+                an.uniform.add(op.results[0])
+            elif isinstance(op, pto.GetBlockIdOp) and self.mode == BLOCK:
+                an.uniform.add(op.results[0])
+            elif isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
+                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or self.mode == BLOCK):
+                    an.affine[op.results[0]] = self.fresh("rb")
+            elif isinstance(op, scf.IfOp | scf.YieldOp | func.ReturnOp):
+                pass
+            elif op.results and all(o in an.uniform for o in op.operands) and \
+                    not isinstance(op, pto.LoadOp):
+                an.uniform.update(op.results)
+            elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+                a, b = op.operands
+                if a in an.affine and b in an.uniform:
+                    an.affine[op.results[0]] = self.fresh("rb")
+                elif b in an.affine and a in an.uniform and not isinstance(op, arith.SubiOp):
+                    an.affine[op.results[0]] = self.fresh("rb")
+        # which affine values must also exist as arrays?
+        for op in _walk(ops):
+            for index, operand in enumerate(op.operands):
+                if operand not in an.affine:
+                    continue
+                if self._consumes_affine(op, index):
+                    continue
+                an.needs_array.add(operand)
+
+    def _consumes_affine(self, op: Operation, index: int) -> bool:
+        an = self.an
+        if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+            return op.results[0] in an.affine
+        if isinstance(op, pto.LoadOp) and index == 0:
+            return True
+        if isinstance(op, pto.StoreOp) and index == 1:
+            return True
+        if isinstance(op, pto.FmaOp) and index == 0:
+            return True
+        return False
+
+    # emission ---------------------------------------------------------------------------------
+
+    def generate(self) -> GeneratedKernel:
+        block = self.kernel.body.block
+        self.analyse(block.ops)
+        header = ["def run(_ctx, _args):"]
+        self.emit("_m = None")
+        for index, arg in enumerate(block.args):
+            n = self.name(arg)
+            if isinstance(arg.type, pto.PtrType):
+                self.emit(f"{n}_b = _args[{index}]")
+                self.emit(f"{n} = _I64_0")
+            else:
+                self.emit(f"{n} = _args[{index}]")
+        self.block_ops(block)
+        if not isinstance(block.last_op, func.ReturnOp):
+            self.emit("return None")
+        source = "\n".join(header + self.lines) + "\n"
+        return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
+                               self.constants)
+
+    def block_ops(self, block: Block) -> None:
+        for op in block.ops:
+            self.op(op)
+
+    def array(self, v: SSAValue) -> str:
+        return self.name(v)
+
+    def op(self, op: Operation) -> None:
+        handler = getattr(self, f"op_{type(op).__name__}", None)
+        if handler is not None:
+            handler(op)
+            return
+        if type(op) in _ARITH_BINARY:
+            a, b = (self.name(x) for x in op.operands)
+            self.emit(f"{self.name(op.results[0])} = {_ARITH_BINARY[type(op)].format(a=a, b=b)}")
+            return
+        if type(op) in _MATH_UNARY:
+            a = self.name(op.operands[0])
+            self.emit(f"{self.name(op.results[0])} = {_MATH_UNARY[type(op)]}({a})")
+            return
+        if type(op) in _ID_OPS:
+            self.op_id(op)
+            return
+        raise UnsupportedOp(f"the interpreter cannot execute '{op.name}' "
+                            f"(at {location_of(op)})")
+
+    def define_affine(self, v: SSAValue, base_expr: str) -> None:
+        rb = self.an.affine[v]
+        self.emit(f"{rb} = {base_expr}")
+        if v in self.an.needs_array:
+            self.emit(f"{self.name(v)} = _ctx.ramp + {rb}")
+
+    def op_id(self, op: Operation) -> None:
+        assert isinstance(op, pto._DimIdOp)
+        res = op.results[0]
+        kind = _ID_OPS[type(op)]
+        if res in self.an.affine:
+            if isinstance(op, pto.GetGlobalIdOp):
+                base = "_ctx.first_lane" if self.mode == GRID else \
+                    "_ctx.block_id(0) * _ctx.block[0]"
+            else:
+                base = "0"
+            self.define_affine(res, f"_np.int32({base})")
+            return
+        self.emit(f"{self.name(res)} = _ctx.{kind}({op.dim_index})")
+
+    def op_GetWarpIdOp(self, op: pto.GetWarpIdOp) -> None:
+        self.emit(f"{self.name(op.results[0])} = _ctx.warp_id()")
+
+    def op_GetLaneIdOp(self, op: pto.GetLaneIdOp) -> None:
+        self.emit(f"{self.name(op.results[0])} = _ctx.lane_id()")
+
+    def op_ConstantOp(self, op: arith.ConstantOp) -> None:
+        attr = op.value
+        t = op.results[0].type
+        npd = dtypes.np_dtype_of(t)
+        if isinstance(attr, IntegerAttr):
+            raw = attr.value.data
+            value = npd.type(bool(raw)) if npd == np.bool_ else npd.type(raw)
+        elif isinstance(attr, FloatAttr):
+            value = npd.type(attr.value.data)
+        else:
+            raise UnsupportedOp(f"unsupported constant {attr} at {location_of(op)}")
+        self.emit(f"{self.name(op.results[0])} = {self.const(value)}")
+
+    def op_CmpiOp(self, op: arith.CmpiOp) -> None:
+        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        self._cmp(op, pred)
+
+    def op_CmpfOp(self, op: arith.CmpfOp) -> None:
+        pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+        self._cmp(op, pred)
+
+    def _cmp(self, op: Operation, pred: str) -> None:
+        if pred not in _CMP:
+            raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
+        a, b = (self.name(x) for x in op.operands)
+        expr = f"({a} {_CMP[pred]} {b})"
+        if op.results[0] in self.an.uniform:
+            expr = f"_np.bool_{expr}"
+        self.emit(f"{self.name(op.results[0])} = {expr}")
+
+    def op_SelectOp(self, op: arith.SelectOp) -> None:
+        c, a, b = (self.name(x) for x in op.operands)
+        self.emit(f"{self.name(op.results[0])} = _select({c}, {a}, {b})")
+
+    def _cast(self, op: Operation) -> None:
+        t = op.results[0].type
+        dt = self.const(dtypes.np_dtype_of(t))
+        a = self.name(op.operands[0])
+        self.emit(f"{self.name(op.results[0])} = _cast({a}, {dt})")
+
+    op_ExtSIOp = _cast
+    op_ExtFOp = _cast
+    op_TruncFOp = _cast
+    op_TruncIOp = _cast
+    op_SIToFPOp = _cast
+    op_FPToSIOp = _cast
+
+    def op_NegfOp(self, op: arith.NegfOp) -> None:
+        self.emit(f"{self.name(op.results[0])} = -{self.name(op.operands[0])}")
+
+    def op_FloorDivSIOp(self, op: arith.FloorDivSIOp) -> None:
+        a, b = (self.name(x) for x in op.operands)
+        s = self.site(op)
+        self.emit(f"{self.name(op.results[0])} = _ctx.int_div(_np.floor_divide, {a}, {b}, _m, {s})")
+
+    def op_RemSIOp(self, op: arith.RemSIOp) -> None:
+        a, b = (self.name(x) for x in op.operands)
+        s = self.site(op)
+        self.emit(f"{self.name(op.results[0])} = _ctx.int_div(_np.fmod, {a}, {b}, _m, {s})")
+
+    def op_IPowIOp(self, op: math.IPowIOp) -> None:
+        a, b = (self.name(x) for x in op.operands)
+        s = self.site(op)
+        self.emit(f"{self.name(op.results[0])} = _ctx.int_pow({a}, {b}, _m, {s})")
+
+    def op_AddPtrOp(self, op: pto.AddPtrOp) -> None:
+        p, off = op.ptr, op.offset
+        res = op.results[0]
+        pn, on, rn = self.name(p), self.name(off), self.name(res)
+        self.emit(f"{rn}_b = {pn}_b")
+        if res in self.an.affine:
+            # ramp + base: one side is affine, the other uniform
+            if p in self.an.affine:
+                self.define_affine(res, f"{self.an.affine[p]} + {on}")
+            else:
+                self.define_affine(res, f"{pn} + {self.an.affine[off]}")
+            return
+        self.emit(f"{rn} = {self._offset_array(p)} + {self._offset_array(off)}")
+
+    def _offset_array(self, v: SSAValue) -> str:
+        return self.name(v)
+
+    def op_AddiOp(self, op: arith.AddiOp) -> None:
+        self._affine_arith(op, "+")
+
+    def op_SubiOp(self, op: arith.SubiOp) -> None:
+        self._affine_arith(op, "-")
+
+    def _affine_arith(self, op: Operation, sym: str) -> None:
+        res = op.results[0]
+        a, b = op.operands
+        if res in self.an.affine:
+            if a in self.an.affine:
+                self.define_affine(res, f"{self.an.affine[a]} {sym} {self.name(b)}")
+            else:
+                self.define_affine(res, f"{self.name(a)} {sym} {self.an.affine[b]}")
+            return
+        self.emit(f"{self.name(res)} = ({self.name(a)} {sym} {self.name(b)})")
+
+    def op_LoadOp(self, op: pto.LoadOp) -> None:
+        s = self.site(op)
+        p = op.ptr
+        res = self.name(op.results[0])
+        if p in self.an.affine:
+            self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
+        else:
+            self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")
+
+    def _store(self, ptr: SSAValue, value_expr: str, s: int) -> None:
+        if ptr in self.an.affine:
+            self.emit(f"_ctx.store_ramp({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
+                      f"_m, {s})")
+        else:
+            self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
+
+    def op_StoreOp(self, op: pto.StoreOp) -> None:
+        self._store(op.ptr, self.name(op.value), self.site(op))
+
+    def op_FmaOp(self, op: pto.FmaOp) -> None:
+        s = self.site(op)
+        a, b, c = op.a, op.b, op.c
+        t = a.type
+        # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
+        # (for binary formats, rounding a+c through float64 first gives the same result).
+        if _is_const(b, 1.0):
+            value = f"({self.name(a)} + {self.name(c)})"
+        elif _is_const(a, 1.0):
+            value = f"({self.name(b)} + {self.name(c)})"
+        elif isinstance(t, AnyFloat):
+            dt = self.const(dtypes.np_dtype_of(t))
+            value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
+        else:
+            value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
+        self._store(op.dst, value, s)
+
+    def op_BarrierOp(self, op: pto.BarrierOp) -> None:
+        self.emit(f"_ctx.barrier_warp(_m, {self.site(op)})")
+
+    def op_BarrierBlockOp(self, op: pto.BarrierBlockOp) -> None:
+        self.emit(f"_ctx.barrier_block(_m, {self.site(op)})")
+
+    def op_ReturnOp(self, op: func.ReturnOp) -> None:
+        self.emit("return None")
+
+    def op_YieldOp(self, op: scf.YieldOp) -> None:
+        raise UnsupportedOp("scf.yield outside of scf.if")  # handled by op_IfOp
+
+    def op_IfOp(self, op: scf.IfOp) -> None:
+        cond = self.name(op.cond)
+        saved = self.fresh("ms")
+        mt, mf = self.fresh("mt"), self.fresh("mf")
+        results = list(op.results)
+        then_names = [self.fresh("yt") for _ in results]
+        else_names = [self.fresh("yf") for _ in results]
+        self.emit(f"{saved} = _m")
+        self.emit(f"{mt} = _mask_and(_m, {cond})")
+        if results or (op.false_region.blocks and len(op.false_region.block.ops) > 1):
+            self.emit(f"{mf} = _mask_andnot(_m, {cond})")
+        for r, tn, fn in zip(results, then_names, else_names):
+            zero = self._zero_of(r.type)
+            self.emit(f"{tn} = {fn} = {zero}")
+            if isinstance(r.type, pto.PtrType):
+                self.emit(f"{tn}_b = {fn}_b = None")
+        for region_block, mask, names in ((op.true_region.block, mt, then_names),
+                                          (op.false_region.blocks[0] if op.false_region.blocks
+                                           else None, mf, else_names)):
+            if region_block is None:
+                continue
+            body = list(region_block.ops)
+            if len(body) == 1 and not names:
+                continue  # an empty branch: nothing to run
+            self.emit(f"if {mask} is not False:")
+            self.indent += 1
+            self.emit(f"_m = {mask}")
+            for inner in body[:-1]:
+                self.op(inner)
+            term = body[-1] if body else None
+            if isinstance(term, scf.YieldOp):
+                for value, n in zip(term.operands, names):
+                    self.emit(f"{n} = {self.name(value)}")
+                    if isinstance(value.type, pto.PtrType):
+                        self.emit(f"{n}_b = {self.name(value)}_b")
+            elif term is not None:
+                self.op(term)
+            self.emit("pass")
+            self.indent -= 1
+        self.emit(f"_m = {saved}")
+        for r, tn, fn in zip(results, then_names, else_names):
+            rn = self.name(r)
+            if isinstance(r.type, pto.PtrType):
+                self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond})")
+                self.emit(f"{rn} = _select({cond}, {tn}, {fn})")
+            else:
+                dt = self.const(dtypes.np_dtype_of(r.type))
+                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
+
+    def _zero_of(self, t: Attribute) -> str:
+        if isinstance(t, pto.PtrType):
+            return "_I64_0"
+        return self.const(dtypes.np_dtype_of(t).type(0))
+
+
+def _is_const(v: SSAValue, value: float) -> bool:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
+        return owner.value.value.data == value
+    return False
+
+
+def _walk(ops: Iterable[Operation]) -> Iterable[Operation]:
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region.blocks:
+                yield from _walk(block.ops)
+
+
+def _isscalar(x: Any) -> bool:
+    return not isinstance(x, np.ndarray)
+
+
+def _fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
+    """a * b + c evaluated in float64 and rounded once to `dtype` (documented semantics)."""
+    r = np.multiply(a, b, dtype=np.float64)
+    r = np.add(r, c, dtype=np.float64)
+    return r.astype(dtype) if isinstance(r, np.ndarray) else dtype.type(r)
+
+
+def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
+    """Translate `kernel` and compile the source to a Python function (`.fn`)."""
+    from pypto.backend.interpreter import lanes
+
+    gen = KernelCodegen(kernel, mode, one_d).generate()
+    namespace: dict[str, Any] = {
+        "_np": np,
+        "_I64_0": np.int64(0),
+        "_select": lanes.select,
+        "_merge": lanes.merge,
+        "_cast": lanes.cast,
+        "_mask_and": lanes.mask_and,
+        "_mask_andnot": lanes.mask_andnot,
+        "_isscalar": _isscalar,
+        "_fma": _fma,
+    }
+    namespace.update(gen.constants)
+    code = compile(gen.source, f"<pto kernel {gen.name} ({mode})>", "exec")
+    exec(code, namespace)
+    gen.fn = namespace["run"]
+    return gen

@@ -1,0 +1,366 @@
+"""The runtime half of the interpreter: what generated kernel code calls.
+
+A kernel is executed on a *lane vector*: a set of lanes (the whole grid, one block, or one warp)
+whose per-lane values are NumPy arrays of equal length, while uniform values stay NumPy scalars.
+`LaneContext` describes one such vector (its ids, its memory, how to name a lane in an error) and
+implements the memory instructions with bounds checks and per-lane masking.
+
+Masks: `None` means every lane of the vector is active, `False` means none is, otherwise a bool
+array. Keeping "all active" as `None` is what lets the common case run on contiguous slices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pypto.errors import DeadlockError, KernelError, MemoryAccessError
+
+Mask = Any  # None | False | np.ndarray[bool]
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where an instruction came from, for error messages."""
+
+    op: str
+    location: str  # "file.py:12:8" (or "<unknown>")
+
+    @property
+    def line(self) -> str:
+        return self.location
+
+
+class Buffer:
+    """A memory region a pointer refers to: a device tensor (HBM) or an L1 buffer."""
+
+    __slots__ = ("data", "name", "space")
+
+    def __init__(self, data: np.ndarray, name: str, space: str):
+        self.data = data
+        self.name = name
+        self.space = space
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name}, {self.space}, {self.data.size} x {self.data.dtype})"
+
+
+_RAMP_CACHE: dict[int, np.ndarray] = {}
+
+
+def ramp(n: int) -> np.ndarray:
+    """`arange(n)` as int32, cached: lane indices are needed by every launch of that size."""
+    r = _RAMP_CACHE.get(n)
+    if r is None:
+        if len(_RAMP_CACHE) > 16:
+            _RAMP_CACHE.clear()
+        r = np.arange(n, dtype=np.int32)
+        r.flags.writeable = False
+        _RAMP_CACHE[n] = r
+    return r
+
+
+def mask_and(m: Mask, c: Any) -> Mask:
+    """Active lanes of the `then` side of a branch on `c`."""
+    if isinstance(c, np.ndarray):
+        r = c if m is None else (m & c)
+        if not r.any():
+            return False
+        if m is None and r.all():
+            return None
+        return r
+    return m if c else False
+
+
+def mask_andnot(m: Mask, c: Any) -> Mask:
+    """Active lanes of the `else` side of a branch on `c`."""
+    if isinstance(c, np.ndarray):
+        r = ~c if m is None else (m & ~c)
+        if not r.any():
+            return False
+        if m is None and r.all():
+            return None
+        return r
+    return False if c else m
+
+
+def select(c: Any, a: Any, b: Any) -> Any:
+    if isinstance(c, np.ndarray):
+        return np.where(c, a, b)
+    return a if c else b
+
+
+def merge(c: Any, a: Any, b: Any, dtype: np.dtype) -> Any:
+    """Join the values a branch yields: lanes where `c` held take `a`."""
+    if isinstance(c, np.ndarray):
+        out = np.where(c, a, b)
+        return out if out.dtype == dtype else out.astype(dtype)
+    return a if c else b
+
+
+def cast(x: Any, dtype: np.dtype) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.astype(dtype)
+    return dtype.type(x)
+
+
+class LaneContext:
+    """One lane vector of one launch: ids, memory access, error reporting.
+
+    `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
+    which is what errors report. Subclasses / modes only differ in how ids are computed.
+    """
+
+    def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 first_lane: int, count: int, sites: list[Site]):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.block_lanes = block[0] * block[1] * block[2]
+        self.first_lane = first_lane  # linear launch lane of vector position 0
+        self.count = count
+        self.sites = sites
+        self.ramp = ramp(count)
+        self._ids: dict[str, Any] = {}
+
+    # ids ------------------------------------------------------------------------------------
+
+    def _linear(self) -> np.ndarray:
+        return self.ramp + np.int64(self.first_lane) if self.first_lane else self.ramp
+
+    def _block_linear_and_local(self) -> tuple[Any, Any]:
+        lin = self._linear()
+        if self.first_lane % self.block_lanes == 0 and self.count <= self.block_lanes:
+            # one block (or part of one): block id is uniform
+            return np.int64(self.first_lane // self.block_lanes), lin - self.first_lane
+        return lin // self.block_lanes, lin % self.block_lanes
+
+    def local_id(self, dim: int) -> Any:
+        key = f"l{dim}"
+        if key not in self._ids:
+            _, local = self._block_linear_and_local()
+            bx, by, _ = self.block
+            if dim == 0:
+                v = local % bx if by * self.block[2] > 1 else local
+            elif dim == 1:
+                v = (local // bx) % by
+            else:
+                v = local // (bx * by)
+            self._ids[key] = _i32(v)
+        return self._ids[key]
+
+    def block_id(self, dim: int) -> Any:
+        key = f"b{dim}"
+        if key not in self._ids:
+            blin, _ = self._block_linear_and_local()
+            gx, gy, _ = self.grid
+            if dim == 0:
+                v = blin % gx
+            elif dim == 1:
+                v = (blin // gx) % gy
+            else:
+                v = blin // (gx * gy)
+            self._ids[key] = _i32(v)
+        return self._ids[key]
+
+    def global_id(self, dim: int) -> Any:
+        key = f"g{dim}"
+        if key not in self._ids:
+            if dim == 0 and self.grid[1] * self.grid[2] == 1 and self.block[1] * self.block[2] == 1:
+                v = _i32(self._linear())
+            else:
+                v = _i32(self.block_id(dim).astype(np.int64) * self.block[dim]
+                         + self.local_id(dim))
+            self._ids[key] = v
+        return self._ids[key]
+
+    def block_dim(self, dim: int) -> Any:
+        return np.int32(self.block[dim])
+
+    def grid_dim(self, dim: int) -> Any:
+        return np.int32(self.grid[dim])
+
+    def warp_id(self) -> Any:
+        _, local = self._block_linear_and_local()
+        return _i32(local // 32)
+
+    def lane_id(self) -> Any:
+        _, local = self._block_linear_and_local()
+        return _i32(local % 32)
+
+    # errors ---------------------------------------------------------------------------------
+
+    def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        lin = self.first_lane + int(pos)
+        b, l_ = divmod(lin, self.block_lanes)
+        gx, gy, _ = self.grid
+        bx, by, _ = self.block
+        block = (b % gx, (b // gx) % gy, b // (gx * gy))
+        lane = (l_ % bx, (l_ // bx) % by, l_ // (bx * by))
+        return block, lane
+
+    def oob(self, buf: Buffer, offsets: Any, mask: Mask, site_index: int) -> MemoryAccessError:
+        site = self.sites[site_index]
+        size = buf.data.size
+        if isinstance(offsets, np.ndarray):
+            bad = (offsets < 0) | (offsets >= size)
+            if mask is not None and mask is not False:
+                bad &= mask
+            pos = int(np.argmax(bad))
+            address = int(offsets[pos])
+        else:
+            pos = 0 if mask is None else int(np.argmax(mask))
+            address = int(offsets)
+        block, lane = self.describe_lane(pos)
+        space = "HBM" if buf.space == "global" else "L1"
+        msg = (f"out-of-bounds {site.op} of {space} buffer '{buf.name}' at element {address} "
+               f"(valid elements 0..{size - 1}, {size} x {buf.data.dtype}) by block {block}, "
+               f"lane {lane}")
+        return MemoryAccessError(msg, kernel=self.kernel, location=site.location, block=block,
+                                 lane=lane, address=address, bounds=(0, size), buffer=buf.name)
+
+    def fail(self, message: str, site_index: int, cls: type[KernelError] = KernelError) -> KernelError:
+        site = self.sites[site_index]
+        return cls(message, kernel=self.kernel, location=site.location)
+
+    # memory ---------------------------------------------------------------------------------
+
+    def _checked(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
+        """Offsets of the active lanes, bounds-checked; returns (indices, lane_selector)."""
+        size = buf.data.size
+        if isinstance(off, np.ndarray):
+            if mask is None:
+                if off.size and (off.min() < 0 or off.max() >= size):
+                    raise self.oob(buf, off, mask, site)
+                return off
+            active = off[mask]
+            if active.size and (active.min() < 0 or active.max() >= size):
+                raise self.oob(buf, off, mask, site)
+            return active
+        if not 0 <= off < size:
+            raise self.oob(buf, off, mask, site)
+        return off
+
+    def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
+        data = buf.data
+        if isinstance(off, np.ndarray):
+            idx = self._checked(buf, off, mask, site)
+            if mask is None:
+                return data[idx]
+            out = np.zeros(self.count, dtype=data.dtype)
+            out[mask] = data[idx]
+            return out
+        self._checked(buf, off, mask, site)
+        value = data[off]
+        if mask is None:
+            return value  # a uniform address loads a uniform value
+        return np.full(self.count, value, dtype=data.dtype)
+
+    def load_ramp(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
+        """Load where lane k reads element `base + k`: a contiguous slice when all lanes run."""
+        if mask is None:
+            base = int(base)
+            size = buf.data.size
+            if base < 0 or base + self.count > size:
+                raise self.oob(buf, self.ramp + np.int64(base), None, site)
+            return buf.data[base:base + self.count].copy()
+        return self.load(buf, self.ramp + np.int64(base), mask, site)
+
+    def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
+        data = buf.data
+        idx = self._checked(buf, off, mask, site)
+        if mask is None:
+            if isinstance(off, np.ndarray) or not isinstance(value, np.ndarray):
+                data[idx] = value
+            else:
+                data[idx] = value[-1]  # every lane stores to one address: the last lane wins
+            return
+        if isinstance(value, np.ndarray):
+            value = value[mask]
+        if isinstance(off, np.ndarray):
+            data[idx] = value
+        else:
+            data[idx] = value[-1] if isinstance(value, np.ndarray) else value
+
+    def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
+        if mask is None:
+            base = int(base)
+            if base < 0 or base + self.count > buf.data.size:
+                raise self.oob(buf, self.ramp + np.int64(base), None, site)
+            buf.data[base:base + self.count] = value
+            return
+        self.store(buf, self.ramp + np.int64(base), value, mask, site)
+
+    # arithmetic with failure modes ---------------------------------------------------------------
+
+    def int_div(self, fn: Any, a: Any, b: Any, mask: Mask, site: int) -> Any:
+        """Integer `//` or remainder; dividing by zero on an active lane is a KernelError."""
+        if isinstance(b, np.ndarray):
+            zero = b == 0
+            if zero.any():
+                active_zero = zero if mask is None else (zero & mask)
+                if active_zero.any():
+                    block, lane = self.describe_lane(int(np.argmax(active_zero)))
+                    raise self.fail(f"integer division by zero in block {block}, lane {lane}",
+                                    site)
+                b = np.where(zero, b.dtype.type(1), b)  # inactive lanes: any value will do
+        elif b == 0:
+            if mask is False:
+                return a
+            raise self.fail("integer division by zero", site)
+        return fn(a, b)
+
+    def int_pow(self, a: Any, b: Any, mask: Mask, site: int) -> Any:
+        if np.any(np.asarray(b) < 0) and (mask is None or np.any(np.asarray(b)[mask] < 0)):
+            raise self.fail("integer '**' with a negative exponent; cast to a float type first",
+                            site)
+        return np.power(a, np.maximum(b, 0).astype(np.asarray(a).dtype))
+
+    def same_buffer(self, bt: Buffer | None, bf: Buffer | None, cond: Any) -> Buffer | None:
+        """The buffer of a pointer chosen per lane by a branch: both sides must agree."""
+        if bt is None or bt is bf:
+            return bf if bt is None else bt
+        if bf is None:
+            return bt
+        if not isinstance(cond, np.ndarray):
+            return bt if cond else bf
+        raise KernelError(f"a pointer variable refers to '{bt.name}' on some lanes and "
+                          f"'{bf.name}' on others; pointers chosen by a per-lane branch must "
+                          f"point into the same buffer", kernel=self.kernel)
+
+    # synchronisation --------------------------------------------------------------------------
+
+    def barrier_block(self, mask: Mask, site: int) -> None:
+        """In lockstep execution every active lane is at the barrier; inactive ones never come."""
+        if mask is not None:
+            self._divergent_barrier(mask, site, "pto.barrier_block()", "block")
+
+    def barrier_warp(self, mask: Mask, site: int) -> None:
+        if mask is None:
+            return
+        if mask is False:
+            return
+        lanes = np.asarray(mask)
+        _, local = self._block_linear_and_local()
+        warp = np.asarray(local) // 32
+        for w in np.unique(warp):
+            in_warp = warp == w
+            if lanes[in_warp].any() and not lanes[in_warp].all():
+                self._divergent_barrier(mask, site, "pto.barrier()", "warp")
+
+    def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str) -> None:
+        lanes = np.asarray(mask)
+        missing = int(np.argmin(lanes)) if lanes.ndim else 0
+        block, lane = self.describe_lane(missing)
+        raise self.fail(
+            f"deadlock: {what} is not reached by every lane of the {scope} (lane {lane} of block "
+            f"{block} took another path); a barrier must sit in control flow that is uniform "
+            f"across the {scope}", site, DeadlockError)
+
+
+def _i32(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v if v.dtype == np.int32 else v.astype(np.int32)
+    return np.int32(v)

@@ -1,0 +1,172 @@
+"""`pto.compile()`: specialise a kernel on its launch arguments, lower it, run the pass pipeline.
+
+A specialisation is fixed by the argument *types* (tensor dtypes, int/float scalars), the block
+shape, the pipeline text and the target; each one is compiled once and cached on the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerType, ModuleOp
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from pypto import dtypes
+from pypto.backend.interpreter import Executable
+from pypto.backend.targets import Target, resolve_target
+from pypto.dialects import pto
+from pypto.errors import CompileError, LaunchError, VerificationError
+from pypto.frontend.kernel import Kernel
+from pypto.frontend.lowering import lower_kernel
+from pypto.ir import print_ir
+
+DEFAULT_PIPELINE = ""
+"""Passes `compile()` runs when `pipeline=None` (documented in docs/compiler.md)."""
+
+
+def normalize_dims(value: Any, what: str) -> tuple[int, int, int]:
+    """`n` -> (n, 1, 1); tuples of 1-3 positive ints padded with 1 (CUDA's dim3)."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        dims = [int(value)]
+    elif isinstance(value, tuple | list) and 1 <= len(value) <= 3:
+        dims = []
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, int | np.integer):
+                raise LaunchError(f"{what} must contain ints, got {value!r}")
+            dims.append(int(v))
+    else:
+        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    if any(d <= 0 for d in dims):
+        raise LaunchError(f"every {what} dimension must be positive, got {tuple(dims)}")
+    while len(dims) < 3:
+        dims.append(1)
+    return (dims[0], dims[1], dims[2])
+
+
+def _is_device_tensor(value: Any) -> bool:
+    return (not isinstance(value, np.ndarray | np.generic) and hasattr(value, "dtype")
+            and hasattr(value, "nbytes") and hasattr(value, "freed"))
+
+
+def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
+    """The IR type a launch argument gives its parameter."""
+    pname = kernel.params[position] if position < len(kernel.params) else f"#{position}"
+    if _is_device_tensor(value):
+        return pto.PtrType(dtypes.as_dtype(value.dtype).mlir(), "global")
+    if isinstance(value, np.ndarray):
+        raise LaunchError(f"argument '{pname}' of kernel '{kernel.name}' is a host NumPy array; "
+                          f"kernels read device memory: allocate with pto.alloc_tensor() and copy "
+                          f"with pto.memcpy_h2d()")
+    if isinstance(value, bool | np.bool_):
+        return IntegerType(1)
+    if isinstance(value, np.integer | np.floating):
+        return dtypes.as_dtype(value.dtype).mlir()
+    if isinstance(value, int):
+        return IntegerType(32) if -(2**31) <= value < 2**31 else IntegerType(64)
+    if isinstance(value, float):
+        return dtypes.float32.mlir()
+    raise LaunchError(f"argument '{pname}' of kernel '{kernel.name}' has unsupported type "
+                      f"{type(value).__name__}; pass device tensors, ints or floats")
+
+
+class CompiledKernel:
+    """One compiled specialisation: its IR (`.module`, `.mlir`) and its executable form."""
+
+    def __init__(self, kernel: Kernel, module: ModuleOp, block: tuple[int, int, int],
+                 target: Target, pipeline: str):
+        self.kernel = kernel
+        self.name = kernel.name
+        self.module = module
+        self.block = block
+        self.target = target
+        self.pipeline = pipeline
+        self.func = _kernel_func(module, kernel.name)
+        self.executable = Executable(self.func)
+
+    @property
+    def num_params(self) -> int:
+        return self.kernel.num_params
+
+    @property
+    def mlir(self) -> str:
+        """Textual IR after the pipeline (custom form, without locations)."""
+        return print_ir(self.module)
+
+    def as_text(self, *, debuginfo: bool = False, generic: bool = False) -> str:
+        """The IR with options: `debuginfo=True` prints each op's Python location."""
+        return print_ir(self.module, debuginfo=debuginfo, generic=generic)
+
+    def execute(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                args: Sequence[Any]) -> None:
+        """Run synchronously in the interpreter (the runtime's stream calls this)."""
+        self.executable.run(grid, block, args)
+
+    def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:
+        """Launch on the default stream: same as `pto.launch(self, grid, block, args)`."""
+        from pypto.runtime import launch
+
+        launch(self, grid=grid, block=block, args=args)
+
+    def __repr__(self) -> str:
+        return f"<pto.CompiledKernel {self.name} block={self.block}>"
+
+
+def _kernel_func(module: ModuleOp, name: str) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+            return op
+    raise VerificationError(f"compiled module has no kernel '{name}'")
+
+
+def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
+            pipeline: str | None = None, target: Target | str | None = None) -> CompiledKernel:
+    """Specialise `kernel` on `args`, lower it to pto IR, run `pipeline`; cached."""
+    if isinstance(kernel, CompiledKernel):
+        return kernel
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"pto.compile expects a @pto.kernel function, got {kernel!r}")
+    args = tuple(args)
+    if len(args) != kernel.num_params:
+        raise LaunchError(f"kernel '{kernel.name}' takes {kernel.num_params} arguments "
+                          f"({', '.join(kernel.params)}), got {len(args)}")
+    block_dims = normalize_dims(block, "block")
+    resolved = resolve_target(target)
+    if block_dims[0] * block_dims[1] * block_dims[2] > resolved.max_block_lanes:
+        raise LaunchError(f"block {block_dims} has {block_dims[0] * block_dims[1] * block_dims[2]} "
+                          f"lanes; the target allows at most {resolved.max_block_lanes}")
+    pipeline_text = DEFAULT_PIPELINE if pipeline is None else pipeline
+    types = tuple(arg_type(a, i, kernel) for i, a in enumerate(args))
+    key = (types, block_dims, pipeline_text, resolved)
+    cached = kernel.cache.get(key)
+    if cached is not None:
+        return cached
+    module = lower_kernel(kernel, types)
+    _verify(module, f"the frontend's output for kernel '{kernel.name}'")
+    if pipeline_text.strip():
+        _run_pipeline(module, pipeline_text)
+    compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text)
+    kernel.cache[key] = compiled
+    return compiled
+
+
+def _verify(module: ModuleOp, what: str) -> None:
+    try:
+        module.verify()
+    except (VerifyException, DiagnosticException) as exc:
+        raise VerificationError(f"{what} does not verify (a pypto bug, please report it):\n"
+                                f"{exc}") from exc
+
+
+def _run_pipeline(module: ModuleOp, text: str) -> None:
+    from pypto.ir import make_context
+    from pypto.passes import parse_pipeline, run_pipeline
+
+    try:
+        passes = parse_pipeline(text)
+    except Exception as exc:
+        raise CompileError(f"bad pipeline {text!r}: {exc}") from exc
+    run_pipeline(module, passes, make_context())

@@ -1,0 +1,103 @@
+"""`@pto.kernel`: wraps a Python function so that it can be compiled and launched."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.errors import PtoError
+
+
+@dataclass
+class KernelSource:
+    """The parsed source of a kernel and where it lives, for locations and error carets."""
+
+    filename: str
+    first_line: int  # 1-based line of the `def` in the file
+    col_offset: int  # indentation removed by dedent
+    lines: list[str]  # the file's lines (for carets), 1-based via lines[n - 1]
+    tree: ast.FunctionDef
+
+
+class Kernel:
+    """A Python function marked with `@pto.kernel`.
+
+    It is not callable from Python: launch it with `pto.launch(k, grid, block, args)` or compile
+    it with `pto.compile(k, args=...)`. Compiled variants are cached per specialisation
+    (argument types, block shape, pipeline, target) on the kernel object.
+    """
+
+    def __init__(self, fn: Callable[..., Any]):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@pto.kernel expects a Python function, got {fn!r}")
+        self.fn = fn
+        self.name = fn.__name__
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        sig = inspect.signature(fn)
+        self.params = list(sig.parameters)
+        self.signature = sig
+        self._source: KernelSource | None = None
+        self.cache: dict[Any, Any] = {}
+
+    @property
+    def num_params(self) -> int:
+        return len(self.params)
+
+    @property
+    def source(self) -> KernelSource:
+        if self._source is None:
+            self._source = _read_source(self.fn)
+        return self._source
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise PtoError(
+            f"kernel '{self.name}' cannot be called like a Python function; launch it with "
+            f"pto.launch({self.name}, grid=..., block=..., args=(...)) or compile it with "
+            f"pto.compile({self.name}, args=(...))")
+
+    def __repr__(self) -> str:
+        return f"<pto.kernel {self.name}({', '.join(self.params)})>"
+
+
+def _read_source(fn: Callable[..., Any]) -> KernelSource:
+    filename = inspect.getsourcefile(fn) or "<unknown>"
+    try:
+        src_lines, first_line = inspect.getsourcelines(fn)
+    except OSError as exc:
+        raise PtoError(f"cannot read the source of kernel '{fn.__name__}' ({exc}); kernels must "
+                       f"be defined in a file, not typed at an interactive prompt") from exc
+    text = "".join(src_lines)
+    dedented = textwrap.dedent(text)
+    first = src_lines[0]
+    col_offset = len(first) - len(first.lstrip()) if dedented != text else 0
+    tree = ast.parse(dedented)
+    fdef = tree.body[0]
+    assert isinstance(fdef, ast.FunctionDef | ast.AsyncFunctionDef)
+    try:
+        import linecache
+
+        all_lines = linecache.getlines(filename) or src_lines
+    except Exception:  # pragma: no cover - linecache is best effort
+        all_lines = src_lines
+    if not all_lines or len(all_lines) < first_line:
+        # No full file available (exec'd string): keep line numbers relative to the snippet.
+        all_lines = [""] * (first_line - 1) + src_lines
+    ast.increment_lineno(fdef, first_line - 1)
+    return KernelSource(filename=filename, first_line=first_line, col_offset=col_offset,
+                        lines=all_lines, tree=fdef)  # type: ignore[arg-type]
+
+
+def kernel(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Decorator: mark a Python function as a PTO kernel (`@pto.kernel`)."""
+    if fn is None:
+        return lambda f: kernel(f, **options)
+    if options:
+        raise TypeError(f"@pto.kernel got unknown options: {', '.join(options)}")
+    return Kernel(fn)
+

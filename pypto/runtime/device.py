@@ -43,7 +43,8 @@ class Device:
     def __init__(self, target: Target | str | None = None) -> None:
         self.target: Target = resolve_target(target)
         self._used = 0
-        self._lock = threading.Lock()
+        # Re-entrant: a tensor finalizer (release) can run from a GC pass on this very thread.
+        self._lock = threading.RLock()
         self._default_stream: Stream | None = None
 
     @property

@@ -129,16 +129,17 @@ def locate_verify_failure(root: Operation) -> tuple[Operation, str] | None:
     is the first op whose own checks fail. Region-level checks (e.g. an empty block in a region
     that needs a terminator) are not part of an op's own checks; they are found by a second,
     innermost-first walk. Returns None when `root` verifies. Only call this on the failure
-    path: it costs about two verifications.
+    path: it costs about two verifications. The message is flattened to one line (xDSL's
+    constraint errors span several), which keeps diagnostics greppable and FileCheck-friendly.
     """
     for op in root.walk():
         try:
             op.verify(verify_nested_ops=False)
         except _VERIFY_ERRORS as err:
-            return op, error_message(err)
+            return op, " ".join(error_message(err).split())
     for op in root.walk(region_first=True):
         try:
             op.verify()
         except _VERIFY_ERRORS as err:
-            return op, error_message(err)
+            return op, " ".join(error_message(err).split())
     return None

@@ -13,12 +13,21 @@ that says nothing about where.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+
+AttrT = TypeVar("AttrT")
+
+
+_OP_NAME = re.compile(r'\s*(?:%[^=]*=\s*)?"?(?P<name>[A-Za-z_][\w.$-]*)')
 
 
 class LocatingParser(Parser):
@@ -28,33 +37,53 @@ class LocatingParser(Parser):
         super().__init__(ctx, text, name)
         self.op_offsets: dict[Operation, int] = {}
 
-    def _verify_error_here(self, start: int, err: VerifyException) -> ParseError:
-        end = max(start + 1, self.pos)
-        text = self.lexer.input.content[start:end].rstrip()
-        return ParseError(Span(start, start + max(1, len(text)), self.lexer.input), str(err))
+    def _error_here(self, start: int, message: str, *, underline: bool) -> ParseError:
+        """A parse error at `start`, underlining what was consumed since (or just a caret)."""
+        length = 1
+        if underline:
+            consumed = self.lexer.input.content[start:max(start + 1, self.pos)]
+            length = max(1, len(str(consumed).rstrip()))
+        return ParseError(Span(start, start + length, self.lexer.input), message)
+
+    def _op_name_at(self, start: int) -> str:
+        match = _OP_NAME.match(str(self.lexer.input.content), start)
+        return match.group("name") if match else "operation"
 
     def parse_operation(self) -> Operation:
         start = self.pos
         try:
             op = super().parse_operation()
+        except ParseError:
+            raise
         except VerifyException as err:
-            raise self._verify_error_here(start, err) from None
+            # e.g. a custom format that checks a type constraint while parsing: an op error
+            message = " ".join(str(err).split())
+            raise self._error_here(start, f"'{self._op_name_at(start)}' op {message}",
+                                   underline=False) from None
+        except Exception as err:  # noqa: BLE001 - an op's parser choked on malformed text
+            raise self._error_here(
+                start, f"'{self._op_name_at(start)}' op could not be parsed: {err} "
+                f"({type(err).__name__})", underline=False) from None
         self.op_offsets[op] = start
         return op
 
-    def parse_optional_type(self):  # noqa: ANN201 - same signature as the base class
+    def _guarded(self, parse: Callable[[], AttrT], what: str) -> AttrT:
         start = self.pos
         try:
-            return super().parse_optional_type()
+            return parse()
+        except ParseError:
+            raise
         except VerifyException as err:
-            raise self._verify_error_here(start, err) from None
+            raise self._error_here(start, " ".join(str(err).split()), underline=True) from None
+        except Exception as err:  # noqa: BLE001 - e.g. wrong number of type parameters
+            raise self._error_here(start, f"malformed {what}: {err} ({type(err).__name__})",
+                                   underline=True) from None
+
+    def parse_optional_type(self):  # noqa: ANN201 - same signature as the base class
+        return self._guarded(super().parse_optional_type, "type")
 
     def parse_optional_attribute(self) -> Attribute | None:
-        start = self.pos
-        try:
-            return super().parse_optional_attribute()
-        except VerifyException as err:
-            raise self._verify_error_here(start, err) from None
+        return self._guarded(super().parse_optional_attribute, "attribute")
 
 
 def parse_module(ctx: Context, text: str, name: str) -> tuple[ModuleOp, dict[Operation, int]]:

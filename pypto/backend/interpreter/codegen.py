@@ -84,6 +84,8 @@ _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="
         "ule": "<=", "ugt": ">", "uge": ">=", "oeq": "==", "ogt": ">", "oge": ">=", "olt": "<",
         "ole": "<=", "une": "!="}
 
+_CMP_SIGNED = {"eq", "ne", "slt", "sle", "sgt", "sge"}
+
 _MATH_UNARY: dict[type[Operation], str] = {
     math.ExpOp: "_np.exp", math.LogOp: "_np.log", math.SqrtOp: "_np.sqrt",
     math.TanhOp: "_np.tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
@@ -189,6 +191,10 @@ class KernelCodegen:
             return True
         if isinstance(op, pto.FmaOp) and index == 0:
             return True
+        if isinstance(op, arith.CmpiOp) and op.results[0] not in an.uniform:
+            other = op.operands[1 - index]
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            return other in an.uniform and pred in _CMP_SIGNED
         return False
 
     # emission ---------------------------------------------------------------------------------
@@ -288,6 +294,17 @@ class KernelCodegen:
     def _cmp(self, op: Operation, pred: str) -> None:
         if pred not in _CMP:
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
+        lhs, rhs = op.operands
+        an = self.an
+        if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
+            # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
+            self.emit(f"{self.name(op.results[0])} = (_ctx.ramp {_CMP[pred]} "
+                      f"(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
+            return
+        if rhs in an.affine and lhs in an.uniform and pred in _CMP_SIGNED:
+            self.emit(f"{self.name(op.results[0])} = ((_np.int64({self.name(lhs)}) - "
+                      f"{an.affine[rhs]}) {_CMP[pred]} _ctx.ramp)")
+            return
         a, b = (self.name(x) for x in op.operands)
         expr = f"({a} {_CMP[pred]} {b})"
         if op.results[0] in self.an.uniform:
@@ -368,7 +385,9 @@ class KernelCodegen:
         p = op.ptr
         res = self.name(op.results[0])
         if p in self.an.affine:
-            self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
+            view = "True" if _view_safe(op) else "False"
+            self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s}, "
+                      f"{view})")
         else:
             self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")
 
@@ -464,6 +483,34 @@ class KernelCodegen:
         if isinstance(t, pto.PtrType):
             return "_I64_0"
         return self.const(dtypes.np_dtype_of(t).type(0))
+
+
+_WRITES = (pto.StoreOp, pto.FmaOp, pto.BarrierOp, pto.BarrierBlockOp)
+
+
+def _writes_memory(op: Operation) -> bool:
+    return any(isinstance(o, _WRITES) for o in _walk([op]))
+
+
+def _view_safe(load: pto.LoadOp) -> bool:
+    """Can the loaded value alias memory (a slice view) instead of being copied?
+
+    Yes when every use of it in its block happens before any later instruction that may write
+    memory, or in that very instruction as a plain operand (its value is read before it writes).
+    """
+    block = load.parent_block()
+    if block is None:
+        return False
+    pending = {use.operation for use in load.results[0].uses}
+    op = load.next_op
+    while op is not None and pending:
+        contained = {o for o in _walk([op]) if o in pending}
+        writes = _writes_memory(op)
+        if writes and (op.regions or contained != pending or not contained):
+            return False
+        pending -= contained
+        op = op.next_op
+    return not pending
 
 
 def _is_const(v: SSAValue, value: float) -> bool:

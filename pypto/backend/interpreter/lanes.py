@@ -258,14 +258,19 @@ class LaneContext:
             return value  # a uniform address loads a uniform value
         return np.full(self.count, value, dtype=data.dtype)
 
-    def load_ramp(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
-        """Load where lane k reads element `base + k`: a contiguous slice when all lanes run."""
+    def load_ramp(self, buf: Buffer, base: Any, mask: Mask, site: int, view: bool = False) -> Any:
+        """Load where lane k reads element `base + k`: a contiguous slice when all lanes run.
+
+        `view=True` (decided by codegen: no write can happen while the value is alive) returns
+        the slice itself instead of a copy.
+        """
         if mask is None:
             base = int(base)
             size = buf.data.size
             if base < 0 or base + self.count > size:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
-            return buf.data[base:base + self.count].copy()
+            chunk = buf.data[base:base + self.count]
+            return chunk if view else chunk.copy()
         return self.load(buf, self.ramp + np.int64(base), mask, site)
 
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:

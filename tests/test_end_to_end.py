@@ -1,0 +1,102 @@
+"""The article's programs end to end: real kernels through frontend, interpreter and runtime."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto as pto
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+from vector_add import vector_add  # noqa: E402
+
+
+def test_example_prints_the_pass_line():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "vector_add.py")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "pypto: vector_add 1024 elements passed"
+
+
+def test_del_right_after_launch_is_safe():
+    """The article's segfault pitfall: the launch keeps its tensors alive."""
+    n = 4096
+    a = np.random.rand(n).astype(np.float32)
+    b = np.random.rand(n).astype(np.float32)
+    d_a, d_b = pto.alloc_tensor(n * 4), pto.alloc_tensor(n * 4)
+    d_o = pto.alloc_tensor(n * 4)
+    pto.memcpy_h2d(d_a, a)
+    pto.memcpy_h2d(d_b, b)
+    pto.launch(vector_add, grid=16, block=256, args=(d_a, d_b, d_o, n))
+    del d_a, d_b
+    gc.collect()
+    out = np.empty(n, dtype=np.float32)
+    pto.memcpy_d2h(out, d_o)
+    np.testing.assert_array_equal(out, a + b)
+
+
+def test_with_tensor_waits_for_the_kernel_then_frees():
+    n = 512
+    a = np.arange(n, dtype=np.float32)
+    out = np.empty(n, dtype=np.float32)
+    with pto.Tensor(n * 4) as d_a, pto.Tensor(n * 4) as d_o:
+        pto.memcpy_h2d(d_a, a)
+        pto.launch(vector_add, grid=2, block=256, args=(d_a, d_a, d_o, n))
+        pto.memcpy_d2h(out, d_o)
+    assert d_a.freed and d_o.freed
+    np.testing.assert_array_equal(out, 2 * a)
+
+
+def test_use_after_free_is_an_error_not_garbage():
+    t = pto.alloc_tensor(64 * 4)
+    o = pto.alloc_tensor(64 * 4)
+    t.free()
+    with pytest.raises(pto.TensorFreedError):
+        pto.launch(vector_add, grid=1, block=64, args=(t, t, o, 64))
+    with pytest.raises(pto.TensorFreedError):
+        pto.memcpy_d2h(np.empty(64, np.float32), t)
+
+
+def test_kernel_error_surfaces_at_the_next_synchronising_call():
+    n = 100
+    d = [pto.alloc_tensor(n * 4) for _ in range(3)]
+    for t in d:
+        pto.memcpy_h2d(t, np.zeros(n, np.float32))
+    # n too large: lanes 100..127 read past the end
+    pto.launch(vector_add, grid=1, block=128, args=(*d, 128))
+    with pytest.raises(pto.MemoryAccessError) as info:
+        pto.sync()
+    assert info.value.kernel == "vector_add"
+    assert "vector_add.py" in str(info.value)
+
+
+def test_launch_blocking_raises_at_the_launch(monkeypatch):
+    monkeypatch.setenv("PYPTO_LAUNCH_BLOCKING", "1")
+    n = 100
+    d = [pto.alloc_tensor(n * 4) for _ in range(3)]
+    with pytest.raises(pto.MemoryAccessError):
+        pto.launch(vector_add, grid=1, block=128, args=(*d, 128))
+
+
+def test_bad_launch_configuration():
+    d = [pto.alloc_tensor(64) for _ in range(3)]
+    with pytest.raises(pto.LaunchError):
+        pto.launch(vector_add, grid=0, block=16, args=(*d, 16))
+    with pytest.raises(pto.LaunchError):
+        pto.launch(vector_add, grid=1, block=2048, args=(*d, 16))
+    with pytest.raises(pto.LaunchError, match=r"takes 4 parameter\(s\) \(a, b, o, n\) but got 3"):
+        pto.launch(vector_add, grid=1, block=16, args=(*d,))
+
+
+def test_readme_first_command_environment_has_no_hidden_state():
+    """The example runs in a fresh interpreter with LAUNCH_BLOCKING set too."""
+    env = dict(os.environ, PYPTO_LAUNCH_BLOCKING="1")
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "vector_add.py")],
+                         capture_output=True, text=True, env=env, check=True)
+    assert "passed" in out.stdout

@@ -117,14 +117,17 @@ class Tensor:
         A synchronising call: a kernel error from that work is raised here, after the memory
         has been released (the failed work no longer needs it).
         """
-        if self._data is None:
-            return
-        try:
-            _stream.wait_for_tensor(self, surfaced_at="Tensor.free()")
-        except Exception:
+        # Hold the queue lock throughout, so no other thread can enqueue a use of this tensor
+        # between the wait and the release.
+        with _stream.queue_lock():
+            if self._data is None:
+                return
+            try:
+                _stream.wait_for_tensor(self, surfaced_at="Tensor.free()")
+            except Exception:
+                self._drop()
+                raise
             self._drop()
-            raise
-        self._drop()
 
     def _drop(self) -> None:
         self._data = None

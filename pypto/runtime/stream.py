@@ -21,7 +21,9 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from pypto.errors import KernelError
@@ -42,6 +44,11 @@ _STREAM_IDS = itertools.count(1)
 _BUSY: dict[int, Stream] = {}
 
 
+def queue_lock() -> AbstractContextManager[bool]:
+    """The lock guarding every queue (re-entrant; hold it to make check-then-act atomic)."""
+    return _LOCK
+
+
 def launch_blocking() -> bool:
     """Whether `PYPTO_LAUNCH_BLOCKING` asks for synchronous launches (read at every call)."""
     return os.environ.get(LAUNCH_BLOCKING_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
@@ -53,7 +60,7 @@ def caller_site() -> str | None:
     An asynchronous error surfaces far from its cause; naming the launch site in the error is the
     cheap fix for CUDA's most confusing debugging experience.
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if module != "pypto" and not module.startswith("pypto."):

@@ -42,5 +42,5 @@ print(ck.as_text(debuginfo="--debuginfo" in sys.argv), end="")
 
 # LOC: pto.get_global_id 0 : i32 loc("{{.*}}examples/vector_add.py":14:9)
 # LOC: arith.cmpi slt, {{.*}} loc("{{.*}}examples/vector_add.py":17:8)
-# LOC: pto.load {{.*}} loc("{{.*}}examples/vector_add.py":20:16)
-# LOC: pto.fma {{.*}} loc("{{.*}}examples/vector_add.py":26:8)
+# LOC: pto.load {{.*}} loc("{{.*}}examples/vector_add.py":19:17)
+# LOC: pto.fma {{.*}} loc("{{.*}}examples/vector_add.py":25:9)

@@ -60,13 +60,12 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
 
 def normalize_dims(value: Any, what: str, kernel_name: str = "?") -> Dim3:
     """`n` -> `(n, 1, 1)`; a tuple/list of 1-3 positive ints -> padded 3-tuple; else `LaunchError`."""
+    items = value if isinstance(value, tuple | list) else (value,)
+    if 1 <= len(items) <= 3 and all(type(i) is int and i > 0 for i in items):
+        return (*items, 1, 1)[:3]  # the fast common case
     where = f"launch of kernel '{kernel_name}': {what}"
-    if isinstance(value, tuple | list):
-        items = list(value)
-        if not 1 <= len(items) <= 3:
-            raise LaunchError(f"{where}={value!r} must have 1 to 3 dimensions, got {len(items)}")
-    else:
-        items = [value]
+    if not 1 <= len(items) <= 3:
+        raise LaunchError(f"{where}={value!r} must have 1 to 3 dimensions, got {len(items)}")
     dims: list[int] = []
     for axis, item in zip("xyz", items):
         if isinstance(item, bool | np.bool_) or not isinstance(item, numbers.Integral):
@@ -110,6 +109,8 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[Any, ...]:
         raise LaunchError(f"launch of kernel '{name}': it takes {expected} parameter(s){names} "
                           f"but got {len(arguments)} argument(s)")
     for position, arg in enumerate(arguments):
+        if type(arg) is int or type(arg) is float:
+            continue
         if isinstance(arg, Tensor):
             arg.check_alive(f"launch of kernel '{name}': argument {position}")
         elif not _is_scalar(arg):

@@ -188,7 +188,8 @@ def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception
 def _annotate(exc: Exception, op: Operation, stream: Stream, discarded: int, surfaced_at: str,
               asynchronous: bool) -> None:
     site = f" enqueued at {op.origin}" if op.origin else ""
-    exc.add_note(f"pypto: raised by the {op.label}{site} on {stream!r}; surfaced at {surfaced_at}")
+    exc.add_note(f"pypto: raised by the {op.label}{site} on stream '{stream.name}'; "
+                 f"surfaced at {surfaced_at}")
     if discarded:
         exc.add_note(f"pypto: {discarded} later operation(s) queued on stream '{stream.name}' were "
                      f"discarded because of this error; the stream remains usable")

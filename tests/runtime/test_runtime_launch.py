@@ -11,7 +11,7 @@ import pytest
 
 from pypto.errors import CompileError, LaunchError, TensorFreedError
 from pypto.runtime import Device, Stream, alloc_tensor, default_device, launch, sync
-from pypto.runtime.launch import normalize_dims
+from pypto.runtime.launcher import normalize_dims
 
 
 @pytest.mark.parametrize("given, expected", [

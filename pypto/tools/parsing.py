@@ -67,6 +67,26 @@ class LocatingParser(Parser):
         self.op_offsets[op] = start
         return op
 
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        # xDSL reports an unknown op at the token *after* its name; point at the name itself
+        # and say whether the dialect or just the op is unknown.
+        try:
+            return super()._get_op_by_name(name)
+        except ParseError:
+            content = str(self.lexer.input.content)
+            at = content.rfind(name, 0, self.pos)
+            at = at - 1 if at > 0 and content[at - 1] == '"' else at
+            dialect = name.split(".", 1)[0]
+            known = sorted(d.name for d in self.ctx.loaded_dialects)
+            if dialect in known:
+                message = f"'{name}' is not an operation of the {dialect} dialect"
+            else:
+                message = (f"unknown operation '{name}': dialect '{dialect}' is not loaded "
+                           f"(pypto loads {', '.join(known)}; --allow-unregistered-dialect "
+                           f"accepts any op)")
+            raise ParseError(Span(max(at, 0), max(at, 0) + len(name), self.lexer.input),
+                             message) from None
+
     def _guarded(self, parse: Callable[[], AttrT], what: str) -> AttrT:
         start = self.pos
         try:

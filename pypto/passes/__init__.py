@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+import typing
 from collections.abc import Callable, Sequence
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, get_pass_option_infos
+from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline as _parse_arg_specs
+from xdsl.utils.arg_spec import _convert_arg_to_type  # the checker from_spec uses; pinned xDSL
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from pypto.errors import PtoError, VerificationError
@@ -109,32 +111,92 @@ def _spec_error_reason(err: ArgSpecParseError) -> str:
     return lines[-1] if lines else "syntax error"
 
 
+@dataclasses.dataclass(frozen=True)
+class PassOption:
+    """One option of a pass, as written in a pipeline (`name` is kebab-case)."""
+
+    name: str
+    type: str
+    default: str | None
+
+
+def _type_name(hint: object) -> str:
+    if isinstance(hint, type):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+def pass_options(cls: type[ModulePass]) -> list[PassOption]:
+    """The options a pass takes: its dataclass fields, with their types and defaults."""
+    hints = typing.get_type_hints(cls)
+    options: list[PassOption] = []
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name == "name":
+            continue
+        default: str | None = None
+        if f.default is not dataclasses.MISSING:
+            default = str(f.default).lower() if isinstance(f.default, bool) else str(f.default)
+        options.append(PassOption(f.name.replace("_", "-"), _type_name(hints.get(f.name)),
+                                  default))
+    return options
+
+
 def _describe_options(cls: type[ModulePass]) -> str:
-    infos = get_pass_option_infos(cls)
-    if not infos:
+    options = pass_options(cls)
+    if not options:
         return "it takes no options"
-    parts = []
-    for info in infos:
-        text = f"{info.name.replace('_', '-')} ({info.expected_type}"
-        text += f", default {info.default_value})" if info.default_value is not None else ")"
-        parts.append(text)
-    return "valid options: " + ", ".join(parts)
+    return "valid options: " + ", ".join(
+        f"{o.name} ({o.type}" + (f", default {o.default})" if o.default is not None else ")")
+        for o in options)
 
 
 def _instantiate(spec: ArgSpec, cls: type[ModulePass], text: str, position: int) -> ModulePass:
     """Build a pass from its spec, with errors that name the pass's valid options."""
+    hints = typing.get_type_hints(cls)
     field_names = {f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"}
-    for option in spec.parameters:
-        if option.replace("-", "_") not in field_names:
+    for option, values in spec.parameters.items():
+        field_name = option.replace("-", "_")
+        if field_name not in field_names:
             raise PipelineError(
                 f"pass '{spec.name}' has no option '{option}'; {_describe_options(cls)}",
                 text, position)
+        try:
+            _convert_arg_to_type(values, hints[field_name])
+        except (ValueError, TypeError):
+            shown = ",".join(str(v) for v in values) if values else "(no value)"
+            raise PipelineError(
+                f"invalid value '{shown}' for option '{option}' of pass '{spec.name}' "
+                f"(expected {_type_name(hints[field_name])}); {_describe_options(cls)}",
+                text, position) from None
     try:
         return cls.from_spec(spec)
     except (ValueError, TypeError) as err:
         raise PipelineError(
             f"invalid options for pass '{spec.name}': {err}; {_describe_options(cls)}",
             text, position) from None
+
+
+def _squeeze(body: str) -> tuple[str, list[int]]:
+    """Drop the spaces users put around `,` and `{` between passes (`a, b {k=v}`), which xDSL's
+    pipeline lexer rejects; spaces inside `{...}` separate options and stay. Returns the
+    compact text and, for each of its characters, its offset in `body`."""
+    kept: list[tuple[str, int]] = []
+    depth = 0
+    in_string = False
+    for index, char in enumerate(body):
+        if char == '"' and (index == 0 or body[index - 1] != "\\"):
+            in_string = not in_string
+        elif not in_string and char == "{":
+            depth += 1
+        elif not in_string and char == "}":
+            depth = max(0, depth - 1)
+        if char.isspace() and depth == 0 and not in_string:
+            before = body[:index].rstrip()[-1:]
+            after = body[index:].lstrip()[:1]
+            if before in ("", ",") or after in ("", ",", "{"):
+                continue
+        kept.append((char, index))
+    return "".join(c for c, _ in kept), [i for _, i in kept]
 
 
 def parse_pipeline(text: str) -> list[ModulePass]:
@@ -152,14 +214,16 @@ def parse_pipeline(text: str) -> list[ModulePass]:
             f"nested pass pipelines ('{nested.group(0).strip()}...)') are not supported: pypto "
             f"passes run on the whole module; write 'builtin.module(a,b)' or 'a,b'",
             text, offset + nested.start())
+    compact, origin = _squeeze(body)
     try:
-        specs = list(_parse_arg_specs(body.strip()))
+        specs = list(_parse_arg_specs(compact))
     except ArgSpecParseError as err:
         column = _spec_error_position(err)
-        leading = len(body) - len(body.lstrip())
+        if column is not None:
+            column = origin[column] if column < len(origin) else len(body)
         raise PipelineError(
             f"invalid pass pipeline '{text}': {_spec_error_reason(err)}", text,
-            None if column is None else offset + leading + column) from None
+            None if column is None else offset + column) from None
 
     passes: list[ModulePass] = []
     search_from = offset
@@ -208,4 +272,5 @@ def verify_after(module: ModuleOp, module_pass: ModulePass) -> None:
             f"not verify)"), op) from None
 
 
-__all__ = ["PASSES", "PipelineError", "list_passes", "parse_pipeline", "run_pipeline"]
+__all__ = ["PASSES", "PassOption", "PipelineError", "list_passes", "parse_pipeline",
+           "pass_options", "run_pipeline", "verify_after"]

@@ -21,12 +21,19 @@ from typing import TextIO
 
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass, get_pass_option_infos
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
 
 from pypto.errors import PtoError
 from pypto.ir import make_context, print_ir
-from pypto.passes import PASSES, PipelineError, list_passes, parse_pipeline, run_pipeline
+from pypto.passes import (
+    PASSES,
+    PipelineError,
+    list_passes,
+    parse_pipeline,
+    pass_options,
+    run_pipeline,
+)
 from pypto.passes.diagnostics import (
     Note,
     OpDiagnostic,
@@ -335,10 +342,9 @@ def _format_pass_list() -> str:
     text = "Available passes:\n"
     for name, summary in passes:
         text += f"  {name.ljust(width)}  {summary}".rstrip() + "\n"
-        for info in get_pass_option_infos(PASSES[name]()):
-            default = f" = {info.default_value}" if info.default_value is not None else ""
-            text += f"  {'':{width}}    {info.name.replace('_', '-')}: {info.expected_type}" \
-                    f"{default}\n"
+        for option in pass_options(PASSES[name]()):
+            default = f" = {option.default}" if option.default is not None else ""
+            text += f"  {'':{width}}    {option.name}: {option.type}{default}\n"
     return text
 
 

@@ -109,9 +109,13 @@ class LocatingParser(Parser):
 def parse_module(ctx: Context, text: str, name: str) -> tuple[ModuleOp, dict[Operation, int]]:
     """Parse `text` into a module; returns it with the text offset of each parsed op.
 
-    Raises xDSL's `ParseError` (with a span) for malformed input.
+    Input without any op (empty, or only comments) is an empty module, as in mlir-opt: a
+    `--split-input-file` chunk after a trailing `// -----` is not an error. Raises xDSL's
+    `ParseError` (with a span) for malformed input.
     """
     parser = LocatingParser(ctx, text, name)
+    if parser.pos >= len(text):  # nothing but whitespace and comments
+        return ModuleOp([]), {}
     module = parser.parse_module()
     return module, parser.op_offsets
 

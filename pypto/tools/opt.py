@@ -190,9 +190,10 @@ class _Driver:
 
     def _read_input(self) -> tuple[str, str | None]:
         path = self.args.input
-        if path == "-":
-            return "<stdin>", sys.stdin.read()
         try:
+            if path == "-":
+                path = "<stdin>"
+                return path, sys.stdin.read()
             with open(path, encoding="utf-8") as source:
                 return path, source.read()
         except (OSError, UnicodeDecodeError) as err:

@@ -21,6 +21,8 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -28,7 +30,14 @@ from xdsl.dialects.builtin import (
     i64,
     I64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -36,13 +45,24 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    Pure,
+    RecursiveMemoryEffect,
+)
 from xdsl.utils.exceptions import VerifyException
 
 KERNEL_ATTR = "pto.kernel"
@@ -116,6 +136,70 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     """Completion token of an asynchronous copy (`pto.async_load` / `pto.async_store`)."""
 
     name = "pto.token"
+
+
+@irdl_attr_definition
+class L1BufferType(ParametrizedAttribute, TypeAttribute):
+    """A block-shared L1 buffer of `count` elements (`pto.alloc_local`): `!pto.l1buf<256xf32>`.
+
+    Used where an address is expected it means its first element; `buf + i` is a
+    `!pto.ptr<T, local>`.
+    """
+
+    name = "pto.l1buf"
+
+    count: IntAttr
+    element_type: Attribute
+
+    def __init__(self, count: int | IntAttr, element_type: Attribute):
+        if isinstance(count, int):
+            count = IntAttr(count)
+        super().__init__(count, element_type)
+
+    @property
+    def size(self) -> int:
+        return self.count.data
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_int(self.count.data)
+            printer.print_string("x")
+            printer.print_attribute(self.element_type)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            shape = parser.parse_shape_dimension()
+            parser.parse_shape_delimiter()
+            elem = parser.parse_type()
+        return (IntAttr(shape), elem)
+
+    def verify(self) -> None:
+        if self.count.data <= 0:
+            raise VerifyException(f"!pto.l1buf needs a positive element count, got "
+                                  f"{self.count.data}")
+        if not _is_scalar_type(self.element_type):
+            raise VerifyException(f"!pto.l1buf element type must be a scalar, got "
+                                  f"{self.element_type}")
+
+
+def element_type_of(t: Attribute) -> Attribute:
+    """Element type of an address type (pointer or L1 buffer)."""
+    if isinstance(t, PtrType | L1BufferType):
+        return t.element_type
+    raise VerifyException(f"expected a !pto.ptr or !pto.l1buf, got {t}")
+
+
+def memory_space_of(t: Attribute) -> str:
+    if isinstance(t, L1BufferType):
+        return "local"
+    if isinstance(t, PtrType):
+        return t.space
+    raise VerifyException(f"expected a !pto.ptr or !pto.l1buf, got {t}")
+
+
+AddressType = PtrType | L1BufferType
+"""Operands that name memory: a pointer, or an L1 buffer (meaning its first element)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,12 +321,10 @@ class GetLaneIdOp(_PlainIdOp):
 
 
 def _check_ptr_elem(op: IRDLOperation, ptr: SSAValue, value_type: Attribute, what: str) -> None:
-    ptr_type = ptr.type
-    assert isinstance(ptr_type, PtrType)
-    if ptr_type.element_type != value_type:
+    elem = element_type_of(ptr.type)
+    if elem != value_type:
         raise VerifyException(
-            f"{what} type {value_type} does not match the pointer's element type "
-            f"{ptr_type.element_type}")
+            f"{what} type {value_type} does not match the pointer's element type {elem}")
 
 
 @irdl_op_definition
@@ -251,26 +333,32 @@ class AddPtrOp(IRDLOperation):
 
     The offset is a signed integer counted in elements of the pointee type, as C pointer
     arithmetic; the result stays in the same memory space.
-    syntax: `%q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32`
+    An L1 buffer offsets like a pointer to its first element and gives a local pointer.
+    syntax: `%q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>`
+    python: `q = p + i`
     """
 
     name = "pto.addptr"
-    T: ClassVar = VarConstraint("T", AnyAttr())
 
-    ptr = operand_def(T)
+    ptr = operand_def(AddressType)
     offset = operand_def(IntegerType)
-    result = result_def(T)
+    result = result_def(PtrType)
 
-    assembly_format = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)"
+    assembly_format = ("$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset) `->` "
+                       "type($result)")
     traits = traits_def(Pure())
     PIPE: ClassVar[str] = "SCALAR"
 
     def __init__(self, ptr: SSAValue, offset: SSAValue):
-        super().__init__(operands=[ptr, offset], result_types=[ptr.type])
+        t = ptr.type
+        result = PtrType(t.element_type, "local") if isinstance(t, L1BufferType) else t
+        super().__init__(operands=[ptr, offset], result_types=[result])
 
     def verify_(self) -> None:
-        if not isinstance(self.ptr.type, PtrType):
-            raise VerifyException(f"expected a !pto.ptr operand, got {self.ptr.type}")
+        t = self.ptr.type
+        expected = PtrType(element_type_of(t), memory_space_of(t))
+        if self.result.type != expected:
+            raise VerifyException(f"result type must be {expected}, got {self.result.type}")
         t = self.offset.type
         assert isinstance(t, IntegerType)
         if t.width.data not in (32, 64):
@@ -284,11 +372,12 @@ class LoadOp(IRDLOperation):
     semantics: `v = *ptr` for every active lane; an address outside the pointed-to buffer is a
     `MemoryAccessError`.
     syntax: `%v = pto.load %p : !pto.ptr<f32, global> -> f32`
+    python: `v = pto.load(a + i)`
     """
 
     name = "pto.load"
 
-    ptr = operand_def(PtrType)
+    ptr = operand_def(AddressType)
     result = result_def(AnyAttr())
 
     assembly_format = "$ptr attr-dict `:` type($ptr) `->` type($result)"
@@ -296,9 +385,7 @@ class LoadOp(IRDLOperation):
     PIPE: ClassVar[str] = "VECTOR"
 
     def __init__(self, ptr: SSAValue):
-        ptr_type = ptr.type
-        assert isinstance(ptr_type, PtrType)
-        super().__init__(operands=[ptr], result_types=[ptr_type.element_type])
+        super().__init__(operands=[ptr], result_types=[element_type_of(ptr.type)])
 
     def verify_(self) -> None:
         _check_ptr_elem(self, self.ptr, self.result.type, "result")
@@ -310,12 +397,13 @@ class StoreOp(IRDLOperation):
 
     semantics: `*ptr = value` for every active lane.
     syntax: `pto.store %v, %p : f32, !pto.ptr<f32, global>`
+    python: `pto.store(o + i, v)`
     """
 
     name = "pto.store"
 
     value = operand_def(AnyAttr())
-    ptr = operand_def(PtrType)
+    ptr = operand_def(AddressType)
 
     assembly_format = "$value `,` $ptr attr-dict `:` type($value) `,` type($ptr)"
     traits = traits_def(MemoryWriteEffect())
@@ -337,12 +425,13 @@ class FmaOp(IRDLOperation):
     exact and the sum is rounded to float64 then float32). For integers the arithmetic wraps.
     To add two values write `pto.fma(dst, a, 1.0, b)`.
     syntax: `pto.fma %dst, %a, %b, %c : !pto.ptr<f32, global>, f32`
+    python: `pto.fma(o + i, a, 1.0, b)`
     """
 
     name = "pto.fma"
     T: ClassVar = VarConstraint("T", AnyAttr())
 
-    dst = operand_def(PtrType)
+    dst = operand_def(AddressType)
     a = operand_def(T)
     b = operand_def(T)
     c = operand_def(T)
@@ -373,6 +462,7 @@ class BarrierOp(IRDLOperation):
     warp before it are visible to the warp after it. Lanes of other warps are *not* ordered: to
     exchange data between warps use `pto.barrier_block`.
     syntax: `pto.barrier`
+    python: `pto.barrier()`
     """
 
     name = "pto.barrier"
@@ -391,6 +481,7 @@ class BarrierBlockOp(IRDLOperation):
     semantics: as CUDA's `__syncthreads()`; every lane of the block must reach it (a
     `barrier_block` under lane-dependent control flow is a deadlock).
     syntax: `pto.barrier_block`
+    python: `pto.barrier_block()`
     """
 
     name = "pto.barrier_block"
@@ -400,6 +491,516 @@ class BarrierBlockOp(IRDLOperation):
 
     def __init__(self):
         super().__init__()
+
+
+@irdl_op_definition
+class AtomicAddOp(IRDLOperation):
+    """Atomically add to one element per lane and return the value it held before.
+
+    semantics: `old = *ptr; *ptr = old + value` as one indivisible step per lane. Lanes that
+    hit the same address are serialised in lane order (lowest lane first), so each sees the sum
+    of the lower lanes' contributions in `old`. Integer addition wraps; float addition rounds
+    once per lane, in lane order.
+    syntax: `%old = pto.atomic_add %p, %v : !pto.ptr<i32, global>, i32`
+    python: `old = pto.atomic_add(hist + bucket, 1)`
+    """
+
+    name = "pto.atomic_add"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    ptr = operand_def(AddressType)
+    value = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$ptr `,` $value attr-dict `:` type($ptr) `,` type($value)"
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    PIPE: ClassVar[str] = "VECTOR"
+
+    def __init__(self, ptr: SSAValue, value: SSAValue):
+        super().__init__(operands=[ptr, value], result_types=[value.type])
+
+    def verify_(self) -> None:
+        _check_ptr_elem(self, self.ptr, self.value.type, "added value")
+        if isinstance(self.value.type, IntegerType) and self.value.type.width.data == 1:
+            raise VerifyException("pto.atomic_add is not defined on i1")
+
+
+# --------------------------------------------------------------------------------------------
+# L1 and tile instructions (executed once per block; must sit in uniform control flow)
+# --------------------------------------------------------------------------------------------
+
+
+class TileOp(IRDLOperation):
+    """Marker base: a tile instruction, executed once per block, cooperatively."""
+
+
+@irdl_op_definition
+class AllocLocalOp(TileOp):
+    """Allocate a block-shared L1 buffer.
+
+    semantics: `count` elements of L1, shared by every lane of the block, alive until the
+    kernel ends. Its contents are undefined until written: the interpreter fills it with NaN
+    (floats) or a poison pattern (ints), and `check_uninitialized=True` makes reading them an
+    error. The element count is a compile-time value.
+    syntax: `%buf = pto.alloc_local : !pto.l1buf<256xf32>`
+    python: `buf = pto.alloc_local(256, dtype=pto.float32)`
+    """
+
+    name = "pto.alloc_local"
+
+    result = result_def(L1BufferType)
+
+    assembly_format = "attr-dict `:` type($result)"
+    PIPE: ClassVar[str] = "SCALAR"
+
+    def __init__(self, count: int, element_type: Attribute):
+        super().__init__(result_types=[L1BufferType(count, element_type)])
+
+
+class _BulkCopyOp(TileOp):
+    """Shared shape of the bulk copies: `nbytes` in `rows` rows with element strides."""
+
+    dst = operand_def(AddressType)
+    src = operand_def(AddressType)
+    nbytes = operand_def(i32)
+    rows = operand_def(i32)
+    src_stride = operand_def(i32)
+    dst_stride = operand_def(i32)
+
+    DST_SPACE: ClassVar[str] = "local"
+    SRC_SPACE: ClassVar[str] = "global"
+
+    def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
+                 src_stride: SSAValue, dst_stride: SSAValue,
+                 result_types: Sequence[Attribute] = ()):
+        super().__init__(operands=[dst, src, nbytes, rows, src_stride, dst_stride],
+                         result_types=list(result_types))
+
+    def verify_(self) -> None:
+        dst_space, src_space = memory_space_of(self.dst.type), memory_space_of(self.src.type)
+        if dst_space != self.DST_SPACE:
+            raise VerifyException(f"destination must be in {self.DST_SPACE} memory, got "
+                                  f"{self.dst.type}")
+        if src_space != self.SRC_SPACE:
+            raise VerifyException(f"source must be in {self.SRC_SPACE} memory, got "
+                                  f"{self.src.type}")
+        if element_type_of(self.dst.type) != element_type_of(self.src.type):
+            raise VerifyException(f"source and destination element types differ: "
+                                  f"{element_type_of(self.src.type)} vs "
+                                  f"{element_type_of(self.dst.type)}")
+
+
+_COPY_FORMAT = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
+                "$dst_stride `)` attr-dict `:` type($dst) `,` type($src)")
+
+
+@irdl_op_definition
+class AsyncLoadOp(_BulkCopyOp):
+    """Start an asynchronous HBM -> L1 copy; returns a token to wait on.
+
+    semantics: copies `nbytes` from `src` (HBM) to `dst` (L1) as `rows` rows of
+    `nbytes / rows` bytes; row r reads at element `r * src_stride` and writes at element
+    `r * dst_stride` (strides in elements, defaulting to the row length), as Ascend C's
+    DataCopyParams. The copy completes at the `pto.wait` of its token (or `pto.wait_all`);
+    reading the destination before that is a hazard.
+    syntax: `%t = pto.async_load %dst, %src, %nbytes rows %r strides(%ss, %ds) : !pto.l1buf<4096xf32>, !pto.ptr<f32, global>`
+    python: `tok = pto.async_load(A_tile, A + row0 * K + k0, 64 * 64 * 4, rows=64, src_stride=K)`
+    """
+
+    name = "pto.async_load"
+    token = result_def(TokenType)
+    assembly_format = _COPY_FORMAT
+    PIPE: ClassVar[str] = "MTE_IN"
+
+    def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
+                 src_stride: SSAValue, dst_stride: SSAValue):
+        super().__init__(dst, src, nbytes, rows, src_stride, dst_stride, [TokenType()])
+
+
+@irdl_op_definition
+class AsyncStoreOp(_BulkCopyOp):
+    """Start an asynchronous L1 -> HBM copy; returns a token to wait on.
+
+    semantics: as `pto.async_load` in the other direction. Until its `wait`, writing the L1
+    source or reading the HBM destination is a hazard. Copies not waited for complete when the
+    kernel ends.
+    syntax: `%t = pto.async_store %dst, %src, %nbytes rows %r strides(%ss, %ds) : !pto.ptr<f32, global>, !pto.l1buf<4096xf32>`
+    python: `tok = pto.async_store(C + row0 * N + n0, C_tile, 64 * 64 * 4, rows=64, dst_stride=N)`
+    """
+
+    name = "pto.async_store"
+    token = result_def(TokenType)
+    assembly_format = _COPY_FORMAT
+    DST_SPACE: ClassVar[str] = "global"
+    SRC_SPACE: ClassVar[str] = "local"
+    PIPE: ClassVar[str] = "MTE_OUT"
+
+    def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
+                 src_stride: SSAValue, dst_stride: SSAValue):
+        super().__init__(dst, src, nbytes, rows, src_stride, dst_stride, [TokenType()])
+
+
+@irdl_op_definition
+class TileStoreOp(_BulkCopyOp):
+    """Synchronous L1 -> HBM tile copy (the three-argument `pto.store`).
+
+    semantics: as `pto.async_store`, but complete when the instruction retires.
+    syntax: `pto.tile_store %dst, %src, %nbytes rows %r strides(%ss, %ds) : !pto.ptr<f32, global>, !pto.l1buf<4096xf32>`
+    python: `pto.store(C + offset_c, C_tile, 64 * 64 * 4, rows=64, dst_stride=N)`
+    """
+
+    name = "pto.tile_store"
+    assembly_format = _COPY_FORMAT
+    DST_SPACE: ClassVar[str] = "global"
+    SRC_SPACE: ClassVar[str] = "local"
+    PIPE: ClassVar[str] = "MTE_OUT"
+
+
+@irdl_op_definition
+class WaitOp(TileOp):
+    """Wait until the asynchronous copy of a token has completed.
+
+    semantics: after it, the copy's destination holds the data and its source may be reused.
+    Waiting on a token whose copy was never issued is a `DeadlockError`.
+    syntax: `pto.wait %tok`
+    python: `pto.wait(tok)`
+    """
+
+    name = "pto.wait"
+    token = operand_def(TokenType)
+    assembly_format = "$token attr-dict"
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    PIPE: ClassVar[str] = "SCALAR"
+
+    def __init__(self, token: SSAValue):
+        super().__init__(operands=[token])
+
+
+@irdl_op_definition
+class WaitAllOp(TileOp):
+    """Wait for every outstanding asynchronous copy of the block.
+
+    syntax: `pto.wait_all`
+    python: `pto.wait_all()`
+    """
+
+    name = "pto.wait_all"
+    assembly_format = "attr-dict"
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    PIPE: ClassVar[str] = "SCALAR"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class FillOp(TileOp):
+    """Fill `count` elements of L1 with one value.
+
+    semantics: `dst[0:count] = value`; `value` must be uniform across the block.
+    syntax: `pto.fill %dst, %value, %count : !pto.l1buf<256xf32>, f32`
+    python: `pto.fill(C_tile, 0.0, 64 * 64)`
+    """
+
+    name = "pto.fill"
+    dst = operand_def(AddressType)
+    value = operand_def(AnyAttr())
+    count = operand_def(i32)
+    assembly_format = "$dst `,` $value `,` $count attr-dict `:` type($dst) `,` type($value)"
+    traits = traits_def(MemoryWriteEffect())
+    PIPE: ClassVar[str] = "VECTOR"
+
+    def __init__(self, dst: SSAValue, value: SSAValue, count: SSAValue):
+        super().__init__(operands=[dst, value, count])
+
+    def verify_(self) -> None:
+        if memory_space_of(self.dst.type) != "local":
+            raise VerifyException(f"pto.fill writes L1; got {self.dst.type}")
+        _check_ptr_elem(self, self.dst, self.value.type, "fill value")
+
+
+_MMA_TYPES = {("f32", "f32"), ("f32", "f16"), ("f32", "bf16"), ("f16", "f16"), ("i32", "i32")}
+
+
+@irdl_op_definition
+class MmaOp(TileOp):
+    """Matrix multiply-accumulate on L1 tiles: `C[m x n] += A[m x k] @ B[k x n]`.
+
+    semantics: row-major tiles in L1. Products of the inputs are exact in the accumulator type
+    and summed in it (f16/bf16 inputs accumulate in f32); the summation order is NumPy's
+    matmul's, so results can differ from another order in the last bits. `m, n, k` are
+    compile-time values.
+    syntax: `pto.mma %c, %a, %b shape(64, 64, 64) : !pto.l1buf<4096xf32>, !pto.l1buf<4096xf16>, !pto.l1buf<4096xf16>`
+    python: `pto.mma(C_tile, A_tile, B_tile, 64, 64, 64)`
+    """
+
+    name = "pto.mma"
+    c = operand_def(AddressType)
+    a = operand_def(AddressType)
+    b = operand_def(AddressType)
+    m = prop_def(IntegerAttr[I64])
+    n = prop_def(IntegerAttr[I64])
+    k = prop_def(IntegerAttr[I64])
+    assembly_format = ("$c `,` $a `,` $b `shape` `(` $m `,` $n `,` $k `)` attr-dict `:` "
+                       "type($c) `,` type($a) `,` type($b)")
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    PIPE: ClassVar[str] = "CUBE"
+
+    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, n: int, k: int):
+        super().__init__(operands=[c, a, b], properties={
+            "m": IntegerAttr(m, i64), "n": IntegerAttr(n, i64), "k": IntegerAttr(k, i64)})
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m.value.data, self.n.value.data, self.k.value.data)
+
+    def verify_(self) -> None:
+        m, n, k = self.shape
+        if min(m, n, k) <= 0:
+            raise VerifyException(f"mma shape must be positive, got ({m}, {n}, {k})")
+        for operand, what, need in ((self.c, "C", m * n), (self.a, "A", m * k),
+                                    (self.b, "B", k * n)):
+            if memory_space_of(operand.type) != "local":
+                raise VerifyException(f"mma operand {what} must be in L1, got {operand.type}")
+            if isinstance(operand.type, L1BufferType) and operand.type.size < need:
+                raise VerifyException(f"mma operand {what} needs {need} elements but its buffer "
+                                      f"holds {operand.type.size}")
+        acc, a_t, b_t = (element_type_of(x.type) for x in (self.c, self.a, self.b))
+        if a_t != b_t:
+            raise VerifyException(f"mma inputs A and B must have one element type, got {a_t} "
+                                  f"and {b_t}")
+        if (str(acc), str(a_t)) not in _MMA_TYPES:
+            raise VerifyException(f"mma cannot accumulate {a_t} inputs into {acc}; supported: "
+                                  f"f32 += f32/f16/bf16, f16 += f16, i32 += i32")
+
+
+# --------------------------------------------------------------------------------------------
+# Pipelines
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminator of `pto.pipeline` and `pto.stage` regions: the values they pass on.
+
+    syntax: `pto.yield %a, %b : !pto.l1buf<4096xf32>, !pto.token`
+    """
+
+    name = "pto.yield"
+    values = var_operand_def()
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+    traits = traits_def(IsTerminator(), Pure())
+    PIPE: ClassVar[str] = "SCALAR"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+def _parse_region_op(parser: Parser) -> tuple[list[Attribute], Region, dict[str, Attribute]]:
+    extra = parser.parse_optional_attr_dict_with_keyword()
+    types: list[Attribute] = []
+    if parser.parse_optional_punctuation("->") is not None:
+        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+    region = parser.parse_region()
+    return types, region, (extra.data if extra is not None else {})
+
+
+def _print_region_op(op: IRDLOperation, printer: Printer) -> None:
+    if op.attributes:
+        printer.print_op_attributes(op.attributes, print_keyword=True)
+    if op.results:
+        printer.print_string(" -> (")
+        printer.print_list((r.type for r in op.results), printer.print_attribute)
+        printer.print_string(")")
+    printer.print_string(" ")
+    printer.print_region(op.regions[0])
+
+
+def _find_cycle(graph: dict[str, Sequence[str]]) -> list[str] | None:
+    """A dependency cycle of `graph` (name -> names it runs after), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in graph.get(node, ()):
+            if state.get(dep) == 1:
+                return stack[stack.index(dep):] + [dep]
+            if dep in graph and state.get(dep) is None:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in graph:
+        if state.get(node) is None:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def check_stage_graph(stages: Sequence[tuple[str, Sequence[str]]]) -> str | None:
+    """Why a pipeline's stage list (name, after-names) in program order is invalid, or None.
+
+    Shared by the verifier and the frontend (which reports it at the Python line).
+    """
+    position: dict[str, int] = {}
+    for index, (name, _) in enumerate(stages):
+        if name in position:
+            return f"duplicate stage name '{name}'"
+        position[name] = index
+    for name, after in stages:
+        for dep in after:
+            if dep not in position:
+                return (f"stage '{name}' runs after unknown stage '{dep}'; known stages: "
+                        f"{', '.join(position)}")
+    cycle = _find_cycle({name: list(after) for name, after in stages})
+    if cycle:
+        return f"stage dependencies form a cycle: {' -> '.join(cycle)}"
+    for index, (name, after) in enumerate(stages):
+        for dep in after:
+            if position[dep] > index:
+                return (f"stage '{name}' runs after '{dep}', which comes later in the pipeline; "
+                        f"stages run in program order, so write '{dep}' first")
+    return None
+
+
+@irdl_op_definition
+class PipelineOp(IRDLOperation):
+    """A software pipeline: a sequence of named `pto.stage`s with a dependency DAG.
+
+    semantics: without optimisation the stages run in program order, so the kernel means the
+    same with or without `pto-double-buffer`, which overlaps the stages of successive loop
+    iterations. Values a stage yields are visible to the later stages; values the pipeline
+    yields are visible after it.
+    syntax: `pto.pipeline { %a = pto.stage "load_a" -> (!pto.l1buf<4096xf32>) { ... } ... pto.yield }`
+    python: `with pto.pipeline() as pl:` then `with pl.stage("load_a"): ...`
+    """
+
+    name = "pto.pipeline"
+    outputs = var_result_def()
+    body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+    PIPE: ClassVar[str] = "SCALAR"
+
+    def __init__(self, result_types: Sequence[Attribute], body: Region):
+        super().__init__(result_types=[list(result_types)], regions=[body])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PipelineOp:
+        types, region, attrs = _parse_region_op(parser)
+        op = cls(types, region)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_region_op(self, printer)
+
+    def stages(self) -> list[StageOp]:
+        return [op for op in self.body.block.ops if isinstance(op, StageOp)]
+
+    def verify_(self) -> None:
+        last = self.body.block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException("pto.pipeline must end with pto.yield")
+        if [v.type for v in last.operands] != [r.type for r in self.results]:
+            raise VerifyException("pto.pipeline yields values whose types differ from its "
+                                  "results")
+        problem = check_stage_graph([(s.stage_name, s.after_names) for s in self.stages()])
+        if problem:
+            raise VerifyException(problem)
+
+
+@irdl_op_definition
+class StageOp(IRDLOperation):
+    """One named stage of a `pto.pipeline`, optionally after other stages.
+
+    semantics: runs its region; the values it yields are visible to the later stages.
+    syntax: `%buf = pto.stage "load_a" after ["init"] -> (!pto.l1buf<4096xf32>) { ... pto.yield %b : !pto.l1buf<4096xf32> }`
+    python: `with pl.stage("load_b", after="load_a"): ...`
+    """
+
+    name = "pto.stage"
+    stage = prop_def(StringAttr)
+    after = opt_prop_def(ArrayAttr[StringAttr])
+    outputs = var_result_def()
+    body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect(), HasParent(PipelineOp))
+    PIPE: ClassVar[str] = "SCALAR"
+
+    def __init__(self, name: str, after: Sequence[str], result_types: Sequence[Attribute],
+                 body: Region):
+        props: dict[str, Attribute] = {"stage": StringAttr(name)}
+        if after:
+            props["after"] = ArrayAttr([StringAttr(a) for a in after])
+        super().__init__(result_types=[list(result_types)], regions=[body], properties=props)
+
+    @property
+    def stage_name(self) -> str:
+        return self.stage.data
+
+    @property
+    def after_names(self) -> list[str]:
+        return [a.data for a in self.after.data] if self.after is not None else []
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StageOp:
+        name = parser.parse_str_literal(" (the stage name)")
+        after: list[str] = []
+        if parser.parse_optional_keyword("after") is not None:
+            after = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                      parser.parse_str_literal)
+        types, region, attrs = _parse_region_op(parser)
+        op = cls(name, after, types, region)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.stage_name)
+        if self.after_names:
+            printer.print_string(" after [")
+            printer.print_list(self.after_names, printer.print_string_literal)
+            printer.print_string("]")
+        _print_region_op(self, printer)
+
+    def verify_(self) -> None:
+        last = self.body.block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException("pto.stage must end with pto.yield")
+        if [v.type for v in last.operands] != [r.type for r in self.results]:
+            raise VerifyException("pto.stage yields values whose types differ from its results")
+
+
+# --------------------------------------------------------------------------------------------
+# Debug output
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class PrintfOp(IRDLOperation):
+    """Print a formatted line per active lane, prefixed with its block and lane.
+
+    semantics: Python `%`-style formatting (`%d`, `%f`, `%.3f`, `%x`, ...) of the lane's
+    values; each line starts with `[block (x, y, z) lane (x, y, z)] `. Lines are printed in
+    block order, then lane order, to standard output.
+    syntax: `pto.printf "i=%d v=%f" (%i, %v : i32, f32)`
+    python: `pto.printf("i=%d v=%f", i, v)`
+    """
+
+    name = "pto.printf"
+    format = prop_def(StringAttr)
+    values = var_operand_def()
+    assembly_format = "$format (` ` `(` $values^ `:` type($values) `)`)? attr-dict"
+    traits = traits_def(MemoryWriteEffect())
+    PIPE: ClassVar[str] = "SCALAR"
+
+    def __init__(self, fmt: str, values: Sequence[SSAValue]):
+        super().__init__(operands=[list(values)], properties={"format": StringAttr(fmt)})
 
 
 PTO_OPS: tuple[type[IRDLOperation], ...] = (
@@ -414,8 +1015,21 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     LoadOp,
     StoreOp,
     FmaOp,
+    AtomicAddOp,
+    AllocLocalOp,
+    AsyncLoadOp,
+    AsyncStoreOp,
+    TileStoreOp,
+    WaitOp,
+    WaitAllOp,
+    FillOp,
+    MmaOp,
     BarrierOp,
     BarrierBlockOp,
+    PipelineOp,
+    StageOp,
+    YieldOp,
+    PrintfOp,
 )
 
-PTO = Dialect("pto", list(PTO_OPS), [PtrType, TokenType])
+PTO = Dialect("pto", list(PTO_OPS), [PtrType, L1BufferType, TokenType])

@@ -39,8 +39,8 @@ KERNEL = """\
 func.func @k(%p: !pto.ptr<f32, global>) {
   %a = pto.get_global_id 0 : i32
   %b = pto.get_global_id 0 : i32
-  %q = pto.addptr %p, %a : !pto.ptr<f32, global>, i32
-  %r = pto.addptr %p, %b : !pto.ptr<f32, global>, i32
+  %q = pto.addptr %p, %a : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+  %r = pto.addptr %p, %b : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
   %v = pto.load %q : !pto.ptr<f32, global> -> f32
   pto.store %v, %r : f32, !pto.ptr<f32, global>
   func.return

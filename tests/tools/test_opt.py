@@ -27,7 +27,7 @@ from pypto.tools.opt import EXIT_INTERNAL_ERROR, main
 VALID = """\
 func.func @k(%p: !pto.ptr<f32, global>) attributes {pto.kernel} {
   %i = pto.get_global_id 0 : i32
-  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32
+  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
   %v = pto.load %q : !pto.ptr<f32, global> -> f32 loc("k.py":7:8)
   pto.store %v, %q : f32, !pto.ptr<f32, global>
   func.return

@@ -58,12 +58,12 @@ func.func @token_type(%t: !pto.token) {
 
 // Pointer arithmetic with i32 and i64 offsets, in HBM and in L1.
 // CHECK-LABEL: func.func @addptr
-// CHECK-NEXT:    %{{.*}} = pto.addptr %{{.*}}, %{{.*}} : !pto.ptr<f32, global>, i32
-// CHECK-NEXT:    %{{.*}} = pto.addptr %{{.*}}, %{{.*}} : !pto.ptr<f16, local>, i64
+// CHECK-NEXT:    %{{.*}} = pto.addptr %{{.*}}, %{{.*}} : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+// CHECK-NEXT:    %{{.*}} = pto.addptr %{{.*}}, %{{.*}} : !pto.ptr<f16, local>, i64 -> !pto.ptr<f16, local>
 func.func @addptr(%p: !pto.ptr<f32, global>, %l: !pto.ptr<f16, local>, %i: i32, %j: i64)
     -> (!pto.ptr<f32, global>, !pto.ptr<f16, local>) {
-  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32
-  %m = pto.addptr %l, %j : !pto.ptr<f16, local>, i64
+  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+  %m = pto.addptr %l, %j : !pto.ptr<f16, local>, i64 -> !pto.ptr<f16, local>
   func.return %q, %m : !pto.ptr<f32, global>, !pto.ptr<f16, local>
 }
 

@@ -6,13 +6,13 @@
 // Constant offsets fold before they reach the pointer arithmetic.
 // CHECK-LABEL: func.func @fold_offset
 // CHECK-NEXT:    %[[C:.*]] = arith.constant 12 : i32
-// CHECK-NEXT:    %[[Q:.*]] = pto.addptr %{{.*}}, %[[C]] : !pto.ptr<f32, global>, i32
+// CHECK-NEXT:    %[[Q:.*]] = pto.addptr %{{.*}}, %[[C]] : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
 // CHECK-NEXT:    func.return %[[Q]]
 func.func @fold_offset(%p: !pto.ptr<f32, global>) -> !pto.ptr<f32, global> {
   %c4 = arith.constant 4 : i32
   %c3 = arith.constant 3 : i32
   %o = arith.muli %c4, %c3 : i32
-  %q = pto.addptr %p, %o : !pto.ptr<f32, global>, i32
+  %q = pto.addptr %p, %o : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
   func.return %q : !pto.ptr<f32, global>
 }
 
@@ -23,7 +23,7 @@ func.func @fold_offset(%p: !pto.ptr<f32, global>) -> !pto.ptr<f32, global> {
 func.func @dead_code(%p: !pto.ptr<f32, global>) {
   %i = pto.get_global_id 0 : i32
   %w = pto.get_warp_id : i32
-  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32
+  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
   %v = pto.load %q : !pto.ptr<f32, global> -> f32
   func.return
 }

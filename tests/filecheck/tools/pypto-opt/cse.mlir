@@ -34,8 +34,8 @@ func.func @different_dims() -> (i32, i32) {
 // CHECK-NEXT:    func.return %[[Q]], %[[Q]]
 func.func @same_addptr(%p: !pto.ptr<f32, global>, %i: i32)
     -> (!pto.ptr<f32, global>, !pto.ptr<f32, global>) {
-  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32
-  %r = pto.addptr %p, %i : !pto.ptr<f32, global>, i32
+  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+  %r = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
   func.return %q, %r : !pto.ptr<f32, global>, !pto.ptr<f32, global>
 }
 

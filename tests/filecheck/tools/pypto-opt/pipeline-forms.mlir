@@ -30,8 +30,8 @@ func.func @k(%p: !pto.ptr<f32, global>) attributes {pto.kernel} {
   %s = arith.addi %c1, %c2 : i32
   %i = arith.addi %a, %s : i32
   %j = arith.addi %b, %s : i32
-  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32
-  %r = pto.addptr %p, %j : !pto.ptr<f32, global>, i32
+  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+  %r = pto.addptr %p, %j : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
   %v = pto.load %q : !pto.ptr<f32, global> -> f32
   pto.store %v, %r : f32, !pto.ptr<f32, global>
   func.return

@@ -21,7 +21,8 @@ from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
 from pypto.errors import CompileError, LaunchError, VerificationError
 from pypto.frontend.kernel import Kernel
-from pypto.frontend.lowering import lower_kernel
+from pypto.analysis.uniformity import check_uniform_control
+from pypto.frontend.lowering import NeedsConstexpr, lower_kernel
 from pypto.ir import print_ir
 
 DEFAULT_PIPELINE = ""
@@ -77,7 +78,7 @@ class CompiledKernel:
     """One compiled specialisation: its IR (`.module`, `.mlir`) and its executable form."""
 
     def __init__(self, kernel: Kernel, module: ModuleOp, block: tuple[int, int, int],
-                 target: Target, pipeline: str):
+                 target: Target, pipeline: str, *, check_uninitialized: bool = False):
         self.kernel = kernel
         self.name = kernel.name
         self.module = module
@@ -85,7 +86,8 @@ class CompiledKernel:
         self.target = target
         self.pipeline = pipeline
         self.func = _kernel_func(module, kernel.name)
-        self.executable = Executable(self.func)
+        self.executable = Executable(self.func, target=target,
+                                     check_uninitialized=check_uninitialized)
 
     @property
     def num_params(self) -> int:
@@ -122,9 +124,36 @@ def _kernel_func(module: ModuleOp, name: str) -> func.FuncOp:
     raise VerificationError(f"compiled module has no kernel '{name}'")
 
 
+def _constexpr_params(kernel: Kernel) -> set[str]:
+    """Parameters annotated `pto.constexpr`, plus those the frontend found used as sizes."""
+    from pypto.frontend.builtins import constexpr
+
+    annotated = {name for name, p in kernel.signature.parameters.items()
+                 if p.annotation is constexpr or p.annotation == "pto.constexpr"
+                 or getattr(p.annotation, "__name__", None) == "constexpr"}
+    return annotated | kernel.auto_constexpr
+
+
+def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> dict[str, Any]:
+    values = {}
+    for name, value in zip(kernel.params, args):
+        if name not in names:
+            continue
+        if _is_device_tensor(value) or not isinstance(value, bool | int | float | np.number):
+            raise LaunchError(f"parameter '{name}' of kernel '{kernel.name}' is a compile-time "
+                              f"constant (pto.constexpr or used as a size) and must be an int or "
+                              f"float, got {type(value).__name__}")
+        values[name] = value.item() if isinstance(value, np.generic) else value
+    return values
+
+
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
-            pipeline: str | None = None, target: Target | str | None = None) -> CompiledKernel:
-    """Specialise `kernel` on `args`, lower it to pto IR, run `pipeline`; cached."""
+            pipeline: str | None = None, target: Target | str | None = None,
+            check_uninitialized: bool = False) -> CompiledKernel:
+    """Specialise `kernel` on `args`, lower it to pto IR, run `pipeline`; cached.
+
+    `check_uninitialized=True` makes the interpreter raise on reads of L1 that was never written.
+    """
     if isinstance(kernel, CompiledKernel):
         return kernel
     if not isinstance(kernel, Kernel):
@@ -140,15 +169,27 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
                           f"lanes; the target allows at most {resolved.max_block_lanes}")
     pipeline_text = DEFAULT_PIPELINE if pipeline is None else pipeline
     types = tuple(arg_type(a, i, kernel) for i, a in enumerate(args))
-    key = (types, block_dims, pipeline_text, resolved)
-    cached = kernel.cache.get(key)
-    if cached is not None:
-        return cached
-    module = lower_kernel(kernel, types)
+    while True:
+        names = _constexpr_params(kernel)
+        consts = _constexpr_values(kernel, names, args)
+        key = (types, tuple(sorted(consts.items())), block_dims, pipeline_text, resolved,
+               check_uninitialized)
+        cached = kernel.cache.get(key)
+        if cached is not None:
+            return cached
+        try:
+            module = lower_kernel(kernel, types, consts)
+            break
+        except NeedsConstexpr as need:
+            if need.params <= kernel.auto_constexpr:
+                raise  # pragma: no cover - cannot make progress (a frontend bug)
+            kernel.auto_constexpr.update(need.params)
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
+    check_uniform_control(_kernel_func(module, kernel.name))
     if pipeline_text.strip():
         _run_pipeline(module, pipeline_text)
-    compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text)
+    compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
+                              check_uninitialized=check_uninitialized)
     kernel.cache[key] = compiled
     return compiled
 

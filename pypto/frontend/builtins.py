@@ -40,6 +40,35 @@ store = _kernel_only("store")
 fma = _kernel_only("fma")
 barrier = _kernel_only("barrier")
 barrier_block = _kernel_only("barrier_block")
+atomic_add = _kernel_only("atomic_add")
+alloc_local = _kernel_only("alloc_local")
+async_load = _kernel_only("async_load")
+async_store = _kernel_only("async_store")
+wait = _kernel_only("wait")
+wait_all = _kernel_only("wait_all")
+fill = _kernel_only("fill")
+mma = _kernel_only("mma")
+pipeline = _kernel_only("pipeline")
+printf = _kernel_only("printf")
+exp = _kernel_only("exp")
+log = _kernel_only("log")
+sqrt = _kernel_only("sqrt")
+rsqrt = _kernel_only("rsqrt")
+tanh = _kernel_only("tanh")
+select = _kernel_only("select")
+cast = _kernel_only("cast")
+
+
+class constexpr:  # noqa: N801 - a marker used as an annotation, named like Triton's
+    """Annotation forcing a kernel parameter to be a compile-time constant.
+
+    `def k(a, n: pto.constexpr)`: every distinct launch value of `n` compiles (and caches) its
+    own variant, in which `n` is a Python constant (usable as a size, folded into the IR).
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("pto.constexpr is an annotation: write `n: pto.constexpr` on a kernel "
+                        "parameter")
 
 BUILTINS: dict[Any, str] = {
     get_global_id: "get_global_id",
@@ -54,6 +83,23 @@ BUILTINS: dict[Any, str] = {
     fma: "fma",
     barrier: "barrier",
     barrier_block: "barrier_block",
+    atomic_add: "atomic_add",
+    alloc_local: "alloc_local",
+    async_load: "async_load",
+    async_store: "async_store",
+    wait: "wait",
+    wait_all: "wait_all",
+    fill: "fill",
+    mma: "mma",
+    pipeline: "pipeline",
+    printf: "printf",
+    exp: "exp",
+    log: "log",
+    sqrt: "sqrt",
+    rsqrt: "rsqrt",
+    tanh: "tanh",
+    select: "select",
+    cast: "cast",
 }
 
-__all__ = [fn.__name__ for fn in BUILTINS]
+__all__ = [fn.__name__ for fn in BUILTINS] + ["constexpr"]

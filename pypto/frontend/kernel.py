@@ -44,6 +44,9 @@ class Kernel:
         self.signature = sig
         self._source: KernelSource | None = None
         self.cache: dict[Any, Any] = {}
+        # Integer parameters the frontend found used as sizes (alloc_local counts, mma shapes):
+        # specialised on their launch value from then on, like annotated pto.constexpr ones.
+        self.auto_constexpr: set[str] = set()
 
     @property
     def num_params(self) -> int:

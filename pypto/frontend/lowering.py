@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,9 @@ from pypto import dtypes
 from pypto.dialects import pto
 from pypto.errors import CompileError
 from pypto.frontend.builtins import BUILTINS
+from pypto.frontend.calls import CallLowering
+from pypto.frontend.common import _describe_value, _is_bool, _is_float, _is_int, _type_name
+from pypto.frontend.early_return import drop_trailing_returns, rewrite_returns
 from pypto.frontend.kernel import Kernel, KernelSource
 
 Value = SSAValue | int | float | bool
@@ -47,40 +51,51 @@ class _Undefined:
     """Marks a variable assigned on only some paths (e.g. in one branch of an `if`)."""
 
     line: int
+    kind: str = "if"
 
 
-def _is_int(t: Attribute) -> bool:
-    return isinstance(t, IntegerType) and t.width.data != 1
-
-
-def _is_bool(t: Attribute) -> bool:
-    return isinstance(t, IntegerType) and t.width.data == 1
-
-
-def _is_float(t: Attribute) -> bool:
-    return isinstance(t, AnyFloat)
-
-
-def _type_name(t: Attribute) -> str:
-    try:
-        return "pto." + dtypes.from_mlir(t).name
-    except (TypeError, KeyError):
-        return str(t)
+def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
 
 
 _FLOAT_RANK = {16: 1, 32: 2, 64: 3}
 
 
-class KernelLowering:
+class NeedsConstexpr(Exception):
+    """A compile-time value was needed from kernel parameters: specialise on them and retry."""
+
+    def __init__(self, params: set[str]):
+        super().__init__(f"specialise on {sorted(params)}")
+        self.params = params
+
+
+class PipelineHandle:
+    """The compile-time object bound by `with pto.pipeline() as pl:`."""
+
+    def __init__(self, op_block: Block):
+        self.block = op_block
+        self.stages: list[tuple[str, list[str]]] = []
+
+
+class KernelLowering(CallLowering):
     """Lowers one specialisation of a kernel (fixed argument types) to a `builtin.module`."""
 
-    def __init__(self, kernel: Kernel, arg_types: Sequence[Attribute]):
+    def __init__(self, kernel: Kernel, arg_types: Sequence[Attribute],
+                 constexprs: dict[str, Any] | None = None):
         self.kernel = kernel
         self.src: KernelSource = kernel.source
         self.arg_types = list(arg_types)
+        self.constexprs = dict(constexprs or {})
         self.block: Block | None = None
         self.env: dict[str, Any] = {}
         self.node: ast.AST | None = None
+        self.region_depth = 0  # > 0 while lowering the body of an if / loop / stage
+        self.loop_depth = 0
         self.globals = dict(kernel.fn.__globals__)
         closure = kernel.fn.__closure__ or ()
         for name, cell in zip(kernel.fn.__code__.co_freevars, closure):
@@ -118,7 +133,8 @@ class KernelLowering:
     # ---------------------------------------------------------------------------------------
 
     def lower(self) -> ModuleOp:
-        fdef = self.src.tree
+        fdef = copy.deepcopy(self.src.tree)
+        fdef.body = drop_trailing_returns(rewrite_returns(fdef.body)) or fdef.body
         self.node = fdef
         if isinstance(fdef, ast.AsyncFunctionDef):
             raise self.error("kernels cannot be async functions")
@@ -131,7 +147,11 @@ class KernelLowering:
         for arg_node, block_arg in zip(args.args, body_block.args):
             block_arg.name_hint = arg_node.arg
             block_arg.location = self.loc(arg_node)
-            self.env[arg_node.arg] = block_arg
+            if arg_node.arg in self.constexprs:
+                self.env[arg_node.arg] = self.constexprs[arg_node.arg]
+            else:
+                self.env[arg_node.arg] = block_arg
+        self.function_block = body_block
         self.block = body_block
         self.lower_body(fdef.body)
         if not self._terminated():
@@ -214,19 +234,12 @@ class KernelLowering:
         if stmt.value is not None:
             raise self.error("kernels cannot return a value; store results through a pointer "
                              "with pto.store()", stmt)
-        if self.block is not self._function_block():
-            raise self.error("an early 'return' inside control flow is not supported yet; "
-                             "guard the rest of the kernel with an 'if' instead", stmt)
+        if self.loop_depth:
+            raise self.error("'return' inside a loop is not supported; let the loop finish "
+                             "(use a flag and an 'if') or move the return before the loop", stmt)
+        if self.region_depth:
+            raise self.error("'return' inside a pipeline stage is not supported", stmt)
         self.emit(func.ReturnOp())
-
-    def _function_block(self) -> Block | None:
-        block = self.block
-        while block is not None and block.parent_op() is not None:
-            parent = block.parent_op()
-            if isinstance(parent, func.FuncOp):
-                return block
-            block = parent.parent_block() if parent is not None else None
-        return block
 
     def stmt_If(self, stmt: ast.If) -> None:
         cond = self.expr(stmt.test)
@@ -239,6 +252,7 @@ class KernelLowering:
         before = dict(self.env)
         outer = self.block
 
+        self.region_depth += 1
         then_block = Block()
         self.block = then_block
         self.env = dict(before)
@@ -250,6 +264,7 @@ class KernelLowering:
         self.env = dict(before)
         self.lower_body(stmt.orelse)
         else_env = self.env
+        self.region_depth -= 1
 
         self.block = outer
         self.env = before
@@ -297,6 +312,284 @@ class KernelLowering:
             result.name_hint = name
             self.env[name] = result
 
+    # ---------------------------------------------------------------------------------------
+    # loops
+    # ---------------------------------------------------------------------------------------
+
+    def stmt_For(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            raise self.error("'for ... else' is not supported in kernels", stmt)
+        if not isinstance(stmt.target, ast.Name):
+            raise self.error("the loop variable must be a plain name", stmt.target)
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and self._is_range(it.func)):
+            raise self.error("kernels loop with 'for x in range(...)' only", it)
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error("range() takes 1 to 3 positional arguments", it)
+        bounds = [self.expr(a) for a in it.args]
+        self.node = stmt
+        if len(bounds) == 1:
+            start, stop, step = 0, bounds[0], 1
+        elif len(bounds) == 2:
+            (start, stop), step = bounds, 1
+        else:
+            start, stop, step = bounds
+        if isinstance(step, SSAValue):
+            step = self.const_int(step, it.args[2], "the step of range()")
+        if isinstance(step, bool) or not isinstance(step, int) or step == 0:
+            raise self.error("the step of range() must be a non-zero compile-time integer",
+                             it)
+        for b, n in ((start, "start"), (stop, "stop")):
+            if isinstance(b, SSAValue) and not _is_int(b.type) or \
+                    not isinstance(b, SSAValue) and (isinstance(b, bool) or
+                                                     not isinstance(b, int)):
+                raise self.error(f"the {n} of range() must be an integer", it)
+        if not isinstance(start, SSAValue) and not isinstance(stop, SSAValue):
+            trip = len(range(start, stop, step))
+            if trip == 0:
+                return
+        self._lower_for(stmt, start, stop, step)
+
+    def _is_range(self, func_node: ast.expr) -> bool:
+        try:
+            value = self.expr(func_node)
+        except CompileError:
+            return False
+        return value is py_builtins.range
+
+    def _lower_for(self, stmt: ast.For, start: Any, stop: Any, step: int) -> None:
+        # Bounds: a common integer type (i32 unless a bound is i64).
+        types = [b.type for b in (start, stop) if isinstance(b, SSAValue)]
+        ity: Attribute = IntegerType(64) if any(t.width.data == 64 for t in types) \
+            else IntegerType(32)
+        if step > 0:
+            lb = self.coerce_int(start, ity)
+            ub = self.coerce_int(stop, ity)
+            st = self.constant(step, ity)
+            iv_map = None
+        else:
+            # for x in range(a, b, -s): k = 0 .. ceil((a - b) / s), x = a - k * s
+            a = self.coerce_int(start, ity)
+            b = self.coerce_int(stop, ity)
+            diff = self.emit(arith.SubiOp(a, b)).results[0]
+            span = self.emit(arith.AddiOp(diff, self.constant(-step - 1, ity))).results[0]
+            count = self.emit(arith.FloorDivSIOp(span, self.constant(-step, ity))).results[0]
+            ub = self.emit(arith.MaxSIOp(count, self.constant(0, ity))).results[0]
+            lb = self.constant(0, ity)
+            st = self.constant(1, ity)
+            iv_map = a
+        carried = self._loop_carried(stmt)
+        before = dict(self.env)
+        outer = self.block
+        init_types: dict[str, Attribute] = {}
+        for name in carried:
+            v = before[name]
+            init_types[name] = v.type if isinstance(v, SSAValue) else self.literal_type(v)
+        for _attempt in range(4):
+            body, yielded, results_env = self._lower_loop_body(
+                stmt, carried, init_types, before, ity, iv_map, step)
+            changed = False
+            for name, value in zip(carried, yielded):
+                if isinstance(value, SSAValue) and value.type != init_types[name] and \
+                        not isinstance(before[name], SSAValue):
+                    init_types[name] = value.type  # a literal initial value: adopt the type
+                    changed = True
+            if not changed:
+                break
+        self.block = outer
+        self.env = before
+        self.node = stmt
+        inits = [self.coerce(before[name], init_types[name]) for name in carried]
+        for name, value in zip(carried, yielded):
+            if not isinstance(value, SSAValue) or value.type != init_types[name]:
+                got = _describe_value(value)
+                raise self.error(f"variable '{name}' is {_type_name(init_types[name])} before the "
+                                 f"loop but {got} after an iteration; give it one type "
+                                 f"(pto.cast) before the loop", stmt)
+        for_op = scf.ForOp(lb, ub, st, inits, body)
+        self.emit(for_op)
+        self.env = dict(before)
+        for name, result in zip(carried, for_op.results):
+            result.name_hint = name
+            self.env[name] = result
+        for name in results_env:
+            if name not in carried:
+                self.env[name] = _Undefined(stmt.lineno, "for")
+
+    def _loop_carried(self, stmt: ast.For) -> list[str]:
+        assigned = sorted(_assigned_names(stmt.body) | {stmt.target.id})
+        carried = []
+        for name in assigned:
+            if name == stmt.target.id:
+                continue
+            value = self.env.get(name)
+            if isinstance(value, SSAValue | bool | int | float) and \
+                    not isinstance(value, _Undefined):
+                carried.append(name)
+        return carried
+
+    def _lower_loop_body(self, stmt: ast.For, carried: list[str],
+                         init_types: dict[str, Attribute], before: dict[str, Any],
+                         ity: Attribute, iv_map: Any, step: int
+                         ) -> tuple[Block, list[Any], dict[str, Any]]:
+        body = Block(arg_types=[ity] + [init_types[n] for n in carried])
+        iv = body.args[0]
+        iv.name_hint = stmt.target.id
+        self.block = body
+        self.env = dict(before)
+        for name, arg in zip(carried, body.args[1:]):
+            arg.name_hint = name
+            self.env[name] = arg
+        self.node = stmt
+        if iv_map is not None:
+            scaled = self.emit(arith.MuliOp(iv, self.constant(-step, ity))).results[0]
+            iv_value: Any = self.emit(arith.SubiOp(iv_map, scaled)).results[0]
+        else:
+            iv_value = iv
+        self.env[stmt.target.id] = iv_value
+        self.loop_depth += 1
+        self.region_depth += 1
+        try:
+            self.lower_body(stmt.body)
+        finally:
+            self.loop_depth -= 1
+            self.region_depth -= 1
+        yielded = [self.env.get(name) for name in carried]
+        self.node = stmt.body[-1]
+        values = []
+        for name, value in zip(carried, yielded):
+            if isinstance(value, _Undefined) or value is None:
+                raise self.error(f"variable '{name}' may be undefined at the end of the loop "
+                                 f"body", stmt)
+            if not isinstance(value, SSAValue):
+                value = self.coerce(value, init_types[name])
+            values.append(value)
+        if all(isinstance(v, SSAValue) and v.type == init_types[n]
+               for v, n in zip(values, carried)):
+            self.emit(scf.YieldOp(*values))
+        return body, values, self.env
+
+    def coerce_int(self, value: Any, t: Attribute) -> SSAValue:
+        if isinstance(value, SSAValue):
+            if value.type == t:
+                return value
+            if _is_int(value.type) and value.type.width.data < t.width.data:
+                return self.emit(arith.ExtSIOp(value, t)).results[0]
+            raise self.error(f"loop bounds must be integers, got {_type_name(value.type)}")
+        return self.constant(value, t)
+
+    def stmt_While(self, stmt: ast.While) -> None:
+        raise self.error("'while' loops are not supported in kernels; use "
+                         "'for x in range(...)' with uniform bounds", stmt)
+
+    # ---------------------------------------------------------------------------------------
+    # with: pipelines and stages
+    # ---------------------------------------------------------------------------------------
+
+    def stmt_With(self, stmt: ast.With) -> None:
+        if len(stmt.items) != 1:
+            raise self.error("use one context manager per 'with' in kernels", stmt)
+        item = stmt.items[0]
+        call = item.context_expr
+        if not isinstance(call, ast.Call):
+            raise self.error("only 'with pto.pipeline() as pl:' and 'with pl.stage(...):' are "
+                             "supported", stmt)
+        if isinstance(call.func, ast.Attribute):
+            base = self.expr(call.func.value) if not isinstance(call.func.value, ast.Call) \
+                else None
+            if isinstance(base, PipelineHandle) and call.func.attr == "stage":
+                if item.optional_vars is not None:
+                    raise self.error("'with pl.stage(...)' binds nothing; drop 'as'", stmt)
+                self._lower_stage(stmt, call, base)
+                return
+        callee = self.expr(call.func)
+        self.node = stmt
+        if BUILTINS.get(callee) == "pipeline":
+            self.call_args(call, [], 0)
+            self._lower_pipeline(stmt, item.optional_vars)
+            return
+        raise self.error("only 'with pto.pipeline() as pl:' and 'with pl.stage(...):' are "
+                         "supported", stmt)
+
+    def _region_env(self, stmts: list[ast.stmt]) -> tuple[Block, dict[str, Any], dict[str, Any]]:
+        before = dict(self.env)
+        outer = self.block
+        block = Block()
+        self.block = block
+        self.region_depth += 1
+        try:
+            self.lower_body(stmts)
+        finally:
+            self.region_depth -= 1
+        after = self.env
+        self.block = outer
+        self.env = before
+        return block, before, after
+
+    def _changed(self, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+        return [n for n, v in after.items()
+                if isinstance(v, SSAValue) and before.get(n) is not v]
+
+    def _lower_pipeline(self, stmt: ast.With, target: ast.expr | None) -> None:
+        if target is not None and not isinstance(target, ast.Name):
+            raise self.error("write 'with pto.pipeline() as pl:'", stmt)
+        block_placeholder = Block()
+        handle = PipelineHandle(block_placeholder)
+        saved_name = target.id if target is not None else None
+        if saved_name:
+            self.env[saved_name] = handle
+        block, before, after = self._region_env(stmt.body)
+        names = self._changed(before, after)
+        self.node = stmt
+        outer = self.block
+        self.block = block
+        self.emit(pto.YieldOp(*[after[n] for n in names]))
+        self.block = outer
+        problem = pto.check_stage_graph(handle.stages)
+        if problem:
+            raise self.error(problem, stmt)
+        op = pto.PipelineOp([after[n].type for n in names], Region(block))
+        self.emit(op)
+        for n, r in zip(names, op.results):
+            r.name_hint = n
+            self.env[n] = r
+        for n, v in after.items():
+            if n not in names and n not in self.env:
+                if not isinstance(v, SSAValue):
+                    self.env[n] = v
+        if saved_name:
+            self.env[saved_name] = handle
+
+    def _lower_stage(self, stmt: ast.With, call: ast.Call, handle: PipelineHandle) -> None:
+        name, after = self.call_args(call, ["name", "after"], 1, {"after": None})
+        self.node = stmt
+        if not isinstance(name, str):
+            raise self.error("a stage name must be a string literal", call)
+        if after is None:
+            after_names: list[str] = []
+        elif isinstance(after, str):
+            after_names = [after]
+        elif isinstance(after, tuple | list) and all(isinstance(a, str) for a in after):
+            after_names = list(after)
+        else:
+            raise self.error("after= takes a stage name or a list of stage names", call)
+        handle.stages.append((name, after_names))
+        problem = pto.check_stage_graph(handle.stages)
+        if problem and "later in the pipeline" not in problem and "unknown stage" not in problem:
+            raise self.error(problem, stmt)
+        block, before, after_env = self._region_env(stmt.body)
+        names = self._changed(before, after_env)
+        outer = self.block
+        self.block = block
+        self.emit(pto.YieldOp(*[after_env[n] for n in names]))
+        self.block = outer
+        self.node = stmt
+        op = pto.StageOp(name, after_names, [after_env[n].type for n in names], Region(block))
+        self.emit(op)
+        for n, r in zip(names, op.results):
+            r.name_hint = n
+            self.env[n] = r
+
     def _merge_type(self, name: str, tv: Any, ev: Any, stmt: ast.AST) -> Attribute:
         if isinstance(tv, SSAValue) and isinstance(ev, SSAValue):
             if tv.type != ev.type:
@@ -339,6 +632,10 @@ class KernelLowering:
         if name in self.env:
             value = self.env[name]
             if isinstance(value, _Undefined):
+                if value.kind == "for":
+                    raise self.error(f"variable '{name}' is first assigned inside the loop at "
+                                     f"line {value.line} and may be undefined after it; assign "
+                                     f"it before the loop", node)
                 raise self.error(f"variable '{name}' is assigned only on some paths of the 'if' "
                                  f"at line {value.line}; assign it before the 'if' or in every "
                                  f"branch", node)
@@ -365,6 +662,11 @@ class KernelLowering:
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
+        if isinstance(base, PipelineHandle):
+            if node.attr == "run":
+                return _PIPELINE_RUN
+            raise self.error(f"'{ast.unparse(node)}': a pipeline offers 'with pl.stage(...)' and "
+                             f"pl.run()", node)
         if isinstance(base, SSAValue):
             raise self.error(f"runtime values have no attribute '{node.attr}'", node)
         try:
@@ -456,6 +758,9 @@ class KernelLowering:
             handler_name = None
         if handler_name is not None:
             return getattr(self, f"call_{handler_name}")(node)
+        if callee is _PIPELINE_RUN:
+            self.call_args(node, [], 0)
+            return None  # the article's pl.run(): stages already run in order
         if callee in _PY_BUILTIN_CALLS:
             return getattr(self, _PY_BUILTIN_CALLS[callee])(node)
         name = getattr(callee, "__qualname__", None) or repr(callee)
@@ -566,9 +871,9 @@ class KernelLowering:
                          f"explicitly with pto.cast(x, {_type_name(ta)})", node)
 
     def binop(self, op: ast.operator, lhs: Any, rhs: Any, node: ast.AST) -> Any:
-        if isinstance(lhs, SSAValue) and isinstance(lhs.type, pto.PtrType):
+        if isinstance(lhs, SSAValue) and isinstance(lhs.type, pto.PtrType | pto.L1BufferType):
             return self.ptr_offset(lhs, rhs, op, node)
-        if isinstance(rhs, SSAValue) and isinstance(rhs.type, pto.PtrType):
+        if isinstance(rhs, SSAValue) and isinstance(rhs.type, pto.PtrType | pto.L1BufferType):
             if isinstance(op, ast.Add):
                 return self.ptr_offset(rhs, lhs, op, node)
             raise self.error("only 'pointer + integer' and 'pointer - integer' are defined", node)
@@ -623,177 +928,6 @@ class KernelLowering:
         else:
             a, b = self.unify(a, b, node, "select")
         return self.emit(arith.SelectOp(cond, a, b)).results[0]
-
-    # ---------------------------------------------------------------------------------------
-    # call helpers
-    # ---------------------------------------------------------------------------------------
-
-    def call_args(self, node: ast.Call, names: Sequence[str], required: int,
-                  defaults: dict[str, Any] | None = None) -> list[Any]:
-        """Bind positional and keyword arguments of a builtin call (evaluated)."""
-        fname = ast.unparse(node.func)
-        if len(node.args) > len(names):
-            raise self.error(f"{fname}() takes at most {len(names)} arguments "
-                             f"({', '.join(names)}), got {len(node.args)}", node)
-        values: dict[str, Any] = {}
-        for name, arg in zip(names, node.args):
-            if isinstance(arg, ast.Starred):
-                raise self.error("*args are not supported in kernels", arg)
-            values[name] = self.expr(arg)
-        for kw in node.keywords:
-            if kw.arg is None or kw.arg not in names:
-                raise self.error(f"{fname}() got an unexpected keyword argument '{kw.arg}'; "
-                                 f"it takes ({', '.join(names)})", kw)
-            if kw.arg in values:
-                raise self.error(f"{fname}() got multiple values for '{kw.arg}'", kw)
-            values[kw.arg] = self.expr(kw.value)
-        self.node = node
-        out = []
-        for index, name in enumerate(names):
-            if name in values:
-                out.append(values[name])
-            elif defaults and name in defaults:
-                out.append(defaults[name])
-            else:
-                raise self.error(f"{fname}() missing required argument '{name}' "
-                                 f"(takes {', '.join(names[:required])})", node)
-        return out
-
-    def expect_ptr(self, value: Any, node: ast.AST, what: str) -> SSAValue:
-        if not isinstance(value, SSAValue) or not isinstance(value.type, pto.PtrType):
-            raise self.error(f"{what} must be a pointer (a tensor parameter plus an offset), "
-                             f"got {_describe_value(value)}", node)
-        return value
-
-    def const_int(self, value: Any, node: ast.AST, what: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(f"{what} must be a compile-time integer, got "
-                             f"{_describe_value(value)}", node)
-        return value
-
-    # ---------------------------------------------------------------------------------------
-    # builtins: ids
-    # ---------------------------------------------------------------------------------------
-
-    def _dim_id(self, node: ast.Call, op_cls: type[pto._DimIdOp]) -> SSAValue:
-        (dim,) = self.call_args(node, ["dim"], 0, {"dim": 0})
-        dim = self.const_int(dim, node, "the dimension")
-        if dim not in (0, 1, 2):
-            raise self.error(f"dimension must be 0, 1 or 2, got {dim}", node)
-        return self.emit(op_cls(dim)).results[0]
-
-    def call_get_global_id(self, node: ast.Call) -> SSAValue:
-        return self._dim_id(node, pto.GetGlobalIdOp)
-
-    def call_get_local_id(self, node: ast.Call) -> SSAValue:
-        return self._dim_id(node, pto.GetLocalIdOp)
-
-    def call_get_block_id(self, node: ast.Call) -> SSAValue:
-        return self._dim_id(node, pto.GetBlockIdOp)
-
-    def call_get_block_dim(self, node: ast.Call) -> SSAValue:
-        return self._dim_id(node, pto.GetBlockDimOp)
-
-    def call_get_grid_dim(self, node: ast.Call) -> SSAValue:
-        return self._dim_id(node, pto.GetGridDimOp)
-
-    def call_get_warp_id(self, node: ast.Call) -> SSAValue:
-        self.call_args(node, [], 0)
-        return self.emit(pto.GetWarpIdOp()).results[0]
-
-    def call_get_lane_id(self, node: ast.Call) -> SSAValue:
-        self.call_args(node, [], 0)
-        return self.emit(pto.GetLaneIdOp()).results[0]
-
-    # ---------------------------------------------------------------------------------------
-    # builtins: memory and sync
-    # ---------------------------------------------------------------------------------------
-
-    def call_load(self, node: ast.Call) -> SSAValue:
-        (ptr,) = self.call_args(node, ["ptr"], 1)
-        ptr = self.expect_ptr(ptr, node, "pto.load's argument")
-        return self.emit(pto.LoadOp(ptr)).results[0]
-
-    def call_store(self, node: ast.Call) -> None:
-        ptr, value = self.call_args(node, ["ptr", "value"], 2)
-        ptr = self.expect_ptr(ptr, node, "pto.store's first argument")
-        assert isinstance(ptr.type, pto.PtrType)
-        value = self.value_as(value, ptr.type.element_type, node, "the stored value")
-        self.emit(pto.StoreOp(value, ptr))
-
-    def call_fma(self, node: ast.Call) -> None:
-        dst, a, b, c = self.call_args(node, ["dst", "a", "b", "c"], 4)
-        dst = self.expect_ptr(dst, node, "pto.fma's destination")
-        assert isinstance(dst.type, pto.PtrType)
-        t = dst.type.element_type
-        operands = [self.value_as(v, t, node, f"fma operand '{n}'")
-                    for v, n in ((a, "a"), (b, "b"), (c, "c"))]
-        self.emit(pto.FmaOp(dst, *operands))
-
-    def value_as(self, value: Any, t: Attribute, node: ast.AST, what: str) -> SSAValue:
-        if isinstance(value, SSAValue):
-            if value.type != t:
-                raise self.error(f"{what} is {_type_name(value.type)} but the pointer holds "
-                                 f"{_type_name(t)}; convert it with pto.cast(x, {_type_name(t)})",
-                                 node)
-            return value
-        if isinstance(value, bool | int | float):
-            return self.constant(value, t)
-        raise self.error(f"{what} must be a number, got {_describe_value(value)}", node)
-
-    def call_barrier(self, node: ast.Call) -> None:
-        self.call_args(node, [], 0)
-        self.emit(pto.BarrierOp())
-
-    def call_barrier_block(self, node: ast.Call) -> None:
-        self.call_args(node, [], 0)
-        self.emit(pto.BarrierBlockOp())
-
-    # ---------------------------------------------------------------------------------------
-    # Python builtins usable in kernels
-    # ---------------------------------------------------------------------------------------
-
-    def py_min(self, node: ast.Call) -> Any:
-        return self._minmax(node, "min")
-
-    def py_max(self, node: ast.Call) -> Any:
-        return self._minmax(node, "max")
-
-    def _minmax(self, node: ast.Call, which: str) -> Any:
-        if len(node.args) < 2 or node.keywords:
-            raise self.error(f"{which}() in a kernel takes two or more positional values", node)
-        values = [self.expr(a) for a in node.args]
-        self.node = node
-        result = values[0]
-        for v in values[1:]:
-            if not isinstance(result, SSAValue) and not isinstance(v, SSAValue):
-                result = min(result, v) if which == "min" else max(result, v)
-                continue
-            a, b = self.unify(result, v, node, f"{which}()")
-            t = a.type
-            if _is_float(t):
-                op = arith.MinimumfOp(a, b) if which == "min" else arith.MaximumfOp(a, b)
-            elif _is_int(t):
-                op = arith.MinSIOp(a, b) if which == "min" else arith.MaxSIOp(a, b)
-            else:
-                raise self.error(f"{which}() is not defined on {_type_name(t)}", node)
-            result = self.emit(op).results[0]
-        return result
-
-    def py_abs(self, node: ast.Call) -> Any:
-        if len(node.args) != 1 or node.keywords:
-            raise self.error("abs() takes exactly one value", node)
-        v = self.expr(node.args[0])
-        self.node = node
-        if not isinstance(v, SSAValue):
-            return abs(v)
-        from xdsl.dialects import math
-
-        if _is_float(v.type):
-            return self.emit(math.AbsFOp(v)).results[0]
-        if _is_int(v.type):
-            return self.emit(math.AbsIOp(v)).results[0]
-        raise self.error(f"abs() is not defined on {_type_name(v.type)}", node)
 
 
 def _int_floordiv(self: KernelLowering, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -923,12 +1057,13 @@ def _describe_stmt(stmt: ast.stmt) -> str:
     return names.get(kind, kind)
 
 
-def _describe_value(value: Any) -> str:
-    if isinstance(value, SSAValue):
-        return f"a {_type_name(value.type)} value"
-    return repr(value)
+_PIPELINE_RUN = object()
 
 
-def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute]) -> ModuleOp:
-    """Lower one specialisation of `kernel` to a verified `builtin.module`."""
-    return KernelLowering(kernel, arg_types).lower()
+def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
+                 constexprs: dict[str, Any] | None = None) -> ModuleOp:
+    """Lower one specialisation of `kernel` to a `builtin.module` (verified by the caller).
+
+    Raises `NeedsConstexpr` when a parameter must be specialised on its launch value.
+    """
+    return KernelLowering(kernel, arg_types, constexprs).lower()

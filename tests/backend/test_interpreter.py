@@ -196,10 +196,40 @@ def divergent_block_barrier(o, n):
     pto.store(o + i, 1.0)
 
 
-def test_block_barrier_not_reached_by_all_lanes_is_a_deadlock(run):
-    o = np.zeros(64, dtype=np.float32)
+def test_block_barrier_under_a_lane_dependent_if_is_rejected_at_compile_time():
+    t = pto.alloc_tensor(64 * 4)
+    with pytest.raises(pto.BarrierError) as info:
+        pto.compile(divergent_block_barrier, args=(t, 40), block=64)
+    text = str(info.value)
+    assert "pto.barrier_block is a block barrier" in text
+    assert "under lane-dependent control flow" in text
+    # it names the barrier's line and the divergent condition's line
+    import inspect
+    lines, start = inspect.getsourcelines(divergent_block_barrier.fn)
+    assert f":{start + 4}:" in text.splitlines()[0]  # pto.barrier_block()
+    assert f"test_interpreter.py:{start + 3}:" in text  # if i < n
+
+
+def test_block_barrier_not_reached_by_all_lanes_is_a_deadlock_at_run_time():
+    """IR that skipped the static check (hand-written) still cannot hang the interpreter."""
+    from xdsl.parser import Parser
+
+    from pypto.backend.interpreter import Executable
+    from pypto.ir import make_context
+
+    text = """
+    func.func @k(%o: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
+      %i = pto.get_global_id 0 : i32
+      %c = arith.cmpi slt, %i, %n : i32
+      scf.if %c {
+        pto.barrier_block
+      }
+      func.return
+    }"""
+    module = Parser(make_context(), text).parse_module()
+    exe = Executable(next(iter(module.ops)))
     with pytest.raises(pto.DeadlockError, match="not reached by every lane"):
-        run(divergent_block_barrier, 1, 64, (o, 40))
+        exe.run((1, 1, 1), (64, 1, 1), (pto.alloc_tensor(64 * 4), 40))
 
 
 @pto.kernel

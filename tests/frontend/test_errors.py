@@ -99,7 +99,7 @@ def class_in_kernel(a, n):
 
 
 @pytest.mark.parametrize("kernel, needle, message", [
-    (uses_while, "while i < n", "while loop"),
+    (uses_while, "while i < n", "'while' loops are not supported"),
     (uses_try, "try:", "try statement"),
     (calls_unknown, "np.sin", "not supported in a kernel"),
     (undefined_name, "undefined_thing", "name 'undefined_thing' is not defined"),

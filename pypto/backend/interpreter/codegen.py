@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from pypto import dtypes
+from pypto.analysis.uniformity import varying_values
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import pto
 
@@ -90,6 +91,7 @@ _MATH_UNARY: dict[type[Operation], str] = {
     math.ExpOp: "_np.exp", math.LogOp: "_np.log", math.SqrtOp: "_np.sqrt",
     math.TanhOp: "_np.tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
     math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_np.sin",
+    math.LogOp: "_np.log",
     math.CosOp: "_np.cos", math.Exp2Op: "_np.exp2", math.Log2Op: "_np.log2",
 }
 
@@ -100,9 +102,19 @@ _ID_OPS: dict[type[Operation], str] = {
 }
 
 
+class _Uniform:
+    """`v in uniform`: v holds one value for the whole lane vector (a scalar at run time)."""
+
+    def __init__(self, varying: set[SSAValue]):
+        self.varying = varying
+
+    def __contains__(self, v: object) -> bool:
+        return v not in self.varying
+
+
 @dataclass
 class _Analysis:
-    uniform: set[SSAValue] = field(default_factory=set)
+    uniform: _Uniform = field(default_factory=lambda: _Uniform(set()))
     affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
     needs_array: set[SSAValue] = field(default_factory=set)
 
@@ -151,21 +163,11 @@ class KernelCodegen:
 
     def analyse(self, ops: Iterable[Operation]) -> None:
         an = self.an
-        for arg in self.kernel.body.block.args:
-            an.uniform.add(arg)
+        an.uniform = _Uniform(varying_values(self.kernel, block_ids_uniform=self.mode == BLOCK))
         for op in _walk(ops):
-            if isinstance(op, arith.ConstantOp | pto.GetBlockDimOp | pto.GetGridDimOp):
-                an.uniform.add(op.results[0])
-            elif isinstance(op, pto.GetBlockIdOp) and self.mode == BLOCK:
-                an.uniform.add(op.results[0])
-            elif isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
+            if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
                 if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or self.mode == BLOCK):
                     an.affine[op.results[0]] = self.fresh("rb")
-            elif isinstance(op, scf.IfOp | scf.YieldOp | func.ReturnOp):
-                pass
-            elif op.results and all(o in an.uniform for o in op.operands) and \
-                    not isinstance(op, pto.LoadOp):
-                an.uniform.update(op.results)
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands
                 if a in an.affine and b in an.uniform:
@@ -206,7 +208,7 @@ class KernelCodegen:
         self.emit("_m = None")
         for index, arg in enumerate(block.args):
             n = self.name(arg)
-            if isinstance(arg.type, pto.PtrType):
+            if _is_address(arg.type):
                 self.emit(f"{n}_b = _args[{index}]")
                 self.emit(f"{n} = _I64_0")
             else:
@@ -226,7 +228,7 @@ class KernelCodegen:
         return self.name(v)
 
     def op(self, op: Operation) -> None:
-        handler = getattr(self, f"op_{type(op).__name__}", None)
+        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
             return
@@ -264,13 +266,13 @@ class KernelCodegen:
             return
         self.emit(f"{self.name(res)} = _ctx.{kind}({op.dim_index})")
 
-    def op_GetWarpIdOp(self, op: pto.GetWarpIdOp) -> None:
+    def op_pto_get_warp_id(self, op: pto.GetWarpIdOp) -> None:
         self.emit(f"{self.name(op.results[0])} = _ctx.warp_id()")
 
-    def op_GetLaneIdOp(self, op: pto.GetLaneIdOp) -> None:
+    def op_pto_get_lane_id(self, op: pto.GetLaneIdOp) -> None:
         self.emit(f"{self.name(op.results[0])} = _ctx.lane_id()")
 
-    def op_ConstantOp(self, op: arith.ConstantOp) -> None:
+    def op_arith_constant(self, op: arith.ConstantOp) -> None:
         attr = op.value
         t = op.results[0].type
         npd = dtypes.np_dtype_of(t)
@@ -283,11 +285,11 @@ class KernelCodegen:
             raise UnsupportedOp(f"unsupported constant {attr} at {location_of(op)}")
         self.emit(f"{self.name(op.results[0])} = {self.const(value)}")
 
-    def op_CmpiOp(self, op: arith.CmpiOp) -> None:
+    def op_arith_cmpi(self, op: arith.CmpiOp) -> None:
         pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
         self._cmp(op, pred)
 
-    def op_CmpfOp(self, op: arith.CmpfOp) -> None:
+    def op_arith_cmpf(self, op: arith.CmpfOp) -> None:
         pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
         self._cmp(op, pred)
 
@@ -311,7 +313,7 @@ class KernelCodegen:
             expr = f"_np.bool_{expr}"
         self.emit(f"{self.name(op.results[0])} = {expr}")
 
-    def op_SelectOp(self, op: arith.SelectOp) -> None:
+    def op_arith_select(self, op: arith.SelectOp) -> None:
         c, a, b = (self.name(x) for x in op.operands)
         self.emit(f"{self.name(op.results[0])} = _select({c}, {a}, {b})")
 
@@ -321,32 +323,33 @@ class KernelCodegen:
         a = self.name(op.operands[0])
         self.emit(f"{self.name(op.results[0])} = _cast({a}, {dt})")
 
-    op_ExtSIOp = _cast
-    op_ExtFOp = _cast
-    op_TruncFOp = _cast
-    op_TruncIOp = _cast
-    op_SIToFPOp = _cast
-    op_FPToSIOp = _cast
+    op_arith_extsi = _cast
+    op_arith_extf = _cast
+    op_arith_truncf = _cast
+    op_arith_trunci = _cast
+    op_arith_sitofp = _cast
+    op_arith_extui = _cast
+    op_arith_uitofp = _cast
 
-    def op_NegfOp(self, op: arith.NegfOp) -> None:
+    def op_arith_negf(self, op: arith.NegfOp) -> None:
         self.emit(f"{self.name(op.results[0])} = -{self.name(op.operands[0])}")
 
-    def op_FloorDivSIOp(self, op: arith.FloorDivSIOp) -> None:
+    def op_arith_floordivsi(self, op: arith.FloorDivSIOp) -> None:
         a, b = (self.name(x) for x in op.operands)
         s = self.site(op)
         self.emit(f"{self.name(op.results[0])} = _ctx.int_div(_np.floor_divide, {a}, {b}, _m, {s})")
 
-    def op_RemSIOp(self, op: arith.RemSIOp) -> None:
+    def op_arith_remsi(self, op: arith.RemSIOp) -> None:
         a, b = (self.name(x) for x in op.operands)
         s = self.site(op)
         self.emit(f"{self.name(op.results[0])} = _ctx.int_div(_np.fmod, {a}, {b}, _m, {s})")
 
-    def op_IPowIOp(self, op: math.IPowIOp) -> None:
+    def op_math_ipowi(self, op: math.IPowIOp) -> None:
         a, b = (self.name(x) for x in op.operands)
         s = self.site(op)
         self.emit(f"{self.name(op.results[0])} = _ctx.int_pow({a}, {b}, _m, {s})")
 
-    def op_AddPtrOp(self, op: pto.AddPtrOp) -> None:
+    def op_pto_addptr(self, op: pto.AddPtrOp) -> None:
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
@@ -363,10 +366,10 @@ class KernelCodegen:
     def _offset_array(self, v: SSAValue) -> str:
         return self.name(v)
 
-    def op_AddiOp(self, op: arith.AddiOp) -> None:
+    def op_arith_addi(self, op: arith.AddiOp) -> None:
         self._affine_arith(op, "+")
 
-    def op_SubiOp(self, op: arith.SubiOp) -> None:
+    def op_arith_subi(self, op: arith.SubiOp) -> None:
         self._affine_arith(op, "-")
 
     def _affine_arith(self, op: Operation, sym: str) -> None:
@@ -380,7 +383,7 @@ class KernelCodegen:
             return
         self.emit(f"{self.name(res)} = ({self.name(a)} {sym} {self.name(b)})")
 
-    def op_LoadOp(self, op: pto.LoadOp) -> None:
+    def op_pto_load(self, op: pto.LoadOp) -> None:
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
@@ -398,10 +401,10 @@ class KernelCodegen:
         else:
             self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
-    def op_StoreOp(self, op: pto.StoreOp) -> None:
+    def op_pto_store(self, op: pto.StoreOp) -> None:
         self._store(op.ptr, self.name(op.value), self.site(op))
 
-    def op_FmaOp(self, op: pto.FmaOp) -> None:
+    def op_pto_fma(self, op: pto.FmaOp) -> None:
         s = self.site(op)
         a, b, c = op.a, op.b, op.c
         t = a.type
@@ -418,19 +421,19 @@ class KernelCodegen:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
         self._store(op.dst, value, s)
 
-    def op_BarrierOp(self, op: pto.BarrierOp) -> None:
+    def op_pto_barrier(self, op: pto.BarrierOp) -> None:
         self.emit(f"_ctx.barrier_warp(_m, {self.site(op)})")
 
-    def op_BarrierBlockOp(self, op: pto.BarrierBlockOp) -> None:
+    def op_pto_barrier_block(self, op: pto.BarrierBlockOp) -> None:
         self.emit(f"_ctx.barrier_block(_m, {self.site(op)})")
 
-    def op_ReturnOp(self, op: func.ReturnOp) -> None:
+    def op_func_return(self, op: func.ReturnOp) -> None:
         self.emit("return None")
 
-    def op_YieldOp(self, op: scf.YieldOp) -> None:
-        raise UnsupportedOp("scf.yield outside of scf.if")  # handled by op_IfOp
+    def op_scf_yield(self, op: scf.YieldOp) -> None:
+        raise UnsupportedOp("scf.yield outside of scf.if")  # handled by op_scf_if
 
-    def op_IfOp(self, op: scf.IfOp) -> None:
+    def op_scf_if(self, op: scf.IfOp) -> None:
         cond = self.name(op.cond)
         saved = self.fresh("ms")
         mt, mf = self.fresh("mt"), self.fresh("mf")
@@ -444,7 +447,7 @@ class KernelCodegen:
         for r, tn, fn in zip(results, then_names, else_names):
             zero = self._zero_of(r.type)
             self.emit(f"{tn} = {fn} = {zero}")
-            if isinstance(r.type, pto.PtrType):
+            if _is_address(r.type):
                 self.emit(f"{tn}_b = {fn}_b = None")
         for region_block, mask, names in ((op.true_region.block, mt, then_names),
                                           (op.false_region.blocks[0] if op.false_region.blocks
@@ -462,9 +465,7 @@ class KernelCodegen:
             term = body[-1] if body else None
             if isinstance(term, scf.YieldOp):
                 for value, n in zip(term.operands, names):
-                    self.emit(f"{n} = {self.name(value)}")
-                    if isinstance(value.type, pto.PtrType):
-                        self.emit(f"{n}_b = {self.name(value)}_b")
+                    self.transfer(n, value)
             elif term is not None:
                 self.op(term)
             self.emit("pass")
@@ -472,20 +473,146 @@ class KernelCodegen:
         self.emit(f"_m = {saved}")
         for r, tn, fn in zip(results, then_names, else_names):
             rn = self.name(r)
-            if isinstance(r.type, pto.PtrType):
+            if _is_address(r.type):
                 self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond})")
                 self.emit(f"{rn} = _select({cond}, {tn}, {fn})")
+            elif isinstance(r.type, pto.TokenType):
+                self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
                 self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
 
     def _zero_of(self, t: Attribute) -> str:
-        if isinstance(t, pto.PtrType):
+        if _is_address(t):
             return "_I64_0"
+        if isinstance(t, pto.TokenType):
+            return "None"
         return self.const(dtypes.np_dtype_of(t).type(0))
 
+    def transfer(self, dst: str, src: SSAValue) -> None:
+        """`dst = src` for a value of any type (addresses carry their buffer in `_b`)."""
+        self.emit(f"{dst} = {self.name(src)}")
+        if _is_address(src.type):
+            self.emit(f"{dst}_b = {self.name(src)}_b")
 
-_WRITES = (pto.StoreOp, pto.FmaOp, pto.BarrierOp, pto.BarrierBlockOp)
+    # loops and regions -----------------------------------------------------------------------
+
+    def op_scf_for(self, op: scf.ForOp) -> None:
+        body = op.body.block
+        iv, *iter_args = body.args
+        for arg, init in zip(iter_args, op.iter_args):
+            self.transfer(self.name(arg), init)
+        lb, ub, step = (self.name(v) for v in (op.lb, op.ub, op.step))
+        counter = self.fresh("k")
+        itype = self.const(dtypes.np_dtype_of(iv.type).type)
+        s = self.site(op)
+        self.emit(f"for {counter} in _ctx.loop_range({lb}, {ub}, {step}, {s}):")
+        self.indent += 1
+        self.emit(f"{self.name(iv)} = {itype}({counter})")
+        ops = list(body.ops)
+        for inner in ops[:-1]:
+            self.op(inner)
+        term = ops[-1]
+        if isinstance(term, scf.YieldOp) and term.operands:
+            temps = [self.fresh("y") for _ in term.operands]
+            for tmp, value in zip(temps, term.operands):
+                self.transfer(tmp, value)
+            for tmp, arg in zip(temps, iter_args):
+                self.emit(f"{self.name(arg)} = {tmp}")
+                if _is_address(arg.type):
+                    self.emit(f"{self.name(arg)}_b = {tmp}_b")
+        self.emit("pass")
+        self.indent -= 1
+        for arg, result in zip(iter_args, op.results):
+            self.transfer(self.name(result), arg)
+
+    def _inline_region(self, op: Operation) -> None:
+        block = op.regions[0].block
+        ops = list(block.ops)
+        for inner in ops[:-1]:
+            self.op(inner)
+        term = ops[-1]
+        for value, result in zip(term.operands, op.results):
+            self.transfer(self.name(result), value)
+
+    def op_pto_pipeline(self, op: pto.PipelineOp) -> None:
+        self._inline_region(op)  # stages run in program order (SPEC §2)
+
+    def op_pto_stage(self, op: pto.StageOp) -> None:
+        self._inline_region(op)
+
+    # L1 and tile instructions -------------------------------------------------------------------
+
+    def op_pto_alloc_local(self, op: pto.AllocLocalOp) -> None:
+        t = op.result.type
+        dt = self.const(dtypes.np_dtype_of(t.element_type))
+        label = op.result.name_hint or f"l1_{self.name(op.result)}"
+        n = self.name(op.result)
+        s = self.site(op)
+        self.emit(f"{n}_b = _ctx.alloc_local({s}, {t.size}, {dt}, {label!r}, _m, {s})")
+        self.emit(f"{n} = _I64_0")
+
+    def _addr(self, v: SSAValue) -> str:
+        return f"{self.name(v)}_b, {self.name(v)}"
+
+    def op_pto_async_load(self, op: pto.AsyncLoadOp) -> None:
+        self._copy(op, "async_load")
+
+    def op_pto_async_store(self, op: pto.AsyncStoreOp) -> None:
+        self._copy(op, "async_store")
+
+    def op_pto_tile_store(self, op: pto.TileStoreOp) -> None:
+        self._copy(op, "tile_store")
+
+    def _copy(self, op: Operation, kind: str) -> None:
+        dst, src, nbytes, rows, ss, ds = op.operands
+        args = ", ".join(self.name(v) for v in (nbytes, rows, ss, ds))
+        target = f"{self.name(op.results[0])} = " if op.results else ""
+        self.emit(f"{target}_ctx.copy({kind!r}, {self._addr(dst)}, {self._addr(src)}, {args}, "
+                  f"_m, {self.site(op)})")
+
+    def op_pto_wait(self, op: pto.WaitOp) -> None:
+        self.emit(f"_ctx.wait({self.name(op.token)}, _m, {self.site(op)})")
+
+    def op_pto_wait_all(self, op: pto.WaitAllOp) -> None:
+        self.emit(f"_ctx.wait_all(_m, {self.site(op)})")
+
+    def op_pto_fill(self, op: pto.FillOp) -> None:
+        self.emit(f"_ctx.fill({self._addr(op.dst)}, {self.name(op.value)}, "
+                  f"{self.name(op.count)}, _m, {self.site(op)})")
+
+    def op_pto_mma(self, op: pto.MmaOp) -> None:
+        m, n, k = op.shape
+        self.emit(f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
+                  f"{m}, {n}, {k}, _m, {self.site(op)})")
+
+    def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
+        self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
+                  f"{self.name(op.value)}, _m, {self.site(op)})")
+
+    def op_pto_printf(self, op: pto.PrintfOp) -> None:
+        values = ", ".join(self.name(v) for v in op.values)
+        self.emit(f"_ctx.printf({op.format.data!r}, ({values}{',' if op.values else ''}), _m, "
+                  f"{self.site(op)})")
+
+    def op_math_rsqrt(self, op: math.RsqrtOp) -> None:
+        x = self.name(op.operands[0])
+        dt = self.const(dtypes.np_dtype_of(op.results[0].type))
+        self.emit(f"{self.name(op.results[0])} = _cast(1.0 / _np.sqrt(_cast({x}, _F64)), {dt})")
+
+    def op_arith_fptosi(self, op: arith.FPToSIOp) -> None:
+        dt = self.const(dtypes.np_dtype_of(op.results[0].type))
+        self.emit(f"{self.name(op.results[0])} = _ctx.float_to_int({self.name(op.operands[0])}, "
+                  f"{dt}, _m, {self.site(op)})")
+
+
+_WRITES = (pto.StoreOp, pto.FmaOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AtomicAddOp,
+           pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.FillOp, pto.MmaOp,
+           pto.WaitOp, pto.WaitAllOp)
+
+
+def _is_address(t: Attribute) -> bool:
+    return isinstance(t, pto.PtrType | pto.L1BufferType)
 
 
 def _writes_memory(op: Operation) -> bool:
@@ -554,6 +681,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
         "_mask_andnot": lanes.mask_andnot,
         "_isscalar": _isscalar,
         "_fma": _fma,
+        "_F64": np.dtype(np.float64),
     }
     namespace.update(gen.constants)
     code = compile(gen.source, f"<pto kernel {gen.name} ({mode})>", "exec")

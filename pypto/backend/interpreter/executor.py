@@ -25,18 +25,32 @@ from pypto.errors import KernelError, LaunchError, TensorFreedError
 GRID_CHUNK_LANES = 1 << 22
 """Largest lane vector in grid mode; bigger launches run in several chunks of whole blocks."""
 
-_BLOCK_MODE_OPS = (pto.BarrierOp, pto.BarrierBlockOp)
+_BLOCK_MODE_OPS = (pto.BarrierOp, pto.BarrierBlockOp, pto.TileOp)
+
+
+def _needs_block_mode(op: Any) -> bool:
+    """Ops whose meaning involves the block: barriers, L1, tile instructions."""
+    if isinstance(op, _BLOCK_MODE_OPS):
+        return True
+    return any(isinstance(v.type, pto.L1BufferType) or
+               isinstance(v.type, pto.PtrType) and v.type.space == "local"
+               for v in op.results)
 
 
 class Executable:
     """The executable form of one kernel specialisation (code generated lazily per mode)."""
 
-    def __init__(self, kernel: func.FuncOp):
+    def __init__(self, kernel: func.FuncOp, *, target: Any = None,
+                 check_uninitialized: bool = False):
+        from pypto.backend.targets import resolve_target
+
         self.func = kernel
+        self.target = resolve_target(target)
+        self.check_uninitialized = check_uninitialized
         self.name = kernel.sym_name.data
         self.param_names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
         self.param_types = list(kernel.function_type.inputs.data)
-        self.mode = BLOCK if any(isinstance(op, _BLOCK_MODE_OPS)
+        self.mode = BLOCK if any(_needs_block_mode(op)
                                  for op in _walk(kernel.body.block.ops)) else GRID
         self._variants: dict[tuple[str, bool], GeneratedKernel] = {}
 
@@ -99,7 +113,8 @@ class Executable:
                 count = min(blocks_per_chunk, n_blocks - first_block) * block_lanes
                 ctx = LaneContext(kernel=self.name, grid=grid, block=block,
                                   first_lane=first_block * block_lanes, count=count,
-                                  sites=gen.sites)
+                                  sites=gen.sites, l1_bytes=self.target.l1_bytes,
+                                  check_uninitialized=self.check_uninitialized)
                 try:
                     gen.fn(ctx, bound)
                 except KernelError:

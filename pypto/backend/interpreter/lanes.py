@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 Mask = Any  # None | False | np.ndarray[bool]
@@ -34,14 +35,23 @@ class Site:
 
 
 class Buffer:
-    """A memory region a pointer refers to: a device tensor (HBM) or an L1 buffer."""
+    """A memory region a pointer refers to: a device tensor (HBM) or an L1 buffer.
 
-    __slots__ = ("data", "name", "space")
+    `pending` (L1 only): per element, the token of the in-flight async copy using it, or -1;
+    None when nothing is in flight. `init` (L1, with check_uninitialized): written-yet flags.
+    """
+
+    __slots__ = ("data", "name", "space", "pending", "init")
 
     def __init__(self, data: np.ndarray, name: str, space: str):
         self.data = data
         self.name = name
         self.space = space
+        self.pending: np.ndarray | None = None
+        self.init: np.ndarray | None = None
+
+    def watched(self) -> bool:
+        return self.pending is not None or self.init is not None
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}, {self.space}, {self.data.size} x {self.data.dtype})"
@@ -106,7 +116,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext:
+class LaneContext(BlockMemory):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -114,8 +124,12 @@ class LaneContext:
     """
 
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-                 first_lane: int, count: int, sites: list[Site]):
+                 first_lane: int, count: int, sites: list[Site], l1_bytes: int = 196608,
+                 check_uninitialized: bool = False):
         self.kernel = kernel
+        self.l1_bytes = l1_bytes
+        self.check_uninitialized = check_uninitialized
+        self._init_block_memory()
         self.grid = grid
         self.block = block
         self.block_lanes = block[0] * block[1] * block[2]
@@ -247,12 +261,16 @@ class LaneContext:
         data = buf.data
         if isinstance(off, np.ndarray):
             idx = self._checked(buf, off, mask, site)
+            if buf.watched() or self.inflight:
+                self.check_read(buf, idx, None, site)
             if mask is None:
                 return data[idx]
             out = np.zeros(self.count, dtype=data.dtype)
             out[mask] = data[idx]
             return out
         self._checked(buf, off, mask, site)
+        if buf.watched() or self.inflight:
+            self.check_read(buf, off, None, site)
         value = data[off]
         if mask is None:
             return value  # a uniform address loads a uniform value
@@ -269,6 +287,8 @@ class LaneContext:
             size = buf.data.size
             if base < 0 or base + self.count > size:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
+            if buf.watched() or self.inflight:
+                self.check_read(buf, slice(base, base + self.count), None, site)
             chunk = buf.data[base:base + self.count]
             return chunk if view else chunk.copy()
         return self.load(buf, self.ramp + np.int64(base), mask, site)
@@ -276,6 +296,8 @@ class LaneContext:
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
         data = buf.data
         idx = self._checked(buf, off, mask, site)
+        if buf.watched() or self.inflight:
+            self.check_write(buf, idx, site)
         if mask is None:
             if isinstance(off, np.ndarray) or not isinstance(value, np.ndarray):
                 data[idx] = value
@@ -294,6 +316,8 @@ class LaneContext:
             base = int(base)
             if base < 0 or base + self.count > buf.data.size:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
+            if buf.watched() or self.inflight:
+                self.check_write(buf, slice(base, base + self.count), site)
             buf.data[base:base + self.count] = value
             return
         self.store(buf, self.ramp + np.int64(base), value, mask, site)

@@ -1,0 +1,1 @@
+"""Analyses over pto IR shared by the frontend, the passes and the interpreter."""

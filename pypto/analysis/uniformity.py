@@ -1,0 +1,145 @@
+"""Uniformity (divergence) analysis: which values may differ between the lanes of a block.
+
+A value is *varying* when lanes can hold different values of it: lane and warp ids, loads,
+atomics, and anything computed from them; the results of an `scf.if` on a varying condition. All
+other values (parameters, constants, block ids and dims, loop counters of uniform loops) are
+*uniform*. The analysis is a fixpoint over `scf.for` loop-carried values.
+
+Uses: the frontend rejects tile instructions and `barrier_block` under varying control flow (as
+GPUVerify's barrier-divergence check), the interpreter keeps uniform values as scalars, and
+`pto-verify-barriers` reasons about which lanes execute an access.
+"""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Iterable
+
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.ir import Operation, SSAValue
+
+from pypto.dialects import pto
+from pypto.errors import BarrierError, CompileError
+
+_LANE_IDS = (pto.GetGlobalIdOp, pto.GetLocalIdOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
+_MEMORY_RESULTS = (pto.LoadOp, pto.AtomicAddOp)
+
+
+def walk(ops: Iterable[Operation]) -> Iterable[Operation]:
+    """Pre-order walk of `ops` and everything nested in them."""
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region.blocks:
+                yield from walk(block.ops)
+
+
+def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True) -> set[SSAValue]:
+    """Values that may differ between lanes. `block_ids_uniform=False` treats the block id as
+    varying too (for a lane vector spanning several blocks)."""
+    varying: set[SSAValue] = set()
+    ops = list(walk(kernel.body.block.ops))
+    changed = True
+    while changed:
+        changed = False
+
+        def mark(values: Iterable[SSAValue]) -> None:
+            nonlocal changed
+            for v in values:
+                if v not in varying:
+                    varying.add(v)
+                    changed = True
+
+        for op in ops:
+            if isinstance(op, _LANE_IDS) or isinstance(op, _MEMORY_RESULTS):
+                mark(op.results)
+            elif isinstance(op, pto.GetBlockIdOp) and not block_ids_uniform:
+                mark(op.results)
+            elif isinstance(op, scf.IfOp):
+                yields = _yields(op)
+                if op.cond in varying or any(v in varying for v in yields):
+                    mark(op.results)
+            elif isinstance(op, scf.ForOp):
+                body = op.body.block
+                yielded = list(body.last_op.operands) if body.last_op else []
+                if op.lb in varying or op.ub in varying or op.step in varying:
+                    mark([body.args[0]])
+                for index, (init, arg, result) in enumerate(
+                        zip(op.iter_args, body.args[1:], op.results)):
+                    if init in varying or (index < len(yielded) and yielded[index] in varying):
+                        mark([arg, result])
+            elif isinstance(op, pto.StageOp | pto.PipelineOp):
+                last = op.regions[0].block.last_op
+                for value, result in zip(last.operands if last else (), op.results):
+                    if value in varying:
+                        mark([result])
+            elif op.results and any(o in varying for o in op.operands):
+                mark(op.results)
+    return varying
+
+
+def _yields(op: scf.IfOp) -> list[SSAValue]:
+    values: list[SSAValue] = []
+    for region in op.regions:
+        for block in region.blocks:
+            if isinstance(block.last_op, scf.YieldOp):
+                values.extend(block.last_op.operands)
+    return values
+
+
+def _where(op: Operation) -> tuple[str | None, int | None, int | None]:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return loc.filename.data, loc.line.data, loc.column.data - 1
+    return None, None, None
+
+
+def _source_line(filename: str | None, line: int | None) -> str | None:
+    if filename is None or line is None:
+        return None
+    text = linecache.getline(filename, line)
+    return text or None
+
+
+def located_error(cls: type[CompileError], message: str, op: Operation) -> CompileError:
+    filename, line, col = _where(op)
+    return cls(message, filename=filename, line=line, col=col,
+               source_line=_source_line(filename, line))
+
+
+def _describe(op: Operation) -> str:
+    filename, line, col = _where(op)
+    if filename is None:
+        return "an unknown location"
+    return f"{filename}:{line}:{(col or 0) + 1}"
+
+
+def check_uniform_control(kernel: func.FuncOp) -> None:
+    """Reject block-level instructions under lane-dependent control flow, and loops whose
+    bounds differ between lanes."""
+    varying = varying_values(kernel)
+    for op in walk(kernel.body.block.ops):
+        if isinstance(op, scf.ForOp):
+            for bound, what in ((op.lb, "start"), (op.ub, "stop")):
+                if bound in varying:
+                    raise located_error(
+                        CompileError, f"the {what} of this range() differs between lanes; "
+                        f"loop bounds must be uniform across the block (compute them from "
+                        f"parameters, constants and block ids)", op)
+        if not isinstance(op, pto.TileOp | pto.BarrierBlockOp):
+            continue
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            if isinstance(parent, scf.IfOp) and parent.cond in varying:
+                cond_op = parent.cond.owner if isinstance(parent.cond.owner, Operation) \
+                    else parent
+                kind = "block barrier" if isinstance(op, pto.BarrierBlockOp) else \
+                    "tile instruction (executed once per block)"
+                raise located_error(
+                    BarrierError,
+                    f"{op.name} is a {kind} but sits under lane-dependent control flow: the "
+                    f"condition at {_describe(cond_op)} differs between lanes, so some lanes "
+                    f"would skip it (a deadlock on the device); move it out of the 'if' or make "
+                    f"the condition uniform (parameters, constants, block ids)", op)
+            parent = parent.parent_op()

@@ -1,0 +1,390 @@
+"""Block-level semantics: L1 buffers, asynchronous copies, tile instructions, atomics, printf.
+
+A mixin of `LaneContext` (lanes.py). In block mode one context is one block, so state kept here
+(L1 buffers, in-flight copies) is per block, as on the device.
+
+Asynchronous copies move their data when issued, and the destination (for loads) or source (for
+stores) region is marked *in flight* until the `wait` of its token. Reading an in-flight load
+destination, writing an in-flight region, or reading HBM that an in-flight store is writing is a
+`RaceError` naming both instructions — so a kernel that forgets a `wait` fails loudly instead of
+reading whatever happened to be there.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from pypto.errors import DeadlockError, KernelError, RaceError
+
+
+@dataclass
+class InFlight:
+    """An asynchronous copy issued and not yet waited for."""
+
+    token: int
+    kind: str  # "async_load" | "async_store"
+    site: int
+    l1: Any  # Buffer (destination of a load, source of a store)
+    hbm: Any  # Buffer
+    hbm_range: tuple[int, int]  # [lo, hi) elements touched in HBM
+
+
+def poison_fill(count: int, dtype: np.dtype) -> np.ndarray:
+    """Fresh L1 contents: NaN for floats, a recognisable pattern for ints (SPEC §2)."""
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return np.full(count, np.nan, dtype=dtype)
+    if dtype.kind == "b":
+        return np.ones(count, dtype=dtype)
+    return np.full(count, np.array(0x7FBADBAD).astype(dtype), dtype=dtype)
+
+
+class BlockMemory:
+    """L1, tile instructions and the other block-level operations of a lane vector."""
+
+    # set by LaneContext.__init__
+    count: int
+    sites: list[Any]
+    l1_bytes: int
+    check_uninitialized: bool
+
+    def _init_block_memory(self) -> None:
+        self.l1_buffers: dict[int, Any] = {}
+        self.l1_used = 0
+        self.inflight: dict[int, InFlight] = {}
+        self.next_token = 0
+
+    # helpers ----------------------------------------------------------------------------------
+
+    def _require_all_lanes(self, mask: Any, site: int, what: str) -> None:
+        if mask is not None:
+            raise self.fail(f"{what} is a block-level instruction but not every lane of the "
+                            f"block reached it", site, DeadlockError)
+
+    def _site_text(self, site: int) -> str:
+        s = self.sites[site]
+        return f"pto.{s.op} at {s.location}"
+
+    # allocation -------------------------------------------------------------------------------
+
+    def alloc_local(self, key: int, count: int, dtype: np.dtype, name: str, mask: Any,
+                    site: int) -> Any:
+        """One L1 buffer per allocation site per block (static allocation, as the hardware)."""
+        from pypto.backend.interpreter.lanes import Buffer
+
+        buf = self.l1_buffers.get(key)
+        if buf is not None:
+            return buf
+        self._require_all_lanes(mask, site, "pto.alloc_local")
+        nbytes = count * dtype.itemsize
+        if self.l1_used + nbytes > self.l1_bytes:
+            raise self.fail(f"L1 overflow: allocating '{name}' ({nbytes} bytes) brings the block "
+                            f"to {self.l1_used + nbytes} bytes, above the target's "
+                            f"{self.l1_bytes} bytes of L1", site)
+        self.l1_used += nbytes
+        buf = Buffer(poison_fill(count, dtype), name, "local")
+        if self.check_uninitialized:
+            buf.init = np.zeros(count, dtype=bool)
+        self.l1_buffers[key] = buf
+        return buf
+
+    # hazard bookkeeping -----------------------------------------------------------------------
+
+    def check_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
+        """A read of `buf` at `idx` (array, slice or int): in flight or uninitialised?"""
+        if buf.space == "local":
+            if buf.pending is not None:
+                owners = buf.pending[idx]
+                hit = owners >= 0
+                if np.any(hit):
+                    token = int(np.asarray(owners)[np.asarray(hit)].flat[0])
+                    self._hazard_in_flight(buf, token, site, "read")
+            if buf.init is not None:
+                ok = buf.init[idx]
+                if not np.all(ok):
+                    first = _first_index(idx, ok)
+                    raise self.fail(f"read of uninitialised L1: '{buf.name}'[{first}] was never "
+                                    f"written (check_uninitialized=True)", site)
+        elif self.inflight:
+            lo, hi = _bounds(idx, buf.data.size)
+            for copy in self.inflight.values():
+                if copy.kind == "async_store" and copy.hbm is buf and \
+                        lo < copy.hbm_range[1] and copy.hbm_range[0] < hi:
+                    self._hazard_in_flight(buf, copy.token, site, "read")
+
+    def check_write(self, buf: Any, idx: Any, site: int) -> None:
+        if buf.space == "local":
+            if buf.pending is not None:
+                owners = buf.pending[idx]
+                hit = owners >= 0
+                if np.any(hit):
+                    token = int(np.asarray(owners)[np.asarray(hit)].flat[0])
+                    self._hazard_in_flight(buf, token, site, "write")
+            if buf.init is not None:
+                buf.init[idx] = True
+
+    def _hazard_in_flight(self, buf: Any, token: int, site: int, access: str) -> None:
+        copy = self.inflight[token]
+        space = "L1" if buf.space == "local" else "HBM"
+        raise self.fail(
+            f"hazard: {access} of {space} buffer '{buf.name}' while the "
+            f"{self._site_text(copy.site)} that {'writes' if copy.kind == 'async_load' else 'reads'}"
+            f" it is still in flight; call pto.wait(token) or pto.wait_all() before this "
+            f"{access}", site, RaceError)
+
+    # bulk copies ------------------------------------------------------------------------------
+
+    def _region(self, buf: Any, base: Any, rows: int, row_len: int, stride: int, site: int,
+                what: str) -> tuple[np.ndarray, int, int]:
+        """A (rows, row_len) strided view of `buf` from element `base`, bounds-checked."""
+        base = int(base)
+        size = buf.data.size
+        last = base + (rows - 1) * stride + row_len if rows and row_len else base
+        first = base + min(0, (rows - 1) * stride) if rows else base
+        if rows and row_len and (first < 0 or last > size or stride < 0):
+            bad = first if first < 0 else last - 1
+            raise self.oob_region(buf, bad, site, what)
+        view = as_strided(buf.data[base:], shape=(rows, row_len),
+                          strides=(stride * buf.data.itemsize, buf.data.itemsize),
+                          writeable=True) if rows and row_len else buf.data[base:base]
+        return view, base, last
+
+    def oob_region(self, buf: Any, address: int, site: int, what: str) -> Any:
+        from pypto.errors import MemoryAccessError
+
+        s = self.sites[site]
+        size = buf.data.size
+        space = "HBM" if buf.space == "global" else "L1"
+        block, _ = self.describe_lane(0)
+        return MemoryAccessError(
+            f"out-of-bounds {s.op} {what}: {space} buffer '{buf.name}' element {address} "
+            f"(valid elements 0..{size - 1}) in block {block}", kernel=self.kernel,
+            location=s.location, block=block, lane=None, address=address, bounds=(0, size),
+            buffer=buf.name)
+
+    def copy(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
+             rows: Any, src_stride: Any, dst_stride: Any, mask: Any, site: int) -> Any:
+        self._require_all_lanes(mask, site, f"pto.{kind}")
+        for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride):
+            if isinstance(v, np.ndarray):
+                raise self.fail(f"pto.{kind} operands must be uniform across the block", site)
+        nbytes, rows = int(nbytes), int(rows)
+        itemsize = dst_b.data.itemsize
+        if rows <= 0 or nbytes < 0 or nbytes % (rows * itemsize):
+            raise self.fail(f"pto.{kind}: nbytes={nbytes} is not a whole number of {rows} "
+                            f"row(s) of {itemsize}-byte elements", site)
+        row_len = nbytes // (rows * itemsize)
+        src_view, s_lo, s_hi = self._region(src_b, src_o, rows, row_len, int(src_stride), site,
+                                            "source")
+        dst_view, d_lo, d_hi = self._region(dst_b, dst_o, rows, row_len, int(dst_stride), site,
+                                            "destination")
+        l1, l1_view, hbm, hbm_range = (dst_b, dst_view, src_b, (s_lo, s_hi)) \
+            if kind == "async_load" else (src_b, src_view, dst_b, (d_lo, d_hi))
+        # the copy reads its source and writes its destination: check both against in-flight
+        self._check_view(src_b, src_view, s_lo, s_hi, site, "read")
+        self._check_view(dst_b, dst_view, d_lo, d_hi, site, "write")
+        dst_view[...] = src_view
+        if dst_b.init is not None:
+            self._view_of(dst_b.init, dst_view, dst_b, d_lo)[...] = True
+        if kind == "tile_store":
+            return None
+        token = self.next_token
+        self.next_token += 1
+        if l1.pending is None:
+            l1.pending = np.full(l1.data.size, -1, dtype=np.int32)
+        lo = d_lo if kind == "async_load" else s_lo
+        self._view_of(l1.pending, l1_view, l1, lo)[...] = token
+        self.inflight[token] = InFlight(token, kind, site, l1, hbm, hbm_range)
+        return token
+
+    def _view_of(self, array: np.ndarray, like: np.ndarray, buf: Any, lo: int) -> np.ndarray:
+        """The view of `array` (shaped like buf.data) covering the same elements as `like`."""
+        if like.size == 0:
+            return array[0:0]
+        start = (like.__array_interface__["data"][0] - buf.data.__array_interface__["data"][0])
+        start //= buf.data.itemsize
+        strides = tuple(s // buf.data.itemsize * array.itemsize for s in like.strides)
+        return as_strided(array[start:], shape=like.shape, strides=strides, writeable=True)
+
+    def _check_view(self, buf: Any, view: np.ndarray, lo: int, hi: int, site: int,
+                    access: str) -> None:
+        if view.size == 0:
+            return
+        if buf.space == "local":
+            if buf.pending is not None:
+                owners = self._view_of(buf.pending, view, buf, lo)
+                if (owners >= 0).any():
+                    self._hazard_in_flight(buf, int(owners[owners >= 0].flat[0]), site, access)
+            if access == "read" and buf.init is not None:
+                if not self._view_of(buf.init, view, buf, lo).all():
+                    raise self.fail(f"read of uninitialised L1 in '{buf.name}' "
+                                    f"(check_uninitialized=True)", site)
+        elif self.inflight:
+            for copy in list(self.inflight.values()):
+                if copy.kind == "async_store" and copy.hbm is buf and \
+                        lo < copy.hbm_range[1] and copy.hbm_range[0] < hi:
+                    self._hazard_in_flight(buf, copy.token, site, access)
+
+    def wait(self, token: Any, mask: Any, site: int) -> None:
+        self._require_all_lanes(mask, site, "pto.wait")
+        if token is None:
+            raise self.fail("pto.wait on a token whose copy was never issued (it would wait "
+                            "forever)", site, DeadlockError)
+        copy = self.inflight.pop(int(token), None)
+        if copy is not None:
+            self._retire(copy)
+
+    def wait_all(self, mask: Any, site: int) -> None:
+        self._require_all_lanes(mask, site, "pto.wait_all")
+        for copy in list(self.inflight.values()):
+            self._retire(copy)
+        self.inflight.clear()
+
+    def _retire(self, copy: InFlight) -> None:
+        pending = copy.l1.pending
+        if pending is not None:
+            pending[pending == copy.token] = -1
+            if not any(c.l1 is copy.l1 for c in self.inflight.values() if c is not copy):
+                copy.l1.pending = None
+
+    # tile compute -----------------------------------------------------------------------------
+
+    def fill(self, dst_b: Any, dst_o: Any, value: Any, count: Any, mask: Any, site: int) -> None:
+        self._require_all_lanes(mask, site, "pto.fill")
+        if isinstance(value, np.ndarray):
+            raise self.fail("pto.fill's value must be uniform across the block", site)
+        view, lo, hi = self._region(dst_b, dst_o, 1, int(count), int(count), site, "destination")
+        self._check_view(dst_b, view, lo, hi, site, "write")
+        view[...] = value
+        if dst_b.init is not None:
+            dst_b.init[lo:hi] = True
+
+    def mma(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int, n: int,
+            k: int, mask: Any, site: int) -> None:
+        self._require_all_lanes(mask, site, "pto.mma")
+        c, c_lo, c_hi = self._region(c_b, c_o, m, n, n, site, "C")
+        a, a_lo, a_hi = self._region(a_b, a_o, m, k, k, site, "A")
+        b, b_lo, b_hi = self._region(b_b, b_o, k, n, n, site, "B")
+        self._check_view(a_b, a, a_lo, a_hi, site, "read")
+        self._check_view(b_b, b, b_lo, b_hi, site, "read")
+        self._check_view(c_b, c, c_lo, c_hi, site, "read")
+        acc = c.dtype
+        if a.dtype == acc:
+            product = a @ b if acc.kind == "f" and acc.itemsize >= 4 else \
+                (a.astype(np.float32) @ b.astype(np.float32)).astype(acc) \
+                if acc.kind == "f" else a @ b
+        else:
+            product = a.astype(acc) @ b.astype(acc)
+        if acc == np.float16:
+            c[...] = (c.astype(np.float32) + product.astype(np.float32)).astype(acc)
+        else:
+            c += product
+        if c_b.init is not None:
+            self._view_of(c_b.init, c, c_b, c_lo)[...] = True
+
+    # atomics ----------------------------------------------------------------------------------
+
+    def atomic_add(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> Any:
+        """Serialised in lane order: each lane sees the lower lanes' additions in `old`."""
+        data = buf.data
+        n = self.count
+        offs = np.broadcast_to(off, (n,)) if not isinstance(off, np.ndarray) else off
+        vals = np.broadcast_to(np.asarray(value, dtype=data.dtype), (n,))
+        lanes = np.nonzero(mask)[0] if mask is not None else np.arange(n)
+        old = np.zeros(n, dtype=data.dtype)
+        if lanes.size == 0:
+            return old
+        idx = offs[lanes].astype(np.int64)
+        if idx.min() < 0 or idx.max() >= data.size:
+            full = np.full(n, 0, dtype=np.int64)
+            full[lanes] = idx
+            sel = np.zeros(n, dtype=bool)
+            sel[lanes] = True
+            raise self.oob(buf, full, sel, site)
+        self.check_read(buf, idx, None, site)
+        self.check_write(buf, idx, site)
+        order = np.argsort(idx, kind="stable")
+        sorted_idx = idx[order]
+        starts = np.r_[0, np.nonzero(np.diff(sorted_idx))[0] + 1]
+        rank = np.arange(sorted_idx.size) - np.repeat(starts, np.diff(np.r_[starts,
+                                                                              sorted_idx.size]))
+        lane_of = lanes[order]
+        for r in range(int(rank.max()) + 1):
+            sel = rank == r
+            ln = lane_of[sel]
+            addr = sorted_idx[sel]
+            old[ln] = data[addr]
+            data[addr] = data[addr] + vals[ln]
+        return old
+
+    # misc -------------------------------------------------------------------------------------
+
+    def loop_range(self, lb: Any, ub: Any, step: Any, site: int) -> range:
+        if isinstance(lb, np.ndarray) or isinstance(ub, np.ndarray):
+            raise self.fail("loop bounds differ between lanes; they must be uniform", site)
+        return range(int(lb), int(ub), int(step))
+
+    def float_to_int(self, x: Any, dtype: np.dtype, mask: Any, site: int) -> Any:
+        """Truncation toward zero; NaN or out-of-range values on active lanes are an error."""
+        info = np.iinfo(dtype)
+        arr = np.asarray(x, dtype=np.float64)
+        bad = ~((arr > info.min - 1) & (arr < info.max + 1))
+        if mask is not None and mask is not False and arr.ndim:
+            bad &= mask
+        if np.any(bad):
+            value = arr[bad].flat[0] if arr.ndim else float(arr)
+            raise self.fail(f"pto.cast of {value} to {dtype} is out of range (or NaN)", site)
+        if isinstance(x, np.ndarray):
+            return np.trunc(arr).astype(dtype)
+        return dtype.type(np.trunc(arr))
+
+    def printf(self, fmt: str, values: tuple[Any, ...], mask: Any, site: int) -> None:
+        lanes = range(self.count) if mask is None else np.nonzero(mask)[0]
+        out = []
+        for pos in lanes:
+            row = tuple(_py(v[pos] if isinstance(v, np.ndarray) else v) for v in values)
+            block, lane = self.describe_lane(int(pos))
+            try:
+                text = fmt % row
+            except (TypeError, ValueError) as exc:
+                raise self.fail(f"pto.printf format {fmt!r} cannot print {row}: {exc}",
+                                site) from None
+            out.append(f"[block {block} lane {lane}] {text}")
+        if out:
+            sys.stdout.write("\n".join(out) + "\n")
+
+
+def _py(v: Any) -> Any:
+    if isinstance(v, np.floating) or (hasattr(v, "dtype") and v.dtype.name == "bfloat16"):
+        return float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def _bounds(idx: Any, size: int) -> tuple[int, int]:
+    if isinstance(idx, np.ndarray):
+        if idx.size == 0:
+            return (0, 0)
+        return int(idx.min()), int(idx.max()) + 1
+    if isinstance(idx, slice):
+        start, stop, _ = idx.indices(size)
+        return start, stop
+    return int(idx), int(idx) + 1
+
+
+def _first_index(idx: Any, ok: Any) -> int:
+    if isinstance(idx, np.ndarray):
+        return int(idx[~np.asarray(ok)].flat[0])
+    if isinstance(idx, slice):
+        return (idx.start or 0) + int(np.argmin(ok))
+    return int(idx)
+
+
+__all__ = ["BlockMemory", "InFlight", "poison_fill", "KernelError"]

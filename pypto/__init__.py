@@ -24,8 +24,16 @@ from pypto.errors import (
     VerificationError,
 )
 from pypto.frontend.builtins import (
+    alloc_local,
+    async_load,
+    async_store,
+    atomic_add,
     barrier,
     barrier_block,
+    cast,
+    constexpr,
+    exp,
+    fill,
     fma,
     get_block_dim,
     get_block_id,
@@ -35,7 +43,17 @@ from pypto.frontend.builtins import (
     get_local_id,
     get_warp_id,
     load,
+    log,
+    mma,
+    pipeline,
+    printf,
+    rsqrt,
+    select,
+    sqrt,
     store,
+    tanh,
+    wait,
+    wait_all,
 )
 from pypto.frontend.kernel import Kernel, kernel
 from pypto.runtime import (
@@ -60,7 +78,9 @@ __all__ = [
     "default_stream", "profile_on_npu",
     # kernel language
     "get_global_id", "get_local_id", "get_block_id", "get_block_dim", "get_grid_dim",
-    "get_warp_id", "get_lane_id", "load", "store", "fma", "barrier", "barrier_block",
+    "get_warp_id", "get_lane_id", "load", "store", "fma", "atomic_add", "barrier",
+    "barrier_block", "alloc_local", "async_load", "async_store", "wait", "wait_all", "fill", "mma",
+    "pipeline", "printf", "exp", "log", "sqrt", "rsqrt", "tanh", "select", "cast", "constexpr",
     "WARP_SIZE",
     # dtypes
     "DType", "float32", "float16", "bfloat16", "int32", "int64", "bool_",

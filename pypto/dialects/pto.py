@@ -7,17 +7,26 @@ scalar arithmetic uses `arith`/`math`, control flow `scf`.
 Types:
   !pto.ptr<f32, global>   a pointer to HBM (device tensor) elements
   !pto.ptr<f32, local>    a pointer into a block's L1
+  !pto.l1buf<256xf32>     a block-shared L1 buffer of 256 elements
   !pto.token              completion token of an asynchronous copy
 
 Every op carries the Python source location it was generated from (`loc("k.py":12:8)`).
-Each op class's docstring is its ISA reference entry: first line = summary, then the semantics;
-`PIPE` is the pipe the instruction issues on (SPEC §1), `example` is a round-trippable snippet.
+
+Each op and type docstring is its entry in the ISA reference `docs/isa.md`, which
+`python -m pypto.tools.isa_doc` generates from this file: the first line is the summary, then
+prose and these fields, each starting a line and running until the next one:
+  semantics:  what it does (joined to any prose before the fields)
+  syntax:     the custom IR form
+  python:     the kernel-language form
+  example:    an indented IR snippet, a whole `func.func`; tests parse and round-trip it
+An op's `PIPE` is the pipe it issues on (SPEC §1); subclasses of `TileOp` are tile instructions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -32,14 +41,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
+    Block,
     Dialect,
     ParametrizedAttribute,
     Region,
     SSAValue,
     TypeAttribute,
 )
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.irdl import (
     AnyAttr,
+    AttrConstraint,
+    IntConstraint,
     IRDLOperation,
     VarConstraint,
     irdl_attr_definition,
@@ -87,7 +100,14 @@ def _is_scalar_type(t: Attribute) -> bool:
 
 @irdl_attr_definition
 class PtrType(ParametrizedAttribute, TypeAttribute):
-    """A typed pointer: element type + memory space (`global` = HBM, `local` = the block's L1)."""
+    """A typed pointer: element type + memory space (`global` = HBM, `local` = the block's L1).
+
+    semantics: the element type is a scalar (f32, f16, bf16, i32, i64, i1). `pto.addptr` offsets it
+    by elements; loads, stores and the bulk copies read and write through it. A device-tensor kernel
+    parameter is a `global` pointer; a pointer into an L1 buffer is `local`.
+    syntax: `!pto.ptr<f32, global>`, `!pto.ptr<f16, local>`
+    python: a kernel parameter bound to `pto.alloc_tensor(nbytes, dtype=np.float32)`; `p + i`
+    """
 
     name = "pto.ptr"
 
@@ -133,7 +153,12 @@ class PtrType(ParametrizedAttribute, TypeAttribute):
 
 @irdl_attr_definition
 class TokenType(ParametrizedAttribute, TypeAttribute):
-    """Completion token of an asynchronous copy (`pto.async_load` / `pto.async_store`)."""
+    """Completion token of an asynchronous copy (`pto.async_load` / `pto.async_store`).
+
+    semantics: an opaque value with no parameters; `pto.wait` on it blocks until its copy completes.
+    syntax: `!pto.token`
+    python: `tok = pto.async_load(...)`
+    """
 
     name = "pto.token"
 
@@ -142,8 +167,11 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
 class L1BufferType(ParametrizedAttribute, TypeAttribute):
     """A block-shared L1 buffer of `count` elements (`pto.alloc_local`): `!pto.l1buf<256xf32>`.
 
+    semantics: one-dimensional, with a static, positive element count and a scalar element type.
     Used where an address is expected it means its first element; `buf + i` is a
     `!pto.ptr<T, local>`.
+    syntax: `!pto.l1buf<256xf32>`
+    python: `buf = pto.alloc_local(256, dtype=pto.float32)`
     """
 
     name = "pto.l1buf"
@@ -169,18 +197,27 @@ class L1BufferType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            shape = parser.parse_shape_dimension()
+            pos = parser.pos
+            if parser.parse_optional_punctuation("?") is not None:
+                parser.raise_error("!pto.l1buf needs a static element count (L1 sizes are "
+                                   "compile-time values), got '?'", pos, parser.pos)
+            negative = parser.parse_optional_punctuation("-") is not None
+            count = parser.parse_shape_dimension(allow_dynamic=False)
             parser.parse_shape_delimiter()
+            if parser.parse_optional_integer(allow_boolean=False) is not None:
+                parser.raise_error("!pto.l1buf is one-dimensional: write its total element "
+                                   "count, as in !pto.l1buf<4096xf32>", pos, parser.pos)
             elem = parser.parse_type()
-        return (IntAttr(shape), elem)
+        # A negative count parses so that the verifier can say what is wrong with it.
+        return (IntAttr(-count if negative else count), elem)
 
     def verify(self) -> None:
         if self.count.data <= 0:
             raise VerifyException(f"!pto.l1buf needs a positive element count, got "
                                   f"{self.count.data}")
         if not _is_scalar_type(self.element_type):
-            raise VerifyException(f"!pto.l1buf element type must be a scalar, got "
-                                  f"{self.element_type}")
+            raise VerifyException(f"!pto.l1buf element type must be a scalar (f32, f16, bf16, "
+                                  f"i32, i64, i1), got {self.element_type}")
 
 
 def element_type_of(t: Attribute) -> Attribute:
@@ -198,7 +235,27 @@ def memory_space_of(t: Attribute) -> str:
     raise VerifyException(f"expected a !pto.ptr or !pto.l1buf, got {t}")
 
 
-AddressType = PtrType | L1BufferType
+@dataclass(frozen=True)
+class _AddressConstraint(AttrConstraint):
+    """`!pto.ptr<T, space>` or `!pto.l1buf<NxT>`, rejected with a message naming both.
+
+    (xDSL's union constraint would only say "Unexpected attribute i32".)
+    """
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        if not isinstance(attr, PtrType | L1BufferType):
+            raise VerifyException(f"expected an address (a !pto.ptr or a !pto.l1buf), got {attr}")
+
+    def get_bases(self) -> set[type[Attribute]] | None:
+        return {PtrType, L1BufferType}
+
+    def mapping_type_vars(
+        self, type_var_mapping: Mapping[TypeVar, AttrConstraint | IntConstraint]
+    ) -> _AddressConstraint:
+        return self
+
+
+AddressType = _AddressConstraint()
 """Operands that name memory: a pointer, or an L1 buffer (meaning its first element)."""
 
 
@@ -233,7 +290,17 @@ class _DimIdOp(IRDLOperation):
 class GetGlobalIdOp(_DimIdOp):
     """Global lane index along a dimension: `block_id * block_dim + local_id`.
 
+    semantics: the dimension is 0 (x), 1 (y) or 2 (z); the result is int32.
     syntax: `%i = pto.get_global_id 0 : i32`
+    python: `i = pto.get_global_id(0)`
+    example:
+        // Every lane writes its own global index: out[i] = i.
+        func.func @iota(%out: !pto.ptr<i32, global>) attributes {pto.kernel} {
+          %i = pto.get_global_id 0 : i32
+          %p = pto.addptr %out, %i : !pto.ptr<i32, global>, i32 -> !pto.ptr<i32, global>
+          pto.store %i, %p : i32, !pto.ptr<i32, global>
+          func.return
+        }
     """
 
     name = "pto.get_global_id"
@@ -244,7 +311,19 @@ class GetGlobalIdOp(_DimIdOp):
 class GetLocalIdOp(_DimIdOp):
     """Index of the lane within its block along a dimension.
 
+    semantics: `0 <= local_id < block_dim` along the same dimension.
     syntax: `%i = pto.get_local_id 0 : i32`
+    python: `t = pto.get_local_id(0)`
+    example:
+        // The global id spelled out: block_id * block_dim + local_id.
+        func.func @global_id_by_hand() -> i32 {
+          %b = pto.get_block_id 0 : i32
+          %n = pto.get_block_dim 0 : i32
+          %t = pto.get_local_id 0 : i32
+          %base = arith.muli %b, %n : i32
+          %g = arith.addi %base, %t : i32
+          func.return %g : i32
+        }
     """
 
     name = "pto.get_local_id"
@@ -255,7 +334,19 @@ class GetLocalIdOp(_DimIdOp):
 class GetBlockIdOp(_DimIdOp):
     """Index of the block within the grid along a dimension.
 
+    semantics: the same for every lane of a block; `0 <= block_id < grid_dim`.
     syntax: `%i = pto.get_block_id 0 : i32`
+    python: `b = pto.get_block_id(0)`
+    example:
+        // The first row of the block's tile of a row-major matrix with 64-row tiles.
+        func.func @tile_row(%a: !pto.ptr<f32, global>, %ncols: i32) -> !pto.ptr<f32, global> {
+          %b = pto.get_block_id 1 : i32
+          %rows = arith.constant 64 : i32
+          %r = arith.muli %b, %rows : i32
+          %off = arith.muli %r, %ncols : i32
+          %p = pto.addptr %a, %off : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+          func.return %p : !pto.ptr<f32, global>
+        }
     """
 
     name = "pto.get_block_id"
@@ -266,7 +357,19 @@ class GetBlockIdOp(_DimIdOp):
 class GetBlockDimOp(_DimIdOp):
     """Number of lanes of a block along a dimension.
 
+    semantics: the launch's `block=(bx, by, bz)` entry of that dimension, for every lane.
     syntax: `%n = pto.get_block_dim 0 : i32`
+    python: `n = pto.get_block_dim(0)`
+    example:
+        // Lanes of the block, all three dimensions multiplied.
+        func.func @block_size() -> i32 {
+          %x = pto.get_block_dim 0 : i32
+          %y = pto.get_block_dim 1 : i32
+          %z = pto.get_block_dim 2 : i32
+          %xy = arith.muli %x, %y : i32
+          %n = arith.muli %xy, %z : i32
+          func.return %n : i32
+        }
     """
 
     name = "pto.get_block_dim"
@@ -277,7 +380,17 @@ class GetBlockDimOp(_DimIdOp):
 class GetGridDimOp(_DimIdOp):
     """Number of blocks of the grid along a dimension.
 
+    semantics: the launch's `grid=(gx, gy, gz)` entry of that dimension, for every lane.
     syntax: `%n = pto.get_grid_dim 0 : i32`
+    python: `g = pto.get_grid_dim(0)`
+    example:
+        // The stride of a grid-stride loop: every lane of the grid, once.
+        func.func @grid_stride() -> i32 {
+          %g = pto.get_grid_dim 0 : i32
+          %b = pto.get_block_dim 0 : i32
+          %stride = arith.muli %g, %b : i32
+          func.return %stride : i32
+        }
     """
 
     name = "pto.get_grid_dim"
@@ -297,7 +410,18 @@ class _PlainIdOp(IRDLOperation):
 class GetWarpIdOp(_PlainIdOp):
     """Index of the lane's warp within its block: `linear_local_id // 32`.
 
+    semantics: `linear_local_id = x + bx * (y + by * z)` over the local ids; a warp is 32
+    consecutive lanes (`pto.WARP_SIZE`).
     syntax: `%w = pto.get_warp_id : i32`
+    python: `w = pto.get_warp_id()`
+    example:
+        // One L1 slot per warp (for per-warp partial sums): the lane's warp picks it.
+        func.func @warp_slot() -> !pto.ptr<f32, local> {
+          %sums = pto.alloc_local : !pto.l1buf<32xf32>
+          %w = pto.get_warp_id : i32
+          %p = pto.addptr %sums, %w : !pto.l1buf<32xf32>, i32 -> !pto.ptr<f32, local>
+          func.return %p : !pto.ptr<f32, local>
+        }
     """
 
     name = "pto.get_warp_id"
@@ -309,6 +433,15 @@ class GetLaneIdOp(_PlainIdOp):
     """Index of the lane within its warp: `linear_local_id % 32`.
 
     syntax: `%l = pto.get_lane_id : i32`
+    python: `l = pto.get_lane_id()`
+    example:
+        // Is this lane the first of its warp?
+        func.func @warp_leader() -> i1 {
+          %l = pto.get_lane_id : i32
+          %zero = arith.constant 0 : i32
+          %first = arith.cmpi eq, %l, %zero : i32
+          func.return %first : i1
+        }
     """
 
     name = "pto.get_lane_id"
@@ -323,19 +456,41 @@ class GetLaneIdOp(_PlainIdOp):
 def _check_ptr_elem(op: IRDLOperation, ptr: SSAValue, value_type: Attribute, what: str) -> None:
     elem = element_type_of(ptr.type)
     if elem != value_type:
+        owner = "buffer" if isinstance(ptr.type, L1BufferType) else "pointer"
         raise VerifyException(
-            f"{what} type {value_type} does not match the pointer's element type {elem}")
+            f"{what} type {value_type} does not match the {owner}'s element type {elem}")
+
+
+_SPACE_NAMES = {
+    "local": "L1 (a !pto.l1buf or a !pto.ptr<T, local>)",
+    "global": "HBM (a !pto.ptr<T, global>)",
+}
+
+
+def _check_space(value: SSAValue, space: str, what: str) -> None:
+    """`what` (e.g. "destination") must be an address in memory `space`."""
+    if memory_space_of(value.type) != space:
+        raise VerifyException(f"{what} must be in {_SPACE_NAMES[space]}, got {value.type}")
 
 
 @irdl_op_definition
 class AddPtrOp(IRDLOperation):
     """Offset a pointer by a number of elements (`p + i` in a kernel).
 
-    The offset is a signed integer counted in elements of the pointee type, as C pointer
-    arithmetic; the result stays in the same memory space.
-    An L1 buffer offsets like a pointer to its first element and gives a local pointer.
+    semantics: the offset is a signed i32 or i64 counted in elements of the pointee type, as C
+    pointer arithmetic; the result stays in the same memory space. An L1 buffer offsets like a
+    pointer to its first element and gives a `local` pointer.
     syntax: `%q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>`
     python: `q = p + i`
+    example:
+        // a + i in HBM, and element j of an L1 buffer.
+        func.func @offsets(%a: !pto.ptr<f32, global>, %i: i32, %j: i64)
+            -> (!pto.ptr<f32, global>, !pto.ptr<f16, local>) {
+          %q = pto.addptr %a, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+          %buf = pto.alloc_local : !pto.l1buf<128xf16>
+          %l = pto.addptr %buf, %j : !pto.l1buf<128xf16>, i64 -> !pto.ptr<f16, local>
+          func.return %q, %l : !pto.ptr<f32, global>, !pto.ptr<f16, local>
+        }
     """
 
     name = "pto.addptr"
@@ -358,7 +513,8 @@ class AddPtrOp(IRDLOperation):
         t = self.ptr.type
         expected = PtrType(element_type_of(t), memory_space_of(t))
         if self.result.type != expected:
-            raise VerifyException(f"result type must be {expected}, got {self.result.type}")
+            raise VerifyException(f"result type must be {expected} (same element type and memory "
+                                  f"space as the address), got {self.result.type}")
         t = self.offset.type
         assert isinstance(t, IntegerType)
         if t.width.data not in (32, 64):
@@ -369,10 +525,18 @@ class AddPtrOp(IRDLOperation):
 class LoadOp(IRDLOperation):
     """Load one element per lane from HBM or L1.
 
-    semantics: `v = *ptr` for every active lane; an address outside the pointed-to buffer is a
-    `MemoryAccessError`.
+    semantics: `v = *ptr` for every active lane; the result type is the address's element type.
+    An address outside the pointed-to buffer is a `MemoryAccessError`; reading L1 that an async
+    copy is still writing (before its `pto.wait`) is a hazard.
     syntax: `%v = pto.load %p : !pto.ptr<f32, global> -> f32`
     python: `v = pto.load(a + i)`
+    example:
+        // a[i]
+        func.func @read(%a: !pto.ptr<f32, global>, %i: i32) -> f32 {
+          %p = pto.addptr %a, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+          %v = pto.load %p : !pto.ptr<f32, global> -> f32
+          func.return %v : f32
+        }
     """
 
     name = "pto.load"
@@ -395,9 +559,19 @@ class LoadOp(IRDLOperation):
 class StoreOp(IRDLOperation):
     """Store one element per lane to HBM or L1.
 
-    semantics: `*ptr = value` for every active lane.
+    semantics: `*ptr = value` for every active lane; the value's type is the address's element
+    type (no implicit conversion: write a `pto.cast`).
     syntax: `pto.store %v, %p : f32, !pto.ptr<f32, global>`
     python: `pto.store(o + i, v)`
+    example:
+        // Stage a lane's value in L1 at its local id.
+        func.func @stage_in_l1(%v: f32) {
+          %buf = pto.alloc_local : !pto.l1buf<256xf32>
+          %t = pto.get_local_id 0 : i32
+          %p = pto.addptr %buf, %t : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
+          pto.store %v, %p : f32, !pto.ptr<f32, local>
+          func.return
+        }
     """
 
     name = "pto.store"
@@ -422,10 +596,18 @@ class FmaOp(IRDLOperation):
 
     semantics: a true multiply-add. The product and sum are evaluated in float64 and rounded once
     to the destination's float type (exact for float16 and bfloat16; for float32 the product is
-    exact and the sum is rounded to float64 then float32). For integers the arithmetic wraps.
-    To add two values write `pto.fma(dst, a, 1.0, b)`.
+    exact and the sum is rounded to float64 then float32). For integers the arithmetic wraps; i1
+    is rejected. To add two values write `pto.fma(dst, a, 1.0, b)`.
     syntax: `pto.fma %dst, %a, %b, %c : !pto.ptr<f32, global>, f32`
     python: `pto.fma(o + i, a, 1.0, b)`
+    example:
+        // o[i] = a + b, the addition spelled as a * 1.0 + b.
+        func.func @vector_add(%a: f32, %b: f32, %o: !pto.ptr<f32, global>, %i: i32) {
+          %one = arith.constant 1.0 : f32
+          %p = pto.addptr %o, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+          pto.fma %p, %a, %one, %b : !pto.ptr<f32, global>, f32
+          func.return
+        }
     """
 
     name = "pto.fma"
@@ -463,6 +645,15 @@ class BarrierOp(IRDLOperation):
     exchange data between warps use `pto.barrier_block`.
     syntax: `pto.barrier`
     python: `pto.barrier()`
+    example:
+        // A value exchanged within a warp: write, warp barrier, read the neighbour's slot.
+        func.func @warp_exchange(%slot: !pto.ptr<f32, local>, %next: !pto.ptr<f32, local>,
+                                 %v: f32) -> f32 {
+          pto.store %v, %slot : f32, !pto.ptr<f32, local>
+          pto.barrier
+          %w = pto.load %next : !pto.ptr<f32, local> -> f32
+          func.return %w : f32
+        }
     """
 
     name = "pto.barrier"
@@ -482,6 +673,15 @@ class BarrierBlockOp(IRDLOperation):
     `barrier_block` under lane-dependent control flow is a deadlock).
     syntax: `pto.barrier_block`
     python: `pto.barrier_block()`
+    example:
+        // A value exchanged between warps needs the block barrier.
+        func.func @block_exchange(%mine: !pto.ptr<f32, local>, %other: !pto.ptr<f32, local>,
+                                  %v: f32) -> f32 {
+          pto.store %v, %mine : f32, !pto.ptr<f32, local>
+          pto.barrier_block
+          %w = pto.load %other : !pto.ptr<f32, local> -> f32
+          func.return %w : f32
+        }
     """
 
     name = "pto.barrier_block"
@@ -500,9 +700,17 @@ class AtomicAddOp(IRDLOperation):
     semantics: `old = *ptr; *ptr = old + value` as one indivisible step per lane. Lanes that
     hit the same address are serialised in lane order (lowest lane first), so each sees the sum
     of the lower lanes' contributions in `old`. Integer addition wraps; float addition rounds
-    once per lane, in lane order.
+    once per lane, in lane order. Not defined on i1.
     syntax: `%old = pto.atomic_add %p, %v : !pto.ptr<i32, global>, i32`
     python: `old = pto.atomic_add(hist + bucket, 1)`
+    example:
+        // Histogram: count one hit in bucket b.
+        func.func @histogram(%hist: !pto.ptr<i32, global>, %b: i32) -> i32 {
+          %one = arith.constant 1 : i32
+          %p = pto.addptr %hist, %b : !pto.ptr<i32, global>, i32 -> !pto.ptr<i32, global>
+          %old = pto.atomic_add %p, %one : !pto.ptr<i32, global>, i32
+          func.return %old : i32
+        }
     """
 
     name = "pto.atomic_add"
@@ -541,9 +749,16 @@ class AllocLocalOp(TileOp):
     semantics: `count` elements of L1, shared by every lane of the block, alive until the
     kernel ends. Its contents are undefined until written: the interpreter fills it with NaN
     (floats) or a poison pattern (ints), and `check_uninitialized=True` makes reading them an
-    error. The element count is a compile-time value.
+    error. The element count is a compile-time value, part of the result type.
     syntax: `%buf = pto.alloc_local : !pto.l1buf<256xf32>`
     python: `buf = pto.alloc_local(256, dtype=pto.float32)`
+    example:
+        // Two tiles: a 64 x 64 float accumulator and a half-precision operand.
+        func.func @tiles() {
+          %c = pto.alloc_local : !pto.l1buf<4096xf32>
+          %a = pto.alloc_local : !pto.l1buf<4096xf16>
+          func.return
+        }
     """
 
     name = "pto.alloc_local"
@@ -577,17 +792,12 @@ class _BulkCopyOp(TileOp):
                          result_types=list(result_types))
 
     def verify_(self) -> None:
-        dst_space, src_space = memory_space_of(self.dst.type), memory_space_of(self.src.type)
-        if dst_space != self.DST_SPACE:
-            raise VerifyException(f"destination must be in {self.DST_SPACE} memory, got "
-                                  f"{self.dst.type}")
-        if src_space != self.SRC_SPACE:
-            raise VerifyException(f"source must be in {self.SRC_SPACE} memory, got "
-                                  f"{self.src.type}")
-        if element_type_of(self.dst.type) != element_type_of(self.src.type):
-            raise VerifyException(f"source and destination element types differ: "
-                                  f"{element_type_of(self.src.type)} vs "
-                                  f"{element_type_of(self.dst.type)}")
+        _check_space(self.dst, self.DST_SPACE, "destination")
+        _check_space(self.src, self.SRC_SPACE, "source")
+        src_t, dst_t = element_type_of(self.src.type), element_type_of(self.dst.type)
+        if src_t != dst_t:
+            raise VerifyException(f"source element type {src_t} differs from destination element "
+                                  f"type {dst_t}; a copy moves bytes, it does not convert")
 
 
 _COPY_FORMAT = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
@@ -601,10 +811,21 @@ class AsyncLoadOp(_BulkCopyOp):
     semantics: copies `nbytes` from `src` (HBM) to `dst` (L1) as `rows` rows of
     `nbytes / rows` bytes; row r reads at element `r * src_stride` and writes at element
     `r * dst_stride` (strides in elements, defaulting to the row length), as Ascend C's
-    DataCopyParams. The copy completes at the `pto.wait` of its token (or `pto.wait_all`);
-    reading the destination before that is a hazard.
+    DataCopyParams. Source and destination have one element type. The copy completes at the
+    `pto.wait` of its token (or `pto.wait_all`); reading the destination before that is a hazard.
     syntax: `%t = pto.async_load %dst, %src, %nbytes rows %r strides(%ss, %ds) : !pto.l1buf<4096xf32>, !pto.ptr<f32, global>`
     python: `tok = pto.async_load(A_tile, A + row0 * K + k0, 64 * 64 * 4, rows=64, src_stride=K)`
+    example:
+        // A 64 x 64 tile of a row-major matrix with K columns, into L1.
+        func.func @load_tile(%a: !pto.ptr<f32, global>, %K: i32) -> !pto.l1buf<4096xf32> {
+          %nbytes = arith.constant 16384 : i32
+          %c64 = arith.constant 64 : i32
+          %tile = pto.alloc_local : !pto.l1buf<4096xf32>
+          %t = pto.async_load %tile, %a, %nbytes rows %c64 strides(%K, %c64)
+              : !pto.l1buf<4096xf32>, !pto.ptr<f32, global>
+          pto.wait %t
+          func.return %tile : !pto.l1buf<4096xf32>
+        }
     """
 
     name = "pto.async_load"
@@ -626,6 +847,16 @@ class AsyncStoreOp(_BulkCopyOp):
     kernel ends.
     syntax: `%t = pto.async_store %dst, %src, %nbytes rows %r strides(%ss, %ds) : !pto.ptr<f32, global>, !pto.l1buf<4096xf32>`
     python: `tok = pto.async_store(C + row0 * N + n0, C_tile, 64 * 64 * 4, rows=64, dst_stride=N)`
+    example:
+        // Write a 64 x 64 tile back into a row-major matrix with N columns.
+        func.func @store_tile(%c: !pto.ptr<f32, global>, %tile: !pto.l1buf<4096xf32>, %N: i32) {
+          %nbytes = arith.constant 16384 : i32
+          %c64 = arith.constant 64 : i32
+          %t = pto.async_store %c, %tile, %nbytes rows %c64 strides(%c64, %N)
+              : !pto.ptr<f32, global>, !pto.l1buf<4096xf32>
+          pto.wait %t
+          func.return
+        }
     """
 
     name = "pto.async_store"
@@ -647,6 +878,16 @@ class TileStoreOp(_BulkCopyOp):
     semantics: as `pto.async_store`, but complete when the instruction retires.
     syntax: `pto.tile_store %dst, %src, %nbytes rows %r strides(%ss, %ds) : !pto.ptr<f32, global>, !pto.l1buf<4096xf32>`
     python: `pto.store(C + offset_c, C_tile, 64 * 64 * 4, rows=64, dst_stride=N)`
+    example:
+        // A contiguous 256-element tile, as one row.
+        func.func @store_contiguous(%o: !pto.ptr<f32, global>, %tile: !pto.l1buf<256xf32>) {
+          %nbytes = arith.constant 1024 : i32
+          %one = arith.constant 1 : i32
+          %len = arith.constant 256 : i32
+          pto.tile_store %o, %tile, %nbytes rows %one strides(%len, %len)
+              : !pto.ptr<f32, global>, !pto.l1buf<256xf32>
+          func.return
+        }
     """
 
     name = "pto.tile_store"
@@ -664,6 +905,19 @@ class WaitOp(TileOp):
     Waiting on a token whose copy was never issued is a `DeadlockError`.
     syntax: `pto.wait %tok`
     python: `pto.wait(tok)`
+    example:
+        // Issue a load, then read the tile only after its wait.
+        func.func @load_then_read(%a: !pto.ptr<f32, global>) -> f32 {
+          %nbytes = arith.constant 1024 : i32
+          %one = arith.constant 1 : i32
+          %len = arith.constant 256 : i32
+          %tile = pto.alloc_local : !pto.l1buf<256xf32>
+          %t = pto.async_load %tile, %a, %nbytes rows %one strides(%len, %len)
+              : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+          pto.wait %t
+          %v = pto.load %tile : !pto.l1buf<256xf32> -> f32
+          func.return %v : f32
+        }
     """
 
     name = "pto.wait"
@@ -680,8 +934,23 @@ class WaitOp(TileOp):
 class WaitAllOp(TileOp):
     """Wait for every outstanding asynchronous copy of the block.
 
+    semantics: as a `pto.wait` on every token the block has issued and not yet waited for.
     syntax: `pto.wait_all`
     python: `pto.wait_all()`
+    example:
+        // Two loads in flight at once, one wait for both.
+        func.func @load_two(%a: !pto.ptr<f16, global>, %b: !pto.ptr<f16, global>,
+                            %ta: !pto.l1buf<4096xf16>, %tb: !pto.l1buf<4096xf16>) {
+          %nbytes = arith.constant 8192 : i32
+          %one = arith.constant 1 : i32
+          %len = arith.constant 4096 : i32
+          %t1 = pto.async_load %ta, %a, %nbytes rows %one strides(%len, %len)
+              : !pto.l1buf<4096xf16>, !pto.ptr<f16, global>
+          %t2 = pto.async_load %tb, %b, %nbytes rows %one strides(%len, %len)
+              : !pto.l1buf<4096xf16>, !pto.ptr<f16, global>
+          pto.wait_all
+          func.return
+        }
     """
 
     name = "pto.wait_all"
@@ -697,9 +966,19 @@ class WaitAllOp(TileOp):
 class FillOp(TileOp):
     """Fill `count` elements of L1 with one value.
 
-    semantics: `dst[0:count] = value`; `value` must be uniform across the block.
+    semantics: `dst[0:count] = value`; `dst` is in L1, `value` has its element type and must be
+    uniform across the block.
     syntax: `pto.fill %dst, %value, %count : !pto.l1buf<256xf32>, f32`
     python: `pto.fill(C_tile, 0.0, 64 * 64)`
+    example:
+        // Zero an accumulator tile before the first mma.
+        func.func @zero_accumulator() -> !pto.l1buf<4096xf32> {
+          %c = pto.alloc_local : !pto.l1buf<4096xf32>
+          %zero = arith.constant 0.0 : f32
+          %n = arith.constant 4096 : i32
+          pto.fill %c, %zero, %n : !pto.l1buf<4096xf32>, f32
+          func.return %c : !pto.l1buf<4096xf32>
+        }
     """
 
     name = "pto.fill"
@@ -714,8 +993,7 @@ class FillOp(TileOp):
         super().__init__(operands=[dst, value, count])
 
     def verify_(self) -> None:
-        if memory_space_of(self.dst.type) != "local":
-            raise VerifyException(f"pto.fill writes L1; got {self.dst.type}")
+        _check_space(self.dst, "local", "destination")
         _check_ptr_elem(self, self.dst, self.value.type, "fill value")
 
 
@@ -726,12 +1004,22 @@ _MMA_TYPES = {("f32", "f32"), ("f32", "f16"), ("f32", "bf16"), ("f16", "f16"), (
 class MmaOp(TileOp):
     """Matrix multiply-accumulate on L1 tiles: `C[m x n] += A[m x k] @ B[k x n]`.
 
-    semantics: row-major tiles in L1. Products of the inputs are exact in the accumulator type
+    semantics: row-major tiles in L1; a `!pto.l1buf` operand must hold at least its tile's
+    elements. A and B share one element type; supported accumulations are f32 += f32/f16/bf16,
+    f16 += f16 and i32 += i32. Products of the inputs are exact in the accumulator type
     and summed in it (f16/bf16 inputs accumulate in f32); the summation order is NumPy's
     matmul's, so results can differ from another order in the last bits. `m, n, k` are
-    compile-time values.
+    positive compile-time values.
     syntax: `pto.mma %c, %a, %b shape(64, 64, 64) : !pto.l1buf<4096xf32>, !pto.l1buf<4096xf16>, !pto.l1buf<4096xf16>`
     python: `pto.mma(C_tile, A_tile, B_tile, 64, 64, 64)`
+    example:
+        // One k-step of a tiled GEMM: half-precision inputs, float accumulator.
+        func.func @gemm_step(%c: !pto.l1buf<4096xf32>, %a: !pto.l1buf<2048xf16>,
+                             %b: !pto.l1buf<2048xf16>) {
+          pto.mma %c, %a, %b shape(64, 64, 32)
+              : !pto.l1buf<4096xf32>, !pto.l1buf<2048xf16>, !pto.l1buf<2048xf16>
+          func.return
+        }
     """
 
     name = "pto.mma"
@@ -760,8 +1048,7 @@ class MmaOp(TileOp):
             raise VerifyException(f"mma shape must be positive, got ({m}, {n}, {k})")
         for operand, what, need in ((self.c, "C", m * n), (self.a, "A", m * k),
                                     (self.b, "B", k * n)):
-            if memory_space_of(operand.type) != "local":
-                raise VerifyException(f"mma operand {what} must be in L1, got {operand.type}")
+            _check_space(operand, "local", f"mma operand {what}")
             if isinstance(operand.type, L1BufferType) and operand.type.size < need:
                 raise VerifyException(f"mma operand {what} needs {need} elements but its buffer "
                                       f"holds {operand.type.size}")
@@ -783,7 +1070,23 @@ class MmaOp(TileOp):
 class YieldOp(IRDLOperation):
     """Terminator of `pto.pipeline` and `pto.stage` regions: the values they pass on.
 
+    semantics: the operands become the results of the enclosing stage (visible to the later
+    stages) or pipeline (visible after it); their types must be the region op's result types.
+    Valid only as the last op of those regions.
     syntax: `pto.yield %a, %b : !pto.l1buf<4096xf32>, !pto.token`
+    python: implicit: the end of a `with` block, yielding the names it assigns that later code uses
+    example:
+        // A stage hands a buffer to the pipeline, which hands it on.
+        func.func @hand_on() -> !pto.l1buf<64xf32> {
+          %r = pto.pipeline -> (!pto.l1buf<64xf32>) {
+            %b = pto.stage "alloc" -> (!pto.l1buf<64xf32>) {
+              %buf = pto.alloc_local : !pto.l1buf<64xf32>
+              pto.yield %buf : !pto.l1buf<64xf32>
+            }
+            pto.yield %b : !pto.l1buf<64xf32>
+          }
+          func.return %r : !pto.l1buf<64xf32>
+        }
     """
 
     name = "pto.yield"
@@ -795,6 +1098,12 @@ class YieldOp(IRDLOperation):
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
 
+    def verify_(self) -> None:
+        # Not HasParent: the parent ops are defined below this one.
+        if not isinstance(self.parent_op(), PipelineOp | StageOp):
+            raise VerifyException("must be the terminator of a pto.pipeline or pto.stage region "
+                                  "(a function ends with func.return)")
+
 
 def _parse_region_op(parser: Parser) -> tuple[list[Attribute], Region, dict[str, Attribute]]:
     extra = parser.parse_optional_attr_dict_with_keyword()
@@ -802,7 +1111,27 @@ def _parse_region_op(parser: Parser) -> tuple[list[Attribute], Region, dict[str,
     if parser.parse_optional_punctuation("->") is not None:
         types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
     region = parser.parse_region()
+    if not region.blocks:
+        # `{}`: give it its block so that the verifier reports the missing `pto.yield`.
+        region.add_block(Block())
     return types, region, (extra.data if extra is not None else {})
+
+
+def _verify_region_yield(op: IRDLOperation, subject: str = "") -> None:
+    """The region of a pipeline or stage ends with a `pto.yield` of the op's result types.
+
+    `subject` prefixes the messages (`"stage 'load_a' "`), after xDSL's `'pto.stage' op `.
+    """
+    last = op.regions[0].block.last_op
+    if not isinstance(last, YieldOp):
+        found = f"'{last.name}'" if last is not None else "nothing"
+        raise VerifyException(f"{subject}must end with pto.yield, but its region ends with "
+                              f"{found}")
+    yielded = ", ".join(str(v.type) for v in last.operands)
+    declared = ", ".join(str(r.type) for r in op.results)
+    if yielded != declared:
+        raise VerifyException(f"{subject}yields ({yielded}) but its result types are "
+                              f"({declared})")
 
 
 def _print_region_op(op: IRDLOperation, printer: Printer) -> None:
@@ -875,10 +1204,38 @@ class PipelineOp(IRDLOperation):
 
     semantics: without optimisation the stages run in program order, so the kernel means the
     same with or without `pto-double-buffer`, which overlaps the stages of successive loop
-    iterations. Values a stage yields are visible to the later stages; values the pipeline
-    yields are visible after it.
-    syntax: `pto.pipeline { %a = pto.stage "load_a" -> (!pto.l1buf<4096xf32>) { ... } ... pto.yield }`
+    iterations. Stage names are unique; `after` names earlier stages only (no unknown names, no
+    cycles). Values a stage yields are visible to the later stages; values the pipeline
+    yields (its region ends with `pto.yield`) are visible after it.
+    syntax: `%r = pto.pipeline -> (!pto.l1buf<4096xf32>) { pto.stage "load_a" { ... } ... pto.yield %x : !pto.l1buf<4096xf32> }`
     python: `with pto.pipeline() as pl:` then `with pl.stage("load_a"): ...`
+    example:
+        // Load a tile in one stage, scale it in the next; the pipeline hands the tile on.
+        func.func @two_stages(%a: !pto.ptr<f32, global>) -> !pto.l1buf<256xf32> {
+          %nbytes = arith.constant 1024 : i32
+          %one = arith.constant 1 : i32
+          %len = arith.constant 256 : i32
+          %tile = pto.pipeline -> (!pto.l1buf<256xf32>) {
+            %buf, %tok = pto.stage "load" -> (!pto.l1buf<256xf32>, !pto.token) {
+              %b = pto.alloc_local : !pto.l1buf<256xf32>
+              %t = pto.async_load %b, %a, %nbytes rows %one strides(%len, %len)
+                  : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+              pto.yield %b, %t : !pto.l1buf<256xf32>, !pto.token
+            }
+            pto.stage "compute" after ["load"] {
+              pto.wait %tok
+              %two = arith.constant 2.0 : f32
+              %zero = arith.constant 0.0 : f32
+              %i = pto.get_local_id 0 : i32
+              %p = pto.addptr %buf, %i : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
+              %v = pto.load %p : !pto.ptr<f32, local> -> f32
+              pto.fma %p, %v, %two, %zero : !pto.ptr<f32, local>, f32
+              pto.yield
+            }
+            pto.yield %buf : !pto.l1buf<256xf32>
+          }
+          func.return %tile : !pto.l1buf<256xf32>
+        }
     """
 
     name = "pto.pipeline"
@@ -904,12 +1261,7 @@ class PipelineOp(IRDLOperation):
         return [op for op in self.body.block.ops if isinstance(op, StageOp)]
 
     def verify_(self) -> None:
-        last = self.body.block.last_op
-        if not isinstance(last, YieldOp):
-            raise VerifyException("pto.pipeline must end with pto.yield")
-        if [v.type for v in last.operands] != [r.type for r in self.results]:
-            raise VerifyException("pto.pipeline yields values whose types differ from its "
-                                  "results")
+        _verify_region_yield(self)
         problem = check_stage_graph([(s.stage_name, s.after_names) for s in self.stages()])
         if problem:
             raise VerifyException(problem)
@@ -919,9 +1271,37 @@ class PipelineOp(IRDLOperation):
 class StageOp(IRDLOperation):
     """One named stage of a `pto.pipeline`, optionally after other stages.
 
-    semantics: runs its region; the values it yields are visible to the later stages.
+    semantics: runs its region, which ends with a `pto.yield` of the stage's result types; the
+    values it yields are visible to the later stages. Only valid directly inside a `pto.pipeline`.
     syntax: `%buf = pto.stage "load_a" after ["init"] -> (!pto.l1buf<4096xf32>) { ... pto.yield %b : !pto.l1buf<4096xf32> }`
     python: `with pl.stage("load_b", after="load_a"): ...`
+    example:
+        // Load a tile in one stage, scale it in the next; the pipeline hands the tile on.
+        func.func @two_stages(%a: !pto.ptr<f32, global>) -> !pto.l1buf<256xf32> {
+          %nbytes = arith.constant 1024 : i32
+          %one = arith.constant 1 : i32
+          %len = arith.constant 256 : i32
+          %tile = pto.pipeline -> (!pto.l1buf<256xf32>) {
+            %buf, %tok = pto.stage "load" -> (!pto.l1buf<256xf32>, !pto.token) {
+              %b = pto.alloc_local : !pto.l1buf<256xf32>
+              %t = pto.async_load %b, %a, %nbytes rows %one strides(%len, %len)
+                  : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+              pto.yield %b, %t : !pto.l1buf<256xf32>, !pto.token
+            }
+            pto.stage "compute" after ["load"] {
+              pto.wait %tok
+              %two = arith.constant 2.0 : f32
+              %zero = arith.constant 0.0 : f32
+              %i = pto.get_local_id 0 : i32
+              %p = pto.addptr %buf, %i : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
+              %v = pto.load %p : !pto.ptr<f32, local> -> f32
+              pto.fma %p, %v, %two, %zero : !pto.ptr<f32, local>, f32
+              pto.yield
+            }
+            pto.yield %buf : !pto.l1buf<256xf32>
+          }
+          func.return %tile : !pto.l1buf<256xf32>
+        }
     """
 
     name = "pto.stage"
@@ -969,11 +1349,7 @@ class StageOp(IRDLOperation):
         _print_region_op(self, printer)
 
     def verify_(self) -> None:
-        last = self.body.block.last_op
-        if not isinstance(last, YieldOp):
-            raise VerifyException("pto.stage must end with pto.yield")
-        if [v.type for v in last.operands] != [r.type for r in self.results]:
-            raise VerifyException("pto.stage yields values whose types differ from its results")
+        _verify_region_yield(self, f"stage '{self.stage_name}' ")
 
 
 # --------------------------------------------------------------------------------------------
@@ -985,11 +1361,20 @@ class StageOp(IRDLOperation):
 class PrintfOp(IRDLOperation):
     """Print a formatted line per active lane, prefixed with its block and lane.
 
-    semantics: Python `%`-style formatting (`%d`, `%f`, `%.3f`, `%x`, ...) of the lane's
-    values; each line starts with `[block (x, y, z) lane (x, y, z)] `. Lines are printed in
-    block order, then lane order, to standard output.
+    semantics: Python `%`-style formatting (`%d`, `%f`, `%.3f`, `%x`, ...) of the lane's scalar
+    values; the format must take exactly one value per conversion (`%%` prints a `%`). Each line
+    starts with `[block (x, y, z) lane (x, y, z)] `. Lines are printed in block order, then lane
+    order, to standard output.
     syntax: `pto.printf "i=%d v=%f" (%i, %v : i32, f32)`
     python: `pto.printf("i=%d v=%f", i, v)`
+    example:
+        // Trace each lane's index and value.
+        func.func @trace(%v: f32) {
+          %i = pto.get_global_id 0 : i32
+          pto.printf "i=%d v=%.3f" (%i, %v : i32, f32)
+          pto.printf "done"
+          func.return
+        }
     """
 
     name = "pto.printf"
@@ -1001,6 +1386,20 @@ class PrintfOp(IRDLOperation):
 
     def __init__(self, fmt: str, values: Sequence[SSAValue]):
         super().__init__(operands=[list(values)], properties={"format": StringAttr(fmt)})
+
+    def verify_(self) -> None:
+        for value in self.values:
+            if not _is_scalar_type(value.type):
+                raise VerifyException(f"can only print scalar values (integers and floats), "
+                                      f"got a value of type {value.type}")
+        # Format with stand-in zeros: Python's own `%` decides whether the conversions and the
+        # values match, exactly as it will when the line is printed.
+        samples = tuple(0.0 if isinstance(v.type, AnyFloat) else 0 for v in self.values)
+        try:
+            self.format.data % samples
+        except (TypeError, ValueError) as err:
+            raise VerifyException(f"format string {self.format.data!r} does not fit its "
+                                  f"{len(samples)} value(s): {err}") from None
 
 
 PTO_OPS: tuple[type[IRDLOperation], ...] = (

@@ -19,7 +19,14 @@ from xdsl.ir import Attribute, SSAValue
 
 from pypto import dtypes
 from pypto.dialects import pto
-from pypto.frontend.common import _describe_value, _is_bool, _is_float, _is_int, _type_name
+from pypto.frontend.common import (
+    NeedsConstexpr,
+    _describe_value,
+    _is_bool,
+    _is_float,
+    _is_int,
+    _type_name,
+)
 
 _COPY_KEYWORDS = ("rows", "src_stride", "dst_stride")
 _PRINTF_CONVERSION = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?[diouxXeEfFgGcrsa])")

@@ -35,3 +35,11 @@ def _describe_value(value: Any) -> str:
     if isinstance(value, SSAValue):
         return f"a {_type_name(value.type)} value"
     return repr(value)
+
+
+class NeedsConstexpr(Exception):
+    """A compile-time value was needed from kernel parameters: specialise on them and retry."""
+
+    def __init__(self, params: set[str]):
+        super().__init__(f"specialise on {sorted(params)}")
+        self.params = params

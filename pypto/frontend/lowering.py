@@ -39,7 +39,14 @@ from pypto.dialects import pto
 from pypto.errors import CompileError
 from pypto.frontend.builtins import BUILTINS
 from pypto.frontend.calls import CallLowering
-from pypto.frontend.common import _describe_value, _is_bool, _is_float, _is_int, _type_name
+from pypto.frontend.common import (
+    NeedsConstexpr,
+    _describe_value,
+    _is_bool,
+    _is_float,
+    _is_int,
+    _type_name,
+)
 from pypto.frontend.early_return import drop_trailing_returns, rewrite_returns
 from pypto.frontend.kernel import Kernel, KernelSource
 
@@ -64,14 +71,6 @@ def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:
 
 
 _FLOAT_RANK = {16: 1, 32: 2, 64: 3}
-
-
-class NeedsConstexpr(Exception):
-    """A compile-time value was needed from kernel parameters: specialise on them and retry."""
-
-    def __init__(self, params: set[str]):
-        super().__init__(f"specialise on {sorted(params)}")
-        self.params = params
 
 
 class PipelineHandle:
@@ -412,8 +411,8 @@ class KernelLowering(CallLowering):
         for name, result in zip(carried, for_op.results):
             result.name_hint = name
             self.env[name] = result
-        for name in results_env:
-            if name not in carried:
+        for name, value in results_env.items():
+            if name not in carried and name not in before:
                 self.env[name] = _Undefined(stmt.lineno, "for")
 
     def _loop_carried(self, stmt: ast.For) -> list[str]:
@@ -668,7 +667,14 @@ class KernelLowering(CallLowering):
             raise self.error(f"'{ast.unparse(node)}': a pipeline offers 'with pl.stage(...)' and "
                              f"pl.run()", node)
         if isinstance(base, SSAValue):
-            raise self.error(f"runtime values have no attribute '{node.attr}'", node)
+            if isinstance(base.type, pto.PtrType | pto.L1BufferType):
+                elem = dtypes.from_mlir(base.type.element_type)
+                if node.attr == "dtype":
+                    return elem
+                if node.attr == "itemsize":
+                    return elem.itemsize
+            raise self.error(f"runtime values have no attribute '{node.attr}' (pointers and L1 "
+                             f"buffers have .dtype and .itemsize)", node)
         try:
             return self.fold_global(getattr(base, node.attr), node.attr, node)
         except AttributeError:

@@ -37,8 +37,7 @@ class Site:
 class Buffer:
     """A memory region a pointer refers to: a device tensor (HBM) or an L1 buffer.
 
-    `pending` (L1 only): per element, the token of the in-flight async copy using it, or -1;
-    None when nothing is in flight. `init` (L1, with check_uninitialized): written-yet flags.
+    `pending` (L1 only): the in-flight async copies using it, or None when there are none. `init` (L1, with check_uninitialized): written-yet flags.
     """
 
     __slots__ = ("data", "name", "space", "pending", "init")
@@ -47,7 +46,7 @@ class Buffer:
         self.data = data
         self.name = name
         self.space = space
-        self.pending: np.ndarray | None = None
+        self.pending: list[Any] | None = None
         self.init: np.ndarray | None = None
 
     def watched(self) -> bool:

@@ -22,6 +22,41 @@ from numpy.lib.stride_tricks import as_strided
 from pypto.errors import DeadlockError, KernelError, RaceError
 
 
+class Region:
+    """The elements a bulk copy touches in one buffer: `rows` rows of `row_len` from `base`,
+    `stride` apart. `[lo, hi)` is its hull."""
+
+    __slots__ = ("base", "rows", "row_len", "stride", "lo", "hi")
+
+    def __init__(self, base: int, rows: int, row_len: int, stride: int):
+        self.base = base
+        self.rows = rows
+        self.row_len = row_len
+        self.stride = stride
+        self.lo = base
+        self.hi = base + (rows - 1) * stride + row_len if rows else base
+
+    def hits(self, idx: Any) -> Any:
+        """Which of `idx` (int, slice or index array) lie in the region (bool or bool array)."""
+        if isinstance(idx, slice):
+            idx = np.arange(idx.start, idx.stop)
+        rel = np.asarray(idx, dtype=np.int64) - self.base
+        inside = (rel >= 0) & (rel < self.hi - self.base)
+        if self.stride != self.row_len:
+            inside &= (rel % max(self.stride, 1)) < self.row_len
+        return inside
+
+    def overlaps(self, other: Region) -> bool:
+        if self.hi <= other.lo or other.hi <= self.lo:
+            return False
+        if self.stride == self.row_len and other.stride == other.row_len:
+            return True
+        return bool(self.hits(np.arange(max(self.lo, other.lo), min(self.hi, other.hi))).any() and
+                    other.hits(np.arange(max(self.lo, other.lo), min(self.hi, other.hi))).any()
+                    and np.any(self.hits(np.arange(other.lo, other.hi)) &
+                               other.hits(np.arange(other.lo, other.hi))))
+
+
 @dataclass
 class InFlight:
     """An asynchronous copy issued and not yet waited for."""
@@ -30,8 +65,9 @@ class InFlight:
     kind: str  # "async_load" | "async_store"
     site: int
     l1: Any  # Buffer (destination of a load, source of a store)
+    l1_region: Region
     hbm: Any  # Buffer
-    hbm_range: tuple[int, int]  # [lo, hi) elements touched in HBM
+    hbm_region: Region
 
 
 def poison_fill(count: int, dtype: np.dtype) -> np.ndarray:
@@ -97,12 +133,9 @@ class BlockMemory:
     def check_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
         """A read of `buf` at `idx` (array, slice or int): in flight or uninitialised?"""
         if buf.space == "local":
-            if buf.pending is not None:
-                owners = buf.pending[idx]
-                hit = owners >= 0
-                if np.any(hit):
-                    token = int(np.asarray(owners)[np.asarray(hit)].flat[0])
-                    self._hazard_in_flight(buf, token, site, "read")
+            for copy in buf.pending or ():
+                if copy.kind == "async_load" and np.any(copy.l1_region.hits(idx)):
+                    self._hazard_in_flight(buf, copy.token, site, "read")
             if buf.init is not None:
                 ok = buf.init[idx]
                 if not np.all(ok):
@@ -110,20 +143,16 @@ class BlockMemory:
                     raise self.fail(f"read of uninitialised L1: '{buf.name}'[{first}] was never "
                                     f"written (check_uninitialized=True)", site)
         elif self.inflight:
-            lo, hi = _bounds(idx, buf.data.size)
             for copy in self.inflight.values():
                 if copy.kind == "async_store" and copy.hbm is buf and \
-                        lo < copy.hbm_range[1] and copy.hbm_range[0] < hi:
+                        np.any(copy.hbm_region.hits(idx)):
                     self._hazard_in_flight(buf, copy.token, site, "read")
 
     def check_write(self, buf: Any, idx: Any, site: int) -> None:
         if buf.space == "local":
-            if buf.pending is not None:
-                owners = buf.pending[idx]
-                hit = owners >= 0
-                if np.any(hit):
-                    token = int(np.asarray(owners)[np.asarray(hit)].flat[0])
-                    self._hazard_in_flight(buf, token, site, "write")
+            for copy in buf.pending or ():
+                if np.any(copy.l1_region.hits(idx)):
+                    self._hazard_in_flight(buf, copy.token, site, "write")
             if buf.init is not None:
                 buf.init[idx] = True
 
@@ -139,19 +168,25 @@ class BlockMemory:
     # bulk copies ------------------------------------------------------------------------------
 
     def _region(self, buf: Any, base: Any, rows: int, row_len: int, stride: int, site: int,
-                what: str) -> tuple[np.ndarray, int, int]:
-        """A (rows, row_len) strided view of `buf` from element `base`, bounds-checked."""
+                what: str) -> tuple[np.ndarray, Region]:
+        """A (rows, row_len) view of `buf` from element `base`, rows `stride` apart; checked."""
         base = int(base)
-        size = buf.data.size
-        last = base + (rows - 1) * stride + row_len if rows and row_len else base
-        first = base + min(0, (rows - 1) * stride) if rows else base
-        if rows and row_len and (first < 0 or last > size or stride < 0):
-            bad = first if first < 0 else last - 1
-            raise self.oob_region(buf, bad, site, what)
-        view = as_strided(buf.data[base:], shape=(rows, row_len),
-                          strides=(stride * buf.data.itemsize, buf.data.itemsize),
-                          writeable=True) if rows and row_len else buf.data[base:base]
-        return view, base, last
+        data = buf.data
+        region = Region(base, rows, row_len, stride)
+        if rows == 0 or row_len == 0:
+            return data[0:0].reshape(0, 0), region
+        if stride < row_len and rows > 1:
+            raise self.fail(f"a row stride of {stride} elements is shorter than the row "
+                            f"({row_len} elements): the rows would overlap", site)
+        if base < 0 or region.hi > data.size:
+            raise self.oob_region(buf, base if base < 0 else region.hi - 1, site, what)
+        if stride == row_len or rows == 1:
+            return data[base:base + rows * row_len].reshape(rows, row_len), region
+        if base + rows * stride <= data.size:
+            return data[base:base + rows * stride].reshape(rows, stride)[:, :row_len], region
+        view = as_strided(data[base:], shape=(rows, row_len),
+                          strides=(stride * data.itemsize, data.itemsize), writeable=True)
+        return view, region
 
     def oob_region(self, buf: Any, address: int, site: int, what: str) -> Any:
         from pypto.errors import MemoryAccessError
@@ -168,65 +203,65 @@ class BlockMemory:
 
     def copy(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
              rows: Any, src_stride: Any, dst_stride: Any, mask: Any, site: int) -> Any:
-        self._require_all_lanes(mask, site, f"pto.{kind}")
-        for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride):
-            if isinstance(v, np.ndarray):
-                raise self.fail(f"pto.{kind} operands must be uniform across the block", site)
+        if mask is not None or isinstance(dst_o, np.ndarray) or isinstance(src_o, np.ndarray) \
+                or isinstance(nbytes, np.ndarray) or isinstance(rows, np.ndarray):
+            self._require_all_lanes(mask, site, f"pto.{kind}")
+            raise self.fail(f"pto.{kind} operands must be uniform across the block", site)
         nbytes, rows = int(nbytes), int(rows)
         itemsize = dst_b.data.itemsize
         if rows <= 0 or nbytes < 0 or nbytes % (rows * itemsize):
             raise self.fail(f"pto.{kind}: nbytes={nbytes} is not a whole number of {rows} "
                             f"row(s) of {itemsize}-byte elements", site)
         row_len = nbytes // (rows * itemsize)
-        src_view, s_lo, s_hi = self._region(src_b, src_o, rows, row_len, int(src_stride), site,
+        src_view, src_region = self._region(src_b, src_o, rows, row_len, int(src_stride), site,
                                             "source")
-        dst_view, d_lo, d_hi = self._region(dst_b, dst_o, rows, row_len, int(dst_stride), site,
+        dst_view, dst_region = self._region(dst_b, dst_o, rows, row_len, int(dst_stride), site,
                                             "destination")
-        l1, l1_view, hbm, hbm_range = (dst_b, dst_view, src_b, (s_lo, s_hi)) \
-            if kind == "async_load" else (src_b, src_view, dst_b, (d_lo, d_hi))
         # the copy reads its source and writes its destination: check both against in-flight
-        self._check_view(src_b, src_view, s_lo, s_hi, site, "read")
-        self._check_view(dst_b, dst_view, d_lo, d_hi, site, "write")
+        if src_b.watched() or dst_b.watched() or self.inflight:
+            self._check_region(src_b, src_region, site, "read")
+            self._check_region(dst_b, dst_region, site, "write")
         dst_view[...] = src_view
         if dst_b.init is not None:
-            self._view_of(dst_b.init, dst_view, dst_b, d_lo)[...] = True
+            self._mark_init(dst_b, dst_region)
         if kind == "tile_store":
             return None
         token = self.next_token
         self.next_token += 1
-        if l1.pending is None:
-            l1.pending = np.full(l1.data.size, -1, dtype=np.int32)
-        lo = d_lo if kind == "async_load" else s_lo
-        self._view_of(l1.pending, l1_view, l1, lo)[...] = token
-        self.inflight[token] = InFlight(token, kind, site, l1, hbm, hbm_range)
+        if kind == "async_load":
+            copy = InFlight(token, kind, site, dst_b, dst_region, src_b, src_region)
+        else:
+            copy = InFlight(token, kind, site, src_b, src_region, dst_b, dst_region)
+        if copy.l1.pending is None:
+            copy.l1.pending = []
+        copy.l1.pending.append(copy)
+        self.inflight[token] = copy
         return token
 
-    def _view_of(self, array: np.ndarray, like: np.ndarray, buf: Any, lo: int) -> np.ndarray:
-        """The view of `array` (shaped like buf.data) covering the same elements as `like`."""
-        if like.size == 0:
-            return array[0:0]
-        start = (like.__array_interface__["data"][0] - buf.data.__array_interface__["data"][0])
-        start //= buf.data.itemsize
-        strides = tuple(s // buf.data.itemsize * array.itemsize for s in like.strides)
-        return as_strided(array[start:], shape=like.shape, strides=strides, writeable=True)
+    def _mark_init(self, buf: Any, region: Region) -> None:
+        init = buf.init
+        for r in range(region.rows):
+            start = region.base + r * region.stride
+            init[start:start + region.row_len] = True
 
-    def _check_view(self, buf: Any, view: np.ndarray, lo: int, hi: int, site: int,
-                    access: str) -> None:
-        if view.size == 0:
+    def _check_region(self, buf: Any, region: Region, site: int, access: str) -> None:
+        if region.rows == 0 or region.row_len == 0:
             return
         if buf.space == "local":
-            if buf.pending is not None:
-                owners = self._view_of(buf.pending, view, buf, lo)
-                if (owners >= 0).any():
-                    self._hazard_in_flight(buf, int(owners[owners >= 0].flat[0]), site, access)
+            for copy in buf.pending or ():
+                if (access == "write" or copy.kind == "async_load") and \
+                        copy.l1_region.overlaps(region):
+                    self._hazard_in_flight(buf, copy.token, site, access)
             if access == "read" and buf.init is not None:
-                if not self._view_of(buf.init, view, buf, lo).all():
-                    raise self.fail(f"read of uninitialised L1 in '{buf.name}' "
-                                    f"(check_uninitialized=True)", site)
-        elif self.inflight:
+                for r in range(region.rows):
+                    start = region.base + r * region.stride
+                    if not buf.init[start:start + region.row_len].all():
+                        raise self.fail(f"read of uninitialised L1 in '{buf.name}' "
+                                        f"(check_uninitialized=True)", site)
+        else:
             for copy in list(self.inflight.values()):
                 if copy.kind == "async_store" and copy.hbm is buf and \
-                        lo < copy.hbm_range[1] and copy.hbm_range[0] < hi:
+                        copy.hbm_region.overlaps(region):
                     self._hazard_in_flight(buf, copy.token, site, access)
 
     def wait(self, token: Any, mask: Any, site: int) -> None:
@@ -240,15 +275,15 @@ class BlockMemory:
 
     def wait_all(self, mask: Any, site: int) -> None:
         self._require_all_lanes(mask, site, "pto.wait_all")
-        for copy in list(self.inflight.values()):
-            self._retire(copy)
+        for copy in self.inflight.values():
+            copy.l1.pending = None
         self.inflight.clear()
 
     def _retire(self, copy: InFlight) -> None:
         pending = copy.l1.pending
         if pending is not None:
-            pending[pending == copy.token] = -1
-            if not any(c.l1 is copy.l1 for c in self.inflight.values() if c is not copy):
+            pending.remove(copy)
+            if not pending:
                 copy.l1.pending = None
 
     # tile compute -----------------------------------------------------------------------------
@@ -257,21 +292,25 @@ class BlockMemory:
         self._require_all_lanes(mask, site, "pto.fill")
         if isinstance(value, np.ndarray):
             raise self.fail("pto.fill's value must be uniform across the block", site)
-        view, lo, hi = self._region(dst_b, dst_o, 1, int(count), int(count), site, "destination")
-        self._check_view(dst_b, view, lo, hi, site, "write")
+        view, region = self._region(dst_b, dst_o, 1, int(count), int(count), site,
+                                    "destination")
+        if dst_b.watched():
+            self._check_region(dst_b, region, site, "write")
         view[...] = value
         if dst_b.init is not None:
-            dst_b.init[lo:hi] = True
+            self._mark_init(dst_b, region)
 
     def mma(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int, n: int,
             k: int, mask: Any, site: int) -> None:
         self._require_all_lanes(mask, site, "pto.mma")
-        c, c_lo, c_hi = self._region(c_b, c_o, m, n, n, site, "C")
-        a, a_lo, a_hi = self._region(a_b, a_o, m, k, k, site, "A")
-        b, b_lo, b_hi = self._region(b_b, b_o, k, n, n, site, "B")
-        self._check_view(a_b, a, a_lo, a_hi, site, "read")
-        self._check_view(b_b, b, b_lo, b_hi, site, "read")
-        self._check_view(c_b, c, c_lo, c_hi, site, "read")
+        c, c_region = self._region(c_b, c_o, m, n, n, site, "C")
+        a, a_region = self._region(a_b, a_o, m, k, k, site, "A")
+        b, b_region = self._region(b_b, b_o, k, n, n, site, "B")
+        for buf, region in ((a_b, a_region), (b_b, b_region), (c_b, c_region)):
+            if buf.watched():
+                self._check_region(buf, region, site, "read")
+        if c_b.watched():
+            self._check_region(c_b, c_region, site, "write")
         acc = c.dtype
         if a.dtype == acc:
             product = a @ b if acc.kind == "f" and acc.itemsize >= 4 else \
@@ -284,7 +323,7 @@ class BlockMemory:
         else:
             c += product
         if c_b.init is not None:
-            self._view_of(c_b.init, c, c_b, c_lo)[...] = True
+            self._mark_init(c_b, c_region)
 
     # atomics ----------------------------------------------------------------------------------
 
@@ -366,17 +405,6 @@ def _py(v: Any) -> Any:
     if isinstance(v, np.bool_):
         return bool(v)
     return v
-
-
-def _bounds(idx: Any, size: int) -> tuple[int, int]:
-    if isinstance(idx, np.ndarray):
-        if idx.size == 0:
-            return (0, 0)
-        return int(idx.min()), int(idx.max()) + 1
-    if isinstance(idx, slice):
-        start, stop, _ = idx.indices(size)
-        return start, stop
-    return int(idx), int(idx) + 1
 
 
 def _first_index(idx: Any, ok: Any) -> int:

@@ -1,0 +1,245 @@
+"""Generate the ISA reference, `docs/isa.md`, from the `pto` dialect.
+
+The dialect is the single source of truth for the instruction set (CRAFT.md): every section of
+the reference is read off an op or type class of `pypto/dialects/pto.py` -- the summary, prose and
+`semantics:` / `syntax:` / `python:` / `example:` fields of its docstring, the `PIPE` it issues
+on, and whether it is a `TileOp`. This module only adds the grouping into sections and the
+layout. Regenerate the file after changing the dialect:
+
+    python -m pypto.tools.isa_doc > docs/isa.md
+
+`tests/tools/test_isa_doc.py` fails when `docs/isa.md` differs from `render()`, and parses and
+round-trips every example, so the reference can neither go stale nor show IR that does not parse.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from dataclasses import dataclass
+
+from xdsl.ir import Attribute
+from xdsl.irdl import IRDLOperation
+
+from pypto.dialects import pto
+
+REGENERATE = "python -m pypto.tools.isa_doc > docs/isa.md"
+"""The command that rewrites the reference (quoted by the staleness test)."""
+
+FIELDS = ("semantics", "syntax", "python", "example")
+"""Docstring fields, in the order the dialect writes them; each starts a line (`syntax: ...`)."""
+
+_FIELD_LINE = re.compile(r"^(?P<field>%s):(?:\s(?P<rest>.*)|)$" % "|".join(FIELDS))
+
+GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
+    ("Ids",
+     "Where a lane is in its block and grid (SPEC §2 *Ids*). All are int32 and per lane; "
+     "`get_global_id(d) == get_block_id(d) * get_block_dim(d) + get_local_id(d)`.",
+     (pto.GetGlobalIdOp, pto.GetLocalIdOp, pto.GetBlockIdOp, pto.GetBlockDimOp,
+      pto.GetGridDimOp, pto.GetWarpIdOp, pto.GetLaneIdOp)),
+    ("Lane memory",
+     "One element per lane, through a pointer into HBM or L1 (an L1 buffer stands for a pointer "
+     "to its first element).",
+     (pto.AddPtrOp, pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)),
+    ("L1 and tile instructions",
+     "Tile instructions are executed once per block, cooperatively by its lanes, and must sit "
+     "in uniform control flow (`pto-verify-barriers` reports one under a lane-dependent "
+     "condition). Their sizes are compile-time values.",
+     (pto.AllocLocalOp, pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.WaitOp,
+      pto.WaitAllOp, pto.FillOp, pto.MmaOp)),
+    ("Synchronisation",
+     "Barriers between the lanes of a warp or of a block. Waits for async copies are with the "
+     "tile instructions above.",
+     (pto.BarrierOp, pto.BarrierBlockOp)),
+    ("Pipelines",
+     "A `with pto.pipeline()` block and its `with pl.stage(...)` blocks: regions that "
+     "`pto-double-buffer` can overlap across loop iterations.",
+     (pto.PipelineOp, pto.StageOp, pto.YieldOp)),
+    ("Debug",
+     "Output for debugging kernels.",
+     (pto.PrintfOp,)),
+)
+"""The reference's sections: (title, introduction, ops). Presentation only: every op of
+`pto.PTO_OPS` must appear exactly once (`render()` refuses otherwise)."""
+
+
+@dataclass(frozen=True)
+class DocEntry:
+    """The parts of one op or type docstring."""
+
+    summary: str
+    semantics: str
+    """Prose before the fields and the `semantics:` field, as one text (may be empty)."""
+    syntax: str
+    python: str
+    example: str
+    """The `example:` block, dedented (may be empty)."""
+
+
+def parse_docstring(doc: str | None) -> DocEntry:
+    """Split a dialect docstring into summary, semantics, syntax, python form and example.
+
+    The first line is the summary. A line starting with `semantics:`, `syntax:`, `python:` or
+    `example:` opens that field, which runs until the next field; lines before the first field
+    are prose, which precedes the semantics.
+    """
+    lines = inspect.cleandoc(doc or "").splitlines()
+    if not lines or not lines[0].strip():
+        return DocEntry("", "", "", "", "")
+    summary = lines[0].strip()
+    fields: dict[str, list[str]] = {"prose": []}
+    current = "prose"
+    for line in lines[1:]:
+        match = _FIELD_LINE.match(line)
+        if match:
+            current = match.group("field")
+            fields[current] = [match.group("rest")] if match.group("rest") else []
+        else:
+            fields[current].append(line)
+
+    def text(name: str) -> str:
+        return " ".join(" ".join(fields.get(name, [])).split())
+
+    semantics = "\n\n".join(part for part in (_paragraphs(fields["prose"]),
+                                              _paragraphs(fields.get("semantics", []))) if part)
+    example = inspect.cleandoc("\n".join(fields.get("example", [])))
+    return DocEntry(summary, semantics, text("syntax"), text("python"), example)
+
+
+def _paragraphs(lines: list[str]) -> str:
+    """Lines re-joined into paragraphs (blank lines separate them), each on one line."""
+    paragraphs, current = [], []
+    for line in lines + [""]:
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    return "\n\n".join(paragraphs)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One op's reference entry."""
+
+    op: type[IRDLOperation]
+    doc: DocEntry
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def pipe(self) -> str:
+        return self.op.PIPE  # type: ignore[attr-defined] - every pto op declares it
+
+    @property
+    def is_tile(self) -> bool:
+        return issubclass(self.op, pto.TileOp)
+
+
+def types() -> list[tuple[type[Attribute], DocEntry]]:
+    """Every type of the dialect, in registration order, with its docstring."""
+    return [(attr, parse_docstring(attr.__doc__)) for attr in pto.PTO.attributes]
+
+
+def sections() -> list[tuple[str, str, list[Instruction]]]:
+    """The groups of `GROUPS` with their instructions; checks they cover `PTO_OPS` exactly."""
+    grouped = [op for _, _, ops in GROUPS for op in ops]
+    missing = [op.name for op in pto.PTO_OPS if op not in grouped]
+    extra = [op.name for op in grouped if op not in pto.PTO_OPS]
+    twice = sorted({op.name for op in grouped if grouped.count(op) > 1})
+    if missing or extra or twice:
+        raise ValueError(
+            "pypto.tools.isa_doc.GROUPS must list every op of pto.PTO_OPS exactly once: "
+            f"missing {missing}, not in PTO_OPS {extra}, listed twice {twice}")
+    return [(title, intro, [Instruction(op, parse_docstring(op.__doc__)) for op in ops])
+            for title, intro, ops in GROUPS]
+
+
+def examples() -> list[tuple[str, str]]:
+    """(op name, example IR) for every op that has an example."""
+    return [(inst.name, inst.doc.example) for _, _, insts in sections() for inst in insts
+            if inst.doc.example]
+
+
+def _anchor(title: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped, spaces to dashes."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _render_type(attr: type[Attribute], doc: DocEntry) -> list[str]:
+    out = [f"### `!{attr.name}`", "", doc.summary, ""]
+    if doc.semantics:
+        out += [f"**Semantics:** {doc.semantics}", ""]
+    if doc.syntax:
+        out.append(f"- **IR syntax:** {doc.syntax}")
+    if doc.python:
+        out.append(f"- **Python:** {doc.python}")
+    return out + [""]
+
+
+def _render_instruction(inst: Instruction) -> list[str]:
+    tile = ("yes: executed once per block, cooperatively; must be in uniform control flow"
+            if inst.is_tile else "no: executed by every active lane")
+    out = [f"### `{inst.name}`", "", inst.doc.summary, ""]
+    out += [f"- **Python:** {inst.doc.python or '(none)'}",
+            f"- **IR syntax:** {inst.doc.syntax or '(none)'}",
+            f"- **Pipe:** {inst.pipe}",
+            f"- **Tile instruction:** {tile}",
+            ""]
+    if inst.doc.semantics:
+        out += [f"**Semantics:** {inst.doc.semantics}", ""]
+    if inst.doc.example:
+        out += ["**Example:**", "", "```mlir", inst.doc.example, "```", ""]
+    return out
+
+
+def render() -> str:
+    """The whole reference, `docs/isa.md`, as Markdown."""
+    groups = sections()
+    out = [
+        "# PTO instruction set reference",
+        "",
+        f"<!-- GENERATED from pypto/dialects/pto.py by `{REGENERATE}`. Do not edit by hand: "
+        "change the op's docstring and regenerate. -->",
+        "",
+        "One section per instruction of the `pto` dialect, the virtual ISA that `@pto.kernel` "
+        "functions lower to (SPEC §2). Scalar values are per lane (SPMD, as in CUDA); "
+        "arithmetic is `arith` / `math`, control flow `scf`, kernels are `func.func` ops marked "
+        "`attributes {pto.kernel}`. Every op carries the Python source location it came from "
+        "(`loc(\"k.py\":12:8)`, shown by `pypto-opt --mlir-print-debuginfo`).",
+        "",
+        "*Pipe* is the unit the instruction issues on (SCALAR, VECTOR, CUBE, MTE_IN, MTE_OUT): "
+        "instructions of different pipes overlap, each pipe runs in order. *Tile instructions* "
+        "are executed once per block, cooperatively, and must be in uniform control flow.",
+        "",
+        "| instruction | Python | pipe | tile |",
+        "|---|---|---|---|",
+    ]
+    for _, _, insts in groups:
+        for inst in insts:
+            out.append(f"| [`{inst.name}`](#{_anchor(inst.name)}) | "
+                       f"{_cell(inst.doc.python or '')} | {inst.pipe} | "
+                       f"{'yes' if inst.is_tile else ''} |")
+    out += ["", "## Types", ""]
+    for attr, doc in types():
+        out += _render_type(attr, doc)
+    for title, intro, insts in groups:
+        out += [f"## {title}", "", intro, ""]
+        for inst in insts:
+            out += _render_instruction(inst)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main() -> None:
+    sys.stdout.write(render())
+
+
+if __name__ == "__main__":
+    main()

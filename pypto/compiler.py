@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from pypto import dtypes
 from pypto.backend.interpreter import Executable
+from pypto.backend.interpreter.executor import parse_schedule
 from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
 from pypto.errors import CompileError, LaunchError, VerificationError
@@ -78,7 +79,8 @@ class CompiledKernel:
     """One compiled specialisation: its IR (`.module`, `.mlir`) and its executable form."""
 
     def __init__(self, kernel: Kernel, module: ModuleOp, block: tuple[int, int, int],
-                 target: Target, pipeline: str, *, check_uninitialized: bool = False):
+                 target: Target, pipeline: str, *, check_uninitialized: bool = False,
+                 schedule: str | None = None):
         self.kernel = kernel
         self.name = kernel.name
         self.module = module
@@ -87,7 +89,7 @@ class CompiledKernel:
         self.pipeline = pipeline
         self.func = _kernel_func(module, kernel.name)
         self.executable = Executable(self.func, target=target,
-                                     check_uninitialized=check_uninitialized)
+                                     check_uninitialized=check_uninitialized, schedule=schedule)
 
     @property
     def num_params(self) -> int:
@@ -149,11 +151,15 @@ def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> d
 
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
             pipeline: str | None = None, target: Target | str | None = None,
-            check_uninitialized: bool = False) -> CompiledKernel:
+            check_uninitialized: bool = False, schedule: str | None = None) -> CompiledKernel:
     """Specialise `kernel` on `args`, lower it to pto IR, run `pipeline`; cached.
 
-    `check_uninitialized=True` makes the interpreter raise on reads of L1 that was never written.
+    Interpreter options: `check_uninitialized=True` raises on reads of L1 never written;
+    `schedule="in_order" | "reverse" | "random:SEED"` runs the warps of each block one after
+    another between block-level sync points in that order (default `None`: all warps in
+    lockstep), so that a `pto.barrier()` orders only its own warp, as on the device.
     """
+    parse_schedule(schedule)
     if isinstance(kernel, CompiledKernel):
         return kernel
     if not isinstance(kernel, Kernel):
@@ -173,7 +179,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         names = _constexpr_params(kernel)
         consts = _constexpr_values(kernel, names, args)
         key = (types, tuple(sorted(consts.items())), block_dims, pipeline_text, resolved,
-               check_uninitialized)
+               check_uninitialized, schedule)
         cached = kernel.cache.get(key)
         if cached is not None:
             return cached
@@ -189,7 +195,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     if pipeline_text.strip():
         _run_pipeline(module, pipeline_text)
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
-                              check_uninitialized=check_uninitialized)
+                              check_uninitialized=check_uninitialized, schedule=schedule)
     kernel.cache[key] = compiled
     return compiled
 

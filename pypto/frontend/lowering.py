@@ -218,6 +218,8 @@ class KernelLowering(CallLowering):
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
+            if isinstance(value, SSAValue) and value.name_hint is None:
+                value.name_hint = target.id  # readable IR and error messages ('A_tile')
             self.env[target.id] = value
             return
         if isinstance(target, ast.Tuple | ast.List):

@@ -38,6 +38,12 @@ GRID = "grid"
 """Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
 BLOCK = "block"
 """Mode: one lane vector per block, all warps in lockstep."""
+WARP = "warp"
+"""Mode: one lane vector per warp; the kernel is a generator that yields at block-level sync
+points (barrier_block, tile instructions) so a scheduler can interleave warps."""
+
+SYNC_BARRIER = 0
+SYNC_TILE = 1
 
 
 class UnsupportedOp(Exception):
@@ -163,10 +169,10 @@ class KernelCodegen:
 
     def analyse(self, ops: Iterable[Operation]) -> None:
         an = self.an
-        an.uniform = _Uniform(varying_values(self.kernel, block_ids_uniform=self.mode == BLOCK))
+        an.uniform = _Uniform(varying_values(self.kernel, block_ids_uniform=self.mode != GRID))
         for op in _walk(ops):
             if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
-                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or self.mode == BLOCK):
+                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or self.mode != GRID):
                     an.affine[op.results[0]] = self.fresh("rb")
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands
@@ -257,11 +263,7 @@ class KernelCodegen:
         res = op.results[0]
         kind = _ID_OPS[type(op)]
         if res in self.an.affine:
-            if isinstance(op, pto.GetGlobalIdOp):
-                base = "_ctx.first_lane" if self.mode == GRID else \
-                    "_ctx.block_id(0) * _ctx.block[0]"
-            else:
-                base = "0"
+            base = "_ctx.first_lane" if isinstance(op, pto.GetGlobalIdOp) else "_ctx.local_base"
             self.define_affine(res, f"_np.int32({base})")
             return
         self.emit(f"{self.name(res)} = _ctx.{kind}({op.dim_index})")
@@ -425,7 +427,10 @@ class KernelCodegen:
         self.emit(f"_ctx.barrier_warp(_m, {self.site(op)})")
 
     def op_pto_barrier_block(self, op: pto.BarrierBlockOp) -> None:
-        self.emit(f"_ctx.barrier_block(_m, {self.site(op)})")
+        s = self.site(op)
+        self.emit(f"_ctx.barrier_block(_m, {s})")
+        if self.mode == WARP:
+            self.emit(f"yield ({SYNC_BARRIER}, {s}, None)")
 
     def op_func_return(self, op: func.ReturnOp) -> None:
         self.emit("return None")
@@ -549,8 +554,21 @@ class KernelCodegen:
         label = op.result.name_hint or f"l1_{self.name(op.result)}"
         n = self.name(op.result)
         s = self.site(op)
-        self.emit(f"{n}_b = _ctx.alloc_local({s}, {t.size}, {dt}, {label!r}, _m, {s})")
+        self.tile(f"{n}_b", f"_ctx.alloc_local({s}, {t.size}, {dt}, {label!r}, _m, {s})", s)
         self.emit(f"{n} = _I64_0")
+
+    def tile(self, target: str | None, call: str, s: int) -> None:
+        """A block-level instruction: executed once per block.
+
+        In warp mode every warp stops at it; the scheduler runs `call` once when all warps have
+        arrived and sends its result back to each warp.
+        """
+        prefix = f"{target} = " if target else ""
+        if self.mode != WARP:
+            self.emit(prefix + call)
+            return
+        self.emit(f"_ctx.tile_entry(_m, {s})")
+        self.emit(f"{prefix}(yield ({SYNC_TILE}, {s}, lambda: {call}))")
 
     def _addr(self, v: SSAValue) -> str:
         return f"{self.name(v)}_b, {self.name(v)}"
@@ -567,24 +585,29 @@ class KernelCodegen:
     def _copy(self, op: Operation, kind: str) -> None:
         dst, src, nbytes, rows, ss, ds = op.operands
         args = ", ".join(self.name(v) for v in (nbytes, rows, ss, ds))
-        target = f"{self.name(op.results[0])} = " if op.results else ""
-        self.emit(f"{target}_ctx.copy({kind!r}, {self._addr(dst)}, {self._addr(src)}, {args}, "
-                  f"_m, {self.site(op)})")
+        target = self.name(op.results[0]) if op.results else None
+        s = self.site(op)
+        self.tile(target, f"_ctx.copy({kind!r}, {self._addr(dst)}, {self._addr(src)}, {args}, "
+                          f"_m, {s})", s)
 
     def op_pto_wait(self, op: pto.WaitOp) -> None:
-        self.emit(f"_ctx.wait({self.name(op.token)}, _m, {self.site(op)})")
+        s = self.site(op)
+        self.tile(None, f"_ctx.wait({self.name(op.token)}, _m, {s})", s)
 
     def op_pto_wait_all(self, op: pto.WaitAllOp) -> None:
-        self.emit(f"_ctx.wait_all(_m, {self.site(op)})")
+        s = self.site(op)
+        self.tile(None, f"_ctx.wait_all(_m, {s})", s)
 
     def op_pto_fill(self, op: pto.FillOp) -> None:
-        self.emit(f"_ctx.fill({self._addr(op.dst)}, {self.name(op.value)}, "
-                  f"{self.name(op.count)}, _m, {self.site(op)})")
+        s = self.site(op)
+        self.tile(None, f"_ctx.fill({self._addr(op.dst)}, {self.name(op.value)}, "
+                        f"{self.name(op.count)}, _m, {s})", s)
 
     def op_pto_mma(self, op: pto.MmaOp) -> None:
         m, n, k = op.shape
-        self.emit(f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
-                  f"{m}, {n}, {k}, _m, {self.site(op)})")
+        s = self.site(op)
+        self.tile(None, f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
+                        f"{m}, {n}, {k}, _m, {s})", s)
 
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
         self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "

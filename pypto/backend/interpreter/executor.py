@@ -6,6 +6,9 @@ Modes (see docs/interpreter.md):
   is exact.
 - block mode: one lane vector per block, warps in lockstep; barriers check that every lane of
   their scope reached them (else `DeadlockError`).
+- warp mode (when a warp schedule is requested): one lane vector per warp; warps run one after
+  another between block-level synchronisation points in the order the schedule gives, so a
+  `pto.barrier()` orders only its own warp, as on the device.
 """
 
 from __future__ import annotations
@@ -17,15 +20,25 @@ import numpy as np
 from xdsl.dialects import func
 
 from pypto import dtypes
-from pypto.backend.interpreter.codegen import BLOCK, GRID, GeneratedKernel, _walk, generate
+from pypto.backend.interpreter.codegen import (
+    BLOCK,
+    GRID,
+    SYNC_TILE,
+    WARP,
+    GeneratedKernel,
+    _walk,
+    generate,
+)
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
 from pypto.dialects import pto
-from pypto.errors import KernelError, LaunchError, TensorFreedError
+from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedError
 
 GRID_CHUNK_LANES = 1 << 22
 """Largest lane vector in grid mode; bigger launches run in several chunks of whole blocks."""
 
 _BLOCK_MODE_OPS = (pto.BarrierOp, pto.BarrierBlockOp, pto.TileOp)
+
+SCHEDULES = ("in_order", "reverse", "random:SEED")
 
 
 def _needs_block_mode(op: Any) -> bool:
@@ -37,21 +50,40 @@ def _needs_block_mode(op: Any) -> bool:
                for v in op.results)
 
 
+def parse_schedule(schedule: str | None) -> tuple[str, int] | None:
+    """`None` (lockstep), `"in_order"`, `"reverse"` or `"random:SEED"`."""
+    if schedule is None:
+        return None
+    if schedule in ("in_order", "reverse"):
+        return (schedule, 0)
+    if isinstance(schedule, str) and schedule.startswith("random:"):
+        try:
+            return ("random", int(schedule.split(":", 1)[1]))
+        except ValueError:
+            pass
+    raise ValueError(f"unknown warp schedule {schedule!r}; use one of: {', '.join(SCHEDULES)} "
+                     f"(or None for lockstep execution)")
+
+
 class Executable:
     """The executable form of one kernel specialisation (code generated lazily per mode)."""
 
     def __init__(self, kernel: func.FuncOp, *, target: Any = None,
-                 check_uninitialized: bool = False):
+                 check_uninitialized: bool = False, schedule: str | None = None):
         from pypto.backend.targets import resolve_target
 
         self.func = kernel
         self.target = resolve_target(target)
         self.check_uninitialized = check_uninitialized
+        self.schedule = parse_schedule(schedule)
         self.name = kernel.sym_name.data
         self.param_names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
         self.param_types = list(kernel.function_type.inputs.data)
-        self.mode = BLOCK if any(_needs_block_mode(op)
-                                 for op in _walk(kernel.body.block.ops)) else GRID
+        block_level = any(_needs_block_mode(op) for op in _walk(kernel.body.block.ops))
+        if not block_level:
+            self.mode = GRID  # warps cannot communicate without L1 or barriers: nothing to order
+        else:
+            self.mode = WARP if self.schedule is not None else BLOCK
         self._variants: dict[tuple[str, bool], GeneratedKernel] = {}
 
     def variant(self, one_d: bool) -> GeneratedKernel:
@@ -104,21 +136,95 @@ class Executable:
         gen = self.variant(one_d)
         block_lanes = block[0] * block[1] * block[2]
         n_blocks = grid[0] * grid[1] * grid[2]
-        if gen.mode == GRID:
-            blocks_per_chunk = max(1, GRID_CHUNK_LANES // block_lanes)
-        else:
-            blocks_per_chunk = 1
         with np.errstate(all="ignore"):
-            for first_block in range(0, n_blocks, blocks_per_chunk):
-                count = min(blocks_per_chunk, n_blocks - first_block) * block_lanes
-                ctx = LaneContext(kernel=self.name, grid=grid, block=block,
-                                  first_lane=first_block * block_lanes, count=count,
-                                  sites=gen.sites, l1_bytes=self.target.l1_bytes,
-                                  check_uninitialized=self.check_uninitialized)
+            try:
+                if gen.mode == WARP:
+                    for b in range(n_blocks):
+                        self._run_block_by_warps(gen, grid, block, b, bound)
+                    return
+                per_chunk = max(1, GRID_CHUNK_LANES // block_lanes) if gen.mode == GRID else 1
+                for first_block in range(0, n_blocks, per_chunk):
+                    count = min(per_chunk, n_blocks - first_block) * block_lanes
+                    gen.fn(self._context(gen, grid, block, first_block * block_lanes, count),
+                           bound)
+            except KernelError:
+                raise
+            except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover
+                raise KernelError(f"internal interpreter error: {exc!r}; please report it "
+                                  f"with the kernel", kernel=self.name) from exc
+
+    def _context(self, gen: GeneratedKernel, grid: tuple[int, int, int],
+                 block: tuple[int, int, int], first_lane: int, count: int,
+                 share: LaneContext | None = None) -> LaneContext:
+        return LaneContext(kernel=self.name, grid=grid, block=block, first_lane=first_lane,
+                           count=count, sites=gen.sites, l1_bytes=self.target.l1_bytes,
+                           check_uninitialized=self.check_uninitialized, share_block_with=share)
+
+    # warp mode --------------------------------------------------------------------------------
+
+    def _order(self, warps: list[int], rng: np.random.Generator | None) -> list[int]:
+        assert self.schedule is not None
+        kind = self.schedule[0]
+        if kind == "in_order":
+            return warps
+        if kind == "reverse":
+            return warps[::-1]
+        assert rng is not None
+        return [warps[i] for i in rng.permutation(len(warps))]
+
+    def _run_block_by_warps(self, gen: GeneratedKernel, grid: tuple[int, int, int],
+                            block: tuple[int, int, int], b: int, bound: list[Any]) -> None:
+        assert self.schedule is not None
+        block_lanes = block[0] * block[1] * block[2]
+        warp_size = self.target.warp_size
+        n_warps = (block_lanes + warp_size - 1) // warp_size
+        first = b * block_lanes
+        ctxs: list[LaneContext] = []
+        for w in range(n_warps):
+            count = min(warp_size, block_lanes - w * warp_size)
+            ctxs.append(self._context(gen, grid, block, first + w * warp_size, count,
+                                      ctxs[0] if ctxs else None))
+        rng = np.random.default_rng([self.schedule[1], b]) if self.schedule[0] == "random" \
+            else None
+        runs = [gen.fn(ctx, bound) for ctx in ctxs]
+        if not all(hasattr(r, "send") for r in runs):
+            return  # no block-level sync point: each warp already ran to completion
+        waiting: dict[int, tuple[int, int, Any]] = {}
+        done: set[int] = set()
+        reply: dict[int, Any] = {w: None for w in range(n_warps)}
+        started = False
+        while True:
+            runnable = [w for w in range(n_warps) if w not in waiting and w not in done]
+            for w in self._order(runnable, rng):
                 try:
-                    gen.fn(ctx, bound)
-                except KernelError:
-                    raise
-                except (IndexError, ValueError, TypeError) as exc:  # pragma: no cover - bug net
-                    raise KernelError(f"internal interpreter error: {exc!r}; please report it "
-                                      f"with the kernel", kernel=self.name) from exc
+                    event = runs[w].send(reply[w]) if started or reply[w] is not None \
+                        else next(runs[w])
+                    waiting[w] = event
+                except StopIteration:
+                    done.add(w)
+            started = True
+            if not waiting:
+                return
+            if done:
+                self._deadlock(gen, ctxs, waiting, done, "finished without reaching it")
+            sites = {(kind, site) for kind, site, _ in waiting.values()}
+            if len(sites) > 1:
+                self._deadlock(gen, ctxs, waiting, set(), "wait at a different one")
+            (kind, site), = sites
+            result = None
+            if kind == SYNC_TILE:
+                result = waiting[min(waiting)][2]()  # executed once for the whole block
+            reply = {w: result for w in waiting}
+            waiting.clear()
+
+    def _deadlock(self, gen: GeneratedKernel, ctxs: list[LaneContext],
+                  waiting: dict[int, tuple[int, int, Any]], done: set[int], what: str) -> None:
+        kind, site, _ = waiting[min(waiting)]
+        s = gen.sites[site]
+        block, _ = ctxs[0].describe_lane(0)
+        at = sorted(w for w, e in waiting.items() if e[:2] == (kind, site))
+        others = sorted(done) if done else sorted(set(waiting) - set(at))
+        raise DeadlockError(
+            f"deadlock in block {block}: warps {at} wait at pto.{s.op} but warps {others} "
+            f"{what}; every warp of the block must reach the same block-level barrier or tile "
+            f"instruction", kernel=self.name, location=s.location)

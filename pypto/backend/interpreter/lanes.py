@@ -124,11 +124,11 @@ class LaneContext(BlockMemory):
 
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  first_lane: int, count: int, sites: list[Site], l1_bytes: int = 196608,
-                 check_uninitialized: bool = False):
+                 check_uninitialized: bool = False, share_block_with: LaneContext | None = None):
         self.kernel = kernel
         self.l1_bytes = l1_bytes
         self.check_uninitialized = check_uninitialized
-        self._init_block_memory()
+        self._init_block_memory(share_block_with)
         self.grid = grid
         self.block = block
         self.block_lanes = block[0] * block[1] * block[2]
@@ -143,11 +143,22 @@ class LaneContext(BlockMemory):
     def _linear(self) -> np.ndarray:
         return self.ramp + np.int64(self.first_lane) if self.first_lane else self.ramp
 
+    @property
+    def in_one_block(self) -> bool:
+        return self.first_lane // self.block_lanes == \
+            (self.first_lane + self.count - 1) // self.block_lanes
+
+    @property
+    def local_base(self) -> int:
+        """Local (in-block) linear id of vector position 0."""
+        return self.first_lane % self.block_lanes
+
     def _block_linear_and_local(self) -> tuple[Any, Any]:
         lin = self._linear()
-        if self.first_lane % self.block_lanes == 0 and self.count <= self.block_lanes:
-            # one block (or part of one): block id is uniform
-            return np.int64(self.first_lane // self.block_lanes), lin - self.first_lane
+        if self.in_one_block:
+            # one block (or one warp of it): the block id is uniform
+            block_start = self.first_lane - self.local_base
+            return np.int64(self.first_lane // self.block_lanes), lin - block_start
         return lin // self.block_lanes, lin % self.block_lanes
 
     def local_id(self, dim: int) -> Any:
@@ -357,6 +368,12 @@ class LaneContext(BlockMemory):
         raise KernelError(f"a pointer variable refers to '{bt.name}' on some lanes and "
                           f"'{bf.name}' on others; pointers chosen by a per-lane branch must "
                           f"point into the same buffer", kernel=self.kernel)
+
+    def tile_entry(self, mask: Mask, site: int) -> None:
+        """Warp mode: every lane of this warp must reach a block-level instruction."""
+        if mask is not None:
+            raise self.fail(f"pto.{self.sites[site].op} is a block-level instruction but not every "
+                            f"lane of the warp reached it", site, DeadlockError)
 
     # synchronisation --------------------------------------------------------------------------
 

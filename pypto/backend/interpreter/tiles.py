@@ -88,11 +88,16 @@ class BlockMemory:
     l1_bytes: int
     check_uninitialized: bool
 
-    def _init_block_memory(self) -> None:
+    def _init_block_memory(self, share_with: BlockMemory | None = None) -> None:
+        """Fresh block state, or the state of `share_with` (the warps of one block share it)."""
+        if share_with is not None:
+            self.l1_buffers = share_with.l1_buffers
+            self.inflight = share_with.inflight
+            self.counters = share_with.counters
+            return
         self.l1_buffers: dict[int, Any] = {}
-        self.l1_used = 0
         self.inflight: dict[int, InFlight] = {}
-        self.next_token = 0
+        self.counters = {"l1_used": 0, "next_token": 0}
 
     # helpers ----------------------------------------------------------------------------------
 
@@ -117,11 +122,12 @@ class BlockMemory:
             return buf
         self._require_all_lanes(mask, site, "pto.alloc_local")
         nbytes = count * dtype.itemsize
-        if self.l1_used + nbytes > self.l1_bytes:
+        used = self.counters["l1_used"] + nbytes
+        if used > self.l1_bytes:
             raise self.fail(f"L1 overflow: allocating '{name}' ({nbytes} bytes) brings the block "
-                            f"to {self.l1_used + nbytes} bytes, above the target's "
-                            f"{self.l1_bytes} bytes of L1", site)
-        self.l1_used += nbytes
+                            f"to {used} bytes, above the target's {self.l1_bytes} bytes of L1",
+                            site)
+        self.counters["l1_used"] = used
         buf = Buffer(poison_fill(count, dtype), name, "local")
         if self.check_uninitialized:
             buf.init = np.zeros(count, dtype=bool)
@@ -226,8 +232,8 @@ class BlockMemory:
             self._mark_init(dst_b, dst_region)
         if kind == "tile_store":
             return None
-        token = self.next_token
-        self.next_token += 1
+        token = self.counters["next_token"]
+        self.counters["next_token"] = token + 1
         if kind == "async_load":
             copy = InFlight(token, kind, site, dst_b, dst_region, src_b, src_region)
         else:

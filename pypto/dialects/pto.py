@@ -628,7 +628,7 @@ class FmaOp(IRDLOperation):
     def verify_(self) -> None:
         _check_ptr_elem(self, self.dst, self.a.type, "operand")
         if isinstance(self.a.type, IntegerType) and self.a.type.width.data == 1:
-            raise VerifyException("pto.fma is not defined on i1")
+            raise VerifyException("is not defined on i1 (booleans)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -730,7 +730,7 @@ class AtomicAddOp(IRDLOperation):
     def verify_(self) -> None:
         _check_ptr_elem(self, self.ptr, self.value.type, "added value")
         if isinstance(self.value.type, IntegerType) and self.value.type.width.data == 1:
-            raise VerifyException("pto.atomic_add is not defined on i1")
+            raise VerifyException("is not defined on i1 (booleans)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1045,19 +1045,19 @@ class MmaOp(TileOp):
     def verify_(self) -> None:
         m, n, k = self.shape
         if min(m, n, k) <= 0:
-            raise VerifyException(f"mma shape must be positive, got ({m}, {n}, {k})")
+            raise VerifyException(f"shape (m, n, k) must be positive, got ({m}, {n}, {k})")
         for operand, what, need in ((self.c, "C", m * n), (self.a, "A", m * k),
                                     (self.b, "B", k * n)):
-            _check_space(operand, "local", f"mma operand {what}")
+            _check_space(operand, "local", f"operand {what}")
             if isinstance(operand.type, L1BufferType) and operand.type.size < need:
-                raise VerifyException(f"mma operand {what} needs {need} elements but its buffer "
+                raise VerifyException(f"operand {what} needs {need} elements but its buffer "
                                       f"holds {operand.type.size}")
         acc, a_t, b_t = (element_type_of(x.type) for x in (self.c, self.a, self.b))
         if a_t != b_t:
-            raise VerifyException(f"mma inputs A and B must have one element type, got {a_t} "
+            raise VerifyException(f"inputs A and B must have one element type, got {a_t} "
                                   f"and {b_t}")
         if (str(acc), str(a_t)) not in _MMA_TYPES:
-            raise VerifyException(f"mma cannot accumulate {a_t} inputs into {acc}; supported: "
+            raise VerifyException(f"cannot accumulate {a_t} inputs into {acc}; supported: "
                                   f"f32 += f32/f16/bf16, f16 += f16, i32 += i32")
 
 
@@ -1262,7 +1262,16 @@ class PipelineOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_region_yield(self)
-        problem = check_stage_graph([(s.stage_name, s.after_names) for s in self.stages()])
+        graph: list[tuple[str, list[str]]] = []
+        for stage in self.stages():
+            name, after = stage.properties.get("stage"), stage.properties.get("after")
+            well_formed = isinstance(name, StringAttr) and (after is None or (
+                isinstance(after, ArrayAttr)
+                and all(isinstance(a, StringAttr) for a in after.data)))
+            if not well_formed:
+                return  # a malformed (generic-form) stage: its own verifier says what is wrong
+            graph.append((stage.stage_name, stage.after_names))
+        problem = check_stage_graph(graph)
         if problem:
             raise VerifyException(problem)
 

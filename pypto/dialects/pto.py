@@ -1285,31 +1285,22 @@ class StageOp(IRDLOperation):
     syntax: `%buf = pto.stage "load_a" after ["init"] -> (!pto.l1buf<4096xf32>) { ... pto.yield %b : !pto.l1buf<4096xf32> }`
     python: `with pl.stage("load_b", after="load_a"): ...`
     example:
-        // Load a tile in one stage, scale it in the next; the pipeline hands the tile on.
-        func.func @two_stages(%a: !pto.ptr<f32, global>) -> !pto.l1buf<256xf32> {
-          %nbytes = arith.constant 1024 : i32
-          %one = arith.constant 1 : i32
-          %len = arith.constant 256 : i32
-          %tile = pto.pipeline -> (!pto.l1buf<256xf32>) {
-            %buf, %tok = pto.stage "load" -> (!pto.l1buf<256xf32>, !pto.token) {
-              %b = pto.alloc_local : !pto.l1buf<256xf32>
-              %t = pto.async_load %b, %a, %nbytes rows %one strides(%len, %len)
-                  : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
-              pto.yield %b, %t : !pto.l1buf<256xf32>, !pto.token
-            }
-            pto.stage "compute" after ["load"] {
-              pto.wait %tok
-              %two = arith.constant 2.0 : f32
-              %zero = arith.constant 0.0 : f32
-              %i = pto.get_local_id 0 : i32
-              %p = pto.addptr %buf, %i : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
-              %v = pto.load %p : !pto.ptr<f32, local> -> f32
-              pto.fma %p, %v, %two, %zero : !pto.ptr<f32, local>, f32
+        // Two independent stages, then one after both: the stages form a DAG, not a chain.
+        func.func @dag() {
+          pto.pipeline {
+            pto.stage "load_a" {
               pto.yield
             }
-            pto.yield %buf : !pto.l1buf<256xf32>
+            pto.stage "load_b" {
+              pto.yield
+            }
+            pto.stage "compute" after ["load_a", "load_b"] {
+              pto.wait_all
+              pto.yield
+            }
+            pto.yield
           }
-          func.return %tile : !pto.l1buf<256xf32>
+          func.return
         }
     """
 

@@ -138,6 +138,10 @@ class Instruction:
     def is_tile(self) -> bool:
         return issubclass(self.op, pto.TileOp)
 
+    @property
+    def has_regions(self) -> bool:
+        return bool(self.op.get_irdl_definition().regions)
+
 
 def types() -> list[tuple[type[Attribute], DocEntry]]:
     """Every type of the dialect, in registration order, with its docstring."""
@@ -185,8 +189,12 @@ def _render_type(attr: type[Attribute], doc: DocEntry) -> list[str]:
 
 
 def _render_instruction(inst: Instruction) -> list[str]:
-    tile = ("yes: executed once per block, cooperatively; must be in uniform control flow"
-            if inst.is_tile else "no: executed by every active lane")
+    if inst.is_tile:
+        tile = "yes: executed once per block, cooperatively; must be in uniform control flow"
+    elif inst.has_regions:
+        tile = "no: a region op; each op in its region follows its own rule"
+    else:
+        tile = "no: executed by every active lane"
     out = [f"### `{inst.name}`", "", inst.doc.summary, ""]
     out += [f"- **Python:** {inst.doc.python or '(none)'}",
             f"- **IR syntax:** {inst.doc.syntax or '(none)'}",

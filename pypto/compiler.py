@@ -6,6 +6,7 @@ shape, the pipeline text and the target; each one is compiled once and cached on
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,9 @@ from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
 from pypto.frontend.lowering import NeedsConstexpr, lower_kernel
 from pypto.ir import print_ir
+
+RACE_CHECK_ENV = "PYPTO_RACE_CHECK"
+"""Set to 0 to turn the interpreter's race detector off by default (it is on otherwise)."""
 
 DEFAULT_PIPELINE = ""
 """Passes `compile()` runs when `pipeline=None` (documented in docs/compiler.md)."""
@@ -80,7 +84,7 @@ class CompiledKernel:
 
     def __init__(self, kernel: Kernel, module: ModuleOp, block: tuple[int, int, int],
                  target: Target, pipeline: str, *, check_uninitialized: bool = False,
-                 schedule: str | None = None):
+                 schedule: str | None = None, race_check: bool = True):
         self.kernel = kernel
         self.name = kernel.name
         self.module = module
@@ -89,7 +93,8 @@ class CompiledKernel:
         self.pipeline = pipeline
         self.func = _kernel_func(module, kernel.name)
         self.executable = Executable(self.func, target=target,
-                                     check_uninitialized=check_uninitialized, schedule=schedule)
+                                     check_uninitialized=check_uninitialized, schedule=schedule,
+                                     race_check=race_check)
 
     @property
     def num_params(self) -> int:
@@ -151,15 +156,21 @@ def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> d
 
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
             pipeline: str | None = None, target: Target | str | None = None,
-            check_uninitialized: bool = False, schedule: str | None = None) -> CompiledKernel:
+            check_uninitialized: bool = False, schedule: str | None = None,
+            race_check: bool | None = None) -> CompiledKernel:
     """Specialise `kernel` on `args`, lower it to pto IR, run `pipeline`; cached.
 
     Interpreter options: `check_uninitialized=True` raises on reads of L1 never written;
     `schedule="in_order" | "reverse" | "random:SEED"` runs the warps of each block one after
     another between block-level sync points in that order (default `None`: all warps in
-    lockstep), so that a `pto.barrier()` orders only its own warp, as on the device.
+    lockstep), so that a `pto.barrier()` orders only its own warp, as on the device;
+    `race_check` (default: on, unless the environment sets `PYPTO_RACE_CHECK=0`) runs the
+    dynamic race detector on kernels that use L1.
     """
     parse_schedule(schedule)
+    if race_check is None:
+        race_check = os.environ.get(RACE_CHECK_ENV, "1").strip().lower() not in (
+            "0", "false", "no", "off")
     if isinstance(kernel, CompiledKernel):
         return kernel
     if not isinstance(kernel, Kernel):
@@ -179,7 +190,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         names = _constexpr_params(kernel)
         consts = _constexpr_values(kernel, names, args)
         key = (types, tuple(sorted(consts.items())), block_dims, pipeline_text, resolved,
-               check_uninitialized, schedule)
+               check_uninitialized, schedule, race_check)
         cached = kernel.cache.get(key)
         if cached is not None:
             return cached
@@ -195,7 +206,8 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     if pipeline_text.strip():
         _run_pipeline(module, pipeline_text)
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
-                              check_uninitialized=check_uninitialized, schedule=schedule)
+                              check_uninitialized=check_uninitialized, schedule=schedule,
+                              race_check=race_check)
     kernel.cache[key] = compiled
     return compiled
 

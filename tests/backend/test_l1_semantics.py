@@ -33,26 +33,27 @@ def pitfall_fixed(src, out):
     pto.store(out + lid, pto.load(shared + lid % 128))
 
 
-def _run(kernel, schedule, src):
+def _run(kernel, schedule, src, race_check=True):
     d_src = pto.alloc_tensor(src.nbytes)
     d_out = pto.alloc_tensor(BLOCK * 4)
     pto.memcpy_h2d(d_src, src)
-    ck = pto.compile(kernel, args=(d_src, d_out), block=BLOCK, schedule=schedule)
+    ck = pto.compile(kernel, args=(d_src, d_out), block=BLOCK, schedule=schedule,
+                     race_check=race_check)
     ck(grid=1, block=BLOCK, args=(d_src, d_out))
     out = np.empty(BLOCK, np.float32)
     pto.memcpy_d2h(out, d_out)
     return out
 
 
-def test_lockstep_execution_hides_the_pitfall():
+def test_lockstep_execution_hides_the_pitfall_without_the_race_detector():
     src = np.arange(128, dtype=np.float32)
-    np.testing.assert_array_equal(_run(pitfall, None, src), np.tile(src, 2))
+    np.testing.assert_array_equal(_run(pitfall, None, src, race_check=False), np.tile(src, 2))
 
 
 def test_reverse_warp_schedule_exposes_the_pitfall():
     """Warps 4-7 read the L1 buffer before warps 0-3 wrote it: they see the NaN poison."""
     src = np.arange(128, dtype=np.float32)
-    out = _run(pitfall, "reverse", src)
+    out = _run(pitfall, "reverse", src, race_check=False)
     np.testing.assert_array_equal(out[:128], src)
     assert np.isnan(out[128:]).all()
 
@@ -268,3 +269,75 @@ def test_stage_dag_errors_are_compile_errors():
         pto.compile(unknown_after, args=(t,), block=32)
     with pytest.raises(pto.CompileError, match="cycle: a -> a"):
         pto.compile(cycle, args=(t,), block=32)
+
+
+@pytest.mark.parametrize("schedule", [None, "in_order", "reverse", "random:5"])
+def test_race_detector_reports_the_pitfall_under_every_schedule(schedule):
+    """Detection does not depend on the interleaving: it tracks warps and barrier epochs."""
+    src = np.arange(128, dtype=np.float32)
+    with pytest.raises(pto.RaceError) as info:
+        _run(pitfall, schedule, src)
+    text = str(info.value)
+    lines, start = inspect.getsourcelines(pitfall.fn)
+    store_line, load_line = start + 6, start + 8
+    # lockstep / in order: the store comes first (RAW); reversed warps read first (WAR)
+    kind = "WAR" if schedule == "reverse" else "RAW"
+    if schedule and schedule.startswith("random"):
+        assert "RAW race" in text or "WAR race" in text
+    else:
+        assert f"{kind} race on L1 buffer 'shared'" in text
+    assert f"test_l1_semantics.py:{store_line}:" in text and "(pto.store)" in text
+    assert f"test_l1_semantics.py:{load_line}:" in text and "(pto.load)" in text
+    assert "use pto.barrier_block()" in text
+
+
+def test_race_detector_can_be_switched_off_by_environment(monkeypatch):
+    monkeypatch.setenv("PYPTO_RACE_CHECK", "0")
+    src = np.arange(128, dtype=np.float32)
+    d_src, d_out = pto.alloc_tensor(src.nbytes), pto.alloc_tensor(BLOCK * 4)
+    pto.memcpy_h2d(d_src, src)
+    ck = pto.compile(pitfall, args=(d_src, d_out), block=BLOCK)
+    assert ck.executable.race_check is False
+
+
+@pto.kernel
+def war_race(out):
+    buf = pto.alloc_local(64)
+    lid = pto.get_local_id()
+    pto.store(buf + lid, 1.0)
+    pto.barrier_block()
+    v = pto.load(buf + (lid + 32) % 64)
+    pto.store(buf + lid, v + 1.0)
+    pto.barrier_block()
+    pto.store(out + lid, pto.load(buf + lid))
+
+
+@pto.kernel
+def waw_race(out):
+    buf = pto.alloc_local(64)
+    lid = pto.get_local_id()
+    pto.store(buf + lid % 32, 1.0)
+
+
+@pto.kernel
+def same_warp_exchange(out):
+    buf = pto.alloc_local(64)
+    lid = pto.get_local_id()
+    pto.store(buf + lid, pto.cast(lid, pto.float32))
+    pto.barrier()
+    pto.store(out + lid, pto.load(buf + (lid ^ 1)))
+
+
+def test_war_and_waw_races_are_reported():
+    t = pto.alloc_tensor(64 * 4)
+    pto.launch(war_race, grid=1, block=64, args=(t,))
+    with pytest.raises(pto.RaceError, match="WAR race on L1 buffer 'buf'"):
+        pto.sync()
+    pto.launch(waw_race, grid=1, block=64, args=(t,))
+    with pytest.raises(pto.RaceError, match="WAW race on L1 buffer 'buf'"):
+        pto.sync()
+
+
+def test_exchanges_within_a_warp_need_only_a_warp_barrier(run):
+    (out,) = run(same_warp_exchange, 1, 64, (np.zeros(64, np.float32),))
+    np.testing.assert_array_equal(out, (np.arange(64) ^ 1).astype(np.float32))

@@ -69,12 +69,14 @@ class Executable:
     """The executable form of one kernel specialisation (code generated lazily per mode)."""
 
     def __init__(self, kernel: func.FuncOp, *, target: Any = None,
-                 check_uninitialized: bool = False, schedule: str | None = None):
+                 check_uninitialized: bool = False, schedule: str | None = None,
+                 race_check: bool = True):
         from pypto.backend.targets import resolve_target
 
         self.func = kernel
         self.target = resolve_target(target)
         self.check_uninitialized = check_uninitialized
+        self.race_check = race_check
         self.schedule = parse_schedule(schedule)
         self.name = kernel.sym_name.data
         self.param_names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
@@ -158,7 +160,8 @@ class Executable:
                  share: LaneContext | None = None) -> LaneContext:
         return LaneContext(kernel=self.name, grid=grid, block=block, first_lane=first_lane,
                            count=count, sites=gen.sites, l1_bytes=self.target.l1_bytes,
-                           check_uninitialized=self.check_uninitialized, share_block_with=share)
+                           check_uninitialized=self.check_uninitialized, share_block_with=share,
+                           race_check=self.race_check, warp_mode=gen.mode == WARP)
 
     # warp mode --------------------------------------------------------------------------------
 
@@ -214,6 +217,8 @@ class Executable:
             result = None
             if kind == SYNC_TILE:
                 result = waiting[min(waiting)][2]()  # executed once for the whole block
+            else:
+                ctxs[0].counters["epoch"] += 1  # the block barrier orders all warps
             reply = {w: result for w in waiting}
             waiting.clear()
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
@@ -40,7 +41,7 @@ class Buffer:
     `pending` (L1 only): the in-flight async copies using it, or None when there are none. `init` (L1, with check_uninitialized): written-yet flags.
     """
 
-    __slots__ = ("data", "name", "space", "pending", "init")
+    __slots__ = ("data", "name", "space", "pending", "init", "shadow")
 
     def __init__(self, data: np.ndarray, name: str, space: str):
         self.data = data
@@ -48,9 +49,10 @@ class Buffer:
         self.space = space
         self.pending: list[Any] | None = None
         self.init: np.ndarray | None = None
+        self.shadow: Any = None  # races.Shadow when the race detector is on
 
     def watched(self) -> bool:
-        return self.pending is not None or self.init is not None
+        return self.pending is not None or self.init is not None or self.shadow is not None
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}, {self.space}, {self.data.size} x {self.data.dtype})"
@@ -115,7 +117,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(BlockMemory):
+class LaneContext(BlockMemory, RaceChecker):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -124,10 +126,13 @@ class LaneContext(BlockMemory):
 
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  first_lane: int, count: int, sites: list[Site], l1_bytes: int = 196608,
-                 check_uninitialized: bool = False, share_block_with: LaneContext | None = None):
+                 check_uninitialized: bool = False, share_block_with: LaneContext | None = None,
+                 race_check: bool = False, warp_mode: bool = False):
         self.kernel = kernel
         self.l1_bytes = l1_bytes
         self.check_uninitialized = check_uninitialized
+        self.race_check = race_check
+        self.warp_mode = warp_mode
         self._init_block_memory(share_block_with)
         self.grid = grid
         self.block = block
@@ -272,7 +277,7 @@ class LaneContext(BlockMemory):
         if isinstance(off, np.ndarray):
             idx = self._checked(buf, off, mask, site)
             if buf.watched() or self.inflight:
-                self.check_read(buf, idx, None, site)
+                self.check_read(buf, idx, mask, site)
             if mask is None:
                 return data[idx]
             out = np.zeros(self.count, dtype=data.dtype)
@@ -280,7 +285,7 @@ class LaneContext(BlockMemory):
             return out
         self._checked(buf, off, mask, site)
         if buf.watched() or self.inflight:
-            self.check_read(buf, off, None, site)
+            self.check_read(buf, off, mask, site)
         value = data[off]
         if mask is None:
             return value  # a uniform address loads a uniform value
@@ -307,7 +312,7 @@ class LaneContext(BlockMemory):
         data = buf.data
         idx = self._checked(buf, off, mask, site)
         if buf.watched() or self.inflight:
-            self.check_write(buf, idx, site)
+            self.check_write(buf, idx, mask, site)
         if mask is None:
             if isinstance(off, np.ndarray) or not isinstance(value, np.ndarray):
                 data[idx] = value
@@ -327,7 +332,7 @@ class LaneContext(BlockMemory):
             if base < 0 or base + self.count > buf.data.size:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
             if buf.watched() or self.inflight:
-                self.check_write(buf, slice(base, base + self.count), site)
+                self.check_write(buf, slice(base, base + self.count), None, site)
             buf.data[base:base + self.count] = value
             return
         self.store(buf, self.ramp + np.int64(base), value, mask, site)
@@ -381,6 +386,8 @@ class LaneContext(BlockMemory):
         """In lockstep execution every active lane is at the barrier; inactive ones never come."""
         if mask is not None:
             self._divergent_barrier(mask, site, "pto.barrier_block()", "block")
+        if not self.warp_mode:  # in warp mode the scheduler advances the epoch once per block
+            self.counters["epoch"] += 1
 
     def barrier_warp(self, mask: Mask, site: int) -> None:
         if mask is None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from pypto.backend.interpreter.races import Shadow
 from pypto.errors import DeadlockError, KernelError, RaceError
 
 
@@ -97,14 +98,17 @@ class BlockMemory:
             return
         self.l1_buffers: dict[int, Any] = {}
         self.inflight: dict[int, InFlight] = {}
-        self.counters = {"l1_used": 0, "next_token": 0}
+        self.counters = {"l1_used": 0, "next_token": 0, "epoch": 0}
 
     # helpers ----------------------------------------------------------------------------------
 
     def _require_all_lanes(self, mask: Any, site: int, what: str) -> None:
+        """Every tile instruction starts here: all lanes must be present, and as a block-level
+        collective it orders lane accesses before it against those after (a new race epoch)."""
         if mask is not None:
             raise self.fail(f"{what} is a block-level instruction but not every lane of the "
                             f"block reached it", site, DeadlockError)
+        self.counters["epoch"] += 1
 
     def _site_text(self, site: int) -> str:
         s = self.sites[site]
@@ -131,14 +135,19 @@ class BlockMemory:
         buf = Buffer(poison_fill(count, dtype), name, "local")
         if self.check_uninitialized:
             buf.init = np.zeros(count, dtype=bool)
+        if self.race_check:
+            buf.shadow = Shadow(count)
         self.l1_buffers[key] = buf
         return buf
 
     # hazard bookkeeping -----------------------------------------------------------------------
 
-    def check_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
-        """A read of `buf` at `idx` (array, slice or int): in flight or uninitialised?"""
+    def check_read(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
+        """A lane read of `buf` at `idx` (offsets of the active lanes, a slice or an int): in
+        flight, uninitialised, or racing with another warp?"""
         if buf.space == "local":
+            if race and buf.shadow is not None:
+                self.race_read(buf, idx, mask, site)
             for copy in buf.pending or ():
                 if copy.kind == "async_load" and np.any(copy.l1_region.hits(idx)):
                     self._hazard_in_flight(buf, copy.token, site, "read")
@@ -154,8 +163,10 @@ class BlockMemory:
                         np.any(copy.hbm_region.hits(idx)):
                     self._hazard_in_flight(buf, copy.token, site, "read")
 
-    def check_write(self, buf: Any, idx: Any, site: int) -> None:
+    def check_write(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
         if buf.space == "local":
+            if race and buf.shadow is not None:
+                self.race_write(buf, idx, mask, site)
             for copy in buf.pending or ():
                 if np.any(copy.l1_region.hits(idx)):
                     self._hazard_in_flight(buf, copy.token, site, "write")
@@ -350,8 +361,9 @@ class BlockMemory:
             sel = np.zeros(n, dtype=bool)
             sel[lanes] = True
             raise self.oob(buf, full, sel, site)
-        self.check_read(buf, idx, None, site)
-        self.check_write(buf, idx, site)
+        # atomics do not race with each other: only in-flight / uninitialised checks apply
+        self.check_read(buf, idx, None, site, race=False)
+        self.check_write(buf, idx, None, site, race=False)
         order = np.argsort(idx, kind="stable")
         sorted_idx = idx[order]
         starts = np.r_[0, np.nonzero(np.diff(sorted_idx))[0] + 1]

@@ -255,8 +255,11 @@ class _AddressConstraint(AttrConstraint):
         return self
 
 
-AddressType = _AddressConstraint()
-"""Operands that name memory: a pointer, or an L1 buffer (meaning its first element)."""
+AddressType = PtrType | L1BufferType
+"""Types that name memory: a pointer, or an L1 buffer (meaning its first element)."""
+
+ADDRESS = _AddressConstraint()
+"""The operand constraint for `AddressType` (ops declare `operand_def(ADDRESS)`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -495,7 +498,7 @@ class AddPtrOp(IRDLOperation):
 
     name = "pto.addptr"
 
-    ptr = operand_def(AddressType)
+    ptr = operand_def(ADDRESS)
     offset = operand_def(IntegerType)
     result = result_def(PtrType)
 
@@ -541,7 +544,7 @@ class LoadOp(IRDLOperation):
 
     name = "pto.load"
 
-    ptr = operand_def(AddressType)
+    ptr = operand_def(ADDRESS)
     result = result_def(AnyAttr())
 
     assembly_format = "$ptr attr-dict `:` type($ptr) `->` type($result)"
@@ -577,7 +580,7 @@ class StoreOp(IRDLOperation):
     name = "pto.store"
 
     value = operand_def(AnyAttr())
-    ptr = operand_def(AddressType)
+    ptr = operand_def(ADDRESS)
 
     assembly_format = "$value `,` $ptr attr-dict `:` type($value) `,` type($ptr)"
     traits = traits_def(MemoryWriteEffect())
@@ -613,7 +616,7 @@ class FmaOp(IRDLOperation):
     name = "pto.fma"
     T: ClassVar = VarConstraint("T", AnyAttr())
 
-    dst = operand_def(AddressType)
+    dst = operand_def(ADDRESS)
     a = operand_def(T)
     b = operand_def(T)
     c = operand_def(T)
@@ -716,7 +719,7 @@ class AtomicAddOp(IRDLOperation):
     name = "pto.atomic_add"
     T: ClassVar = VarConstraint("T", AnyAttr())
 
-    ptr = operand_def(AddressType)
+    ptr = operand_def(ADDRESS)
     value = operand_def(T)
     result = result_def(T)
 
@@ -775,8 +778,8 @@ class AllocLocalOp(TileOp):
 class _BulkCopyOp(TileOp):
     """Shared shape of the bulk copies: `nbytes` in `rows` rows with element strides."""
 
-    dst = operand_def(AddressType)
-    src = operand_def(AddressType)
+    dst = operand_def(ADDRESS)
+    src = operand_def(ADDRESS)
     nbytes = operand_def(i32)
     rows = operand_def(i32)
     src_stride = operand_def(i32)
@@ -982,7 +985,7 @@ class FillOp(TileOp):
     """
 
     name = "pto.fill"
-    dst = operand_def(AddressType)
+    dst = operand_def(ADDRESS)
     value = operand_def(AnyAttr())
     count = operand_def(i32)
     assembly_format = "$dst `,` $value `,` $count attr-dict `:` type($dst) `,` type($value)"
@@ -1023,9 +1026,9 @@ class MmaOp(TileOp):
     """
 
     name = "pto.mma"
-    c = operand_def(AddressType)
-    a = operand_def(AddressType)
-    b = operand_def(AddressType)
+    c = operand_def(ADDRESS)
+    a = operand_def(ADDRESS)
+    b = operand_def(ADDRESS)
     m = prop_def(IntegerAttr[I64])
     n = prop_def(IntegerAttr[I64])
     k = prop_def(IntegerAttr[I64])

@@ -91,3 +91,12 @@ def test_all_lanes_hitting_one_bin_see_distinct_old_values(run):
     _, bins, olds = run(histogram, 4, 256, (data, np.zeros(1, np.int32), olds, n, 1))
     assert bins[0] == n
     np.testing.assert_array_equal(np.sort(olds), np.arange(n))
+
+
+@pytest.mark.parametrize("nbins,block", [(7, 64), (300, 128)])
+def test_privatised_histogram_under_other_warp_orders(run_scheduled, nbins, block):
+    n = 3000
+    data = np.random.default_rng(nbins).integers(-10**6, 10**6, n).astype(np.int32)
+    _, bins = run_scheduled(histogram_l1, (n + block - 1) // block, block,
+                            (data, np.zeros(nbins, np.int32), n, nbins, block))
+    np.testing.assert_array_equal(bins, np.bincount(data % nbins, minlength=nbins))

@@ -215,3 +215,14 @@ def test_closed_over_values_are_folded_per_kernel(run):
     _, y2 = run(k2, 1, 32, (x, np.zeros(10, np.int32), 10))
     np.testing.assert_array_equal(y1, x * 3 + 1)
     np.testing.assert_array_equal(y2, x * -2 + 5)
+
+
+def test_l1_exchanges_under_other_warp_orders(run_scheduled):
+    n, block = 1000, 128
+    x = np.arange(n, dtype=np.float32)
+    _, y = run_scheduled(warp_reverse, grid(n, block), block, (x, np.zeros(n, np.float32), n))
+    padded = np.zeros(grid(n, block) * block, np.float32)
+    padded[:n] = x
+    np.testing.assert_array_equal(y, padded.reshape(-1, 32)[:, ::-1].reshape(-1)[:n])
+    _, y = run_scheduled(block_reverse, 4, 96, (x[:384], np.zeros(384, np.float32), 96))
+    np.testing.assert_array_equal(y, x[:384].reshape(4, 96)[:, ::-1].reshape(-1))

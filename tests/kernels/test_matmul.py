@@ -182,3 +182,12 @@ def test_kernel_launched_directly_matches_the_helper():
     b = rng.standard_normal((64, 128)).astype(np.float16)
     c = launch_variant(matmul_tile, a, b, (64, 64, 64))
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), **tolerance(64))
+
+
+def test_matmul_kernel_under_other_warp_orders(run_scheduled):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((128, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 128)).astype(np.float16)
+    _, _, c = run_scheduled(matmul_tile, (2, 2), 64,
+                            (a, b, np.zeros((128, 128), np.float32), 128, 128, 64, 64, 64, 32))
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), **tolerance(64))

@@ -196,3 +196,48 @@ def test_atomic_total_int32_is_exact(run, n):
     total = np.array([5], np.int32)                 # accumulates onto the existing value
     _, out = run(atomic_total, grid_for(n, block), block, (x, total, n, block, 8))
     assert out[0] == 5 + int(x.sum())
+
+
+# -------------------------------------------------------------------------------------------
+# other warp orders, and the race a forgotten barrier causes
+# -------------------------------------------------------------------------------------------
+
+@pto.kernel
+def block_sum_no_barrier_in_tree(x, partial, n, BLOCK: pto.constexpr,
+                                 LOG2_BLOCK: pto.constexpr):
+    """block_sum with the barrier of the tree loop forgotten (the first one is kept)."""
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    v = 0.0
+    if i < n:
+        v = pto.load(x + i)
+    pto.store(buf + tid, v)
+    pto.barrier_block()
+    s = BLOCK // 2
+    for _ in range(LOG2_BLOCK):
+        if tid < s:
+            pto.store(buf + tid, pto.load(buf + tid) + pto.load(buf + tid + s))
+        s = s // 2
+    if tid == 0:
+        pto.store(partial + pto.get_block_id(), pto.load(buf))
+
+
+@pytest.mark.parametrize("kernel,extra", [
+    (block_sum, lambda b: (b.bit_length() - 1,)),
+    (block_sum_warp_tail, lambda b: ((b // 32).bit_length() - 1,)),
+], ids=["tree", "warp_tail"])
+@pytest.mark.parametrize("n", [100, 1000])
+def test_same_partials_under_other_warp_orders(run_scheduled, kernel, extra, n):
+    block = 128
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    grid = grid_for(n, block)
+    _, out = run_scheduled(kernel, grid, block,
+                           (x, np.zeros(grid, np.float32), n, block, *extra(block)))
+    np.testing.assert_array_equal(out, tree_partials(padded(x, grid * block), block))
+
+
+def test_forgotten_tree_barrier_is_a_race(run):
+    x = np.ones(256, np.float32)
+    with pytest.raises(pto.RaceError, match=r"RAW race on L1 buffer 'buf'.*use pto.barrier_block"):
+        run(block_sum_no_barrier_in_tree, 1, 256, (x, np.zeros(1, np.float32), 256, 256, 8))

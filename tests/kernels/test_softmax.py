@@ -128,3 +128,48 @@ def test_softmax_is_shift_invariant_and_handles_large_values(run):
         outs.append(run(softmax_rows, 3, BLOCK, (inp, y, z, z.copy(), 200))[1])
     assert np.isfinite(outs[1]).all()
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-2, atol=1e-6)
+
+
+@pto.kernel
+def row_max_then_reuse_without_barrier(x, out, ncols):
+    """The max tree, then red[] reused for the next reduction without the barrier that lets
+    every lane read red[0] first: a write-after-read race between warps."""
+    tid = pto.get_local_id()
+    red = pto.alloc_local(BLOCK)
+    m = -math.inf
+    for c0 in range(0, ncols, BLOCK):
+        c = c0 + tid
+        if c < ncols:
+            m = max(m, pto.load(x + c))
+    pto.store(red + tid, m)
+    pto.barrier_block()
+    s = BLOCK // 2
+    for _ in range(LOG2_BLOCK):
+        if tid < s:
+            pto.store(red + tid, max(pto.load(red + tid), pto.load(red + tid + s)))
+        pto.barrier_block()
+        s = s // 2
+    mx = pto.load(red)
+    pto.store(red + tid, mx * 2.0)         # another warp may not have read red[0] yet
+    pto.barrier_block()
+    if tid == 0:
+        pto.store(out, pto.load(red + 1))
+
+
+def test_reusing_the_reduction_buffer_without_a_barrier_is_a_war_race(run):
+    x = np.arange(256, dtype=np.float32)
+    with pytest.raises(pto.RaceError, match=r"WAR race on L1 buffer 'red' element 0"):
+        run(row_max_then_reuse_without_barrier, 1, BLOCK, (x, np.zeros(1, np.float32), 256))
+
+
+@pytest.mark.parametrize("shape", [(3, 300), (2, 5)])
+def test_softmax_under_other_warp_orders(run_scheduled, shape):
+    rows, ncols = shape
+    x = np.random.default_rng(ncols).standard_normal(shape).astype(np.float32)
+    z = np.zeros(rows, np.float32)
+    _, y, mx, sm = run_scheduled(softmax_rows, rows, BLOCK,
+                                 (x, np.zeros(shape, np.float32), z, z.copy(), ncols))
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_array_equal(mx, x.max(axis=1))
+    np.testing.assert_array_equal(sm, emulated_sum(e))
+    np.testing.assert_array_equal(y, e / emulated_sum(e)[:, None])

@@ -86,6 +86,15 @@ def test_jacobi_matches_numpy(run, kernel, shape):
     np.testing.assert_array_equal(out, jacobi_ref(u))
 
 
+@pytest.mark.parametrize("shape", [(33, 47), (8, 16)])
+def test_tiled_jacobi_under_other_warp_orders(run_scheduled, shape):
+    h, w = shape
+    u = np.random.default_rng(w).standard_normal(shape).astype(np.float32)
+    grid = ((w + BX - 1) // BX, (h + BY - 1) // BY)
+    _, out = run_scheduled(jacobi5_tiled, grid, (BX, BY), (u, np.zeros(shape, np.float32), h, w))
+    np.testing.assert_array_equal(out, jacobi_ref(u))
+
+
 def test_jacobi_iterations_converge_to_the_boundary_harmonic(run):
     """Ten sweeps, ping-ponging two device buffers without host copies in between."""
     h, w = 20, 30

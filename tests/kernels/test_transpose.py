@@ -89,11 +89,17 @@ def test_transpose_twice_is_the_identity(run):
         launch_transpose(run, transpose, launch_transpose(run, transpose, a)), a)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SPEC §8: a cross-warp L1 hazard not ordered by barrier_block must raise pto.RaceError; "
-    "the interpreter runs the warps of a block in lockstep and tracks no per-warp barrier "
-    "epochs, so the missing barrier goes unnoticed and the kernel silently gives a.T"))
 def test_transpose_without_barrier_block_is_a_race(run):
     a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
-    with pytest.raises(pto.RaceError):
+    with pytest.raises(pto.RaceError) as info:
         launch_transpose(run, transpose_missing_barrier, a)
+    message = str(info.value)
+    assert "race on L1 buffer 'tile'" in message
+    assert message.count("test_transpose.py:") >= 2          # both accesses are located
+    assert "use pto.barrier_block()" in message
+
+
+@pytest.mark.parametrize("shape", [(64, 96), (37, 71)])
+def test_transpose_under_other_warp_orders(run_scheduled, shape):
+    a = np.random.default_rng(shape[1]).standard_normal(shape).astype(np.float32)
+    np.testing.assert_array_equal(launch_transpose(run_scheduled, transpose, a), a.T)

@@ -1,0 +1,51 @@
+"""Zoo helper: run a kernel compiled with interpreter options (warp schedule, uninitialised-L1
+checks), so that the L1 kernels can be re-run under other warp orders than lockstep."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pypto as pto
+
+
+def run_compiled(kernel: Any, grid: Any, block: Any, args: Sequence[Any],
+                 **options: Any) -> list[np.ndarray]:
+    """Like the `run` fixture, but through `pto.compile(kernel, ..., **options)`."""
+    device_args: list[Any] = []
+    tensors: list[tuple[pto.Tensor, np.ndarray]] = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            t = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
+            pto.memcpy_h2d(t, a)
+            device_args.append(t)
+            tensors.append((t, a))
+        else:
+            device_args.append(a)
+    compiled = pto.compile(kernel, args=tuple(device_args), block=block, **options)
+    pto.launch(compiled, grid=grid, block=block, args=tuple(device_args))
+    outs = []
+    try:
+        for t, a in tensors:
+            out = np.empty_like(a)
+            pto.memcpy_d2h(out, t)
+            outs.append(out)
+    finally:
+        for t, _ in tensors:
+            t.free()
+    return outs
+
+
+SCHEDULES = ["reverse", "random:7"]
+
+
+@pytest.fixture(params=SCHEDULES)
+def run_scheduled(request) -> Callable[..., list[np.ndarray]]:
+    """Run with warps interleaved in another order, and uninitialised L1 reads as errors."""
+    def runner(kernel: Any, grid: Any, block: Any, args: Sequence[Any]) -> list[np.ndarray]:
+        return run_compiled(kernel, grid, block, args, schedule=request.param,
+                            check_uninitialized=True)
+    return runner

@@ -8,9 +8,10 @@ and does not advance the epoch. Two accesses to one L1 element in the same epoch
 warps, at least one a write, are a race — whatever order the warps happened to run in, so the
 detector finds races in lockstep execution as well as under any warp schedule.
 
-Per L1 element the shadow keeps the last writer (warp, lane, instruction, epoch) and the set of
-warps that read it in the reader epoch (a 32-bit mask: blocks have at most 32 warps) with the
-last reader's lane and instruction, which is enough to name *both* accesses in the report.
+Per L1 element the shadow keeps, for the current epoch only (it is cleared lazily when the epoch
+moves on): the warp that last wrote it, the first warp that read it and whether a second warp
+read it too, and for each the instruction and lane (packed in one int64) so a report names *both*
+accesses. All checks are a handful of vectorised NumPy operations per access.
 """
 
 from __future__ import annotations
@@ -21,32 +22,34 @@ import numpy as np
 
 from pypto.errors import RaceError
 
+_LANE_BITS = 16
+
 
 class Shadow:
-    """Shadow state of one L1 buffer."""
+    """Shadow state of one L1 buffer for one epoch."""
 
-    __slots__ = ("w_warp", "w_epoch", "w_site", "w_lane", "r_epoch", "r_mask", "r_site",
-                 "r_lane")
+    __slots__ = ("epoch", "w_warp", "w_info", "r_warp", "r_multi", "r_info", "writes", "reads")
 
     def __init__(self, count: int):
+        self.epoch = -1
+        self.writes = 0  # accesses recorded in this epoch: checks against nothing are skipped
+        self.reads = 0
         self.w_warp = np.full(count, -1, dtype=np.int16)
-        self.w_epoch = np.full(count, -1, dtype=np.int32)
-        self.w_site = np.zeros(count, dtype=np.int32)
-        self.w_lane = np.zeros(count, dtype=np.int32)
-        self.r_epoch = np.full(count, -1, dtype=np.int32)
-        self.r_mask = np.zeros(count, dtype=np.uint32)
-        self.r_site = np.zeros(count, dtype=np.int32)
-        self.r_lane = np.zeros(count, dtype=np.int32)
+        self.w_info = np.zeros(count, dtype=np.int64)
+        self.r_warp = np.full(count, -1, dtype=np.int16)
+        self.r_multi = np.zeros(count, dtype=bool)
+        self.r_info = np.zeros(count, dtype=np.int64)
 
-
-def _as_index(idx: Any, lanes: np.ndarray) -> np.ndarray:
-    """Element indices per accessing lane (a uniform address is broadcast to every lane)."""
-    if isinstance(idx, slice):
-        return np.arange(idx.start, idx.stop, dtype=np.int64)
-    arr = np.asarray(idx, dtype=np.int64)
-    if arr.ndim == 0:
-        return np.full(lanes.size, int(arr), dtype=np.int64)
-    return arr
+    def at_epoch(self, epoch: int) -> Shadow:
+        if self.epoch != epoch:
+            self.epoch = epoch
+            if self.writes:
+                self.w_warp.fill(-1)
+            if self.reads:
+                self.r_warp.fill(-1)
+                self.r_multi.fill(False)
+            self.writes = self.reads = 0
+        return self
 
 
 class RaceChecker:
@@ -59,74 +62,97 @@ class RaceChecker:
     kernel: str
     local_base: int
 
-    def active_lanes(self, mask: Any) -> np.ndarray:
-        """Local linear ids of the active lanes of this vector."""
-        lanes = np.arange(self.count, dtype=np.int64) + self.local_base
-        return lanes if mask is None or mask is True else lanes[np.asarray(mask)]
+    def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+        cached = getattr(self, "_race_lanes", None)
+        if cached is None:
+            lanes = np.arange(self.count, dtype=np.int64) + self.local_base
+            cached = (lanes, (lanes // 32).astype(np.int16))
+            self._race_lanes = cached
+        if mask is None or mask is True:
+            return cached
+        last = getattr(self, "_race_mask", None)
+        if last is not None and last[0] is mask:
+            return last[1]
+        m = np.asarray(mask)
+        result = (cached[0][m], cached[1][m])
+        self._race_mask = (mask, result)  # the same mask object serves a whole branch
+        return result
+
+    @staticmethod
+    def _index(idx: Any, n: int) -> Any:
+        """A slice (contiguous, one element per lane) or an index array, one entry per lane."""
+        if isinstance(idx, slice):
+            return idx
+        arr = np.asarray(idx)
+        if arr.ndim == 0:
+            return np.full(n, int(arr), dtype=np.int64)
+        return arr
 
     def race_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
-        sh: Shadow = buf.shadow
-        lanes = self.active_lanes(mask)
-        index = _as_index(idx, lanes)
-        if index.size == 0:
+        lanes, warps = self._lanes_and_warps(mask)
+        if lanes.size == 0:
             return
-        warps = (lanes // 32).astype(np.int16)
-        epoch = self.counters["epoch"]
-        writer = sh.w_warp[index]
-        bad = (sh.w_epoch[index] == epoch) & (writer >= 0) & (writer != warps)
-        if bad.any():
-            k = int(np.argmax(bad))
-            e = int(index[k])
-            self._report("RAW", buf, e, (int(sh.w_lane[e]), int(sh.w_site[e]), "written"),
-                         (int(lanes[k]), site, "read"))
-        stale = sh.r_epoch[index] != epoch
-        if stale.any():
-            sh.r_mask[index[stale]] = 0
-        sh.r_epoch[index] = epoch
-        np.bitwise_or.at(sh.r_mask, index, (np.uint32(1) << warps.astype(np.uint32)))
-        sh.r_site[index] = site
-        sh.r_lane[index] = lanes
+        index = self._index(idx, lanes.size)
+        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        if sh.writes:
+            writer = sh.w_warp[index]
+            bad = (writer >= 0) & (writer != warps)
+            if bad.any():
+                k = int(np.argmax(bad))
+                e = _element(index, k)
+                self._report("RAW", buf, e, int(sh.w_info[e]), "written",
+                             (site << _LANE_BITS) | int(lanes[k]), "read")
+        sh.reads += 1
+        first = sh.r_warp[index]
+        sh.r_warp[index] = np.where(first >= 0, first, warps)
+        other = sh.r_warp[index] != warps  # another warp read it before, or in this instruction
+        if other.any():
+            if isinstance(index, slice):
+                sh.r_multi[index][other] = True
+            else:
+                sh.r_multi[index[other]] = True
+        sh.r_info[index] = (site << _LANE_BITS) | lanes
 
     def race_write(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
-        sh: Shadow = buf.shadow
-        lanes = self.active_lanes(mask)
-        index = _as_index(idx, lanes)
-        if index.size == 0:
+        lanes, warps = self._lanes_and_warps(mask)
+        if lanes.size == 0:
             return
-        warps = (lanes // 32).astype(np.int16)
-        epoch = self.counters["epoch"]
-        writer = sh.w_warp[index]
-        waw = (sh.w_epoch[index] == epoch) & (writer >= 0) & (writer != warps)
-        if waw.any():
-            k = int(np.argmax(waw))
-            e = int(index[k])
-            self._report("WAW", buf, e, (int(sh.w_lane[e]), int(sh.w_site[e]), "written"),
-                         (int(lanes[k]), site, "written again"))
-        bits = np.uint32(1) << warps.astype(np.uint32)
-        war = (sh.r_epoch[index] == epoch) & ((sh.r_mask[index] & ~bits) != 0)
-        if war.any():
-            k = int(np.argmax(war))
-            e = int(index[k])
-            self._report("WAR", buf, e, (int(sh.r_lane[e]), int(sh.r_site[e]), "read"),
-                         (int(lanes[k]), site, "written"))
-        if index.size > 1:  # two warps writing one element in this very instruction
-            order = np.argsort(index, kind="stable")
-            si, sw = index[order], warps[order]
-            clash = (si[1:] == si[:-1]) & (sw[1:] != sw[:-1])
-            if clash.any():
-                k = int(np.argmax(clash))
-                first, second = order[k], order[k + 1]
-                self._report("WAW", buf, int(si[k]), (int(lanes[first]), site, "written"),
-                             (int(lanes[second]), site, "written by the same instruction"))
+        index = self._index(idx, lanes.size)
+        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        info = (site << _LANE_BITS) | lanes
+        if sh.writes:
+            writer = sh.w_warp[index]
+            waw = (writer >= 0) & (writer != warps)
+            if waw.any():
+                k = int(np.argmax(waw))
+                e = _element(index, k)
+                self._report("WAW", buf, e, int(sh.w_info[e]), "written",
+                             int(info[k]), "written again")
+        if sh.reads:
+            reader = sh.r_warp[index]
+            war = ((reader >= 0) & (reader != warps)) | sh.r_multi[index]
+            if war.any():
+                k = int(np.argmax(war))
+                e = _element(index, k)
+                self._report("WAR", buf, e, int(sh.r_info[e]), "read", int(info[k]),
+                             "written")
+        sh.writes += 1
         sh.w_warp[index] = warps
-        sh.w_epoch[index] = epoch
-        sh.w_site[index] = site
-        sh.w_lane[index] = lanes
+        clash = sh.w_warp[index] != warps  # two warps wrote one element in this instruction
+        if clash.any():
+            k = int(np.argmax(clash))
+            e = _element(index, k)
+            winner = int(np.flatnonzero(_positions(index, e, lanes.size))[-1])
+            self._report("WAW", buf, e, int(info[k]), "written",
+                         int(info[winner]), "written by the same instruction")
+        sh.w_info[index] = info
 
-    def _report(self, kind: str, buf: Any, element: int, first: tuple[int, int, str],
-                second: tuple[int, int, str]) -> None:
+    def _report(self, kind: str, buf: Any, element: int, first: int, what1: str, second: int,
+                what2: str) -> None:
         block, _ = self.describe_lane(0)  # type: ignore[attr-defined]
-        (lane1, site1, what1), (lane2, site2, what2) = first, second
+        mask = (1 << _LANE_BITS) - 1
+        site1, lane1 = first >> _LANE_BITS, first & mask
+        site2, lane2 = second >> _LANE_BITS, second & mask
         s1, s2 = self.sites[site1], self.sites[site2]
         msg = (f"{kind} race on L1 buffer '{buf.name}' element {element} in block {block}: "
                f"{what1} by lane {lane1} (warp {lane1 // 32}) at {s1.location} (pto.{s1.op}), "
@@ -134,3 +160,15 @@ class RaceChecker:
                f"(pto.{s2.op}) with no pto.barrier_block() in between (pto.barrier() orders "
                f"only its own warp); use pto.barrier_block()")
         raise RaceError(msg, kernel=self.kernel, location=s2.location)
+
+
+def _element(index: Any, k: int) -> int:
+    if isinstance(index, slice):
+        return index.start + k
+    return int(index[k])
+
+
+def _positions(index: Any, element: int, n: int) -> np.ndarray:
+    if isinstance(index, slice):
+        return np.arange(index.start, index.start + n) == element
+    return np.asarray(index) == element

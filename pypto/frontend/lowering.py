@@ -228,6 +228,10 @@ class KernelLowering(CallLowering):
             for elt, item in zip(target.elts, value):
                 self.assign(elt, item)
             return
+        if isinstance(target, ast.Subscript):
+            base, index = ast.unparse(target.value), ast.unparse(target.slice)
+            raise self.error(f"subscripts are not supported in kernels: write one element per "
+                             f"lane with pto.store({base} + {index}, value)", target)
         raise self.error("only assignments to variables are supported (write through a pointer "
                          "with pto.store(ptr, value))", target)
 
@@ -479,6 +483,15 @@ class KernelLowering(CallLowering):
             raise self.error(f"loop bounds must be integers, got {_type_name(value.type)}")
         return self.constant(value, t)
 
+    def stmt_Break(self, stmt: ast.Break) -> None:
+        raise self.error("'break' is not supported in kernels: loops run a uniform number of "
+                         "iterations; keep a per-lane flag and guard the rest of the body with "
+                         "'if'", stmt)
+
+    def stmt_Continue(self, stmt: ast.Continue) -> None:
+        raise self.error("'continue' is not supported in kernels: guard the rest of the loop "
+                         "body with 'if' instead", stmt)
+
     def stmt_While(self, stmt: ast.While) -> None:
         raise self.error("'while' loops are not supported in kernels; use "
                          "'for x in range(...)' with uniform bounds", stmt)
@@ -682,6 +695,13 @@ class KernelLowering(CallLowering):
         except AttributeError:
             raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'",
                              node) from None
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = ast.unparse(node.value)
+        index = ast.unparse(node.slice)
+        raise self.error(f"subscripts are not supported in kernels: read one element per lane "
+                         f"with pto.load({base} + {index}) (and write with "
+                         f"pto.store({base} + {index}, value))", node)
 
     def expr_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self.expr(e) for e in node.elts)

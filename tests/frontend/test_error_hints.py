@@ -1,0 +1,58 @@
+"""Errors for constructs a CUDA / Triton author reaches for first (`x[i]`, `break`, `continue`):
+located at the construct, and saying what to write instead."""
+
+from __future__ import annotations
+
+import pytest
+
+import pypto as pto
+
+
+@pto.kernel
+def reads_subscript(x, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(x + i, x[i] * 2.0)
+
+
+@pto.kernel
+def writes_subscript(x, n):
+    i = pto.get_global_id()
+    x[i] = 1.0
+
+
+@pto.kernel
+def uses_break(x, n):
+    for k in range(n):
+        if k > 2:
+            break
+
+
+@pto.kernel
+def uses_continue(x, n):
+    for k in range(n):
+        if k > 2:
+            continue
+
+
+@pytest.mark.parametrize("kernel,source,hint", [
+    (reads_subscript, "x[i]", "pto.load(x + i)"),
+    (writes_subscript, "x[i] = 1.0", "pto.store(x + i, value)"),
+    (uses_break, "break", "guard the rest of the body with 'if'"),
+    (uses_continue, "continue", "guard the rest of the loop body with 'if'"),
+])
+def test_error_names_the_construct_and_the_alternative(kernel, source, hint):
+    t = pto.alloc_tensor(64 * 4)
+    with pytest.raises(pto.CompileError) as info:
+        pto.compile(kernel, args=(t, 64), block=32)
+    message = str(info.value)
+    assert hint in message
+    first = message.splitlines()[0]
+    assert first.startswith(f"{__file__}:")
+    assert "error:" in first
+    # the source line and a caret under the construct follow
+    lines = message.splitlines()
+    src = next(k for k, line in enumerate(lines) if source in line and "error" not in line)
+    caret = lines[src + 1]
+    assert caret.strip() == "^"
+    assert lines[src][caret.index("^"):].startswith(source.split(" ")[0])

@@ -78,7 +78,8 @@ class Gen:
         self.emit(f"{r} = arith.remsi {v}, {self.const(N)} : i32")
         return r
 
-    def condition(self) -> str:
+    def condition(self) -> tuple[str, str]:
+        """A branch condition and its source form."""
         text = self.rng.choice(CONDITIONS)
         lhs, op, rhs = text.split()[0], text.split()[1], text.split()[2]
         if text == "lid % 2 == 0":
@@ -86,11 +87,11 @@ class Gen:
             self.emit(f"{m} = arith.remsi %lid, {self.const(2)} : i32")
             c = self.fresh()
             self.emit(f"{c} = arith.cmpi eq, {m}, {self.const(0)} : i32")
-            return c
+            return c, text
         pred = {"<": "slt", ">=": "sge"}[op]
         c = self.fresh()
         self.emit(f"{c} = arith.cmpi {pred}, %{lhs}, {self.const(int(rhs))} : i32")
-        return c
+        return c, text
 
     def access(self, bufs: list[str]) -> None:
         buf = self.rng.choice(bufs)
@@ -116,9 +117,9 @@ class Gen:
             elif r < 0.72 and uniform:
                 self.emit("pto.barrier_block")
             elif r < 0.82 and self.depth < 3:
-                c = self.condition()
-                lane_dependent = "blk" not in self.lines[-1]
-                sub_warp = "16" in self.lines[-1] or "eq" in self.lines[-1]
+                c, text = self.condition()
+                lane_dependent = "blk" not in text
+                sub_warp = text in ("lid < 16", "lid % 2 == 0")
                 self.emit(f"scf.if {c} {{")
                 self.depth += 1
                 self.statements(bufs, self.rng.randint(1, 3), uniform and not lane_dependent,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Attribute, SSAValue
 
 from pypto import dtypes
@@ -78,6 +78,9 @@ class CallLowering:
         return value
 
     def const_int(self, value: Any, node: ast.AST, what: str) -> int:
+        if isinstance(value, SSAValue) and isinstance(value.owner, arith.ConstantOp) and \
+                isinstance(value.owner.value, IntegerAttr) and _is_int(value.type):
+            return value.owner.value.value.data  # a typed constant, e.g. pto.cast(64, pto.int32)
         if isinstance(value, SSAValue):
             params = self.param_slice(value)
             if params:
@@ -419,9 +422,12 @@ class CallLowering:
         target = dt.mlir()
         if not isinstance(x, SSAValue):
             if isinstance(x, bool | int | float):
+                # An explicit dtype makes the literal a typed value (as np.float32(0.0) is),
+                # no longer weakly typed: `pto.cast(0.0, pto.float32) + half` is float32.
                 value = dt.np_dtype.type(x)
-                return bool(value) if dt.kind == "bool" else \
+                folded = bool(value) if dt.kind == "bool" else \
                     int(value) if dt.kind == "int" else float(value)
+                return self.constant(folded, target)
             raise self.error(f"pto.cast takes a number, got {_describe_value(x)}", node)
         return self.convert(x, target, node)
 

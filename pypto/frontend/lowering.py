@@ -390,6 +390,8 @@ class KernelLowering(CallLowering):
         for name in carried:
             v = before[name]
             init_types[name] = v.type if isinstance(v, SSAValue) else self.literal_type(v)
+        init_types.update(self._weak_carried_types(stmt, carried, init_types, before, ity,
+                                                   iv_map, step))
         for _attempt in range(4):
             body, yielded, results_env = self._lower_loop_body(
                 stmt, carried, init_types, before, ity, iv_map, step)
@@ -421,6 +423,30 @@ class KernelLowering(CallLowering):
             if name not in carried and name not in before:
                 self.env[name] = _Undefined(stmt.lineno, "for")
 
+    def _weak_carried_types(self, stmt: ast.For, carried: list[str],
+                            init_types: dict[str, Attribute], before: dict[str, Any],
+                            ity: Attribute, iv_map: Any, step: int) -> dict[str, Attribute]:
+        """Types of loop-carried variables initialised with a Python literal, weakly typed.
+
+        `acc = 0.0` before `for ...: acc = acc + h` (h float16) must carry a float16, exactly as
+        the same two statements without the loop give float16 (NumPy 2 / JAX weak typing; JAX's
+        loops promote weakly typed initial carries the same way). The literal alone says
+        nothing, so one iteration is lowered as a throwaway probe in which those variables are
+        still the literals; a variable the body turns into a typed value takes that type.
+        When the probe fails, the defaults stay (the real lowering reports any error)."""
+        weak = frozenset(n for n in carried if not isinstance(before[n], SSAValue))
+        if not weak:
+            return {}
+        try:
+            _, probe, _ = self._lower_loop_body(stmt, carried, init_types, before, ity, iv_map,
+                                                step, literal_names=weak)
+        except (CompileError, NeedsConstexpr):
+            return {}
+        finally:
+            self.env = before
+        return {name: value.type for name, value in zip(carried, probe)
+                if name in weak and isinstance(value, SSAValue)}
+
     def _loop_carried(self, stmt: ast.For) -> list[str]:
         assigned = sorted(_assigned_names(stmt.body) | {stmt.target.id})
         carried = []
@@ -435,8 +461,11 @@ class KernelLowering(CallLowering):
 
     def _lower_loop_body(self, stmt: ast.For, carried: list[str],
                          init_types: dict[str, Attribute], before: dict[str, Any],
-                         ity: Attribute, iv_map: Any, step: int
+                         ity: Attribute, iv_map: Any, step: int,
+                         literal_names: frozenset[str] = frozenset()
                          ) -> tuple[Block, list[Any], dict[str, Any]]:
+        """Lower one iteration; carried names in `literal_names` keep their literal value (a
+        probe for their weak type, see `_weak_carried_types`), the others are block args."""
         body = Block(arg_types=[ity] + [init_types[n] for n in carried])
         iv = body.args[0]
         iv.name_hint = stmt.target.id
@@ -444,7 +473,7 @@ class KernelLowering(CallLowering):
         self.env = dict(before)
         for name, arg in zip(carried, body.args[1:]):
             arg.name_hint = name
-            self.env[name] = arg
+            self.env[name] = before[name] if name in literal_names else arg
         self.node = stmt
         if iv_map is not None:
             scaled = self.emit(arith.MuliOp(iv, self.constant(-step, ity))).results[0]

@@ -11,6 +11,7 @@ import re
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import pypto as pto
 
@@ -122,3 +123,22 @@ def test_lines_of_a_lane_keep_program_order_in_block_mode(capfd):
         for t in range(2):
             mine = [text for block, lane, text in rows if block == (b, 0, 0) and lane[0] == t]
             assert mine == ["step 0", "step 1", "step 2"]
+
+
+@pto.kernel
+def print_with_newline(n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.printf("i=%d\n", i)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a CUDA/C author ends the format with '\\n'; the interpreter (backend/interpreter/tiles.py "
+    "printf) appends its own newline to every lane's text, so each such line is followed by an "
+    "empty line. Expected: one trailing '\\n' of the format ends the line"))
+def test_trailing_newline_in_the_format_does_not_add_blank_lines(capfd):
+    capfd.readouterr()
+    pto.launch(print_with_newline, grid=1, block=32, args=(2,))
+    pto.sync()
+    assert capfd.readouterr().out == ("[block (0, 0, 0) lane (0, 0, 0)] i=0\n"
+                                      "[block (0, 0, 0) lane (1, 0, 0)] i=1\n")

@@ -41,8 +41,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
     "cse": _lazy("xdsl.transforms.common_subexpression_elimination",
                  "CommonSubexpressionElimination"),
-    # pypto's own passes, one line each, e.g.:
-    # "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
+    # pypto's own passes, one line each:
+    "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
+    "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
 }
 """Every pass `pypto-opt -p` and `pto.compile(pipeline=...)` accept, by name."""
 

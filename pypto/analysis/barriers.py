@@ -1,0 +1,976 @@
+"""Static barrier analysis: L1 hazards between warps, in-flight async copies, barrier divergence.
+
+This is the analysis behind `pto-verify-barriers` (which reports) and `pto-insert-barriers`
+(which repairs); docs/barriers.md states the semantics. In short:
+
+* A *hazard* is a pair of L1 accesses (at least one a write; two atomics never race) that lanes
+  of **different warps** can make to one element with no block-level synchronisation in
+  between: `pto.barrier_block` or a tile instruction (every warp reaches those). A warp
+  `pto.barrier()` orders only its own warp, so it separates nothing here, and lanes of one warp
+  run in lockstep, so they never race with each other.
+* Which accesses can follow each other is a structured dataflow over the kernel body, like
+  Triton's Membar analysis: the set of *open* accesses (since the last block barrier) flows
+  through ops; `scf.if` joins both branches; `scf.for` iterates to a fixpoint, and an access that
+  went round the back edge is tagged with the loop, so that it is compared with the next
+  iteration's accesses as coming from an *earlier* iteration.
+* Whether two accesses touch one element from different warps is decided *concretely*: the
+  addresses and active-lane masks are evaluated with NumPy over every lane of the block
+  (`pypto.analysis.lane_values`), for every iteration of the enclosing loops whose bounds are
+  known. What cannot be evaluated is conservatively a hazard when the buffers may alias.
+* An `async_load`'s destination is written, and an `async_store`'s source read, until the
+  `pto.wait` of its token or a `pto.wait_all`; accessing those regions meanwhile is a hazard.
+* `barrier_block` and tile instructions under lane-dependent control flow are *divergent*.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+
+from pypto.analysis.lane_values import (
+    Affine,
+    Env,
+    LaneModel,
+    LaneSpace,
+    defined_inside,
+    enclosing_loops,
+    value_name,
+)
+from pypto.analysis.uniformity import located_error, walk
+from pypto.dialects import pto
+from pypto.errors import BarrierError
+from pypto.passes.diagnostics import attach_op
+
+DEFAULT_BLOCK_SIZE = 256
+"""Lanes per block assumed when the launch shape is not known (`pto.compile` passes the real one)."""
+
+PAIR_LIMIT = 1024
+"""Most loop-iteration combinations evaluated for one pair of accesses; beyond it, loop values
+stay symbolic (less precise, still sound)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Accesses
+# --------------------------------------------------------------------------------------------
+
+
+class Kind(enum.Enum):
+    READ = "read"
+    WRITE = "written"
+    ATOMIC = "atomically updated"
+
+    @property
+    def writes(self) -> bool:
+        return self is not Kind.READ
+
+    @property
+    def reads(self) -> bool:
+        return self is not Kind.WRITE
+
+
+@dataclass(frozen=True)
+class LaneAccess:
+    """One element per lane: pto.load / store / fma / atomic_add."""
+
+    op: Operation
+    ptr: SSAValue
+    kind: Kind
+    space: str
+
+
+def lane_access(op: Operation) -> LaneAccess | None:
+    match op:
+        case pto.LoadOp():
+            ptr, kind = op.ptr, Kind.READ
+        case pto.StoreOp():
+            ptr, kind = op.ptr, Kind.WRITE
+        case pto.FmaOp():
+            ptr, kind = op.dst, Kind.WRITE
+        case pto.AtomicAddOp():
+            ptr, kind = op.ptr, Kind.ATOMIC
+        case _:
+            return None
+    return LaneAccess(op, ptr, kind, pto.memory_space_of(ptr.type))
+
+
+@dataclass(frozen=True)
+class TileRegion:
+    """The L1 region a tile instruction reads or writes (`role` names it in messages)."""
+
+    op: Operation
+    ptr: SSAValue
+    kind: Kind
+    role: str
+
+
+def tile_regions(op: Operation) -> list[TileRegion]:
+    match op:
+        case pto.AsyncLoadOp():
+            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
+        case pto.AsyncStoreOp() | pto.TileStoreOp():
+            return [TileRegion(op, op.src, Kind.READ, "source")]
+        case pto.FillOp():
+            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
+        case pto.MmaOp():
+            return [TileRegion(op, op.a, Kind.READ, "operand A"),
+                    TileRegion(op, op.b, Kind.READ, "operand B"),
+                    TileRegion(op, op.c, Kind.WRITE, "accumulator C")]
+        case _:
+            return []
+
+
+def _itemsize(t: object) -> int:
+    if isinstance(t, IntegerType):
+        return max(1, t.width.data // 8)
+    return max(1, int(getattr(t, "bitwidth", 32)) // 8)
+
+
+def _copy_pattern(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
+    if rows <= 0 or row_elems <= 0 or rows * row_elems > 1 << 22:
+        return None
+    starts = np.arange(rows, dtype=np.int64) * stride
+    return np.unique((starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel())
+
+
+def region_elements(region: TileRegion, model: LaneModel, env: Env) -> np.ndarray | None:
+    """The element offsets (relative to `region.ptr`) the region covers; None if unknown."""
+    op = region.op
+    if isinstance(op, pto.FillOp):
+        count = model.scalar(op.count, env)
+        return None if count is None or count <= 0 else np.arange(count, dtype=np.int64)
+    if isinstance(op, pto.MmaOp):
+        m, n, k = op.shape
+        count = {"operand A": m * k, "operand B": k * n}.get(region.role, m * n)
+        return np.arange(count, dtype=np.int64)
+    if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp):
+        nbytes, rows = model.scalar(op.nbytes, env), model.scalar(op.rows, env)
+        stride_value = op.dst_stride if isinstance(op, pto.AsyncLoadOp) else op.src_stride
+        stride = model.scalar(stride_value, env)
+        if nbytes is None or rows is None or stride is None or rows <= 0:
+            return None
+        item = _itemsize(pto.element_type_of(region.ptr.type))
+        return _copy_pattern(rows, nbytes // item // rows, stride)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Footprints and conflicts
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An access (or an in-flight copy) in the open set; `carried` holds the loops whose back
+    edge it went round since it executed (it is from an earlier iteration of those)."""
+
+    op: Operation
+    carried: frozenset[scf.ForOp] = frozenset()
+
+
+@dataclass
+class Footprint:
+    """Where an access lands under one Env: buffers, offset, and (for lanes) active lanes."""
+
+    roots: frozenset[SSAValue] | None
+    offset: Affine | None
+    mask: np.ndarray | None = None  # lane accesses: lanes that may execute it
+    elements: np.ndarray | None = None  # tile regions: covered offsets from `offset`
+    why: str | None = None  # why the offset is unknown
+
+
+@dataclass
+class Conflict:
+    """Evidence that two accesses may touch one element (from lanes of different warps)."""
+
+    exact: bool
+    lanes_first: np.ndarray | None  # None: a block-level (tile) access
+    lanes_second: np.ndarray | None
+    addresses: np.ndarray | None = None  # concrete parts of the conflicting offsets
+    terms: frozenset[tuple[object, int]] = frozenset()
+    reason: str | None = None
+    env_first: Env = field(default_factory=dict)
+    env_second: Env = field(default_factory=dict)
+
+
+def may_alias(a: frozenset[SSAValue] | None, b: frozenset[SSAValue] | None) -> bool:
+    """Two root sets may overlap: distinct `alloc_local`s never do; arguments may be anything."""
+    if a is None or b is None or a & b:
+        return True
+    return any(isinstance(x, BlockArgument) for x in a) and \
+        any(isinstance(y, BlockArgument) for y in b)
+
+
+def _exact_pair(fx: Footprint, fy: Footprint) -> bool:
+    return (fx.roots is not None and fx.roots == fy.roots and len(fx.roots) == 1
+            and fx.offset is not None and fy.offset is not None
+            and fx.offset.terms == fy.offset.terms)
+
+
+def _unknown_reason(fx: Footprint, fy: Footprint, first: str, second: str) -> str:
+    if fx.roots is None or fy.roots is None:
+        return "the buffer an address points into is not known"
+    if fx.roots != fy.roots or len(fx.roots) != 1:
+        return "the addresses may point into different buffers"
+    if fx.offset is None:
+        return f"the index of the {first} {fx.why or 'cannot be evaluated'}"
+    if fy.offset is None:
+        return f"the index of the {second} {fy.why or 'cannot be evaluated'}"
+    return "the indices differ by a value that is not known at compile time"
+
+
+def _full(lanes: np.ndarray, size: int) -> np.ndarray:
+    return np.broadcast_to(lanes, (size,))
+
+
+def _warp_stats(inv: np.ndarray, warps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(k, -1, dtype=np.int64)
+    np.minimum.at(lo, inv, warps)
+    np.maximum.at(hi, inv, warps)
+    return lo, hi
+
+
+def lanes_conflict(space: LaneSpace, fx: Footprint, fy: Footprint, *,
+                   same_instruction: bool = False, what: tuple[str, str] = ("first", "second")
+                   ) -> Conflict | None:
+    """Can lanes of different warps touch one element, one lane through each footprint?"""
+    assert fx.mask is not None and fy.mask is not None
+    lanes, warp = space.linear, space.warp
+    mx, my = fx.mask, fy.mask
+    if not mx.any() or not my.any() or not may_alias(fx.roots, fy.roots):
+        return None
+    wx, wy = np.unique(warp[mx]), np.unique(warp[my])
+    if len(np.union1d(wx, wy)) <= 1:
+        return None  # one warp only: lockstep lanes never race
+    if not _exact_pair(fx, fy):
+        # Conservative: every active lane pairs with every active lane of another warp.
+        cx = mx & ~((len(wy) == 1) & (warp == wy[0]))
+        cy = my & ~((len(wx) == 1) & (warp == wx[0]))
+        return Conflict(False, lanes[cx], lanes[cy],
+                        reason=_unknown_reason(fx, fy, *what))
+    assert fx.offset is not None and fy.offset is not None
+    ax = _full(fx.offset.lanes, space.size)[mx]
+    ay = _full(fy.offset.lanes, space.size)[my]
+    xw, yw = warp[mx], warp[my]
+    if same_instruction:
+        uniq, inv = np.unique(ax, return_inverse=True)
+        lo, hi = _warp_stats(inv, xw, len(uniq))
+        hit = (lo != hi)[inv]
+        if not hit.any():
+            return None
+        return Conflict(True, lanes[mx][hit], lanes[mx][hit], ax[hit], fx.offset.terms)
+    if ax.max() < ay.min() or ay.max() < ax.min():
+        return None
+    uniq, inv = np.unique(np.concatenate([ax, ay]), return_inverse=True)
+    ix, iy = inv[:len(ax)], inv[len(ax):]
+    xlo, xhi = _warp_stats(ix, xw, len(uniq))
+    ylo, yhi = _warp_stats(iy, yw, len(uniq))
+    hit_x = (yhi[ix] >= 0) & ((ylo[ix] != yhi[ix]) | (ylo[ix] != xw))
+    if not hit_x.any():
+        return None
+    hit_y = (xhi[iy] >= 0) & ((xlo[iy] != xhi[iy]) | (xlo[iy] != yw))
+    return Conflict(True, lanes[mx][hit_x], lanes[my][hit_y],
+                    np.union1d(ax[hit_x], ay[hit_y]), fx.offset.terms)
+
+
+def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
+                    what: tuple[str, str]) -> Conflict | None:
+    """Does the region of an in-flight copy (`fr`) overlap an access (`fo`: lanes or region)?"""
+    if not may_alias(fr.roots, fo.roots):
+        return None
+    lane_side = fo.mask is not None
+    if lane_side and not fo.mask.any():  # type: ignore[union-attr]
+        return None
+    exact = _exact_pair(fr, fo) and fr.elements is not None \
+        and (lane_side or fo.elements is not None)
+    lanes = space.linear
+    if not exact:
+        return Conflict(False, None, lanes[fo.mask] if lane_side else None,
+                        reason=_unknown_reason(fr, fo, *what))
+    assert fr.offset is not None and fo.offset is not None and fr.elements is not None
+    covered = fr.elements + int(fr.offset.lanes)
+    if lane_side:
+        addrs = _full(fo.offset.lanes, space.size)[fo.mask]
+        hit = np.isin(addrs, covered)
+        if not hit.any():
+            return None
+        return Conflict(True, None, lanes[fo.mask][hit], np.unique(addrs[hit]), fr.offset.terms)
+    assert fo.elements is not None
+    other = fo.elements + int(fo.offset.lanes)
+    common = np.intersect1d(covered, other)
+    if common.size == 0:
+        return None
+    return Conflict(True, None, None, common, fr.offset.terms)
+
+
+# --------------------------------------------------------------------------------------------
+# Hazards
+# --------------------------------------------------------------------------------------------
+
+
+class Category(enum.Enum):
+    WARPS = "lanes of different warps"
+    SAME_INSTRUCTION = "one instruction"
+    IN_FLIGHT = "in-flight async copy"
+    DIVERGENCE = "divergent barrier"
+
+
+@dataclass
+class Hazard:
+    """One problem found by the analysis; `message` is the user-facing text."""
+
+    category: Category
+    kind: str  # RAW / WAR / WAW, or "divergence"
+    second: Operation  # the access that completes the hazard (where it is reported)
+    first: Operation | None
+    message: str
+    first_note: str | None = None
+    carried_loop: scf.ForOp | None = None
+    space: str = "local"
+    conflict: Conflict | None = None
+
+    @property
+    def key(self) -> tuple[Category, Operation | None, Operation, str]:
+        return (self.category, self.first, self.second, self.space)
+
+    @property
+    def repairable(self) -> bool:
+        """Whether a `barrier_block` between the two accesses removes it."""
+        return self.category is Category.WARPS
+
+    def error(self) -> BarrierError:
+        """A `BarrierError` at the second access, with a note at the first."""
+        error = located_error(BarrierError, self.message, self.second)
+        assert isinstance(error, BarrierError)
+        notes: list[tuple[str, Operation | None]] = []
+        if self.first is not None and self.first_note is not None:
+            notes.append((self.first_note, self.first))
+        return attach_op(error, self.second, notes)
+
+
+def where(op: Operation) -> str:
+    """`file:line:col` of the Python source an op came from (1-based column)."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return f"an unknown location ({op.name})"
+
+
+def _ranges(ids: np.ndarray, limit: int = 4) -> str:
+    ids = np.unique(ids)
+    if ids.size == 0:
+        return "none"
+    breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+    parts = []
+    for seg in np.split(ids, breaks):
+        parts.append(str(seg[0]) if seg.size == 1 else f"{seg[0]}-{seg[-1]}")
+    if len(parts) > limit:
+        return ", ".join(parts[:limit]) + f", ... ({ids.size} in all)"
+    return ", ".join(parts)
+
+
+def describe_lanes(lanes: np.ndarray, space: LaneSpace) -> str:
+    lanes = np.unique(lanes)
+    warps = np.unique(space.warp[lanes])
+    lane_word = "lane" if lanes.size == 1 else "lanes"
+    warp_word = "warp" if warps.size == 1 else "warps"
+    return f"{lane_word} {_ranges(lanes)} ({warp_word} {_ranges(warps)})"
+
+
+def _terms_text(terms: Iterable[tuple[object, int]], model: LaneModel) -> str:
+    parts = []
+    for term, coef in sorted(terms, key=lambda tc: model.term_name(tc[0])):
+        name = model.term_name(term)
+        parts.append(name if coef == 1 else f"-{name}" if coef == -1 else f"{coef}*{name}")
+    return " + ".join(parts).replace("+ -", "- ")
+
+
+def _range_text(conflict: Conflict, model: LaneModel) -> str:
+    if conflict.addresses is None or conflict.addresses.size == 0:
+        return ""
+    lo, hi = int(conflict.addresses.min()), int(conflict.addresses.max()) + 1
+    prefix = _terms_text(conflict.terms, model)
+    if prefix:
+        return f" [{prefix} + {lo}, {prefix} + {hi})".replace("+ -", "- ")
+    return f" [{lo}, {hi})"
+
+
+def _env_text(conflict: Conflict) -> str:
+    def show(env: Env) -> str:
+        return ", ".join(f"{value_name(leaf)} = {value}" for leaf, value in env.items())
+
+    if not conflict.env_first and not conflict.env_second:
+        return ""
+    if dict(conflict.env_first) == dict(conflict.env_second):
+        return f" (when {show(conflict.env_first)})"
+    first, second = show(conflict.env_first), show(conflict.env_second)
+    if not first:
+        return f" (the second when {second})"
+    if not second:
+        return f" (the first when {first})"
+    return f" (the first when {first}, the second when {second})"
+
+
+def buffer_name(roots: frozenset[SSAValue] | None) -> str:
+    if not roots:
+        return "an unknown L1 buffer"
+    names = sorted(f"'{value_name(r)}'" for r in roots)
+    return "buffer " + " or ".join(names)
+
+
+def hazard_kind(first: Kind, second: Kind) -> str:
+    if first.writes and second.writes:
+        return "WAW"
+    return "RAW" if first.writes else "WAR"
+
+
+# --------------------------------------------------------------------------------------------
+# Divergence
+# --------------------------------------------------------------------------------------------
+
+
+def divergent_parent(op: Operation, varying: set[SSAValue]) -> Operation | None:
+    """The outermost `scf.if` on a lane-dependent condition (or loop with lane-dependent bounds)
+    around `op`, or None when `op` runs in uniform control flow."""
+    found: Operation | None = None
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        if isinstance(parent, scf.IfOp) and parent.cond in varying:
+            found = parent
+        if isinstance(parent, scf.ForOp) and any(
+                v in varying for v in (parent.lb, parent.ub, parent.step)):
+            found = parent
+        parent = parent.parent_op()
+    return found
+
+
+def _condition_op(control: Operation) -> Operation:
+    if isinstance(control, scf.IfOp) and isinstance(control.cond, OpResult):
+        return control.cond.op
+    return control
+
+
+def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | None:
+    """The first `barrier_block` or tile instruction under lane-dependent control flow."""
+    for op in walk(kernel.body.block.ops):
+        if not isinstance(op, pto.TileOp | pto.BarrierBlockOp):
+            continue
+        control = divergent_parent(op, varying)
+        if control is None:
+            continue
+        cond = _condition_op(control)
+        what = "block barrier" if isinstance(op, pto.BarrierBlockOp) \
+            else "tile instruction (executed once per block, by every warp)"
+        construct = "'if'" if isinstance(control, scf.IfOp) else "loop"
+        message = (f"barrier divergence: {op.name} is a {what} but sits under lane-dependent "
+                   f"control flow: the condition at {where(cond)} differs between lanes, so "
+                   f"some lanes would skip it (a deadlock on the device); move it out of the "
+                   f"{construct} or make the condition uniform (parameters, constants, block "
+                   f"ids)")
+        return Hazard(Category.DIVERGENCE, "divergence", op, cond, message,
+                      "the lane-dependent condition")
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The analysis
+# --------------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """Raised inside the walk to stop at the first access with a hazard."""
+
+
+@dataclass
+class _State:
+    """Open lane accesses (value: a warp barrier() lies between it and here) and in-flight
+    async copies."""
+
+    open: dict[Entry, bool] = field(default_factory=dict)
+    copies: dict[Entry, None] = field(default_factory=dict)
+
+    def copy(self) -> _State:
+        return _State(dict(self.open), dict(self.copies))
+
+    def merge(self, other: _State) -> None:
+        for entry, flag in other.open.items():
+            self.open[entry] = self.open.get(entry, False) or flag
+        for entry in other.copies:
+            self.copies[entry] = None
+
+    def same(self, other: _State) -> bool:
+        return self.open == other.open and self.copies.keys() == other.copies.keys()
+
+    def _retag(self, change: callable) -> _State:  # type: ignore[valid-type]
+        out = _State()
+        for entry, flag in self.open.items():
+            new = change(entry)
+            out.open[new] = out.open.get(new, False) or flag
+        for entry in self.copies:
+            out.copies[change(entry)] = None
+        return out
+
+    def around(self, loop: scf.ForOp) -> _State:
+        """The state at the top of the next iteration: the loop's own accesses get older."""
+        return self._retag(lambda e: Entry(e.op, e.carried | {loop})
+                           if loop.is_ancestor(e.op) else e)
+
+    def leaving(self, loop: scf.ForOp) -> _State:
+        """After the loop its iterations are no longer told apart."""
+        return self._retag(lambda e: Entry(e.op, e.carried - {loop}) if loop in e.carried
+                           else e)
+
+
+class BarrierAnalysis:
+    """The barrier analysis of one kernel for one block shape.
+
+    Build once, then `hazards()` as often as needed: `disabled` treats some `barrier_block`s
+    as absent (how `pto-insert-barriers` asks "does this barrier order anything?").
+    Evaluations are cached, and stay valid while the pass only adds, removes or replaces
+    barriers. `include_global=True` also tracks HBM accesses (lanes of one block ordered by a
+    `barrier_block` through HBM), so that a barrier ordering those is never considered useless.
+    """
+
+    def __init__(self, kernel: func.FuncOp, space: LaneSpace, *, include_global: bool = False):
+        self.kernel = kernel
+        self.space = space
+        self.model = LaneModel(kernel, space)
+        self.include_global = include_global
+        self._pairs: dict[tuple[Entry, Operation], Conflict | None] = {}
+        self._selves: dict[Operation, Conflict | None] = {}
+        self._copy_pairs: dict[tuple[Entry, Operation, int], Conflict | None] = {}
+        self._trips: dict[scf.ForOp, int] = {}
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def divergence(self) -> Hazard | None:
+        return find_divergence(self.kernel, self.model.varying)
+
+    def hazards(self, *, stop_at_first: bool = False,
+                disabled: frozenset[Operation] = frozenset()) -> list[Hazard]:
+        """Every hazard (or those of the first access that has one), in program order."""
+        walker = _Walker(self, disabled, stop_at_first)
+        try:
+            walker.walk_block(self.kernel.body.block, _State())
+        except _Stop:
+            pass
+        return walker.found
+
+    # -- footprints ------------------------------------------------------------------------------
+
+    def lane_footprint(self, access: LaneAccess, env: Env) -> Footprint:
+        model = self.model
+        roots = model.roots(access.ptr)
+        offset = model.offset(access.ptr, env)
+        why = None if offset is not None else "depends on a value that is not known " \
+            "(a loaded value, a lane-dependent loop-carried value, or an unsupported operation)"
+        return Footprint(roots, offset, model.mask(access.op, env), why=why)
+
+    def region_footprint(self, region: TileRegion, env: Env) -> Footprint:
+        model = self.model
+        offset = model.offset(region.ptr, env)
+        if offset is not None and offset.lanes.ndim != 0:
+            offset = None  # a lane-dependent tile address: not a region
+        return Footprint(model.roots(region.ptr), offset,
+                         elements=region_elements(region, model, env),
+                         why=None if offset is not None else "is not known")
+
+    def _deps(self, op: Operation) -> tuple[SSAValue, ...]:
+        model = self.model
+        values: list[SSAValue] = []
+        access = lane_access(op)
+        if access is not None:
+            values.append(access.ptr)
+        for region in tile_regions(op):
+            values.extend(region.op.operands)
+        leaves = list(model.deps_of(values)) + list(model.mask_deps(op))
+        return model._order(leaves)
+
+    # -- environments ---------------------------------------------------------------------------
+
+    def pair_envs(self, first: Entry, second: Operation) -> list[tuple[dict[SSAValue, int],
+                                                                       dict[SSAValue, int]]]:
+        """The joint loop iterations to evaluate a pair in: the loops around both are in the
+        same iteration, except the outermost one the first access went round, where it is in
+        an earlier one; loops around only one of them are independent."""
+        model = self.model
+        dx, dy = self._deps(first.op), self._deps(second)
+        need_x, need_y = set(model.loops_needed(dx)), set(model.loops_needed(dy))
+        around_x, around_y = enclosing_loops(first.op), enclosing_loops(second)
+        common = [loop for loop in around_x if loop in around_y]
+        crossed = next((loop for loop in common if loop in first.carried), None)
+        shared = set(common[:common.index(crossed)]) if crossed is not None else set(common)
+        pairs: list[tuple[dict[SSAValue, int], dict[SSAValue, int]]] = [({}, {})]
+        for loop in sorted(need_x | need_y, key=lambda lp: len(enclosing_loops(lp))):
+            grown: list[tuple[dict[SSAValue, int], dict[SSAValue, int]]] = []
+            for ex, ey in pairs:
+                if loop in shared or loop is crossed:
+                    sim = model.simulate(loop, ex)
+                    if sim is None:
+                        grown.append((ex, ey))
+                        continue
+                    its = sim.iterations
+                    if loop is crossed:
+                        grown.extend(({**ex, **its[i]}, {**ey, **its[j]})
+                                     for i in range(len(its)) for j in range(i + 1, len(its)))
+                    else:
+                        grown.extend(({**ex, **s}, {**ey, **s}) for s in its)
+                else:
+                    xs, ys = [ex], [ey]
+                    if loop in need_x and (sim := model.simulate(loop, ex)) is not None:
+                        xs = [{**ex, **s} for s in sim.iterations]
+                    if loop in need_y and (sim := model.simulate(loop, ey)) is not None:
+                        ys = [{**ey, **s} for s in sim.iterations]
+                    grown.extend((a, b) for a in xs for b in ys)
+                if len(grown) > PAIR_LIMIT:
+                    return [({}, {})]  # too many: evaluate with symbolic loop values
+            pairs = grown
+        return pairs
+
+    def _older(self, fp: Footprint, entry: Entry, second: Operation) -> Footprint:
+        """An access from an earlier iteration of a loop has other values of that loop's
+        symbolic terms: rename them so they cannot cancel against the later access."""
+        common = [lp for lp in enclosing_loops(entry.op) if lp in enclosing_loops(second)]
+        crossed = next((lp for lp in common if lp in entry.carried), None)
+        if crossed is None or fp.offset is None or not fp.offset.terms:
+            return fp
+        model = self.model
+
+        def rename(term: object) -> object:
+            if any(defined_inside(leaf, crossed) for leaf in model.term_leaves(term)):
+                return ("earlier iteration", term)
+            return term
+
+        terms = frozenset((rename(t), c) for t, c in fp.offset.terms)
+        return Footprint(fp.roots, Affine(terms, fp.offset.lanes), fp.mask, fp.elements, fp.why)
+
+    # -- pair checks ----------------------------------------------------------------------------
+
+    def lane_pair(self, first: Entry, second: Operation) -> Conflict | None:
+        key = (first, second)
+        if key not in self._pairs:
+            self._pairs[key] = self._lane_pair(first, second)
+        return self._pairs[key]
+
+    def _lane_pair(self, first: Entry, second: Operation) -> Conflict | None:
+        ax, ay = lane_access(first.op), lane_access(second)
+        assert ax is not None and ay is not None
+        what = (f"{ax.kind.name.lower()}", f"{ay.kind.name.lower()}")
+        if not may_alias(self.model.roots(ax.ptr), self.model.roots(ay.ptr)):
+            return None
+        for ex, ey in self.pair_envs(first, second):
+            fx = self._older(self.lane_footprint(ax, ex), first, second)
+            fy = self.lane_footprint(ay, ey)
+            found = lanes_conflict(self.space, fx, fy, what=what)
+            if found is not None:
+                found.env_first, found.env_second = self._shown(first.op, ex), \
+                    self._shown(second, ey)
+                return found
+        return None
+
+    def same_instruction(self, op: Operation) -> Conflict | None:
+        if op not in self._selves:
+            self._selves[op] = self._same_instruction(op)
+        return self._selves[op]
+
+    def _same_instruction(self, op: Operation) -> Conflict | None:
+        access = lane_access(op)
+        assert access is not None
+        model = self.model
+        envs = model.enumerate(model.loops_needed(self._deps(op)), {}, PAIR_LIMIT) or [{}]
+        for env in envs:
+            fp = self.lane_footprint(access, env)
+            if fp.offset is None or fp.roots is None:
+                continue  # unknown addresses are reported against other accesses, not here
+            found = lanes_conflict(self.space, fp, fp, same_instruction=True)
+            if found is not None:
+                found.env_first = found.env_second = self._shown(op, env)
+                return found
+        return None
+
+    def copy_pair(self, copy: Entry, second: Operation, index: int) -> Conflict | None:
+        """The in-flight region of `copy` against access `index` of `second` (-1: its lanes)."""
+        key = (copy, second, index)
+        if key not in self._copy_pairs:
+            self._copy_pairs[key] = self._copy_pair(copy, second, index)
+        return self._copy_pairs[key]
+
+    def _copy_pair(self, copy: Entry, second: Operation, index: int) -> Conflict | None:
+        region = tile_regions(copy.op)[0]
+        access = lane_access(second) if index < 0 else None
+        other = tile_regions(second)[index] if index >= 0 else None
+        if region.kind is Kind.READ and (access or other).kind is Kind.READ:  # type: ignore
+            return None
+        for ex, ey in self.pair_envs(copy, second):
+            fr = self._older(self.region_footprint(region, ex), copy, second)
+            fo = self.lane_footprint(access, ey) if access is not None else \
+                self.region_footprint(other, ey)  # type: ignore[arg-type]
+            found = region_conflict(self.space, fr, fo, ("copy", "access"))
+            if found is not None:
+                found.env_first, found.env_second = self._shown(copy.op, ex), \
+                    self._shown(second, ey)
+                return found
+        return None
+
+    def _shown(self, op: Operation, env: Env) -> dict[SSAValue, int]:
+        """The loop values worth printing with a hazard: those the access depends on."""
+        deps = self._deps(op)
+        return {leaf: value for leaf, value in env.items() if leaf in deps}
+
+    def min_trips(self, loop: scf.ForOp) -> int:
+        if loop not in self._trips:
+            self._trips[loop] = self.model.min_trips(loop)
+        return self._trips[loop]
+
+
+# --------------------------------------------------------------------------------------------
+# The dataflow walk
+# --------------------------------------------------------------------------------------------
+
+
+def _verb_lanes(kind: Kind, lanes: np.ndarray | None, space: LaneSpace) -> str:
+    return kind.value + ("" if lanes is None else f" by {describe_lanes(lanes, space)}")
+
+
+def _token_hint(copy: Operation) -> str:
+    if copy.results and copy.results[0].name_hint:
+        return copy.results[0].name_hint
+    return "<its token>"
+
+
+class _Walker:
+    def __init__(self, analysis: BarrierAnalysis, disabled: frozenset[Operation],
+                 stop_at_first: bool):
+        self.a = analysis
+        self.disabled = disabled
+        self.stop_at_first = stop_at_first
+        self.found: list[Hazard] = []
+        self._seen: set[tuple[object, ...]] = set()
+
+    def _record(self, hazards: Sequence[Hazard]) -> None:
+        for h in hazards:
+            if h.key not in self._seen:
+                self._seen.add(h.key)
+                self.found.append(h)
+        if hazards and self.stop_at_first:
+            raise _Stop
+
+    def walk_block(self, block: Block, state: _State) -> _State:
+        for op in block.ops:
+            state = self.visit(op, state)
+        return state
+
+    def visit(self, op: Operation, state: _State) -> _State:
+        if isinstance(op, pto.BarrierBlockOp):
+            if op not in self.disabled:
+                state.open.clear()
+        elif isinstance(op, pto.BarrierOp):
+            for entry in state.open:
+                state.open[entry] = True
+        elif isinstance(op, pto.TileOp):
+            self._tile(op, state)
+        elif (access := lane_access(op)) is not None:
+            self._lane(access, state)
+        elif isinstance(op, scf.IfOp):
+            then = self.walk_block(op.true_region.block, state.copy())
+            other = self.walk_block(op.false_region.block, state.copy()) \
+                if op.false_region.blocks else state.copy()
+            then.merge(other)
+            return then
+        elif isinstance(op, scf.ForOp):
+            return self._loop(op, state)
+        else:
+            for region in op.regions:
+                for block in region.blocks:
+                    state = self.walk_block(block, state)
+        return state
+
+    def _loop(self, loop: scf.ForOp, before: _State) -> _State:
+        head = before.copy()
+        while True:
+            end = self.walk_block(loop.body.block, head.copy())
+            nxt = before.copy()
+            nxt.merge(end.around(loop))
+            if nxt.same(head):
+                break
+            head = nxt
+        if self.a.min_trips(loop) >= 1:
+            out = end
+        else:
+            out = before.copy()
+            out.merge(end)
+        return out.leaving(loop)
+
+    # -- lane accesses --------------------------------------------------------------------------
+
+    def _lane(self, access: LaneAccess, state: _State) -> None:
+        a = self.a
+        hazards: list[Hazard] = []
+        if access.space == "local":
+            for copy in state.copies:
+                conflict = a.copy_pair(copy, access.op, -1)
+                if conflict is not None:
+                    hazards.append(self._in_flight(copy, access.op, access.kind, access.ptr,
+                                                   conflict, None))
+        if access.space == "global" and not a.include_global:
+            self._record(hazards)
+            return
+        if access.space == "local" and access.kind is Kind.WRITE:
+            conflict = a.same_instruction(access.op)
+            if conflict is not None:
+                hazards.append(self._same_instruction(access, conflict))
+        for entry, warp_barrier in state.open.items():
+            other = lane_access(entry.op)
+            assert other is not None
+            if other.space != access.space or not (other.kind.writes or access.kind.writes):
+                continue
+            if other.kind is Kind.ATOMIC and access.kind is Kind.ATOMIC:
+                continue  # atomics do not race with each other
+            conflict = a.lane_pair(entry, access.op)
+            if conflict is not None:
+                hazards.append(self._warps(entry, other, access, conflict, warp_barrier))
+        self._record(hazards)
+        state.open[Entry(access.op)] = False
+
+    def _warps(self, entry: Entry, first: LaneAccess, second: LaneAccess, conflict: Conflict,
+               warp_barrier: bool) -> Hazard:
+        a, space = self.a, self.a.space
+        kind = hazard_kind(first.kind, second.kind)
+        loop = next((lp for lp in enclosing_loops(entry.op) if lp in entry.carried
+                     and lp in enclosing_loops(second.op)), None)
+        memory = "L1" if second.space == "local" else "HBM"
+        roots = a.model.roots(second.ptr)
+        head = f"{kind} hazard on {memory} {buffer_name(roots)}"
+        if conflict.exact:
+            head += _range_text(conflict, a.model)
+        else:
+            head = (f"possible {head} (the analysis cannot show that the accesses touch "
+                    f"different elements: {conflict.reason})")
+        earlier = f" in an earlier iteration of the loop at {where(loop)}" if loop else ""
+        separation = ("only pto.barrier() (which orders a single warp) separates them"
+                      if warp_barrier else "no pto.barrier_block() separates them")
+        if loop is not None:
+            separation += " on the way round the loop"
+        message = (f"{head}: {_verb_lanes(first.kind, conflict.lanes_first, space)} at "
+                   f"{where(first.op)}{earlier}, "
+                   f"{_verb_lanes(second.kind, conflict.lanes_second, space)} at "
+                   f"{where(second.op)}{_env_text(conflict)}; {separation}; "
+                   f"use pto.barrier_block()")
+        note = f"the first access ({first.kind.value} here{earlier})"
+        return Hazard(Category.WARPS, kind, second.op, entry.op, message, note, loop,
+                      second.space, conflict)
+
+    def _same_instruction(self, access: LaneAccess, conflict: Conflict) -> Hazard:
+        a = self.a
+        roots = a.model.roots(access.ptr)
+        assert conflict.lanes_first is not None
+        message = (f"WAW hazard on L1 {buffer_name(roots)}{_range_text(conflict, a.model)}: "
+                   f"{_verb_lanes(access.kind, conflict.lanes_first, a.space)} in one "
+                   f"{access.op.name} at {where(access.op)}{_env_text(conflict)}: lanes of "
+                   f"different warps write the same element, so the result depends on the "
+                   f"order the warps run in (no barrier can fix this); let a single warp or "
+                   f"lane write each element, or use pto.atomic_add")
+        return Hazard(Category.SAME_INSTRUCTION, "WAW", access.op, None, message,
+                      conflict=conflict)
+
+    # -- tile instructions and async copies -----------------------------------------------------
+
+    def _tile(self, op: Operation, state: _State) -> None:
+        hazards: list[Hazard] = []
+        for index, region in enumerate(tile_regions(op)):
+            for copy in state.copies:
+                if copy.op is op:
+                    continue
+                conflict = self.a.copy_pair(copy, op, index)
+                if conflict is not None:
+                    hazards.append(self._in_flight(copy, op, region.kind, region.ptr, conflict,
+                                                   region.role))
+        self._record(hazards)
+        state.open.clear()  # every warp reaches a tile instruction: it orders like a barrier
+        if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
+            state.copies[Entry(op)] = None
+        elif isinstance(op, pto.WaitOp):
+            sources = self.a.model.token_sources(op.token)
+            if sources:
+                for entry in [e for e in state.copies if e.op in sources]:
+                    del state.copies[entry]
+        elif isinstance(op, pto.WaitAllOp):
+            state.copies.clear()
+
+    def _in_flight(self, copy: Entry, op: Operation, kind: Kind, ptr: SSAValue,
+                   conflict: Conflict, role: str | None) -> Hazard:
+        a = self.a
+        region = tile_regions(copy.op)[0]
+        copy_writes = region.kind is Kind.WRITE
+        kind_text = ("WAW" if kind.writes else "RAW") if copy_writes else "WAR"
+        roots = a.model.roots(ptr)
+        head = f"{kind_text} hazard on L1 {buffer_name(roots)}"
+        if conflict.exact:
+            head += _range_text(conflict, a.model)
+        else:
+            head = (f"possible {head} (the analysis cannot show that the access misses the "
+                    f"copy's region: {conflict.reason})")
+        loop = next((lp for lp in enclosing_loops(copy.op) if lp in copy.carried
+                     and lp in enclosing_loops(op)), None)
+        issued = f" issued in an earlier iteration of the loop at {where(loop)}" if loop else ""
+        who = (f"{_verb_lanes(kind, conflict.lanes_second, a.space)}" if role is None
+               else f"{kind.value} as the {role} of {op.name}")
+        doing = "writing" if copy_writes else "reading"
+        token = _token_hint(copy.op)
+        message = (f"{head}: {who} at {where(op)} while the {copy.op.name} at "
+                   f"{where(copy.op)}{issued} is still {doing} it (a copy is in flight until "
+                   f"the pto.wait of its token){_env_text(conflict)}; call pto.wait({token}) "
+                   f"first (or pto.wait_all())")
+        note = f"the {copy.op.name} still in flight{issued}"
+        return Hazard(Category.IN_FLIGHT, kind_text, op, copy.op, message, note, loop,
+                      conflict=conflict)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------
+
+
+def kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
+    """The functions with a body (kernels and helpers alike) of a module."""
+    for op in module.walk():
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            yield op
+
+
+def lane_space(block: int | Sequence[int] | None) -> LaneSpace:
+    """The lanes of a block: an int is a lane count (x/y/z split unknown), a tuple a shape."""
+    if block is None:
+        return LaneSpace.of(DEFAULT_BLOCK_SIZE)
+    return LaneSpace.of(block if isinstance(block, int) else tuple(block))
+
+
+def check_kernel(kernel: func.FuncOp, block: int | Sequence[int] | None = None) -> None:
+    """Raise `BarrierError` for the first divergent barrier or hazard of `kernel`."""
+    analysis = BarrierAnalysis(kernel, lane_space(block))
+    divergence = analysis.divergence()
+    if divergence is not None:
+        raise divergence.error()
+    found = analysis.hazards(stop_at_first=True)
+    if found:
+        raise found[0].error()
+
+
+def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None
+                 ) -> list[Hazard]:
+    """Every hazard of `kernel` (divergence first), without raising."""
+    analysis = BarrierAnalysis(kernel, lane_space(block))
+    divergence = analysis.divergence()
+    return ([divergence] if divergence is not None else []) + analysis.hazards()
+
+
+__all__ = ["BarrierAnalysis", "Category", "Conflict", "DEFAULT_BLOCK_SIZE", "Entry", "Hazard",
+           "Kind", "LaneAccess", "TileRegion", "check_kernel", "describe_lanes",
+           "divergent_parent", "find_divergence", "find_hazards", "kernels", "lane_access",
+           "lane_space", "tile_regions", "where"]

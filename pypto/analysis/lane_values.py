@@ -1,0 +1,899 @@
+"""Integer values of a kernel evaluated over every lane of one block at once.
+
+`pto-verify-barriers` and `pto-insert-barriers` must decide whether two L1 accesses can touch one
+element from lanes of different warps. Index expressions in real kernels are small: a lane id,
+constants, uniform parameters, loop counters (`buf[tid + s]`, `buf[lid ^ 1]`,
+`tile[(ty + j) * 33 + tx]`). Rather than solving them symbolically (GPUVerify's route), this
+module *evaluates* them with NumPy over all lanes of the block, which is exact for any mix of
+`^`, `//`, `%`, `select`... as long as every input is known:
+
+* lane ids (`get_local_id`, `get_lane_id`, `get_warp_id`, `get_global_id` whose block part is a
+  uniform term) and constants are concrete vectors;
+* uniform values that are not known (parameters, block ids, values computed from them) stay
+  symbolic as *terms* of an `Affine` form `sum(coef * term) + lanes`, so `buf[n + lid]` and
+  `buf[n + lid ^ 1]` are still compared exactly: equal terms cancel;
+* loop counters and integer loop-carried values of loops with known bounds are *enumerated*: a
+  loop is simulated (its scalar recurrence run concretely), and callers evaluate an access once
+  per iteration (`Env` assigns the values). Left out of an `Env`, they are symbolic terms too.
+
+Anything else (a value loaded from memory, a lane-dependent loop-carried value) is unknown
+(`None`) and callers must be conservative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+
+from pypto.analysis.uniformity import varying_values, walk
+from pypto.dialects import pto
+
+MAX_TRIPS = 4096
+"""Longest loop that is simulated; longer loops keep their counters symbolic."""
+
+Env = Mapping[SSAValue, int]
+"""Concrete values of loop counters / loop-carried integers for one evaluation."""
+
+Term = Hashable
+"""A symbolic uniform value: ("block_id", d), ("v", ssa_value) or a structural key."""
+
+
+# --------------------------------------------------------------------------------------------
+# The lanes of a block
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaneSpace:
+    """The lanes of one block: their local ids per dimension, linear id, warp and lane in warp.
+
+    `exact_dims=False` means only the number of lanes is known (the pass's `block-size`), not
+    its split into x/y/z: then a kernel that uses ids of dimensions 1 or 2 has unknown per-dim
+    local ids (warp and lane ids, which depend on the linear id only, stay known).
+    """
+
+    shape: tuple[int, int, int]
+    exact_dims: bool = True
+
+    @classmethod
+    def of(cls, block: int | Sequence[int], *, exact_dims: bool | None = None) -> LaneSpace:
+        dims = [block] if isinstance(block, int) else list(block)
+        if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d <= 0 for d in dims):
+            raise ValueError(f"a block shape is 1 to 3 positive ints, got {block!r}")
+        while len(dims) < 3:
+            dims.append(1)
+        exact = not isinstance(block, int) if exact_dims is None else exact_dims
+        return cls((dims[0], dims[1], dims[2]), exact)
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1] * self.shape[2]
+
+    @cached_property
+    def linear(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64)
+
+    @cached_property
+    def warp(self) -> np.ndarray:
+        return self.linear // pto.WARP_SIZE
+
+    @cached_property
+    def lane(self) -> np.ndarray:
+        return self.linear % pto.WARP_SIZE
+
+    def local_id(self, dim: int) -> np.ndarray:
+        bx, by, _ = self.shape
+        if dim == 0:
+            return self.linear % bx
+        if dim == 1:
+            return (self.linear // bx) % by
+        return self.linear // (bx * by)
+
+    def block_dim(self, dim: int) -> int:
+        return self.shape[dim]
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Affine:
+    """`sum(coef * term for term, coef in terms) + lanes`: uniform unknowns plus a concrete part.
+
+    `lanes` is an int64 NumPy array, 0-d when the concrete part is the same for every lane.
+    """
+
+    terms: frozenset[tuple[Term, int]]
+    lanes: np.ndarray
+
+    @staticmethod
+    def const(value: int | np.ndarray) -> Affine:
+        return Affine(frozenset(), np.asarray(value, dtype=np.int64))
+
+    @property
+    def concrete(self) -> bool:
+        return not self.terms
+
+    @property
+    def scalar(self) -> int | None:
+        """The value when it is one known integer for every lane."""
+        if self.terms or self.lanes.ndim != 0:
+            return None
+        return int(self.lanes)
+
+    def canon(self) -> tuple[frozenset[tuple[Term, int]], Any]:
+        """A hashable identity of a uniform value (terms and constant part)."""
+        lanes = int(self.lanes) if self.lanes.ndim == 0 else self.lanes.tobytes()
+        return (self.terms, lanes)
+
+    def scaled(self, k: int) -> Affine:
+        if k == 0:
+            return Affine.const(0)
+        return Affine(frozenset((t, c * k) for t, c in self.terms), self.lanes * k)
+
+    def __add__(self, other: Affine) -> Affine:
+        coefs = dict(self.terms)
+        for t, c in other.terms:
+            coefs[t] = coefs.get(t, 0) + c
+        return Affine(frozenset((t, c) for t, c in coefs.items() if c != 0),
+                      self.lanes + other.lanes)
+
+    def __neg__(self) -> Affine:
+        return self.scaled(-1)
+
+    def __sub__(self, other: Affine) -> Affine:
+        return self + (-other)
+
+
+@dataclass(frozen=True, eq=False)
+class TriBool:
+    """A condition per lane as two may-sets: lanes where it may hold, lanes where it may not.
+
+    An exactly known condition has disjoint complementary sets; an unknown one (it depends on
+    a parameter) may be either on every lane, which is what a sound "may this lane execute the
+    access" needs.
+    """
+
+    may_true: np.ndarray
+    may_false: np.ndarray
+
+    @staticmethod
+    def exact(values: np.ndarray) -> TriBool:
+        v = np.asarray(values, dtype=bool)
+        return TriBool(v, ~v)
+
+    @staticmethod
+    def unknown() -> TriBool:
+        return TriBool(np.asarray(True), np.asarray(True))
+
+    @property
+    def is_exact(self) -> bool:
+        return bool(np.all(self.may_true != self.may_false))
+
+    def negated(self) -> TriBool:
+        return TriBool(self.may_false, self.may_true)
+
+    def and_(self, o: TriBool) -> TriBool:
+        return TriBool(self.may_true & o.may_true, self.may_false | o.may_false)
+
+    def or_(self, o: TriBool) -> TriBool:
+        return TriBool(self.may_true | o.may_true, self.may_false & o.may_false)
+
+    def xor(self, o: TriBool) -> TriBool:
+        return TriBool((self.may_true & o.may_false) | (self.may_false & o.may_true),
+                       (self.may_true & o.may_true) | (self.may_false & o.may_false))
+
+
+@dataclass
+class Simulation:
+    """The iterations of a loop under one `Env` of its enclosing loops."""
+
+    iterations: list[dict[SSAValue, int]]
+    """Per iteration: the counter and every loop-carried integer that stayed known."""
+    final: dict[SSAValue, int]
+    """The loop's results that are known (the carried values after the last iteration)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Concrete arithmetic
+# --------------------------------------------------------------------------------------------
+
+
+def _width(t: Any) -> int | None:
+    return t.width.data if isinstance(t, IntegerType) else None
+
+
+def _wrap(values: np.ndarray, width: int | None) -> np.ndarray:
+    """Two's-complement wrap of int64 values to `width` bits (i1 stays 0/1)."""
+    if width is None or width >= 64:
+        return values
+    if width == 1:
+        return values & 1
+    half = 1 << (width - 1)
+    return ((values + half) & ((1 << width) - 1)) - half
+
+
+def _unsigned(values: np.ndarray, width: int) -> np.ndarray:
+    return values & ((1 << width) - 1) if width < 64 else values
+
+
+def _safe(b: np.ndarray) -> np.ndarray:
+    return np.where(b == 0, 1, b)
+
+
+def _divsi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    q = np.abs(a) // np.abs(_safe(b))
+    return np.where(b == 0, 0, np.where((a < 0) != (b < 0), -q, q))
+
+
+def _binary(op: Operation, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray | None:
+    """The concrete result of an integer binary arith op (C/LLVM semantics), or None."""
+    ua, ub = _unsigned(a, width), _unsigned(b, width)
+    shift_ok = (b >= 0) & (b < width)
+    match op:
+        case arith.AddiOp():
+            return a + b
+        case arith.SubiOp():
+            return a - b
+        case arith.MuliOp():
+            return a * b
+        case arith.DivSIOp():
+            return _divsi(a, b)
+        case arith.DivUIOp():
+            return np.where(b == 0, 0, ua // _safe(ub))
+        case arith.FloorDivSIOp():
+            return np.where(b == 0, 0, a // _safe(b))
+        case arith.CeilDivSIOp():
+            return np.where(b == 0, 0, -((-a) // _safe(b)))
+        case arith.CeilDivUIOp():
+            return np.where(b == 0, 0, -((-ua) // _safe(ub)))
+        case arith.RemSIOp():
+            return np.where(b == 0, 0, a - _divsi(a, b) * b)
+        case arith.RemUIOp():
+            return np.where(b == 0, 0, ua % _safe(ub))
+        case arith.MinSIOp():
+            return np.minimum(a, b)
+        case arith.MaxSIOp():
+            return np.maximum(a, b)
+        case arith.MinUIOp():
+            return np.where(ua <= ub, a, b)
+        case arith.MaxUIOp():
+            return np.where(ua >= ub, a, b)
+        case arith.AndIOp():
+            return a & b
+        case arith.OrIOp():
+            return a | b
+        case arith.XOrIOp():
+            return a ^ b
+        case arith.ShLIOp():
+            return np.where(shift_ok, a << np.where(shift_ok, b, 0), 0)
+        case arith.ShRSIOp():
+            return np.where(shift_ok, a >> np.where(shift_ok, b, 0), np.where(a < 0, -1, 0))
+        case arith.ShRUIOp():
+            return np.where(shift_ok, ua >> np.where(shift_ok, b, 0), 0)
+        case _:
+            return None
+
+
+def _compare(predicate: int, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray | None:
+    if predicate >= 6:  # unsigned
+        a, b = _unsigned(a, width), _unsigned(b, width)
+        predicate -= 4
+    match predicate:
+        case 0:
+            return a == b
+        case 1:
+            return a != b
+        case 2:
+            return a < b
+        case 3:
+            return a <= b
+        case 4:
+            return a > b
+        case 5:
+            return a >= b
+    return None
+
+
+_CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
+_ID_OPS = (pto.GetLocalIdOp, pto.GetGlobalIdOp, pto.GetBlockIdOp, pto.GetBlockDimOp)
+
+
+def _yielded(region_op: Operation, index: int) -> list[SSAValue]:
+    """The values the regions of `region_op` yield for its result `index`."""
+    values: list[SSAValue] = []
+    for region in region_op.regions:
+        for block in region.blocks:
+            last = block.last_op
+            if last is not None and index < len(last.operands):
+                values.append(last.operands[index])
+    return values
+
+
+# --------------------------------------------------------------------------------------------
+# The model of one kernel
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class LaneModel:
+    """Evaluates the integer values, conditions and L1 addresses of one kernel over a block.
+
+    All results are memoised per value and per the `Env` values it depends on, so a model is
+    built once per kernel and shared by every query (and by the re-analyses of
+    `pto-insert-barriers`, whose edits never change values).
+    """
+
+    kernel: func.FuncOp
+    space: LaneSpace
+    varying: set[SSAValue] = field(init=False)
+    _memo: dict[tuple[SSAValue, tuple[int | None, ...]], Affine | None] = field(
+        init=False, default_factory=dict)
+    _deps: dict[SSAValue, tuple[SSAValue, ...]] = field(init=False, default_factory=dict)
+    _leaf_order: dict[SSAValue, int] = field(init=False, default_factory=dict)
+    _sims: dict[tuple[scf.ForOp, tuple[int | None, ...]], Simulation | None] = field(
+        init=False, default_factory=dict)
+    _term_leaves: dict[Term, frozenset[SSAValue]] = field(init=False, default_factory=dict)
+    _term_names: dict[Term, str] = field(init=False, default_factory=dict)
+    _multi_dim: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.varying = varying_values(self.kernel)
+        self._multi_dim = any(isinstance(op, _ID_OPS) and op.dim_index != 0
+                              for op in walk(self.kernel.body.block.ops))
+
+    # -- lanes ----------------------------------------------------------------------------------
+
+    def _local_id(self, dim: int) -> np.ndarray | None:
+        if not self.space.exact_dims and (dim != 0 or self._multi_dim):
+            return None  # only the lane count is known, not how it splits into x, y, z
+        return self.space.local_id(dim)
+
+    def _block_dim(self, dim: int) -> int | None:
+        if not self.space.exact_dims and (dim != 0 or self._multi_dim):
+            return None
+        return self.space.block_dim(dim)
+
+    # -- terms ----------------------------------------------------------------------------------
+
+    def _term(self, key: Term, leaves: Iterable[SSAValue], name: str) -> Affine:
+        if key not in self._term_leaves:
+            self._term_leaves[key] = frozenset(leaves)
+            self._term_names[key] = name
+        return Affine(frozenset({(key, 1)}), np.asarray(0, dtype=np.int64))
+
+    def term_leaves(self, key: Term) -> frozenset[SSAValue]:
+        """The SSA values (block arguments, results of non-arith ops) a term is computed from."""
+        return self._term_leaves.get(key, frozenset())
+
+    def term_name(self, key: Term) -> str:
+        return self._term_names.get(key, "?")
+
+    def _leaf_term(self, value: SSAValue) -> Affine | None:
+        if value in self.varying:
+            return None
+        return self._term(("v", value), [value], value_name(value))
+
+    # -- dependencies on enumerable values ------------------------------------------------------
+
+    def is_leaf(self, value: SSAValue) -> bool:
+        """A loop counter or integer loop-carried value that loops can enumerate."""
+        if not isinstance(value, BlockArgument) or value in self.varying:
+            return False
+        owner = value.block.parent_op()
+        if not isinstance(owner, scf.ForOp):
+            return False
+        return _width(value.type) is not None
+
+    def loop_of(self, leaf: SSAValue) -> scf.ForOp:
+        assert isinstance(leaf, BlockArgument)
+        owner = leaf.block.parent_op()
+        assert isinstance(owner, scf.ForOp)
+        return owner
+
+    def _order(self, leaves: Iterable[SSAValue]) -> tuple[SSAValue, ...]:
+        for leaf in leaves:
+            self._leaf_order.setdefault(leaf, len(self._leaf_order))
+        return tuple(sorted(set(leaves), key=self._leaf_order.__getitem__))
+
+    def deps(self, value: SSAValue) -> tuple[SSAValue, ...]:
+        """The enumerable leaves `value` depends on (its evaluation varies only with them)."""
+        found = self._deps.get(value)
+        if found is not None:
+            return found
+        self._deps[value] = ()  # no cycles in SSA outside loop arguments; guard anyway
+        leaves: list[SSAValue] = []
+        if isinstance(value, BlockArgument):
+            if self.is_leaf(value):
+                leaves.append(value)
+        elif isinstance(value, OpResult):
+            op = value.op
+            if isinstance(op, scf.ForOp):
+                leaves.extend(self.loop_deps(op))
+            elif isinstance(op, scf.IfOp):
+                leaves.extend(self.deps(op.cond))
+                for v in _yielded(op, value.index):
+                    leaves.extend(self.deps(v))
+            elif isinstance(op, pto.StageOp | pto.PipelineOp):
+                for v in _yielded(op, value.index):
+                    leaves.extend(self.deps(v))
+            elif not isinstance(op, pto.LoadOp | pto.AtomicAddOp):
+                for operand in op.operands:
+                    leaves.extend(self.deps(operand))
+        result = self._order(leaves)
+        self._deps[value] = result
+        return result
+
+    def loop_deps(self, loop: scf.ForOp) -> tuple[SSAValue, ...]:
+        """Leaves of enclosing loops that the iterations of `loop` depend on."""
+        own = set(loop.body.block.args)
+        leaves: list[SSAValue] = []
+        for v in (loop.lb, loop.ub, loop.step, *loop.iter_args):
+            leaves.extend(self.deps(v))
+        last = loop.body.block.last_op
+        for v in (last.operands if last is not None else ()):
+            leaves.extend(leaf for leaf in self.deps(v) if leaf not in own)
+        return self._order(leaves)
+
+    def deps_of(self, values: Iterable[SSAValue]) -> tuple[SSAValue, ...]:
+        leaves: list[SSAValue] = []
+        for v in values:
+            leaves.extend(self.deps(v))
+        return self._order(leaves)
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def eval(self, value: SSAValue, env: Env) -> Affine | None:
+        """`value` over the lanes of a block, with the loop values of `env`; None if unknown."""
+        key = (value, tuple(env.get(leaf) for leaf in self.deps(value)))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # guard against (malformed) cycles
+        result = self._eval(value, env)
+        self._memo[key] = result
+        return result
+
+    def scalar(self, value: SSAValue, env: Env) -> int | None:
+        found = self.eval(value, env)
+        return None if found is None else found.scalar
+
+    def _eval(self, value: SSAValue, env: Env) -> Affine | None:
+        if _width(value.type) is None:
+            return None
+        if isinstance(value, BlockArgument):
+            if value in env:
+                return Affine.const(env[value])
+            return self._leaf_term(value)
+        if not isinstance(value, OpResult):
+            return None
+        op = value.op
+        space = self.space
+        match op:
+            case arith.ConstantOp():
+                attr = op.value
+                if isinstance(attr, IntegerAttr):
+                    return Affine.const(_wrap(np.asarray(int(attr.value.data), dtype=np.int64),
+                                              _width(value.type)))
+                return None
+            case pto.GetLocalIdOp():
+                lid = self._local_id(op.dim_index)
+                return None if lid is None else Affine.const(lid)
+            case pto.GetWarpIdOp():
+                return Affine.const(space.warp)
+            case pto.GetLaneIdOp():
+                return Affine.const(space.lane)
+            case pto.GetGlobalIdOp():
+                d = op.dim_index
+                lid, bdim = self._local_id(d), self._block_dim(d)
+                if lid is None or bdim is None:
+                    return None
+                block = self._term(("block_id", d), [], f"block_id.{'xyz'[d]}")
+                return block.scaled(bdim) + Affine.const(lid)
+            case pto.GetBlockIdOp():
+                return self._term(("block_id", op.dim_index), [],
+                                  f"block_id.{'xyz'[op.dim_index]}")
+            case pto.GetBlockDimOp():
+                bdim = self._block_dim(op.dim_index)
+                if bdim is not None:
+                    return Affine.const(bdim)
+                return self._term(("block_dim", op.dim_index), [],
+                                  f"block_dim.{'xyz'[op.dim_index]}")
+            case pto.GetGridDimOp():
+                return self._term(("grid_dim", op.dim_index), [],
+                                  f"grid_dim.{'xyz'[op.dim_index]}")
+            case scf.ForOp():
+                return self._eval_loop_result(op, value, env)
+            case scf.IfOp():
+                return self._eval_if_result(op, value, env)
+            case pto.StageOp() | pto.PipelineOp():
+                yielded = _yielded(op, value.index)
+                return self.eval(yielded[0], env) if yielded else None
+        return self._eval_arith(op, value, env)
+
+    def _eval_arith(self, op: Operation, value: OpResult, env: Env) -> Affine | None:
+        width = _width(value.type) or 64
+        args = [self.eval(o, env) for o in op.operands]
+        known = all(a is not None for a in args)
+        if known and len(args) == 2:
+            a, b = args
+            assert a is not None and b is not None
+            linear = self._linear(op, a, b)
+            if linear is not None:
+                return linear
+        if known and all(a is not None and a.concrete for a in args):
+            result = self._concrete(op, [a.lanes for a in args if a is not None], width)
+            if result is not None:
+                return Affine.const(_wrap(result, width))
+        if known and isinstance(op, arith.CmpiOp):
+            a, b = args
+            assert a is not None and b is not None
+            if a.terms == b.terms:  # the uniform parts cancel: compare the concrete parts
+                diff = (a - b).lanes
+                cmp = _compare(op.predicate.value.data, diff, np.zeros_like(diff), 64) \
+                    if op.predicate.value.data < 6 else None
+                if cmp is not None:
+                    return Affine.const(cmp.astype(np.int64))
+        if value in self.varying:
+            return None
+        if not known or op.regions:
+            return self._leaf_term(value)
+        # A uniform value computed from uniform ones: a term named by its structure, so that the
+        # same expression written twice (the frontend does not CSE) is the same term.
+        props = tuple(sorted((k, str(v)) for k, v in op.properties.items()))
+        key = ("op", op.name, props, tuple(a.canon() for a in args if a is not None))
+        leaves = {leaf for a in args if a is not None for t, _ in a.terms
+                  for leaf in self.term_leaves(t)}
+        return self._term(key, leaves, value_name(value))
+
+    @staticmethod
+    def _linear(op: Operation, a: Affine, b: Affine) -> Affine | None:
+        """+, -, and * or << by a constant keep unknown uniform terms symbolic."""
+        if isinstance(op, arith.AddiOp):
+            return a + b
+        if isinstance(op, arith.SubiOp):
+            return a - b
+        if isinstance(op, arith.MuliOp):
+            if b.scalar is not None:
+                return a.scaled(b.scalar)
+            if a.scalar is not None:
+                return b.scaled(a.scalar)
+            if a.concrete and b.concrete:
+                return Affine.const(a.lanes * b.lanes)
+        if isinstance(op, arith.ShLIOp) and b.scalar is not None and 0 <= b.scalar < 62 \
+                and a.terms:
+            return a.scaled(1 << b.scalar)
+        return None
+
+    def _concrete(self, op: Operation, args: list[np.ndarray], width: int) -> np.ndarray | None:
+        if isinstance(op, arith.CmpiOp):
+            in_width = _width(op.operands[0].type) or 64
+            cmp = _compare(op.predicate.value.data, args[0], args[1], in_width)
+            return None if cmp is None else cmp.astype(np.int64)
+        if isinstance(op, arith.SelectOp):
+            return np.where(args[0] != 0, args[1], args[2])
+        if isinstance(op, arith.ExtUIOp):
+            return _unsigned(args[0], _width(op.operands[0].type) or 64)
+        if isinstance(op, _CASTS):
+            return args[0]
+        if len(args) == 2:
+            in_width = _width(op.operands[0].type) or 64
+            return _binary(op, args[0], args[1], in_width)
+        return None
+
+    def _eval_if_result(self, op: scf.IfOp, value: OpResult, env: Env) -> Affine | None:
+        yielded = _yielded(op, value.index)
+        if len(yielded) != 2:
+            return None if value in self.varying else self._leaf_term(value)
+        then, other = self.eval(yielded[0], env), self.eval(yielded[1], env)
+        cond = self.eval_bool(op.cond, env)
+        if then is not None and other is not None and then.terms == other.terms \
+                and cond.is_exact:
+            return Affine(then.terms, np.where(cond.may_true, then.lanes, other.lanes))
+        return None if value in self.varying else self._leaf_term(value)
+
+    def _eval_loop_result(self, op: scf.ForOp, value: OpResult, env: Env) -> Affine | None:
+        sim = self.simulate(op, env)
+        if sim is not None and value in sim.final:
+            return Affine.const(sim.final[value])
+        return None if value in self.varying else self._leaf_term(value)
+
+    def eval_bool(self, value: SSAValue, env: Env) -> TriBool:
+        """An i1 condition per lane, exact where known, "may be either" elsewhere."""
+        found = self.eval(value, env)
+        if found is not None and found.concrete:
+            return TriBool.exact(found.lanes != 0)
+        if isinstance(value, OpResult):
+            op = value.op
+            if isinstance(op, arith.AndIOp | arith.OrIOp | arith.XOrIOp):
+                a, b = (self.eval_bool(o, env) for o in op.operands)
+                if isinstance(op, arith.AndIOp):
+                    return a.and_(b)
+                return a.or_(b) if isinstance(op, arith.OrIOp) else a.xor(b)
+            if isinstance(op, arith.SelectOp):
+                c, a, b = (self.eval_bool(o, env) for o in op.operands)
+                return c.and_(a).or_(c.negated().and_(b))
+        return TriBool.unknown()
+
+    # -- loops ----------------------------------------------------------------------------------
+
+    def simulate(self, loop: scf.ForOp, env: Env) -> Simulation | None:
+        """Run the uniform integer recurrence of `loop` under `env`; None if its bounds are not
+        known there (or it runs more than MAX_TRIPS iterations)."""
+        key = (loop, tuple(env.get(leaf) for leaf in self.loop_deps(loop)))
+        if key in self._sims:
+            return self._sims[key]
+        self._sims[key] = None
+        result = self._simulate(loop, env)
+        self._sims[key] = result
+        return result
+
+    def _simulate(self, loop: scf.ForOp, env: Env) -> Simulation | None:
+        lb, ub, step = (self.scalar(v, env) for v in (loop.lb, loop.ub, loop.step))
+        if lb is None or ub is None or step is None or step <= 0:
+            return None
+        trips = max(0, -((lb - ub) // step))
+        if trips > MAX_TRIPS:
+            return None
+        body = loop.body.block
+        counter, carried = body.args[0], list(body.args[1:])
+        last = body.last_op
+        yielded = list(last.operands) if last is not None else []
+        live = [i for i, a in enumerate(carried) if self.is_leaf(a)
+                and self.scalar(loop.iter_args[i], env) is not None and i < len(yielded)]
+        while True:
+            values = {i: self.scalar(loop.iter_args[i], env) for i in live}
+            iterations: list[dict[SSAValue, int]] = []
+            failed: int | None = None
+            for t in range(trips):
+                state: dict[SSAValue, int] = {counter: lb + t * step}
+                state.update({carried[i]: v for i, v in values.items() if v is not None})
+                iterations.append(state)
+                inner = {**env, **state}
+                nxt: dict[int, int | None] = {}
+                for i in live:
+                    nxt[i] = self.scalar(yielded[i], inner)
+                    if nxt[i] is None:
+                        failed = i
+                        break
+                if failed is not None:
+                    break
+                values = nxt
+            if failed is None:
+                final = {loop.results[i]: v for i, v in values.items() if v is not None}
+                return Simulation(iterations, final)
+            live.remove(failed)  # that carried value is not a known recurrence: keep it symbolic
+
+    def min_trips(self, loop: scf.ForOp) -> int:
+        """A lower bound of the loop's trip count over every execution (0 when unknown)."""
+        envs = self.enumerate(self.loops_needed(self.loop_deps(loop)), {}, limit=256)
+        if envs is None:
+            return 0
+        counts = []
+        for env in envs:
+            sim = self.simulate(loop, env)
+            if sim is None:
+                return 0
+            counts.append(len(sim.iterations))
+        return min(counts, default=0)
+
+    def loops_needed(self, leaves: Iterable[SSAValue]) -> list[scf.ForOp]:
+        """The loops to enumerate to give `leaves` values (with the loops their bounds need),
+        outermost first."""
+        needed: set[scf.ForOp] = set()
+        todo = [self.loop_of(leaf) for leaf in leaves]
+        while todo:
+            loop = todo.pop()
+            if loop in needed:
+                continue
+            needed.add(loop)
+            todo.extend(self.loop_of(leaf) for leaf in self.loop_deps(loop))
+        return sorted(needed, key=loop_depth)
+
+    def enumerate(self, loops: Sequence[scf.ForOp], base: Env,
+                  limit: int) -> list[dict[SSAValue, int]] | None:
+        """Every joint iteration of `loops` (outermost first) under `base`; None beyond `limit`.
+
+        A loop that cannot be simulated under some partial env leaves its values out of it
+        (callers then see them as symbolic terms).
+        """
+        envs: list[dict[SSAValue, int]] = [dict(base)]
+        for loop in loops:
+            grown: list[dict[SSAValue, int]] = []
+            for env in envs:
+                sim = self.simulate(loop, env)
+                if sim is None:
+                    grown.append(env)
+                    continue
+                grown.extend({**env, **state} for state in sim.iterations)
+                if len(grown) > limit:
+                    return None
+            envs = grown
+        return envs
+
+    # -- addresses ------------------------------------------------------------------------------
+
+    def roots(self, ptr: SSAValue, _seen: frozenset[SSAValue] = frozenset()
+              ) -> frozenset[SSAValue] | None:
+        """The buffers (alloc_local results or function arguments) `ptr` may point into."""
+        if ptr in _seen:
+            return frozenset()
+        seen = _seen | {ptr}
+        if isinstance(ptr, BlockArgument):
+            owner = ptr.block.parent_op()
+            if isinstance(owner, func.FuncOp):
+                return frozenset({ptr})
+            if isinstance(owner, scf.ForOp) and ptr.index > 0:
+                return _union(self.roots(owner.iter_args[ptr.index - 1], seen),
+                              *(self.roots(v, seen) for v in _yielded(owner, ptr.index - 1)))
+            return None
+        if not isinstance(ptr, OpResult):
+            return None
+        op = ptr.op
+        if isinstance(op, pto.AllocLocalOp):
+            return frozenset({ptr})
+        if isinstance(op, pto.AddPtrOp):
+            return self.roots(op.ptr, seen)
+        if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp):
+            yielded = _yielded(op, ptr.index)
+            return _union(*(self.roots(v, seen) for v in yielded)) if yielded else None
+        if isinstance(op, scf.ForOp):
+            return _union(self.roots(op.iter_args[ptr.index], seen),
+                          *(self.roots(v, seen) for v in _yielded(op, ptr.index)))
+        if isinstance(op, arith.SelectOp):
+            return _union(self.roots(op.operands[1], seen), self.roots(op.operands[2], seen))
+        return None
+
+    def offset(self, ptr: SSAValue, env: Env) -> Affine | None:
+        """The element offset of `ptr` from its (single) root, per lane; None if unknown."""
+        if isinstance(ptr, BlockArgument):
+            owner = ptr.block.parent_op()
+            return Affine.const(0) if isinstance(owner, func.FuncOp) else None
+        if not isinstance(ptr, OpResult):
+            return None
+        op = ptr.op
+        if isinstance(op, pto.AllocLocalOp):
+            return Affine.const(0)
+        if isinstance(op, pto.AddPtrOp):
+            base, step = self.offset(op.ptr, env), self.eval(op.offset, env)
+            return None if base is None or step is None else base + step
+        if isinstance(op, pto.StageOp | pto.PipelineOp):
+            yielded = _yielded(op, ptr.index)
+            return self.offset(yielded[0], env) if yielded else None
+        if isinstance(op, scf.IfOp | arith.SelectOp):
+            if isinstance(op, scf.IfOp):
+                cond, choices = op.cond, _yielded(op, ptr.index)
+            else:
+                cond, choices = op.operands[0], list(op.operands[1:])
+            if len(choices) != 2:
+                return None
+            r0, r1 = self.roots(choices[0]), self.roots(choices[1])
+            if r0 is None or r0 != r1 or len(r0) != 1:
+                return None
+            a, b = self.offset(choices[0], env), self.offset(choices[1], env)
+            c = self.eval_bool(cond, env)
+            if a is None or b is None or a.terms != b.terms:
+                return None
+            if np.array_equal(a.lanes, b.lanes):
+                return a
+            return Affine(a.terms, np.where(c.may_true, a.lanes, b.lanes)) if c.is_exact \
+                else None
+        return None
+
+    # -- which lanes execute an op -------------------------------------------------------------
+
+    def conditions(self, op: Operation) -> list[tuple[scf.IfOp, bool]]:
+        """The `scf.if`s enclosing `op` (up to the kernel) and whether `op` is in the then-branch."""
+        found: list[tuple[scf.IfOp, bool]] = []
+        child: Operation = op
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            if isinstance(parent, scf.IfOp):
+                region = child.parent_region()
+                found.append((parent, region is parent.true_region))
+            child, parent = parent, parent.parent_op()
+        return found
+
+    def mask(self, op: Operation, env: Env) -> np.ndarray:
+        """Lanes that may execute `op`: enclosing conditions known from lane ids are exact."""
+        active = np.ones(self.space.size, dtype=bool)
+        for if_op, then in self.conditions(op):
+            cond = self.eval_bool(if_op.cond, env)
+            active &= cond.may_true if then else cond.may_false
+        return active
+
+    def mask_deps(self, op: Operation) -> tuple[SSAValue, ...]:
+        return self.deps_of(if_op.cond for if_op, _ in self.conditions(op))
+
+    # -- async tokens ---------------------------------------------------------------------------
+
+    def token_sources(self, token: SSAValue, _seen: frozenset[SSAValue] = frozenset()
+                      ) -> frozenset[Operation] | None:
+        """The async copies a token may come from (None when it cannot be traced)."""
+        if token in _seen:
+            return frozenset()
+        seen = _seen | {token}
+        if isinstance(token, BlockArgument):
+            owner = token.block.parent_op()
+            if isinstance(owner, scf.ForOp) and token.index > 0:
+                return _union_ops(self.token_sources(owner.iter_args[token.index - 1], seen),
+                                  *(self.token_sources(v, seen)
+                                    for v in _yielded(owner, token.index - 1)))
+            return None
+        if not isinstance(token, OpResult):
+            return None
+        op = token.op
+        if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
+            return frozenset({op})
+        if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp):
+            return _union_ops(*(self.token_sources(v, seen)
+                                for v in _yielded(op, token.index)))
+        if isinstance(op, scf.ForOp):
+            return _union_ops(self.token_sources(op.iter_args[token.index], seen),
+                              *(self.token_sources(v, seen) for v in _yielded(op, token.index)))
+        return None
+
+
+def _union(*sets: frozenset[SSAValue] | None) -> frozenset[SSAValue] | None:
+    if any(s is None for s in sets):
+        return None
+    return frozenset().union(*(s for s in sets if s is not None))
+
+
+def _union_ops(*sets: frozenset[Operation] | None) -> frozenset[Operation] | None:
+    if any(s is None for s in sets):
+        return None
+    return frozenset().union(*(s for s in sets if s is not None))
+
+
+def loop_depth(op: Operation) -> int:
+    depth = 0
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.ForOp):
+            depth += 1
+        parent = parent.parent_op()
+    return depth
+
+
+def enclosing_loops(op: Operation) -> list[scf.ForOp]:
+    """The `scf.for`s around `op`, outermost first."""
+    loops: list[scf.ForOp] = []
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.ForOp):
+            loops.append(parent)
+        parent = parent.parent_op()
+    return loops[::-1]
+
+
+def defined_inside(value: SSAValue, op: Operation) -> bool:
+    """Whether `value` is defined in a region of `op` (a block argument or a nested result)."""
+    if isinstance(value, BlockArgument):
+        block: Block | None = value.block
+        parent = block.parent_op() if block is not None else None
+        return parent is not None and (parent is op or op.is_ancestor(parent))
+    if isinstance(value, OpResult):
+        return value.op is not op and op.is_ancestor(value.op)
+    return False
+
+
+def value_name(value: SSAValue) -> str:
+    """How a value is shown in a diagnostic: its name hint (the Python variable) if it has one."""
+    if value.name_hint:
+        return value.name_hint
+    if isinstance(value, OpResult):
+        return f"<{value.op.name} result>"
+    return "<argument>"
+
+
+__all__ = ["Affine", "Env", "LaneModel", "LaneSpace", "MAX_TRIPS", "Simulation", "TriBool",
+           "defined_inside", "enclosing_loops", "loop_depth", "value_name"]

@@ -1,0 +1,63 @@
+"""`pto-verify-barriers`: report L1 races between warps, in-flight async copies and divergent
+block barriers at compile time (SPEC §5; semantics in docs/barriers.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE, check_kernel, kernels
+
+
+def block_shape(block_size: int, block_dims: tuple[int, ...]) -> int | tuple[int, ...]:
+    """The block the barrier passes analyse: `block-dims` (x, y, z) when given, else
+    `block-size` lanes whose split into dimensions is unknown. Raises ValueError otherwise."""
+    if block_dims:
+        if len(block_dims) > 3 or any(d <= 0 for d in block_dims):
+            raise ValueError(f"block-dims must be 1 to 3 positive ints, got {block_dims}")
+        lanes = 1
+        for d in block_dims:
+            lanes *= d
+        if lanes > 1024:
+            raise ValueError(f"block-dims {block_dims} has {lanes} lanes; a block has at most "
+                             f"1024")
+        return tuple(block_dims)
+    if not 1 <= block_size <= 1024:
+        raise ValueError(f"block-size must be between 1 and 1024, got {block_size}")
+    return block_size
+
+
+@dataclass(frozen=True)
+class VerifyBarriersPass(ModulePass):
+    """Reject L1 hazards between warps, reads of in-flight async copies and divergent barriers.
+
+    The static half of the article's third pitfall: `pto.barrier()` orders only the 32 lanes
+    of a warp, so L1 data exchanged between warps needs `pto.barrier_block()`. Reports, as a
+    `BarrierError` at the second access with a note at the first:
+
+    * RAW / WAR / WAW on L1 between lanes of different warps with no block barrier (or tile
+      instruction) between them on some path, also across loop iterations; exchanges proven
+      to stay inside one warp (`buf[lid ^ 1]`) pass under `pto.barrier()`;
+    * reading the destination of an `async_load`, or writing the source of an `async_store`,
+      before the `pto.wait` of its token (or `pto.wait_all`);
+    * a `barrier_block` or tile instruction under lane-dependent control flow.
+
+    Lane indices are evaluated over every lane of a block of `block-size` lanes (or the shape
+    `block-dims`), which `pto.compile` sets to the launch's block.
+    """
+
+    name = "pto-verify-barriers"
+
+    block_size: int = DEFAULT_BLOCK_SIZE
+    block_dims: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        block_shape(self.block_size, self.block_dims)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        block = block_shape(self.block_size, self.block_dims)
+        for kernel in kernels(op):
+            check_kernel(kernel, block)

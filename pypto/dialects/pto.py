@@ -746,13 +746,16 @@ class TileOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AllocLocalOp(TileOp):
+class AllocLocalOp(IRDLOperation):
     """Allocate a block-shared L1 buffer.
 
     semantics: `count` elements of L1, shared by every lane of the block, alive until the
-    kernel ends. Its contents are undefined until written: the interpreter fills it with NaN
-    (floats) or a poison pattern (ints), and `check_uninitialized=True` makes reading them an
-    error. The element count is a compile-time value, part of the result type.
+    kernel ends. A declaration, like CUDA's `__shared__`: the allocation is static (one buffer
+    per `alloc_local` per block), so it is not a synchronisation point and may sit anywhere,
+    even after a lane-dependent `return`. Its contents are undefined until written: the
+    interpreter fills it with NaN (floats) or a poison pattern (ints), and
+    `check_uninitialized=True` makes reading them an error. The element count is a
+    compile-time value, part of the result type.
     syntax: `%buf = pto.alloc_local : !pto.l1buf<256xf32>`
     python: `buf = pto.alloc_local(256, dtype=pto.float32)`
     example:
@@ -1361,6 +1364,39 @@ class StageOp(IRDLOperation):
 
 
 @irdl_op_definition
+class FmodOp(IRDLOperation):
+    """Floating-point remainder with the sign of the dividend (C's `fmod`).
+
+    semantics: `a - n * b` where `n` is `a / b` truncated toward zero, computed exactly (the
+    result is always representable). The frontend builds Python's float `%` and `//` on it
+    (NumPy's `divmod` algorithm), because `a - floor(a / b) * b` rounds three times.
+    syntax: `%r = pto.fmod %a, %b : f32`
+    python: `r = a % b` (with the sign fix-up of Python's `%`)
+    example:
+        func.func @rem(%a: f32, %b: f32) -> f32 {
+          %r = pto.fmod %a, %b : f32
+          func.return %r : f32
+        }
+    """
+
+    name = "pto.fmod"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+    PIPE: ClassVar[str] = "VECTOR"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        if not isinstance(self.lhs.type, AnyFloat):
+            raise VerifyException(f"pto.fmod works on floats, got {self.lhs.type}")
+
+
+@irdl_op_definition
 class PrintfOp(IRDLOperation):
     """Print a formatted line per active lane, prefixed with its block and lane.
 
@@ -1418,6 +1454,7 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     StoreOp,
     FmaOp,
     AtomicAddOp,
+    FmodOp,
     AllocLocalOp,
     AsyncLoadOp,
     AsyncStoreOp,

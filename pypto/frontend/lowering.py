@@ -1005,18 +1005,51 @@ def _int_mod(self: KernelLowering, a: SSAValue, b: SSAValue) -> SSAValue:
     return self.emit(arith.SelectOp(fix, adjusted, rem)).results[0]
 
 
-def _float_floordiv(self: KernelLowering, a: SSAValue, b: SSAValue) -> SSAValue:
+def _float_divmod(self: KernelLowering, a: SSAValue, b: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Python's float `(a // b, a % b)`, as NumPy's `npy_divmod`: exact fmod, then fix-ups.
+
+    float16/bfloat16 are computed in float32 and rounded back, as NumPy does for half.
+    """
     from xdsl.dialects import math
 
-    q = self.emit(arith.DivfOp(a, b)).results[0]
-    return self.emit(math.FloorOp(q)).results[0]
+    t = a.type
+    narrow = t.bitwidth < 32
+    if narrow:
+        f32 = dtypes.float32.mlir()
+        a = self.emit(arith.ExtFOp(a, f32)).results[0]
+        b = self.emit(arith.ExtFOp(b, f32)).results[0]
+    ft = a.type
+    e = lambda op: self.emit(op).results[0]  # noqa: E731
+    zero, one, half = (self.constant(v, ft) for v in (0.0, 1.0, 0.5))
+    mod = e(pto.FmodOp(a, b))
+    div = e(arith.DivfOp(e(arith.SubfOp(a, mod)), b))
+    mod_nonzero = e(arith.CmpfOp(mod, zero, "une"))
+    signs_differ = e(arith.XOrIOp(e(arith.CmpfOp(b, zero, "olt")),
+                                  e(arith.CmpfOp(mod, zero, "olt"))))
+    fix = e(arith.AndIOp(mod_nonzero, signs_differ))
+    mod = e(arith.SelectOp(fix, e(arith.AddfOp(mod, b)), mod))
+    div = e(arith.SelectOp(fix, e(arith.SubfOp(div, one)), div))
+    mod = e(arith.SelectOp(mod_nonzero, mod, e(math.CopySignOp(zero, b))))
+    floor = e(math.FloorOp(div))
+    round_up = e(arith.CmpfOp(e(arith.SubfOp(div, floor)), half, "ogt"))
+    floor = e(arith.SelectOp(round_up, e(arith.AddfOp(floor, one)), floor))
+    div_nonzero = e(arith.CmpfOp(div, zero, "une"))
+    floor = e(arith.SelectOp(div_nonzero, floor,
+                             e(math.CopySignOp(zero, e(arith.DivfOp(a, b))))))
+    b_zero = e(arith.CmpfOp(b, zero, "oeq"))
+    floor = e(arith.SelectOp(b_zero, e(arith.DivfOp(a, b)), floor))  # x // 0.0: inf/nan
+    if narrow:
+        floor = e(arith.TruncFOp(floor, t))
+        mod = e(arith.TruncFOp(mod, t))
+    return floor, mod
+
+
+def _float_floordiv(self: KernelLowering, a: SSAValue, b: SSAValue) -> SSAValue:
+    return _float_divmod(self, a, b)[0]
 
 
 def _float_mod(self: KernelLowering, a: SSAValue, b: SSAValue) -> SSAValue:
-    """Python's float `%`: a - floor(a / b) * b."""
-    q = _float_floordiv(self, a, b)
-    prod = self.emit(arith.MulfOp(q, b)).results[0]
-    return self.emit(arith.SubfOp(a, prod)).results[0]
+    return _float_divmod(self, a, b)[1]
 
 
 def _float_pow(self: KernelLowering, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -42,10 +42,14 @@ GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
      "One element per lane, through a pointer into HBM or L1 (an L1 buffer stands for a pointer "
      "to its first element).",
      (pto.AddPtrOp, pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)),
+    ("Arithmetic",
+     "Scalar arithmetic is `arith`/`math`; pto adds what they lack.",
+     (pto.FmodOp,)),
     ("L1 and tile instructions",
      "Tile instructions are executed once per block, cooperatively by its lanes, and must sit "
      "in uniform control flow (`pto-verify-barriers` reports one under a lane-dependent "
-     "condition). Their sizes are compile-time values.",
+     "condition); they are block-level collectives. `alloc_local` is a static declaration, "
+     "allowed anywhere. Sizes are compile-time values.",
      (pto.AllocLocalOp, pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.WaitOp,
       pto.WaitAllOp, pto.FillOp, pto.MmaOp)),
     ("Synchronisation",

@@ -238,12 +238,6 @@ def float_divmod(a, b, q, r, n):
         pto.store(r + i, x % y)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "float '%' is lowered (pypto/frontend/lowering.py _float_mod) as a - floor(a / b) * b, "
-    "three roundings with cancellation, instead of Python's exact fmod plus sign fix: "
-    "1.0 % 0.1 gives 0.0 (Python/NumPy 0.099999987) and 1304 % 7.2797713 is off by ~3.4e-5; "
-    "float '//' as floor(a / b) gives 1.0 // 0.1 == 10 (Python/NumPy 9). Needs arith.remf "
-    "(np.fmod) in the interpreter, which it lacks"))
 def test_float_floor_division_and_modulo_have_python_semantics(run):
     rng = np.random.default_rng(0)
     a = np.concatenate([[1.0, -1.0, 7.0, 1304.0, -7.5, 7.5],

@@ -132,10 +132,6 @@ def print_with_newline(n):
         pto.printf("i=%d\n", i)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a CUDA/C author ends the format with '\\n'; the interpreter (backend/interpreter/tiles.py "
-    "printf) appends its own newline to every lane's text, so each such line is followed by an "
-    "empty line. Expected: one trailing '\\n' of the format ends the line"))
 def test_trailing_newline_in_the_format_does_not_add_blank_lines(capfd):
     capfd.readouterr()
     pto.launch(print_with_newline, grid=1, block=32, args=(2,))

@@ -111,7 +111,8 @@ def test_rendered_section_has_every_part() -> None:
     assert "```mlir\n// One k-step of a tiled GEMM" in section
     assert "- **Tile instruction:** no" in text[text.index("### `pto.load`"):]
     headings = [line for line in text.splitlines() if line.startswith("## ")]
-    assert headings == ["## Types", "## Ids", "## Lane memory", "## L1 and tile instructions",
+    assert headings == ["## Types", "## Ids", "## Lane memory", "## Arithmetic",
+                        "## L1 and tile instructions",
                         "## Synchronisation", "## Pipelines", "## Debug"]
 
 

@@ -85,6 +85,8 @@ _ARITH_BINARY: dict[type[Operation], str] = {
     arith.ShRSIOp: "_np.right_shift({a}, {b})",
     arith.ShLIOp: "_np.left_shift({a}, {b})",
     math.PowFOp: "_np.power({a}, {b})",
+    pto.FmodOp: "_np.fmod({a}, {b})",
+    math.CopySignOp: "_np.copysign({a}, {b})",
 }
 
 _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<",
@@ -564,8 +566,8 @@ class KernelCodegen:
         arrived and sends its result back to each warp.
         """
         prefix = f"{target} = " if target else ""
-        if self.mode != WARP:
-            self.emit(prefix + call)
+        if self.mode != WARP or call.startswith("_ctx.alloc_local("):
+            self.emit(prefix + call)  # alloc_local is a static declaration, not a sync point
             return
         self.emit(f"_ctx.tile_entry(_m, {s})")
         self.emit(f"{prefix}(yield ({SYNC_TILE}, {s}, lambda: {call}))")

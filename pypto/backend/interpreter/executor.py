@@ -50,6 +50,16 @@ def _needs_block_mode(op: Any) -> bool:
                for v in op.results)
 
 
+def _has_lane_l1_access(kernel: func.FuncOp) -> bool:
+    lane_ops = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)
+    for op in _walk(kernel.body.block.ops):
+        if isinstance(op, lane_ops):
+            address = op.operands[0] if not isinstance(op, pto.StoreOp) else op.operands[1]
+            if pto.memory_space_of(address.type) == "local":
+                return True
+    return False
+
+
 def parse_schedule(schedule: str | None) -> tuple[str, int] | None:
     """`None` (lockstep), `"in_order"`, `"reverse"` or `"random:SEED"`."""
     if schedule is None:
@@ -76,7 +86,9 @@ class Executable:
         self.func = kernel
         self.target = resolve_target(target)
         self.check_uninitialized = check_uninitialized
-        self.race_check = race_check
+        # Races are between lane accesses: a kernel that touches L1 only through tile
+        # instructions (block collectives) has nothing to check.
+        self.race_check = race_check and _has_lane_l1_access(kernel)
         self.schedule = parse_schedule(schedule)
         self.name = kernel.sym_name.data
         self.param_names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
@@ -189,9 +201,13 @@ class Executable:
                                       ctxs[0] if ctxs else None))
         rng = np.random.default_rng([self.schedule[1], b]) if self.schedule[0] == "random" \
             else None
-        runs = [gen.fn(ctx, bound) for ctx in ctxs]
+        # Without any block-level sync point the kernel is a plain function: calling it runs the
+        # warp to completion, so the calls themselves follow the schedule.
+        runs: list[Any] = [None] * n_warps
+        for w in self._order(list(range(n_warps)), rng):
+            runs[w] = gen.fn(ctxs[w], bound)
         if not all(hasattr(r, "send") for r in runs):
-            return  # no block-level sync point: each warp already ran to completion
+            return
         waiting: dict[int, tuple[int, int, Any]] = {}
         done: set[int] = set()
         reply: dict[int, Any] = {w: None for w in range(n_warps)}

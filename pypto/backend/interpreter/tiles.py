@@ -13,7 +13,6 @@ reading whatever happened to be there.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,17 +57,20 @@ class Region:
                                other.hits(np.arange(other.lo, other.hi))))
 
 
-@dataclass
 class InFlight:
     """An asynchronous copy issued and not yet waited for."""
 
-    token: int
-    kind: str  # "async_load" | "async_store"
-    site: int
-    l1: Any  # Buffer (destination of a load, source of a store)
-    l1_region: Region
-    hbm: Any  # Buffer
-    hbm_region: Region
+    __slots__ = ("token", "kind", "site", "l1", "l1_region", "hbm", "hbm_region")
+
+    def __init__(self, token: int, kind: str, site: int, l1: Any, l1_region: Region, hbm: Any,
+                 hbm_region: Region):
+        self.token = token
+        self.kind = kind  # "async_load" | "async_store"
+        self.site = site
+        self.l1 = l1  # Buffer: destination of a load, source of a store
+        self.l1_region = l1_region
+        self.hbm = hbm
+        self.hbm_region = hbm_region
 
 
 def poison_fill(count: int, dtype: np.dtype) -> np.ndarray:
@@ -124,7 +126,6 @@ class BlockMemory:
         buf = self.l1_buffers.get(key)
         if buf is not None:
             return buf
-        self._require_all_lanes(mask, site, "pto.alloc_local")
         nbytes = count * dtype.itemsize
         used = self.counters["l1_used"] + nbytes
         if used > self.l1_bytes:
@@ -406,7 +407,7 @@ class BlockMemory:
             row = tuple(_py(v[pos] if isinstance(v, np.ndarray) else v) for v in values)
             block, lane = self.describe_lane(int(pos))
             try:
-                text = fmt % row
+                text = (fmt[:-1] if fmt.endswith("\n") else fmt) % row  # C's final newline
             except (TypeError, ValueError) as exc:
                 raise self.fail(f"pto.printf format {fmt!r} cannot print {row}: {exc}",
                                 site) from None

@@ -42,6 +42,11 @@ WARP = "warp"
 """Mode: one lane vector per warp; the kernel is a generator that yields at block-level sync
 points (barrier_block, tile instructions) so a scheduler can interleave warps."""
 
+BATCH = "batch"
+"""Mode: one lane vector holds several whole blocks that run in lockstep, each with its own
+copy of every L1 buffer (kernels whose block-level instructions are barriers, fills and
+allocations in control flow uniform across the whole vector)."""
+
 SYNC_BARRIER = 0
 SYNC_TILE = 1
 
@@ -171,10 +176,12 @@ class KernelCodegen:
 
     def analyse(self, ops: Iterable[Operation]) -> None:
         an = self.an
-        an.uniform = _Uniform(varying_values(self.kernel, block_ids_uniform=self.mode != GRID))
+        an.uniform = _Uniform(varying_values(self.kernel,
+                                             block_ids_uniform=self.mode in (BLOCK, WARP)))
         for op in _walk(ops):
             if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
-                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or self.mode != GRID):
+                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
+                                          self.mode in (BLOCK, WARP)):
                     an.affine[op.results[0]] = self.fresh("rb")
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands

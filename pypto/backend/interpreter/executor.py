@@ -21,6 +21,7 @@ from xdsl.dialects import func
 
 from pypto import dtypes
 from pypto.backend.interpreter.codegen import (
+    BATCH,
     BLOCK,
     GRID,
     SYNC_TILE,
@@ -35,6 +36,35 @@ from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedErr
 
 GRID_CHUNK_LANES = 1 << 22
 """Largest lane vector in grid mode; bigger launches run in several chunks of whole blocks."""
+
+BATCH_CHUNK_LANES = 1 << 16
+"""Largest lane vector in batch mode (several blocks in lockstep, each with its own L1)."""
+
+_NOT_BATCHABLE = (pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.MmaOp, pto.WaitOp)
+
+
+def batchable(kernel: func.FuncOp) -> bool:
+    """Can blocks run side by side in one lane vector? Yes when every loop has bounds uniform
+    across blocks and every block-level instruction (barrier_block, fill, wait_all) sits in
+    control flow uniform across blocks; bulk copies and mma keep the one-block-at-a-time mode
+    (they move whole tiles, already vectorised)."""
+    from xdsl.dialects import scf
+
+    from pypto.analysis.uniformity import varying_values
+
+    varying = varying_values(kernel, block_ids_uniform=False)
+    for op in _walk(kernel.body.block.ops):
+        if isinstance(op, _NOT_BATCHABLE):
+            return False
+        if isinstance(op, scf.ForOp) and (op.lb in varying or op.ub in varying):
+            return False
+        if isinstance(op, pto.TileOp | pto.BarrierBlockOp):
+            parent = op.parent_op()
+            while parent is not None and not isinstance(parent, func.FuncOp):
+                if isinstance(parent, scf.IfOp) and parent.cond in varying:
+                    return False
+                parent = parent.parent_op()
+    return True
 
 _BLOCK_MODE_OPS = (pto.BarrierOp, pto.BarrierBlockOp, pto.TileOp)
 
@@ -80,7 +110,7 @@ class Executable:
 
     def __init__(self, kernel: func.FuncOp, *, target: Any = None,
                  check_uninitialized: bool = False, schedule: str | None = None,
-                 race_check: bool = True):
+                 race_check: bool = True, batch_blocks: bool = True):
         from pypto.backend.targets import resolve_target
 
         self.func = kernel
@@ -96,8 +126,10 @@ class Executable:
         block_level = any(_needs_block_mode(op) for op in _walk(kernel.body.block.ops))
         if not block_level:
             self.mode = GRID  # warps cannot communicate without L1 or barriers: nothing to order
+        elif self.schedule is not None:
+            self.mode = WARP
         else:
-            self.mode = WARP if self.schedule is not None else BLOCK
+            self.mode = BATCH if batch_blocks and batchable(kernel) else BLOCK
         self._variants: dict[tuple[str, bool], GeneratedKernel] = {}
 
     def variant(self, one_d: bool) -> GeneratedKernel:
@@ -156,7 +188,8 @@ class Executable:
                     for b in range(n_blocks):
                         self._run_block_by_warps(gen, grid, block, b, bound)
                     return
-                per_chunk = max(1, GRID_CHUNK_LANES // block_lanes) if gen.mode == GRID else 1
+                per_chunk = 1 if gen.mode == BLOCK else max(
+                    1, (GRID_CHUNK_LANES if gen.mode == GRID else BATCH_CHUNK_LANES) // block_lanes)
                 for first_block in range(0, n_blocks, per_chunk):
                     count = min(per_chunk, n_blocks - first_block) * block_lanes
                     gen.fn(self._context(gen, grid, block, first_block * block_lanes, count),

@@ -41,12 +41,15 @@ class Buffer:
     `pending` (L1 only): the in-flight async copies using it, or None when there are none. `init` (L1, with check_uninitialized): written-yet flags.
     """
 
-    __slots__ = ("data", "name", "space", "pending", "init", "shadow")
+    __slots__ = ("data", "name", "space", "pending", "init", "shadow", "count")
 
-    def __init__(self, data: np.ndarray, name: str, space: str):
+    def __init__(self, data: np.ndarray, name: str, space: str, count: int | None = None):
         self.data = data
         self.name = name
         self.space = space
+        # Elements one block sees. In batch mode an L1 buffer holds one copy per block of the
+        # lane vector back to back (data.size == blocks * count); HBM: the whole tensor.
+        self.count = data.size if count is None else count
         self.pending: list[Any] | None = None
         self.init: np.ndarray | None = None
         self.shadow: Any = None  # races.Shadow when the race detector is on
@@ -232,7 +235,7 @@ class LaneContext(BlockMemory, RaceChecker):
 
     def oob(self, buf: Buffer, offsets: Any, mask: Mask, site_index: int) -> MemoryAccessError:
         site = self.sites[site_index]
-        size = buf.data.size
+        size = buf.count
         if isinstance(offsets, np.ndarray):
             bad = (offsets < 0) | (offsets >= size)
             if mask is not None and mask is not False:
@@ -257,24 +260,39 @@ class LaneContext(BlockMemory, RaceChecker):
     # memory ---------------------------------------------------------------------------------
 
     def _checked(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
-        """Offsets of the active lanes, bounds-checked; returns (indices, lane_selector)."""
-        size = buf.data.size
+        """Element indices of the active lanes, bounds-checked against the block's view of the
+        buffer; in batch mode L1 offsets are moved to each lane's own block copy."""
+        size = buf.count
         if isinstance(off, np.ndarray):
             if mask is None:
                 if off.size and (off.min() < 0 or off.max() >= size):
                     raise self.oob(buf, off, mask, site)
-                return off
-            active = off[mask]
-            if active.size and (active.min() < 0 or active.max() >= size):
-                raise self.oob(buf, off, mask, site)
-            return active
-        if not 0 <= off < size:
+                active = off
+            else:
+                active = off[mask]
+                if active.size and (active.min() < 0 or active.max() >= size):
+                    raise self.oob(buf, off, mask, site)
+        elif not 0 <= off < size:
             raise self.oob(buf, off, mask, site)
-        return off
+        else:
+            active = off
+        if buf.count != buf.data.size:  # batch mode, L1
+            blocks = self.lane_block if mask is None else self.lane_block[mask]
+            return active + blocks * buf.count
+        return active
+
+    @property
+    def lane_block(self) -> np.ndarray:
+        """Per vector position, the index of its block within the vector (batch mode)."""
+        lb = self._ids.get("lane_block")
+        if lb is None:
+            lb = (self.ramp + np.int64(self.local_base)) // self.block_lanes
+            self._ids["lane_block"] = lb
+        return lb
 
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
-        if isinstance(off, np.ndarray):
+        if isinstance(off, np.ndarray) or buf.count != data.size:
             idx = self._checked(buf, off, mask, site)
             if buf.watched() or self.inflight:
                 self.check_read(buf, idx, mask, site)
@@ -297,7 +315,7 @@ class LaneContext(BlockMemory, RaceChecker):
         `view=True` (decided by codegen: no write can happen while the value is alive) returns
         the slice itself instead of a copy.
         """
-        if mask is None:
+        if mask is None and buf.count == buf.data.size:
             base = int(base)
             size = buf.data.size
             if base < 0 or base + self.count > size:
@@ -313,21 +331,15 @@ class LaneContext(BlockMemory, RaceChecker):
         idx = self._checked(buf, off, mask, site)
         if buf.watched() or self.inflight:
             self.check_write(buf, idx, mask, site)
-        if mask is None:
-            if isinstance(off, np.ndarray) or not isinstance(value, np.ndarray):
-                data[idx] = value
-            else:
-                data[idx] = value[-1]  # every lane stores to one address: the last lane wins
-            return
-        if isinstance(value, np.ndarray):
+        if mask is not None and isinstance(value, np.ndarray):
             value = value[mask]
-        if isinstance(off, np.ndarray):
+        if isinstance(idx, np.ndarray) or not isinstance(value, np.ndarray):
             data[idx] = value
         else:
-            data[idx] = value[-1] if isinstance(value, np.ndarray) else value
+            data[idx] = value[-1]  # every lane stores to one address: the last lane wins
 
     def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        if mask is None:
+        if mask is None and buf.count == buf.data.size:
             base = int(base)
             if base < 0 or base + self.count > buf.data.size:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
@@ -385,7 +397,10 @@ class LaneContext(BlockMemory, RaceChecker):
     def barrier_block(self, mask: Mask, site: int) -> None:
         """In lockstep execution every active lane is at the barrier; inactive ones never come."""
         if mask is not None:
-            self._divergent_barrier(mask, site, "pto.barrier_block()", "block")
+            per_block = np.asarray(mask).reshape(-1, min(self.block_lanes, self.count))
+            if (per_block.any(axis=1) != per_block.all(axis=1)).any() or self.count <= \
+                    self.block_lanes:
+                self._divergent_barrier(mask, site, "pto.barrier_block()", "block")
         if not self.warp_mode:  # in warp mode the scheduler advances the epoch once per block
             self.counters["epoch"] += 1
 

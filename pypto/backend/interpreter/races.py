@@ -22,7 +22,7 @@ import numpy as np
 
 from pypto.errors import RaceError
 
-_LANE_BITS = 16
+_LANE_BITS = 24  # packed (instruction << 24) | vector position
 
 
 class Shadow:
@@ -63,10 +63,12 @@ class RaceChecker:
     local_base: int
 
     def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Vector positions of the active lanes and their warps (within their block)."""
         cached = getattr(self, "_race_lanes", None)
         if cached is None:
-            lanes = np.arange(self.count, dtype=np.int64) + self.local_base
-            cached = (lanes, (lanes // 32).astype(np.int16))
+            pos = np.arange(self.count, dtype=np.int64)
+            local = (pos + self.first_lane) % self.block_lanes  # type: ignore[attr-defined]
+            cached = (pos, (local // 32).astype(np.int16))
             self._race_lanes = cached
         if mask is None or mask is True:
             return cached
@@ -102,16 +104,18 @@ class RaceChecker:
                 e = _element(index, k)
                 self._report("RAW", buf, e, int(sh.w_info[e]), "written",
                              (site << _LANE_BITS) | int(lanes[k]), "read")
+        first = sh.r_warp[index] if sh.reads else None
         sh.reads += 1
-        first = sh.r_warp[index]
-        sh.r_warp[index] = np.where(first >= 0, first, warps)
-        other = sh.r_warp[index] != warps  # another warp read it before, or in this instruction
+        sh.r_warp[index] = warps  # the last reader; a second reading warp sets r_multi
+        other = sh.r_warp[index] != warps  # two warps read one element in this instruction
+        if first is not None:
+            other |= (first >= 0) & (first != warps)
         if other.any():
             if isinstance(index, slice):
                 sh.r_multi[index][other] = True
             else:
                 sh.r_multi[index[other]] = True
-        sh.r_info[index] = (site << _LANE_BITS) | lanes
+        sh.r_info[index] = lanes | (site << _LANE_BITS)
 
     def race_write(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
         lanes, warps = self._lanes_and_warps(mask)
@@ -149,17 +153,27 @@ class RaceChecker:
 
     def _report(self, kind: str, buf: Any, element: int, first: int, what1: str, second: int,
                 what2: str) -> None:
-        block, _ = self.describe_lane(0)  # type: ignore[attr-defined]
         mask = (1 << _LANE_BITS) - 1
-        site1, lane1 = first >> _LANE_BITS, first & mask
-        site2, lane2 = second >> _LANE_BITS, second & mask
+        site1, pos1 = first >> _LANE_BITS, first & mask
+        site2, pos2 = second >> _LANE_BITS, second & mask
+        lane1, warp1 = self._lane_warp(pos1)
+        lane2, warp2 = self._lane_warp(pos2)
+        block, _ = self.describe_lane(pos2)  # type: ignore[attr-defined]
+        element %= buf.count
         s1, s2 = self.sites[site1], self.sites[site2]
         msg = (f"{kind} race on L1 buffer '{buf.name}' element {element} in block {block}: "
-               f"{what1} by lane {lane1} (warp {lane1 // 32}) at {s1.location} (pto.{s1.op}), "
-               f"then {what2} by lane {lane2} (warp {lane2 // 32}) at {s2.location} "
+               f"{what1} by lane {lane1} (warp {warp1}) at {s1.location} (pto.{s1.op}), "
+               f"then {what2} by lane {lane2} (warp {warp2}) at {s2.location} "
                f"(pto.{s2.op}) with no pto.barrier_block() in between (pto.barrier() orders "
                f"only its own warp); use pto.barrier_block()")
         raise RaceError(msg, kernel=self.kernel, location=s2.location)
+
+    def _lane_warp(self, pos: int) -> tuple[Any, int]:
+        """A lane's printable id: its linear local id when the block is 1-D, else (x, y, z)."""
+        _, lane = self.describe_lane(pos)  # type: ignore[attr-defined]
+        bx, by, _ = self.block  # type: ignore[attr-defined]
+        linear = lane[0] + lane[1] * bx + lane[2] * bx * by
+        return (linear if by * self.block[2] == 1 else lane), linear // 32  # type: ignore
 
 
 def _element(index: Any, k: int) -> int:

@@ -127,17 +127,18 @@ class BlockMemory:
         if buf is not None:
             return buf
         nbytes = count * dtype.itemsize
+        blocks = self.count // self.block_lanes if self.count > self.block_lanes else 1
         used = self.counters["l1_used"] + nbytes
         if used > self.l1_bytes:
             raise self.fail(f"L1 overflow: allocating '{name}' ({nbytes} bytes) brings the block "
                             f"to {used} bytes, above the target's {self.l1_bytes} bytes of L1",
                             site)
         self.counters["l1_used"] = used
-        buf = Buffer(poison_fill(count, dtype), name, "local")
+        buf = Buffer(poison_fill(count * blocks, dtype), name, "local", count)
         if self.check_uninitialized:
-            buf.init = np.zeros(count, dtype=bool)
+            buf.init = np.zeros(count * blocks, dtype=bool)
         if self.race_check:
-            buf.shadow = Shadow(count)
+            buf.shadow = Shadow(count * blocks)
         self.l1_buffers[key] = buf
         return buf
 
@@ -306,8 +307,23 @@ class BlockMemory:
 
     # tile compute -----------------------------------------------------------------------------
 
+    def _per_block(self, v: Any, site: int, what: str) -> Any:
+        """Batch mode: the value each block gives a block-level operand (a scalar if the same
+        for all). It must be uniform within each block."""
+        if not isinstance(v, np.ndarray):
+            return v
+        rows = v.reshape(-1, self.block_lanes)
+        if not (rows == rows[:, :1]).all():
+            raise self.fail(f"the {what} of a block-level instruction must be uniform across the "
+                            f"block", site)
+        col = rows[:, 0]
+        return col[0] if (col == col[0]).all() else col
+
     def fill(self, dst_b: Any, dst_o: Any, value: Any, count: Any, mask: Any, site: int) -> None:
         self._require_all_lanes(mask, site, "pto.fill")
+        if dst_b.count != dst_b.data.size:  # batch mode: one copy of the buffer per block
+            self._fill_blocks(dst_b, dst_o, value, int(count), site)
+            return
         if isinstance(value, np.ndarray):
             raise self.fail("pto.fill's value must be uniform across the block", site)
         view, region = self._region(dst_b, dst_o, 1, int(count), int(count), site,
@@ -317,6 +333,29 @@ class BlockMemory:
         view[...] = value
         if dst_b.init is not None:
             self._mark_init(dst_b, region)
+
+    def _fill_blocks(self, buf: Any, off: Any, value: Any, n: int, site: int) -> None:
+        offs = self._per_block(off, site, "destination offset")
+        vals = self._per_block(value, site, "value")
+        blocks = buf.data.size // buf.count
+        grid = buf.data.reshape(blocks, buf.count)
+        init = buf.init.reshape(blocks, buf.count) if buf.init is not None else None
+        starts = np.broadcast_to(np.asarray(offs, dtype=np.int64), (blocks,))
+        if starts.min() < 0 or starts.max() + n > buf.count:
+            bad = int(starts.min()) if starts.min() < 0 else int(starts.max()) + n - 1
+            raise self.oob_region(buf, bad, site, "destination")
+        vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
+        if (starts == starts[0]).all():
+            s0 = int(starts[0])
+            grid[:, s0:s0 + n] = vals[:, None]
+            if init is not None:
+                init[:, s0:s0 + n] = True
+            return
+        for b in range(blocks):
+            s0 = int(starts[b])
+            grid[b, s0:s0 + n] = vals[b]
+            if init is not None:
+                init[b, s0:s0 + n] = True
 
     def mma(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int, n: int,
             k: int, mask: Any, site: int) -> None:

@@ -10,6 +10,7 @@ Run:  python bench/interp.py [--quick]
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import pypto as pto  # noqa: E402
 from kernels.test_reduction import block_sum  # noqa: E402
+from kernels.test_transpose import ROWS, TILE, transpose  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 
@@ -114,6 +116,50 @@ def bench_block_sum(n: int, block: int, repeat: int, race_check: bool = True) ->
         t.free()
 
 
+def race_overhead(name: str, compile_kernel, grid, block, args, rounds: int) -> None:
+    """Race detector on vs off for one kernel, interleaved so machine noise hits both alike;
+    prints the median of the per-round ratios (the issue's target: at most 2x)."""
+    kernels = {on: compile_kernel(on) for on in (True, False)}
+    ratios, times = [], {True: [], False: []}
+    for kernel in kernels.values():
+        pto.launch(kernel, grid=grid, block=block, args=args)
+        pto.sync()
+    for _ in range(rounds):
+        for on, kernel in kernels.items():
+            t0 = time.perf_counter()
+            pto.launch(kernel, grid=grid, block=block, args=args)
+            pto.sync()
+            times[on].append(time.perf_counter() - t0)
+        ratios.append(times[True][-1] / times[False][-1])
+    print(f"race_check {name} on {min(times[True]):.5f} s  off {min(times[False]):.5f} s  "
+          f"overhead median {statistics.median(ratios):.2f}x (of {rounds} interleaved rounds)")
+
+
+def bench_race_overhead(quick: bool) -> None:
+    rng = np.random.default_rng(0)
+    n, block = (1 << 16, 256) if quick else (1 << 20, 256)
+    x = rng.random(n, dtype=np.float32)
+    grid = n // block
+    d_x, d_p = pto.alloc_tensor(n * 4), pto.alloc_tensor(grid * 4)
+    pto.memcpy_h2d(d_x, x)
+    args = (d_x, d_p, n, block, block.bit_length() - 1)
+    race_overhead(f"block_sum n=2^{n.bit_length() - 1}",
+                  lambda on: pto.compile(block_sum, args=args, block=block, race_check=on),
+                  grid, block, args, 3 if quick else 7)
+    size = 256 if quick else 1024
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    d_a, d_t = pto.alloc_tensor(a.nbytes), pto.alloc_tensor(a.nbytes)
+    pto.memcpy_h2d(d_a, a)
+    targs = (d_a, d_t, size, size)
+    tgrid, tblock = (size // TILE, size // TILE), (TILE, ROWS)
+    race_overhead(f"transpose {size}x{size}",
+                  lambda on: pto.compile(transpose, args=targs, block=tblock, race_check=on),
+                  tgrid, tblock, targs, 3 if quick else 7)
+    out = np.empty((size, size), np.float32)
+    pto.memcpy_d2h(out, d_t)
+    assert np.array_equal(out, a.T), "pypto transpose differs from NumPy"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
@@ -125,10 +171,11 @@ def main() -> None:
         bench_vector_add(n, 256, repeat)
     for size in (256, 512):
         bench_matmul(size, 64, 64, repeat)
-    # block mode runs one block at a time: fewer and smaller sizes keep the run short
+    # blocks with barriers run in batches of whole blocks (batch mode)
     for n in ([1 << 16] if opts.quick else [1 << 16, 1 << 20]):
         for race_check in (True, False):
             bench_block_sum(n, 256, min(repeat, 3), race_check)
+    bench_race_overhead(opts.quick)
 
 
 if __name__ == "__main__":

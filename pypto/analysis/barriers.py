@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import func, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
@@ -53,6 +53,12 @@ DEFAULT_BLOCK_SIZE = 256
 PAIR_LIMIT = 1024
 """Most loop-iteration combinations evaluated for one pair of accesses; beyond it, loop values
 stay symbolic (less precise, still sound)."""
+
+UNROLL_LIMIT = 16
+"""Longest prefix + period of per-iteration branch decisions the dataflow unrolls."""
+
+PERIOD_WINDOW = 256
+"""Iterations sampled to find the period of branches on the counter of an unbounded loop."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -435,6 +441,12 @@ def hazard_kind(first: Kind, second: Kind) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def is_declaration(op: Operation) -> bool:
+    """`alloc_local` is a static declaration (CUDA's `__shared__`), not a collective: it may
+    sit anywhere and orders nothing (docs/language.md)."""
+    return isinstance(op, pto.AllocLocalOp)
+
+
 def divergent_parent(op: Operation, varying: set[SSAValue]) -> Operation | None:
     """The outermost `scf.if` on a lane-dependent condition (or loop with lane-dependent bounds)
     around `op`, or None when `op` runs in uniform control flow."""
@@ -459,7 +471,7 @@ def _condition_op(control: Operation) -> Operation:
 def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | None:
     """The first `barrier_block` or tile instruction under lane-dependent control flow."""
     for op in walk(kernel.body.block.ops):
-        if not isinstance(op, pto.TileOp | pto.BarrierBlockOp):
+        if not isinstance(op, pto.TileOp | pto.BarrierBlockOp) or is_declaration(op):
             continue
         control = divergent_parent(op, varying)
         if control is None:
@@ -476,6 +488,112 @@ def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | Non
         return Hazard(Category.DIVERGENCE, "divergence", op, cond, message,
                       "the lane-dependent condition")
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Branches decided per loop iteration
+# --------------------------------------------------------------------------------------------
+
+
+Decisions = dict[scf.IfOp, bool]
+
+
+@dataclass
+class UnrollPlan:
+    """How the dataflow walks a loop whose body branches on its counter (`if k % 2 == 0`):
+    iteration by iteration, each with the branches it takes. `prefix` is walked once, then
+    `period` repeats to a fixpoint. `exact`: the prefix is every iteration (known trip count).
+
+    Without it, a path-insensitive walk lets any iteration take any branch, and a
+    double-buffered loop that alternates buffers by parity looks racy on paths that never
+    run (iteration 0 taking the odd branch).
+    """
+
+    prefix: list[Decisions]
+    period: list[Decisions]
+    exact: bool
+
+
+def _counter_shape(model: LaneModel, value: SSAValue, counter: SSAValue,
+                   memo: dict[SSAValue, str]) -> str:
+    """How `value` depends on a loop counter k: "const" (not at all), "linear" (a*k + b),
+    "periodic" (only through `(a*k + b) % c` or `& c` with a constant c), or "other"."""
+    if value in memo:
+        return memo[value]
+    memo[value] = "other"
+    if value is counter:
+        shape = "linear"
+    elif counter not in model.deps(value):
+        shape = "const"
+    elif not isinstance(value, OpResult) or value.op.regions:
+        shape = "other"
+    else:
+        op = value.op
+        shapes = [_counter_shape(model, o, counter, memo) for o in op.operands]
+        constant_rhs = len(op.operands) == 2 and model.scalar(op.operands[1], {}) is not None
+        if "other" in shapes:
+            shape = "other"
+        elif isinstance(op, arith.RemSIOp | arith.RemUIOp | arith.AndIOp) and constant_rhs:
+            shape = "periodic"
+        elif "linear" not in shapes:
+            shape = "periodic"
+        elif isinstance(op, arith.AddiOp | arith.SubiOp) or (
+                isinstance(op, arith.MuliOp) and shapes.count("linear") == 1):
+            shape = "linear" if "periodic" not in shapes else "other"
+        else:
+            shape = "other"
+    memo[value] = shape
+    return shape
+
+
+def plan_unrolling(model: LaneModel, loop: scf.ForOp) -> UnrollPlan | None:
+    """Decide the uniform branches of the body per iteration where that is exact: for a loop
+    with a known trip count, every condition computable from its counter and carried values;
+    for a loop with an unknown trip count, conditions periodic in its counter."""
+    branches = [op for op in walk(loop.body.block.ops)
+                if isinstance(op, scf.IfOp) and op.cond not in model.varying]
+    if not branches:
+        return None
+    sim = model.simulate(loop, {})
+    if sim is not None:
+        iterations: list[dict[SSAValue, int]] = sim.iterations
+        if not iterations:
+            return UnrollPlan([], [], True)
+    else:
+        lb, step = model.scalar(loop.lb, {}), model.scalar(loop.step, {})
+        if lb is None or step is None or step <= 0:
+            return None
+        counter = loop.body.block.args[0]
+        memo: dict[SSAValue, str] = {}
+        branches = [op for op in branches
+                    if _counter_shape(model, op.cond, counter, memo) == "periodic"]
+        iterations = [{counter: lb + t * step} for t in range(PERIOD_WINDOW)]
+    decided: list[scf.IfOp] = []
+    rows: list[list[int]] = []
+    for branch in branches:
+        values = [model.scalar(branch.cond, env) for env in iterations]
+        if all(v is not None for v in values):
+            decided.append(branch)
+            rows.append([int(v) for v in values if v is not None])
+    if not decided:
+        return None
+    table = np.array(rows, dtype=bool).T
+    decisions = [dict(zip(decided, map(bool, row))) for row in table]
+    if sim is not None and len(decisions) <= UNROLL_LIMIT:
+        return UnrollPlan(decisions, [], True)
+    trips = len(decisions)
+    best: tuple[int, int] | None = None
+    for period in range(1, UNROLL_LIMIT + 1):
+        if period >= trips:
+            break
+        differs = np.flatnonzero(np.any(table[:-period] != table[period:], axis=1))
+        prefix = int(differs[-1]) + 1 if differs.size else 0
+        if prefix + period <= UNROLL_LIMIT and (best is None or prefix + period < sum(best)):
+            best = (prefix, period)
+    if best is None:
+        return None
+    prefix, period = best
+    return UnrollPlan(decisions[:prefix], decisions[prefix:prefix + period], False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,6 +664,7 @@ class BarrierAnalysis:
         self._selves: dict[Operation, Conflict | None] = {}
         self._copy_pairs: dict[tuple[Entry, Operation, int], Conflict | None] = {}
         self._trips: dict[scf.ForOp, int] = {}
+        self._plans: dict[scf.ForOp, UnrollPlan | None] = {}
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -728,6 +847,11 @@ class BarrierAnalysis:
             self._trips[loop] = self.model.min_trips(loop)
         return self._trips[loop]
 
+    def unroll_plan(self, loop: scf.ForOp) -> UnrollPlan | None:
+        if loop not in self._plans:
+            self._plans[loop] = plan_unrolling(self.model, loop)
+        return self._plans[loop]
+
 
 # --------------------------------------------------------------------------------------------
 # The dataflow walk
@@ -736,6 +860,14 @@ class BarrierAnalysis:
 
 def _verb_lanes(kind: Kind, lanes: np.ndarray | None, space: LaneSpace) -> str:
     return kind.value + ("" if lanes is None else f" by {describe_lanes(lanes, space)}")
+
+
+def _denotes(instances: frozenset[tuple[Operation, scf.ForOp | None]], entry: Entry) -> bool:
+    """Whether a token standing for `instances` may be the copy `entry` (its latest execution,
+    or one from an earlier iteration of a loop it was carried round)."""
+    if entry.carried:
+        return any((entry.op, loop) in instances for loop in entry.carried)
+    return (entry.op, None) in instances
 
 
 def _token_hint(copy: Operation) -> str:
@@ -752,6 +884,7 @@ class _Walker:
         self.stop_at_first = stop_at_first
         self.found: list[Hazard] = []
         self._seen: set[tuple[object, ...]] = set()
+        self.decided: Decisions = {}
 
     def _record(self, hazards: Sequence[Hazard]) -> None:
         for h in hazards:
@@ -773,11 +906,17 @@ class _Walker:
         elif isinstance(op, pto.BarrierOp):
             for entry in state.open:
                 state.open[entry] = True
-        elif isinstance(op, pto.TileOp):
+        elif isinstance(op, pto.TileOp) and not is_declaration(op):
             self._tile(op, state)
         elif (access := lane_access(op)) is not None:
             self._lane(access, state)
         elif isinstance(op, scf.IfOp):
+            taken = self.decided.get(op)
+            if taken is not None:  # a uniform branch this loop iteration is known to take
+                if taken:
+                    return self.walk_block(op.true_region.block, state)
+                return self.walk_block(op.false_region.block, state) \
+                    if op.false_region.blocks else state
             then = self.walk_block(op.true_region.block, state.copy())
             other = self.walk_block(op.false_region.block, state.copy()) \
                 if op.false_region.blocks else state.copy()
@@ -792,6 +931,45 @@ class _Walker:
         return state
 
     def _loop(self, loop: scf.ForOp, before: _State) -> _State:
+        plan = self.a.unroll_plan(loop)
+        if plan is None:
+            return self._fixpoint(loop, before)
+        min_trips = self.a.min_trips(loop)
+        exits = [before.copy()] if min_trips == 0 else []
+        state = before.copy()
+        for t, decisions in enumerate(plan.prefix):
+            end = self._body(loop, state, decisions)
+            last = t + 1 == len(plan.prefix)
+            if (last or not plan.exact) and t + 1 >= min_trips:
+                exits.append(end)
+            state = end.around(loop)
+        if plan.period:
+            head = state
+            while True:
+                current = head.copy()
+                for decisions in plan.period:
+                    end = self._body(loop, current, decisions)
+                    exits.append(end)
+                    current = end.around(loop)
+                nxt = head.copy()
+                nxt.merge(current)
+                if nxt.same(head):
+                    break
+                head = nxt
+        out = _State()
+        for end in exits:
+            out.merge(end)
+        return out.leaving(loop)
+
+    def _body(self, loop: scf.ForOp, state: _State, decisions: Decisions) -> _State:
+        saved = self.decided
+        self.decided = {**saved, **decisions}
+        try:
+            return self.walk_block(loop.body.block, state.copy())
+        finally:
+            self.decided = saved
+
+    def _fixpoint(self, loop: scf.ForOp, before: _State) -> _State:
         head = before.copy()
         while True:
             end = self.walk_block(loop.body.block, head.copy())
@@ -896,10 +1074,9 @@ class _Walker:
         if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
             state.copies[Entry(op)] = None
         elif isinstance(op, pto.WaitOp):
-            sources = self.a.model.token_sources(op.token)
-            if sources:
-                for entry in [e for e in state.copies if e.op in sources]:
-                    del state.copies[entry]
+            instances = self.a.model.token_instances(op.token) or frozenset()
+            for entry in [e for e in state.copies if _denotes(instances, e)]:
+                del state.copies[entry]
         elif isinstance(op, pto.WaitAllOp):
             state.copies.clear()
 

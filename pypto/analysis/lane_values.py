@@ -815,40 +815,48 @@ class LaneModel:
 
     # -- async tokens ---------------------------------------------------------------------------
 
-    def token_sources(self, token: SSAValue, _seen: frozenset[SSAValue] = frozenset()
-                      ) -> frozenset[Operation] | None:
-        """The async copies a token may come from (None when it cannot be traced)."""
+    def token_instances(self, token: SSAValue, _seen: frozenset[SSAValue] = frozenset()
+                        ) -> frozenset[tuple[Operation, scf.ForOp | None]] | None:
+        """The copies a token may stand for, as (async op, loop): loop None means the op's most
+        recent execution; a loop L means an execution in an *earlier* iteration of L (a token
+        carried round L). None when the token cannot be traced (a function argument)."""
         if token in _seen:
             return frozenset()
         seen = _seen | {token}
         if isinstance(token, BlockArgument):
             owner = token.block.parent_op()
-            if isinstance(owner, scf.ForOp) and token.index > 0:
-                return _union_ops(self.token_sources(owner.iter_args[token.index - 1], seen),
-                                  *(self.token_sources(v, seen)
-                                    for v in _yielded(owner, token.index - 1)))
-            return None
+            if not isinstance(owner, scf.ForOp) or token.index == 0:
+                return None
+            index = token.index - 1
+            found = self.token_instances(owner.iter_args[index], seen)
+            for value in _yielded(owner, index):
+                carried = self.token_instances(value, seen)
+                if found is None or carried is None:
+                    return None
+                found |= {(op, owner if loop is None else loop) for op, loop in carried}
+            return found
         if not isinstance(token, OpResult):
             return None
         op = token.op
         if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
-            return frozenset({op})
-        if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp):
-            return _union_ops(*(self.token_sources(v, seen)
-                                for v in _yielded(op, token.index)))
-        if isinstance(op, scf.ForOp):
-            return _union_ops(self.token_sources(op.iter_args[token.index], seen),
-                              *(self.token_sources(v, seen) for v in _yielded(op, token.index)))
+            return frozenset({(op, None)})
+        if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp | scf.ForOp):
+            found = frozenset()
+            values = _yielded(op, token.index)
+            if isinstance(op, scf.ForOp):  # after the loop: its last (or no) iteration
+                values = [op.iter_args[token.index], *values]
+            for value in values:
+                part = self.token_instances(value, seen)
+                if part is None:
+                    return None
+                if isinstance(op, scf.ForOp):
+                    part = frozenset((o, None if loop is op else loop) for o, loop in part)
+                found |= part
+            return found
         return None
 
 
 def _union(*sets: frozenset[SSAValue] | None) -> frozenset[SSAValue] | None:
-    if any(s is None for s in sets):
-        return None
-    return frozenset().union(*(s for s in sets if s is not None))
-
-
-def _union_ops(*sets: frozenset[Operation] | None) -> frozenset[Operation] | None:
     if any(s is None for s in sets):
         return None
     return frozenset().union(*(s for s in sets if s is not None))

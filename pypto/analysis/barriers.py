@@ -462,7 +462,8 @@ def divergent_parent(op: Operation, varying: set[SSAValue]) -> Operation | None:
     return found
 
 
-def _condition_op(control: Operation) -> Operation:
+def condition_op(control: Operation) -> Operation:
+    """The op computing the condition of a divergent `scf.if` (the loop itself otherwise)."""
     if isinstance(control, scf.IfOp) and isinstance(control.cond, OpResult):
         return control.cond.op
     return control
@@ -476,7 +477,7 @@ def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | Non
         control = divergent_parent(op, varying)
         if control is None:
             continue
-        cond = _condition_op(control)
+        cond = condition_op(control)
         what = "block barrier" if isinstance(op, pto.BarrierBlockOp) \
             else "tile instruction (executed once per block, by every warp)"
         construct = "'if'" if isinstance(control, scf.IfOp) else "loop"
@@ -1062,9 +1063,8 @@ class _Walker:
     def _tile(self, op: Operation, state: _State) -> None:
         hazards: list[Hazard] = []
         for index, region in enumerate(tile_regions(op)):
-            for copy in state.copies:
-                if copy.op is op:
-                    continue
+            for copy in state.copies:  # (this op's own copy is not in flight yet; an
+                # earlier iteration's is, and is another copy)
                 conflict = self.a.copy_pair(copy, op, index)
                 if conflict is not None:
                     hazards.append(self._in_flight(copy, op, region.kind, region.ptr, conflict,
@@ -1148,6 +1148,6 @@ def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None
 
 
 __all__ = ["BarrierAnalysis", "Category", "Conflict", "DEFAULT_BLOCK_SIZE", "Entry", "Hazard",
-           "Kind", "LaneAccess", "TileRegion", "check_kernel", "describe_lanes",
+           "Kind", "LaneAccess", "TileRegion", "check_kernel", "condition_op", "describe_lanes",
            "divergent_parent", "find_divergence", "find_hazards", "kernels", "lane_access",
            "lane_space", "tile_regions", "where"]

@@ -15,6 +15,7 @@ from pypto.analysis.barriers import (
     DEFAULT_BLOCK_SIZE,
     BarrierAnalysis,
     Hazard,
+    condition_op,
     divergent_parent,
     kernels,
     lane_space,
@@ -98,7 +99,8 @@ class _Repair:
 
     def _unrepairable(self, hazard: Hazard) -> BarrierError:
         control = divergent_parent(hazard.second, self.analysis.model.varying)
-        why = (f"both accesses are under the lane-dependent condition at {where(control)}, "
+        why = (f"both accesses are under the lane-dependent condition at "
+               f"{where(condition_op(control))}, "
                f"where a block barrier would deadlock; restructure the kernel so that a "
                f"pto.barrier_block() can sit between them in uniform control flow"
                if control is not None else "a barrier_block before the second access does "

@@ -512,6 +512,25 @@ func.func @double_buffer_wrong_slot(%g: !pto.ptr<f32, global>) attributes {pto.k
 
 // -----
 
+// A copy issued in every iteration and never waited for: the next iteration's copy writes the
+// region the previous one is still writing.
+// CHECK: error: WAW hazard on L1 buffer 'tile' [0, 256): written as the destination of pto.async_load at k.py:4:15 while the pto.async_load at k.py:4:15 issued in an earlier iteration of the loop at k.py:3:5 is still writing it
+func.func @async_load_in_loop_without_wait(%a: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
+  %nbytes = arith.constant 1024 : i32
+  %one = arith.constant 1 : i32
+  %zero = arith.constant 0 : i32
+  %len = arith.constant 256 : i32
+  %tile = pto.alloc_local : !pto.l1buf<256xf32>
+  scf.for %i = %zero to %n step %one : i32 {
+    // expected-error @+1 {{issued in an earlier iteration of the loop at k.py:3:5}}
+    %tok = pto.async_load %tile, %a, %nbytes rows %one strides(%len, %len) : !pto.l1buf<256xf32>, !pto.ptr<f32, global> loc("k.py":4:15)
+  } loc("k.py":3:5)
+  pto.wait_all
+  func.return
+}
+
+// -----
+
 // Barrier divergence: a block barrier only the lanes with lid < 128 reach.
 // CHECK: error: barrier divergence: pto.barrier_block is a block barrier but sits under lane-dependent control flow: the condition at k.py:4:8 differs between lanes
 func.func @divergent_barrier() attributes {pto.kernel} {

@@ -25,6 +25,7 @@ This is the analysis behind `pto-verify-barriers` (which reports) and `pto-inser
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -56,6 +57,9 @@ stay symbolic (less precise, still sound)."""
 
 UNROLL_LIMIT = 16
 """Longest prefix + period of per-iteration branch decisions the dataflow unrolls."""
+
+MAX_PERIOD = 64
+"""Longest period (in iterations) of a counter-periodic index that is enumerated."""
 
 PERIOD_WINDOW = 256
 """Iterations sampled to find the period of branches on the counter of an unbounded loop."""
@@ -173,10 +177,24 @@ def region_elements(region: TileRegion, model: LaneModel, env: Env) -> np.ndarra
 @dataclass(frozen=True)
 class Entry:
     """An access (or an in-flight copy) in the open set; `carried` holds the loops whose back
-    edge it went round since it executed (it is from an earlier iteration of those)."""
+    edge it went round since it executed, with how many times: 1 (it is from the previous
+    iteration) or 2 (from an earlier one)."""
 
     op: Operation
-    carried: frozenset[scf.ForOp] = frozenset()
+    carried: frozenset[tuple[scf.ForOp, int]] = frozenset()
+
+    def age(self, loop: scf.ForOp) -> int:
+        """Back edges of `loop` crossed: 0 (this iteration), 1 (previous), 2 (earlier)."""
+        return next((age for lp, age in self.carried if lp is loop), 0)
+
+    def older(self, loop: scf.ForOp) -> Entry:
+        """This entry one more time round `loop`."""
+        age = self.age(loop)
+        rest = frozenset((lp, a) for lp, a in self.carried if lp is not loop)
+        return Entry(self.op, rest | {(loop, min(age + 1, 2))})
+
+    def without(self, loop: scf.ForOp) -> Entry:
+        return Entry(self.op, frozenset((lp, a) for lp, a in self.carried if lp is not loop))
 
 
 @dataclass
@@ -498,103 +516,81 @@ def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | Non
 
 Decisions = dict[scf.IfOp, bool]
 
+Fixed = frozenset[tuple[SSAValue, int]]
+"""Loop values of the iteration being walked on its own (see UnrollPlan)."""
+
+
+@dataclass
+class Iteration:
+    """One iteration the dataflow walks on its own: the branches it takes and the values of
+    the loop's counter / carried integers in it (as far as they are known)."""
+
+    decisions: Decisions
+    values: dict[SSAValue, int]
+
 
 @dataclass
 class UnrollPlan:
-    """How the dataflow walks a loop whose body branches on its counter (`if k % 2 == 0`):
-    iteration by iteration, each with the branches it takes. `prefix` is walked once, then
-    `period` repeats to a fixpoint. `exact`: the prefix is every iteration (known trip count).
+    """How the dataflow walks a loop: `prefix` iterations one by one, then the iterations of
+    `period` (branch decisions only) repeated to a fixpoint. `exact`: the prefix is every
+    iteration (a known trip count) and there is no period.
 
-    Without it, a path-insensitive walk lets any iteration take any branch, and a
-    double-buffered loop that alternates buffers by parity looks racy on paths that never
-    run (iteration 0 taking the odd branch).
+    The first iteration is always walked on its own (peeled): what flows in from before the
+    loop reaches the later iterations only if the first one lets it through (a prologue's
+    copy waited for in iteration 0 is not in flight in iteration 1), and accesses in it are
+    compared with their counter values known. Uniform branches on the counter are decided per
+    iteration, so that a loop alternating buffers by parity (`if k % 2 == 0`) is not analysed
+    along paths that never run (iteration 0 taking the odd branch).
     """
 
-    prefix: list[Decisions]
+    prefix: list[Iteration]
     period: list[Decisions]
     exact: bool
 
 
-def _counter_shape(model: LaneModel, value: SSAValue, counter: SSAValue,
-                   memo: dict[SSAValue, str]) -> str:
-    """How `value` depends on a loop counter k: "const" (not at all), "linear" (a*k + b),
-    "periodic" (only through `(a*k + b) % c` or `& c` with a constant c), or "other"."""
-    if value in memo:
-        return memo[value]
-    memo[value] = "other"
-    if value is counter:
-        shape = "linear"
-    elif counter not in model.deps(value):
-        shape = "const"
-    elif not isinstance(value, OpResult) or value.op.regions:
-        shape = "other"
-    else:
-        op = value.op
-        shapes = [_counter_shape(model, o, counter, memo) for o in op.operands]
-        constant_rhs = len(op.operands) == 2 and model.scalar(op.operands[1], {}) is not None
-        if "other" in shapes:
-            shape = "other"
-        elif isinstance(op, arith.RemSIOp | arith.RemUIOp | arith.AndIOp) and constant_rhs:
-            shape = "periodic"
-        elif "linear" not in shapes:
-            shape = "periodic"
-        elif isinstance(op, arith.AddiOp | arith.SubiOp) or (
-                isinstance(op, arith.MuliOp) and shapes.count("linear") == 1):
-            shape = "linear" if "periodic" not in shapes else "other"
-        else:
-            shape = "other"
-    memo[value] = shape
-    return shape
-
-
-def plan_unrolling(model: LaneModel, loop: scf.ForOp) -> UnrollPlan | None:
-    """Decide the uniform branches of the body per iteration where that is exact: for a loop
-    with a known trip count, every condition computable from its counter and carried values;
-    for a loop with an unknown trip count, conditions periodic in its counter."""
+def plan_unrolling(model: LaneModel, loop: scf.ForOp, env: Env) -> UnrollPlan:
+    """The walk of `loop` under the values `env` of the enclosing loops. Branches are decided
+    where that is exact: with a known trip count, every condition computable from the counter
+    and carried values; otherwise, conditions periodic in the counter."""
     branches = [op for op in walk(loop.body.block.ops)
                 if isinstance(op, scf.IfOp) and op.cond not in model.varying]
-    if not branches:
-        return None
-    sim = model.simulate(loop, {})
+    counter = loop.body.block.args[0]
+    sim = model.simulate(loop, env)
+    iterations: list[dict[SSAValue, int]]
     if sim is not None:
-        iterations: list[dict[SSAValue, int]] = sim.iterations
+        iterations = sim.iterations
         if not iterations:
             return UnrollPlan([], [], True)
     else:
-        lb, step = model.scalar(loop.lb, {}), model.scalar(loop.step, {})
-        if lb is None or step is None or step <= 0:
-            return None
-        counter = loop.body.block.args[0]
-        memo: dict[SSAValue, str] = {}
-        branches = [op for op in branches
-                    if _counter_shape(model, op.cond, counter, memo) == "periodic"]
+        lb, step = model.scalar(loop.lb, env), model.scalar(loop.step, env)
+        if lb is None or step is None or step <= 0 or not model.is_leaf(counter):
+            return UnrollPlan([Iteration({}, {})], [{}], False)
+        branches = [op for op in branches if model.counter_period(op.cond, counter) is not None]
         iterations = [{counter: lb + t * step} for t in range(PERIOD_WINDOW)]
     decided: list[scf.IfOp] = []
     rows: list[list[int]] = []
     for branch in branches:
-        values = [model.scalar(branch.cond, env) for env in iterations]
+        values = [model.scalar(branch.cond, {**env, **it}) for it in iterations]
         if all(v is not None for v in values):
             decided.append(branch)
             rows.append([int(v) for v in values if v is not None])
-    if not decided:
-        return None
-    table = np.array(rows, dtype=bool).T
+    table = np.array(rows, dtype=bool).T if rows else np.zeros((len(iterations), 0), bool)
     decisions = [dict(zip(decided, map(bool, row))) for row in table]
-    if sim is not None and len(decisions) <= UNROLL_LIMIT:
-        return UnrollPlan(decisions, [], True)
-    trips = len(decisions)
+    if sim is not None and len(iterations) <= UNROLL_LIMIT:
+        return UnrollPlan([Iteration(d, it) for d, it in zip(decisions, iterations)], [], True)
     best: tuple[int, int] | None = None
     for period in range(1, UNROLL_LIMIT + 1):
-        if period >= trips:
+        if period >= len(iterations):
             break
         differs = np.flatnonzero(np.any(table[:-period] != table[period:], axis=1))
-        prefix = int(differs[-1]) + 1 if differs.size else 0
+        prefix = max(1, int(differs[-1]) + 1 if differs.size else 0)
         if prefix + period <= UNROLL_LIMIT and (best is None or prefix + period < sum(best)):
             best = (prefix, period)
-    if best is None:
-        return None
+    if best is None:  # no short pattern: peel one iteration, then take every branch
+        return UnrollPlan([Iteration({}, iterations[0])], [{}], False)
     prefix, period = best
-    return UnrollPlan(decisions[:prefix], decisions[prefix:prefix + period], False)
+    return UnrollPlan([Iteration(decisions[t], iterations[t]) for t in range(prefix)],
+                      decisions[prefix:prefix + period], False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -637,13 +633,11 @@ class _State:
 
     def around(self, loop: scf.ForOp) -> _State:
         """The state at the top of the next iteration: the loop's own accesses get older."""
-        return self._retag(lambda e: Entry(e.op, e.carried | {loop})
-                           if loop.is_ancestor(e.op) else e)
+        return self._retag(lambda e: e.older(loop) if loop.is_ancestor(e.op) else e)
 
     def leaving(self, loop: scf.ForOp) -> _State:
         """After the loop its iterations are no longer told apart."""
-        return self._retag(lambda e: Entry(e.op, e.carried - {loop}) if loop in e.carried
-                           else e)
+        return self._retag(lambda e: e.without(loop) if e.age(loop) else e)
 
 
 class BarrierAnalysis:
@@ -661,11 +655,11 @@ class BarrierAnalysis:
         self.space = space
         self.model = LaneModel(kernel, space)
         self.include_global = include_global
-        self._pairs: dict[tuple[Entry, Operation], Conflict | None] = {}
+        self._pairs: dict[tuple[Entry, Operation, Fixed], Conflict | None] = {}
         self._selves: dict[Operation, Conflict | None] = {}
-        self._copy_pairs: dict[tuple[Entry, Operation, int], Conflict | None] = {}
+        self._copy_pairs: dict[tuple[Entry, Operation, int, Fixed], Conflict | None] = {}
         self._trips: dict[scf.ForOp, int] = {}
-        self._plans: dict[scf.ForOp, UnrollPlan | None] = {}
+        self._plans: dict[tuple[scf.ForOp, tuple[int | None, ...]], UnrollPlan] = {}
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -684,13 +678,14 @@ class BarrierAnalysis:
 
     # -- footprints ------------------------------------------------------------------------------
 
-    def lane_footprint(self, access: LaneAccess, env: Env) -> Footprint:
+    def lane_footprint(self, access: LaneAccess, env: Env,
+                       opaque: frozenset[scf.IfOp] = frozenset()) -> Footprint:
         model = self.model
         roots = model.roots(access.ptr)
         offset = model.offset(access.ptr, env)
         why = None if offset is not None else "depends on a value that is not known " \
             "(a loaded value, a lane-dependent loop-carried value, or an unsupported operation)"
-        return Footprint(roots, offset, model.mask(access.op, env), why=why)
+        return Footprint(roots, offset, model.mask(access.op, env, opaque), why=why)
 
     def region_footprint(self, region: TileRegion, env: Env) -> Footprint:
         model = self.model
@@ -714,50 +709,137 @@ class BarrierAnalysis:
 
     # -- environments ---------------------------------------------------------------------------
 
-    def pair_envs(self, first: Entry, second: Operation) -> list[tuple[dict[SSAValue, int],
-                                                                       dict[SSAValue, int]]]:
+    def pair_envs(self, first: Entry, second: Operation, fixed: Fixed = frozenset()
+                  ) -> tuple[list[tuple[dict[SSAValue, int], dict[SSAValue, int]]],
+                             frozenset[scf.IfOp]]:
         """The joint loop iterations to evaluate a pair in: the loops around both are in the
         same iteration, except the outermost one the first access went round, where it is in
-        an earlier one; loops around only one of them are independent."""
+        an earlier one; loops around only one of them are independent.
+
+        Also returns the branch conditions to take as unknown: a loop whose trip count is not
+        known is enumerated over one period when the addresses depend on its counter only
+        periodically (`k % 2`), and conditions that are not periodic in it (`k + 1 < n`) must
+        not be decided from those few counter values.
+
+        `fixed` holds the loop values of the iteration the dataflow is walking on its own (a
+        peeled or unrolled one): the second access is in that iteration."""
         model = self.model
+        pinned = dict(fixed)
+        ops = (first.op, second)
         dx, dy = self._deps(first.op), self._deps(second)
         need_x, need_y = set(model.loops_needed(dx)), set(model.loops_needed(dy))
         around_x, around_y = enclosing_loops(first.op), enclosing_loops(second)
         common = [loop for loop in around_x if loop in around_y]
-        crossed = next((loop for loop in common if loop in first.carried), None)
+        crossed = next((loop for loop in common if first.age(loop)), None)
+        age = first.age(crossed) if crossed is not None else 0
         shared = set(common[:common.index(crossed)]) if crossed is not None else set(common)
+        opaque: set[scf.IfOp] = set()
         pairs: list[tuple[dict[SSAValue, int], dict[SSAValue, int]]] = [({}, {})]
         for loop in sorted(need_x | need_y, key=lambda lp: len(enclosing_loops(lp))):
             grown: list[tuple[dict[SSAValue, int], dict[SSAValue, int]]] = []
+            here = {leaf: v for leaf, v in pinned.items() if model.loop_of(leaf) is loop}
             for ex, ey in pairs:
-                if loop in shared or loop is crossed:
-                    sim = model.simulate(loop, ex)
-                    if sim is None:
+                if here and loop in around_y:
+                    grown.extend(self._pinned(loop, here, ex, ey, ops, opaque,
+                                              same=loop in shared, age=age if loop is crossed else 0,
+                                              free_x=loop in need_x))
+                elif loop in shared or loop is crossed:
+                    found = self._iterations(loop, ex, ops, opaque)
+                    if found is None:
                         grown.append((ex, ey))
                         continue
-                    its = sim.iterations
+                    its, period = found
                     if loop is crossed:
+                        firsts = range(len(its)) if period is None else range(period)
                         grown.extend(({**ex, **its[i]}, {**ey, **its[j]})
-                                     for i in range(len(its)) for j in range(i + 1, len(its)))
+                                     for i in firsts for j in _later(i, age, len(its), period))
                     else:
-                        grown.extend(({**ex, **s}, {**ey, **s}) for s in its)
+                        grown.extend(({**ex, **s}, {**ey, **s})
+                                     for s in (its if period is None else its[:period]))
                 else:
                     xs, ys = [ex], [ey]
-                    if loop in need_x and (sim := model.simulate(loop, ex)) is not None:
-                        xs = [{**ex, **s} for s in sim.iterations]
-                    if loop in need_y and (sim := model.simulate(loop, ey)) is not None:
-                        ys = [{**ey, **s} for s in sim.iterations]
+                    for side, env, out in ((need_x, ex, xs), (need_y, ey, ys)):
+                        if loop in side and (found := self._iterations(
+                                loop, env, ops, opaque)) is not None:
+                            its, period = found
+                            out[:] = [{**env, **s}
+                                      for s in (its if period is None else its[:period])]
                     grown.extend((a, b) for a in xs for b in ys)
                 if len(grown) > PAIR_LIMIT:
-                    return [({}, {})]  # too many: evaluate with symbolic loop values
+                    return [({}, {})], frozenset()  # too many: keep loop values symbolic
             pairs = grown
-        return pairs
+        return pairs, frozenset(opaque)
+
+    def _pinned(self, loop: scf.ForOp, here: dict[SSAValue, int], ex: dict[SSAValue, int],
+                ey: dict[SSAValue, int], ops: Sequence[Operation], opaque: set[scf.IfOp], *,
+                same: bool, age: int, free_x: bool
+                ) -> list[tuple[dict[SSAValue, int], dict[SSAValue, int]]]:
+        """Pairs of envs when the second access is in a known iteration `here` of `loop`; the
+        first is in the same one, or `age` (1: the previous, 2: an earlier) iterations back."""
+        ey = {**ey, **here}
+        if same:
+            return [({**ex, **here}, ey)]
+        xs = [ex]
+        found = self._iterations(loop, ex, ops, opaque) if free_x else None
+        if found is not None:
+            its, period = found
+            counter = loop.body.block.args[0]
+            step = self.model.scalar(loop.step, ex)
+            now = here.get(counter)
+            if age and period is None and now is not None and step is not None:
+                its = [it for it in its if (it.get(counter, 0) == now - step if age == 1
+                                            else it.get(counter, 0) <= now - 2 * step)]
+            elif period is not None:
+                its = its[:period]
+            xs = [{**ex, **it} for it in its]
+        return [(x, ey) for x in xs]
+
+    def _iterations(self, loop: scf.ForOp, env: Env, ops: Sequence[Operation],
+                    opaque: set[scf.IfOp]) -> tuple[list[dict[SSAValue, int]], int | None] | None:
+        """The iterations of `loop` to evaluate `ops` in: all of them (period None) when the
+        loop can be simulated, else two periods of its counter when every address of `ops`
+        is periodic in it (adding the non-periodic conditions around `ops` to `opaque`)."""
+        model = self.model
+        sim = model.simulate(loop, env)
+        if sim is not None:
+            return sim.iterations, None
+        counter = loop.body.block.args[0]
+        lb, step = model.scalar(loop.lb, env), model.scalar(loop.step, env)
+        if not model.is_leaf(counter) or lb is None or step is None or step <= 0:
+            return None
+        period = 1
+        for op in ops:
+            for value in self._address_values(op):
+                p = model.counter_period(value, counter)
+                if p is None:
+                    return None
+                period = math.lcm(period, p)
+        if period > MAX_PERIOD:
+            return None
+        for op in ops:
+            for if_op, _ in model.conditions(op):
+                if counter in model.deps(if_op.cond) and \
+                        model.counter_period(if_op.cond, counter) is None:
+                    opaque.add(if_op)
+        return [{counter: lb + t * step} for t in range(3 * period)], period
+
+    @staticmethod
+    def _address_values(op: Operation) -> list[SSAValue]:
+        access = lane_access(op)
+        if access is not None:
+            return [access.ptr]
+        values: list[SSAValue] = []
+        for region in tile_regions(op):  # the L1 side: its address and the sizes
+            values.append(region.ptr)
+            values.extend(v for v in op.operands
+                          if not isinstance(v.type, pto.PtrType | pto.L1BufferType))
+        return values
 
     def _older(self, fp: Footprint, entry: Entry, second: Operation) -> Footprint:
         """An access from an earlier iteration of a loop has other values of that loop's
         symbolic terms: rename them so they cannot cancel against the later access."""
         common = [lp for lp in enclosing_loops(entry.op) if lp in enclosing_loops(second)]
-        crossed = next((lp for lp in common if lp in entry.carried), None)
+        crossed = next((lp for lp in common if entry.age(lp)), None)
         if crossed is None or fp.offset is None or not fp.offset.terms:
             return fp
         model = self.model
@@ -772,21 +854,23 @@ class BarrierAnalysis:
 
     # -- pair checks ----------------------------------------------------------------------------
 
-    def lane_pair(self, first: Entry, second: Operation) -> Conflict | None:
-        key = (first, second)
+    def lane_pair(self, first: Entry, second: Operation, fixed: Fixed = frozenset()
+                  ) -> Conflict | None:
+        key = (first, second, fixed)
         if key not in self._pairs:
-            self._pairs[key] = self._lane_pair(first, second)
+            self._pairs[key] = self._lane_pair(first, second, fixed)
         return self._pairs[key]
 
-    def _lane_pair(self, first: Entry, second: Operation) -> Conflict | None:
+    def _lane_pair(self, first: Entry, second: Operation, fixed: Fixed) -> Conflict | None:
         ax, ay = lane_access(first.op), lane_access(second)
         assert ax is not None and ay is not None
         what = (f"{ax.kind.name.lower()}", f"{ay.kind.name.lower()}")
         if not may_alias(self.model.roots(ax.ptr), self.model.roots(ay.ptr)):
             return None
-        for ex, ey in self.pair_envs(first, second):
-            fx = self._older(self.lane_footprint(ax, ex), first, second)
-            fy = self.lane_footprint(ay, ey)
+        envs, opaque = self.pair_envs(first, second, fixed)
+        for ex, ey in envs:
+            fx = self._older(self.lane_footprint(ax, ex, opaque), first, second)
+            fy = self.lane_footprint(ay, ey, opaque)
             found = lanes_conflict(self.space, fx, fy, what=what)
             if found is not None:
                 found.env_first, found.env_second = self._shown(first.op, ex), \
@@ -814,22 +898,25 @@ class BarrierAnalysis:
                 return found
         return None
 
-    def copy_pair(self, copy: Entry, second: Operation, index: int) -> Conflict | None:
+    def copy_pair(self, copy: Entry, second: Operation, index: int, fixed: Fixed = frozenset()
+                  ) -> Conflict | None:
         """The in-flight region of `copy` against access `index` of `second` (-1: its lanes)."""
-        key = (copy, second, index)
+        key = (copy, second, index, fixed)
         if key not in self._copy_pairs:
-            self._copy_pairs[key] = self._copy_pair(copy, second, index)
+            self._copy_pairs[key] = self._copy_pair(copy, second, index, fixed)
         return self._copy_pairs[key]
 
-    def _copy_pair(self, copy: Entry, second: Operation, index: int) -> Conflict | None:
+    def _copy_pair(self, copy: Entry, second: Operation, index: int, fixed: Fixed
+                   ) -> Conflict | None:
         region = tile_regions(copy.op)[0]
         access = lane_access(second) if index < 0 else None
         other = tile_regions(second)[index] if index >= 0 else None
         if region.kind is Kind.READ and (access or other).kind is Kind.READ:  # type: ignore
             return None
-        for ex, ey in self.pair_envs(copy, second):
+        envs, opaque = self.pair_envs(copy, second, fixed)
+        for ex, ey in envs:
             fr = self._older(self.region_footprint(region, ex), copy, second)
-            fo = self.lane_footprint(access, ey) if access is not None else \
+            fo = self.lane_footprint(access, ey, opaque) if access is not None else \
                 self.region_footprint(other, ey)  # type: ignore[arg-type]
             found = region_conflict(self.space, fr, fo, ("copy", "access"))
             if found is not None:
@@ -848,10 +935,11 @@ class BarrierAnalysis:
             self._trips[loop] = self.model.min_trips(loop)
         return self._trips[loop]
 
-    def unroll_plan(self, loop: scf.ForOp) -> UnrollPlan | None:
-        if loop not in self._plans:
-            self._plans[loop] = plan_unrolling(self.model, loop)
-        return self._plans[loop]
+    def unroll_plan(self, loop: scf.ForOp, env: Env) -> UnrollPlan:
+        key = (loop, tuple(env.get(leaf) for leaf in self.model.loop_deps(loop)))
+        if key not in self._plans:
+            self._plans[key] = plan_unrolling(self.model, loop, env)
+        return self._plans[key]
 
 
 # --------------------------------------------------------------------------------------------
@@ -863,12 +951,31 @@ def _verb_lanes(kind: Kind, lanes: np.ndarray | None, space: LaneSpace) -> str:
     return kind.value + ("" if lanes is None else f" by {describe_lanes(lanes, space)}")
 
 
-def _denotes(instances: frozenset[tuple[Operation, scf.ForOp | None]], entry: Entry) -> bool:
+def _later(i: int, age: int, count: int, period: int | None) -> range:
+    """Indices of the iterations an access `age` iterations older than iteration i... seen
+    from i: the next one (age 1) or any later one (age 2; within one period when periodic)."""
+    if age == 1:
+        return range(i + 1, min(i + 2, count))
+    end = count if period is None else min(count, i + 2 + period)
+    return range(i + 2, end)
+
+
+def _denotes(instances: frozenset[tuple[Operation, scf.ForOp | None, int]],
+             entry: Entry) -> bool:
     """Whether a token standing for `instances` may be the copy `entry` (its latest execution,
-    or one from an earlier iteration of a loop it was carried round)."""
-    if entry.carried:
-        return any((entry.op, loop) in instances for loop in entry.carried)
-    return (entry.op, None) in instances
+    or the one of the previous / an earlier iteration of a loop it was carried round)."""
+    for op, loop, age in instances:
+        if op is entry.op and (entry.age(loop) == age if loop is not None
+                               else not entry.carried):
+            return True
+    return False
+
+
+def _iteration_text(entry: Entry, loop: scf.ForOp | None, verb: str) -> str:
+    if loop is None:
+        return ""
+    which = "the previous" if entry.age(loop) == 1 else "an earlier"
+    return f" {verb} {which} iteration of the loop at {where(loop)}"
 
 
 def _token_hint(copy: Operation) -> str:
@@ -886,6 +993,7 @@ class _Walker:
         self.found: list[Hazard] = []
         self._seen: set[tuple[object, ...]] = set()
         self.decided: Decisions = {}
+        self.fixed: dict[SSAValue, int] = {}  # loop values of the iterations walked one by one
 
     def _record(self, hazards: Sequence[Hazard]) -> None:
         for h in hazards:
@@ -932,14 +1040,12 @@ class _Walker:
         return state
 
     def _loop(self, loop: scf.ForOp, before: _State) -> _State:
-        plan = self.a.unroll_plan(loop)
-        if plan is None:
-            return self._fixpoint(loop, before)
+        plan = self.a.unroll_plan(loop, self.fixed)
         min_trips = self.a.min_trips(loop)
         exits = [before.copy()] if min_trips == 0 else []
         state = before.copy()
-        for t, decisions in enumerate(plan.prefix):
-            end = self._body(loop, state, decisions)
+        for t, iteration in enumerate(plan.prefix):
+            end = self._body(loop, state, iteration.decisions, iteration.values)
             last = t + 1 == len(plan.prefix)
             if (last or not plan.exact) and t + 1 >= min_trips:
                 exits.append(end)
@@ -949,7 +1055,7 @@ class _Walker:
             while True:
                 current = head.copy()
                 for decisions in plan.period:
-                    end = self._body(loop, current, decisions)
+                    end = self._body(loop, current, decisions, {})
                     exits.append(end)
                     current = end.around(loop)
                 nxt = head.copy()
@@ -962,29 +1068,18 @@ class _Walker:
             out.merge(end)
         return out.leaving(loop)
 
-    def _body(self, loop: scf.ForOp, state: _State, decisions: Decisions) -> _State:
-        saved = self.decided
-        self.decided = {**saved, **decisions}
+    def _fixed(self) -> Fixed:
+        return frozenset(self.fixed.items())
+
+    def _body(self, loop: scf.ForOp, state: _State, decisions: Decisions,
+              values: dict[SSAValue, int]) -> _State:
+        saved = self.decided, self.fixed
+        self.decided = {**self.decided, **decisions}
+        self.fixed = {**self.fixed, **values}
         try:
             return self.walk_block(loop.body.block, state.copy())
         finally:
-            self.decided = saved
-
-    def _fixpoint(self, loop: scf.ForOp, before: _State) -> _State:
-        head = before.copy()
-        while True:
-            end = self.walk_block(loop.body.block, head.copy())
-            nxt = before.copy()
-            nxt.merge(end.around(loop))
-            if nxt.same(head):
-                break
-            head = nxt
-        if self.a.min_trips(loop) >= 1:
-            out = end
-        else:
-            out = before.copy()
-            out.merge(end)
-        return out.leaving(loop)
+            self.decided, self.fixed = saved
 
     # -- lane accesses --------------------------------------------------------------------------
 
@@ -993,7 +1088,7 @@ class _Walker:
         hazards: list[Hazard] = []
         if access.space == "local":
             for copy in state.copies:
-                conflict = a.copy_pair(copy, access.op, -1)
+                conflict = a.copy_pair(copy, access.op, -1, self._fixed())
                 if conflict is not None:
                     hazards.append(self._in_flight(copy, access.op, access.kind, access.ptr,
                                                    conflict, None))
@@ -1011,7 +1106,7 @@ class _Walker:
                 continue
             if other.kind is Kind.ATOMIC and access.kind is Kind.ATOMIC:
                 continue  # atomics do not race with each other
-            conflict = a.lane_pair(entry, access.op)
+            conflict = a.lane_pair(entry, access.op, self._fixed())
             if conflict is not None:
                 hazards.append(self._warps(entry, other, access, conflict, warp_barrier))
         self._record(hazards)
@@ -1021,7 +1116,7 @@ class _Walker:
                warp_barrier: bool) -> Hazard:
         a, space = self.a, self.a.space
         kind = hazard_kind(first.kind, second.kind)
-        loop = next((lp for lp in enclosing_loops(entry.op) if lp in entry.carried
+        loop = next((lp for lp in enclosing_loops(entry.op) if entry.age(lp)
                      and lp in enclosing_loops(second.op)), None)
         memory = "L1" if second.space == "local" else "HBM"
         roots = a.model.roots(second.ptr)
@@ -1031,7 +1126,7 @@ class _Walker:
         else:
             head = (f"possible {head} (the analysis cannot show that the accesses touch "
                     f"different elements: {conflict.reason})")
-        earlier = f" in an earlier iteration of the loop at {where(loop)}" if loop else ""
+        earlier = _iteration_text(entry, loop, "in")
         separation = ("only pto.barrier() (which orders a single warp) separates them"
                       if warp_barrier else "no pto.barrier_block() separates them")
         if loop is not None:
@@ -1065,7 +1160,7 @@ class _Walker:
         for index, region in enumerate(tile_regions(op)):
             for copy in state.copies:  # (this op's own copy is not in flight yet; an
                 # earlier iteration's is, and is another copy)
-                conflict = self.a.copy_pair(copy, op, index)
+                conflict = self.a.copy_pair(copy, op, index, self._fixed())
                 if conflict is not None:
                     hazards.append(self._in_flight(copy, op, region.kind, region.ptr, conflict,
                                                    region.role))
@@ -1093,9 +1188,9 @@ class _Walker:
         else:
             head = (f"possible {head} (the analysis cannot show that the access misses the "
                     f"copy's region: {conflict.reason})")
-        loop = next((lp for lp in enclosing_loops(copy.op) if lp in copy.carried
+        loop = next((lp for lp in enclosing_loops(copy.op) if copy.age(lp)
                      and lp in enclosing_loops(op)), None)
-        issued = f" issued in an earlier iteration of the loop at {where(loop)}" if loop else ""
+        issued = _iteration_text(copy, loop, "issued in")
         who = (f"{_verb_lanes(kind, conflict.lanes_second, a.space)}" if role is None
                else f"{kind.value} as the {role} of {op.name}")
         doing = "writing" if copy_writes else "reading"

@@ -22,6 +22,7 @@ Anything else (a value loaded from memory, a lane-dependent loop-carried value) 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -42,6 +43,9 @@ Env = Mapping[SSAValue, int]
 """Concrete values of loop counters / loop-carried integers for one evaluation."""
 
 Term = Hashable
+
+Instance = tuple[Operation, "scf.ForOp | None", int]
+"""An execution of an async copy a token may stand for: (op, loop, age), see token_instances."""
 """A symbolic uniform value: ("block_id", d), ("v", ssa_value) or a structural key."""
 
 
@@ -674,6 +678,9 @@ class LaneModel:
 
     def min_trips(self, loop: scf.ForOp) -> int:
         """A lower bound of the loop's trip count over every execution (0 when unknown)."""
+        lb, ub, step = (self.scalar(v, {}) for v in (loop.lb, loop.ub, loop.step))
+        if lb is not None and ub is not None and step is not None and step > 0:
+            return max(0, -((lb - ub) // step))
         envs = self.enumerate(self.loops_needed(self.loop_deps(loop)), {}, limit=256)
         if envs is None:
             return 0
@@ -788,6 +795,56 @@ class LaneModel:
                 else None
         return None
 
+    # -- periodicity in a loop counter ----------------------------------------------------------
+
+    def counter_period(self, value: SSAValue, counter: SSAValue) -> int | None:
+        """How many iterations `value` takes to repeat as a function of loop counter k: 1 when
+        it does not depend on k, the lcm of the moduli when it depends on k only through
+        `(a*k + b) % c` or `(a*k + b) & c` with constant c, None otherwise (e.g. `k + 1 < n`).
+
+        Such a value can be evaluated exactly over one period of iterations even when the loop's
+        trip count is not known (a double buffer's slot `k % 2`)."""
+        shape, period = self._counter_shape(value, counter, {})
+        return period if shape != "other" and shape != "linear" else None
+
+    def _counter_shape(self, value: SSAValue, counter: SSAValue,
+                       memo: dict[SSAValue, tuple[str, int]]) -> tuple[str, int]:
+        if value in memo:
+            return memo[value]
+        memo[value] = ("other", 0)
+        if value is counter:
+            result = ("linear", 1)
+        elif counter not in self.deps(value):
+            result = ("const", 1)
+        elif not isinstance(value, OpResult) or value.op.regions:
+            result = ("other", 0)
+        else:
+            op = value.op
+            parts = [self._counter_shape(o, counter, memo) for o in op.operands]
+            shapes = [shape for shape, _ in parts]
+            period = 1
+            for shape, p in parts:
+                if shape == "periodic":
+                    period = math.lcm(period, p)
+            modulus = self.scalar(op.operands[1], {}) if len(op.operands) == 2 else None
+            if "other" in shapes:
+                result = ("other", 0)
+            elif isinstance(op, arith.RemSIOp | arith.RemUIOp) and modulus and shapes[1] == "const":
+                result = ("periodic", math.lcm(period, abs(modulus)))
+            elif isinstance(op, arith.AndIOp) and modulus is not None and modulus >= 0 \
+                    and shapes[1] == "const":
+                result = ("periodic", math.lcm(period, 1 << modulus.bit_length()))
+            elif "linear" not in shapes:
+                result = ("periodic", period)
+            elif "periodic" not in shapes and (
+                    isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp) or (
+                        isinstance(op, arith.MuliOp) and shapes.count("linear") == 1)):
+                result = ("linear", 1)
+            else:
+                result = ("other", 0)
+        memo[value] = result
+        return result
+
     # -- which lanes execute an op -------------------------------------------------------------
 
     def conditions(self, op: Operation) -> list[tuple[scf.IfOp, bool]]:
@@ -802,10 +859,14 @@ class LaneModel:
             child, parent = parent, parent.parent_op()
         return found
 
-    def mask(self, op: Operation, env: Env) -> np.ndarray:
-        """Lanes that may execute `op`: enclosing conditions known from lane ids are exact."""
+    def mask(self, op: Operation, env: Env,
+             opaque: frozenset[scf.IfOp] = frozenset()) -> np.ndarray:
+        """Lanes that may execute `op`: enclosing conditions known from lane ids are exact;
+        those in `opaque` are taken as unknown."""
         active = np.ones(self.space.size, dtype=bool)
         for if_op, then in self.conditions(op):
+            if if_op in opaque:
+                continue
             cond = self.eval_bool(if_op.cond, env)
             active &= cond.may_true if then else cond.may_false
         return active
@@ -815,45 +876,70 @@ class LaneModel:
 
     # -- async tokens ---------------------------------------------------------------------------
 
-    def token_instances(self, token: SSAValue, _seen: frozenset[SSAValue] = frozenset()
-                        ) -> frozenset[tuple[Operation, scf.ForOp | None]] | None:
-        """The copies a token may stand for, as (async op, loop): loop None means the op's most
-        recent execution; a loop L means an execution in an *earlier* iteration of L (a token
-        carried round L). None when the token cannot be traced (a function argument)."""
-        if token in _seen:
-            return frozenset()
-        seen = _seen | {token}
+    def token_instances(self, token: SSAValue) -> frozenset[Instance] | None:
+        """The copies a token may stand for, as (async op, loop, age): loop None means the op's
+        latest execution; otherwise the execution `age` iterations of that loop back (1: the
+        previous iteration, 2: an earlier one), for a token carried round the loop. None when
+        the token cannot be traced (a function argument)."""
+        return self._token_instances(token, {})
+
+    def _token_instances(self, token: SSAValue, memo: dict[SSAValue, frozenset[Instance] | None]
+                         ) -> frozenset[Instance] | None:
+        if token in memo:
+            return memo[token]
         if isinstance(token, BlockArgument):
             owner = token.block.parent_op()
             if not isinstance(owner, scf.ForOp) or token.index == 0:
                 return None
-            index = token.index - 1
-            found = self.token_instances(owner.iter_args[index], seen)
-            for value in _yielded(owner, index):
-                carried = self.token_instances(value, seen)
-                if found is None or carried is None:
-                    return None
-                found |= {(op, owner if loop is None else loop) for op, loop in carried}
-            return found
+            return self._carried_token(owner, token, memo)
         if not isinstance(token, OpResult):
             return None
         op = token.op
         if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
-            return frozenset({(op, None)})
-        if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp | scf.ForOp):
-            found = frozenset()
-            values = _yielded(op, token.index)
-            if isinstance(op, scf.ForOp):  # after the loop: its last (or no) iteration
-                values = [op.iter_args[token.index], *values]
-            for value in values:
-                part = self.token_instances(value, seen)
+            return frozenset({(op, None, 0)})
+        if not isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp | scf.ForOp):
+            return None
+        values = _yielded(op, token.index)
+        if isinstance(op, scf.ForOp):  # after the loop: its last iteration's, or the initial one
+            values = [op.iter_args[token.index], *values]
+        found: frozenset[Instance] = frozenset()
+        for value in values:
+            part = self._token_instances(value, memo)
+            if part is None:
+                return None
+            if isinstance(op, scf.ForOp):  # after the loop, its iterations are not told apart
+                part = frozenset((o, None, 0) if loop is op else (o, loop, age)
+                                 for o, loop, age in part)
+            found |= part
+        memo[token] = found
+        return found
+
+    def _carried_token(self, loop: scf.ForOp, arg: BlockArgument,
+                       memo: dict[SSAValue, frozenset[Instance] | None]
+                       ) -> frozenset[Instance] | None:
+        """A token loop-carried value: the initial copy, or a copy yielded one iteration ago
+        (which may itself be older, when the body passes the token on): a small fixpoint."""
+        index = arg.index - 1
+        initial = self._token_instances(loop.iter_args[index], dict(memo))
+        if initial is None:
+            return None
+        found = initial
+        for _ in range(4):
+            inner = dict(memo)
+            inner[arg] = found
+            grown = initial
+            for value in _yielded(loop, index):
+                part = self._token_instances(value, inner)
                 if part is None:
                     return None
-                if isinstance(op, scf.ForOp):
-                    part = frozenset((o, None if loop is op else loop) for o, loop in part)
-                found |= part
-            return found
-        return None
+                grown |= {(o, loop, 1) if lp is None else
+                          (o, lp, min(age + 1, 2)) if lp is loop else (o, lp, age)
+                          for o, lp, age in part}
+            if grown == found:
+                break
+            found = grown
+        memo[arg] = found
+        return found
 
 
 def _union(*sets: frozenset[SSAValue] | None) -> frozenset[SSAValue] | None:

@@ -221,6 +221,23 @@ def double_buffered(x, y, ntiles):
 
 
 @pto.kernel
+def two_slots(x, y, ntiles, WRONG: pto.constexpr):
+    """One buffer, two slots: the copy of tile k + 1 fills slot (k + 1) % 2 while lanes read
+    slot k % 2 (or, WRONG, the slot being filled); the trip count is a run-time value."""
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(512)
+    tok = pto.async_load(buf, x, 256 * 4)
+    for k in range(ntiles):
+        nxt = pto.async_load(buf + (k + 1) % 2 * 256, x + (k + 1) * 256, 256 * 4)
+        pto.wait(tok)
+        slot = (k + 1) % 2 if WRONG else k % 2
+        pto.store(y + k * 256 + tid, pto.load(buf + slot * 256 + tid))  # slot-read
+        pto.barrier_block()
+        tok = nxt
+    pto.wait_all()
+
+
+@pto.kernel
 def prefetch_waits_too_early(x, y, ntiles):
     """Waits on the token of the copy issued in this iteration's *previous* slot only: the
     prefetch just issued into the other buffer is still in flight when that buffer is read."""
@@ -302,7 +319,7 @@ def test_warp_barrier_between_cross_warp_steps_is_a_loop_carried_raw():
     assert message.startswith("RAW hazard on L1 buffer 'buf' [64, 128): ")
     assert "written by lanes 64-127 (warps 2-3)" in message
     assert "read by lanes 0-63 (warps 0-1)" in message
-    assert "in an earlier iteration of the loop at" in message
+    assert "in the previous iteration of the loop at" in message
     assert "(the first when s = 128, the second when s = 64)" in message
     assert "only pto.barrier() (which orders a single warp) separates them on the way round " \
            "the loop" in message
@@ -346,6 +363,15 @@ def test_in_flight_async_load_read():
 def test_double_buffering_by_loop_parity_passes():
     x = pto.alloc_tensor(4 * 256 * 4, dtype=np.float32)
     verify(kernel_module(double_buffered, (x, x, 4)))
+
+
+def test_two_slots_indexed_by_counter_parity_with_an_unknown_trip_count():
+    x = pto.alloc_tensor(9 * 256 * 4, dtype=np.float32)
+    verify(kernel_module(two_slots, (x, x, 8, False)))
+    with pytest.raises(BarrierError, match=r"RAW hazard on L1 buffer 'buf' \[256, 512\): read by "
+                                           r"lanes 0-255 \(warps 0-7\) at .*:"
+                                           + str(line_of("slot-read")) + r":.*\(when k = 0\)"):
+        verify(kernel_module(two_slots, (x, x, 8, True)))
 
 
 def test_a_token_carried_round_the_loop_does_not_complete_this_iterations_copy():

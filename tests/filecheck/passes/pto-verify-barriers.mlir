@@ -100,7 +100,7 @@ func.func @waw_one_instruction(%v: f32) attributes {pto.kernel} {
 
 // Loop-carried RAW: iteration i + 1 reads what lane l + 1 wrote in iteration i; the barrier
 // inside the loop orders the read and the write of one iteration only.
-// CHECK: error: RAW hazard on L1 buffer 'buf' [32, 225): written by lanes 32, 64, 96, 128, ... (7 in all) (warps 1-7) at k.py:8:9 in an earlier iteration of the loop at k.py:6:5, read by lanes 31, 63, 95, 127, ... (7 in all) (warps 0-6) at k.py:7:13; no pto.barrier_block() separates them on the way round the loop; use pto.barrier_block()
+// CHECK: error: RAW hazard on L1 buffer 'buf' [32, 225): written by lanes 32, 64, 96, 128, ... (7 in all) (warps 1-7) at k.py:8:9 in the previous iteration of the loop at k.py:6:5, read by lanes 31, 63, 95, 127, ... (7 in all) (warps 0-6) at k.py:7:13; no pto.barrier_block() separates them on the way round the loop; use pto.barrier_block()
 func.func @loop_carried(%n: i32) attributes {pto.kernel} {
   %buf = pto.alloc_local : !pto.l1buf<257xf32>
   %lid = pto.get_local_id 0 : i32
@@ -110,7 +110,7 @@ func.func @loop_carried(%n: i32) attributes {pto.kernel} {
   %next = arith.addi %lid, %one : i32
   %q = pto.addptr %buf, %next : !pto.l1buf<257xf32>, i32 -> !pto.ptr<f32, local>
   scf.for %i = %zero to %n step %one : i32 {
-    // expected-error @+1 {{in an earlier iteration of the loop at k.py:6:5}}
+    // expected-error @+1 {{in the previous iteration of the loop at k.py:6:5}}
     %w = pto.load %q : !pto.ptr<f32, local> -> f32 loc("k.py":7:13)
     pto.barrier_block
     pto.store %w, %p : f32, !pto.ptr<f32, local> loc("k.py":8:9)
@@ -228,7 +228,7 @@ func.func @tree_reduction(%v: f32) attributes {pto.kernel} {
 
 // Without the barrier at the end of a step, step s = 64 reads buf[tid + 64] that step s = 128
 // wrote from lanes 64-127 (warps 2-3) while lanes 0-63 (warps 0-1) read it.
-// CHECK: error: RAW hazard on L1 buffer 'buf' [64, 128): written by lanes 64-127 (warps 2-3) at k.py:9:13 in an earlier iteration of the loop at k.py:3:5, read by lanes 0-63 (warps 0-1) at k.py:7:17 (the first when s = 128, the second when s = 64)
+// CHECK: error: RAW hazard on L1 buffer 'buf' [64, 128): written by lanes 64-127 (warps 2-3) at k.py:9:13 in the previous iteration of the loop at k.py:3:5, read by lanes 0-63 (warps 0-1) at k.py:7:17 (the first when s = 128, the second when s = 64)
 func.func @tree_reduction_missing_barrier(%v: f32) attributes {pto.kernel} {
   %buf = pto.alloc_local : !pto.l1buf<256xf32>
   %tid = pto.get_local_id 0 : i32
@@ -514,7 +514,7 @@ func.func @double_buffer_wrong_slot(%g: !pto.ptr<f32, global>) attributes {pto.k
 
 // A copy issued in every iteration and never waited for: the next iteration's copy writes the
 // region the previous one is still writing.
-// CHECK: error: WAW hazard on L1 buffer 'tile' [0, 256): written as the destination of pto.async_load at k.py:4:15 while the pto.async_load at k.py:4:15 issued in an earlier iteration of the loop at k.py:3:5 is still writing it
+// CHECK: error: WAW hazard on L1 buffer 'tile' [0, 256): written as the destination of pto.async_load at k.py:4:15 while the pto.async_load at k.py:4:15 issued in the previous iteration of the loop at k.py:3:5 is still writing it
 func.func @async_load_in_loop_without_wait(%a: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
   %nbytes = arith.constant 1024 : i32
   %one = arith.constant 1 : i32
@@ -522,7 +522,7 @@ func.func @async_load_in_loop_without_wait(%a: !pto.ptr<f32, global>, %n: i32) a
   %len = arith.constant 256 : i32
   %tile = pto.alloc_local : !pto.l1buf<256xf32>
   scf.for %i = %zero to %n step %one : i32 {
-    // expected-error @+1 {{issued in an earlier iteration of the loop at k.py:3:5}}
+    // expected-error @+1 {{issued in the previous iteration of the loop at k.py:3:5}}
     %tok = pto.async_load %tile, %a, %nbytes rows %one strides(%len, %len) : !pto.l1buf<256xf32>, !pto.ptr<f32, global> loc("k.py":4:15)
   } loc("k.py":3:5)
   pto.wait_all

@@ -9,31 +9,58 @@ This is the analysis behind `pto-verify-barriers` (which reports) and `pto-inser
   `pto.barrier()` orders only its own warp, so it separates nothing here, and lanes of one warp
   run in lockstep, so they never race with each other.
 * Which accesses can follow each other is a structured dataflow over the kernel body, like
-  Triton's Membar analysis: the set of *open* accesses (since the last block barrier) flows
-  through ops; `scf.if` joins both branches; `scf.for` iterates to a fixpoint, and an access that
-  went round the back edge is tagged with the loop, so that it is compared with the next
-  iteration's accesses as coming from an *earlier* iteration.
-* Whether two accesses touch one element from different warps is decided *concretely*: the
-  addresses and active-lane masks are evaluated with NumPy over every lane of the block
-  (`pypto.analysis.lane_values`), for every iteration of the enclosing loops whose bounds are
-  known. What cannot be evaluated is conservatively a hazard when the buffers may alias.
+  Triton's Membar analysis (this module): the set of *open* accesses (since the last block
+  barrier) and of in-flight copies flows through ops; `scf.if` joins both branches; `scf.for`
+  walks its first iteration on its own, then the rest to a fixpoint, and an access that went
+  round the back edge is tagged with the loop and its age, so that it is compared with the
+  next iteration's accesses as coming from the previous (or an earlier) iteration.
+* Whether two accesses touch one element from different warps is decided *concretely*
+  (`pypto.analysis.l1_access`): addresses and active-lane masks are evaluated with NumPy over
+  every lane of the block (`pypto.analysis.lane_values`), for the iterations of the enclosing
+  loops that can be enumerated. What cannot be evaluated is conservatively a hazard when the
+  buffers may alias.
 * An `async_load`'s destination is written, and an `async_store`'s source read, until the
   `pto.wait` of its token or a `pto.wait_all`; accessing those regions meanwhile is a hazard.
-* `barrier_block` and tile instructions under lane-dependent control flow are *divergent*.
+* `barrier_block` and tile instructions under lane-dependent control flow are *divergent*
+  (`pypto.analysis.barrier_report`, which also words every message).
 """
 
 from __future__ import annotations
 
-import enum
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
 
+from pypto.analysis.barrier_report import (
+    Category,
+    Hazard,
+    buffer_name,
+    describe_lanes,
+    env_text,
+    find_divergence,
+    hazard_kind,
+    is_declaration,
+    range_text,
+    where,
+)
+from pypto.analysis.l1_access import (
+    Conflict,
+    Footprint,
+    Kind,
+    LaneAccess,
+    TileRegion,
+    lane_access,
+    lanes_conflict,
+    may_alias,
+    region_conflict,
+    region_elements,
+    tile_regions,
+)
 from pypto.analysis.lane_values import (
     Affine,
     Env,
@@ -41,12 +68,9 @@ from pypto.analysis.lane_values import (
     LaneSpace,
     defined_inside,
     enclosing_loops,
-    value_name,
 )
-from pypto.analysis.uniformity import located_error, walk
+from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
-from pypto.errors import BarrierError
-from pypto.passes.diagnostics import attach_op
 
 DEFAULT_BLOCK_SIZE = 256
 """Lanes per block assumed when the launch shape is not known (`pto.compile` passes the real one)."""
@@ -64,117 +88,9 @@ MAX_PERIOD = 64
 PERIOD_WINDOW = 256
 """Iterations sampled to find the period of branches on the counter of an unbounded loop."""
 
-
-# --------------------------------------------------------------------------------------------
-# Accesses
-# --------------------------------------------------------------------------------------------
-
-
-class Kind(enum.Enum):
-    READ = "read"
-    WRITE = "written"
-    ATOMIC = "atomically updated"
-
-    @property
-    def writes(self) -> bool:
-        return self is not Kind.READ
-
-    @property
-    def reads(self) -> bool:
-        return self is not Kind.WRITE
-
-
 @dataclass(frozen=True)
-class LaneAccess:
-    """One element per lane: pto.load / store / fma / atomic_add."""
-
-    op: Operation
-    ptr: SSAValue
-    kind: Kind
-    space: str
 
 
-def lane_access(op: Operation) -> LaneAccess | None:
-    match op:
-        case pto.LoadOp():
-            ptr, kind = op.ptr, Kind.READ
-        case pto.StoreOp():
-            ptr, kind = op.ptr, Kind.WRITE
-        case pto.FmaOp():
-            ptr, kind = op.dst, Kind.WRITE
-        case pto.AtomicAddOp():
-            ptr, kind = op.ptr, Kind.ATOMIC
-        case _:
-            return None
-    return LaneAccess(op, ptr, kind, pto.memory_space_of(ptr.type))
-
-
-@dataclass(frozen=True)
-class TileRegion:
-    """The L1 region a tile instruction reads or writes (`role` names it in messages)."""
-
-    op: Operation
-    ptr: SSAValue
-    kind: Kind
-    role: str
-
-
-def tile_regions(op: Operation) -> list[TileRegion]:
-    match op:
-        case pto.AsyncLoadOp():
-            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
-        case pto.AsyncStoreOp() | pto.TileStoreOp():
-            return [TileRegion(op, op.src, Kind.READ, "source")]
-        case pto.FillOp():
-            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
-        case pto.MmaOp():
-            return [TileRegion(op, op.a, Kind.READ, "operand A"),
-                    TileRegion(op, op.b, Kind.READ, "operand B"),
-                    TileRegion(op, op.c, Kind.WRITE, "accumulator C")]
-        case _:
-            return []
-
-
-def _itemsize(t: object) -> int:
-    if isinstance(t, IntegerType):
-        return max(1, t.width.data // 8)
-    return max(1, int(getattr(t, "bitwidth", 32)) // 8)
-
-
-def _copy_pattern(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
-    if rows <= 0 or row_elems <= 0 or rows * row_elems > 1 << 22:
-        return None
-    starts = np.arange(rows, dtype=np.int64) * stride
-    return np.unique((starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel())
-
-
-def region_elements(region: TileRegion, model: LaneModel, env: Env) -> np.ndarray | None:
-    """The element offsets (relative to `region.ptr`) the region covers; None if unknown."""
-    op = region.op
-    if isinstance(op, pto.FillOp):
-        count = model.scalar(op.count, env)
-        return None if count is None or count <= 0 else np.arange(count, dtype=np.int64)
-    if isinstance(op, pto.MmaOp):
-        m, n, k = op.shape
-        count = {"operand A": m * k, "operand B": k * n}.get(region.role, m * n)
-        return np.arange(count, dtype=np.int64)
-    if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp):
-        nbytes, rows = model.scalar(op.nbytes, env), model.scalar(op.rows, env)
-        stride_value = op.dst_stride if isinstance(op, pto.AsyncLoadOp) else op.src_stride
-        stride = model.scalar(stride_value, env)
-        if nbytes is None or rows is None or stride is None or rows <= 0:
-            return None
-        item = _itemsize(pto.element_type_of(region.ptr.type))
-        return _copy_pattern(rows, nbytes // item // rows, stride)
-    return None
-
-
-# --------------------------------------------------------------------------------------------
-# Footprints and conflicts
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
 class Entry:
     """An access (or an in-flight copy) in the open set; `carried` holds the loops whose back
     edge it went round since it executed, with how many times: 1 (it is from the previous
@@ -196,319 +112,6 @@ class Entry:
     def without(self, loop: scf.ForOp) -> Entry:
         return Entry(self.op, frozenset((lp, a) for lp, a in self.carried if lp is not loop))
 
-
-@dataclass
-class Footprint:
-    """Where an access lands under one Env: buffers, offset, and (for lanes) active lanes."""
-
-    roots: frozenset[SSAValue] | None
-    offset: Affine | None
-    mask: np.ndarray | None = None  # lane accesses: lanes that may execute it
-    elements: np.ndarray | None = None  # tile regions: covered offsets from `offset`
-    why: str | None = None  # why the offset is unknown
-
-
-@dataclass
-class Conflict:
-    """Evidence that two accesses may touch one element (from lanes of different warps)."""
-
-    exact: bool
-    lanes_first: np.ndarray | None  # None: a block-level (tile) access
-    lanes_second: np.ndarray | None
-    addresses: np.ndarray | None = None  # concrete parts of the conflicting offsets
-    terms: frozenset[tuple[object, int]] = frozenset()
-    reason: str | None = None
-    env_first: Env = field(default_factory=dict)
-    env_second: Env = field(default_factory=dict)
-
-
-def may_alias(a: frozenset[SSAValue] | None, b: frozenset[SSAValue] | None) -> bool:
-    """Two root sets may overlap: distinct `alloc_local`s never do; arguments may be anything."""
-    if a is None or b is None or a & b:
-        return True
-    return any(isinstance(x, BlockArgument) for x in a) and \
-        any(isinstance(y, BlockArgument) for y in b)
-
-
-def _exact_pair(fx: Footprint, fy: Footprint) -> bool:
-    return (fx.roots is not None and fx.roots == fy.roots and len(fx.roots) == 1
-            and fx.offset is not None and fy.offset is not None
-            and fx.offset.terms == fy.offset.terms)
-
-
-def _unknown_reason(fx: Footprint, fy: Footprint, first: str, second: str) -> str:
-    if fx.roots is None or fy.roots is None:
-        return "the buffer an address points into is not known"
-    if fx.roots != fy.roots or len(fx.roots) != 1:
-        return "the addresses may point into different buffers"
-    if fx.offset is None:
-        return f"the index of the {first} {fx.why or 'cannot be evaluated'}"
-    if fy.offset is None:
-        return f"the index of the {second} {fy.why or 'cannot be evaluated'}"
-    return "the indices differ by a value that is not known at compile time"
-
-
-def _full(lanes: np.ndarray, size: int) -> np.ndarray:
-    return np.broadcast_to(lanes, (size,))
-
-
-def _warp_stats(inv: np.ndarray, warps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
-    hi = np.full(k, -1, dtype=np.int64)
-    np.minimum.at(lo, inv, warps)
-    np.maximum.at(hi, inv, warps)
-    return lo, hi
-
-
-def lanes_conflict(space: LaneSpace, fx: Footprint, fy: Footprint, *,
-                   same_instruction: bool = False, what: tuple[str, str] = ("first", "second")
-                   ) -> Conflict | None:
-    """Can lanes of different warps touch one element, one lane through each footprint?"""
-    assert fx.mask is not None and fy.mask is not None
-    lanes, warp = space.linear, space.warp
-    mx, my = fx.mask, fy.mask
-    if not mx.any() or not my.any() or not may_alias(fx.roots, fy.roots):
-        return None
-    wx, wy = np.unique(warp[mx]), np.unique(warp[my])
-    if len(np.union1d(wx, wy)) <= 1:
-        return None  # one warp only: lockstep lanes never race
-    if not _exact_pair(fx, fy):
-        # Conservative: every active lane pairs with every active lane of another warp.
-        cx = mx & ~((len(wy) == 1) & (warp == wy[0]))
-        cy = my & ~((len(wx) == 1) & (warp == wx[0]))
-        return Conflict(False, lanes[cx], lanes[cy],
-                        reason=_unknown_reason(fx, fy, *what))
-    assert fx.offset is not None and fy.offset is not None
-    ax = _full(fx.offset.lanes, space.size)[mx]
-    ay = _full(fy.offset.lanes, space.size)[my]
-    xw, yw = warp[mx], warp[my]
-    if same_instruction:
-        uniq, inv = np.unique(ax, return_inverse=True)
-        lo, hi = _warp_stats(inv, xw, len(uniq))
-        hit = (lo != hi)[inv]
-        if not hit.any():
-            return None
-        return Conflict(True, lanes[mx][hit], lanes[mx][hit], ax[hit], fx.offset.terms)
-    if ax.max() < ay.min() or ay.max() < ax.min():
-        return None
-    uniq, inv = np.unique(np.concatenate([ax, ay]), return_inverse=True)
-    ix, iy = inv[:len(ax)], inv[len(ax):]
-    xlo, xhi = _warp_stats(ix, xw, len(uniq))
-    ylo, yhi = _warp_stats(iy, yw, len(uniq))
-    hit_x = (yhi[ix] >= 0) & ((ylo[ix] != yhi[ix]) | (ylo[ix] != xw))
-    if not hit_x.any():
-        return None
-    hit_y = (xhi[iy] >= 0) & ((xlo[iy] != xhi[iy]) | (xlo[iy] != yw))
-    return Conflict(True, lanes[mx][hit_x], lanes[my][hit_y],
-                    np.union1d(ax[hit_x], ay[hit_y]), fx.offset.terms)
-
-
-def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
-                    what: tuple[str, str]) -> Conflict | None:
-    """Does the region of an in-flight copy (`fr`) overlap an access (`fo`: lanes or region)?"""
-    if not may_alias(fr.roots, fo.roots):
-        return None
-    lane_side = fo.mask is not None
-    if lane_side and not fo.mask.any():  # type: ignore[union-attr]
-        return None
-    exact = _exact_pair(fr, fo) and fr.elements is not None \
-        and (lane_side or fo.elements is not None)
-    lanes = space.linear
-    if not exact:
-        return Conflict(False, None, lanes[fo.mask] if lane_side else None,
-                        reason=_unknown_reason(fr, fo, *what))
-    assert fr.offset is not None and fo.offset is not None and fr.elements is not None
-    covered = fr.elements + int(fr.offset.lanes)
-    if lane_side:
-        addrs = _full(fo.offset.lanes, space.size)[fo.mask]
-        hit = np.isin(addrs, covered)
-        if not hit.any():
-            return None
-        return Conflict(True, None, lanes[fo.mask][hit], np.unique(addrs[hit]), fr.offset.terms)
-    assert fo.elements is not None
-    other = fo.elements + int(fo.offset.lanes)
-    common = np.intersect1d(covered, other)
-    if common.size == 0:
-        return None
-    return Conflict(True, None, None, common, fr.offset.terms)
-
-
-# --------------------------------------------------------------------------------------------
-# Hazards
-# --------------------------------------------------------------------------------------------
-
-
-class Category(enum.Enum):
-    WARPS = "lanes of different warps"
-    SAME_INSTRUCTION = "one instruction"
-    IN_FLIGHT = "in-flight async copy"
-    DIVERGENCE = "divergent barrier"
-
-
-@dataclass
-class Hazard:
-    """One problem found by the analysis; `message` is the user-facing text."""
-
-    category: Category
-    kind: str  # RAW / WAR / WAW, or "divergence"
-    second: Operation  # the access that completes the hazard (where it is reported)
-    first: Operation | None
-    message: str
-    first_note: str | None = None
-    carried_loop: scf.ForOp | None = None
-    space: str = "local"
-    conflict: Conflict | None = None
-
-    @property
-    def key(self) -> tuple[Category, Operation | None, Operation, str]:
-        return (self.category, self.first, self.second, self.space)
-
-    @property
-    def repairable(self) -> bool:
-        """Whether a `barrier_block` between the two accesses removes it."""
-        return self.category is Category.WARPS
-
-    def error(self) -> BarrierError:
-        """A `BarrierError` at the second access, with a note at the first."""
-        error = located_error(BarrierError, self.message, self.second)
-        assert isinstance(error, BarrierError)
-        notes: list[tuple[str, Operation | None]] = []
-        if self.first is not None and self.first_note is not None:
-            notes.append((self.first_note, self.first))
-        return attach_op(error, self.second, notes)
-
-
-def where(op: Operation) -> str:
-    """`file:line:col` of the Python source an op came from (1-based column)."""
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-    return f"an unknown location ({op.name})"
-
-
-def _ranges(ids: np.ndarray, limit: int = 4) -> str:
-    ids = np.unique(ids)
-    if ids.size == 0:
-        return "none"
-    breaks = np.flatnonzero(np.diff(ids) != 1) + 1
-    parts = []
-    for seg in np.split(ids, breaks):
-        parts.append(str(seg[0]) if seg.size == 1 else f"{seg[0]}-{seg[-1]}")
-    if len(parts) > limit:
-        return ", ".join(parts[:limit]) + f", ... ({ids.size} in all)"
-    return ", ".join(parts)
-
-
-def describe_lanes(lanes: np.ndarray, space: LaneSpace) -> str:
-    lanes = np.unique(lanes)
-    warps = np.unique(space.warp[lanes])
-    lane_word = "lane" if lanes.size == 1 else "lanes"
-    warp_word = "warp" if warps.size == 1 else "warps"
-    return f"{lane_word} {_ranges(lanes)} ({warp_word} {_ranges(warps)})"
-
-
-def _terms_text(terms: Iterable[tuple[object, int]], model: LaneModel) -> str:
-    parts = []
-    for term, coef in sorted(terms, key=lambda tc: model.term_name(tc[0])):
-        name = model.term_name(term)
-        parts.append(name if coef == 1 else f"-{name}" if coef == -1 else f"{coef}*{name}")
-    return " + ".join(parts).replace("+ -", "- ")
-
-
-def _range_text(conflict: Conflict, model: LaneModel) -> str:
-    if conflict.addresses is None or conflict.addresses.size == 0:
-        return ""
-    lo, hi = int(conflict.addresses.min()), int(conflict.addresses.max()) + 1
-    prefix = _terms_text(conflict.terms, model)
-    if prefix:
-        return f" [{prefix} + {lo}, {prefix} + {hi})".replace("+ -", "- ")
-    return f" [{lo}, {hi})"
-
-
-def _env_text(conflict: Conflict) -> str:
-    def show(env: Env) -> str:
-        return ", ".join(f"{value_name(leaf)} = {value}" for leaf, value in env.items())
-
-    if not conflict.env_first and not conflict.env_second:
-        return ""
-    if dict(conflict.env_first) == dict(conflict.env_second):
-        return f" (when {show(conflict.env_first)})"
-    first, second = show(conflict.env_first), show(conflict.env_second)
-    if not first:
-        return f" (the second when {second})"
-    if not second:
-        return f" (the first when {first})"
-    return f" (the first when {first}, the second when {second})"
-
-
-def buffer_name(roots: frozenset[SSAValue] | None) -> str:
-    if not roots:
-        return "an unknown L1 buffer"
-    names = sorted(f"'{value_name(r)}'" for r in roots)
-    return "buffer " + " or ".join(names)
-
-
-def hazard_kind(first: Kind, second: Kind) -> str:
-    if first.writes and second.writes:
-        return "WAW"
-    return "RAW" if first.writes else "WAR"
-
-
-# --------------------------------------------------------------------------------------------
-# Divergence
-# --------------------------------------------------------------------------------------------
-
-
-def is_declaration(op: Operation) -> bool:
-    """`alloc_local` is a static declaration (CUDA's `__shared__`), not a collective: it may
-    sit anywhere and orders nothing (docs/language.md)."""
-    return isinstance(op, pto.AllocLocalOp)
-
-
-def divergent_parent(op: Operation, varying: set[SSAValue]) -> Operation | None:
-    """The outermost `scf.if` on a lane-dependent condition (or loop with lane-dependent bounds)
-    around `op`, or None when `op` runs in uniform control flow."""
-    found: Operation | None = None
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, scf.IfOp) and parent.cond in varying:
-            found = parent
-        if isinstance(parent, scf.ForOp) and any(
-                v in varying for v in (parent.lb, parent.ub, parent.step)):
-            found = parent
-        parent = parent.parent_op()
-    return found
-
-
-def condition_op(control: Operation) -> Operation:
-    """The op computing the condition of a divergent `scf.if` (the loop itself otherwise)."""
-    if isinstance(control, scf.IfOp) and isinstance(control.cond, OpResult):
-        return control.cond.op
-    return control
-
-
-def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | None:
-    """The first `barrier_block` or tile instruction under lane-dependent control flow."""
-    for op in walk(kernel.body.block.ops):
-        if not isinstance(op, pto.TileOp | pto.BarrierBlockOp) or is_declaration(op):
-            continue
-        control = divergent_parent(op, varying)
-        if control is None:
-            continue
-        cond = condition_op(control)
-        what = "block barrier" if isinstance(op, pto.BarrierBlockOp) \
-            else "tile instruction (executed once per block, by every warp)"
-        construct = "'if'" if isinstance(control, scf.IfOp) else "loop"
-        message = (f"barrier divergence: {op.name} is a {what} but sits under lane-dependent "
-                   f"control flow: the condition at {where(cond)} differs between lanes, so "
-                   f"some lanes would skip it (a deadlock on the device); move it out of the "
-                   f"{construct} or make the condition uniform (parameters, constants, block "
-                   f"ids)")
-        return Hazard(Category.DIVERGENCE, "divergence", op, cond, message,
-                      "the lane-dependent condition")
-    return None
-
-
 # --------------------------------------------------------------------------------------------
 # Branches decided per loop iteration
 # --------------------------------------------------------------------------------------------
@@ -519,8 +122,9 @@ Decisions = dict[scf.IfOp, bool]
 Fixed = frozenset[tuple[SSAValue, int]]
 """Loop values of the iteration being walked on its own (see UnrollPlan)."""
 
-
 @dataclass
+
+
 class Iteration:
     """One iteration the dataflow walks on its own: the branches it takes and the values of
     the loop's counter / carried integers in it (as far as they are known)."""
@@ -528,8 +132,9 @@ class Iteration:
     decisions: Decisions
     values: dict[SSAValue, int]
 
-
 @dataclass
+
+
 class UnrollPlan:
     """How the dataflow walks a loop: `prefix` iterations one by one, then the iterations of
     `period` (branch decisions only) repeated to a fixpoint. `exact`: the prefix is every
@@ -546,7 +151,6 @@ class UnrollPlan:
     prefix: list[Iteration]
     period: list[Decisions]
     exact: bool
-
 
 def plan_unrolling(model: LaneModel, loop: scf.ForOp, env: Env) -> UnrollPlan:
     """The walk of `loop` under the values `env` of the enclosing loops. Branches are decided
@@ -592,17 +196,16 @@ def plan_unrolling(model: LaneModel, loop: scf.ForOp, env: Env) -> UnrollPlan:
     return UnrollPlan([Iteration(decisions[t], iterations[t]) for t in range(prefix)],
                       decisions[prefix:prefix + period], False)
 
-
 # --------------------------------------------------------------------------------------------
 # The analysis
 # --------------------------------------------------------------------------------------------
 
-
 class _Stop(Exception):
     """Raised inside the walk to stop at the first access with a hazard."""
 
-
 @dataclass
+
+
 class _State:
     """Open lane accesses (value: a warp barrier() lies between it and here) and in-flight
     async copies."""
@@ -638,7 +241,6 @@ class _State:
     def leaving(self, loop: scf.ForOp) -> _State:
         """After the loop its iterations are no longer told apart."""
         return self._retag(lambda e: e.without(loop) if e.age(loop) else e)
-
 
 class BarrierAnalysis:
     """The barrier analysis of one kernel for one block shape.
@@ -941,15 +543,12 @@ class BarrierAnalysis:
             self._plans[key] = plan_unrolling(self.model, loop, env)
         return self._plans[key]
 
-
 # --------------------------------------------------------------------------------------------
 # The dataflow walk
 # --------------------------------------------------------------------------------------------
 
-
 def _verb_lanes(kind: Kind, lanes: np.ndarray | None, space: LaneSpace) -> str:
     return kind.value + ("" if lanes is None else f" by {describe_lanes(lanes, space)}")
-
 
 def _later(i: int, age: int, count: int, period: int | None) -> range:
     """Indices of the iterations an access `age` iterations older than iteration i... seen
@@ -958,7 +557,6 @@ def _later(i: int, age: int, count: int, period: int | None) -> range:
         return range(i + 1, min(i + 2, count))
     end = count if period is None else min(count, i + 2 + period)
     return range(i + 2, end)
-
 
 def _denotes(instances: frozenset[tuple[Operation, scf.ForOp | None, int]],
              entry: Entry) -> bool:
@@ -970,19 +568,16 @@ def _denotes(instances: frozenset[tuple[Operation, scf.ForOp | None, int]],
             return True
     return False
 
-
 def _iteration_text(entry: Entry, loop: scf.ForOp | None, verb: str) -> str:
     if loop is None:
         return ""
     which = "the previous" if entry.age(loop) == 1 else "an earlier"
     return f" {verb} {which} iteration of the loop at {where(loop)}"
 
-
 def _token_hint(copy: Operation) -> str:
     if copy.results and copy.results[0].name_hint:
         return copy.results[0].name_hint
     return "<its token>"
-
 
 class _Walker:
     def __init__(self, analysis: BarrierAnalysis, disabled: frozenset[Operation],
@@ -1122,7 +717,7 @@ class _Walker:
         roots = a.model.roots(second.ptr)
         head = f"{kind} hazard on {memory} {buffer_name(roots)}"
         if conflict.exact:
-            head += _range_text(conflict, a.model)
+            head += range_text(conflict, a.model)
         else:
             head = (f"possible {head} (the analysis cannot show that the accesses touch "
                     f"different elements: {conflict.reason})")
@@ -1134,7 +729,7 @@ class _Walker:
         message = (f"{head}: {_verb_lanes(first.kind, conflict.lanes_first, space)} at "
                    f"{where(first.op)}{earlier}, "
                    f"{_verb_lanes(second.kind, conflict.lanes_second, space)} at "
-                   f"{where(second.op)}{_env_text(conflict)}; {separation}; "
+                   f"{where(second.op)}{env_text(conflict)}; {separation}; "
                    f"use pto.barrier_block()")
         note = f"the first access ({first.kind.value} here{earlier})"
         return Hazard(Category.WARPS, kind, second.op, entry.op, message, note, loop,
@@ -1144,9 +739,9 @@ class _Walker:
         a = self.a
         roots = a.model.roots(access.ptr)
         assert conflict.lanes_first is not None
-        message = (f"WAW hazard on L1 {buffer_name(roots)}{_range_text(conflict, a.model)}: "
+        message = (f"WAW hazard on L1 {buffer_name(roots)}{range_text(conflict, a.model)}: "
                    f"{_verb_lanes(access.kind, conflict.lanes_first, a.space)} in one "
-                   f"{access.op.name} at {where(access.op)}{_env_text(conflict)}: lanes of "
+                   f"{access.op.name} at {where(access.op)}{env_text(conflict)}: lanes of "
                    f"different warps write the same element, so the result depends on the "
                    f"order the warps run in (no barrier can fix this); let a single warp or "
                    f"lane write each element, or use pto.atomic_add")
@@ -1184,7 +779,7 @@ class _Walker:
         roots = a.model.roots(ptr)
         head = f"{kind_text} hazard on L1 {buffer_name(roots)}"
         if conflict.exact:
-            head += _range_text(conflict, a.model)
+            head += range_text(conflict, a.model)
         else:
             head = (f"possible {head} (the analysis cannot show that the access misses the "
                     f"copy's region: {conflict.reason})")
@@ -1197,17 +792,15 @@ class _Walker:
         token = _token_hint(copy.op)
         message = (f"{head}: {who} at {where(op)} while the {copy.op.name} at "
                    f"{where(copy.op)}{issued} is still {doing} it (a copy is in flight until "
-                   f"the pto.wait of its token){_env_text(conflict)}; call pto.wait({token}) "
+                   f"the pto.wait of its token){env_text(conflict)}; call pto.wait({token}) "
                    f"first (or pto.wait_all())")
         note = f"the {copy.op.name} still in flight{issued}"
         return Hazard(Category.IN_FLIGHT, kind_text, op, copy.op, message, note, loop,
                       conflict=conflict)
 
-
 # --------------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------------
-
 
 def kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
     """The functions with a body (kernels and helpers alike) of a module."""
@@ -1215,13 +808,11 @@ def kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
         if isinstance(op, func.FuncOp) and op.body.blocks:
             yield op
 
-
 def lane_space(block: int | Sequence[int] | None) -> LaneSpace:
     """The lanes of a block: an int is a lane count (x/y/z split unknown), a tuple a shape."""
     if block is None:
         return LaneSpace.of(DEFAULT_BLOCK_SIZE)
     return LaneSpace.of(block if isinstance(block, int) else tuple(block))
-
 
 def check_kernel(kernel: func.FuncOp, block: int | Sequence[int] | None = None) -> None:
     """Raise `BarrierError` for the first divergent barrier or hazard of `kernel`."""
@@ -1233,7 +824,6 @@ def check_kernel(kernel: func.FuncOp, block: int | Sequence[int] | None = None) 
     if found:
         raise found[0].error()
 
-
 def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None
                  ) -> list[Hazard]:
     """Every hazard of `kernel` (divergence first), without raising."""
@@ -1242,7 +832,6 @@ def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None
     return ([divergence] if divergence is not None else []) + analysis.hazards()
 
 
-__all__ = ["BarrierAnalysis", "Category", "Conflict", "DEFAULT_BLOCK_SIZE", "Entry", "Hazard",
-           "Kind", "LaneAccess", "TileRegion", "check_kernel", "condition_op", "describe_lanes",
-           "divergent_parent", "find_divergence", "find_hazards", "kernels", "lane_access",
-           "lane_space", "tile_regions", "where"]
+__all__ = ["BarrierAnalysis", "Category", "DEFAULT_BLOCK_SIZE", "Entry", "Hazard", "UnrollPlan",
+           "check_kernel", "find_divergence", "find_hazards", "kernels", "lane_space",
+           "plan_unrolling"]

@@ -11,16 +11,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
-from pypto.analysis.barriers import (
-    DEFAULT_BLOCK_SIZE,
-    BarrierAnalysis,
-    Hazard,
-    condition_op,
-    divergent_parent,
-    kernels,
-    lane_space,
-    where,
-)
+from pypto.analysis.barrier_report import Hazard, condition_op, divergent_parent, where
+from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE, BarrierAnalysis, kernels, lane_space
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
 from pypto.errors import BarrierError

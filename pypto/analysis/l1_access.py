@@ -1,0 +1,255 @@
+"""L1 accesses and where they land: which lanes of a block touch which elements.
+
+The geometry half of the barrier analysis (`pypto.analysis.barriers`). An access is a *lane
+access* (one element per lane: load, store, fma, atomic_add) or a *tile region* (an L1 operand of
+a block-level instruction). Under one set of loop values (`Env`) its *footprint* is the buffers
+it may point into, its offset (symbolic uniform terms plus a concrete part per lane) and, for
+lane accesses, the lanes that may execute it. Two footprints *conflict* when lanes of different
+warps may touch one element (or an access touches the region of an in-flight copy).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from pypto.analysis.lane_values import Affine, Env, LaneModel, LaneSpace
+from pypto.dialects import pto
+
+class Kind(enum.Enum):
+    READ = "read"
+    WRITE = "written"
+    ATOMIC = "atomically updated"
+
+    @property
+    def writes(self) -> bool:
+        return self is not Kind.READ
+
+    @property
+    def reads(self) -> bool:
+        return self is not Kind.WRITE
+
+@dataclass(frozen=True)
+
+
+class LaneAccess:
+    """One element per lane: pto.load / store / fma / atomic_add."""
+
+    op: Operation
+    ptr: SSAValue
+    kind: Kind
+    space: str
+
+def lane_access(op: Operation) -> LaneAccess | None:
+    match op:
+        case pto.LoadOp():
+            ptr, kind = op.ptr, Kind.READ
+        case pto.StoreOp():
+            ptr, kind = op.ptr, Kind.WRITE
+        case pto.FmaOp():
+            ptr, kind = op.dst, Kind.WRITE
+        case pto.AtomicAddOp():
+            ptr, kind = op.ptr, Kind.ATOMIC
+        case _:
+            return None
+    return LaneAccess(op, ptr, kind, pto.memory_space_of(ptr.type))
+
+@dataclass(frozen=True)
+
+
+class TileRegion:
+    """The L1 region a tile instruction reads or writes (`role` names it in messages)."""
+
+    op: Operation
+    ptr: SSAValue
+    kind: Kind
+    role: str
+
+def tile_regions(op: Operation) -> list[TileRegion]:
+    match op:
+        case pto.AsyncLoadOp():
+            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
+        case pto.AsyncStoreOp() | pto.TileStoreOp():
+            return [TileRegion(op, op.src, Kind.READ, "source")]
+        case pto.FillOp():
+            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
+        case pto.MmaOp():
+            return [TileRegion(op, op.a, Kind.READ, "operand A"),
+                    TileRegion(op, op.b, Kind.READ, "operand B"),
+                    TileRegion(op, op.c, Kind.WRITE, "accumulator C")]
+        case _:
+            return []
+
+def _itemsize(t: object) -> int:
+    if isinstance(t, IntegerType):
+        return max(1, t.width.data // 8)
+    return max(1, int(getattr(t, "bitwidth", 32)) // 8)
+
+def _copy_pattern(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
+    if rows <= 0 or row_elems <= 0 or rows * row_elems > 1 << 22:
+        return None
+    starts = np.arange(rows, dtype=np.int64) * stride
+    return np.unique((starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel())
+
+def region_elements(region: TileRegion, model: LaneModel, env: Env) -> np.ndarray | None:
+    """The element offsets (relative to `region.ptr`) the region covers; None if unknown."""
+    op = region.op
+    if isinstance(op, pto.FillOp):
+        count = model.scalar(op.count, env)
+        return None if count is None or count <= 0 else np.arange(count, dtype=np.int64)
+    if isinstance(op, pto.MmaOp):
+        m, n, k = op.shape
+        count = {"operand A": m * k, "operand B": k * n}.get(region.role, m * n)
+        return np.arange(count, dtype=np.int64)
+    if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp):
+        nbytes, rows = model.scalar(op.nbytes, env), model.scalar(op.rows, env)
+        stride_value = op.dst_stride if isinstance(op, pto.AsyncLoadOp) else op.src_stride
+        stride = model.scalar(stride_value, env)
+        if nbytes is None or rows is None or stride is None or rows <= 0:
+            return None
+        item = _itemsize(pto.element_type_of(region.ptr.type))
+        return _copy_pattern(rows, nbytes // item // rows, stride)
+    return None
+
+# --------------------------------------------------------------------------------------------
+# Footprints and conflicts
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+
+
+class Footprint:
+    """Where an access lands under one Env: buffers, offset, and (for lanes) active lanes."""
+
+    roots: frozenset[SSAValue] | None
+    offset: Affine | None
+    mask: np.ndarray | None = None  # lane accesses: lanes that may execute it
+    elements: np.ndarray | None = None  # tile regions: covered offsets from `offset`
+    why: str | None = None  # why the offset is unknown
+
+@dataclass
+
+
+class Conflict:
+    """Evidence that two accesses may touch one element (from lanes of different warps)."""
+
+    exact: bool
+    lanes_first: np.ndarray | None  # None: a block-level (tile) access
+    lanes_second: np.ndarray | None
+    addresses: np.ndarray | None = None  # concrete parts of the conflicting offsets
+    terms: frozenset[tuple[object, int]] = frozenset()
+    reason: str | None = None
+    env_first: Env = field(default_factory=dict)
+    env_second: Env = field(default_factory=dict)
+
+def may_alias(a: frozenset[SSAValue] | None, b: frozenset[SSAValue] | None) -> bool:
+    """Two root sets may overlap: distinct `alloc_local`s never do; arguments may be anything."""
+    if a is None or b is None or a & b:
+        return True
+    return any(isinstance(x, BlockArgument) for x in a) and \
+        any(isinstance(y, BlockArgument) for y in b)
+
+def _exact_pair(fx: Footprint, fy: Footprint) -> bool:
+    return (fx.roots is not None and fx.roots == fy.roots and len(fx.roots) == 1
+            and fx.offset is not None and fy.offset is not None
+            and fx.offset.terms == fy.offset.terms)
+
+def _unknown_reason(fx: Footprint, fy: Footprint, first: str, second: str) -> str:
+    if fx.roots is None or fy.roots is None:
+        return "the buffer an address points into is not known"
+    if fx.roots != fy.roots or len(fx.roots) != 1:
+        return "the addresses may point into different buffers"
+    if fx.offset is None:
+        return f"the index of the {first} {fx.why or 'cannot be evaluated'}"
+    if fy.offset is None:
+        return f"the index of the {second} {fy.why or 'cannot be evaluated'}"
+    return "the indices differ by a value that is not known at compile time"
+
+def _full(lanes: np.ndarray, size: int) -> np.ndarray:
+    return np.broadcast_to(lanes, (size,))
+
+def _warp_stats(inv: np.ndarray, warps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(k, -1, dtype=np.int64)
+    np.minimum.at(lo, inv, warps)
+    np.maximum.at(hi, inv, warps)
+    return lo, hi
+
+def lanes_conflict(space: LaneSpace, fx: Footprint, fy: Footprint, *,
+                   same_instruction: bool = False, what: tuple[str, str] = ("first", "second")
+                   ) -> Conflict | None:
+    """Can lanes of different warps touch one element, one lane through each footprint?"""
+    assert fx.mask is not None and fy.mask is not None
+    lanes, warp = space.linear, space.warp
+    mx, my = fx.mask, fy.mask
+    if not mx.any() or not my.any() or not may_alias(fx.roots, fy.roots):
+        return None
+    wx, wy = np.unique(warp[mx]), np.unique(warp[my])
+    if len(np.union1d(wx, wy)) <= 1:
+        return None  # one warp only: lockstep lanes never race
+    if not _exact_pair(fx, fy):
+        # Conservative: every active lane pairs with every active lane of another warp.
+        cx = mx & ~((len(wy) == 1) & (warp == wy[0]))
+        cy = my & ~((len(wx) == 1) & (warp == wx[0]))
+        return Conflict(False, lanes[cx], lanes[cy],
+                        reason=_unknown_reason(fx, fy, *what))
+    assert fx.offset is not None and fy.offset is not None
+    ax = _full(fx.offset.lanes, space.size)[mx]
+    ay = _full(fy.offset.lanes, space.size)[my]
+    xw, yw = warp[mx], warp[my]
+    if same_instruction:
+        uniq, inv = np.unique(ax, return_inverse=True)
+        lo, hi = _warp_stats(inv, xw, len(uniq))
+        hit = (lo != hi)[inv]
+        if not hit.any():
+            return None
+        return Conflict(True, lanes[mx][hit], lanes[mx][hit], ax[hit], fx.offset.terms)
+    if ax.max() < ay.min() or ay.max() < ax.min():
+        return None
+    uniq, inv = np.unique(np.concatenate([ax, ay]), return_inverse=True)
+    ix, iy = inv[:len(ax)], inv[len(ax):]
+    xlo, xhi = _warp_stats(ix, xw, len(uniq))
+    ylo, yhi = _warp_stats(iy, yw, len(uniq))
+    hit_x = (yhi[ix] >= 0) & ((ylo[ix] != yhi[ix]) | (ylo[ix] != xw))
+    if not hit_x.any():
+        return None
+    hit_y = (xhi[iy] >= 0) & ((xlo[iy] != xhi[iy]) | (xlo[iy] != yw))
+    return Conflict(True, lanes[mx][hit_x], lanes[my][hit_y],
+                    np.union1d(ax[hit_x], ay[hit_y]), fx.offset.terms)
+
+def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
+                    what: tuple[str, str]) -> Conflict | None:
+    """Does the region of an in-flight copy (`fr`) overlap an access (`fo`: lanes or region)?"""
+    if not may_alias(fr.roots, fo.roots):
+        return None
+    lane_side = fo.mask is not None
+    if lane_side and not fo.mask.any():  # type: ignore[union-attr]
+        return None
+    exact = _exact_pair(fr, fo) and fr.elements is not None \
+        and (lane_side or fo.elements is not None)
+    lanes = space.linear
+    if not exact:
+        return Conflict(False, None, lanes[fo.mask] if lane_side else None,
+                        reason=_unknown_reason(fr, fo, *what))
+    assert fr.offset is not None and fo.offset is not None and fr.elements is not None
+    covered = fr.elements + int(fr.offset.lanes)
+    if lane_side:
+        addrs = _full(fo.offset.lanes, space.size)[fo.mask]
+        hit = np.isin(addrs, covered)
+        if not hit.any():
+            return None
+        return Conflict(True, None, lanes[fo.mask][hit], np.unique(addrs[hit]), fr.offset.terms)
+    assert fo.elements is not None
+    other = fo.elements + int(fo.offset.lanes)
+    common = np.intersect1d(covered, other)
+    if common.size == 0:
+        return None
+    return Conflict(True, None, None, common, fr.offset.terms)
+
+
+__all__ = ["Conflict", "Footprint", "Kind", "LaneAccess", "TileRegion", "lane_access",
+           "lanes_conflict", "may_alias", "region_conflict", "region_elements", "tile_regions"]

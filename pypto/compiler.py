@@ -30,8 +30,9 @@ from pypto.ir import print_ir
 RACE_CHECK_ENV = "PYPTO_RACE_CHECK"
 """Set to 0 to turn the interpreter's race detector off by default (it is on otherwise)."""
 
-DEFAULT_PIPELINE = ""
-"""Passes `compile()` runs when `pipeline=None` (documented in docs/compiler.md)."""
+DEFAULT_PIPELINE = "pto-verify-barriers"
+"""Passes `compile()` runs when `pipeline=None` (documented in docs/compiler.md). Barrier passes
+are given the launch's block shape unless the pipeline sets `block-size` / `block-dims`."""
 
 
 def normalize_dims(value: Any, what: str) -> tuple[int, int, int]:
@@ -204,7 +205,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
     check_uniform_control(_kernel_func(module, kernel.name))
     if pipeline_text.strip():
-        _run_pipeline(module, pipeline_text)
+        _run_pipeline(module, pipeline_text, block_dims)
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
                               check_uninitialized=check_uninitialized, schedule=schedule,
                               race_check=race_check)
@@ -220,7 +221,10 @@ def _verify(module: ModuleOp, what: str) -> None:
                                 f"{exc}") from exc
 
 
-def _run_pipeline(module: ModuleOp, text: str) -> None:
+def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int]) -> None:
+    import dataclasses
+
+    from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline, run_pipeline
 
@@ -228,4 +232,9 @@ def _run_pipeline(module: ModuleOp, text: str) -> None:
         passes = parse_pipeline(text)
     except Exception as exc:
         raise CompileError(f"bad pipeline {text!r}: {exc}") from exc
+    for index, p in enumerate(passes):
+        # the barrier passes reason about the lanes of one block: give them the real one
+        if getattr(p, "block_dims", None) == () and \
+                getattr(p, "block_size", None) == DEFAULT_BLOCK_SIZE:
+            passes[index] = dataclasses.replace(p, block_dims=block)
     run_pipeline(module, passes, make_context())

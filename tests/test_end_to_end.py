@@ -100,3 +100,22 @@ def test_readme_first_command_environment_has_no_hidden_state():
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "vector_add.py")],
                          capture_output=True, text=True, env=env, check=True)
     assert "passed" in out.stdout
+
+
+def test_pipeline_matmul_example_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "pipeline_matmul.py")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["pypto: matmul 128x128 @ 128x128 (float32) passed",
+                                       "pypto: matmul 192x96 @ 96x320 (float16) passed"]
+
+
+def test_barrier_pitfall_example_shows_both_reports_with_both_lines():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "barrier_pitfall.py")],
+                         capture_output=True, text=True, check=True).stdout
+    example = str(ROOT / "examples" / "barrier_pitfall.py")
+    static = next(line for line in out.splitlines() if "pto.BarrierError" in line)
+    dynamic = next(line for line in out.splitlines() if "pto.RaceError" in line)
+    for report in (static, dynamic):
+        assert f"{example}:30:" in report and f"{example}:32:" in report  # store and load lines
+        assert "use pto.barrier_block()" in report
+    assert out.strip().endswith("pypto: barrier_pitfall passed")

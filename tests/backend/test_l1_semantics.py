@@ -38,7 +38,7 @@ def _run(kernel, schedule, src, race_check=True):
     d_out = pto.alloc_tensor(BLOCK * 4)
     pto.memcpy_h2d(d_src, src)
     ck = pto.compile(kernel, args=(d_src, d_out), block=BLOCK, schedule=schedule,
-                     race_check=race_check)
+                     race_check=race_check, pipeline="")  # dynamic checks only
     ck(grid=1, block=BLOCK, args=(d_src, d_out))
     out = np.empty(BLOCK, np.float32)
     pto.memcpy_d2h(out, d_out)
@@ -101,7 +101,10 @@ def read_before_wait(src, out):
 def test_reading_an_async_destination_before_wait_names_both_lines():
     t = pto.alloc_tensor(64 * 4)
     pto.memcpy_h2d(t, np.ones(64, np.float32))
-    pto.launch(read_before_wait, grid=1, block=64, args=(t, t))
+    with pytest.raises(pto.BarrierError, match="in flight"):
+        pto.compile(read_before_wait, args=(t, t), block=64)
+    ck = pto.compile(read_before_wait, args=(t, t), block=64, pipeline="")
+    pto.launch(ck, grid=1, block=64, args=(t, t))
     with pytest.raises(pto.RaceError) as info:
         pto.sync()
     text = str(info.value)
@@ -123,7 +126,10 @@ def write_source_before_wait(out):
 
 def test_overwriting_an_async_store_source_before_wait_is_a_hazard():
     t = pto.alloc_tensor(64 * 4)
-    pto.launch(write_source_before_wait, grid=1, block=64, args=(t,))
+    with pytest.raises(pto.BarrierError):
+        pto.compile(write_source_before_wait, args=(t,), block=64)
+    ck = pto.compile(write_source_before_wait, args=(t,), block=64, pipeline="")
+    pto.launch(ck, grid=1, block=64, args=(t,))
     with pytest.raises(pto.RaceError, match="write of L1 buffer 'buf'"):
         pto.sync()
 
@@ -296,7 +302,7 @@ def test_race_detector_can_be_switched_off_by_environment(monkeypatch):
     src = np.arange(128, dtype=np.float32)
     d_src, d_out = pto.alloc_tensor(src.nbytes), pto.alloc_tensor(BLOCK * 4)
     pto.memcpy_h2d(d_src, src)
-    ck = pto.compile(pitfall, args=(d_src, d_out), block=BLOCK)
+    ck = pto.compile(pitfall, args=(d_src, d_out), block=BLOCK, pipeline="")
     assert ck.executable.race_check is False
 
 
@@ -330,12 +336,13 @@ def same_warp_exchange(out):
 
 def test_war_and_waw_races_are_reported():
     t = pto.alloc_tensor(64 * 4)
-    pto.launch(war_race, grid=1, block=64, args=(t,))
-    with pytest.raises(pto.RaceError, match="WAR race on L1 buffer 'buf'"):
-        pto.sync()
-    pto.launch(waw_race, grid=1, block=64, args=(t,))
-    with pytest.raises(pto.RaceError, match="WAW race on L1 buffer 'buf'"):
-        pto.sync()
+    for kernel, kind in ((war_race, "WAR"), (waw_race, "WAW")):
+        with pytest.raises(pto.BarrierError, match=f"{kind} hazard on L1 buffer 'buf'"):
+            pto.compile(kernel, args=(t,), block=64)
+        ck = pto.compile(kernel, args=(t,), block=64, pipeline="")
+        pto.launch(ck, grid=1, block=64, args=(t,))
+        with pytest.raises(pto.RaceError, match=f"{kind} race on L1 buffer 'buf'"):
+            pto.sync()
 
 
 def test_exchanges_within_a_warp_need_only_a_warp_barrier(run):

@@ -49,3 +49,17 @@ def run_scheduled(request) -> Callable[..., list[np.ndarray]]:
         return run_compiled(kernel, grid, block, args, schedule=request.param,
                             check_uninitialized=True)
     return runner
+
+
+@pytest.fixture
+def run_racy() -> Callable[..., list[np.ndarray]]:
+    """For kernels with a barrier bug: the static check (`pto.compile`'s default pipeline,
+    pto-verify-barriers) must reject it with a BarrierError; then it runs with the static check
+    skipped (`pipeline=""`) so the interpreter's dynamic detector can report it too."""
+    def runner(kernel: Any, grid: Any, block: Any, args: Sequence[Any]) -> list[np.ndarray]:
+        device = tuple(pto.alloc_tensor(a.nbytes, dtype=a.dtype) if isinstance(a, np.ndarray)
+                       else a for a in args)
+        with pytest.raises(pto.BarrierError):
+            pto.compile(kernel, args=device, block=block)
+        return run_compiled(kernel, grid, block, args, pipeline="")
+    return runner

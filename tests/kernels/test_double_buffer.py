@@ -59,7 +59,7 @@ def test_double_buffered_stream_under_other_warp_orders(run_scheduled):
     np.testing.assert_array_equal(y, x * np.float32(3))
 
 
-def test_reading_the_prefetched_tile_without_waiting_is_a_race(run):
+def test_reading_the_prefetched_tile_without_waiting_is_a_race(run_racy):
     x = np.ones(3 * T, np.float32)
     with pytest.raises(pto.RaceError, match="still in flight"):
-        run(scale_double_buffered, 1, T, (x, np.zeros_like(x), 3, False))
+        run_racy(scale_double_buffered, 1, T, (x, np.zeros_like(x), 3, False))

@@ -131,7 +131,9 @@ def matmul_token_waits(A, B, C, M, N, K, tile_m, tile_n, tile_k, WAIT_B: pto.con
     pto.store(C + row0 * N + col0, C_tile, tile_m * tile_n * 4, rows=tile_m, dst_stride=N)
 
 
-def launch_variant(kernel, a, b, tile, *extra):
+def launch_variant(kernel, a, b, tile, *extra, racy=False):
+    """Launch a matmul variant; `racy=True`: the static check must reject it (BarrierError),
+    then it runs with the static check skipped so the interpreter reports the race too."""
     (m, k), (_, n) = a.shape, b.shape
     tm, tn, tk = tile
     d_a = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
@@ -139,8 +141,12 @@ def launch_variant(kernel, a, b, tile, *extra):
     d_c = pto.alloc_tensor(m * n * 4)
     pto.memcpy_h2d(d_a, a)
     pto.memcpy_h2d(d_b, b)
-    pto.launch(kernel, grid=(n // tn, m // tm), block=64,
-               args=(d_a, d_b, d_c, m, n, k, tm, tn, tk, *extra))
+    args = (d_a, d_b, d_c, m, n, k, tm, tn, tk, *extra)
+    if racy:
+        with pytest.raises(pto.BarrierError):
+            pto.compile(kernel, args=args, block=64)
+        kernel = pto.compile(kernel, args=args, block=64, pipeline="")
+    pto.launch(kernel, grid=(n // tn, m // tm), block=64, args=args)
     c = np.empty((m, n), np.float32)
     try:
         pto.memcpy_d2h(c, d_c)
@@ -154,7 +160,7 @@ def test_missing_wait_all_is_a_race_error():
     a = np.ones((64, 128), np.float32)
     b = np.ones((128, 64), np.float32)
     with pytest.raises(pto.RaceError) as info:
-        launch_variant(matmul_no_wait, a, b, (64, 64, 64))
+        launch_variant(matmul_no_wait, a, b, (64, 64, 64), racy=True)
     message = str(info.value)
     assert "in flight" in message and "pto.wait" in message
     assert "test_matmul.py" in message
@@ -172,7 +178,7 @@ def test_waiting_for_b_after_the_mma_is_a_race_error():
     a = np.ones((64, 64), np.float32)
     b = np.ones((64, 64), np.float32)
     with pytest.raises(pto.RaceError):
-        launch_variant(matmul_token_waits, a, b, (64, 64, 64), False)
+        launch_variant(matmul_token_waits, a, b, (64, 64, 64), False, racy=True)
 
 
 def test_kernel_launched_directly_matches_the_helper():

@@ -237,7 +237,7 @@ def test_same_partials_under_other_warp_orders(run_scheduled, kernel, extra, n):
     np.testing.assert_array_equal(out, tree_partials(padded(x, grid * block), block))
 
 
-def test_forgotten_tree_barrier_is_a_race(run):
+def test_forgotten_tree_barrier_is_a_race(run_racy):
     x = np.ones(256, np.float32)
     with pytest.raises(pto.RaceError, match=r"RAW race on L1 buffer 'buf'.*use pto.barrier_block"):
-        run(block_sum_no_barrier_in_tree, 1, 256, (x, np.zeros(1, np.float32), 256, 256, 8))
+        run_racy(block_sum_no_barrier_in_tree, 1, 256, (x, np.zeros(1, np.float32), 256, 256, 8))

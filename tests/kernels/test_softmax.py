@@ -156,10 +156,10 @@ def row_max_then_reuse_without_barrier(x, out, ncols):
         pto.store(out, pto.load(red + 1))
 
 
-def test_reusing_the_reduction_buffer_without_a_barrier_is_a_war_race(run):
+def test_reusing_the_reduction_buffer_without_a_barrier_is_a_war_race(run_racy):
     x = np.arange(256, dtype=np.float32)
     with pytest.raises(pto.RaceError, match=r"WAR race on L1 buffer 'red' element 0"):
-        run(row_max_then_reuse_without_barrier, 1, BLOCK, (x, np.zeros(1, np.float32), 256))
+        run_racy(row_max_then_reuse_without_barrier, 1, BLOCK, (x, np.zeros(1, np.float32), 256))
 
 
 @pytest.mark.parametrize("shape", [(3, 300), (2, 5)])

@@ -89,10 +89,10 @@ def test_transpose_twice_is_the_identity(run):
         launch_transpose(run, transpose, launch_transpose(run, transpose, a)), a)
 
 
-def test_transpose_without_barrier_block_is_a_race(run):
+def test_transpose_without_barrier_block_is_a_race(run_racy):
     a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     with pytest.raises(pto.RaceError) as info:
-        launch_transpose(run, transpose_missing_barrier, a)
+        launch_transpose(run_racy, transpose_missing_barrier, a)
     message = str(info.value)
     assert "race on L1 buffer 'tile'" in message
     assert message.count("test_transpose.py:") >= 2          # both accesses are located

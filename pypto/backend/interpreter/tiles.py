@@ -226,6 +226,7 @@ class BlockMemory:
                 or isinstance(nbytes, np.ndarray) or isinstance(rows, np.ndarray):
             self._require_all_lanes(mask, site, f"pto.{kind}")
             raise self.fail(f"pto.{kind} operands must be uniform across the block", site)
+        self.counters["epoch"] += 1  # a block-level collective, as _require_all_lanes records
         nbytes, rows = int(nbytes), int(rows)
         itemsize = dst_b.data.itemsize
         if rows <= 0 or nbytes < 0 or nbytes % (rows * itemsize):

@@ -11,10 +11,13 @@ import pytest
 import pypto as pto
 
 
-def run_kernel(kernel: Any, grid: Any, block: Any, args: Sequence[Any]) -> list[np.ndarray]:
-    """Launch `kernel` with host arrays copied to device; return every array argument after."""
+Uploaded = list[tuple[pto.Tensor, np.ndarray]]
+
+
+def to_device(args: Sequence[Any]) -> tuple[tuple[Any, ...], Uploaded]:
+    """Kernel arguments with every host array copied to a new device tensor."""
     device_args: list[Any] = []
-    tensors: list[tuple[pto.Tensor, np.ndarray]] = []
+    tensors: Uploaded = []
     for a in args:
         if isinstance(a, np.ndarray):
             t = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
@@ -23,14 +26,32 @@ def run_kernel(kernel: Any, grid: Any, block: Any, args: Sequence[Any]) -> list[
             tensors.append((t, a))
         else:
             device_args.append(a)
-    pto.launch(kernel, grid=grid, block=block, args=tuple(device_args))
+    return tuple(device_args), tensors
+
+
+def from_device(tensors: Uploaded) -> list[np.ndarray]:
+    """Copy the tensors back (waiting for the kernels), shaped like their host arrays; free."""
     outs = []
-    for t, a in tensors:
-        out = np.empty_like(a)
-        pto.memcpy_d2h(out, t)
-        outs.append(out)
-        t.free()
+    try:
+        for t, a in tensors:
+            out = np.empty_like(a)
+            pto.memcpy_d2h(out, t)
+            outs.append(out)
+    finally:
+        for t, _ in tensors:
+            t.free()
     return outs
+
+
+def run_kernel(kernel: Any, grid: Any, block: Any, args: Sequence[Any],
+               **options: Any) -> list[np.ndarray]:
+    """Launch `kernel` with host arrays copied to device; return every array argument after.
+    `options` (schedule=, pipeline=, ...) compile it with `pto.compile` first."""
+    device_args, tensors = to_device(args)
+    if options:
+        kernel = pto.compile(kernel, args=device_args, block=block, **options)
+    pto.launch(kernel, grid=grid, block=block, args=device_args)
+    return from_device(tensors)
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ from typing import Any
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
-    AnyFloat,
     FileLineColLoc,
     FloatAttr,
     FunctionType,

@@ -10,33 +10,13 @@ import numpy as np
 import pytest
 
 import pypto as pto
+from tests.conftest import run_kernel
 
 
 def run_compiled(kernel: Any, grid: Any, block: Any, args: Sequence[Any],
                  **options: Any) -> list[np.ndarray]:
     """Like the `run` fixture, but through `pto.compile(kernel, ..., **options)`."""
-    device_args: list[Any] = []
-    tensors: list[tuple[pto.Tensor, np.ndarray]] = []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
-            pto.memcpy_h2d(t, a)
-            device_args.append(t)
-            tensors.append((t, a))
-        else:
-            device_args.append(a)
-    compiled = pto.compile(kernel, args=tuple(device_args), block=block, **options)
-    pto.launch(compiled, grid=grid, block=block, args=tuple(device_args))
-    outs = []
-    try:
-        for t, a in tensors:
-            out = np.empty_like(a)
-            pto.memcpy_d2h(out, t)
-            outs.append(out)
-    finally:
-        for t, _ in tensors:
-            t.free()
-    return outs
+    return run_kernel(kernel, grid, block, args, **options)
 
 
 SCHEDULES = ["reverse", "random:7"]

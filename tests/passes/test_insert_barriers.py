@@ -14,6 +14,7 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 
 import pypto as pto
+from tests.conftest import from_device, to_device
 from pypto.analysis.uniformity import walk
 from pypto.backend.interpreter import Executable
 from pypto.dialects import pto as ptod
@@ -48,25 +49,10 @@ def count(module: ModuleOp, op_type: type) -> int:
 def execute(module: ModuleOp, grid: tuple[int, int, int], block: tuple[int, int, int],
             args: Sequence[Any], **options: Any) -> list[np.ndarray]:
     """Run the kernel of `module` in the interpreter; returns the array arguments after."""
-    device: list[Any] = []
-    tensors = []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
-            pto.memcpy_h2d(t, a)
-            device.append(t)
-            tensors.append((t, a))
-        else:
-            device.append(a)
+    device, tensors = to_device(args)
     pto.sync()
     Executable(the_func(module), **options).run(grid, block, device)
-    outs = []
-    for t, a in tensors:
-        out = np.empty_like(a)
-        pto.memcpy_d2h(out, t)
-        outs.append(out)
-        t.free()
-    return outs
+    return from_device(tensors)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ from xdsl.dialects.builtin import (
     FileLineColLoc,
     FloatAttr,
     IntegerAttr,
-    IntegerType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 

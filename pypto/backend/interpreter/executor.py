@@ -40,14 +40,14 @@ GRID_CHUNK_LANES = 1 << 22
 BATCH_CHUNK_LANES = 1 << 16
 """Largest lane vector in batch mode (several blocks in lockstep, each with its own L1)."""
 
-_NOT_BATCHABLE = (pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.MmaOp, pto.WaitOp)
+_NOT_BATCHABLE: tuple[type, ...] = ()
 
 
 def batchable(kernel: func.FuncOp) -> bool:
     """Can blocks run side by side in one lane vector? Yes when every loop has bounds uniform
-    across blocks and every block-level instruction (barrier_block, fill, wait_all) sits in
-    control flow uniform across blocks; bulk copies and mma keep the one-block-at-a-time mode
-    (they move whole tiles, already vectorised)."""
+    across blocks and every block-level instruction (barrier_block and the tile instructions)
+    sits in control flow uniform across blocks, so that all blocks of the vector execute the
+    same sequence of them (tile instructions then act on every block's tiles at once)."""
     from xdsl.dialects import scf
 
     from pypto.analysis.uniformity import varying_values

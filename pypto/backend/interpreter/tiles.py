@@ -60,17 +60,49 @@ class Region:
 class InFlight:
     """An asynchronous copy issued and not yet waited for."""
 
-    __slots__ = ("token", "kind", "site", "l1", "l1_region", "hbm", "hbm_region")
+    __slots__ = ("token", "kind", "site", "l1", "l1_regions", "hbm", "hbm_regions")
 
-    def __init__(self, token: int, kind: str, site: int, l1: Any, l1_region: Region, hbm: Any,
-                 hbm_region: Region):
+    def __init__(self, token: int, kind: str, site: int, l1: Any, l1_regions: list[Region],
+                 hbm: Any, hbm_regions: list[Region]):
         self.token = token
         self.kind = kind  # "async_load" | "async_store"
         self.site = site
         self.l1 = l1  # Buffer: destination of a load, source of a store
-        self.l1_region = l1_region
+        self.l1_regions = l1_regions  # in block-local elements (one per block in batch mode)
         self.hbm = hbm
-        self.hbm_region = hbm_region
+        self.hbm_regions = hbm_regions
+
+    def l1_hits(self, idx: Any) -> bool:
+        return any(np.any(r.hits(idx)) for r in self.l1_regions)
+
+    def hbm_hits(self, idx: Any) -> bool:
+        return any(np.any(r.hits(idx)) for r in self.hbm_regions)
+
+
+class _BlockSlice:
+    """One block's copy of a batch-mode L1 buffer, shaped like a single-block Buffer."""
+
+    __slots__ = ("data", "name", "space", "count", "init", "owner")
+
+    def __init__(self, owner: Any, b: int):
+        lo, hi = b * owner.count, (b + 1) * owner.count
+        self.owner = owner
+        self.data = owner.data[lo:hi]
+        self.name = owner.name
+        self.space = owner.space
+        self.count = owner.count
+        self.init = owner.init[lo:hi] if owner.init is not None else None
+
+    @property
+    def pending(self) -> Any:
+        return self.owner.pending
+
+    def watched(self) -> bool:
+        return self.owner.watched()
+
+
+def _blocks_of(buf: Any) -> int:
+    return buf.data.size // buf.count if buf.space == "local" else 1
 
 
 def poison_fill(count: int, dtype: np.dtype) -> np.ndarray:
@@ -150,9 +182,11 @@ class BlockMemory:
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_read(buf, idx, mask, site)
-            for copy in buf.pending or ():
-                if copy.kind == "async_load" and np.any(copy.l1_region.hits(idx)):
-                    self._hazard_in_flight(buf, copy.token, site, "read")
+            if buf.pending:
+                local = idx % buf.count if buf.count != buf.data.size else idx
+                for copy in buf.pending:
+                    if copy.kind == "async_load" and copy.l1_hits(local):
+                        self._hazard_in_flight(buf, copy.token, site, "read")
             if buf.init is not None:
                 ok = buf.init[idx]
                 if not np.all(ok):
@@ -161,17 +195,18 @@ class BlockMemory:
                                     f"written (check_uninitialized=True)", site)
         elif self.inflight:
             for copy in self.inflight.values():
-                if copy.kind == "async_store" and copy.hbm is buf and \
-                        np.any(copy.hbm_region.hits(idx)):
+                if copy.kind == "async_store" and copy.hbm is buf and copy.hbm_hits(idx):
                     self._hazard_in_flight(buf, copy.token, site, "read")
 
     def check_write(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_write(buf, idx, mask, site)
-            for copy in buf.pending or ():
-                if np.any(copy.l1_region.hits(idx)):
-                    self._hazard_in_flight(buf, copy.token, site, "write")
+            if buf.pending:
+                local = idx % buf.count if buf.count != buf.data.size else idx
+                for copy in buf.pending:
+                    if copy.l1_hits(local):
+                        self._hazard_in_flight(buf, copy.token, site, "write")
             if buf.init is not None:
                 buf.init[idx] = True
 
@@ -222,11 +257,128 @@ class BlockMemory:
 
     def copy(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
              rows: Any, src_stride: Any, dst_stride: Any, mask: Any, site: int) -> Any:
-        if mask is not None or isinstance(dst_o, np.ndarray) or isinstance(src_o, np.ndarray) \
-                or isinstance(nbytes, np.ndarray) or isinstance(rows, np.ndarray):
-            self._require_all_lanes(mask, site, f"pto.{kind}")
-            raise self.fail(f"pto.{kind} operands must be uniform across the block", site)
-        self.counters["epoch"] += 1  # a block-level collective, as _require_all_lanes records
+        self._require_all_lanes(mask, site, f"pto.{kind}")
+        blocks = max(_blocks_of(dst_b), _blocks_of(src_b))
+        if blocks == 1:
+            for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride):
+                if isinstance(v, np.ndarray):
+                    raise self.fail(f"pto.{kind} operands must be uniform across the block", site)
+            regions = [self._copy_one(kind, dst_b, dst_o, src_b, src_o, nbytes, rows,
+                                      src_stride, dst_stride, site)]
+        else:  # batch mode: every block of the vector copies its own tile
+            ops = [self._per_block(v, site, "operand")
+                   for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride)]
+            fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site)
+            if fast is not None:
+                return None if fast is _NO_TOKEN else fast
+            regions = []
+            for b in range(blocks):
+                dst = _BlockSlice(dst_b, b) if dst_b.space == "local" else dst_b
+                src = _BlockSlice(src_b, b) if src_b.space == "local" else src_b
+                vals = [v[b] if isinstance(v, np.ndarray) else v for v in ops]
+                regions.append(self._copy_one(kind, dst, vals[0], src, vals[1], *vals[2:],
+                                              site=site))
+        if kind == "tile_store":
+            return None
+        token = self.counters["next_token"]
+        self.counters["next_token"] = token + 1
+        dst_regions = _distinct([r[0] for r in regions])
+        src_regions = _distinct([r[1] for r in regions])
+        if kind == "async_load":
+            copy = InFlight(token, kind, site, dst_b, dst_regions, src_b, src_regions)
+        else:
+            copy = InFlight(token, kind, site, src_b, src_regions, dst_b, dst_regions)
+        if copy.l1.pending is None:
+            copy.l1.pending = []
+        copy.l1.pending.append(copy)
+        self.inflight[token] = copy
+        return token
+
+    def _copy_blocks_fast(self, kind: str, blocks: int, dst_b: Any, src_b: Any, ops: list[Any],
+                          site: int) -> Any:
+        """Batch mode, the common shape: one tile geometry for all blocks and the same L1
+        offset; only the HBM offset differs per block. Checks once, then one slice copy per
+        block. Returns the token (None for tile_store), or None when the shape differs (the
+        caller then copies block by block)."""
+        dst_o, src_o, nbytes, rows, src_stride, dst_stride = ops
+        l1, hbm = (dst_b, src_b) if kind == "async_load" else (src_b, dst_b)
+        l1_o, hbm_o = (dst_o, src_o) if kind == "async_load" else (src_o, dst_o)
+        l1_stride, hbm_stride = (dst_stride, src_stride) if kind == "async_load" \
+            else (src_stride, dst_stride)
+        if any(isinstance(v, np.ndarray) for v in (nbytes, rows, src_stride, dst_stride, l1_o)) \
+                or l1.space != "local" or hbm.space != "global":
+            return None
+        nbytes, rows, l1_o = int(nbytes), int(rows), int(l1_o)
+        l1_stride, hbm_stride = int(l1_stride), int(hbm_stride)
+        itemsize = l1.data.itemsize
+        if rows <= 0 or nbytes <= 0 or nbytes % (rows * itemsize) or l1_stride < 0 or \
+                hbm_stride < 0 or (rows > 1 and min(l1_stride, hbm_stride) < nbytes //
+                                   (rows * itemsize)):
+            return None  # unusual geometry: the general path reports it precisely
+        row_len = nbytes // (rows * itemsize)
+        _, l1_region = self._region(_BlockSlice(l1, 0), l1_o, rows, row_len, l1_stride, site,
+                                    "L1 tile")
+        starts = np.broadcast_to(np.asarray(hbm_o, dtype=np.int64), (blocks,))
+        span = (rows - 1) * hbm_stride + row_len
+        lo, hi = int(starts.min()), int(starts.max()) + span
+        if lo < 0 or hi > hbm.data.size:
+            bad = lo if lo < 0 else hi - 1
+            raise self.oob_region(hbm, bad, site, "HBM tile")
+        hbm_regions = _distinct([Region(int(o), rows, row_len, hbm_stride) for o in starts])
+        if l1.watched() or self.inflight:
+            self._check_region(_BlockSlice(l1, 0), l1_region,
+                               site, "write" if kind == "async_load" else "read")
+            for region in hbm_regions:
+                self._check_region(hbm, region, site,
+                                   "read" if kind == "async_load" else "write")
+            if kind != "async_load" and l1.init is not None:
+                grid = l1.init.reshape(blocks, l1.count)
+                for r in range(rows):
+                    s0 = l1_o + r * l1_stride
+                    if not grid[:, s0:s0 + row_len].all():
+                        raise self.fail(f"read of uninitialised L1 in '{l1.name}' "
+                                        f"(check_uninitialized=True)", site)
+        tiles = l1.data.reshape(blocks, l1.count)
+        if l1_o + rows * l1_stride <= l1.count:
+            l1_tiles = tiles[:, l1_o:l1_o + rows * l1_stride].reshape(
+                blocks, rows, l1_stride)[:, :, :row_len]
+        else:
+            l1_tiles = as_strided(tiles[:, l1_o:], shape=(blocks, rows, row_len),
+                                  strides=(l1.count * itemsize, l1_stride * itemsize, itemsize),
+                                  writeable=True)
+        data = hbm.data
+        whole = hbm_stride * rows
+        for b in range(blocks):
+            start = int(starts[b])
+            if start + whole <= data.size:
+                h = data[start:start + whole].reshape(rows, hbm_stride)[:, :row_len]
+            else:
+                h = as_strided(data[start:], shape=(rows, row_len),
+                               strides=(hbm_stride * itemsize, itemsize), writeable=True)
+            t = l1_tiles[b]
+            if kind == "async_load":
+                t[...] = h
+            else:
+                h[...] = t
+        if kind == "async_load" and l1.init is not None:
+            grid = l1.init.reshape(blocks, l1.count)
+            for r in range(rows):
+                s0 = l1_o + r * l1_stride
+                grid[:, s0:s0 + row_len] = True
+        if kind == "tile_store":
+            return _NO_TOKEN
+        token = self.counters["next_token"]
+        self.counters["next_token"] = token + 1
+        copy = InFlight(token, kind, site, l1, [l1_region], hbm, hbm_regions)
+        if l1.pending is None:
+            l1.pending = []
+        l1.pending.append(copy)
+        self.inflight[token] = copy
+        return token
+
+    def _copy_one(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
+                  rows: Any, src_stride: Any, dst_stride: Any, site: int) -> tuple[Region, Region]:
+        """Move one block's tile; returns the (destination, source) regions it touched."""
         nbytes, rows = int(nbytes), int(rows)
         itemsize = dst_b.data.itemsize
         if rows <= 0 or nbytes < 0 or nbytes % (rows * itemsize):
@@ -244,19 +396,7 @@ class BlockMemory:
         dst_view[...] = src_view
         if dst_b.init is not None:
             self._mark_init(dst_b, dst_region)
-        if kind == "tile_store":
-            return None
-        token = self.counters["next_token"]
-        self.counters["next_token"] = token + 1
-        if kind == "async_load":
-            copy = InFlight(token, kind, site, dst_b, dst_region, src_b, src_region)
-        else:
-            copy = InFlight(token, kind, site, src_b, src_region, dst_b, dst_region)
-        if copy.l1.pending is None:
-            copy.l1.pending = []
-        copy.l1.pending.append(copy)
-        self.inflight[token] = copy
-        return token
+        return dst_region, src_region
 
     def _mark_init(self, buf: Any, region: Region) -> None:
         init = buf.init
@@ -270,7 +410,7 @@ class BlockMemory:
         if buf.space == "local":
             for copy in buf.pending or ():
                 if (access == "write" or copy.kind == "async_load") and \
-                        copy.l1_region.overlaps(region):
+                        any(r.overlaps(region) for r in copy.l1_regions):
                     self._hazard_in_flight(buf, copy.token, site, access)
             if access == "read" and buf.init is not None:
                 for r in range(region.rows):
@@ -281,7 +421,7 @@ class BlockMemory:
         else:
             for copy in list(self.inflight.values()):
                 if copy.kind == "async_store" and copy.hbm is buf and \
-                        copy.hbm_region.overlaps(region):
+                        any(r.overlaps(region) for r in copy.hbm_regions):
                     self._hazard_in_flight(buf, copy.token, site, access)
 
     def wait(self, token: Any, mask: Any, site: int) -> None:
@@ -361,6 +501,47 @@ class BlockMemory:
     def mma(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int, n: int,
             k: int, mask: Any, site: int) -> None:
         self._require_all_lanes(mask, site, "pto.mma")
+        blocks = max(_blocks_of(x) for x in (c_b, a_b, b_b))
+        if blocks == 1:
+            self._mma_one(c_b, c_o, a_b, a_o, b_b, b_o, m, n, k, site)
+            return
+        offs = [self._per_block(o, site, "operand") for o in (c_o, a_o, b_o)]
+        if not any(isinstance(o, np.ndarray) for o in offs):
+            self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k, site)
+            return
+        for b in range(blocks):
+            cb, ab, bb = (_BlockSlice(x, b) for x in (c_b, a_b, b_b))
+            co, ao, bo = (o[b] if isinstance(o, np.ndarray) else o for o in offs)
+            self._mma_one(cb, co, ab, ao, bb, bo, m, n, k, site)
+
+    def _mma_batched(self, blocks: int, bufs: tuple[Any, Any, Any], offs: list[Any], m: int,
+                     n: int, k: int, site: int) -> None:
+        """Batch mode, every block's tiles at the same offsets: one batched matmul."""
+        views = []
+        for buf, o, (rows, cols), what in zip(bufs, offs, ((m, n), (m, k), (k, n)), "CAB"):
+            o, size = int(o), rows * cols
+            if o < 0 or o + size > buf.count:
+                raise self.oob_region(buf, o if o < 0 else o + size - 1, site, what)
+            region = Region(o, rows, cols, cols)
+            if buf.pending:
+                self._check_region(_BlockSlice(buf, 0), region, site, "read")
+            if buf.init is not None and \
+                    not buf.init.reshape(blocks, buf.count)[:, o:o + size].all():
+                raise self.fail(f"read of uninitialised L1 in '{buf.name}' "
+                                f"(check_uninitialized=True)", site)
+            views.append(buf.data.reshape(blocks, buf.count)[:, o:o + size]
+                         .reshape(blocks, rows, cols))
+        if bufs[0].pending:
+            self._check_region(_BlockSlice(bufs[0], 0), Region(int(offs[0]), m, n, n), site,
+                               "write")
+        c, a, b = views
+        c[...] = _mma_result(c, a, b)
+        if bufs[0].init is not None:
+            o = int(offs[0])
+            bufs[0].init.reshape(blocks, bufs[0].count)[:, o:o + m * n] = True
+
+    def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
+                 n: int, k: int, site: int) -> None:
         c, c_region = self._region(c_b, c_o, m, n, n, site, "C")
         a, a_region = self._region(a_b, a_o, m, k, k, site, "A")
         b, b_region = self._region(b_b, b_o, k, n, n, site, "B")
@@ -369,17 +550,7 @@ class BlockMemory:
                 self._check_region(buf, region, site, "read")
         if c_b.watched():
             self._check_region(c_b, c_region, site, "write")
-        acc = c.dtype
-        if a.dtype == acc:
-            product = a @ b if acc.kind == "f" and acc.itemsize >= 4 else \
-                (a.astype(np.float32) @ b.astype(np.float32)).astype(acc) \
-                if acc.kind == "f" else a @ b
-        else:
-            product = a.astype(acc) @ b.astype(acc)
-        if acc == np.float16:
-            c[...] = (c.astype(np.float32) + product.astype(np.float32)).astype(acc)
-        else:
-            c += product
+        c[...] = _mma_result(c, a, b)
         if c_b.init is not None:
             self._mark_init(c_b, c_region)
 
@@ -454,6 +625,28 @@ class BlockMemory:
             out.append(f"[block {block} lane {lane}] {text}")
         if out:
             sys.stdout.write("\n".join(out) + "\n")
+
+
+_NO_TOKEN = object()
+
+
+def _mma_result(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C + A @ B in the accumulator type (f16/bf16 inputs widened exactly; f16 accumulators
+    computed in f32 and rounded once). Works on single tiles and on stacks of tiles."""
+    acc = c.dtype
+    if acc == np.float16:
+        return (c.astype(np.float32) + a.astype(np.float32) @ b.astype(np.float32)).astype(acc)
+    if a.dtype != acc:
+        a, b = a.astype(acc), b.astype(acc)
+    return c + a @ b
+
+
+def _distinct(regions: list[Region]) -> list[Region]:
+    """Regions without repeats (every block of a batch usually copies the same L1 slots)."""
+    seen: dict[tuple[int, int, int, int], Region] = {}
+    for r in regions:
+        seen.setdefault((r.base, r.rows, r.row_len, r.stride), r)
+    return list(seen.values())
 
 
 def _py(v: Any) -> Any:

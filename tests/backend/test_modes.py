@@ -16,6 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernels.test_reduction import block_sum  # noqa: E402
 from kernels.test_transpose import ROWS, TILE, transpose  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from pipeline_matmul import matmul_tile  # noqa: E402
+
+_RNG = np.random.default_rng(5)
+
 
 def _outputs(func, grid, block, host_args, **options):
     tensors = []
@@ -42,6 +47,10 @@ def _outputs(func, grid, block, host_args, **options):
 CASES = {
     "reduction": (block_sum, lambda: (np.random.default_rng(0).random(5000, dtype=np.float32),
                                       np.zeros(20, np.float32), 5000, 256, 8), 20, 256),
+    "matmul": (matmul_tile, lambda: (_RNG.standard_normal(128 * 96).astype(np.float16),
+                                     _RNG.standard_normal(96 * 192).astype(np.float16),
+                                     np.zeros(128 * 192, np.float32), 128, 192, 96, 64, 64, 32),
+               (3, 2), 64),
     "transpose": (transpose, lambda: (np.arange(40 * 70, dtype=np.float32),
                                       np.zeros(40 * 70, np.float32), 40, 70),
                   (3, 2), (TILE, ROWS)),

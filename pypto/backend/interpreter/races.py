@@ -28,17 +28,18 @@ _LANE_BITS = 24  # packed (instruction << 24) | vector position
 class Shadow:
     """Shadow state of one L1 buffer for one epoch."""
 
-    __slots__ = ("epoch", "w_warp", "w_info", "r_warp", "r_multi", "r_info", "writes", "reads")
+    __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads")
 
     def __init__(self, count: int):
         self.epoch = -1
-        self.writes = 0  # accesses recorded in this epoch: checks against nothing are skipped
-        self.reads = 0
+        # This epoch's accesses, (instruction, element index, vector positions, warps), kept
+        # only to name the earlier access of a race when one is found (the rare path), so the
+        # common path stores no per-element instruction or lane.
+        self.writes: list[tuple[int, Any, np.ndarray, np.ndarray]] = []
+        self.reads: list[tuple[int, Any, np.ndarray, np.ndarray]] = []
         self.w_warp = np.full(count, -1, dtype=np.int16)
-        self.w_info = np.zeros(count, dtype=np.int64)
         self.r_warp = np.full(count, -1, dtype=np.int16)
         self.r_multi = np.zeros(count, dtype=bool)
-        self.r_info = np.zeros(count, dtype=np.int64)
 
     def at_epoch(self, epoch: int) -> Shadow:
         if self.epoch != epoch:
@@ -48,7 +49,8 @@ class Shadow:
             if self.reads:
                 self.r_warp.fill(-1)
                 self.r_multi.fill(False)
-            self.writes = self.reads = 0
+            self.writes = []
+            self.reads = []
         return self
 
 
@@ -102,10 +104,10 @@ class RaceChecker:
             if bad.any():
                 k = int(np.argmax(bad))
                 e = _element(index, k)
-                self._report("RAW", buf, e, int(sh.w_info[e]), "written",
+                self._report("RAW", buf, e, _find(sh.writes, e, int(warps[k])), "written",
                              (site << _LANE_BITS) | int(lanes[k]), "read")
         first = sh.r_warp[index] if sh.reads else None
-        sh.reads += 1
+        sh.reads.append((site, index, lanes, warps))
         sh.r_warp[index] = warps  # the last reader; a second reading warp sets r_multi
         other = sh.r_warp[index] != warps  # two warps read one element in this instruction
         if first is not None:
@@ -115,7 +117,6 @@ class RaceChecker:
                 sh.r_multi[index][other] = True
             else:
                 sh.r_multi[index[other]] = True
-        sh.r_info[index] = lanes | (site << _LANE_BITS)
 
     def race_write(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
         lanes, warps = self._lanes_and_warps(mask)
@@ -123,33 +124,33 @@ class RaceChecker:
             return
         index = self._index(idx, lanes.size)
         sh = buf.shadow.at_epoch(self.counters["epoch"])
-        info = (site << _LANE_BITS) | lanes
         if sh.writes:
             writer = sh.w_warp[index]
             waw = (writer >= 0) & (writer != warps)
             if waw.any():
                 k = int(np.argmax(waw))
                 e = _element(index, k)
-                self._report("WAW", buf, e, int(sh.w_info[e]), "written",
-                             int(info[k]), "written again")
+                self._report("WAW", buf, e, _find(sh.writes, e, int(warps[k])), "written",
+                             (site << _LANE_BITS) | int(lanes[k]), "written again")
         if sh.reads:
             reader = sh.r_warp[index]
             war = ((reader >= 0) & (reader != warps)) | sh.r_multi[index]
             if war.any():
                 k = int(np.argmax(war))
                 e = _element(index, k)
-                self._report("WAR", buf, e, int(sh.r_info[e]), "read", int(info[k]),
-                             "written")
-        sh.writes += 1
+                self._report("WAR", buf, e, _find(sh.reads, e, int(warps[k])), "read",
+                             (site << _LANE_BITS) | int(lanes[k]), "written")
+        sh.writes.append((site, index, lanes, warps))
         sh.w_warp[index] = warps
         clash = sh.w_warp[index] != warps  # two warps wrote one element in this instruction
         if clash.any():
             k = int(np.argmax(clash))
             e = _element(index, k)
-            winner = int(np.flatnonzero(_positions(index, e, lanes.size))[-1])
-            self._report("WAW", buf, e, int(info[k]), "written",
-                         int(info[winner]), "written by the same instruction")
-        sh.w_info[index] = info
+            at = np.flatnonzero(_positions(index, e, lanes.size))
+            first = next(int(i) for i in at if warps[i] != warps[at[-1]])
+            self._report("WAW", buf, e, (site << _LANE_BITS) | int(lanes[first]), "written",
+                         (site << _LANE_BITS) | int(lanes[at[-1]]),
+                         "written by the same instruction")
 
     def _report(self, kind: str, buf: Any, element: int, first: int, what1: str, second: int,
                 what2: str) -> None:
@@ -174,6 +175,18 @@ class RaceChecker:
         bx, by, _ = self.block  # type: ignore[attr-defined]
         linear = lane[0] + lane[1] * bx + lane[2] * bx * by
         return (linear if by * self.block[2] == 1 else lane), linear // 32  # type: ignore
+
+
+def _find(log: list[tuple[int, Any, np.ndarray, np.ndarray]], element: int,
+          other_than_warp: int) -> int:
+    """The latest logged access to `element` by a warp other than `other_than_warp`, packed as
+    (instruction << _LANE_BITS) | vector position."""
+    for site, index, lanes, warps in reversed(log):
+        hit = np.flatnonzero(_positions(index, element, lanes.size))
+        for i in hit[::-1]:
+            if int(warps[i]) != other_than_warp:
+                return (site << _LANE_BITS) | int(lanes[i])
+    return 0  # pragma: no cover - the shadow says such an access exists
 
 
 def _element(index: Any, k: int) -> int:

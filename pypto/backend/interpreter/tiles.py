@@ -348,18 +348,26 @@ class BlockMemory:
                                   writeable=True)
         data = hbm.data
         whole = hbm_stride * rows
-        for b in range(blocks):
-            start = int(starts[b])
+
+        def hbm_tile(start: int) -> np.ndarray:
             if start + whole <= data.size:
-                h = data[start:start + whole].reshape(rows, hbm_stride)[:, :row_len]
+                return data[start:start + whole].reshape(rows, hbm_stride)[:, :row_len]
+            return as_strided(data[start:], shape=(rows, row_len),
+                              strides=(hbm_stride * itemsize, itemsize), writeable=True)
+
+        if kind == "async_load":
+            # Blocks often load the same tile (a row of C tiles shares its A tile): read each
+            # distinct tile once, then fan it out to the blocks that asked for it.
+            distinct, which = np.unique(starts, return_inverse=True)
+            if distinct.size < blocks:
+                staged = np.stack([hbm_tile(int(o)) for o in distinct])
+                l1_tiles[...] = staged[which.reshape(-1)]
             else:
-                h = as_strided(data[start:], shape=(rows, row_len),
-                               strides=(hbm_stride * itemsize, itemsize), writeable=True)
-            t = l1_tiles[b]
-            if kind == "async_load":
-                t[...] = h
-            else:
-                h[...] = t
+                for b in range(blocks):
+                    l1_tiles[b] = hbm_tile(int(starts[b]))
+        else:
+            for b in range(blocks):
+                hbm_tile(int(starts[b]))[...] = l1_tiles[b]
         if kind == "async_load" and l1.init is not None:
             grid = l1.init.reshape(blocks, l1.count)
             for r in range(rows):

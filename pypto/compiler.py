@@ -24,7 +24,8 @@ from pypto.dialects import pto
 from pypto.errors import CompileError, LaunchError, VerificationError
 from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
-from pypto.frontend.lowering import NeedsConstexpr, lower_kernel
+from pypto.frontend.common import NeedsConstexpr
+from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
 
 RACE_CHECK_ENV = "PYPTO_RACE_CHECK"

@@ -1,0 +1,454 @@
+"""Lowering of structured control flow: `if` (scf.if with merged values), `for` (scf.for with
+loop-carried values), and `with pto.pipeline()` / `with pl.stage()` (pto.pipeline / pto.stage
+regions that yield the values later code uses).
+
+A mixin of `KernelLowering` (lowering.py): it relies on the lowering's `env`, `block`, `emit`,
+`expr`, `lower_body` and typing helpers. Python scoping is kept: a variable assigned in a
+branch, loop body or stage is visible afterwards when it is defined on every path.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerType
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from pypto.dialects import pto
+from pypto.errors import CompileError
+from pypto.frontend.builtins import BUILTINS
+from pypto.frontend.common import NeedsConstexpr, _describe_value, _is_int, _type_name
+
+
+@dataclass
+class _Undefined:
+    """Marks a variable assigned on only some paths (e.g. in one branch of an `if`)."""
+
+    line: int
+    kind: str = "if"
+
+
+def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+class PipelineHandle:
+    """The compile-time object bound by `with pto.pipeline() as pl:`."""
+
+    def __init__(self, op_block: Block):
+        self.block = op_block
+        self.stages: list[tuple[str, list[str]]] = []
+
+
+class StructuredLowering:
+    """`stmt_If`, `stmt_For`, `stmt_With` and their helpers (see the module docstring)."""
+
+    def stmt_If(self, stmt: ast.If) -> None:
+        cond = self.expr(stmt.test)
+        self.node = stmt
+        if not isinstance(cond, SSAValue):
+            # Compile-time condition (module constant, literal): lower one branch only.
+            self.lower_body(stmt.body if self.truth(cond, stmt.test) else stmt.orelse)
+            return
+        cond = self.to_bool(cond, stmt.test)
+        before = dict(self.env)
+        outer = self.block
+
+        self.region_depth += 1
+        then_block = Block()
+        self.block = then_block
+        self.env = dict(before)
+        self.lower_body(stmt.body)
+        then_env = self.env
+
+        else_block = Block()
+        self.block = else_block
+        self.env = dict(before)
+        self.lower_body(stmt.orelse)
+        else_env = self.env
+        self.region_depth -= 1
+
+        self.block = outer
+        self.env = before
+        merged: list[tuple[str, Any, Any]] = []
+        for name in sorted(set(then_env) | set(else_env)):
+            tv = then_env.get(name, _Undefined(stmt.lineno))
+            ev = else_env.get(name, _Undefined(stmt.lineno))
+            if tv is before.get(name) and ev is before.get(name):
+                continue
+            if isinstance(tv, _Undefined) or isinstance(ev, _Undefined):
+                self.env[name] = _Undefined(stmt.lineno)
+                continue
+            if not isinstance(tv, SSAValue) and not isinstance(ev, SSAValue) and tv == ev:
+                self.env[name] = tv
+                continue
+            if (not isinstance(tv, SSAValue | int | float | bool)
+                    or not isinstance(ev, SSAValue | int | float | bool)):
+                raise self.error(f"variable '{name}' holds a compile-time object in one branch "
+                                 f"and a different value in the other", stmt)
+            merged.append((name, tv, ev))
+
+        then_vals, else_vals, types = [], [], []
+        for name, tv, ev in merged:
+            ty = self._merge_type(name, tv, ev, stmt)
+            types.append(ty)
+        self.block = then_block
+        self.node = stmt.body[-1]
+        for (name, tv, _), ty in zip(merged, types):
+            then_vals.append(self.coerce(tv, ty))
+        self.emit(scf.YieldOp(*then_vals))
+        self.block = else_block
+        self.node = stmt.orelse[-1] if stmt.orelse else stmt
+        for (name, _, ev), ty in zip(merged, types):
+            else_vals.append(self.coerce(ev, ty))
+        self.emit(scf.YieldOp(*else_vals))
+        self.block = outer
+        self.node = stmt
+        if not types and len(else_block.ops) == 1:
+            else_region = Region()  # no else branch and nothing to yield: print as MLIR does
+        else:
+            else_region = Region(else_block)
+        if_op = scf.IfOp(cond, types, Region(then_block), else_region)
+        self.emit(if_op)
+        for (name, _, _), result in zip(merged, if_op.results):
+            result.name_hint = name
+            self.env[name] = result
+
+    # ---------------------------------------------------------------------------------------
+    # loops
+    # ---------------------------------------------------------------------------------------
+
+    def stmt_For(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            raise self.error("'for ... else' is not supported in kernels", stmt)
+        if not isinstance(stmt.target, ast.Name):
+            raise self.error("the loop variable must be a plain name", stmt.target)
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and self._is_range(it.func)):
+            raise self.error("kernels loop with 'for x in range(...)' only", it)
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error("range() takes 1 to 3 positional arguments", it)
+        bounds = [self.expr(a) for a in it.args]
+        self.node = stmt
+        if len(bounds) == 1:
+            start, stop, step = 0, bounds[0], 1
+        elif len(bounds) == 2:
+            (start, stop), step = bounds, 1
+        else:
+            start, stop, step = bounds
+        if isinstance(step, SSAValue):
+            step = self.const_int(step, it.args[2], "the step of range()")
+        if isinstance(step, bool) or not isinstance(step, int) or step == 0:
+            raise self.error("the step of range() must be a non-zero compile-time integer",
+                             it)
+        for b, n in ((start, "start"), (stop, "stop")):
+            if isinstance(b, SSAValue) and not _is_int(b.type) or \
+                    not isinstance(b, SSAValue) and (isinstance(b, bool) or
+                                                     not isinstance(b, int)):
+                raise self.error(f"the {n} of range() must be an integer", it)
+        if not isinstance(start, SSAValue) and not isinstance(stop, SSAValue):
+            trip = len(range(start, stop, step))
+            if trip == 0:
+                return
+        self._lower_for(stmt, start, stop, step)
+
+    def _is_range(self, func_node: ast.expr) -> bool:
+        try:
+            value = self.expr(func_node)
+        except CompileError:
+            return False
+        return value is py_builtins.range
+
+    def _lower_for(self, stmt: ast.For, start: Any, stop: Any, step: int) -> None:
+        # Bounds: a common integer type (i32 unless a bound is i64).
+        types = [b.type for b in (start, stop) if isinstance(b, SSAValue)]
+        ity: Attribute = IntegerType(64) if any(t.width.data == 64 for t in types) \
+            else IntegerType(32)
+        if step > 0:
+            lb = self.coerce_int(start, ity)
+            ub = self.coerce_int(stop, ity)
+            st = self.constant(step, ity)
+            iv_map = None
+        else:
+            # for x in range(a, b, -s): k = 0 .. ceil((a - b) / s), x = a - k * s
+            a = self.coerce_int(start, ity)
+            b = self.coerce_int(stop, ity)
+            diff = self.emit(arith.SubiOp(a, b)).results[0]
+            span = self.emit(arith.AddiOp(diff, self.constant(-step - 1, ity))).results[0]
+            count = self.emit(arith.FloorDivSIOp(span, self.constant(-step, ity))).results[0]
+            ub = self.emit(arith.MaxSIOp(count, self.constant(0, ity))).results[0]
+            lb = self.constant(0, ity)
+            st = self.constant(1, ity)
+            iv_map = a
+        carried = self._loop_carried(stmt)
+        before = dict(self.env)
+        outer = self.block
+        init_types: dict[str, Attribute] = {}
+        for name in carried:
+            v = before[name]
+            init_types[name] = v.type if isinstance(v, SSAValue) else self.literal_type(v)
+        init_types.update(self._weak_carried_types(stmt, carried, init_types, before, ity,
+                                                   iv_map, step))
+        for _attempt in range(4):
+            body, yielded, results_env = self._lower_loop_body(
+                stmt, carried, init_types, before, ity, iv_map, step)
+            changed = False
+            for name, value in zip(carried, yielded):
+                if isinstance(value, SSAValue) and value.type != init_types[name] and \
+                        not isinstance(before[name], SSAValue):
+                    init_types[name] = value.type  # a literal initial value: adopt the type
+                    changed = True
+            if not changed:
+                break
+        self.block = outer
+        self.env = before
+        self.node = stmt
+        inits = [self.coerce(before[name], init_types[name]) for name in carried]
+        for name, value in zip(carried, yielded):
+            if not isinstance(value, SSAValue) or value.type != init_types[name]:
+                got = _describe_value(value)
+                raise self.error(f"variable '{name}' is {_type_name(init_types[name])} before the "
+                                 f"loop but {got} after an iteration; give it one type "
+                                 f"(pto.cast) before the loop", stmt)
+        for_op = scf.ForOp(lb, ub, st, inits, body)
+        self.emit(for_op)
+        self.env = dict(before)
+        for name, result in zip(carried, for_op.results):
+            result.name_hint = name
+            self.env[name] = result
+        for name, value in results_env.items():
+            if name not in carried and name not in before:
+                self.env[name] = _Undefined(stmt.lineno, "for")
+
+    def _weak_carried_types(self, stmt: ast.For, carried: list[str],
+                            init_types: dict[str, Attribute], before: dict[str, Any],
+                            ity: Attribute, iv_map: Any, step: int) -> dict[str, Attribute]:
+        """Types of loop-carried variables initialised with a Python literal, weakly typed.
+
+        `acc = 0.0` before `for ...: acc = acc + h` (h float16) must carry a float16, exactly as
+        the same two statements without the loop give float16 (NumPy 2 / JAX weak typing; JAX's
+        loops promote weakly typed initial carries the same way). The literal alone says
+        nothing, so one iteration is lowered as a throwaway probe in which those variables are
+        still the literals; a variable the body turns into a typed value takes that type.
+        When the probe fails, the defaults stay (the real lowering reports any error)."""
+        weak = frozenset(n for n in carried if not isinstance(before[n], SSAValue))
+        if not weak:
+            return {}
+        try:
+            _, probe, _ = self._lower_loop_body(stmt, carried, init_types, before, ity, iv_map,
+                                                step, literal_names=weak)
+        except (CompileError, NeedsConstexpr):
+            return {}
+        finally:
+            self.env = before
+        return {name: value.type for name, value in zip(carried, probe)
+                if name in weak and isinstance(value, SSAValue)}
+
+    def _loop_carried(self, stmt: ast.For) -> list[str]:
+        assigned = sorted(_assigned_names(stmt.body) | {stmt.target.id})
+        carried = []
+        for name in assigned:
+            if name == stmt.target.id:
+                continue
+            value = self.env.get(name)
+            if isinstance(value, SSAValue | bool | int | float) and \
+                    not isinstance(value, _Undefined):
+                carried.append(name)
+        return carried
+
+    def _lower_loop_body(self, stmt: ast.For, carried: list[str],
+                         init_types: dict[str, Attribute], before: dict[str, Any],
+                         ity: Attribute, iv_map: Any, step: int,
+                         literal_names: frozenset[str] = frozenset()
+                         ) -> tuple[Block, list[Any], dict[str, Any]]:
+        """Lower one iteration; carried names in `literal_names` keep their literal value (a
+        probe for their weak type, see `_weak_carried_types`), the others are block args."""
+        body = Block(arg_types=[ity] + [init_types[n] for n in carried])
+        iv = body.args[0]
+        iv.name_hint = stmt.target.id
+        self.block = body
+        self.env = dict(before)
+        for name, arg in zip(carried, body.args[1:]):
+            arg.name_hint = name
+            self.env[name] = before[name] if name in literal_names else arg
+        self.node = stmt
+        if iv_map is not None:
+            scaled = self.emit(arith.MuliOp(iv, self.constant(-step, ity))).results[0]
+            iv_value: Any = self.emit(arith.SubiOp(iv_map, scaled)).results[0]
+        else:
+            iv_value = iv
+        self.env[stmt.target.id] = iv_value
+        self.loop_depth += 1
+        self.region_depth += 1
+        try:
+            self.lower_body(stmt.body)
+        finally:
+            self.loop_depth -= 1
+            self.region_depth -= 1
+        yielded = [self.env.get(name) for name in carried]
+        self.node = stmt.body[-1]
+        values = []
+        for name, value in zip(carried, yielded):
+            if isinstance(value, _Undefined) or value is None:
+                raise self.error(f"variable '{name}' may be undefined at the end of the loop "
+                                 f"body", stmt)
+            if not isinstance(value, SSAValue):
+                value = self.coerce(value, init_types[name])
+            values.append(value)
+        if all(isinstance(v, SSAValue) and v.type == init_types[n]
+               for v, n in zip(values, carried)):
+            self.emit(scf.YieldOp(*values))
+        return body, values, self.env
+
+    def coerce_int(self, value: Any, t: Attribute) -> SSAValue:
+        if isinstance(value, SSAValue):
+            if value.type == t:
+                return value
+            if _is_int(value.type) and value.type.width.data < t.width.data:
+                return self.emit(arith.ExtSIOp(value, t)).results[0]
+            raise self.error(f"loop bounds must be integers, got {_type_name(value.type)}")
+        return self.constant(value, t)
+
+    def stmt_Break(self, stmt: ast.Break) -> None:
+        raise self.error("'break' is not supported in kernels: loops run a uniform number of "
+                         "iterations; keep a per-lane flag and guard the rest of the body with "
+                         "'if'", stmt)
+
+    def stmt_Continue(self, stmt: ast.Continue) -> None:
+        raise self.error("'continue' is not supported in kernels: guard the rest of the loop "
+                         "body with 'if' instead", stmt)
+
+    def stmt_While(self, stmt: ast.While) -> None:
+        raise self.error("'while' loops are not supported in kernels; use "
+                         "'for x in range(...)' with uniform bounds", stmt)
+
+    # ---------------------------------------------------------------------------------------
+    # with: pipelines and stages
+    # ---------------------------------------------------------------------------------------
+
+    def stmt_With(self, stmt: ast.With) -> None:
+        if len(stmt.items) != 1:
+            raise self.error("use one context manager per 'with' in kernels", stmt)
+        item = stmt.items[0]
+        call = item.context_expr
+        if not isinstance(call, ast.Call):
+            raise self.error("only 'with pto.pipeline() as pl:' and 'with pl.stage(...):' are "
+                             "supported", stmt)
+        if isinstance(call.func, ast.Attribute):
+            base = self.expr(call.func.value) if not isinstance(call.func.value, ast.Call) \
+                else None
+            if isinstance(base, PipelineHandle) and call.func.attr == "stage":
+                if item.optional_vars is not None:
+                    raise self.error("'with pl.stage(...)' binds nothing; drop 'as'", stmt)
+                self._lower_stage(stmt, call, base)
+                return
+        callee = self.expr(call.func)
+        self.node = stmt
+        if BUILTINS.get(callee) == "pipeline":
+            self.call_args(call, [], 0)
+            self._lower_pipeline(stmt, item.optional_vars)
+            return
+        raise self.error("only 'with pto.pipeline() as pl:' and 'with pl.stage(...):' are "
+                         "supported", stmt)
+
+    def _region_env(self, stmts: list[ast.stmt]) -> tuple[Block, dict[str, Any], dict[str, Any]]:
+        before = dict(self.env)
+        outer = self.block
+        block = Block()
+        self.block = block
+        self.region_depth += 1
+        try:
+            self.lower_body(stmts)
+        finally:
+            self.region_depth -= 1
+        after = self.env
+        self.block = outer
+        self.env = before
+        return block, before, after
+
+    def _changed(self, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+        return [n for n, v in after.items()
+                if isinstance(v, SSAValue) and before.get(n) is not v]
+
+    def _lower_pipeline(self, stmt: ast.With, target: ast.expr | None) -> None:
+        if target is not None and not isinstance(target, ast.Name):
+            raise self.error("write 'with pto.pipeline() as pl:'", stmt)
+        block_placeholder = Block()
+        handle = PipelineHandle(block_placeholder)
+        saved_name = target.id if target is not None else None
+        if saved_name:
+            self.env[saved_name] = handle
+        block, before, after = self._region_env(stmt.body)
+        names = self._changed(before, after)
+        self.node = stmt
+        outer = self.block
+        self.block = block
+        self.emit(pto.YieldOp(*[after[n] for n in names]))
+        self.block = outer
+        problem = pto.check_stage_graph(handle.stages)
+        if problem:
+            raise self.error(problem, stmt)
+        op = pto.PipelineOp([after[n].type for n in names], Region(block))
+        self.emit(op)
+        for n, r in zip(names, op.results):
+            r.name_hint = n
+            self.env[n] = r
+        for n, v in after.items():
+            if n not in names and n not in self.env:
+                if not isinstance(v, SSAValue):
+                    self.env[n] = v
+        if saved_name:
+            self.env[saved_name] = handle
+
+    def _lower_stage(self, stmt: ast.With, call: ast.Call, handle: PipelineHandle) -> None:
+        name, after = self.call_args(call, ["name", "after"], 1, {"after": None})
+        self.node = stmt
+        if not isinstance(name, str):
+            raise self.error("a stage name must be a string literal", call)
+        if after is None:
+            after_names: list[str] = []
+        elif isinstance(after, str):
+            after_names = [after]
+        elif isinstance(after, tuple | list) and all(isinstance(a, str) for a in after):
+            after_names = list(after)
+        else:
+            raise self.error("after= takes a stage name or a list of stage names", call)
+        handle.stages.append((name, after_names))
+        problem = pto.check_stage_graph(handle.stages)
+        if problem and "later in the pipeline" not in problem and "unknown stage" not in problem:
+            raise self.error(problem, stmt)
+        block, before, after_env = self._region_env(stmt.body)
+        names = self._changed(before, after_env)
+        outer = self.block
+        self.block = block
+        self.emit(pto.YieldOp(*[after_env[n] for n in names]))
+        self.block = outer
+        self.node = stmt
+        op = pto.StageOp(name, after_names, [after_env[n].type for n in names], Region(block))
+        self.emit(op)
+        for n, r in zip(names, op.results):
+            r.name_hint = n
+            self.env[n] = r
+
+    def _merge_type(self, name: str, tv: Any, ev: Any, stmt: ast.AST) -> Attribute:
+        if isinstance(tv, SSAValue) and isinstance(ev, SSAValue):
+            if tv.type != ev.type:
+                raise self.error(f"variable '{name}' is {_type_name(tv.type)} in one branch and "
+                                 f"{_type_name(ev.type)} in the other; use pto.cast() so both "
+                                 f"branches agree", stmt)
+            return tv.type
+        if isinstance(tv, SSAValue):
+            return tv.type
+        if isinstance(ev, SSAValue):
+            return ev.type
+        return self.literal_type(tv if not isinstance(tv, float) else tv)

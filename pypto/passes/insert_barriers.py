@@ -12,12 +12,12 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from pypto.analysis.barrier_report import Hazard, condition_op, divergent_parent, where
-from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE, BarrierAnalysis, kernels, lane_space
+from pypto.analysis.barriers import BarrierAnalysis, kernels, lane_space
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
 from pypto.errors import BarrierError
 from pypto.passes.diagnostics import attach_op
-from pypto.passes.verify_barriers import block_shape
+from pypto.passes.verify_barriers import BlockShapeOptions
 
 
 def _ancestor_in(block: Block, op: Operation) -> Operation | None:
@@ -133,7 +133,7 @@ class _Repair:
 
 
 @dataclass(frozen=True)
-class InsertBarriersPass(ModulePass):
+class InsertBarriersPass(BlockShapeOptions, ModulePass):
     """Insert the fewest pto.barrier_block()s that remove L1 hazards between warps; drop useless ones.
 
     Repairs what `pto-verify-barriers` reports as RAW / WAR / WAW between warps: accesses are
@@ -147,13 +147,6 @@ class InsertBarriersPass(ModulePass):
 
     name = "pto-insert-barriers"
 
-    block_size: int = DEFAULT_BLOCK_SIZE
-    block_dims: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        block_shape(self.block_size, self.block_dims)
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        block = block_shape(self.block_size, self.block_dims)
         for kernel in list(kernels(op)):
-            _Repair(kernel, block).run()
+            _Repair(kernel, self.block).run()

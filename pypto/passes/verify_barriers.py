@@ -31,7 +31,22 @@ def block_shape(block_size: int, block_dims: tuple[int, ...]) -> int | tuple[int
 
 
 @dataclass(frozen=True)
-class VerifyBarriersPass(ModulePass):
+class BlockShapeOptions:
+    """The `block-size` / `block-dims` options of the barrier passes (validated on creation)."""
+
+    block_size: int = DEFAULT_BLOCK_SIZE
+    block_dims: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        block_shape(self.block_size, self.block_dims)
+
+    @property
+    def block(self) -> int | tuple[int, ...]:
+        return block_shape(self.block_size, self.block_dims)
+
+
+@dataclass(frozen=True)
+class VerifyBarriersPass(BlockShapeOptions, ModulePass):
     """Reject L1 hazards between warps, reads of in-flight async copies and divergent barriers.
 
     The static half of the article's third pitfall: `pto.barrier()` orders only the 32 lanes
@@ -51,13 +66,6 @@ class VerifyBarriersPass(ModulePass):
 
     name = "pto-verify-barriers"
 
-    block_size: int = DEFAULT_BLOCK_SIZE
-    block_dims: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        block_shape(self.block_size, self.block_dims)
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        block = block_shape(self.block_size, self.block_dims)
         for kernel in kernels(op):
-            check_kernel(kernel, block)
+            check_kernel(kernel, self.block)

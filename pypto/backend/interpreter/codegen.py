@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from pypto import dtypes
-from pypto.analysis.uniformity import varying_values
+from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import pto
 
@@ -678,12 +678,7 @@ def _is_const(v: SSAValue, value: float) -> bool:
     return False
 
 
-def _walk(ops: Iterable[Operation]) -> Iterable[Operation]:
-    for op in ops:
-        yield op
-        for region in op.regions:
-            for block in region.blocks:
-                yield from _walk(block.ops)
+_walk = walk  # pre-order walk of ops and everything nested in them
 
 
 def _isscalar(x: Any) -> bool:

@@ -92,12 +92,20 @@ class RaceChecker:
             return np.full(n, int(arr), dtype=np.int64)
         return arr
 
-    def race_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
+    def _access(self, buf: Any, idx: Any, mask: Any) -> Any:
+        """(positions, warps, element index, shadow at this epoch) of an access, or None when
+        no lane is active."""
         lanes, warps = self._lanes_and_warps(mask)
         if lanes.size == 0:
+            return None
+        return (lanes, warps, self._index(idx, lanes.size),
+                buf.shadow.at_epoch(self.counters["epoch"]))
+
+    def race_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
+        access = self._access(buf, idx, mask)
+        if access is None:
             return
-        index = self._index(idx, lanes.size)
-        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        lanes, warps, index, sh = access
         if sh.writes:
             writer = sh.w_warp[index]
             bad = (writer >= 0) & (writer != warps)
@@ -119,11 +127,10 @@ class RaceChecker:
                 sh.r_multi[index[other]] = True
 
     def race_write(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
-        lanes, warps = self._lanes_and_warps(mask)
-        if lanes.size == 0:
+        access = self._access(buf, idx, mask)
+        if access is None:
             return
-        index = self._index(idx, lanes.size)
-        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        lanes, warps, index, sh = access
         if sh.writes:
             writer = sh.w_warp[index]
             waw = (writer >= 0) & (writer != warps)

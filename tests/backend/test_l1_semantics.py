@@ -348,3 +348,27 @@ def test_war_and_waw_races_are_reported():
 def test_exchanges_within_a_warp_need_only_a_warp_barrier(run):
     (out,) = run(same_warp_exchange, 1, 64, (np.zeros(64, np.float32),))
     np.testing.assert_array_equal(out, (np.arange(64) ^ 1).astype(np.float32))
+
+
+@pto.kernel
+def l1_histogram(x, out, n):
+    bins = pto.alloc_local(8, dtype=pto.int32)
+    pto.fill(bins, 0, 8)
+    i = pto.get_global_id()
+    if i < n:
+        pto.atomic_add(bins + pto.load(x + i) % 8, 1)
+    pto.barrier_block()
+    lid = pto.get_local_id()
+    if lid < 8:
+        pto.store(out + pto.get_block_id() * 8 + lid, pto.load(bins + lid))
+
+
+def test_l1_atomics_stay_in_their_block_when_blocks_run_side_by_side(run):
+    """Batch mode keeps one copy of L1 per block: atomics must land in their own block's."""
+    n = 64 * 20
+    x = np.random.default_rng(0).integers(0, 1000, n).astype(np.int32)
+    t = pto.alloc_tensor(x.nbytes, dtype=np.int32)
+    assert pto.compile(l1_histogram, args=(t, t, n), block=64).executable.mode == "batch"
+    _, out = run(l1_histogram, 20, 64, (x, np.zeros(160, np.int32), n))
+    ref = np.stack([np.bincount(x[b * 64:(b + 1) * 64] % 8, minlength=8) for b in range(20)])
+    np.testing.assert_array_equal(out, ref.reshape(-1))

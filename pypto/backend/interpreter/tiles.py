@@ -575,12 +575,14 @@ class BlockMemory:
         if lanes.size == 0:
             return old
         idx = offs[lanes].astype(np.int64)
-        if idx.min() < 0 or idx.max() >= data.size:
+        if idx.min() < 0 or idx.max() >= buf.count:
             full = np.full(n, 0, dtype=np.int64)
             full[lanes] = idx
             sel = np.zeros(n, dtype=bool)
             sel[lanes] = True
             raise self.oob(buf, full, sel, site)
+        if buf.count != data.size:  # batch mode: each lane's block has its own copy of L1
+            idx = idx + self.lane_block[lanes] * buf.count  # type: ignore[attr-defined]
         # atomics do not race with each other: only in-flight / uninitialised checks apply
         self.check_read(buf, idx, None, site, race=False)
         self.check_write(buf, idx, None, site, race=False)

@@ -145,6 +145,7 @@ class LaneContext(BlockMemory, RaceChecker):
         self.sites = sites
         self.ramp = ramp(count)
         self._ids: dict[str, Any] = {}
+        self._mask_cache: tuple[Any, dict[str, np.ndarray]] | None = None
 
     # ids ------------------------------------------------------------------------------------
 
@@ -277,9 +278,23 @@ class LaneContext(BlockMemory, RaceChecker):
         else:
             active = off
         if buf.count != buf.data.size:  # batch mode, L1
-            blocks = self.lane_block if mask is None else self.lane_block[mask]
+            blocks = self.lane_block if mask is None else \
+                self.masked("lane_block", self.lane_block, mask)
             return active + blocks * buf.count
         return active
+
+    def masked(self, key: str, array: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """`array[mask]`, cached for the current mask object: the accesses of one branch all
+        use the same mask, so the selection is computed once per branch."""
+        cache = self._mask_cache
+        if cache is None or cache[0] is not mask:
+            cache = (mask, {})
+            self._mask_cache = cache
+        value = cache[1].get(key)
+        if value is None:
+            value = array[mask]
+            cache[1][key] = value
+        return value
 
     @property
     def lane_block(self) -> np.ndarray:
@@ -292,6 +307,17 @@ class LaneContext(BlockMemory, RaceChecker):
 
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
+        if mask is not None and isinstance(off, np.ndarray):
+            # Gather for every lane with inactive lanes pointed at element 0 (their values are
+            # never used): cheaper than selecting the active lanes and scattering back.
+            safe = np.where(mask, off, 0)
+            if safe.min() < 0 or safe.max() >= buf.count:
+                raise self.oob(buf, off, mask, site)
+            if buf.count != data.size:  # batch mode, L1
+                safe = safe + self.lane_block * buf.count
+            if buf.watched() or self.inflight:
+                self.check_read(buf, safe[mask], mask, site)
+            return data[safe]
         if isinstance(off, np.ndarray) or buf.count != data.size:
             idx = self._checked(buf, off, mask, site)
             if buf.watched() or self.inflight:

@@ -74,13 +74,8 @@ class RaceChecker:
             self._race_lanes = cached
         if mask is None or mask is True:
             return cached
-        last = getattr(self, "_race_mask", None)
-        if last is not None and last[0] is mask:
-            return last[1]
-        m = np.asarray(mask)
-        result = (cached[0][m], cached[1][m])
-        self._race_mask = (mask, result)  # the same mask object serves a whole branch
-        return result
+        return (self.masked("race_pos", cached[0], mask),  # type: ignore[attr-defined]
+                self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
 
     @staticmethod
     def _index(idx: Any, n: int) -> Any:

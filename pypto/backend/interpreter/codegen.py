@@ -238,9 +238,6 @@ class KernelCodegen:
         for op in block.ops:
             self.op(op)
 
-    def array(self, v: SSAValue) -> str:
-        return self.name(v)
-
     def op(self, op: Operation) -> None:
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
@@ -371,10 +368,7 @@ class KernelCodegen:
             else:
                 self.define_affine(res, f"{pn} + {self.an.affine[off]}")
             return
-        self.emit(f"{rn} = {self._offset_array(p)} + {self._offset_array(off)}")
-
-    def _offset_array(self, v: SSAValue) -> str:
-        return self.name(v)
+        self.emit(f"{rn} = {pn} + {on}")
 
     def op_arith_addi(self, op: arith.AddiOp) -> None:
         self._affine_arith(op, "+")
@@ -681,10 +675,6 @@ def _is_const(v: SSAValue, value: float) -> bool:
 _walk = walk  # pre-order walk of ops and everything nested in them
 
 
-def _isscalar(x: Any) -> bool:
-    return not isinstance(x, np.ndarray)
-
-
 def _fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
     """a * b + c evaluated in float64 and rounded once to `dtype` (documented semantics)."""
     r = np.multiply(a, b, dtype=np.float64)
@@ -705,7 +695,6 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
         "_cast": lanes.cast,
         "_mask_and": lanes.mask_and,
         "_mask_andnot": lanes.mask_andnot,
-        "_isscalar": _isscalar,
         "_fma": _fma,
         "_F64": np.dtype(np.float64),
     }

@@ -40,9 +40,6 @@ GRID_CHUNK_LANES = 1 << 22
 BATCH_CHUNK_LANES = 1 << 16
 """Largest lane vector in batch mode (several blocks in lockstep, each with its own L1)."""
 
-_NOT_BATCHABLE: tuple[type, ...] = ()
-
-
 def batchable(kernel: func.FuncOp) -> bool:
     """Can blocks run side by side in one lane vector? Yes when every loop has bounds uniform
     across blocks and every block-level instruction (barrier_block and the tile instructions)
@@ -54,8 +51,6 @@ def batchable(kernel: func.FuncOp) -> bool:
 
     varying = varying_values(kernel, block_ids_uniform=False)
     for op in _walk(kernel.body.block.ops):
-        if isinstance(op, _NOT_BATCHABLE):
-            return False
         if isinstance(op, scf.ForOp) and (op.lb in varying or op.ub in varying):
             return False
         if isinstance(op, pto.TileOp | pto.BarrierBlockOp):

@@ -30,10 +30,6 @@ class Site:
     op: str
     location: str  # "file.py:12:8" (or "<unknown>")
 
-    @property
-    def line(self) -> str:
-        return self.location
-
 
 class Buffer:
     """A memory region a pointer refers to: a device tensor (HBM) or an L1 buffer.
@@ -163,6 +159,13 @@ class LaneContext(BlockMemory, RaceChecker):
         return self.first_lane % self.block_lanes
 
     def _block_linear_and_local(self) -> tuple[Any, Any]:
+        """(block index, local linear id) per lane; computed once per lane vector."""
+        cached = self._ids.get("block_local")
+        if cached is None:
+            cached = self._ids["block_local"] = self._compute_block_local()
+        return cached
+
+    def _compute_block_local(self) -> tuple[Any, Any]:
         lin = self._linear()
         if self.in_one_block:
             # one block (or one warp of it): the block id is uniform

@@ -96,19 +96,25 @@ class RaceChecker:
         return (lanes, warps, self._index(idx, lanes.size),
                 buf.shadow.at_epoch(self.counters["epoch"]))
 
+    def _against_writes(self, buf: Any, sh: Shadow, index: Any, lanes: np.ndarray,
+                        warps: np.ndarray, site: int, kind: str, what: str) -> None:
+        """Report an element this access touches that another warp wrote in this epoch."""
+        if not sh.writes:
+            return
+        writer = sh.w_warp[index]
+        bad = (writer >= 0) & (writer != warps)
+        if bad.any():
+            k = int(np.argmax(bad))
+            e = _element(index, k)
+            self._report(kind, buf, e, _find(sh.writes, e, int(warps[k])), "written",
+                         (site << _LANE_BITS) | int(lanes[k]), what)
+
     def race_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
         access = self._access(buf, idx, mask)
         if access is None:
             return
         lanes, warps, index, sh = access
-        if sh.writes:
-            writer = sh.w_warp[index]
-            bad = (writer >= 0) & (writer != warps)
-            if bad.any():
-                k = int(np.argmax(bad))
-                e = _element(index, k)
-                self._report("RAW", buf, e, _find(sh.writes, e, int(warps[k])), "written",
-                             (site << _LANE_BITS) | int(lanes[k]), "read")
+        self._against_writes(buf, sh, index, lanes, warps, site, "RAW", "read")
         first = sh.r_warp[index] if sh.reads else None
         sh.reads.append((site, index, lanes, warps))
         sh.r_warp[index] = warps  # the last reader; a second reading warp sets r_multi
@@ -126,14 +132,7 @@ class RaceChecker:
         if access is None:
             return
         lanes, warps, index, sh = access
-        if sh.writes:
-            writer = sh.w_warp[index]
-            waw = (writer >= 0) & (writer != warps)
-            if waw.any():
-                k = int(np.argmax(waw))
-                e = _element(index, k)
-                self._report("WAW", buf, e, _find(sh.writes, e, int(warps[k])), "written",
-                             (site << _LANE_BITS) | int(lanes[k]), "written again")
+        self._against_writes(buf, sh, index, lanes, warps, site, "WAW", "written again")
         if sh.reads:
             reader = sh.r_warp[index]
             war = ((reader >= 0) & (reader != warps)) | sh.r_multi[index]

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.races import Shadow
-from pypto.errors import DeadlockError, KernelError, RaceError
+from pypto.errors import DeadlockError, RaceError
 
 
 class Region:
@@ -51,10 +51,8 @@ class Region:
             return False
         if self.stride == self.row_len and other.stride == other.row_len:
             return True
-        return bool(self.hits(np.arange(max(self.lo, other.lo), min(self.hi, other.hi))).any() and
-                    other.hits(np.arange(max(self.lo, other.lo), min(self.hi, other.hi))).any()
-                    and np.any(self.hits(np.arange(other.lo, other.hi)) &
-                               other.hits(np.arange(other.lo, other.hi))))
+        common = np.arange(max(self.lo, other.lo), min(self.hi, other.hi))
+        return bool(np.any(self.hits(common) & other.hits(common)))
 
 
 class InFlight:
@@ -677,4 +675,4 @@ def _first_index(idx: Any, ok: Any) -> int:
     return int(idx)
 
 
-__all__ = ["BlockMemory", "InFlight", "poison_fill", "KernelError"]
+__all__ = ["BlockMemory", "InFlight", "poison_fill"]

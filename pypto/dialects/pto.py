@@ -54,6 +54,7 @@ from xdsl.irdl import (
     AttrConstraint,
     IntConstraint,
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
@@ -770,12 +771,21 @@ class AllocLocalOp(IRDLOperation):
     name = "pto.alloc_local"
 
     result = result_def(L1BufferType)
+    offset = opt_prop_def(IntegerAttr[I64])
+    irdl_options = (ParsePropInAttrDict(),)
+    """The buffer's byte offset in the block's L1 address space, set by `pto-allocate-l1`.
+    Without it the interpreter places buffers one after another in allocation order."""
 
     assembly_format = "attr-dict `:` type($result)"
     PIPE: ClassVar[str] = "SCALAR"
 
-    def __init__(self, count: int, element_type: Attribute):
-        super().__init__(result_types=[L1BufferType(count, element_type)])
+    def __init__(self, count: int, element_type: Attribute, offset: int | None = None):
+        props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        super().__init__(result_types=[L1BufferType(count, element_type)], properties=props)
+
+    @property
+    def l1_offset(self) -> int | None:
+        return None if self.offset is None else self.offset.value.data
 
 
 class _BulkCopyOp(TileOp):

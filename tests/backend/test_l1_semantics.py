@@ -209,11 +209,15 @@ def too_much_l1(out):
     pto.fill(b, 0.0, 20000)
 
 
-def test_exceeding_the_targets_l1_is_an_error():
+def test_exceeding_the_targets_l1_is_a_compile_error():
     t = pto.alloc_tensor(4)
-    pto.launch(too_much_l1, grid=1, block=32, args=(t,))
-    with pytest.raises(pto.KernelError, match="L1 overflow"):
-        pto.sync()
+    with pytest.raises(pto.L1CapacityError) as info:
+        pto.launch(too_much_l1, grid=1, block=32, args=(t,))
+    text = str(info.value)
+    # located at the buffer that crosses the limit, names every buffer with its size
+    assert text.startswith(f"{__file__}:{too_much_l1.fn.__code__.co_firstlineno + 3}:9:")
+    assert "needs 240000 bytes of L1" in text and "196608" in text
+    assert "'a' 160000 bytes at offset 0" in text and "'b' 80000 bytes at offset 160000" in text
 
 
 @pto.kernel

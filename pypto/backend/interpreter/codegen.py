@@ -30,6 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from pypto import dtypes
 from pypto.analysis.uniformity import varying_values, walk
+from pypto.backend.interpreter.instruments import OpTable, location_of
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import pto
 
@@ -61,14 +62,9 @@ class GeneratedKernel:
     source: str
     sites: list[Site]
     constants: dict[str, Any]
+    op_table: OpTable
+    instrumented: bool = False
     fn: Any = None
-
-
-def location_of(op: Operation) -> str:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-    return "<unknown location>"
 
 
 _ARITH_BINARY: dict[type[Operation], str] = {
@@ -134,9 +130,12 @@ class _Analysis:
 class KernelCodegen:
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
 
-    def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool):
+    def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
         self.kernel = kernel
         self.mode = mode
+        self.instrumented = instrumented  # hooks around every op (see instruments.py)
+        self.table = OpTable.of(kernel)
+        self.current_id = -1
         self.one_d = one_d  # the launch is 1-D in grid and block: ids along x are ramps
         self.names: dict[SSAValue, str] = {}
         self.lines: list[str] = []
@@ -220,6 +219,8 @@ class KernelCodegen:
         self.analyse(block.ops)
         header = ["def run(_ctx, _args):"]
         self.emit("_m = None")
+        if self.instrumented:
+            self.emit("_ins = _ctx.ins")
         for index, arg in enumerate(block.args):
             n = self.name(arg)
             if _is_address(arg.type):
@@ -231,14 +232,44 @@ class KernelCodegen:
         if not isinstance(block.last_op, func.ReturnOp):
             self.emit("return None")
         source = "\n".join(header + self.lines) + "\n"
+        self.table.names = dict(self.names)
+        self.table.affine = dict(self.an.affine)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
-                               self.constants)
+                               self.constants, self.table, self.instrumented)
 
     def block_ops(self, block: Block) -> None:
         for op in block.ops:
             self.op(op)
 
     def op(self, op: Operation) -> None:
+        if not self.instrumented:
+            self.dispatch(op)
+            return
+        op_id = self.table.id_of(op)
+        info = self.table[op_id]
+        # In warp mode a tile instruction runs once per block inside the scheduler: `tile()`
+        # hooks it there instead.
+        hooked = info.hooked and not (self.mode == WARP and info.collective)
+        if hooked:
+            self.emit(f"_ins.before({op_id}, _ctx, _m)")
+        saved, self.current_id = self.current_id, op_id
+        self.dispatch(op)
+        self.current_id = saved
+        if hooked and not isinstance(op, func.ReturnOp):
+            self.emit(f"_ins.after({op_id}, _ctx, _m, {self.hook_value(op)})")
+
+    def hook_value(self, op: Operation) -> str:
+        """What the `after` hook reports: the first result (pto.wait: its token)."""
+        if isinstance(op, pto.WaitOp):
+            return self.name(op.token)
+        if not op.results:
+            return "None"
+        r = op.results[0]
+        if r in self.an.affine and r not in self.an.needs_array:
+            return f"(_ctx.ramp + {self.an.affine[r]})"
+        return self.name(r)
+
+    def dispatch(self, op: Operation) -> None:
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
@@ -551,12 +582,10 @@ class KernelCodegen:
     # L1 and tile instructions -------------------------------------------------------------------
 
     def op_pto_alloc_local(self, op: pto.AllocLocalOp) -> None:
-        t = op.result.type
-        dt = self.const(dtypes.np_dtype_of(t.element_type))
-        label = op.result.name_hint or f"l1_{self.name(op.result)}"
         n = self.name(op.result)
         s = self.site(op)
-        self.tile(f"{n}_b", f"_ctx.alloc_local({s}, {t.size}, {dt}, {label!r}, _m, {s})", s)
+        # keyed by op id: the static L1 layout (l1.py) places each alloc_local
+        self.tile(f"{n}_b", f"_ctx.alloc_local({self.table.id_of(op)}, _m, {s})", s)
         self.emit(f"{n} = _I64_0")
 
     def tile(self, target: str | None, call: str, s: int) -> None:
@@ -570,6 +599,8 @@ class KernelCodegen:
             self.emit(prefix + call)  # alloc_local is a static declaration, not a sync point
             return
         self.emit(f"_ctx.tile_entry(_m, {s})")
+        if self.instrumented:
+            call = f"_ins.tile({self.current_id}, _ctx, _m, lambda: {call})"
         self.emit(f"{prefix}(yield ({SYNC_TILE}, {s}, lambda: {call}))")
 
     def _addr(self, v: SSAValue) -> str:
@@ -682,11 +713,12 @@ def _fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
     return r.astype(dtype) if isinstance(r, np.ndarray) else dtype.type(r)
 
 
-def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
+def generate(kernel: func.FuncOp, mode: str, one_d: bool,
+             instrumented: bool = False) -> GeneratedKernel:
     """Translate `kernel` and compile the source to a Python function (`.fn`)."""
     from pypto.backend.interpreter import lanes
 
-    gen = KernelCodegen(kernel, mode, one_d).generate()
+    gen = KernelCodegen(kernel, mode, one_d, instrumented).generate()
     namespace: dict[str, Any] = {
         "_np": np,
         "_I64_0": np.int64(0),
@@ -699,7 +731,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
         "_F64": np.dtype(np.float64),
     }
     namespace.update(gen.constants)
-    code = compile(gen.source, f"<pto kernel {gen.name} ({mode})>", "exec")
+    label = f"{mode}, instrumented" if instrumented else mode
+    code = compile(gen.source, f"<pto kernel {gen.name} ({label})>", "exec")
     exec(code, namespace)
     gen.fn = namespace["run"]
     return gen

@@ -30,6 +30,8 @@ from pypto.backend.interpreter.codegen import (
     _walk,
     generate,
 )
+from pypto.backend.interpreter.instruments import Instrument, OpTable
+from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
 from pypto.dialects import pto
 from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedError
@@ -116,6 +118,7 @@ class Executable:
         self.race_check = race_check and _has_lane_l1_access(kernel)
         self.schedule = parse_schedule(schedule)
         self.name = kernel.sym_name.data
+        self.layout = L1Layout.of(kernel, self.target)
         self.param_names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
         self.param_types = list(kernel.function_type.inputs.data)
         block_level = any(_needs_block_mode(op) for op in _walk(kernel.body.block.ops))
@@ -125,15 +128,22 @@ class Executable:
             self.mode = WARP
         else:
             self.mode = BATCH if batch_blocks and batchable(kernel) else BLOCK
-        self._variants: dict[tuple[str, bool], GeneratedKernel] = {}
+        self._variants: dict[tuple[str, bool, bool], GeneratedKernel] = {}
 
-    def variant(self, one_d: bool) -> GeneratedKernel:
-        key = (self.mode, one_d)
+    def variant(self, one_d: bool, instrumented: bool = False) -> GeneratedKernel:
+        """The generated code for a launch shape (`one_d`: 1-D grid and block), with hooks
+        for instruments or without (the plain variant has none)."""
+        key = (self.mode, one_d, instrumented)
         gen = self._variants.get(key)
         if gen is None:
-            gen = generate(self.func, self.mode, one_d)
+            gen = generate(self.func, self.mode, one_d, instrumented)
             self._variants[key] = gen
         return gen
+
+    @property
+    def op_table(self) -> OpTable:
+        """Op id -> op, location, pipe of this kernel (the ids instruments report)."""
+        return self.variant(True).op_table
 
     def bind(self, args: Sequence[Any]) -> list[Any]:
         """Turn launch arguments into what generated code expects (Buffers, typed scalars)."""
@@ -171,37 +181,47 @@ class Executable:
         return bound
 
     def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-            args: Sequence[Any]) -> None:
+            args: Sequence[Any], instrument: Instrument | None = None) -> None:
+        """Execute one launch. `instrument` (see instruments.py) watches every op; without
+        one the plain generated code runs."""
         bound = self.bind(args)
         one_d = grid[1] * grid[2] == 1 and block[1] * block[2] == 1
-        gen = self.variant(one_d)
+        gen = self.variant(one_d, instrument is not None)
         block_lanes = block[0] * block[1] * block[2]
         n_blocks = grid[0] * grid[1] * grid[2]
+        if instrument is not None:
+            instrument.begin(gen.op_table, grid, block)
         with np.errstate(all="ignore"):
             try:
                 if gen.mode == WARP:
                     for b in range(n_blocks):
-                        self._run_block_by_warps(gen, grid, block, b, bound)
+                        self._run_block_by_warps(gen, grid, block, b, bound, instrument)
                     return
                 per_chunk = 1 if gen.mode == BLOCK else max(
                     1, (GRID_CHUNK_LANES if gen.mode == GRID else BATCH_CHUNK_LANES) // block_lanes)
                 for first_block in range(0, n_blocks, per_chunk):
                     count = min(per_chunk, n_blocks - first_block) * block_lanes
-                    gen.fn(self._context(gen, grid, block, first_block * block_lanes, count),
-                           bound)
+                    gen.fn(self._context(gen, grid, block, first_block * block_lanes, count,
+                                         instrument=instrument), bound)
             except KernelError:
                 raise
             except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover
                 raise KernelError(f"internal interpreter error: {exc!r}; please report it "
                                   f"with the kernel", kernel=self.name) from exc
+            finally:
+                if instrument is not None:
+                    instrument.end()
 
     def _context(self, gen: GeneratedKernel, grid: tuple[int, int, int],
                  block: tuple[int, int, int], first_lane: int, count: int,
-                 share: LaneContext | None = None) -> LaneContext:
-        return LaneContext(kernel=self.name, grid=grid, block=block, first_lane=first_lane,
-                           count=count, sites=gen.sites, l1_bytes=self.target.l1_bytes,
-                           check_uninitialized=self.check_uninitialized, share_block_with=share,
-                           race_check=self.race_check, warp_mode=gen.mode == WARP)
+                 share: LaneContext | None = None, warp: int | None = None,
+                 instrument: Instrument | None = None) -> LaneContext:
+        ctx = LaneContext(kernel=self.name, grid=grid, block=block, first_lane=first_lane,
+                          count=count, sites=gen.sites, target=self.target, layout=self.layout,
+                          check_uninitialized=self.check_uninitialized, share_block_with=share,
+                          race_check=self.race_check, warp_index=warp)
+        ctx.ins = instrument
+        return ctx
 
     # warp mode --------------------------------------------------------------------------------
 
@@ -216,7 +236,8 @@ class Executable:
         return [warps[i] for i in rng.permutation(len(warps))]
 
     def _run_block_by_warps(self, gen: GeneratedKernel, grid: tuple[int, int, int],
-                            block: tuple[int, int, int], b: int, bound: list[Any]) -> None:
+                            block: tuple[int, int, int], b: int, bound: list[Any],
+                            instrument: Instrument | None) -> None:
         assert self.schedule is not None
         block_lanes = block[0] * block[1] * block[2]
         warp_size = self.target.warp_size
@@ -226,7 +247,7 @@ class Executable:
         for w in range(n_warps):
             count = min(warp_size, block_lanes - w * warp_size)
             ctxs.append(self._context(gen, grid, block, first + w * warp_size, count,
-                                      ctxs[0] if ctxs else None))
+                                      ctxs[0] if ctxs else None, w, instrument))
         rng = np.random.default_rng([self.schedule[1], b]) if self.schedule[0] == "random" \
             else None
         # Without any block-level sync point the kernel is a plain function: calling it runs the

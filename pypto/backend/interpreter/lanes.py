@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.tiles import BlockMemory
@@ -34,27 +35,64 @@ class Site:
 class Buffer:
     """A memory region a pointer refers to: a device tensor (HBM) or an L1 buffer.
 
-    `pending` (L1 only): the in-flight async copies using it, or None when there are none. `init` (L1, with check_uninitialized): written-yet flags.
+    `data` is a flat typed view starting at the buffer's first element. An HBM buffer is the
+    whole tensor. An L1 buffer is a view of its block's L1 arena (l1.py) at the buffer's byte
+    `offset`; in batch mode, where a lane vector holds several blocks, element `e` of block `b`
+    is `data[e + b * stride]` (the arenas of the blocks lie back to back). `init` (with
+    check_uninitialized) and `shadow` (race detector) are indexed like `data` and, being views
+    of per-granule arena state, are shared by every buffer covering the same bytes.
     """
 
-    __slots__ = ("data", "name", "space", "pending", "init", "shadow", "count")
+    __slots__ = ("data", "name", "space", "init", "shadow", "count", "stride", "blocks",
+                 "offset", "gran")
 
-    def __init__(self, data: np.ndarray, name: str, space: str, count: int | None = None):
+    def __init__(self, data: np.ndarray, name: str, space: str, count: int | None = None,
+                 stride: int = 0, blocks: int = 1, offset: int = 0,
+                 gran: tuple[int, int] = (0, 1)):
         self.data = data
         self.name = name
         self.space = space
-        # Elements one block sees. In batch mode an L1 buffer holds one copy per block of the
-        # lane vector back to back (data.size == blocks * count); HBM: the whole tensor.
-        self.count = data.size if count is None else count
-        self.pending: list[Any] | None = None
+        self.count = data.size if count is None else count  # elements one block sees
+        self.stride = stride  # elements between consecutive blocks' copies (0: one block)
+        self.blocks = blocks
+        self.offset = offset  # L1: byte offset in the block's arena
+        self.gran = gran  # L1: (first granule, granules per element)
         self.init: np.ndarray | None = None
-        self.shadow: Any = None  # races.Shadow when the race detector is on
+        self.shadow: Any = None  # races.ShadowView when the race detector is on
 
     def watched(self) -> bool:
-        return self.pending is not None or self.init is not None or self.shadow is not None
+        return self.init is not None or self.shadow is not None
+
+    def grid(self) -> np.ndarray:
+        """(blocks, count) view: every block's copy of the buffer."""
+        if not self.stride:
+            return self.data[:self.count].reshape(1, self.count)
+        isz = self.data.itemsize
+        return as_strided(self.data, shape=(self.blocks, self.count),
+                          strides=(self.stride * isz, isz), writeable=True)
+
+    def init_grid(self) -> np.ndarray:
+        assert self.init is not None
+        if not self.stride:
+            return self.init[:self.count].reshape(1, self.count)
+        st = self.init.strides[0]
+        return as_strided(self.init, shape=(self.blocks, self.count),
+                          strides=(self.stride * st, st), writeable=True)
+
+    def local_element(self, idx: Any) -> Any:
+        """Element index within its block's copy."""
+        return idx % self.stride if self.stride else idx
+
+    def byte_of(self, idx: Any) -> Any:
+        """Block-local L1 byte address of element index `idx` (ints or arrays)."""
+        return self.offset + self.local_element(idx) * self.data.itemsize
+
+    def granule_of(self, idx: Any) -> Any:
+        """Arena granule of element index `idx` (comparable across buffers of one arena)."""
+        return self.gran[0] + idx * self.gran[1]
 
     def __repr__(self) -> str:
-        return f"Buffer({self.name}, {self.space}, {self.data.size} x {self.data.dtype})"
+        return f"Buffer({self.name}, {self.space}, {self.count} x {self.data.dtype})"
 
 
 _RAMP_CACHE: dict[int, np.ndarray] = {}
@@ -123,15 +161,20 @@ class LaneContext(BlockMemory, RaceChecker):
     which is what errors report. Subclasses / modes only differ in how ids are computed.
     """
 
+    ins: Any = None  # the attached instrument (instrumented code variants only)
+
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-                 first_lane: int, count: int, sites: list[Site], l1_bytes: int = 196608,
+                 first_lane: int, count: int, sites: list[Site], target: Any, layout: Any,
                  check_uninitialized: bool = False, share_block_with: LaneContext | None = None,
-                 race_check: bool = False, warp_mode: bool = False):
+                 race_check: bool = False, warp_index: int | None = None):
         self.kernel = kernel
-        self.l1_bytes = l1_bytes
+        self.target = target
+        self.layout = layout  # l1.L1Layout: where each alloc_local lives
+        self.warp_size = target.warp_size
         self.check_uninitialized = check_uninitialized
         self.race_check = race_check
-        self.warp_mode = warp_mode
+        self.warp_index = warp_index  # warp mode: the warp this vector is; else None
+        self.warp_mode = warp_index is not None
         self._init_block_memory(share_block_with)
         self.grid = grid
         self.block = block
@@ -220,22 +263,42 @@ class LaneContext(BlockMemory, RaceChecker):
 
     def warp_id(self) -> Any:
         _, local = self._block_linear_and_local()
-        return _i32(local // 32)
+        return _i32(local // self.warp_size)
 
     def lane_id(self) -> Any:
         _, local = self._block_linear_and_local()
-        return _i32(local % 32)
+        return _i32(local % self.warp_size)
+
+    def vector_warps(self) -> np.ndarray:
+        """Per vector position, a warp number unique within the vector."""
+        w = self._ids.get("vector_warps")
+        if w is None:
+            lin = self._linear()
+            per_block = -(-self.block_lanes // self.warp_size)
+            w = (lin // self.block_lanes) * per_block + (lin % self.block_lanes) // self.warp_size
+            self._ids["vector_warps"] = w
+        return w
 
     # errors ---------------------------------------------------------------------------------
 
     def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         lin = self.first_lane + int(pos)
         b, l_ = divmod(lin, self.block_lanes)
-        gx, gy, _ = self.grid
         bx, by, _ = self.block
-        block = (b % gx, (b // gx) % gy, b // (gx * gy))
         lane = (l_ % bx, (l_ // bx) % by, l_ // (bx * by))
-        return block, lane
+        return self.block_coords(b), lane
+
+    def block_coords(self, b: int) -> tuple[int, int, int]:
+        """(x, y, z) of linear block `b`."""
+        gx, gy, _ = self.grid
+        return (b % gx, (b // gx) % gy, b // (gx * gy))
+
+    def block_of_element(self, buf: Buffer, idx: int) -> tuple[int, int, int]:
+        """The block whose copy of L1 buffer `buf` element index `idx` lies in."""
+        b = self.first_lane // self.block_lanes
+        if buf.stride:
+            b += int(idx) // buf.stride
+        return self.block_coords(b)
 
     def oob(self, buf: Buffer, offsets: Any, mask: Mask, site_index: int) -> MemoryAccessError:
         site = self.sites[site_index]
@@ -253,7 +316,7 @@ class LaneContext(BlockMemory, RaceChecker):
         space = "HBM" if buf.space == "global" else "L1"
         msg = (f"out-of-bounds {site.op} of {space} buffer '{buf.name}' at element {address} "
                f"(valid elements 0..{size - 1}, {size} x {buf.data.dtype}) by block {block}, "
-               f"lane {lane}")
+               f"lane {lane}{self.neighbour(buf, address)}")
         return MemoryAccessError(msg, kernel=self.kernel, location=site.location, block=block,
                                  lane=lane, address=address, bounds=(0, size), buffer=buf.name)
 
@@ -280,10 +343,10 @@ class LaneContext(BlockMemory, RaceChecker):
             raise self.oob(buf, off, mask, site)
         else:
             active = off
-        if buf.count != buf.data.size:  # batch mode, L1
+        if buf.stride:  # batch mode, L1
             blocks = self.lane_block if mask is None else \
                 self.masked("lane_block", self.lane_block, mask)
-            return active + blocks * buf.count
+            return active + blocks * buf.stride
         return active
 
     def masked(self, key: str, array: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -316,12 +379,12 @@ class LaneContext(BlockMemory, RaceChecker):
             safe = np.where(mask, off, 0)
             if safe.min() < 0 or safe.max() >= buf.count:
                 raise self.oob(buf, off, mask, site)
-            if buf.count != data.size:  # batch mode, L1
-                safe = safe + self.lane_block * buf.count
+            if buf.stride:  # batch mode, L1
+                safe = safe + self.lane_block * buf.stride
             if buf.watched() or self.inflight:
                 self.check_read(buf, safe[mask], mask, site)
             return data[safe]
-        if isinstance(off, np.ndarray) or buf.count != data.size:
+        if isinstance(off, np.ndarray) or buf.stride:
             idx = self._checked(buf, off, mask, site)
             if buf.watched() or self.inflight:
                 self.check_read(buf, idx, mask, site)
@@ -344,9 +407,9 @@ class LaneContext(BlockMemory, RaceChecker):
         `view=True` (decided by codegen: no write can happen while the value is alive) returns
         the slice itself instead of a copy.
         """
-        if mask is None and buf.count == buf.data.size:
+        if mask is None and not buf.stride:
             base = int(base)
-            size = buf.data.size
+            size = buf.count
             if base < 0 or base + self.count > size:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
             if buf.watched() or self.inflight:
@@ -368,9 +431,9 @@ class LaneContext(BlockMemory, RaceChecker):
             data[idx] = value[-1]  # every lane stores to one address: the last lane wins
 
     def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        if mask is None and buf.count == buf.data.size:
+        if mask is None and not buf.stride:
             base = int(base)
-            if base < 0 or base + self.count > buf.data.size:
+            if base < 0 or base + self.count > buf.count:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
             if buf.watched() or self.inflight:
                 self.check_write(buf, slice(base, base + self.count), None, site)
@@ -440,7 +503,7 @@ class LaneContext(BlockMemory, RaceChecker):
             return
         lanes = np.asarray(mask)
         _, local = self._block_linear_and_local()
-        warp = np.asarray(local) // 32
+        warp = np.asarray(local) // self.warp_size
         for w in np.unique(warp):
             in_warp = warp == w
             if lanes[in_warp].any() and not lanes[in_warp].all():

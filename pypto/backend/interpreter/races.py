@@ -1,14 +1,16 @@
 """The dynamic race detector: shadow state per L1 element, by warp and barrier epoch.
 
 Model (as compute-sanitizer's racecheck, specialised to the PTO machine): lanes are grouped in
-warps of 32; a warp runs in lockstep, so lanes of one warp never race. The block's *epoch*
+warps (the target's `warp_size`, 32 by default); a warp runs in lockstep, so lanes of one warp never race. The block's *epoch*
 advances at every `pto.barrier_block` and every tile instruction (a block-level collective), and
 orders everything before it against everything after it. `pto.barrier()` orders only its own warp
 and does not advance the epoch. Two accesses to one L1 element in the same epoch, by different
 warps, at least one a write, are a race — whatever order the warps happened to run in, so the
 detector finds races in lockstep execution as well as under any warp schedule.
 
-Per L1 element the shadow keeps, for the current epoch only (it is cleared lazily when the epoch
+The shadow follows L1 addresses, not buffer names: it is kept per granule of the block's L1 arena
+(see l1.py), so two buffers placed over the same bytes are checked against each other. Per
+element it keeps, for the current epoch only (it is cleared lazily when the epoch
 moves on): the warp that last wrote it, the first warp that read it and whether a second warp
 read it too, and for each the instruction and lane (packed in one int64) so a report names *both*
 accesses. All checks are a handful of vectorised NumPy operations per access.
@@ -22,26 +24,26 @@ import numpy as np
 
 from pypto.errors import RaceError
 
-_LANE_BITS = 24  # packed (instruction << 24) | vector position
+_LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
 
 
 class Shadow:
-    """Shadow state of one L1 buffer for one epoch."""
+    """Shadow state of one block arena of L1 (per granule, see l1.py) for one epoch."""
 
     __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads")
 
     def __init__(self, count: int):
         self.epoch = -1
-        # This epoch's accesses, (instruction, element index, vector positions, warps), kept
+        # This epoch's accesses, (instruction, buffer, index, block-local lane ids, warps), kept
         # only to name the earlier access of a race when one is found (the rare path), so the
         # common path stores no per-element instruction or lane.
-        self.writes: list[tuple[int, Any, np.ndarray, np.ndarray]] = []
-        self.reads: list[tuple[int, Any, np.ndarray, np.ndarray]] = []
+        self.writes: list[tuple[int, Any, Any, np.ndarray, np.ndarray]] = []
+        self.reads: list[tuple[int, Any, Any, np.ndarray, np.ndarray]] = []
         self.w_warp = np.full(count, -1, dtype=np.int16)
         self.r_warp = np.full(count, -1, dtype=np.int16)
         self.r_multi = np.zeros(count, dtype=bool)
 
-    def at_epoch(self, epoch: int) -> Shadow:
+    def at_epoch(self, epoch: int) -> None:
         if self.epoch != epoch:
             self.epoch = epoch
             if self.writes:
@@ -51,6 +53,31 @@ class Shadow:
                 self.r_multi.fill(False)
             self.writes = []
             self.reads = []
+
+
+class ShadowView:
+    """One buffer's window on its arena's shadow, indexed like the buffer's data. Buffers that
+    share bytes share shadow granules, so an access through either is seen by both."""
+
+    __slots__ = ("arena", "w_warp", "r_warp", "r_multi")
+
+    def __init__(self, arena: Shadow, w_warp: np.ndarray, r_warp: np.ndarray,
+                 r_multi: np.ndarray):
+        self.arena = arena
+        self.w_warp = w_warp
+        self.r_warp = r_warp
+        self.r_multi = r_multi
+
+    @property
+    def writes(self) -> list[Any]:
+        return self.arena.writes
+
+    @property
+    def reads(self) -> list[Any]:
+        return self.arena.reads
+
+    def at_epoch(self, epoch: int) -> ShadowView:
+        self.arena.at_epoch(epoch)
         return self
 
 
@@ -63,14 +90,17 @@ class RaceChecker:
     sites: list[Any]
     kernel: str
     local_base: int
+    warp_size: int
 
     def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Vector positions of the active lanes and their warps (within their block)."""
+        """Block-local linear ids of the active lanes and their warps. (Block-local ids, not
+        vector positions: in warp mode each warp is its own lane vector, and a report names
+        an access another warp made.)"""
         cached = getattr(self, "_race_lanes", None)
         if cached is None:
             pos = np.arange(self.count, dtype=np.int64)
             local = (pos + self.first_lane) % self.block_lanes  # type: ignore[attr-defined]
-            cached = (pos, (local // 32).astype(np.int16))
+            cached = (local, (local // self.warp_size).astype(np.int16))
             self._race_lanes = cached
         if mask is None or mask is True:
             return cached
@@ -88,7 +118,7 @@ class RaceChecker:
         return arr
 
     def _access(self, buf: Any, idx: Any, mask: Any) -> Any:
-        """(positions, warps, element index, shadow at this epoch) of an access, or None when
+        """(lanes, warps, element index, shadow at this epoch) of an access, or None when
         no lane is active."""
         lanes, warps = self._lanes_and_warps(mask)
         if lanes.size == 0:
@@ -96,7 +126,7 @@ class RaceChecker:
         return (lanes, warps, self._index(idx, lanes.size),
                 buf.shadow.at_epoch(self.counters["epoch"]))
 
-    def _against_writes(self, buf: Any, sh: Shadow, index: Any, lanes: np.ndarray,
+    def _against_writes(self, buf: Any, sh: ShadowView, index: Any, lanes: np.ndarray,
                         warps: np.ndarray, site: int, kind: str, what: str) -> None:
         """Report an element this access touches that another warp wrote in this epoch."""
         if not sh.writes:
@@ -106,7 +136,7 @@ class RaceChecker:
         if bad.any():
             k = int(np.argmax(bad))
             e = _element(index, k)
-            self._report(kind, buf, e, _find(sh.writes, e, int(warps[k])), "written",
+            self._report(kind, buf, e, _find(sh.writes, buf, e, int(warps[k])), "written",
                          (site << _LANE_BITS) | int(lanes[k]), what)
 
     def race_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
@@ -116,7 +146,7 @@ class RaceChecker:
         lanes, warps, index, sh = access
         self._against_writes(buf, sh, index, lanes, warps, site, "RAW", "read")
         first = sh.r_warp[index] if sh.reads else None
-        sh.reads.append((site, index, lanes, warps))
+        sh.reads.append((site, buf, index, lanes, warps))
         sh.r_warp[index] = warps  # the last reader; a second reading warp sets r_multi
         other = sh.r_warp[index] != warps  # two warps read one element in this instruction
         if first is not None:
@@ -139,9 +169,9 @@ class RaceChecker:
             if war.any():
                 k = int(np.argmax(war))
                 e = _element(index, k)
-                self._report("WAR", buf, e, _find(sh.reads, e, int(warps[k])), "read",
+                self._report("WAR", buf, e, _find(sh.reads, buf, e, int(warps[k])), "read",
                              (site << _LANE_BITS) | int(lanes[k]), "written")
-        sh.writes.append((site, index, lanes, warps))
+        sh.writes.append((site, buf, index, lanes, warps))
         sh.w_warp[index] = warps
         clash = sh.w_warp[index] != warps  # two warps wrote one element in this instruction
         if clash.any():
@@ -156,34 +186,34 @@ class RaceChecker:
     def _report(self, kind: str, buf: Any, element: int, first: int, what1: str, second: int,
                 what2: str) -> None:
         mask = (1 << _LANE_BITS) - 1
-        site1, pos1 = first >> _LANE_BITS, first & mask
-        site2, pos2 = second >> _LANE_BITS, second & mask
-        lane1, warp1 = self._lane_warp(pos1)
-        lane2, warp2 = self._lane_warp(pos2)
-        block, _ = self.describe_lane(pos2)  # type: ignore[attr-defined]
-        element %= buf.count
+        site1, lane1 = first >> _LANE_BITS, first & mask
+        site2, lane2 = second >> _LANE_BITS, second & mask
+        block = self.block_of_element(buf, element)  # type: ignore[attr-defined]
+        element = buf.local_element(element)
         s1, s2 = self.sites[site1], self.sites[site2]
         msg = (f"{kind} race on L1 buffer '{buf.name}' element {element} in block {block}: "
-               f"{what1} by lane {lane1} (warp {warp1}) at {s1.location} (pto.{s1.op}), "
-               f"then {what2} by lane {lane2} (warp {warp2}) at {s2.location} "
-               f"(pto.{s2.op}) with no pto.barrier_block() in between (pto.barrier() orders "
-               f"only its own warp); use pto.barrier_block()")
+               f"{what1} by lane {self._lane_name(lane1)} (warp {lane1 // self.warp_size}) at "
+               f"{s1.location} (pto.{s1.op}), then {what2} by lane {self._lane_name(lane2)} "
+               f"(warp {lane2 // self.warp_size}) at {s2.location} (pto.{s2.op}) with no "
+               f"pto.barrier_block() in between (pto.barrier() orders only its own warp); "
+               f"use pto.barrier_block()")
         raise RaceError(msg, kernel=self.kernel, location=s2.location)
 
-    def _lane_warp(self, pos: int) -> tuple[Any, int]:
+    def _lane_name(self, linear: int) -> Any:
         """A lane's printable id: its linear local id when the block is 1-D, else (x, y, z)."""
-        _, lane = self.describe_lane(pos)  # type: ignore[attr-defined]
-        bx, by, _ = self.block  # type: ignore[attr-defined]
-        linear = lane[0] + lane[1] * bx + lane[2] * bx * by
-        return (linear if by * self.block[2] == 1 else lane), linear // 32  # type: ignore
+        bx, by, bz = self.block  # type: ignore[attr-defined]
+        if by * bz == 1:
+            return linear
+        return (linear % bx, (linear // bx) % by, linear // (bx * by))
 
 
-def _find(log: list[tuple[int, Any, np.ndarray, np.ndarray]], element: int,
+def _find(log: list[tuple[int, Any, Any, np.ndarray, np.ndarray]], buf: Any, element: int,
           other_than_warp: int) -> int:
-    """The latest logged access to `element` by a warp other than `other_than_warp`, packed as
-    (instruction << _LANE_BITS) | vector position."""
-    for site, index, lanes, warps in reversed(log):
-        hit = np.flatnonzero(_positions(index, element, lanes.size))
+    """The latest logged access to the memory of `buf[element]` (through any buffer) by a
+    warp other than `other_than_warp`, packed as (instruction << _LANE_BITS) | lane id."""
+    target = buf.granule_of(element)
+    for site, lbuf, index, lanes, warps in reversed(log):
+        hit = np.flatnonzero(_granules(lbuf, index, lanes.size) == target)
         for i in hit[::-1]:
             if int(warps[i]) != other_than_warp:
                 return (site << _LANE_BITS) | int(lanes[i])
@@ -200,3 +230,9 @@ def _positions(index: Any, element: int, n: int) -> np.ndarray:
     if isinstance(index, slice):
         return np.arange(index.start, index.start + n) == element
     return np.asarray(index) == element
+
+
+def _granules(buf: Any, index: Any, n: int) -> np.ndarray:
+    if isinstance(index, slice):
+        index = np.arange(index.start, index.start + n)
+    return buf.granule_of(np.asarray(index, dtype=np.int64))

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from pypto.backend.interpreter.races import Shadow
+from pypto.backend.interpreter.l1 import L1Arena, poison_value
+from pypto.backend.interpreter.races import ShadowView
 from pypto.errors import DeadlockError, RaceError
 
 
@@ -66,12 +67,14 @@ class InFlight:
         self.kind = kind  # "async_load" | "async_store"
         self.site = site
         self.l1 = l1  # Buffer: destination of a load, source of a store
-        self.l1_regions = l1_regions  # in block-local elements (one per block in batch mode)
+        # in block-local L1 *bytes* (one per distinct block region in batch mode): any buffer
+        # covering those bytes is hit, whatever its name
+        self.l1_regions = l1_regions
         self.hbm = hbm
         self.hbm_regions = hbm_regions
 
-    def l1_hits(self, idx: Any) -> bool:
-        return any(np.any(r.hits(idx)) for r in self.l1_regions)
+    def l1_hits(self, byte_idx: Any) -> bool:
+        return any(np.any(r.hits(byte_idx)) for r in self.l1_regions)
 
     def hbm_hits(self, idx: Any) -> bool:
         return any(np.any(r.hits(idx)) for r in self.hbm_regions)
@@ -80,36 +83,37 @@ class InFlight:
 class _BlockSlice:
     """One block's copy of a batch-mode L1 buffer, shaped like a single-block Buffer."""
 
-    __slots__ = ("data", "name", "space", "count", "init", "owner")
+    __slots__ = ("data", "name", "space", "count", "stride", "blocks", "init", "offset",
+                 "owner")
 
     def __init__(self, owner: Any, b: int):
-        lo, hi = b * owner.count, (b + 1) * owner.count
+        lo, hi = b * owner.stride, b * owner.stride + owner.count
         self.owner = owner
         self.data = owner.data[lo:hi]
         self.name = owner.name
         self.space = owner.space
         self.count = owner.count
+        self.stride = 0
+        self.blocks = 1
+        self.offset = owner.offset
         self.init = owner.init[lo:hi] if owner.init is not None else None
-
-    @property
-    def pending(self) -> Any:
-        return self.owner.pending
 
     def watched(self) -> bool:
         return self.owner.watched()
 
+    def byte_of(self, idx: Any) -> Any:
+        return self.offset + idx * self.data.itemsize
+
 
 def _blocks_of(buf: Any) -> int:
-    return buf.data.size // buf.count if buf.space == "local" else 1
+    return buf.blocks
 
 
-def poison_fill(count: int, dtype: np.dtype) -> np.ndarray:
-    """Fresh L1 contents: NaN for floats, a recognisable pattern for ints (SPEC §2)."""
-    if dtype.kind == "f" or dtype.name == "bfloat16":
-        return np.full(count, np.nan, dtype=dtype)
-    if dtype.kind == "b":
-        return np.ones(count, dtype=dtype)
-    return np.full(count, np.array(0x7FBADBAD).astype(dtype), dtype=dtype)
+def _byte_region(buf: Any, region: Region) -> Region:
+    """An element region of L1 buffer `buf` as a region of block-local L1 bytes."""
+    isz = buf.data.itemsize
+    return Region(buf.offset + region.base * isz, region.rows, region.row_len * isz,
+                  region.stride * isz)
 
 
 class BlockMemory:
@@ -118,7 +122,9 @@ class BlockMemory:
     # set by LaneContext.__init__
     count: int
     sites: list[Any]
-    l1_bytes: int
+    layout: Any
+    block_lanes: int
+    race_check: bool
     check_uninitialized: bool
 
     def _init_block_memory(self, share_with: BlockMemory | None = None) -> None:
@@ -127,10 +133,20 @@ class BlockMemory:
             self.l1_buffers = share_with.l1_buffers
             self.inflight = share_with.inflight
             self.counters = share_with.counters
+            self.arenas = share_with.arenas
             return
         self.l1_buffers: dict[int, Any] = {}
         self.inflight: dict[int, InFlight] = {}
-        self.counters = {"l1_used": 0, "next_token": 0, "epoch": 0}
+        self.counters = {"next_token": 0, "epoch": 0}
+        self.arenas: list[L1Arena] = []  # the block's (or batch's) L1, made at first use
+
+    @property
+    def arena(self) -> L1Arena:
+        if not self.arenas:
+            blocks = self.count // self.block_lanes if self.count > self.block_lanes else 1
+            self.arenas.append(L1Arena(self.layout, blocks, track_init=self.check_uninitialized,
+                                       race_check=self.race_check))
+        return self.arenas[0]
 
     # helpers ----------------------------------------------------------------------------------
 
@@ -148,29 +164,45 @@ class BlockMemory:
 
     # allocation -------------------------------------------------------------------------------
 
-    def alloc_local(self, key: int, count: int, dtype: np.dtype, name: str, mask: Any,
-                    site: int) -> Any:
-        """One L1 buffer per allocation site per block (static allocation, as the hardware)."""
+    def alloc_local(self, key: int, mask: Any, site: int) -> Any:
+        """The buffer of alloc_local op `key`: a typed view of the block's L1 arena at the
+        offset the static layout gives it (l1.py). Its bytes are poisoned when the
+        declaration is first reached."""
         from pypto.backend.interpreter.lanes import Buffer
 
         buf = self.l1_buffers.get(key)
         if buf is not None:
             return buf
-        nbytes = count * dtype.itemsize
-        blocks = self.count // self.block_lanes if self.count > self.block_lanes else 1
-        used = self.counters["l1_used"] + nbytes
-        if used > self.l1_bytes:
-            raise self.fail(f"L1 overflow: allocating '{name}' ({nbytes} bytes) brings the block "
-                            f"to {used} bytes, above the target's {self.l1_bytes} bytes of L1",
-                            site)
-        self.counters["l1_used"] = used
-        buf = Buffer(poison_fill(count * blocks, dtype), name, "local", count)
-        if self.check_uninitialized:
-            buf.init = np.zeros(count * blocks, dtype=bool)
-        if self.race_check:
-            buf.shadow = Shadow(count * blocks)
+        arena = self.arena
+        slot = self.layout.slots[key]
+        data, stride = arena.view(slot)
+        g = self.layout.granule
+        buf = Buffer(data, slot.name, "local", slot.count, stride, arena.blocks, slot.offset,
+                     (slot.offset // g, slot.dtype.itemsize // g))
+        buf.grid()[...] = poison_value(slot.dtype)
+        if arena.init is not None:
+            buf.init = arena.granule_view(arena.init, slot, data.size)
+            buf.init_grid()[...] = False
+        if arena.shadow is not None:
+            sh = arena.shadow
+            buf.shadow = ShadowView(sh, arena.granule_view(sh.w_warp, slot, data.size),
+                                    arena.granule_view(sh.r_warp, slot, data.size),
+                                    arena.granule_view(sh.r_multi, slot, data.size))
         self.l1_buffers[key] = buf
         return buf
+
+    def neighbour(self, buf: Any, address: int) -> str:
+        """For an out-of-bounds L1 element: the buffer its address falls in, if any."""
+        if buf.space != "local" or self.layout is None:
+            return ""
+        byte = buf.offset + int(address) * buf.data.itemsize
+        other = self.layout.slot_at(byte, other_than=None)
+        if other is None or other.name == buf.name and other.offset == buf.offset:
+            return ""
+        last = buf.offset + buf.count * buf.data.itemsize - 1
+        return (f"; that address is L1 byte {byte}, inside buffer '{other.name}' (bytes "
+                f"{other.offset}..{other.end - 1}, allocated at {other.location}): the access "
+                f"overruns '{buf.name}' (bytes {buf.offset}..{last}) into its neighbour")
 
     # hazard bookkeeping -----------------------------------------------------------------------
 
@@ -180,10 +212,10 @@ class BlockMemory:
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_read(buf, idx, mask, site)
-            if buf.pending:
-                local = idx % buf.count if buf.count != buf.data.size else idx
-                for copy in buf.pending:
-                    if copy.kind == "async_load" and copy.l1_hits(local):
+            if self.inflight:
+                byte = _bytes(buf, idx)
+                for copy in list(self.inflight.values()):
+                    if copy.kind == "async_load" and copy.l1_hits(byte):
                         self._hazard_in_flight(buf, copy.token, site, "read")
             if buf.init is not None:
                 ok = buf.init[idx]
@@ -200,10 +232,10 @@ class BlockMemory:
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_write(buf, idx, mask, site)
-            if buf.pending:
-                local = idx % buf.count if buf.count != buf.data.size else idx
-                for copy in buf.pending:
-                    if copy.l1_hits(local):
+            if self.inflight:
+                byte = _bytes(buf, idx)
+                for copy in list(self.inflight.values()):
+                    if copy.l1_hits(byte):
                         self._hazard_in_flight(buf, copy.token, site, "write")
             if buf.init is not None:
                 buf.init[idx] = True
@@ -223,7 +255,7 @@ class BlockMemory:
                 what: str) -> tuple[np.ndarray, Region]:
         """A (rows, row_len) view of `buf` from element `base`, rows `stride` apart; checked."""
         base = int(base)
-        data = buf.data
+        data = buf.data[:buf.count]
         region = Region(base, rows, row_len, stride)
         if rows == 0 or row_len == 0:
             return data[0:0].reshape(0, 0), region
@@ -244,12 +276,13 @@ class BlockMemory:
         from pypto.errors import MemoryAccessError
 
         s = self.sites[site]
-        size = buf.data.size
+        size = buf.count
         space = "HBM" if buf.space == "global" else "L1"
         block, _ = self.describe_lane(0)
         return MemoryAccessError(
             f"out-of-bounds {s.op} {what}: {space} buffer '{buf.name}' element {address} "
-            f"(valid elements 0..{size - 1}) in block {block}", kernel=self.kernel,
+            f"(valid elements 0..{size - 1}) in block {block}"
+            f"{self.neighbour(buf, address)}", kernel=self.kernel,
             location=s.location, block=block, lane=None, address=address, bounds=(0, size),
             buffer=buf.name)
 
@@ -283,12 +316,11 @@ class BlockMemory:
         dst_regions = _distinct([r[0] for r in regions])
         src_regions = _distinct([r[1] for r in regions])
         if kind == "async_load":
-            copy = InFlight(token, kind, site, dst_b, dst_regions, src_b, src_regions)
+            copy = InFlight(token, kind, site, dst_b,
+                            [_byte_region(dst_b, r) for r in dst_regions], src_b, src_regions)
         else:
-            copy = InFlight(token, kind, site, src_b, src_regions, dst_b, dst_regions)
-        if copy.l1.pending is None:
-            copy.l1.pending = []
-        copy.l1.pending.append(copy)
+            copy = InFlight(token, kind, site, src_b,
+                            [_byte_region(src_b, r) for r in src_regions], dst_b, dst_regions)
         self.inflight[token] = copy
         return token
 
@@ -330,20 +362,16 @@ class BlockMemory:
                 self._check_region(hbm, region, site,
                                    "read" if kind == "async_load" else "write")
             if kind != "async_load" and l1.init is not None:
-                grid = l1.init.reshape(blocks, l1.count)
+                grid = l1.init_grid()
                 for r in range(rows):
                     s0 = l1_o + r * l1_stride
                     if not grid[:, s0:s0 + row_len].all():
                         raise self.fail(f"read of uninitialised L1 in '{l1.name}' "
                                         f"(check_uninitialized=True)", site)
-        tiles = l1.data.reshape(blocks, l1.count)
-        if l1_o + rows * l1_stride <= l1.count:
-            l1_tiles = tiles[:, l1_o:l1_o + rows * l1_stride].reshape(
-                blocks, rows, l1_stride)[:, :, :row_len]
-        else:
-            l1_tiles = as_strided(tiles[:, l1_o:], shape=(blocks, rows, row_len),
-                                  strides=(l1.count * itemsize, l1_stride * itemsize, itemsize),
-                                  writeable=True)
+        tiles = l1.grid()
+        l1_tiles = as_strided(tiles[:, l1_o:], shape=(blocks, rows, row_len),
+                              strides=(tiles.strides[0], l1_stride * itemsize, itemsize),
+                              writeable=True)
         data = hbm.data
         whole = hbm_stride * rows
 
@@ -367,7 +395,7 @@ class BlockMemory:
             for b in range(blocks):
                 hbm_tile(int(starts[b]))[...] = l1_tiles[b]
         if kind == "async_load" and l1.init is not None:
-            grid = l1.init.reshape(blocks, l1.count)
+            grid = l1.init_grid()
             for r in range(rows):
                 s0 = l1_o + r * l1_stride
                 grid[:, s0:s0 + row_len] = True
@@ -375,10 +403,7 @@ class BlockMemory:
             return _NO_TOKEN
         token = self.counters["next_token"]
         self.counters["next_token"] = token + 1
-        copy = InFlight(token, kind, site, l1, [l1_region], hbm, hbm_regions)
-        if l1.pending is None:
-            l1.pending = []
-        l1.pending.append(copy)
+        copy = InFlight(token, kind, site, l1, [_byte_region(l1, l1_region)], hbm, hbm_regions)
         self.inflight[token] = copy
         return token
 
@@ -414,10 +439,12 @@ class BlockMemory:
         if region.rows == 0 or region.row_len == 0:
             return
         if buf.space == "local":
-            for copy in buf.pending or ():
-                if (access == "write" or copy.kind == "async_load") and \
-                        any(r.overlaps(region) for r in copy.l1_regions):
-                    self._hazard_in_flight(buf, copy.token, site, access)
+            if self.inflight:
+                bytes_region = _byte_region(buf, region)
+                for copy in list(self.inflight.values()):
+                    if (access == "write" or copy.kind == "async_load") and \
+                            any(r.overlaps(bytes_region) for r in copy.l1_regions):
+                        self._hazard_in_flight(buf, copy.token, site, access)
             if access == "read" and buf.init is not None:
                 for r in range(region.rows):
                     start = region.base + r * region.stride
@@ -435,22 +462,11 @@ class BlockMemory:
         if token is None:
             raise self.fail("pto.wait on a token whose copy was never issued (it would wait "
                             "forever)", site, DeadlockError)
-        copy = self.inflight.pop(int(token), None)
-        if copy is not None:
-            self._retire(copy)
+        self.inflight.pop(int(token), None)
 
     def wait_all(self, mask: Any, site: int) -> None:
         self._require_all_lanes(mask, site, "pto.wait_all")
-        for copy in self.inflight.values():
-            copy.l1.pending = None
         self.inflight.clear()
-
-    def _retire(self, copy: InFlight) -> None:
-        pending = copy.l1.pending
-        if pending is not None:
-            pending.remove(copy)
-            if not pending:
-                copy.l1.pending = None
 
     # tile compute -----------------------------------------------------------------------------
 
@@ -468,14 +484,14 @@ class BlockMemory:
 
     def fill(self, dst_b: Any, dst_o: Any, value: Any, count: Any, mask: Any, site: int) -> None:
         self._require_all_lanes(mask, site, "pto.fill")
-        if dst_b.count != dst_b.data.size:  # batch mode: one copy of the buffer per block
+        if dst_b.stride:  # batch mode: one copy of the buffer per block
             self._fill_blocks(dst_b, dst_o, value, int(count), site)
             return
         if isinstance(value, np.ndarray):
             raise self.fail("pto.fill's value must be uniform across the block", site)
         view, region = self._region(dst_b, dst_o, 1, int(count), int(count), site,
                                     "destination")
-        if dst_b.watched():
+        if dst_b.watched() or self.inflight:
             self._check_region(dst_b, region, site, "write")
         view[...] = value
         if dst_b.init is not None:
@@ -484,9 +500,9 @@ class BlockMemory:
     def _fill_blocks(self, buf: Any, off: Any, value: Any, n: int, site: int) -> None:
         offs = self._per_block(off, site, "destination offset")
         vals = self._per_block(value, site, "value")
-        blocks = buf.data.size // buf.count
-        grid = buf.data.reshape(blocks, buf.count)
-        init = buf.init.reshape(blocks, buf.count) if buf.init is not None else None
+        blocks = buf.blocks
+        grid = buf.grid()
+        init = buf.init_grid() if buf.init is not None else None
         starts = np.broadcast_to(np.asarray(offs, dtype=np.int64), (blocks,))
         if starts.min() < 0 or starts.max() + n > buf.count:
             bad = int(starts.min()) if starts.min() < 0 else int(starts.max()) + n - 1
@@ -529,22 +545,20 @@ class BlockMemory:
             if o < 0 or o + size > buf.count:
                 raise self.oob_region(buf, o if o < 0 else o + size - 1, site, what)
             region = Region(o, rows, cols, cols)
-            if buf.pending:
+            if self.inflight:
                 self._check_region(_BlockSlice(buf, 0), region, site, "read")
-            if buf.init is not None and \
-                    not buf.init.reshape(blocks, buf.count)[:, o:o + size].all():
+            if buf.init is not None and not buf.init_grid()[:, o:o + size].all():
                 raise self.fail(f"read of uninitialised L1 in '{buf.name}' "
                                 f"(check_uninitialized=True)", site)
-            views.append(buf.data.reshape(blocks, buf.count)[:, o:o + size]
-                         .reshape(blocks, rows, cols))
-        if bufs[0].pending:
+            views.append(buf.grid()[:, o:o + size].reshape(blocks, rows, cols))
+        if self.inflight:
             self._check_region(_BlockSlice(bufs[0], 0), Region(int(offs[0]), m, n, n), site,
                                "write")
         c, a, b = views
         c[...] = _mma_result(c, a, b)
         if bufs[0].init is not None:
             o = int(offs[0])
-            bufs[0].init.reshape(blocks, bufs[0].count)[:, o:o + m * n] = True
+            bufs[0].init_grid()[:, o:o + m * n] = True
 
     def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
                  n: int, k: int, site: int) -> None:
@@ -552,9 +566,9 @@ class BlockMemory:
         a, a_region = self._region(a_b, a_o, m, k, k, site, "A")
         b, b_region = self._region(b_b, b_o, k, n, n, site, "B")
         for buf, region in ((a_b, a_region), (b_b, b_region), (c_b, c_region)):
-            if buf.watched():
+            if buf.watched() or self.inflight:
                 self._check_region(buf, region, site, "read")
-        if c_b.watched():
+        if c_b.watched() or self.inflight:
             self._check_region(c_b, c_region, site, "write")
         c[...] = _mma_result(c, a, b)
         if c_b.init is not None:
@@ -579,8 +593,8 @@ class BlockMemory:
             sel = np.zeros(n, dtype=bool)
             sel[lanes] = True
             raise self.oob(buf, full, sel, site)
-        if buf.count != data.size:  # batch mode: each lane's block has its own copy of L1
-            idx = idx + self.lane_block[lanes] * buf.count  # type: ignore[attr-defined]
+        if buf.stride:  # batch mode: each lane's block has its own copy of L1
+            idx = idx + self.lane_block[lanes] * buf.stride  # type: ignore[attr-defined]
         # atomics do not race with each other: only in-flight / uninitialised checks apply
         self.check_read(buf, idx, None, site, race=False)
         self.check_write(buf, idx, None, site, race=False)
@@ -675,4 +689,11 @@ def _first_index(idx: Any, ok: Any) -> int:
     return int(idx)
 
 
-__all__ = ["BlockMemory", "InFlight", "poison_fill"]
+def _bytes(buf: Any, idx: Any) -> Any:
+    """Block-local L1 byte addresses of element indices (an int, slice or index array)."""
+    if isinstance(idx, slice):
+        idx = np.arange(idx.start, idx.stop)
+    return buf.byte_of(idx)
+
+
+__all__ = ["BlockMemory", "InFlight"]

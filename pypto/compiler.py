@@ -206,7 +206,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
     check_uniform_control(_kernel_func(module, kernel.name))
     if pipeline_text.strip():
-        _run_pipeline(module, pipeline_text, block_dims)
+        _run_pipeline(module, pipeline_text, block_dims, resolved)
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
                               check_uninitialized=check_uninitialized, schedule=schedule,
                               race_check=race_check)
@@ -222,7 +222,8 @@ def _verify(module: ModuleOp, what: str) -> None:
                                 f"{exc}") from exc
 
 
-def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int]) -> None:
+def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
+                  target: Target) -> None:
     import dataclasses
 
     from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
@@ -234,8 +235,12 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int]) -> N
     except Exception as exc:
         raise CompileError(f"bad pipeline {text!r}: {exc}") from exc
     for index, p in enumerate(passes):
-        # the barrier passes reason about the lanes of one block: give them the real one
+        # the barrier passes reason about the lanes of one block: give them the real one, and
+        # the target's machine facts
         if getattr(p, "block_dims", None) == () and \
                 getattr(p, "block_size", None) == DEFAULT_BLOCK_SIZE:
-            passes[index] = dataclasses.replace(p, block_dims=block)
+            p = passes[index] = dataclasses.replace(p, block_dims=block)
+        if getattr(p, "warp_size", None) == 0:
+            passes[index] = dataclasses.replace(p, warp_size=target.warp_size,
+                                                max_block_lanes=target.max_block_lanes)
     run_pipeline(module, passes, make_context())

@@ -808,15 +808,17 @@ def kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
         if isinstance(op, func.FuncOp) and op.body.blocks:
             yield op
 
-def lane_space(block: int | Sequence[int] | None) -> LaneSpace:
-    """The lanes of a block: an int is a lane count (x/y/z split unknown), a tuple a shape."""
+def lane_space(block: int | Sequence[int] | None, warp_size: int = pto.WARP_SIZE) -> LaneSpace:
+    """The lanes of a block: an int is a lane count (x/y/z split unknown), a tuple a shape;
+    `warp_size` is the target's."""
     if block is None:
-        return LaneSpace.of(DEFAULT_BLOCK_SIZE)
-    return LaneSpace.of(block if isinstance(block, int) else tuple(block))
+        return LaneSpace.of(DEFAULT_BLOCK_SIZE, warp_size=warp_size)
+    return LaneSpace.of(block if isinstance(block, int) else tuple(block), warp_size=warp_size)
 
-def check_kernel(kernel: func.FuncOp, block: int | Sequence[int] | None = None) -> None:
+def check_kernel(kernel: func.FuncOp, block: int | Sequence[int] | None = None,
+                 warp_size: int = pto.WARP_SIZE) -> None:
     """Raise `BarrierError` for the first divergent barrier or hazard of `kernel`."""
-    analysis = BarrierAnalysis(kernel, lane_space(block))
+    analysis = BarrierAnalysis(kernel, lane_space(block, warp_size))
     divergence = analysis.divergence()
     if divergence is not None:
         raise divergence.error()
@@ -824,10 +826,10 @@ def check_kernel(kernel: func.FuncOp, block: int | Sequence[int] | None = None) 
     if found:
         raise found[0].error()
 
-def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None
-                 ) -> list[Hazard]:
+def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None,
+                 warp_size: int = pto.WARP_SIZE) -> list[Hazard]:
     """Every hazard of `kernel` (divergence first), without raising."""
-    analysis = BarrierAnalysis(kernel, lane_space(block))
+    analysis = BarrierAnalysis(kernel, lane_space(block, warp_size))
     divergence = analysis.divergence()
     return ([divergence] if divergence is not None else []) + analysis.hazards()
 

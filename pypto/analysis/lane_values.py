@@ -65,16 +65,18 @@ class LaneSpace:
 
     shape: tuple[int, int, int]
     exact_dims: bool = True
+    warp_size: int = pto.WARP_SIZE  # the target's (pypto.backend.targets), 32 by default
 
     @classmethod
-    def of(cls, block: int | Sequence[int], *, exact_dims: bool | None = None) -> LaneSpace:
+    def of(cls, block: int | Sequence[int], *, exact_dims: bool | None = None,
+           warp_size: int = pto.WARP_SIZE) -> LaneSpace:
         dims = [block] if isinstance(block, int) else list(block)
         if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d <= 0 for d in dims):
             raise ValueError(f"a block shape is 1 to 3 positive ints, got {block!r}")
         while len(dims) < 3:
             dims.append(1)
         exact = not isinstance(block, int) if exact_dims is None else exact_dims
-        return cls((dims[0], dims[1], dims[2]), exact)
+        return cls((dims[0], dims[1], dims[2]), exact, warp_size)
 
     @property
     def size(self) -> int:
@@ -86,11 +88,11 @@ class LaneSpace:
 
     @cached_property
     def warp(self) -> np.ndarray:
-        return self.linear // pto.WARP_SIZE
+        return self.linear // self.warp_size
 
     @cached_property
     def lane(self) -> np.ndarray:
-        return self.linear % pto.WARP_SIZE
+        return self.linear % self.warp_size
 
     def local_id(self, dim: int) -> np.ndarray:
         bx, by, _ = self.shape

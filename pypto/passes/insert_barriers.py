@@ -33,9 +33,9 @@ def _ancestor_in(block: Block, op: Operation) -> Operation | None:
 class _Repair:
     """The repair of one kernel: insertion (greedy, as interval point cover), then elimination."""
 
-    def __init__(self, kernel: func.FuncOp, block: int | tuple[int, ...]):
+    def __init__(self, kernel: func.FuncOp, block: int | tuple[int, ...], warp_size: int):
         self.kernel = kernel
-        self.space = lane_space(block)
+        self.space = lane_space(block, warp_size)
         self.analysis = BarrierAnalysis(kernel, self.space)
         self.upgraded: set[Operation] = set()
 
@@ -149,4 +149,4 @@ class InsertBarriersPass(BlockShapeOptions, ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in list(kernels(op)):
-            _Repair(kernel, self.block).run()
+            _Repair(kernel, self.block, self.warp).run()

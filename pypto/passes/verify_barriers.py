@@ -10,39 +10,55 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE, check_kernel, kernels
+from pypto.backend.targets import default_target
 
 
-def block_shape(block_size: int, block_dims: tuple[int, ...]) -> int | tuple[int, ...]:
+def block_shape(block_size: int, block_dims: tuple[int, ...],
+                max_lanes: int = 0) -> int | tuple[int, ...]:
     """The block the barrier passes analyse: `block-dims` (x, y, z) when given, else
-    `block-size` lanes whose split into dimensions is unknown. Raises ValueError otherwise."""
+    `block-size` lanes whose split into dimensions is unknown. Raises ValueError otherwise.
+    `max_lanes` (0: the default target's) bounds the lanes of a block."""
+    limit = max_lanes or default_target().max_block_lanes
     if block_dims:
         if len(block_dims) > 3 or any(d <= 0 for d in block_dims):
             raise ValueError(f"block-dims must be 1 to 3 positive ints, got {block_dims}")
         lanes = 1
         for d in block_dims:
             lanes *= d
-        if lanes > 1024:
+        if lanes > limit:
             raise ValueError(f"block-dims {block_dims} has {lanes} lanes; a block has at most "
-                             f"1024")
+                             f"{limit} (the target's max_block_lanes)")
         return tuple(block_dims)
-    if not 1 <= block_size <= 1024:
-        raise ValueError(f"block-size must be between 1 and 1024, got {block_size}")
+    if not 1 <= block_size <= limit:
+        raise ValueError(f"block-size must be between 1 and {limit} (the target's "
+                         f"max_block_lanes), got {block_size}")
     return block_size
 
 
 @dataclass(frozen=True)
 class BlockShapeOptions:
-    """The `block-size` / `block-dims` options of the barrier passes (validated on creation)."""
+    """The options of the barrier passes (validated on creation): the block (`block-size` /
+    `block-dims`) and the machine facts they depend on, `warp-size` and `max-block-lanes`
+    (0: the default target's; `pto.compile` sets all of them from the launch and target)."""
 
     block_size: int = DEFAULT_BLOCK_SIZE
     block_dims: tuple[int, ...] = ()
+    warp_size: int = 0
+    max_block_lanes: int = 0
 
     def __post_init__(self) -> None:
-        block_shape(self.block_size, self.block_dims)
+        if self.warp_size < 0 or self.max_block_lanes < 0:
+            raise ValueError("warp-size and max-block-lanes must be positive (or 0 for the "
+                             "default target's)")
+        block_shape(self.block_size, self.block_dims, self.max_block_lanes)
 
     @property
     def block(self) -> int | tuple[int, ...]:
-        return block_shape(self.block_size, self.block_dims)
+        return block_shape(self.block_size, self.block_dims, self.max_block_lanes)
+
+    @property
+    def warp(self) -> int:
+        return self.warp_size or default_target().warp_size
 
 
 @dataclass(frozen=True)
@@ -68,4 +84,4 @@ class VerifyBarriersPass(BlockShapeOptions, ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in kernels(op):
-            check_kernel(kernel, self.block)
+            check_kernel(kernel, self.block, self.warp)

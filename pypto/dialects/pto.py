@@ -26,6 +26,7 @@ collective) are traits declared in each op's `traits_def`; see `pypto.dialects.t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -42,6 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
+    Operation,
     Block,
     Dialect,
     ParametrizedAttribute,
@@ -71,6 +73,7 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
+    EffectInstance,
     HasParent,
     IsTerminator,
     MemoryAllocEffect,
@@ -1296,6 +1299,34 @@ class PipelineOp(IRDLOperation):
             raise VerifyException(problem)
 
 
+class StageEffect(RecursiveMemoryEffect):
+    """A stage has the effects of its body, and orders the stages that run `after` it.
+
+    A stage another stage names in `after` is a fence (whole-memory read and write) besides, even
+    when its body is empty: without that, an empty stage would be side-effect free, hence
+    "trivially dead" to DCE and CSE, and erasing it would leave a dangling `after` name.
+    """
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> AbstractSet[EffectInstance] | None:
+        effects = super().get_effects(op)
+        if effects is None or not isinstance(op, StageOp) or not _is_awaited(op):
+            return effects
+        return set(effects) | set(Fence.get_effects(op))
+
+
+def _is_awaited(stage: StageOp) -> bool:
+    """Does a later stage of the same pipeline name `stage` in its `after` list?"""
+    name = stage.properties.get("stage")
+    later = stage.next_op
+    while later is not None:
+        after = later.properties.get("after")
+        if isinstance(after, ArrayAttr) and name in after.data:
+            return True
+        later = later.next_op
+    return False
+
+
 @irdl_op_definition
 class StageOp(IRDLOperation):
     """One named stage of a `pto.pipeline`, optionally after other stages.
@@ -1329,7 +1360,7 @@ class StageOp(IRDLOperation):
     after = opt_prop_def(ArrayAttr[StringAttr])
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect(), HasParent(PipelineOp), SCALAR)
+    traits = traits_def(StageEffect(), HasParent(PipelineOp), SCALAR)
 
     def __init__(self, name: str, after: Sequence[str], result_types: Sequence[Attribute],
                  body: Region):

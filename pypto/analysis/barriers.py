@@ -71,6 +71,7 @@ from pypto.analysis.lane_values import (
 )
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
+from pypto.dialects.traits import is_block_collective
 
 DEFAULT_BLOCK_SIZE = 256
 """Lanes per block assumed when the launch shape is not known (`pto.compile` passes the real one)."""
@@ -610,7 +611,7 @@ class _Walker:
         elif isinstance(op, pto.BarrierOp):
             for entry in state.open:
                 state.open[entry] = True
-        elif isinstance(op, pto.TileOp) and not is_declaration(op):
+        elif is_block_collective(op) and not is_declaration(op):
             self._tile(op, state)
         elif (access := lane_access(op)) is not None:
             self._lane(access, state)

@@ -33,6 +33,7 @@ from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.instruments import OpTable, location_of
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import pto
+from pypto.dialects.traits import writes_memory
 
 GRID = "grid"
 """Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
@@ -662,17 +663,12 @@ class KernelCodegen:
                   f"{dt}, _m, {self.site(op)})")
 
 
-_WRITES = (pto.StoreOp, pto.FmaOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AtomicAddOp,
-           pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.FillOp, pto.MmaOp,
-           pto.WaitOp, pto.WaitAllOp)
-
-
 def _is_address(t: Attribute) -> bool:
     return isinstance(t, pto.PtrType | pto.L1BufferType)
 
 
 def _writes_memory(op: Operation) -> bool:
-    return any(isinstance(o, _WRITES) for o in _walk([op]))
+    return any(writes_memory(o) for o in _walk([op]))
 
 
 def _view_safe(load: pto.LoadOp) -> bool:

@@ -675,15 +675,9 @@ def _is_const(v: SSAValue, value: float) -> bool:
 _walk = walk  # pre-order walk of ops and everything nested in them
 
 
-def _fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
-    """a * b + c evaluated in float64 and rounded once to `dtype` (documented semantics)."""
-    r = np.multiply(a, b, dtype=np.float64)
-    r = np.add(r, c, dtype=np.float64)
-    return r.astype(dtype) if isinstance(r, np.ndarray) else dtype.type(r)
-
-
 def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
     """Translate `kernel` and compile the source to a Python function (`.fn`)."""
+    from pypto import exact
     from pypto.backend.interpreter import lanes
 
     gen = KernelCodegen(kernel, mode, one_d).generate()
@@ -692,10 +686,10 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
         "_I64_0": np.int64(0),
         "_select": lanes.select,
         "_merge": lanes.merge,
-        "_cast": lanes.cast,
+        "_cast": exact.cast,
         "_mask_and": lanes.mask_and,
         "_mask_andnot": lanes.mask_andnot,
-        "_fma": _fma,
+        "_fma": exact.fma,
         "_F64": np.dtype(np.float64),
     }
     namespace.update(gen.constants)

@@ -38,7 +38,7 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
+    "canonicalize": _lazy("pypto.passes.canonicalize", "CanonicalizePass"),
     "cse": _lazy("xdsl.transforms.common_subexpression_elimination",
                  "CommonSubexpressionElimination"),
     # pypto's own passes, one line each:
@@ -49,8 +49,6 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 _SUMMARIES: dict[str, str] = {
     # xDSL's docstrings for these are missing or generic; say what they do on pto IR.
-    "canonicalize": "Fold constants, apply every op's canonicalization patterns and erase "
-                    "dead pure ops.",
     "cse": "Common subexpression elimination: merge identical side-effect-free ops "
            "(ids, pointer arithmetic, arith).",
 }

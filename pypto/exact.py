@@ -85,11 +85,52 @@ def fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
     The float64 product of two such values is exact (at most 2 x 24 significant bits, exponents
     far inside float64's range); the sum is rounded to odd in float64, then once to `dtype`.
     """
+    if dtype == _F64:
+        return _fma64(a, b, c)
     p = np.multiply(a, b, dtype=_F64)
     c64 = np.asarray(c, dtype=_F64) if isinstance(c, np.ndarray) else np.float64(c)
     with np.errstate(invalid="ignore", over="ignore"):
         s = _odd_sum(p, c64)
     return from_f64(s, dtype)
+
+
+def _fma64(a: Any, b: Any, c: Any) -> Any:
+    """float64 data (not a language dtype, but tensors may hold it): exact with `Fraction`
+    per element where every operand is finite (slow, correct), IEEE otherwise."""
+    a, b, c = np.broadcast_arrays(np.asarray(a, _F64), np.asarray(b, _F64), np.asarray(c, _F64))
+    with np.errstate(all="ignore"):
+        out = a * b + c
+    flat = out.reshape(-1)
+    for k, (x, y, z) in enumerate(zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))):
+        if np.isfinite(x) and np.isfinite(y) and np.isfinite(z):
+            q = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+            if q != 0:
+                try:
+                    flat[k] = float(q)  # Fraction -> float rounds to nearest even
+                except OverflowError:
+                    flat[k] = np.inf if q > 0 else -np.inf
+            # an exact zero: a*b + c in float64 already has IEEE's sign
+    return out if out.ndim else _F64.type(out)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    """IEEE 754-2019 `minimum` (`arith.minimumf`): NaN if either operand is NaN, and -0 < +0
+    (NumPy's `minimum` returns either zero)."""
+    r = np.minimum(a, b)
+    # equal operands: only ±0 can differ; the bitwise OR of the two gives the negative zero
+    if isinstance(r, np.ndarray) or np.ndim(r):
+        zero = (a == b) & (np.signbit(a) != np.signbit(b))
+        return np.where(zero, -np.abs(r), r) if np.any(zero) else r
+    return -abs(r) if a == b and np.signbit(a) != np.signbit(b) else r
+
+
+def maximum(a: Any, b: Any) -> Any:
+    """IEEE 754-2019 `maximum` (`arith.maximumf`): NaN if either is NaN, and +0 > -0."""
+    r = np.maximum(a, b)
+    if isinstance(r, np.ndarray) or np.ndim(r):
+        zero = (a == b) & (np.signbit(a) != np.signbit(b))
+        return np.where(zero, np.abs(r), r) if np.any(zero) else r
+    return abs(r) if a == b and np.signbit(a) != np.signbit(b) else r
 
 
 def int_to_float(x: Any, dtype: np.dtype) -> Any:
@@ -167,5 +208,6 @@ def round_fraction(q: Fraction, dtype: np.dtype) -> Any:
     return dtype.type(sign * float(result))
 
 
-__all__ = ["BFLOAT16", "cast", "float_in_int_range", "fma", "from_f64", "int_to_float",
+__all__ = ["BFLOAT16", "cast", "float_in_int_range", "fma", "from_f64", "int_to_float", "maximum",
+           "minimum",
            "round_fraction", "round_literal"]

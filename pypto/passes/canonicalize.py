@@ -49,7 +49,7 @@ class ExactFloatFold(RewritePattern):
         # NumPy's float16 / float32 and ml_dtypes' bfloat16 `+ - * /` are correctly rounded
         with np.errstate(all="ignore"):
             value = fn(dtype.type(lhs.value.value.data), dtype.type(rhs.value.value.data))
-        rewriter.replace_op(op, arith.ConstantOp(FloatAttr(float(value), op.result.type)))
+        rewriter.replace(op, arith.ConstantOp(FloatAttr(float(value), op.result.type)))
 
 
 @dataclass(frozen=True)

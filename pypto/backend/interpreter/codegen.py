@@ -82,8 +82,8 @@ _ARITH_BINARY: dict[type[Operation], str] = {
     arith.AndIOp: "({a} & {b})",
     arith.OrIOp: "({a} | {b})",
     arith.XOrIOp: "({a} ^ {b})",
-    arith.MinimumfOp: "_np.minimum({a}, {b})",
-    arith.MaximumfOp: "_np.maximum({a}, {b})",
+    arith.MinimumfOp: "_fmin({a}, {b})",
+    arith.MaximumfOp: "_fmax({a}, {b})",
     arith.MinSIOp: "_np.minimum({a}, {b})",
     arith.MaxSIOp: "_np.maximum({a}, {b})",
     arith.ShRSIOp: "_np.right_shift({a}, {b})",
@@ -690,6 +690,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
         "_mask_and": lanes.mask_and,
         "_mask_andnot": lanes.mask_andnot,
         "_fma": exact.fma,
+        "_fmin": exact.minimum,
+        "_fmax": exact.maximum,
         "_F64": np.dtype(np.float64),
     }
     namespace.update(gen.constants)

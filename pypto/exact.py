@@ -83,10 +83,50 @@ def fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
     """`a * b + c` rounded once to `dtype` (float16, bfloat16 or float32 operands).
 
     The float64 product of two such values is exact (at most 2 x 24 significant bits, exponents
-    far inside float64's range); the sum is rounded to odd in float64, then once to `dtype`.
+    far inside float64's range), so `s = p + c` in float64 is the exact result rounded once.
+    Rounding `s` again to `dtype` is still correct unless `s` is exactly a midpoint between two
+    `dtype` values (then the first rounding may have moved it onto the midpoint) or is tiny
+    (subnormal targets have other midpoints). Only those rare lanes take the exact path:
+    round-to-odd in float64, then one rounding.
     """
     if dtype == _F64:
         return _fma64(a, b, c)
+    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray) and \
+            not isinstance(c, np.ndarray):
+        return _fma_odd(a, b, c, dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = np.add(np.multiply(a, b, dtype=_F64), c, dtype=_F64)
+        if dtype == BFLOAT16:
+            mid = s.astype(_F32)  # ml_dtypes rounds float64 -> bfloat16 through float32
+            out = mid.astype(BFLOAT16)
+            suspect = _midpoint_or_tiny(mid.view(np.int32), 23 - 7, _BF16_TINY_F32)
+        else:
+            out = s.astype(dtype)
+            suspect = _midpoint_or_tiny(s.view(np.int64), 52 - _NMANT[dtype], _TINY_F64[dtype])
+    if suspect.any():
+        lanes = np.flatnonzero(suspect)
+        pick = [x[lanes] for x in np.broadcast_arrays(a, b, c)]
+        out[lanes] = _fma_odd(pick[0], pick[1], pick[2], dtype)
+    return out
+
+
+_NMANT = {np.dtype(np.float16): 10, _F32: 23}
+_TINY_F64 = {np.dtype(np.float16): np.int64(1009) << 52,  # |s| < 2**-14: float16 subnormal
+             _F32: np.int64(1023 - 126) << 52}  # |s| < 2**-126: float32 subnormal
+_BF16_TINY_F32 = np.int32(1) << 23  # |t| < 2**-126 (bfloat16 subnormals are float32's)
+
+
+def _midpoint_or_tiny(bits: np.ndarray, drop: int, tiny: Any) -> np.ndarray:
+    """Lanes whose value (`bits`: its IEEE encoding) lies exactly halfway between two values of
+    a format with `drop` fewer fraction bits, or whose magnitude is below `tiny` (encoded)."""
+    one = bits.dtype.type(1)
+    low = bits & ((one << drop) - one)
+    magnitude = bits & ~(one << (bits.dtype.itemsize * 8 - 1))
+    return (low == (one << (drop - 1))) | (magnitude < tiny)
+
+
+def _fma_odd(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
+    """The exact path: sum rounded to odd in float64, then rounded once to `dtype`."""
     p = np.multiply(a, b, dtype=_F64)
     c64 = np.asarray(c, dtype=_F64) if isinstance(c, np.ndarray) else np.float64(c)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -131,6 +171,26 @@ def maximum(a: Any, b: Any) -> Any:
         zero = (a == b) & (np.signbit(a) != np.signbit(b))
         return np.where(zero, np.abs(r), r) if np.any(zero) else r
     return abs(r) if a == b and np.signbit(a) != np.signbit(b) else r
+
+
+def via_f64(fn: Any) -> Any:
+    """`fn` (a NumPy ufunc: exp, log, tanh, pow, ...) evaluated in float64 and rounded once to
+    the operand type: within 0.5 ulp + 2**-29 ulp of the true value, and the same on every
+    machine (NumPy's float32 SIMD kernels differ between CPUs and are off by up to ~2 ulp)."""
+    def apply(*xs: Any) -> Any:
+        dt = np.result_type(*xs)
+        if dt == _F64:
+            return fn(*xs)
+        wide = [x.astype(_F64) if isinstance(x, np.ndarray) else np.float64(x) for x in xs]
+        with np.errstate(all="ignore"):
+            return from_f64(fn(*wide), dt)
+    apply.__name__ = f"{getattr(fn, '__name__', 'fn')}_via_f64"
+    return apply
+
+
+MATH = {name: via_f64(getattr(np, name)) for name in
+        ("exp", "log", "tanh", "sin", "cos", "exp2", "log2", "power")}
+"""The math ops the interpreter evaluates through float64 (see `via_f64`)."""
 
 
 def int_to_float(x: Any, dtype: np.dtype) -> Any:
@@ -208,6 +268,6 @@ def round_fraction(q: Fraction, dtype: np.dtype) -> Any:
     return dtype.type(sign * float(result))
 
 
-__all__ = ["BFLOAT16", "cast", "float_in_int_range", "fma", "from_f64", "int_to_float", "maximum",
+__all__ = ["BFLOAT16", "MATH", "cast", "via_f64", "float_in_int_range", "fma", "from_f64", "int_to_float", "maximum",
            "minimum",
            "round_fraction", "round_literal"]

@@ -90,11 +90,11 @@ def float_ops(dt: np.dtype) -> list[Op]:
         Op("select", "pto.select(c, x, y)", dt, lambda a, b, c, d: a if c else b, arity=3,
            third=R.BOOL),
         Op("fma", "fma", dt, R.f_fma, arity=3, third=dt),
-        Op("exp", "pto.exp(x)", dt, _f64(np.exp), arity=1, ulps=1.0 if dt != R.F32 else 2.0),
-        Op("log", "pto.log(x)", dt, _f64(np.log), arity=1, ulps=1.0 if dt != R.F32 else 2.0),
-        Op("tanh", "pto.tanh(x)", dt, _f64(np.tanh), arity=1, ulps=1.0 if dt != R.F32 else 2.0),
+        Op("exp", "pto.exp(x)", dt, _f64(np.exp), arity=1, ulps=1.0),
+        Op("log", "pto.log(x)", dt, _f64(np.log), arity=1, ulps=1.0),
+        Op("tanh", "pto.tanh(x)", dt, _f64(np.tanh), arity=1, ulps=1.0),
         Op("rsqrt", "pto.rsqrt(x)", dt, _f64(lambda v: 1.0 / np.sqrt(v)), arity=1, ulps=1.0),
-        Op("pow", "x ** y", dt, _pow_ref, ulps=1.0 if dt != R.F32 else 2.0),
+        Op("pow", "x ** y", dt, _pow_ref, ulps=1.0),
     ]
     ops += [Op(n, e, dt, _cmp(f), out=R.BOOL) for n, e, f in _CMPS]
     # not one operation: a chain, each step rounded (folding must not skip the roundings)

@@ -43,7 +43,7 @@ settings.register_profile("pypto-exact-ci", max_examples=2, derandomize=True, de
 settings.register_profile("pypto-exact-long", max_examples=300, deadline=None,
                           suppress_health_check=list(HealthCheck))
 PROFILE = "pypto-exact-long" if LONG else "pypto-exact-ci"
-FOLD_EXAMPLES = 40 if LONG else 1
+FOLD_EXAMPLES = 10 if LONG else 1
 
 OPS = all_ops()
 STATS = {"checked": 0}

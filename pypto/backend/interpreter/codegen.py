@@ -88,7 +88,7 @@ _ARITH_BINARY: dict[type[Operation], str] = {
     arith.MaxSIOp: "_np.maximum({a}, {b})",
     arith.ShRSIOp: "_np.right_shift({a}, {b})",
     arith.ShLIOp: "_np.left_shift({a}, {b})",
-    math.PowFOp: "_np.power({a}, {b})",
+    math.PowFOp: "_m_power({a}, {b})",
     pto.FmodOp: "_np.fmod({a}, {b})",
     math.CopySignOp: "_np.copysign({a}, {b})",
 }
@@ -99,12 +99,11 @@ _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="
 
 _CMP_SIGNED = {"eq", "ne", "slt", "sle", "sgt", "sge"}
 
-_MATH_UNARY: dict[type[Operation], str] = {
-    math.ExpOp: "_np.exp", math.LogOp: "_np.log", math.SqrtOp: "_np.sqrt",
-    math.TanhOp: "_np.tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
-    math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_np.sin",
-    math.LogOp: "_np.log",
-    math.CosOp: "_np.cos", math.Exp2Op: "_np.exp2", math.Log2Op: "_np.log2",
+_MATH_UNARY: dict[type[Operation], str] = {  # _m_*: through float64, rounded once (exact.py)
+    math.ExpOp: "_m_exp", math.LogOp: "_m_log", math.SqrtOp: "_np.sqrt",
+    math.TanhOp: "_m_tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
+    math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_m_sin",
+    math.CosOp: "_m_cos", math.Exp2Op: "_m_exp2", math.Log2Op: "_m_log2",
 }
 
 _ID_OPS: dict[type[Operation], str] = {
@@ -694,6 +693,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool) -> GeneratedKernel:
         "_fmax": exact.maximum,
         "_F64": np.dtype(np.float64),
     }
+    namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})
     namespace.update(gen.constants)
     code = compile(gen.source, f"<pto kernel {gen.name} ({mode})>", "exec")
     exec(code, namespace)

@@ -235,6 +235,26 @@ def lanes_conflict(space: LaneSpace, fx: Footprint, fy: Footprint, *,
     return Conflict(True, lanes[mx][hit_x], lanes[my][hit_y],
                     np.union1d(ax[hit_x], ay[hit_y]), fx.offset.terms)
 
+PAIRWISE_LIMIT = 1 << 22
+"""Most lane pairs `lanes_meet_at_multiple` compares (beyond it: conservatively True)."""
+
+
+def lanes_meet_at_multiple(space: LaneSpace, fx: Footprint, fy: Footprint, m: int) -> bool:
+    """Can a lane x of one warp and a lane y of another have concrete offsets differing by a
+    non-zero multiple of `m` (two different iterations of a loop whose counter moves the
+    address by `m`)? Conservative (True) when too many lane pairs to compare."""
+    assert fx.offset is not None and fy.offset is not None
+    assert fx.mask is not None and fy.mask is not None
+    ax = _full(fx.offset.lanes, space.size)[fx.mask]
+    ay = _full(fy.offset.lanes, space.size)[fy.mask]
+    if ax.size * ay.size > PAIRWISE_LIMIT:
+        return True
+    xw, yw = space.warp[fx.mask], space.warp[fy.mask]
+    d = ax[:, None] - ay[None, :]
+    hit = (d != 0) & (d % m == 0) & (xw[:, None] != yw[None, :])
+    return bool(hit.any())
+
+
 def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
                     what: tuple[str, str]) -> Conflict | None:
     """Does the region of an in-flight copy (`fr`) overlap an access (`fo`: lanes or region)?"""
@@ -266,4 +286,4 @@ def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
 
 
 __all__ = ["Conflict", "Footprint", "Kind", "LaneAccess", "TileRegion", "lane_access",
-           "lanes_conflict", "may_alias", "region_conflict", "region_elements", "tile_regions"]
+           "lanes_conflict", "lanes_meet_at_multiple", "may_alias", "region_conflict", "region_elements", "tile_regions"]

@@ -38,7 +38,7 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
+    "canonicalize": _lazy("pypto.passes.canonicalize", "CanonicalizePass"),
     # pypto's own passes, one line each:
     "cse": _lazy("pypto.passes.cse", "CSEPass"),  # xDSL's, in linear time
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),

@@ -350,8 +350,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     parser.add_argument("--repeat", type=int, default=5, help="repetitions (default 5)")
     parser.add_argument("--only", default="", help="comma-separated name prefixes")
+    parser.add_argument("--skip", default="", help="comma-separated name prefixes to leave out")
     opts = parser.parse_args()
     only = [s.strip() for s in opts.only.split(",") if s.strip()]
+    skip = [s.strip() for s in opts.skip.split(",") if s.strip()]
     print(f"# pypto kernel zoo vs NumPy: median of {opts.repeat} per-repetition ratios, "
           "fresh inputs each repetition, launch + sync timed")
     print()
@@ -360,6 +362,8 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for i, case in enumerate(cases(opts.quick)):
         if only and not any(case.name.startswith(p) for p in only):
+            continue
+        if any(case.name.startswith(p) for p in skip):
             continue
         m = run_case(case, opts.repeat, seed=1000 + i)
         print(f"| {case.name} | {case.size} | {m['on'] * 1e3:.2f} | {m['off'] * 1e3:.2f} | "

@@ -44,6 +44,9 @@ class Kernel:
         self.signature = sig
         self._source: KernelSource | None = None
         self.cache: dict[Any, Any] = {}
+        # The same compiled variants under a key of plain Python values, so that a cached
+        # launch does not rebuild xDSL type attributes (pypto.compiler._fast_key).
+        self.fast_cache: dict[Any, Any] = {}
         # Integer parameters the frontend found used as sizes (alloc_local counts, mma shapes):
         # specialised on their launch value from then on, like annotated pto.constexpr ones.
         self.auto_constexpr: set[str] = set()

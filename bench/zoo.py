@@ -77,12 +77,16 @@ def f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.random(shape, dtype=np.float32).reshape(shape)
 
 
-def cases(quick: bool) -> list[Case]:
-    """The zoo. Full sizes are the ones of issue 13's table."""
-    big = 1 << (16 if quick else 22)
-    mid = 1 << (14 if quick else 20)
-    side = 128 if quick else 1024
-    mm = 128 if quick else 512
+SCALES = {  # (big, mid, side, matmul size): element-wise, L1/atomics, 2-D side, matmul
+    "full": (1 << 22, 1 << 20, 1024, 512),     # the sizes of issue 13's table
+    "quick": (1 << 16, 1 << 14, 128, 128),
+    "tiny": (1 << 12, 1 << 12, 64, 128),       # tests/kernels/test_fast_paths.py
+}
+
+
+def cases(scale: str = "full") -> list[Case]:
+    """The zoo at one of the SCALES."""
+    big, mid, side, mm = SCALES[scale]
     out: list[Case] = []
 
     def add(*args: Any) -> None:
@@ -97,7 +101,7 @@ def cases(quick: bool) -> list[Case]:
         lambda r: {"x": f32(r, big), "y": f32(r, big)},
         lambda d: (big,), lambda d: np.float32(2.5) * d["x"] + d["y"],
         lambda o, d: eq(o["y"], ks.fused_ref(2.5, d["x"], d["y"])), (2.5,))
-    gs_grid = 1024 if not quick else 64
+    gs_grid = max(1, big // (256 * 16))
     add("saxpy grid-stride", f"2^{big.bit_length() - 1}", ks.saxpy_grid_stride, gs_grid, 256,
         lambda r: {"x": f32(r, big), "y": f32(r, big)},
         lambda d: (big, big // (gs_grid * 256)), lambda d: np.float32(2.5) * d["x"] + d["y"],
@@ -297,6 +301,25 @@ def cases(quick: bool) -> list[Case]:
     return out
 
 
+def run_once(case: Case, rng: np.random.Generator, **options: Any) -> tuple[Arrays, Arrays]:
+    """One launch on fresh inputs, compiled with `options`; (outputs, inputs) after checking
+    the outputs against NumPy."""
+    host = case.inputs(rng)
+    tensors = {k: pto.alloc_tensor(a.nbytes, dtype=a.dtype) for k, a in host.items()}
+    for k, a in host.items():
+        pto.memcpy_h2d(tensors[k], a)
+    args = case.lead + tuple(tensors.values()) + tuple(case.scalars(host))
+    kernel = pto.compile(case.kernel, args=args, block=case.block, **options)
+    pto.launch(kernel, grid=case.grid, block=case.block, args=args)
+    outs = {}
+    for k, t in tensors.items():
+        outs[k] = np.empty_like(host[k])
+        pto.memcpy_d2h(outs[k], t)
+        t.free()
+    case.check(outs, host)
+    return outs, host
+
+
 def run_case(case: Case, repeat: int, seed: int) -> dict[str, float]:
     """Times one case; returns medians (seconds and ratios)."""
     rng = np.random.default_rng(seed)
@@ -360,7 +383,7 @@ def main() -> None:
     print("| kernel | size | pypto race on (ms) | pypto race off (ms) | NumPy (ms) "
           "| ÷ NumPy, race on | ÷ NumPy, race off | race-check overhead |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for i, case in enumerate(cases(opts.quick)):
+    for i, case in enumerate(cases("quick" if opts.quick else "full")):
         if only and not any(case.name.startswith(p) for p in only):
             continue
         if any(case.name.startswith(p) for p in skip):

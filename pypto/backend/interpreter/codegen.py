@@ -125,6 +125,8 @@ class _Analysis:
     uniform: _Uniform = field(default_factory=lambda: _Uniform(set()))
     affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
     needs_array: set[SSAValue] = field(default_factory=set)
+    # arithmetic ops computed by the store right after them, into memory (store_ramp_op)
+    fused: set[Operation] = field(default_factory=set)
 
 
 class KernelCodegen:
@@ -187,6 +189,15 @@ class KernelCodegen:
                     an.affine[op.results[0]] = self.fresh("rb")
                 elif b in an.affine and a in an.uniform and not isinstance(op, arith.SubiOp):
                     an.affine[op.results[0]] = self.fresh("rb")
+        if not self.instrumented:  # instruments observe every op's value: no fusion then
+            for op in _walk(ops):
+                if isinstance(op, pto.StoreOp) and op.ptr in an.affine:
+                    owner = op.value.owner
+                    # only `a op b` right before the store, used by it alone, on plain values
+                    if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
+                            op.value.has_one_use() and \
+                            not any(x in an.affine for x in owner.operands):
+                        an.fused.add(owner)
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             for index, operand in enumerate(op.operands):
@@ -270,6 +281,8 @@ class KernelCodegen:
         return self.name(r)
 
     def dispatch(self, op: Operation) -> None:
+        if op in self.an.fused:
+            return  # computed by the store that follows (store_ramp_op)
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
@@ -338,11 +351,12 @@ class KernelCodegen:
         an = self.an
         if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
+            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made)
             self.emit(f"{self.name(op.results[0])} = (_ctx.ramp {_CMP[pred]} "
-                      f"(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
+                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
             return
         if rhs in an.affine and lhs in an.uniform and pred in _CMP_SIGNED:
-            self.emit(f"{self.name(op.results[0])} = ((_np.int64({self.name(lhs)}) - "
+            self.emit(f"{self.name(op.results[0])} = (_bound32(_np.int64({self.name(lhs)}) - "
                       f"{an.affine[rhs]}) {_CMP[pred]} _ctx.ramp)")
             return
         a, b = (self.name(x) for x in op.operands)
@@ -429,7 +443,14 @@ class KernelCodegen:
         else:
             self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")
 
-    def _store(self, ptr: SSAValue, value_expr: str, s: int) -> None:
+    def _store(self, ptr: SSAValue, value_expr: str, s: int,
+               value: SSAValue | None = None) -> None:
+        if value is not None and value.owner in self.an.fused:
+            ufunc = _STORE_UFUNCS[type(value.owner)]
+            a, b = value.owner.operands
+            self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
+                      f"{self.name(a)}, {self.name(b)}, _m, {s})")
+            return
         if ptr in self.an.affine:
             self.emit(f"_ctx.store_ramp({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
                       f"_m, {s})")
@@ -437,14 +458,23 @@ class KernelCodegen:
             self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
     def op_pto_store(self, op: pto.StoreOp) -> None:
-        self._store(op.ptr, self.name(op.value), self.site(op))
+        self._store(op.ptr, self.name(op.value), self.site(op), op.value)
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:
         s = self.site(op)
         a, b, c = op.a, op.b, op.c
         t = a.type
+        dst_affine = op.dst in self.an.affine
         # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
         # (for binary formats, rounding a+c through float64 first gives the same result).
+        if _is_const(b, 1.0) and dst_affine:
+            self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
+                      f"_np.add, {self.name(a)}, {self.name(c)}, _m, {s})")
+            return
+        if _is_const(a, 1.0) and dst_affine:
+            self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
+                      f"_np.add, {self.name(b)}, {self.name(c)}, _m, {s})")
+            return
         if _is_const(b, 1.0):
             value = f"({self.name(a)} + {self.name(c)})"
         elif _is_const(a, 1.0):
@@ -691,6 +721,15 @@ def _view_safe(load: pto.LoadOp) -> bool:
     return not pending
 
 
+_STORE_UFUNCS: dict[type[Operation], str] = {
+    arith.AddfOp: "_np.add", arith.SubfOp: "_np.subtract", arith.MulfOp: "_np.multiply",
+    arith.DivfOp: "_np.divide", arith.AddiOp: "_np.add", arith.SubiOp: "_np.subtract",
+    arith.MuliOp: "_np.multiply",
+}
+
+
+
+
 def _is_const(v: SSAValue, value: float) -> bool:
     owner = v.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
@@ -719,6 +758,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_fma": exact.fma,
         "_fmin": exact.minimum,
         "_fmax": exact.maximum,
+        "_bound32": lanes.bound32,
         "_F64": np.dtype(np.float64),
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})

@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 Mask = Any  # None | False | np.ndarray[bool]
+
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,17 @@ def mask_andnot(m: Mask, c: Any) -> Mask:
             return None
         return r
     return False if c else m
+
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def bound32(x: Any) -> np.int32:
+    """A uniform bound to compare the int32 lane ramp with, clamped to int32: the ramp lies in
+    [0, 2^31 - 2], so every comparison gives the same answer as with the exact int64 value, and
+    the comparison runs on int32 instead of promoting the whole ramp to int64."""
+    v = int(x)
+    return np.int32(_I32_MIN if v < _I32_MIN else _I32_MAX if v > _I32_MAX else v)
 
 
 def select(c: Any, a: Any, b: Any) -> Any:
@@ -344,10 +357,18 @@ class LaneContext(BlockMemory, RaceChecker):
         else:
             active = off
         if buf.stride:  # batch mode, L1
-            blocks = self.lane_block if mask is None else \
-                self.masked("lane_block", self.lane_block, mask)
-            return active + blocks * buf.stride
+            base = self.block_base(buf.stride)
+            return active + (base if mask is None else self.masked(f"base{buf.stride}", base, mask))
         return active
+
+    def block_base(self, stride: int) -> np.ndarray:
+        """Per vector position, `lane_block * stride`: where its block's copy of an L1 buffer
+        with `stride` elements per block starts (batch mode); computed once per stride."""
+        key = ("base", stride)
+        base = self._ids.get(key)
+        if base is None:
+            base = self._ids[key] = self.lane_block * stride
+        return base
 
     def masked(self, key: str, array: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """`array[mask]`, cached for the current mask object: the accesses of one branch all
@@ -380,7 +401,7 @@ class LaneContext(BlockMemory, RaceChecker):
             if safe.min() < 0 or safe.max() >= buf.count:
                 raise self.oob(buf, off, mask, site)
             if buf.stride:  # batch mode, L1
-                safe = safe + self.lane_block * buf.stride
+                safe = safe + self.block_base(buf.stride)
             if buf.watched() or self.inflight:
                 self.check_read(buf, safe[mask], mask, site)
             return data[safe]
@@ -407,7 +428,7 @@ class LaneContext(BlockMemory, RaceChecker):
         `view=True` (decided by codegen: no write can happen while the value is alive) returns
         the slice itself instead of a copy.
         """
-        if mask is None and not buf.stride:
+        if mask is None and not buf.stride and FAST_PATHS.on:
             base = int(base)
             size = buf.count
             if base < 0 or base + self.count > size:
@@ -431,7 +452,7 @@ class LaneContext(BlockMemory, RaceChecker):
             data[idx] = value[-1]  # every lane stores to one address: the last lane wins
 
     def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        if mask is None and not buf.stride:
+        if mask is None and not buf.stride and FAST_PATHS.on:
             base = int(base)
             if base < 0 or base + self.count > buf.count:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
@@ -440,6 +461,24 @@ class LaneContext(BlockMemory, RaceChecker):
             buf.data[base:base + self.count] = value
             return
         self.store(buf, self.ramp + np.int64(base), value, mask, site)
+
+    def store_ramp_op(self, buf: Buffer, base: Any, ufunc: Any, a: Any, b: Any, mask: Mask,
+                      site: int) -> None:
+        """`store_ramp(buf, base, ufunc(a, b), ...)` with the result computed straight into the
+        stored slice when every lane is active and the result already has the buffer's dtype
+        (one pass over memory instead of a temporary and a copy; ufuncs handle operands that
+        overlap the output as if they had been copied first)."""
+        if mask is None and not buf.stride and FAST_PATHS.on:
+            data = buf.data
+            if np.result_type(a, b) == data.dtype:
+                base = int(base)
+                if base < 0 or base + self.count > buf.count:
+                    raise self.oob(buf, self.ramp + np.int64(base), None, site)
+                if buf.watched() or self.inflight:
+                    self.check_write(buf, slice(base, base + self.count), None, site)
+                ufunc(a, b, out=data[base:base + self.count])
+                return
+        self.store_ramp(buf, base, ufunc(a, b), mask, site)
 
     # arithmetic with failure modes ---------------------------------------------------------------
 

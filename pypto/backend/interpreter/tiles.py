@@ -19,6 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.l1 import L1Arena, poison_value
 from pypto.backend.interpreter.races import ShadowView
 from pypto.errors import DeadlockError, RaceError
@@ -663,7 +664,8 @@ def _serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: 
     new_group[0] = True
     np.not_equal(s_idx[1:], s_idx[:-1], out=new_group[1:])
     starts = np.flatnonzero(new_group)
-    if starts.size == s_idx.size:  # every address hit once: no order to respect
+    fast = FAST_PATHS.on
+    if fast and starts.size == s_idx.size:  # every address hit once: no order to respect
         old[lanes] = data[idx]
         data[idx] = data[idx] + vals
         return old
@@ -671,7 +673,7 @@ def _serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: 
     s_lane = lanes[order]
     addr = s_idx[starts]
     dtype = data.dtype
-    if dtype.kind in "iu":
+    if fast and dtype.kind in "iu":
         running = np.cumsum(s_val, dtype=dtype)           # wraps like the additions do
         before = running - s_val                          # sum of the earlier sorted hits
         group = np.cumsum(new_group) - 1

@@ -370,6 +370,17 @@ class LaneContext(BlockMemory, RaceChecker):
             base = self._ids[key] = self.lane_block * stride
         return base
 
+    def sparse(self, mask: np.ndarray) -> bool:
+        """At most a quarter of the lanes active (counted once per mask object)?"""
+        cache = self._mask_cache
+        if cache is None or cache[0] is not mask:
+            cache = (mask, {})
+            self._mask_cache = cache
+        value = cache[1].get("sparse")
+        if value is None:
+            value = cache[1]["sparse"] = 4 * int(np.count_nonzero(mask)) <= mask.size
+        return value  # type: ignore[return-value]
+
     def masked(self, key: str, array: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """`array[mask]`, cached for the current mask object: the accesses of one branch all
         use the same mask, so the selection is computed once per branch."""
@@ -395,6 +406,15 @@ class LaneContext(BlockMemory, RaceChecker):
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
         if mask is not None and isinstance(off, np.ndarray):
+            if FAST_PATHS.on and self.sparse(mask):
+                # few active lanes: select them, gather those, scatter back (zeros elsewhere;
+                # an inactive lane's value is never used)
+                idx = self._checked(buf, off, mask, site)
+                if buf.watched() or self.inflight:
+                    self.check_read(buf, idx, mask, site)
+                out = np.zeros(self.count, dtype=data.dtype)
+                out[mask] = data[idx]
+                return out
             # Gather for every lane with inactive lanes pointed at element 0 (their values are
             # never used): cheaper than selecting the active lanes and scattering back.
             safe = np.where(mask, off, 0)
@@ -541,12 +561,18 @@ class LaneContext(BlockMemory, RaceChecker):
         if mask is False:
             return
         lanes = np.asarray(mask)
-        _, local = self._block_linear_and_local()
-        warp = np.asarray(local) // self.warp_size
-        for w in np.unique(warp):
-            in_warp = warp == w
-            if lanes[in_warp].any() and not lanes[in_warp].all():
-                self._divergent_barrier(mask, site, "pto.barrier()", "warp")
+        ws = self.warp_size
+        if self.block_lanes % ws == 0 and self.local_base % ws == 0 and self.count % ws == 0:
+            rows = lanes.reshape(-1, ws)  # whole warps, one per row
+            divergent = bool((rows.any(axis=1) != rows.all(axis=1)).any())
+        else:  # partial warps: count active lanes per warp
+            warps = self.vector_warps()
+            warps = warps - warps[0]
+            active = np.bincount(warps, weights=lanes)
+            size = np.bincount(warps)
+            divergent = bool(((active > 0) & (active < size)).any())
+        if divergent:
+            self._divergent_barrier(mask, site, "pto.barrier()", "warp")
 
     def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str) -> None:
         lanes = np.asarray(mask)

@@ -21,6 +21,8 @@ class KernelSource:
     col_offset: int  # indentation removed by dedent
     lines: list[str]  # the file's lines (for carets), 1-based via lines[n - 1]
     tree: ast.FunctionDef
+    # `tree` after the early-return rewrite (pypto.frontend.lowering), made on first lowering
+    rewritten: ast.FunctionDef | None = None
 
 
 class Kernel:

@@ -146,6 +146,9 @@ class KernelCodegen:
         self.constants: dict[str, Any] = {}
         self.counter = 0
         self.an = _Analysis()
+        # pure expressions already computed, per enclosing region (innermost last): the frontend
+        # re-derives `buf + tid` at every use, and each copy costs a pass over the lanes
+        self.cse: list[dict[tuple[Any, ...], str]] = [{}]
 
     # ----------------------------------------------------------------------------------------
 
@@ -280,6 +283,23 @@ class KernelCodegen:
             return f"(_ctx.ramp + {self.an.affine[r]})"
         return self.name(r)
 
+    def reuse(self, op: Operation, extra: Any = None) -> bool:
+        """Common subexpressions of pure ops within a region and the regions it encloses: if
+        the same op on the same operands was already emitted where it is visible, alias it."""
+        if self.instrumented:
+            return False
+        key = (op.name, extra, tuple(self.name(x) for x in op.operands))
+        res = op.results[0]
+        for scope in reversed(self.cse):
+            old = scope.get(key)
+            if old is not None:
+                self.emit(f"{self.name(res)} = {old}")
+                if _is_address(res.type):
+                    self.emit(f"{self.name(res)}_b = {old}_b")
+                return True
+        self.cse[-1][key] = self.name(res)
+        return False
+
     def dispatch(self, op: Operation) -> None:
         if op in self.an.fused:
             return  # computed by the store that follows (store_ramp_op)
@@ -288,6 +308,8 @@ class KernelCodegen:
             handler(op)
             return
         if type(op) in _ARITH_BINARY:
+            if self.reuse(op):
+                return
             a, b = (self.name(x) for x in op.operands)
             self.emit(f"{self.name(op.results[0])} = {_ARITH_BINARY[type(op)].format(a=a, b=b)}")
             return
@@ -359,6 +381,8 @@ class KernelCodegen:
             self.emit(f"{self.name(op.results[0])} = (_bound32(_np.int64({self.name(lhs)}) - "
                       f"{an.affine[rhs]}) {_CMP[pred]} _ctx.ramp)")
             return
+        if self.reuse(op, pred):
+            return
         a, b = (self.name(x) for x in op.operands)
         expr = f"({a} {_CMP[pred]} {b})"
         if op.results[0] in self.an.uniform:
@@ -405,6 +429,8 @@ class KernelCodegen:
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
+        if res not in self.an.affine and self.reuse(op):
+            return
         self.emit(f"{rn}_b = {pn}_b")
         if res in self.an.affine:
             # ramp + base: one side is affine, the other uniform
@@ -429,6 +455,8 @@ class KernelCodegen:
                 self.define_affine(res, f"{self.an.affine[a]} {sym} {self.name(b)}")
             else:
                 self.define_affine(res, f"{self.name(a)} {sym} {self.an.affine[b]}")
+            return
+        if self.reuse(op):
             return
         self.emit(f"{self.name(res)} = ({self.name(a)} {sym} {self.name(b)})")
 
@@ -528,6 +556,7 @@ class KernelCodegen:
             self.emit(f"if {mask} is not False:")
             self.indent += 1
             self.emit(f"_m = {mask}")
+            self.cse.append({})
             for inner in body[:-1]:
                 self.op(inner)
             term = body[-1] if body else None
@@ -536,6 +565,7 @@ class KernelCodegen:
                     self.transfer(n, value)
             elif term is not None:
                 self.op(term)
+            self.cse.pop()
             self.emit("pass")
             self.indent -= 1
         self.emit(f"_m = {saved}")
@@ -578,6 +608,7 @@ class KernelCodegen:
         self.indent += 1
         self.emit(f"{self.name(iv)} = {itype}({counter})")
         ops = list(body.ops)
+        self.cse.append({})
         for inner in ops[:-1]:
             self.op(inner)
         term = ops[-1]
@@ -589,6 +620,7 @@ class KernelCodegen:
                 self.emit(f"{self.name(arg)} = {tmp}")
                 if _is_address(arg.type):
                     self.emit(f"{self.name(arg)}_b = {tmp}_b")
+        self.cse.pop()
         self.emit("pass")
         self.indent -= 1
         for arg, result in zip(iter_args, op.results):

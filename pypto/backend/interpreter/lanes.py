@@ -229,8 +229,30 @@ class LaneContext(BlockMemory, RaceChecker):
             return np.int64(self.first_lane // self.block_lanes), lin - block_start
         return lin // self.block_lanes, lin % self.block_lanes
 
+    def _whole_blocks(self) -> bool:
+        """The vector holds whole blocks (grid and batch modes): ids are per-block patterns."""
+        return FAST_PATHS.on and self.first_lane % self.block_lanes == 0 and \
+            self.count % self.block_lanes == 0 and self.count > self.block_lanes
+
+    def _block_coords(self, dim: int) -> np.ndarray:
+        """Coordinate `dim` of each block of the vector (one entry per block)."""
+        b0 = self.first_lane // self.block_lanes
+        blin = np.arange(b0, b0 + self.count // self.block_lanes, dtype=np.int64)
+        gx, gy, _ = self.grid
+        return (blin % gx, (blin // gx) % gy, blin // (gx * gy))[dim]
+
+    def _local_pattern(self, dim: int) -> np.ndarray:
+        """Coordinate `dim` of each lane of one block (x fastest)."""
+        loc = np.arange(self.block_lanes, dtype=np.int64)
+        bx, by, _ = self.block
+        return (loc % bx, (loc // bx) % by, loc // (bx * by))[dim]
+
     def local_id(self, dim: int) -> Any:
         key = f"l{dim}"
+        if key not in self._ids and self._whole_blocks():
+            # one block's pattern repeated: a single pass instead of // and % over every lane
+            self._ids[key] = np.tile(self._local_pattern(dim).astype(np.int32),
+                                     self.count // self.block_lanes)
         if key not in self._ids:
             _, local = self._block_linear_and_local()
             bx, by, _ = self.block
@@ -245,6 +267,8 @@ class LaneContext(BlockMemory, RaceChecker):
 
     def block_id(self, dim: int) -> Any:
         key = f"b{dim}"
+        if key not in self._ids and self._whole_blocks():
+            self._ids[key] = np.repeat(_i32(self._block_coords(dim)), self.block_lanes)
         if key not in self._ids:
             blin, _ = self._block_linear_and_local()
             gx, gy, _ = self.grid
@@ -259,6 +283,16 @@ class LaneContext(BlockMemory, RaceChecker):
 
     def global_id(self, dim: int) -> Any:
         key = f"g{dim}"
+        if key not in self._ids and self._whole_blocks() and \
+                not (dim == 0 and self.grid[1] * self.grid[2] == 1 and
+                     self.block[1] * self.block[2] == 1):
+            # block coordinate * block size + the local pattern, broadcast: one pass
+            start = self._block_coords(dim) * self.block[dim]
+            pattern = self._local_pattern(dim)
+            if int(start.max()) + int(pattern.max()) < 2**31:  # int32 throughout when it fits
+                start, pattern = start.astype(np.int32), pattern.astype(np.int32)
+            ids = start[:, None] + pattern[None, :]
+            self._ids[key] = _i32(ids.reshape(-1))
         if key not in self._ids:
             if dim == 0 and self.grid[1] * self.grid[2] == 1 and self.block[1] * self.block[2] == 1:
                 v = _i32(self._linear())

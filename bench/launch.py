@@ -40,14 +40,15 @@ def guard_only(o, n):
         pto.store(o + i, 0.0)
 
 
-def median_time(fn: Callable[[], object], repeat: int, inner: int = 1) -> float:
+def median_time(fn: Callable[[], object], repeat: int, inner: int = 1,
+                clock: Callable[[], float] = time.perf_counter) -> float:
     fn()
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(inner):
             fn()
-        times.append((time.perf_counter() - t0) / inner)
+        times.append((clock() - t0) / inner)
     return statistics.median(times)
 
 
@@ -82,8 +83,13 @@ def fixed_cost(repeat: int) -> None:
     t_np = median_time(lambda: a + b, 21, 1000)
     t_launch = median_time(launch_only, 5, 200 if repeat > 3 else 50)
     pto.sync()
+    # CPU time of this process: what the launch path costs, whatever else runs on the machine
+    t_cpu = median_time(va, 21, 200 if repeat > 3 else 50, time.process_time)
+    t_np_cpu = median_time(lambda: a + b, 21, 1000, time.process_time)
     print(f"fixed cost: cached launch + sync vector_add n=2^10 pypto {t_va * 1e6:.1f} us  "
           f"numpy a+b {t_np * 1e6:.2f} us  ratio {t_va / t_np:.0f}x")
+    print(f"fixed cost (CPU time): cached launch + sync vector_add n=2^10 pypto "
+          f"{t_cpu * 1e6:.1f} us  numpy a+b {t_np_cpu * 1e6:.2f} us")
     print(f"fixed cost: cached launch + sync guard-only kernel n=2^10 pypto {t_guard * 1e6:.1f} us")
     print(f"fixed cost: launch() alone (enqueue, then sync later) vector_add {t_launch * 1e6:.1f} us")
     for t in (d_a, d_b, d_o):

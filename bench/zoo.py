@@ -8,7 +8,7 @@ for bit where the kernel's order of operations is emulated exactly, else with a 
 fast wrong answer cannot pass for a speed-up.
 
 Output: one markdown table, one row per kernel (the bench's "one line per figure").
-Run:  python bench/zoo.py [--quick] [--repeat N] [--only NAME[,NAME...]]
+Run:  python bench/zoo.py [--quick] [--repeat N] [--only NAME[,...]] [--clock wall|cpu]
 (--quick uses small sizes, for a smoke test; figures in docs/performance.md are full size.)
 """
 
@@ -320,8 +320,14 @@ def run_once(case: Case, rng: np.random.Generator, **options: Any) -> tuple[Arra
     return outs, host
 
 
-def run_case(case: Case, repeat: int, seed: int) -> dict[str, float]:
-    """Times one case; returns medians (seconds and ratios)."""
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def run_case(case: Case, repeat: int, seed: int, clock: str = "wall") -> dict[str, float]:
+    """Times one case; returns medians (seconds and ratios). `clock="cpu"` times with this
+    process's CPU time (all its threads), which descheduling on a loaded machine does not
+    inflate."""
+    now = CLOCKS[clock]
     rng = np.random.default_rng(seed)
     host = case.inputs(rng)
     tensors = {k: pto.alloc_tensor(a.nbytes, dtype=a.dtype) for k, a in host.items()}
@@ -335,10 +341,10 @@ def run_case(case: Case, repeat: int, seed: int) -> dict[str, float]:
         pto.sync()
 
     def timed_launch(kernel: Any) -> float:
-        t0 = time.perf_counter()
+        t0 = now()
         pto.launch(kernel, grid=case.grid, block=case.block, args=args)
         pto.sync()
-        return time.perf_counter() - t0
+        return now() - t0
 
     for kernel in kernels.values():      # warm-up: first launch caches, first touches
         upload(host)
@@ -350,9 +356,9 @@ def run_case(case: Case, repeat: int, seed: int) -> dict[str, float]:
         for key, on in (("on", True), ("off", False)):
             upload(host)
             times[key].append(timed_launch(kernels[on]))
-        t0 = time.perf_counter()
+        t0 = now()
         case.numpy(host)
-        times["numpy"].append(time.perf_counter() - t0)
+        times["numpy"].append(now() - t0)
     outs = {}
     for k, t in tensors.items():
         o = np.empty_like(host[k])
@@ -374,11 +380,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="repetitions (default 5)")
     parser.add_argument("--only", default="", help="comma-separated name prefixes")
     parser.add_argument("--skip", default="", help="comma-separated name prefixes to leave out")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall (default) or cpu: this process's CPU time, robust to load")
     opts = parser.parse_args()
     only = [s.strip() for s in opts.only.split(",") if s.strip()]
     skip = [s.strip() for s in opts.skip.split(",") if s.strip()]
     print(f"# pypto kernel zoo vs NumPy: median of {opts.repeat} per-repetition ratios, "
-          "fresh inputs each repetition, launch + sync timed")
+          f"fresh inputs each repetition, launch + sync timed ({opts.clock} clock)")
     print()
     print("| kernel | size | pypto race on (ms) | pypto race off (ms) | NumPy (ms) "
           "| ÷ NumPy, race on | ÷ NumPy, race off | race-check overhead |")
@@ -388,7 +396,7 @@ def main() -> None:
             continue
         if any(case.name.startswith(p) for p in skip):
             continue
-        m = run_case(case, opts.repeat, seed=1000 + i)
+        m = run_case(case, opts.repeat, seed=1000 + i, clock=opts.clock)
         print(f"| {case.name} | {case.size} | {m['on'] * 1e3:.2f} | {m['off'] * 1e3:.2f} | "
               f"{m['numpy'] * 1e3:.3f} | {m['ratio_on']:.1f}× | {m['ratio_off']:.1f}× | "
               f"{m['race']:.2f}× |", flush=True)

@@ -177,7 +177,8 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         key = _fast_key(kernel, args, (block, DEFAULT_PIPELINE if pipeline is None else pipeline,
                                        target, check_uninitialized, schedule, race_check))
         hit = None if key is None else kernel.fast_cache.get(key)
-        if hit is not None:
+        if hit is not None and (not hit.folded_globals or
+                                kernel.outer_values_unchanged(hit.folded_globals)):
             return hit
     parse_schedule(schedule)
     if isinstance(kernel, CompiledKernel):
@@ -195,7 +196,8 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     fast_key = _fast_key(kernel, args, options)
     if fast_key is not None:
         hit = kernel.fast_cache.get(fast_key)
-        if hit is not None:
+        if hit is not None and (not hit.folded_globals or
+                                kernel.outer_values_unchanged(hit.folded_globals)):
             return hit
     compiled = _compile_slow(kernel, args, block_dims, resolved, pipeline_text,
                              check_uninitialized, schedule, race_check)
@@ -293,8 +295,9 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     return compiled
 
 
-_BLOCK_FEATURES = (pto.AllocLocalOp, pto.BarrierOp, pto.BarrierBlockOp, pto.TileOp,
-                   pto.PipelineOp, pto.StageOp)
+_BLOCK_FEATURES = (pto.AllocLocalOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AsyncLoadOp,
+                   pto.AsyncStoreOp, pto.TileStoreOp, pto.WaitOp, pto.WaitAllOp, pto.FillOp,
+                   pto.MmaOp, pto.PipelineOp, pto.StageOp)
 
 
 def _uses_block_features(module: ModuleOp) -> bool:
@@ -302,7 +305,10 @@ def _uses_block_features(module: ModuleOp) -> bool:
     pipeline (pto-verify-barriers: L1 races, in-flight copies, divergent barriers) has nothing
     to check in a kernel that does not; skipping it then saves the first compile() of an
     element-wise kernel the import of the barrier analyses (~80 ms)."""
-    return any(isinstance(op, _BLOCK_FEATURES) for op in module.walk())
+    from pypto.dialects.traits import is_block_collective
+
+    return any(isinstance(op, _BLOCK_FEATURES) or is_block_collective(op)
+               for op in module.walk())
 
 
 def _verify(module: ModuleOp, what: str) -> None:

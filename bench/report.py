@@ -89,6 +89,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes (not for the docs)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
+    parser.add_argument("--skip", default="", help="zoo kernels to leave out (name prefixes)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="cpu",
                         help="the zoo's clock (default cpu: robust to a loaded shared machine)")
     opts = parser.parse_args()
@@ -96,7 +97,8 @@ def main() -> None:
     started = datetime.datetime.now(datetime.timezone.utc)
     load = os.getloadavg()
     # CPU time counts every thread, and an idle BLAS thread spins: one BLAS thread then
-    zoo = run("zoo.py", "--clock", opts.clock, *quick, one_thread=opts.clock == "cpu")
+    skip = ["--skip", opts.skip] if opts.skip else []
+    zoo = run("zoo.py", "--clock", opts.clock, *quick, *skip, one_thread=opts.clock == "cpu")
     launch = run("launch.py", *quick)
     rows = targets(zoo, launch)
     lines = [

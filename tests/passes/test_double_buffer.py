@@ -121,7 +121,7 @@ def test_no_block_barrier_needed_between_slots(name):
 @pytest.mark.parametrize("name,reason", sorted(NOT_DOUBLE_BUFFERED.items()))
 def test_refused_loop_is_left_unchanged_with_a_remark(name, reason, caplog):
     case = PIPELINED[name](2)
-    case.kernel.cache.clear()  # compile afresh: remarks are logged when the passes run
+    case.kernel.clear_cache()  # compile afresh: remarks are logged when the passes run
     with caplog.at_level(logging.INFO, logger="pypto"):
         ck = compiled(case, None)
     assert "pto.pipeline" in ck.mlir and "pto.slots" not in ck.mlir
@@ -170,7 +170,7 @@ def test_a_missing_wait_in_the_double_buffered_loop_is_caught():
 
     case = PIPELINED["pipelined_scale"](3)
     ck = compiled(case, "pto-double-buffer")
-    case.kernel.cache.clear()  # this compiled kernel is about to be broken: no one else gets it
+    case.kernel.clear_cache()  # this compiled kernel is about to be broken: no one else gets it
     _drop_first_wait(ck)
     with pytest.raises(pto.BarrierError, match="still writing it"):
         VerifyBarriersPass(block_size=case.block).apply(None, ck.module)  # type: ignore[arg-type]

@@ -41,6 +41,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _lazy("pypto.passes.canonicalize", "CanonicalizePass"),
     # pypto's own passes, one line each:
     "cse": _lazy("pypto.passes.cse", "CSEPass"),  # xDSL's, in linear time
+    "pto-allocate-l1": _lazy("pypto.passes.allocate_l1", "AllocateL1Pass"),
+    "pto-double-buffer": _lazy("pypto.passes.double_buffer", "DoubleBufferPass"),
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
 }

@@ -60,6 +60,9 @@ EXIT_FAILURE = 1
 EXIT_INTERNAL_ERROR = 70
 """sysexits' EX_SOFTWARE: a pypto bug, as opposed to bad input (1) or a bad command line (2)."""
 
+EMIT_KINDS = ("mlir", "l1-map", "l1-map-svg")
+"""What `--emit` can print instead of (or as) the IR."""
+
 PIPELINE_NAME = "<pass-pipeline>"
 """The pseudo file name pipeline syntax errors are reported in."""
 
@@ -89,6 +92,10 @@ def _argument_parser() -> argparse.ArgumentParser:
                         dest="print_op_generic", help="print ops in the generic form")
     parser.add_argument("--mlir-print-debuginfo", "--print-debuginfo", action="store_true",
                         dest="print_debuginfo", help="print op locations (loc(...))")
+    parser.add_argument("--emit", choices=EMIT_KINDS, default="mlir",
+                        help="what to print after the passes: the IR (default), the L1 map of "
+                             "each function as a table (l1-map) or as an SVG picture "
+                             "(l1-map-svg)")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
                         help="accept ops of dialects pypto does not know")
     return parser
@@ -246,8 +253,11 @@ class _Driver:
                 except Exception as err:
                     raise _PassCrash(module_pass.name) from err
 
-        result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
-                                 generic=self.args.print_op_generic)
+        if self.args.emit == "mlir":
+            result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
+                                     generic=self.args.print_op_generic)
+        else:
+            result.output = _l1_maps(module, svg=self.args.emit == "l1-map-svg")
         return result
 
     def _after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
@@ -335,6 +345,23 @@ def _pass_error_diagnostic(locate: _OpLocator, err: BaseException) -> Diagnostic
         diag.notes.append(Diagnostic("note", f'from Python source "{filename}":{line}:{col}',
                                      diag.line, diag.col))
     return diag
+
+
+def _l1_maps(module: ModuleOp, *, svg: bool) -> str:
+    """The L1 map of every function with L1 buffers, for the default target."""
+    from pypto.analysis.l1_liveness import functions
+    from pypto.analysis.l1_map import l1_map
+    from pypto.backend.targets import default_target
+
+    target = default_target()
+    maps = [l1_map(f, capacity=target.l1_bytes, align=target.l1_align_bytes)
+            for f in functions(module)]
+    maps = [m for m in maps if m.buffers]
+    if svg:
+        return "".join(m.to_svg() for m in maps)
+    if not maps:
+        return "no L1 buffers\n"
+    return "\n".join(m.to_text() for m in maps)
 
 
 def _format_pass_list() -> str:

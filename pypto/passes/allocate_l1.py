@@ -17,7 +17,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 
-from pypto.analysis.l1_liveness import Layout, functions, location_text, plan_layout, slots_of
+from pypto.analysis.l1_liveness import (
+    Layout,
+    Placement,
+    functions,
+    location_text,
+    plan_layout,
+    slots_of,
+)
 from pypto.analysis.uniformity import located_error
 from pypto.backend.targets import default_target
 from pypto.errors import L1CapacityError
@@ -56,29 +63,32 @@ def kib(nbytes: int) -> str:
     return f"{nbytes} bytes"
 
 
-def describe_buffer(p_name: str, nbytes: int, slots: int) -> str:
-    slot_text = f", {slots} slots of {nbytes // slots} bytes" if slots > 1 else ""
-    return f"'{p_name}' ({nbytes} bytes{slot_text})"
+def describe_placement(p: Placement) -> str:
+    """`'A_tile' 16384 bytes at offset 0 (k.py:12, 2 slots)`."""
+    slots = slots_of(p.live.alloc)
+    extra = f", {slots} slots" if slots > 1 else ""
+    return f"'{p.name}' {p.nbytes} bytes at offset {p.offset} ({location_text(p.live.alloc)}{extra})"
 
 
 def capacity_error(kernel: func.FuncOp, layout: Layout) -> L1CapacityError:
-    """The `L1CapacityError` for a layout that does not fit: the buffers live at the peak."""
+    """The `L1CapacityError` for a layout that does not fit: the buffers live together at the
+    peak (every buffer when they never are, and only fragmentation is to blame), located at
+    the first buffer that crosses the limit."""
     live_bytes, live = layout.live_peak()
     if live_bytes <= layout.capacity:
-        live = layout.placements  # fragmentation: every buffer is part of the story
-    live = sorted(live, key=lambda p: -p.size)
-    listed = ", ".join(describe_buffer(p.name, p.nbytes, slots_of(p.live.alloc)) for p in live)
-    name = kernel.sym_name.data
-    where = location_text(live[0].live.first) if live else name
+        live = layout.placements
+    live = sorted(live, key=lambda p: p.offset)
+    listed = ", ".join(describe_placement(p) for p in live)
+    over = next((p for p in sorted(layout.placements, key=lambda p: p.offset)
+                 if p.end > layout.capacity), layout.placements[-1])
     error = located_error(
         L1CapacityError,
-        f"kernel '{name}' needs {layout.peak} bytes ({kib(layout.peak)}) of L1 but the target "
-        f"has {layout.capacity} ({kib(layout.capacity)}): live together at the peak "
-        f"(from {where}): {listed}; use smaller tiles, fewer double-buffer stages "
-        f"(pto-double-buffer{{stages=N}}) or a target with more L1", live[0].live.alloc
-        if live else kernel)
+        f"kernel '{kernel.sym_name.data}' needs {layout.peak} bytes of L1 ({kib(layout.peak)}) "
+        f"but the target has {layout.capacity} ({kib(layout.capacity)}); live together at "
+        f"the peak: {listed}; use smaller tiles, fewer double-buffer stages "
+        f"(pto-double-buffer{{stages=N}}) or a target with more L1", over.live.alloc)
     assert isinstance(error, L1CapacityError)
-    return attach_op(error, live[0].live.alloc if live else kernel)
+    return attach_op(error, over.live.alloc)
 
 
 def apply_layout(layout: Layout) -> None:

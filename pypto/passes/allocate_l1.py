@@ -121,6 +121,6 @@ class AllocateL1Pass(L1Options, ModulePass):
             saved = layout.total - layout.peak
             emit_remark(kernel, f"L1 of '{kernel.sym_name.data}': peak {layout.peak} of "
                         f"{layout.capacity} bytes ({100 * layout.peak / layout.capacity:.1f}%), "
-                        f"{len(layout.placements)} buffers"
+                        f"{len(layout.placements)} buffer{'s' if len(layout.placements) != 1 else ''}"
                         + (f", {saved} bytes shared by buffers never live together"
                            if saved else ""))

@@ -148,10 +148,6 @@ def analyse(loop: scf.ForOp) -> Plan:
     for op in pipeline.body.block.ops:
         if not isinstance(op, pto.StageOp | pto.YieldOp) and not _is_pure(op):
             raise Refusal(f"the pipeline has '{op.name}' outside its stages", op)
-    for result in pipeline.results:
-        if result.uses:
-            raise Refusal(f"the pipeline's value '{result.name_hint or '?'}' is used after "
-                          f"it; a load-stage value must stay inside the pipeline", pipeline)
 
     stages = pipeline.stages()
     by_name = {s.stage_name: s for s in stages}
@@ -287,8 +283,10 @@ def _uses_through(value: SSAValue, load_stages: list[pto.StageOp],
                 if stage not in load_stages:
                     raise Refusal(f"{what} is handed on by compute {_stage_text(stage)}", op)
                 todo.append(stage.results[use.index])
-            elif isinstance(op, pto.YieldOp):
-                continue  # the pipeline's own yield: its results are checked unused
+            elif isinstance(op, pto.YieldOp):  # the pipeline's own yield: follow its result
+                pipeline = op.parent_op()
+                assert isinstance(pipeline, pto.PipelineOp)
+                todo.append(pipeline.results[use.index])
             elif isinstance(op, scf.YieldOp | arith.SelectOp | scf.ForOp | func.ReturnOp):
                 raise Refusal(f"{what} flows into '{op.name}' at {location_text(op)}, where "
                               f"its slot could not be followed", op)

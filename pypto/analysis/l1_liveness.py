@@ -16,8 +16,9 @@ sound rather than clever:
   buffer's contents may flow from one iteration to the next.
 * Two buffers may share bytes only when one's range ends before the other's starts **and** a
   block-level synchronisation point (`pto.barrier_block` or a tile instruction, which every warp
-  reaches) sits between them in straight-line code: program order is per warp, so without it a
-  fast warp could start writing the second buffer while a slow one still reads the first.
+  reaches) sits between them in straight-line code, or is itself the first buffer's last use or
+  the second's first use: program order is per warp, so without it a fast warp could start
+  writing the second buffer while a slow one still reads the first.
 
 Placement is greedy first-fit, largest buffers first (as TFLite's arena planner), at offsets that
 are multiples of the target's `l1_align_bytes`; the *peak* is the end of the highest buffer.
@@ -264,6 +265,11 @@ class Liveness:
                 break
         if common is None or start is stop:
             return False
+        # A block-level op on the straight-line path is itself the separation: every warp has
+        # finished the first buffer's last use when it completes, and reaches the second
+        # buffer's first use only together with the other warps.
+        if (start is before and is_block_sync(before)) or (stop is after and is_block_sync(after)):
+            return True
         op = start.next_op
         while op is not None and op is not stop:
             if is_block_sync(op):

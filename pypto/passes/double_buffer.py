@@ -75,6 +75,12 @@ def _const_int(value: SSAValue) -> int | None:
     return None
 
 
+def _at(op: Operation) -> str:
+    """` at k.py:12` when the op knows its Python line, else nothing."""
+    text = location_text(op)
+    return "" if text == op.name else f" at {text}"
+
+
 def _stage_text(stage: pto.StageOp) -> str:
     return f"stage '{stage.stage_name}'"
 
@@ -140,7 +146,7 @@ def analyse(loop: scf.ForOp) -> Plan:
     for op in body.ops:
         if op is pipeline or isinstance(op, scf.YieldOp) or _is_pure(op):
             continue
-        raise Refusal(f"the loop body has '{op.name}' (at {location_text(op)}) outside its "
+        raise Refusal(f"the loop body has '{op.name}'{_at(op)} outside its "
                       f"pto.pipeline; move it into a stage", op)
     step = _const_int(loop.step)
     if step is None or step <= 0:
@@ -170,7 +176,7 @@ def analyse(loop: scf.ForOp) -> Plan:
         _check_load_operands(load, loop, load_stages)
         buffer = _root_buffer(load.dst, load_stages)
         if buffer is None:
-            raise Refusal(f"the destination of the pto.async_load at {location_text(load)} is "
+            raise Refusal(f"the destination of the pto.async_load{_at(load)} is "
                           f"not a buffer allocated in a load stage", load)
         if buffer not in buffers:
             buffers.append(buffer)
@@ -233,21 +239,21 @@ def _check_load_operands(load: pto.AsyncLoadOp, loop: scf.ForOp,
         if isinstance(value, BlockArgument):
             if value.block is loop.body.block and value.index == 0:
                 continue
-            raise Refusal(f"the pto.async_load at {location_text(load)} depends on "
+            raise Refusal(f"the pto.async_load{_at(load)} depends on "
                           f"'{value.name_hint or 'a loop-carried value'}', which the loop "
                           f"carries from one iteration to the next", load)
         op = value.op
         if isinstance(op, pto.StageOp):
             if op not in load_stages:
-                raise Refusal(f"the pto.async_load at {location_text(load)} uses a value of "
+                raise Refusal(f"the pto.async_load{_at(load)} uses a value of "
                               f"compute {_stage_text(op)}", load)
             todo.append(op.body.block.last_op.operands[value.index])  # type: ignore[union-attr]
             continue
         if isinstance(op, pto.AllocLocalOp):
             continue
         if not _is_pure(op):
-            raise Refusal(f"the pto.async_load at {location_text(load)} depends on "
-                          f"'{op.name}' at {location_text(op)}", load)
+            raise Refusal(f"the pto.async_load{_at(load)} depends on "
+                          f"'{op.name}'{_at(op)}", load)
         todo.extend(op.operands)
 
 
@@ -288,7 +294,7 @@ def _uses_through(value: SSAValue, load_stages: list[pto.StageOp],
                 assert isinstance(pipeline, pto.PipelineOp)
                 todo.append(pipeline.results[use.index])
             elif isinstance(op, scf.YieldOp | arith.SelectOp | scf.ForOp | func.ReturnOp):
-                raise Refusal(f"{what} flows into '{op.name}' at {location_text(op)}, where "
+                raise Refusal(f"{what} flows into '{op.name}'{_at(op)}, where "
                               f"its slot could not be followed", op)
             else:
                 found.append((op, current))
@@ -303,20 +309,20 @@ def _check_buffer_uses(buffer: pto.AllocLocalOp, load_stages: list[pto.StageOp],
         if stage is None:
             if _inside(op, load_stages) and isinstance(op, pto.AsyncLoadOp):
                 continue
-            raise Refusal(f"{name} is used by '{op.name}' at {location_text(op)}, outside "
+            raise Refusal(f"{name} is used by '{op.name}'{_at(op)}, outside "
                           f"the compute stages", op)
         if _writes(op, value):
             raise Refusal(f"{name} is filled by a load stage and also written by compute "
-                          f"{_stage_text(stage)} ('{op.name}' at {location_text(op)}); its "
+                          f"{_stage_text(stage)} ('{op.name}'{_at(op)}); its "
                           f"slots could not be refilled ahead of that write", op)
 
 
 def _check_token_uses(load: pto.AsyncLoadOp, load_stages: list[pto.StageOp],
                       compute_stages: list[pto.StageOp]) -> None:
-    what = f"the token of the pto.async_load at {location_text(load)}"
+    what = f"the token of the pto.async_load{_at(load)}"
     for op, _ in _uses_through(load.token, load_stages, what):
         if not isinstance(op, pto.WaitOp) or _inside(op, compute_stages) is None:
-            raise Refusal(f"{what} is used by '{op.name}' at {location_text(op)}; only "
+            raise Refusal(f"{what} is used by '{op.name}'{_at(op)}; only "
                           f"pto.wait in a compute stage can be redirected to its slot", op)
 
 
@@ -332,11 +338,11 @@ def _check_compute_copies(copies: list[Operation], compute_stages: list[pto.Stag
         waited = any(isinstance(use.operation, pto.WaitOp) for use in copy.results[0].uses)
         later_wait_all = [w for w in wait_alls if order[w] > order[copy]]
         if later_wait_all and not top_level:
-            raise Refusal(f"the '{copy.name}' at {location_text(copy)} is issued under control "
+            raise Refusal(f"the '{copy.name}'{_at(copy)} is issued under control "
                           f"flow and completed by a pto.wait_all; wait on its token instead",
                           copy)
         if not waited and not later_wait_all:
-            raise Refusal(f"the '{copy.name}' at {location_text(copy)} is not waited for "
+            raise Refusal(f"the '{copy.name}'{_at(copy)} is not waited for "
                           f"within its iteration (pto.wait on its token)", copy)
 
 
@@ -629,8 +635,8 @@ class DoubleBufferPass(L1Options, ModulePass):
                 try:
                     analyse(loop)
                 except Refusal as refusal:
-                    emit_remark(refusal.op or loop, f"pto-double-buffer: loop at "
-                                f"{location_text(loop)} left as it is: {refusal.reason}")
+                    emit_remark(refusal.op or loop, f"pto-double-buffer: loop{_at(loop)} left "
+                                f"as it is: {refusal.reason}")
                     continue
                 self._rewrite(kernel, loop)
 
@@ -649,10 +655,10 @@ class DoubleBufferPass(L1Options, ModulePass):
             if peak <= self.capacity:
                 chosen = n
                 break
-        where = location_text(loop)
+        where = _at(loop)
         if chosen < self.stages:
             wanted = f"{self.stages} stages need {kib(needs[self.stages])}"
-            emit_remark(loop, f"pto-double-buffer: loop at {where}: requested {self.stages} "
+            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {self.stages} "
                         f"stages, only {chosen} fit{'s' if chosen == 1 else ''} in "
                         f"{kib(self.capacity)} of L1 ({wanted})"
                         + ("; the loop stays single-buffered" if chosen == 1 else ""))
@@ -660,6 +666,6 @@ class DoubleBufferPass(L1Options, ModulePass):
             return
         plan = analyse(loop)
         names = ", ".join(f"'{b.result.name_hint or '?'}'" for b in plan.buffers)
-        emit_remark(loop, f"pto-double-buffer: loop at {where}: {chosen} slots for {names}; "
+        emit_remark(loop, f"pto-double-buffer: loop{where}: {chosen} slots for {names}; "
                     f"loads run {chosen - 1} iteration{'s' if chosen > 2 else ''} ahead")
         _Rewrite(plan, chosen).apply()

@@ -14,6 +14,7 @@ slot i % N (MLIR's multi-buffering with a software pipeline of distance N - 1):
                    loads of iteration i + N - 1 into slot (i + N - 1) % N
                    pto.wait on the tokens of slot i % N; compute of iteration i on slot i % N
       epilogue:  scf.for i = max(T - (N-1), 0) to T     // the last N - 1 computes, no loads
+      pto.wait on the epilogue's final tokens           // all done: a no-op that says so
     }
 
 The kernel loop counts iterations (0, 1, ...) so that slot indices are `i % N`, which
@@ -557,6 +558,13 @@ class _Rewrite:
         epilogue = scf.ForOp(start, trips, one, list(kernel.results), ebody)
         epilogue.location = loop.location
         then.add_op(epilogue)
+        # Every token left in the queue has been waited for already: these waits are no-ops at
+        # run time that say so in the IR (no copy of the loop is in flight after it), which
+        # lets L1 liveness end the slots' lives here.
+        for token in epilogue.results[:nloads]:
+            done = pto.WaitOp(token)
+            done.location = loop.location
+            then.add_op(done)
         then.add_op(scf.YieldOp(*epilogue.results[depth * nloads:]))
 
         result_types = [r.type for r in loop.results]

@@ -50,7 +50,7 @@
 // CHECK-NEXT:      }
 // Epilogue: the last iteration, no load.
 // CHECK-NEXT:      %[[EL:.*]] = arith.maxsi %[[KT]], %{{.*}} : i32
-// CHECK-NEXT:      %{{.*}}, %{{.*}} = scf.for %[[EIT:.*]] = %[[EL]] to %[[TRIPS]] step %{{.*}} iter_args(%[[EA:.*]] = %[[RA]], %[[EB:.*]] = %[[RB]])
+// CHECK-NEXT:      %[[FA:.*]], %[[FB:.*]] = scf.for %[[EIT:.*]] = %[[EL]] to %[[TRIPS]] step %{{.*}} iter_args(%[[EA:.*]] = %[[RA]], %[[EB:.*]] = %[[RB]])
 // CHECK-NOT:         pto.async_load
 // CHECK:             %[[ESLOT:.*]] = arith.remsi %[[EIT]]
 // CHECK:             pto.wait %[[EA]]
@@ -58,6 +58,9 @@
 // CHECK-NEXT:        pto.mma %[[ACC]]
 // CHECK-NEXT:        scf.yield %[[EA]], %[[EB]]
 // CHECK-NEXT:      }
+// Nothing is in flight any more; the IR says so (no-op waits):
+// CHECK-NEXT:      pto.wait %[[FA]]
+// CHECK-NEXT:      pto.wait %[[FB]]
 // CHECK-NEXT:    } else {
 // CHECK-NEXT:    }
 // CHECK-NOT:     pto.wait_all

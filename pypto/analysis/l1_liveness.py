@@ -36,6 +36,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from pypto import dtypes
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
+from pypto.dialects.traits import is_block_collective
 
 SLOTS_ATTR = "pto.slots"
 """Discardable attribute `pto-double-buffer` puts on a multi-slot `alloc_local` (its slot count),
@@ -130,8 +131,9 @@ def _is_local_address(value: SSAValue) -> bool:
 
 
 def is_block_sync(op: Operation) -> bool:
-    """Ops every warp of a block reaches together: block barriers and tile instructions."""
-    return isinstance(op, pto.BarrierBlockOp | pto.TileOp)
+    """Ops every warp of a block reaches together: block barriers and tile instructions (not
+    `alloc_local`, a declaration)."""
+    return is_block_collective(op) and not isinstance(op, pto.AllocLocalOp)
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from pypto.analysis.l1_liveness import SLOTS_ATTR, functions, location_text, pla
 from pypto.analysis.lane_values import defined_inside
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
+from pypto.dialects.traits import memory_accesses
 from pypto.passes.allocate_l1 import L1Options, kib
 from pypto.passes.diagnostics import emit_remark
 
@@ -115,19 +116,9 @@ class Plan:
 
 
 def _writes(op: Operation, value: SSAValue) -> bool:
-    """Whether `op` writes through the address operand `value`."""
-    match op:
-        case pto.StoreOp():
-            return op.ptr is value
-        case pto.FmaOp():
-            return op.dst is value
-        case pto.AtomicAddOp():
-            return op.ptr is value
-        case pto.AsyncLoadOp() | pto.FillOp():
-            return op.dst is value
-        case pto.MmaOp():
-            return op.c is value
-    return False
+    """Whether `op` writes through the address operand `value` (its declared accesses)."""
+    return any(a.kind == "write" and op.operands[a.operand] is value
+               for a in memory_accesses(op))
 
 
 def _inside(op: Operation, stages: Sequence[pto.StageOp]) -> pto.StageOp | None:

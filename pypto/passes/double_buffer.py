@@ -563,6 +563,7 @@ class _Rewrite:
         wrapper.location = loop.location
         for new, old in zip(wrapper.results, loop.results):
             new.name_hint = old.name_hint
+        _erase_dead(wrapper)
         Rewriter.insert_op([*before, wrapper], InsertPoint.before(loop))
         Rewriter.replace_op(loop, [], list(wrapper.results))
 
@@ -595,6 +596,15 @@ class _Rewrite:
             copy.mapper[old] = new
         copy.compute()
         return copy
+
+
+def _erase_dead(root: Operation) -> None:
+    """Drop the pure ops the rewrite built but nothing uses (a counter or slot address a copy
+    of the body did not need), innermost and last first."""
+    for op in reversed(list(root.walk())):
+        if op is not root and op.results and _is_pure(op) and \
+                not any(r.uses for r in op.results):
+            Rewriter.erase_op(op)
 
 
 # --------------------------------------------------------------------------------------------

@@ -107,12 +107,13 @@ def test_default_pipeline_double_buffers_the_matmul():
 
 
 @pytest.mark.parametrize("name", sorted(set(PIPELINED) - set(NOT_DOUBLE_BUFFERED)))
-def test_no_block_barrier_needed_between_slots(name):
+@pytest.mark.parametrize("stages", [2, 3])
+def test_no_block_barrier_needed_between_slots(name, stages):
     """pto-insert-barriers on the double-buffered kernel inserts nothing: the slots are proven
     disjoint (a barrier would be needed if the analysis could not tell them apart)."""
     case = PIPELINED[name](3)
-    plain = compiled(case, "pto-double-buffer")
-    repaired = compiled(case, "pto-double-buffer,pto-insert-barriers")
+    plain = compiled(case, f"pto-double-buffer{{stages={stages}}}")
+    repaired = compiled(case, f"pto-double-buffer{{stages={stages}}},pto-insert-barriers")
     count = lambda ck: ck.mlir.count("pto.barrier_block")  # noqa: E731
     assert count(repaired) <= count(plain)  # it may drop redundant ones, never add
     assert "pto.slots" in plain.mlir
@@ -162,14 +163,15 @@ def _drop_first_wait(ck: pto.CompiledKernel) -> None:
     wait.erase()
 
 
-def test_a_missing_wait_in_the_double_buffered_loop_is_caught():
+@pytest.mark.parametrize("stages", [2, 3])
+def test_a_missing_wait_in_the_double_buffered_loop_is_caught(stages):
     """The checks that pass above can fail: without the wait on the slot's token, the static
     check reports the in-flight read and the interpreter raises a RaceError."""
     from pypto.passes.verify_barriers import VerifyBarriersPass
     from xdsl.dialects.builtin import ModuleOp
 
-    case = PIPELINED["pipelined_scale"](3)
-    ck = compiled(case, "pto-double-buffer")
+    case = PIPELINED["pipelined_scale"](4)
+    ck = compiled(case, f"pto-double-buffer{{stages={stages}}}")
     case.kernel.cache.clear()  # this compiled kernel is about to be broken: no one else gets it
     _drop_first_wait(ck)
     with pytest.raises(pto.BarrierError, match="still writing it"):

@@ -46,7 +46,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from pypto.analysis.l1_liveness import SLOTS_ATTR, functions, location_text, plan_layout
+from pypto.analysis.l1_liveness import (
+    SLOTS_ATTR,
+    buffer_bytes,
+    functions,
+    location_text,
+    plan_layout,
+)
 from pypto.analysis.lane_values import defined_inside
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
@@ -75,6 +81,10 @@ def _const_int(value: SSAValue) -> int | None:
             isinstance(value.op.value, IntegerAttr):
         return value.op.value.value.data
     return None
+
+
+def _round_up(n: int, align: int) -> int:
+    return -(-n // align) * align
 
 
 def _at(op: Operation) -> str:
@@ -653,7 +663,14 @@ class DoubleBufferPass(L1Options, ModulePass):
         index = list(kernel.walk()).index(loop)
         needs: dict[int, int] = {}
         chosen = 1
+        align = self.alignment
+        allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
+        every = sum(_round_up(buffer_bytes(a), align) for a in allocs)
+        loaded = sum(_round_up(buffer_bytes(b), align) for b in analyse(loop).buffers)
         for n in range(self.stages, 1, -1):
+            if every + (n - 1) * loaded <= self.capacity:
+                chosen = n  # fits even with no byte shared: no need to place it to know
+                break
             trial = kernel.clone()
             trial_loop = list(trial.walk())[index]
             assert isinstance(trial_loop, scf.ForOp)

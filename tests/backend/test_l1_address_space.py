@@ -70,9 +70,9 @@ def _run(func, grid, block, args, **options):
     Executable(func, **options).run(grid, block, args)
 
 
-def _compiled(kernel, args, block, pipeline="pto-verify-barriers"):
-    """The kernel without pto-allocate-l1 (which would let these buffers share bytes: `a` is
-    dead when `b` is first used), so that the interpreter's own layout is what is tested."""
+def _compiled(kernel, args, block, pipeline=None):
+    # the default pipeline minus pto-allocate-l1: these tests inject their own placements
+    pipeline = "pto-verify-barriers" if pipeline is None else pipeline
     return pto.compile(kernel, args=args, block=block, pipeline=pipeline).func.clone()
 
 
@@ -161,7 +161,7 @@ def test_overrun_into_the_neighbour_names_both_buffers():
     o = pto.alloc_tensor(64 * 4)
     ck = pto.compile(overrun, args=(o,), block=64, pipeline="pto-verify-barriers")
     with pytest.raises(pto.MemoryAccessError) as info:
-        pto.launch(ck, grid=1, block=64, args=(o,), stream=None)
+        ck(grid=1, block=64, args=(o,))
         pto.sync()
     text = str(info.value)
     assert "L1 buffer 'a' at element 64" in text

@@ -182,3 +182,43 @@ def test_a_missing_wait_in_the_double_buffered_loop_is_caught(stages):
     with pytest.raises(pto.RaceError, match="in flight"):
         pto.launch(ck, grid=case.grid, block=case.block, args=device)
         from_device(tensors)
+
+
+def _issue_order(pipeline: str, trips: int) -> list[tuple[int, int]]:
+    """Run the matmul with a Trace; for each mma (k-step j, in order): how many copies had been
+    issued and how many waited for before it."""
+    from pypto.backend.interpreter.instruments import Trace
+
+    case = PIPELINED["matmul_tile"](trips)
+    device, tensors = to_device(case.args)
+    pto.sync()  # the uploads are queued on the stream; the executable runs right now
+    ck = pto.compile(case.kernel, args=device, block=case.block, pipeline=pipeline)
+    trace = Trace()
+    ck.executable.run((*case.grid, 1), (case.block, 1, 1), device, instrument=trace)
+    check_reference(case, from_device(tensors)[case.output])
+    classes = trace.block_classes()
+    assert len(classes) == 1  # every block runs the same stream
+    table = ck.executable.op_table
+    issued = waited = 0
+    order = []
+    for event in classes[0][1]:
+        if event.kind == "issue":
+            issued += 1
+        elif event.kind == "wait":
+            waited += 1
+        elif table[event.op_id].name == "pto.mma":
+            order.append((issued, waited))
+    return order
+
+
+def test_trace_shows_the_next_tiles_loading_during_the_mma():
+    """What the pass is for, seen in the interpreter's event trace: sequentially, the mma of
+    k-step j runs when the two loads of steps 0..j are issued and all waited for; double-
+    buffered, the loads of step j + 1 are already issued (and not waited for) when it runs."""
+    trips = 4
+    sequential = _issue_order("", trips)
+    assert sequential == [(2 * (j + 1), 2 * (j + 1)) for j in range(trips)]
+    overlapped = _issue_order(None, trips)
+    expected = [(2 * min(j + 2, trips), 2 * (j + 1)) for j in range(trips)]
+    assert overlapped == expected
+    assert all(i > w for i, w in overlapped[:-1])   # copies in flight during every mma but the last

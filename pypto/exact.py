@@ -94,19 +94,52 @@ def fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
     if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray) and \
             not isinstance(c, np.ndarray):
         return _fma_odd(a, b, c, dtype)
+    n = max(np.size(a), np.size(b), np.size(c))
+    if n <= _CHUNK:
+        return _fma_lanes(a, b, c, dtype)
+    # in cache-sized pieces: the float64 temporaries then never leave the cache
+    out = np.empty(n, dtype=dtype)
+    for i in range(0, n, _CHUNK):
+        j = min(i + _CHUNK, n)
+        out[i:j] = _fma_lanes(*(v[i:j] if isinstance(v, np.ndarray) else v for v in (a, b, c)),
+                              dtype)
+    return out
+
+
+_CHUNK = 1 << 14
+
+
+def _fma_lanes(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
+    """`fma` on lane vectors of at most `_CHUNK` lanes."""
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.add(np.multiply(a, b, dtype=_F64), c, dtype=_F64)
+        p = np.multiply(a, b, dtype=_F64)
+        s = p + c
         if dtype == BFLOAT16:
-            mid = s.astype(_F32)  # ml_dtypes rounds float64 -> bfloat16 through float32
-            out = mid.astype(BFLOAT16)
-            suspect = _midpoint_or_tiny(mid.view(np.int32), 23 - 7, _BF16_TINY_F32)
+            t = s.astype(_F32)  # ml_dtypes rounds float64 -> bfloat16 through float32
+            out = t.astype(BFLOAT16)
+            suspect = _midpoint_or_tiny(t.view(np.int32).copy(), 23 - 7, _BF16_TINY_F32)
         else:
             out = s.astype(dtype)
-            suspect = _midpoint_or_tiny(s.view(np.int64), 52 - _NMANT[dtype], _TINY_F64[dtype])
-    if suspect.any():
+            suspect = _midpoint_or_tiny(s.view(np.int64).copy(), 52 - _NMANT[dtype],
+                                        _TINY_F64[dtype])
+        if not suspect.any():
+            return out
+        # Of the suspects, only those rounded on the way (TwoSum error; for bfloat16 also the
+        # float32 step) need the exact path: an exact float64 sum is rounded once.
         lanes = np.flatnonzero(suspect)
-        pick = [x[lanes] for x in np.broadcast_arrays(a, b, c)]
-        out[lanes] = _fma_odd(pick[0], pick[1], pick[2], dtype)
+        ps, ss = p[lanes], s[lanes]
+        cs = c[lanes] if isinstance(c, np.ndarray) else c
+        cs = np.asarray(cs, dtype=_F64)
+        bp = ss - cs
+        err = (ps - bp) + (cs - (ss - bp))
+        hard = err != 0
+        if dtype == BFLOAT16:
+            hard |= t[lanes] != ss
+        hard &= np.isfinite(ss)
+    if hard.any():
+        lanes = lanes[hard]
+        x, y, z = (v[lanes] for v in np.broadcast_arrays(a, b, c))
+        out[lanes] = _fma_odd(x, y, z, dtype)
     return out
 
 
@@ -118,11 +151,15 @@ _BF16_TINY_F32 = np.int32(1) << 23  # |t| < 2**-126 (bfloat16 subnormals are flo
 
 def _midpoint_or_tiny(bits: np.ndarray, drop: int, tiny: Any) -> np.ndarray:
     """Lanes whose value (`bits`: its IEEE encoding) lies exactly halfway between two values of
-    a format with `drop` fewer fraction bits, or whose magnitude is below `tiny` (encoded)."""
+    a format with `drop` fewer fraction bits, or whose magnitude is below `tiny` (encoded).
+    Overwrites `bits` (the caller's float64 sum is no longer needed)."""
     one = bits.dtype.type(1)
-    low = bits & ((one << drop) - one)
-    magnitude = bits & ~(one << (bits.dtype.itemsize * 8 - 1))
-    return (low == (one << (drop - 1))) | (magnitude < tiny)
+    sign_off = ~(one << (bits.dtype.itemsize * 8 - 1))
+    np.bitwise_and(bits, sign_off, out=bits)  # magnitude
+    small = bits < tiny
+    np.bitwise_and(bits, (one << drop) - one, out=bits)
+    suspect = bits == (one << (drop - 1))
+    return np.logical_or(suspect, small, out=suspect)
 
 
 def _fma_odd(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:

@@ -172,22 +172,56 @@ def _fma_odd(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
 
 
 def _fma64(a: Any, b: Any, c: Any) -> Any:
-    """float64 data (not a language dtype, but tensors may hold it): exact with `Fraction`
-    per element where every operand is finite (slow, correct), IEEE otherwise."""
+    """float64 data (not a language dtype, but tensors may hold it): Boldo & Melquiond's
+    emulated FMA, `RN(th + RO(tl + ul))` with `(uh, ul) = a*b` exactly (Veltkamp/Dekker) and
+    `(th, tl) = c + uh` exactly (TwoSum). Lanes where the error-free steps could underflow or
+    overflow take `Fraction` (rare); zero products and non-finite operands follow IEEE."""
     a, b, c = np.broadcast_arrays(np.asarray(a, _F64), np.asarray(b, _F64), np.asarray(c, _F64))
     with np.errstate(all="ignore"):
-        out = a * b + c
+        out = a * b + c  # IEEE: exact enough for zero products, inf and NaN
+        mag_a, mag_b, mag_c = np.abs(a), np.abs(b), np.abs(c)
+        prod = mag_a * mag_b
+        safe = (mag_a < 2.0 ** 995) & (mag_b < 2.0 ** 995) & (prod > 2.0 ** -900) & \
+            (prod < 2.0 ** 1000) & (mag_c < 2.0 ** 1000)
+        if safe.any():
+            x, y, z = a[safe], b[safe], c[safe]
+            uh, ul = _two_product(x, y)
+            th = z + uh  # TwoSum: th + tl = c + uh exactly
+            bp = th - uh  # ~ z
+            tl = (uh - (th - bp)) + (z - bp)
+            out[safe] = th + _odd_sum(tl, ul)
+        # finite operands, finite a*b and an infinite c: the exact result is c
+        inf_c = np.isinf(c) & np.isfinite(a) & np.isfinite(b)
+        out[inf_c] = c[inf_c]
+        rest = ~safe & ~inf_c & np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & \
+            (a != 0) & (b != 0)
     flat = out.reshape(-1)
-    for k, (x, y, z) in enumerate(zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))):
-        if np.isfinite(x) and np.isfinite(y) and np.isfinite(z):
-            q = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
-            if q != 0:
-                try:
-                    flat[k] = float(q)  # Fraction -> float rounds to nearest even
-                except OverflowError:
-                    flat[k] = np.inf if q > 0 else -np.inf
-            # an exact zero: a*b + c in float64 already has IEEE's sign
+    for k in np.flatnonzero(rest.reshape(-1)):  # extreme exponents only
+        x, y, z = a.reshape(-1)[k], b.reshape(-1)[k], c.reshape(-1)[k]
+        q = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        if q != 0:
+            try:
+                flat[k] = float(q)  # Fraction -> float rounds to nearest even
+            except OverflowError:
+                flat[k] = np.inf if q > 0 else -np.inf
+        # an exact zero of non-zero terms is +0 (nearest): a*b + c computed it unless it erred
+        else:
+            flat[k] = 0.0
     return out if out.ndim else _F64.type(out)
+
+
+def _two_product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`x * y = hi + lo` exactly (Dekker, with Veltkamp's split; no overflow in range)."""
+    hi = x * y
+    split = 134217729.0  # 2**27 + 1
+    t = split * x
+    xh = t - (t - x)
+    xl = x - xh
+    t = split * y
+    yh = t - (t - y)
+    yl = y - yh
+    lo = ((xh * yh - hi) + xh * yl + xl * yh) + xl * yl
+    return hi, lo
 
 
 def minimum(a: Any, b: Any) -> Any:

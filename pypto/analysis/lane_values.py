@@ -33,6 +33,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
+from pypto.analysis.cache import cached
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -297,6 +298,12 @@ def _yielded(region_op: Operation, index: int) -> list[SSAValue]:
 # --------------------------------------------------------------------------------------------
 
 
+def lane_model(kernel: func.FuncOp, space: LaneSpace) -> LaneModel:
+    """The `LaneModel` of `kernel` over `space`, shared by every analysis of the same IR
+    (`pypto.analysis.cache`): lane roots and token instances are computed once."""
+    return cached(kernel, ("lane_model", space), lambda: LaneModel(kernel, space))
+
+
 @dataclass(eq=False)
 class LaneModel:
     """Evaluates the integer values, conditions and L1 addresses of one kernel over a block.
@@ -308,7 +315,7 @@ class LaneModel:
 
     kernel: func.FuncOp
     space: LaneSpace
-    varying: set[SSAValue] = field(init=False)
+    varying: frozenset[SSAValue] = field(init=False)
     _memo: dict[tuple[SSAValue, tuple[int | None, ...]], Affine | None] = field(
         init=False, default_factory=dict)
     _deps: dict[SSAValue, tuple[SSAValue, ...]] = field(init=False, default_factory=dict)

@@ -28,9 +28,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from pypto import dtypes
+from pypto import dtypes, exact
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.instruments import OpTable, location_of
+from pypto.backend.interpreter import lanes
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -786,9 +787,6 @@ _walk = walk  # pre-order walk of ops and everything nested in them
 def generate(kernel: func.FuncOp, mode: str, one_d: bool,
              instrumented: bool = False) -> GeneratedKernel:
     """Translate `kernel` and compile the source to a Python function (`.fn`)."""
-    from pypto import exact
-    from pypto.backend.interpreter import lanes
-
     gen = KernelCodegen(kernel, mode, one_d, instrumented).generate()
     namespace: dict[str, Any] = {
         "_np": np,

@@ -22,7 +22,7 @@ from pypto import exact
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
-from pypto.errors import DeadlockError, RaceError
+from pypto.errors import DeadlockError, MemoryAccessError, RaceError
 
 
 class Region:
@@ -273,8 +273,6 @@ class BlockMemory:
         return view, region
 
     def oob_region(self, buf: Any, address: int, site: int, what: str) -> Any:
-        from pypto.errors import MemoryAccessError
-
         s = self.sites[site]
         size = buf.count
         space = "HBM" if buf.space == "global" else "L1"

@@ -19,7 +19,7 @@ from pypto.analysis.uniformity import located_error, walk
 from pypto.dialects import pto
 from pypto.dialects.traits import is_block_collective
 from pypto.errors import BarrierError
-from pypto.passes.diagnostics import attach_op
+from pypto.diagnostics import attach_op
 
 class Category(enum.Enum):
     WARPS = "lanes of different warps"

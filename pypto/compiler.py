@@ -374,7 +374,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline, run_pipeline
-    from pypto.passes.diagnostics import OpDiagnostic, capture_diagnostics
+    from pypto.diagnostics import OpDiagnostic, capture_diagnostics
 
     try:
         passes = parse_pipeline(text)

@@ -111,3 +111,14 @@ def test_compile_and_first_launch_compute_each_analysis_once(computations) -> No
     # one per flavour: block ids uniform (checks, barrier pass), not (batched blocks)
     assert computations["varying"] == 2
     assert computations["lane_model"] == 1
+
+
+def test_passes_that_change_no_value_keep_the_analyses() -> None:
+    """pto-allocate-l1 only sets offsets; pto-double-buffer drops a kernel's analyses only when
+    it rewrites one of its loops (here there is none)."""
+    ctx, module, kernel = _kernel()
+    first = uniformity.varying_values(kernel)
+    run_pipeline(module, parse_pipeline("pto-double-buffer,pto-allocate-l1"), ctx)
+    assert uniformity.varying_values(kernel) is first
+    run_pipeline(module, parse_pipeline("canonicalize"), ctx)
+    assert uniformity.varying_values(kernel) is not first

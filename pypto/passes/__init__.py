@@ -42,6 +42,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "cse": _lazy("xdsl.transforms.common_subexpression_elimination",
                  "CommonSubexpressionElimination"),
     # pypto's own passes, one line each:
+    "convert-pto-to-npu": _lazy("pypto.passes.convert_pto_to_npu", "ConvertPtoToNpu"),
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
 }

@@ -30,8 +30,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from pypto import dtypes
 from pypto.analysis.uniformity import varying_values, walk
+from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable, location_of
 from pypto.backend.interpreter.lanes import Site
+from pypto.dialects import npu
 from pypto.dialects import pto
 
 GRID = "grid"
@@ -127,7 +129,7 @@ class _Analysis:
     needs_array: set[SSAValue] = field(default_factory=set)
 
 
-class KernelCodegen:
+class KernelCodegen(NpuEmitters):
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
@@ -664,7 +666,7 @@ class KernelCodegen:
 
 _WRITES = (pto.StoreOp, pto.FmaOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AtomicAddOp,
            pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.FillOp, pto.MmaOp,
-           pto.WaitOp, pto.WaitAllOp)
+           pto.WaitOp, pto.WaitAllOp, *npu.NPU_WRITES)
 
 
 def _is_address(t: Attribute) -> bool:

@@ -33,7 +33,7 @@ from pypto.backend.interpreter.codegen import (
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
 from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedError
 
 GRID_CHUNK_LANES = 1 << 22
@@ -55,7 +55,7 @@ def batchable(kernel: func.FuncOp) -> bool:
     for op in _walk(kernel.body.block.ops):
         if isinstance(op, scf.ForOp) and (op.lb in varying or op.ub in varying):
             return False
-        if isinstance(op, pto.TileOp | pto.BarrierBlockOp):
+        if isinstance(op, (pto.TileOp, pto.BarrierBlockOp, *npu.NPU_BLOCK_COLLECTIVE)):
             parent = op.parent_op()
             while parent is not None and not isinstance(parent, func.FuncOp):
                 if isinstance(parent, scf.IfOp) and parent.cond in varying:
@@ -63,7 +63,7 @@ def batchable(kernel: func.FuncOp) -> bool:
                 parent = parent.parent_op()
     return True
 
-_BLOCK_MODE_OPS = (pto.BarrierOp, pto.BarrierBlockOp, pto.TileOp)
+_BLOCK_MODE_OPS = (pto.BarrierOp, pto.BarrierBlockOp, pto.TileOp, *npu.NPU_BLOCK_LEVEL)
 
 SCHEDULES = ("in_order", "reverse", "random:SEED")
 
@@ -82,6 +82,11 @@ def _has_lane_l1_access(kernel: func.FuncOp) -> bool:
     for op in _walk(kernel.body.block.ops):
         if isinstance(op, lane_ops):
             address = op.operands[0] if not isinstance(op, pto.StoreOp) else op.operands[1]
+            if pto.memory_space_of(address.type) == "local":
+                return True
+    for op in _walk(kernel.body.block.ops):  # npu lane ops: slot staging never races
+        if isinstance(op, npu.LANE_OPS):
+            address = op.ptr if not isinstance(op, npu.FmaOp) else op.dst
             if pto.memory_space_of(address.type) == "local":
                 return True
     return False

@@ -450,6 +450,9 @@ NPU_BLOCK_COLLECTIVE = (CopyInOp, CopyOutOp, SetFlagOp, WaitFlagOp, WaitFlagAllO
 """Executed once per block by all its lanes together (as pto's tile instructions and
 `pto.barrier_block`): they must sit in control flow uniform across the block."""
 
+NPU_TILE = (CopyInOp, CopyOutOp, SetFlagOp, WaitFlagOp, WaitFlagAllOp, MmaOp, LoadMmaOp)
+"""The npu counterparts of pto's tile instructions (`pto.TileOp`)."""
+
 NPU_BLOCK_LEVEL = (*NPU_BLOCK_COLLECTIVE, WarpBarrierOp)
 """Ops whose meaning involves the block (the interpreter runs them block by block)."""
 

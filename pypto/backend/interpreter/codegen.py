@@ -262,7 +262,7 @@ class KernelCodegen(NpuEmitters):
 
     def hook_value(self, op: Operation) -> str:
         """What the `after` hook reports: the first result (pto.wait: its token)."""
-        if isinstance(op, pto.WaitOp):
+        if isinstance(op, pto.WaitOp | npu.WaitFlagOp):
             return self.name(op.token)
         if not op.results:
             return "None"

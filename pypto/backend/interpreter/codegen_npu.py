@@ -87,7 +87,9 @@ class NpuEmitters:
         self._copy(op, "async_store")
 
     def op_npu_set_flag(self, op: npu.SetFlagOp) -> None:
-        self.site(op)  # nothing to do: the copy completes at its wait_flag
+        # nothing to do (the copy completes at its wait_flag), but it is a block-level
+        # instruction like the copy it follows, seen by instruments as such
+        self.tile(None, "None", self.site(op))
 
     def op_npu_wait_flag(self, op: npu.WaitFlagOp) -> None:
         self.op_pto_wait(op)
@@ -106,15 +108,15 @@ class NpuEmitters:
 
     def op_npu_load_mma(self, op: npu.LoadMmaOp) -> None:
         s = self.site(op)
-        token = self.fresh("lt")
         args = ", ".join(self.name(v) for v in (op.nbytes, op.rows, op.src_stride,
                                                 op.dst_stride))
-        self.tile(token, f"_ctx.copy('async_load', {self._addr(op.loaded)}, "
-                         f"{self._addr(op.src)}, {args}, _m, {s})", s)
-        self.tile(None, f"_ctx.wait({token}, _m, {s})", s)
+        copy = (f"_ctx.copy('async_load', {self._addr(op.loaded)}, {self._addr(op.src)}, {args}, "
+                f"_m, {s})")
         m, n, k = op.shape
-        self.tile(None, f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
-                        f"{m}, {n}, {k}, _m, {s})", s)
+        mma = (f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, {m}, {n}, "
+               f"{k}, _m, {s})")
+        # one block-level instruction: the copy, the wait for it, the MMA, in that order
+        self.tile(None, f"(_ctx.wait({copy}, _m, {s}), {mma})", s)
 
     # KernelCodegen's API, declared for type checkers only
     if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.uniformity import walk
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
 
 
 # op table -------------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ def pipe_of(op: Operation) -> str:
 def is_collective(op: Operation) -> bool:
     """Executed once per block, cooperatively: the tile instructions. (A `barrier_block` is
     executed by every warp; `alloc_local` is a declaration.)"""
-    return isinstance(op, pto.TileOp) and not isinstance(op, pto.AllocLocalOp)
+    return isinstance(op, (pto.TileOp, *npu.NPU_TILE)) and not isinstance(op, pto.AllocLocalOp)
 
 
 @dataclass(frozen=True)
@@ -265,7 +265,7 @@ class Event(NamedTuple):
     kind: str            # "exec" | "issue" | "wait"
 
 
-_ISSUE_OPS = (pto.AsyncLoadOp, pto.AsyncStoreOp)
+_ISSUE_OPS = (pto.AsyncLoadOp, pto.AsyncStoreOp, npu.CopyInOp, npu.CopyOutOp)
 
 
 class _VectorLog:
@@ -311,7 +311,7 @@ class Trace(Instrument):
         return log, first, n
 
     def before(self, op_id: int, ctx: Any, mask: Any) -> None:
-        if isinstance(self.table[op_id].op, pto.WaitAllOp):
+        if isinstance(self.table[op_id].op, pto.WaitAllOp | npu.WaitFlagAllOp):
             self._pending_waits = sorted(ctx.inflight)
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
@@ -324,9 +324,9 @@ class Trace(Instrument):
         op = info.op
         if isinstance(op, _ISSUE_OPS):
             log.records.append((op_id, lanes, warp, _token(value), "issue"))
-        elif isinstance(op, pto.WaitOp):
+        elif isinstance(op, pto.WaitOp | npu.WaitFlagOp):
             log.records.append((op_id, lanes, warp, _token(value), "wait"))
-        elif isinstance(op, pto.WaitAllOp) and self._pending_waits:
+        elif isinstance(op, pto.WaitAllOp | npu.WaitFlagAllOp) and self._pending_waits:
             for tok in self._pending_waits:
                 log.records.append((op_id, lanes, warp, tok, "wait"))
             self._pending_waits = []

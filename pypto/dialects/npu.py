@@ -413,13 +413,14 @@ class LoadMmaOp(_MmaShape):
     PIPE: ClassVar[str] = "CUBE"
     KIND: ClassVar[str] = "LOAD_MMA"
 
-    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, copy: CopyInOp, operand: str,
+    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, src: SSAValue, nbytes: SSAValue,
+                 rows: SSAValue, src_stride: SSAValue, dst_stride: SSAValue, operand: str,
                  shape: Sequence[int]):
         m, n, k = shape
         props = self.shape_props(m, n, k)
         props["operand"] = StringAttr(operand)
-        super().__init__(operands=[c, a, b, copy.src, copy.nbytes, copy.rows, copy.src_stride,
-                                   copy.dst_stride], properties=props)
+        super().__init__(operands=[c, a, b, src, nbytes, rows, src_stride, dst_stride],
+                         properties=props)
 
     @property
     def loaded(self) -> SSAValue:

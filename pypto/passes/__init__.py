@@ -43,6 +43,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
                  "CommonSubexpressionElimination"),
     # pypto's own passes, one line each:
     "convert-pto-to-npu": _lazy("pypto.passes.convert_pto_to_npu", "ConvertPtoToNpu"),
+    "npu-fuse-load-mma": _lazy("pypto.passes.npu_fuse_load_mma", "NpuFuseLoadMma"),
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
 }

@@ -1,0 +1,266 @@
+"""Per-block event simulation: the heart of the cost model (SPEC §6).
+
+Input: one block's executed instructions in program order (events of the executor's trace:
+op id, active lanes, "exec" / "issue" (an async copy, with its token) / "wait" (for a token)),
+the static facts of each op (facts.py) and the model's numbers (params.py).
+
+The machine modelled, in one paragraph: a front end dispatches instructions in program order,
+`dispatch_width` per cycle, into one in-order queue per pipe; pipes run in parallel. An
+instruction starts when it has been dispatched, its pipe is free, the SSA values it reads are
+ready (RAW) and the L1 buffers it touches are not being written / read by an earlier
+instruction (RAW, WAR, WAW through L1). It occupies its pipe for `latency + repeats - 1` cycles,
+`repeats` being its work over the pipe's throughput (lanes x bytes over the vector width, bytes
+over the MTE bandwidth, MACs over the Cube rate). Async copies run on their MTE pipe while the
+front end goes on; a wait stalls the front end until its copy has completed, a barrier until
+every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
+before an instruction that was held back is a bubble, attributed to what held it back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import scf
+from xdsl.ir import Block, Operation, SSAValue
+
+from pypto.backend.cost_model.facts import (
+    ANY_L1,
+    BLOCKING_BARRIER,
+    BLOCKING_SYNC_COPY,
+    BLOCKING_WAIT,
+    OpFacts,
+)
+from pypto.backend.cost_model.params import PIPES, ModelParams
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why an instruction could not start earlier."""
+
+    kind: str                 # dependency | l1 | wait | barrier | sync-copy | dispatch | pipe
+    op_id: int | None         # the instruction waited for (producer, copy, ...)
+    detail: str = ""          # e.g. the SSA value or buffer
+
+    def describe(self, facts: dict[int, OpFacts]) -> str:
+        what = ""
+        if self.op_id is not None and self.op_id in facts:
+            f = facts[self.op_id]
+            what = f"{f.kind} at {f.source}"
+        if self.kind == "dependency":
+            return f"waits for {self.detail} produced by {what}"
+        if self.kind == "l1":
+            return f"L1 {self.detail} with {what}"
+        if self.kind == "wait":
+            return f"wait for async copy token {self.detail} ({what})"
+        if self.kind == "barrier":
+            return f"barrier at {what}: every pipe drains first"
+        if self.kind == "sync-copy":
+            return f"synchronous tile store ({what}) must complete"
+        if self.kind == "pipe":
+            return f"pipe busy with {what}"
+        return "in-order dispatch"
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One instruction on its pipe, in cycles from the block's start."""
+
+    op_id: int
+    pipe: str
+    start: int
+    end: int
+    lanes: int
+    dispatch: int
+    cause: Cause | None       # what set its start (None: only the in-order front end)
+
+
+@dataclass(frozen=True)
+class Bubble:
+    pipe: str
+    start: int
+    end: int
+    op_id: int                # the instruction that waited
+    cause: Cause
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class BlockSchedule:
+    slices: list[Slice] = field(default_factory=list)
+    bubbles: list[Bubble] = field(default_factory=list)
+    cycles: int = 0
+    hbm_bytes: int = 0
+    busy: dict[str, int] = field(default_factory=lambda: {p: 0 for p in PIPES})
+
+
+_PRIORITY = {"dispatch": 0, "pipe": 1}
+_ROOTS = ("wait", "barrier", "sync-copy")
+
+
+def duration(f: OpFacts, lanes: int, p: ModelParams) -> int:
+    """Cycles `f` occupies its pipe: latency + repeats - 1 (at least one cycle)."""
+    latency = p.latency_of(f.kind, f.pipe)
+    if f.macs:
+        rate = p.cube_macs_per_cycle * (p.cube_fp32_rate if f.cube_fp32 else 1.0)
+        repeats = math.ceil(f.macs / rate)
+        if f.copy_bytes:  # the fused load moves its bytes first
+            repeats += math.ceil(f.copy_bytes / p.mte_bytes_per_cycle)
+    elif f.pipe in ("MTE_IN", "MTE_OUT"):
+        repeats = max(1, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
+    elif f.pipe == "VECTOR":
+        work = f.copy_bytes if f.copy_bytes else lanes * f.elem_bytes
+        repeats = max(1, math.ceil(work / p.vector_bytes_per_cycle))
+    else:
+        repeats = 1
+    return max(1, latency + repeats - 1)
+
+
+class _Ready:
+    """When each SSA value becomes available (its producer's end), through region results."""
+
+    def __init__(self) -> None:
+        self.times: dict[SSAValue, tuple[int, int | None]] = {}
+
+    def get(self, value: SSAValue, depth: int = 0) -> tuple[int, int | None]:
+        known = self.times.get(value)
+        if known is not None or depth > 6:
+            return known or (0, None)
+        owner = value.owner
+        sources: list[SSAValue] = []
+        if isinstance(owner, Block):
+            loop = owner.parent_op()
+            if isinstance(loop, scf.ForOp) and value.index > 0:
+                sources.append(loop.iter_args[value.index - 1])
+                last = owner.last_op
+                if last is not None and value.index - 1 < len(last.operands):
+                    sources.append(last.operands[value.index - 1])
+        elif isinstance(owner, Operation) and owner.regions:
+            index = list(owner.results).index(value)
+            for region in owner.regions:
+                for block in region.blocks:
+                    last = block.last_op
+                    if last is not None and index < len(last.operands):
+                        sources.append(last.operands[index])
+        best: tuple[int, int | None] = (0, None)
+        for source in sources:
+            found = self.get(source, depth + 1)
+            if found[0] > best[0]:
+                best = found
+        return best
+
+
+def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
+                   params: ModelParams) -> BlockSchedule:
+    """Schedule one block's instructions (events with .op_id .lanes .token .kind)."""
+    out = BlockSchedule()
+    width = params.dispatch_width
+    front = 0                      # earliest dispatch cycle of the next instruction
+    issued = 0                     # instructions dispatched in cycle `front`
+    stall_until = 0
+    stall_cause: Cause | None = None
+    pipe_free = {p: 0 for p in PIPES}
+    pipe_last: dict[str, int | None] = {p: None for p in PIPES}
+    ready = _Ready()
+    l1_written: dict[object, tuple[int, int]] = {}
+    l1_read: dict[object, tuple[int, int]] = {}
+    tokens: dict[int, tuple[int, int]] = {}
+    drained = 0
+    held_back: dict[int, Cause | None] = {}
+
+    def dispatch() -> tuple[int, Cause | None]:
+        nonlocal front, issued
+        t = front
+        cause = None
+        if stall_until > t:
+            t, cause = stall_until, stall_cause
+            issued = 0
+        issued += 1
+        if issued >= width:
+            front, issued = t + 1, 0
+        else:
+            front = t
+        return t, cause
+
+    def l1_conflicts(table: dict[object, tuple[int, int]], key: object) -> tuple[int, int] | None:
+        if key == ANY_L1:
+            return max(table.values(), default=None)
+        found = [v for k, v in ((key, table.get(key)), (ANY_L1, table.get(ANY_L1))) if v]
+        return max(found, default=None)
+
+    for ev in events:
+        f = facts[ev.op_id]
+        if f.free:
+            continue
+        t_disp, disp_cause = dispatch()
+        if f.blocking == BLOCKING_WAIT:
+            if ev.kind == "wait" and ev.token in tokens:
+                done, copy_op = tokens[ev.token]
+                if done > stall_until:
+                    stall_until = done
+                    stall_cause = Cause("wait", copy_op, str(ev.token))
+            continue
+        if f.blocking == BLOCKING_BARRIER:
+            if drained > stall_until:
+                stall_until = drained
+                stall_cause = Cause("barrier", ev.op_id)
+            continue
+        # an instruction on a pipe: find what holds it back
+        constraints: list[tuple[int, Cause | None]] = [
+            (t_disp, disp_cause or Cause("dispatch", None))]
+        pipe = f.pipe
+        if pipe_last[pipe] is not None:
+            constraints.append((pipe_free[pipe], Cause("pipe", pipe_last[pipe])))
+        for value in f.reads:
+            t, producer = ready.get(value)
+            if t:
+                name = f"%{value.name_hint}" if value.name_hint else "its operand"
+                dep = Cause("dependency", producer, name)
+                # a producer that was itself held back by a wait or barrier: name that root
+                root = held_back.get(producer) if producer is not None else None
+                constraints.append((t, root if root is not None else dep))
+        for key in f.l1_reads:
+            hit = l1_conflicts(l1_written, key)
+            if hit:
+                constraints.append((hit[0], Cause("l1", hit[1], "read after write")))
+        for key in f.l1_writes:
+            for table, what in ((l1_read, "write after read"), (l1_written, "write after write")):
+                hit = l1_conflicts(table, key)
+                if hit:
+                    constraints.append((hit[0], Cause("l1", hit[1], what)))
+        # the latest constraint sets the start; on a tie a real dependency is named, not the
+        # pipe or the front end
+        start, cause = max(constraints, key=lambda c: (c[0], _PRIORITY.get(c[1].kind, 2)
+                                                        if c[1] else 0))
+        end = start + duration(f, ev.lanes, params)
+        if start > pipe_free[pipe] and cause is not None and cause.kind not in ("pipe",
+                                                                                 "dispatch"):
+            out.bubbles.append(Bubble(pipe, pipe_free[pipe], start, ev.op_id, cause))
+        out.slices.append(Slice(ev.op_id, pipe, start, end, ev.lanes, t_disp,
+                                cause if cause is not None and cause.kind != "dispatch"
+                                else None))
+        out.busy[pipe] += end - start
+        pipe_free[pipe] = end
+        pipe_last[pipe] = ev.op_id
+        held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
+        for value in f.writes:
+            ready.times[value] = (end, ev.op_id)
+        for key in f.l1_writes:
+            l1_written[key] = max(l1_written.get(key, (0, 0)), (end, ev.op_id))
+        for key in f.l1_reads:
+            l1_read[key] = max(l1_read.get(key, (0, 0)), (end, ev.op_id))
+        if ev.kind == "issue" and ev.token is not None:
+            tokens[ev.token] = (end, ev.op_id)
+        if f.blocking == BLOCKING_SYNC_COPY and end > stall_until:
+            stall_until, stall_cause = end, Cause("sync-copy", ev.op_id)
+        drained = max(drained, end)
+        out.hbm_bytes += f.hbm_bytes_per_lane * ev.lanes
+        if f.copy_bytes and f.pipe != "VECTOR":
+            out.hbm_bytes += f.copy_bytes
+    out.cycles = max(drained, stall_until, front)
+    return out

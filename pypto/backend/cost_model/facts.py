@@ -1,0 +1,205 @@
+"""What the cost model needs to know about each op of a kernel, computed once per op id.
+
+The executor's trace says *which* ops ran, in which order, on how many lanes; the IR says what
+each one is: its kind and pipe (declared on the op), the SSA values it reads and defines, the L1
+buffers it reads and writes (followed through pointer arithmetic and pipeline stages to their
+`pto.alloc_local`), its HBM bytes, and its work (bytes copied, multiply-accumulates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Operation, SSAValue
+
+from pypto import dtypes
+from pypto.backend.interpreter.instruments import location_of, pipe_of
+from pypto.dialects import npu, pto
+
+ANY_L1 = "L1"
+"""Buffer key of an L1 address whose buffer cannot be told statically (conflicts with all)."""
+
+# ops that are structure or declarations, not instructions: no time, no dispatch slot
+_STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.ReturnOp, func.FuncOp, pto.PipelineOp,
+              pto.StageOp, pto.YieldOp, pto.AllocLocalOp, arith.ConstantOp)
+
+BLOCKING_WAIT = "wait"
+BLOCKING_BARRIER = "barrier"
+BLOCKING_SYNC_COPY = "sync_copy"
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    op_id: int
+    name: str                     # "pto.load"
+    kind: str                     # "LOAD", "MMA", "LOAD_MMA", "ADDF", ...
+    pipe: str
+    source: str                   # Python file:line:col
+    free: bool                    # structure / declaration: not simulated
+    reads: tuple[SSAValue, ...]   # SSA operands
+    writes: tuple[SSAValue, ...]  # SSA results
+    l1_reads: tuple[object, ...]  # L1 buffer keys (alloc results, or ANY_L1)
+    l1_writes: tuple[object, ...]
+    elem_bytes: int               # element size of a lane instruction's data
+    hbm_bytes_per_lane: int       # lane access to HBM: bytes per active lane
+    copy_bytes: int               # bulk copy (or the fused load): bytes moved
+    macs: int                     # m * n * k of an MMA
+    cube_fp32: bool               # MMA on 32-bit inputs (the Cube's slower rate)
+    blocking: str | None          # wait / barrier / sync_copy: stalls the front end
+
+
+def kind_of(op: Operation) -> str:
+    declared = getattr(op, "KIND", "")
+    if declared:
+        return declared
+    return op.name.split(".", 1)[1].upper()
+
+
+def buffer_of(address: SSAValue) -> object:
+    """The `pto.alloc_local` result an L1 address points into, or ANY_L1."""
+    seen = 0
+    value = address
+    while seen < 64:
+        seen += 1
+        owner = value.owner
+        if isinstance(owner, pto.AllocLocalOp):
+            return owner.result
+        if isinstance(owner, pto.AddPtrOp):
+            value = owner.ptr
+            continue
+        if isinstance(owner, pto.StageOp | pto.PipelineOp):
+            index = list(owner.results).index(value)
+            value = owner.regions[0].block.last_op.operands[index]
+            continue
+        return ANY_L1
+    return ANY_L1
+
+
+def _space(value: SSAValue) -> str | None:
+    try:
+        return pto.memory_space_of(value.type)
+    except Exception:  # noqa: BLE001 - not an address
+        return None
+
+
+def constant_int(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _bytes_of(t: object) -> int:
+    try:
+        return dtypes.np_dtype_of(t).itemsize
+    except Exception:  # noqa: BLE001
+        return 4
+
+
+def _copy_bytes(nbytes: SSAValue, dst: SSAValue) -> int:
+    known = constant_int(nbytes)
+    if known is not None:
+        return known
+    t = dst.type  # unknown at compile time: the whole destination buffer (an upper bound)
+    if isinstance(t, pto.L1BufferType):
+        return t.size * _bytes_of(t.element_type)
+    return 0
+
+
+def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) -> OpFacts:
+    """`varying`: the kernel's lane-varying values; arithmetic on uniform values runs on the
+    scalar unit, on varying ones on the vector unit."""
+    kind = kind_of(op)
+    pipe = pipe_of(op)
+    if varying is not None and op.name.split(".", 1)[0] in ("arith", "math") and \
+            not any(r in varying for r in op.results):
+        pipe = "SCALAR"
+    l1_reads: list[object] = []
+    l1_writes: list[object] = []
+    elem = 4
+    hbm = 0
+    copy = 0
+    macs = 0
+    fp32 = False
+    blocking: str | None = None
+    lane_ops = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, npu.LoadOp, npu.StoreOp,
+                npu.FmaOp)
+    if isinstance(op, lane_ops):
+        address = op.operands[1] if isinstance(op, pto.StoreOp | npu.StoreOp) else op.operands[0]
+        elem = _bytes_of(pto.element_type_of(address.type))
+        reads_memory = isinstance(op, pto.LoadOp | npu.LoadOp | pto.AtomicAddOp)
+        writes_memory = not isinstance(op, pto.LoadOp | npu.LoadOp) or False
+        if _space(address) == "global":
+            hbm = elem * (2 if isinstance(op, pto.AtomicAddOp) else 1)
+        else:
+            key = buffer_of(address)
+            if reads_memory:
+                l1_reads.append(key)
+            if writes_memory:
+                l1_writes.append(key)
+        slot = getattr(op, "slot", None)
+        if slot is not None:
+            l1_writes.append(buffer_of(slot))
+    elif isinstance(op, pto.FillOp):
+        l1_writes.append(buffer_of(op.dst))
+        elem = _bytes_of(pto.element_type_of(op.dst.type))
+        count = constant_int(op.count)
+        copy = (count if count is not None else 0) * elem
+    elif isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp | npu.CopyInOp |
+                    npu.CopyOutOp):
+        dst, src = op.operands[0], op.operands[1]
+        copy = _copy_bytes(op.operands[2], dst if _space(dst) == "local" else src)
+        hbm = 0
+        if _space(dst) == "local":
+            l1_writes.append(buffer_of(dst))
+        if _space(src) == "local":
+            l1_reads.append(buffer_of(src))
+        if isinstance(op, pto.TileStoreOp):
+            blocking = BLOCKING_SYNC_COPY
+    elif isinstance(op, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp):
+        m, n, k = op.shape
+        macs = m * n * k
+        fp32 = _bytes_of(pto.element_type_of(op.a.type)) >= 4
+        l1_reads.extend([buffer_of(op.c), buffer_of(op.a), buffer_of(op.b)])
+        l1_writes.append(buffer_of(op.c))
+        if isinstance(op, npu.LoadMmaOp):
+            copy = _copy_bytes(op.nbytes, op.loaded)
+            l1_writes.append(buffer_of(op.loaded))
+    elif isinstance(op, pto.WaitOp | pto.WaitAllOp | npu.WaitFlagOp | npu.WaitFlagAllOp):
+        blocking = BLOCKING_WAIT
+    elif isinstance(op, pto.BarrierBlockOp | pto.BarrierOp | npu.PipeBarrierOp |
+                    npu.WarpBarrierOp):
+        blocking = BLOCKING_BARRIER
+    elif op.results:
+        elem = _bytes_of(op.results[0].type)
+    free = isinstance(op, _STRUCTURE) or isinstance(op, npu.SetFlagOp)
+    return OpFacts(op_id, op.name, kind, pipe, location_of(op), free,
+                   tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
+                   elem, hbm, copy, macs, fp32, blocking)
+
+
+def kernel_of(op: Operation) -> func.FuncOp | None:
+    while op is not None and not isinstance(op, func.FuncOp):
+        op = op.parent_op()
+    return op
+
+
+def varying_of(op: Operation) -> set[SSAValue] | None:
+    """The lane-varying values of the kernel holding `op` (block ids are uniform in a block)."""
+    from pypto.analysis.uniformity import varying_values
+
+    kernel = kernel_of(op)
+    return None if kernel is None else varying_values(kernel, block_ids_uniform=True)
+
+
+def table_facts(ops: Iterable[tuple[int, Operation]]) -> dict[int, OpFacts]:
+    ops = list(ops)
+    varying = varying_of(ops[0][1]) if ops else None
+    return {op_id: facts_of(op_id, op, varying) for op_id, op in ops}
+
+
+def copy_kinds() -> Sequence[str]:
+    return ("ASYNC_LOAD", "ASYNC_STORE", "TILE_STORE", "COPY_IN", "COPY_OUT")

@@ -10,7 +10,8 @@ instruction starts when it has been dispatched, its pipe is free, the SSA values
 ready (RAW) and the L1 buffers it touches are not being written / read by an earlier
 instruction (RAW, WAR, WAW through L1). It occupies its pipe for `latency + repeats - 1` cycles,
 `repeats` being its work over the pipe's throughput (lanes x bytes over the vector width, bytes
-over the MTE bandwidth, MACs over the Cube rate). Async copies run on their MTE pipe while the
+over the MTE bandwidth, MACs over the Cube rate; a fused load+MMA streams its operand while it
+computes: the larger of the two). Async copies run on their MTE pipe while the
 front end goes on; a wait stalls the front end until its copy has completed, a barrier until
 every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
 before an instruction that was held back is a bubble, attributed to what held it back.
@@ -109,8 +110,8 @@ def duration(f: OpFacts, lanes: int, p: ModelParams) -> int:
     if f.macs:
         rate = p.cube_macs_per_cycle * (p.cube_fp32_rate if f.cube_fp32 else 1.0)
         repeats = math.ceil(f.macs / rate)
-        if f.copy_bytes:  # the fused load moves its bytes first
-            repeats += math.ceil(f.copy_bytes / p.mte_bytes_per_cycle)
+        if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes
+            repeats = max(repeats, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
     elif f.pipe in ("MTE_IN", "MTE_OUT"):
         repeats = max(1, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
     elif f.pipe == "VECTOR":

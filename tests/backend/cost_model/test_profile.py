@@ -28,31 +28,31 @@ def vector_add(a, b, o, n):
 
 @pto.kernel
 def matmul_double_buffered(A, B, C, M, N, K, tile_m, tile_n, tile_k):
-    """The matmul with two tile slots per operand: the loads of the second k-step are in
-    flight while the first one multiplies (K a multiple of 2 * tile_k)."""
+    """The matmul with two A-tile slots: the A tile of the next k-step loads on MTE_IN while
+    the current one multiplies; each B tile is loaded right before its MMA, where the firmware
+    fuses the two (K a multiple of 2 * tile_k)."""
     row0 = pto.get_block_id(1) * tile_m
     col0 = pto.get_block_id(0) * tile_n
     C_tile = pto.alloc_local(tile_m * tile_n)
     pto.fill(C_tile, 0.0, tile_m * tile_n)
     A0 = pto.alloc_local(tile_m * tile_k)
-    B0 = pto.alloc_local(tile_k * tile_n)
     A1 = pto.alloc_local(tile_m * tile_k)
-    B1 = pto.alloc_local(tile_k * tile_n)
+    B0 = pto.alloc_local(tile_k * tile_n)
     for k0 in range(0, K, 2 * tile_k):
         ta0 = pto.async_load(A0, A + row0 * K + k0, tile_m * tile_k * 4, rows=tile_m,
                              src_stride=K)
-        tb0 = pto.async_load(B0, B + k0 * N + col0, tile_k * tile_n * 4, rows=tile_k,
-                             src_stride=N)
         ta1 = pto.async_load(A1, A + row0 * K + k0 + tile_k, tile_m * tile_k * 4, rows=tile_m,
                              src_stride=K)
-        tb1 = pto.async_load(B1, B + (k0 + tile_k) * N + col0, tile_k * tile_n * 4,
-                             rows=tile_k, src_stride=N)
         pto.wait(ta0)
-        pto.wait(tb0)
+        tb = pto.async_load(B0, B + k0 * N + col0, tile_k * tile_n * 4, rows=tile_k,
+                            src_stride=N)
+        pto.wait(tb)
         pto.mma(C_tile, A0, B0, tile_m, tile_n, tile_k)
         pto.wait(ta1)
-        pto.wait(tb1)
-        pto.mma(C_tile, A1, B1, tile_m, tile_n, tile_k)
+        tb = pto.async_load(B0, B + (k0 + tile_k) * N + col0, tile_k * tile_n * 4,
+                            rows=tile_k, src_stride=N)
+        pto.wait(tb)
+        pto.mma(C_tile, A1, B0, tile_m, tile_n, tile_k)
     pto.store(C + row0 * N + col0, C_tile, tile_m * tile_n * 4, rows=tile_m, dst_stride=N)
 
 

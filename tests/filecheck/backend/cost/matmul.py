@@ -22,19 +22,19 @@ for model in ("fused", "table"):
     print(prof.to_text(max_instructions=40))
 
 # CHECK:      # modelled by the pypto cost model (not measured): model 'fused'
-# CHECK:      Total: matmul_tile: 975 cycles, bound by compute
+# CHECK:      Total: matmul_tile: 719 cycles, bound by compute
 # CHECK:      Cycle 4: Lane 0-63: FILL
 # CHECK:      Cycle 8: Lane 0-63: COPY_IN
 # CHECK:      Cycle 158: Lane 0-63: LOAD_MMA
-# CHECK:      Cycle 418: Lane 0-63: COPY_IN
-# CHECK:      Cycle 568: Lane 0-63: LOAD_MMA
-# CHECK:      Cycle 828: Lane 0-63: COPY_OUT
+# CHECK:      Cycle 290: Lane 0-63: COPY_IN
+# CHECK:      Cycle 440: Lane 0-63: LOAD_MMA
+# CHECK:      Cycle 572: Lane 0-63: COPY_OUT
 # CHECK:      Cycle breakdown (whole launch):
-# CHECK-NEXT:   LOAD_MMA: 5 cycles (x2 on CUBE
 # CHECK-NEXT:   COPY_IN: 20 cycles (x2 on MTE_IN, 294 pipe cycles)
+# CHECK-NEXT:   LOAD_MMA: 5 cycles (x2 on CUBE, 264 pipe cycles)
 # CHECK-NEXT:   COPY_OUT: 20 cycles (x1 on MTE_OUT, 147 pipe cycles)
 # CHECK:      Bubbles (7):
-# CHECK-NEXT:   MTE_OUT idle for 828 cycles (0-828) before COPY_OUT at {{.*}}pipeline_matmul.py:46: L1 read after write with LOAD_MMA
+# CHECK-NEXT:   MTE_OUT idle for 572 cycles (0-572) before COPY_OUT at {{.*}}pipeline_matmul.py:46: L1 read after write with LOAD_MMA
 # CHECK:      CUBE idle for {{[0-9]+}} cycles {{.*}} before LOAD_MMA at {{.*}}pipeline_matmul.py:42: wait for async copy token
 
 # CHECK:      # modelled by the pypto cost model (not measured): model 'table'

@@ -11,8 +11,9 @@ Which pairs fuse, and how far apart they may be, are target data (`[fusion]` of 
   through pipeline stage results) and its token is used only by its own set/wait flags;
 - both sit in the same straight-line code (pipeline stages count as straight-line; a loop or
   branch boundary ends the search) with at most `max_distance` instructions between them, not
-  counting the copy's own flags; those instructions only compute scalars, allocate, wait for
-  flags or start other tile loads (nothing that could touch the loaded tile or HBM).
+  counting the copy's own flags, constants and allocations; those instructions only compute
+  scalars, wait for flags or start other tile loads (nothing that could touch the loaded tile
+  or HBM).
 The nearest such copy is fused: it and its flags are removed and the MMA becomes
 `npu.load_mma`, which performs the copy and then the MMA (results unchanged).
 """
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -36,7 +38,8 @@ from pypto.dialects import npu, pto
 _FUSED_FORMS = {("npu.copy_in", "npu.mma"): npu.LoadMmaOp}
 """The fused instructions the npu dialect has, by (producer, consumer) op name."""
 
-_STRUCTURE = (pto.YieldOp,)
+_STRUCTURE = (pto.YieldOp, arith.ConstantOp, pto.AllocLocalOp)
+"""Not instructions (terminators, immediates, declarations): they do not count as distance."""
 _PASSIVE = (npu.SetFlagOp, npu.WaitFlagOp, npu.WaitFlagAllOp, pto.AllocLocalOp, npu.CopyInOp)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from xdsl.dialects.builtin import AnyFloat
 from xdsl.ir import SSAValue
 
@@ -24,6 +25,31 @@ if TYPE_CHECKING:
     from pypto.dialects import npu
 
 
+def stage(ctx: Any, slot: Any, value: Any, mask: Any, site: int) -> None:
+    """Lane k of each block writes `value` to element k of `slot` (its staging slot).
+
+    When the lane vector is whole blocks in order and nobody watches the slot (no race or
+    initialisation tracking), every block's slot is one row of a (blocks, lanes) view and the
+    write is one NumPy copy; otherwise it is an ordinary checked lane store.
+    """
+    lanes = ctx.block_lanes
+    if (not slot.watched() and slot.count == lanes and ctx.count == slot.blocks * lanes
+            and ctx.first_lane % lanes == 0):
+        rows = slot.grid()
+        if np.ndim(value) and np.size(value) == ctx.count:
+            value = np.reshape(value, rows.shape)
+        if mask is None:
+            rows[...] = value
+        else:
+            np.copyto(rows, value, where=np.reshape(mask, rows.shape), casting="unsafe")
+        return
+    bx, by, _ = ctx.block
+    index = ctx.local_id(0)
+    if by * ctx.block[2] > 1:
+        index = index + bx * (ctx.local_id(1) + by * ctx.local_id(2))
+    ctx.store(slot, index, value, mask, site)
+
+
 class NpuEmitters:
     """`op_npu_*` emitters (looked up by op name, as the pto ones)."""
 
@@ -31,16 +57,10 @@ class NpuEmitters:
     an: Any
     one_d: bool
 
-    def _lane_index(self) -> str:
-        """Expression of the lane's linear id in its block (its element of a slot)."""
-        if self.one_d:
-            return "_ctx.local_id(0)"
-        return ("(_ctx.local_id(0) + _ctx.block[0] * (_ctx.local_id(1) + _ctx.block[1] * "
-                "_ctx.local_id(2)))")
-
     def _stage(self, slot: SSAValue | None, value: str, s: int) -> None:
         if slot is not None:
-            self.emit(f"_ctx.store({self.name(slot)}_b, {self._lane_index()}, {value}, _m, {s})")
+            helper = self.const(stage)
+            self.emit(f"{helper}(_ctx, {self.name(slot)}_b, {value}, _m, {s})")
 
     def op_npu_load(self, op: npu.LoadOp) -> None:
         s = self.site(op)

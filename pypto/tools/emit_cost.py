@@ -25,6 +25,7 @@ from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.instruments import Trace
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
+from pypto.errors import KernelError
 
 EMITS = ("mlir", "cost", "timeline", "trace")
 
@@ -126,7 +127,12 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
     lanes_total = grid3[0] * grid3[1] * grid3[2] * block3[0] * block3[1] * block3[2]
     args = _arguments(kernel, values, lanes_total)
     trace = Trace()
-    Executable(kernel, target=resolved).run(grid3, block3, args, instrument=trace)
+    try:
+        Executable(kernel, target=resolved).run(grid3, block3, args, instrument=trace)
+    except KernelError as err:
+        raise EmitError(f"running the kernel on generated inputs failed: {err}; give the sizes "
+                        f"and values it needs with --arg NAME=VALUE (a pointer's tensor "
+                        f"elements, or a scalar)") from None
     prof = build_profile(kernel.sym_name.data, grid3, block3, params, trace.table,
                          trace.block_classes())
     if kind == "timeline":

@@ -85,6 +85,7 @@ class Bubble:
     end: int
     op_id: int                # the instruction that waited
     cause: Cause
+    leading: bool = False     # before the pipe's first instruction (the pipeline filling)
 
     @property
     def cycles(self) -> int:
@@ -241,7 +242,8 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         end = start + duration(f, ev.lanes, params)
         if start > pipe_free[pipe] and cause is not None and cause.kind not in ("pipe",
                                                                                  "dispatch"):
-            out.bubbles.append(Bubble(pipe, pipe_free[pipe], start, ev.op_id, cause))
+            out.bubbles.append(Bubble(pipe, pipe_free[pipe], start, ev.op_id, cause,
+                                      pipe_last[pipe] is None))
         out.slices.append(Slice(ev.op_id, pipe, start, end, ev.lanes, t_disp,
                                 cause if cause is not None and cause.kind != "dispatch"
                                 else None))

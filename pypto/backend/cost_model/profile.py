@@ -62,6 +62,7 @@ class BubbleEntry:
     source: str
     cause: str            # which dependency, wait or barrier
     blocks: int           # how many blocks behave like this (its block class)
+    leading: bool = False # before the pipe's first instruction: the pipeline filling up
 
     @property
     def cycles(self) -> int:
@@ -69,8 +70,9 @@ class BubbleEntry:
 
     def __str__(self) -> str:
         unit = "cycle" if self.cycles == 1 else "cycles"
+        first = " (its first)" if self.leading else ""
         return (f"{self.pipe} idle for {self.cycles} {unit} ({self.start}-{self.end}) before "
-                f"{self.inst} at {self.source}: {self.cause}")
+                f"{self.inst}{first} at {self.source}: {self.cause}")
 
 
 @dataclass(frozen=True)
@@ -201,14 +203,16 @@ class Profile:
         return out
 
     def bubbles(self) -> list[BubbleEntry]:
-        """Stall intervals of every distinct block behaviour, longest first, with their cause."""
+        """Stall intervals of every distinct block behaviour with their cause: stalls between a
+        pipe's instructions first, longest (x blocks) first, then each pipe's idle start."""
         out = []
         for c in self.launch.classes:
             for b in c.schedule.bubbles:
                 f = self.facts[b.op_id]
                 out.append(BubbleEntry(b.pipe, b.start, b.end, f.kind, short_source(f.source),
-                                       b.cause.describe(self.facts), len(c.blocks)))
-        out.sort(key=lambda b: (-b.cycles * b.blocks, b.start))
+                                       b.cause.describe(self.facts), len(c.blocks), b.leading))
+        # stalls between instructions first (longest, weighted by blocks), then the fill-up
+        out.sort(key=lambda b: (b.leading, -b.cycles * b.blocks, b.start))
         return out
 
     def utilization(self) -> dict[str, float]:

@@ -90,6 +90,7 @@ class CompiledKernel:
         self.kernel = kernel
         self.name = kernel.name
         self.module = module
+        self.folded_globals: dict[str, Any] = {}  # module constants folded in (cache validity)
         self.block = block
         self.target = target
         self.pipeline = pipeline
@@ -194,10 +195,11 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         key = (types, tuple(sorted(consts.items())), block_dims, pipeline_text, resolved,
                check_uninitialized, schedule, race_check)
         cached = kernel.cache.get(key)
-        if cached is not None:
-            return cached
+        if cached is not None and kernel.outer_values_unchanged(cached.folded_globals):
+            return cached  # (a changed module-level constant compiles anew, as Triton does)
+        folded: dict[str, Any] = {}
         try:
-            module = lower_kernel(kernel, types, consts)
+            module = lower_kernel(kernel, types, consts, folded)
             break
         except NeedsConstexpr as need:
             if need.params <= kernel.auto_constexpr:
@@ -210,6 +212,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
                               check_uninitialized=check_uninitialized, schedule=schedule,
                               race_check=race_check)
+    compiled.folded_globals = folded
     kernel.cache[key] = compiled
     return compiled
 

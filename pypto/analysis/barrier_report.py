@@ -16,6 +16,7 @@ from pypto.analysis.l1_access import Conflict, Kind
 from pypto.analysis.lane_values import Env, LaneModel, LaneSpace, value_name
 from pypto.analysis.uniformity import located_error, walk
 from pypto.dialects import pto
+from pypto.dialects.traits import is_block_collective
 from pypto.errors import BarrierError
 from pypto.passes.diagnostics import attach_op
 
@@ -159,7 +160,7 @@ def condition_op(control: Operation) -> Operation:
 def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | None:
     """The first `barrier_block` or tile instruction under lane-dependent control flow."""
     for op in walk(kernel.body.block.ops):
-        if not isinstance(op, pto.TileOp | pto.BarrierBlockOp) or is_declaration(op):
+        if not is_block_collective(op) or is_declaration(op):
             continue
         control = divergent_parent(op, varying)
         if control is None:

@@ -56,6 +56,7 @@ from pypto.analysis.l1_access import (
     TileRegion,
     lane_access,
     lanes_conflict,
+    lanes_meet_at_multiple,
     may_alias,
     region_conflict,
     region_elements,
@@ -71,6 +72,7 @@ from pypto.analysis.lane_values import (
 )
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
+from pypto.dialects.traits import is_block_collective
 
 DEFAULT_BLOCK_SIZE = 256
 """Lanes per block assumed when the launch shape is not known (`pto.compile` passes the real one)."""
@@ -454,6 +456,29 @@ class BarrierAnalysis:
         terms = frozenset((rename(t), c) for t, c in fp.offset.terms)
         return Footprint(fp.roots, Affine(terms, fp.offset.lanes), fp.mask, fp.elements, fp.why)
 
+    def _apart_across_iterations(self, fx: Footprint, fy: Footprint, entry: Entry,
+                                 second: Operation, env: Env) -> bool:
+        """Symbolic check for a loop too long to enumerate (issue 8): the earlier access is at
+        `c*r' + F(lane)`, the later at `c*r + G(lane)` with `r' != r` counters of the crossed
+        loop (step `s`), everything else equal. They meet only where `F(x) - G(y)` is a
+        non-zero multiple of `c*s`; True when no lane pair of different warps has that."""
+        common = [lp for lp in enclosing_loops(entry.op) if lp in enclosing_loops(second)]
+        crossed = next((lp for lp in common if entry.age(lp)), None)
+        if crossed is None or fx.offset is None or fy.offset is None or fx.mask is None \
+                or fy.mask is None or fx.roots is None or fx.roots != fy.roots \
+                or len(fx.roots) != 1 or fx.offset.terms != fy.offset.terms:
+            return False
+        model = self.model
+        moved = [(t, c) for t, c in fx.offset.terms
+                 if any(defined_inside(leaf, crossed) for leaf in model.term_leaves(t))]
+        counter = crossed.body.block.args[0]
+        if len(moved) != 1 or moved[0][0] != ("v", counter):
+            return False
+        step = model.scalar(crossed.step, env)
+        if not step:
+            return False
+        return not lanes_meet_at_multiple(self.space, fx, fy, abs(moved[0][1] * step))
+
     # -- pair checks ----------------------------------------------------------------------------
 
     def lane_pair(self, first: Entry, second: Operation, fixed: Fixed = frozenset()
@@ -471,9 +496,13 @@ class BarrierAnalysis:
             return None
         envs, opaque = self.pair_envs(first, second, fixed)
         for ex, ey in envs:
-            fx = self._older(self.lane_footprint(ax, ex, opaque), first, second)
+            raw = self.lane_footprint(ax, ex, opaque)
+            fx = self._older(raw, first, second)
             fy = self.lane_footprint(ay, ey, opaque)
             found = lanes_conflict(self.space, fx, fy, what=what)
+            if found is not None and not found.exact and \
+                    self._apart_across_iterations(raw, fy, first, second, ex):
+                continue
             if found is not None:
                 found.env_first, found.env_second = self._shown(first.op, ex), \
                     self._shown(second, ey)
@@ -610,7 +639,7 @@ class _Walker:
         elif isinstance(op, pto.BarrierOp):
             for entry in state.open:
                 state.open[entry] = True
-        elif isinstance(op, pto.TileOp) and not is_declaration(op):
+        elif is_block_collective(op) and not is_declaration(op):
             self._tile(op, state)
         elif (access := lane_access(op)) is not None:
             self._lane(access, state)

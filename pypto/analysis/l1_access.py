@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 
 from pypto.analysis.lane_values import Affine, Env, LaneModel, LaneSpace
 from pypto.dialects import pto
+from pypto.dialects.traits import is_block_collective, memory_accesses
 
 class Kind(enum.Enum):
     READ = "read"
@@ -44,19 +46,31 @@ class LaneAccess:
     kind: Kind
     space: str
 
+def _kind(kinds: set[str]) -> Kind:
+    """A read and a write of one address by one lane instruction is an atomic update
+    (`pto.atomic_add`: the only lane instruction declaring both)."""
+    if kinds == {"read"}:
+        return Kind.READ
+    return Kind.WRITE if kinds == {"write"} else Kind.ATOMIC
+
+
+def _by_operand(op: Operation) -> dict[int, tuple[str, set[str]]]:
+    """The op's declared accesses grouped by address operand: space and kinds, in order."""
+    grouped: dict[int, tuple[str, set[str]]] = {}
+    for access in memory_accesses(op):
+        grouped.setdefault(access.operand, (access.space, set()))[1].add(access.kind)
+    return grouped
+
+
 def lane_access(op: Operation) -> LaneAccess | None:
-    match op:
-        case pto.LoadOp():
-            ptr, kind = op.ptr, Kind.READ
-        case pto.StoreOp():
-            ptr, kind = op.ptr, Kind.WRITE
-        case pto.FmaOp():
-            ptr, kind = op.dst, Kind.WRITE
-        case pto.AtomicAddOp():
-            ptr, kind = op.ptr, Kind.ATOMIC
-        case _:
-            return None
-    return LaneAccess(op, ptr, kind, pto.memory_space_of(ptr.type))
+    """The access of a lane instruction (one element per lane), from its declared accesses."""
+    if is_block_collective(op):
+        return None
+    grouped = _by_operand(op)
+    if len(grouped) != 1:
+        return None
+    ((operand, (space, kinds)),) = grouped.items()
+    return LaneAccess(op, op.operands[operand], _kind(kinds), space)
 
 @dataclass(frozen=True)
 
@@ -69,20 +83,20 @@ class TileRegion:
     kind: Kind
     role: str
 
+_ROLES = {"dst": "destination", "src": "source", "a": "operand A", "b": "operand B",
+          "c": "accumulator C"}
+"""How messages name a tile instruction's address operands (by their IRDL operand name)."""
+
+
 def tile_regions(op: Operation) -> list[TileRegion]:
-    match op:
-        case pto.AsyncLoadOp():
-            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
-        case pto.AsyncStoreOp() | pto.TileStoreOp():
-            return [TileRegion(op, op.src, Kind.READ, "source")]
-        case pto.FillOp():
-            return [TileRegion(op, op.dst, Kind.WRITE, "destination")]
-        case pto.MmaOp():
-            return [TileRegion(op, op.a, Kind.READ, "operand A"),
-                    TileRegion(op, op.b, Kind.READ, "operand B"),
-                    TileRegion(op, op.c, Kind.WRITE, "accumulator C")]
-        case _:
-            return []
+    """The L1 regions a block collective reads or writes, from its declared accesses (an
+    operand both read and written, like mma's accumulator, counts as written)."""
+    if not is_block_collective(op) or not isinstance(op, IRDLOperation):
+        return []
+    names = [name for name, _ in op.get_irdl_definition().operands]
+    return [TileRegion(op, op.operands[operand], Kind.WRITE if "write" in kinds else Kind.READ,
+                       _ROLES.get(names[operand], names[operand]))
+            for operand, (space, kinds) in _by_operand(op).items() if space == "local"]
 
 def _itemsize(t: object) -> int:
     if isinstance(t, IntegerType):
@@ -221,6 +235,26 @@ def lanes_conflict(space: LaneSpace, fx: Footprint, fy: Footprint, *,
     return Conflict(True, lanes[mx][hit_x], lanes[my][hit_y],
                     np.union1d(ax[hit_x], ay[hit_y]), fx.offset.terms)
 
+PAIRWISE_LIMIT = 1 << 22
+"""Most lane pairs `lanes_meet_at_multiple` compares (beyond it: conservatively True)."""
+
+
+def lanes_meet_at_multiple(space: LaneSpace, fx: Footprint, fy: Footprint, m: int) -> bool:
+    """Can a lane x of one warp and a lane y of another have concrete offsets differing by a
+    non-zero multiple of `m` (two different iterations of a loop whose counter moves the
+    address by `m`)? Conservative (True) when too many lane pairs to compare."""
+    assert fx.offset is not None and fy.offset is not None
+    assert fx.mask is not None and fy.mask is not None
+    ax = _full(fx.offset.lanes, space.size)[fx.mask]
+    ay = _full(fy.offset.lanes, space.size)[fy.mask]
+    if ax.size * ay.size > PAIRWISE_LIMIT:
+        return True
+    xw, yw = space.warp[fx.mask], space.warp[fy.mask]
+    d = ax[:, None] - ay[None, :]
+    hit = (d != 0) & (d % m == 0) & (xw[:, None] != yw[None, :])
+    return bool(hit.any())
+
+
 def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
                     what: tuple[str, str]) -> Conflict | None:
     """Does the region of an in-flight copy (`fr`) overlap an access (`fo`: lanes or region)?"""
@@ -252,4 +286,4 @@ def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
 
 
 __all__ = ["Conflict", "Footprint", "Kind", "LaneAccess", "TileRegion", "lane_access",
-           "lanes_conflict", "may_alias", "region_conflict", "region_elements", "tile_regions"]
+           "lanes_conflict", "lanes_meet_at_multiple", "may_alias", "region_conflict", "region_elements", "tile_regions"]

@@ -35,6 +35,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.dialects import pto
+from pypto.dialects.traits import lane_reads_memory
 
 MAX_TRIPS = 4096
 """Longest loop that is simulated; longer loops keep their counters symbolic."""
@@ -432,7 +433,7 @@ class LaneModel:
             elif isinstance(op, pto.StageOp | pto.PipelineOp):
                 for v in _yielded(op, value.index):
                     leaves.extend(self.deps(v))
-            elif not isinstance(op, pto.LoadOp | pto.AtomicAddOp):
+            elif not lane_reads_memory(op):  # a value read from memory depends on no operand
                 for operand in op.operands:
                     leaves.extend(self.deps(operand))
         result = self._order(leaves)

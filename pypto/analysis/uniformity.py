@@ -20,10 +20,10 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 
 from pypto.dialects import pto
+from pypto.dialects.traits import is_block_collective, lane_reads_memory
 from pypto.errors import BarrierError, CompileError
 
 _LANE_IDS = (pto.GetGlobalIdOp, pto.GetLocalIdOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
-_MEMORY_RESULTS = (pto.LoadOp, pto.AtomicAddOp)
 
 
 def walk(ops: Iterable[Operation]) -> Iterable[Operation]:
@@ -52,7 +52,7 @@ def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True) -> se
                     changed = True
 
         for op in ops:
-            if isinstance(op, _LANE_IDS) or isinstance(op, _MEMORY_RESULTS):
+            if isinstance(op, _LANE_IDS) or lane_reads_memory(op):
                 mark(op.results)
             elif isinstance(op, pto.GetBlockIdOp) and not block_ids_uniform:
                 mark(op.results)
@@ -127,7 +127,7 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
                         CompileError, f"the {what} of this range() differs between lanes; "
                         f"loop bounds must be uniform across the block (compute them from "
                         f"parameters, constants and block ids)", op)
-        if not isinstance(op, pto.TileOp | pto.BarrierBlockOp):
+        if not is_block_collective(op):
             continue
         parent = op.parent_op()
         while parent is not None and not isinstance(parent, func.FuncOp):

@@ -38,9 +38,16 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
+from pypto.dialects.traits import (
+    AccessesMemory,
+    BlockCollective,
+    Fence,
+    IssuesOn,
+    read,
+    write,
+)
 from pypto.dialects.pto import (
     ADDRESS,
     L1BufferType,
@@ -49,8 +56,10 @@ from pypto.dialects.pto import (
     memory_space_of,
 )
 
-PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT")
-"""The pipes of an AI core (SPEC §1)."""
+from pypto.dialects.traits import PIPES  # noqa: E402  (the pipes of an AI core, SPEC §1)
+
+SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
+MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
 
 
 def _check_slot(op: IRDLOperation, ptr: SSAValue, slot: SSAValue | None, value_type: Attribute,
@@ -75,9 +84,9 @@ def _check_slot(op: IRDLOperation, ptr: SSAValue, slot: SSAValue | None, value_t
 
 
 class NpuOp(IRDLOperation):
-    """Base of the npu ops: `PIPE` is the pipe the op issues on; `KIND` names it in profiles."""
+    """Base of the npu ops. Their facts are traits (`pypto.dialects.traits`: the pipe, the
+    memory accesses, block collectives); `KIND` names the instruction in profiles."""
 
-    PIPE: ClassVar[str] = "SCALAR"
     KIND: ClassVar[str] = ""
 
 
@@ -96,8 +105,7 @@ class LoadOp(NpuOp):
     result = result_def(AnyAttr())
     assembly_format = ("$ptr (`via` $slot^)? attr-dict `:` type($ptr) (`,` type($slot)^)? "
                        "`->` type($result)")
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(read(0)))
     KIND: ClassVar[str] = "LOAD"
 
     def __init__(self, ptr: SSAValue, slot: SSAValue | None):
@@ -123,8 +131,7 @@ class StoreOp(NpuOp):
     slot = opt_operand_def(L1BufferType)
     assembly_format = ("$value `,` $ptr (`via` $slot^)? attr-dict `:` type($value) `,` "
                        "type($ptr) (`,` type($slot)^)?")
-    traits = traits_def(MemoryWriteEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(write(1)))
     KIND: ClassVar[str] = "STORE"
 
     def __init__(self, value: SSAValue, ptr: SSAValue, slot: SSAValue | None):
@@ -151,8 +158,7 @@ class FmaOp(NpuOp):
     slot = opt_operand_def(L1BufferType)
     assembly_format = ("$dst `,` $a `,` $b `,` $c (`via` $slot^)? attr-dict `:` type($dst) `,` "
                        "type($a) (`,` type($slot)^)?")
-    traits = traits_def(MemoryWriteEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(write(0)))
     KIND: ClassVar[str] = "FMA"
 
     def __init__(self, dst: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue,
@@ -175,7 +181,6 @@ class _CopyOp(NpuOp):
     token = result_def(TokenType)
     assembly_format = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
                        "$dst_stride `)` attr-dict `:` type($dst) `,` type($src)")
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
     DST_SPACE: ClassVar[str] = "local"
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
@@ -205,7 +210,8 @@ class CopyInOp(_CopyOp):
     """
 
     name = "npu.copy_in"
-    PIPE: ClassVar[str] = "MTE_IN"
+    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")),
+                        BlockCollective())
     KIND: ClassVar[str] = "COPY_IN"
 
 
@@ -218,7 +224,8 @@ class CopyOutOp(_CopyOp):
     """
 
     name = "npu.copy_out"
-    PIPE: ClassVar[str] = "MTE_OUT"
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
+                        BlockCollective())
     KIND: ClassVar[str] = "COPY_OUT"
     DST_SPACE: ClassVar[str] = "global"
 
@@ -263,6 +270,7 @@ class SetFlagOp(_FlagOp):
     """
 
     name = "npu.set_flag"
+    traits = traits_def(SCALAR, BlockCollective())
     KIND: ClassVar[str] = "SET_FLAG"
 
     @property
@@ -280,7 +288,7 @@ class WaitFlagOp(_FlagOp):
     """
 
     name = "npu.wait_flag"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    traits = traits_def(SCALAR, Fence(), BlockCollective())
     KIND: ClassVar[str] = "WAIT_FLAG"
 
 
@@ -293,7 +301,7 @@ class WaitFlagAllOp(NpuOp):
 
     name = "npu.wait_flag_all"
     assembly_format = "attr-dict"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    traits = traits_def(SCALAR, Fence(), BlockCollective())
     KIND: ClassVar[str] = "WAIT_FLAG"
 
     def __init__(self) -> None:
@@ -309,7 +317,7 @@ class PipeBarrierOp(NpuOp):
 
     name = "npu.pipe_barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    traits = traits_def(SCALAR, Fence(), BlockCollective())
     KIND: ClassVar[str] = "BARRIER"
 
     def __init__(self) -> None:
@@ -325,7 +333,7 @@ class WarpBarrierOp(NpuOp):
 
     name = "npu.warp_barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    traits = traits_def(SCALAR, Fence())
     KIND: ClassVar[str] = "BARRIER"
 
     def __init__(self) -> None:
@@ -371,8 +379,9 @@ class MmaOp(_MmaShape):
     b = operand_def(ADDRESS)
     assembly_format = ("$c `,` $a `,` $b `shape` `(` $m `,` $n `,` $k `)` attr-dict `:` "
                        "type($c) `,` type($a) `,` type($b)")
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    PIPE: ClassVar[str] = "CUBE"
+    traits = traits_def(CUBE, AccessesMemory(read(1, "local"), read(2, "local"),
+                                             read(0, "local"), write(0, "local")),
+                        BlockCollective())
     KIND: ClassVar[str] = "MMA"
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, n: int, k: int):
@@ -409,8 +418,11 @@ class LoadMmaOp(_MmaShape):
     assembly_format = ("$c `,` $a `,` $b `,` $src `,` $nbytes `rows` $rows `strides` `(` "
                        "$src_stride `,` $dst_stride `)` `shape` `(` $m `,` $n `,` $k `)` `into` "
                        "$operand attr-dict `:` type($c) `,` type($a) `,` type($b) `,` type($src)")
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    PIPE: ClassVar[str] = "CUBE"
+    # the loaded operand is A or B (`operand`): both are declared written
+    traits = traits_def(CUBE, AccessesMemory(read(3, "global"), write(1, "local"),
+                                             write(2, "local"), read(0, "local"),
+                                             write(0, "local")),
+                        BlockCollective())
     KIND: ClassVar[str] = "LOAD_MMA"
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, src: SSAValue, nbytes: SSAValue,
@@ -442,22 +454,5 @@ NPU_OPS: tuple[type[IRDLOperation], ...] = (
     LoadOp, StoreOp, FmaOp, CopyInOp, CopyOutOp, SetFlagOp, WaitFlagOp, WaitFlagAllOp,
     PipeBarrierOp, WarpBarrierOp, MmaOp, LoadMmaOp,
 )
-
-LANE_OPS = (LoadOp, StoreOp, FmaOp)
-"""Per-lane npu instructions (the others are block-level)."""
-
-NPU_BLOCK_COLLECTIVE = (CopyInOp, CopyOutOp, SetFlagOp, WaitFlagOp, WaitFlagAllOp, PipeBarrierOp,
-                        MmaOp, LoadMmaOp)
-"""Executed once per block by all its lanes together (as pto's tile instructions and
-`pto.barrier_block`): they must sit in control flow uniform across the block."""
-
-NPU_TILE = (CopyInOp, CopyOutOp, SetFlagOp, WaitFlagOp, WaitFlagAllOp, MmaOp, LoadMmaOp)
-"""The npu counterparts of pto's tile instructions (`pto.TileOp`)."""
-
-NPU_BLOCK_LEVEL = (*NPU_BLOCK_COLLECTIVE, WarpBarrierOp)
-"""Ops whose meaning involves the block (the interpreter runs them block by block)."""
-
-NPU_WRITES = (StoreOp, FmaOp, LoadOp, *NPU_BLOCK_LEVEL)
-"""Ops that may write memory (a slot-staged load writes its slot)."""
 
 NPU = Dialect("npu", list(NPU_OPS), [])

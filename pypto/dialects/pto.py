@@ -19,12 +19,14 @@ prose and these fields, each starting a line and running until the next one:
   syntax:     the custom IR form
   python:     the kernel-language form
   example:    an indented IR snippet, a whole `func.func`; tests parse and round-trip it
-An op's `PIPE` is the pipe it issues on (SPEC §1); subclasses of `TileOp` are tile instructions.
+Op facts (the pipe an op issues on, the memory it reads and writes, whether it is a block
+collective) are traits declared in each op's `traits_def`; see `pypto.dialects.traits`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -41,6 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
+    Operation,
     Block,
     Dialect,
     ParametrizedAttribute,
@@ -70,14 +73,27 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
+    EffectInstance,
     HasParent,
     IsTerminator,
-    MemoryReadEffect,
+    MemoryAllocEffect,
     MemoryWriteEffect,
     Pure,
     RecursiveMemoryEffect,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from pypto.dialects.traits import (
+    AccessesMemory,
+    BlockCollective,
+    Fence,
+    IssuesOn,
+    read,
+    write,
+)
+
+SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
+MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
 
 KERNEL_ATTR = "pto.kernel"
 """Unit attribute marking a `func.func` as a pto kernel (an entry point that can be launched)."""
@@ -189,6 +205,11 @@ class L1BufferType(ParametrizedAttribute, TypeAttribute):
     def size(self) -> int:
         return self.count.data
 
+    @property
+    def space(self) -> str:
+        """An L1 buffer is always in the block's L1."""
+        return "local"
+
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
             printer.print_int(self.count.data)
@@ -275,8 +296,7 @@ class _DimIdOp(IRDLOperation):
     result = result_def(i32)
 
     assembly_format = "$dim attr-dict `:` type($result)"
-
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR)
 
     def __init__(self, dim: int = 0):
         super().__init__(properties={"dim": IntegerAttr(dim, i64)}, result_types=[i32])
@@ -404,7 +424,7 @@ class GetGridDimOp(_DimIdOp):
 class _PlainIdOp(IRDLOperation):
     result = result_def(i32)
     assembly_format = "attr-dict `:` type($result)"
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR)
 
     def __init__(self):
         super().__init__(result_types=[i32])
@@ -505,8 +525,7 @@ class AddPtrOp(IRDLOperation):
 
     assembly_format = ("$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset) `->` "
                        "type($result)")
-    traits = traits_def(Pure())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(Pure(), SCALAR)
 
     def __init__(self, ptr: SSAValue, offset: SSAValue):
         t = ptr.type
@@ -549,8 +568,7 @@ class LoadOp(IRDLOperation):
     result = result_def(AnyAttr())
 
     assembly_format = "$ptr attr-dict `:` type($ptr) `->` type($result)"
-    traits = traits_def(MemoryReadEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(read(0)))
 
     def __init__(self, ptr: SSAValue):
         super().__init__(operands=[ptr], result_types=[element_type_of(ptr.type)])
@@ -584,8 +602,7 @@ class StoreOp(IRDLOperation):
     ptr = operand_def(ADDRESS)
 
     assembly_format = "$value `,` $ptr attr-dict `:` type($value) `,` type($ptr)"
-    traits = traits_def(MemoryWriteEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(write(1)))
 
     def __init__(self, value: SSAValue, ptr: SSAValue):
         super().__init__(operands=[value, ptr])
@@ -623,8 +640,7 @@ class FmaOp(IRDLOperation):
     c = operand_def(T)
 
     assembly_format = "$dst `,` $a `,` $b `,` $c attr-dict `:` type($dst) `,` type($a)"
-    traits = traits_def(MemoryWriteEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(write(0)))
 
     def __init__(self, dst: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue):
         super().__init__(operands=[dst, a, b, c])
@@ -662,8 +678,7 @@ class BarrierOp(IRDLOperation):
 
     name = "pto.barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(MemoryWriteEffect(), MemoryReadEffect())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR, Fence())
 
     def __init__(self):
         super().__init__()
@@ -690,8 +705,7 @@ class BarrierBlockOp(IRDLOperation):
 
     name = "pto.barrier_block"
     assembly_format = "attr-dict"
-    traits = traits_def(MemoryWriteEffect(), MemoryReadEffect())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR, Fence(), BlockCollective())
 
     def __init__(self):
         super().__init__()
@@ -725,8 +739,7 @@ class AtomicAddOp(IRDLOperation):
     result = result_def(T)
 
     assembly_format = "$ptr `,` $value attr-dict `:` type($ptr) `,` type($value)"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)))
 
     def __init__(self, ptr: SSAValue, value: SSAValue):
         super().__init__(operands=[ptr, value], result_types=[value.type])
@@ -740,10 +753,6 @@ class AtomicAddOp(IRDLOperation):
 # --------------------------------------------------------------------------------------------
 # L1 and tile instructions (executed once per block; must sit in uniform control flow)
 # --------------------------------------------------------------------------------------------
-
-
-class TileOp(IRDLOperation):
-    """Marker base: a tile instruction, executed once per block, cooperatively."""
 
 
 @irdl_op_definition
@@ -777,7 +786,7 @@ class AllocLocalOp(IRDLOperation):
     Without it the interpreter places buffers one after another in allocation order."""
 
     assembly_format = "attr-dict `:` type($result)"
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR, MemoryAllocEffect())
 
     def __init__(self, count: int, element_type: Attribute, offset: int | None = None):
         props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
@@ -788,7 +797,7 @@ class AllocLocalOp(IRDLOperation):
         return None if self.offset is None else self.offset.value.data
 
 
-class _BulkCopyOp(TileOp):
+class _BulkCopyOp(IRDLOperation):
     """Shared shape of the bulk copies: `nbytes` in `rows` rows with element strides."""
 
     dst = operand_def(ADDRESS)
@@ -800,6 +809,8 @@ class _BulkCopyOp(TileOp):
 
     DST_SPACE: ClassVar[str] = "local"
     SRC_SPACE: ClassVar[str] = "global"
+    # The subclasses declare their pipe and accesses (destination operand 0, source 1).
+    traits = traits_def(BlockCollective())
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue,
@@ -847,7 +858,7 @@ class AsyncLoadOp(_BulkCopyOp):
     name = "pto.async_load"
     token = result_def(TokenType)
     assembly_format = _COPY_FORMAT
-    PIPE: ClassVar[str] = "MTE_IN"
+    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")))
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -880,7 +891,7 @@ class AsyncStoreOp(_BulkCopyOp):
     assembly_format = _COPY_FORMAT
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
-    PIPE: ClassVar[str] = "MTE_OUT"
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -910,11 +921,11 @@ class TileStoreOp(_BulkCopyOp):
     assembly_format = _COPY_FORMAT
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
-    PIPE: ClassVar[str] = "MTE_OUT"
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
 
 
 @irdl_op_definition
-class WaitOp(TileOp):
+class WaitOp(IRDLOperation):
     """Wait until the asynchronous copy of a token has completed.
 
     semantics: after it, the copy's destination holds the data and its source may be reused.
@@ -939,15 +950,14 @@ class WaitOp(TileOp):
     name = "pto.wait"
     token = operand_def(TokenType)
     assembly_format = "$token attr-dict"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR, Fence(), BlockCollective())
 
     def __init__(self, token: SSAValue):
         super().__init__(operands=[token])
 
 
 @irdl_op_definition
-class WaitAllOp(TileOp):
+class WaitAllOp(IRDLOperation):
     """Wait for every outstanding asynchronous copy of the block.
 
     semantics: as a `pto.wait` on every token the block has issued and not yet waited for.
@@ -971,15 +981,14 @@ class WaitAllOp(TileOp):
 
     name = "pto.wait_all"
     assembly_format = "attr-dict"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR, Fence(), BlockCollective())
 
     def __init__(self):
         super().__init__()
 
 
 @irdl_op_definition
-class FillOp(TileOp):
+class FillOp(IRDLOperation):
     """Fill `count` elements of L1 with one value.
 
     semantics: `dst[0:count] = value`; `dst` is in L1, `value` has its element type and must be
@@ -1002,8 +1011,7 @@ class FillOp(TileOp):
     value = operand_def(AnyAttr())
     count = operand_def(i32)
     assembly_format = "$dst `,` $value `,` $count attr-dict `:` type($dst) `,` type($value)"
-    traits = traits_def(MemoryWriteEffect())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(VECTOR, AccessesMemory(write(0, "local")), BlockCollective())
 
     def __init__(self, dst: SSAValue, value: SSAValue, count: SSAValue):
         super().__init__(operands=[dst, value, count])
@@ -1017,7 +1025,7 @@ _MMA_TYPES = {("f32", "f32"), ("f32", "f16"), ("f32", "bf16"), ("f16", "f16"), (
 
 
 @irdl_op_definition
-class MmaOp(TileOp):
+class MmaOp(IRDLOperation):
     """Matrix multiply-accumulate on L1 tiles: `C[m x n] += A[m x k] @ B[k x n]`.
 
     semantics: row-major tiles in L1; a `!pto.l1buf` operand must hold at least its tile's
@@ -1047,8 +1055,9 @@ class MmaOp(TileOp):
     k = prop_def(IntegerAttr[I64])
     assembly_format = ("$c `,` $a `,` $b `shape` `(` $m `,` $n `,` $k `)` attr-dict `:` "
                        "type($c) `,` type($a) `,` type($b)")
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    PIPE: ClassVar[str] = "CUBE"
+    traits = traits_def(CUBE, AccessesMemory(read(1, "local"), read(2, "local"),
+                                             read(0, "local"), write(0, "local")),
+                        BlockCollective())
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, n: int, k: int):
         super().__init__(operands=[c, a, b], properties={
@@ -1108,8 +1117,7 @@ class YieldOp(IRDLOperation):
     name = "pto.yield"
     values = var_operand_def()
     assembly_format = "($values^ `:` type($values))? attr-dict"
-    traits = traits_def(IsTerminator(), Pure())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(IsTerminator(), Pure(), SCALAR)
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
@@ -1257,8 +1265,7 @@ class PipelineOp(IRDLOperation):
     name = "pto.pipeline"
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(RecursiveMemoryEffect(), SCALAR)
 
     def __init__(self, result_types: Sequence[Attribute], body: Region):
         super().__init__(result_types=[list(result_types)], regions=[body])
@@ -1290,6 +1297,34 @@ class PipelineOp(IRDLOperation):
         problem = check_stage_graph(graph)
         if problem:
             raise VerifyException(problem)
+
+
+class StageEffect(RecursiveMemoryEffect):
+    """A stage has the effects of its body, and orders the stages that run `after` it.
+
+    A stage another stage names in `after` is a fence (whole-memory read and write) besides, even
+    when its body is empty: without that, an empty stage would be side-effect free, hence
+    "trivially dead" to DCE and CSE, and erasing it would leave a dangling `after` name.
+    """
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> AbstractSet[EffectInstance] | None:
+        effects = super().get_effects(op)
+        if effects is None or not isinstance(op, StageOp) or not _is_awaited(op):
+            return effects
+        return set(effects) | set(Fence.get_effects(op))
+
+
+def _is_awaited(stage: StageOp) -> bool:
+    """Does a later stage of the same pipeline name `stage` in its `after` list?"""
+    name = stage.properties.get("stage")
+    later = stage.next_op
+    while later is not None:
+        after = later.properties.get("after")
+        if isinstance(after, ArrayAttr) and name in after.data:
+            return True
+        later = later.next_op
+    return False
 
 
 @irdl_op_definition
@@ -1325,8 +1360,7 @@ class StageOp(IRDLOperation):
     after = opt_prop_def(ArrayAttr[StringAttr])
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect(), HasParent(PipelineOp))
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(StageEffect(), HasParent(PipelineOp), SCALAR)
 
     def __init__(self, name: str, after: Sequence[str], result_types: Sequence[Attribute],
                  body: Region):
@@ -1395,8 +1429,7 @@ class FmodOp(IRDLOperation):
     rhs = operand_def(T)
     result = result_def(T)
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
-    traits = traits_def(Pure())
-    PIPE: ClassVar[str] = "VECTOR"
+    traits = traits_def(Pure(), VECTOR)
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
@@ -1430,8 +1463,7 @@ class PrintfOp(IRDLOperation):
     format = prop_def(StringAttr)
     values = var_operand_def()
     assembly_format = "$format (` ` `(` $values^ `:` type($values) `)`)? attr-dict"
-    traits = traits_def(MemoryWriteEffect())
-    PIPE: ClassVar[str] = "SCALAR"
+    traits = traits_def(SCALAR, MemoryWriteEffect())  # its output: never merged or erased
 
     def __init__(self, fmt: str, values: Sequence[SSAValue]):
         super().__init__(operands=[list(values)], properties={"format": StringAttr(fmt)})

@@ -424,9 +424,11 @@ class CallLowering:
             if isinstance(x, bool | int | float):
                 # An explicit dtype makes the literal a typed value (as np.float32(0.0) is),
                 # no longer weakly typed: `pto.cast(0.0, pto.float32) + half` is float32.
-                value = dt.np_dtype.type(x)
-                folded = bool(value) if dt.kind == "bool" else \
-                    int(value) if dt.kind == "int" else float(value)
+                if dt.kind == "float":
+                    folded = x  # rounded once to the type by `constant`
+                else:
+                    value = dt.np_dtype.type(x)
+                    folded = bool(value) if dt.kind == "bool" else int(value)
                 return self.constant(folded, target)
             raise self.error(f"pto.cast takes a number, got {_describe_value(x)}", node)
         return self.convert(x, target, node)

@@ -48,6 +48,29 @@ class Kernel:
         # specialised on their launch value from then on, like annotated pto.constexpr ones.
         self.auto_constexpr: set[str] = set()
 
+    def outer_values(self) -> dict[str, Any]:
+        """The module globals and closed-over values the kernel body can name, as of now."""
+        values = dict(self.fn.__globals__)
+        closure = self.fn.__closure__ or ()
+        for name, cell in zip(self.fn.__code__.co_freevars, closure):
+            try:
+                values[name] = cell.cell_contents
+            except ValueError:  # pragma: no cover - empty cell
+                pass
+        return values
+
+    def outer_values_unchanged(self, folded: dict[str, Any]) -> bool:
+        """Do the constants folded into a compilation still have the values they had then?"""
+        if not folded:
+            return True
+        now = self.outer_values()
+        missing = object()
+        for name, value in folded.items():
+            current = now.get(name, missing)
+            if type(current) is not type(value) or not _same_value(current, value):
+                return False
+        return True
+
     @property
     def num_params(self) -> int:
         return len(self.params)
@@ -104,3 +127,13 @@ def kernel(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         raise TypeError(f"@pto.kernel got unknown options: {', '.join(options)}")
     return Kernel(fn)
 
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        equal = bool(a == b)
+    except (TypeError, ValueError):  # pragma: no cover - exotic values: recompile
+        return False
+    return equal or (a != a and b != b)  # NaN is the same constant as NaN

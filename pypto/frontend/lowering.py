@@ -17,6 +17,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     FileLineColLoc,
@@ -32,7 +33,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto import dtypes
+from pypto import dtypes, exact
 from pypto.dialects import pto
 from pypto.errors import CompileError
 from pypto.frontend.builtins import BUILTINS
@@ -74,13 +75,8 @@ class KernelLowering(StructuredLowering, CallLowering):
         self.node: ast.AST | None = None
         self.region_depth = 0  # > 0 while lowering the body of an if / loop / stage
         self.loop_depth = 0
-        self.globals = dict(kernel.fn.__globals__)
-        closure = kernel.fn.__closure__ or ()
-        for name, cell in zip(kernel.fn.__code__.co_freevars, closure):
-            try:
-                self.globals[name] = cell.cell_contents
-            except ValueError:  # pragma: no cover - empty cell
-                pass
+        self.globals = kernel.outer_values()
+        self.folded: dict[str, Any] = {}  # module / closure constants folded in, by name
 
     # ---------------------------------------------------------------------------------------
     # errors and locations
@@ -263,15 +259,16 @@ class KernelLowering(StructuredLowering, CallLowering):
                                  f"branch", node)
             return value
         if name in self.globals:
-            return self.fold_global(self.globals[name], name, node)
+            value = self.globals[name]
+            if isinstance(value, bool | int | float | str | tuple | np.generic):
+                self.folded[name] = value
+            return self.fold_global(value, name, node)
         if hasattr(py_builtins, name):
             return getattr(py_builtins, name)
         raise self.error(f"name '{name}' is not defined", node)
 
     def fold_global(self, value: Any, name: str, node: ast.AST) -> Any:
         """Module-level and closed-over Python values are compile-time constants."""
-        import numpy as np
-
         if isinstance(value, np.generic) and not isinstance(value, np.bool_ | np.number):
             raise self.error(f"global '{name}' has unsupported type {type(value).__name__}", node)
         if isinstance(value, np.integer):
@@ -312,6 +309,10 @@ class KernelLowering(StructuredLowering, CallLowering):
                          f"pto.store({base} + {index}, value))", node)
 
     def expr_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self.expr(e) for e in node.elts)
+
+    def expr_List(self, node: ast.List) -> Any:
+        """A list display is a compile-time sequence, like a tuple (`after=["a", "b"]`)."""
         return tuple(self.expr(e) for e in node.elts)
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
@@ -446,7 +447,9 @@ class KernelLowering(StructuredLowering, CallLowering):
                 attr = IntegerAttr(ivalue, t)
             return self.emit(arith.ConstantOp(attr, t)).results[0]
         if _is_float(t):
-            return self.emit(arith.ConstantOp(FloatAttr(float(value), t), t)).results[0]
+            # weak typing: the literal takes the float type, rounded once (±inf beyond its range)
+            rounded = float(exact.round_literal(value, dtypes.np_dtype_of(t)))
+            return self.emit(arith.ConstantOp(FloatAttr(rounded, t), t)).results[0]
         raise self.error(f"cannot make a constant of type {t}")
 
     def coerce(self, value: Any, t: Attribute) -> SSAValue:
@@ -588,9 +591,16 @@ _PIPELINE_RUN = object()
 
 
 def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
-                 constexprs: dict[str, Any] | None = None) -> ModuleOp:
+                 constexprs: dict[str, Any] | None = None,
+                 folded: dict[str, Any] | None = None) -> ModuleOp:
     """Lower one specialisation of `kernel` to a `builtin.module` (verified by the caller).
 
-    Raises `NeedsConstexpr` when a parameter must be specialised on its launch value.
+    Raises `NeedsConstexpr` when a parameter must be specialised on its launch value. `folded`,
+    when given, receives the module-level / closed-over values folded in (name -> value), so the
+    caller can tell when a cached compilation went stale.
     """
-    return KernelLowering(kernel, arg_types, constexprs).lower()
+    lowering = KernelLowering(kernel, arg_types, constexprs)
+    module = lowering.lower()
+    if folded is not None:
+        folded.update(lowering.folded)
+    return module

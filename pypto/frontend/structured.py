@@ -25,6 +25,9 @@ from pypto.frontend.builtins import BUILTINS
 from pypto.frontend.common import NeedsConstexpr, _describe_value, _is_int, _type_name
 
 
+_MISSING = object()
+
+
 @dataclass
 class _Undefined:
     """Marks a variable assigned on only some paths (e.g. in one branch of an `if`)."""
@@ -403,10 +406,7 @@ class StructuredLowering:
         for n, r in zip(names, op.results):
             r.name_hint = n
             self.env[n] = r
-        for n, v in after.items():
-            if n not in names and n not in self.env:
-                if not isinstance(v, SSAValue):
-                    self.env[n] = v
+        self._keep_constants(before, after, names)
         if saved_name:
             self.env[saved_name] = handle
 
@@ -439,6 +439,16 @@ class StructuredLowering:
         for n, r in zip(names, op.results):
             r.name_hint = n
             self.env[n] = r
+        self._keep_constants(before, after_env, names)
+
+    def _keep_constants(self, before: dict[str, Any], after: dict[str, Any],
+                        yielded: list[str]) -> None:
+        """Compile-time constants (weakly typed literals) assigned in a pipeline or stage stay
+        visible after it, like the values it yields: stages run in program order."""
+        for n, v in after.items():
+            if n not in yielded and not isinstance(v, SSAValue) and \
+                    before.get(n, _MISSING) is not v:
+                self.env[n] = v
 
     def _merge_type(self, name: str, tv: Any, ev: Any, stmt: ast.AST) -> Attribute:
         if isinstance(tv, SSAValue) and isinstance(ev, SSAValue):

@@ -38,12 +38,11 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
-    "cse": _lazy("xdsl.transforms.common_subexpression_elimination",
-                 "CommonSubexpressionElimination"),
+    "canonicalize": _lazy("pypto.passes.canonicalize", "CanonicalizePass"),
     # pypto's own passes, one line each:
     "convert-pto-to-npu": _lazy("pypto.passes.convert_pto_to_npu", "ConvertPtoToNpu"),
     "npu-fuse-load-mma": _lazy("pypto.passes.npu_fuse_load_mma", "NpuFuseLoadMma"),
+    "cse": _lazy("pypto.passes.cse", "CSEPass"),  # xDSL's, in linear time
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
 }
@@ -53,8 +52,6 @@ _SUMMARIES: dict[str, str] = {
     # xDSL's docstrings for these are missing or generic; say what they do on pto IR.
     "canonicalize": "Fold constants, apply every op's canonicalization patterns and erase "
                     "dead pure ops.",
-    "cse": "Common subexpression elimination: merge identical side-effect-free ops "
-           "(ids, pointer arithmetic, arith).",
 }
 
 

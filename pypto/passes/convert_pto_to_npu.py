@@ -32,6 +32,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from pypto.analysis.uniformity import walk
 from pypto.dialects import npu, pto
+from pypto.dialects.traits import pipe_of
 from pypto.passes.verify_barriers import BlockShapeOptions
 
 _MEMORY_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, pto.FillOp, pto.MmaOp,
@@ -76,10 +77,6 @@ def copy_pipe(token: SSAValue) -> str:
     return "MTE_IN"
 
 
-def _pipe_of(op: Operation) -> str:
-    return getattr(op, "PIPE", "VECTOR")
-
-
 def consumer_pipe(wait: Operation, src_pipe: str) -> str:
     """The pipe of the first memory instruction after `wait` (in its block and the ones around
     it), which is the pipe its flag must hold back; SCALAR when none follows."""
@@ -89,7 +86,7 @@ def consumer_pipe(wait: Operation, src_pipe: str) -> str:
         while nxt is not None:
             for inner in walk([nxt]):
                 if isinstance(inner, _MEMORY_OPS):
-                    pipe = _pipe_of(inner)
+                    pipe = pipe_of(inner)
                     return pipe if pipe != src_pipe else "SCALAR"
             nxt = nxt.next_op
         parent = op.parent_op()
@@ -186,7 +183,7 @@ class _Lowering:
     def lower_copy(self, op: pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp) -> None:
         cls = npu.CopyInOp if isinstance(op, pto.AsyncLoadOp) else npu.CopyOutOp
         copy = cls(op.dst, op.src, op.nbytes, op.rows, op.src_stride, op.dst_stride)
-        src = cls.PIPE
+        src = pipe_of(cls)
         if isinstance(op, pto.TileStoreOp):
             # synchronous: the copy, its flag and the wait for it, back to back
             dst = consumer_pipe(op, src)

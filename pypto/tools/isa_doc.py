@@ -2,8 +2,9 @@
 
 The dialect is the single source of truth for the instruction set (CRAFT.md): every section of
 the reference is read off an op or type class of `pypto/dialects/pto.py` -- the summary, prose and
-`semantics:` / `syntax:` / `python:` / `example:` fields of its docstring, the `PIPE` it issues
-on, and whether it is a `TileOp`. This module only adds the grouping into sections and the
+`semantics:` / `syntax:` / `python:` / `example:` fields of its docstring, and its traits (the
+pipe it issues on, the memory it reads and writes, whether it is a block collective; see
+`pypto.dialects.traits`). This module only adds the grouping into sections and the
 layout. Regenerate the file after changing the dialect:
 
     python -m pypto.tools.isa_doc > docs/isa.md
@@ -23,6 +24,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 
 from pypto.dialects import pto
+from pypto.dialects.traits import Fence, declared_accesses, is_block_collective, pipe_of
 
 REGENERATE = "python -m pypto.tools.isa_doc > docs/isa.md"
 """The command that rewrites the reference (quoted by the staleness test)."""
@@ -136,15 +138,28 @@ class Instruction:
 
     @property
     def pipe(self) -> str:
-        return self.op.PIPE  # type: ignore[attr-defined] - every pto op declares it
+        return pipe_of(self.op)
 
     @property
     def is_tile(self) -> bool:
-        return issubclass(self.op, pto.TileOp)
+        return is_block_collective(self.op)
+
+    @property
+    def memory(self) -> str:
+        """The op's declared memory accesses in words: "reads `src` (HBM), writes `dst` (L1)"."""
+        names = [name for name, _ in self.op.get_irdl_definition().operands]
+        parts = [f"{access.kind}s `{names[access.operand]}` ({_SPACE_WORDS[access.space]})"
+                 for access in declared_accesses(self.op)]
+        if self.op.get_trait(Fence) is not None:
+            parts.append("orders all memory (a fence: no access moves across it)")
+        return ", ".join(parts) or "none"
 
     @property
     def has_regions(self) -> bool:
         return bool(self.op.get_irdl_definition().regions)
+
+
+_SPACE_WORDS = {"global": "HBM", "local": "L1", "any": "HBM or L1"}
 
 
 def types() -> list[tuple[type[Attribute], DocEntry]]:
@@ -194,7 +209,8 @@ def _render_type(attr: type[Attribute], doc: DocEntry) -> list[str]:
 
 def _render_instruction(inst: Instruction) -> list[str]:
     if inst.is_tile:
-        tile = "yes: executed once per block, cooperatively; must be in uniform control flow"
+        tile = "yes: executed once per block, by all its lanes together; must be in uniform " \
+               "control flow"
     elif inst.has_regions:
         tile = "no: a region op; each op in its region follows its own rule"
     else:
@@ -203,7 +219,8 @@ def _render_instruction(inst: Instruction) -> list[str]:
     out += [f"- **Python:** {inst.doc.python or '(none)'}",
             f"- **IR syntax:** {inst.doc.syntax or '(none)'}",
             f"- **Pipe:** {inst.pipe}",
-            f"- **Tile instruction:** {tile}",
+            f"- **Memory:** {inst.memory}",
+            f"- **Block collective:** {tile}",
             ""]
     if inst.doc.semantics:
         out += [f"**Semantics:** {inst.doc.semantics}", ""]
@@ -228,10 +245,12 @@ def render() -> str:
         "(`loc(\"k.py\":12:8)`, shown by `pypto-opt --mlir-print-debuginfo`).",
         "",
         "*Pipe* is the unit the instruction issues on (SCALAR, VECTOR, CUBE, MTE_IN, MTE_OUT): "
-        "instructions of different pipes overlap, each pipe runs in order. *Tile instructions* "
-        "are executed once per block, cooperatively, and must be in uniform control flow.",
+        "instructions of different pipes overlap, each pipe runs in order. *Block collectives* "
+        "(the tile instructions and `pto.barrier_block`) are executed once per block, by all "
+        "its lanes together, and must be in uniform control flow. Both are traits of the op "
+        "(`pypto/dialects/traits.py`).",
         "",
-        "| instruction | Python | pipe | tile |",
+        "| instruction | Python | pipe | block collective |",
         "|---|---|---|---|",
     ]
     for _, _, insts in groups:

@@ -27,6 +27,7 @@ from xdsl.utils.lexer import Span
 AttrT = TypeVar("AttrT")
 
 
+_UNREGISTERED = re.compile(r"'(?P<name>[^']+)' is not registered")
 _OP_NAME = re.compile(r'\s*(?:%[^=]*=\s*)?"?(?P<name>[A-Za-z_][\w.$-]*)')
 
 
@@ -91,13 +92,34 @@ class LocatingParser(Parser):
         start = self.pos
         try:
             return parse()
-        except ParseError:
-            raise
+        except ParseError as err:
+            raise self._unregistered_at_name(err, start, what) from None
         except VerifyException as err:
             raise self._error_here(start, " ".join(str(err).split()), underline=True) from None
         except Exception as err:  # noqa: BLE001 - e.g. wrong number of type parameters
             raise self._error_here(start, f"malformed {what}: {err} ({type(err).__name__})",
                                    underline=True) from None
+
+    def _unregistered_at_name(self, err: ParseError, start: int, what: str) -> ParseError:
+        """xDSL reports an unknown `!dialect.name` at the token *after* it (often the next
+        line); point at the name itself."""
+        match = _UNREGISTERED.fullmatch(err.msg)
+        if match is None or err.span.start < start:
+            return err
+        name = match.group("name")
+        content = str(self.lexer.input.content)
+        at = content.rfind(name, start, err.span.start)
+        if at < 0:
+            return err
+        sigil = "!" if what == "type" else "#"
+        if at > 0 and content[at - 1] in "!#":
+            sigil, at = content[at - 1], at - 1
+        dialect = name.split(".", 1)[0]
+        known = sorted(d.name for d in self.ctx.loaded_dialects)
+        hint = (f"the {dialect} dialect has no such {what}" if dialect in known else
+                f"dialect '{dialect}' is not loaded (pypto loads {', '.join(known)})")
+        return ParseError(Span(at, at + len(name) + 1, self.lexer.input),
+                          f"unknown {what} '{sigil}{name.removeprefix(sigil)}': {hint}")
 
     def parse_optional_type(self):  # noqa: ANN201 - same signature as the base class
         return self._guarded(super().parse_optional_type, "type")

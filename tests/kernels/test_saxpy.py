@@ -1,9 +1,8 @@
 """SAXPY, `y = a * x + y`, the BLAS level-1 hello world, with the fused `pto.fma`.
 
-`pto.fma` evaluates `a * x + y` in float64 and rounds once to the element type (docs/language.md),
-so the NumPy reference computes exactly that: float64 product and sum, one cast. Variants: the
-guard written as an early `return` (CUDA's `if (i >= n) return;`), a grid-stride loop, and
-float16 / bfloat16 data (where the float64 evaluation is the exactly rounded fused result).
+`pto.fma` rounds the exact `a * x + y` once to the element type (docs/language.md), so the
+reference computes exactly that with `Fraction`s. Variants: the guard written as an early
+`return` (CUDA's `if (i >= n) return;`), a grid-stride loop, and float16 / bfloat16 data.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 import pypto as pto
+from tests.exactness.reference import f_fma
 
 
 @pto.kernel
@@ -42,8 +42,9 @@ def axpy_typed(x, y, n, A: pto.constexpr):
 
 
 def fused_ref(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    a_elem = np.asarray(a, dtype=x.dtype).astype(np.float64)  # `a` in the element type first
-    return (a_elem * x.astype(np.float64) + y.astype(np.float64)).astype(x.dtype)
+    """`a * x + y` exactly (Fraction), rounded once to the element type."""
+    a_elem = x.dtype.type(a)  # `a` takes the element type first (weak typing)
+    return np.array([f_fma(a_elem, xi, yi, x.dtype) for xi, yi in zip(x, y)], dtype=x.dtype)
 
 
 SIZES = [1, 100, 256, 1000, 5003]

@@ -9,7 +9,7 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.passes import ModulePass
-from xdsl.transforms.canonicalize import CanonicalizePass
+from pypto.passes.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 from pypto.dialects.pto import GetGlobalIdOp
@@ -24,6 +24,7 @@ from pypto.passes import (
     pass_options,
     run_pipeline,
 )
+from pypto.passes.cse import CSEPass
 from pypto.passes.diagnostics import (
     OpDiagnostic,
     attach_op,
@@ -100,7 +101,7 @@ def test_summary_is_first_docstring_line(options_pass):
 ])
 def test_both_pipeline_forms(text):
     passes = parse_pipeline(text)
-    assert [type(p) for p in passes] == [CanonicalizePass, CommonSubexpressionElimination]
+    assert [type(p) for p in passes] == [CanonicalizePass, CSEPass]
 
 
 @pytest.mark.parametrize("text", ["", "builtin.module()", "   "])

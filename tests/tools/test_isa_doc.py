@@ -12,6 +12,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import ParseError
 
 from pypto.dialects import pto
+from pypto.dialects.traits import pipe_of
 from pypto.ir import make_context, print_ir
 from pypto.tools import isa_doc
 from pypto.tools.parsing import LocatingParser, parse_module
@@ -46,7 +47,7 @@ def test_every_op_is_fully_documented(name: str) -> None:
     assert doc.syntax, f"{name}: no 'syntax:' line in its docstring"
     assert doc.python, f"{name}: no 'python:' line in its docstring"
     assert doc.example, f"{name}: no 'example:' block in its docstring"
-    assert OPS[name].PIPE in ("SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT")
+    assert pipe_of(OPS[name]) in ("SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT")
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
@@ -106,10 +107,14 @@ def test_rendered_section_has_every_part() -> None:
     assert "- **Python:** `pto.mma(C_tile, A_tile, B_tile, 64, 64, 64)`" in section
     assert "- **IR syntax:** `pto.mma %c, %a, %b shape(64, 64, 64)" in section
     assert "- **Pipe:** CUBE" in section
-    assert "- **Tile instruction:** yes" in section
+    assert "- **Block collective:** yes" in section
+    assert "- **Memory:** reads `a` (L1), reads `b` (L1), reads `c` (L1), writes `c` (L1)" \
+        in section
     assert "**Semantics:** row-major tiles in L1" in section
     assert "```mlir\n// One k-step of a tiled GEMM" in section
-    assert "- **Tile instruction:** no" in text[text.index("### `pto.load`"):]
+    load = text[text.index("### `pto.load`"):]
+    assert "- **Block collective:** no" in load
+    assert "- **Memory:** reads `ptr` (HBM or L1)" in load
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings == ["## Types", "## Ids", "## Lane memory", "## Arithmetic",
                         "## L1 and tile instructions",

@@ -254,6 +254,11 @@ def test_empty_block_error_is_located(capsys, monkeypatch):
     ("gpu.barrier\n", "<stdin>:1:1: error: unknown operation 'gpu.barrier': dialect 'gpu' is "
                       "not loaded"),
     ("}", "<stdin>:1:1: error: Could not parse entire input!"),
+    # issue 8 item 11: an unknown type is reported at its name, not at the next token
+    ("func.func @k(%a: i32) {\n  %0 = \"arith.constant\"() {value = 0 : i32} : () -> !pto.what\n}\n",
+     "<stdin>:2:53: error: unknown type '!pto.what': the pto dialect has no such type"),
+    ("func.func @k(%a: !pto.what) {\n  func.return\n}\n",
+     "<stdin>:1:18: error: unknown type '!pto.what'"),
 ])
 def test_bad_input_messages(capsys, monkeypatch, text, message):
     result = run(capsys, monkeypatch, stdin=text)

@@ -16,7 +16,8 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from pypto import dtypes
-from pypto.backend.interpreter.instruments import location_of, pipe_of
+from pypto.backend.interpreter.instruments import location_of
+from pypto.dialects.traits import pipe_of
 from pypto.dialects import npu, pto
 
 ANY_L1 = "L1"

@@ -33,8 +33,8 @@ from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable, location_of
 from pypto.backend.interpreter.lanes import Site
-from pypto.dialects import npu
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
+from pypto.dialects.traits import writes_memory
 
 GRID = "grid"
 """Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
@@ -80,13 +80,13 @@ _ARITH_BINARY: dict[type[Operation], str] = {
     arith.AndIOp: "({a} & {b})",
     arith.OrIOp: "({a} | {b})",
     arith.XOrIOp: "({a} ^ {b})",
-    arith.MinimumfOp: "_np.minimum({a}, {b})",
-    arith.MaximumfOp: "_np.maximum({a}, {b})",
+    arith.MinimumfOp: "_fmin({a}, {b})",
+    arith.MaximumfOp: "_fmax({a}, {b})",
     arith.MinSIOp: "_np.minimum({a}, {b})",
     arith.MaxSIOp: "_np.maximum({a}, {b})",
     arith.ShRSIOp: "_np.right_shift({a}, {b})",
     arith.ShLIOp: "_np.left_shift({a}, {b})",
-    math.PowFOp: "_np.power({a}, {b})",
+    math.PowFOp: "_m_power({a}, {b})",
     pto.FmodOp: "_np.fmod({a}, {b})",
     math.CopySignOp: "_np.copysign({a}, {b})",
 }
@@ -97,12 +97,11 @@ _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="
 
 _CMP_SIGNED = {"eq", "ne", "slt", "sle", "sgt", "sge"}
 
-_MATH_UNARY: dict[type[Operation], str] = {
-    math.ExpOp: "_np.exp", math.LogOp: "_np.log", math.SqrtOp: "_np.sqrt",
-    math.TanhOp: "_np.tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
-    math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_np.sin",
-    math.LogOp: "_np.log",
-    math.CosOp: "_np.cos", math.Exp2Op: "_np.exp2", math.Log2Op: "_np.log2",
+_MATH_UNARY: dict[type[Operation], str] = {  # _m_*: through float64, rounded once (exact.py)
+    math.ExpOp: "_m_exp", math.LogOp: "_m_log", math.SqrtOp: "_np.sqrt",
+    math.TanhOp: "_m_tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
+    math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_m_sin",
+    math.CosOp: "_m_cos", math.Exp2Op: "_m_exp2", math.Log2Op: "_m_log2",
 }
 
 _ID_OPS: dict[type[Operation], str] = {
@@ -664,17 +663,12 @@ class KernelCodegen(NpuEmitters):
                   f"{dt}, _m, {self.site(op)})")
 
 
-_WRITES = (pto.StoreOp, pto.FmaOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AtomicAddOp,
-           pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.FillOp, pto.MmaOp,
-           pto.WaitOp, pto.WaitAllOp, *npu.NPU_WRITES)
-
-
 def _is_address(t: Attribute) -> bool:
     return isinstance(t, pto.PtrType | pto.L1BufferType)
 
 
 def _writes_memory(op: Operation) -> bool:
-    return any(isinstance(o, _WRITES) for o in _walk([op]))
+    return any(writes_memory(o) for o in _walk([op]))
 
 
 def _view_safe(load: pto.LoadOp) -> bool:
@@ -708,16 +702,10 @@ def _is_const(v: SSAValue, value: float) -> bool:
 _walk = walk  # pre-order walk of ops and everything nested in them
 
 
-def _fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
-    """a * b + c evaluated in float64 and rounded once to `dtype` (documented semantics)."""
-    r = np.multiply(a, b, dtype=np.float64)
-    r = np.add(r, c, dtype=np.float64)
-    return r.astype(dtype) if isinstance(r, np.ndarray) else dtype.type(r)
-
-
 def generate(kernel: func.FuncOp, mode: str, one_d: bool,
              instrumented: bool = False) -> GeneratedKernel:
     """Translate `kernel` and compile the source to a Python function (`.fn`)."""
+    from pypto import exact
     from pypto.backend.interpreter import lanes
 
     gen = KernelCodegen(kernel, mode, one_d, instrumented).generate()
@@ -726,12 +714,15 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_I64_0": np.int64(0),
         "_select": lanes.select,
         "_merge": lanes.merge,
-        "_cast": lanes.cast,
+        "_cast": exact.cast,
         "_mask_and": lanes.mask_and,
         "_mask_andnot": lanes.mask_andnot,
-        "_fma": _fma,
+        "_fma": exact.fma,
+        "_fmin": exact.minimum,
+        "_fmax": exact.maximum,
         "_F64": np.dtype(np.float64),
     }
+    namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})
     namespace.update(gen.constants)
     label = f"{mode}, instrumented" if instrumented else mode
     code = compile(gen.source, f"<pto kernel {gen.name} ({label})>", "exec")

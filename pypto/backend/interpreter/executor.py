@@ -34,6 +34,7 @@ from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
 from pypto.dialects import npu, pto
+from pypto.dialects.traits import accesses_space, is_block_collective
 from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedError
 
 GRID_CHUNK_LANES = 1 << 22
@@ -55,7 +56,7 @@ def batchable(kernel: func.FuncOp) -> bool:
     for op in _walk(kernel.body.block.ops):
         if isinstance(op, scf.ForOp) and (op.lb in varying or op.ub in varying):
             return False
-        if isinstance(op, (pto.TileOp, pto.BarrierBlockOp, *npu.NPU_BLOCK_COLLECTIVE)):
+        if is_block_collective(op):
             parent = op.parent_op()
             while parent is not None and not isinstance(parent, func.FuncOp):
                 if isinstance(parent, scf.IfOp) and parent.cond in varying:
@@ -63,14 +64,12 @@ def batchable(kernel: func.FuncOp) -> bool:
                 parent = parent.parent_op()
     return True
 
-_BLOCK_MODE_OPS = (pto.BarrierOp, pto.BarrierBlockOp, pto.TileOp, *npu.NPU_BLOCK_LEVEL)
-
 SCHEDULES = ("in_order", "reverse", "random:SEED")
 
 
 def _needs_block_mode(op: Any) -> bool:
-    """Ops whose meaning involves the block: barriers, L1, tile instructions."""
-    if isinstance(op, _BLOCK_MODE_OPS):
+    """Ops whose meaning involves the block: barriers, L1, block collectives."""
+    if is_block_collective(op) or isinstance(op, pto.BarrierOp | npu.WarpBarrierOp):
         return True
     return any(isinstance(v.type, pto.L1BufferType) or
                isinstance(v.type, pto.PtrType) and v.type.space == "local"
@@ -78,18 +77,9 @@ def _needs_block_mode(op: Any) -> bool:
 
 
 def _has_lane_l1_access(kernel: func.FuncOp) -> bool:
-    lane_ops = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)
-    for op in _walk(kernel.body.block.ops):
-        if isinstance(op, lane_ops):
-            address = op.operands[0] if not isinstance(op, pto.StoreOp) else op.operands[1]
-            if pto.memory_space_of(address.type) == "local":
-                return True
-    for op in _walk(kernel.body.block.ops):  # npu lane ops: slot staging never races
-        if isinstance(op, npu.LANE_OPS):
-            address = op.ptr if not isinstance(op, npu.FmaOp) else op.dst
-            if pto.memory_space_of(address.type) == "local":
-                return True
-    return False
+    """Does a lane instruction (not a block collective) access L1?"""
+    return any(not is_block_collective(op) and accesses_space(op, "local")
+               for op in _walk(kernel.body.block.ops))
 
 
 def parse_schedule(schedule: str | None) -> tuple[str, int] | None:

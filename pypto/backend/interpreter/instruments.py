@@ -36,6 +36,7 @@ from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.uniformity import walk
 from pypto.dialects import npu, pto
+from pypto.dialects.traits import is_block_collective, pipe_of
 
 
 # op table -------------------------------------------------------------------------------------
@@ -48,20 +49,11 @@ def location_of(op: Operation) -> str:
     return "<unknown location>"
 
 
-def pipe_of(op: Operation) -> str:
-    """The pipe an op issues on: declared on pto ops; arithmetic on lane values is VECTOR
-    work, structure (scf, func) SCALAR."""
-    declared = getattr(op, "PIPE", None)
-    if declared is not None:
-        return declared
-    dialect = op.name.split(".", 1)[0]
-    return "VECTOR" if dialect in ("arith", "math") else "SCALAR"
-
-
-def is_collective(op: Operation) -> bool:
-    """Executed once per block, cooperatively: the tile instructions. (A `barrier_block` is
-    executed by every warp; `alloc_local` is a declaration.)"""
-    return isinstance(op, (pto.TileOp, *npu.NPU_TILE)) and not isinstance(op, pto.AllocLocalOp)
+def once_per_block(op: Operation) -> bool:
+    """Run once for the whole block (a tile instruction): block-collective ops other than
+    `barrier_block`, which every warp executes (and which warp mode runs per warp)."""
+    return is_block_collective(op) and not isinstance(op, pto.BarrierBlockOp |
+                                                      npu.PipeBarrierOp)
 
 
 @dataclass(frozen=True)
@@ -73,7 +65,7 @@ class OpInfo:
     name: str            # "pto.load", "arith.addf", ...
     location: str        # Python "file.py:12:8" (survives passes: ops keep their location)
     pipe: str            # SCALAR, VECTOR, CUBE, MTE_IN, MTE_OUT
-    collective: bool     # block-level: runs once per block
+    collective: bool     # a tile instruction: runs once per block (`once_per_block`)
     hooked: bool         # has before/after hooks in instrumented code (not a terminator)
 
     @property
@@ -102,7 +94,7 @@ class OpTable(Sequence[OpInfo]):
     def of(kernel: Any) -> OpTable:
         ops = []
         for i, op in enumerate(walk(kernel.body.block.ops)):
-            ops.append(OpInfo(i, op, op.name, location_of(op), pipe_of(op), is_collective(op),
+            ops.append(OpInfo(i, op, op.name, location_of(op), pipe_of(op), once_per_block(op),
                               not op.has_trait(_IsTerminator) or op.name == "func.return"))
         return OpTable(ops)
 
@@ -507,4 +499,4 @@ def ops_named(table: Iterable[OpInfo], name: str) -> list[int]:
 
 
 __all__ = ["Chain", "Count", "Event", "Instrument", "OpInfo", "OpTable", "Pause", "Step",
-           "Trace", "block_counts", "location_of", "ops_named", "pipe_of"]
+           "Trace", "block_counts", "location_of", "once_per_block", "ops_named"]

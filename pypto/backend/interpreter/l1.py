@@ -79,8 +79,7 @@ class L1Layout:
 
     @staticmethod
     def of(kernel: func.FuncOp, target: Any) -> L1Layout:
-        align = int(getattr(target, "l1_align_bytes", None) or
-                    target.extra.get("l1_align_bytes", DEFAULT_ALIGN))
+        align = int(getattr(target, "l1_align_bytes", DEFAULT_ALIGN))
         allocs = [(i, op) for i, op in enumerate(walk(kernel.body.block.ops))
                   if isinstance(op, pto.AllocLocalOp)]
         slots: list[L1Slot] = []

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from pypto import exact
 from pypto.backend.interpreter.l1 import L1Arena, poison_value
 from pypto.backend.interpreter.races import ShadowView
 from pypto.errors import DeadlockError, RaceError
@@ -621,9 +622,8 @@ class BlockMemory:
 
     def float_to_int(self, x: Any, dtype: np.dtype, mask: Any, site: int) -> Any:
         """Truncation toward zero; NaN or out-of-range values on active lanes are an error."""
-        info = np.iinfo(dtype)
         arr = np.asarray(x, dtype=np.float64)
-        bad = ~((arr > info.min - 1) & (arr < info.max + 1))
+        bad = ~exact.float_in_int_range(np.trunc(arr), dtype)
         if mask is not None and mask is not False and arr.ndim:
             bad &= mask
         if np.any(bad):

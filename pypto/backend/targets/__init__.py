@@ -26,6 +26,7 @@ class Target:
     clock_ghz: float
     hbm_bytes_per_cycle: float
     description: str = ""
+    l1_align_bytes: int = 32
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     path: str = field(default="", compare=False)
     """The file it was read from (a user's file is merged over `default.toml`)."""
@@ -80,7 +81,8 @@ def load_target(path: str | Path) -> Target:
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise ValueError(f"{path}: target file is missing keys: {', '.join(missing)}")
-    known = {k: data.pop(k) for k in list(data) if k in _REQUIRED or k == "description"}
+    known = {k: data.pop(k) for k in list(data)
+             if k in _REQUIRED or k in ("description", "l1_align_bytes")}
     return Target(**known, extra=data, path=str(path))
 
 

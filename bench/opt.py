@@ -1,0 +1,141 @@
+"""`pypto-opt -p canonicalize,cse` at scale: linear in the op count, beside parse + print.
+
+Generates a pto module of about N ops (an unrolled kernel: ids, pointer arithmetic, repeated
+loads of the same addresses, lane-dependent `scf.if`s, stores, tile copies) and prints, for each
+size, in the same run:
+
+    ops <n>  parse+print <s> s  canonicalize,cse <s> s  ratio <x>  (xdsl cse <s> s)
+
+`parse+print` is what `xdsl-opt` does with the file and no passes (xDSL's `Parser`, one
+`verify()`, its `Printer`, with the pto dialect registered: plain `xdsl-opt` cannot read pto IR); `canonicalize,cse` is
+`pypto-opt k.mlir -p canonicalize,cse -o out.mlir` run in-process through the tool's `main` (its
+own located parser, both passes, verification after each, print). Both read the same file. The
+target (issue 13) is a ratio of at most 1.5 at ~11k ops, growing no faster than the op count.
+`xdsl cse` is the same pipeline with xDSL's stock CSE pass instead of pypto's, for comparison
+(skipped with --quick, and above 12k ops, where it is quadratic and takes minutes).
+
+Run:  python bench/opt.py [--quick] [--sizes 2750,5500,11000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import tempfile
+import time
+from pathlib import Path
+
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.transforms.canonicalize import CanonicalizePass
+from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+
+from pypto.ir import make_context
+from pypto.passes import run_pipeline
+from pypto.tools.opt import main as opt_main
+from pypto.tools.parsing import parse_module
+
+CHUNK = """\
+    %i{k} = pto.get_global_id 0 : i32
+    %c{k} = arith.constant 4 : i32
+    %j{k} = arith.addi %i{k}, %c{k} : i32
+    %p{k} = pto.addptr %a, %j{k} : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+    %x{k} = pto.load %p{k} : !pto.ptr<f32, global> -> f32
+    %y{k} = pto.load %a : !pto.ptr<f32, global> -> f32
+    %s{k} = arith.addf %x{k}, %y{k} : f32
+    %t{k} = arith.mulf %s{k}, %acc{prev} : f32
+    %lt{k} = arith.cmpi slt, %i{k}, %n : i32
+    %r{k} = scf.if %lt{k} -> (f32) {{
+      %z{k} = pto.load %a : !pto.ptr<f32, global> -> f32
+      %u{k} = arith.addf %z{k}, %t{k} : f32
+      scf.yield %u{k} : f32
+    }} else {{
+      scf.yield %t{k} : f32
+    }}
+    %w{k} = pto.load %b : !pto.ptr<f32, global> -> f32
+    %acc{k} = arith.addf %w{k}, %r{k} : f32
+"""
+CHUNK_OPS = 16  # ops per chunk, counting the scf.if, its terminators and its body
+
+STORE_EVERY = 64
+"""A store to HBM at the top level every 64 chunks (~1150 ops): identical loads between two
+stores merge, and each merge makes xDSL's CSE rescan every op back to the first of them."""
+
+
+def module_text(chunks: int) -> str:
+    """A kernel of `chunks` unrolled steps accumulating loads, stored every STORE_EVERY steps."""
+    body = ["    %acc_init = arith.constant 0.0 : f32\n"]
+    for k in range(chunks):
+        body.append(CHUNK.format(k=k, prev=k - 1 if k else "_init"))
+        if k % STORE_EVERY == STORE_EVERY - 1 or k == chunks - 1:
+            body.append(f"    pto.store %acc{k}, %o : f32, !pto.ptr<f32, global>\n")
+    return ("func.func @big(%a: !pto.ptr<f32, global>, %b: !pto.ptr<f32, global>, "
+            "%o: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {\n"
+            + "".join(body) + "    func.return\n}\n")
+
+
+def count_ops(text: str) -> int:
+    module, _ = parse_module(make_context(), text, "<bench>")
+    return sum(1 for _ in module.walk()) - 1  # not the module itself
+
+
+def parse_print(path: Path) -> str:
+    """xdsl-opt's path with no passes: xDSL's parser, one verification, the printer."""
+    module = Parser(make_context(), path.read_text(), str(path)).parse_module()
+    module.verify()
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue()
+
+
+def pypto_opt(path: Path, out: Path) -> None:
+    """`pypto-opt <path> -p canonicalize,cse -o <out>`, in-process."""
+    if opt_main([str(path), "-p", "canonicalize,cse", "-o", str(out)]) != 0:
+        raise SystemExit("pypto-opt failed on the generated file")
+
+
+def stock(path: Path) -> str:
+    """The same pipeline with xDSL's own CSE pass (the quadratic one), for comparison."""
+    ctx = make_context()
+    module, _ = parse_module(ctx, path.read_text(), str(path))
+    run_pipeline(module, [CanonicalizePass(), CommonSubexpressionElimination()], ctx)
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue()
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one size, one repetition")
+    parser.add_argument("--sizes", default="2750,5500,11000",
+                        help="approximate op counts, comma-separated")
+    args = parser.parse_args()
+    sizes = [11000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    repeat = 1 if args.quick else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp) / "big.mlir", Path(tmp) / "out.mlir"
+        for size in sizes:
+            text = module_text(max(1, size // CHUNK_OPS))
+            path.write_text(text)
+            n = count_ops(text)
+            t_pp = best_of(lambda: parse_print(path), repeat)
+            t_opt = best_of(lambda: pypto_opt(path, out), repeat)
+            line = (f"ops {n}  parse+print {t_pp:.3f} s  canonicalize,cse {t_opt:.3f} s  "
+                    f"ratio {t_opt / t_pp:.2f}x")
+            if not args.quick and size <= 12000:
+                t_stock = best_of(lambda: stock(path), 1)
+                line += f"  (xdsl cse {t_stock:.3f} s)"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -39,10 +39,10 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _lazy("pypto.passes.canonicalize", "CanonicalizePass"),
+    "cse": _lazy("pypto.passes.cse", "CSEPass"),  # xDSL's, in linear time
     # pypto's own passes, one line each:
     "convert-pto-to-npu": _lazy("pypto.passes.convert_pto_to_npu", "ConvertPtoToNpu"),
     "npu-fuse-load-mma": _lazy("pypto.passes.npu_fuse_load_mma", "NpuFuseLoadMma"),
-    "cse": _lazy("pypto.passes.cse", "CSEPass"),  # xDSL's, in linear time
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
 }

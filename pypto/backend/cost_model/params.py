@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.backend.targets import Target
+from pypto.errors import PtoError
 
 MODELS = ("table", "fused")
 PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT")
 
 
-class ModelError(ValueError):
+class ModelError(PtoError, ValueError):
     """An unknown model name or a target file whose cost tables are unusable."""
 
 

@@ -3,7 +3,8 @@
 The PTO virtual ISA hides three things the firmware makes explicit, and this dialect shows them:
 
 - **pipes**: every op issues on one pipe (SCALAR, VECTOR, CUBE, MTE_IN, MTE_OUT), declared once
-  on the op (`PIPE`); pipes run in parallel, each in order;
+  on the op as a trait (`IssuesOn`, with its memory accesses and block-collective nature, see
+  `pypto.dialects.traits`); pipes run in parallel, each in order;
 - **flags**: an asynchronous copy is a copy on an MTE pipe plus a `npu.set_flag` on the producer
   pipe and a `npu.wait_flag` on the consumer pipe (Ascend C's SetFlag / WaitFlag); a synchronous
   tile store is a copy followed by its flag pair; `pto.barrier_block` is a `npu.pipe_barrier`;
@@ -11,6 +12,10 @@ The PTO virtual ISA hides three things the firmware makes explicit, and this dia
   (`LOAD d_a[0] -> L1[0]`, SPEC §1) and a lane store to HBM leaves from one. A slot is an L1
   buffer (`pto.alloc_local`, placed by `pto-allocate-l1` or, without it, by the interpreter)
   with one element per lane of the block: lane k stages its value in element k.
+
+The staging write is each lane's private element of its instruction's own slot, which no other
+instruction reads: it is not declared as a memory access of the op (traits), so the race
+detector and xDSL's effect analyses see the lane access the instruction stands for.
 
 and one thing the firmware adds: **fusion**. `npu.load_mma` is a tile load fused with the MMA it
 feeds (`npu-fuse-load-mma`), the instruction behind the article's first pitfall.
@@ -41,6 +46,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from pypto.dialects.traits import (
+    PIPES,
     AccessesMemory,
     BlockCollective,
     Fence,
@@ -55,8 +61,6 @@ from pypto.dialects.pto import (
     element_type_of,
     memory_space_of,
 )
-
-from pypto.dialects.traits import PIPES  # noqa: E402  (the pipes of an AI core, SPEC §1)
 
 SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
 MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")

@@ -55,5 +55,7 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     sync()  # earlier launches on the tensors complete first, as under a device profiler
     trace = Trace()
     compiled.executable.run(grid3, block3, tuple(args), instrument=trace)
+    sizes = {i: int(a.nbytes) for i, a in enumerate(args)
+             if hasattr(a, "nbytes") and hasattr(a, "freed")}
     return build_profile(compiled.name, grid3, block3, params, trace.table,
-                         trace.block_classes())
+                         trace.block_classes(), sizes)

@@ -133,8 +133,9 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
         raise EmitError(f"running the kernel on generated inputs failed: {err}; give the sizes "
                         f"and values it needs with --arg NAME=VALUE (a pointer's tensor "
                         f"elements, or a scalar)") from None
+    sizes = {i: a.data.nbytes for i, a in enumerate(args) if isinstance(a, _HostTensor)}
     prof = build_profile(kernel.sym_name.data, grid3, block3, params, trace.table,
-                         trace.block_classes())
+                         trace.block_classes(), sizes)
     if kind == "timeline":
         header, rest = prof.to_text().split("\n", 1)
         return header + "\n" + note + rest

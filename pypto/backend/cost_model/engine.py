@@ -98,6 +98,7 @@ class BlockSchedule:
     bubbles: list[Bubble] = field(default_factory=list)
     cycles: int = 0
     hbm_bytes: int = 0
+    hbm_by_tensor: dict[int | None, int] = field(default_factory=dict)
     busy: dict[str, int] = field(default_factory=lambda: {p: 0 for p in PIPES})
 
 
@@ -262,8 +263,11 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         if f.blocking == BLOCKING_SYNC_COPY and end > stall_until:
             stall_until, stall_cause = end, Cause("sync-copy", ev.op_id)
         drained = max(drained, end)
-        out.hbm_bytes += f.hbm_bytes_per_lane * ev.lanes
+        moved = f.hbm_bytes_per_lane * ev.lanes
         if f.copy_bytes and f.pipe != "VECTOR":
-            out.hbm_bytes += f.copy_bytes
+            moved += f.copy_bytes
+        if moved:
+            out.hbm_bytes += moved
+            out.hbm_by_tensor[f.tensor] = out.hbm_by_tensor.get(f.tensor, 0) + moved
     out.cycles = max(drained, stall_until, front)
     return out

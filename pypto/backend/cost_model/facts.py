@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from pypto import dtypes
 from pypto.backend.interpreter.instruments import location_of
@@ -50,6 +50,7 @@ class OpFacts:
     macs: int                     # m * n * k of an MMA
     cube_fp32: bool               # MMA on 32-bit inputs (the Cube's slower rate)
     blocking: str | None          # wait / barrier / sync_copy: stalls the front end
+    tensor: int | None = None     # kernel parameter (tensor) its HBM bytes belong to
 
 
 def kind_of(op: Operation) -> str:
@@ -77,6 +78,20 @@ def buffer_of(address: SSAValue) -> object:
             continue
         return ANY_L1
     return ANY_L1
+
+
+def tensor_of(address: SSAValue) -> int | None:
+    """The kernel parameter an HBM address is derived from (through pointer arithmetic)."""
+    value = address
+    for _ in range(64):
+        owner = value.owner
+        if isinstance(owner, pto.AddPtrOp):
+            value = owner.ptr
+            continue
+        if isinstance(owner, Block) and isinstance(owner.parent_op(), func.FuncOp):
+            return value.index
+        return None
+    return None
 
 
 def _space(value: SSAValue) -> str | None:
@@ -126,6 +141,7 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     macs = 0
     fp32 = False
     blocking: str | None = None
+    tensor: int | None = None
     lane_ops = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, npu.LoadOp, npu.StoreOp,
                 npu.FmaOp)
     if isinstance(op, lane_ops):
@@ -135,6 +151,7 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         writes_memory = not isinstance(op, pto.LoadOp | npu.LoadOp) or False
         if _space(address) == "global":
             hbm = elem * (2 if isinstance(op, pto.AtomicAddOp) else 1)
+            tensor = tensor_of(address)
         else:
             key = buffer_of(address)
             if reads_memory:
@@ -158,6 +175,7 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
             l1_writes.append(buffer_of(dst))
         if _space(src) == "local":
             l1_reads.append(buffer_of(src))
+        tensor = tensor_of(src if _space(src) == "global" else dst)
         if isinstance(op, pto.TileStoreOp):
             blocking = BLOCKING_SYNC_COPY
     elif isinstance(op, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp):
@@ -169,6 +187,7 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         if isinstance(op, npu.LoadMmaOp):
             copy = _copy_bytes(op.nbytes, op.loaded)
             l1_writes.append(buffer_of(op.loaded))
+            tensor = tensor_of(op.src)
     elif isinstance(op, pto.WaitOp | pto.WaitAllOp | npu.WaitFlagOp | npu.WaitFlagAllOp):
         blocking = BLOCKING_WAIT
     elif isinstance(op, pto.BarrierBlockOp | pto.BarrierOp | npu.PipeBarrierOp |
@@ -179,7 +198,7 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     free = isinstance(op, _STRUCTURE) or isinstance(op, npu.SetFlagOp)
     return OpFacts(op_id, op.name, kind, pipe, location_of(op), free,
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
-                   elem, hbm, copy, macs, fp32, blocking)
+                   elem, hbm, copy, macs, fp32, blocking, tensor)
 
 
 def kernel_of(op: Operation) -> func.FuncOp | None:

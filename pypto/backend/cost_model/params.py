@@ -34,6 +34,7 @@ class ModelParams:
     cube_macs_per_cycle: float = 4096.0
     cube_fp32_rate: float = 0.5
     mte_bytes_per_cycle: float = 128.0
+    l2_bytes: int = 0
 
     @staticmethod
     def of(target: Target, model: str) -> ModelParams:
@@ -68,6 +69,7 @@ class ModelParams:
             cube_macs_per_cycle=float(number("cube_macs_per_cycle", 4096)),
             cube_fp32_rate=float(number("cube_fp32_rate", 0.5)),
             mte_bytes_per_cycle=float(number("mte_bytes_per_cycle", 128)),
+            l2_bytes=int(cost.get("l2_bytes", 0)),
         )
 
     def latency_of(self, kind: str, pipe: str) -> int:

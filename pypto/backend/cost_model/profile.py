@@ -158,8 +158,15 @@ class Profile:
         return (f"{self.kernel}: {self.total_cycles} cycles, bound by {lr.bound} (compute "
                 f"{lr.compute_cycles} cycles: {lr.n_blocks} block(s) on {lr.cores_used} core(s) in "
                 f"{lr.waves} wave(s), {len(lr.classes)} distinct block behaviour(s); HBM "
-                f"{lr.hbm_bytes} bytes at {self.params.target.hbm_bytes_per_cycle:g} B/cycle = "
-                f"{lr.roofline_cycles} cycles)")
+                f"{lr.hbm_bytes} bytes{self._l2_note()} at "
+                f"{self.params.target.hbm_bytes_per_cycle:g} B/cycle = {lr.roofline_cycles} "
+                f"cycles)")
+
+    def _l2_note(self) -> str:
+        lr = self.launch
+        if lr.l2_resident and lr.traffic_bytes > lr.hbm_bytes:
+            return f" (of {lr.traffic_bytes} moved; the rest hits in L2)"
+        return ""
 
     def __repr__(self) -> str:
         return f"<pto.Profile {self.summary()} — {self.header}>"
@@ -240,11 +247,13 @@ class Profile:
 
 def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                   params: ModelParams, ops: Sequence[Any],
-                  block_classes: Sequence[tuple[list[int], Sequence[Any]]]) -> Profile:
-    """A Profile from an op table (`.op` per op id) and the trace's block classes."""
+                  block_classes: Sequence[tuple[list[int], Sequence[Any]]],
+                  tensor_bytes: dict[int, int] | None = None) -> Profile:
+    """A Profile from an op table (`.op` per op id) and the trace's block classes;
+    `tensor_bytes`: the size of each tensor argument, by parameter index (for the L2 rule)."""
     used = {ev.op_id for _, events in block_classes for ev in events}
     varying = varying_of(ops[0].op) if len(ops) else None
     facts = {i: facts_of(i, ops[i].op, varying) for i in used}
     n_blocks = grid[0] * grid[1] * grid[2]
     return Profile(kernel, grid, block, params, facts,
-                   simulate_launch(block_classes, facts, params, n_blocks))
+                   simulate_launch(block_classes, facts, params, n_blocks, tensor_bytes))

@@ -154,6 +154,20 @@ def test_target_overrides_change_the_result(tmp_path):
     assert str(slow) in slower.header
 
 
+def test_tensors_fitting_in_l2_reach_hbm_once(tmp_path):
+    # 64 blocks each stream a 64-row band of A and a 64-column band of B: 16 MiB of traffic
+    # for 3 MiB of tensors. With the default 32 MiB L2 each tensor comes from HBM once; with
+    # no L2 all the traffic does and the launch becomes bandwidth-bound.
+    cached = mm_profile(matmul_tile, 512, 512, 512)
+    assert cached.launch.traffic_bytes == 17 * 2 ** 20 and cached.hbm_bytes == 3 * 2 ** 20
+    assert cached.launch.bound == "compute"
+    no_l2 = tmp_path / "no_l2.toml"
+    no_l2.write_text("[cost]\nl2_bytes = 0\n")
+    uncached = mm_profile(matmul_tile, 512, 512, 512, target=str(no_l2))
+    assert uncached.hbm_bytes == 17 * 2 ** 20 and uncached.launch.bound == "HBM bandwidth"
+    assert uncached.total_cycles == -(-17 * 2 ** 20 // 1200)
+
+
 def test_every_output_says_modelled_by_which_model_and_target():
     prof = va_profile(1024, model="table")
     for text in (prof.header, prof.to_text(), str(prof.cycle_breakdown()),

@@ -3,10 +3,15 @@
 Each block computes one tile_m x tile_n tile of C. A k-loop walks the K dimension; inside it a
 `pto.pipeline` with four stages loads the A and B tiles (2-D strided async copies), waits and
 multiplies-accumulates on the matrix unit. The C tile is written back once at the end.
-The stages run in program order; `pto-double-buffer` (a later pass) overlaps them.
+The stages are written in program order; `pto.compile`'s default pipeline runs
+`pto-double-buffer`, which gives the A and B tiles two L1 slots each and issues the loads of tile
+k+1 before the mma of tile k, then `pto-allocate-l1`, which places the buffers in L1. The example
+prints the L1 map of the double-buffered kernel (`--svg FILE` also draws it).
 
-Run:  python examples/pipeline_matmul.py
+Run:  python examples/pipeline_matmul.py [--svg l1.svg]
 """
+
+import sys
 
 import numpy as np
 
@@ -69,7 +74,23 @@ def matmul(a: np.ndarray, b: np.ndarray, tile: tuple[int, int, int] = (64, 64, 6
     return c
 
 
+def show_l1_map(svg: str | None = None) -> None:
+    """The L1 layout of the compiled (double-buffered) kernel: buffers, offsets, live ranges."""
+    d = pto.alloc_tensor(128 * 128 * 4, dtype=np.float32)
+    ck = pto.compile(matmul_tile, args=(d, d, d, 128, 128, 128, 64, 64, 32), block=64)
+    for remark in ck.remarks:
+        print(remark.message)
+    l1 = ck.l1_map()
+    print(l1, end="")
+    if svg:
+        l1.to_svg(svg)
+        print(f"L1 map drawn in {svg}")
+    d.free()
+
+
 def main() -> None:
+    svg = sys.argv[sys.argv.index("--svg") + 1] if "--svg" in sys.argv[:-1] else None
+    show_l1_map(svg)
     rng = np.random.default_rng(0)
     for (m, n, k), dtype in [((128, 128, 128), np.float32), ((192, 320, 96), np.float16)]:
         tile = (64, 64, 32) if k % 64 else (64, 64, 64)

@@ -6,13 +6,16 @@ shape, the pipeline text and the target; each one is compiled once and cached on
 
 from __future__ import annotations
 
+import logging
 import os
+import warnings
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerType, ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
@@ -28,12 +31,33 @@ from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
 
+if TYPE_CHECKING:
+    from pypto.analysis.l1_map import L1Map
+
 RACE_CHECK_ENV = "PYPTO_RACE_CHECK"
 """Set to 0 to turn the interpreter's race detector off by default (it is on otherwise)."""
 
-DEFAULT_PIPELINE = "pto-verify-barriers"
-"""Passes `compile()` runs when `pipeline=None` (documented in docs/compiler.md). Barrier passes
-are given the launch's block shape unless the pipeline sets `block-size` / `block-dims`."""
+DEFAULT_PIPELINE = "pto-double-buffer,pto-allocate-l1,pto-verify-barriers"
+"""Passes `compile()` runs when `pipeline=None` (documented in docs/compiler.md): double-buffer
+pipelined loops, place L1 buffers, then check the kernel that will run for L1 hazards. Barrier
+passes are given the launch's block shape unless the pipeline sets `block-size` / `block-dims`;
+L1 passes the target's capacity and alignment unless the pipeline sets `l1-bytes` / `align`."""
+
+logger = logging.getLogger("pypto")
+"""Remarks of the passes (double buffering decisions, L1 peak) are logged here at INFO level."""
+
+
+@dataclass(frozen=True)
+class Remark:
+    """A pass's informational finding about a kernel, e.g. why a loop was not double-buffered."""
+
+    message: str
+    location: str | None = None
+    """`file:line:col` of the Python source the remark is about, when known."""
+
+    def __str__(self) -> str:
+        return f"{self.location}: remark: {self.message}" if self.location else \
+            f"remark: {self.message}"
 
 
 def normalize_dims(value: Any, what: str) -> tuple[int, int, int]:
@@ -86,8 +110,11 @@ class CompiledKernel:
 
     def __init__(self, kernel: Kernel, module: ModuleOp, block: tuple[int, int, int],
                  target: Target, pipeline: str, *, check_uninitialized: bool = False,
-                 schedule: str | None = None, race_check: bool = True):
+                 schedule: str | None = None, race_check: bool = True,
+                 remarks: Sequence[Remark] = ()):
         self.kernel = kernel
+        self.remarks: list[Remark] = list(remarks)
+        """What the passes reported about this kernel (see `Remark`)."""
         self.name = kernel.name
         self.module = module
         self.folded_globals: dict[str, Any] = {}  # module constants folded in (cache validity)
@@ -107,6 +134,14 @@ class CompiledKernel:
     def mlir(self) -> str:
         """Textual IR after the pipeline (custom form, without locations)."""
         return print_ir(self.module)
+
+    def l1_map(self) -> L1Map:
+        """The L1 layout of the compiled kernel: buffers, offsets, sizes, live ranges, peak
+        (`str()` of it is a table; `.to_svg(path)` draws it)."""
+        from pypto.analysis.l1_map import l1_map
+
+        return l1_map(self.func, capacity=self.target.l1_bytes,
+                      align=self.target.l1_align_bytes)
 
     def as_text(self, *, debuginfo: bool = False, generic: bool = False) -> str:
         """The IR with options: `debuginfo=True` prints each op's Python location."""
@@ -207,11 +242,12 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
             kernel.auto_constexpr.update(need.params)
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
     check_uniform_control(_kernel_func(module, kernel.name))
+    remarks: list[Remark] = []
     if pipeline_text.strip():
-        _run_pipeline(module, pipeline_text, block_dims, resolved)
+        remarks = _run_pipeline(module, pipeline_text, block_dims, resolved)
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
                               check_uninitialized=check_uninitialized, schedule=schedule,
-                              race_check=race_check)
+                              race_check=race_check, remarks=remarks)
     compiled.folded_globals = folded
     kernel.cache[key] = compiled
     return compiled
@@ -226,12 +262,13 @@ def _verify(module: ModuleOp, what: str) -> None:
 
 
 def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
-                  target: Target) -> None:
+                  target: Target) -> list[Remark]:
     import dataclasses
 
     from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline, run_pipeline
+    from pypto.passes.diagnostics import OpDiagnostic, capture_diagnostics
 
     try:
         passes = parse_pipeline(text)
@@ -244,6 +281,27 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
                 getattr(p, "block_size", None) == DEFAULT_BLOCK_SIZE:
             p = passes[index] = dataclasses.replace(p, block_dims=block)
         if getattr(p, "warp_size", None) == 0:
-            passes[index] = dataclasses.replace(p, warp_size=target.warp_size,
-                                                max_block_lanes=target.max_block_lanes)
-    run_pipeline(module, passes, make_context())
+            p = passes[index] = dataclasses.replace(p, warp_size=target.warp_size,
+                                                    max_block_lanes=target.max_block_lanes)
+        # the L1 passes reason about this target's L1
+        if getattr(p, "l1_bytes", None) == 0:
+            p = passes[index] = dataclasses.replace(p, l1_bytes=target.l1_bytes)
+        if getattr(p, "align", None) == 0:
+            passes[index] = dataclasses.replace(p, align=target.l1_align_bytes)
+    remarks: list[Remark] = []
+
+    def collect(diag: OpDiagnostic) -> None:
+        location = None
+        if diag.op is not None and isinstance(diag.op.location, FileLineColLoc):
+            loc = diag.op.location
+            location = f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        if diag.severity == "warning":
+            warnings.warn(diag.message, stacklevel=2)
+            return
+        remark = Remark(diag.message, location)
+        remarks.append(remark)
+        logger.info("%s", remark)
+
+    with capture_diagnostics(collect):
+        run_pipeline(module, passes, make_context())
+    return remarks

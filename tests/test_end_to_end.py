@@ -105,8 +105,13 @@ def test_readme_first_command_environment_has_no_hidden_state():
 def test_pipeline_matmul_example_runs():
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "pipeline_matmul.py")],
                          capture_output=True, text=True, check=True)
-    assert out.stdout.splitlines() == ["pypto: matmul 128x128 @ 128x128 (float32) passed",
-                                       "pypto: matmul 192x96 @ 96x320 (float16) passed"]
+    lines = out.stdout.splitlines()
+    assert lines[-2:] == ["pypto: matmul 128x128 @ 128x128 (float32) passed",
+                          "pypto: matmul 192x96 @ 96x320 (float16) passed"]
+    # the L1 map of the double-buffered kernel comes first
+    assert "2 slots for 'A_tile', 'B_tile'" in lines[0]
+    assert lines[2].startswith("L1 map of kernel 'matmul_tile': peak 49152 of 196608 bytes")
+    assert lines[5].split()[3:5] == ["A_tile", "2"] and lines[6].split()[3:5] == ["B_tile", "2"]
 
 
 def test_barrier_pitfall_example_shows_both_reports_with_both_lines():

@@ -63,6 +63,7 @@ from pypto.analysis.l1_access import (
     tile_regions,
 )
 from pypto.analysis.lane_values import (
+    MAX_AGE,
     Affine,
     Env,
     LaneModel,
@@ -96,20 +97,21 @@ PERIOD_WINDOW = 256
 class Entry:
     """An access (or an in-flight copy) in the open set; `carried` holds the loops whose back
     edge it went round since it executed, with how many times: 1 (it is from the previous
-    iteration) or 2 (from an earlier one)."""
+    iteration), 2 (the one before)... up to MAX_AGE (that many iterations ago or more)."""
 
     op: Operation
     carried: frozenset[tuple[scf.ForOp, int]] = frozenset()
 
     def age(self, loop: scf.ForOp) -> int:
-        """Back edges of `loop` crossed: 0 (this iteration), 1 (previous), 2 (earlier)."""
+        """Back edges of `loop` crossed: 0 (this iteration), 1 (previous), ..., MAX_AGE (that
+        many or more)."""
         return next((age for lp, age in self.carried if lp is loop), 0)
 
     def older(self, loop: scf.ForOp) -> Entry:
         """This entry one more time round `loop`."""
         age = self.age(loop)
         rest = frozenset((lp, a) for lp, a in self.carried if lp is not loop)
-        return Entry(self.op, rest | {(loop, min(age + 1, 2))})
+        return Entry(self.op, rest | {(loop, min(age + 1, MAX_AGE))})
 
     def without(self, loop: scf.ForOp) -> Entry:
         return Entry(self.op, frozenset((lp, a) for lp, a in self.carried if lp is not loop))
@@ -379,7 +381,7 @@ class BarrierAnalysis:
                 same: bool, age: int, free_x: bool
                 ) -> list[tuple[dict[SSAValue, int], dict[SSAValue, int]]]:
         """Pairs of envs when the second access is in a known iteration `here` of `loop`; the
-        first is in the same one, or `age` (1: the previous, 2: an earlier) iterations back."""
+        first is in the same one, or `age` iterations back (MAX_AGE: that many or more)."""
         ey = {**ey, **here}
         if same:
             return [({**ex, **here}, ey)]
@@ -391,8 +393,9 @@ class BarrierAnalysis:
             step = self.model.scalar(loop.step, ex)
             now = here.get(counter)
             if age and period is None and now is not None and step is not None:
-                its = [it for it in its if (it.get(counter, 0) == now - step if age == 1
-                                            else it.get(counter, 0) <= now - 2 * step)]
+                its = [it for it in its if (it.get(counter, 0) == now - age * step
+                                            if age < MAX_AGE
+                                            else it.get(counter, 0) <= now - age * step)]
             elif period is not None:
                 its = its[:period]
             xs = [{**ex, **it} for it in its]
@@ -425,7 +428,8 @@ class BarrierAnalysis:
                 if counter in model.deps(if_op.cond) and \
                         model.counter_period(if_op.cond, counter) is None:
                     opaque.add(if_op)
-        return [{counter: lb + t * step} for t in range(3 * period)], period
+        # enough iterations that every pair (i in the first period, i + age + period) exists
+        return [{counter: lb + t * step} for t in range(2 * period + MAX_AGE)], period
 
     @staticmethod
     def _address_values(op: Operation) -> list[SSAValue]:
@@ -581,11 +585,12 @@ def _verb_lanes(kind: Kind, lanes: np.ndarray | None, space: LaneSpace) -> str:
 
 def _later(i: int, age: int, count: int, period: int | None) -> range:
     """Indices of the iterations an access `age` iterations older than iteration i... seen
-    from i: the next one (age 1) or any later one (age 2; within one period when periodic)."""
-    if age == 1:
-        return range(i + 1, min(i + 2, count))
-    end = count if period is None else min(count, i + 2 + period)
-    return range(i + 2, end)
+    from i: exactly `age` later (age < MAX_AGE) or any later one from there (age MAX_AGE;
+    within one period when periodic)."""
+    if age < MAX_AGE:
+        return range(i + age, min(i + age + 1, count))
+    end = count if period is None else min(count, i + age + period)
+    return range(i + age, end)
 
 def _denotes(instances: frozenset[tuple[Operation, scf.ForOp | None, int]],
              entry: Entry) -> bool:

@@ -38,6 +38,12 @@ from pypto.dialects import pto
 from pypto.dialects.traits import lane_reads_memory
 
 MAX_TRIPS = 4096
+
+MAX_AGE = 8
+"""How many iterations back a loop-carried async copy is told apart: ages 1 .. MAX_AGE - 1 are
+exact (the copy of 1, 2, ... iterations ago), MAX_AGE means "that many or more". A copy issued
+d iterations ahead (`pto-double-buffer{stages=d+1}`) is waited d iterations later, so the
+slot it fills can only be proven free again with exact ages up to d."""
 """Longest loop that is simulated; longer loops keep their counters symbolic."""
 
 Env = Mapping[SSAValue, int]
@@ -882,7 +888,7 @@ class LaneModel:
     def token_instances(self, token: SSAValue) -> frozenset[Instance] | None:
         """The copies a token may stand for, as (async op, loop, age): loop None means the op's
         latest execution; otherwise the execution `age` iterations of that loop back (1: the
-        previous iteration, 2: an earlier one), for a token carried round the loop. None when
+        previous iteration, 2: the one before...; MAX_AGE: that many or more), for a token carried round the loop. None when
         the token cannot be traced (a function argument)."""
         return self._token_instances(token, {})
 
@@ -927,7 +933,7 @@ class LaneModel:
         if initial is None:
             return None
         found = initial
-        for _ in range(4):
+        for _ in range(MAX_AGE + 2):
             inner = dict(memo)
             inner[arg] = found
             grown = initial
@@ -935,8 +941,11 @@ class LaneModel:
                 part = self._token_instances(value, inner)
                 if part is None:
                     return None
-                grown |= {(o, loop, 1) if lp is None else
-                          (o, lp, min(age + 1, 2)) if lp is loop else (o, lp, age)
+                # A copy issued outside the loop (a prologue) has one execution for the whole
+                # loop: handing its token on round the back edge does not make it older.
+                grown |= {((o, loop, 1) if loop.is_ancestor(o) else (o, lp, age))
+                          if lp is None else
+                          (o, lp, min(age + 1, MAX_AGE)) if lp is loop else (o, lp, age)
                           for o, lp, age in part}
             if grown == found:
                 break
@@ -992,5 +1001,5 @@ def value_name(value: SSAValue) -> str:
     return "<argument>"
 
 
-__all__ = ["Affine", "Env", "LaneModel", "LaneSpace", "MAX_TRIPS", "Simulation", "TriBool",
+__all__ = ["Affine", "Env", "LaneModel", "LaneSpace", "MAX_AGE", "MAX_TRIPS", "Simulation", "TriBool",
            "defined_inside", "enclosing_loops", "loop_depth", "value_name"]

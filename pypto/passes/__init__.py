@@ -43,6 +43,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # pypto's own passes, one line each:
     "convert-pto-to-npu": _lazy("pypto.passes.convert_pto_to_npu", "ConvertPtoToNpu"),
     "npu-fuse-load-mma": _lazy("pypto.passes.npu_fuse_load_mma", "NpuFuseLoadMma"),
+    "pto-allocate-l1": _lazy("pypto.passes.allocate_l1", "AllocateL1Pass"),
+    "pto-double-buffer": _lazy("pypto.passes.double_buffer", "DoubleBufferPass"),
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
 }

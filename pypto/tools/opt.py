@@ -63,6 +63,9 @@ EXIT_INTERNAL_ERROR = 70
 from pypto.backend.cost_model.params import MODELS  # noqa: E402
 from pypto.tools.emit_cost import EMITS, EmitError, emit  # noqa: E402
 
+EMIT_KINDS = ("mlir", "l1-map", "l1-map-svg", *(e for e in EMITS if e != "mlir"))
+"""What `--emit` can print instead of (or as) the IR: the L1 map, or the cost model's outputs."""
+
 PIPELINE_NAME = "<pass-pipeline>"
 """The pseudo file name pipeline syntax errors are reported in."""
 
@@ -92,12 +95,15 @@ def _argument_parser() -> argparse.ArgumentParser:
                         dest="print_op_generic", help="print ops in the generic form")
     parser.add_argument("--mlir-print-debuginfo", "--print-debuginfo", action="store_true",
                         dest="print_debuginfo", help="print op locations (loc(...))")
+    parser.add_argument("--emit", choices=EMIT_KINDS, default="mlir",
+                        help="what to print after the passes: the IR (default), the L1 map of "
+                             "each function as a table (l1-map) or as an SVG picture "
+                             "(l1-map-svg), or the cost model's modelled cost, llvm-mca-like "
+                             "timeline or Chrome/Perfetto trace (cost, timeline, trace)")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
                         help="accept ops of dialects pypto does not know")
-    cost = parser.add_argument_group("cost model outputs (modelled, not measured)")
-    cost.add_argument("--emit", choices=EMITS, default="mlir",
-                      help="what to print: the IR (default), the modelled cost, an llvm-mca-like "
-                           "timeline, or a Chrome/Perfetto trace (JSON)")
+    cost = parser.add_argument_group("cost model outputs (--emit=cost|timeline|trace; "
+                                     "modelled, not measured)")
     cost.add_argument("--grid", metavar="X[,Y[,Z]]", help="launch grid (default 1)")
     cost.add_argument("--block", metavar="X[,Y[,Z]]", help="lanes per block (default 1)")
     cost.add_argument("--model", choices=MODELS, default="fused",
@@ -263,7 +269,7 @@ class _Driver:
                 except Exception as err:
                     raise _PassCrash(module_pass.name) from err
 
-        if self.args.emit != "mlir":
+        if self.args.emit in EMITS and self.args.emit != "mlir":
             try:
                 result.output = emit(module, self.args.emit, grid=self.args.grid,
                                      block=self.args.block, model=self.args.model,
@@ -272,9 +278,11 @@ class _Driver:
             except (EmitError, PtoError, ValueError) as err:
                 result.diagnostics.append(locate.diagnostic(
                     "error", f"cannot emit {self.args.emit}: {error_message(err)}", None))
-            return result
-        result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
-                                 generic=self.args.print_op_generic)
+        elif self.args.emit == "mlir":
+            result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
+                                     generic=self.args.print_op_generic)
+        else:
+            result.output = _l1_maps(module, svg=self.args.emit == "l1-map-svg")
         return result
 
     def _after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
@@ -362,6 +370,23 @@ def _pass_error_diagnostic(locate: _OpLocator, err: BaseException) -> Diagnostic
         diag.notes.append(Diagnostic("note", f'from Python source "{filename}":{line}:{col}',
                                      diag.line, diag.col))
     return diag
+
+
+def _l1_maps(module: ModuleOp, *, svg: bool) -> str:
+    """The L1 map of every function with L1 buffers, for the default target."""
+    from pypto.analysis.l1_liveness import functions
+    from pypto.analysis.l1_map import l1_map
+    from pypto.backend.targets import default_target
+
+    target = default_target()
+    maps = [l1_map(f, capacity=target.l1_bytes, align=target.l1_align_bytes)
+            for f in functions(module)]
+    maps = [m for m in maps if m.buffers]
+    if svg:
+        return "".join(m.to_svg() for m in maps)
+    if not maps:
+        return "no L1 buffers\n"
+    return "\n".join(m.to_text() for m in maps)
 
 
 def _format_pass_list() -> str:

@@ -71,6 +71,8 @@ def _run(func, grid, block, args, **options):
 
 
 def _compiled(kernel, args, block, pipeline=None):
+    # the default pipeline minus pto-allocate-l1: these tests inject their own placements
+    pipeline = "pto-verify-barriers" if pipeline is None else pipeline
     return pto.compile(kernel, args=args, block=block, pipeline=pipeline).func.clone()
 
 
@@ -157,8 +159,9 @@ def test_uninitialised_tracking_follows_bytes():
 
 def test_overrun_into_the_neighbour_names_both_buffers():
     o = pto.alloc_tensor(64 * 4)
+    ck = pto.compile(overrun, args=(o,), block=64, pipeline="pto-verify-barriers")
     with pytest.raises(pto.MemoryAccessError) as info:
-        pto.launch(overrun, grid=1, block=64, args=(o,), stream=None)
+        ck(grid=1, block=64, args=(o,))
         pto.sync()
     text = str(info.value)
     assert "L1 buffer 'a' at element 64" in text

@@ -207,6 +207,7 @@ def too_much_l1(out):
     b = pto.alloc_local(20000)
     pto.fill(a, 0.0, 40000)
     pto.fill(b, 0.0, 20000)
+    pto.store(out, a, 4)        # a stays live while b is: pto-allocate-l1 cannot share bytes
 
 
 def test_exceeding_the_targets_l1_is_a_compile_error():

@@ -155,6 +155,16 @@ class L1Arena:
         self.layout = layout
         self.blocks = blocks
         self.bytes = np.empty(blocks * layout.extent, dtype=np.uint8)
+        # L1 is undefined when a block starts: every buffer's bytes get its type's poison (where
+        # buffers share bytes, the later one's; any of them is recognisable)
+        for slot in layout.slots.values():
+            data, stride = self.view(slot)
+            if stride:
+                as_strided(data, shape=(blocks, slot.count),
+                           strides=(stride * data.itemsize, data.itemsize),
+                           writeable=True)[...] = poison_value(slot.dtype)
+            else:
+                data[...] = poison_value(slot.dtype)
         self.granules_per_block = layout.extent // layout.granule
         n = blocks * self.granules_per_block
         self.init = np.zeros(n, dtype=bool) if track_init else None

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
-from pypto.backend.interpreter.l1 import L1Arena, poison_value
+from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
 from pypto.errors import DeadlockError, RaceError
 
@@ -167,8 +167,8 @@ class BlockMemory:
 
     def alloc_local(self, key: int, mask: Any, site: int) -> Any:
         """The buffer of alloc_local op `key`: a typed view of the block's L1 arena at the
-        offset the static layout gives it (l1.py). Its bytes are poisoned when the
-        declaration is first reached."""
+        offset the static layout gives it (l1.py). A declaration: reaching it changes no
+        memory (the whole arena was poisoned when the block started)."""
         from pypto.backend.interpreter.lanes import Buffer
 
         buf = self.l1_buffers.get(key)
@@ -180,10 +180,8 @@ class BlockMemory:
         g = self.layout.granule
         buf = Buffer(data, slot.name, "local", slot.count, stride, arena.blocks, slot.offset,
                      (slot.offset // g, slot.dtype.itemsize // g))
-        buf.grid()[...] = poison_value(slot.dtype)
         if arena.init is not None:
             buf.init = arena.granule_view(arena.init, slot, data.size)
-            buf.init_grid()[...] = False
         if arena.shadow is not None:
             sh = arena.shadow
             buf.shadow = ShadowView(sh, arena.granule_view(sh.w_warp, slot, data.size),

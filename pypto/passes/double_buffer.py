@@ -1,0 +1,679 @@
+"""Overlap the loads of later iterations with the compute of this one in pipelined loops.
+
+`pto-double-buffer` (SPEC §5) rewrites an `scf.for` whose body is a `pto.pipeline`. Stages whose
+only effects are `pto.async_load`s into buffers they allocate are *load stages*; the others are
+*compute stages*. With `stages=N` (default 2) every load-stage buffer becomes one
+`pto.alloc_local` of N slots (N times the elements, tagged `pto.slots = N`), and the loads of
+iteration i + N - 1 are issued into slot (i + N - 1) % N before the compute of iteration i runs on
+slot i % N (MLIR's multi-buffering with a software pipeline of distance N - 1):
+
+    scf.if lb < ub {                                    // no iteration: nothing at all
+      T = ceildiv(ub - lb, step)                        // trip count (run-time value)
+      prologue:  loads of iterations 0 .. N-2           // iteration j > 0 under `j < T`
+      kernel:    scf.for i = 0 to T - (N-1)             // steady state, tokens in iter_args
+                   loads of iteration i + N - 1 into slot (i + N - 1) % N
+                   pto.wait on the tokens of slot i % N; compute of iteration i on slot i % N
+      epilogue:  scf.for i = max(T - (N-1), 0) to T     // the last N - 1 computes, no loads
+      pto.wait on the epilogue's final tokens           // all done: a no-op that says so
+    }
+
+The kernel loop counts iterations (0, 1, ...) so that slot indices are `i % N`, which
+`pto-verify-barriers` proves disjoint from the slots being filled; the original counter is
+recomputed as `lb + i * step`. A compute stage's `pto.wait_all` becomes `pto.wait`s on the tokens
+of the slot in use (a `wait_all` would also wait for the prefetches and undo the overlap), plus
+those of the compute stages' own copies issued before it. Every load issued is waited for in
+its own iteration, so nothing is left in flight after the loop.
+
+Loops it cannot rewrite are left unchanged with a remark saying why: a step that is not a
+positive constant, ops with effects outside the pipeline, no load stage, a load stage running
+after a compute stage or using values of compute stages or loop-carried values, a load-stage
+buffer written by a compute stage or used outside the pipeline, a token used other than by
+`pto.wait`. When the slots would not fit the target's L1 (as `pto-allocate-l1` would place
+them), fewer stages are used and a remark says so; if not even two fit, the loop stays as it
+is. The rewrite assumes the trip-count arithmetic does not overflow the counter's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
+
+from pypto.analysis.l1_liveness import SLOTS_ATTR, functions, location_text, plan_layout
+from pypto.analysis.lane_values import defined_inside
+from pypto.analysis.uniformity import walk
+from pypto.dialects import pto
+from pypto.passes.allocate_l1 import L1Options, kib
+from pypto.passes.diagnostics import emit_remark
+
+_ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
+
+
+class Refusal(Exception):
+    """Why a loop cannot be double-buffered (`op`: where to point the remark)."""
+
+    def __init__(self, reason: str, op: Operation | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.op = op
+
+
+def _is_pure(op: Operation) -> bool:
+    return not op.regions and is_side_effect_free(op)
+
+
+def _const_int(value: SSAValue) -> int | None:
+    if isinstance(value, OpResult) and isinstance(value.op, arith.ConstantOp) and \
+            isinstance(value.op.value, IntegerAttr):
+        return value.op.value.value.data
+    return None
+
+
+def _at(op: Operation) -> str:
+    """` at k.py:12` when the op knows its Python line, else nothing."""
+    text = location_text(op)
+    return "" if text == op.name else f" at {text}"
+
+
+def _stage_text(stage: pto.StageOp) -> str:
+    return f"stage '{stage.stage_name}'"
+
+
+# --------------------------------------------------------------------------------------------
+# What a loop looks like: the plan, or why not
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """A pipelined loop that can be double-buffered, and its parts."""
+
+    loop: scf.ForOp
+    pipeline: pto.PipelineOp
+    step: int
+    load_stages: list[pto.StageOp]
+    compute_stages: list[pto.StageOp]
+    buffers: list[pto.AllocLocalOp]
+    """Load-stage buffers, in program order: each gets N slots."""
+    loads: list[pto.AsyncLoadOp]
+    """The load stages' copies, in program order: each slot has one token per load."""
+    compute_copies: list[Operation] = field(default_factory=list[Operation])
+    wait_before: bool = False
+    """Insert a `wait_all` before the prologue (copies issued before the loop may still be in
+    flight; the loop's `wait_all` used to complete them)."""
+
+    @property
+    def body(self) -> Block:
+        return self.loop.body.block
+
+
+def _writes(op: Operation, value: SSAValue) -> bool:
+    """Whether `op` writes through the address operand `value`."""
+    match op:
+        case pto.StoreOp():
+            return op.ptr is value
+        case pto.FmaOp():
+            return op.dst is value
+        case pto.AtomicAddOp():
+            return op.ptr is value
+        case pto.AsyncLoadOp() | pto.FillOp():
+            return op.dst is value
+        case pto.MmaOp():
+            return op.c is value
+    return False
+
+
+def _inside(op: Operation, stages: Sequence[pto.StageOp]) -> pto.StageOp | None:
+    for stage in stages:
+        if stage.is_ancestor(op):
+            return stage
+    return None
+
+
+def analyse(loop: scf.ForOp) -> Plan:
+    """The plan for double-buffering `loop`, or a `Refusal`."""
+    body = loop.body.block
+    pipelines = [op for op in body.ops if isinstance(op, pto.PipelineOp)]
+    if len(pipelines) != 1:
+        raise Refusal("the loop body holds more than one pto.pipeline", loop)
+    pipeline = pipelines[0]
+    for op in body.ops:
+        if op is pipeline or isinstance(op, scf.YieldOp) or _is_pure(op):
+            continue
+        raise Refusal(f"the loop body has '{op.name}'{_at(op)} outside its "
+                      f"pto.pipeline; move it into a stage", op)
+    step = _const_int(loop.step)
+    if step is None or step <= 0:
+        raise Refusal("the loop step is not a positive compile-time constant", loop)
+    for op in pipeline.body.block.ops:
+        if not isinstance(op, pto.StageOp | pto.YieldOp) and not _is_pure(op):
+            raise Refusal(f"the pipeline has '{op.name}' outside its stages", op)
+
+    stages = pipeline.stages()
+    by_name = {s.stage_name: s for s in stages}
+    load_stages = [s for s in stages if _is_load_stage(s)]
+    if not load_stages:
+        raise Refusal("no load stage (a stage whose only effects are pto.async_loads into "
+                      "buffers it allocates)", pipeline)
+    compute_stages = [s for s in stages if s not in load_stages]
+    for stage in load_stages:
+        for dep in _transitive_after(stage, by_name):
+            if dep not in load_stages:
+                raise Refusal(f"load {_stage_text(stage)} runs after compute "
+                              f"{_stage_text(dep)}: its loads cannot be issued ahead of that "
+                              f"compute", stage)
+
+    loads = [op for s in load_stages for op in walk(s.body.block.ops)
+             if isinstance(op, pto.AsyncLoadOp)]
+    buffers: list[pto.AllocLocalOp] = []
+    for load in loads:
+        _check_load_operands(load, loop, load_stages)
+        buffer = _root_buffer(load.dst, load_stages)
+        if buffer is None:
+            raise Refusal(f"the destination of the pto.async_load{_at(load)} is "
+                          f"not a buffer allocated in a load stage", load)
+        if buffer not in buffers:
+            buffers.append(buffer)
+    for buffer in buffers:
+        _check_buffer_uses(buffer, load_stages, compute_stages)
+    for load in loads:
+        _check_token_uses(load, load_stages, compute_stages)
+    for stage in load_stages:  # every other value a load stage yields: pure, recomputable
+        for op in stage.body.block.ops:
+            if isinstance(op, pto.AllocLocalOp) and op not in buffers:
+                raise Refusal(f"buffer '{op.result.name_hint or '?'}' of load "
+                              f"{_stage_text(stage)} is not filled by its loads", op)
+
+    compute_copies = [op for s in compute_stages for op in walk(s.body.block.ops)
+                      if isinstance(op, _ASYNC)]
+    _check_compute_copies(compute_copies, compute_stages)
+    has_wait_all = any(isinstance(op, pto.WaitAllOp) for s in compute_stages
+                       for op in walk(s.body.block.ops))
+    kernel = loop.parent_op()
+    while kernel is not None and not isinstance(kernel, func.FuncOp):
+        kernel = kernel.parent_op()
+    outside = kernel is not None and any(
+        isinstance(op, _ASYNC) and not loop.is_ancestor(op) for op in kernel.walk())
+    return Plan(loop, pipeline, step, load_stages, compute_stages, buffers, loads,
+                compute_copies, wait_before=has_wait_all and outside)
+
+
+def _is_load_stage(stage: pto.StageOp) -> bool:
+    has_load = False
+    for op in stage.body.block.ops:
+        if isinstance(op, pto.AsyncLoadOp):
+            has_load = True
+        elif not isinstance(op, pto.AllocLocalOp | pto.YieldOp) and not _is_pure(op):
+            return False
+    return has_load
+
+
+def _transitive_after(stage: pto.StageOp, by_name: dict[str, pto.StageOp]) -> list[pto.StageOp]:
+    found: list[pto.StageOp] = []
+    todo = list(stage.after_names)
+    while todo:
+        dep = by_name.get(todo.pop())
+        if dep is not None and dep not in found:
+            found.append(dep)
+            todo.extend(dep.after_names)
+    return found
+
+
+def _check_load_operands(load: pto.AsyncLoadOp, loop: scf.ForOp,
+                         load_stages: list[pto.StageOp]) -> None:
+    """A load may use values from outside the loop, the counter, pure ops of the loop body and
+    of load stages: nothing computed by a compute stage, nothing carried by the loop."""
+    todo: list[SSAValue] = list(load.operands)
+    seen: set[SSAValue] = set()
+    while todo:
+        value = todo.pop()
+        if value in seen or not defined_inside(value, loop):
+            continue
+        seen.add(value)
+        if isinstance(value, BlockArgument):
+            if value.block is loop.body.block and value.index == 0:
+                continue
+            raise Refusal(f"the pto.async_load{_at(load)} depends on "
+                          f"'{value.name_hint or 'a loop-carried value'}', which the loop "
+                          f"carries from one iteration to the next", load)
+        op = value.op
+        if isinstance(op, pto.StageOp):
+            if op not in load_stages:
+                raise Refusal(f"the pto.async_load{_at(load)} uses a value of "
+                              f"compute {_stage_text(op)}", load)
+            todo.append(op.body.block.last_op.operands[value.index])  # type: ignore[union-attr]
+            continue
+        if isinstance(op, pto.AllocLocalOp):
+            continue
+        if not _is_pure(op):
+            raise Refusal(f"the pto.async_load{_at(load)} depends on "
+                          f"'{op.name}'{_at(op)}", load)
+        todo.extend(op.operands)
+
+
+def _root_buffer(value: SSAValue, load_stages: list[pto.StageOp]) -> pto.AllocLocalOp | None:
+    while isinstance(value, OpResult):
+        op = value.op
+        if isinstance(op, pto.AllocLocalOp):
+            return op if _inside(op, load_stages) else None
+        if isinstance(op, pto.AddPtrOp):
+            value = op.ptr
+        elif isinstance(op, pto.StageOp):
+            value = op.body.block.last_op.operands[value.index]  # type: ignore[union-attr]
+        else:
+            return None
+    return None
+
+
+def _uses_through(value: SSAValue, load_stages: list[pto.StageOp],
+                  what: str) -> list[tuple[Operation, SSAValue]]:
+    """Every (op, operand) that uses `value` directly or through addptr and load-stage yields;
+    a use that hands it on any other way (an scf.yield, a select...) is a Refusal."""
+    found: list[tuple[Operation, SSAValue]] = []
+    todo = [value]
+    while todo:
+        current = todo.pop()
+        for use in list(current.uses):
+            op = use.operation
+            if isinstance(op, pto.AddPtrOp) and use.index == 0:
+                todo.append(op.result)
+            elif isinstance(op, pto.YieldOp) and isinstance(op.parent_op(), pto.StageOp):
+                stage = op.parent_op()
+                assert isinstance(stage, pto.StageOp)
+                if stage not in load_stages:
+                    raise Refusal(f"{what} is handed on by compute {_stage_text(stage)}", op)
+                todo.append(stage.results[use.index])
+            elif isinstance(op, pto.YieldOp):  # the pipeline's own yield: follow its result
+                pipeline = op.parent_op()
+                assert isinstance(pipeline, pto.PipelineOp)
+                todo.append(pipeline.results[use.index])
+            elif isinstance(op, scf.YieldOp | arith.SelectOp | scf.ForOp | func.ReturnOp):
+                raise Refusal(f"{what} flows into '{op.name}'{_at(op)}, where "
+                              f"its slot could not be followed", op)
+            else:
+                found.append((op, current))
+    return found
+
+
+def _check_buffer_uses(buffer: pto.AllocLocalOp, load_stages: list[pto.StageOp],
+                       compute_stages: list[pto.StageOp]) -> None:
+    name = f"buffer '{buffer.result.name_hint or '?'}'"
+    for op, value in _uses_through(buffer.result, load_stages, name):
+        stage = _inside(op, compute_stages)
+        if stage is None:
+            if _inside(op, load_stages) and isinstance(op, pto.AsyncLoadOp):
+                continue
+            raise Refusal(f"{name} is used by '{op.name}'{_at(op)}, outside "
+                          f"the compute stages", op)
+        if _writes(op, value):
+            raise Refusal(f"{name} is filled by a load stage and also written by compute "
+                          f"{_stage_text(stage)} ('{op.name}'{_at(op)}); its "
+                          f"slots could not be refilled ahead of that write", op)
+
+
+def _check_token_uses(load: pto.AsyncLoadOp, load_stages: list[pto.StageOp],
+                      compute_stages: list[pto.StageOp]) -> None:
+    what = f"the token of the pto.async_load{_at(load)}"
+    for op, _ in _uses_through(load.token, load_stages, what):
+        if not isinstance(op, pto.WaitOp) or _inside(op, compute_stages) is None:
+            raise Refusal(f"{what} is used by '{op.name}'{_at(op)}; only "
+                          f"pto.wait in a compute stage can be redirected to its slot", op)
+
+
+def _check_compute_copies(copies: list[Operation], compute_stages: list[pto.StageOp]) -> None:
+    """Copies of compute stages must be waited for within their iteration: the double-buffered
+    loop replaces `wait_all` by waits on known tokens, so a copy only `wait_all` of a *later*
+    iteration would have completed could stay in flight."""
+    order = {op: i for i, op in enumerate(op for s in compute_stages
+                                          for op in walk(s.body.block.ops))}
+    wait_alls = [op for op in order if isinstance(op, pto.WaitAllOp)]
+    for copy in copies:
+        top_level = isinstance(copy.parent_op(), pto.StageOp)
+        waited = any(isinstance(use.operation, pto.WaitOp) for use in copy.results[0].uses)
+        later_wait_all = [w for w in wait_alls if order[w] > order[copy]]
+        if later_wait_all and not top_level:
+            raise Refusal(f"the '{copy.name}'{_at(copy)} is issued under control "
+                          f"flow and completed by a pto.wait_all; wait on its token instead",
+                          copy)
+        if not waited and not later_wait_all:
+            raise Refusal(f"the '{copy.name}'{_at(copy)} is not waited for "
+                          f"within its iteration (pto.wait on its token)", copy)
+
+
+# --------------------------------------------------------------------------------------------
+# The rewrite
+# --------------------------------------------------------------------------------------------
+
+
+class _Copy:
+    """One copy of (part of) the loop body being built: where ops go and what values mean."""
+
+    def __init__(self, rewrite: _Rewrite, block: Block, slot: SSAValue,
+                 tokens: dict[pto.AsyncLoadOp, SSAValue] | None = None):
+        self.rw = rewrite
+        self.block = block
+        self.mapper: dict[SSAValue, SSAValue] = {}
+        self.tokens = tokens if tokens is not None else {}
+        self.slot_ptrs: dict[pto.AllocLocalOp, SSAValue] = {}
+        plan = rewrite.plan
+        for buffer, big in zip(plan.buffers, rewrite.slotted):
+            count = self.emit(arith.ConstantOp(IntegerAttr(buffer.result.type.size,
+                                                           slot.type)))
+            offset = self.emit(arith.MuliOp(slot, count.results[0]))
+            ptr = self.emit(pto.AddPtrOp(big.result, offset.results[0]))
+            ptr.results[0].name_hint = buffer.result.name_hint
+            ptr.location = buffer.location
+            self.slot_ptrs[buffer] = ptr.results[0]
+
+    def emit(self, op: Operation) -> Operation:
+        if op.location == self.rw.unknown:
+            op.location = self.rw.plan.loop.location
+        self.block.add_op(op)
+        return op
+
+    def value(self, v: SSAValue) -> SSAValue:
+        """`v` of the original loop body as seen in this copy (cloning pure ops on demand)."""
+        if v in self.mapper:
+            return self.mapper[v]
+        loop = self.rw.plan.loop
+        if not defined_inside(v, loop):
+            return v
+        if not isinstance(v, OpResult):
+            raise AssertionError(f"pto-double-buffer: unmapped block argument {v}")
+        op = v.op
+        if isinstance(op, pto.StageOp | pto.PipelineOp):
+            yielded = op.body.block.last_op.operands[v.index]  # type: ignore[union-attr]
+            found = self.value(yielded)
+        elif isinstance(op, pto.AllocLocalOp) and op in self.slot_ptrs:
+            found = self.slot_ptrs[op]
+        elif isinstance(op, pto.AsyncLoadOp) and op in self.tokens:
+            found = self.tokens[op]
+        elif _is_pure(op):
+            for operand in op.operands:
+                self.value(operand)
+            self.emit(op.clone(value_mapper=self.mapper))
+            return self.mapper[v]
+        else:
+            raise AssertionError(f"pto-double-buffer: cannot recompute {op.name}")
+        self.mapper[v] = found
+        return found
+
+    def loads(self) -> list[SSAValue]:
+        """Issue the load stages' copies into this copy's slot; returns their tokens."""
+        tokens = []
+        for load in self.rw.plan.loads:
+            for operand in load.operands:
+                self.value(operand)
+            clone = self.emit(load.clone(value_mapper=self.mapper))
+            tokens.append(clone.results[0])
+        return tokens
+
+    def compute(self) -> None:
+        """The compute stages, flattened, with `wait_all` turned into waits on known tokens."""
+        plan = self.rw.plan
+        for stage in plan.compute_stages:
+            for op in stage.body.block.ops:
+                if isinstance(op, pto.YieldOp):
+                    continue
+                for inner in op.walk():
+                    for operand in inner.operands:
+                        if not defined_inside(operand, op):
+                            self.value(operand)
+                clone = self.emit(op.clone(value_mapper=self.mapper))
+                for original, cloned in zip(list(op.walk()), list(clone.walk())):
+                    if isinstance(original, pto.WaitAllOp):
+                        self._replace_wait_all(original, cloned)
+
+    def _replace_wait_all(self, original: Operation, cloned: Operation) -> None:
+        plan = self.rw.plan
+        tokens = [self.tokens[load] for load in plan.loads]
+        position = self.rw.position
+        for copy in plan.compute_copies:
+            if position[copy] < position[original] and copy.results[0] in self.mapper:
+                tokens.append(self.mapper[copy.results[0]])
+        waits = [pto.WaitOp(t) for t in tokens]
+        for wait in waits:
+            wait.location = cloned.location
+        Rewriter.insert_op(waits, InsertPoint.before(cloned))
+        Rewriter.erase_op(cloned)
+
+
+class _Rewrite:
+    """Builds the prologue / kernel / epilogue form of one loop with `n` slots."""
+
+    def __init__(self, plan: Plan, n: int):
+        self.plan = plan
+        self.n = n
+        self.unknown = pto.WaitAllOp().location
+        self.position = {op: i for i, op in enumerate(plan.loop.walk())}
+        self.slotted: list[pto.AllocLocalOp] = []
+
+    def _const(self, block: Block, value: int, t: Attribute) -> SSAValue:
+        op = arith.ConstantOp(IntegerAttr(value, t))
+        op.location = self.plan.loop.location
+        block.add_op(op)
+        return op.results[0]
+
+    def _op(self, block: Block, op: Operation, name: str | None = None) -> SSAValue:
+        op.location = self.plan.loop.location
+        block.add_op(op)
+        if name:
+            op.results[0].name_hint = name
+        return op.results[0]
+
+    def apply(self) -> None:
+        plan, n = self.plan, self.n
+        loop = plan.loop
+        depth = n - 1
+        ity = loop.lb.type
+        assert isinstance(ity, IntegerType)
+        before: list[Operation] = []
+        for buffer in plan.buffers:
+            t = buffer.result.type
+            big = pto.AllocLocalOp(t.size * n, t.element_type)
+            big.attributes[SLOTS_ATTR] = IntegerAttr(n, i64)
+            big.result.name_hint = buffer.result.name_hint
+            big.location = buffer.location
+            self.slotted.append(big)
+            before.append(big)
+        has = arith.CmpiOp(loop.lb, loop.ub, "slt")
+        has.location = loop.location
+        before.append(has)
+
+        then = Block()
+        if plan.wait_before:
+            wait_all = pto.WaitAllOp()
+            wait_all.location = loop.location
+            then.add_op(wait_all)
+        iv_name = loop.body.block.args[0].name_hint or "k"
+        # trip count T = (ub - lb + step - 1) floordiv step
+        span = self._op(then, arith.SubiOp(loop.ub, loop.lb))
+        padded = self._op(then, arith.AddiOp(span, self._const(then, plan.step - 1, ity)))
+        step = self._const(then, plan.step, ity)
+        trips = self._op(then, arith.FloorDivSIOp(padded, step), "trips")
+
+        # prologue: the loads of iterations 0 .. depth - 1
+        first = self._iteration_copy(then, self._const(then, 0, ity), loop.lb)
+        queue: list[list[SSAValue]] = [first.loads()]
+        for j in range(1, depth):
+            guard = self._op(then, arith.CmpiOp(self._const(then, j, ity), trips, "slt"))
+            inner = Block()
+            kj = self._op(inner, arith.AddiOp(loop.lb, self._const(inner, j * plan.step, ity)),
+                          iv_name)
+            toks = self._iteration_copy(inner, self._const(inner, j, ity), kj).loads()
+            inner.add_op(scf.YieldOp(*toks))
+            if_op = scf.IfOp(guard, [t.type for t in toks], [inner], [Block([scf.YieldOp(
+                *queue[0])])])
+            if_op.location = loop.location
+            then.add_op(if_op)
+            for r, t in zip(if_op.results, toks):
+                r.name_hint = t.name_hint
+            queue.append(list(if_op.results))
+
+        # kernel: iterations 0 .. T - depth - 1 issue the loads of iteration i + depth
+        nloads = len(plan.loads)
+        carried_types = [a.type for a in loop.body.block.args[1:]]
+        token_types = [pto.TokenType()] * (depth * nloads)
+        kernel_count = self._op(then, arith.SubiOp(trips, self._const(then, depth, ity)))
+        kbody = Block(arg_types=[ity, *token_types, *carried_types])
+        self._name_args(kbody, queue)
+        i = kbody.args[0]
+        k = self._counter(kbody, i, iv_name)
+        ahead = self._op(kbody, arith.AddiOp(k, self._const(kbody, depth * plan.step, ity)))
+        slot_ahead = self._op(kbody, arith.RemSIOp(
+            self._op(kbody, arith.AddiOp(i, self._const(kbody, depth, ity))),
+            self._const(kbody, n, ity)))
+        prefetch = self._iteration_copy(kbody, slot_ahead, ahead)
+        new_tokens = prefetch.loads()
+        current = self._compute_copy(kbody, i, k, kbody.args[1:1 + nloads],
+                                     kbody.args[1 + depth * nloads:])
+        yields = [current.value(v) for v in loop.body.block.last_op.operands]  # type: ignore
+        kbody.add_op(scf.YieldOp(*kbody.args[1 + nloads:1 + depth * nloads], *new_tokens,
+                                 *yields))
+        zero, one = self._const(then, 0, ity), self._const(then, 1, ity)
+        kernel = scf.ForOp(zero, kernel_count, one,
+                           [t for slot in queue for t in slot] + list(loop.iter_args), kbody)
+        kernel.location = loop.location
+        then.add_op(kernel)
+
+        # epilogue: the last `depth` iterations compute, nothing left to load
+        start = self._op(then, arith.MaxSIOp(kernel_count, zero))
+        ebody = Block(arg_types=[ity, *token_types, *carried_types])
+        for arg, karg in zip(ebody.args, kbody.args):
+            arg.name_hint = karg.name_hint
+        i = ebody.args[0]
+        k = self._counter(ebody, i, iv_name)
+        current = self._compute_copy(ebody, i, k, ebody.args[1:1 + nloads],
+                                     ebody.args[1 + depth * nloads:])
+        yields = [current.value(v) for v in loop.body.block.last_op.operands]  # type: ignore
+        ebody.add_op(scf.YieldOp(*ebody.args[1 + nloads:1 + depth * nloads],
+                                 *ebody.args[1:1 + nloads], *yields))
+        epilogue = scf.ForOp(start, trips, one, list(kernel.results), ebody)
+        epilogue.location = loop.location
+        then.add_op(epilogue)
+        # Every token left in the queue has been waited for already: these waits are no-ops at
+        # run time that say so in the IR (no copy of the loop is in flight after it), which
+        # lets L1 liveness end the slots' lives here.
+        for token in epilogue.results[:nloads]:
+            done = pto.WaitOp(token)
+            done.location = loop.location
+            then.add_op(done)
+        then.add_op(scf.YieldOp(*epilogue.results[depth * nloads:]))
+
+        result_types = [r.type for r in loop.results]
+        wrapper = scf.IfOp(has, result_types, [then], [Block([scf.YieldOp(*loop.iter_args)])])
+        wrapper.location = loop.location
+        for new, old in zip(wrapper.results, loop.results):
+            new.name_hint = old.name_hint
+        Rewriter.insert_op([*before, wrapper], InsertPoint.before(loop))
+        Rewriter.replace_op(loop, [], list(wrapper.results))
+
+    def _name_args(self, block: Block, queue: list[list[SSAValue]]) -> None:
+        block.args[0].name_hint = "it"
+        flat = [t for slot in queue for t in slot]
+        for arg, tok in zip(block.args[1:], flat):
+            arg.name_hint = tok.name_hint
+        for arg, old in zip(block.args[1 + len(flat):], self.plan.loop.body.block.args[1:]):
+            arg.name_hint = old.name_hint
+
+    def _counter(self, block: Block, i: SSAValue, name: str) -> SSAValue:
+        """The original loop counter of iteration `i`: lb + i * step."""
+        ity = i.type
+        scaled = self._op(block, arith.MuliOp(i, self._const(block, self.plan.step, ity)))
+        return self._op(block, arith.AddiOp(self.plan.loop.lb, scaled), name)
+
+    def _iteration_copy(self, block: Block, slot: SSAValue, k: SSAValue) -> _Copy:
+        copy = _Copy(self, block, slot)
+        copy.mapper[self.plan.loop.body.block.args[0]] = k
+        return copy
+
+    def _compute_copy(self, block: Block, i: SSAValue, k: SSAValue,
+                      tokens: Sequence[SSAValue], carried: Sequence[SSAValue]) -> _Copy:
+        slot = self._op(block, arith.RemSIOp(i, self._const(block, self.n, i.type)), "slot")
+        copy = _Copy(self, block, slot, dict(zip(self.plan.loads, tokens)))
+        args = self.plan.loop.body.block.args
+        copy.mapper[args[0]] = k
+        for old, new in zip(args[1:], carried):
+            copy.mapper[old] = new
+        copy.compute()
+        return copy
+
+
+# --------------------------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------------------------
+
+
+def _candidate_loops(kernel: func.FuncOp) -> list[scf.ForOp]:
+    return [op for op in kernel.walk() if isinstance(op, scf.ForOp)
+            and any(isinstance(inner, pto.PipelineOp) for inner in op.body.block.ops)]
+
+
+@dataclass(frozen=True)
+class DoubleBufferPass(L1Options, ModulePass):
+    """Give load-stage buffers of pipelined loops N slots and issue loads N-1 iterations ahead.
+
+    Rewrites `scf.for` loops whose body is a `pto.pipeline` into prologue / kernel / epilogue
+    form (see the module docstring); `pto.wait_all` in compute stages becomes waits on the
+    tokens of the slot in use. Loops it cannot rewrite stay unchanged with a remark saying why;
+    when N slots would not fit L1 (`l1-bytes`, default: the target's), fewer are used and a
+    remark says so. Options: `stages` (slots per buffer, default 2; 1 leaves loops as they are).
+    """
+
+    name = "pto-double-buffer"
+    stages: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 1 <= self.stages <= 8:
+            raise ValueError(f"stages must be between 1 and 8, got {self.stages}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.stages < 2:
+            return
+        for kernel in functions(op):
+            for loop in _candidate_loops(kernel):
+                try:
+                    analyse(loop)
+                except Refusal as refusal:
+                    emit_remark(refusal.op or loop, f"pto-double-buffer: loop{_at(loop)} left "
+                                f"as it is: {refusal.reason}")
+                    continue
+                self._rewrite(kernel, loop)
+
+    def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp) -> None:
+        index = list(kernel.walk()).index(loop)
+        needs: dict[int, int] = {}
+        chosen = 1
+        for n in range(self.stages, 1, -1):
+            trial = kernel.clone()
+            trial_loop = list(trial.walk())[index]
+            assert isinstance(trial_loop, scf.ForOp)
+            _Rewrite(analyse(trial_loop), n).apply()
+            peak = plan_layout(trial, capacity=self.capacity, align=self.alignment).peak
+            trial.erase()
+            needs[n] = peak
+            if peak <= self.capacity:
+                chosen = n
+                break
+        where = _at(loop)
+        if chosen < self.stages:
+            wanted = f"{self.stages} stages need {kib(needs[self.stages])}"
+            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {self.stages} "
+                        f"stages, only {chosen} fit{'s' if chosen == 1 else ''} in "
+                        f"{kib(self.capacity)} of L1 ({wanted})"
+                        + ("; the loop stays single-buffered" if chosen == 1 else ""))
+        if chosen < 2:
+            return
+        plan = analyse(loop)
+        names = ", ".join(f"'{b.result.name_hint or '?'}'" for b in plan.buffers)
+        emit_remark(loop, f"pto-double-buffer: loop{where}: {chosen} slots for {names}; "
+                    f"loads run {chosen - 1} iteration{'s' if chosen > 2 else ''} ahead")
+        _Rewrite(plan, chosen).apply()

@@ -1,0 +1,182 @@
+"""`pto-double-buffer`: the interpreter's results are bit-identical before and after the pass.
+
+Every pipelined kernel of the zoo (tests/kernels/pipelined.py, which includes the article's
+matmul) runs without any pass (`pipeline=""`: stages in program order, one buffer each) and
+double-buffered with 2 and 3 stages, at trip counts 0, 1, 2, odd, not a multiple of the stage
+count, always a run-time value; also under every warp schedule. The double-buffered kernels pass
+`pto-verify-barriers` (in the pipelines below) and need no extra block barrier
+(`pto-insert-barriers` adds none), and the race detector stays silent (it is on in every run).
+The checks can fail: a wait removed from the double-buffered IR is caught statically and at
+run time.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import ml_dtypes
+import numpy as np
+import pytest
+from xdsl.dialects import scf
+
+import pypto as pto
+from pypto.backend.interpreter import Executable
+from pypto.dialects import pto as dialect
+from tests.conftest import from_device, to_device
+from tests.kernels.pipelined import NOT_DOUBLE_BUFFERED, PIPELINED, Case, matmul_case, matmul_tile
+
+BEFORE = ""
+"""No pass at all: the frontend's sequential pipeline."""
+
+
+def after(stages: int) -> str:
+    return f"pto-double-buffer{{stages={stages}}},pto-allocate-l1,pto-verify-barriers"
+
+
+def run(case: Case, pipeline: str | None, **options) -> np.ndarray:
+    device, tensors = to_device(case.args)
+    ck = pto.compile(case.kernel, args=device, block=case.block, pipeline=pipeline, **options)
+    pto.launch(ck, grid=case.grid, block=case.block, args=device)
+    return from_device(tensors)[case.output]
+
+
+def compiled(case: Case, pipeline: str | None) -> pto.CompiledKernel:
+    device, _ = to_device(case.args)
+    return pto.compile(case.kernel, args=device, block=case.block, pipeline=pipeline)
+
+
+def check_reference(case: Case, out: np.ndarray) -> None:
+    if case.exact:
+        np.testing.assert_array_equal(out, case.reference)
+    else:
+        np.testing.assert_allclose(out, case.reference, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINED))
+@pytest.mark.parametrize("stages,trips", [(2, 0), (2, 1), (2, 5), (3, 2), (3, 4)])
+def test_zoo_kernel_bit_identical_after_double_buffering(name, stages, trips):
+    case = PIPELINED[name](trips, seed=trips)
+    before = run(case, BEFORE)
+    check_reference(case, before)
+    np.testing.assert_array_equal(run(case, after(stages)), before)
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINED))
+@pytest.mark.parametrize("schedule", ["in_order", "reverse", "random:5"])
+def test_zoo_kernel_bit_identical_under_every_warp_schedule(name, schedule):
+    case = PIPELINED[name](3, seed=7)
+    before = run(case, BEFORE)
+    out = run(case, after(2), schedule=schedule, check_uninitialized=True)
+    np.testing.assert_array_equal(out, before)
+
+
+MATMULS = [
+    (64, 64, 64, (64, 64, 64), np.float32),      # one trip
+    (128, 64, 96, (64, 64, 32), np.float16),     # three trips (odd)
+    (64, 128, 160, (64, 64, 32), np.float32),    # five trips
+    (64, 64, 224, (64, 64, 32), "bfloat16"),     # seven trips
+    (128, 128, 128, (32, 32, 32), np.float16),   # four trips, 16 blocks
+]
+
+
+@pytest.mark.parametrize("m,n,k,tile,dtype,stages", [
+    *(shape + (2,) for shape in MATMULS),
+    MATMULS[1] + (3,), MATMULS[4] + (3,),        # 3 trips with 3 stages, 4 with 3
+    MATMULS[2] + (4,),                           # 5 trips with 4 stages
+])
+def test_article_matmul_bit_identical(m, n, k, tile, dtype, stages):
+    if dtype == "bfloat16":
+        dtype = ml_dtypes.bfloat16
+    case = matmul_case(matmul_tile, m, n, k, tile, dtype, seed=m + k)
+    before = run(case, BEFORE)
+    check_reference(case, before)
+    np.testing.assert_array_equal(run(case, after(stages)), before)
+
+
+def test_default_pipeline_double_buffers_the_matmul():
+    ck = compiled(PIPELINED["matmul_tile"](2), None)
+    text = ck.mlir
+    assert "pto.pipeline" not in text and "pto.wait_all" not in text
+    assert text.count("pto.slots = 2") == 2            # A_tile and B_tile
+    loops = [op for op in ck.func.walk() if isinstance(op, scf.ForOp)]
+    assert len(loops) == 2                              # kernel and epilogue
+    assert any("2 slots for 'A_tile', 'B_tile'" in r.message for r in ck.remarks)
+    offsets = sorted(op.l1_offset for op in ck.func.walk()
+                     if isinstance(op, dialect.AllocLocalOp))
+    assert offsets == [0, 16384, 32768]                # allocated by pto-allocate-l1
+
+
+@pytest.mark.parametrize("name", sorted(set(PIPELINED) - set(NOT_DOUBLE_BUFFERED)))
+def test_no_block_barrier_needed_between_slots(name):
+    """pto-insert-barriers on the double-buffered kernel inserts nothing: the slots are proven
+    disjoint (a barrier would be needed if the analysis could not tell them apart)."""
+    case = PIPELINED[name](3)
+    plain = compiled(case, "pto-double-buffer")
+    repaired = compiled(case, "pto-double-buffer,pto-insert-barriers")
+    count = lambda ck: ck.mlir.count("pto.barrier_block")  # noqa: E731
+    assert count(repaired) <= count(plain)  # it may drop redundant ones, never add
+    assert "pto.slots" in plain.mlir
+
+
+@pytest.mark.parametrize("name,reason", sorted(NOT_DOUBLE_BUFFERED.items()))
+def test_refused_loop_is_left_unchanged_with_a_remark(name, reason, caplog):
+    case = PIPELINED[name](2)
+    case.kernel.cache.clear()  # compile afresh: remarks are logged when the passes run
+    with caplog.at_level(logging.INFO, logger="pypto"):
+        ck = compiled(case, None)
+    assert "pto.pipeline" in ck.mlir and "pto.slots" not in ck.mlir
+    remarks = [r for r in ck.remarks if "left as it is" in r.message]
+    assert len(remarks) == 1 and reason in remarks[0].message
+    assert remarks[0].location is not None and "pipelined.py" in remarks[0].location
+    assert any(reason in record.getMessage() for record in caplog.records)
+
+
+def test_stages_one_leaves_loops_alone():
+    case = PIPELINED["matmul_tile"](2)
+    assert compiled(case, "pto-double-buffer{stages=1}").mlir == compiled(case, "").mlir
+
+
+def test_fewer_stages_when_l1_would_overflow():
+    case = PIPELINED["matmul_tile"](3)                # C 16 KiB, A and B 8 KiB per slot
+    ck = compiled(case, "pto-double-buffer{stages=3 l1-bytes=49152},"
+                        "pto-allocate-l1{l1-bytes=49152}")
+    assert ck.mlir.count("pto.slots = 2") == 2
+    assert any("requested 3 stages, only 2 fit in 48 KiB of L1 (3 stages need 64 KiB)"
+               in r.message for r in ck.remarks)
+    np.testing.assert_array_equal(run(case, "pto-double-buffer{stages=3 l1-bytes=49152}"),
+                                  run(case, BEFORE))
+
+
+def test_single_buffered_when_not_even_two_stages_fit():
+    case = PIPELINED["matmul_tile"](3)
+    ck = compiled(case, "pto-double-buffer{l1-bytes=40960}")
+    assert "pto.pipeline" in ck.mlir and "pto.slots" not in ck.mlir
+    assert any("requested 2 stages, only 1 fits in 40 KiB of L1 (2 stages need 48 KiB); the "
+               "loop stays single-buffered" in r.message for r in ck.remarks)
+
+
+def _drop_first_wait(ck: pto.CompiledKernel) -> None:
+    kernel_loop = next(op for op in ck.func.walk() if isinstance(op, scf.ForOp))
+    wait = next(op for op in kernel_loop.walk() if isinstance(op, dialect.WaitOp))
+    wait.detach()
+    wait.erase()
+
+
+def test_a_missing_wait_in_the_double_buffered_loop_is_caught():
+    """The checks that pass above can fail: without the wait on the slot's token, the static
+    check reports the in-flight read and the interpreter raises a RaceError."""
+    from pypto.passes.verify_barriers import VerifyBarriersPass
+    from xdsl.dialects.builtin import ModuleOp
+
+    case = PIPELINED["pipelined_scale"](3)
+    ck = compiled(case, "pto-double-buffer")
+    case.kernel.cache.clear()  # this compiled kernel is about to be broken: no one else gets it
+    _drop_first_wait(ck)
+    with pytest.raises(pto.BarrierError, match="still writing it"):
+        VerifyBarriersPass(block_size=case.block).apply(None, ck.module)  # type: ignore[arg-type]
+    assert isinstance(ck.module, ModuleOp)
+    ck.executable = Executable(ck.func, target=ck.target)
+    device, tensors = to_device(case.args)
+    with pytest.raises(pto.RaceError, match="in flight"):
+        pto.launch(ck, grid=case.grid, block=case.block, args=device)
+        from_device(tensors)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pypto.backend.cost_model import MODELS, ModelError, ModelParams, Profile, build_profile
-from pypto.backend.interpreter.instruments import Trace
+from pypto.backend.cost_model.trace import CostTrace
 from pypto.backend.targets import Target, resolve_target
 from pypto.compiler import DEFAULT_PIPELINE, compile, normalize_dims
 
@@ -53,7 +53,7 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     from pypto.runtime import sync
 
     sync()  # earlier launches on the tensors complete first, as under a device profiler
-    trace = Trace()
+    trace = CostTrace()
     compiled.executable.run(grid3, block3, tuple(args), instrument=trace)
     sizes = {i: int(a.nbytes) for i, a in enumerate(args)
              if hasattr(a, "nbytes") and hasattr(a, "freed")}

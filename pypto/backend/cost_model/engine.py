@@ -29,6 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from pypto.backend.cost_model.facts import (
     ANY_L1,
+    L1Ref,
     BLOCKING_BARRIER,
     BLOCKING_SYNC_COPY,
     BLOCKING_WAIT,
@@ -158,6 +159,47 @@ class _Ready:
         return best
 
 
+_WHOLE = (0, float("inf"))
+
+
+class _L1Tracker:
+    """Who is reading and writing which elements of which L1 buffer until when."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[SSAValue, int] = {}
+        # (buffer, lo, hi, end, op_id): the access ends at `end`
+        self.written: list[tuple[object, float, float, int, int]] = []
+        self.read: list[tuple[object, float, float, int, int]] = []
+
+    def region(self, ref: L1Ref) -> tuple[object, float, float]:
+        if ref.buffer is ANY_L1 or ref.extent is None or ref.address is None:
+            return (ref.buffer, *_WHOLE)
+        if ref.address is ref.buffer:
+            start = 0
+        elif ref.address in self.offsets:
+            start = self.offsets[ref.address]
+        else:
+            return (ref.buffer, *_WHOLE)
+        return (ref.buffer, start, start + ref.extent)
+
+    def forget_before(self, t: int) -> None:
+        """Accesses that ended by `t` cannot hold back anything dispatched from `t` on."""
+        if len(self.written) + len(self.read) > 64:
+            self.written = [a for a in self.written if a[3] > t]
+            self.read = [a for a in self.read if a[3] > t]
+
+    @staticmethod
+    def latest(table: list[tuple[object, float, float, int, int]],
+               region: tuple[object, float, float]) -> tuple[int, int] | None:
+        buffer, lo, hi = region
+        best: tuple[int, int] | None = None
+        for other, olo, ohi, end, op_id in table:
+            same = other is buffer or other is ANY_L1 or buffer is ANY_L1
+            if same and olo < hi and lo < ohi and (best is None or end > best[0]):
+                best = (end, op_id)
+        return best
+
+
 def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
                    params: ModelParams) -> BlockSchedule:
     """Schedule one block's instructions (events with .op_id .lanes .token .kind)."""
@@ -170,8 +212,7 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
     pipe_free = {p: 0 for p in PIPES}
     pipe_last: dict[str, int | None] = {p: None for p in PIPES}
     ready = _Ready()
-    l1_written: dict[object, tuple[int, int]] = {}
-    l1_read: dict[object, tuple[int, int]] = {}
+    l1 = _L1Tracker()
     tokens: dict[int, tuple[int, int]] = {}
     drained = 0
     held_back: dict[int, Cause | None] = {}
@@ -190,14 +231,11 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
             front = t
         return t, cause
 
-    def l1_conflicts(table: dict[object, tuple[int, int]], key: object) -> tuple[int, int] | None:
-        if key == ANY_L1:
-            return max(table.values(), default=None)
-        found = [v for k, v in ((key, table.get(key)), (ANY_L1, table.get(ANY_L1))) if v]
-        return max(found, default=None)
-
     for ev in events:
         f = facts[ev.op_id]
+        if ev.kind == "offset":  # where a tile pointer points (CostTrace)
+            l1.offsets[f.writes[0]] = ev.token
+            continue
         if f.free:
             continue
         t_disp, disp_cause = dispatch()
@@ -227,13 +265,16 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
                 # a producer that was itself held back by a wait or barrier: name that root
                 root = held_back.get(producer) if producer is not None else None
                 constraints.append((t, root if root is not None else dep))
-        for key in f.l1_reads:
-            hit = l1_conflicts(l1_written, key)
+        reads = [l1.region(ref) for ref in f.l1_reads]
+        writes = [l1.region(ref) for ref in f.l1_writes]
+        l1.forget_before(t_disp)
+        for region in reads:
+            hit = l1.latest(l1.written, region)
             if hit:
                 constraints.append((hit[0], Cause("l1", hit[1], "read after write")))
-        for key in f.l1_writes:
-            for table, what in ((l1_read, "write after read"), (l1_written, "write after write")):
-                hit = l1_conflicts(table, key)
+        for region in writes:
+            for table, what in ((l1.read, "write after read"), (l1.written, "write after write")):
+                hit = l1.latest(table, region)
                 if hit:
                     constraints.append((hit[0], Cause("l1", hit[1], what)))
         # the latest constraint sets the start; on a tie a real dependency is named, not the
@@ -254,10 +295,10 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
         for value in f.writes:
             ready.times[value] = (end, ev.op_id)
-        for key in f.l1_writes:
-            l1_written[key] = max(l1_written.get(key, (0, 0)), (end, ev.op_id))
-        for key in f.l1_reads:
-            l1_read[key] = max(l1_read.get(key, (0, 0)), (end, ev.op_id))
+        for region in writes:
+            l1.written.append((*region, end, ev.op_id))
+        for region in reads:
+            l1.read.append((*region, end, ev.op_id))
         if ev.kind == "issue" and ev.token is not None:
             tokens[ev.token] = (end, ev.op_id)
         if f.blocking == BLOCKING_SYNC_COPY and end > stall_until:

@@ -42,8 +42,8 @@ class OpFacts:
     free: bool                    # structure / declaration: not simulated
     reads: tuple[SSAValue, ...]   # SSA operands
     writes: tuple[SSAValue, ...]  # SSA results
-    l1_reads: tuple[object, ...]  # L1 buffer keys (alloc results, or ANY_L1)
-    l1_writes: tuple[object, ...]
+    l1_reads: tuple[L1Ref, ...]   # L1 regions read / written (resolved at simulation time)
+    l1_writes: tuple[L1Ref, ...]
     elem_bytes: int               # element size of a lane instruction's data
     hbm_bytes_per_lane: int       # lane access to HBM: bytes per active lane
     copy_bytes: int               # bulk copy (or the fused load): bytes moved
@@ -58,6 +58,22 @@ def kind_of(op: Operation) -> str:
     if declared:
         return declared
     return op.name.split(".", 1)[1].upper()
+
+
+@dataclass(frozen=True)
+class L1Ref:
+    """An L1 access: the buffer (`alloc_local` result, or ANY_L1), the address value (to look
+    up its run-time offset) and how many elements from there it covers (None: unknown, the
+    whole buffer)."""
+
+    buffer: object
+    address: SSAValue | None
+    extent: int | None
+
+
+def l1_ref(address: SSAValue, extent: int | None = None) -> L1Ref:
+    buffer = buffer_of(address)
+    return L1Ref(buffer, address if buffer is not ANY_L1 else None, extent)
 
 
 def buffer_of(address: SSAValue) -> object:
@@ -115,6 +131,18 @@ def _bytes_of(t: object) -> int:
         return 4
 
 
+def _copy_extent(op: Operation, side: str) -> int | None:
+    """Elements a bulk copy covers on one side: rows x stride (the last row its length)."""
+    dst, src, nbytes, rows, src_stride, dst_stride = op.operands[:6]
+    elem = _bytes_of(pto.element_type_of(dst.type))
+    total, n_rows = constant_int(nbytes), constant_int(rows)
+    stride = constant_int(dst_stride if side == "dst" else src_stride)
+    if total is None or n_rows is None or stride is None or n_rows <= 0:
+        return None
+    row = total // elem // n_rows
+    return (n_rows - 1) * stride + row
+
+
 def _copy_bytes(nbytes: SSAValue, dst: SSAValue) -> int:
     known = constant_int(nbytes)
     if known is not None:
@@ -153,18 +181,18 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
             hbm = elem * (2 if isinstance(op, pto.AtomicAddOp) else 1)
             tensor = tensor_of(address)
         else:
-            key = buffer_of(address)
+            key = L1Ref(buffer_of(address), None, None)  # per-lane addresses: the whole buffer
             if reads_memory:
                 l1_reads.append(key)
             if writes_memory:
                 l1_writes.append(key)
         slot = getattr(op, "slot", None)
         if slot is not None:
-            l1_writes.append(buffer_of(slot))
+            l1_writes.append(L1Ref(buffer_of(slot), None, None))
     elif isinstance(op, pto.FillOp):
-        l1_writes.append(buffer_of(op.dst))
         elem = _bytes_of(pto.element_type_of(op.dst.type))
         count = constant_int(op.count)
+        l1_writes.append(l1_ref(op.dst, count))
         copy = (count if count is not None else 0) * elem
     elif isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp | npu.CopyInOp |
                     npu.CopyOutOp):
@@ -172,9 +200,9 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         copy = _copy_bytes(op.operands[2], dst if _space(dst) == "local" else src)
         hbm = 0
         if _space(dst) == "local":
-            l1_writes.append(buffer_of(dst))
+            l1_writes.append(l1_ref(dst, _copy_extent(op, "dst")))
         if _space(src) == "local":
-            l1_reads.append(buffer_of(src))
+            l1_reads.append(l1_ref(src, _copy_extent(op, "src")))
         tensor = tensor_of(src if _space(src) == "global" else dst)
         if isinstance(op, pto.TileStoreOp):
             blocking = BLOCKING_SYNC_COPY
@@ -182,11 +210,11 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         m, n, k = op.shape
         macs = m * n * k
         fp32 = _bytes_of(pto.element_type_of(op.a.type)) >= 4
-        l1_reads.extend([buffer_of(op.c), buffer_of(op.a), buffer_of(op.b)])
-        l1_writes.append(buffer_of(op.c))
+        l1_reads.extend([l1_ref(op.c, m * n), l1_ref(op.a, m * k), l1_ref(op.b, k * n)])
+        l1_writes.append(l1_ref(op.c, m * n))
         if isinstance(op, npu.LoadMmaOp):
             copy = _copy_bytes(op.nbytes, op.loaded)
-            l1_writes.append(buffer_of(op.loaded))
+            l1_writes.append(l1_ref(op.loaded, m * k if op.operand.data == "a" else k * n))
             tensor = tensor_of(op.src)
     elif isinstance(op, pto.WaitOp | pto.WaitAllOp | npu.WaitFlagOp | npu.WaitFlagAllOp):
         blocking = BLOCKING_WAIT

@@ -1,5 +1,6 @@
 # RUN: %python %s | filecheck %s
-# Golden timelines of the article's pipelined matmul (examples/pipeline_matmul.py), one 64x64
+# Golden timelines of the article's pipelined matmul (examples/pipeline_matmul.py, single-
+# buffered), one 64x64
 # tile of C over K = 128 (two k-steps), under both models. 'fused': the B tile's load is fused
 # into its MMA (LOAD_MMA on the CUBE pipe), the A tile's stays a COPY_IN on MTE_IN. 'table': two
 # ASYNC_LOADs, a WAIT_ALL stall, an MMA of 8 + 127 cycles (262144 FP32 MACs at 2048 per cycle).
@@ -16,9 +17,12 @@ from pipeline_matmul import matmul_tile  # noqa: E402
 m = n = 64
 k = 128
 tensors = [pto.alloc_tensor(size * 4, dtype=np.float32) for size in (m * k, k * n, m * n)]
+# single-buffered (the default pipeline without pto-double-buffer), so the B load can fuse
+single = {"fused": "pto-allocate-l1,pto-verify-barriers,convert-pto-to-npu,npu-fuse-load-mma",
+          "table": "pto-allocate-l1,pto-verify-barriers"}
 for model in ("fused", "table"):
     prof = pto.profile(matmul_tile, grid=(1, 1), block=64,
-                       args=(*tensors, m, n, k, 64, 64, 64), model=model)
+                       args=(*tensors, m, n, k, 64, 64, 64), model=model, pipeline=single[model])
     print(prof.to_text(max_instructions=40))
 
 # CHECK:      # modelled by the pypto cost model (not measured): model 'fused'
@@ -36,11 +40,11 @@ for model in ("fused", "table"):
 # The second k-step's A load waits for the first LOAD_MMA to finish reading the one A tile
 # (write after read on L1): the bubble that double buffering removes (docs/cost-model.md).
 # CHECK:      Bubbles (7):
-# CHECK-NEXT:   SCALAR idle for 275 cycles (162-437) before MULI at {{.*}}pipeline_matmul.py:36: wait for async copy token 2 (COPY_IN at {{.*}}pipeline_matmul.py:30:25)
-# CHECK-NEXT:   CUBE idle for 150 cycles (290-440) before LOAD_MMA at {{.*}}pipeline_matmul.py:42: wait for async copy token 2
+# CHECK-NEXT:   SCALAR idle for 275 cycles (162-437) before MULI at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: wait for async copy token 2 (COPY_IN at {{.*}}pipeline_matmul.py:{{[0-9:]+}})
+# CHECK-NEXT:   CUBE idle for 150 cycles (290-440) before LOAD_MMA at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: wait for async copy token 2
 # CHECK-NEXT:   SCALAR idle for 147 cycles (8-155) before MULI
-# CHECK-NEXT:   MTE_IN idle for 135 cycles (155-290) before COPY_IN at {{.*}}pipeline_matmul.py:30: L1 write after read with LOAD_MMA at {{.*}}pipeline_matmul.py:42:17
-# CHECK-NEXT:   MTE_OUT idle for 572 cycles (0-572) before COPY_OUT (its first) at {{.*}}pipeline_matmul.py:46: L1 read after write with LOAD_MMA
+# CHECK-NEXT:   MTE_IN idle for 135 cycles (155-290) before COPY_IN at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: L1 write after read with LOAD_MMA at {{.*}}pipeline_matmul.py:{{[0-9:]+}}
+# CHECK-NEXT:   MTE_OUT idle for 572 cycles (0-572) before COPY_OUT (its first) at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: L1 read after write with LOAD_MMA
 
 # CHECK:      # modelled by the pypto cost model (not measured): model 'table'
 # CHECK:      Total: matmul_tile: 1013 cycles, bound by compute

@@ -205,10 +205,17 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     `race_check` (default: on, unless the environment sets `PYPTO_RACE_CHECK=0`) runs the
     dynamic race detector on kernels that use L1.
     """
-    parse_schedule(schedule)
     if race_check is None:
-        race_check = os.environ.get(RACE_CHECK_ENV, "1").strip().lower() not in (
-            "0", "false", "no", "off")
+        race_check = _race_check_default()
+    if type(kernel) is Kernel and type(args) is tuple and type(block) is tuple and \
+            isinstance(target, Target):  # a cached launch: one tuple and one dict lookup
+        key = _fast_key(kernel, args, (block, DEFAULT_PIPELINE if pipeline is None else pipeline,
+                                       target, check_uninitialized, schedule, race_check))
+        hit = None if key is None else kernel.fast_cache.get(key)
+        if hit is not None and (not hit.folded_globals or
+                                kernel.outer_values_unchanged(hit.folded_globals)):
+            return hit
+    parse_schedule(schedule)
     if isinstance(kernel, CompiledKernel):
         return kernel
     if not isinstance(kernel, Kernel):
@@ -219,10 +226,80 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
                           f"({', '.join(kernel.params)}), got {len(args)}")
     block_dims = normalize_dims(block, "block")
     resolved = resolve_target(target)
+    pipeline_text = DEFAULT_PIPELINE if pipeline is None else pipeline
+    options = (block_dims, pipeline_text, resolved, check_uninitialized, schedule, race_check)
+    fast_key = _fast_key(kernel, args, options)
+    if fast_key is not None:
+        hit = kernel.fast_cache.get(fast_key)
+        if hit is not None and (not hit.folded_globals or
+                                kernel.outer_values_unchanged(hit.folded_globals)):
+            return hit
+    compiled = _compile_slow(kernel, args, block_dims, resolved, pipeline_text,
+                             check_uninitialized, schedule, race_check)
+    fast_key = _fast_key(kernel, args, options)  # the constexpr set may have grown
+    if fast_key is not None:
+        kernel.fast_cache[fast_key] = compiled
+    return compiled
+
+
+def _fast_key(kernel: Kernel, args: tuple[Any, ...], options: tuple[Any, ...]) -> Any:
+    """A cache key made of plain Python values, or None when an argument needs the full key.
+
+    The full key (`_compile_slow`) holds xDSL type attributes; building them costs more than
+    the rest of a cached launch. This key determines the full one: a tensor contributes its
+    pypto dtype (which fixes its pointer type), an int whether it fits in 32 bits, a float
+    nothing, and every compile-time constant (annotated or found by the frontend) its value.
+    The constexpr set is part of the key: it only grows, so an entry made before it grew is
+    never hit again."""
+    const = _constexpr_positions(kernel)
+    tensor = _TENSOR or _tensor_class()
+    parts: list[Any] = [const, options]
+    for position, value in enumerate(args):
+        kind = type(value)
+        if kind is tensor:
+            parts.append(value.dtype)
+        elif kind is int:
+            parts.append(value if position in const else -(2**31) <= value < 2**31)
+        elif kind is float:
+            parts.append(("f", value) if position in const else 0.0)
+        else:
+            return None
+    return tuple(parts)
+
+
+def _constexpr_positions(kernel: Kernel) -> frozenset[int]:
+    memo = kernel.__dict__.get("_constexpr_memo")
+    size = len(kernel.auto_constexpr)
+    if memo is None or memo[0] != size:
+        names = _constexpr_params(kernel)
+        memo = (size, frozenset(i for i, n in enumerate(kernel.params) if n in names))
+        kernel.__dict__["_constexpr_memo"] = memo
+    return memo[1]
+
+
+_TENSOR: type | None = None
+
+
+def _tensor_class() -> type:
+    global _TENSOR
+    if _TENSOR is None:
+        from pypto.runtime.memory import Tensor  # lazy: the runtime imports the compiler
+
+        _TENSOR = Tensor
+    return _TENSOR
+
+
+def _race_check_default() -> bool:
+    return os.environ.get(RACE_CHECK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, int, int],
+                  resolved: Target, pipeline_text: str, check_uninitialized: bool,
+                  schedule: str | None, race_check: bool) -> CompiledKernel:
+    """The full cache lookup, then lowering and the pipeline on a miss."""
     if block_dims[0] * block_dims[1] * block_dims[2] > resolved.max_block_lanes:
         raise LaunchError(f"block {block_dims} has {block_dims[0] * block_dims[1] * block_dims[2]} "
                           f"lanes; the target allows at most {resolved.max_block_lanes}")
-    pipeline_text = DEFAULT_PIPELINE if pipeline is None else pipeline
     types = tuple(arg_type(a, i, kernel) for i, a in enumerate(args))
     while True:
         names = _constexpr_params(kernel)
@@ -243,7 +320,8 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
     check_uniform_control(_kernel_func(module, kernel.name))
     remarks: list[Remark] = []
-    if pipeline_text.strip():
+    if pipeline_text.strip() and not (pipeline_text == DEFAULT_PIPELINE and
+                                      not _uses_block_features(module)):
         remarks = _run_pipeline(module, pipeline_text, block_dims, resolved)
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
                               check_uninitialized=check_uninitialized, schedule=schedule,
@@ -251,6 +329,22 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     compiled.folded_globals = folded
     kernel.cache[key] = compiled
     return compiled
+
+
+_BLOCK_FEATURES = (pto.AllocLocalOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AsyncLoadOp,
+                   pto.AsyncStoreOp, pto.TileStoreOp, pto.WaitOp, pto.WaitAllOp, pto.FillOp,
+                   pto.MmaOp, pto.PipelineOp, pto.StageOp)
+
+
+def _uses_block_features(module: ModuleOp) -> bool:
+    """Does the kernel use L1, a barrier, a tile instruction or a pipeline? The default
+    pipeline (pto-verify-barriers: L1 races, in-flight copies, divergent barriers) has nothing
+    to check in a kernel that does not; skipping it then saves the first compile() of an
+    element-wise kernel the import of the barrier analyses (~80 ms)."""
+    from pypto.dialects.traits import is_block_collective
+
+    return any(isinstance(op, _BLOCK_FEATURES) or is_block_collective(op)
+               for op in module.walk())
 
 
 def _verify(module: ModuleOp, what: str) -> None:

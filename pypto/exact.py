@@ -94,19 +94,52 @@ def fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
     if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray) and \
             not isinstance(c, np.ndarray):
         return _fma_odd(a, b, c, dtype)
+    n = max(np.size(a), np.size(b), np.size(c))
+    if n <= _CHUNK:
+        return _fma_lanes(a, b, c, dtype)
+    # in cache-sized pieces: the float64 temporaries then never leave the cache
+    out = np.empty(n, dtype=dtype)
+    for i in range(0, n, _CHUNK):
+        j = min(i + _CHUNK, n)
+        out[i:j] = _fma_lanes(*(v[i:j] if isinstance(v, np.ndarray) else v for v in (a, b, c)),
+                              dtype)
+    return out
+
+
+_CHUNK = 1 << 14
+
+
+def _fma_lanes(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
+    """`fma` on lane vectors of at most `_CHUNK` lanes."""
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.add(np.multiply(a, b, dtype=_F64), c, dtype=_F64)
+        p = np.multiply(a, b, dtype=_F64)
+        s = p + c
         if dtype == BFLOAT16:
-            mid = s.astype(_F32)  # ml_dtypes rounds float64 -> bfloat16 through float32
-            out = mid.astype(BFLOAT16)
-            suspect = _midpoint_or_tiny(mid.view(np.int32), 23 - 7, _BF16_TINY_F32)
+            t = s.astype(_F32)  # ml_dtypes rounds float64 -> bfloat16 through float32
+            out = t.astype(BFLOAT16)
+            suspect = _midpoint_or_tiny(t.view(np.int32).copy(), 23 - 7, _BF16_TINY_F32)
         else:
             out = s.astype(dtype)
-            suspect = _midpoint_or_tiny(s.view(np.int64), 52 - _NMANT[dtype], _TINY_F64[dtype])
-    if suspect.any():
+            suspect = _midpoint_or_tiny(s.view(np.int64).copy(), 52 - _NMANT[dtype],
+                                        _TINY_F64[dtype])
+        if not suspect.any():
+            return out
+        # Of the suspects, only those rounded on the way (TwoSum error; for bfloat16 also the
+        # float32 step) need the exact path: an exact float64 sum is rounded once.
         lanes = np.flatnonzero(suspect)
-        pick = [x[lanes] for x in np.broadcast_arrays(a, b, c)]
-        out[lanes] = _fma_odd(pick[0], pick[1], pick[2], dtype)
+        ps, ss = p[lanes], s[lanes]
+        cs = c[lanes] if isinstance(c, np.ndarray) else c
+        cs = np.asarray(cs, dtype=_F64)
+        bp = ss - cs
+        err = (ps - bp) + (cs - (ss - bp))
+        hard = err != 0
+        if dtype == BFLOAT16:
+            hard |= t[lanes] != ss
+        hard &= np.isfinite(ss)
+    if hard.any():
+        lanes = lanes[hard]
+        x, y, z = (v[lanes] for v in np.broadcast_arrays(a, b, c))
+        out[lanes] = _fma_odd(x, y, z, dtype)
     return out
 
 
@@ -118,11 +151,15 @@ _BF16_TINY_F32 = np.int32(1) << 23  # |t| < 2**-126 (bfloat16 subnormals are flo
 
 def _midpoint_or_tiny(bits: np.ndarray, drop: int, tiny: Any) -> np.ndarray:
     """Lanes whose value (`bits`: its IEEE encoding) lies exactly halfway between two values of
-    a format with `drop` fewer fraction bits, or whose magnitude is below `tiny` (encoded)."""
+    a format with `drop` fewer fraction bits, or whose magnitude is below `tiny` (encoded).
+    Overwrites `bits` (the caller's float64 sum is no longer needed)."""
     one = bits.dtype.type(1)
-    low = bits & ((one << drop) - one)
-    magnitude = bits & ~(one << (bits.dtype.itemsize * 8 - 1))
-    return (low == (one << (drop - 1))) | (magnitude < tiny)
+    sign_off = ~(one << (bits.dtype.itemsize * 8 - 1))
+    np.bitwise_and(bits, sign_off, out=bits)  # magnitude
+    small = bits < tiny
+    np.bitwise_and(bits, (one << drop) - one, out=bits)
+    suspect = bits == (one << (drop - 1))
+    return np.logical_or(suspect, small, out=suspect)
 
 
 def _fma_odd(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
@@ -135,22 +172,56 @@ def _fma_odd(a: Any, b: Any, c: Any, dtype: np.dtype) -> Any:
 
 
 def _fma64(a: Any, b: Any, c: Any) -> Any:
-    """float64 data (not a language dtype, but tensors may hold it): exact with `Fraction`
-    per element where every operand is finite (slow, correct), IEEE otherwise."""
+    """float64 data (not a language dtype, but tensors may hold it): Boldo & Melquiond's
+    emulated FMA, `RN(th + RO(tl + ul))` with `(uh, ul) = a*b` exactly (Veltkamp/Dekker) and
+    `(th, tl) = c + uh` exactly (TwoSum). Lanes where the error-free steps could underflow or
+    overflow take `Fraction` (rare); zero products and non-finite operands follow IEEE."""
     a, b, c = np.broadcast_arrays(np.asarray(a, _F64), np.asarray(b, _F64), np.asarray(c, _F64))
     with np.errstate(all="ignore"):
-        out = a * b + c
+        out = a * b + c  # IEEE: exact enough for zero products, inf and NaN
+        mag_a, mag_b, mag_c = np.abs(a), np.abs(b), np.abs(c)
+        prod = mag_a * mag_b
+        safe = (mag_a < 2.0 ** 995) & (mag_b < 2.0 ** 995) & (prod > 2.0 ** -900) & \
+            (prod < 2.0 ** 1000) & (mag_c < 2.0 ** 1000)
+        if safe.any():
+            x, y, z = a[safe], b[safe], c[safe]
+            uh, ul = _two_product(x, y)
+            th = z + uh  # TwoSum: th + tl = c + uh exactly
+            bp = th - uh  # ~ z
+            tl = (uh - (th - bp)) + (z - bp)
+            out[safe] = th + _odd_sum(tl, ul)
+        # finite operands, finite a*b and an infinite c: the exact result is c
+        inf_c = np.isinf(c) & np.isfinite(a) & np.isfinite(b)
+        out[inf_c] = c[inf_c]
+        rest = ~safe & ~inf_c & np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & \
+            (a != 0) & (b != 0)
     flat = out.reshape(-1)
-    for k, (x, y, z) in enumerate(zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))):
-        if np.isfinite(x) and np.isfinite(y) and np.isfinite(z):
-            q = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
-            if q != 0:
-                try:
-                    flat[k] = float(q)  # Fraction -> float rounds to nearest even
-                except OverflowError:
-                    flat[k] = np.inf if q > 0 else -np.inf
-            # an exact zero: a*b + c in float64 already has IEEE's sign
+    for k in np.flatnonzero(rest.reshape(-1)):  # extreme exponents only
+        x, y, z = a.reshape(-1)[k], b.reshape(-1)[k], c.reshape(-1)[k]
+        q = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        if q != 0:
+            try:
+                flat[k] = float(q)  # Fraction -> float rounds to nearest even
+            except OverflowError:
+                flat[k] = np.inf if q > 0 else -np.inf
+        # an exact zero of non-zero terms is +0 (nearest): a*b + c computed it unless it erred
+        else:
+            flat[k] = 0.0
     return out if out.ndim else _F64.type(out)
+
+
+def _two_product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`x * y = hi + lo` exactly (Dekker, with Veltkamp's split; no overflow in range)."""
+    hi = x * y
+    split = 134217729.0  # 2**27 + 1
+    t = split * x
+    xh = t - (t - x)
+    xl = x - xh
+    t = split * y
+    yh = t - (t - y)
+    yl = y - yh
+    lo = ((xh * yh - hi) + xh * yl + xl * yh) + xl * yl
+    return hi, lo
 
 
 def minimum(a: Any, b: Any) -> Any:

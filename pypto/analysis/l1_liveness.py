@@ -131,8 +131,9 @@ def _is_local_address(value: SSAValue) -> bool:
 
 
 def is_block_sync(op: Operation) -> bool:
-    """Ops every warp of a block reaches together: block barriers and tile instructions."""
-    return is_block_collective(op)
+    """Ops every warp of a block reaches together: block barriers and tile instructions (not
+    `alloc_local`, a declaration)."""
+    return is_block_collective(op) and not isinstance(op, pto.AllocLocalOp)
 
 
 # --------------------------------------------------------------------------------------------

@@ -615,10 +615,9 @@ class StoreOp(IRDLOperation):
 class FmaOp(IRDLOperation):
     """Fused multiply-add with fused store: `*dst = a * b + c`.
 
-    semantics: a true multiply-add. The product and sum are evaluated in float64 and rounded once
-    to the destination's float type (exact for float16 and bfloat16; for float32 the product is
-    exact and the sum is rounded to float64 then float32). For integers the arithmetic wraps; i1
-    is rejected. To add two values write `pto.fma(dst, a, 1.0, b)`.
+    semantics: a true fused multiply-add: the exact `a * b + c` is rounded once to the
+    destination's float type (nearest, ties to even). For integers the arithmetic wraps; i1 is
+    rejected. To add two values write `pto.fma(dst, a, 1.0, b)`.
     syntax: `pto.fma %dst, %a, %b, %c : !pto.ptr<f32, global>, f32`
     python: `pto.fma(o + i, a, 1.0, b)`
     example:

@@ -21,6 +21,8 @@ class KernelSource:
     col_offset: int  # indentation removed by dedent
     lines: list[str]  # the file's lines (for carets), 1-based via lines[n - 1]
     tree: ast.FunctionDef
+    # `tree` after the early-return rewrite (pypto.frontend.lowering), made on first lowering
+    rewritten: ast.FunctionDef | None = None
 
 
 class Kernel:
@@ -44,9 +46,17 @@ class Kernel:
         self.signature = sig
         self._source: KernelSource | None = None
         self.cache: dict[Any, Any] = {}
+        # The same compiled variants under a key of plain Python values, so that a cached
+        # launch does not rebuild xDSL type attributes (pypto.compiler._fast_key).
+        self.fast_cache: dict[Any, Any] = {}
         # Integer parameters the frontend found used as sizes (alloc_local counts, mma shapes):
         # specialised on their launch value from then on, like annotated pto.constexpr ones.
         self.auto_constexpr: set[str] = set()
+
+    def clear_cache(self) -> None:
+        """Forget every compiled variant (the next launch compiles afresh)."""
+        self.cache.clear()
+        self.fast_cache.clear()
 
     def outer_values(self) -> dict[str, Any]:
         """The module globals and closed-over values the kernel body can name, as of now."""

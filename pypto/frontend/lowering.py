@@ -107,8 +107,13 @@ class KernelLowering(StructuredLowering, CallLowering):
     # ---------------------------------------------------------------------------------------
 
     def lower(self) -> ModuleOp:
-        fdef = copy.deepcopy(self.src.tree)
-        fdef.body = drop_trailing_returns(rewrite_returns(fdef.body)) or fdef.body
+        fdef = self.src.rewritten
+        if fdef is None:
+            # the early-return rewrite, done once per kernel: lowering only reads the tree,
+            # so every specialisation (and every constexpr retry) shares the rewritten copy
+            fdef = copy.deepcopy(self.src.tree)
+            fdef.body = drop_trailing_returns(rewrite_returns(fdef.body)) or fdef.body
+            self.src.rewritten = fdef
         self.node = fdef
         if isinstance(fdef, ast.AsyncFunctionDef):
             raise self.error("kernels cannot be async functions")

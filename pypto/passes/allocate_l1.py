@@ -66,8 +66,8 @@ def kib(nbytes: int) -> str:
 def describe_placement(p: Placement) -> str:
     """`'A_tile' 16384 bytes at offset 0 (k.py:12, 2 slots)`."""
     slots = slots_of(p.live.alloc)
-    extra = f", {slots} slots" if slots > 1 else ""
-    return f"'{p.name}' {p.nbytes} bytes at offset {p.offset} ({location_text(p.live.alloc)}{extra})"
+    where = location_text(p.live.alloc) + (f", {slots} slots" if slots > 1 else "")
+    return f"'{p.name}' {p.nbytes} bytes at offset {p.offset} ({where})"
 
 
 def capacity_error(kernel: func.FuncOp, layout: Layout) -> L1CapacityError:
@@ -99,8 +99,7 @@ def apply_layout(layout: Layout) -> None:
 
 @dataclass(frozen=True)
 class AllocateL1Pass(L1Options, ModulePass):
-    """Assign every L1 buffer a byte offset with liveness-based reuse; L1CapacityError if it
-    does not fit.
+    """Place L1 buffers at byte offsets, reusing dead buffers' bytes; L1CapacityError if too big.
 
     Buffers whose live ranges are separated by a block-level synchronisation point share bytes;
     offsets and sizes are multiples of `align` (default: the target's `l1_align_bytes`). The
@@ -119,8 +118,9 @@ class AllocateL1Pass(L1Options, ModulePass):
                 raise capacity_error(kernel, layout)
             apply_layout(layout)
             saved = layout.total - layout.peak
+            count = len(layout.placements)
             emit_remark(kernel, f"L1 of '{kernel.sym_name.data}': peak {layout.peak} of "
                         f"{layout.capacity} bytes ({100 * layout.peak / layout.capacity:.1f}%), "
-                        f"{len(layout.placements)} buffer{'s' if len(layout.placements) != 1 else ''}"
+                        f"{count} buffer{'s' if count != 1 else ''}"
                         + (f", {saved} bytes shared by buffers never live together"
                            if saved else ""))

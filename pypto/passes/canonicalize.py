@@ -1,11 +1,11 @@
 """Fold constants, apply every op's canonicalization patterns and erase dead pure ops.
 
-xDSL's `canonicalize`, with float constant folding made exact for pto's types: xDSL folds
-`arith.addf/subf/mulf/divf` of two constants in Python float64 and stores the float64 result in
-the attribute unrounded for bfloat16 (the interpreter would then round it through float32, and
-the next fold would use the unrounded value) and raises OverflowError for a float16 result beyond
-65504. Here the fold computes in the operand type itself, correctly rounded, ±inf on overflow,
-so a folded constant is always the value execution would produce (tests/exactness/ checks that).
+xDSL's `canonicalize`, with float constant folding done in the operand type: xDSL folds
+`arith.addf/subf/mulf/divf` of two constants in Python float64 and packs the result into the
+attribute, which raises OverflowError for a float16 result beyond 65504 (`60000 + 60000`) instead
+of giving inf. Here the fold computes in the operand type itself (NumPy / ml_dtypes, correctly
+rounded, ±inf on overflow), so a folded constant is always the value execution produces
+(tests/exactness/ checks that, with xDSL's pass it crashes).
 """
 
 from __future__ import annotations

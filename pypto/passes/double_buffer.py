@@ -46,10 +46,17 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from pypto.analysis.l1_liveness import SLOTS_ATTR, functions, location_text, plan_layout
+from pypto.analysis.l1_liveness import (
+    SLOTS_ATTR,
+    buffer_bytes,
+    functions,
+    location_text,
+    plan_layout,
+)
 from pypto.analysis.lane_values import defined_inside
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
+from pypto.dialects.traits import memory_accesses
 from pypto.passes.allocate_l1 import L1Options, kib
 from pypto.passes.diagnostics import emit_remark
 
@@ -74,6 +81,10 @@ def _const_int(value: SSAValue) -> int | None:
             isinstance(value.op.value, IntegerAttr):
         return value.op.value.value.data
     return None
+
+
+def _round_up(n: int, align: int) -> int:
+    return -(-n // align) * align
 
 
 def _at(op: Operation) -> str:
@@ -115,19 +126,9 @@ class Plan:
 
 
 def _writes(op: Operation, value: SSAValue) -> bool:
-    """Whether `op` writes through the address operand `value`."""
-    match op:
-        case pto.StoreOp():
-            return op.ptr is value
-        case pto.FmaOp():
-            return op.dst is value
-        case pto.AtomicAddOp():
-            return op.ptr is value
-        case pto.AsyncLoadOp() | pto.FillOp():
-            return op.dst is value
-        case pto.MmaOp():
-            return op.c is value
-    return False
+    """Whether `op` writes through the address operand `value` (its declared accesses)."""
+    return any(a.kind == "write" and op.operands[a.operand] is value
+               for a in memory_accesses(op))
 
 
 def _inside(op: Operation, stages: Sequence[pto.StageOp]) -> pto.StageOp | None:
@@ -572,6 +573,7 @@ class _Rewrite:
         wrapper.location = loop.location
         for new, old in zip(wrapper.results, loop.results):
             new.name_hint = old.name_hint
+        _erase_dead(wrapper)
         Rewriter.insert_op([*before, wrapper], InsertPoint.before(loop))
         Rewriter.replace_op(loop, [], list(wrapper.results))
 
@@ -604,6 +606,15 @@ class _Rewrite:
             copy.mapper[old] = new
         copy.compute()
         return copy
+
+
+def _erase_dead(root: Operation) -> None:
+    """Drop the pure ops the rewrite built but nothing uses (a counter or slot address a copy
+    of the body did not need), innermost and last first."""
+    for op in reversed(list(root.walk())):
+        if op is not root and op.results and _is_pure(op) and \
+                not any(r.uses for r in op.results):
+            Rewriter.erase_op(op)
 
 
 # --------------------------------------------------------------------------------------------
@@ -652,7 +663,14 @@ class DoubleBufferPass(L1Options, ModulePass):
         index = list(kernel.walk()).index(loop)
         needs: dict[int, int] = {}
         chosen = 1
+        align = self.alignment
+        allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
+        every = sum(_round_up(buffer_bytes(a), align) for a in allocs)
+        loaded = sum(_round_up(buffer_bytes(b), align) for b in analyse(loop).buffers)
         for n in range(self.stages, 1, -1):
+            if every + (n - 1) * loaded <= self.capacity:
+                chosen = n  # fits even with no byte shared: no need to place it to know
+                break
             trial = kernel.clone()
             trial_loop = list(trial.walk())[index]
             assert isinstance(trial_loop, scf.ForOp)

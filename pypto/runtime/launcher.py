@@ -45,11 +45,13 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     grid3 = normalize_dims(grid, "grid", name)
     block3 = normalize_dims(block, "block", name)
     arguments = _check_args(kernel, name, args)
-    queue = _launch_stream(name, arguments, stream)
-    _check_block_size(name, block3, queue.device.target)
+    tensors = tuple(a for a in arguments if type(a) is Tensor or isinstance(a, Tensor))
+    queue = _launch_stream(name, tensors, stream)
+    target = queue.device.target
+    if block3[0] * block3[1] * block3[2] > target.max_block_lanes:
+        _check_block_size(name, block3, target)
     compiled = kernel if hasattr(kernel, "execute") else _compile(kernel, arguments, block3,
-                                                                  queue.device.target)
-    tensors = tuple(a for a in arguments if isinstance(a, Tensor))
+                                                                  target)
 
     def run() -> None:
         compiled.execute(grid3, block3, arguments)
@@ -60,6 +62,8 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
 
 def normalize_dims(value: Any, what: str, kernel_name: str = "?") -> Dim3:
     """`n` -> `(n, 1, 1)`; a tuple/list of 1-3 positive ints -> padded 3-tuple; else `LaunchError`."""
+    if type(value) is int and value > 0:
+        return (value, 1, 1)  # the fastest common case
     items = value if isinstance(value, tuple | list) else (value,)
     if 1 <= len(items) <= 3 and all(type(i) is int and i > 0 for i in items):
         return (*items, 1, 1)[:3]  # the fast common case
@@ -133,10 +137,10 @@ def _arg_hint(arg: Any) -> str:
     return ""
 
 
-def _launch_stream(name: str, args: tuple[Any, ...], stream: Stream | None) -> Stream:
+def _launch_stream(name: str, tensors: tuple[Tensor, ...], stream: Stream | None) -> Stream:
     devices: list[Device] = []
-    for arg in args:
-        if isinstance(arg, Tensor) and all(arg.device is not d for d in devices):
+    for arg in tensors:
+        if not devices or all(arg.device is not d for d in devices):
             devices.append(arg.device)
     if stream is not None:
         if not isinstance(stream, Stream):

@@ -37,7 +37,7 @@ def overlapped(case: Case, pipeline: str | None, moved: str, onto: str):
     """Compile `case`, then put buffer `moved` at the offset of `onto` (a wrong allocation)."""
     device, tensors = to_device(case.args)
     ck = pto.compile(case.kernel, args=device, block=case.block, pipeline=pipeline)
-    case.kernel.cache.clear()  # this compiled kernel is about to be broken: no one else gets it
+    case.kernel.clear_cache()  # this compiled kernel is about to be broken: no one else gets it
     bufs = buffers(ck)
     assert bufs[moved].l1_offset != bufs[onto].l1_offset
     bufs[moved].properties["offset"] = IntegerAttr(bufs[onto].l1_offset, i64)

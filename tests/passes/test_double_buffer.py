@@ -107,12 +107,13 @@ def test_default_pipeline_double_buffers_the_matmul():
 
 
 @pytest.mark.parametrize("name", sorted(set(PIPELINED) - set(NOT_DOUBLE_BUFFERED)))
-def test_no_block_barrier_needed_between_slots(name):
+@pytest.mark.parametrize("stages", [2, 3])
+def test_no_block_barrier_needed_between_slots(name, stages):
     """pto-insert-barriers on the double-buffered kernel inserts nothing: the slots are proven
     disjoint (a barrier would be needed if the analysis could not tell them apart)."""
     case = PIPELINED[name](3)
-    plain = compiled(case, "pto-double-buffer")
-    repaired = compiled(case, "pto-double-buffer,pto-insert-barriers")
+    plain = compiled(case, f"pto-double-buffer{{stages={stages}}}")
+    repaired = compiled(case, f"pto-double-buffer{{stages={stages}}},pto-insert-barriers")
     count = lambda ck: ck.mlir.count("pto.barrier_block")  # noqa: E731
     assert count(repaired) <= count(plain)  # it may drop redundant ones, never add
     assert "pto.slots" in plain.mlir
@@ -121,7 +122,7 @@ def test_no_block_barrier_needed_between_slots(name):
 @pytest.mark.parametrize("name,reason", sorted(NOT_DOUBLE_BUFFERED.items()))
 def test_refused_loop_is_left_unchanged_with_a_remark(name, reason, caplog):
     case = PIPELINED[name](2)
-    case.kernel.cache.clear()  # compile afresh: remarks are logged when the passes run
+    case.kernel.clear_cache()  # compile afresh: remarks are logged when the passes run
     with caplog.at_level(logging.INFO, logger="pypto"):
         ck = compiled(case, None)
     assert "pto.pipeline" in ck.mlir and "pto.slots" not in ck.mlir
@@ -162,15 +163,16 @@ def _drop_first_wait(ck: pto.CompiledKernel) -> None:
     wait.erase()
 
 
-def test_a_missing_wait_in_the_double_buffered_loop_is_caught():
+@pytest.mark.parametrize("stages", [2, 3])
+def test_a_missing_wait_in_the_double_buffered_loop_is_caught(stages):
     """The checks that pass above can fail: without the wait on the slot's token, the static
     check reports the in-flight read and the interpreter raises a RaceError."""
     from pypto.passes.verify_barriers import VerifyBarriersPass
     from xdsl.dialects.builtin import ModuleOp
 
-    case = PIPELINED["pipelined_scale"](3)
-    ck = compiled(case, "pto-double-buffer")
-    case.kernel.cache.clear()  # this compiled kernel is about to be broken: no one else gets it
+    case = PIPELINED["pipelined_scale"](4)
+    ck = compiled(case, f"pto-double-buffer{{stages={stages}}}")
+    case.kernel.clear_cache()  # this compiled kernel is about to be broken: no one else gets it
     _drop_first_wait(ck)
     with pytest.raises(pto.BarrierError, match="still writing it"):
         VerifyBarriersPass(block_size=case.block).apply(None, ck.module)  # type: ignore[arg-type]
@@ -180,3 +182,43 @@ def test_a_missing_wait_in_the_double_buffered_loop_is_caught():
     with pytest.raises(pto.RaceError, match="in flight"):
         pto.launch(ck, grid=case.grid, block=case.block, args=device)
         from_device(tensors)
+
+
+def _issue_order(pipeline: str, trips: int) -> list[tuple[int, int]]:
+    """Run the matmul with a Trace; for each mma (k-step j, in order): how many copies had been
+    issued and how many waited for before it."""
+    from pypto.backend.interpreter.instruments import Trace
+
+    case = PIPELINED["matmul_tile"](trips)
+    device, tensors = to_device(case.args)
+    pto.sync()  # the uploads are queued on the stream; the executable runs right now
+    ck = pto.compile(case.kernel, args=device, block=case.block, pipeline=pipeline)
+    trace = Trace()
+    ck.executable.run((*case.grid, 1), (case.block, 1, 1), device, instrument=trace)
+    check_reference(case, from_device(tensors)[case.output])
+    classes = trace.block_classes()
+    assert len(classes) == 1  # every block runs the same stream
+    table = ck.executable.op_table
+    issued = waited = 0
+    order = []
+    for event in classes[0][1]:
+        if event.kind == "issue":
+            issued += 1
+        elif event.kind == "wait":
+            waited += 1
+        elif table[event.op_id].name == "pto.mma":
+            order.append((issued, waited))
+    return order
+
+
+def test_trace_shows_the_next_tiles_loading_during_the_mma():
+    """What the pass is for, seen in the interpreter's event trace: sequentially, the mma of
+    k-step j runs when the two loads of steps 0..j are issued and all waited for; double-
+    buffered, the loads of step j + 1 are already issued (and not waited for) when it runs."""
+    trips = 4
+    sequential = _issue_order("", trips)
+    assert sequential == [(2 * (j + 1), 2 * (j + 1)) for j in range(trips)]
+    overlapped = _issue_order(None, trips)
+    expected = [(2 * min(j + 2, trips), 2 * (j + 1)) for j in range(trips)]
+    assert overlapped == expected
+    assert all(i > w for i, w in overlapped[:-1])   # copies in flight during every mma but the last

@@ -126,6 +126,8 @@ class _Analysis:
     uniform: _Uniform = field(default_factory=lambda: _Uniform(set()))
     affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
     needs_array: set[SSAValue] = field(default_factory=set)
+    # arithmetic ops computed by the store right after them, into memory (store_ramp_op)
+    fused: set[Operation] = field(default_factory=set)
 
 
 class KernelCodegen(NpuEmitters):
@@ -145,6 +147,9 @@ class KernelCodegen(NpuEmitters):
         self.constants: dict[str, Any] = {}
         self.counter = 0
         self.an = _Analysis()
+        # pure expressions already computed, per enclosing region (innermost last): the frontend
+        # re-derives `buf + tid` at every use, and each copy costs a pass over the lanes
+        self.cse: list[dict[tuple[Any, ...], str]] = [{}]
 
     # ----------------------------------------------------------------------------------------
 
@@ -188,6 +193,15 @@ class KernelCodegen(NpuEmitters):
                     an.affine[op.results[0]] = self.fresh("rb")
                 elif b in an.affine and a in an.uniform and not isinstance(op, arith.SubiOp):
                     an.affine[op.results[0]] = self.fresh("rb")
+        if not self.instrumented:  # instruments observe every op's value: no fusion then
+            for op in _walk(ops):
+                if isinstance(op, pto.StoreOp) and op.ptr in an.affine:
+                    owner = op.value.owner
+                    # only `a op b` right before the store, used by it alone, on plain values
+                    if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
+                            op.value.has_one_use() and \
+                            not any(x in an.affine for x in owner.operands):
+                        an.fused.add(owner)
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             for index, operand in enumerate(op.operands):
@@ -270,12 +284,33 @@ class KernelCodegen(NpuEmitters):
             return f"(_ctx.ramp + {self.an.affine[r]})"
         return self.name(r)
 
+    def reuse(self, op: Operation, extra: Any = None) -> bool:
+        """Common subexpressions of pure ops within a region and the regions it encloses: if
+        the same op on the same operands was already emitted where it is visible, alias it."""
+        if self.instrumented:
+            return False
+        key = (op.name, extra, tuple(self.name(x) for x in op.operands))
+        res = op.results[0]
+        for scope in reversed(self.cse):
+            old = scope.get(key)
+            if old is not None:
+                self.emit(f"{self.name(res)} = {old}")
+                if _is_address(res.type):
+                    self.emit(f"{self.name(res)}_b = {old}_b")
+                return True
+        self.cse[-1][key] = self.name(res)
+        return False
+
     def dispatch(self, op: Operation) -> None:
+        if op in self.an.fused:
+            return  # computed by the store that follows (store_ramp_op)
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
             return
         if type(op) in _ARITH_BINARY:
+            if self.reuse(op):
+                return
             a, b = (self.name(x) for x in op.operands)
             self.emit(f"{self.name(op.results[0])} = {_ARITH_BINARY[type(op)].format(a=a, b=b)}")
             return
@@ -339,12 +374,15 @@ class KernelCodegen(NpuEmitters):
         an = self.an
         if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
+            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made)
             self.emit(f"{self.name(op.results[0])} = (_ctx.ramp {_CMP[pred]} "
-                      f"(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
+                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
             return
         if rhs in an.affine and lhs in an.uniform and pred in _CMP_SIGNED:
-            self.emit(f"{self.name(op.results[0])} = ((_np.int64({self.name(lhs)}) - "
+            self.emit(f"{self.name(op.results[0])} = (_bound32(_np.int64({self.name(lhs)}) - "
                       f"{an.affine[rhs]}) {_CMP[pred]} _ctx.ramp)")
+            return
+        if self.reuse(op, pred):
             return
         a, b = (self.name(x) for x in op.operands)
         expr = f"({a} {_CMP[pred]} {b})"
@@ -392,6 +430,8 @@ class KernelCodegen(NpuEmitters):
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
+        if res not in self.an.affine and self.reuse(op):
+            return
         self.emit(f"{rn}_b = {pn}_b")
         if res in self.an.affine:
             # ramp + base: one side is affine, the other uniform
@@ -417,6 +457,8 @@ class KernelCodegen(NpuEmitters):
             else:
                 self.define_affine(res, f"{self.name(a)} {sym} {self.an.affine[b]}")
             return
+        if self.reuse(op):
+            return
         self.emit(f"{self.name(res)} = ({self.name(a)} {sym} {self.name(b)})")
 
     def op_pto_load(self, op: pto.LoadOp) -> None:
@@ -430,7 +472,14 @@ class KernelCodegen(NpuEmitters):
         else:
             self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")
 
-    def _store(self, ptr: SSAValue, value_expr: str, s: int) -> None:
+    def _store(self, ptr: SSAValue, value_expr: str, s: int,
+               value: SSAValue | None = None) -> None:
+        if value is not None and value.owner in self.an.fused:
+            ufunc = _STORE_UFUNCS[type(value.owner)]
+            a, b = value.owner.operands
+            self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
+                      f"{self.name(a)}, {self.name(b)}, _m, {s})")
+            return
         if ptr in self.an.affine:
             self.emit(f"_ctx.store_ramp({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
                       f"_m, {s})")
@@ -438,14 +487,23 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
     def op_pto_store(self, op: pto.StoreOp) -> None:
-        self._store(op.ptr, self.name(op.value), self.site(op))
+        self._store(op.ptr, self.name(op.value), self.site(op), op.value)
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:
         s = self.site(op)
         a, b, c = op.a, op.b, op.c
         t = a.type
+        dst_affine = op.dst in self.an.affine
         # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
         # (for binary formats, rounding a+c through float64 first gives the same result).
+        if _is_const(b, 1.0) and dst_affine:
+            self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
+                      f"_np.add, {self.name(a)}, {self.name(c)}, _m, {s})")
+            return
+        if _is_const(a, 1.0) and dst_affine:
+            self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
+                      f"_np.add, {self.name(b)}, {self.name(c)}, _m, {s})")
+            return
         if _is_const(b, 1.0):
             value = f"({self.name(a)} + {self.name(c)})"
         elif _is_const(a, 1.0):
@@ -499,6 +557,7 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"if {mask} is not False:")
             self.indent += 1
             self.emit(f"_m = {mask}")
+            self.cse.append({})
             for inner in body[:-1]:
                 self.op(inner)
             term = body[-1] if body else None
@@ -507,6 +566,7 @@ class KernelCodegen(NpuEmitters):
                     self.transfer(n, value)
             elif term is not None:
                 self.op(term)
+            self.cse.pop()
             self.emit("pass")
             self.indent -= 1
         self.emit(f"_m = {saved}")
@@ -549,6 +609,7 @@ class KernelCodegen(NpuEmitters):
         self.indent += 1
         self.emit(f"{self.name(iv)} = {itype}({counter})")
         ops = list(body.ops)
+        self.cse.append({})
         for inner in ops[:-1]:
             self.op(inner)
         term = ops[-1]
@@ -560,6 +621,7 @@ class KernelCodegen(NpuEmitters):
                 self.emit(f"{self.name(arg)} = {tmp}")
                 if _is_address(arg.type):
                     self.emit(f"{self.name(arg)}_b = {tmp}_b")
+        self.cse.pop()
         self.emit("pass")
         self.indent -= 1
         for arg, result in zip(iter_args, op.results):
@@ -692,6 +754,15 @@ def _view_safe(load: pto.LoadOp) -> bool:
     return not pending
 
 
+_STORE_UFUNCS: dict[type[Operation], str] = {
+    arith.AddfOp: "_np.add", arith.SubfOp: "_np.subtract", arith.MulfOp: "_np.multiply",
+    arith.DivfOp: "_np.divide", arith.AddiOp: "_np.add", arith.SubiOp: "_np.subtract",
+    arith.MuliOp: "_np.multiply",
+}
+
+
+
+
 def _is_const(v: SSAValue, value: float) -> bool:
     owner = v.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
@@ -720,6 +791,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_fma": exact.fma,
         "_fmin": exact.minimum,
         "_fmax": exact.maximum,
+        "_bound32": lanes.bound32,
         "_F64": np.dtype(np.float64),
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})

@@ -145,9 +145,15 @@ class Executable:
         if len(args) != len(self.param_types):
             raise LaunchError(f"kernel '{self.name}' takes {len(self.param_types)} arguments "
                               f"({', '.join(self.param_names)}), got {len(args)}")
+        plan = self.__dict__.get("_bind_plan")
+        if plan is None:  # per parameter: its NumPy dtype, and whether it is a pointer
+            plan = self.__dict__["_bind_plan"] = [
+                (name, isinstance(t, pto.PtrType), dtypes.np_dtype_of(
+                    t.element_type if isinstance(t, pto.PtrType) else t))
+                for name, t in zip(self.param_names, self.param_types)]
         bound: list[Any] = []
-        for name, t, value in zip(self.param_names, self.param_types, args):
-            if isinstance(t, pto.PtrType):
+        for (name, is_ptr, npd), value in zip(plan, args):
+            if is_ptr:
                 if getattr(value, "freed", False):
                     raise TensorFreedError(f"argument '{name}' of kernel '{self.name}' is a freed "
                                            f"tensor")
@@ -155,13 +161,12 @@ class Executable:
                 if not isinstance(data, np.ndarray):
                     raise LaunchError(f"argument '{name}' of kernel '{self.name}' must be a device "
                                       f"tensor (pto.alloc_tensor), got {type(value).__name__}")
-                want = dtypes.np_dtype_of(t.element_type)
+                want = npd
                 if data.dtype != want:
                     raise LaunchError(f"argument '{name}' of kernel '{self.name}' was compiled for "
                                       f"{want} tensors, got a {data.dtype} tensor")
                 bound.append(Buffer(data, name, "global"))
             else:
-                npd = dtypes.np_dtype_of(t)
                 if isinstance(value, bool | np.bool_) and npd != np.bool_:
                     raise LaunchError(f"argument '{name}' of kernel '{self.name}' expects "
                                       f"{npd}, got a bool")

@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 Mask = Any  # None | False | np.ndarray[bool]
+
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,17 @@ def mask_andnot(m: Mask, c: Any) -> Mask:
     return False if c else m
 
 
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def bound32(x: Any) -> np.int32:
+    """A uniform bound to compare the int32 lane ramp with, clamped to int32: the ramp lies in
+    [0, 2^31 - 2], so every comparison gives the same answer as with the exact int64 value, and
+    the comparison runs on int32 instead of promoting the whole ramp to int64."""
+    v = int(x)
+    return np.int32(_I32_MIN if v < _I32_MIN else _I32_MAX if v > _I32_MAX else v)
+
+
 def select(c: Any, a: Any, b: Any) -> Any:
     if isinstance(c, np.ndarray):
         return np.where(c, a, b)
@@ -216,8 +229,30 @@ class LaneContext(BlockMemory, RaceChecker):
             return np.int64(self.first_lane // self.block_lanes), lin - block_start
         return lin // self.block_lanes, lin % self.block_lanes
 
+    def _whole_blocks(self) -> bool:
+        """The vector holds whole blocks (grid and batch modes): ids are per-block patterns."""
+        return FAST_PATHS.on and self.first_lane % self.block_lanes == 0 and \
+            self.count % self.block_lanes == 0 and self.count > self.block_lanes
+
+    def _block_coords(self, dim: int) -> np.ndarray:
+        """Coordinate `dim` of each block of the vector (one entry per block)."""
+        b0 = self.first_lane // self.block_lanes
+        blin = np.arange(b0, b0 + self.count // self.block_lanes, dtype=np.int64)
+        gx, gy, _ = self.grid
+        return (blin % gx, (blin // gx) % gy, blin // (gx * gy))[dim]
+
+    def _local_pattern(self, dim: int) -> np.ndarray:
+        """Coordinate `dim` of each lane of one block (x fastest)."""
+        loc = np.arange(self.block_lanes, dtype=np.int64)
+        bx, by, _ = self.block
+        return (loc % bx, (loc // bx) % by, loc // (bx * by))[dim]
+
     def local_id(self, dim: int) -> Any:
         key = f"l{dim}"
+        if key not in self._ids and self._whole_blocks():
+            # one block's pattern repeated: a single pass instead of // and % over every lane
+            self._ids[key] = np.tile(self._local_pattern(dim).astype(np.int32),
+                                     self.count // self.block_lanes)
         if key not in self._ids:
             _, local = self._block_linear_and_local()
             bx, by, _ = self.block
@@ -232,6 +267,8 @@ class LaneContext(BlockMemory, RaceChecker):
 
     def block_id(self, dim: int) -> Any:
         key = f"b{dim}"
+        if key not in self._ids and self._whole_blocks():
+            self._ids[key] = np.repeat(_i32(self._block_coords(dim)), self.block_lanes)
         if key not in self._ids:
             blin, _ = self._block_linear_and_local()
             gx, gy, _ = self.grid
@@ -246,6 +283,16 @@ class LaneContext(BlockMemory, RaceChecker):
 
     def global_id(self, dim: int) -> Any:
         key = f"g{dim}"
+        if key not in self._ids and self._whole_blocks() and \
+                not (dim == 0 and self.grid[1] * self.grid[2] == 1 and
+                     self.block[1] * self.block[2] == 1):
+            # block coordinate * block size + the local pattern, broadcast: one pass
+            start = self._block_coords(dim) * self.block[dim]
+            pattern = self._local_pattern(dim)
+            if int(start.max()) + int(pattern.max()) < 2**31:  # int32 throughout when it fits
+                start, pattern = start.astype(np.int32), pattern.astype(np.int32)
+            ids = start[:, None] + pattern[None, :]
+            self._ids[key] = _i32(ids.reshape(-1))
         if key not in self._ids:
             if dim == 0 and self.grid[1] * self.grid[2] == 1 and self.block[1] * self.block[2] == 1:
                 v = _i32(self._linear())
@@ -344,10 +391,29 @@ class LaneContext(BlockMemory, RaceChecker):
         else:
             active = off
         if buf.stride:  # batch mode, L1
-            blocks = self.lane_block if mask is None else \
-                self.masked("lane_block", self.lane_block, mask)
-            return active + blocks * buf.stride
+            base = self.block_base(buf.stride)
+            return active + (base if mask is None else self.masked(f"base{buf.stride}", base, mask))
         return active
+
+    def block_base(self, stride: int) -> np.ndarray:
+        """Per vector position, `lane_block * stride`: where its block's copy of an L1 buffer
+        with `stride` elements per block starts (batch mode); computed once per stride."""
+        key = ("base", stride)
+        base = self._ids.get(key)
+        if base is None:
+            base = self._ids[key] = self.lane_block * stride
+        return base
+
+    def sparse(self, mask: np.ndarray) -> bool:
+        """At most a quarter of the lanes active (counted once per mask object)?"""
+        cache = self._mask_cache
+        if cache is None or cache[0] is not mask:
+            cache = (mask, {})
+            self._mask_cache = cache
+        value = cache[1].get("sparse")
+        if value is None:
+            value = cache[1]["sparse"] = 4 * int(np.count_nonzero(mask)) <= mask.size
+        return value  # type: ignore[return-value]
 
     def masked(self, key: str, array: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """`array[mask]`, cached for the current mask object: the accesses of one branch all
@@ -374,13 +440,22 @@ class LaneContext(BlockMemory, RaceChecker):
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
         if mask is not None and isinstance(off, np.ndarray):
+            if FAST_PATHS.on and self.sparse(mask):
+                # few active lanes: select them, gather those, scatter back (zeros elsewhere;
+                # an inactive lane's value is never used)
+                idx = self._checked(buf, off, mask, site)
+                if buf.watched() or self.inflight:
+                    self.check_read(buf, idx, mask, site)
+                out = np.zeros(self.count, dtype=data.dtype)
+                out[mask] = data[idx]
+                return out
             # Gather for every lane with inactive lanes pointed at element 0 (their values are
             # never used): cheaper than selecting the active lanes and scattering back.
             safe = np.where(mask, off, 0)
             if safe.min() < 0 or safe.max() >= buf.count:
                 raise self.oob(buf, off, mask, site)
             if buf.stride:  # batch mode, L1
-                safe = safe + self.lane_block * buf.stride
+                safe = safe + self.block_base(buf.stride)
             if buf.watched() or self.inflight:
                 self.check_read(buf, safe[mask], mask, site)
             return data[safe]
@@ -407,7 +482,7 @@ class LaneContext(BlockMemory, RaceChecker):
         `view=True` (decided by codegen: no write can happen while the value is alive) returns
         the slice itself instead of a copy.
         """
-        if mask is None and not buf.stride:
+        if mask is None and not buf.stride and FAST_PATHS.on:
             base = int(base)
             size = buf.count
             if base < 0 or base + self.count > size:
@@ -431,7 +506,7 @@ class LaneContext(BlockMemory, RaceChecker):
             data[idx] = value[-1]  # every lane stores to one address: the last lane wins
 
     def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        if mask is None and not buf.stride:
+        if mask is None and not buf.stride and FAST_PATHS.on:
             base = int(base)
             if base < 0 or base + self.count > buf.count:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
@@ -440,6 +515,24 @@ class LaneContext(BlockMemory, RaceChecker):
             buf.data[base:base + self.count] = value
             return
         self.store(buf, self.ramp + np.int64(base), value, mask, site)
+
+    def store_ramp_op(self, buf: Buffer, base: Any, ufunc: Any, a: Any, b: Any, mask: Mask,
+                      site: int) -> None:
+        """`store_ramp(buf, base, ufunc(a, b), ...)` with the result computed straight into the
+        stored slice when every lane is active and the result already has the buffer's dtype
+        (one pass over memory instead of a temporary and a copy; ufuncs handle operands that
+        overlap the output as if they had been copied first)."""
+        if mask is None and not buf.stride and FAST_PATHS.on:
+            data = buf.data
+            if np.result_type(a, b) == data.dtype:
+                base = int(base)
+                if base < 0 or base + self.count > buf.count:
+                    raise self.oob(buf, self.ramp + np.int64(base), None, site)
+                if buf.watched() or self.inflight:
+                    self.check_write(buf, slice(base, base + self.count), None, site)
+                ufunc(a, b, out=data[base:base + self.count])
+                return
+        self.store_ramp(buf, base, ufunc(a, b), mask, site)
 
     # arithmetic with failure modes ---------------------------------------------------------------
 
@@ -502,12 +595,18 @@ class LaneContext(BlockMemory, RaceChecker):
         if mask is False:
             return
         lanes = np.asarray(mask)
-        _, local = self._block_linear_and_local()
-        warp = np.asarray(local) // self.warp_size
-        for w in np.unique(warp):
-            in_warp = warp == w
-            if lanes[in_warp].any() and not lanes[in_warp].all():
-                self._divergent_barrier(mask, site, "pto.barrier()", "warp")
+        ws = self.warp_size
+        if self.block_lanes % ws == 0 and self.local_base % ws == 0 and self.count % ws == 0:
+            rows = lanes.reshape(-1, ws)  # whole warps, one per row
+            divergent = bool((rows.any(axis=1) != rows.all(axis=1)).any())
+        else:  # partial warps: count active lanes per warp
+            warps = self.vector_warps()
+            warps = warps - warps[0]
+            active = np.bincount(warps, weights=lanes)
+            size = np.bincount(warps)
+            divergent = bool(((active > 0) & (active < size)).any())
+        if divergent:
+            self._divergent_barrier(mask, site, "pto.barrier()", "warp")
 
     def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str) -> None:
         lanes = np.asarray(mask)

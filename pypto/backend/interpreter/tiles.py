@@ -19,6 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
 from pypto.errors import DeadlockError, RaceError
@@ -597,19 +598,7 @@ class BlockMemory:
         # atomics do not race with each other: only in-flight / uninitialised checks apply
         self.check_read(buf, idx, None, site, race=False)
         self.check_write(buf, idx, None, site, race=False)
-        order = np.argsort(idx, kind="stable")
-        sorted_idx = idx[order]
-        starts = np.r_[0, np.nonzero(np.diff(sorted_idx))[0] + 1]
-        rank = np.arange(sorted_idx.size) - np.repeat(starts, np.diff(np.r_[starts,
-                                                                              sorted_idx.size]))
-        lane_of = lanes[order]
-        for r in range(int(rank.max()) + 1):
-            sel = rank == r
-            ln = lane_of[sel]
-            addr = sorted_idx[sel]
-            old[ln] = data[addr]
-            data[addr] = data[addr] + vals[ln]
-        return old
+        return _serialised_add(data, idx, vals[lanes], lanes, old)
 
     # misc -------------------------------------------------------------------------------------
 
@@ -648,6 +637,106 @@ class BlockMemory:
 
 
 _NO_TOKEN = object()
+
+
+def _serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: np.ndarray,
+                    old: np.ndarray) -> np.ndarray:
+    """`data[idx[k]] += vals[k]` for k in lane order, one addition at a time, recording in
+    `old[lanes[k]]` the value each addition found; O(m log m) in the m = idx.size hits (a radix
+    sort: O(m) for addresses spanning fewer than 2^32 elements).
+
+    A stable sort groups the hits by address, lane order inside a group. Uncontended hits are
+    one gather and one scatter. For integers a running sum over all the sorted hits, minus its
+    value at each group's start, is each hit's offset from its address's value: exact, because
+    wrap-around addition is associative (arithmetic modulo 2^bits). Floating-point addition is
+    not, so contended groups are laid out as rows of a matrix, the address's current value in
+    column 0 and its additions after it in lane order, and `np.add.accumulate(axis=1)` computes
+    the rows' running sums: accumulate applies the element type's addition one step at a time
+    (no reassociation, no wider accumulator: float16 rounds at every step), so each prefix is
+    bit for bit what the sequential additions give. Rows are bucketed by length rounded up to a
+    power of two, so padding at most doubles the work and there are at most log2(m) + 1 buckets.
+    """
+    order = _stable_order(idx)
+    s_idx = idx[order]
+    new_group = np.empty(s_idx.size, dtype=bool)
+    new_group[0] = True
+    np.not_equal(s_idx[1:], s_idx[:-1], out=new_group[1:])
+    starts = np.flatnonzero(new_group)
+    fast = FAST_PATHS.on
+    if fast and starts.size == s_idx.size:  # every address hit once: no order to respect
+        old[lanes] = data[idx]
+        data[idx] = data[idx] + vals
+        return old
+    s_val = vals[order]
+    s_lane = lanes[order]
+    addr = s_idx[starts]
+    dtype = data.dtype
+    if fast and dtype.kind in "iu":
+        running = np.cumsum(s_val, dtype=dtype)           # wraps like the additions do
+        before = running - s_val                          # sum of the earlier sorted hits
+        group = np.cumsum(new_group) - 1
+        at_start = before[starts]
+        old[s_lane] = data[s_idx] + (before - at_start[group])
+        ends = np.append(starts[1:], s_idx.size) - 1
+        data[addr] = data[addr] + (running[ends] - at_start)
+        return old
+    lengths = np.diff(np.append(starts, s_idx.size))
+    group = np.cumsum(new_group) - 1                     # group of each sorted hit
+    rank = np.arange(s_idx.size) - starts[group]         # position in its group (lane order)
+    width_class = np.zeros(lengths.size, dtype=np.int64)  # ceil(log2(length))
+    np.ceil(np.log2(lengths), out=width_class, casting="unsafe")
+    hit_class = width_class[group]
+    row_of = np.empty(lengths.size, dtype=np.int64)
+    for w in np.unique(width_class):
+        groups = np.flatnonzero(width_class == w)
+        row_of[groups] = np.arange(groups.size)
+        width = (1 << int(w)) + 1
+        rows = np.zeros(groups.size * width, dtype=dtype)  # row-major (groups, width)
+        rows[::width] = data[addr[groups]]
+        hits = np.flatnonzero(hit_class == w)
+        at = row_of[group[hits]] * width + rank[hits]
+        rows[at + 1] = s_val[hits]
+        sums = np.add.accumulate(rows.reshape(groups.size, width), axis=1, dtype=dtype).ravel()
+        old[s_lane[hits]] = sums[at]
+        data[addr[groups]] = sums[np.arange(groups.size) * width + lengths[groups]]
+    return old
+
+
+def _stable_order(idx: np.ndarray) -> np.ndarray:
+    """`np.argsort(idx, kind="stable")`, through 16-bit keys (NumPy radix-sorts those) when
+    the addresses span fewer than 2^32 elements: one or two O(m) passes instead of a merge."""
+    lo = int(idx.min())
+    span = int(idx.max()) - lo
+    if span >= 1 << 32:
+        return np.argsort(idx, kind="stable")
+    key = idx - lo
+    if span < 1 << 16:
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
+    lengths = np.diff(np.append(starts, s_idx.size))
+    group = np.cumsum(new_group) - 1                     # group of each sorted hit
+    rank = np.arange(s_idx.size) - starts[group]         # position in its group (lane order)
+    s_val = vals[order]
+    s_lane = lanes[order]
+    width_class = np.zeros(lengths.size, dtype=np.int64)  # ceil(log2(length))
+    np.ceil(np.log2(lengths), out=width_class, casting="unsafe")
+    hit_class = width_class[group]
+    for w in np.unique(width_class):
+        groups = np.flatnonzero(width_class == w)
+        row_of = np.empty(lengths.size, dtype=np.int64)
+        row_of[groups] = np.arange(groups.size)
+        width = 1 << int(w)
+        rows = np.zeros((groups.size, width + 1), dtype=data.dtype)
+        addr = s_idx[starts[groups]]
+        rows[:, 0] = data[addr]
+        hits = np.flatnonzero(hit_class == w)
+        row = row_of[group[hits]]
+        rows[row, rank[hits] + 1] = s_val[hits]
+        sums = np.add.accumulate(rows, axis=1, dtype=data.dtype)
+        old[s_lane[hits]] = sums[row, rank[hits]]
+        data[addr] = sums[np.arange(groups.size), lengths[groups]]
+    return old
 
 
 def _mma_result(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -3,8 +3,7 @@
 // Float constants fold exactly in their own type (pypto's canonicalize; issue 8): the folded
 // value is what executing the op gives.
 
-// bfloat16: 1 + 2**-8 is a tie between 1 and 1 + 2**-7; nearest-even gives 1 (xDSL kept the
-// float64 sum 1.00390625 unrounded).
+// bfloat16: 1 + 2**-8 is a tie between 1 and 1 + 2**-7; nearest-even gives 1.
 // CHECK-LABEL: func.func @bf16_add
 // CHECK-NEXT:    %[[C:.*]] = arith.constant 1.000000e+00 : bf16
 // CHECK-NEXT:    func.return %[[C]]

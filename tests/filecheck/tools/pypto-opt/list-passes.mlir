@@ -8,3 +8,10 @@
 // CHECK:        cse {{ *}}Common subexpression elimination
 // CHECK:        npu-fuse-load-mma {{ *}}Fuse an MMA with the tile load feeding it (npu.load_mma), as the target's firmware does.
 // CHECK-NEXT:     target: str =
+// CHECK:        pto-allocate-l1 {{ *}}Place L1 buffers at byte offsets, reusing dead buffers' bytes; L1CapacityError if too big.
+// CHECK-NEXT:     l1-bytes: int = 0
+// CHECK-NEXT:     align: int = 0
+// CHECK-NEXT:   pto-double-buffer {{ *}}Give load-stage buffers of pipelined loops N slots and issue loads N-1 iterations ahead.
+// CHECK-NEXT:     l1-bytes: int = 0
+// CHECK-NEXT:     align: int = 0
+// CHECK-NEXT:     stages: int = 2

@@ -1,0 +1,179 @@
+"""Fixed cost of a launch, and how time scales with the problem size.
+
+1. Fixed cost: a cached launch + `pto.sync()` of vector_add at n = 2^10 (4 blocks), median of
+   many calls, next to the same sequence for a kernel that does nothing but a bounds check.
+2. Scaling curves: vector_add for n = 2^10 ... 2^24 and the block reduction (L1 tree,
+   barrier_block, race check on) for n = 2^10 ... 2^22; for each size pypto's and NumPy's
+   times (same run), the ratio, and the effective bandwidth; a least-squares fit
+   t = fixed + n * per_element on the sizes >= 2^16 separates the two costs.
+3. NumPy copy bandwidth measured in the same run (np.copyto of 2^24 float32), the yardstick for
+   "how far from memory bandwidth".
+
+One line per figure. Run:  python bench/launch.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT))
+
+import pypto as pto  # noqa: E402
+from tests.kernels.test_reduction import block_sum  # noqa: E402
+from vector_add import vector_add  # noqa: E402
+
+
+@pto.kernel
+def guard_only(o, n):
+    """The smallest kernel with an argument: one comparison, no memory access."""
+    i = pto.get_global_id()
+    if i >= n:
+        pto.store(o + i, 0.0)
+
+
+def median_time(fn: Callable[[], object], repeat: int, inner: int = 1,
+                clock: Callable[[], float] = time.perf_counter) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        for _ in range(inner):
+            fn()
+        times.append((clock() - t0) / inner)
+    return statistics.median(times)
+
+
+def copy_bandwidth(repeat: int) -> float:
+    """Bytes per second of np.copyto on 2^24 float32 (read + write counted)."""
+    src = np.random.default_rng(0).random(1 << 24, dtype=np.float32)
+    dst = np.empty_like(src)
+    t = median_time(lambda: np.copyto(dst, src), repeat)
+    return 2 * src.nbytes / t
+
+
+def fixed_cost(repeat: int) -> None:
+    n = 1 << 10
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    d_a, d_b, d_o = (pto.alloc_tensor(n * 4) for _ in range(3))
+    pto.memcpy_h2d(d_a, a)
+    pto.memcpy_h2d(d_b, b)
+
+    def va() -> None:
+        pto.launch(vector_add, grid=4, block=256, args=(d_a, d_b, d_o, n))
+        pto.sync()
+
+    def guard() -> None:
+        pto.launch(guard_only, grid=4, block=256, args=(d_o, n))
+        pto.sync()
+
+    def launch_only() -> None:
+        pto.launch(vector_add, grid=4, block=256, args=(d_a, d_b, d_o, n))
+    t_va = median_time(va, 21, 200 if repeat > 3 else 50)
+    t_guard = median_time(guard, 21, 200 if repeat > 3 else 50)
+    t_np = median_time(lambda: a + b, 21, 1000)
+    t_launch = median_time(launch_only, 5, 200 if repeat > 3 else 50)
+    pto.sync()
+    # CPU time of this process: what the launch path costs, whatever else runs on the machine
+    t_cpu = median_time(va, 21, 200 if repeat > 3 else 50, time.process_time)
+    t_np_cpu = median_time(lambda: a + b, 21, 1000, time.process_time)
+    print(f"fixed cost: cached launch + sync vector_add n=2^10 pypto {t_va * 1e6:.1f} us  "
+          f"numpy a+b {t_np * 1e6:.2f} us  ratio {t_va / t_np:.0f}x")
+    print(f"fixed cost (CPU time): cached launch + sync vector_add n=2^10 pypto "
+          f"{t_cpu * 1e6:.1f} us  numpy a+b {t_np_cpu * 1e6:.2f} us")
+    print(f"fixed cost: cached launch + sync guard-only kernel n=2^10 pypto {t_guard * 1e6:.1f} us")
+    print(f"fixed cost: launch() alone (enqueue, then sync later) vector_add {t_launch * 1e6:.1f} us")
+    for t in (d_a, d_b, d_o):
+        t.free()
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    ns = np.array([p[0] for p in points], np.float64)
+    ts = np.array([p[1] for p in points], np.float64)
+    per, fixed = np.polyfit(ns, ts, 1)
+    return fixed, per
+
+
+def curve_vector_add(sizes: list[int], repeat: int, bw: float) -> None:
+    points = []
+    for n in sizes:
+        rng = np.random.default_rng(n)
+        a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+        d_a, d_b, d_o = (pto.alloc_tensor(n * 4) for _ in range(3))
+        pto.memcpy_h2d(d_a, a)
+        pto.memcpy_h2d(d_b, b)
+        grid = (n + 255) // 256
+
+        def run() -> None:
+            pto.launch(vector_add, grid=grid, block=256, args=(d_a, d_b, d_o, n))
+            pto.sync()
+        inner = max(1, (1 << 16) // n)
+        t = median_time(run, repeat, inner)
+        t_np = median_time(lambda: a + b, repeat, inner)
+        out = np.empty(n, np.float32)
+        pto.memcpy_d2h(out, d_o)
+        assert np.array_equal(out, a + b)
+        moved = 12 * n
+        print(f"vector_add n=2^{n.bit_length() - 1} pypto {t * 1e3:.3f} ms  numpy "
+              f"{t_np * 1e3:.3f} ms  ratio {t / t_np:.1f}x  pypto {moved / t / 1e9:.2f} GB/s "
+              f"({moved / t / bw:.0%} of copy bandwidth)  numpy {moved / t_np / 1e9:.2f} GB/s")
+        points.append((n, t))
+        for x in (d_a, d_b, d_o):
+            x.free()
+    fixed, per = fit([p for p in points if p[0] >= 1 << 16])
+    print(f"vector_add fit: fixed {fixed * 1e6:.0f} us + {per * 1e9:.2f} ns/element "
+          f"(copy bandwidth moves 12 bytes in {12 / bw * 1e9:.2f} ns)")
+
+
+def curve_reduction(sizes: list[int], repeat: int, bw: float) -> None:
+    points = []
+    for n in sizes:
+        x = np.random.default_rng(n).random(n, dtype=np.float32)
+        grid = n // 256
+        d_x, d_p = pto.alloc_tensor(n * 4), pto.alloc_tensor(grid * 4)
+        pto.memcpy_h2d(d_x, x)
+        args = (d_x, d_p, n, 256, 8)
+
+        def run() -> None:
+            pto.launch(block_sum, grid=grid, block=256, args=args)
+            pto.sync()
+        inner = max(1, (1 << 14) // n)
+        t = median_time(run, repeat, inner)
+        t_np = median_time(lambda: x.reshape(-1, 256).sum(axis=1), repeat, inner)
+        print(f"block_sum n=2^{n.bit_length() - 1} pypto {t * 1e3:.3f} ms  numpy "
+              f"{t_np * 1e3:.3f} ms  ratio {t / t_np:.1f}x  pypto {4 * n / t / 1e9:.3f} GB/s "
+              f"({4 * n / t / bw:.1%} of copy bandwidth)")
+        points.append((n, t))
+        d_x.free()
+        d_p.free()
+    fixed, per = fit([p for p in points if p[0] >= 1 << 14])
+    print(f"block_sum fit: fixed {fixed * 1e6:.0f} us + {per * 1e9:.2f} ns/element "
+          f"(copy bandwidth reads 4 bytes in {4 / bw * 1e9:.3f} ns)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    opts = parser.parse_args()
+    repeat = 3 if opts.quick else 7
+    bw = copy_bandwidth(repeat)
+    print(f"numpy copy bandwidth (np.copyto 2^24 float32, read + write) {bw / 1e9:.2f} GB/s")
+    fixed_cost(repeat)
+    top = 18 if opts.quick else 24
+    curve_vector_add([1 << k for k in range(10, top + 1, 2)], repeat, bw)
+    top = 16 if opts.quick else 22
+    curve_reduction([1 << k for k in range(10, top + 1, 2)], repeat, bw)
+
+
+if __name__ == "__main__":
+    main()

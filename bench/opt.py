@@ -11,6 +11,7 @@ size, in the same run:
 `pypto-opt k.mlir -p canonicalize,cse -o out.mlir` run in-process through the tool's `main` (its
 own located parser, both passes, verification after each, print). Both read the same file. The
 target (issue 13) is a ratio of at most 1.5 at ~11k ops, growing no faster than the op count.
+Times are medians over --repeat interleaved runs, the ratio the median of per-run ratios.
 `xdsl cse` is the same pipeline with xDSL's stock CSE pass instead of pypto's, for comparison
 (skipped with --quick, and above 12k ops, where it is quadratic and takes minutes).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -104,13 +106,10 @@ def stock(path: Path) -> str:
     return out.getvalue()
 
 
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -120,19 +119,24 @@ def main() -> None:
                         help="approximate op counts, comma-separated")
     args = parser.parse_args()
     sizes = [11000] if args.quick else [int(s) for s in args.sizes.split(",")]
-    repeat = 1 if args.quick else 3
+    repeat = 1 if args.quick else 5
     with tempfile.TemporaryDirectory() as tmp:
         path, out = Path(tmp) / "big.mlir", Path(tmp) / "out.mlir"
         for size in sizes:
             text = module_text(max(1, size // CHUNK_OPS))
             path.write_text(text)
             n = count_ops(text)
-            t_pp = best_of(lambda: parse_print(path), repeat)
-            t_opt = best_of(lambda: pypto_opt(path, out), repeat)
+            # Interleaved, and the median of per-repetition ratios: robust to a loaded machine.
+            pairs = []
+            for _ in range(repeat):
+                pairs.append((timed(lambda: parse_print(path)), timed(lambda: pypto_opt(path, out))))
+            t_pp = statistics.median(p for p, _ in pairs)
+            t_opt = statistics.median(o for _, o in pairs)
+            ratio = statistics.median(o / p for p, o in pairs)
             line = (f"ops {n}  parse+print {t_pp:.3f} s  canonicalize,cse {t_opt:.3f} s  "
-                    f"ratio {t_opt / t_pp:.2f}x")
+                    f"ratio {ratio:.2f}x")
             if not args.quick and size <= 12000:
-                t_stock = best_of(lambda: stock(path), 1)
+                t_stock = timed(lambda: stock(path))
                 line += f"  (xdsl cse {t_stock:.3f} s)"
             print(line, flush=True)
 

@@ -5,7 +5,7 @@ tensors (executed exactly on the CPU by the interpreter) or `pto.compile()` it t
 This module's exports are the public API; everything else may change.
 """
 
-from pypto.compiler import CompiledKernel, compile
+from pypto.compiler import CompiledKernel, compile, launch
 from pypto.dialects.pto import WARP_SIZE
 from pypto.dtypes import DType, bfloat16, bool_, float16, float32, int32, int64
 from pypto.errors import (
@@ -63,7 +63,6 @@ from pypto.runtime import (
     Tensor,
     alloc_tensor,
     default_stream,
-    launch,
     memcpy_d2h,
     memcpy_h2d,
     profile_on_npu,

@@ -1,7 +1,10 @@
-"""`pto.compile()`: specialise a kernel on its launch arguments, lower it, run the pass pipeline.
+"""`pto.compile()`: specialise a kernel on its launch arguments, lower it, run the pass pipeline;
+and `pto.launch()`, which compiles a `@pto.kernel` on first use and hands it to the runtime.
 
 A specialisation is fixed by the argument *types* (tensor dtypes, int/float scalars), the block
 shape, the pipeline text and the target; each one is compiled once and cached on the kernel.
+The compiler sits above the runtime (`pypto.runtime` knows nothing of compilation: its `launch`
+takes the compile function as a parameter).
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ from pypto.dialects import pto
 from pypto.errors import CompileError, LaunchError, VerificationError
 from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
+from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
+from pypto.runtime.launcher import launch as runtime_launch
+from pypto.runtime.stream import Stream
 
 if TYPE_CHECKING:
     from pypto.analysis.l1_map import L1Map
@@ -154,8 +160,6 @@ class CompiledKernel:
 
     def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:
         """Launch on the default stream: same as `pto.launch(self, grid, block, args)`."""
-        from pypto.runtime import launch
-
         launch(self, grid=grid, block=block, args=args)
 
     def __repr__(self) -> str:
@@ -171,8 +175,6 @@ def _kernel_func(module: ModuleOp, name: str) -> func.FuncOp:
 
 def _constexpr_params(kernel: Kernel) -> set[str]:
     """Parameters annotated `pto.constexpr`, plus those the frontend found used as sizes."""
-    from pypto.frontend.builtins import constexpr
-
     annotated = {name for name, p in kernel.signature.parameters.items()
                  if p.annotation is constexpr or p.annotation == "pto.constexpr"
                  or getattr(p.annotation, "__name__", None) == "constexpr"}
@@ -190,6 +192,16 @@ def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> d
                               f"float, got {type(value).__name__}")
         values[name] = value.item() if isinstance(value, np.generic) else value
     return values
+
+
+def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
+           args: tuple[Any, ...] | list[Any], stream: Stream | None = None) -> None:
+    """`pto.launch`: enqueue `kernel` (compiled here first if it is a `@pto.kernel`), async.
+
+    The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
+    docstring for the arguments.
+    """
+    runtime_launch(kernel, grid, block, args, stream, compile=compile)
 
 
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
@@ -362,7 +374,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline, run_pipeline
-    from pypto.passes.diagnostics import OpDiagnostic, capture_diagnostics
+    from pypto.diagnostics import OpDiagnostic, capture_diagnostics
 
     try:
         passes = parse_pipeline(text)

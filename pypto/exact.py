@@ -260,7 +260,9 @@ def via_f64(fn: Any) -> Any:
 
 
 MATH = {name: via_f64(getattr(np, name)) for name in
-        ("exp", "log", "tanh", "sin", "cos", "exp2", "log2", "power")}
+        ("exp", "log", "tanh", "sin", "cos", "exp2", "log2", "power", "tan", "sinh", "cosh",
+         "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "expm1", "log10",
+         "log1p", "cbrt", "arctan2")}
 """The math ops the interpreter evaluates through float64 (see `via_f64`)."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ from pypto.analysis.uniformity import located_error, walk
 from pypto.dialects import pto
 from pypto.dialects.traits import is_block_collective
 from pypto.errors import BarrierError
-from pypto.passes.diagnostics import attach_op
+from pypto.diagnostics import attach_op
 
 class Category(enum.Enum):
     WARPS = "lanes of different warps"
@@ -137,7 +138,7 @@ def is_declaration(op: Operation) -> bool:
     sit anywhere and orders nothing (docs/language.md)."""
     return isinstance(op, pto.AllocLocalOp)
 
-def divergent_parent(op: Operation, varying: set[SSAValue]) -> Operation | None:
+def divergent_parent(op: Operation, varying: AbstractSet[SSAValue]) -> Operation | None:
     """The outermost `scf.if` on a lane-dependent condition (or loop with lane-dependent bounds)
     around `op`, or None when `op` runs in uniform control flow."""
     found: Operation | None = None
@@ -157,7 +158,7 @@ def condition_op(control: Operation) -> Operation:
         return control.cond.op
     return control
 
-def find_divergence(kernel: func.FuncOp, varying: set[SSAValue]) -> Hazard | None:
+def find_divergence(kernel: func.FuncOp, varying: AbstractSet[SSAValue]) -> Hazard | None:
     """The first `barrier_block` or tile instruction under lane-dependent control flow."""
     for op in walk(kernel.body.block.ops):
         if not is_block_collective(op) or is_declaration(op):

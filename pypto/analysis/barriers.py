@@ -70,6 +70,7 @@ from pypto.analysis.lane_values import (
     LaneSpace,
     defined_inside,
     enclosing_loops,
+    lane_model,
 )
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
@@ -259,7 +260,7 @@ class BarrierAnalysis:
     def __init__(self, kernel: func.FuncOp, space: LaneSpace, *, include_global: bool = False):
         self.kernel = kernel
         self.space = space
-        self.model = LaneModel(kernel, space)
+        self.model = lane_model(kernel, space)
         self.include_global = include_global
         self._pairs: dict[tuple[Entry, Operation, Fixed], Conflict | None] = {}
         self._selves: dict[Operation, Conflict | None] = {}

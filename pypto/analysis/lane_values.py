@@ -33,8 +33,10 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
+from pypto.analysis.cache import cached
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.dialects import pto
+from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import lane_reads_memory
 
 MAX_TRIPS = 4096
@@ -239,62 +241,21 @@ def _unsigned(values: np.ndarray, width: int) -> np.ndarray:
     return values & ((1 << width) - 1) if width < 64 else values
 
 
-def _safe(b: np.ndarray) -> np.ndarray:
-    return np.where(b == 0, 1, b)
-
-
-def _divsi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    q = np.abs(a) // np.abs(_safe(b))
-    return np.where(b == 0, 0, np.where((a < 0) != (b < 0), -q, q))
-
-
 def _binary(op: Operation, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray | None:
-    """The concrete result of an integer binary arith op (C/LLVM semantics), or None."""
-    ua, ub = _unsigned(a, width), _unsigned(b, width)
-    shift_ok = (b >= 0) & (b < width)
-    match op:
-        case arith.AddiOp():
-            return a + b
-        case arith.SubiOp():
-            return a - b
-        case arith.MuliOp():
-            return a * b
-        case arith.DivSIOp():
-            return _divsi(a, b)
-        case arith.DivUIOp():
-            return np.where(b == 0, 0, ua // _safe(ub))
-        case arith.FloorDivSIOp():
-            return np.where(b == 0, 0, a // _safe(b))
-        case arith.CeilDivSIOp():
-            return np.where(b == 0, 0, -((-a) // _safe(b)))
-        case arith.CeilDivUIOp():
-            return np.where(b == 0, 0, -((-ua) // _safe(ub)))
-        case arith.RemSIOp():
-            return np.where(b == 0, 0, a - _divsi(a, b) * b)
-        case arith.RemUIOp():
-            return np.where(b == 0, 0, ua % _safe(ub))
-        case arith.MinSIOp():
-            return np.minimum(a, b)
-        case arith.MaxSIOp():
-            return np.maximum(a, b)
-        case arith.MinUIOp():
-            return np.where(ua <= ub, a, b)
-        case arith.MaxUIOp():
-            return np.where(ua >= ub, a, b)
-        case arith.AndIOp():
-            return a & b
-        case arith.OrIOp():
-            return a | b
-        case arith.XOrIOp():
-            return a ^ b
-        case arith.ShLIOp():
-            return np.where(shift_ok, a << np.where(shift_ok, b, 0), 0)
-        case arith.ShRSIOp():
-            return np.where(shift_ok, a >> np.where(shift_ok, b, 0), np.where(a < 0, -1, 0))
-        case arith.ShRUIOp():
-            return np.where(shift_ok, ua >> np.where(shift_ok, b, 0), 0)
-        case _:
-            return None
+    """The concrete result of an integer binary arith op (`pypto.dialects.arith_semantics`,
+    in the op's own integer type), or None; a lane dividing by zero gets 0 (the interpreter
+    reports it when it runs)."""
+    fn = INT_BINARY.get(op.name)
+    if fn is None:
+        return None
+    dtype = np.int32 if width == 32 else np.int64  # i1 values (0/1) wrap in the caller
+    a, b = _wrap(a, width).astype(dtype), _wrap(b, width).astype(dtype)
+    if op.name in DIVISIONS:
+        zero = b == 0
+        with np.errstate(all="ignore"):
+            return np.where(zero, 0, fn(a, np.where(zero, dtype(1), b))).astype(np.int64)
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(a, b)).astype(np.int64)
 
 
 def _compare(predicate: int, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray | None:
@@ -337,6 +298,12 @@ def _yielded(region_op: Operation, index: int) -> list[SSAValue]:
 # --------------------------------------------------------------------------------------------
 
 
+def lane_model(kernel: func.FuncOp, space: LaneSpace) -> LaneModel:
+    """The `LaneModel` of `kernel` over `space`, shared by every analysis of the same IR
+    (`pypto.analysis.cache`): lane roots and token instances are computed once."""
+    return cached(kernel, ("lane_model", space), lambda: LaneModel(kernel, space))
+
+
 @dataclass(eq=False)
 class LaneModel:
     """Evaluates the integer values, conditions and L1 addresses of one kernel over a block.
@@ -348,7 +315,7 @@ class LaneModel:
 
     kernel: func.FuncOp
     space: LaneSpace
-    varying: set[SSAValue] = field(init=False)
+    varying: frozenset[SSAValue] = field(init=False)
     _memo: dict[tuple[SSAValue, tuple[int | None, ...]], Affine | None] = field(
         init=False, default_factory=dict)
     _deps: dict[SSAValue, tuple[SSAValue, ...]] = field(init=False, default_factory=dict)

@@ -19,6 +19,7 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 
+from pypto.analysis.cache import cached
 from pypto.dialects import pto
 from pypto.dialects.traits import is_block_collective, lane_reads_memory
 from pypto.errors import BarrierError, CompileError
@@ -35,11 +36,37 @@ def walk(ops: Iterable[Operation]) -> Iterable[Operation]:
                 yield from walk(block.ops)
 
 
-def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True) -> set[SSAValue]:
+def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True,
+                   ) -> frozenset[SSAValue]:
     """Values that may differ between lanes. `block_ids_uniform=False` treats the block id as
-    varying too (for a lane vector spanning several blocks)."""
+    varying too (for a lane vector spanning several blocks). Computed once per kernel and IR
+    state (`pypto.analysis.cache`)."""
+    return cached(kernel, ("varying_values", block_ids_uniform),
+                  lambda: _compute_varying(kernel, block_ids_uniform))
+
+
+# How each op propagates variance, decided once per op before the fixpoint.
+_SOURCE, _IF, _FOR, _REGION, _GENERIC, _NONE = range(6)
+
+
+def _classify(op: Operation, block_ids_uniform: bool) -> int:
+    if isinstance(op, _LANE_IDS) or lane_reads_memory(op):
+        return _SOURCE
+    if isinstance(op, pto.GetBlockIdOp):
+        return _NONE if block_ids_uniform else _SOURCE
+    if isinstance(op, scf.IfOp):
+        return _IF
+    if isinstance(op, scf.ForOp):
+        return _FOR
+    if isinstance(op, pto.StageOp | pto.PipelineOp):
+        return _REGION
+    return _GENERIC if op.results else _NONE
+
+
+def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool) -> frozenset[SSAValue]:
     varying: set[SSAValue] = set()
-    ops = list(walk(kernel.body.block.ops))
+    ops = [(op, kind) for op in walk(kernel.body.block.ops)
+           if (kind := _classify(op, block_ids_uniform)) != _NONE]
     changed = True
     while changed:
         changed = False
@@ -51,16 +78,16 @@ def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True) -> se
                     varying.add(v)
                     changed = True
 
-        for op in ops:
-            if isinstance(op, _LANE_IDS) or lane_reads_memory(op):
+        for op, kind in ops:
+            if kind == _SOURCE:
                 mark(op.results)
-            elif isinstance(op, pto.GetBlockIdOp) and not block_ids_uniform:
-                mark(op.results)
-            elif isinstance(op, scf.IfOp):
+            elif kind == _IF:
+                assert isinstance(op, scf.IfOp)
                 yields = _yields(op)
                 if op.cond in varying or any(v in varying for v in yields):
                     mark(op.results)
-            elif isinstance(op, scf.ForOp):
+            elif kind == _FOR:
+                assert isinstance(op, scf.ForOp)
                 body = op.body.block
                 yielded = list(body.last_op.operands) if body.last_op else []
                 if op.lb in varying or op.ub in varying or op.step in varying:
@@ -69,14 +96,14 @@ def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True) -> se
                         zip(op.iter_args, body.args[1:], op.results)):
                     if init in varying or (index < len(yielded) and yielded[index] in varying):
                         mark([arg, result])
-            elif isinstance(op, pto.StageOp | pto.PipelineOp):
+            elif kind == _REGION:
                 last = op.regions[0].block.last_op
                 for value, result in zip(last.operands if last else (), op.results):
                     if value in varying:
                         mark([result])
-            elif op.results and any(o in varying for o in op.operands):
+            elif any(o in varying for o in op.operands):
                 mark(op.results)
-    return varying
+    return frozenset(varying)
 
 
 def _yields(op: scf.IfOp) -> list[SSAValue]:

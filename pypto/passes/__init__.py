@@ -24,8 +24,9 @@ from xdsl.utils.arg_spec import ArgSpec, parse_pipeline as _parse_arg_specs
 from xdsl.utils.arg_spec import _convert_arg_to_type  # the checker from_spec uses; pinned xDSL
 from xdsl.utils.exceptions import ArgSpecParseError
 
+from pypto.analysis.cache import invalidate
 from pypto.errors import PtoError, VerificationError
-from pypto.passes.diagnostics import attach_op, locate_verify_failure
+from pypto.diagnostics import attach_op, locate_verify_failure
 
 
 def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
@@ -249,12 +250,16 @@ def run_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context, *
     """Apply `passes` in order to `module`, verifying the module after each one.
 
     A pass that leaves invalid IR is a pass bug: it raises `VerificationError` naming the pass
-    and the failing op (attached as `error.op`, see `pypto.passes.diagnostics`). Errors a pass
+    and the failing op (attached as `error.op`, see `pypto.diagnostics`). Errors a pass
     raises on purpose (e.g. `BarrierError`) propagate unchanged. `after_pass(pass, module)` is
-    called after each pass has run and verified (`--print-ir-after-all`).
+    called after each pass has run and verified (`--print-ir-after-all`). Analyses cached
+    on the module (`pypto.analysis.cache`) are dropped after every pass that does not declare
+    `preserves_analyses = True`.
     """
     for module_pass in passes:
         module_pass.apply(ctx, module)
+        if not getattr(module_pass, "preserves_analyses", False):
+            invalidate(module)  # the pass may have changed the IR: cached analyses are stale
         verify_after(module, module_pass)
         if after_pass is not None:
             after_pass(module_pass, module)

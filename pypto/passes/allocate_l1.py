@@ -11,6 +11,7 @@ naming the buffers live together at the peak, their sizes and the peak.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -28,7 +29,7 @@ from pypto.analysis.l1_liveness import (
 from pypto.analysis.uniformity import located_error
 from pypto.backend.targets import default_target
 from pypto.errors import L1CapacityError
-from pypto.passes.diagnostics import attach_op, emit_remark
+from pypto.diagnostics import attach_op, emit_remark
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ class AllocateL1Pass(L1Options, ModulePass):
     """
 
     name = "pto-allocate-l1"
+    # It only sets `alloc_local` offsets: no value, buffer or control flow changes, so the
+    # analyses of pypto.analysis.cache (lane-varying values, lane models) stay valid.
+    preserves_analyses: ClassVar[bool] = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in functions(op):

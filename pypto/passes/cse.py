@@ -174,10 +174,10 @@ class _Driver:
             return
         if any(len(region.blocks) > 1 for region in op.regions):
             return
-        key = _Key(op)
         if effects is None or effects:  # not side-effect free
             if effects is None or any(e.kind is not MemoryEffectKind.READ for e in effects):
                 return
+            key = _Key(op)
             block = op.parent_block()
             self.seen_at[op] = self.writes_in_block.get(block, 0) if block else -1
             existing = self.table.get(key)
@@ -188,6 +188,7 @@ class _Driver:
                 return
             self.remember(key, op)
             return
+        key = _Key(op)
         existing = self.table.get(key)
         if existing is not None:
             self.replace_and_delete(op, existing)

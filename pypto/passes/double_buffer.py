@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
@@ -46,6 +47,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
+from pypto.analysis.cache import invalidate
 from pypto.analysis.l1_liveness import (
     SLOTS_ATTR,
     buffer_bytes,
@@ -58,7 +60,7 @@ from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
 from pypto.passes.allocate_l1 import L1Options, kib
-from pypto.passes.diagnostics import emit_remark
+from pypto.diagnostics import emit_remark
 
 _ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
 
@@ -640,6 +642,9 @@ class DoubleBufferPass(L1Options, ModulePass):
 
     name = "pto-double-buffer"
     stages: int = 2
+    # The analyses of pypto.analysis.cache are dropped for a kernel whose loop it rewrites
+    # (`_rewrite`); a kernel it leaves alone keeps them.
+    preserves_analyses: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -660,6 +665,7 @@ class DoubleBufferPass(L1Options, ModulePass):
                 self._rewrite(kernel, loop)
 
     def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp) -> None:
+        invalidate(kernel)
         index = list(kernel.walk()).index(loop)
         needs: dict[int, int] = {}
         chosen = 1

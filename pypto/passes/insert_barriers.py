@@ -16,7 +16,7 @@ from pypto.analysis.barriers import BarrierAnalysis, kernels, lane_space
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
 from pypto.errors import BarrierError
-from pypto.passes.diagnostics import attach_op
+from pypto.diagnostics import attach_op
 from pypto.passes.verify_barriers import BlockShapeOptions
 
 

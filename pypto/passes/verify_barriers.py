@@ -4,6 +4,7 @@ block barriers at compile time (SPEC §5; semantics in docs/barriers.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -80,6 +81,7 @@ class VerifyBarriersPass(BlockShapeOptions, ModulePass):
     `block-dims`), which `pto.compile` sets to the launch's block.
     """
 
+    preserves_analyses: ClassVar[bool] = True  # reads the IR only (pypto.analysis.cache)
     name = "pto-verify-barriers"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -11,7 +11,9 @@ Kernel protocol accepted by `launch`:
   `.execute(grid: tuple[int, int, int], block: tuple[int, int, int], args: tuple) -> None`
   (synchronous execution, raising `KernelError` subclasses); detected by `hasattr(k, "execute")`;
 - a `@pto.kernel` function (`.name`, `.num_params`, optionally `.params`, the parameter names),
-  compiled at launch time by `pypto.compiler.compile`, which caches the specialisations.
+  compiled at launch time by the `compile` function the caller passes: the runtime sits below
+  the compiler and does not import it. `pto.launch` (`pypto.compiler.launch`) is this function
+  with `compile=pypto.compiler.compile`, which caches the specialisations.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,14 +34,19 @@ from pypto.runtime.stream import Stream, caller_site
 
 Dim3 = tuple[int, int, int]
 
+Compiler = Callable[..., Any]
+"""`compile(kernel, *, args, block, target) -> compiled kernel` (`pypto.compiler.compile`)."""
+
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
-           args: tuple[Any, ...] | list[Any], stream: Stream | None = None) -> None:
+           args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
+           compile: Compiler | None = None) -> None:
     """Enqueue `kernel` on `stream` over `grid` blocks of `block` lanes, and return at once.
 
     `grid` / `block`: an int `n` means `(n, 1, 1)`; tuples of 1 to 3 ints are padded with 1.
     `args`: device tensors (passed as typed pointers), Python / NumPy ints and floats.
     `stream=None`: the default stream of the device the tensor arguments live on.
+    `compile`: compiles a kernel that is not compiled yet (for the stream's device's target).
     The launch keeps every tensor argument alive until the kernel has run.
     """
     name = _kernel_name(kernel)
@@ -50,8 +58,13 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     target = queue.device.target
     if block3[0] * block3[1] * block3[2] > target.max_block_lanes:
         _check_block_size(name, block3, target)
-    compiled = kernel if hasattr(kernel, "execute") else _compile(kernel, arguments, block3,
-                                                                  target)
+    if hasattr(kernel, "execute"):
+        compiled = kernel
+    elif compile is None:
+        raise LaunchError(f"launch of kernel '{name}': it is not compiled; launch it with "
+                          f"pto.launch (which compiles it) or pto.compile it first")
+    else:
+        compiled = compile(kernel, args=arguments, block=block3, target=target)
 
     def run() -> None:
         compiled.execute(grid3, block3, arguments)
@@ -157,9 +170,3 @@ def _launch_stream(name: str, tensors: tuple[Tensor, ...], stream: Stream | None
                           f"devices ({', '.join(repr(d.name) for d in devices)})")
     return (devices[0] if devices else default_device()).default_stream
 
-
-def _compile(kernel: Any, args: tuple[Any, ...], block: Dim3, target: Target) -> Any:
-    """Compile a `@pto.kernel` for these arguments (cached by the compiler); errors raise here."""
-    from pypto.compiler import compile as pto_compile  # lazy: the compiler imports the runtime
-
-    return pto_compile(kernel, args=args, block=block, target=target)

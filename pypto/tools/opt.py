@@ -34,7 +34,7 @@ from pypto.passes import (
     pass_options,
     run_pipeline,
 )
-from pypto.passes.diagnostics import (
+from pypto.diagnostics import (
     Note,
     OpDiagnostic,
     Severity,

@@ -20,7 +20,7 @@ from pypto.backend.interpreter import Executable
 from pypto.dialects import pto as ptod
 from pypto.errors import BarrierError, RaceError
 from pypto.ir import make_context, print_ir
-from pypto.passes.diagnostics import error_op
+from pypto.diagnostics import error_op
 from pypto.passes.insert_barriers import InsertBarriersPass
 from pypto.passes.verify_barriers import VerifyBarriersPass
 from pypto.tools.parsing import parse_module

@@ -25,7 +25,7 @@ from pypto.passes import (
     run_pipeline,
 )
 from pypto.passes.cse import CSEPass
-from pypto.passes.diagnostics import (
+from pypto.diagnostics import (
     OpDiagnostic,
     attach_op,
     capture_diagnostics,

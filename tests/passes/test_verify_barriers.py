@@ -15,7 +15,7 @@ from pypto.analysis.barriers import Category, check_kernel, find_hazards
 from pypto.errors import BarrierError
 from pypto.ir import make_context
 from pypto.passes import PipelineError, list_passes, parse_pipeline
-from pypto.passes.diagnostics import error_notes, error_op
+from pypto.diagnostics import error_notes, error_op
 from pypto.passes.verify_barriers import VerifyBarriersPass
 from pypto.tools.parsing import parse_module
 

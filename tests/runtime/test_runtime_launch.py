@@ -182,8 +182,9 @@ class FrontendKernel:
 
 
 @pytest.fixture
-def fake_compiler(monkeypatch: pytest.MonkeyPatch, fakes) -> list[dict[str, Any]]:
-    """Install a stand-in `pypto.compiler` whose compile() records its calls."""
+def fake_compiler(fakes) -> Any:
+    """A stand-in `compile` that records its calls; `launch(..., compile=...)` takes it (the
+    runtime does not import the compiler). Its `.calls` are the calls made."""
     calls: list[dict[str, Any]] = []
 
     def compile(kernel: Any, *, args: Any, block: Any = 256, pipeline: Any = None,
@@ -193,10 +194,8 @@ def fake_compiler(monkeypatch: pytest.MonkeyPatch, fakes) -> list[dict[str, Any]
             raise CompileError("unknown call 'foo'", filename="k.py", line=3, col=4)
         return fakes.add(kernel.name)
 
-    module = types.ModuleType("pypto.compiler")
-    module.compile = compile  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pypto.compiler", module)
-    return calls
+    compile.calls = calls  # type: ignore[attr-defined]
+    return compile
 
 
 def test_frontend_kernel_is_compiled_at_launch_and_run_at_sync(fakes, fake_compiler) -> None:
@@ -204,9 +203,9 @@ def test_frontend_kernel_is_compiled_at_launch_and_run_at_sync(fakes, fake_compi
     a.data[:] = [1, 2, 3, 4]
     b.data[:] = 10
     kern = FrontendKernel("vector_add", ["a", "b", "o"])
-    launch(kern, grid=(1,), block=(4,), args=(a, b, o))
-    assert len(fake_compiler) == 1
-    call = fake_compiler[0]
+    launch(kern, grid=(1,), block=(4,), args=(a, b, o), compile=fake_compiler)
+    assert len(fake_compiler.calls) == 1
+    call = fake_compiler.calls[0]
     assert call["kernel"] is kern and call["args"] == (a, b, o)
     assert call["block"] == (4, 1, 1)
     assert call["target"] is default_device().target
@@ -218,11 +217,17 @@ def test_frontend_kernel_is_compiled_at_launch_and_run_at_sync(fakes, fake_compi
 
 def test_compile_error_propagates_from_launch_immediately(fakes, fake_compiler) -> None:
     with pytest.raises(CompileError, match=r"k.py:3:5: error: unknown call"):
-        launch(FrontendKernel("broken", ["x"]), 1, 32, (1,))
+        launch(FrontendKernel("broken", ["x"]), 1, 32, (1,), compile=fake_compiler)
     assert default_device().default_stream.pending == 0
 
 
 def test_frontend_kernel_arity_is_checked_before_compiling(fake_compiler) -> None:
     with pytest.raises(LaunchError, match=r"2 parameter\(s\) \(x, y\) but got 1"):
-        launch(FrontendKernel("k", ["x", "y"]), 1, 32, (1,))
-    assert fake_compiler == []
+        launch(FrontendKernel("k", ["x", "y"]), 1, 32, (1,), compile=fake_compiler)
+    assert fake_compiler.calls == []
+
+
+def test_an_uncompiled_kernel_needs_a_compile_function() -> None:
+    """The runtime does not import the compiler: without `compile=` it says what to do."""
+    with pytest.raises(LaunchError, match=r"not compiled; launch it with pto.launch"):
+        launch(FrontendKernel("k", ["x"]), 1, 32, (1,))

@@ -21,7 +21,7 @@ from xdsl.passes import ModulePass
 from pypto.dialects.pto import GetGlobalIdOp, LoadOp
 from pypto.errors import BarrierError
 from pypto.passes import PASSES
-from pypto.passes.diagnostics import attach_op, emit_remark, emit_warning
+from pypto.diagnostics import attach_op, emit_remark, emit_warning
 from pypto.tools.opt import EXIT_INTERNAL_ERROR, main
 
 VALID = """\

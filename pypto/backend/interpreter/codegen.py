@@ -28,12 +28,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from pypto import dtypes
+from pypto import dtypes, exact
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable, location_of
+from pypto.backend.interpreter import lanes
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
+from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import writes_memory
 
 GRID = "grid"
@@ -89,6 +91,9 @@ _ARITH_BINARY: dict[type[Operation], str] = {
     math.PowFOp: "_m_power({a}, {b})",
     pto.FmodOp: "_np.fmod({a}, {b})",
     math.CopySignOp: "_np.copysign({a}, {b})",
+    math.Atan2Op: "_m_arctan2({a}, {b})",
+    arith.MinnumfOp: "_np.fmin({a}, {b})",  # the non-NaN operand (IEEE minNum)
+    arith.MaxnumfOp: "_np.fmax({a}, {b})",
 }
 
 _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<",
@@ -102,6 +107,11 @@ _MATH_UNARY: dict[type[Operation], str] = {  # _m_*: through float64, rounded on
     math.TanhOp: "_m_tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
     math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_m_sin",
     math.CosOp: "_m_cos", math.Exp2Op: "_m_exp2", math.Log2Op: "_m_log2",
+    math.TanOp: "_m_tan", math.SinhOp: "_m_sinh", math.CoshOp: "_m_cosh",
+    math.AsinOp: "_m_arcsin", math.AcosOp: "_m_arccos", math.AtanOp: "_m_arctan",
+    math.AsinhOp: "_m_arcsinh", math.AcoshOp: "_m_arccosh", math.AtanhOp: "_m_arctanh",
+    math.ExpM1Op: "_m_expm1", math.Log10Op: "_m_log10", math.Log1pOp: "_m_log1p",
+    math.CbrtOp: "_m_cbrt", math.TruncOp: "_np.trunc", math.RoundEvenOp: "_np.rint",
 }
 
 _ID_OPS: dict[type[Operation], str] = {
@@ -314,6 +324,9 @@ class KernelCodegen(NpuEmitters):
             a, b = (self.name(x) for x in op.operands)
             self.emit(f"{self.name(op.results[0])} = {_ARITH_BINARY[type(op)].format(a=a, b=b)}")
             return
+        if op.name in INT_BINARY:
+            self.int_binary(op, INT_BINARY[op.name])
+            return
         if type(op) in _MATH_UNARY:
             a = self.name(op.operands[0])
             self.emit(f"{self.name(op.results[0])} = {_MATH_UNARY[type(op)]}({a})")
@@ -411,15 +424,14 @@ class KernelCodegen(NpuEmitters):
     def op_arith_negf(self, op: arith.NegfOp) -> None:
         self.emit(f"{self.name(op.results[0])} = -{self.name(op.operands[0])}")
 
-    def op_arith_floordivsi(self, op: arith.FloorDivSIOp) -> None:
+    def int_binary(self, op: Operation, fn: Any) -> None:
+        """An integer op of `pypto.dialects.arith_semantics` (divisions check for zero)."""
         a, b = (self.name(x) for x in op.operands)
-        s = self.site(op)
-        self.emit(f"{self.name(op.results[0])} = _ctx.int_div(_np.floor_divide, {a}, {b}, _m, {s})")
-
-    def op_arith_remsi(self, op: arith.RemSIOp) -> None:
-        a, b = (self.name(x) for x in op.operands)
-        s = self.site(op)
-        self.emit(f"{self.name(op.results[0])} = _ctx.int_div(_np.fmod, {a}, {b}, _m, {s})")
+        if op.name in DIVISIONS:
+            self.emit(f"{self.name(op.results[0])} = _ctx.int_div({self.const(fn)}, {a}, {b}, "
+                      f"_m, {self.site(op)})")
+        else:
+            self.emit(f"{self.name(op.results[0])} = {self.const(fn)}({a}, {b})")
 
     def op_math_ipowi(self, op: math.IPowIOp) -> None:
         a, b = (self.name(x) for x in op.operands)
@@ -776,9 +788,6 @@ _walk = walk  # pre-order walk of ops and everything nested in them
 def generate(kernel: func.FuncOp, mode: str, one_d: bool,
              instrumented: bool = False) -> GeneratedKernel:
     """Translate `kernel` and compile the source to a Python function (`.fn`)."""
-    from pypto import exact
-    from pypto.backend.interpreter import lanes
-
     gen = KernelCodegen(kernel, mode, one_d, instrumented).generate()
     namespace: dict[str, Any] = {
         "_np": np,

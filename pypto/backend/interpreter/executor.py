@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import func, scf
 
 from pypto import dtypes
+from pypto.analysis.uniformity import varying_values
 from pypto.backend.interpreter.codegen import (
     BATCH,
     BLOCK,
@@ -33,6 +34,7 @@ from pypto.backend.interpreter.codegen import (
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
+from pypto.backend.targets import resolve_target
 from pypto.dialects import npu, pto
 from pypto.dialects.traits import accesses_space, is_block_collective
 from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedError
@@ -48,10 +50,6 @@ def batchable(kernel: func.FuncOp) -> bool:
     across blocks and every block-level instruction (barrier_block and the tile instructions)
     sits in control flow uniform across blocks, so that all blocks of the vector execute the
     same sequence of them (tile instructions then act on every block's tiles at once)."""
-    from xdsl.dialects import scf
-
-    from pypto.analysis.uniformity import varying_values
-
     varying = varying_values(kernel, block_ids_uniform=False)
     for op in _walk(kernel.body.block.ops):
         if isinstance(op, scf.ForOp) and (op.lb in varying or op.ub in varying):
@@ -103,8 +101,6 @@ class Executable:
     def __init__(self, kernel: func.FuncOp, *, target: Any = None,
                  check_uninitialized: bool = False, schedule: str | None = None,
                  race_check: bool = True, batch_blocks: bool = True):
-        from pypto.backend.targets import resolve_target
-
         self.func = kernel
         self.target = resolve_target(target)
         self.check_uninitialized = check_uninitialized

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 
 from pypto import dtypes
 from pypto.analysis.uniformity import walk
+from pypto.backend.interpreter.races import Shadow
 from pypto.dialects import pto
 from pypto.errors import L1CapacityError
 
@@ -150,8 +151,6 @@ class L1Arena:
     to back, plus the per-granule bookkeeping shared by every buffer."""
 
     def __init__(self, layout: L1Layout, blocks: int, *, track_init: bool, race_check: bool):
-        from pypto.backend.interpreter.races import Shadow
-
         self.layout = layout
         self.blocks = blocks
         self.bytes = np.empty(blocks * layout.extent, dtype=np.uint8)

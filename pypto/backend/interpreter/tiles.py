@@ -19,10 +19,11 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
+from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
-from pypto.errors import DeadlockError, RaceError
+from pypto.errors import DeadlockError, MemoryAccessError, RaceError
 
 
 class Region:
@@ -170,8 +171,6 @@ class BlockMemory:
         """The buffer of alloc_local op `key`: a typed view of the block's L1 arena at the
         offset the static layout gives it (l1.py). A declaration: reaching it changes no
         memory (the whole arena was poisoned when the block started)."""
-        from pypto.backend.interpreter.lanes import Buffer
-
         buf = self.l1_buffers.get(key)
         if buf is not None:
             return buf
@@ -273,8 +272,6 @@ class BlockMemory:
         return view, region
 
     def oob_region(self, buf: Any, address: int, site: int, what: str) -> Any:
-        from pypto.errors import MemoryAccessError
-
         s = self.sites[site]
         size = buf.count
         space = "HBM" if buf.space == "global" else "L1"

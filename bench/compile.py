@@ -1,0 +1,103 @@
+"""Cold `pto.compile()` time of the article's kernels, and how often the shared analyses run.
+
+One line per kernel:
+
+    compile <kernel>  compile <ms> ms  +first launch <ms> ms  varying_values x<n>  lane models x<n>
+
+`compile` is `pto.compile()` of a fresh `@pto.kernel` object (nothing cached on it: lowering,
+verification, the default pipeline `pto-verify-barriers`, the interpreter's mode choice);
+`+first launch` adds generating the interpreter code for the launch's variant (what the first
+`pto.launch` pays on top). The counts are the computations of `varying_values` (uniformity) and
+of `LaneModel`s (lane roots, token instances) over both steps; analyses shared through
+`pypto.analysis.cache` are computed once per kernel and IR state. Medians of --repeat fresh
+compiles after one warm-up (the first compile also pays Python's imports and xDSL's caches).
+There is no NumPy equivalent of compiling: the ms figures stand alone.
+
+Run:  python bench/compile.py [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+
+import pypto as pto  # noqa: E402
+from pypto.analysis import lane_values, uniformity  # noqa: E402
+from pipeline_matmul import matmul_tile  # noqa: E402
+from vector_add import vector_add  # noqa: E402
+
+COUNTS = {"varying": 0, "lane_model": 0}
+
+def _count(module, name: str, key: str) -> None:
+    original = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        COUNTS[key] += 1
+        return original(*args, **kwargs)
+
+    setattr(module, name, counted)
+
+def _install_counters() -> None:
+    # Count the computations themselves, wherever they are called from.
+    _count(uniformity, "_compute_varying" if hasattr(uniformity, "_compute_varying")
+           else "varying_values", "varying")
+    original_init = lane_values.LaneModel.__post_init__
+
+    def counted_init(self):
+        COUNTS["lane_model"] += 1
+        original_init(self)
+
+    lane_values.LaneModel.__post_init__ = counted_init
+
+def _patch_callers() -> None:
+    """Modules that imported `varying_values` by name see the counting wrapper too."""
+    import pypto.analysis.lane_values as lv
+    import pypto.backend.interpreter.codegen as cg
+    import pypto.backend.interpreter.executor as ex
+
+    if not hasattr(uniformity, "_compute_varying"):
+        for module in (lv, cg, ex, uniformity):
+            if hasattr(module, "varying_values"):
+                module.varying_values = uniformity.varying_values
+
+def one(kernel, args, block, one_d: bool) -> tuple[float, float, dict[str, int]]:
+    fresh = pto.kernel(kernel.fn)
+    COUNTS.update(varying=0, lane_model=0)
+    t0 = time.perf_counter()
+    ck = pto.compile(fresh, args=args, block=block)
+    t1 = time.perf_counter()
+    ck.executable.variant(one_d)
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t0, dict(COUNTS)
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    _install_counters()
+    _patch_callers()
+    n = 1 << 20
+    va_args = tuple(pto.alloc_tensor(n * 4) for _ in range(3)) + (n,)
+    m = 256
+    mm_args = (pto.alloc_tensor(m * m * 4), pto.alloc_tensor(m * m * 4),
+               pto.alloc_tensor(m * m * 4), m, m, m, 64, 64, 64)
+    for name, kernel, kargs, block, one_d in (
+            ("vector_add", vector_add, va_args, 256, True),
+            ("matmul_tile", matmul_tile, mm_args, 64, False)):
+        one(kernel, kargs, block, one_d)  # warm-up
+        runs = [one(kernel, kargs, block, one_d) for _ in range(args.repeat)]
+        compile_ms = statistics.median(r[0] for r in runs) * 1e3
+        launch_ms = statistics.median(r[1] for r in runs) * 1e3
+        counts = runs[-1][2]
+        print(f"compile {name}  compile {compile_ms:.1f} ms  +first launch {launch_ms:.1f} ms  "
+              f"varying_values x{counts['varying']}  lane models x{counts['lane_model']}",
+              flush=True)
+
+if __name__ == "__main__":
+    main()

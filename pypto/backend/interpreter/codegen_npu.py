@@ -16,13 +16,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import AnyFloat, FloatAttr
 from xdsl.ir import SSAValue
 
 from pypto import dtypes
 
 if TYPE_CHECKING:
     from pypto.dialects import npu
+
+
+def _is_const(v: SSAValue, value: float) -> bool:
+    """Is `v` the float constant `value` (as KernelCodegen's own test for pto.fma)?"""
+    owner = v.owner
+    return (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr)
+            and owner.value.value.data == value)
 
 
 def stage(ctx: Any, slot: Any, value: Any, mask: Any, site: int) -> None:
@@ -82,8 +90,6 @@ class NpuEmitters:
         s = self.site(op)
         a, b, c = op.a, op.b, op.c
         # the same expressions as pto.fma (see KernelCodegen.op_pto_fma), bit for bit
-        from pypto.backend.interpreter.codegen import _is_const
-
         if _is_const(b, 1.0):
             value = f"({self.name(a)} + {self.name(c)})"
         elif _is_const(a, 1.0):

@@ -56,6 +56,8 @@ from pypto.frontend.builtins import (
     wait_all,
 )
 from pypto.frontend.kernel import Kernel, kernel
+from pypto.backend.cost_model import Profile
+from pypto.profiling import profile
 from pypto.runtime import (
     Stream,
     Tensor,
@@ -74,7 +76,7 @@ __all__ = [
     "kernel", "Kernel", "compile", "CompiledKernel",
     # host API
     "alloc_tensor", "Tensor", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
-    "default_stream", "profile_on_npu",
+    "default_stream", "profile", "Profile", "profile_on_npu",
     # kernel language
     "get_global_id", "get_local_id", "get_block_id", "get_block_dim", "get_grid_dim",
     "get_warp_id", "get_lane_id", "load", "store", "fma", "atomic_add", "barrier",

@@ -10,13 +10,14 @@ from xdsl.dialects import arith, builtin, func, math, scf
 from xdsl.ir import Operation
 from xdsl.printer import Printer
 
+from pypto.dialects.npu import NPU
 from pypto.dialects.pto import PTO
 
 
 def make_context() -> Context:
-    """A fresh xDSL context with `pto` and the upstream dialects pto IR uses."""
+    """A fresh xDSL context with `pto`, `npu` and the upstream dialects their IR uses."""
     ctx = Context()
-    for dialect in (builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, PTO):
+    for dialect in (builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, PTO, NPU):
         ctx.load_dialect(dialect)
     return ctx
 

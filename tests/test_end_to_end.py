@@ -124,3 +124,17 @@ def test_barrier_pitfall_example_shows_both_reports_with_both_lines():
         assert f"{example}:30:" in report and f"{example}:32:" in report  # store and load lines
         assert "use pto.barrier_block()" in report
     assert out.strip().endswith("pypto: barrier_pitfall passed")
+
+
+def test_fusion_pitfall_example_shows_padding_free_under_table_and_costly_when_fused():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "fusion_pitfall.py")],
+                         capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    table = next(line for line in lines if line.startswith("padding under 'table'"))
+    fused = next(line for line in lines if line.startswith("padding under 'fused'"))
+    assert table.endswith("costs nothing")
+    assert " costs " in fused and "cycles" in fused
+    assert "modelled by the pypto cost model (not measured): model 'table'" in out
+    assert "modelled by the pypto cost model (not measured): model 'fused'" in out
+    assert "LOAD_MMA: 5 cycles" in out and "MMA: 8 cycles" in out
+    assert lines[-1].startswith("pypto: fusion pitfall reproduced")

@@ -40,8 +40,10 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _lazy("pypto.passes.canonicalize", "CanonicalizePass"),
-    # pypto's own passes, one line each:
     "cse": _lazy("pypto.passes.cse", "CSEPass"),  # xDSL's, in linear time
+    # pypto's own passes, one line each:
+    "convert-pto-to-npu": _lazy("pypto.passes.convert_pto_to_npu", "ConvertPtoToNpu"),
+    "npu-fuse-load-mma": _lazy("pypto.passes.npu_fuse_load_mma", "NpuFuseLoadMma"),
     "pto-allocate-l1": _lazy("pypto.passes.allocate_l1", "AllocateL1Pass"),
     "pto-double-buffer": _lazy("pypto.passes.double_buffer", "DoubleBufferPass"),
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),

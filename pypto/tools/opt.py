@@ -60,8 +60,11 @@ EXIT_FAILURE = 1
 EXIT_INTERNAL_ERROR = 70
 """sysexits' EX_SOFTWARE: a pypto bug, as opposed to bad input (1) or a bad command line (2)."""
 
-EMIT_KINDS = ("mlir", "l1-map", "l1-map-svg")
-"""What `--emit` can print instead of (or as) the IR."""
+from pypto.backend.cost_model.params import MODELS  # noqa: E402
+from pypto.tools.emit_cost import EMITS, EmitError, emit  # noqa: E402
+
+EMIT_KINDS = ("mlir", "l1-map", "l1-map-svg", *(e for e in EMITS if e != "mlir"))
+"""What `--emit` can print instead of (or as) the IR: the L1 map, or the cost model's outputs."""
 
 PIPELINE_NAME = "<pass-pipeline>"
 """The pseudo file name pipeline syntax errors are reported in."""
@@ -95,9 +98,22 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--emit", choices=EMIT_KINDS, default="mlir",
                         help="what to print after the passes: the IR (default), the L1 map of "
                              "each function as a table (l1-map) or as an SVG picture "
-                             "(l1-map-svg)")
+                             "(l1-map-svg), or the cost model's modelled cost, llvm-mca-like "
+                             "timeline or Chrome/Perfetto trace (cost, timeline, trace)")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
                         help="accept ops of dialects pypto does not know")
+    cost = parser.add_argument_group("cost model outputs (--emit=cost|timeline|trace; "
+                                     "modelled, not measured)")
+    cost.add_argument("--grid", metavar="X[,Y[,Z]]", help="launch grid (default 1)")
+    cost.add_argument("--block", metavar="X[,Y[,Z]]", help="lanes per block (default 1)")
+    cost.add_argument("--model", choices=MODELS, default="fused",
+                      help="'fused' (firmware view, npu level; default) or 'table' (the "
+                           "simulator's latency table, pto level)")
+    cost.add_argument("--target", metavar="FILE",
+                      help="a target TOML file, merged over the default target")
+    cost.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                      help="a kernel argument: elements of a pointer's tensor, or a scalar")
+    cost.add_argument("--kernel", metavar="NAME", help="which kernel to cost")
     return parser
 
 
@@ -253,7 +269,16 @@ class _Driver:
                 except Exception as err:
                     raise _PassCrash(module_pass.name) from err
 
-        if self.args.emit == "mlir":
+        if self.args.emit in EMITS and self.args.emit != "mlir":
+            try:
+                result.output = emit(module, self.args.emit, grid=self.args.grid,
+                                     block=self.args.block, model=self.args.model,
+                                     target=self.args.target, arg_values=self.args.arg,
+                                     kernel_name=self.args.kernel)
+            except (EmitError, PtoError, ValueError) as err:
+                result.diagnostics.append(locate.diagnostic(
+                    "error", f"cannot emit {self.args.emit}: {error_message(err)}", None))
+        elif self.args.emit == "mlir":
             result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
                                      generic=self.args.print_op_generic)
         else:

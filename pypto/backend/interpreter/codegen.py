@@ -30,10 +30,11 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from pypto import dtypes, exact
 from pypto.analysis.uniformity import varying_values, walk
+from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable, location_of
 from pypto.backend.interpreter import lanes
 from pypto.backend.interpreter.lanes import Site
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import writes_memory
 
@@ -139,7 +140,7 @@ class _Analysis:
     fused: set[Operation] = field(default_factory=set)
 
 
-class KernelCodegen:
+class KernelCodegen(NpuEmitters):
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
@@ -284,7 +285,7 @@ class KernelCodegen:
 
     def hook_value(self, op: Operation) -> str:
         """What the `after` hook reports: the first result (pto.wait: its token)."""
-        if isinstance(op, pto.WaitOp):
+        if isinstance(op, pto.WaitOp | npu.WaitFlagOp):
             return self.name(op.token)
         if not op.results:
             return "None"

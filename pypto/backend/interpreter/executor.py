@@ -35,7 +35,7 @@ from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
 from pypto.backend.targets import resolve_target
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
 from pypto.dialects.traits import accesses_space, is_block_collective
 from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedError
 
@@ -67,7 +67,7 @@ SCHEDULES = ("in_order", "reverse", "random:SEED")
 
 def _needs_block_mode(op: Any) -> bool:
     """Ops whose meaning involves the block: barriers, L1, block collectives."""
-    if is_block_collective(op) or isinstance(op, pto.BarrierOp):
+    if is_block_collective(op) or isinstance(op, pto.BarrierOp | npu.WarpBarrierOp):
         return True
     return any(isinstance(v.type, pto.L1BufferType) or
                isinstance(v.type, pto.PtrType) and v.type.space == "local"

@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.uniformity import walk
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
 from pypto.dialects.traits import is_block_collective, pipe_of
 
 
@@ -52,7 +52,8 @@ def location_of(op: Operation) -> str:
 def once_per_block(op: Operation) -> bool:
     """Run once for the whole block (a tile instruction): block-collective ops other than
     `barrier_block`, which every warp executes (and which warp mode runs per warp)."""
-    return is_block_collective(op) and not isinstance(op, pto.BarrierBlockOp)
+    return is_block_collective(op) and not isinstance(op, pto.BarrierBlockOp |
+                                                      npu.PipeBarrierOp)
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ class Event(NamedTuple):
     kind: str            # "exec" | "issue" | "wait"
 
 
-_ISSUE_OPS = (pto.AsyncLoadOp, pto.AsyncStoreOp)
+_ISSUE_OPS = (pto.AsyncLoadOp, pto.AsyncStoreOp, npu.CopyInOp, npu.CopyOutOp)
 
 
 class _VectorLog:
@@ -302,7 +303,7 @@ class Trace(Instrument):
         return log, first, n
 
     def before(self, op_id: int, ctx: Any, mask: Any) -> None:
-        if isinstance(self.table[op_id].op, pto.WaitAllOp):
+        if isinstance(self.table[op_id].op, pto.WaitAllOp | npu.WaitFlagAllOp):
             self._pending_waits = sorted(ctx.inflight)
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
@@ -315,9 +316,9 @@ class Trace(Instrument):
         op = info.op
         if isinstance(op, _ISSUE_OPS):
             log.records.append((op_id, lanes, warp, _token(value), "issue"))
-        elif isinstance(op, pto.WaitOp):
+        elif isinstance(op, pto.WaitOp | npu.WaitFlagOp):
             log.records.append((op_id, lanes, warp, _token(value), "wait"))
-        elif isinstance(op, pto.WaitAllOp) and self._pending_waits:
+        elif isinstance(op, pto.WaitAllOp | npu.WaitFlagAllOp) and self._pending_waits:
             for tok in self._pending_waits:
                 log.records.append((op_id, lanes, warp, tok, "wait"))
             self._pending_waits = []

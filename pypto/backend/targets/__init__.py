@@ -1,6 +1,8 @@
-"""Target descriptions: capacities, sizes and (later) latencies live in TOML data files.
+"""Target descriptions: capacities, sizes, latencies and bandwidths live in TOML data files.
 
-Never hard-code a machine number elsewhere: read it from a `Target`.
+Never hard-code a machine number elsewhere: read it from a `Target`. A user's file needs only
+the keys it changes: it is merged over the package's `default.toml`, table by table and key by
+key (calibration: `[cost.fused.latency] LOAD = 4` changes one latency and nothing else).
 """
 
 from __future__ import annotations
@@ -26,22 +28,62 @@ class Target:
     description: str = ""
     l1_align_bytes: int = 32
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    path: str = field(default="", compare=False)
+    """The file it was read from (a user's file is merged over `default.toml`)."""
+
+    @property
+    def described(self) -> str:
+        """`name (file)` as the cost model's outputs name their target."""
+        default = str(_HERE / "default.toml")
+        where = self.path if self.path in ("", default) else f"{self.path} over {default}"
+        return f"{self.name} ({where})" if where else self.name
+
+    def section(self, *keys: str) -> dict[str, Any]:
+        """A table of the file (`target.section("cost", "fused")`), {} when absent."""
+        table: Any = self.extra
+        for key in keys:
+            table = table.get(key, {}) if isinstance(table, dict) else {}
+        return table if isinstance(table, dict) else {}
 
 
 _REQUIRED = ("name", "warp_size", "max_block_lanes", "l1_bytes", "hbm_bytes", "ai_cores",
              "clock_ghz", "hbm_bytes_per_cycle")
 
 
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such target file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: not a valid TOML target file: {err}") from None
+
+
 def load_target(path: str | Path) -> Target:
-    """Load a target description from a TOML file (see `default.toml` for the keys)."""
+    """Load a target description from a TOML file (see `default.toml` for the keys), merged
+    over the default target: a file that sets only some keys keeps the others."""
     path = Path(path)
-    with path.open("rb") as fh:
-        data = tomllib.load(fh)
+    data = _read(path)
+    default_path = _HERE / "default.toml"
+    if path.resolve() != default_path.resolve():
+        data = _merge(_read(default_path), data)
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise ValueError(f"{path}: target file is missing keys: {', '.join(missing)}")
-    known = {k: data.pop(k) for k in list(data) if k in _REQUIRED or k in ("description", "l1_align_bytes")}
-    return Target(**known, extra=data)
+    known = {k: data.pop(k) for k in list(data)
+             if k in _REQUIRED or k in ("description", "l1_align_bytes")}
+    return Target(**known, extra=data, path=str(path))
 
 
 _DEFAULT: Target | None = None

@@ -3,7 +3,11 @@
 
 // CHECK:      Available passes:
 // CHECK:        canonicalize {{ *}}Fold constants
+// CHECK:        convert-pto-to-npu {{ *}}Lower pto to the npu firmware level: pipes, flags for copies, lane accesses staged in L1.
+// CHECK-NEXT:     block-size: int = 256
 // CHECK:        cse {{ *}}Common subexpression elimination
+// CHECK:        npu-fuse-load-mma {{ *}}Fuse an MMA with the tile load feeding it (npu.load_mma), as the target's firmware does.
+// CHECK-NEXT:     target: str =
 // CHECK:        pto-allocate-l1 {{ *}}Place L1 buffers at byte offsets, reusing dead buffers' bytes; L1CapacityError if too big.
 // CHECK-NEXT:     l1-bytes: int = 0
 // CHECK-NEXT:     align: int = 0

@@ -1,0 +1,114 @@
+"""Cost of profiling: pto.profile() vs a plain launch vs NumPy, side by side in the same run.
+
+One line per figure:
+  profile <kernel> <size> pto.profile <s>  launch <s>  numpy <s>  | modelled <cycles> cycles
+pto.profile runs the kernel once with the trace instrument (the one executor) and simulates
+each distinct block behaviour once, so its cost does not grow with identical blocks: the last
+line is the 2^20 / 2^16 vector_add ratio of the model's own time (block classes, simulation,
+launch over the cores; the traced run of the kernel itself grows with the lanes) for 16x the
+blocks.
+Run:  python bench/profile.py [--quick]   (--quick: the 1024^3 matmul becomes 512^3)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+
+import pypto as pto  # noqa: E402
+from pypto.backend.cost_model import ModelParams, build_profile  # noqa: E402
+from pypto.backend.cost_model.trace import CostTrace  # noqa: E402
+from pypto.backend.targets import default_target  # noqa: E402
+from pypto.profiling import model_pipeline  # noqa: E402
+from pipeline_matmul import matmul_tile  # noqa: E402
+from vector_add import vector_add  # noqa: E402
+
+
+def best_of(fn, repeat: int) -> float:
+    fn()  # warm-up: compiles and caches
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def bench_vector_add(n: int, repeat: int) -> float:
+    block = 256
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    d_a, d_b, d_o = (pto.alloc_tensor(n * 4) for _ in range(3))
+    pto.memcpy_h2d(d_a, a)
+    pto.memcpy_h2d(d_b, b)
+    args = (d_a, d_b, d_o, n)
+    grid = n // block
+    prof = pto.profile(vector_add, grid=grid, block=block, args=args)
+    t_prof = best_of(lambda: pto.profile(vector_add, grid=grid, block=block, args=args), repeat)
+
+    def launch() -> None:
+        pto.launch(vector_add, grid=grid, block=block, args=args)
+        pto.sync()
+
+    t_launch = best_of(launch, repeat)
+    t_np = best_of(lambda: a + b, repeat)
+    # the model's own share: block classes, simulation and the launch over the cores
+    compiled = pto.compile(vector_add, args=args, block=block,
+                           pipeline=model_pipeline("fused", default_target()))
+    trace = CostTrace()
+    compiled.executable.run((grid, 1, 1), (block, 1, 1), args, instrument=trace)
+    params = ModelParams.of(default_target(), "fused")
+    t_model = best_of(lambda: build_profile("vector_add", (grid, 1, 1), (block, 1, 1), params,
+                                            trace.table, trace.block_classes()), repeat)
+    print(f"profile vector_add n=2^{n.bit_length() - 1} pto.profile {t_prof:.4f} s (model "
+          f"{t_model:.4f} s, the rest the traced run)  launch {t_launch:.4f} s  numpy "
+          f"{t_np:.5f} s  | modelled {prof.total_cycles} cycles ({prof.model}, "
+          f"{len(prof.launch.classes)} block class(es) for {grid} blocks)")
+    return t_model
+
+
+def bench_matmul(size: int, repeat: int) -> None:
+    tile = 64
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size)).astype(np.float32)
+    b = rng.standard_normal((size, size)).astype(np.float32)
+    d_a, d_b, d_c = (pto.alloc_tensor(size * size * 4) for _ in range(3))
+    pto.memcpy_h2d(d_a, a)
+    pto.memcpy_h2d(d_b, b)
+    args = (d_a, d_b, d_c, size, size, size, tile, tile, tile)
+    grid = (size // tile, size // tile)
+    prof = pto.profile(matmul_tile, grid=grid, block=64, args=args)
+    t_prof = best_of(lambda: pto.profile(matmul_tile, grid=grid, block=64, args=args), repeat)
+
+    def launch() -> None:
+        pto.launch(matmul_tile, grid=grid, block=64, args=args)
+        pto.sync()
+
+    t_launch = best_of(launch, repeat)
+    t_np = best_of(lambda: a @ b, repeat)
+    print(f"profile matmul {size}^3 pto.profile {t_prof:.4f} s  launch {t_launch:.4f} s  "
+          f"numpy {t_np:.5f} s  | modelled {prof.total_cycles} cycles ({prof.model}, bound by "
+          f"{prof.launch.bound})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller matmul, fewer repeats")
+    options = parser.parse_args()
+    repeat = 2 if options.quick else 5
+    small = bench_vector_add(1 << 16, repeat)
+    large = bench_vector_add(1 << 20, repeat)
+    bench_matmul(512 if options.quick else 1024, 1 if options.quick else 3)
+    print(f"model cost ratio 2^20 / 2^16 vector_add {large / small:.1f}x for 16x the blocks "
+          f"(identical blocks are simulated once; the traced run itself grows with the lanes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,314 @@
+"""Per-block event simulation: the heart of the cost model (SPEC §6).
+
+Input: one block's executed instructions in program order (events of the executor's trace:
+op id, active lanes, "exec" / "issue" (an async copy, with its token) / "wait" (for a token)),
+the static facts of each op (facts.py) and the model's numbers (params.py).
+
+The machine modelled, in one paragraph: a front end dispatches instructions in program order,
+`dispatch_width` per cycle, into one in-order queue per pipe; pipes run in parallel. An
+instruction starts when it has been dispatched, its pipe is free, the SSA values it reads are
+ready (RAW) and the L1 buffers it touches are not being written / read by an earlier
+instruction (RAW, WAR, WAW through L1). It occupies its pipe for `latency + repeats - 1` cycles,
+`repeats` being its work over the pipe's throughput (lanes x bytes over the vector width, bytes
+over the MTE bandwidth, MACs over the Cube rate; a fused load+MMA streams its operand while it
+computes: the larger of the two). Async copies run on their MTE pipe while the
+front end goes on; a wait stalls the front end until its copy has completed, a barrier until
+every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
+before an instruction that was held back is a bubble, attributed to what held it back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import scf
+from xdsl.ir import Block, Operation, SSAValue
+
+from pypto.backend.cost_model.facts import (
+    ANY_L1,
+    L1Ref,
+    BLOCKING_BARRIER,
+    BLOCKING_SYNC_COPY,
+    BLOCKING_WAIT,
+    OpFacts,
+)
+from pypto.backend.cost_model.params import PIPES, ModelParams
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why an instruction could not start earlier."""
+
+    kind: str                 # dependency | l1 | wait | barrier | sync-copy | dispatch | pipe
+    op_id: int | None         # the instruction waited for (producer, copy, ...)
+    detail: str = ""          # e.g. the SSA value or buffer
+
+    def describe(self, facts: dict[int, OpFacts]) -> str:
+        what = ""
+        if self.op_id is not None and self.op_id in facts:
+            f = facts[self.op_id]
+            what = f"{f.kind} at {f.source}"
+        if self.kind == "dependency":
+            return f"waits for {self.detail} produced by {what}"
+        if self.kind == "l1":
+            return f"L1 {self.detail} with {what}"
+        if self.kind == "wait":
+            return f"wait for async copy token {self.detail} ({what})"
+        if self.kind == "barrier":
+            return f"barrier at {what}: every pipe drains first"
+        if self.kind == "sync-copy":
+            return f"synchronous tile store ({what}) must complete"
+        if self.kind == "pipe":
+            return f"pipe busy with {what}"
+        return "in-order dispatch"
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One instruction on its pipe, in cycles from the block's start."""
+
+    op_id: int
+    pipe: str
+    start: int
+    end: int
+    lanes: int
+    dispatch: int
+    cause: Cause | None       # what set its start (None: only the in-order front end)
+
+
+@dataclass(frozen=True)
+class Bubble:
+    pipe: str
+    start: int
+    end: int
+    op_id: int                # the instruction that waited
+    cause: Cause
+    leading: bool = False     # before the pipe's first instruction (the pipeline filling)
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class BlockSchedule:
+    slices: list[Slice] = field(default_factory=list)
+    bubbles: list[Bubble] = field(default_factory=list)
+    cycles: int = 0
+    hbm_bytes: int = 0
+    hbm_by_tensor: dict[int | None, int] = field(default_factory=dict)
+    busy: dict[str, int] = field(default_factory=lambda: {p: 0 for p in PIPES})
+
+
+_PRIORITY = {"dispatch": 0, "pipe": 1}
+_ROOTS = ("wait", "barrier", "sync-copy")
+
+
+def duration(f: OpFacts, lanes: int, p: ModelParams) -> int:
+    """Cycles `f` occupies its pipe: latency + repeats - 1 (at least one cycle)."""
+    latency = p.latency_of(f.kind, f.pipe)
+    if f.macs:
+        rate = p.cube_macs_per_cycle * (p.cube_fp32_rate if f.cube_fp32 else 1.0)
+        repeats = math.ceil(f.macs / rate)
+        if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes
+            repeats = max(repeats, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
+    elif f.pipe in ("MTE_IN", "MTE_OUT"):
+        repeats = max(1, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
+    elif f.pipe == "VECTOR":
+        work = f.copy_bytes if f.copy_bytes else lanes * f.elem_bytes
+        repeats = max(1, math.ceil(work / p.vector_bytes_per_cycle))
+    else:
+        repeats = 1
+    return max(1, latency + repeats - 1)
+
+
+class _Ready:
+    """When each SSA value becomes available (its producer's end), through region results."""
+
+    def __init__(self) -> None:
+        self.times: dict[SSAValue, tuple[int, int | None]] = {}
+
+    def get(self, value: SSAValue, depth: int = 0) -> tuple[int, int | None]:
+        known = self.times.get(value)
+        if known is not None or depth > 6:
+            return known or (0, None)
+        owner = value.owner
+        sources: list[SSAValue] = []
+        if isinstance(owner, Block):
+            loop = owner.parent_op()
+            if isinstance(loop, scf.ForOp) and value.index > 0:
+                sources.append(loop.iter_args[value.index - 1])
+                last = owner.last_op
+                if last is not None and value.index - 1 < len(last.operands):
+                    sources.append(last.operands[value.index - 1])
+        elif isinstance(owner, Operation) and owner.regions:
+            index = list(owner.results).index(value)
+            for region in owner.regions:
+                for block in region.blocks:
+                    last = block.last_op
+                    if last is not None and index < len(last.operands):
+                        sources.append(last.operands[index])
+        best: tuple[int, int | None] = (0, None)
+        for source in sources:
+            found = self.get(source, depth + 1)
+            if found[0] > best[0]:
+                best = found
+        return best
+
+
+_WHOLE = (0, float("inf"))
+
+
+class _L1Tracker:
+    """Who is reading and writing which elements of which L1 buffer until when."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[SSAValue, int] = {}
+        # (buffer, lo, hi, end, op_id): the access ends at `end`
+        self.written: list[tuple[object, float, float, int, int]] = []
+        self.read: list[tuple[object, float, float, int, int]] = []
+
+    def region(self, ref: L1Ref) -> tuple[object, float, float]:
+        if ref.buffer is ANY_L1 or ref.extent is None or ref.address is None:
+            return (ref.buffer, *_WHOLE)
+        if ref.address is ref.buffer:
+            start = 0
+        elif ref.address in self.offsets:
+            start = self.offsets[ref.address]
+        else:
+            return (ref.buffer, *_WHOLE)
+        return (ref.buffer, start, start + ref.extent)
+
+    def forget_before(self, t: int) -> None:
+        """Accesses that ended by `t` cannot hold back anything dispatched from `t` on."""
+        if len(self.written) + len(self.read) > 64:
+            self.written = [a for a in self.written if a[3] > t]
+            self.read = [a for a in self.read if a[3] > t]
+
+    @staticmethod
+    def latest(table: list[tuple[object, float, float, int, int]],
+               region: tuple[object, float, float]) -> tuple[int, int] | None:
+        buffer, lo, hi = region
+        best: tuple[int, int] | None = None
+        for other, olo, ohi, end, op_id in table:
+            same = other is buffer or other is ANY_L1 or buffer is ANY_L1
+            if same and olo < hi and lo < ohi and (best is None or end > best[0]):
+                best = (end, op_id)
+        return best
+
+
+def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
+                   params: ModelParams) -> BlockSchedule:
+    """Schedule one block's instructions (events with .op_id .lanes .token .kind)."""
+    out = BlockSchedule()
+    width = params.dispatch_width
+    front = 0                      # earliest dispatch cycle of the next instruction
+    issued = 0                     # instructions dispatched in cycle `front`
+    stall_until = 0
+    stall_cause: Cause | None = None
+    pipe_free = {p: 0 for p in PIPES}
+    pipe_last: dict[str, int | None] = {p: None for p in PIPES}
+    ready = _Ready()
+    l1 = _L1Tracker()
+    tokens: dict[int, tuple[int, int]] = {}
+    drained = 0
+    held_back: dict[int, Cause | None] = {}
+
+    def dispatch() -> tuple[int, Cause | None]:
+        nonlocal front, issued
+        t = front
+        cause = None
+        if stall_until > t:
+            t, cause = stall_until, stall_cause
+            issued = 0
+        issued += 1
+        if issued >= width:
+            front, issued = t + 1, 0
+        else:
+            front = t
+        return t, cause
+
+    for ev in events:
+        f = facts[ev.op_id]
+        if ev.kind == "offset":  # where a tile pointer points (CostTrace)
+            l1.offsets[f.writes[0]] = ev.token
+            continue
+        if f.free:
+            continue
+        t_disp, disp_cause = dispatch()
+        if f.blocking == BLOCKING_WAIT:
+            if ev.kind == "wait" and ev.token in tokens:
+                done, copy_op = tokens[ev.token]
+                if done > stall_until:
+                    stall_until = done
+                    stall_cause = Cause("wait", copy_op, str(ev.token))
+            continue
+        if f.blocking == BLOCKING_BARRIER:
+            if drained > stall_until:
+                stall_until = drained
+                stall_cause = Cause("barrier", ev.op_id)
+            continue
+        # an instruction on a pipe: find what holds it back
+        constraints: list[tuple[int, Cause | None]] = [
+            (t_disp, disp_cause or Cause("dispatch", None))]
+        pipe = f.pipe
+        if pipe_last[pipe] is not None:
+            constraints.append((pipe_free[pipe], Cause("pipe", pipe_last[pipe])))
+        for value in f.reads:
+            t, producer = ready.get(value)
+            if t:
+                name = f"%{value.name_hint}" if value.name_hint else "its operand"
+                dep = Cause("dependency", producer, name)
+                # a producer that was itself held back by a wait or barrier: name that root
+                root = held_back.get(producer) if producer is not None else None
+                constraints.append((t, root if root is not None else dep))
+        reads = [l1.region(ref) for ref in f.l1_reads]
+        writes = [l1.region(ref) for ref in f.l1_writes]
+        l1.forget_before(t_disp)
+        for region in reads:
+            hit = l1.latest(l1.written, region)
+            if hit:
+                constraints.append((hit[0], Cause("l1", hit[1], "read after write")))
+        for region in writes:
+            for table, what in ((l1.read, "write after read"), (l1.written, "write after write")):
+                hit = l1.latest(table, region)
+                if hit:
+                    constraints.append((hit[0], Cause("l1", hit[1], what)))
+        # the latest constraint sets the start; on a tie a real dependency is named, not the
+        # pipe or the front end
+        start, cause = max(constraints, key=lambda c: (c[0], _PRIORITY.get(c[1].kind, 2)
+                                                        if c[1] else 0))
+        end = start + duration(f, ev.lanes, params)
+        if start > pipe_free[pipe] and cause is not None and cause.kind not in ("pipe",
+                                                                                 "dispatch"):
+            out.bubbles.append(Bubble(pipe, pipe_free[pipe], start, ev.op_id, cause,
+                                      pipe_last[pipe] is None))
+        out.slices.append(Slice(ev.op_id, pipe, start, end, ev.lanes, t_disp,
+                                cause if cause is not None and cause.kind != "dispatch"
+                                else None))
+        out.busy[pipe] += end - start
+        pipe_free[pipe] = end
+        pipe_last[pipe] = ev.op_id
+        held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
+        for value in f.writes:
+            ready.times[value] = (end, ev.op_id)
+        for region in writes:
+            l1.written.append((*region, end, ev.op_id))
+        for region in reads:
+            l1.read.append((*region, end, ev.op_id))
+        if ev.kind == "issue" and ev.token is not None:
+            tokens[ev.token] = (end, ev.op_id)
+        if f.blocking == BLOCKING_SYNC_COPY and end > stall_until:
+            stall_until, stall_cause = end, Cause("sync-copy", ev.op_id)
+        drained = max(drained, end)
+        moved = f.hbm_bytes_per_lane * ev.lanes
+        if f.copy_bytes and f.pipe != "VECTOR":
+            moved += f.copy_bytes
+        if moved:
+            out.hbm_bytes += moved
+            out.hbm_by_tensor[f.tensor] = out.hbm_by_tensor.get(f.tensor, 0) + moved
+    out.cycles = max(drained, stall_until, front)
+    return out

@@ -1,0 +1,82 @@
+"""The numbers a cost model uses, read from the target file (never typed in code).
+
+`ModelParams.of(target, "table" | "fused")` gathers the model's latency table (`[cost.<model>]`),
+the per-pipe default latencies and the throughputs (`[cost]`), and the machine (cores, clock,
+HBM bandwidth) into one object the engine reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.backend.targets import Target
+from pypto.errors import PtoError
+
+MODELS = ("table", "fused")
+PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT")
+
+
+class ModelError(PtoError, ValueError):
+    """An unknown model name or a target file whose cost tables are unusable."""
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    model: str
+    level: str                       # "pto" or "npu": the IR level the model costs
+    source: str                      # where its latency table comes from (the file says)
+    target: Target
+    latency: dict[str, int] = field(default_factory=dict)
+    default_latency: dict[str, int] = field(default_factory=dict)
+    dispatch_width: int = 1
+    vector_bytes_per_cycle: float = 256.0
+    cube_macs_per_cycle: float = 4096.0
+    cube_fp32_rate: float = 0.5
+    mte_bytes_per_cycle: float = 128.0
+    l2_bytes: int = 0
+
+    @staticmethod
+    def of(target: Target, model: str) -> ModelParams:
+        if model not in MODELS:
+            raise ModelError(f"unknown cost model {model!r}; models: {', '.join(MODELS)} "
+                             f"('table': the simulator's latency table at the pto level, "
+                             f"'fused': the firmware's view at the npu level)")
+        cost = target.section("cost")
+        table = target.section("cost", model)
+        if not table:
+            raise ModelError(f"target {target.described} has no [cost.{model}] table")
+        defaults = dict(target.section("cost", "default_latency"))
+        missing = [p for p in PIPES if p not in defaults]
+        if missing:
+            raise ModelError(f"target {target.described}: [cost.default_latency] lacks "
+                             f"{', '.join(missing)}")
+
+        def number(key: str, default: Any) -> Any:
+            value = cost.get(key, default)
+            if not isinstance(value, int | float) or value <= 0:
+                raise ModelError(f"target {target.described}: [cost] {key} must be a positive "
+                                 f"number, got {value!r}")
+            return value
+
+        return ModelParams(
+            model=model, level=str(table.get("level", "pto")),
+            source=str(table.get("source", "")), target=target,
+            latency={str(k).upper(): int(v) for k, v in table.get("latency", {}).items()},
+            default_latency={k: int(v) for k, v in defaults.items()},
+            dispatch_width=int(number("dispatch_width", 1)),
+            vector_bytes_per_cycle=float(number("vector_bytes_per_cycle", 256)),
+            cube_macs_per_cycle=float(number("cube_macs_per_cycle", 4096)),
+            cube_fp32_rate=float(number("cube_fp32_rate", 0.5)),
+            mte_bytes_per_cycle=float(number("mte_bytes_per_cycle", 128)),
+            l2_bytes=int(cost.get("l2_bytes", 0)),
+        )
+
+    def latency_of(self, kind: str, pipe: str) -> int:
+        return self.latency.get(kind, self.default_latency.get(pipe, 1))
+
+    @property
+    def header(self) -> str:
+        """The line every output starts with: modelled, by which model, from which target."""
+        return (f"modelled by the pypto cost model (not measured): model '{self.model}' "
+                f"({self.source or self.level + ' level'}), target {self.target.described}")

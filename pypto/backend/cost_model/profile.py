@@ -1,0 +1,259 @@
+"""`Profile`: what `pto.profile()` returns (SPEC §6) — modelled cycles, never measurements.
+
+Built from a launch's trace (the executor's `Trace` instrument) and the op table of the kernel
+that ran: every instruction of every distinct block behaviour is scheduled once by the engine,
+and the launch result spreads the blocks over the AI cores. Everything a user reads here names
+the model and the target file it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto.backend.cost_model.engine import BlockSchedule
+from pypto.backend.cost_model.facts import OpFacts, facts_of, varying_of
+from pypto.backend.cost_model.launch import LaunchResult, simulate_launch
+from pypto.backend.cost_model.params import PIPES, ModelParams
+
+
+def short_source(location: str) -> str:
+    """`file.py:12:8` -> `file.py:12` (the Python line)."""
+    parts = location.rsplit(":", 2)
+    return ":".join(parts[:2]) if len(parts) == 3 and parts[2].isdigit() else location
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One instruction of the profiled block on its pipe."""
+
+    cycle: int            # start, in cycles from the block's start
+    end: int
+    pipe: str
+    lanes: int            # active lanes
+    inst: str             # instruction kind: LOAD, FMA, MMA, LOAD_MMA, ...
+    source: str           # Python file:line
+    op: str               # IR op name
+    op_id: int
+    block_lanes: int
+
+    @property
+    def lane(self) -> str:
+        """The article's `Lane 0-255` label (the count when only some lanes are active)."""
+        if self.lanes == self.block_lanes:
+            return f"0-{self.lanes - 1}"
+        return f"{self.lanes} of {self.block_lanes}"
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.cycle
+
+
+@dataclass(frozen=True)
+class BubbleEntry:
+    """A pipe idle while its next instruction was held back, and why."""
+
+    pipe: str
+    start: int
+    end: int
+    inst: str             # the instruction that waited
+    source: str
+    cause: str            # which dependency, wait or barrier
+    blocks: int           # how many blocks behave like this (its block class)
+    leading: bool = False # before the pipe's first instruction: the pipeline filling up
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+    def __str__(self) -> str:
+        unit = "cycle" if self.cycles == 1 else "cycles"
+        first = " (its first)" if self.leading else ""
+        return (f"{self.pipe} idle for {self.cycles} {unit} ({self.start}-{self.end}) before "
+                f"{self.inst}{first} at {self.source}: {self.cause}")
+
+
+@dataclass(frozen=True)
+class KindCost:
+    kind: str
+    latency: int          # the model's latency of one instruction of this kind
+    pipe: str
+    count: int            # instructions executed in the whole launch (per block)
+    busy: int             # pipe cycles they occupy, whole launch
+
+
+class CycleBreakdown(list[KindCost]):
+    """Cycles per instruction kind; `str()` prints the article's `LOAD: 3 cycles` lines."""
+
+    header: str = ""
+
+    def __str__(self) -> str:
+        lines = [f"# {self.header}"] if self.header else []
+        for k in self:
+            unit = "cycle" if k.latency == 1 else "cycles"
+            lines.append(f"{k.kind}: {k.latency} {unit} (x{k.count} on {k.pipe}, "
+                         f"{k.busy} pipe cycles)")
+        return "\n".join(lines)
+
+    def latency(self, kind: str) -> int:
+        for k in self:
+            if k.kind == kind:
+                return k.latency
+        raise KeyError(f"no {kind} instruction in this profile; kinds: "
+                       f"{', '.join(k.kind for k in self)}")
+
+
+class Profile:
+    """The cost model's view of one launch (see the module docstring and docs/cost-model.md)."""
+
+    def __init__(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 params: ModelParams, facts: dict[int, OpFacts], launch: LaunchResult):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.params = params
+        self.facts = facts
+        self.launch = launch
+
+    # headline numbers -------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self.params.model
+
+    @property
+    def header(self) -> str:
+        return self.params.header
+
+    @property
+    def total_cycles(self) -> int:
+        """Modelled cycles of the whole launch: max(compute over the cores, HBM roofline)."""
+        return self.launch.total_cycles
+
+    @property
+    def compute_cycles(self) -> int:
+        return self.launch.compute_cycles
+
+    @property
+    def roofline_cycles(self) -> int:
+        return self.launch.roofline_cycles
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.launch.hbm_bytes
+
+    @property
+    def seconds(self) -> float:
+        """total_cycles at the target's clock."""
+        return self.total_cycles / (self.params.target.clock_ghz * 1e9)
+
+    @property
+    def block_lanes(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def summary(self) -> str:
+        lr = self.launch
+        return (f"{self.kernel}: {self.total_cycles} cycles, bound by {lr.bound} (compute "
+                f"{lr.compute_cycles} cycles: {lr.n_blocks} block(s) on {lr.cores_used} core(s) in "
+                f"{lr.waves} wave(s), {len(lr.classes)} distinct block behaviour(s); HBM "
+                f"{lr.hbm_bytes} bytes{self._l2_note()} at "
+                f"{self.params.target.hbm_bytes_per_cycle:g} B/cycle = {lr.roofline_cycles} "
+                f"cycles)")
+
+    def _l2_note(self) -> str:
+        lr = self.launch
+        if lr.l2_resident and lr.traffic_bytes > lr.hbm_bytes:
+            return f" (of {lr.traffic_bytes} moved; the rest hits in L2)"
+        return ""
+
+    def __repr__(self) -> str:
+        return f"<pto.Profile {self.summary()} — {self.header}>"
+
+    # per instruction --------------------------------------------------------------------------
+
+    @property
+    def representative(self) -> BlockSchedule:
+        """The schedule of block 0 (the timeline shows it)."""
+        return self.launch.classes[0].schedule if self.launch.classes else BlockSchedule()
+
+    def entries(self, schedule: BlockSchedule) -> list[TimelineEntry]:
+        out = []
+        for s in sorted(schedule.slices, key=lambda s: (s.start, PIPES.index(s.pipe))):
+            f = self.facts[s.op_id]
+            out.append(TimelineEntry(s.start, s.end, s.pipe, s.lanes, f.kind,
+                                     short_source(f.source), f.name, s.op_id, self.block_lanes))
+        return out
+
+    @property
+    def timeline(self) -> list[TimelineEntry]:
+        """Block 0's instructions in start order, with cycle, pipe, lanes, inst, source."""
+        return self.entries(self.representative)
+
+    def cycle_breakdown(self) -> CycleBreakdown:
+        """Per instruction kind: its latency in the model, how many ran, their pipe cycles."""
+        count: dict[str, int] = {}
+        busy: dict[str, int] = {}
+        pipe: dict[str, str] = {}
+        for c in self.launch.classes:
+            n = len(c.blocks)
+            for s in c.schedule.slices:
+                f = self.facts[s.op_id]
+                count[f.kind] = count.get(f.kind, 0) + n
+                busy[f.kind] = busy.get(f.kind, 0) + (s.end - s.start) * n
+                pipe[f.kind] = f.pipe
+        out = CycleBreakdown(
+            KindCost(k, self.params.latency_of(k, pipe[k]), pipe[k], count[k], busy[k])
+            for k in sorted(busy, key=lambda k: (-busy[k], k)))
+        out.header = self.header
+        return out
+
+    def bubbles(self) -> list[BubbleEntry]:
+        """Stall intervals of every distinct block behaviour with their cause: stalls between a
+        pipe's instructions first, longest (x blocks) first, then each pipe's idle start."""
+        out = []
+        for c in self.launch.classes:
+            for b in c.schedule.bubbles:
+                f = self.facts[b.op_id]
+                out.append(BubbleEntry(b.pipe, b.start, b.end, f.kind, short_source(f.source),
+                                       b.cause.describe(self.facts), len(c.blocks), b.leading))
+        # stalls between instructions first (longest, weighted by blocks), then the fill-up
+        out.sort(key=lambda b: (b.leading, -b.cycles * b.blocks, b.start))
+        return out
+
+    def utilization(self) -> dict[str, float]:
+        """Per pipe: busy cycles over (total cycles x cores used), whole launch, in [0, 1]."""
+        lr = self.launch
+        span = max(1, self.total_cycles * lr.cores_used)
+        return {p: sum(c.schedule.busy[p] * len(c.blocks) for c in lr.classes) / span
+                for p in PIPES}
+
+    # outputs -----------------------------------------------------------------------------------
+
+    def to_text(self, *, max_instructions: int = 60) -> str:
+        from pypto.backend.cost_model.report import profile_text
+
+        return profile_text(self, max_instructions=max_instructions)
+
+    def to_chrome_trace(self, path: str | Path | None = None, *,
+                        max_slices: int = 200_000) -> dict[str, Any]:
+        """Chrome / Perfetto trace JSON (one track per pipe per modelled core); written to
+        `path` when given; returns the JSON object."""
+        from pypto.backend.cost_model.chrome import chrome_trace
+
+        return chrome_trace(self, path, max_slices=max_slices)
+
+
+def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+                  params: ModelParams, ops: Sequence[Any],
+                  block_classes: Sequence[tuple[list[int], Sequence[Any]]],
+                  tensor_bytes: dict[int, int] | None = None) -> Profile:
+    """A Profile from an op table (`.op` per op id) and the trace's block classes;
+    `tensor_bytes`: the size of each tensor argument, by parameter index (for the L2 rule)."""
+    used = {ev.op_id for _, events in block_classes for ev in events}
+    varying = varying_of(ops[0].op) if len(ops) else None
+    facts = {i: facts_of(i, ops[i].op, varying) for i in used}
+    n_blocks = grid[0] * grid[1] * grid[2]
+    return Profile(kernel, grid, block, params, facts,
+                   simulate_launch(block_classes, facts, params, n_blocks, tensor_bytes))

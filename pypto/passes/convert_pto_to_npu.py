@@ -1,0 +1,196 @@
+"""`convert-pto-to-npu`: lower the virtual ISA to the firmware level (SPEC §5, dialect `npu`).
+
+What changes, op by op (everything else stays a `pto` op, see `pypto.dialects.npu`):
+
+    pto.load / store / fma on HBM  ->  npu.load / store / fma `via` an L1 slot (one per op)
+    pto.load / store / fma on L1   ->  npu.load / store / fma (no slot: the data is in L1)
+    pto.async_load                 ->  npu.copy_in   + npu.set_flag MTE_IN  -> consumer pipe
+    pto.async_store                ->  npu.copy_out  + npu.set_flag MTE_OUT -> consumer pipe
+    pto.tile_store                 ->  npu.copy_out  + npu.set_flag + npu.wait_flag (synchronous)
+    pto.wait / pto.wait_all        ->  npu.wait_flag (pipes of its copy) / npu.wait_flag_all
+    pto.barrier_block / barrier    ->  npu.pipe_barrier / npu.warp_barrier
+    pto.mma                        ->  npu.mma
+
+A slot is a `pto.alloc_local` of one element per lane of the block (the pass's `block-size` /
+`block-dims`, which `pto.compile` sets to the launch's block), allocated at the top of the kernel
+and left unplaced: `pto-allocate-l1` gives it an offset, the interpreter places it otherwise.
+A flag's consumer pipe is the pipe of the first instruction after the wait that touches memory
+(SCALAR when there is none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from pypto.analysis.uniformity import walk
+from pypto.dialects import npu, pto
+from pypto.dialects.traits import pipe_of
+from pypto.passes.verify_barriers import BlockShapeOptions
+
+_MEMORY_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, pto.FillOp, pto.MmaOp,
+               pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp)
+
+
+def _kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            yield op
+
+
+def copy_pipe(token: SSAValue) -> str:
+    """The MTE pipe of the copy that made `token`, followed through region results and loop
+    arguments (MTE_IN when it cannot be told: a token passed in from outside)."""
+    seen: set[SSAValue] = set()
+    work = [token]
+    while work:
+        value = work.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        owner = value.owner
+        if isinstance(owner, pto.AsyncLoadOp | npu.CopyInOp):
+            return "MTE_IN"
+        if isinstance(owner, pto.AsyncStoreOp | npu.CopyOutOp | pto.TileStoreOp):
+            return "MTE_OUT"
+        if isinstance(owner, Operation):  # a region op's result: what its regions yield there
+            index = list(owner.results).index(value)
+            for region in owner.regions:
+                for block in region.blocks:
+                    last = block.last_op
+                    if last is not None and index < len(last.operands):
+                        work.append(last.operands[index])
+        elif isinstance(owner, Block):  # a loop-carried argument: its initial value, its yield
+            loop = owner.parent_op()
+            if isinstance(loop, scf.ForOp) and value.index > 0:
+                work.append(loop.iter_args[value.index - 1])
+                last = owner.last_op
+                if last is not None:
+                    work.append(last.operands[value.index - 1])
+    return "MTE_IN"
+
+
+def consumer_pipe(wait: Operation, src_pipe: str) -> str:
+    """The pipe of the first memory instruction after `wait` (in its block and the ones around
+    it), which is the pipe its flag must hold back; SCALAR when none follows."""
+    op: Operation | None = wait
+    while op is not None:
+        nxt = op.next_op
+        while nxt is not None:
+            for inner in walk([nxt]):
+                if isinstance(inner, _MEMORY_OPS):
+                    pipe = pipe_of(inner)
+                    return pipe if pipe != src_pipe else "SCALAR"
+            nxt = nxt.next_op
+        parent = op.parent_op()
+        op = parent if parent is not None and not isinstance(parent, func.FuncOp) else None
+    return "SCALAR"
+
+
+@dataclass(frozen=True)
+class ConvertPtoToNpu(BlockShapeOptions, ModulePass):
+    """Lower pto to the npu firmware level: pipes, flags for copies, lane accesses staged in L1.
+
+    Lane loads and stores of HBM go through an L1 slot of one element per lane of a block of
+    `block-size` lanes (or `block-dims`); async copies become MTE copies with set/wait flags;
+    block barriers become pipe barriers. Results are unchanged (the interpreter runs both levels).
+    """
+
+    name = "convert-pto-to-npu"
+
+    @property
+    def block_lanes(self) -> int:
+        shape = self.block
+        if isinstance(shape, int):
+            return shape
+        lanes = 1
+        for d in shape:
+            lanes *= d
+        return lanes
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in _kernels(op):
+            _Lowering(kernel, self.block_lanes).run()
+
+
+class _Lowering:
+    def __init__(self, kernel: func.FuncOp, lanes: int):
+        self.kernel = kernel
+        self.lanes = lanes
+        self.rewriter = Rewriter()
+        self.last_slot: Operation | None = None
+
+    def slot(self, element_type: Attribute, like: Operation) -> SSAValue:
+        """A new staging slot at the top of the kernel (one per staged instruction)."""
+        alloc = pto.AllocLocalOp(self.lanes, element_type)
+        alloc.location = like.location
+        entry = self.kernel.body.block
+        point = (InsertPoint.after(self.last_slot) if self.last_slot is not None
+                 else InsertPoint.at_start(entry))
+        self.rewriter.insert_op(alloc, point)
+        self.last_slot = alloc
+        alloc.result.name_hint = "slot"
+        return alloc.result
+
+    def staged(self, address: SSAValue, like: Operation) -> SSAValue | None:
+        if pto.memory_space_of(address.type) != "global":
+            return None
+        return self.slot(pto.element_type_of(address.type), like)
+
+    def replace(self, old: Operation, new: list[Operation],
+                results: list[SSAValue] | None = None) -> None:
+        for n in new:
+            n.location = old.location
+        self.rewriter.replace_op(old, new, results)
+
+    def run(self) -> None:
+        ops = list(walk(self.kernel.body.block.ops))
+        flags = {op: consumer_pipe(op, copy_pipe(op.token)) for op in ops
+                 if isinstance(op, pto.WaitOp)}
+        for op in ops:
+            self.lower(op, flags)
+
+    def lower(self, op: Operation, flags: dict[Operation, str]) -> None:
+        if isinstance(op, pto.LoadOp):
+            new = npu.LoadOp(op.ptr, self.staged(op.ptr, op))
+            new.result.name_hint = op.result.name_hint
+            self.replace(op, [new])
+        elif isinstance(op, pto.StoreOp):
+            self.replace(op, [npu.StoreOp(op.value, op.ptr, self.staged(op.ptr, op))])
+        elif isinstance(op, pto.FmaOp):
+            self.replace(op, [npu.FmaOp(op.dst, op.a, op.b, op.c, self.staged(op.dst, op))])
+        elif isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp):
+            self.lower_copy(op)
+        elif isinstance(op, pto.WaitOp):
+            src = copy_pipe(op.token)
+            self.replace(op, [npu.WaitFlagOp(op.token, src, flags[op])])
+        elif isinstance(op, pto.WaitAllOp):
+            self.replace(op, [npu.WaitFlagAllOp()])
+        elif isinstance(op, pto.BarrierBlockOp):
+            self.replace(op, [npu.PipeBarrierOp()])
+        elif isinstance(op, pto.BarrierOp):
+            self.replace(op, [npu.WarpBarrierOp()])
+        elif isinstance(op, pto.MmaOp):
+            self.replace(op, [npu.MmaOp(op.c, op.a, op.b, *op.shape)])
+
+    def lower_copy(self, op: pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp) -> None:
+        cls = npu.CopyInOp if isinstance(op, pto.AsyncLoadOp) else npu.CopyOutOp
+        copy = cls(op.dst, op.src, op.nbytes, op.rows, op.src_stride, op.dst_stride)
+        src = pipe_of(cls)
+        if isinstance(op, pto.TileStoreOp):
+            # synchronous: the copy, its flag and the wait for it, back to back
+            dst = consumer_pipe(op, src)
+            self.replace(op, [copy, npu.SetFlagOp(copy.token, src, dst),
+                              npu.WaitFlagOp(copy.token, src, dst)], [])
+            return
+        waits = [use.operation for use in op.token.uses if isinstance(use.operation, pto.WaitOp)]
+        dst = consumer_pipe(waits[0], src) if len(waits) == 1 else "SCALAR"
+        copy.token.name_hint = op.token.name_hint
+        self.replace(op, [copy, npu.SetFlagOp(copy.token, src, dst)], [copy.token])

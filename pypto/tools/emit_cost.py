@@ -1,0 +1,149 @@
+"""`pypto-opt --emit=cost|timeline|trace`: the cost model's outputs for a `.mlir` file.
+
+The kernel (the only `pto.kernel` function, or `--kernel NAME`) is run once by the executor with
+the trace instrument on generated inputs — pointer parameters get zero-filled tensors of
+`--arg NAME=ELEMENTS` elements (default: one per lane of the launch), integer parameters
+`--arg NAME=VALUE` (default: the lanes of the launch, the usual `n`), float parameters 1.0 —
+and the trace is costed as `pto.profile()` costs it. With `--model=fused` (the default) IR that is
+still at the pto level is first lowered (`convert-pto-to-npu`, `npu-fuse-load-mma`), as
+`pto.profile()` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import AnyFloat, IntegerType, ModuleOp
+
+from pypto import dtypes
+from pypto.backend.cost_model import ModelParams, build_profile
+from pypto.backend.interpreter import Executable
+from pypto.backend.cost_model.trace import CostTrace
+from pypto.backend.targets import resolve_target
+from pypto.dialects import pto
+from pypto.errors import KernelError
+
+EMITS = ("mlir", "cost", "timeline", "trace")
+
+
+class EmitError(Exception):
+    """Bad cost options or a kernel that cannot be traced; the message says what to do."""
+
+
+class _HostTensor:
+    """A zero-filled stand-in for a device tensor (what the executor binds to a pointer)."""
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+        self.freed = False
+
+
+def parse_dims(text: str | None, what: str) -> tuple[int, int, int]:
+    if text is None:
+        return (1, 1, 1)
+    try:
+        dims = [int(x) for x in text.replace("x", ",").split(",") if x.strip()]
+    except ValueError:
+        raise EmitError(f"--{what} takes 1 to 3 positive integers like 4 or 4,2,1; got "
+                        f"{text!r}") from None
+    if not 1 <= len(dims) <= 3 or any(d <= 0 for d in dims):
+        raise EmitError(f"--{what} takes 1 to 3 positive integers like 4 or 4,2,1; got {text!r}")
+    while len(dims) < 3:
+        dims.append(1)
+    return (dims[0], dims[1], dims[2])
+
+
+def _kernel(module: ModuleOp, name: str | None) -> func.FuncOp:
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)
+               and pto.KERNEL_ATTR in op.attributes and op.body.blocks]
+    names = [k.sym_name.data for k in kernels]
+    if name is not None:
+        for k in kernels:
+            if k.sym_name.data == name:
+                return k
+        raise EmitError(f"no kernel named '{name}'; kernels: {', '.join(names) or 'none'}")
+    if len(kernels) != 1:
+        raise EmitError("the cost outputs need exactly one kernel (a func.func with "
+                        "{pto.kernel}); " + (f"found {', '.join(names)}: choose one with "
+                                              f"--kernel NAME" if kernels else "found none"))
+    return kernels[0]
+
+
+def _arguments(kernel: func.FuncOp, values: dict[str, str], lanes: int) -> list[Any]:
+    args: list[Any] = []
+    params = list(kernel.body.block.args)
+    known = {a.name_hint or f"arg{i}" for i, a in enumerate(params)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise EmitError(f"--arg names no parameter of '{kernel.sym_name.data}': "
+                        f"{', '.join(unknown)}; parameters: {', '.join(sorted(known))}")
+    for i, arg in enumerate(params):
+        name = arg.name_hint or f"arg{i}"
+        given = values.get(name)
+        t = arg.type
+        try:
+            if isinstance(t, pto.PtrType):
+                count = int(given) if given is not None else lanes
+                args.append(_HostTensor(np.zeros(count, dtypes.np_dtype_of(t.element_type))))
+            elif isinstance(t, IntegerType):
+                args.append(int(given) if given is not None else lanes)
+            elif isinstance(t, AnyFloat):
+                args.append(float(given) if given is not None else 1.0)
+            else:
+                raise EmitError(f"parameter '{name}' has type {t}, which the cost outputs "
+                                f"cannot generate")
+        except ValueError:
+            raise EmitError(f"--arg {name}={given}: not a number") from None
+    return args
+
+
+def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, model: str,
+         target: str | None, arg_values: Sequence[str], kernel_name: str | None) -> str:
+    """The `kind` output for `module` (raises EmitError / PtoError with a user message)."""
+    resolved = resolve_target(target)
+    params = ModelParams.of(resolved, model)
+    grid3, block3 = parse_dims(grid, "grid"), parse_dims(block, "block")
+    values: dict[str, str] = {}
+    for item in arg_values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise EmitError(f"--arg takes NAME=VALUE, got {item!r}")
+        values[name] = value
+    kernel = _kernel(module, kernel_name)
+    note = ""
+    if model == "fused" and not any(op.name.startswith("npu.") for op in kernel.walk()):
+        from pypto.ir import make_context
+        from pypto.passes import parse_pipeline, run_pipeline
+
+        lanes = block3[0] * block3[1] * block3[2]
+        fuse = "npu-fuse-load-mma" + (f'{{target="{target}"}}' if target else "")
+        text = f"convert-pto-to-npu{{block-size={lanes}}},{fuse}"
+        run_pipeline(module, parse_pipeline(text), make_context())
+        note = f"# the pto-level input was lowered first: {text}\n"
+    lanes_total = grid3[0] * grid3[1] * grid3[2] * block3[0] * block3[1] * block3[2]
+    args = _arguments(kernel, values, lanes_total)
+    trace = CostTrace()
+    try:
+        Executable(kernel, target=resolved).run(grid3, block3, args, instrument=trace)
+    except KernelError as err:
+        raise EmitError(f"running the kernel on generated inputs failed: {err}; give the sizes "
+                        f"and values it needs with --arg NAME=VALUE (a pointer's tensor "
+                        f"elements, or a scalar)") from None
+    sizes = {i: a.data.nbytes for i, a in enumerate(args) if isinstance(a, _HostTensor)}
+    prof = build_profile(kernel.sym_name.data, grid3, block3, params, trace.table,
+                         trace.block_classes(), sizes)
+    if kind == "timeline":
+        header, rest = prof.to_text().split("\n", 1)
+        return header + "\n" + note + rest
+    if kind == "trace":
+        return json.dumps(prof.to_chrome_trace(), indent=1) + "\n"
+    lines = [f"# {prof.header}", note.rstrip("\n"), f"total_cycles: {prof.total_cycles}",
+             f"# {prof.summary()}", str(prof.cycle_breakdown()).split("\n", 1)[-1],
+             "utilization: " + ", ".join(f"{p} {u:.1%}" for p, u in prof.utilization().items())]
+    bubbles = prof.bubbles()
+    lines += [f"bubble: {b}" for b in bubbles[:10]]
+    return "\n".join(line for line in lines if line) + "\n"

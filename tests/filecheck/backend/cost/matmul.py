@@ -1,0 +1,60 @@
+# RUN: %python %s | filecheck %s
+# Golden timelines of the article's pipelined matmul (examples/pipeline_matmul.py, single-
+# buffered), one 64x64
+# tile of C over K = 128 (two k-steps), under both models. 'fused': the B tile's load is fused
+# into its MMA (LOAD_MMA on the CUBE pipe), the A tile's stays a COPY_IN on MTE_IN. 'table': two
+# ASYNC_LOADs, a WAIT_ALL stall, an MMA of 8 + 127 cycles (262144 FP32 MACs at 2048 per cycle).
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import pypto as pto
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "examples"))
+from pipeline_matmul import matmul_tile  # noqa: E402
+
+m = n = 64
+k = 128
+tensors = [pto.alloc_tensor(size * 4, dtype=np.float32) for size in (m * k, k * n, m * n)]
+# single-buffered (the default pipeline without pto-double-buffer), so the B load can fuse
+single = {"fused": "pto-allocate-l1,pto-verify-barriers,convert-pto-to-npu,npu-fuse-load-mma",
+          "table": "pto-allocate-l1,pto-verify-barriers"}
+for model in ("fused", "table"):
+    prof = pto.profile(matmul_tile, grid=(1, 1), block=64,
+                       args=(*tensors, m, n, k, 64, 64, 64), model=model, pipeline=single[model])
+    print(prof.to_text(max_instructions=40))
+
+# CHECK:      # modelled by the pypto cost model (not measured): model 'fused'
+# CHECK:      Total: matmul_tile: 719 cycles, bound by compute
+# CHECK:      Cycle 4: Lane 0-63: FILL
+# CHECK:      Cycle 8: Lane 0-63: COPY_IN
+# CHECK:      Cycle 158: Lane 0-63: LOAD_MMA
+# CHECK:      Cycle 290: Lane 0-63: COPY_IN
+# CHECK:      Cycle 440: Lane 0-63: LOAD_MMA
+# CHECK:      Cycle 572: Lane 0-63: COPY_OUT
+# CHECK:      Cycle breakdown (whole launch):
+# CHECK-NEXT:   COPY_IN: 20 cycles (x2 on MTE_IN, 294 pipe cycles)
+# CHECK-NEXT:   LOAD_MMA: 5 cycles (x2 on CUBE, 264 pipe cycles)
+# CHECK-NEXT:   COPY_OUT: 20 cycles (x1 on MTE_OUT, 147 pipe cycles)
+# The second k-step's A load waits for the first LOAD_MMA to finish reading the one A tile
+# (write after read on L1): the bubble that double buffering removes (docs/cost-model.md).
+# CHECK:      Bubbles (7):
+# CHECK-NEXT:   SCALAR idle for 275 cycles (162-437) before MULI at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: wait for async copy token 2 (COPY_IN at {{.*}}pipeline_matmul.py:{{[0-9:]+}})
+# CHECK-NEXT:   CUBE idle for 150 cycles (290-440) before LOAD_MMA at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: wait for async copy token 2
+# CHECK-NEXT:   SCALAR idle for 147 cycles (8-155) before MULI
+# CHECK-NEXT:   MTE_IN idle for 135 cycles (155-290) before COPY_IN at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: L1 write after read with LOAD_MMA at {{.*}}pipeline_matmul.py:{{[0-9:]+}}
+# CHECK-NEXT:   MTE_OUT idle for 572 cycles (0-572) before COPY_OUT (its first) at {{.*}}pipeline_matmul.py:{{[0-9:]+}}: L1 read after write with LOAD_MMA
+
+# CHECK:      # modelled by the pypto cost model (not measured): model 'table'
+# CHECK:      Total: matmul_tile: 1013 cycles, bound by compute
+# CHECK:      Cycle 8: Lane 0-63: ASYNC_LOAD
+# CHECK:      Cycle 155: Lane 0-63: ASYNC_LOAD
+# CHECK:      Cycle 302: Lane 0-63: MMA
+# CHECK:      Cycle 437: Lane 0-63: ASYNC_LOAD
+# CHECK:      Cycle 584: Lane 0-63: ASYNC_LOAD
+# CHECK:      Cycle 731: Lane 0-63: MMA
+# CHECK:      Cycle 866: Lane 0-63: TILE_STORE
+# CHECK:      Cycle breakdown (whole launch):
+# CHECK-NEXT:   ASYNC_LOAD: 20 cycles (x4 on MTE_IN, 588 pipe cycles)
+# CHECK-NEXT:   MMA: 8 cycles (x2 on CUBE, 270 pipe cycles)

@@ -1,0 +1,60 @@
+// RUN: pypto-opt %s --emit=timeline --grid 4 --block 256 | filecheck %s
+// RUN: pypto-opt %s --emit=timeline --grid 4 --block 256 --model table | filecheck %s --check-prefix=TABLE
+// RUN: pypto-opt %s --emit=cost --grid 4096 --block 256 | filecheck %s --check-prefix=COST
+
+// Golden timeline of the article's vector_add (SPEC §6): the firmware view ('fused', lowered to
+// the npu level first) and the simulator's table. Each 256-lane LOAD is 4 repeats of 256 bytes
+// on the VECTOR pipe: latency + 3 cycles; the second LOAD queues behind the first, the FMA waits
+// for the second's value.
+
+// CHECK:      # modelled by the pypto cost model (not measured): model 'fused'
+// CHECK-SAME: target pto-default ({{.*}}default.toml)
+// CHECK:      # the pto-level input was lowered first: convert-pto-to-npu{block-size=256},npu-fuse-load-mma
+// CHECK:      Total: vector_add: 24 cycles, bound by compute
+// CHECK:      Instruction timeline of block 0 (24 cycles):
+// CHECK-NEXT: Cycle 0: Lane 0-255: GET_GLOBAL_ID
+// CHECK-NEXT: Cycle 1: Lane 0-255: CMPI
+// CHECK-NEXT: Cycle 2: Lane 0-255: ADDPTR
+// CHECK-NEXT: Cycle 3: Lane 0-255: ADDPTR
+// CHECK-NEXT: Cycle 4: Lane 0-255: LOAD
+// CHECK-NEXT: Cycle 5: Lane 0-255: ADDPTR
+// CHECK-NEXT: Cycle 10: Lane 0-255: LOAD
+// CHECK-NEXT: Cycle 16: Lane 0-255: FMA
+// CHECK:      Timeline view
+// CHECK:      [  4]  VECTOR       eeeeeE                LOAD (va.py:6)
+// CHECK-NEXT: [  5]  SCALAR        E                    ADDPTR (va.py:6)
+// CHECK-NEXT: [  6]  VECTOR         D===eeeeeE          LOAD (va.py:6)
+// CHECK-NEXT: [  7]  VECTOR          D========eeeeeeeE  FMA (va.py:6)
+// CHECK:      Resource pressure per pipe (block 0):
+// CHECK:      LOAD: 3 cycles (x8 on VECTOR, 48 pipe cycles)
+// CHECK-NEXT: FMA: 5 cycles (x4 on VECTOR, 32 pipe cycles)
+// CHECK:      Bubbles (2):
+// CHECK:      VECTOR idle for 1 cycle (3-4) before LOAD at va.py:6: waits for its operand produced by ADDPTR at va.py:6:33 [x4 blocks]
+
+// TABLE:      model 'table'
+// TABLE:      Total: vector_add: 29 cycles
+// TABLE:      Cycle 4: Lane 0-255: LOAD
+// TABLE-NEXT: Cycle 5: Lane 0-255: ADDPTR
+// TABLE-NEXT: Cycle 11: Lane 0-255: LOAD
+// TABLE-NEXT: Cycle 18: Lane 0-255: FMA
+// TABLE:      LOAD: 4 cycles
+// TABLE-NEXT: FMA: 8 cycles
+
+// At 2^20 lanes the launch is bound by HBM: 12 bytes per lane at 1200 B/cycle.
+// COST:      total_cycles: 10486
+// COST-NEXT: # vector_add: 10486 cycles, bound by HBM bandwidth (compute 3072 cycles: 4096 block(s) on 32 core(s) in 128 wave(s), 1 distinct block behaviour(s); HBM 12582912 bytes at 1200 B/cycle = 10486 cycles)
+
+func.func @vector_add(%a: !pto.ptr<f32, global> loc("va.py":3:16), %b: !pto.ptr<f32, global> loc("va.py":3:19), %o: !pto.ptr<f32, global> loc("va.py":3:22), %n: i32 loc("va.py":3:25)) attributes {pto.kernel} {
+  %i = pto.get_global_id 0 : i32 loc("va.py":4:9)
+  %0 = arith.cmpi slt, %i, %n : i32 loc("va.py":5:8)
+  scf.if %0 {
+    %1 = pto.addptr %o, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global> loc("va.py":6:17)
+    %2 = pto.addptr %a, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global> loc("va.py":6:33)
+    %3 = pto.load %2 : !pto.ptr<f32, global> -> f32 loc("va.py":6:24)
+    %4 = pto.addptr %b, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global> loc("va.py":6:55)
+    %5 = pto.load %4 : !pto.ptr<f32, global> -> f32 loc("va.py":6:46)
+    %6 = arith.constant 1.000000e+00 : f32 loc("va.py":6:9)
+    pto.fma %1, %3, %6, %5 : !pto.ptr<f32, global>, f32 loc("va.py":6:9)
+  } loc("va.py":5:5)
+  func.return loc("va.py":5:5)
+} loc("va.py":3:1)

@@ -27,15 +27,13 @@ from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.executor import parse_schedule
 from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
-from pypto.errors import CompileError, LaunchError, VerificationError
+from pypto.errors import CompileError, LaunchError, UsageError, VerificationError
 from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
 from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
-from pypto.runtime.launcher import launch as runtime_launch
-from pypto.runtime.stream import Stream
 
 if TYPE_CHECKING:
     from pypto.analysis.l1_map import L1Map
@@ -102,8 +100,14 @@ def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
     if isinstance(value, bool | np.bool_):
         return IntegerType(1)
     if isinstance(value, np.integer | np.floating):
+        from pypto.runtime.launcher import check_scalar  # lazy: the runtime imports this
+
+        check_scalar(value, f"argument '{pname}' of kernel '{kernel.name}'")
         return dtypes.as_dtype(value.dtype).mlir()
     if isinstance(value, int):
+        from pypto.runtime.launcher import check_scalar
+
+        check_scalar(value, f"argument '{pname}' of kernel '{kernel.name}'")
         return IntegerType(32) if -(2**31) <= value < 2**31 else IntegerType(64)
     if isinstance(value, float):
         return dtypes.float32.mlir()
@@ -231,7 +235,15 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     if isinstance(kernel, CompiledKernel):
         return kernel
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"pto.compile expects a @pto.kernel function, got {kernel!r}")
+        raise UsageError(f"pto.compile expects a @pto.kernel function, got {kernel!r}")
+    if pipeline is not None and not isinstance(pipeline, str):
+        raise UsageError(f"pto.compile: pipeline must be a string such as "
+                         f"'canonicalize,cse' (or None for the default), got "
+                         f"{type(pipeline).__name__} {pipeline!r}")
+    if not isinstance(args, tuple | list):
+        raise LaunchError(f"pto.compile of kernel '{kernel.name}': args must be a tuple of the "
+                          f"launch arguments, got {type(args).__name__} (write args=(x,) for "
+                          f"a single argument)")
     args = tuple(args)
     if len(args) != kernel.num_params:
         raise LaunchError(f"kernel '{kernel.name}' takes {kernel.num_params} arguments "

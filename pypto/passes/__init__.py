@@ -184,6 +184,11 @@ def _squeeze(body: str) -> tuple[str, list[int]]:
     kept: list[tuple[str, int]] = []
     depth = 0
     in_string = False
+    # the nearest non-space character after each position (one right-to-left scan: linear)
+    following = [""] * (len(body) + 1)
+    for index in range(len(body) - 1, -1, -1):
+        following[index] = following[index + 1] if body[index].isspace() else body[index]
+    before = ""  # the last non-space character seen
     for index, char in enumerate(body):
         if char == '"' and (index == 0 or body[index - 1] != "\\"):
             in_string = not in_string
@@ -192,10 +197,10 @@ def _squeeze(body: str) -> tuple[str, list[int]]:
         elif not in_string and char == "}":
             depth = max(0, depth - 1)
         if char.isspace() and depth == 0 and not in_string:
-            before = body[:index].rstrip()[-1:]
-            after = body[index:].lstrip()[:1]
-            if before in ("", ",") or after in ("", ",", "{"):
+            if before in ("", ",") or following[index] in ("", ",", "{"):
                 continue
+        if not char.isspace():
+            before = char
         kept.append((char, index))
     return "".join(c for c, _ in kept), [i for _, i in kept]
 
@@ -218,6 +223,9 @@ def parse_pipeline(text: str) -> list[ModulePass]:
     compact, origin = _squeeze(body)
     try:
         specs = list(_parse_arg_specs(compact))
+    except ValueError as err:  # e.g. an option value of more than 4,300 digits
+        raise PipelineError(f"invalid pass pipeline: an option value is not a usable number "
+                            f"({str(err).split(';')[0]})", text, None) from None
     except ArgSpecParseError as err:
         column = _spec_error_position(err)
         if column is not None:

@@ -15,10 +15,12 @@ still needs — the article's segfault pitfall is impossible by construction.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import sys
 import threading
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -179,6 +181,10 @@ def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception
         stream._queue.clear()
         _annotate(exc, op, stream, discarded, surfaced_at, asynchronous)
         del op  # the traceback keeps this frame alive; do not let it pin the op's tensors too
+        # nor the frames below it (the launch closure's arguments, the interpreter's arrays):
+        # a user holding on to the exception must not keep the launch's tensors charged
+        # against device memory. The message and the notes already say everything.
+        traceback.clear_frames(exc.__traceback__)
         return exc
     finally:
         if not stream._queue:
@@ -240,3 +246,22 @@ def pending_uses(tensor: Tensor) -> int:
     """How many queued operations still use `tensor` (shown by `repr(tensor)`)."""
     with _LOCK:
         return sum(op.uses(tensor) for stream in _BUSY.values() for op in stream._queue)
+
+
+def _run_pending_at_exit() -> None:
+    """At interpreter exit, run work nobody synchronised (as CUDA does when a process ends) and
+    report its errors on stderr: a launch must never be silently dropped."""
+    with _LOCK:
+        if not _BUSY:
+            return
+        pending = sum(len(s._queue) for s in _BUSY.values())
+    try:
+        drain_all(surfaced_at="interpreter exit (work never synchronised)")
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the program is ending
+        sys.stderr.write(f"pypto: {pending} operation(s) were still queued at interpreter exit "
+                         f"(never synchronised with pto.sync()); running them raised:\n")
+        sys.stderr.write("".join(traceback.format_exception_only(exc)))
+        sys.stderr.flush()
+
+
+atexit.register(_run_pending_at_exit)

@@ -28,6 +28,12 @@ AttrT = TypeVar("AttrT")
 
 
 _UNREGISTERED = re.compile(r"'(?P<name>[^']+)' is not registered")
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+"""xDSL 0.74's string-literal regex, `"(?:[^"\\\n\v\f]+|\\(...))*"`, nests `+` inside `*`:
+on a literal with no closing quote it backtracks through every way of splitting the text, so
+each extra character doubles the time (`loc("k.py:12` hangs). The same language, matched
+one character at a time with a possessive `*+`, fails in linear time."""
+
 _OP_NAME = re.compile(r'\s*(?:%[^=]*=\s*)?"?(?P<name>[A-Za-z_][\w.$-]*)')
 
 
@@ -36,6 +42,8 @@ class LocatingParser(Parser):
 
     def __init__(self, ctx: Context, text: str, name: str = "<unknown>"):
         super().__init__(ctx, text, name)
+        # shadow the lexer's backtracking class attribute (see _STRING_LITERAL)
+        self.lexer._unescaped_characters_regex = _STRING_LITERAL  # type: ignore[attr-defined]
         self.op_offsets: dict[Operation, int] = {}
 
     def _error_here(self, start: int, message: str, *, underline: bool) -> ParseError:

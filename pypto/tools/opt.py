@@ -44,6 +44,7 @@ from pypto.diagnostics import (
     error_op,
     locate_verify_failure,
 )
+from pypto.passes.validation import validate_pipeline
 from pypto.tools.expected_diagnostics import check_expectations, parse_expectations
 from pypto.tools.parsing import op_offset, parse_module
 from pypto.tools.source import (
@@ -96,6 +97,12 @@ def _argument_parser() -> argparse.ArgumentParser:
                         help="what to print after the passes: the IR (default), the L1 map of "
                              "each function as a table (l1-map) or as an SVG picture "
                              "(l1-map-svg)")
+    parser.add_argument("--validate", action="store_true",
+                        help="translation validation: run each kernel in the interpreter on "
+                             "generated inputs before the pipeline and after every pass; report "
+                             "the first pass that changes a result")
+    parser.add_argument("--validate-block", type=int, default=64, metavar="N",
+                        help="lanes per block of the --validate runs (2 blocks; default 64)")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
                         help="accept ops of dialects pypto does not know")
     return parser
@@ -243,15 +250,28 @@ class _Driver:
             result.diagnostics.append(
                 locate.diagnostic(diag.severity, diag.message, diag.op, diag.notes))
 
+        def apply(target: ModuleOp, module_pass: ModulePass) -> None:
+            try:
+                run_pipeline(target, [module_pass], ctx, after_pass=self._after_pass)
+            except (PtoError, DiagnosticException):
+                raise
+            except Exception as err:
+                raise _PassCrash(module_pass.name) from err
+
         with capture_diagnostics(collect):
-            for module_pass in passes:
-                try:
-                    run_pipeline(module, [module_pass], ctx, after_pass=self._after_pass)
-                except (PtoError, DiagnosticException) as err:
-                    result.diagnostics.append(_pass_error_diagnostic(locate, err))
-                    return result
-                except Exception as err:
-                    raise _PassCrash(module_pass.name) from err
+            try:
+                if self.args.validate:
+                    report = validate_pipeline(module, passes, ctx, apply,
+                                               block=(max(1, self.args.validate_block), 1, 1))
+                    for skipped in report.skipped:
+                        result.diagnostics.append(locate.diagnostic(
+                            "warning", f"--validate could not check kernel {skipped}", None))
+                else:
+                    for module_pass in passes:
+                        apply(module, module_pass)
+            except (PtoError, DiagnosticException) as err:
+                result.diagnostics.append(_pass_error_diagnostic(locate, err))
+                return result
 
         if self.args.emit == "mlir":
             result.output = print_ir(module, debuginfo=self.args.print_debuginfo,

@@ -139,7 +139,7 @@ def drain(limits: dict[Stream, int | None], *, surfaced_at: str, asynchronous: b
     propagated, not only `KernelError`: an interpreter bug must not be swallowed.
     """
     with _LOCK:
-        remaining = dict(limits)
+        remaining = _with_dependencies(limits)
         errors: list[Exception] = []
         while True:
             stream = _next_stream(remaining)
@@ -158,6 +158,45 @@ def drain(limits: dict[Stream, int | None], *, surfaced_at: str, asynchronous: b
                 first.add_note(f"pypto: another error also surfaced at {surfaced_at}: "
                                f"{type(other).__name__}: {other}")
             raise first
+
+
+def _with_dependencies(limits: dict[Stream, int | None]) -> dict[Stream, int | None]:
+    """`limits` grown so that no operation runs before an earlier-enqueued operation of another
+    stream that uses one of the same tensors (transitively).
+
+    Without it, `s.synchronize()` ran a launch on `s` before the `memcpy_h2d` into its tensor
+    queued earlier on the default stream, and that copy later overwrote the launch's result (a
+    lost launch). CUDA orders these through the legacy default stream; pypto orders exactly the
+    operations that share a tensor, in enqueue order, and leaves independent work queued."""
+    counts: dict[Stream, int] = {}
+    for stream, limit in limits.items():
+        counts[stream] = len(stream._queue) if limit is None else min(limit, len(stream._queue))
+    busy = [stream for stream in _BUSY.values() if stream._queue]
+    for stream in limits:
+        if stream._queue and all(stream is not b for b in busy):
+            busy.append(stream)
+    if len(busy) < 2:
+        return dict(limits)
+    users: dict[int, list[tuple[int, Stream, int]]] = {}  # tensor id -> (seq, stream, index)
+    for stream in busy:
+        for index, op in enumerate(stream._queue):
+            for tensor in op.tensors:
+                users.setdefault(id(tensor), []).append((op.seq, stream, index))
+    work = [(stream, index) for stream, count in counts.items() for index in range(count)]
+    while work:
+        stream, index = work.pop()
+        op = stream._queue[index]
+        for tensor in op.tensors:
+            for seq, other, other_index in users.get(id(tensor), ()):
+                if seq < op.seq and other_index >= counts.get(other, 0):
+                    start = counts.get(other, 0)
+                    counts[other] = other_index + 1
+                    work.extend((other, k) for k in range(start, other_index + 1))
+    grown: dict[Stream, int | None] = dict(limits)
+    for stream, count in counts.items():
+        if stream not in limits or (limits[stream] is not None and count > limits[stream]):
+            grown[stream] = count
+    return grown
 
 
 def _next_stream(remaining: dict[Stream, int | None]) -> Stream | None:

@@ -273,16 +273,21 @@ def run_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context, *
 
 def verify_after(module: ModuleOp, module_pass: ModulePass) -> None:
     """Verify `module` after `module_pass` ran; a failure is a `VerificationError` naming it."""
+    from pypto.analysis.dominance import first_dominance_violation
+
     try:
         module.verify()
+        found = first_dominance_violation(module)
+        if found is None:
+            return
     except Exception:  # noqa: BLE001 - any verifier failure is reported the same way
         found = locate_verify_failure(module)
         if found is None:
             raise
-        op, message = found
-        raise attach_op(VerificationError(
-            f"'{op.name}' op {message} (the IR produced by pass '{module_pass.name}' does "
-            f"not verify)"), op) from None
+    op, message = found
+    raise attach_op(VerificationError(
+        f"'{op.name}' op {message} (the IR produced by pass '{module_pass.name}' does "
+        f"not verify)"), op) from None
 
 
 __all__ = ["PASSES", "PassOption", "PipelineError", "list_passes", "parse_pipeline",

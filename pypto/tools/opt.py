@@ -24,6 +24,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
 
+from pypto.analysis.dominance import first_dominance_violation
 from pypto.errors import PtoError
 from pypto.ir import make_context, print_ir
 from pypto.passes import (
@@ -243,6 +244,11 @@ class _Driver:
         except Exception as err:  # noqa: BLE001 - any verifier failure is a user error here
             found = locate_verify_failure(module)
             op, message = found if found is not None else (module, error_message(err))
+            result.diagnostics.append(locate.diagnostic("error", f"'{op.name}' op {message}", op))
+            return result
+        undominated = first_dominance_violation(module)
+        if undominated is not None:
+            op, message = undominated
             result.diagnostics.append(locate.diagnostic("error", f"'{op.name}' op {message}", op))
             return result
 

@@ -667,6 +667,9 @@ def main(argv: list[str] | None = None) -> int:
         for target, count, found in pool.imap_unordered(_worker, jobs):
             tried[target] += count
             for crash in found:
+                if crash.signature() not in crashes:
+                    print(f"new crash: {crash.kind} ({crash.target} seed {crash.seed} input "
+                          f"{crash.index}): {crash.signature()}", flush=True)
                 crashes.setdefault(crash.signature(), crash)
             print(f"[{time.time() - started:7.0f} s] {target}: {tried[target]} inputs, "
                   f"{sum(c.target == target for c in crashes.values())} distinct crash(es)",

@@ -361,3 +361,40 @@ def test_float_literal_into_int_pointer_suggests_the_right_cast():
         pto.compile(store_float, args=(pto.alloc_tensor(256, pto.int32),), block=64)
     assert "pto.cast(x, pto.int32)" in str(info.value)
     assert "pto.float32" not in str(info.value)
+
+
+# -- found by the fuzzers (minimised) ------------------------------------------------------------
+
+USE_BEFORE_DEF = """\
+func.func @k(%p: !pto.ptr<f32, global>) attributes {pto.kernel} {
+  %i = pto.get_global_id 0 : i32
+  %v = pto.load %q : !pto.ptr<f32, global> -> f32
+  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+  func.return
+}
+"""
+
+
+def test_fuzz_use_before_definition_is_a_located_error(capsys, tmp_path):
+    # verified by xDSL (no dominance check), then UnboundLocalError in the interpreter (exit 70)
+    code, _, err = _opt(capsys, USE_BEFORE_DEF, tmp_path, "-p", "cse", "--validate")
+    assert code == 1
+    assert ":3:3: error: 'pto.load' op %q is used before it is defined" in err
+
+
+def test_fuzz_use_before_definition_inside_a_region(capsys, tmp_path):
+    text = USE_BEFORE_DEF.replace(
+        "  %v = pto.load %q : !pto.ptr<f32, global> -> f32\n",
+        "  %c = arith.constant true\n  scf.if %c {\n"
+        "    %v = pto.load %q : !pto.ptr<f32, global> -> f32\n  }\n")
+    code, _, err = _opt(capsys, text, tmp_path)
+    assert code == 1 and "'pto.load' op %q is used before it is defined" in err
+
+
+def test_fuzz_huge_warp_size_option_is_a_pipeline_error(capsys, tmp_path):
+    # a 25-digit warp-size overflowed NumPy in the lane analysis (exit 70)
+    code, _, err = _opt(capsys, USE_BEFORE_DEF.replace("%v = pto.load %q", "%v = pto.load %p")
+                        .replace("  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> "
+                                 "!pto.ptr<f32, global>\n", ""), tmp_path,
+                        "-p", "pto-insert-barriers{warp-size=9999999999999999999999999}")
+    assert code == 1 and "warp-size and max-block-lanes must be at most" in err

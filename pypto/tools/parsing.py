@@ -14,6 +14,7 @@ that says nothing about where.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -21,6 +22,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
@@ -34,6 +38,12 @@ on a literal with no closing quote it backtracks through every way of splitting 
 each extra character doubles the time (`loc("k.py:12` hangs). The same language, matched
 one character at a time with a possessive `*+`, fails in linear time."""
 
+class _LinearLexer(MLIRLexer):
+    """xDSL's lexer with `_STRING_LITERAL` instead of its backtracking string regex."""
+
+    _unescaped_characters_regex = _STRING_LITERAL
+
+
 _OP_NAME = re.compile(r'\s*(?:%[^=]*=\s*)?"?(?P<name>[A-Za-z_][\w.$-]*)')
 
 
@@ -41,9 +51,13 @@ class LocatingParser(Parser):
     """An xDSL `Parser` that records the text offset of every op it parses (`op_offsets`)."""
 
     def __init__(self, ctx: Context, text: str, name: str = "<unknown>"):
-        super().__init__(ctx, text, name)
-        # shadow the lexer's backtracking class attribute (see _STRING_LITERAL)
-        self.lexer._unescaped_characters_regex = _STRING_LITERAL  # type: ignore[attr-defined]
+        # Parser.__init__ with its lexer swapped for _LinearLexer (it lexes the first token in
+        # the constructor, so replacing the regex afterwards is too late for a leading string)
+        super(Parser, self).__init__(ParserState(_LinearLexer(Input(text, name))), ctx)
+        self.ssa_values = {}
+        self.blocks = {}
+        self.forward_block_references = defaultdict(list)
+        self.forward_ssa_references = {}
         self.op_offsets: dict[Operation, int] = {}
 
     def _error_here(self, start: int, message: str, *, underline: bool) -> ParseError:

@@ -40,6 +40,15 @@ def test_unterminated_string_literal_is_a_quick_located_error(capsys, tmp_path):
     assert f"{tmp_path / 'in.mlir'}:2:35: error:" in err and "string literal" in err
 
 
+def test_fuzz_unterminated_string_as_the_first_token(capsys, tmp_path):
+    # the parser lexes its first token in its constructor: the fix must be in place before it
+    text = '  "pto.wait_all operands, but got ' + "x" * 40 + "\nfunc.func @k() {\n}\n"
+    start = time.perf_counter()
+    code, _, err = _opt(capsys, text, tmp_path)
+    assert time.perf_counter() - start < 5
+    assert code == 1 and ":1:3: error:" in err and "string literal" in err
+
+
 def test_string_literals_with_escapes_still_parse(capsys, tmp_path):
     text = ('func.func @k() {\n  %0 = arith.constant 1 : i32 loc("a\\"b\\0A\\\\")\n'
             '  func.return\n}\n')

@@ -534,8 +534,11 @@ def run_misuse(steps: list[str]) -> tuple[str, str] | None:
     from pypto.runtime.device import default_device
 
     device = default_device()
+    import gc
+
     with contextlib.suppress(pto.PtoError):
         pto.sync()
+    gc.collect()  # tensors of earlier inputs (or tests) dropped but not yet collected
     before = device.used_bytes
     T: list[Any] = [pto.alloc_tensor(64 * 4) for _ in range(4)]
     env = {"pto": pto, "np": np, "T": T, "K": _vector_add(), "S": pto.Stream()}
@@ -573,8 +576,6 @@ def run_misuse(steps: list[str]) -> tuple[str, str] | None:
         T.clear()
     if not np.array_equal(out, a + b):
         return "wrong answer", "the good launch after misuse computed the wrong result"
-    import gc
-
     gc.collect()
     if device.used_bytes != before:
         return "leak", f"{device.used_bytes - before} bytes of device memory not given back"

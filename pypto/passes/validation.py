@@ -103,6 +103,22 @@ def generate_inputs(kernel: func.FuncOp, lanes: int, tensor_elements: int,
     return args
 
 
+def _unlaunchable(kernel: func.FuncOp) -> str | None:
+    """Why `kernel` cannot be launched with generated arguments (None when it can)."""
+    if kernel.function_type.outputs.data:
+        return "it returns values (a launched kernel returns nothing)"
+    for t in kernel.function_type.inputs.data:
+        if isinstance(t, pto.PtrType):
+            if t.memory_space.data != "global":
+                return f"it has a parameter of type {t} (launches pass HBM pointers)"
+            t = t.element_type
+        try:
+            dtypes.np_dtype_of(t)
+        except TypeError:
+            return f"it has a parameter of type {t}, which a launch cannot pass"
+    return None
+
+
 def run_once(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, int, int],
              inputs: Sequence[Any], target: Any = None) -> Outcome:
     """Run `kernel` on a copy of `inputs`; the copies of every tensor afterwards."""
@@ -115,6 +131,10 @@ def run_once(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, 
             Executable(kernel, target=target, race_check=False).run(grid, block, args)
     except PtoError as exc:
         return Outcome(error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+    except Exception as exc:  # noqa: BLE001 - IR the interpreter cannot run (e.g. pypto-opt
+        # input that is no kernel); reported as the outcome, never as a validator crash
+        return Outcome(error=f"the interpreter cannot run it ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''})")
     return Outcome(outputs=[a.data for a in args if isinstance(a, _Buffer)])
 
 
@@ -183,6 +203,10 @@ def validate_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Conte
     references: dict[str, tuple[list[Any], Outcome, list[str], tuple[int, int, int]]] = {}
     for kernel in kernel_funcs(module):
         name = kernel.sym_name.data
+        unlaunchable = _unlaunchable(kernel)
+        if unlaunchable is not None:
+            report.skipped.append(f"{name}: {unlaunchable}")
+            continue
         inputs = generate_inputs(kernel, lanes, elements, like=like)
         # kernels sized for one block (a per-block partial result of 1 element) get one block
         for grid_used in dict.fromkeys((grid, (1, 1, 1))):

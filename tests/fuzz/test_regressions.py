@@ -407,3 +407,14 @@ def test_fuzz_huge_warp_size_option_is_a_pipeline_error(capsys, tmp_path):
                                  "!pto.ptr<f32, global>\n", ""), tmp_path,
                         "-p", "pto-insert-barriers{warp-size=9999999999999999999999999}")
     assert code == 1 and "warp-size and max-block-lanes must be at most" in err
+
+
+def test_fuzz_validate_skips_functions_a_launch_cannot_call(capsys, tmp_path):
+    # --validate generated inputs for a !pto.token parameter: TypeError (exit 70)
+    text = ('func.func @wait(%t: !pto.token) {\n  pto.wait %t\n  func.return\n}\n'
+            'func.func @ids() -> i32 {\n  %0 = pto.get_global_id 0 : i32\n'
+            '  func.return %0 : i32\n}\n')
+    code, out, err = _opt(capsys, text, tmp_path, "-p", "canonicalize", "--validate")
+    assert code == 0 and "func.func @wait" in out
+    assert "--validate could not check kernel wait: it has a parameter of type !pto.token" in err
+    assert "--validate could not check kernel ids: it returns values" in err

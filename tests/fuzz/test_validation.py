@@ -1,6 +1,6 @@
 """Per-pass translation validation (`compile(validate=True)`, `pypto-opt --validate`): it names
 a deliberately wrong pass with the element and the op, passes correct pipelines, and runs over
-the whole kernel zoo (tests/kernels) with canonicalize and cse in front of every pipeline."""
+the whole kernel zoo (tests/kernels) with the rewriting passes in front of every pipeline."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from pypto.passes.validation import TranslationValidationError
 from pypto.tools.opt import main as opt_main
 
 ROOT = Path(__file__).resolve().parents[2]
+ZOO_PASSES = "canonicalize,cse,pto-double-buffer,pto-allocate-l1"
+"""The rewriting passes run (and validated) in front of every zoo kernel's own pipeline."""
 
 
 @dataclass(frozen=True)
@@ -106,10 +108,10 @@ def test_opt_validate(tmp_path, capsys, wrong_pass):
 
 
 def test_validation_over_the_kernel_zoo(tmp_path):
-    """Every zoo kernel compiled with canonicalize,cse in front of its pipeline, validated after
-    each pass, and still checked against NumPy by the zoo's own assertions."""
+    """Every zoo kernel compiled with ZOO_PASSES in front of its pipeline, validated after each
+    pass, and still checked against NumPy by the zoo's own assertions."""
     log = tmp_path / "validate.log"
-    env = dict(os.environ, PYPTO_VALIDATE="canonicalize,cse", PYPTO_VALIDATE_LOG=str(log))
+    env = dict(os.environ, PYPTO_VALIDATE=ZOO_PASSES, PYPTO_VALIDATE_LOG=str(log))
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                            str(ROOT / "tests" / "kernels")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)

@@ -101,7 +101,9 @@ def from_mlir(attr: Attribute) -> DType:
         return float64
     if isinstance(attr, IntegerType):
         width = attr.width.data
-        return {1: bool_, 32: int32, 64: int64}[width]
+        found = {1: bool_, 32: int32, 64: int64}.get(width)
+        if found is not None:
+            return found
     raise TypeError(f"no pypto dtype for MLIR type {attr}")
 
 

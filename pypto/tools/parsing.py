@@ -38,6 +38,10 @@ on a literal with no closing quote it backtracks through every way of splitting 
 each extra character doubles the time (`loc("k.py:12` hangs). The same language, matched
 one character at a time with a possessive `*+`, fails in linear time."""
 
+_INT_TYPE = re.compile(r"[su]?i(\d+)")
+MAX_INT_WIDTH = (1 << 24) - 1
+
+
 class _LinearLexer(MLIRLexer):
     """xDSL's lexer with `_STRING_LITERAL` instead of its backtracking string regex."""
 
@@ -142,6 +146,16 @@ class LocatingParser(Parser):
                 f"dialect '{dialect}' is not loaded (pypto loads {', '.join(known)})")
         return ParseError(Span(at, at + len(name) + 1, self.lexer.input),
                           f"unknown {what} '{sigil}{name.removeprefix(sigil)}': {hint}")
+
+    def _parse_optional_builtin_type(self):  # noqa: ANN202 - the base class's signature
+        # `i2147483648` made xDSL compute 2**(2**31) (a hang, found by the fuzzer); MLIR caps
+        # integer widths at 2^24 - 1 bits
+        token = self._current_token
+        match = _INT_TYPE.fullmatch(token.text)
+        if match is not None and int(match.group(1)) > MAX_INT_WIDTH:
+            raise ParseError(token.span, f"integer type {token.text} is wider than "
+                             f"{MAX_INT_WIDTH} bits (MLIR's limit)")
+        return super()._parse_optional_builtin_type()
 
     def parse_optional_type(self):  # noqa: ANN201 - same signature as the base class
         return self._guarded(super().parse_optional_type, "type")

@@ -259,7 +259,7 @@ def run_mlir(text: str, argv: list[str], workdir: Path) -> tuple[str, str] | Non
         return "traceback", traceback.format_exc()
     if code not in (0, 1):
         return f"exit {code}", err.getvalue()[-4000:]
-    if "Traceback" in err.getvalue():
+    if "Traceback (most recent call last)" in err.getvalue():  # (the input may say "Traceback")
         return "traceback", err.getvalue()[-4000:]
     return None
 

@@ -418,3 +418,20 @@ def test_fuzz_validate_skips_functions_a_launch_cannot_call(capsys, tmp_path):
     assert code == 0 and "func.func @wait" in out
     assert "--validate could not check kernel wait: it has a parameter of type !pto.token" in err
     assert "--validate could not check kernel ids: it returns values" in err
+
+
+def test_fuzz_huge_integer_width_is_a_quick_parse_error(capsys, tmp_path):
+    # `i2147483648` made xDSL build 2**(2**31) while parsing (a hang)
+    text = "func.func @k() {\n  %0 = arith.constant 1 : i2147483648\n  func.return\n}\n"
+    start = time.perf_counter()
+    code, _, err = _opt(capsys, text, tmp_path)
+    assert time.perf_counter() - start < 5
+    assert code == 1 and ":2:27: error: integer type i2147483648 is wider than" in err
+
+
+def test_fuzz_validate_skips_pointers_to_types_pypto_has_no_dtype_for(capsys, tmp_path):
+    # an i16 parameter reached dtypes.from_mlir's table lookup: KeyError (exit 70)
+    text = ("func.func @k(%n: i16) attributes {pto.kernel} {\n"
+            "  func.return\n}\n")
+    code, _, err = _opt(capsys, text, tmp_path, "-p", "cse", "--validate")
+    assert code == 0 and "which a launch cannot pass" in err

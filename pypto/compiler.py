@@ -34,6 +34,8 @@ from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
+from pypto.runtime.launcher import check_scalar, launch as runtime_launch
+from pypto.runtime.stream import Stream
 
 if TYPE_CHECKING:
     from pypto.analysis.l1_map import L1Map
@@ -105,13 +107,9 @@ def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
     if isinstance(value, bool | np.bool_):
         return IntegerType(1)
     if isinstance(value, np.integer | np.floating):
-        from pypto.runtime.launcher import check_scalar  # lazy: the runtime imports this
-
         check_scalar(value, f"argument '{pname}' of kernel '{kernel.name}'")
         return dtypes.as_dtype(value.dtype).mlir()
     if isinstance(value, int):
-        from pypto.runtime.launcher import check_scalar
-
         check_scalar(value, f"argument '{pname}' of kernel '{kernel.name}'")
         return IntegerType(32) if -(2**31) <= value < 2**31 else IntegerType(64)
     if isinstance(value, float):
@@ -462,7 +460,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
         if not validate:
             run_pipeline(module, passes, make_context())
             return remarks
-        from pypto.passes.validation import validate_pipeline
+        from pypto.backend.validation import validate_pipeline
 
         ctx = make_context()
         validate_pipeline(module, passes, ctx, lambda m, p: run_pipeline(m, [p], ctx),

@@ -45,7 +45,7 @@ from pypto.diagnostics import (
     error_op,
     locate_verify_failure,
 )
-from pypto.passes.validation import validate_pipeline
+from pypto.backend.validation import validate_pipeline
 from pypto.tools.expected_diagnostics import check_expectations, parse_expectations
 from pypto.tools.parsing import op_offset, parse_module
 from pypto.tools.source import (

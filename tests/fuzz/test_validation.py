@@ -17,12 +17,13 @@ from xdsl.passes import ModulePass
 
 import pypto as pto
 from pypto import passes as registry
-from pypto.passes.validation import TranslationValidationError
+from pypto.backend.validation import TranslationValidationError
 from pypto.tools.opt import main as opt_main
 
 ROOT = Path(__file__).resolve().parents[2]
-ZOO_PASSES = "canonicalize,cse,pto-double-buffer,pto-allocate-l1"
-"""The rewriting passes run (and validated) in front of every zoo kernel's own pipeline."""
+ZOO_PASSES = "canonicalize,cse"
+"""Run (and validated) in front of every zoo kernel's own pipeline, whose default is
+pto-double-buffer,pto-allocate-l1,pto-verify-barriers (validated too)."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ from pypto.errors import (
     MemoryAccessError,
     PtoError,
     RaceError,
+    TargetError,
     TensorFreedError,
+    UsageError,
     VerificationError,
 )
 from pypto.frontend.builtins import (
@@ -87,6 +89,6 @@ __all__ = [
     "DType", "float32", "float16", "bfloat16", "int32", "int64", "bool_",
     # errors
     "PtoError", "CompileError", "BarrierError", "L1CapacityError", "VerificationError",
-    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError",
+    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError", "TargetError", "UsageError",
     "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError",
 ]

@@ -27,18 +27,23 @@ from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.executor import parse_schedule
 from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
-from pypto.errors import CompileError, LaunchError, VerificationError
+from pypto.errors import CompileError, LaunchError, UsageError, VerificationError
 from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
 from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
-from pypto.runtime.launcher import launch as runtime_launch
+from pypto.runtime.launcher import check_scalar, launch as runtime_launch
 from pypto.runtime.stream import Stream
 
 if TYPE_CHECKING:
     from pypto.analysis.l1_map import L1Map
+
+VALIDATE_ENV = "PYPTO_VALIDATE"
+"""Set to 1 to make `compile()` validate every pass by default (`validate=True`); set to a
+pipeline (`canonicalize,cse`) to also run those passes before every compile's own pipeline
+(how the test suite validates the passes on the whole kernel zoo)."""
 
 RACE_CHECK_ENV = "PYPTO_RACE_CHECK"
 """Set to 0 to turn the interpreter's race detector off by default (it is on otherwise)."""
@@ -102,8 +107,10 @@ def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
     if isinstance(value, bool | np.bool_):
         return IntegerType(1)
     if isinstance(value, np.integer | np.floating):
+        check_scalar(value, f"argument '{pname}' of kernel '{kernel.name}'")
         return dtypes.as_dtype(value.dtype).mlir()
     if isinstance(value, int):
+        check_scalar(value, f"argument '{pname}' of kernel '{kernel.name}'")
         return IntegerType(32) if -(2**31) <= value < 2**31 else IntegerType(64)
     if isinstance(value, float):
         return dtypes.float32.mlir()
@@ -207,8 +214,13 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
             pipeline: str | None = None, target: Target | str | None = None,
             check_uninitialized: bool = False, schedule: str | None = None,
-            race_check: bool | None = None) -> CompiledKernel:
+            race_check: bool | None = None, validate: bool | None = None) -> CompiledKernel:
     """Specialise `kernel` on `args`, lower it to pto IR, run `pipeline`; cached.
+
+    `validate=True` (default: the environment's `PYPTO_VALIDATE=1`) runs the interpreter on
+    generated inputs before the pipeline and after each pass, and raises
+    `TranslationValidationError` naming the first pass that changes a result (its op and the
+    first differing element); see docs/reliability.md.
 
     Interpreter options: `check_uninitialized=True` raises on reads of L1 never written;
     `schedule="in_order" | "reverse" | "random:SEED"` runs the warps of each block one after
@@ -217,12 +229,18 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     `race_check` (default: on, unless the environment sets `PYPTO_RACE_CHECK=0`) runs the
     dynamic race detector on kernels that use L1.
     """
+    if pipeline is not None and not isinstance(pipeline, str):
+        raise UsageError(f"pto.compile: pipeline must be a string such as "
+                         f"'canonicalize,cse' (or None for the default), got "
+                         f"{type(pipeline).__name__} {pipeline!r}")
+    validate, extra_passes = _validate_default(validate)
     if race_check is None:
         race_check = _race_check_default()
     if type(kernel) is Kernel and type(args) is tuple and type(block) is tuple and \
             isinstance(target, Target):  # a cached launch: one tuple and one dict lookup
-        key = _fast_key(kernel, args, (block, DEFAULT_PIPELINE if pipeline is None else pipeline,
-                                       target, check_uninitialized, schedule, race_check))
+        key = _fast_key(kernel, args, (block, _pipeline_text(pipeline, extra_passes),
+                                       target, check_uninitialized, schedule, race_check,
+                                       validate))
         hit = None if key is None else kernel.fast_cache.get(key)
         if hit is not None and (not hit.folded_globals or
                                 kernel.outer_values_unchanged(hit.folded_globals)):
@@ -231,15 +249,20 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     if isinstance(kernel, CompiledKernel):
         return kernel
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"pto.compile expects a @pto.kernel function, got {kernel!r}")
+        raise UsageError(f"pto.compile expects a @pto.kernel function, got {kernel!r}")
+    if not isinstance(args, tuple | list):
+        raise LaunchError(f"pto.compile of kernel '{kernel.name}': args must be a tuple of the "
+                          f"launch arguments, got {type(args).__name__} (write args=(x,) for "
+                          f"a single argument)")
     args = tuple(args)
     if len(args) != kernel.num_params:
         raise LaunchError(f"kernel '{kernel.name}' takes {kernel.num_params} arguments "
                           f"({', '.join(kernel.params)}), got {len(args)}")
     block_dims = normalize_dims(block, "block")
     resolved = resolve_target(target)
-    pipeline_text = DEFAULT_PIPELINE if pipeline is None else pipeline
-    options = (block_dims, pipeline_text, resolved, check_uninitialized, schedule, race_check)
+    pipeline_text = _pipeline_text(pipeline, extra_passes)
+    options = (block_dims, pipeline_text, resolved, check_uninitialized, schedule, race_check,
+               validate)
     fast_key = _fast_key(kernel, args, options)
     if fast_key is not None:
         hit = kernel.fast_cache.get(fast_key)
@@ -247,7 +270,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
                                 kernel.outer_values_unchanged(hit.folded_globals)):
             return hit
     compiled = _compile_slow(kernel, args, block_dims, resolved, pipeline_text,
-                             check_uninitialized, schedule, race_check)
+                             check_uninitialized, schedule, race_check, validate)
     fast_key = _fast_key(kernel, args, options)  # the constexpr set may have grown
     if fast_key is not None:
         kernel.fast_cache[fast_key] = compiled
@@ -301,13 +324,36 @@ def _tensor_class() -> type:
     return _TENSOR
 
 
+def _validate_default(validate: bool | None) -> tuple[bool, str]:
+    """`validate` (or the PYPTO_VALIDATE default) and the passes PYPTO_VALIDATE prepends."""
+    if validate is not None:
+        return validate, ""
+    setting = os.environ.get(VALIDATE_ENV)
+    if not setting:
+        return False, ""
+    setting = setting.strip()
+    if setting.lower() in ("0", "false", "no", "off", ""):
+        return False, ""
+    if setting.lower() in ("1", "true", "yes", "on"):
+        return True, ""
+    return True, setting  # a pipeline: run (and validate) it before every compile's pipeline
+
+
+def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
+    text = DEFAULT_PIPELINE if pipeline is None else pipeline
+    if extra_passes:
+        return f"{extra_passes},{text}" if text.strip() else extra_passes
+    return text
+
+
 def _race_check_default() -> bool:
     return os.environ.get(RACE_CHECK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, int, int],
                   resolved: Target, pipeline_text: str, check_uninitialized: bool,
-                  schedule: str | None, race_check: bool) -> CompiledKernel:
+                  schedule: str | None, race_check: bool,
+                  validate: bool = False) -> CompiledKernel:
     """The full cache lookup, then lowering and the pipeline on a miss."""
     if block_dims[0] * block_dims[1] * block_dims[2] > resolved.max_block_lanes:
         raise LaunchError(f"block {block_dims} has {block_dims[0] * block_dims[1] * block_dims[2]} "
@@ -317,7 +363,7 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
         names = _constexpr_params(kernel)
         consts = _constexpr_values(kernel, names, args)
         key = (types, tuple(sorted(consts.items())), block_dims, pipeline_text, resolved,
-               check_uninitialized, schedule, race_check)
+               check_uninitialized, schedule, race_check, validate)
         cached = kernel.cache.get(key)
         if cached is not None and kernel.outer_values_unchanged(cached.folded_globals):
             return cached  # (a changed module-level constant compiles anew, as Triton does)
@@ -334,7 +380,8 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     remarks: list[Remark] = []
     if pipeline_text.strip() and not (pipeline_text == DEFAULT_PIPELINE and
                                       not _uses_block_features(module)):
-        remarks = _run_pipeline(module, pipeline_text, block_dims, resolved)
+        remarks = _run_pipeline(module, pipeline_text, block_dims, resolved, validate,
+                                args)
     compiled = CompiledKernel(kernel, module, block_dims, resolved, pipeline_text,
                               check_uninitialized=check_uninitialized, schedule=schedule,
                               race_check=race_check, remarks=remarks)
@@ -368,7 +415,8 @@ def _verify(module: ModuleOp, what: str) -> None:
 
 
 def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
-                  target: Target) -> list[Remark]:
+                  target: Target, validate: bool = False,
+                  like: Sequence[Any] | None = None) -> list[Remark]:
     import dataclasses
 
     from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
@@ -409,5 +457,12 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
         logger.info("%s", remark)
 
     with capture_diagnostics(collect):
-        run_pipeline(module, passes, make_context())
+        if not validate:
+            run_pipeline(module, passes, make_context())
+            return remarks
+        from pypto.backend.validation import validate_pipeline
+
+        ctx = make_context()
+        validate_pipeline(module, passes, ctx, lambda m, p: run_pipeline(m, [p], ctx),
+                          block=block, grid=(2, 1, 1), target=target, like=like)
     return remarks

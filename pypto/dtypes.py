@@ -20,6 +20,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from pypto.errors import UsageError
+
 
 @dataclass(frozen=True)
 class DType:
@@ -79,10 +81,10 @@ def as_dtype(value: Any) -> DType:
     try:
         npd = np.dtype(value)
     except TypeError as exc:
-        raise TypeError(f"{value!r} is not a dtype; use one of "
+        raise UsageError(f"{value!r} is not a dtype; use one of "
                         f"{', '.join('pto.' + d.name for d in _TABLE)}") from exc
     if npd not in _BY_NP:
-        raise TypeError(f"dtype {npd} is not supported by pypto; use one of "
+        raise UsageError(f"dtype {npd} is not supported by pypto; use one of "
                         f"{', '.join('pto.' + d.name for d in _TABLE)}")
     return _BY_NP[npd]
 
@@ -99,7 +101,9 @@ def from_mlir(attr: Attribute) -> DType:
         return float64
     if isinstance(attr, IntegerType):
         width = attr.width.data
-        return {1: bool_, 32: int32, 64: int64}[width]
+        found = {1: bool_, 32: int32, 64: int64}.get(width)
+        if found is not None:
+            return found
     raise TypeError(f"no pypto dtype for MLIR type {attr}")
 
 

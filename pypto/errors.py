@@ -99,8 +99,20 @@ class LaunchError(PtoError):
     """Bad grid / block (zero, negative, larger than the target allows) or wrong argument arity."""
 
 
+class UsageError(PtoError, TypeError, ValueError):
+    """A host API called with an argument of the wrong type or value (`memcpy_h2d(dst, src)` with
+    mismatched dtypes, `alloc_tensor(nbytes=-4)`, `compile(pipeline=123)`).
+
+    Also a `TypeError` and a `ValueError`, as Python's own argument errors are, so both
+    `except pto.PtoError` and the usual `except TypeError` / `except ValueError` catch it."""
+
+
+class TargetError(UsageError):
+    """A target description that cannot be used: missing file, bad TOML, missing or bad keys."""
+
+
 __all__ = [
     "PtoError", "CompileError", "BarrierError", "L1CapacityError", "VerificationError",
     "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError",
-    "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError",
+    "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError", "UsageError", "TargetError",
 ]

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import contextlib
 import copy
+import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,6 +76,7 @@ class KernelLowering(StructuredLowering, CallLowering):
         self.block: Block | None = None
         self.env: dict[str, Any] = {}
         self.node: ast.AST | None = None
+        self.statement: ast.AST | None = None  # the statement being lowered (for errors)
         self.region_depth = 0  # > 0 while lowering the body of an if / loop / stage
         self.loop_depth = 0
         self.globals = kernel.outer_values()
@@ -161,7 +165,7 @@ class KernelLowering(StructuredLowering, CallLowering):
             if (index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
                     and isinstance(stmt.value.value, str)):
                 continue  # docstring
-            self.node = stmt
+            self.node = self.statement = stmt
             method = getattr(self, f"stmt_{type(stmt).__name__}", None)
             if method is None:
                 raise self.error(f"'{_describe_stmt(stmt)}' is not supported in a pto kernel "
@@ -440,7 +444,8 @@ class KernelLowering(StructuredLowering, CallLowering):
             width = t.width.data
             if isinstance(value, float):
                 raise self.error(f"the float literal {value!r} cannot take the integer type "
-                                 f"{_type_name(t)}; cast explicitly with pto.cast(x, pto.float32)")
+                                 f"{_type_name(t)}; write an integer literal, or convert with "
+                                 f"pto.cast(x, {_type_name(t)})")
             ivalue = int(value)
             if width == 1:
                 ivalue = -1 if ivalue else 0  # i1 true is printed/stored as -1 in signless form
@@ -524,6 +529,10 @@ class KernelLowering(StructuredLowering, CallLowering):
         if not isinstance(lhs, SSAValue) and not isinstance(rhs, SSAValue):
             if type(op) not in _PY_BINARY:
                 raise self.error(f"operator '{ast.unparse(node)}' is not supported", node)
+            if _fold_too_big(op, lhs, rhs):
+                raise self.error(f"constant expression '{ast.unparse(node)}' is too large to "
+                                 f"evaluate at compile time (more than {FOLD_LIMIT_BITS} bits or "
+                                 f"elements); kernel values are at most 64 bits", node)
             return self.fold(lambda: _PY_BINARY[type(op)](lhs, rhs), node)
         symbol = _OP_SYMBOL.get(type(op), type(op).__name__)
         a, b = self.unify(lhs, rhs, node, f"'{symbol}'")
@@ -594,6 +603,51 @@ def _describe_stmt(stmt: ast.stmt) -> str:
 
 _PIPELINE_RUN = object()
 
+FOLD_LIMIT_BITS = 1 << 16
+"""Compile-time constants are folded in Python's unbounded ints: `10 ** 10 ** 8` would never
+return. A fold whose result would exceed this many bits (or sequence elements) is an error."""
+
+
+def _fold_too_big(op: ast.operator, lhs: Any, rhs: Any) -> bool:
+    """Whether folding `lhs op rhs` would build a huge int or sequence (checked before doing it)."""
+    if isinstance(op, ast.Pow) and isinstance(lhs, int) and isinstance(rhs, int):
+        return rhs > 0 and abs(lhs) > 1 and (abs(lhs).bit_length() - 1 or 1) * rhs > FOLD_LIMIT_BITS
+    if isinstance(op, ast.LShift) and isinstance(lhs, int) and isinstance(rhs, int):
+        return lhs != 0 and rhs > 0 and lhs.bit_length() + rhs > FOLD_LIMIT_BITS
+    if isinstance(op, ast.Mult):
+        for seq, count in ((lhs, rhs), (rhs, lhs)):
+            if isinstance(seq, str | bytes | tuple | list) and isinstance(count, int):
+                return len(seq) * count > FOLD_LIMIT_BITS
+    return False
+
+
+LOWERING_RECURSION_LIMIT = 20_000
+"""The lowering walks the Python AST recursively, a few frames per nesting level: with Python's
+default limit (1,000) an expression of ~300 terms (`a + a + ... + a`) overflowed it. While
+lowering, the limit is raised to this (never lowered); deeper input is a located CompileError."""
+
+_RECURSION_LOCK = threading.Lock()
+_RECURSION_USERS = 0
+_RECURSION_SAVED = 0
+
+
+@contextlib.contextmanager
+def _deep_recursion() -> Any:
+    """Raise the interpreter's recursion limit while any thread is lowering a kernel."""
+    global _RECURSION_USERS, _RECURSION_SAVED
+    with _RECURSION_LOCK:
+        if _RECURSION_USERS == 0:
+            _RECURSION_SAVED = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_RECURSION_SAVED, LOWERING_RECURSION_LIMIT))
+        _RECURSION_USERS += 1
+    try:
+        yield
+    finally:
+        with _RECURSION_LOCK:
+            _RECURSION_USERS -= 1
+            if _RECURSION_USERS == 0:
+                sys.setrecursionlimit(_RECURSION_SAVED)
+
 
 def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
                  constexprs: dict[str, Any] | None = None,
@@ -605,7 +659,14 @@ def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
     caller can tell when a cached compilation went stale.
     """
     lowering = KernelLowering(kernel, arg_types, constexprs)
-    module = lowering.lower()
+    with _deep_recursion():
+        try:
+            module = lowering.lower()
+        except RecursionError:
+            raise lowering.error("this statement is nested too deeply for pypto's frontend "
+                                 "(thousands of levels); split the expression into several "
+                                 "statements with intermediate variables",
+                                 lowering.statement) from None
     if folded is not None:
         folded.update(lowering.folded)
     return module

@@ -51,6 +51,8 @@ class PipelineHandle:
     def __init__(self, op_block: Block):
         self.block = op_block
         self.stages: list[tuple[str, list[str]]] = []
+        self.closed = False  # its `with` block has ended: no more stages
+        self.depth = 0  # region depth of the pipeline's body: stages sit directly in it
 
 
 class StructuredLowering:
@@ -388,6 +390,7 @@ class StructuredLowering:
             raise self.error("write 'with pto.pipeline() as pl:'", stmt)
         block_placeholder = Block()
         handle = PipelineHandle(block_placeholder)
+        handle.depth = self.region_depth + 1
         saved_name = target.id if target is not None else None
         if saved_name:
             self.env[saved_name] = handle
@@ -409,8 +412,16 @@ class StructuredLowering:
         self._keep_constants(before, after, names)
         if saved_name:
             self.env[saved_name] = handle
+        handle.closed = True
 
     def _lower_stage(self, stmt: ast.With, call: ast.Call, handle: PipelineHandle) -> None:
+        if handle.closed:
+            raise self.error("'with pl.stage(...)' must be inside its 'with pto.pipeline() as "
+                             "pl:' block, which has already ended here; indent the stage into "
+                             "the pipeline", stmt)
+        if self.region_depth != handle.depth:
+            raise self.error("'with pl.stage(...)' must be directly inside 'with pto.pipeline() "
+                             "as pl:', not inside a branch, a loop or another stage", stmt)
         name, after = self.call_args(call, ["name", "after"], 1, {"after": None})
         self.node = stmt
         if not isinstance(name, str):

@@ -186,6 +186,11 @@ def _squeeze(body: str) -> tuple[str, list[int]]:
     kept: list[tuple[str, int]] = []
     depth = 0
     in_string = False
+    # the nearest non-space character after each position (one right-to-left scan: linear)
+    following = [""] * (len(body) + 1)
+    for index in range(len(body) - 1, -1, -1):
+        following[index] = following[index + 1] if body[index].isspace() else body[index]
+    before = ""  # the last non-space character seen
     for index, char in enumerate(body):
         if char == '"' and (index == 0 or body[index - 1] != "\\"):
             in_string = not in_string
@@ -194,10 +199,10 @@ def _squeeze(body: str) -> tuple[str, list[int]]:
         elif not in_string and char == "}":
             depth = max(0, depth - 1)
         if char.isspace() and depth == 0 and not in_string:
-            before = body[:index].rstrip()[-1:]
-            after = body[index:].lstrip()[:1]
-            if before in ("", ",") or after in ("", ",", "{"):
+            if before in ("", ",") or following[index] in ("", ",", "{"):
                 continue
+        if not char.isspace():
+            before = char
         kept.append((char, index))
     return "".join(c for c, _ in kept), [i for _, i in kept]
 
@@ -220,6 +225,9 @@ def parse_pipeline(text: str) -> list[ModulePass]:
     compact, origin = _squeeze(body)
     try:
         specs = list(_parse_arg_specs(compact))
+    except ValueError as err:  # e.g. an option value of more than 4,300 digits
+        raise PipelineError(f"invalid pass pipeline: an option value is not a usable number "
+                            f"({str(err).split(';')[0]})", text, None) from None
     except ArgSpecParseError as err:
         column = _spec_error_position(err)
         if column is not None:
@@ -267,16 +275,21 @@ def run_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context, *
 
 def verify_after(module: ModuleOp, module_pass: ModulePass) -> None:
     """Verify `module` after `module_pass` ran; a failure is a `VerificationError` naming it."""
+    from pypto.analysis.dominance import first_dominance_violation
+
     try:
         module.verify()
+        found = first_dominance_violation(module)
+        if found is None:
+            return
     except Exception:  # noqa: BLE001 - any verifier failure is reported the same way
         found = locate_verify_failure(module)
         if found is None:
             raise
-        op, message = found
-        raise attach_op(VerificationError(
-            f"'{op.name}' op {message} (the IR produced by pass '{module_pass.name}' does "
-            f"not verify)"), op) from None
+    op, message = found
+    raise attach_op(VerificationError(
+        f"'{op.name}' op {message} (the IR produced by pass '{module_pass.name}' does "
+        f"not verify)"), op) from None
 
 
 __all__ = ["PASSES", "PassOption", "PipelineError", "list_passes", "parse_pipeline",

@@ -36,6 +36,11 @@ def block_shape(block_size: int, block_dims: tuple[int, ...],
     return block_size
 
 
+MAX_OPTION_LANES = 1 << 20
+"""Bound on warp-size / max-block-lanes options: the lane analyses enumerate lanes, and a
+25-digit warp size overflowed NumPy (found by the fuzzer)."""
+
+
 @dataclass(frozen=True)
 class BlockShapeOptions:
     """The options of the barrier passes (validated on creation): the block (`block-size` /
@@ -51,6 +56,8 @@ class BlockShapeOptions:
         if self.warp_size < 0 or self.max_block_lanes < 0:
             raise ValueError("warp-size and max-block-lanes must be positive (or 0 for the "
                              "default target's)")
+        if self.warp_size > MAX_OPTION_LANES or self.max_block_lanes > MAX_OPTION_LANES:
+            raise ValueError(f"warp-size and max-block-lanes must be at most {MAX_OPTION_LANES}")
         block_shape(self.block_size, self.block_dims, self.max_block_lanes)
 
     @property

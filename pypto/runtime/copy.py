@@ -6,8 +6,8 @@
 - `memcpy_d2h` is synchronising: it waits for queued work first, surfacing pending kernel errors,
   then fills the host array in place.
 
-Mismatches are rejected before anything is queued, naming both sides: a dtype mismatch is a
-`TypeError`, a size mismatch a `ValueError` (never a silent reinterpretation or truncation).
+Mismatches are rejected before anything is queued, naming both sides, with a `pto.UsageError`
+(also a `TypeError` and a `ValueError`): never a silent reinterpretation or truncation.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.errors import UsageError
 from pypto.runtime import stream as _stream
 from pypto.runtime.device import format_bytes
 from pypto.runtime.memory import Tensor
@@ -50,16 +51,20 @@ def memcpy_d2h(dst: np.ndarray, src: Tensor, *, stream: Stream | None = None) ->
     _check_device_tensor("memcpy_d2h", "src", src, other=dst)
     _check_host_array("memcpy_d2h", "dst", dst, other=src)
     if not dst.flags.writeable:
-        raise ValueError("memcpy_d2h: dst host array is read-only; pass a writeable array "
+        raise UsageError("memcpy_d2h: dst host array is read-only; pass a writeable array "
                          "(e.g. np.empty(n, dtype=np.float32))")
     _check_match("memcpy_d2h", src, dst, device_side="src", host_side="dst")
-    if stream is None:
-        _stream.drain_all(surfaced_at="pto.memcpy_d2h()")
-    else:
+    if stream is not None:
         _resolve_stream("memcpy_d2h", src, stream)
-        stream.synchronize()
-        _stream.wait_for_tensor(src, surfaced_at="pto.memcpy_d2h()")
-    dst[...] = src.data.reshape(dst.shape)
+    # Drain and copy under the queue lock: otherwise another thread's sync() could run a kernel
+    # that writes `src` while it is being copied (a torn snapshot).
+    with _stream.queue_lock():
+        if stream is None:
+            _stream.drain_all(surfaced_at="pto.memcpy_d2h()")
+        else:
+            stream.synchronize()
+            _stream.wait_for_tensor(src, surfaced_at="pto.memcpy_d2h()")
+        dst[...] = src.data.reshape(dst.shape)
 
 
 def _check_device_tensor(api: str, side: str, value: Any, *, other: Any) -> None:
@@ -67,7 +72,7 @@ def _check_device_tensor(api: str, side: str, value: Any, *, other: Any) -> None
         hint = ""
         if isinstance(value, np.ndarray) and isinstance(other, Tensor):
             hint = f"; the argument order is {api}(dst, src), like cudaMemcpy"
-        raise TypeError(f"{api}: {side} must be a device tensor (pto.alloc_tensor), "
+        raise UsageError(f"{api}: {side} must be a device tensor (pto.alloc_tensor), "
                         f"got {type(value).__name__}{hint}")
     value.check_alive(f"{api}: {side}")
 
@@ -79,7 +84,7 @@ def _check_host_array(api: str, side: str, value: Any, *, other: Any) -> None:
             hint = f"; the argument order is {api}(dst, src), like cudaMemcpy"
         elif isinstance(value, (list, tuple)):
             hint = "; convert it with np.asarray(..., dtype=...) first"
-        raise TypeError(f"{api}: {side} must be a NumPy array on the host, "
+        raise UsageError(f"{api}: {side} must be a NumPy array on the host, "
                         f"got {type(value).__name__}{hint}")
 
 
@@ -90,10 +95,10 @@ def _check_match(api: str, tensor: Tensor, array: np.ndarray, *, device_side: st
         spelled = f"np.{name}" if hasattr(np, name) else f"ml_dtypes.{name}"
         fix = (f"convert the host array with .astype({spelled})" if host_side == "src" else
                f"allocate the host array with dtype={spelled}")
-        raise TypeError(f"{api}: dtype mismatch: {device_side} is a {tensor.dtype!r} device tensor "
+        raise UsageError(f"{api}: dtype mismatch: {device_side} is a {tensor.dtype!r} device tensor "
                         f"but {host_side} is a {array.dtype} host array; {fix}")
     if array.size != tensor.size:
-        raise ValueError(f"{api}: size mismatch: {device_side} device tensor holds {tensor.size} "
+        raise UsageError(f"{api}: size mismatch: {device_side} device tensor holds {tensor.size} "
                          f"{tensor.dtype!r} elements ({tensor.nbytes} bytes) but {host_side} host "
                          f"array has {array.size} elements (shape {array.shape}, "
                          f"{array.nbytes} bytes)")
@@ -103,8 +108,8 @@ def _resolve_stream(api: str, tensor: Tensor, stream: Stream | None) -> Stream:
     if stream is None:
         return tensor.device.default_stream
     if not isinstance(stream, Stream):
-        raise TypeError(f"{api}: stream must be a pto.Stream or None, got {type(stream).__name__}")
+        raise UsageError(f"{api}: stream must be a pto.Stream or None, got {type(stream).__name__}")
     if stream.device is not tensor.device:
-        raise ValueError(f"{api}: the tensor lives on device '{tensor.device.name}' but the "
+        raise UsageError(f"{api}: the tensor lives on device '{tensor.device.name}' but the "
                          f"stream belongs to device '{stream.device.name}'")
     return stream

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from pypto import dtypes
+
 from pypto.backend.targets import Target
 from pypto.errors import LaunchError
 from pypto.runtime.device import Device, default_device
@@ -52,6 +54,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     name = _kernel_name(kernel)
     grid3 = normalize_dims(grid, "grid", name)
     block3 = normalize_dims(block, "block", name)
+    check_lane_count(grid3, block3, name)
     arguments = _check_args(kernel, name, args)
     tensors = tuple(a for a in arguments if type(a) is Tensor or isinstance(a, Tensor))
     queue = _launch_stream(name, tensors, stream)
@@ -66,8 +69,14 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     else:
         compiled = compile(kernel, args=arguments, block=block3, target=target)
 
+    job = [compiled, arguments]
+
     def run() -> None:
-        compiled.execute(grid3, block3, arguments)
+        # take the arguments out of the closure: the traceback of a failed launch keeps this
+        # function alive, and must not keep the launch's tensors charged (see stream._run_head)
+        kernel_, args_ = job
+        job.clear()
+        kernel_.execute(grid3, block3, args_)
 
     queue.enqueue(f"launch of kernel '{name}' grid={grid3} block={block3}", run, tensors,
                   caller_site(), api="pto.launch()")
@@ -94,6 +103,29 @@ def normalize_dims(value: Any, what: str, kernel_name: str = "?") -> Dim3:
         dims.append(int(item))
     dims += [1] * (3 - len(dims))
     return (dims[0], dims[1], dims[2])
+
+
+MAX_LANES = 2**31
+"""Lane ids (`get_global_id`, the linear lane number) are int32 in the language: a launch whose
+global ids along one axis, or whose lanes in all, exceed 2^31 cannot be numbered."""
+
+
+def check_lane_count(grid: Dim3, block: Dim3, name: str = "?") -> None:
+    """`LaunchError` when the launch has more lanes than int32 ids can number."""
+    for axis, g, b in zip("xyz", grid, block):
+        if g >= MAX_LANES or b >= MAX_LANES:
+            raise LaunchError(f"launch of kernel '{name}': grid={grid} block={block}: the {axis} "
+                              f"dimension must be below 2^31 (get_grid_dim / get_block_dim are "
+                              f"int32)")
+        if g * b > MAX_LANES:
+            raise LaunchError(f"launch of kernel '{name}': grid={grid} block={block} gives "
+                              f"{g * b} global ids along {axis}, more than the 2^31 an int32 "
+                              f"get_global_id can number; launch fewer blocks")
+    total = math.prod(grid) * math.prod(block)
+    if total > MAX_LANES:
+        raise LaunchError(f"launch of kernel '{name}': grid={grid} block={block} has {total} "
+                          f"lanes in all, more than 2^31 (lane ids are int32); launch fewer "
+                          f"blocks, in several launches if need be")
 
 
 def _kernel_name(kernel: Any) -> str:
@@ -126,7 +158,7 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[Any, ...]:
         raise LaunchError(f"launch of kernel '{name}': it takes {expected} parameter(s){names} "
                           f"but got {len(arguments)} argument(s)")
     for position, arg in enumerate(arguments):
-        if type(arg) is int or type(arg) is float:
+        if type(arg) is float or (type(arg) is int and -(2**31) <= arg < 2**31):
             continue
         if isinstance(arg, Tensor):
             arg.check_alive(f"launch of kernel '{name}': argument {position}")
@@ -134,11 +166,32 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[Any, ...]:
             raise LaunchError(f"launch of kernel '{name}': argument {position} has unsupported "
                               f"type {type(arg).__name__}; kernel arguments are device tensors "
                               f"(pto.alloc_tensor), ints and floats{_arg_hint(arg)}")
+        else:
+            check_scalar(arg, f"launch of kernel '{name}': argument {position}")
     return arguments
 
 
 def _is_scalar(arg: Any) -> bool:
     return isinstance(arg, int | float | np.integer | np.floating | np.bool_)
+
+
+def check_scalar(arg: Any, what: str) -> None:
+    """`LaunchError` for a scalar argument no kernel parameter type can hold (an int beyond
+    int64, a NumPy int8 / uint32 / longdouble ...), naming `what` and the fix."""
+    if isinstance(arg, bool | np.bool_):
+        return
+    if isinstance(arg, int) and not -(2**63) <= arg < 2**63:
+        raise LaunchError(f"{what} is the int {arg}, which does not fit in int64 (the widest "
+                          f"kernel integer)")
+    if isinstance(arg, np.generic) and arg.dtype not in _SCALAR_DTYPES:
+        raise LaunchError(f"{what} is a NumPy {arg.dtype} scalar; kernel scalars are "
+                          f"{', '.join(sorted(d.name for d in _SCALAR_DTYPES))}: convert it, "
+                          f"e.g. np.int32(x), np.float32(x) or int(x)")
+
+
+_SCALAR_DTYPES = frozenset(d.np_dtype for d in (dtypes.int32, dtypes.int64, dtypes.float16,
+                                                  dtypes.bfloat16, dtypes.float32,
+                                                  dtypes.float64, dtypes.bool_))
 
 
 def _arg_hint(arg: Any) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pypto.dtypes import DType, as_dtype, float32
-from pypto.errors import DeviceOutOfMemoryError, TensorFreedError
+from pypto.errors import DeviceOutOfMemoryError, TensorFreedError, UsageError
 from pypto.runtime.device import Device, default_device, format_bytes
 from pypto.runtime import stream as _stream
 
@@ -156,15 +156,15 @@ def alloc_tensor(nbytes: int, dtype: Any = float32, *, device: Device | None = N
 
 def _check_nbytes(nbytes: Any, dt: DType) -> int:
     if isinstance(nbytes, bool):
-        raise TypeError(f"nbytes must be an int, got {nbytes!r}")
+        raise UsageError(f"nbytes must be an int, got {nbytes!r}")
     try:
         value = operator.index(nbytes)
     except TypeError:
-        raise TypeError(f"nbytes must be an int (a byte count, e.g. n * 4 for n float32 "
+        raise UsageError(f"nbytes must be an int (a byte count, e.g. n * 4 for n float32 "
                         f"elements), got {type(nbytes).__name__} {nbytes!r}") from None
     if value <= 0:
-        raise ValueError(f"nbytes must be positive, got {value}")
+        raise UsageError(f"nbytes must be positive, got {value}")
     if value % dt.itemsize:
-        raise ValueError(f"nbytes={value} is not a multiple of the {dt!r} element size "
+        raise UsageError(f"nbytes={value} is not a multiple of the {dt!r} element size "
                          f"({dt.itemsize} bytes): a device tensor holds whole elements")
     return value // dt.itemsize

@@ -15,10 +15,12 @@ still needs — the article's segfault pitfall is impossible by construction.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import sys
 import threading
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -137,7 +139,7 @@ def drain(limits: dict[Stream, int | None], *, surfaced_at: str, asynchronous: b
     propagated, not only `KernelError`: an interpreter bug must not be swallowed.
     """
     with _LOCK:
-        remaining = dict(limits)
+        remaining = _with_dependencies(limits)
         errors: list[Exception] = []
         while True:
             stream = _next_stream(remaining)
@@ -156,6 +158,45 @@ def drain(limits: dict[Stream, int | None], *, surfaced_at: str, asynchronous: b
                 first.add_note(f"pypto: another error also surfaced at {surfaced_at}: "
                                f"{type(other).__name__}: {other}")
             raise first
+
+
+def _with_dependencies(limits: dict[Stream, int | None]) -> dict[Stream, int | None]:
+    """`limits` grown so that no operation runs before an earlier-enqueued operation of another
+    stream that uses one of the same tensors (transitively).
+
+    Without it, `s.synchronize()` ran a launch on `s` before the `memcpy_h2d` into its tensor
+    queued earlier on the default stream, and that copy later overwrote the launch's result (a
+    lost launch). CUDA orders these through the legacy default stream; pypto orders exactly the
+    operations that share a tensor, in enqueue order, and leaves independent work queued."""
+    counts: dict[Stream, int] = {}
+    for stream, limit in limits.items():
+        counts[stream] = len(stream._queue) if limit is None else min(limit, len(stream._queue))
+    busy = [stream for stream in _BUSY.values() if stream._queue]
+    for stream in limits:
+        if stream._queue and all(stream is not b for b in busy):
+            busy.append(stream)
+    if len(busy) < 2:
+        return dict(limits)
+    users: dict[int, list[tuple[int, Stream, int]]] = {}  # tensor id -> (seq, stream, index)
+    for stream in busy:
+        for index, op in enumerate(stream._queue):
+            for tensor in op.tensors:
+                users.setdefault(id(tensor), []).append((op.seq, stream, index))
+    work = [(stream, index) for stream, count in counts.items() for index in range(count)]
+    while work:
+        stream, index = work.pop()
+        op = stream._queue[index]
+        for tensor in op.tensors:
+            for seq, other, other_index in users.get(id(tensor), ()):
+                if seq < op.seq and other_index >= counts.get(other, 0):
+                    start = counts.get(other, 0)
+                    counts[other] = other_index + 1
+                    work.extend((other, k) for k in range(start, other_index + 1))
+    grown: dict[Stream, int | None] = dict(limits)
+    for stream, count in counts.items():
+        if stream not in limits or (limits[stream] is not None and count > limits[stream]):
+            grown[stream] = count
+    return grown
 
 
 def _next_stream(remaining: dict[Stream, int | None]) -> Stream | None:
@@ -179,6 +220,10 @@ def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception
         stream._queue.clear()
         _annotate(exc, op, stream, discarded, surfaced_at, asynchronous)
         del op  # the traceback keeps this frame alive; do not let it pin the op's tensors too
+        # nor the frames below it (the launch closure's arguments, the interpreter's arrays):
+        # a user holding on to the exception must not keep the launch's tensors charged
+        # against device memory. The message and the notes already say everything.
+        traceback.clear_frames(exc.__traceback__)
         return exc
     finally:
         if not stream._queue:
@@ -240,3 +285,22 @@ def pending_uses(tensor: Tensor) -> int:
     """How many queued operations still use `tensor` (shown by `repr(tensor)`)."""
     with _LOCK:
         return sum(op.uses(tensor) for stream in _BUSY.values() for op in stream._queue)
+
+
+def _run_pending_at_exit() -> None:
+    """At interpreter exit, run work nobody synchronised (as CUDA does when a process ends) and
+    report its errors on stderr: a launch must never be silently dropped."""
+    with _LOCK:
+        if not _BUSY:
+            return
+        pending = sum(len(s._queue) for s in _BUSY.values())
+    try:
+        drain_all(surfaced_at="interpreter exit (work never synchronised)")
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the program is ending
+        sys.stderr.write(f"pypto: {pending} operation(s) were still queued at interpreter exit "
+                         f"(never synchronised with pto.sync()); running them raised:\n")
+        sys.stderr.write("".join(traceback.format_exception_only(exc)))
+        sys.stderr.flush()
+
+
+atexit.register(_run_pending_at_exit)

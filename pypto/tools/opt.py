@@ -24,6 +24,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
 
+from pypto.analysis.dominance import first_dominance_violation
 from pypto.errors import PtoError
 from pypto.ir import make_context, print_ir
 from pypto.passes import (
@@ -44,6 +45,7 @@ from pypto.diagnostics import (
     error_op,
     locate_verify_failure,
 )
+from pypto.backend.validation import validate_pipeline
 from pypto.tools.expected_diagnostics import check_expectations, parse_expectations
 from pypto.tools.parsing import op_offset, parse_module
 from pypto.tools.source import (
@@ -100,6 +102,12 @@ def _argument_parser() -> argparse.ArgumentParser:
                              "each function as a table (l1-map) or as an SVG picture "
                              "(l1-map-svg), or the cost model's modelled cost, llvm-mca-like "
                              "timeline or Chrome/Perfetto trace (cost, timeline, trace)")
+    parser.add_argument("--validate", action="store_true",
+                        help="translation validation: run each kernel in the interpreter on "
+                             "generated inputs before the pipeline and after every pass; report "
+                             "the first pass that changes a result")
+    parser.add_argument("--validate-block", type=int, default=64, metavar="N",
+                        help="lanes per block of the --validate runs (2 blocks; default 64)")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
                         help="accept ops of dialects pypto does not know")
     cost = parser.add_argument_group("cost model outputs (--emit=cost|timeline|trace; "
@@ -254,20 +262,38 @@ class _Driver:
             op, message = found if found is not None else (module, error_message(err))
             result.diagnostics.append(locate.diagnostic("error", f"'{op.name}' op {message}", op))
             return result
+        undominated = first_dominance_violation(module)
+        if undominated is not None:
+            op, message = undominated
+            result.diagnostics.append(locate.diagnostic("error", f"'{op.name}' op {message}", op))
+            return result
 
         def collect(diag: OpDiagnostic) -> None:
             result.diagnostics.append(
                 locate.diagnostic(diag.severity, diag.message, diag.op, diag.notes))
 
+        def apply(target: ModuleOp, module_pass: ModulePass) -> None:
+            try:
+                run_pipeline(target, [module_pass], ctx, after_pass=self._after_pass)
+            except (PtoError, DiagnosticException):
+                raise
+            except Exception as err:
+                raise _PassCrash(module_pass.name) from err
+
         with capture_diagnostics(collect):
-            for module_pass in passes:
-                try:
-                    run_pipeline(module, [module_pass], ctx, after_pass=self._after_pass)
-                except (PtoError, DiagnosticException) as err:
-                    result.diagnostics.append(_pass_error_diagnostic(locate, err))
-                    return result
-                except Exception as err:
-                    raise _PassCrash(module_pass.name) from err
+            try:
+                if self.args.validate:
+                    report = validate_pipeline(module, passes, ctx, apply,
+                                               block=(max(1, self.args.validate_block), 1, 1))
+                    for skipped in report.skipped:
+                        result.diagnostics.append(locate.diagnostic(
+                            "warning", f"--validate could not check kernel {skipped}", None))
+                else:
+                    for module_pass in passes:
+                        apply(module, module_pass)
+            except (PtoError, DiagnosticException) as err:
+                result.diagnostics.append(_pass_error_diagnostic(locate, err))
+                return result
 
         if self.args.emit in EMITS and self.args.emit != "mlir":
             try:

@@ -14,6 +14,7 @@ that says nothing about where.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -21,6 +22,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
@@ -28,6 +32,22 @@ AttrT = TypeVar("AttrT")
 
 
 _UNREGISTERED = re.compile(r"'(?P<name>[^']+)' is not registered")
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+"""xDSL 0.74's string-literal regex, `"(?:[^"\\\n\v\f]+|\\(...))*"`, nests `+` inside `*`:
+on a literal with no closing quote it backtracks through every way of splitting the text, so
+each extra character doubles the time (`loc("k.py:12` hangs). The same language, matched
+one character at a time with a possessive `*+`, fails in linear time."""
+
+_INT_TYPE = re.compile(r"[su]?i(\d+)")
+MAX_INT_WIDTH = (1 << 24) - 1
+
+
+class _LinearLexer(MLIRLexer):
+    """xDSL's lexer with `_STRING_LITERAL` instead of its backtracking string regex."""
+
+    _unescaped_characters_regex = _STRING_LITERAL
+
+
 _OP_NAME = re.compile(r'\s*(?:%[^=]*=\s*)?"?(?P<name>[A-Za-z_][\w.$-]*)')
 
 
@@ -35,7 +55,13 @@ class LocatingParser(Parser):
     """An xDSL `Parser` that records the text offset of every op it parses (`op_offsets`)."""
 
     def __init__(self, ctx: Context, text: str, name: str = "<unknown>"):
-        super().__init__(ctx, text, name)
+        # Parser.__init__ with its lexer swapped for _LinearLexer (it lexes the first token in
+        # the constructor, so replacing the regex afterwards is too late for a leading string)
+        super(Parser, self).__init__(ParserState(_LinearLexer(Input(text, name))), ctx)
+        self.ssa_values = {}
+        self.blocks = {}
+        self.forward_block_references = defaultdict(list)
+        self.forward_ssa_references = {}
         self.op_offsets: dict[Operation, int] = {}
 
     def _error_here(self, start: int, message: str, *, underline: bool) -> ParseError:
@@ -120,6 +146,16 @@ class LocatingParser(Parser):
                 f"dialect '{dialect}' is not loaded (pypto loads {', '.join(known)})")
         return ParseError(Span(at, at + len(name) + 1, self.lexer.input),
                           f"unknown {what} '{sigil}{name.removeprefix(sigil)}': {hint}")
+
+    def _parse_optional_builtin_type(self):  # noqa: ANN202 - the base class's signature
+        # `i2147483648` made xDSL compute 2**(2**31) (a hang, found by the fuzzer); MLIR caps
+        # integer widths at 2^24 - 1 bits
+        token = self._current_token
+        match = _INT_TYPE.fullmatch(token.text)
+        if match is not None and int(match.group(1)) > MAX_INT_WIDTH:
+            raise ParseError(token.span, f"integer type {token.text} is wider than "
+                             f"{MAX_INT_WIDTH} bits (MLIR's limit)")
+        return super()._parse_optional_builtin_type()
 
     def parse_optional_type(self):  # noqa: ANN201 - same signature as the base class
         return self._guarded(super().parse_optional_type, "type")

@@ -405,6 +405,9 @@ class KernelCodegen(NpuEmitters):
 
     def op_arith_select(self, op: arith.SelectOp) -> None:
         c, a, b = (self.name(x) for x in op.operands)
+        if _is_address(op.results[0].type):  # a pointer carries its buffer in `_b` too
+            self.emit(f"{self.name(op.results[0])}_b = _ctx.same_buffer({a}_b, {b}_b, {c}, _m, "
+                      f"{self.site(op)})")
         self.emit(f"{self.name(op.results[0])} = _select({c}, {a}, {b})")
 
     def _cast(self, op: Operation) -> None:
@@ -585,7 +588,8 @@ class KernelCodegen(NpuEmitters):
         for r, tn, fn in zip(results, then_names, else_names):
             rn = self.name(r)
             if _is_address(r.type):
-                self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond})")
+                self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond}, {saved}, "
+                          f"{self.site(op)})")
                 self.emit(f"{rn} = _select({cond}, {tn}, {fn})")
             elif isinstance(r.type, pto.TokenType):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")

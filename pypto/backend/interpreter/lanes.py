@@ -496,17 +496,28 @@ class LaneContext(BlockMemory, RaceChecker):
                             site)
         return np.power(a, np.maximum(b, 0).astype(np.asarray(a).dtype))
 
-    def same_buffer(self, bt: Buffer | None, bf: Buffer | None, cond: Any) -> Buffer | None:
-        """The buffer of a pointer chosen per lane by a branch: both sides must agree."""
+    def same_buffer(self, bt: Buffer | None, bf: Buffer | None, cond: Any, mask: Mask = None,
+                    site: int | None = None) -> Buffer | None:
+        """The buffer of a pointer chosen per lane (a branch or a select): the lanes that are
+        active must all pick the same buffer; a per-lane mix of two buffers is an error."""
         if bt is None or bt is bf:
             return bf if bt is None else bt
         if bf is None:
             return bt
-        if not isinstance(cond, np.ndarray):
+        if isinstance(cond, np.ndarray):
+            active = cond if not isinstance(mask, np.ndarray) else cond[mask]
+            if active.all():
+                return bt
+            if not active.any():
+                return bf
+        else:
             return bt if cond else bf
-        raise KernelError(f"a pointer variable refers to '{bt.name}' on some lanes and "
-                          f"'{bf.name}' on others; pointers chosen by a per-lane branch must "
-                          f"point into the same buffer", kernel=self.kernel)
+        message = (f"a pointer refers to '{bt.name}' on some lanes and '{bf.name}' on others; "
+                   f"a pointer chosen per lane must point into one buffer: choose the loaded "
+                   f"values instead (pto.select(c, pto.load(a + i), pto.load(b + i)))")
+        if site is None:
+            raise KernelError(message, kernel=self.kernel)
+        raise self.fail(message, site)
 
     def tile_entry(self, mask: Mask, site: int) -> None:
         """Warp mode: every lane of this warp must reach a block-level instruction."""

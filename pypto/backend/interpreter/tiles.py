@@ -271,11 +271,12 @@ class BlockMemory:
                           strides=(stride * data.itemsize, data.itemsize), writeable=True)
         return view, region
 
-    def oob_region(self, buf: Any, address: int, site: int, what: str) -> Any:
+    def oob_region(self, buf: Any, address: int, site: int, what: str,
+                   block_index: int = 0) -> Any:
         s = self.sites[site]
-        size = buf.count
+        size = buf.count  # one block's view (batch mode keeps a copy per block back to back)
         space = "HBM" if buf.space == "global" else "L1"
-        block, _ = self.describe_lane(0)
+        block, _ = self.describe_lane(block_index * self.block[0] * self.block[1] * self.block[2])
         return MemoryAccessError(
             f"out-of-bounds {s.op} {what}: {space} buffer '{buf.name}' element {address} "
             f"(valid elements 0..{size - 1}) in block {block}"
@@ -502,8 +503,9 @@ class BlockMemory:
         init = buf.init_grid() if buf.init is not None else None
         starts = np.broadcast_to(np.asarray(offs, dtype=np.int64), (blocks,))
         if starts.min() < 0 or starts.max() + n > buf.count:
-            bad = int(starts.min()) if starts.min() < 0 else int(starts.max()) + n - 1
-            raise self.oob_region(buf, bad, site, "destination")
+            which = int(np.argmin(starts)) if starts.min() < 0 else int(np.argmax(starts))
+            bad = int(starts[which]) if starts.min() < 0 else int(starts[which]) + n - 1
+            raise self.oob_region(buf, bad, site, "destination", which)
         vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
         if (starts == starts[0]).all():
             s0 = int(starts[0])

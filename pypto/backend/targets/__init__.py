@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pypto.errors import TargetError
+
 _HERE = Path(__file__).parent
 
 
@@ -64,15 +66,24 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such target file") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: not a valid TOML target file: {err}") from None
+    except OSError as err:
+        raise TargetError(f"{path}: cannot read the target file: {err.strerror or err}; pass "
+                          f"a path to a TOML file like pypto/backend/targets/default.toml, or "
+                          f"target=None for the default target") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise TargetError(f"{path}: not a valid TOML target file: {err}") from None
+
+
+_POSITIVE_INTS = ("warp_size", "max_block_lanes", "l1_bytes", "hbm_bytes", "ai_cores")
+_POSITIVE_NUMBERS = ("clock_ghz", "hbm_bytes_per_cycle")
 
 
 def load_target(path: str | Path) -> Target:
     """Load a target description from a TOML file (see `default.toml` for the keys), merged
-    over the default target: a file that sets only some keys keeps the others."""
+    over the default target: a file that sets only some keys keeps the others.
+
+    Raises `TargetError` naming the file (and the key) for a missing or unreadable file, bad
+    TOML, a missing key or a value that is not a positive number of the right kind."""
     path = Path(path)
     data = _read(path)
     default_path = _HERE / "default.toml"
@@ -80,7 +91,22 @@ def load_target(path: str | Path) -> Target:
         data = _merge(_read(default_path), data)
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
-        raise ValueError(f"{path}: target file is missing keys: {', '.join(missing)}")
+        raise TargetError(f"{path}: target file is missing keys: {', '.join(missing)} (see "
+                          f"pypto/backend/targets/default.toml)")
+    for key in _POSITIVE_INTS:
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise TargetError(f"{path}: '{key}' must be a positive integer, got {value!r}")
+    for key in _POSITIVE_NUMBERS:
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 \
+                or value == float("inf"):
+            raise TargetError(f"{path}: '{key}' must be a positive number, got {value!r}")
+    if not isinstance(data["name"], str) or not data["name"]:
+        raise TargetError(f"{path}: 'name' must be a non-empty string, got {data['name']!r}")
+    if data["max_block_lanes"] % data["warp_size"]:
+        raise TargetError(f"{path}: max_block_lanes ({data['max_block_lanes']}) must be a "
+                          f"multiple of warp_size ({data['warp_size']})")
     known = {k: data.pop(k) for k in list(data)
              if k in _REQUIRED or k in ("description", "l1_align_bytes")}
     return Target(**known, extra=data, path=str(path))
@@ -102,4 +128,7 @@ def resolve_target(target: Target | str | Path | None) -> Target:
         return default_target()
     if isinstance(target, Target):
         return target
+    if not isinstance(target, str | Path):
+        raise TargetError(f"target must be None, a pypto Target or the path of a target TOML "
+                          f"file, got {type(target).__name__} {target!r}")
     return load_target(target)

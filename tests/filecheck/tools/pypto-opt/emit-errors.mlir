@@ -8,7 +8,7 @@
 // GRID: error: cannot emit cost: --grid takes 1 to 3 positive integers like 4 or 4,2,1; got '0'
 // ARG: error: cannot emit cost: --arg names no parameter of 'copy': m; parameters: a, n
 // OOB: error: cannot emit cost: running the kernel on generated inputs failed: {{.*}}out-of-bounds npu.load of HBM buffer 'a' at element 8{{.*}}; give the sizes and values it needs with --arg NAME=VALUE
-// TARGET: error: cannot emit cost: {{.*}}no such target file
+// TARGET: error: cannot emit cost: {{.*}}cannot read the target file
 // OK: # modelled by the pypto cost model (not measured): model 'table'
 // OK: total_cycles:
 // OK-NOT: error

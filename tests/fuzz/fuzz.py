@@ -1,0 +1,693 @@
+"""Fuzzers for pypto: `.mlir` through pypto-opt, generated Python kernels, host-API misuse.
+
+A *crash* is what a user must never see: a traceback or an exception that is not a `PtoError`
+(pypto-opt: an exit status other than 0 or 1, or "Traceback" on stderr), a hang (more than
+`TIME_LIMIT` seconds for one input), or a wrong answer (a generated kernel whose result differs
+from NumPy, or a good launch after misuse that computes the wrong thing).
+
+Targets (each input is a pure function of (target, seed, index), so a crash is reproducible):
+
+- `mlir`: mutated seed files (tests/filecheck/**/*.mlir, random barrier kernels, generated
+  arith kernels) through `pypto-opt` with a random pipeline drawn from the pass *registry*
+  (`pypto.passes.PASSES`: passes added later are fuzzed without editing this file) with random
+  option values, and random driver flags;
+- `kernels`: generated elementwise Python kernels (float32 / int32 arithmetic, comparisons,
+  `pto.select`, branches, loops, casts; sometimes deliberately ill-typed) through `pto.compile()`
+  with a random registry pipeline, then launched and compared bit for bit with NumPy;
+- `misuse`: random sequences of host-API calls with bad arguments (sizes, dtypes, grids, freed
+  tensors, streams, argument order), each allowed to raise only a `PtoError`, followed by a good
+  launch whose result is checked and a check that device memory is all given back.
+
+The CI part is tests/fuzz/test_fuzz.py (fixed seeds, seconds). The long mode:
+
+    python -m tests.fuzz.fuzz --target all --count 10000 --jobs 2 --seed 1
+
+prints inputs tried and crashes per target; each crash is minimised (line-wise delta debugging)
+and written to --out (default fuzz-crashes/) for turning into a regression test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import random
+import signal
+import sys
+import textwrap
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+TIME_LIMIT = 20.0
+"""Seconds one input may take before it counts as a hang (generous: 2 shared cores)."""
+
+
+class Hang(BaseException):
+    """Raised by the alarm when one input runs past TIME_LIMIT."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Any:
+    """SIGALRM-based limit (main thread of a worker process); a no-op elsewhere."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal,
+                                                                                 "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise Hang(f"no result after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass
+class Crash:
+    target: str
+    seed: int
+    index: int
+    kind: str           # "traceback", "exit 70", "hang", "wrong answer", "leak", ...
+    detail: str
+    reproducer: str     # the input (mlir text, kernel source, or misuse script)
+    argv: list[str] = field(default_factory=list)
+
+    def signature(self) -> str:
+        """What makes two crashes the same bug: the kind and the last traceback line."""
+        last = [line for line in self.detail.strip().splitlines() if line.strip()]
+        return f"{self.target}:{self.kind}:{last[-1][:120] if last else ''}"
+
+
+# ---------------------------------------------------------------------------------------------
+# target 1: .mlir through pypto-opt
+# ---------------------------------------------------------------------------------------------
+
+_TOKENS = ['"', "{", "}", "(", ")", "<", ">", "%", "%0", "^bb0", ":", ",", "=", "loc(", '"k.py"',
+           "f32", "i32", "i64", "f16", "bf16", "i1", "index", "!pto.ptr<f32, global>",
+           "!pto.l1<64xf32>", "pto.load", "pto.store", "arith.addf", "arith.constant",
+           "scf.for", "scf.if", "func.return", "-1", "0", "2147483648", "9" * 40, "1.0e308",
+           "0x7fc00000", "nan", "inf", "\\", "\n", "// -----\n", "attributes {pto.kernel}",
+           "{offset = 1024 : i64}", "dense<1.0>", "unit", "#pto", "!pto", "@k", "\x00", "é"]
+
+
+def mlir_seeds() -> list[str]:
+    """Seed texts: the FileCheck .mlir files (split into chunks) and generated kernels."""
+    from tests.passes.random_kernels import generate
+
+    seeds: list[str] = []
+    for path in sorted((ROOT / "tests" / "filecheck").rglob("*.mlir")):
+        text = path.read_text()
+        lines = [line for line in text.splitlines() if not line.startswith("// RUN")]
+        for chunk in "\n".join(lines).split("// -----"):
+            if chunk.strip():
+                seeds.append(chunk.strip() + "\n")
+    for number in range(20):
+        seeds.append(generate(number))
+    for index in range(20):
+        seeds.append(arith_kernel(random.Random(index)))
+    return seeds
+
+
+def arith_kernel(rng: random.Random) -> str:
+    """A generated kernel of scalar arith on loaded values (folding and CSE fodder)."""
+    ty = rng.choice(["f32", "i32", "f16", "i64"])
+    is_float = ty.startswith("f")
+    ops = (["addf", "subf", "mulf", "divf", "maximumf", "minimumf"] if is_float else
+           ["addi", "subi", "muli", "andi", "ori", "xori", "shli", "maxsi", "minsi"])
+    lines = [f"func.func @k(%p: !pto.ptr<{ty}, global>, %n: i32) attributes {{pto.kernel}} {{",
+             "  %i = pto.get_global_id 0 : i32",
+             f"  %q = pto.addptr %p, %i : !pto.ptr<{ty}, global>, i32 -> !pto.ptr<{ty}, global>",
+             f"  %v0 = pto.load %q : !pto.ptr<{ty}, global> -> {ty}"]
+    values = ["%v0"]
+    for k in range(1, rng.randint(2, 10)):
+        if rng.random() < 0.4:
+            c = rng.choice(["0.0", "1.0", "-2.5", "3.0e38", "1.0e-45"] if is_float else
+                           ["0", "1", "-1", "7", "2147483647", "31"])
+            lines.append(f"  %v{k} = arith.constant {c} : {ty}")
+        else:
+            a, b = rng.choice(values), rng.choice(values)
+            lines.append(f"  %v{k} = arith.{rng.choice(ops)} {a}, {b} : {ty}")
+        values.append(f"%v{k}")
+    lines += [f"  pto.store {values[-1]}, %q : {ty}, !pto.ptr<{ty}, global>", "  func.return",
+              "}"]
+    return "\n".join(lines) + "\n"
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    """1 to 4 random edits: characters, tokens, lines, numbers, types."""
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.randrange(8)
+        n = len(text)
+        at = rng.randrange(n + 1) if n else 0
+        if kind == 0 and n:                                   # delete a span
+            text = text[:at] + text[at + rng.randint(1, 12):]
+        elif kind == 1:                                       # insert a token
+            text = text[:at] + rng.choice(_TOKENS) + text[at:]
+        elif kind == 2 and n:                                 # duplicate a span
+            span = text[at:at + rng.randint(1, 40)]
+            text = text[:at] + span + text[at:]
+        else:
+            lines = text.split("\n")
+            i = rng.randrange(len(lines))
+            if kind == 3:
+                del lines[i]
+            elif kind == 4:
+                lines.insert(rng.randrange(len(lines) + 1), lines[i])
+            elif kind == 5:
+                j = rng.randrange(len(lines))
+                lines[i], lines[j] = lines[j], lines[i]
+            elif kind == 6:
+                for old, new in (("f32", rng.choice(["i32", "f16", "i64", "f64"])),
+                                 ("i32", rng.choice(["i64", "f32", "i1", "index"])),
+                                 ("global", "local"), ("local", "global")):
+                    if old in lines[i] and rng.random() < 0.5:
+                        lines[i] = lines[i].replace(old, new, 1)
+            else:
+                lines[i] = _change_number(lines[i], rng)
+            text = "\n".join(lines)
+    return text
+
+
+def _change_number(line: str, rng: random.Random) -> str:
+    import re
+
+    numbers = list(re.finditer(r"-?\d+(\.\d+)?(e[+-]?\d+)?", line))
+    if not numbers:
+        return line
+    m = rng.choice(numbers)
+    new = rng.choice(["0", "-1", "1", "2147483648", "-9223372036854775809", "65536", "3.0e38",
+                      "1.0e309", "4294967296", str(rng.randint(-100, 100))])
+    return line[:m.start()] + new + line[m.end():]
+
+
+def random_option_value(type_name: str, rng: random.Random) -> str:
+    lowered = type_name.lower()
+    if "bool" in lowered:
+        return rng.choice(["true", "false", "1", "maybe"])
+    if "tuple" in lowered or "list" in lowered:
+        return ",".join(rng.choice(["1", "2", "32", "64", "0", "-1", "1024", "4096"])
+                        for _ in range(rng.randint(1, 4)))
+    if "int" in lowered:
+        if rng.random() < 0.7:  # mostly valid values, so that the pass runs
+            return rng.choice(["32", "64", "128", "256"])
+        return rng.choice(["0", "1", "-1", "7", "1024", "1025", "65536", "9" * 25, "x"])
+    if "float" in lowered:
+        return rng.choice(["0.5", "-1", "1e300", "nan"])
+    return rng.choice(["a", "", "1", '"quoted"'])
+
+
+def random_pipeline(rng: random.Random, allow_options: bool = True) -> str:
+    """Up to 4 passes drawn from the registry, each maybe with random option values."""
+    from pypto.passes import PASSES, pass_options
+
+    names = sorted(PASSES)
+    parts = []
+    for _ in range(rng.randint(0, 4)):
+        name = rng.choice(names)
+        options = pass_options(PASSES[name]()) if allow_options else []
+        chosen = [o for o in options if rng.random() < 0.1]
+        if chosen:
+            body = " ".join(f"{o.name}={random_option_value(o.type, rng)}" for o in chosen)
+            parts.append(f"{name}{{{body}}}")
+        else:
+            parts.append(name)
+    return ",".join(parts)
+
+
+def mlir_input(seeds: list[str], seed: int, index: int) -> tuple[str, list[str]]:
+    rng = random.Random(f"mlir:{seed}:{index}")
+    base = rng.choice(seeds)
+    text = mutate(base, rng) if rng.random() < 0.7 else base
+    argv = ["-p", random_pipeline(rng)]
+    for flag, p in (("--split-input-file", 0.2), ("--print-op-generic", 0.2),
+                    ("--mlir-print-debuginfo", 0.2), ("--validate", 0.1),
+                    ("--verify-diagnostics", 0.05), ("--print-ir-after-all", 0.05),
+                    ("--allow-unregistered-dialect", 0.1)):
+        if rng.random() < p:
+            argv.append(flag)
+    return text, argv
+
+
+def run_mlir(text: str, argv: list[str], workdir: Path) -> tuple[str, str] | None:
+    """Run pypto-opt in-process; (kind, detail) if it crashed."""
+    from pypto.tools.opt import main
+
+    path = workdir / "fuzz_input.mlir"
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with time_limit(TIME_LIMIT), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            code = main([str(path), *argv])
+    except Hang as hang:
+        return "hang", str(hang)
+    except BaseException:  # noqa: BLE001 - main() must not raise at all
+        return "traceback", traceback.format_exc()
+    if code not in (0, 1):
+        return f"exit {code}", err.getvalue()[-4000:]
+    if "Traceback (most recent call last)" in err.getvalue():  # (the input may say "Traceback")
+        return "traceback", err.getvalue()[-4000:]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# target 2: generated Python kernels through compile() and launch
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class KernelCase:
+    source: str
+    reference: Callable[[np.ndarray, np.ndarray, int], np.ndarray] | None  # None: expect error
+    dtype: Any
+    n: int
+    block: int
+    pipeline: str | None
+
+
+def _expr(rng: random.Random, names: list[str], is_float: bool, depth: int = 0) -> str:
+    if depth > 3 or rng.random() < 0.3:
+        if rng.random() < 0.3:
+            return rng.choice(["1.5", "0.25", "-3.0", "2.0"] if is_float else
+                              ["1", "3", "-7", "100"])
+        return rng.choice(names)
+    op = rng.choice(["+", "-", "*", "select", "neg"] + (["&", "^", "|"] if not is_float else []))
+    a = _expr(rng, names, is_float, depth + 1)
+    b = _expr(rng, names, is_float, depth + 1)
+    if op == "select":
+        cmp = rng.choice(["<", ">", "<=", ">=", "==", "!="])
+        return f"pto.select({a} {cmp} {b}, {a}, {b})"
+    if op == "neg":
+        return f"(-{a})"
+    return f"({a} {op} {b})"
+
+
+def _np_eval(expr: str, env: dict[str, Any], dtype: Any) -> Any:
+    """Evaluate a generated expression with NumPy: literals are weak (take `dtype`)."""
+    import ast
+
+    tree = ast.parse(expr, mode="eval").body
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return dtype(node.value)
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, ast.UnaryOp):
+            return -ev(node.operand)
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            return {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
+                    ast.BitAnd: np.bitwise_and, ast.BitOr: np.bitwise_or,
+                    ast.BitXor: np.bitwise_xor}[type(node.op)](a, b, dtype=dtype)
+        if isinstance(node, ast.Compare):
+            a, b = ev(node.left), ev(node.comparators[0])
+            return {ast.Lt: np.less, ast.Gt: np.greater, ast.LtE: np.less_equal,
+                    ast.GtE: np.greater_equal, ast.Eq: np.equal,
+                    ast.NotEq: np.not_equal}[type(node.ops[0])](a, b)
+        if isinstance(node, ast.Call):
+            c, a, b = (ev(arg) for arg in node.args)
+            return np.where(c, a, b).astype(dtype)
+        raise AssertionError(ast.dump(node))
+
+    return ev(tree)
+
+
+def kernel_case(seed: int, index: int) -> KernelCase:
+    rng = random.Random(f"kernels:{seed}:{index}")
+    is_float = rng.random() < 0.6
+    dtype = np.float32 if is_float else np.int32
+    names = ["a", "b"]
+    body: list[str] = []
+    steps: list[tuple[str, str, str | None]] = []  # (target, expr, condition)
+    for k in range(rng.randint(1, 6)):
+        target = f"t{k}"
+        expr = _expr(rng, names, is_float)
+        cond = None
+        if rng.random() < 0.3 and k > 0:
+            cond = f"{rng.choice(names)} {rng.choice(['<', '>='])} {rng.choice(names)}"
+            prev = rng.choice(names)
+            body.append(f"{target} = {prev}")
+            body.append(f"if {cond}:")
+            body.append(f"    {target} = {expr}")
+            steps.append((target, prev, None))
+            steps.append((target, expr, cond))
+        else:
+            body.append(f"{target} = {expr}")
+            steps.append((target, expr, None))
+        names.append(target)
+    loops = rng.random() < 0.25
+    if loops:
+        body.append("acc = a")
+        body.append("for j in range(3):")
+        body.append(f"    acc = acc + {names[-1]}")
+        steps.append(("acc", "a", None))
+        for _ in range(3):
+            steps.append(("acc", f"acc + {names[-1]}", None))
+        names.append("acc")
+    result = names[-1]
+    bad = rng.random() < 0.1
+    if bad:  # a deliberately wrong kernel: must be a located CompileError, never a crash
+        body.append(rng.choice(["t99 = undefined_name + 1", "t99 = a + 1.5j",
+                                "t99 = pto.load(a)", "t99 = a[0]", "while a < b:\n    pass",
+                                "t99 = pto.cast(a, 'nope')", "t99 = a @ b", "import os"]))
+    indented = textwrap.indent("\n".join(body), " " * 8)
+    source = textwrap.dedent("""\
+        import pypto as pto
+
+        @pto.kernel
+        def gen(x, y, o, n):
+            i = pto.get_global_id()
+            if i < n:
+                a = pto.load(x + i)
+                b = pto.load(y + i)
+        {body}
+                pto.store(o + i, {result})
+        """).format(body=indented, result=result)
+
+    def reference(xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            env: dict[str, Any] = {"a": xs[:n], "b": ys[:n]}
+            for target, expr, cond in steps:
+                value = _np_eval(expr, env, dtype)
+                if cond is None:
+                    env[target] = np.broadcast_to(np.asarray(value, dtype), (n,)).copy()
+                else:
+                    mask = _np_eval(cond, env, dtype)
+                    env[target] = np.where(mask, value, env[target]).astype(dtype)
+            return env[result]
+
+    from pypto.passes import PASSES
+
+    pipeline = None
+    if rng.random() < 0.5:
+        safe = [p for p in sorted(PASSES)]
+        pipeline = ",".join(rng.choice(safe) for _ in range(rng.randint(1, 3)))
+    return KernelCase(source, None if bad else reference, dtype, rng.choice([1, 37, 64, 200]),
+                      rng.choice([32, 64, 128]), pipeline)
+
+
+def run_kernel_case(case: KernelCase, workdir: Path, index: int) -> tuple[str, str] | None:
+    import pypto as pto
+
+    path = workdir / f"fuzz_kernel_{index}.py"
+    path.write_text(case.source)
+    rng = np.random.default_rng(index)
+    size = 256
+    if case.dtype == np.float32:
+        xs = rng.uniform(-4, 4, size).astype(np.float32)
+        ys = rng.uniform(-4, 4, size).astype(np.float32)
+    else:
+        xs = rng.integers(-1000, 1000, size).astype(np.int32)
+        ys = rng.integers(-1000, 1000, size).astype(np.int32)
+    try:
+        with time_limit(TIME_LIMIT):
+            namespace: dict[str, Any] = {}
+            exec(compile(case.source, str(path), "exec"), namespace)  # noqa: S102
+            kernel = namespace["gen"]
+            dx, dy, do = (pto.alloc_tensor(size * 4, case.dtype) for _ in range(3))
+            try:
+                pto.memcpy_h2d(dx, xs)
+                pto.memcpy_h2d(dy, ys)
+                pto.memcpy_h2d(do, np.zeros(size, case.dtype))
+                grid = (case.n + case.block - 1) // case.block
+                ck = pto.compile(kernel, args=(dx, dy, do, case.n), block=case.block,
+                                 pipeline=case.pipeline)
+                pto.launch(ck, grid=grid, block=case.block, args=(dx, dy, do, case.n))
+                out = np.empty(size, case.dtype)
+                pto.memcpy_d2h(out, do)
+            finally:
+                for t in (dx, dy, do):
+                    with contextlib.suppress(pto.PtoError):
+                        t.free()
+    except Hang as hang:
+        return "hang", str(hang)
+    except pto.PtoError as exc:
+        if case.reference is None:
+            return None
+        if isinstance(exc, pto.CompileError) and "cast" in str(exc):
+            return None  # e.g. a comparison of mixed types the generator did not foresee
+        return "unexpected error", f"{type(exc).__name__}: {exc}"
+    except BaseException:  # noqa: BLE001
+        return "traceback", traceback.format_exc()
+    if case.reference is None:
+        return "accepted a bad kernel", "a deliberately wrong kernel compiled and ran"
+    expected = case.reference(xs, ys, case.n)
+    got = out[:case.n]
+    same = (got.view(np.uint32) == expected.astype(case.dtype).view(np.uint32)) | (
+        np.isnan(got.astype(np.float64)) & np.isnan(expected.astype(np.float64)))
+    if not same.all() or not (out[case.n:] == 0).all():
+        at = int(np.argmin(same)) if not same.all() else case.n
+        return "wrong answer", (f"element {at}: got {got[at] if at < case.n else out[at]!r}, "
+                                f"NumPy {expected[at] if at < case.n else 0!r}")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# target 3: host-API misuse, then a good launch
+# ---------------------------------------------------------------------------------------------
+
+_VECTOR_ADD = None
+
+
+def _vector_add() -> Any:
+    global _VECTOR_ADD
+    if _VECTOR_ADD is None:
+        import pypto as pto
+
+        @pto.kernel
+        def fuzz_vector_add(a, b, o, n):
+            i = pto.get_global_id()
+            if i < n:
+                pto.store(o + i, pto.load(a + i) + pto.load(b + i))
+
+        _VECTOR_ADD = fuzz_vector_add
+    return _VECTOR_ADD
+
+
+def misuse_script(seed: int, index: int) -> list[str]:
+    """A sequence of host-API calls (Python statements) with bad arguments mixed in."""
+    rng = random.Random(f"misuse:{seed}:{index}")
+    steps = []
+    sizes = ["64", "0", "-4", "3", "2**40", "2**70", "'64'", "64.0", "None", "True", "256"]
+    dtypes = ["pto.float32", "pto.int32", "np.float64", "np.int8", "'float32'", "'nope'",
+              "None", "pto.float16", "object"]
+    for _ in range(rng.randint(1, 8)):
+        kind = rng.randrange(12)
+        t = f"T[{rng.randrange(4)}]"
+        if kind == 0:
+            steps.append(f"T.append(pto.alloc_tensor({rng.choice(sizes)}, "
+                         f"{rng.choice(dtypes)}))")
+        elif kind == 1:
+            steps.append(f"{t}.free()")
+        elif kind == 2:
+            steps.append(f"pto.memcpy_h2d({t}, np.zeros({rng.choice(['16', '15', '0', '64'])}, "
+                         f"{rng.choice(['np.float32', 'np.int32', 'np.float64'])}))")
+        elif kind == 3:
+            steps.append(f"pto.memcpy_d2h(np.zeros({rng.choice(['16', '64', '3'])}, "
+                         f"np.float32), {t})")
+        elif kind == 4:
+            steps.append(f"pto.memcpy_h2d(np.zeros(16, np.float32), {t})")  # swapped order
+        elif kind == 5:
+            grid = rng.choice(["1", "0", "-1", "(1, 2)", "(1, 1, 1, 1)", "2**31", "1.5",
+                               "(2**16, 2**16)", "'2'", "None", "[]"])
+            block = rng.choice(["16", "0", "2048", "(32, 32, 2)", "7", "(1,)", "None"])
+            args = rng.choice([f"({t}, {t}, {t}, 16)", f"({t}, {t}, {t})",
+                               f"({t}, {t}, {t}, 16, 1)", "None", f"[{t}, {t}, {t}, 16]",
+                               f"({t}, {t}, {t}, np.int8(3))", f"({t}, {t}, {t}, 2**64)",
+                               f"({t}, {t}, np.zeros(4), 16)", f"({t}, {t}, {t}, 'x')"])
+            stream = rng.choice(["None", "S", "'default'", "1"])
+            steps.append(f"pto.launch(K, {grid}, {block}, {args}, stream={stream})")
+        elif kind == 6:
+            steps.append("pto.sync()")
+        elif kind == 7:
+            steps.append("S = pto.Stream()")
+        elif kind == 8:
+            steps.append("S.synchronize()")
+        elif kind == 9:
+            steps.append(f"pto.compile(K, args=({t}, {t}, {t}, 16), block="
+                         f"{rng.choice(['0', '64', '4096', '(1, 1, 1, 1)'])}, pipeline="
+                         f"{rng.choice(['None', repr('nope'), '123', repr('cse{x=1}'), repr('')])}"
+                         f", target={rng.choice(['None', repr('/nonexistent.toml'), '3'])})")
+        elif kind == 10:
+            steps.append(f"pto.launch(print, 1, 1, ())")
+        else:
+            steps.append(f"with {t}: pass")
+    return steps
+
+
+def run_misuse(steps: list[str]) -> tuple[str, str] | None:
+    import pypto as pto
+    from pypto.runtime.device import default_device
+
+    device = default_device()
+    import gc
+
+    with contextlib.suppress(pto.PtoError):
+        pto.sync()
+    gc.collect()  # tensors of earlier inputs (or tests) dropped but not yet collected
+    before = device.used_bytes
+    T: list[Any] = [pto.alloc_tensor(64 * 4) for _ in range(4)]
+    env = {"pto": pto, "np": np, "T": T, "K": _vector_add(), "S": pto.Stream()}
+    try:
+        with time_limit(TIME_LIMIT):
+            for step in steps:
+                try:
+                    exec(step, env)  # noqa: S102 - a generated misuse step
+                except pto.PtoError:
+                    pass
+                except IndexError:
+                    pass  # T[k] past the list: the script's own bookkeeping, not pypto
+            with contextlib.suppress(pto.PtoError):
+                pto.sync()
+            # a good launch afterwards must still compute the right thing
+            n = 200
+            a, b = np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32)
+            da, db, do = (pto.alloc_tensor(n * 4) for _ in range(3))
+            pto.memcpy_h2d(da, a)
+            pto.memcpy_h2d(db, b)
+            pto.launch(_vector_add(), grid=2, block=128, args=(da, db, do, n))
+            out = np.empty(n, np.float32)
+            pto.memcpy_d2h(out, do)
+            for t in (da, db, do):
+                t.free()
+    except Hang as hang:
+        return "hang", str(hang)
+    except BaseException:  # noqa: BLE001
+        return "traceback", traceback.format_exc()
+    finally:
+        for t in T:
+            with contextlib.suppress(pto.PtoError):
+                t.free()
+        env.clear()
+        T.clear()
+    if not np.array_equal(out, a + b):
+        return "wrong answer", "the good launch after misuse computed the wrong result"
+    gc.collect()
+    if device.used_bytes != before:
+        return "leak", f"{device.used_bytes - before} bytes of device memory not given back"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# driver
+# ---------------------------------------------------------------------------------------------
+
+TARGETS = ("mlir", "kernels", "misuse")
+
+
+def run_one(target: str, seed: int, index: int, workdir: Path,
+            seeds: list[str] | None = None) -> Crash | None:
+    if target == "mlir":
+        text, argv = mlir_input(seeds if seeds is not None else mlir_seeds(), seed, index)
+        found = run_mlir(text, argv, workdir)
+        reproducer = text
+    elif target == "kernels":
+        case = kernel_case(seed, index)
+        found = run_kernel_case(case, workdir, index)
+        reproducer, argv = case.source, [f"pipeline={case.pipeline!r}", f"n={case.n}",
+                                         f"block={case.block}"]
+    else:
+        steps = misuse_script(seed, index)
+        found = run_misuse(steps)
+        reproducer, argv = "\n".join(steps), []
+    if found is None:
+        return None
+    return Crash(target, seed, index, found[0], found[1], reproducer, argv)
+
+
+def minimise_mlir(crash: Crash, workdir: Path) -> str:
+    """Line-wise then character-chunk delta debugging, keeping the same crash signature."""
+    def still(text: str) -> bool:
+        found = run_mlir(text, crash.argv, workdir)
+        return found is not None and Crash(crash.target, 0, 0, found[0], found[1],
+                                           text).signature() == crash.signature()
+
+    lines = crash.reproducer.split("\n")
+    chunk = max(1, len(lines) // 2)
+    while chunk >= 1:
+        i = 0
+        while i < len(lines):
+            candidate = lines[:i] + lines[i + chunk:]
+            if candidate and still("\n".join(candidate)):
+                lines = candidate
+            else:
+                i += chunk
+        chunk //= 2
+    return "\n".join(lines)
+
+
+def _worker(job: tuple[str, int, int, int, str]) -> tuple[str, int, list[Crash]]:
+    target, seed, start, count, workdir = job
+    path = Path(workdir) / f"{target}-{start}"
+    path.mkdir(parents=True, exist_ok=True)
+    seeds = mlir_seeds() if target == "mlir" else None
+    crashes = []
+    for index in range(start, start + count):
+        crash = run_one(target, seed, index, path, seeds)
+        if crash is not None:
+            crashes.append(crash)
+    return target, count, crashes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", default="all", choices=(*TARGETS, "all"))
+    parser.add_argument("--count", type=int, default=1000, help="inputs per target")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default="fuzz-crashes")
+    args = parser.parse_args(argv)
+    targets = TARGETS if args.target == "all" else (args.target,)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    workdir = out / "work"
+    per_job = 250
+    jobs = [(t, args.seed, start, min(per_job, args.count - start), str(workdir))
+            for t in targets for start in range(0, args.count, per_job)]
+    tried = dict.fromkeys(targets, 0)
+    crashes: dict[str, Crash] = {}
+    started = time.time()
+    os.environ.setdefault("PYPTO_RACE_CHECK", "1")
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as pool:
+        for target, count, found in pool.imap_unordered(_worker, jobs):
+            tried[target] += count
+            for crash in found:
+                if crash.signature() not in crashes:
+                    print(f"new crash: {crash.kind} ({crash.target} seed {crash.seed} input "
+                          f"{crash.index}): {crash.signature()}", flush=True)
+                crashes.setdefault(crash.signature(), crash)
+            print(f"[{time.time() - started:7.0f} s] {target}: {tried[target]} inputs, "
+                  f"{sum(c.target == target for c in crashes.values())} distinct crash(es)",
+                  flush=True)
+    for number, crash in enumerate(crashes.values()):
+        text = crash.reproducer
+        if crash.target == "mlir":
+            text = minimise_mlir(crash, workdir)
+        (out / f"crash-{number}-{crash.target}.txt").write_text(
+            f"# {crash.kind} (seed {crash.seed}, input {crash.index}) {crash.argv}\n"
+            f"# {crash.detail.strip().splitlines()[-1] if crash.detail.strip() else ''}\n"
+            f"{text}\n")
+    for target in targets:
+        distinct = sum(c.target == target for c in crashes.values())
+        print(f"fuzz {target}: {tried[target]} inputs, {distinct} distinct crash(es)")
+    return 1 if crashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -177,21 +177,32 @@ class Executable:
         return bound
 
     def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-            args: Sequence[Any], instrument: Instrument | None = None) -> None:
+            args: Sequence[Any], instrument: Instrument | None = None,
+            blocks: Sequence[int] | None = None) -> None:
         """Execute one launch. `instrument` (see instruments.py) watches every op; without
-        one the plain generated code runs."""
+        one the plain generated code runs. `blocks` (linear block ids) runs only those blocks
+        of the launch, each as its own lane vector with the ids it has in the whole grid (the
+        debugger's focus on one block); None runs every block."""
         bound = self.bind(args)
         one_d = grid[1] * grid[2] == 1 and block[1] * block[2] == 1
         gen = self.variant(one_d, instrument is not None)
         block_lanes = block[0] * block[1] * block[2]
         n_blocks = grid[0] * grid[1] * grid[2]
+        if blocks is not None and any(not 0 <= b < n_blocks for b in blocks):
+            raise LaunchError(f"blocks {list(blocks)} are not all inside the grid {grid} "
+                              f"({n_blocks} blocks, linear ids 0..{n_blocks - 1})")
         if instrument is not None:
             instrument.begin(gen.op_table, grid, block)
         with np.errstate(all="ignore"):
             try:
                 if gen.mode == WARP:
-                    for b in range(n_blocks):
+                    for b in range(n_blocks) if blocks is None else blocks:
                         self._run_block_by_warps(gen, grid, block, b, bound, instrument)
+                    return
+                if blocks is not None:
+                    for b in blocks:
+                        gen.fn(self._context(gen, grid, block, b * block_lanes, block_lanes,
+                                             instrument=instrument), bound)
                     return
                 per_chunk = 1 if gen.mode == BLOCK else max(
                     1, (GRID_CHUNK_LANES if gen.mode == GRID else BATCH_CHUNK_LANES) // block_lanes)

@@ -1,0 +1,93 @@
+"""`import pypto.debug as dbg`: the instruction-level debugger (SPEC §7).
+
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n))
+    ctx.step()                       # [Lanes 0-255] LOAD d_a[0..255] -> L1[0..255] (4 bytes each)
+    ctx.inspect_l1(0, 16)            # the first 16 loaded values
+    for entry in ctx.get_instruction_timeline():
+        print(f"Cycle {entry.cycle}: Lane {entry.lane}: {entry.inst}")
+
+A session compiles the kernel, launches the chosen block on the one executor with the step
+instrument attached, and stops before PTO instructions on demand (session.py). The REPL is
+`python -m pypto.debug script.py:kernel` (repl.py). See docs/debugging.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from pypto.debug.session import DEFAULT_BLOCK, Breakpoint, DebugError, Pointer, Session
+from pypto.debug.timeline import TimelineEntry
+from pypto.debug.view import Lanes
+
+
+def default_pipeline() -> str:
+    """The pipeline a session compiles with when `pipeline=None`: `pto.compile`'s default,
+    then the lowering to the npu level (where lane loads stage through L1 slots) when the
+    `convert-pto-to-npu` pass is available."""
+    from pypto.compiler import DEFAULT_PIPELINE
+    from pypto.passes import PASSES
+
+    if "convert-pto-to-npu" in PASSES:
+        return f"{DEFAULT_PIPELINE},convert-pto-to-npu"
+    return DEFAULT_PIPELINE
+
+
+def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any = None,
+                 pipeline: str | None = None, model: str = "fused", *, block_id: int = 0,
+                 warp: int | None = None, schedule: str | None = None, target: Any = None,
+                 check_uninitialized: bool = False, fold: bool = True,
+                 names: dict[int, str] | None = None, out: TextIO | None = None) -> Session:
+    """Load `kernel` into the debugger, launched on `args` over `grid` blocks of `block` lanes
+    (default: one block of 256 lanes, as in the article), paused before its first PTO
+    instruction in block `block_id` (a linear id).
+
+    `pipeline`: the passes to run first (default: `default_pipeline()`); `model`: the cost
+    model of the timeline. `warp`: focus one warp (with `schedule="in_order"` etc. each warp runs
+    as its own lane vector; without a schedule the block's warps run in lockstep and the warp
+    narrows what is shown). `names`: argument position -> name in trace lines (default: the
+    caller's variable names for the tensor arguments, else the kernel's parameter names).
+    `fold=False` prints one trace line per lane. Output goes to `out` (default: sys.stdout).
+
+    Only the chosen block runs: the output tensors hold that block's results when the session
+    finishes.
+    """
+    from pypto.compiler import compile as pto_compile
+    from pypto.compiler import normalize_dims
+    from pypto.runtime import sync
+
+    grid3 = (1, 1, 1) if grid is None else normalize_dims(grid, "grid")
+    block3 = DEFAULT_BLOCK if block is None else normalize_dims(block, "block")
+    text = default_pipeline() if pipeline is None else pipeline
+    args = tuple(args)
+    compiled = pto_compile(kernel, args=args, block=block3, pipeline=text, target=target,
+                           schedule=schedule, check_uninitialized=check_uninitialized)
+    sync()  # the tensors' pending copies (memcpy_h2d is queued, like a launch)
+    if names is None:
+        names = caller_names(args, sys._getframe(1))
+    return Session(compiled, args, grid3, block3, block_id=block_id, warp=warp, model=model,
+                   names=names, fold=fold, out=out)
+
+
+def caller_names(args: Sequence[Any], frame: Any) -> dict[int, str]:
+    """Position -> the caller's variable name of each tensor argument (`d_a`), when the caller
+    holds it in a variable."""
+    from pypto.runtime import Tensor
+
+    out: dict[int, str] = {}
+    scopes = [frame.f_locals, frame.f_globals] if frame is not None else []
+    for i, arg in enumerate(args):
+        if not isinstance(arg, Tensor):
+            continue
+        for scope in scopes:
+            name = next((k for k, v in scope.items() if v is arg and not k.startswith("_")),
+                        None)
+            if name is not None:
+                out[i] = name
+                break
+    return out
+
+
+__all__ = ["Breakpoint", "DebugError", "Lanes", "Pointer", "Session", "TimelineEntry",
+           "caller_names", "debug_kernel", "default_pipeline"]

@@ -1,0 +1,102 @@
+"""Take a kernel's launch from a user script: run the script until it launches that kernel.
+
+`python -m pypto.debug examples/vector_add.py:vector_add` needs the tensors and launch
+configuration the script builds. Rather than asking the user to restate them, the script runs
+as `__main__` with `pto.launch` replaced: launches of other kernels go through unchanged, and
+the first launch of the named kernel is captured (after its inputs' queued copies complete)
+and stops the script there, so nothing after it runs against an output the debugger has not
+produced yet.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.debug.session import DebugError
+
+
+@dataclass
+class CapturedLaunch:
+    kernel: Any                        # the @pto.kernel (or compiled kernel) launched
+    grid: Any
+    block: Any
+    args: tuple[Any, ...]
+    names: dict[int, str]              # argument position -> the script's variable name
+    site: str                          # "script.py:42", where the launch was
+
+
+class _Captured(BaseException):
+    """Unwinds the script at the captured launch (not an Exception: scripts' handlers pass)."""
+
+
+def parse_target(text: str) -> tuple[str, str]:
+    """`path/to/script.py:kernel_name` -> (path, kernel name)."""
+    path, sep, name = text.rpartition(":")
+    if not sep or not path or not name.isidentifier():
+        raise DebugError(f"expected SCRIPT.py:KERNEL (e.g. examples/vector_add.py:vector_add), "
+                         f"got {text!r}")
+    return path, name
+
+
+def capture_launch(path: str, kernel_name: str, argv: list[str] | None = None) -> CapturedLaunch:
+    """Run `path` as `__main__` until its first launch of kernel `kernel_name`."""
+    import pypto
+    import pypto.runtime as runtime
+    from pypto.debug import caller_names
+
+    if not os.path.isfile(path):
+        raise DebugError(f"no such script: {path}")
+    real_launch = runtime.launch
+    captured: list[CapturedLaunch] = []
+    launched: list[str] = []
+
+    def launch(kernel: Any, grid: Any, block: Any, args: Any, stream: Any = None) -> None:
+        name = getattr(kernel, "name", None)
+        if name != kernel_name:
+            launched.append(str(name))
+            return real_launch(kernel, grid=grid, block=block, args=args, stream=stream)
+        runtime.sync()
+        frame = sys._getframe(1)
+        args = tuple(args)
+        site = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        captured.append(CapturedLaunch(getattr(kernel, "kernel", kernel), grid, block, args,
+                                       caller_names(args, frame), site))
+        raise _Captured()
+
+    saved = (pypto.launch, runtime.launch, sys.argv[:], sys.path[:])
+    pypto.launch = launch  # type: ignore[assignment]
+    runtime.launch = launch  # type: ignore[assignment]
+    sys.argv = [path, *(argv or [])]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    namespace: dict[str, Any] = {}
+    try:
+        namespace = runpy.run_path(path, run_name="__main__")
+    except _Captured:
+        return captured[0]
+    except SystemExit as exc:
+        raise DebugError(f"{path} exited (status {exc.code}) before launching "
+                         f"'{kernel_name}'") from None
+    except Exception as exc:  # the user's script failed: say where, no debugger traceback
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if os.path.abspath(f.filename) == os.path.abspath(path)]
+        at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        raise DebugError(f"{path} raised {type(exc).__name__}{at} before launching "
+                         f"'{kernel_name}': {exc}") from None
+    finally:
+        pypto.launch, runtime.launch = saved[0], saved[1]
+        sys.argv[:] = saved[2]
+        sys.path[:] = saved[3]
+    from pypto.frontend.kernel import Kernel
+
+    defined = sorted(k for k, v in namespace.items() if isinstance(v, Kernel))
+    raise DebugError(f"{path} ran to its end without launching kernel '{kernel_name}' "
+                     f"(it launched: {', '.join(launched) or 'nothing'}; it defines kernels: "
+                     f"{', '.join(defined) or 'none'})")
+
+
+__all__ = ["CapturedLaunch", "capture_launch", "parse_target"]

@@ -1,0 +1,810 @@
+"""A debugging session: one launch of one block, suspended before instructions on demand.
+
+The session runs on the one executor. It compiles the kernel with `pto.compile`, then launches
+the chosen block (`Executable.run(..., blocks=[b])`, so block ids are those of the full grid)
+with two instruments chained: `_Watch` (records what executed, for trace lines and for "the
+line we came from") and the executor's `Step` (suspends the launch's worker thread before an op
+when the session's stop rule says so). Nothing here interprets IR.
+
+Granularity. `step()` moves by *PTO instruction*: an op of the `pto` / `npu` dialect that does
+memory or compute work (LOAD, STORE, FMA, MMA, the copies, waits, barriers, ...). Address
+arithmetic and bookkeeping — ids, `addptr`, `alloc_local` declarations, `arith` on lane values,
+`scf` structure — runs in between without stopping, which is why the article's first `step()`
+prints a LOAD. `stepi()` stops at every op, `next()` at the first instruction of another Python
+line.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import numpy as np
+from xdsl.ir import BlockArgument, OpResult, SSAValue
+
+from pypto import dtypes
+from pypto.backend.interpreter.instruments import Chain, Instrument, OpInfo, OpTable, Step
+from pypto.debug.view import Access, Executed, Lanes, render, source_context, value_name
+from pypto.dialects import pto
+from pypto.errors import KernelError, PtoError
+
+DEFAULT_BLOCK = (256, 1, 1)
+"""The article's launch: one block of 256 lanes."""
+
+_NOT_INSTRUCTIONS = frozenset({"pto.addptr", "pto.alloc_local", "pto.yield", "pto.pipeline",
+                               "pto.stage"})
+
+
+def is_instruction(info: OpInfo) -> bool:
+    """A PTO (or npu) instruction: what `step()` counts (see the module docstring)."""
+    dialect = info.name.split(".", 1)[0]
+    if dialect not in ("pto", "npu"):
+        return False
+    return not info.name.startswith("pto.get_") and info.name not in _NOT_INSTRUCTIONS
+
+
+def kind_of(info: OpInfo) -> str:
+    """LOAD, STORE, FMA, MMA, ... (the npu dialect's KIND where it declares one)."""
+    return getattr(info.op, "KIND", "") or info.kind
+
+
+class DebugError(PtoError):
+    """A debugger command that cannot be done (bad name, line, lane or block)."""
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class _Watch(Instrument):
+    """Records, for the session, what executes in the focus (block, optionally one warp)."""
+
+    def __init__(self, session: Session):
+        self.s = session
+        self.current: tuple[int, Any, Any] | None = None  # op about to execute
+        self.last_ctx: Any = None
+        self.recording: str | None = None  # None | "instructions" | "ops"
+        self.records: list[Executed] = []
+        self.executed = 0          # instructions executed in the focus since the last resume
+        self.executed_ops = 0      # ops executed in the focus since the last resume
+        self.left_line = False     # an op of another line executed since the last resume
+        self.start_line: int | None = None
+        self.prev_line: int | None = None  # line of the last op executed in the focus
+
+    def begin(self, table: OpTable, grid: tuple[int, int, int],
+              block: tuple[int, int, int]) -> None:
+        self.table = table
+        self.s.table = table  # the running variant's table: where its SSA values live
+
+    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+        self.current = (op_id, ctx, mask)
+
+    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+        self.last_ctx = ctx
+        info = self.table[op_id]
+        if not self.s._in_focus(info, ctx, mask):
+            return
+        self.executed_ops += 1
+        if is_instruction(info):
+            self.executed += 1
+        if info.line is not None:
+            if info.line != self.start_line:
+                self.left_line = True
+            self.prev_line = info.line
+        if self.recording == "ops" or self.recording == "instructions" and is_instruction(info):
+            frame = _kernel_frame()
+            self.records.append(self.s._describe(info, ctx, mask, value,
+                                                 dict(frame.f_locals) if frame else {}))
+
+
+def _kernel_frame() -> Any:
+    frame = sys._getframe(2)
+    while frame is not None and not frame.f_code.co_filename.startswith("<pto kernel"):
+        frame = frame.f_back
+    return frame
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    number: int
+    line: int | None = None       # a Python source line of the kernel, or
+    kind: str | None = None       # an instruction kind (LOAD, MMA, ...)
+    hits: list[int] | None = None
+
+    def __str__(self) -> str:
+        return f"breakpoint {self.number} at " + (f"line {self.line}" if self.line is not None
+                                                  else f"every {self.kind}")
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A pointer variable's per-lane value: element offsets into a named buffer."""
+
+    buffer: str
+    space: str            # "global" (HBM) | "local" (L1)
+    offsets: np.ndarray
+
+    def __repr__(self) -> str:
+        where = "HBM" if self.space == "global" else "L1"
+        offs = np.array2string(self.offsets, threshold=8, edgeitems=3, separator=", ")
+        return f"Pointer({where} '{self.buffer}' + {offs})"
+
+
+class Session:
+    """A kernel under the debugger (make one with `debug_kernel`)."""
+
+    def __init__(self, compiled: Any, args: Sequence[Any], grid: tuple[int, int, int],
+                 block: tuple[int, int, int], *, block_id: int = 0, warp: int | None = None,
+                 model: str = "fused", names: dict[int, str] | None = None, fold: bool = True,
+                 out: TextIO | None = None):
+        self.compiled = compiled
+        self.exe = compiled.executable
+        self.args = tuple(args)
+        self.grid = grid
+        self.block = block
+        self.model = model
+        self.fold = fold
+        self.max_lines = 32
+        self._out = out
+        self.block_lanes = block[0] * block[1] * block[2]
+        n_blocks = grid[0] * grid[1] * grid[2]
+        self._check_focus(block_id, warp, n_blocks)
+        self.block_id = block_id
+        self.warp = warp
+        self._tensor_names = self._buffer_names(names or {})
+        self._breakpoints: dict[int, Breakpoint] = {}
+        self._next_bp = 1
+        self._rule: Callable[[OpInfo, Any, Any], bool] = lambda info, ctx, mask: False
+        self.error: KernelError | None = None
+        self._error_frame: Any = None
+        self._error_op: int | None = None
+        self.table: OpTable = self.exe.op_table
+        self._step: Step | None = None
+        self._finalizer: Any = None
+        self._launch()
+
+    # set-up -----------------------------------------------------------------------------------
+
+    @property
+    def out(self) -> TextIO:
+        return self._out if self._out is not None else sys.stdout
+
+    def _print(self, *lines: str) -> None:
+        for line in lines:
+            print(line, file=self.out)
+
+    def _check_focus(self, block_id: int, warp: int | None, n_blocks: int) -> None:
+        if not isinstance(block_id, int) or not 0 <= block_id < n_blocks:
+            raise DebugError(f"block {block_id!r} is not in the grid {self.grid} (linear block "
+                             f"ids 0..{n_blocks - 1})")
+        if warp is not None:
+            n_warps = -(-self.block_lanes // self.exe.target.warp_size)
+            if not isinstance(warp, int) or not 0 <= warp < n_warps:
+                raise DebugError(f"warp {warp!r} is not in a block of {self.block_lanes} lanes "
+                                 f"(warps 0..{n_warps - 1})")
+
+    def _buffer_names(self, names: dict[int, str]) -> dict[int, str]:
+        """id(tensor data) -> the name trace lines use: the caller's variable name when known
+        (`d_a`, as in the article), else the kernel parameter's."""
+        out = {}
+        for i, arg in enumerate(self.args):
+            data = getattr(arg, "_data", None)
+            if isinstance(data, np.ndarray):
+                out[id(data)] = names.get(i) or self.exe.param_names[i]
+        return out
+
+    def _launch(self) -> None:
+        self.close()
+        self.error = None
+        self._error_frame = None
+        self._error_op = None
+        self._watch = _Watch(self)
+        step = Step(stop=lambda info, ctx, mask: self._rule(info, ctx, mask))
+        self._step = step
+        chain = Chain(self._watch, step)
+        grid, block, args, blocks = self.grid, self.block, self.args, [self.block_id]
+        exe = self.exe
+        self._finalizer = weakref.finalize(self, step.close)
+        step.start(lambda: exe.run(grid, block, args, instrument=chain, blocks=blocks))
+        # the session starts before the first instruction in the focus (or a breakpoint)
+        self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
+            is_instruction(info) or self._at_breakpoint(info)), first=True)
+
+    def close(self) -> None:
+        """Abandon the suspended launch (restart() and garbage collection do it too)."""
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # focus ------------------------------------------------------------------------------------
+
+    def _in_focus(self, info: OpInfo, ctx: Any, mask: Any) -> bool:
+        """Does the op run on a lane of the focus? (Block-level ops always do.)"""
+        if info.collective:
+            return True
+        if self.warp is None:
+            return mask is None or mask is not False and bool(np.any(mask))
+        return self._focus_lanes(ctx, mask).size > 0
+
+    def _focus_lanes(self, ctx: Any, mask: Any) -> np.ndarray:
+        """Active lane ids (within the block) of a lane vector, restricted to the chosen warp.
+        With a warp schedule each warp is its own lane vector; in lockstep execution all warps
+        run together and choosing a warp narrows what is shown and stopped for."""
+        lanes = _active(ctx, mask)
+        if self.warp is None:
+            return lanes
+        ws = self.exe.target.warp_size
+        return lanes[(lanes >= self.warp * ws) & (lanes < (self.warp + 1) * ws)]
+
+    # running ----------------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """The focus block has run to its end (or failed)."""
+        return self._step is None or self._step.finished
+
+    def _resume(self, rule: Callable[[OpInfo, Any, Any], bool], first: bool = False,
+                record: str | None = None) -> list[Executed]:
+        step = self._step
+        assert step is not None
+        w = self._watch
+        w.records = []
+        w.recording = record
+        w.executed = w.executed_ops = 0
+        w.left_line = False
+        here = self._paused_info()
+        w.start_line = here.line if here is not None else None
+        self._rule = rule
+        if first:
+            if step.paused is not None and not rule(self.table[step.paused.op_id],
+                                                    step.paused.ctx, step.paused.mask):
+                step.resume(0)
+        else:
+            step.resume(0)
+        w.recording = None
+        if step.error is not None and self.error is None:
+            self._fail(step.error)
+        return w.records
+
+    def _fail(self, exc: BaseException) -> None:
+        if not isinstance(exc, KernelError):
+            raise exc
+        self.error = exc
+        current = self._watch.current
+        self._error_op = current[0] if current is not None else None
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.startswith("<pto kernel"):
+                self._error_frame = tb.tb_frame
+            tb = tb.tb_next
+
+    def _running_check(self) -> bool:
+        """Says so (and returns False) when there is nothing left to execute."""
+        if self.error is not None:
+            self._print(f"The kernel stopped with an error at {self._where_text()}; "
+                        f"restart runs it again.", f"  {type(self.error).__name__}: "
+                        f"{self.error}")
+            return False
+        if self.finished:
+            self._print(f"The kernel has finished (block {self.block_coords}); nothing left to "
+                        f"execute. restart runs it again.")
+            return False
+        return True
+
+    def _report(self, records: list[Executed]) -> None:
+        for rec in records:
+            self._print(*render(rec, self.fold, self.max_lines))
+        if self.error is not None:
+            self._print(f"Kernel error at {self._where_text()}:",
+                        f"  {type(self.error).__name__}: {self.error}")
+        elif self.finished:
+            self._print(f"Kernel finished (block {self.block_coords}).")
+
+    def step(self, n: int = 1) -> None:
+        """Execute `n` PTO instructions and print their trace lines; stops early at a
+        breakpoint, an error or the end of the kernel."""
+        if not self._running_check():
+            return
+        n = max(1, int(n))
+        w = self._watch
+        records = self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
+            is_instruction(info) and w.executed >= n or self._hit(info)), record="instructions")
+        self._report(records)
+
+    def stepi(self, n: int = 1) -> None:
+        """Execute `n` ops of any kind (ids, address arithmetic, branches included)."""
+        if not self._running_check():
+            return
+        n = max(1, int(n))
+        w = self._watch
+        records = self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
+            w.executed_ops >= n or self._hit(info)), record="ops")
+        self._report(records)
+
+    def next(self) -> None:
+        """Execute up to the first instruction of another Python source line."""
+        if not self._running_check():
+            return
+        w = self._watch
+        records = self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
+            is_instruction(info) and w.executed > 0 and w.left_line or self._hit(info)),
+            record="instructions")
+        self._report(records)
+
+    def continue_(self) -> None:
+        """Run to the next breakpoint, an error or the end of the kernel."""
+        if not self._running_check():
+            return
+        self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and self._hit(info))
+        if self.error is None and not self.finished:
+            info = self._paused_info()
+            assert info is not None
+            bp = self._matching_breakpoint(info)
+            self._print(f"{bp if bp else 'stopped'}: {self._where_text()}")
+            self._print(*self._context_lines(0))
+        else:
+            self._report([])
+
+    def restart(self, block_id: int | None = None, warp: int | None = ...) -> None:  # type: ignore[assignment]
+        """Launch again from the start (breakpoints stay); optionally focus another block or
+        warp. Device memory is not reset: the kernel sees what the last run left there."""
+        b = self.block_id if block_id is None else block_id
+        w = self.warp if warp is ... else warp
+        self._check_focus(b, w, self.grid[0] * self.grid[1] * self.grid[2])
+        self.block_id, self.warp = b, w
+        self._launch()
+
+    # breakpoints ------------------------------------------------------------------------------
+
+    def break_at(self, where: int | str) -> int:
+        """A breakpoint on a Python source line of the kernel (`19`, `"19"`,
+        `"vector_add.py:19"`) or on an instruction kind (`"LOAD"`, `"mma"`); returns its
+        number."""
+        line, kind = _parse_where(where)
+        if line is not None:
+            lines = sorted({i.line for i in self.table if i.line is not None and i.hooked})
+            if line not in lines:
+                raise DebugError(f"no instruction of kernel '{self.exe.name}' is on line {line}; "
+                                 f"lines with instructions: {', '.join(map(str, lines))}")
+        else:
+            assert kind is not None
+            kinds = sorted({kind_of(i) for i in self.table if i.hooked})
+            if kind not in kinds:
+                raise DebugError(f"kernel '{self.exe.name}' has no {kind} instruction at this "
+                                 f"level; its instruction kinds: {', '.join(kinds)}")
+        bp = Breakpoint(self._next_bp, line, kind)
+        self._breakpoints[bp.number] = bp
+        self._next_bp += 1
+        return bp.number
+
+    def delete(self, number: int | None = None) -> None:
+        """Delete breakpoint `number` (all of them when None)."""
+        if number is None:
+            self._breakpoints.clear()
+        elif self._breakpoints.pop(number, None) is None:
+            raise DebugError(f"no breakpoint {number}; breakpoints: "
+                             f"{', '.join(map(str, self._breakpoints)) or 'none'}")
+
+    @property
+    def breakpoints(self) -> list[Breakpoint]:
+        return list(self._breakpoints.values())
+
+    def _matching_breakpoint(self, info: OpInfo) -> Breakpoint | None:
+        for bp in self._breakpoints.values():
+            if bp.kind is not None and kind_of(info) == bp.kind:
+                return bp
+            if bp.line is not None and info.line == bp.line:
+                return bp
+        return None
+
+    def _at_breakpoint(self, info: OpInfo) -> bool:
+        return self._matching_breakpoint(info) is not None
+
+    def _hit(self, info: OpInfo) -> bool:
+        """A breakpoint stops here: an op of its kind, or the first op of its line reached
+        from another line (several ops on one line stop once)."""
+        for bp in self._breakpoints.values():
+            if bp.kind is not None and kind_of(info) == bp.kind:
+                return True
+            if bp.line is not None and info.line == bp.line and \
+                    self._watch.prev_line != bp.line:
+                return True
+        return False
+
+    # where ------------------------------------------------------------------------------------
+
+    @property
+    def block_coords(self) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        b = self.block_id
+        return (b % gx, (b // gx) % gy, b // (gx * gy))
+
+    def _paused_info(self) -> OpInfo | None:
+        step = self._step
+        if step is not None and step.paused is not None:
+            return self.table[step.paused.op_id]
+        if self.error is not None and self._error_op is not None:
+            return self.table[self._error_op]
+        return None
+
+    @property
+    def location(self) -> tuple[str, int | None, str] | None:
+        """(file, line, instruction kind) of the instruction about to execute (or that
+        failed); None when the kernel has finished."""
+        info = self._paused_info()
+        if info is None:
+            return None
+        return info.location.rsplit(":", 2)[0], info.line, kind_of(info)
+
+    def _where_text(self) -> str:
+        info = self._paused_info()
+        if info is None:
+            return "the end of the kernel"
+        file = info.location.rsplit(":", 2)[0]
+        short = file.rsplit("/", 1)[-1]
+        return f"{short}:{info.line} ({kind_of(info)}, op {info.id})"
+
+    def _context_lines(self, around: int) -> list[str]:
+        info = self._paused_info()
+        if info is None or info.line is None:
+            return []
+        return source_context(info.location.rsplit(":", 2)[0], info.line, around)
+
+    def where(self, context: int = 2) -> None:
+        """Print where the kernel is: the instruction about to execute, the active lanes and
+        the Python source around it."""
+        info = self._paused_info()
+        if info is None:
+            self._print(f"The kernel has finished (block {self.block_coords}).")
+            return
+        lanes = self.active_lanes()
+        state = "failed at" if self.error is not None else "paused before"
+        focus = f"block {self.block_coords}" + (f", warp {self.warp}" if self.warp is not None
+                                                else "")
+        self._print(f"{focus}: {state} {kind_of(info)} ({info.name}, op {info.id}) on "
+                    f"{lanes.label().lower()}", f"  {info.location}")
+        self._print(*self._context_lines(context))
+
+    def active_lanes(self) -> Lanes:
+        """Lanes (ids within the block) that execute the instruction we are paused at."""
+        pos = self._pause_ctx()
+        if pos is None:
+            return Lanes([])
+        ctx, mask = pos
+        return Lanes(self._focus_lanes(ctx, mask))
+
+    def _pause_ctx(self) -> tuple[Any, Any] | None:
+        step = self._step
+        if step is not None and step.paused is not None:
+            return step.paused.ctx, step.paused.mask
+        current = self._watch.current
+        if self.error is not None and current is not None:
+            return current[1], current[2]
+        return None
+
+    # reading state ----------------------------------------------------------------------------
+
+    def _frame_locals(self) -> dict[str, Any]:
+        step = self._step
+        if step is not None and step.paused is not None:
+            return step.paused.locals()
+        if self._error_frame is not None:
+            return dict(self._error_frame.f_locals)
+        return {}
+
+    def value(self, name: str, lanes: Any = None) -> Any:
+        """The per-lane value of kernel variable `name` where the kernel is paused: a NumPy
+        array over the focus lanes (or the `lanes` asked for: an int, a range, a slice or a
+        list of lane ids within the block). Pointers give a `Pointer`, L1 buffers their
+        contents. Lanes not active at this point hold unspecified values (`active_lanes()`)."""
+        pos = self._pause_ctx()
+        if pos is None:
+            raise DebugError("the kernel has finished: its variables are gone; restart() and "
+                             "stop before the end to read them")
+        ctx, _ = pos
+        locals_ = self._frame_locals()
+        candidates = self._named(name)
+        if not candidates:
+            known = sorted({v.name_hint for v in self._all_values() if v.name_hint})
+            raise DebugError(f"kernel '{self.exe.name}' has no variable '{name}'; its variables: "
+                             f"{', '.join(known)}")
+        here = self._paused_info()
+        at = here.id if here is not None else len(self.table)
+        readable = []
+        for def_id, v in candidates:
+            got = self._read(v, locals_, ctx)
+            if got is not None:
+                readable.append((def_id < at, def_id, got))
+        if not readable:
+            lines = sorted({self._def_line(v) for _, v in candidates} - {None})
+            raise DebugError(f"variable '{name}' has no value at {self._where_text()} (it is "
+                             f"assigned on line {', '.join(map(str, lines))}, which has not run "
+                             f"here)")
+        readable.sort(key=lambda r: (r[0], r[1]))
+        got = readable[-1][2]
+        if self._is_tile(name):
+            return got  # an L1 buffer: its contents, not per-lane values
+        if lanes is None and self.warp is not None:
+            ws = self.exe.target.warp_size
+            lanes = range(self.warp * ws, min((self.warp + 1) * ws, self.block_lanes))
+        return self._select_lanes(got, ctx, lanes)
+
+    def _is_tile(self, name: str) -> bool:
+        return any(isinstance(v.type, pto.L1BufferType) for _, v in self._named(name))
+
+    def _all_values(self) -> list[SSAValue]:
+        out: list[SSAValue] = list(self.exe.func.body.block.args)
+        for info in self.table:
+            out.extend(info.op.results)
+            for region in info.op.regions:
+                for blk in region.blocks:
+                    out.extend(blk.args)
+        return out
+
+    def _named(self, name: str) -> list[tuple[int, SSAValue]]:
+        out = []
+        for v in self._all_values():
+            if v.name_hint != name:
+                continue
+            if isinstance(v, OpResult):
+                out.append((self.table.id_of(v.owner), v))
+            elif isinstance(v, BlockArgument):
+                parent = v.owner.parent_op() if v.owner is not None else None
+                pid = -1 if parent is None or parent is self.exe.func else \
+                    self.table.id_of(parent)
+                out.append((pid, v))
+        return out
+
+    def _def_line(self, v: SSAValue) -> int | None:
+        owner = v.owner
+        if isinstance(v, OpResult):
+            return self.table[self.table.id_of(owner)].line
+        return None
+
+    def _read(self, v: SSAValue, locals_: dict[str, Any], ctx: Any) -> Any:
+        gen_name = self.table.names.get(v)
+        if isinstance(v.type, pto.L1BufferType):
+            buf = locals_.get(f"{gen_name}_b") if gen_name else None
+            return None if buf is None else np.array(buf.data[:buf.count])
+        if isinstance(v.type, pto.PtrType):
+            buf = locals_.get(f"{gen_name}_b") if gen_name else None
+            off = self.table.read(locals_, v, ctx)
+            if buf is None or off is None:
+                return None
+            return Pointer(self._buffer_label(buf), buf.space,
+                           np.broadcast_to(np.asarray(off, dtype=np.int64), (ctx.count,)).copy())
+        got = self.table.read(locals_, v, ctx)
+        if got is None:
+            return None
+        arr = np.asarray(got)
+        if arr.ndim == 0:
+            arr = np.full(ctx.count, arr[()], dtype=arr.dtype)
+        return np.array(arr)
+
+    def _select_lanes(self, got: Any, ctx: Any, lanes: Any) -> Any:
+        base = ctx.local_base
+        vector = got.offsets if isinstance(got, Pointer) else got
+        if lanes is None:
+            return got
+        if isinstance(lanes, slice):
+            lanes = range(*lanes.indices(self.block_lanes))
+        single = isinstance(lanes, int | np.integer)
+        ids = np.atleast_1d(np.asarray(lanes, dtype=np.int64))
+        pos = ids - base
+        bad = (pos < 0) | (pos >= ctx.count)
+        if np.any(bad):
+            have = f"{base}-{base + ctx.count - 1}"
+            raise DebugError(f"lane {int(ids[np.argmax(bad)])} is not executing here (this lane "
+                             f"vector holds lanes {have} of block {self.block_coords})")
+        picked = vector[pos]
+        if isinstance(got, Pointer):
+            return Pointer(got.buffer, got.space, picked)
+        return picked[0] if single else picked
+
+    def _buffer_label(self, buf: Any) -> str:
+        if buf.space == "global":
+            return self._tensor_names.get(id(buf.data), buf.name)
+        return buf.name
+
+    # L1 ---------------------------------------------------------------------------------------
+
+    def _ctx(self) -> Any:
+        pos = self._pause_ctx()
+        return pos[0] if pos is not None else self._watch.last_ctx
+
+    def inspect_l1(self, offset: int, count: int, block: Any = None,
+                   dtype: Any = dtypes.float32) -> np.ndarray:
+        """`count` elements of type `dtype` of the block's L1, from element `offset` (byte
+        `offset * itemsize`), as they are now. Bytes that no reached `alloc_local` covers hold
+        nothing the kernel wrote and read as the poison of fresh L1 (NaN for floats)."""
+        from pypto.backend.interpreter.l1 import poison_value
+
+        dt = dtypes.as_dtype(dtype).np_dtype
+        if block is not None and self._linear_block(block) != self.block_id:
+            raise DebugError(f"this session runs block {self.block_coords} only; "
+                             f"restart(block_id={self._linear_block(block)}) to look at "
+                             f"block {block}")
+        offset, count = int(offset), int(count)
+        l1_bytes = self.exe.layout.l1_bytes
+        lo, hi = offset * dt.itemsize, (offset + count) * dt.itemsize
+        if offset < 0 or count < 0 or hi > l1_bytes:
+            raise DebugError(f"L1 elements {offset}..{offset + count - 1} of {dt} (bytes "
+                             f"{lo}..{hi - 1}) are outside the block's L1 of {l1_bytes} bytes")
+        raw = np.zeros(hi - lo, dtype=np.uint8)
+        live = np.zeros(hi - lo, dtype=bool)
+        ctx = self._ctx()
+        if ctx is not None and ctx.arenas:
+            arena = ctx.arenas[0]
+            layout = self.exe.layout
+            base = 0
+            if arena.blocks > 1:  # a batch vector: this block's arena
+                base = (ctx.first_lane // ctx.block_lanes) % arena.blocks * layout.extent
+            for key in ctx.l1_buffers:
+                slot = layout.slots[key]
+                a, b = max(slot.offset, lo), min(slot.end, hi)
+                if a < b:
+                    raw[a - lo:b - lo] = arena.bytes[base + a:base + b]
+                    live[a - lo:b - lo] = True
+        out = raw.view(dt).copy()
+        written = live.reshape(count, dt.itemsize).all(axis=1) if count else live[:0]
+        out[~written] = poison_value(dt)
+        return out
+
+    def l1_map(self) -> list[tuple[int, int, str, str]]:
+        """(byte offset, bytes, name, allocated at) of every L1 buffer of the kernel."""
+        slots = sorted(self.exe.layout.slots.values(), key=lambda s: s.offset)
+        return [(s.offset, s.nbytes, s.name, s.location) for s in slots]
+
+    def _linear_block(self, block: Any) -> int:
+        if isinstance(block, int | np.integer):
+            return int(block)
+        x, y, z = (tuple(block) + (0, 0))[:3]
+        gx, gy, _ = self.grid
+        return x + gx * (y + gy * z)
+
+    # timeline ---------------------------------------------------------------------------------
+
+    def get_instruction_timeline(self) -> list[Any]:
+        """Which instruction issued on which cycle, for the focus block (see timeline.py for
+        where the cycles come from)."""
+        from pypto.debug.timeline import instruction_timeline
+
+        return instruction_timeline(self)
+
+    # describing executed instructions ---------------------------------------------------------
+
+    def _describe(self, info: OpInfo, ctx: Any, mask: Any, value: Any,
+                  locals_: dict[str, Any]) -> Executed:
+        lanes = Lanes(self._focus_lanes(ctx, mask))
+        rec = Executed(info.id, kind_of(info), lanes, info.line, info.location)
+        op = info.op
+        positions = lanes.ids - ctx.local_base
+        address = getattr(op, "ptr", None) if not isinstance(op, pto.FmaOp) and \
+            op.name != "npu.fma" else getattr(op, "dst", None)
+        lane_memory = op.name in ("pto.load", "pto.store", "pto.fma", "pto.atomic_add",
+                                  "npu.load", "npu.store", "npu.fma")
+        if lane_memory and address is not None:
+            acc = self._access(address, locals_, ctx, positions)
+            if acc is not None:
+                return self._memory_record(rec, op, acc, ctx, positions, locals_)
+        operands = ", ".join(value_name(v) for v in op.operands)
+        result = ""
+        if op.results:
+            names = [value_name(r) for r in op.results]
+            result = " -> " + ", ".join(names)
+            summary = "" if op.name == "arith.constant" else _summary(value, positions)
+            if summary:
+                result += f" = {summary}"
+        rec.text = f"{operands}{result}".strip()
+        return rec
+
+    def _access(self, ptr: SSAValue, locals_: dict[str, Any], ctx: Any,
+                positions: np.ndarray) -> Access | None:
+        gen_name = self.table.names.get(ptr)
+        buf = locals_.get(f"{gen_name}_b") if gen_name else None
+        off = self.table.read(locals_, ptr, ctx)
+        if buf is None or off is None:
+            return None
+        idx = np.broadcast_to(np.asarray(off, dtype=np.int64), (ctx.count,))[positions]
+        if buf.space == "local":
+            isz = buf.data.itemsize
+            return Access("L1", idx + buf.offset // isz)
+        return Access(self._buffer_label(buf), idx)
+
+    def _slot(self, op: Any, locals_: dict[str, Any], ctx: Any,
+              positions: np.ndarray) -> Access | None:
+        slot = getattr(op, "slot", None)
+        if slot is None:
+            return None
+        gen_name = self.table.names.get(slot)
+        buf = locals_.get(f"{gen_name}_b") if gen_name else None
+        if buf is None:
+            return None
+        lane_ids = positions + ctx.local_base
+        return Access("L1", lane_ids + buf.offset // buf.data.itemsize)
+
+    def _memory_record(self, rec: Executed, op: Any, acc: Access, ctx: Any,
+                       positions: np.ndarray, locals_: dict[str, Any]) -> Executed:
+        slot = self._slot(op, locals_, ctx, positions)
+        addr_type = (op.dst if op.name.endswith(".fma") else op.ptr).type
+        rec.nbytes = dtypes.np_dtype_of(pto.element_type_of(addr_type)).itemsize
+        if op.name.endswith(".load"):
+            rec.src = acc
+            if slot is not None:
+                rec.dst = [slot]
+            else:
+                rec.expr = value_name(op.results[0])
+        elif op.name.endswith(".store"):
+            if slot is not None:
+                rec.src = slot
+            else:
+                rec.expr = value_name(op.value)
+            rec.dst = [acc]
+        elif op.name.endswith(".fma"):
+            rec.expr = f"{value_name(op.a)} * {value_name(op.b)} + {value_name(op.c)}"
+            rec.dst = ([slot] if slot is not None else []) + [acc]
+        else:  # atomic_add
+            rec.expr = f"+= {value_name(op.value)}"
+            rec.dst = [acc]
+        return rec
+
+
+def _active(ctx: Any, mask: Any) -> np.ndarray:
+    """Lane ids (within the block) of the active lanes of a lane vector."""
+    base = ctx.local_base
+    if mask is None:
+        return np.arange(base, base + ctx.count)
+    if mask is False:
+        return np.zeros(0, dtype=np.int64)
+    return np.nonzero(np.asarray(mask))[0] + base
+
+
+def _summary(value: Any, positions: np.ndarray) -> str:
+    """A short text for an op's result on the active lanes: one value when uniform."""
+    if value is None or positions.size == 0:
+        return ""
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return _short(arr[()])
+    if arr.ndim != 1 or arr.size <= int(positions.max()):
+        return ""
+    vals = arr[positions]
+    if np.all(vals == vals[0]):
+        return _short(vals[0])
+    shown = ", ".join(_short(v) for v in vals[:4])
+    return f"[{shown}{', ...' if vals.size > 4 else ''}]"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, float | np.floating):
+        return f"{float(v):.6g}"
+    if isinstance(v, bool | np.bool_):
+        return str(bool(v))
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    return ""
+
+
+def _parse_where(where: int | str) -> tuple[int | None, str | None]:
+    if isinstance(where, int | np.integer) and not isinstance(where, bool):
+        return int(where), None
+    if not isinstance(where, str) or not where.strip():
+        raise DebugError(f"break_at() takes a source line (19, '19', 'file.py:19') or an "
+                         f"instruction kind ('LOAD', 'MMA'), got {where!r}")
+    text = where.strip()
+    tail = text.rsplit(":", 1)[-1]
+    if tail.isdigit():
+        return int(tail), None
+    kind = text.split(".", 1)[-1].upper()
+    return None, kind
+
+
+__all__ = ["Breakpoint", "DebugError", "Pointer", "Session", "is_instruction", "kind_of"]

@@ -79,8 +79,9 @@ def capture_launch(path: str, kernel_name: str, argv: list[str] | None = None) -
     except _Captured:
         return captured[0]
     except SystemExit as exc:
-        raise DebugError(f"{path} exited (status {exc.code}) before launching "
-                         f"'{kernel_name}'") from None
+        raise DebugError(f"{path} exited ({exc.code}) without launching kernel "
+                         f"'{kernel_name}' (it launched: {', '.join(launched) or 'nothing'})"
+                         ) from None
     except Exception as exc:  # the user's script failed: say where, no debugger traceback
         frames = [f for f in traceback.extract_tb(exc.__traceback__)
                   if os.path.abspath(f.filename) == os.path.abspath(path)]

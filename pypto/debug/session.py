@@ -72,6 +72,7 @@ class _Watch(Instrument):
         self.left_line = False     # an op of another line executed since the last resume
         self.start_line: int | None = None
         self.prev_line: int | None = None  # line of the last op executed in the focus
+        self.run_instructions = 0  # instructions executed since the focus entered prev_line
 
     def begin(self, table: OpTable, grid: tuple[int, int, int],
               block: tuple[int, int, int]) -> None:
@@ -92,7 +93,11 @@ class _Watch(Instrument):
         if info.line is not None:
             if info.line != self.start_line:
                 self.left_line = True
+            if info.line != self.prev_line:
+                self.run_instructions = 0
             self.prev_line = info.line
+        if is_instruction(info):
+            self.run_instructions += 1
         if self.recording == "ops" or self.recording == "instructions" and is_instruction(info):
             frame = _kernel_frame()
             self.records.append(self.s._describe(info, ctx, mask, value,
@@ -210,7 +215,7 @@ class Session:
         step.start(lambda: exe.run(grid, block, args, instrument=chain, blocks=blocks))
         # the session starts before the first instruction in the focus (or a breakpoint)
         self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
-            is_instruction(info) or self._at_breakpoint(info)), first=True)
+            is_instruction(info) or self._hit(info)), first=True)
 
     def close(self) -> None:
         """Abandon the suspended launch (restart() and garbage collection do it too)."""
@@ -405,21 +410,38 @@ class Session:
                 return bp
         return None
 
-    def _at_breakpoint(self, info: OpInfo) -> bool:
-        return self._matching_breakpoint(info) is not None
-
     def _hit(self, info: OpInfo) -> bool:
-        """A breakpoint stops here: an op of its kind, or the first op of its line reached
-        from another line (several ops on one line stop once)."""
+        """A breakpoint stops here: an op of its kind, or the first instruction of its line
+        each time the kernel comes to that line (the line's first op when it has no
+        instruction, e.g. `i = pto.get_global_id()`)."""
         for bp in self._breakpoints.values():
             if bp.kind is not None and kind_of(info) == bp.kind:
                 return True
-            if bp.line is not None and info.line == bp.line and \
-                    self._watch.prev_line != bp.line:
-                return True
+            if bp.line is not None and info.line == bp.line:
+                w = self._watch
+                entering = w.prev_line != bp.line
+                if bp.line not in self._instruction_lines:
+                    if entering:
+                        return True
+                elif is_instruction(info) and (entering or w.run_instructions == 0):
+                    return True
         return False
 
+    @property
+    def _instruction_lines(self) -> set[int]:
+        lines = getattr(self, "_instr_lines_cache", None)
+        if lines is None:
+            lines = {i.line for i in self.table if is_instruction(i) and i.line is not None}
+            self._instr_lines_cache = lines
+        return lines
+
     # where ------------------------------------------------------------------------------------
+
+    @property
+    def level(self) -> str:
+        """"npu" when the kernel was lowered to the npu dialect (lane loads staged through L1
+        slots), else "pto"."""
+        return "npu" if any(i.name.startswith("npu.") for i in self.table) else "pto"
 
     @property
     def block_coords(self) -> tuple[int, int, int]:

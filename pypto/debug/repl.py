@@ -240,7 +240,7 @@ class DebuggerShell(cmd.Cmd):
             self.say("(interim timeline: cycle = issue order, one instruction per cycle; "
                      "not the cost model)")
         for e in entries:
-            self.say(f"{e}    {os.path.basename(e.source)}")
+            self.say(f"{str(e):<28} {e.pipe:<8} {os.path.basename(e.source)}")
 
     def do_where(self, arg: str) -> None:
         self.session.where()

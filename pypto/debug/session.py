@@ -81,10 +81,17 @@ class _Watch(Instrument):
 
     def before(self, op_id: int, ctx: Any, mask: Any) -> None:
         self.current = (op_id, ctx, mask)
+        info = self.table[op_id]
+        if info.op.regions:  # if / for / pipeline: executing it means entering it
+            self._executed(info, ctx, mask, None)
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         self.last_ctx = ctx
         info = self.table[op_id]
+        if not info.op.regions:
+            self._executed(info, ctx, mask, value)
+
+    def _executed(self, info: OpInfo, ctx: Any, mask: Any, value: Any) -> None:
         if not self.s._in_focus(info, ctx, mask):
             return
         self.executed_ops += 1
@@ -99,13 +106,14 @@ class _Watch(Instrument):
         if is_instruction(info):
             self.run_instructions += 1
         if self.recording == "ops" or self.recording == "instructions" and is_instruction(info):
-            frame = _kernel_frame()
+            frame = _kernel_frame(3)
             self.records.append(self.s._describe(info, ctx, mask, value,
                                                  dict(frame.f_locals) if frame else {}))
 
 
-def _kernel_frame() -> Any:
-    frame = sys._getframe(2)
+def _kernel_frame(depth: int) -> Any:
+    """The generated kernel function's frame, `depth` or more calls up."""
+    frame = sys._getframe(depth)
     while frame is not None and not frame.f_code.co_filename.startswith("<pto kernel"):
         frame = frame.f_back
     return frame

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from pypto.dialects import pto
 
@@ -96,7 +96,15 @@ class Executed:
     expr: str = ""            # FMA: "a_val * 1.0 + b_val"; STORE: the stored value's name
 
 
-def value_name(v: SSAValue) -> str:
+_CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
+_CMPF = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 8: "==", 9: ">", 10: ">=", 11: "<",
+         12: "<=", 13: "!="}
+_BINARY = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
+           "arith.mulf": "*", "arith.muli": "*", "arith.divf": "/", "arith.floordivsi": "//",
+           "arith.remsi": "%"}
+
+
+def value_name(v: SSAValue, depth: int = 0) -> str:
     """How an operand reads in a trace line: its Python name, a constant, or `%N`."""
     if v.name_hint:
         return v.name_hint
@@ -111,6 +119,14 @@ def value_name(v: SSAValue) -> str:
             return str(inner)
     if isinstance(owner, pto.AddPtrOp):
         return f"{value_name(owner.ptr)} + {value_name(owner.offset)}"
+    if isinstance(owner, arith.CmpiOp | arith.CmpfOp) and depth < 2:
+        table = _CMPI if isinstance(owner, arith.CmpiOp) else _CMPF
+        sym = table.get(owner.predicate.value.data, "?")
+        return f"{value_name(owner.lhs, depth + 1)} {sym} {value_name(owner.rhs, depth + 1)}"
+    sym = _BINARY.get(owner.name) if isinstance(owner, Operation) else None
+    if sym is not None and depth < 2 and len(owner.operands) == 2:
+        a, b = owner.operands
+        return f"({value_name(a, depth + 1)} {sym} {value_name(b, depth + 1)})"
     if isinstance(v, OpResult):
         return f"%{owner.name.split('.', 1)[-1]}"
     if isinstance(v, BlockArgument):
@@ -190,7 +206,7 @@ def source_context(filename: str, line: int, around: int = 2) -> list[str]:
         text = linecache.getline(filename, n)
         if not text and n > line:
             break
-        out.append(f"{n:>5} {'->' if n == line else '  '} {text.rstrip()}")
+        out.append(f"{n:>5} {'->' if n == line else '  '} {text.rstrip()}".rstrip())
     return out
 
 
@@ -201,13 +217,20 @@ def lane_values_text(values: np.ndarray, lanes: Sequence[int], active: np.ndarra
     vals = np.asarray(values)
     i = 0
     n = len(lanes)
+    counting = vals.dtype.kind in "iu"
     while i < n:
         j = i
         while j + 1 < n and lanes[j + 1] == lanes[j] + 1 and _same(vals[j + 1], vals[i]) and (
                 active is None or active[j + 1] == active[i]):
             j += 1
+        if j == i and counting:  # lane ids, indices: values counting up with the lanes
+            while j + 1 < n and lanes[j + 1] == lanes[j] + 1 and vals[j + 1] == vals[j] + 1 \
+                    and (active is None or active[j + 1] == active[i]):
+                j += 1
         label = f"{lanes[i]}" if i == j else f"{lanes[i]}-{lanes[j]}"
         shown = "(inactive)" if active is not None and not active[i] else _fmt(vals[i])
+        if j > i and not _same(vals[j], vals[i]) and shown != "(inactive)":
+            shown = f"{_fmt(vals[i])}..{_fmt(vals[j])}"
         parts.append(f"[{label}] {shown}")
         i = j + 1
         if len(parts) >= limit and i < n:

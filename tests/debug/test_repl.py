@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -88,8 +89,8 @@ def test_a_session_through_stdin(script, tmp_path):
     assert "STORE d_out[0..255]" not in out  # continue prints no trace lines
     assert "no L1 buffer of this kernel covers bytes 0..15" in out
     assert "interim timeline: cycle = issue order" in out
-    assert "Cycle 0: Lane 0-255: LOAD    prog.py:12" in out
-    assert "Cycle 2: Lane 0-255: STORE    prog.py:14" in out
+    assert re.search(r"\nCycle 0: Lane 0-255: LOAD +VECTOR +prog.py:12\n", out)
+    assert re.search(r"\nCycle 2: Lane 0-255: STORE +VECTOR +prog.py:14\n", out)
     assert "the debugger must stop the script" not in out + proc.stderr
     history = (tmp_path / "history").read_text().split()
     assert history[:3] == ["where", "step", "print"]

@@ -314,13 +314,12 @@ def test_npu_level_staging_slots_hold_each_load():
     a, b, d_a, d_b, d_o = vector_add_data(n)
     ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n), grid=2, block_id=1)
     ctx.step(2)
-    slots = {name: off for off, _, name, _ in ctx.l1_map()}
-    assert len(slots) == 3  # one staging slot per lane memory instruction
+    slots = sorted(off for off, _, _, _ in ctx.l1_map())
+    assert len(slots) == 3  # one staging slot per lane memory instruction (2 loads, the fma)
     # block 1, lanes 0..43 active: the slots hold a[256:300], b[256:300]
-    first = ctx.inspect_l1(0, 44)
-    np.testing.assert_array_equal(first, a[256:300])
-    second = sorted(slots.values())[1] // 4
-    np.testing.assert_array_equal(ctx.inspect_l1(second, 44), b[256:300])
+    np.testing.assert_array_equal(ctx.inspect_l1(slots[0] // 4, 44), a[256:300])
+    np.testing.assert_array_equal(ctx.inspect_l1(slots[1] // 4, 44), b[256:300])
+    assert np.isnan(ctx.inspect_l1(slots[2] // 4, 44)).all()  # the fma has not run yet
 
 
 # block and warp --------------------------------------------------------------------------------

@@ -31,6 +31,9 @@ from pypto.debug.view import Access, Executed, Lanes, render, source_context, va
 from pypto.dialects import pto
 from pypto.errors import KernelError, PtoError
 
+MODELS = ("fused", "table")
+"""The cost models a session's timeline can use (SPEC §6)."""
+
 DEFAULT_BLOCK = (256, 1, 1)
 """The article's launch: one block of 256 lanes."""
 
@@ -164,6 +167,8 @@ class Session:
         self.block_lanes = block[0] * block[1] * block[2]
         n_blocks = grid[0] * grid[1] * grid[2]
         self._check_focus(block_id, warp, n_blocks)
+        if model not in MODELS:
+            raise DebugError(f"unknown cost model {model!r}; use one of: {', '.join(MODELS)}")
         self.block_id = block_id
         self.warp = warp
         self._tensor_names = self._buffer_names(names or {})
@@ -216,7 +221,9 @@ class Session:
         self._watch = _Watch(self)
         step = Step(stop=lambda info, ctx, mask: self._rule(info, ctx, mask))
         self._step = step
-        chain = Chain(self._watch, step)
+        # the step instrument first: it decides whether to stop before an op from what the
+        # watch recorded *up to* that op (entering an if / for is recorded at its before hook)
+        chain = Chain(step, self._watch)
         grid, block, args, blocks = self.grid, self.block, self.args, [self.block_id]
         exe = self.exe
         self._finalizer = weakref.finalize(self, step.close)
@@ -276,16 +283,23 @@ class Session:
         here = self._paused_info()
         w.start_line = here.line if here is not None else None
         self._rule = rule
-        if first:
-            if step.paused is not None and not rule(self.table[step.paused.op_id],
-                                                    step.paused.ctx, step.paused.mask):
-                step.resume(0)
-        else:
-            step.resume(0)
+        if not first or step.paused is not None and not rule(
+                self.table[step.paused.op_id], step.paused.ctx, step.paused.mask):
+            self._go(step)
         w.recording = None
         if step.error is not None and self.error is None:
             self._fail(step.error)
         return w.records
+
+    def _go(self, step: Step) -> None:
+        """Resume the launch until the stop rule holds; Ctrl-C pauses it at the next op of
+        the focus instead (as in gdb), so a long `continue` can be looked into."""
+        try:
+            step.resume(0)
+        except KeyboardInterrupt:
+            self._rule = lambda info, ctx, mask: self._in_focus(info, ctx, mask)
+            step._wait_for_pause()
+            self._print(f"Interrupted: paused at {self._where_text()}.")
 
     def _fail(self, exc: BaseException) -> None:
         if not isinstance(exc, KernelError):

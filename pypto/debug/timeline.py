@@ -20,6 +20,7 @@ import numpy as np
 
 from pypto.backend.interpreter.instruments import Instrument
 from pypto.debug.view import Lanes
+from pypto.errors import KernelError
 
 ISSUE_ORDER = "issue-order"
 """`TimelineEntry.model` of the interim timeline: cycle = position in the issue order."""
@@ -47,6 +48,7 @@ class _IssueLog(Instrument):
     def __init__(self, session: Any):
         self.s = session
         self.log: list[tuple[int, Lanes]] = []
+        self._whole: Lanes | None = None
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         from pypto.debug.session import is_instruction
@@ -54,8 +56,11 @@ class _IssueLog(Instrument):
         info = self.table[op_id]
         if not is_instruction(info) or not self.s._in_focus(info, ctx, mask):
             return
-        if info.collective:
-            lanes = Lanes(np.arange(self.s.block_lanes))
+        if info.collective or mask is None and self.s.warp is None and ctx.count == \
+                self.s.block_lanes:
+            if self._whole is None:
+                self._whole = Lanes(np.arange(self.s.block_lanes))
+            lanes = self._whole  # the common case: every lane of the block
         else:
             lanes = Lanes(self.s._focus_lanes(ctx, mask))
         self.log.append((op_id, lanes))
@@ -71,14 +76,18 @@ class _Scratch:
 
 
 def instruction_timeline(session: Any) -> list[TimelineEntry]:
-    """The focus block's instructions with their cycles (see the module docstring)."""
+    """The focus block's instructions with their cycles (see the module docstring); for a
+    kernel that fails, the instructions issued before the failure."""
     from pypto.debug.session import kind_of
 
     log = _IssueLog(session)
     args = [_Scratch(a.data) if hasattr(a, "freed") and hasattr(a, "data") else a
             for a in session.args]
-    session.exe.run(session.grid, session.block, args, instrument=log,
-                    blocks=[session.block_id])
+    try:
+        session.exe.run(session.grid, session.block, args, instrument=log,
+                        blocks=[session.block_id])
+    except KernelError:
+        pass  # a failing kernel: the instructions issued up to the failure
     table = log.table
     out = []
     for cycle, (op_id, lanes) in enumerate(log.log):

@@ -457,3 +457,59 @@ def test_bad_arguments_are_clear_errors():
         dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o), pipeline=PTO_LEVEL)
     with pytest.raises(dbg.DebugError, match="break_at"):
         dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, 64), pipeline=PTO_LEVEL).break_at("")
+
+
+def test_sessions_run_after_any_pipeline(capsys):
+    n = 256
+    a, b, d_a, d_b, d_o = vector_add_data(n)
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n),
+                           pipeline="pto-verify-barriers,canonicalize,cse")
+    assert ctx.location[1] == line_of(vector_add, "a_val = pto.load")  # lines survive passes
+    ctx.continue_()
+    np.testing.assert_array_equal(host(d_o), a + b)
+
+
+def test_stepi_enters_branches_one_op_at_a_time(capsys):
+    n = 256
+    _, _, d_a, d_b, d_o = vector_add_data(n)
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n), pipeline=PTO_LEVEL)
+    ctx.break_at(line_of(vector_add, "i = pto.get_global_id"))
+    ctx.restart()  # the breakpoint is before the first instruction: the session stops there
+    assert ctx.location[2] == "GET_GLOBAL_ID"
+    capsys.readouterr()
+    ctx.stepi(3)
+    lines = out_lines(capsys)
+    assert lines[0].startswith("[Lanes 0-255] GET_GLOBAL_ID -> i = [0, 1, 2, 3")
+    assert lines[1].startswith("[Lanes 0-255] CMPI i, n -> i < n = True")
+    assert lines[2] == "[Lanes 0-255] IF i < n"
+    assert ctx.location[2] == "ADDPTR"  # inside the if, not past it
+
+
+def test_ctrl_c_pauses_a_running_kernel(capsys, monkeypatch):
+    from pypto.backend.interpreter.instruments import Step
+
+    n = 256
+    _, _, d_a, d_b, d_o = vector_add_data(n)
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n), pipeline=PTO_LEVEL)
+    calls = []
+    wait = Step._wait_for_pause
+
+    def interrupted_once(self):
+        calls.append(1)
+        if len(calls) == 1:  # as if Ctrl-C arrived while the controller waited
+            raise KeyboardInterrupt
+        wait(self)
+
+    monkeypatch.setattr(Step, "_wait_for_pause", interrupted_once)
+    capsys.readouterr()
+    ctx.continue_()
+    assert "Interrupted: paused at" in capsys.readouterr().out
+    assert not ctx.finished and ctx.location is not None
+
+
+def test_timeline_of_a_failing_kernel_stops_at_the_failure():
+    t = pto.alloc_tensor(64 * 4)
+    ctx = dbg.debug_kernel(overrun, args=(t, 10), block=64, pipeline=PTO_LEVEL)
+    assert [e.inst for e in ctx.get_instruction_timeline()] == []  # the store failed
+    with pytest.raises(dbg.DebugError, match="unknown cost model 'fast'; use one of: fused"):
+        dbg.debug_kernel(overrun, args=(t, 10), block=64, model="fast")

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 import numpy as np
 from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from pypto import dtypes
 from pypto.backend.interpreter.instruments import Chain, Instrument, OpInfo, OpTable, Step
@@ -731,14 +732,12 @@ class Session:
         rec = Executed(info.id, kind_of(info), lanes, info.line, info.location)
         op = info.op
         positions = lanes.ids - ctx.local_base
-        address = getattr(op, "ptr", None) if not isinstance(op, pto.FmaOp) and \
-            op.name != "npu.fma" else getattr(op, "dst", None)
-        lane_memory = op.name in ("pto.load", "pto.store", "pto.fma", "pto.atomic_add",
-                                  "npu.load", "npu.store", "npu.fma")
-        if lane_memory and address is not None:
+        lane_access = _lane_access(op) if not info.collective else None
+        if lane_access is not None:
+            address, kinds = lane_access
             acc = self._access(address, locals_, ctx, positions)
             if acc is not None:
-                return self._memory_record(rec, op, acc, ctx, positions, locals_)
+                return self._memory_record(rec, op, kinds, acc, ctx, positions, locals_)
         operands = ", ".join(value_name(v) for v in op.operands)
         result = ""
         if op.results:
@@ -758,10 +757,10 @@ class Session:
         if buf is None or off is None:
             return None
         idx = np.broadcast_to(np.asarray(off, dtype=np.int64), (ctx.count,))[positions]
+        isz = buf.data.itemsize
         if buf.space == "local":
-            isz = buf.data.itemsize
-            return Access("L1", idx + buf.offset // isz)
-        return Access(self._buffer_label(buf), idx)
+            return Access("L1", idx + buf.offset // isz, isz)
+        return Access(self._buffer_label(buf), idx, isz)
 
     def _slot(self, op: Any, locals_: dict[str, Any], ctx: Any,
               positions: np.ndarray) -> Access | None:
@@ -773,32 +772,57 @@ class Session:
         if buf is None:
             return None
         lane_ids = positions + ctx.local_base
-        return Access("L1", lane_ids + buf.offset // buf.data.itemsize)
+        isz = buf.data.itemsize
+        return Access("L1", lane_ids + buf.offset // isz, isz)
 
-    def _memory_record(self, rec: Executed, op: Any, acc: Access, ctx: Any,
+    def _memory_record(self, rec: Executed, op: Any, kinds: set[str], acc: Access, ctx: Any,
                        positions: np.ndarray, locals_: dict[str, Any]) -> Executed:
+        """A lane memory instruction: reads go `address -> value` (or its L1 slot), writes
+        `value (or its slot) -> address`, read-modify-writes `address += value`."""
         slot = self._slot(op, locals_, ctx, positions)
-        addr_type = (op.dst if op.name.endswith(".fma") else op.ptr).type
-        rec.nbytes = dtypes.np_dtype_of(pto.element_type_of(addr_type)).itemsize
-        if op.name.endswith(".load"):
+        rec.nbytes = acc.itemsize
+        values = [v for v in op.operands if not isinstance(v.type, pto.PtrType | pto.L1BufferType)]
+        if kinds == {"read"}:
             rec.src = acc
             if slot is not None:
                 rec.dst = [slot]
-            else:
+            elif op.results:
                 rec.expr = value_name(op.results[0])
-        elif op.name.endswith(".store"):
-            if slot is not None:
-                rec.src = slot
+        elif kinds == {"write"}:
+            if slot is not None and len(values) == 1:
+                rec.src = slot  # the value leaves from its staging slot
+            elif len(values) == 3:  # a multiply-add with its store fused
+                a, b, c = (value_name(v) for v in values)
+                rec.expr = f"{a} * {b} + {c}"
             else:
-                rec.expr = value_name(op.value)
-            rec.dst = [acc]
-        elif op.name.endswith(".fma"):
-            rec.expr = f"{value_name(op.a)} * {value_name(op.b)} + {value_name(op.c)}"
-            rec.dst = ([slot] if slot is not None else []) + [acc]
-        else:  # atomic_add
-            rec.expr = f"+= {value_name(op.value)}"
-            rec.dst = [acc]
+                rec.expr = ", ".join(value_name(v) for v in values)
+            rec.dst = ([slot] if slot is not None and len(values) != 1 else []) + [acc]
+        else:  # read-modify-write: atomic_add
+            rec.src = acc
+            rec.update = "+= " + ", ".join(value_name(v) for v in values)
+            if op.results:
+                rec.expr = value_name(op.results[0])
         return rec
+
+
+def _lane_access(op: Any) -> tuple[SSAValue, set[str]] | None:
+    """(address operand, {"read", "write"}) of a lane memory instruction, from the op facts
+    (`memory_accesses`); ops that declare none but name their address `ptr` / `dst` (as npu
+    lane ops) are read from those names."""
+    from pypto.dialects.traits import memory_accesses
+
+    accesses = [a for a in memory_accesses(op)
+                if a.operand < len(op.operands) and
+                isinstance(op.operands[a.operand].type, pto.PtrType)]
+    if accesses:
+        return op.operands[accesses[0].operand], {a.kind for a in accesses}
+    if not (op.has_trait(MemoryReadEffect) or op.has_trait(MemoryWriteEffect)):
+        return None
+    for name, kind in (("ptr", "read" if op.results else "write"), ("dst", "write")):
+        value = getattr(op, name, None)
+        if isinstance(value, SSAValue) and isinstance(value.type, pto.PtrType):
+            return value, {kind}
+    return None
 
 
 def _active(ctx: Any, mask: Any) -> np.ndarray:

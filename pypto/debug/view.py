@@ -77,6 +77,7 @@ class Access:
 
     name: str
     index: np.ndarray  # per active lane (int64)
+    itemsize: int = 0  # bytes per element
     unit: str = ""     # appended text, e.g. " (L1)"
 
 
@@ -94,6 +95,7 @@ class Executed:
     dst: list[Access] = field(default_factory=list)
     nbytes: int = 0           # bytes per lane moved by a lane memory op (0: not one)
     expr: str = ""            # FMA: "a_val * 1.0 + b_val"; STORE: the stored value's name
+    update: str = ""          # ATOMIC_ADD: "+= 1" (read-modify-write of src)
 
 
 _CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
@@ -180,7 +182,8 @@ def render(rec: Executed, fold: bool = True, max_lines: int = 32) -> list[str]:
         lane_text = Lanes(lanes[a:b + 1]).label()
         parts = []
         if rec.src is not None:
-            parts.append(f"{rec.src.name}[{_index_text(rec.src.index, a, b)}]{rec.src.unit}")
+            parts.append(f"{rec.src.name}[{_index_text(rec.src.index, a, b)}]{rec.src.unit}"
+                         + (f" {rec.update}" if rec.update else ""))
         elif rec.expr:
             parts.append(rec.expr)
         for d in rec.dst:

@@ -513,3 +513,24 @@ def test_timeline_of_a_failing_kernel_stops_at_the_failure():
     assert [e.inst for e in ctx.get_instruction_timeline()] == []  # the store failed
     with pytest.raises(dbg.DebugError, match="unknown cost model 'fast'; use one of: fused"):
         dbg.debug_kernel(overrun, args=(t, 10), block=64, model="fast")
+
+
+@pto.kernel
+def histogram(x, h, n):
+    i = pto.get_global_id()
+    if i < n:
+        old = pto.atomic_add(h + pto.load(x + i), 1)  # noqa: F841
+
+
+def test_atomic_add_lines_name_the_updated_element(capsys):
+    x = (np.arange(64) % 4).astype(np.int32)
+    args = device(x, np.zeros(4, np.int32), 64)
+    ctx = dbg.debug_kernel(histogram, args=args, block=64, pipeline=PTO_LEVEL, names={})
+    ctx.step()
+    capsys.readouterr()
+    ctx.step()
+    lines = out_lines(capsys)
+    # lanes 4k..4k+3 add to h[0..3]: one line per group of four
+    assert lines[0] == "[Lanes 0-3] ATOMIC_ADD h[0..3] += 1 -> old (4 bytes each)"
+    assert lines[15] == "[Lanes 60-63] ATOMIC_ADD h[0..3] += 1 -> old (4 bytes each)"
+    np.testing.assert_array_equal(host(args[1], np.int32), np.bincount(x, minlength=4))

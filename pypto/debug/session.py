@@ -128,7 +128,6 @@ class Breakpoint:
     number: int
     line: int | None = None       # a Python source line of the kernel, or
     kind: str | None = None       # an instruction kind (LOAD, MMA, ...)
-    hits: list[int] | None = None
 
     def __str__(self) -> str:
         return f"breakpoint {self.number} at " + (f"line {self.line}" if self.line is not None
@@ -219,8 +218,11 @@ class Session:
         self.error = None
         self._error_frame = None
         self._error_op = None
-        self._watch = _Watch(self)
-        step = Step(stop=lambda info, ctx, mask: self._rule(info, ctx, mask))
+        # the worker thread sees the session only through a weak proxy, so that dropping the
+        # session lets garbage collection close the suspended launch (the finalizer below)
+        me = weakref.proxy(self)
+        self._watch = _Watch(me)
+        step = Step(stop=lambda info, ctx, mask: me._rule(info, ctx, mask))
         self._step = step
         # the step instrument first: it decides whether to stop before an op from what the
         # watch recorded *up to* that op (entering an if / for is recorded at its before hook)
@@ -238,6 +240,14 @@ class Session:
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None
+
+    def __repr__(self) -> str:
+        state = "failed at" if self.error is not None else "paused before"
+        where = f"{state} {self._where_text()}" if self._paused_info() is not None else \
+            "finished"
+        return (f"<pypto.debug session: kernel '{self.exe.name}' ({self.level} level), block "
+                f"{self.block_coords}{f', warp {self.warp}' if self.warp is not None else ''}, "
+                f"{where}>")
 
     def __enter__(self) -> Session:
         return self

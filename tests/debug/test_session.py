@@ -92,6 +92,8 @@ def test_article_session_at_the_pto_level(capsys):
     ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n), pipeline=PTO_LEVEL)
     assert ctx.level == "pto"
     assert ctx.location[1] == line_of(vector_add, "a_val = pto.load")
+    assert repr(ctx) == ("<pypto.debug session: kernel 'vector_add' (pto level), block (0, 0, 0), "
+                         f"paused before vector_add.py:{ctx.location[1]} (LOAD, op 4)>")
     capsys.readouterr()
     ctx.step()
     # at the pto level a lane load goes to a value, not through L1
@@ -534,3 +536,19 @@ def test_atomic_add_lines_name_the_updated_element(capsys):
     assert lines[0] == "[Lanes 0-3] ATOMIC_ADD h[0..3] += 1 -> old (4 bytes each)"
     assert lines[15] == "[Lanes 60-63] ATOMIC_ADD h[0..3] += 1 -> old (4 bytes each)"
     np.testing.assert_array_equal(host(args[1], np.int32), np.bincount(x, minlength=4))
+
+
+def test_a_dropped_session_releases_its_suspended_launch():
+    import gc
+
+    _, _, d_a, d_b, d_o = vector_add_data(256)
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, 256), pipeline=PTO_LEVEL)
+    thread = ctx._step._thread
+    assert thread.is_alive()  # suspended before the first LOAD
+    del ctx
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    with dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, 256), pipeline=PTO_LEVEL) as ctx:
+        thread = ctx._step._thread
+    assert not thread.is_alive()

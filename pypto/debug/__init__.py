@@ -13,22 +13,30 @@ instrument attached, and stops before PTO instructions on demand (session.py). T
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from pypto.debug.session import DEFAULT_BLOCK, Breakpoint, DebugError, Pointer, Session
+from pypto.debug.session import DEFAULT_BLOCK, MODELS, Breakpoint, DebugError, Pointer, Session
 from pypto.debug.timeline import TimelineEntry
 from pypto.debug.view import Lanes
 
 
-def default_pipeline() -> str:
-    """The pipeline a session compiles with when `pipeline=None`: `pto.compile`'s default,
-    then the lowering to the npu level (where lane loads stage through L1 slots) when the
-    `convert-pto-to-npu` pass is available."""
+def default_pipeline(model: str = "fused", target: Any = None) -> str:
+    """The pipeline a session compiles with when `pipeline=None`: the IR level the cost model
+    `model` costs (`pypto.profiling.model_pipeline`: the npu level with load/mma fusion for
+    "fused", the pto level for "table"), so that the instructions you step are the ones the
+    timeline times. Before the cost model landed: `pto.compile`'s default pipeline, lowered to
+    the npu level when `convert-pto-to-npu` is available."""
     from pypto.compiler import DEFAULT_PIPELINE
     from pypto.passes import PASSES
 
+    if importlib.util.find_spec("pypto.profiling") is not None:
+        from pypto.backend.targets import resolve_target
+        from pypto.profiling import model_pipeline
+
+        return model_pipeline(model, resolve_target(target))
     if "convert-pto-to-npu" in PASSES:
         return f"{DEFAULT_PIPELINE},convert-pto-to-npu"
     return DEFAULT_PIPELINE
@@ -59,7 +67,9 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
 
     grid3 = (1, 1, 1) if grid is None else normalize_dims(grid, "grid")
     block3 = DEFAULT_BLOCK if block is None else normalize_dims(block, "block")
-    text = default_pipeline() if pipeline is None else pipeline
+    if model not in MODELS:
+        raise DebugError(f"unknown cost model {model!r}; use one of: {', '.join(MODELS)}")
+    text = default_pipeline(model, target) if pipeline is None else pipeline
     args = tuple(args)
     compiled = pto_compile(kernel, args=args, block=block3, pipeline=text, target=target,
                            schedule=schedule, check_uninitialized=check_uninitialized)

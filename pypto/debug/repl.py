@@ -33,7 +33,7 @@ commands (abbreviations in brackets; an empty line repeats the last command):
   delete [N]       [d]   delete breakpoint N (all when no N)
   print NAME [LANES] [p] a kernel variable per lane; LANES: 5, 0-15, 0:16 or 1,3,8
   l1 OFFSET COUNT [DTYPE]  COUNT elements of the block's L1 from element OFFSET (float32)
-  timeline               which instruction issued on which cycle (focus block)
+  timeline [all]         which instruction issued on which cycle (focus block)
   where            [w]   the current instruction and source line
   list             [l]   more source around the current line
   block N [warp W]       focus block N (linear id), optionally warp W: restarts the kernel
@@ -235,12 +235,22 @@ class DebuggerShell(cmd.Cmd):
                      f"the kernel wrote is there (fresh L1 reads as poison)")
 
     def do_timeline(self, arg: str) -> None:
-        entries = self.session.get_instruction_timeline()
-        if entries and entries[0].model == ISSUE_ORDER:
+        every = arg.strip() == "all"
+        if arg.strip() and not every:
+            raise DebugError("timeline [all]  ('all' adds ids and address arithmetic)")
+        entries = self.session.get_instruction_timeline(every_op=every)
+        if not entries:
+            self.say("no instruction issued")
+            return
+        if entries[0].model == ISSUE_ORDER:
             self.say("(interim timeline: cycle = issue order, one instruction per cycle; "
                      "not the cost model)")
+        else:
+            self.say(f"(cost model '{entries[0].model}': the cycle each instruction starts on "
+                     f"its pipe, and its cycles)")
         for e in entries:
-            self.say(f"{str(e):<28} {e.pipe:<8} {os.path.basename(e.source)}")
+            took = f"{e.end - e.cycle:>4} cycles  " if e.model != ISSUE_ORDER else ""
+            self.say(f"{str(e):<30} {e.pipe:<8} {took}{os.path.basename(e.source)}")
 
     def do_where(self, arg: str) -> None:
         self.session.where()

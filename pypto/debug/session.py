@@ -727,12 +727,14 @@ class Session:
 
     # timeline ---------------------------------------------------------------------------------
 
-    def get_instruction_timeline(self) -> list[Any]:
-        """Which instruction issued on which cycle, for the focus block (see timeline.py for
-        where the cycles come from)."""
+    def get_instruction_timeline(self, every_op: bool = False) -> list[Any]:
+        """Which instruction issued on which cycle, for the focus block: entries with
+        `.cycle`, `.end`, `.lane`, `.inst`, `.source`, `.pipe`, `.model` (see timeline.py for
+        where the cycles come from). `every_op=True` also lists ids, address and lane
+        arithmetic where the cost model costs them."""
         from pypto.debug.timeline import instruction_timeline
 
-        return instruction_timeline(self)
+        return instruction_timeline(self, every_op)
 
     # describing executed instructions ---------------------------------------------------------
 

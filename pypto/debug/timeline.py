@@ -1,24 +1,30 @@
 """The session's instruction timeline: which instruction issued on which cycle.
 
-`instruction_timeline(session)` is the one place the debugger gets cycles from.
+`instruction_timeline(session)` is the one place the debugger gets cycles from. The focus block
+is run once more by the one executor, on copies of the tensor arguments (the session's own run
+and the user's output are left alone), with two instruments: the executor's `Trace` (the event
+stream the cost model costs) and `_IssueLog` (which lanes executed each instruction). Then:
 
-INTERIM (until the cost model, `pto.profile`, lands on main): the cycles are an *issue order*,
-not a model. The focus block is run once more, on copies of the tensor arguments, with an
-instrument that logs every PTO instruction as it executes; the n-th instruction issued gets
-cycle n (a single-issue, in-order machine with one cycle per instruction: no latencies, no
-pipe overlap, no fusion). Every entry says so in `.model` (`"issue-order"`), and the REPL
-prints that label above the timeline. These are not the cost model's cycles and must not be
-read as such.
+- with the cost model (`pypto.backend.cost_model`, issue 11): the trace of the focus block is
+  costed with the session's `model` ("fused" or "table", the latencies of the target file), and
+  each entry's `cycle` is the cycle the model starts that instruction on its pipe (`end` when it
+  is done). `entry.model` names the model.
+- without it (INTERIM, before the cost model landed): the cycles are an *issue order*, not a
+  model: the n-th instruction issued gets cycle n (a single-issue, in-order machine with one
+  cycle per instruction: no latencies, no pipe overlap, no fusion). `entry.model` is
+  `"issue-order"` and the prompt prints that label above the timeline. These are not the cost
+  model's cycles and must not be read as such.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pypto.backend.interpreter.instruments import Instrument
+from pypto.backend.interpreter.instruments import Chain, Instrument, Trace
 from pypto.debug.view import Lanes
 from pypto.errors import KernelError
 
@@ -30,20 +36,26 @@ ISSUE_ORDER = "issue-order"
 class TimelineEntry:
     """One issued instruction: `Cycle {cycle}: Lane {lane}: {inst}`."""
 
-    cycle: int
+    cycle: int         # the cycle it starts on (from the block's start)
+    end: int           # the cycle it is done
     lane: Lanes        # the lanes (ids within the block) that executed it
-    inst: str          # LOAD, FMA, STORE, MMA, ...
+    inst: str          # LOAD, FMA, STORE, MMA, LOAD_MMA, ...
     source: str        # "file.py:19", the Python line it came from
     pipe: str          # SCALAR, VECTOR, CUBE, MTE_IN, MTE_OUT
     op_id: int
-    model: str         # where `cycle` comes from (ISSUE_ORDER, or the cost model's name)
+    model: str         # where `cycle` comes from: "fused" / "table" (the cost model), or
+                       # ISSUE_ORDER (the interim count)
 
     def __str__(self) -> str:
         return f"Cycle {self.cycle}: Lane {self.lane}: {self.inst}"
 
 
+def has_cost_model() -> bool:
+    return importlib.util.find_spec("pypto.backend.cost_model") is not None
+
+
 class _IssueLog(Instrument):
-    """Logs (op id, lanes) of each PTO instruction of the focus, in execution order."""
+    """Logs (op id, lanes) of each op the focus executes, in execution order."""
 
     def __init__(self, session: Any):
         self.s = session
@@ -51,10 +63,8 @@ class _IssueLog(Instrument):
         self._whole: Lanes | None = None
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
-        from pypto.debug.session import is_instruction
-
         info = self.table[op_id]
-        if not is_instruction(info) or not self.s._in_focus(info, ctx, mask):
+        if not self.s._in_focus(info, ctx, mask):
             return
         if info.collective or mask is None and self.s.warp is None and ctx.count == \
                 self.s.block_lanes:
@@ -75,27 +85,77 @@ class _Scratch:
         self.data = data.copy()
 
 
-def instruction_timeline(session: Any) -> list[TimelineEntry]:
-    """The focus block's instructions with their cycles (see the module docstring); for a
-    kernel that fails, the instructions issued before the failure."""
-    from pypto.debug.session import kind_of
-
-    log = _IssueLog(session)
+def _side_run(session: Any, *instruments: Instrument) -> None:
     args = [_Scratch(a.data) if hasattr(a, "freed") and hasattr(a, "data") else a
             for a in session.args]
     try:
-        session.exe.run(session.grid, session.block, args, instrument=log,
+        session.exe.run(session.grid, session.block, args, instrument=Chain(*instruments),
                         blocks=[session.block_id])
     except KernelError:
         pass  # a failing kernel: the instructions issued up to the failure
-    table = log.table
+
+
+def instruction_timeline(session: Any, every_op: bool = False) -> list[TimelineEntry]:
+    """The focus block's PTO instructions with their cycles (see the module docstring), in
+    cycle order; `every_op=True` adds what the cost model also costs (ids, address arithmetic,
+    lane arithmetic on their pipes). For a kernel that fails, the instructions issued before
+    the failure."""
+    from pypto.debug.session import is_instruction
+
+    log = _IssueLog(session)
+    if not has_cost_model():
+        return _issue_order(session, log)
+    trace = Trace()
+    _side_run(session, trace, log)
+    entries = _modelled(session, trace, log)
+    if every_op:
+        return entries
+    return [e for e in entries if is_instruction(log.table[e.op_id])]
+
+
+def _issue_order(session: Any, log: _IssueLog) -> list[TimelineEntry]:
+    from pypto.debug.session import kind_of
+
+    from pypto.debug.session import is_instruction
+
+    _side_run(session, log)
     out = []
-    for cycle, (op_id, lanes) in enumerate(log.log):
-        info = table[op_id]
+    issued = [(op_id, lanes) for op_id, lanes in log.log if is_instruction(log.table[op_id])]
+    for cycle, (op_id, lanes) in enumerate(issued):
+        info = log.table[op_id]
         file = info.location.rsplit(":", 2)[0]
-        out.append(TimelineEntry(cycle, lanes, kind_of(info), f"{file}:{info.line}", info.pipe,
-                                 op_id, ISSUE_ORDER))
+        out.append(TimelineEntry(cycle, cycle + 1, lanes, kind_of(info), f"{file}:{info.line}",
+                                 info.pipe, op_id, ISSUE_ORDER))
     return out
 
 
-__all__ = ["ISSUE_ORDER", "TimelineEntry", "instruction_timeline"]
+def _modelled(session: Any, trace: Trace, log: _IssueLog) -> list[TimelineEntry]:
+    """The cost model's schedule of the focus block, with the lanes each instruction ran on
+    (the k-th execution of an op in the schedule is its k-th execution in the log: each pipe
+    is in order)."""
+    from pypto.backend.cost_model import ModelParams, build_profile
+
+    params = ModelParams.of(session.exe.target, session.model)
+    classes = trace.block_classes()
+    if not classes:
+        return []
+    profile = build_profile(session.exe.name, session.grid, session.block, params, trace.table,
+                            classes)
+    lanes_of: dict[int, list[Lanes]] = {}
+    for op_id, lanes in log.log:
+        lanes_of.setdefault(op_id, []).append(lanes)
+    seen: dict[int, int] = {}
+    whole = Lanes(np.arange(session.block_lanes))
+    out = []
+    for e in sorted(profile.timeline, key=lambda e: (e.op_id, e.cycle)):
+        k = seen.get(e.op_id, 0)
+        seen[e.op_id] = k + 1
+        runs = lanes_of.get(e.op_id, [])
+        lanes = runs[k] if k < len(runs) else whole
+        out.append(TimelineEntry(e.cycle, e.end, lanes, e.inst, e.source, e.pipe, e.op_id,
+                                 session.model))
+    out.sort(key=lambda t: (t.cycle, t.op_id))
+    return out
+
+
+__all__ = ["ISSUE_ORDER", "TimelineEntry", "has_cost_model", "instruction_timeline"]

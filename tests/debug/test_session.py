@@ -14,7 +14,7 @@ import pytest
 
 import pypto as pto
 import pypto.debug as dbg
-from pypto.debug.timeline import ISSUE_ORDER
+from pypto.debug.timeline import ISSUE_ORDER, has_cost_model
 from pypto.passes import PASSES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -115,6 +115,36 @@ def test_article_session_at_the_pto_level(capsys):
     assert "has finished" in capsys.readouterr().out
 
 
+HAS_COST_MODEL = has_cost_model()
+interim_timeline = pytest.mark.skipif(HAS_COST_MODEL, reason="the cost model is here: the "
+                                      "interim issue-order timeline is not used")
+needs_cost_model = pytest.mark.skipif(not HAS_COST_MODEL, reason="the cost model (issue 11) "
+                                      "is not on this branch yet")
+
+
+@needs_cost_model
+@pytest.mark.parametrize("model", ["fused", "table"])
+def test_timeline_cycles_are_the_cost_models(capsys, model):
+    n = 1000
+    _, _, d_a, d_b, d_o = vector_add_data(n)
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n), grid=4, block_id=3,
+                           model=model)
+    ctx.step()
+    timeline = ctx.get_instruction_timeline()
+    assert [e.inst for e in timeline] == ["LOAD", "LOAD", "FMA"]
+    assert {e.model for e in timeline} == {model}
+    assert all(e.lane == range(1000 - 768) for e in timeline)  # block 3: lanes 0..231 active
+    # the same cycles pto.profile gives block 3 (a launch of that block alone)
+    profiled = pto.profile(vector_add, grid=1, block=256, args=(d_a, d_b, d_o, 232),
+                           model=model)
+    by_op = {e.op_id: (e.cycle, e.end, e.pipe) for e in profiled.timeline}
+    assert [(e.cycle, e.end, e.pipe) for e in timeline] == [by_op[e.op_id] for e in timeline]
+    assert timeline[0].cycle < timeline[1].cycle < timeline[2].cycle
+    every = ctx.get_instruction_timeline(every_op=True)
+    assert {e.inst for e in every} > {"LOAD", "FMA", "GET_GLOBAL_ID"}
+
+
+@interim_timeline
 def test_article_timeline_loop_prints_cycle_lane_inst(capsys):
     n = 1024
     _, _, d_a, d_b, d_o = vector_add_data(n)
@@ -443,7 +473,7 @@ def test_matmul_session_steps_tile_instructions(capsys):
     assert kinds.count("MMA") == 2 and kinds.count("ASYNC_LOAD") == 4
     mma = next(e for e in timeline if e.inst == "MMA")
     assert mma.pipe == "CUBE" and str(mma.lane) == "0-63"
-    assert [e.cycle for e in timeline] == list(range(len(timeline)))
+    assert [e.cycle for e in timeline] == sorted(e.cycle for e in timeline)
     ctx.delete()
     ctx.continue_()
     c = host(args[2]).reshape(m, n)

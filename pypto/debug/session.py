@@ -678,8 +678,10 @@ class Session:
     def inspect_l1(self, offset: int, count: int, block: Any = None,
                    dtype: Any = dtypes.float32) -> np.ndarray:
         """`count` elements of type `dtype` of the block's L1, from element `offset` (byte
-        `offset * itemsize`), as they are now. Bytes that no reached `alloc_local` covers hold
-        nothing the kernel wrote and read as the poison of fresh L1 (NaN for floats)."""
+        `offset * itemsize`), as they are now. Bytes no `alloc_local` of the kernel covers
+        can hold nothing the kernel wrote and read as the poison of fresh L1 (NaN for floats);
+        bytes of a buffer not written yet hold its poison (L1 is poisoned when a block
+        starts)."""
         from pypto.backend.interpreter.l1 import poison_value
 
         dt = dtypes.as_dtype(dtype).np_dtype
@@ -702,8 +704,7 @@ class Session:
             base = 0
             if arena.blocks > 1:  # a batch vector: this block's arena
                 base = (ctx.first_lane // ctx.block_lanes) % arena.blocks * layout.extent
-            for key in ctx.l1_buffers:
-                slot = layout.slots[key]
+            for slot in layout.slots.values():  # poisoned at block start, then written
                 a, b = max(slot.offset, lo), min(slot.end, hi)
                 if a < b:
                     raw[a - lo:b - lo] = arena.bytes[base + a:base + b]

@@ -582,3 +582,31 @@ def test_a_dropped_session_releases_its_suspended_launch():
     with dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, 256), pipeline=PTO_LEVEL) as ctx:
         thread = ctx._step._thread
     assert not thread.is_alive()
+
+
+@pto.kernel
+def two_stages(x, out):
+    tid = pto.get_local_id()
+    first = pto.alloc_local(64)
+    pto.store(first + tid, pto.load(x + tid) + 1.0)
+    pto.barrier_block()
+    second = pto.alloc_local(64)
+    pto.store(second + tid, pto.load(first + 63 - tid) * 2.0)  # @second
+    pto.barrier_block()
+    pto.store(out + tid, pto.load(second + tid))
+
+
+def test_inspect_l1_follows_the_offsets_pto_allocate_l1_gives(capsys):
+    x = np.arange(64, dtype=np.float32)
+    args = device(x, np.zeros(64, np.float32))
+    ctx = dbg.debug_kernel(two_stages, args=args, block=64,
+                           pipeline="pto-verify-barriers,pto-allocate-l1")
+    placed = {name: off for off, _, name, _ in ctx.l1_map()}
+    assert set(placed) == {"first", "second"}
+    ctx.break_at(line_of(two_stages, "# @second") + 1)
+    ctx.continue_()
+    np.testing.assert_array_equal(ctx.inspect_l1(placed["first"] // 4, 64), x + 1)
+    np.testing.assert_array_equal(ctx.inspect_l1(placed["second"] // 4, 64), (x[::-1] + 1) * 2)
+    ctx.delete()
+    ctx.continue_()
+    np.testing.assert_array_equal(host(args[1]), (x[::-1] + 1) * 2)

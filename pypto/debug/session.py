@@ -16,6 +16,7 @@ line.
 
 from __future__ import annotations
 
+import os
 import sys
 import weakref
 from collections.abc import Callable, Sequence
@@ -27,7 +28,14 @@ from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from pypto import dtypes
-from pypto.backend.interpreter.instruments import Chain, Instrument, OpInfo, OpTable, Step
+from pypto.backend.interpreter.instruments import (
+    Chain,
+    Instrument,
+    OpInfo,
+    OpTable,
+    Step,
+    location_of,
+)
 from pypto.debug.view import Access, Executed, Lanes, render, source_context, value_name
 from pypto.dialects import pto
 from pypto.errors import KernelError, PtoError
@@ -74,8 +82,8 @@ class _Watch(Instrument):
         self.executed = 0          # instructions executed in the focus since the last resume
         self.executed_ops = 0      # ops executed in the focus since the last resume
         self.left_line = False     # an op of another line executed since the last resume
-        self.start_line: int | None = None
-        self.prev_line: int | None = None  # line of the last op executed in the focus
+        self.start_line: tuple[str, int] | None = None
+        self.prev_line: tuple[str, int] | None = None  # (file, line) last executed in focus
         self.run_instructions = 0  # instructions executed since the focus entered prev_line
 
     def begin(self, table: OpTable, grid: tuple[int, int, int],
@@ -102,11 +110,12 @@ class _Watch(Instrument):
         if is_instruction(info):
             self.executed += 1
         if info.line is not None:
-            if info.line != self.start_line:
+            here = position(info)
+            if here != self.start_line:
                 self.left_line = True
-            if info.line != self.prev_line:
+            if here != self.prev_line:
                 self.run_instructions = 0
-            self.prev_line = info.line
+            self.prev_line = here
         if is_instruction(info):
             self.run_instructions += 1
         if self.recording == "ops" or self.recording == "instructions" and is_instruction(info):
@@ -126,12 +135,17 @@ def _kernel_frame(depth: int) -> Any:
 @dataclass(frozen=True)
 class Breakpoint:
     number: int
-    line: int | None = None       # a Python source line of the kernel, or
+    line: int | None = None       # a Python source line of the kernel (in `file`), or
     kind: str | None = None       # an instruction kind (LOAD, MMA, ...)
+    file: str | None = None       # the line's file (the kernel's own, or a helper's)
 
     def __str__(self) -> str:
         return f"breakpoint {self.number} at " + (f"line {self.line}" if self.line is not None
                                                   else f"every {self.kind}")
+
+    @property
+    def position(self) -> tuple[str | None, int | None]:
+        return (self.file, self.line)
 
 
 @dataclass(frozen=True)
@@ -234,6 +248,8 @@ class Session:
         # the session starts before the first instruction in the focus (or a breakpoint)
         self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
             is_instruction(info) or self._hit(info)), first=True)
+        if self.error is not None or self.finished:  # nothing to stop at in the focus
+            self._report([])
 
     def close(self) -> None:
         """Abandon the suspended launch (restart() and garbage collection do it too)."""
@@ -292,7 +308,7 @@ class Session:
         w.executed = w.executed_ops = 0
         w.left_line = False
         here = self._paused_info()
-        w.start_line = here.line if here is not None else None
+        w.start_line = position(here) if here is not None and here.line is not None else None
         self._rule = rule
         if not first or step.paused is not None and not rule(
                 self.table[step.paused.op_id], step.paused.ctx, step.paused.mask):
@@ -406,22 +422,38 @@ class Session:
         """A breakpoint on a Python source line of the kernel (`19`, `"19"`,
         `"vector_add.py:19"`) or on an instruction kind (`"LOAD"`, `"mma"`); returns its
         number."""
-        line, kind = _parse_where(where)
+        file, line, kind = _parse_where(where)
         if line is not None:
-            lines = sorted({i.line for i in self.table if i.line is not None and i.hooked})
+            file = self._source_file(file)
+            lines = sorted({i.line for i in self.table
+                            if i.line is not None and i.hooked and position(i)[0] == file})
             if line not in lines:
-                raise DebugError(f"no instruction of kernel '{self.exe.name}' is on line {line}; "
-                                 f"lines with instructions: {', '.join(map(str, lines))}")
+                raise DebugError(f"no instruction of kernel '{self.exe.name}' is on line {line} "
+                                 f"of {os.path.basename(file)}; lines with instructions: "
+                                 f"{', '.join(map(str, lines))}")
         else:
             assert kind is not None
             kinds = sorted({kind_of(i) for i in self.table if i.hooked})
             if kind not in kinds:
                 raise DebugError(f"kernel '{self.exe.name}' has no {kind} instruction at this "
                                  f"level; its instruction kinds: {', '.join(kinds)}")
-        bp = Breakpoint(self._next_bp, line, kind)
+        bp = Breakpoint(self._next_bp, line, kind, file)
         self._breakpoints[bp.number] = bp
         self._next_bp += 1
         return bp.number
+
+    def _source_file(self, given: str | None) -> str:
+        """The full path of a kernel source file named by `given` (a path or its tail; None:
+        the file the kernel is defined in)."""
+        files = sorted({position(i)[0] for i in self.table if i.line is not None})
+        if given is None:
+            own = location_of(self.exe.func).rsplit(":", 2)[0]
+            return own if own in files or not files else files[0]
+        matches = [f for f in files if f == given or f.endswith("/" + given.lstrip("/"))]
+        if not matches:
+            raise DebugError(f"kernel '{self.exe.name}' has no instruction from {given}; its "
+                             f"source files: {', '.join(os.path.basename(f) for f in files)}")
+        return matches[0]
 
     def delete(self, number: int | None = None) -> None:
         """Delete breakpoint `number` (all of them when None)."""
@@ -439,7 +471,7 @@ class Session:
         for bp in self._breakpoints.values():
             if bp.kind is not None and kind_of(info) == bp.kind:
                 return bp
-            if bp.line is not None and info.line == bp.line:
+            if bp.line is not None and position(info) == bp.position:
                 return bp
         return None
 
@@ -450,10 +482,10 @@ class Session:
         for bp in self._breakpoints.values():
             if bp.kind is not None and kind_of(info) == bp.kind:
                 return True
-            if bp.line is not None and info.line == bp.line:
+            if bp.line is not None and position(info) == bp.position:
                 w = self._watch
-                entering = w.prev_line != bp.line
-                if bp.line not in self._instruction_lines:
+                entering = w.prev_line != bp.position
+                if bp.position not in self._instruction_lines:
                     if entering:
                         return True
                 elif is_instruction(info) and (entering or w.run_instructions == 0):
@@ -461,10 +493,10 @@ class Session:
         return False
 
     @property
-    def _instruction_lines(self) -> set[int]:
+    def _instruction_lines(self) -> set[tuple[str, int]]:
         lines = getattr(self, "_instr_lines_cache", None)
         if lines is None:
-            lines = {i.line for i in self.table if is_instruction(i) and i.line is not None}
+            lines = {position(i) for i in self.table if is_instruction(i) and i.line is not None}
             self._instr_lines_cache = lines
         return lines
 
@@ -874,18 +906,24 @@ def _short(v: Any) -> str:
     return ""
 
 
-def _parse_where(where: int | str) -> tuple[int | None, str | None]:
+def position(info: OpInfo) -> tuple[str, int]:
+    """(file, line) of an op's Python source."""
+    return info.location.rsplit(":", 2)[0], info.line or 0
+
+
+def _parse_where(where: int | str) -> tuple[str | None, int | None, str | None]:
+    """(file or None, line, None) for a line, (None, None, KIND) for a kind."""
     if isinstance(where, int | np.integer) and not isinstance(where, bool):
-        return int(where), None
+        return None, int(where), None
     if not isinstance(where, str) or not where.strip():
         raise DebugError(f"break_at() takes a source line (19, '19', 'file.py:19') or an "
                          f"instruction kind ('LOAD', 'MMA'), got {where!r}")
     text = where.strip()
-    tail = text.rsplit(":", 1)[-1]
+    head, _, tail = text.rpartition(":")
     if tail.isdigit():
-        return int(tail), None
+        return head or None, int(tail), None
     kind = text.split(".", 1)[-1].upper()
-    return None, kind
+    return None, None, kind
 
 
 __all__ = ["Breakpoint", "DebugError", "Pointer", "Session", "is_instruction", "kind_of"]

@@ -233,8 +233,12 @@ def test_breakpoints_on_lines_and_kinds(capsys):
     ctx.break_at(f"vector_add.py:{line_of(vector_add, 'b_val = pto')}")
     ctx.continue_()
     assert ctx.location[2] == "LOAD"
-    with pytest.raises(dbg.DebugError, match="no instruction .* on line 1;"):
+    with pytest.raises(dbg.DebugError, match="no instruction .* on line 1 of vector_add.py; "
+                       "lines with instructions: 14, 17, 19, 20, 25"):
         ctx.break_at(1)
+    with pytest.raises(dbg.DebugError, match="no instruction from other.py; its source files: "
+                       "vector_add.py"):
+        ctx.break_at("other.py:19")
     with pytest.raises(dbg.DebugError, match="no MMA instruction"):
         ctx.break_at("MMA")
     with pytest.raises(dbg.DebugError, match="no breakpoint 99"):
@@ -610,3 +614,11 @@ def test_inspect_l1_follows_the_offsets_pto_allocate_l1_gives(capsys):
     ctx.delete()
     ctx.continue_()
     np.testing.assert_array_equal(host(args[1]), (x[::-1] + 1) * 2)
+
+
+def test_a_block_with_no_work_says_so_at_once(capsys):
+    _, _, d_a, d_b, d_o = vector_add_data(1024)
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, 100), grid=4, block_id=2,
+                           pipeline=PTO_LEVEL)
+    assert ctx.finished and ctx.location is None
+    assert "Kernel finished (block (2, 0, 0))." in capsys.readouterr().out

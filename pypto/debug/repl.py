@@ -312,7 +312,12 @@ def run_repl(session: Session, banner: str, stdin: TextIO | None = None,
     try:
         shell.say(banner)
         session.where()
-        shell.cmdloop()
+        while True:
+            try:
+                shell.cmdloop()
+                break
+            except KeyboardInterrupt:  # Ctrl-C at the prompt: a new prompt, as in pdb
+                shell.say("\n(interrupted: 'quit' leaves the debugger)")
     finally:
         shell.save_history()
         session.close()

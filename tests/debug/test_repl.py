@@ -188,3 +188,28 @@ def test_parse_helpers():
     assert parse_lanes("1,4") == [1, 4]
     with pytest.raises(DebugError):
         parse_lanes("x")
+
+
+class _InterruptOnce(io.StringIO):
+    """stdin whose first read is a Ctrl-C."""
+
+    def __init__(self, text):
+        super().__init__(text)
+        self.interrupted = False
+
+    def readline(self, *args):
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return super().readline(*args)
+
+
+def test_ctrl_c_at_the_prompt_gives_a_new_prompt(script, tmp_path, monkeypatch, capsys):
+    from pypto.debug.__main__ import main
+
+    monkeypatch.setenv("PYPTO_DEBUG_HISTORY", "")
+    monkeypatch.setattr(sys, "stdin", _InterruptOnce("step\nquit\n"))
+    assert main([f"{script}:vadd", "--pipeline", PTO_LEVEL]) == 0
+    out = capsys.readouterr().out
+    assert "(interrupted: 'quit' leaves the debugger)" in out
+    assert "[Lanes 0-255] LOAD d_a[0..255] -> x (4 bytes each)" in out

@@ -64,8 +64,8 @@ class _IssueLog(Instrument):
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         info = self.table[op_id]
-        if not self.s._in_focus(info, ctx, mask):
-            return
+        if info.op.regions or not self.s._in_focus(info, ctx, mask):
+            return  # if / for / pipeline: structure, issued as the ops inside them
         if info.collective or mask is None and self.s.warp is None and ctx.count == \
                 self.s.block_lanes:
             if self._whole is None:
@@ -104,7 +104,7 @@ def instruction_timeline(session: Any, every_op: bool = False) -> list[TimelineE
 
     log = _IssueLog(session)
     if not has_cost_model():
-        return _issue_order(session, log)
+        return _issue_order(session, log, every_op)
     trace = Trace()
     _side_run(session, trace, log)
     entries = _modelled(session, trace, log)
@@ -113,14 +113,13 @@ def instruction_timeline(session: Any, every_op: bool = False) -> list[TimelineE
     return [e for e in entries if is_instruction(log.table[e.op_id])]
 
 
-def _issue_order(session: Any, log: _IssueLog) -> list[TimelineEntry]:
-    from pypto.debug.session import kind_of
-
-    from pypto.debug.session import is_instruction
+def _issue_order(session: Any, log: _IssueLog, every_op: bool) -> list[TimelineEntry]:
+    from pypto.debug.session import is_instruction, kind_of
 
     _side_run(session, log)
     out = []
-    issued = [(op_id, lanes) for op_id, lanes in log.log if is_instruction(log.table[op_id])]
+    issued = [(op_id, lanes) for op_id, lanes in log.log
+              if every_op or is_instruction(log.table[op_id])]
     for cycle, (op_id, lanes) in enumerate(issued):
         info = log.table[op_id]
         file = info.location.rsplit(":", 2)[0]

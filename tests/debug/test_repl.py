@@ -213,3 +213,22 @@ def test_ctrl_c_at_the_prompt_gives_a_new_prompt(script, tmp_path, monkeypatch, 
     out = capsys.readouterr().out
     assert "(interrupted: 'quit' leaves the debugger)" in out
     assert "[Lanes 0-255] LOAD d_a[0..255] -> x (4 bytes each)" in out
+
+
+def test_the_other_commands(script, tmp_path, monkeypatch, capsys):
+    code, out, err = run_here(
+        [f"{script}:vadd", "--pipeline", PTO_LEVEL],
+        ["help", "next", "si", "list", "b LOAD", "d 1", "b", "p i 3", "timeline all",
+         "timeline x", "c", "where", "exit"],
+        monkeypatch, capsys, tmp_path)
+    assert code == 0, err
+    assert "step [N]         [s]   execute N PTO instructions" in out
+    assert "-> prog.py:13 LOAD: y = pto.load(b + i)" in out  # next: the following line
+    assert "[Lanes 0-255] LOAD d_b[0..255] -> y (4 bytes each)" in out  # si: one op
+    assert "   14 ->         pto.store(o + i, x + y)" in out
+    assert "    9    def vadd(a, b, o, n):" in out  # list: 5 lines either side
+    assert "breakpoint 1 at every LOAD" in out and "no breakpoints" in out
+    assert "i = [3] 3" in out
+    assert re.search(r"Cycle \d+: Lane 0-255: GET_GLOBAL_ID", out)  # timeline all
+    assert "error: timeline [all]" in out
+    assert "The kernel has finished (block (0, 0, 0))." in out

@@ -36,6 +36,7 @@ from pypto.backend.interpreter.instruments import (
     Step,
     location_of,
 )
+from pypto.debug.instructions import is_instruction, kind_of, position
 from pypto.debug.view import Access, Executed, Lanes, render, source_context, value_name
 from pypto.dialects import pto
 from pypto.errors import KernelError, PtoError
@@ -45,23 +46,6 @@ MODELS = ("fused", "table")
 
 DEFAULT_BLOCK = (256, 1, 1)
 """The article's launch: one block of 256 lanes."""
-
-_NOT_INSTRUCTIONS = frozenset({"pto.addptr", "pto.alloc_local", "pto.yield", "pto.pipeline",
-                               "pto.stage"})
-
-
-def is_instruction(info: OpInfo) -> bool:
-    """A PTO (or npu) instruction: what `step()` counts (see the module docstring)."""
-    dialect = info.name.split(".", 1)[0]
-    if dialect not in ("pto", "npu"):
-        return False
-    return not info.name.startswith("pto.get_") and info.name not in _NOT_INSTRUCTIONS
-
-
-def kind_of(info: OpInfo) -> str:
-    """LOAD, STORE, FMA, MMA, ... (the npu dialect's KIND where it declares one)."""
-    return getattr(info.op, "KIND", "") or info.kind
-
 
 class DebugError(PtoError):
     """A debugger command that cannot be done (bad name, line, lane or block)."""
@@ -906,11 +890,6 @@ def _short(v: Any) -> str:
     return ""
 
 
-def position(info: OpInfo) -> tuple[str, int]:
-    """(file, line) of an op's Python source."""
-    return info.location.rsplit(":", 2)[0], info.line or 0
-
-
 def _parse_where(where: int | str) -> tuple[str | None, int | None, str | None]:
     """(file or None, line, None) for a line, (None, None, KIND) for a kind."""
     if isinstance(where, int | np.integer) and not isinstance(where, bool):
@@ -926,4 +905,4 @@ def _parse_where(where: int | str) -> tuple[str | None, int | None, str | None]:
     return None, None, kind
 
 
-__all__ = ["Breakpoint", "DebugError", "Pointer", "Session", "is_instruction", "kind_of"]
+__all__ = ["Breakpoint", "DebugError", "Pointer", "Session"]

@@ -6,12 +6,9 @@ with two instruments chained: `_Watch` (records what executed, for trace lines a
 line we came from") and the executor's `Step` (suspends the launch's worker thread before an op
 when the session's stop rule says so). Nothing here interprets IR.
 
-Granularity. `step()` moves by *PTO instruction*: an op of the `pto` / `npu` dialect that does
-memory or compute work (LOAD, STORE, FMA, MMA, the copies, waits, barriers, ...). Address
-arithmetic and bookkeeping — ids, `addptr`, `alloc_local` declarations, `arith` on lane values,
-`scf` structure — runs in between without stopping, which is why the article's first `step()`
-prints a LOAD. `stepi()` stops at every op, `next()` at the first instruction of another Python
-line.
+Granularity: `step()` moves by PTO instruction (instructions.py says which ops are ones),
+`stepi()` by op, `next()` to the first instruction of another Python line. Trace lines are
+rendered by view.py, timelines come from timeline.py.
 """
 
 from __future__ import annotations

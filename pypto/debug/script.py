@@ -30,6 +30,9 @@ class CapturedLaunch:
     site: str                          # "script.py:42", where the launch was
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 class _Captured(BaseException):
     """Unwinds the script at the captured launch (not an Exception: scripts' handlers pass)."""
 
@@ -46,31 +49,36 @@ def parse_target(text: str) -> tuple[str, str]:
 def capture_launch(path: str, kernel_name: str, argv: list[str] | None = None) -> CapturedLaunch:
     """Run `path` as `__main__` until its first launch of kernel `kernel_name`."""
     import pypto
+    import pypto.compiler as compiler
     import pypto.runtime as runtime
     from pypto.debug import caller_names
 
     if not os.path.isfile(path):
         raise DebugError(f"no such script: {path}")
-    real_launch = pypto.launch  # the compiler's: it compiles a @pto.kernel first
+    real_launch = compiler.launch  # pto.launch: compiles a @pto.kernel, then enqueues
     captured: list[CapturedLaunch] = []
     launched: list[str] = []
 
-    def launch(kernel: Any, grid: Any, block: Any, args: Any, stream: Any = None) -> None:
+    def launch(kernel: Any, grid: Any, block: Any, args: Any, stream: Any = None,
+               **_: Any) -> None:
         name = getattr(kernel, "name", None)
         if name != kernel_name:
             launched.append(str(name))
             return real_launch(kernel, grid=grid, block=block, args=args, stream=stream)
         runtime.sync()
         frame = sys._getframe(1)
+        while frame.f_back is not None and \
+                os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+            frame = frame.f_back  # out of pypto (CompiledKernel.__call__): the script's line
         args = tuple(args)
         site = f"{frame.f_code.co_filename}:{frame.f_lineno}"
         captured.append(CapturedLaunch(getattr(kernel, "kernel", kernel), grid, block, args,
                                        caller_names(args, frame), site))
         raise _Captured()
 
-    saved = (pypto.launch, runtime.launch, sys.argv[:], sys.path[:])
-    pypto.launch = launch  # type: ignore[assignment]
-    runtime.launch = launch  # type: ignore[assignment]
+    # every way in: pto.launch, CompiledKernel.__call__ (compiler.launch), the runtime's
+    saved = (pypto.launch, compiler.launch, runtime.launch, sys.argv[:], sys.path[:])
+    pypto.launch = compiler.launch = runtime.launch = launch  # type: ignore[assignment]
     sys.argv = [path, *(argv or [])]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     namespace: dict[str, Any] = {}
@@ -89,9 +97,9 @@ def capture_launch(path: str, kernel_name: str, argv: list[str] | None = None) -
         raise DebugError(f"{path} raised {type(exc).__name__}{at} before launching "
                          f"'{kernel_name}': {exc}") from None
     finally:
-        pypto.launch, runtime.launch = saved[0], saved[1]
-        sys.argv[:] = saved[2]
-        sys.path[:] = saved[3]
+        pypto.launch, compiler.launch, runtime.launch = saved[0], saved[1], saved[2]
+        sys.argv[:] = saved[3]
+        sys.path[:] = saved[4]
     from pypto.frontend.kernel import Kernel
 
     defined = sorted(k for k, v in namespace.items() if isinstance(v, Kernel))

@@ -6,12 +6,9 @@ with two instruments chained: `_Watch` (records what executed, for trace lines a
 line we came from") and the executor's `Step` (suspends the launch's worker thread before an op
 when the session's stop rule says so). Nothing here interprets IR.
 
-Granularity. `step()` moves by *PTO instruction*: an op of the `pto` / `npu` dialect that does
-memory or compute work (LOAD, STORE, FMA, MMA, the copies, waits, barriers, ...). Address
-arithmetic and bookkeeping — ids, `addptr`, `alloc_local` declarations, `arith` on lane values,
-`scf` structure — runs in between without stopping, which is why the article's first `step()`
-prints a LOAD. `stepi()` stops at every op, `next()` at the first instruction of another Python
-line.
+Granularity: `step()` moves by PTO instruction (instructions.py says which ops are ones),
+`stepi()` by op, `next()` to the first instruction of another Python line. Trace lines are
+rendered by view.py, timelines come from timeline.py.
 """
 
 from __future__ import annotations
@@ -36,8 +33,8 @@ from pypto.backend.interpreter.instruments import (
     Step,
     location_of,
 )
-from pypto.debug.view import (Access, Executed, Lanes, is_instruction, kind_of, render,
-                              source_context, value_name)
+from pypto.debug.instructions import is_instruction, kind_of, position
+from pypto.debug.view import Access, Executed, Lanes, render, source_context, value_name
 from pypto.dialects import pto
 from pypto.errors import KernelError, PtoError
 
@@ -46,7 +43,6 @@ MODELS = ("fused", "table")
 
 DEFAULT_BLOCK = (256, 1, 1)
 """The article's launch: one block of 256 lanes."""
-
 
 class DebugError(PtoError):
     """A debugger command that cannot be done (bad name, line, lane or block)."""
@@ -891,11 +887,6 @@ def _short(v: Any) -> str:
     return ""
 
 
-def position(info: OpInfo) -> tuple[str, int]:
-    """(file, line) of an op's Python source."""
-    return info.location.rsplit(":", 2)[0], info.line or 0
-
-
 def _parse_where(where: int | str) -> tuple[str | None, int | None, str | None]:
     """(file or None, line, None) for a line, (None, None, KIND) for a kind."""
     if isinstance(where, int | np.integer) and not isinstance(where, bool):
@@ -911,4 +902,4 @@ def _parse_where(where: int | str) -> tuple[str | None, int | None, str | None]:
     return None, None, kind
 
 
-__all__ = ["Breakpoint", "DebugError", "Pointer", "Session", "is_instruction", "kind_of"]
+__all__ = ["Breakpoint", "DebugError", "Pointer", "Session"]

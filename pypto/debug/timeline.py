@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.instruments import Chain, Instrument, Trace
+from pypto.debug.instructions import is_instruction, kind_of
 from pypto.debug.view import Lanes
 from pypto.errors import KernelError
 
@@ -100,8 +101,6 @@ def instruction_timeline(session: Any, every_op: bool = False) -> list[TimelineE
     cycle order; `every_op=True` adds what the cost model also costs (ids, address arithmetic,
     lane arithmetic on their pipes). For a kernel that fails, the instructions issued before
     the failure."""
-    from pypto.debug.view import is_instruction
-
     log = _IssueLog(session)
     if not has_cost_model():
         return _issue_order(session, log, every_op)
@@ -114,8 +113,6 @@ def instruction_timeline(session: Any, every_op: bool = False) -> list[TimelineE
 
 
 def _issue_order(session: Any, log: _IssueLog, every_op: bool) -> list[TimelineEntry]:
-    from pypto.debug.view import is_instruction, kind_of
-
     _side_run(session, log)
     out = []
     issued = [(op_id, lanes) for op_id, lanes in log.log

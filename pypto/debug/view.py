@@ -17,7 +17,6 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
-from pypto.backend.interpreter.instruments import OpInfo
 from pypto.dialects import pto
 
 
@@ -255,22 +254,4 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-_NOT_INSTRUCTIONS = frozenset({"pto.addptr", "pto.alloc_local", "pto.yield", "pto.pipeline",
-                               "pto.stage"})
-
-
-def is_instruction(info: OpInfo) -> bool:
-    """A PTO (or npu) instruction: what `step()` counts (see the module docstring)."""
-    dialect = info.name.split(".", 1)[0]
-    if dialect not in ("pto", "npu"):
-        return False
-    return not info.name.startswith("pto.get_") and info.name not in _NOT_INSTRUCTIONS
-
-
-def kind_of(info: OpInfo) -> str:
-    """LOAD, STORE, FMA, MMA, ... (the npu dialect's KIND where it declares one)."""
-    return getattr(info.op, "KIND", "") or info.kind
-
-
-__all__ = ["Access", "Executed", "Lanes", "is_instruction", "kind_of", "render", "source_context",
-           "value_name"]
+__all__ = ["Access", "Executed", "Lanes", "render", "source_context", "value_name"]

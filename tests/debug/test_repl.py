@@ -174,9 +174,13 @@ def test_capture_launch_takes_the_first_launch_of_the_kernel(script):
     # the kernel launched before it ran normally
     assert (launch.args[2].data[:64] == 7.0).all()
     import pypto
-    import pypto.compiler
 
-    assert pypto.launch is pypto.compiler.launch  # restored
+    import pypto.compiler
+    import pypto.runtime
+
+    # restored
+    assert pypto.launch is pypto.compiler.launch and pypto.launch.__module__ == "pypto.compiler"
+    assert pypto.runtime.launch.__module__ == "pypto.runtime.launcher"
 
 
 def test_parse_helpers():
@@ -233,3 +237,14 @@ def test_the_other_commands(script, tmp_path, monkeypatch, capsys):
     assert re.search(r"Cycle \d+: Lane 0-255: GET_GLOBAL_ID", out)  # timeline all
     assert "error: timeline [all]" in out
     assert "The kernel has finished (block (0, 0, 0))." in out
+
+
+def test_capture_launch_through_a_compiled_kernel_call(tmp_path):
+    path = tmp_path / "compiled.py"
+    path.write_text(SCRIPT.replace(
+        "pto.launch(vadd, grid=(2, 1, 1), block=(256, 1, 1), args=(d_a, d_b, d_out, n))",
+        "ck = pto.compile(vadd, args=(d_a, d_b, d_out, n), block=256)\n"
+        "    ck(grid=(2, 1, 1), block=(256, 1, 1), args=(d_a, d_b, d_out, n))"))
+    launch = capture_launch(str(path), "vadd")
+    assert launch.grid == (2, 1, 1) and launch.names[2] == "d_out"
+    assert launch.kernel.name == "vadd" and not hasattr(launch.kernel, "executable")

@@ -135,15 +135,22 @@ def main() -> None:
                        r"\(copy bandwidth moves 12 bytes in ([\d.]+) ns\)", launch)
     fit_red = re.search(r"block_sum fit: fixed (-?[\d.]+) us \+ ([\d.]+) ns/element "
                         r"\(copy bandwidth reads 4 bytes in ([\d.]+) ns\)", launch)
+    fixed_cpu = grab(launch, r"fixed cost \(CPU time\): cached launch \+ sync vector_add "
+                             r"n=2\^10 pypto ([\d.]+) us")
     if fit_va:
         fixed, per, copy = (float(g) for g in fit_va.groups())
-        lines.append(f"vector_add costs about {fixed:.0f} µs per launch plus {per:.2f} ns per "
-                     f"element, {per / copy:.1f}× the time NumPy's copy bandwidth needs to move "
-                     f"its 12 bytes per element: large launches are memory-bound within that "
-                     f"factor, small ones are dominated by the fixed cost.")
+        intercept = (f"the fit's intercept, {fixed:.0f} µs, is noise at this load; "
+                     if fixed < 0 else f"the fit's intercept is {fixed:.0f} µs; ")
+        lines.append(f"vector_add: a fixed cost per launch ({fixed_cpu} µs of CPU measured "
+                     f"above; {intercept}wall-clock curve) plus {per:.2f} ns per element (the "
+                     f"slope over sizes >= 2^16), {per / copy:.1f}× the time NumPy's copy "
+                     f"bandwidth in this run needs to move its 12 bytes per element: large "
+                     f"launches are memory-bound within that factor, small ones are dominated "
+                     f"by the fixed cost.")
     if fit_red:
         fixed, per, copy = (float(g) for g in fit_red.groups())
-        lines.append(f"The block reduction costs {per:.2f} ns per element, {per / copy:.0f}× "
+        lines.append(f"The block reduction costs {per:.2f} ns per element (slope over sizes "
+                     f">= 2^14), {per / copy:.0f}× "
                      f"the copy-bandwidth time for its 4 bytes: it is bound by interpreter "
                      f"work per L1 access (gathers, masks, the race detector), not by memory.")
     Path(opts.out).write_text("\n".join(lines) + "\n")

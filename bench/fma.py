@@ -9,12 +9,12 @@ Run:  python bench/fma.py [--quick]
 from __future__ import annotations
 
 import argparse
-import time
 
 import ml_dtypes
 import numpy as np
 
 import pypto as pto
+from timing import best_of
 
 
 @pto.kernel
@@ -24,14 +24,6 @@ def saxpy(x, y, n, a: pto.constexpr):
         pto.fma(y + i, a, pto.load(x + i), pto.load(y + i))
 
 
-def best_of(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def bench(dtype: np.dtype, n: int, repeat: int) -> None:

@@ -21,21 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import pypto as pto  # noqa: E402
+import pypto as pto
+from timing import best_of  # noqa: E402
 from kernels.test_reduction import block_sum  # noqa: E402
 from kernels.test_transpose import ROWS, TILE, transpose  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 
 
-def best_of(fn, repeat: int) -> float:
-    fn()  # warm-up (compiles and caches the kernel, fills caches)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def bench_vector_add(n: int, block: int, repeat: int) -> None:

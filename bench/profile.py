@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 
-import pypto as pto  # noqa: E402
+import pypto as pto
+from timing import best_of  # noqa: E402
 from pypto.backend.cost_model import ModelParams, build_profile  # noqa: E402
 from pypto.backend.cost_model.trace import CostTrace  # noqa: E402
 from pypto.backend.targets import default_target  # noqa: E402
@@ -31,14 +31,6 @@ from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 
 
-def best_of(fn, repeat: int) -> float:
-    fn()  # warm-up: compiles and caches
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def bench_vector_add(n: int, repeat: int) -> float:

@@ -13,6 +13,7 @@ import pytest
 import pypto as pto
 from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.instruments import Chain, Count, Instrument, Step, Trace
+from tests.conftest import to_device
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernels.test_reduction import block_sum  # noqa: E402
@@ -23,16 +24,9 @@ from vector_add import vector_add  # noqa: E402
 
 
 def _device(*arrays):
-    out = []
-    for a in arrays:
-        if isinstance(a, np.ndarray):
-            t = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
-            pto.memcpy_h2d(t, a)
-            out.append(t)
-        else:
-            out.append(a)
+    args, _ = to_device(arrays)
     pto.sync()
-    return out
+    return list(args)
 
 
 def _host(t, dtype=np.float32):

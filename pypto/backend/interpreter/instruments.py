@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
+from xdsl.traits import IsTerminator as _IsTerminator
 
 from pypto.analysis.uniformity import walk
 from pypto.dialects import npu, pto
@@ -119,8 +120,6 @@ class OpTable(Sequence[OpInfo]):
         name = self.names.get(value)
         return None if name is None else frame_locals.get(name)
 
-
-from xdsl.traits import IsTerminator as _IsTerminator  # noqa: E402
 
 
 # per-block geometry of one hook call ------------------------------------------------------------
@@ -492,11 +491,5 @@ def _generated_frame() -> Any:
     return frame
 
 
-def ops_named(table: Iterable[OpInfo], name: str) -> list[int]:
-    """Op ids whose op name is `name` (with or without the `pto.` prefix)."""
-    full = name if "." in name else f"pto.{name}"
-    return [info.id for info in table if info.name == full]
-
-
 __all__ = ["Chain", "Count", "Event", "Instrument", "OpInfo", "OpTable", "Pause", "Step",
-           "Trace", "block_counts", "location_of", "once_per_block", "ops_named"]
+           "Trace", "block_counts", "location_of", "once_per_block"]

@@ -1,8 +1,8 @@
 """The dynamic race detector: shadow state per L1 element, by warp and barrier epoch.
 
 Model (as compute-sanitizer's racecheck, specialised to the PTO machine): lanes are grouped in
-warps (the target's `warp_size`, 32 by default); a warp runs in lockstep, so lanes of one warp never race. The block's *epoch*
-advances at every `pto.barrier_block` and every tile instruction (a block-level collective), and
+warps (the target's `warp_size`, 32 by default); a warp runs in lockstep, so lanes of one warp
+never race. The block's *epoch* advances at every `pto.barrier_block` and every tile instruction (a block-level collective), and
 orders everything before it against everything after it. `pto.barrier()` orders only its own warp
 and does not advance the epoch. Two accesses to one L1 element in the same epoch, by different
 warps, at least one a write, are a race — whatever order the warps happened to run in, so the

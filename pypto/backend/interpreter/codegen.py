@@ -722,8 +722,10 @@ class KernelCodegen(NpuEmitters):
                         f"{m}, {n}, {k}, _m, {s})", s)
 
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
+        # `old` never read (nor observed by an instrument): the runtime may skip computing it
+        unused = op.result.first_use is None and not self.instrumented
         self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
-                  f"{self.name(op.value)}, _m, {self.site(op)})")
+                  f"{self.name(op.value)}, _m, {self.site(op)}{', False' if unused else ''})")
 
     def op_pto_printf(self, op: pto.PrintfOp) -> None:
         values = ", ".join(self.name(v) for v in op.values)

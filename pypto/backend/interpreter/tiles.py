@@ -575,9 +575,18 @@ class BlockMemory:
 
     # atomics ----------------------------------------------------------------------------------
 
-    def atomic_add(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> Any:
-        """Serialised in lane order: each lane sees the lower lanes' additions in `old`."""
+    def atomic_add(self, buf: Any, off: Any, value: Any, mask: Any, site: int,
+                   need_old: bool = True) -> Any:
+        """Serialised in lane order: each lane sees the lower lanes' additions in `old`.
+
+        `need_old=False` (codegen: the result has no use) on an integer buffer: only the totals
+        matter, and wrap-around integer addition is associative and commutative, so the
+        additions are applied in any order (`np.add.at`); the result is then None. Floats keep
+        the lane order, whose rounding the totals depend on."""
         data = buf.data
+        if not need_old and FAST_PATHS.on and data.dtype.kind in "iu":
+            self._atomic_totals(buf, off, value, mask, site)
+            return None
         n = self.count
         offs = np.broadcast_to(off, (n,)) if not isinstance(off, np.ndarray) else off
         vals = np.broadcast_to(np.asarray(value, dtype=data.dtype), (n,))
@@ -598,6 +607,23 @@ class BlockMemory:
         self.check_read(buf, idx, None, site, race=False)
         self.check_write(buf, idx, None, site, race=False)
         return _serialised_add(data, idx, vals[lanes], lanes, old)
+
+    def _atomic_totals(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> None:
+        """An integer atomic_add whose `old` values are not used: the same bounds, in-flight
+        and uninitialised checks on the same indices (active lanes in lane order) as the
+        serialised path, then every addition at once."""
+        if mask is False:
+            return
+        offs = off if isinstance(off, np.ndarray) else np.broadcast_to(off, (self.count,))
+        idx = self._checked(buf, offs, mask, site)  # type: ignore[attr-defined]
+        if idx.size == 0:
+            return
+        self.check_read(buf, idx, None, site, race=False)
+        self.check_write(buf, idx, None, site, race=False)
+        vals = np.asarray(value, dtype=buf.data.dtype)
+        if vals.ndim and mask is not None:
+            vals = vals[mask]
+        np.add.at(buf.data, idx, vals)
 
     # misc -------------------------------------------------------------------------------------
 
@@ -713,29 +739,6 @@ def _stable_order(idx: np.ndarray) -> np.ndarray:
         return np.argsort(key.astype(np.uint16), kind="stable")
     low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
     return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
-    lengths = np.diff(np.append(starts, s_idx.size))
-    group = np.cumsum(new_group) - 1                     # group of each sorted hit
-    rank = np.arange(s_idx.size) - starts[group]         # position in its group (lane order)
-    s_val = vals[order]
-    s_lane = lanes[order]
-    width_class = np.zeros(lengths.size, dtype=np.int64)  # ceil(log2(length))
-    np.ceil(np.log2(lengths), out=width_class, casting="unsafe")
-    hit_class = width_class[group]
-    for w in np.unique(width_class):
-        groups = np.flatnonzero(width_class == w)
-        row_of = np.empty(lengths.size, dtype=np.int64)
-        row_of[groups] = np.arange(groups.size)
-        width = 1 << int(w)
-        rows = np.zeros((groups.size, width + 1), dtype=data.dtype)
-        addr = s_idx[starts[groups]]
-        rows[:, 0] = data[addr]
-        hits = np.flatnonzero(hit_class == w)
-        row = row_of[group[hits]]
-        rows[row, rank[hits] + 1] = s_val[hits]
-        sums = np.add.accumulate(rows, axis=1, dtype=data.dtype)
-        old[s_lane[hits]] = sums[row, rank[hits]]
-        data[addr] = sums[np.arange(groups.size), lengths[groups]]
-    return old
 
 
 def _mma_result(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -84,6 +84,18 @@ def bound32(x: Any) -> np.int32:
     return np.int32(_I32_MIN if v < _I32_MIN else _I32_MAX if v > _I32_MAX else v)
 
 
+_UNSIGNED = {np.dtype(np.int32): np.dtype(np.uint32), np.dtype(np.int64): np.dtype(np.uint64)}
+
+
+def outside(off: np.ndarray, size: int) -> bool:
+    """Does any of the (non-empty) offsets lie outside [0, size)? Seen as unsigned, negative
+    offsets are larger than any size, so one `max` pass answers what `min` and `max` did."""
+    unsigned = _UNSIGNED.get(off.dtype)
+    if unsigned is None:
+        return bool(off.min() < 0 or off.max() >= size)
+    return int(off.view(unsigned).max()) >= size
+
+
 def select(c: Any, a: Any, b: Any) -> Any:
     if isinstance(c, np.ndarray):
         return np.where(c, a, b)
@@ -316,12 +328,12 @@ class LaneContext(BlockMemory, RaceChecker):
         size = buf.count
         if isinstance(off, np.ndarray):
             if mask is None:
-                if off.size and (off.min() < 0 or off.max() >= size):
+                if off.size and outside(off, size):
                     raise self.oob(buf, off, mask, site)
                 active = off
             else:
                 active = off[mask]
-                if active.size and (active.min() < 0 or active.max() >= size):
+                if active.size and outside(active, size):
                     raise self.oob(buf, off, mask, site)
         elif not 0 <= off < size:
             raise self.oob(buf, off, mask, site)
@@ -338,7 +350,8 @@ class LaneContext(BlockMemory, RaceChecker):
         key = ("base", stride)
         base = self._ids.get(key)
         if base is None:
-            base = self._ids[key] = self.lane_block * stride
+            starts = np.arange(self._blocks_spanned(), dtype=np.int64) * stride
+            base = self._ids[key] = self._per_block_to_lanes(starts)
         return base
 
     def sparse(self, mask: np.ndarray) -> bool:
@@ -370,9 +383,19 @@ class LaneContext(BlockMemory, RaceChecker):
         """Per vector position, the index of its block within the vector (batch mode)."""
         lb = self._ids.get("lane_block")
         if lb is None:
-            lb = (self.ramp + np.int64(self.local_base)) // self.block_lanes
+            lb = self._per_block_to_lanes(np.arange(self._blocks_spanned(), dtype=np.int64))
             self._ids["lane_block"] = lb
         return lb
+
+    def _blocks_spanned(self) -> int:
+        """How many blocks the vector's lanes touch (partial blocks at either end count)."""
+        return (self.local_base + self.count - 1) // self.block_lanes + 1
+
+    def _per_block_to_lanes(self, per_block: np.ndarray) -> np.ndarray:
+        """One value per block spanned -> the value of each lane's block: a repeat instead of
+        dividing every lane's position by the block size."""
+        lb = self.local_base
+        return np.repeat(per_block, self.block_lanes)[lb:lb + self.count]
 
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
@@ -389,7 +412,7 @@ class LaneContext(BlockMemory, RaceChecker):
             # Gather for every lane with inactive lanes pointed at element 0 (their values are
             # never used): cheaper than selecting the active lanes and scattering back.
             safe = np.where(mask, off, 0)
-            if safe.min() < 0 or safe.max() >= buf.count:
+            if outside(safe, buf.count):
                 raise self.oob(buf, off, mask, site)
             if buf.stride:  # batch mode, L1
                 safe = safe + self.block_base(buf.stride)

@@ -30,7 +30,7 @@ _LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
 class Shadow:
     """Shadow state of one block arena of L1 (per granule, see l1.py) for one epoch."""
 
-    __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads")
+    __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads", "pending")
 
     def __init__(self, count: int):
         self.epoch = -1
@@ -39,6 +39,10 @@ class Shadow:
         # common path stores no per-element instruction or lane.
         self.writes: list[tuple[int, Any, Any, np.ndarray, np.ndarray]] = []
         self.reads: list[tuple[int, Any, Any, np.ndarray, np.ndarray]] = []
+        # Reads whose r_warp / r_multi updates are deferred: only a write consults those, so
+        # they are applied, in order, at the epoch's next write (see RaceChecker._settle_reads)
+        # and dropped if the epoch ends first. An epoch that only reads pays nothing for them.
+        self.pending: list[tuple[ShadowView, Any, np.ndarray]] = []
         self.w_warp = np.full(count, -1, dtype=np.int16)
         self.r_warp = np.full(count, -1, dtype=np.int16)
         self.r_multi = np.zeros(count, dtype=bool)
@@ -53,6 +57,7 @@ class Shadow:
                 self.r_multi.fill(False)
             self.writes = []
             self.reads = []
+            self.pending = []
 
 
 class ShadowView:
@@ -98,9 +103,14 @@ class RaceChecker:
         an access another warp made.)"""
         cached = getattr(self, "_race_lanes", None)
         if cached is None:
-            pos = np.arange(self.count, dtype=np.int64)
-            local = (pos + self.first_lane) % self.block_lanes  # type: ignore[attr-defined]
-            cached = (local, (local // self.warp_size).astype(np.int16))
+            # one block's pattern repeated (a tile, not a `%` over every lane)
+            bl: int = self.block_lanes  # type: ignore[attr-defined]
+            start = self.first_lane % bl  # type: ignore[attr-defined]
+            reps = (start + self.count - 1) // bl + 1
+            pattern = np.arange(bl, dtype=np.int64)
+            local = np.tile(pattern, reps)[start:start + self.count]
+            warps = np.tile((pattern // self.warp_size).astype(np.int16), reps)
+            cached = (local, warps[start:start + self.count])
             self._race_lanes = cached
         if mask is None or mask is True:
             return cached
@@ -145,17 +155,33 @@ class RaceChecker:
             return
         lanes, warps, index, sh = access
         self._against_writes(buf, sh, index, lanes, warps, site, "RAW", "read")
-        first = sh.r_warp[index] if sh.reads else None
+        if isinstance(index, np.ndarray) and not index.flags.owndata:
+            index = index.copy()  # kept past this instruction: must not change under us
         sh.reads.append((site, buf, index, lanes, warps))
-        sh.r_warp[index] = warps  # the last reader; a second reading warp sets r_multi
-        other = sh.r_warp[index] != warps  # two warps read one element in this instruction
-        if first is not None:
-            other |= (first >= 0) & (first != warps)
-        if other.any():
-            if isinstance(index, slice):
-                sh.r_multi[index][other] = True
-            else:
-                sh.r_multi[index[other]] = True
+        sh.arena.pending.append((sh, index, warps))
+
+    @staticmethod
+    def _settle_reads(sh: ShadowView) -> None:
+        """Apply the deferred reads of this epoch to r_warp (the last reading warp) and
+        r_multi (a second warp read the element too), in the order they happened."""
+        pending = sh.arena.pending
+        first_of_epoch = len(sh.reads) == len(pending)  # r_warp is all -1 before the first
+        for k, (view, index, warps) in enumerate(pending):
+            first = view.r_warp[index] if k or not first_of_epoch else None
+            view.r_warp[index] = warps  # the last reader; a second reading warp sets r_multi
+            if _injective(index):
+                other = None
+            else:  # two warps read one element in this instruction
+                other = view.r_warp[index] != warps
+            if first is not None:
+                earlier = (first >= 0) & (first != warps)
+                other = earlier if other is None else (other | earlier)
+            if other is not None and other.any():
+                if isinstance(index, slice):
+                    view.r_multi[index][other] = True
+                else:
+                    view.r_multi[index[other]] = True
+        sh.arena.pending = []
 
     def race_write(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
         access = self._access(buf, idx, mask)
@@ -163,6 +189,8 @@ class RaceChecker:
             return
         lanes, warps, index, sh = access
         self._against_writes(buf, sh, index, lanes, warps, site, "WAW", "written again")
+        if sh.arena.pending:
+            self._settle_reads(sh)
         if sh.reads:
             reader = sh.r_warp[index]
             war = ((reader >= 0) & (reader != warps)) | sh.r_multi[index]
@@ -173,6 +201,8 @@ class RaceChecker:
                              (site << _LANE_BITS) | int(lanes[k]), "written")
         sh.writes.append((site, buf, index, lanes, warps))
         sh.w_warp[index] = warps
+        if _injective(index):
+            return  # no element twice: two warps cannot have written one in this instruction
         clash = sh.w_warp[index] != warps  # two warps wrote one element in this instruction
         if clash.any():
             k = int(np.argmax(clash))
@@ -218,6 +248,15 @@ def _find(log: list[tuple[int, Any, Any, np.ndarray, np.ndarray]], buf: Any, ele
             if int(warps[i]) != other_than_warp:
                 return (site << _LANE_BITS) | int(lanes[i])
     return 0  # pragma: no cover - the shadow says such an access exists
+
+
+def _injective(index: Any) -> bool:
+    """Does no element occur twice in `index`? Known for a slice; for an array, checked in one
+    cheap pass when it is strictly increasing (lane-ordered accesses usually are), else the
+    callers fall back to their gather-after-scatter test."""
+    if isinstance(index, slice):
+        return True
+    return index.size < 2 or bool((index[1:] > index[:-1]).all())
 
 
 def _element(index: Any, k: int) -> int:

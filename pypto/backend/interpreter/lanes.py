@@ -18,6 +18,7 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.patterns import lane_pattern
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
@@ -200,8 +201,10 @@ class LaneContext(BlockMemory, RaceChecker):
         key = f"l{dim}"
         if key not in self._ids and self._whole_blocks():
             # one block's pattern repeated: a single pass instead of // and % over every lane
-            self._ids[key] = np.tile(self._local_pattern(dim).astype(np.int32),
-                                     self.count // self.block_lanes)
+            self._ids[key] = lane_pattern(
+                ("local", dim, self.block, self.count),
+                lambda: np.tile(self._local_pattern(dim).astype(np.int32),
+                                self.count // self.block_lanes))
         if key not in self._ids:
             _, local = self._block_linear_and_local()
             bx, by, _ = self.block
@@ -350,8 +353,10 @@ class LaneContext(BlockMemory, RaceChecker):
         key = ("base", stride)
         base = self._ids.get(key)
         if base is None:
-            starts = np.arange(self._blocks_spanned(), dtype=np.int64) * stride
-            base = self._ids[key] = self._per_block_to_lanes(starts)
+            base = self._ids[key] = lane_pattern(
+                ("base", self.block_lanes, self.local_base, self.count, stride),
+                lambda: self._per_block_to_lanes(
+                    np.arange(self._blocks_spanned(), dtype=np.int64) * stride))
         return base
 
     def sparse(self, mask: np.ndarray) -> bool:
@@ -383,8 +388,10 @@ class LaneContext(BlockMemory, RaceChecker):
         """Per vector position, the index of its block within the vector (batch mode)."""
         lb = self._ids.get("lane_block")
         if lb is None:
-            lb = self._per_block_to_lanes(np.arange(self._blocks_spanned(), dtype=np.int64))
-            self._ids["lane_block"] = lb
+            lb = self._ids["lane_block"] = lane_pattern(
+                ("lane_block", self.block_lanes, self.local_base, self.count),
+                lambda: self._per_block_to_lanes(
+                    np.arange(self._blocks_spanned(), dtype=np.int64)))
         return lb
 
     def _blocks_spanned(self) -> int:

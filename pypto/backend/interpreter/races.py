@@ -29,8 +29,9 @@ _LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
 
 
 # Arrays of Shadows that are gone, for the next Shadow of the same size: (w_warp, r_warp,
-# r_multi, log). Reusing them keeps the detector's memory warm in the caches from one lane
-# vector (batch of blocks) to the next instead of touching fresh memory every time.
+# r_multi, log), the first three clean (no access recorded). Reusing them keeps the detector's
+# memory warm in the caches from one lane vector (batch of blocks) to the next instead of
+# touching fresh memory every time.
 _SPARE: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
 
@@ -57,9 +58,6 @@ class Shadow:
         spare = next((k for k, a in enumerate(_SPARE) if a[0].size == count), None)
         if spare is not None:
             self.w_warp, self.r_warp, self.r_multi, self.log = _SPARE.pop(spare)
-            self.w_warp.fill(-1)
-            self.r_warp.fill(-1)
-            self.r_multi.fill(False)
         else:
             self.w_warp = np.full(count, -1, dtype=np.int16)
             self.r_warp = np.full(count, -1, dtype=np.int16)
@@ -69,7 +67,17 @@ class Shadow:
 
     def __del__(self) -> None:
         if len(_SPARE) < 4:  # nothing else can refer to these arrays once the Shadow is gone
+            self._clean()
             _SPARE.append((self.w_warp, self.r_warp, self.r_multi, self.log))
+
+    def _clean(self) -> None:
+        """Reset what this epoch recorded: w_warp if anything was written, r_warp / r_multi
+        if deferred reads were applied (reads still pending never touched them)."""
+        if self.writes:
+            self.w_warp.fill(-1)
+        if len(self.reads) > len(self.pending):
+            self.r_warp.fill(-1)
+            self.r_multi.fill(False)
 
     def keep(self, index: Any) -> Any:
         """A copy of an access's element indices for this epoch's logs, in memory the Shadow
@@ -91,11 +99,7 @@ class Shadow:
     def at_epoch(self, epoch: int) -> None:
         if self.epoch != epoch:
             self.epoch = epoch
-            if self.writes:
-                self.w_warp.fill(-1)
-            if self.reads:
-                self.r_warp.fill(-1)
-                self.r_multi.fill(False)
+            self._clean()
             self.writes = []
             self.reads = []
             self.pending = []
@@ -188,7 +192,10 @@ class RaceChecker:
         if not sh.writes:
             return
         writer = sh.w_warp[index]
-        bad = (writer >= 0) & (writer != warps)
+        written = writer >= 0
+        if not written.any():  # none of these elements written yet this epoch (common)
+            return
+        bad = written & (writer != warps)
         if bad.any():
             k = int(np.argmax(bad))
             e = _element(index, k)

@@ -455,7 +455,7 @@ class KernelCodegen(NpuEmitters):
             else:
                 self.define_affine(res, f"{pn} + {self.an.affine[off]}")
             return
-        self.emit(f"{rn} = {pn} + {on}")
+        self.emit(f"{rn} = _addptr({pn}, {on})")
 
     def op_arith_addi(self, op: arith.AddiOp) -> None:
         self._affine_arith(op, "+")
@@ -807,6 +807,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_fmin": exact.minimum,
         "_fmax": exact.maximum,
         "_bound32": lanes.bound32,
+        "_addptr": lanes.addptr,
         "_F64": np.dtype(np.float64),
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})

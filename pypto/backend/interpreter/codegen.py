@@ -135,9 +135,14 @@ class _Uniform:
 class _Analysis:
     uniform: _Uniform = field(default_factory=lambda: _Uniform(set()))
     affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
+    # affine values that are block-local: lane k of each block holds `base + k` (batch mode,
+    # several blocks per vector; accesses through them are 2-D slices, one row per block)
+    local: set[SSAValue] = field(default_factory=set)
     needs_array: set[SSAValue] = field(default_factory=set)
     # arithmetic ops computed by the store right after them, into memory (store_ramp_op)
     fused: set[Operation] = field(default_factory=set)
+    # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
+    windowed: set[Operation] = field(default_factory=set)
 
 
 class KernelCodegen(NpuEmitters):
@@ -193,19 +198,32 @@ class KernelCodegen(NpuEmitters):
         an.uniform = _Uniform(varying_values(self.kernel,
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
         for op in _walk(ops):
+            if isinstance(op, scf.IfOp) and self._windowable(op):
+                an.windowed.add(op)
+            in_window = bool(an.windowed) and self.in_window(op)
             if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
                 if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
                                           self.mode in (BLOCK, WARP)):
                     an.affine[op.results[0]] = self.fresh("rb")
+                elif op.dim_index == 0 and self.mode == BATCH:
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    an.local.add(op.results[0])
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands
+                if in_window and not (a in an.local or b in an.local):
+                    continue  # a window's lanes are not a ramp: only block-local ids stay affine
                 if a in an.affine and b in an.uniform:
                     an.affine[op.results[0]] = self.fresh("rb")
+                    if a in an.local:
+                        an.local.add(op.results[0])
                 elif b in an.affine and a in an.uniform and not isinstance(op, arith.SubiOp):
                     an.affine[op.results[0]] = self.fresh("rb")
+                    if b in an.local:
+                        an.local.add(op.results[0])
         if not self.instrumented:  # instruments observe every op's value: no fusion then
             for op in _walk(ops):
-                if isinstance(op, pto.StoreOp) and op.ptr in an.affine:
+                if isinstance(op, pto.StoreOp) and op.ptr in an.affine and \
+                        op.ptr not in an.local and not self.in_window(op):
                     owner = op.value.owner
                     # only `a op b` right before the store, used by it alone, on plain values
                     if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
@@ -217,9 +235,61 @@ class KernelCodegen(NpuEmitters):
             for index, operand in enumerate(op.operands):
                 if operand not in an.affine:
                     continue
-                if self._consumes_affine(op, index):
+                if self._consumes_affine(op, index) and \
+                        (operand in an.local or not self.in_window(op)):
                     continue
                 an.needs_array.add(operand)
+
+    def in_window(self, op: Operation) -> bool:
+        """Is `op` inside a branch that runs on a window of lanes?"""
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            if parent in self.an.windowed:
+                return True
+            parent = parent.parent_op()
+        return False
+
+    def _windowable(self, op: scf.IfOp) -> bool:
+        """Can this branch run on just the lanes it keeps active (lanes.WindowContext)? In batch
+        mode, when its condition compares block-local ids with a uniform bound (so the active
+        lanes are a window of each block's lanes), its body has no block-level instruction,
+        atomic, output or global id, and it yields plain values."""
+        an = self.an
+        if self.mode != BATCH or self.instrumented or not self.one_d:
+            return False
+        test = op.cond.owner
+        if not isinstance(test, arith.CmpiOp):
+            return False
+        a, b = test.operands
+        if not ((a in an.local and b in an.uniform) or (b in an.local and a in an.uniform)):
+            return False
+        if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
+            return False
+        return all(isinstance(inner, _WINDOW_OPS) or type(inner) in _ARITH_BINARY or
+                   type(inner) in _MATH_UNARY or inner.name in INT_BINARY or
+                   inner.name.startswith("arith.")
+                   for inner in _walk([o for r in op.regions for b in r.blocks for o in b.ops]))
+
+    def _window_inputs(self, block: Block) -> list[SSAValue]:
+        """Per-lane values defined outside `block` (a windowed branch) that its ops use by
+        name: they are narrowed to the window's lanes on the way in."""
+        an = self.an
+        inside: set[SSAValue] = set()
+        ops = list(_walk(block.ops))
+        for inner in ops:
+            inside.update(inner.results)
+            for region in inner.regions:
+                for b in region.blocks:
+                    inside.update(b.args)
+        used: dict[SSAValue, None] = {}
+        for inner in ops:
+            for v in inner.operands:
+                if v in inside or v in an.uniform:
+                    continue
+                if v in an.local and v not in an.needs_array:
+                    continue  # used through its uniform base only
+                used[v] = None
+        return list(used)
 
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
@@ -259,6 +329,7 @@ class KernelCodegen(NpuEmitters):
         source = "\n".join(header + self.lines) + "\n"
         self.table.names = dict(self.names)
         self.table.affine = dict(self.an.affine)
+        self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
                                self.constants, self.table, self.instrumented)
 
@@ -291,7 +362,7 @@ class KernelCodegen(NpuEmitters):
             return "None"
         r = op.results[0]
         if r in self.an.affine and r not in self.an.needs_array:
-            return f"(_ctx.ramp + {self.an.affine[r]})"
+            return f"({self.ramp_of(r)} + {self.an.affine[r]})"
         return self.name(r)
 
     def reuse(self, op: Operation, extra: Any = None) -> bool:
@@ -337,17 +408,25 @@ class KernelCodegen(NpuEmitters):
         raise UnsupportedOp(f"the interpreter cannot execute '{op.name}' "
                             f"(at {location_of(op)})")
 
+    def ramp_of(self, v: SSAValue) -> str:
+        """The lane pattern an affine value adds its base to: the vector's ramp, or in batch
+        mode for block-local values each block's local ids."""
+        return "_ctx.local_id(0)" if v in self.an.local else "_ctx.ramp"
+
     def define_affine(self, v: SSAValue, base_expr: str) -> None:
         rb = self.an.affine[v]
         self.emit(f"{rb} = {base_expr}")
         if v in self.an.needs_array:
-            self.emit(f"{self.name(v)} = _ctx.ramp + {rb}")
+            self.emit(f"{self.name(v)} = {self.ramp_of(v)} + {rb}")
 
     def op_id(self, op: Operation) -> None:
         assert isinstance(op, pto._DimIdOp)
         res = op.results[0]
         kind = _ID_OPS[type(op)]
         if res in self.an.affine:
+            if res in self.an.local:  # the local ids themselves: the pattern, base 0
+                self.define_affine(res, "_np.int32(0)")
+                return
             base = "_ctx.first_lane" if isinstance(op, pto.GetGlobalIdOp) else "_ctx.local_base"
             self.define_affine(res, f"_np.int32({base})")
             return
@@ -388,12 +467,12 @@ class KernelCodegen(NpuEmitters):
         if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
             # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made)
-            self.emit(f"{self.name(op.results[0])} = (_ctx.ramp {_CMP[pred]} "
+            self.emit(f"{self.name(op.results[0])} = ({self.ramp_of(lhs)} {_CMP[pred]} "
                       f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
             return
         if rhs in an.affine and lhs in an.uniform and pred in _CMP_SIGNED:
             self.emit(f"{self.name(op.results[0])} = (_bound32(_np.int64({self.name(lhs)}) - "
-                      f"{an.affine[rhs]}) {_CMP[pred]} _ctx.ramp)")
+                      f"{an.affine[rhs]}) {_CMP[pred]} {self.ramp_of(rhs)})")
             return
         if self.reuse(op, pred):
             return
@@ -480,7 +559,9 @@ class KernelCodegen(NpuEmitters):
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
-        if p in self.an.affine:
+        if p in self.an.local:
+            self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
+        elif p in self.an.affine:
             view = "True" if _view_safe(op) else "False"
             self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s}, "
                       f"{view})")
@@ -495,7 +576,10 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
                       f"{self.name(a)}, {self.name(b)}, _m, {s})")
             return
-        if ptr in self.an.affine:
+        if ptr in self.an.local:
+            self.emit(f"_ctx.store_rows({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
+                      f"_m, {s})")
+        elif ptr in self.an.affine:
             self.emit(f"_ctx.store_ramp({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
                       f"_m, {s})")
         else:
@@ -508,7 +592,7 @@ class KernelCodegen(NpuEmitters):
         s = self.site(op)
         a, b, c = op.a, op.b, op.c
         t = a.type
-        dst_affine = op.dst in self.an.affine
+        dst_affine = op.dst in self.an.affine and op.dst not in self.an.local
         # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
         # (for binary formats, rounding a+c through float64 first gives the same result).
         if _is_const(b, 1.0) and dst_affine:
@@ -569,6 +653,9 @@ class KernelCodegen(NpuEmitters):
             body = list(region_block.ops)
             if len(body) == 1 and not names:
                 continue  # an empty branch: nothing to run
+            if op in self.an.windowed:
+                self.windowed_branch(region_block, mask, names)
+                continue
             self.emit(f"if {mask} is not False:")
             self.indent += 1
             self.emit(f"_m = {mask}")
@@ -596,6 +683,38 @@ class KernelCodegen(NpuEmitters):
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
                 self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
+
+    def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
+        """A branch of a windowed `scf.if`: its body becomes a local function of the lane
+        vector, the mask and the per-lane values it uses, called on the window of lanes the
+        mask keeps (`_window`: narrowed values in, widened yields out) or, when the window is
+        not narrow enough, on the whole vector."""
+        fn, win, res = self.fresh("_wb"), self.fresh("w"), self.fresh("r")
+        inputs = [self.name(v) for v in self._window_inputs(block)]
+        ops = list(block.ops)
+        self.emit(f"if {mask} is not False:")
+        self.indent += 1
+        self.emit(f"def {fn}(_ctx, _m{''.join(', ' + n for n in inputs)}):")
+        self.indent += 1
+        saved_cse, self.cse = self.cse, [{}]  # outer values are not visible narrowed
+        saved_affine = self.an.affine  # outside the window, only block-local ids stay affine
+        self.an.affine = {v: rb for v, rb in saved_affine.items() if v in self.an.local}
+        for inner in ops[:-1]:
+            self.op(inner)
+        self.an.affine, self.cse = saved_affine, saved_cse
+        term = ops[-1]
+        yields = [self.name(v) for v in term.operands] if isinstance(term, scf.YieldOp) else []
+        self.emit(f"return ({''.join(y + ', ' for y in yields)})")
+        self.indent -= 1
+        self.emit(f"{win} = _window(_ctx, {mask})")
+        self.emit(f"if {win} is None:")
+        self.emit(f"    {res} = {fn}(_ctx, {mask}{''.join(', ' + n for n in inputs)})")
+        self.emit("else:")
+        narrowed = "".join(f", {win}[0].narrow({n})" for n in inputs)
+        self.emit(f"    {res} = [{win}[0].widen(x) for x in {fn}({win}[0], {win}[1]{narrowed})]")
+        for i, n in enumerate(names):
+            self.emit(f"{n} = {res}[{i}]")
+        self.indent -= 1
 
     def _zero_of(self, t: Attribute) -> str:
         if _is_address(t):
@@ -770,6 +889,12 @@ def _view_safe(load: pto.LoadOp) -> bool:
     return not pending
 
 
+_WINDOW_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AddPtrOp, pto.GetLocalIdOp,
+               pto.GetBlockIdOp, pto.GetBlockDimOp, pto.GetGridDimOp, scf.IfOp, scf.YieldOp,
+               scf.ForOp, arith.SelectOp, arith.ConstantOp, math.RsqrtOp, math.IPowIOp)
+"""Ops a windowed branch may hold (besides arith and math): they read ids, memory and values
+through the lane vector, so they follow a window of it."""
+
 _STORE_UFUNCS: dict[type[Operation], str] = {
     arith.AddfOp: "_np.add", arith.SubfOp: "_np.subtract", arith.MulfOp: "_np.multiply",
     arith.DivfOp: "_np.divide", arith.AddiOp: "_np.add", arith.SubiOp: "_np.subtract",
@@ -805,6 +930,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_fmin": exact.minimum,
         "_fmax": exact.maximum,
         "_bound32": lanes.bound32,
+        "_window": lanes.window,
         "_F64": np.dtype(np.float64),
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})

@@ -18,6 +18,7 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
@@ -188,8 +189,10 @@ class LaneContext(BlockMemory, RaceChecker):
         key = f"l{dim}"
         if key not in self._ids and self._whole_blocks():
             # one block's pattern repeated: a single pass instead of // and % over every lane
-            self._ids[key] = np.tile(self._local_pattern(dim).astype(np.int32),
-                                     self.count // self.block_lanes)
+            self._ids[key] = geometry(
+                ("local", dim, self.block, self.count),
+                lambda: np.tile(self._local_pattern(dim).astype(np.int32),
+                                self.count // self.block_lanes))
         if key not in self._ids:
             _, local = self._block_linear_and_local()
             bx, by, _ = self.block
@@ -335,11 +338,8 @@ class LaneContext(BlockMemory, RaceChecker):
     def block_base(self, stride: int) -> np.ndarray:
         """Per vector position, `lane_block * stride`: where its block's copy of an L1 buffer
         with `stride` elements per block starts (batch mode); computed once per stride."""
-        key = ("base", stride)
-        base = self._ids.get(key)
-        if base is None:
-            base = self._ids[key] = self.lane_block * stride
-        return base
+        return geometry(("base", stride, self.count, self.block_lanes, self.local_base),
+                        lambda: self.lane_block * stride)
 
     def sparse(self, mask: np.ndarray) -> bool:
         """At most a quarter of the lanes active (counted once per mask object)?"""
@@ -368,11 +368,8 @@ class LaneContext(BlockMemory, RaceChecker):
     @property
     def lane_block(self) -> np.ndarray:
         """Per vector position, the index of its block within the vector (batch mode)."""
-        lb = self._ids.get("lane_block")
-        if lb is None:
-            lb = (self.ramp + np.int64(self.local_base)) // self.block_lanes
-            self._ids["lane_block"] = lb
-        return lb
+        return geometry(("lane_block", self.count, self.block_lanes, self.local_base),
+                        lambda: (self.ramp + np.int64(self.local_base)) // self.block_lanes)
 
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
@@ -429,6 +426,98 @@ class LaneContext(BlockMemory, RaceChecker):
             chunk = buf.data[base:base + self.count]
             return chunk if view else chunk.copy()
         return self.load(buf, self.ramp + np.int64(base), mask, site)
+
+    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+        """For an access where lane k of every block touches element `base + k` of its
+        block's copy of L1 buffer `buf` (batch mode): (lo, hi, active) — the columns lo..hi of
+        the block's copy that active lanes touch and, unless every lane of those columns is
+        active, their (blocks, hi - lo) mask — or None when the general path must run (fast
+        paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
+        which the general path reports)."""
+        if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and
+                mask is not False and self.local_base == 0):
+            return None
+        base = int(base)
+        first, last = 0, self.block_lanes  # the lanes of a block that may be active
+        if mask is not None:
+            first, last, dense = self.lane_window(mask)
+        lo, hi = base + first, base + last
+        if lo < 0 or hi > buf.count:
+            return None
+        if mask is None or dense:
+            return lo, hi, None
+        return lo, hi, mask.reshape(-1, self.block_lanes)[:, first:last]
+
+    @property
+    def row_width(self) -> int:
+        """Lanes of one block in the vector (batch mode: a row of the (blocks, lanes) view)."""
+        return self.block_lanes
+
+    def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
+        """(first, last, dense): the block-local lanes first..last-1 hold every active lane of
+        every block, and `dense` says whether all of them are active. Branches such as
+        `if tid < s` keep a prefix of each block active; accesses then touch only those
+        columns. Computed once per mask object."""
+        cache = self._mask_cache
+        if cache is None or cache[0] is not mask:
+            cache = (mask, {})
+            self._mask_cache = cache
+        window = cache[1].get("window")
+        if window is None:
+            rows = mask.reshape(-1, self.block_lanes)
+            cols = np.flatnonzero(rows.any(axis=0))
+            if cols.size == 0:
+                window = (0, 0, True)
+            else:
+                first, last = int(cols[0]), int(cols[-1]) + 1
+                window = (first, last, bool(rows[:, first:last].all()))
+            cache[1]["window"] = window
+        return window  # type: ignore[return-value]
+
+    def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
+        """Load where lane k of each block reads element `base + k` of its block's copy of an
+        L1 buffer (batch mode: block-local ids plus a uniform offset, as `buf + tid + s`): a
+        2-D slice with one row per block instead of a gather."""
+        cols = self._rows(buf, base, mask)
+        if cols is None:
+            if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
+                return self.load_ramp(buf, base, mask, site)  # one block: the ramp itself
+            return self.load(buf, self.local_id(0) + np.int64(base), mask, site)
+        lo, hi, active = cols
+        base = int(base)
+        if buf.shadow is not None:
+            self.race_rows(buf, base, lo, hi, active, site, write=False)
+        rows = buf.grid()[:, lo:hi]
+        width = self.row_width
+        if hi - lo == width:
+            return rows.reshape(-1)  # a copy: the rows are not contiguous in the arena
+        out = np.zeros((rows.shape[0], width), dtype=buf.data.dtype)
+        j = lo - base - self.local_base  # lanes outside are inactive: their value is unused
+        out[:, j:j + hi - lo] = rows
+        return out.reshape(-1)
+
+    def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
+        """Store where lane k of each block writes element `base + k` of its block's copy (see
+        `load_rows`): one 2-D slice assignment, masked lanes left untouched."""
+        cols = self._rows(buf, base, mask)
+        if cols is None:
+            if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
+                self.store_ramp(buf, base, value, mask, site)
+                return
+            self.store(buf, self.local_id(0) + np.int64(base), value, mask, site)
+            return
+        lo, hi, active = cols
+        base = int(base)
+        if buf.shadow is not None:
+            self.race_rows(buf, base, lo, hi, active, site, write=True)
+        rows = buf.grid()[:, lo:hi]
+        if isinstance(value, np.ndarray):
+            j = lo - base - self.local_base
+            value = value.reshape(-1, self.row_width)[:, j:j + hi - lo]
+        if active is None:
+            rows[...] = value
+        else:
+            np.copyto(rows, value, casting="unsafe", where=active)
 
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
         data = buf.data
@@ -570,3 +659,136 @@ def _i32(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return v if v.dtype == np.int32 else v.astype(np.int32)
     return np.int32(v)
+
+
+WINDOW_MIN_SAVING = 2
+"""Run a branch on a window of lanes only when it holds at most 1/WINDOW_MIN_SAVING of them."""
+
+
+def window(ctx: LaneContext, mask: Mask) -> tuple[WindowContext, Mask] | None:
+    """For a branch of a batch-mode kernel whose active lanes all lie in block-local lanes
+    first..last-1 of every block (as under `if tid < s`): a lane vector of just those lanes
+    and the branch's mask on it; None to run the branch on the whole vector (fast paths off,
+    a wide window, or a vector that is not whole 1-D blocks)."""
+    lanes = ctx.block_lanes
+    if not (FAST_PATHS.on and isinstance(mask, np.ndarray) and type(ctx) is LaneContext and
+            ctx.local_base == 0 and ctx.count % lanes == 0 and ctx.block[1] * ctx.block[2] == 1):
+        return None
+    first, last, dense = ctx.lane_window(mask)
+    if (last - first) * WINDOW_MIN_SAVING > lanes or last == first:
+        return None
+    sub = WindowContext(ctx, first, last)
+    return sub, (None if dense else
+                 np.ascontiguousarray(mask.reshape(-1, lanes)[:, first:last]).reshape(-1))
+
+
+class WindowContext(LaneContext):
+    """Block-local lanes first..last-1 of every block of a batch-mode lane vector, as a lane
+    vector of their own: a branch that only these lanes take runs on (last - first) lanes per
+    block instead of all of them. It shares the parent's memory, L1 and race state; ids,
+    lane naming and L1 addressing follow the window. Values flow in narrowed (`narrow`) and
+    out widened (`widen`); generated code uses it only for branches without block-level
+    instructions, atomics or output (see codegen's windowed branches)."""
+
+    def __init__(self, parent: LaneContext, first: int, last: int):  # noqa: D107
+        self.__dict__.update(parent.__dict__)  # shared memory, L1, counters, settings
+        self.parent = parent
+        self.first = first
+        self.width = last - first
+        self.blocks = parent.count // parent.block_lanes
+        self.count = self.blocks * self.width
+        self.ramp = ramp(self.count)
+        self._ids = {}
+        self._mask_cache = None
+        self.__dict__.pop("_race_lanes", None)
+
+    @property
+    def arena(self) -> Any:
+        return self.parent.arena
+
+    @property
+    def local_base(self) -> int:
+        return self.first  # block-local id of position 0 (block 0, first lane of the window)
+
+    @property
+    def in_one_block(self) -> bool:
+        return self.blocks == 1
+
+    def _pos_local(self) -> tuple[np.ndarray, np.ndarray]:
+        """(block index within the vector, block-local lane id) per position."""
+        return geometry(("window", self.blocks, self.block_lanes, self.first, self.width),
+                        lambda: (np.repeat(np.arange(self.blocks, dtype=np.int64), self.width),
+                                 np.tile(np.arange(self.first, self.first + self.width,
+                                                   dtype=np.int64), self.blocks)))
+
+    def _linear(self) -> np.ndarray:
+        b, t = self._pos_local()
+        return b * self.block_lanes + t + np.int64(self.parent.first_lane)
+
+    def _compute_block_local(self) -> tuple[Any, Any]:
+        lin = self._linear()
+        return lin // self.block_lanes, lin % self.block_lanes
+
+    @property
+    def row_width(self) -> int:
+        return self.width
+
+    def _whole_blocks(self) -> bool:
+        return False
+
+    def local_id(self, dim: int) -> Any:
+        if dim == 0:
+            key = "l0"
+            if key not in self._ids:
+                self._ids[key] = _i32(self._pos_local()[1])
+            return self._ids[key]
+        return super().local_id(dim)
+
+    @property
+    def lane_block(self) -> np.ndarray:
+        return self._pos_local()[0]
+
+    def block_base(self, stride: int) -> np.ndarray:
+        return geometry(("wbase", stride, self.blocks, self.block_lanes, self.first, self.width),
+                        lambda: self.lane_block * stride)
+
+    def _lanes_and_warps(self, mask: Mask) -> tuple[np.ndarray, np.ndarray]:
+        if getattr(self, "_race_lanes", None) is None:
+            local = self._pos_local()[1]
+            self._race_lanes = (local, (local // self.warp_size).astype(np.int16))
+        return super()._lanes_and_warps(mask)
+
+    def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        b, t = divmod(int(pos), self.width)
+        return self.parent.describe_lane(b * self.block_lanes + self.first + t)
+
+    def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
+        return 0, self.width, False  # never narrowed twice
+
+    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+        """Row accesses in the window: lane j of a block touches `base + first + j`."""
+        if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and
+                mask is not False):
+            return None
+        lo = int(base) + self.first
+        hi = lo + self.width
+        if lo < 0 or hi > buf.count:
+            return None
+        return lo, hi, None if mask is None else mask.reshape(-1, self.width)
+
+    def narrow(self, value: Any) -> Any:
+        """A value of the parent vector, on the window's lanes."""
+        if not isinstance(value, np.ndarray):
+            return value
+        parent = self.parent.block_lanes
+        return np.ascontiguousarray(
+            value.reshape(-1, parent)[:, self.first:self.first + self.width]).reshape(-1)
+
+    def widen(self, value: Any) -> Any:
+        """A value of the window, on the parent's lanes (lanes outside the window get 0: they
+        are inactive in the branch, so their value is never used)."""
+        if not isinstance(value, np.ndarray):
+            return value
+        out = np.zeros((self.blocks, self.block_lanes), dtype=value.dtype)
+        out[:, self.first:self.first + self.width] = value.reshape(-1, self.width)
+        return out.reshape(-1)

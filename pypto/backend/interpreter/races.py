@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from numpy.lib.stride_tricks import as_strided
+
+from pypto.backend.interpreter.geometry import geometry
 from pypto.errors import RaceError
 
 _LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
@@ -59,7 +62,7 @@ class ShadowView:
     """One buffer's window on its arena's shadow, indexed like the buffer's data. Buffers that
     share bytes share shadow granules, so an access through either is seen by both."""
 
-    __slots__ = ("arena", "w_warp", "r_warp", "r_multi")
+    __slots__ = ("arena", "w_warp", "r_warp", "r_multi", "rows")
 
     def __init__(self, arena: Shadow, w_warp: np.ndarray, r_warp: np.ndarray,
                  r_multi: np.ndarray):
@@ -67,6 +70,7 @@ class ShadowView:
         self.w_warp = w_warp
         self.r_warp = r_warp
         self.r_multi = r_multi
+        self.rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see race_rows
 
     @property
     def writes(self) -> list[Any]:
@@ -98,9 +102,12 @@ class RaceChecker:
         an access another warp made.)"""
         cached = getattr(self, "_race_lanes", None)
         if cached is None:
-            pos = np.arange(self.count, dtype=np.int64)
-            local = (pos + self.first_lane) % self.block_lanes  # type: ignore[attr-defined]
-            cached = (local, (local // self.warp_size).astype(np.int16))
+            lanes, ws, base = self.block_lanes, self.warp_size, self.local_base  # type: ignore
+
+            def make() -> tuple[np.ndarray, np.ndarray]:
+                local = (np.arange(self.count, dtype=np.int64) + base) % lanes
+                return local, (local // ws).astype(np.int16)
+            cached = geometry(("race_lanes", self.count, lanes, base, ws), make)
             self._race_lanes = cached
         if mask is None or mask is True:
             return cached
@@ -183,6 +190,68 @@ class RaceChecker:
                          (site << _LANE_BITS) | int(lanes[at[-1]]),
                          "written by the same instruction")
 
+    def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
+                  write: bool) -> None:
+        """The race checks of a row access (`LaneContext.load_rows` / `store_rows`): lane k of
+        every block touches element `base + k` of its block's copy, for the columns lo..hi
+        (`active`: which of those lanes are active, None for all). The same checks as
+        `race_read` / `race_write` on 2-D slices of the shadow; an access that touches each
+        element once cannot race with itself, so the checks for two warps in one instruction
+        are not needed. When a race is found the general path runs, to report it exactly as
+        it would."""
+        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        if sh.rows is None:  # (blocks, count) views of the shadow, made once per buffer
+            sh.rows = (_rows_view(sh.w_warp, buf), _rows_view(sh.r_warp, buf),
+                       _rows_view(sh.r_multi, buf))
+        w_rows, r_rows, m_rows = sh.rows
+        cols = slice(lo, hi)
+        ws = self.warp_size
+        warps = geometry(("row_warps", lo - base, hi - base, ws),
+                         lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
+        w_warp = w_rows[:, cols]
+        bad = None
+        if sh.writes:
+            bad = (w_warp >= 0) & (w_warp != warps)
+        if write and sh.reads:
+            r_warp = r_rows[:, cols]
+            war = ((r_warp >= 0) & (r_warp != warps)) | m_rows[:, cols]
+            bad = war if bad is None else bad | war
+        if bad is not None:
+            if active is not None:
+                bad &= active
+            if bad.any():
+                mask = self._rows_mask(base, lo, hi, active)
+                idx = self.local_id(0) + np.int64(base)  # type: ignore[attr-defined]
+                idx = self._checked(buf, idx, mask, site)  # type: ignore[attr-defined]
+                (self.race_write if write else self.race_read)(buf, idx, mask, site)
+                raise AssertionError("race_rows: the general path found no race")  # pragma: no cover
+        log = sh.writes if write else sh.reads
+        earlier_reads = bool(sh.reads)
+        log.append((site, buf, _RowsAccess(self, buf, base, lo, hi, active), None, None))
+        target = w_warp if write else r_rows[:, cols]
+        if not write and earlier_reads:
+            # a second warp reading an element this epoch: remember it for a later write
+            other = (target >= 0) & (target != warps)
+            if active is not None:
+                other &= active
+            if other.any():
+                multi = m_rows[:, cols]
+                multi |= other
+        if active is None:
+            target[...] = warps
+        else:
+            np.copyto(target, np.broadcast_to(warps, target.shape), where=active)
+
+    def _rows_mask(self, base: int, lo: int, hi: int, active: Any) -> Any:
+        """The lane mask of a row access, for the general path."""
+        width = self.row_width  # type: ignore[attr-defined]
+        if active is None and hi - lo == width:
+            return None
+        mask = np.zeros((self.count // width, width), dtype=bool)
+        j = lo - base - self.local_base
+        mask[:, j:j + hi - lo] = True if active is None else active
+        return mask.reshape(-1)
+
     def _report(self, kind: str, buf: Any, element: int, first: int, what1: str, second: int,
                 what2: str) -> None:
         mask = (1 << _LANE_BITS) - 1
@@ -213,6 +282,8 @@ def _find(log: list[tuple[int, Any, Any, np.ndarray, np.ndarray]], buf: Any, ele
     warp other than `other_than_warp`, packed as (instruction << _LANE_BITS) | lane id."""
     target = buf.granule_of(element)
     for site, lbuf, index, lanes, warps in reversed(log):
+        if isinstance(index, _RowsAccess):
+            index, lanes, warps = index.expand()
         hit = np.flatnonzero(_granules(lbuf, index, lanes.size) == target)
         for i in hit[::-1]:
             if int(warps[i]) != other_than_warp:
@@ -236,3 +307,32 @@ def _granules(buf: Any, index: Any, n: int) -> np.ndarray:
     if isinstance(index, slice):
         index = np.arange(index.start, index.start + n)
     return buf.granule_of(np.asarray(index, dtype=np.int64))
+
+
+def _rows_view(array: np.ndarray, buf: Any) -> np.ndarray:
+    """(blocks, count) view of a shadow array indexed like `buf`'s data (see Buffer.grid)."""
+    step = array.strides[0]
+    return as_strided(array, shape=(buf.blocks, buf.count), strides=(buf.stride * step, step),
+                      writeable=True)
+
+
+class _RowsAccess:
+    """A logged row access, expanded to per-lane element indices, lanes and warps only when a
+    race report needs to name it (the rare path)."""
+
+    __slots__ = ("ctx", "buf", "base", "lo", "hi", "active")
+
+    def __init__(self, ctx: Any, buf: Any, base: int, lo: int, hi: int, active: Any):
+        self.ctx, self.buf, self.base, self.lo, self.hi = ctx, buf, base, lo, hi
+        self.active = active  # masks are never changed in place
+
+    def expand(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        blocks = self.buf.blocks
+        cols = np.arange(self.lo, self.hi, dtype=np.int64)
+        index = (np.arange(blocks, dtype=np.int64)[:, None] * self.buf.stride + cols[None, :])
+        lanes = np.broadcast_to(cols - self.base, index.shape)
+        if self.active is not None:
+            index, lanes = index[self.active], lanes[self.active]
+        else:
+            index, lanes = index.reshape(-1), lanes.reshape(-1)
+        return index, lanes, (lanes // self.ctx.warp_size).astype(np.int16)

@@ -100,6 +100,9 @@ _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="
         "ule": "<=", "ugt": ">", "uge": ">=", "oeq": "==", "ogt": ">", "oge": ">=", "olt": "<",
         "ole": "<=", "une": "!="}
 
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+"""`u op x` as `x flipped-op u`."""
+
 _CMP_SIGNED = {"eq", "ne", "slt", "sle", "sgt", "sge"}
 
 _MATH_UNARY: dict[type[Operation], str] = {  # _m_*: through float64, rounded once (exact.py)
@@ -464,6 +467,15 @@ class KernelCodegen(NpuEmitters):
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
         lhs, rhs = op.operands
         an = self.an
+        if lhs in an.local and rhs in an.uniform and pred in _CMP_SIGNED:
+            # tid + base < u  <=>  tid < u - base: the same lanes of every block (cached mask)
+            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_CMP[pred]!r}, "
+                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
+            return
+        if rhs in an.local and lhs in an.uniform and pred in _CMP_SIGNED:
+            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_FLIP[_CMP[pred]]!r}, "
+                      f"_bound32(_np.int64({self.name(lhs)}) - {an.affine[rhs]}))")
+            return
         if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
             # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made)
@@ -682,7 +694,7 @@ class KernelCodegen(NpuEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
+                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf})")
 
     def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
         """A branch of a windowed `scf.if`: its body becomes a local function of the lane

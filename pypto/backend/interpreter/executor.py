@@ -120,6 +120,9 @@ class Executable:
         else:
             self.mode = BATCH if batch_blocks and batchable(kernel) else BLOCK
         self._variants: dict[tuple[str, bool, bool], GeneratedKernel] = {}
+        # L1 of finished lane vectors by vector length, reused by the next ones (tiles.py
+        # adopt_block_memory); a run that raised leaves its L1 out
+        self._arenas: dict[int, list[Any]] = {}
 
     def variant(self, one_d: bool, instrumented: bool = False) -> GeneratedKernel:
         """The generated code for a launch shape (`one_d`: 1-D grid and block), with hooks
@@ -206,10 +209,18 @@ class Executable:
                     return
                 per_chunk = 1 if gen.mode == BLOCK else max(
                     1, (GRID_CHUNK_LANES if gen.mode == GRID else BATCH_CHUNK_LANES) // block_lanes)
+                pool = self._arenas if instrument is None else None
                 for first_block in range(0, n_blocks, per_chunk):
                     count = min(per_chunk, n_blocks - first_block) * block_lanes
-                    gen.fn(self._context(gen, grid, block, first_block * block_lanes, count,
-                                         instrument=instrument), bound)
+                    ctx = self._context(gen, grid, block, first_block * block_lanes, count,
+                                        instrument=instrument)
+                    if pool is not None:
+                        free = pool.get(count)
+                        if free:
+                            ctx.adopt_block_memory(free.pop())
+                    gen.fn(ctx, bound)
+                    if pool is not None and ctx.arenas:
+                        pool.setdefault(count, []).append((ctx.l1_buffers, ctx.arenas))
             except KernelError:
                 raise
             except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover

@@ -42,7 +42,7 @@ def ramp(n: int) -> np.ndarray:
     """`arange(n)` as int32, cached: lane indices are needed by every launch of that size."""
     r = _RAMP_CACHE.get(n)
     if r is None:
-        if len(_RAMP_CACHE) > 16:
+        if len(_RAMP_CACHE) > 64:
             _RAMP_CACHE.clear()
         r = np.arange(n, dtype=np.int32)
         r.flags.writeable = False
@@ -76,6 +76,12 @@ def mask_andnot(m: Mask, c: Any) -> Mask:
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
+_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+            "==": np.equal, "!=": np.not_equal}
+
+_WINDOWS: dict[int, tuple[np.ndarray, tuple[int, int, bool]]] = {}
+"""Lane windows of shared read-only masks (LaneContext.local_cmp), by mask identity."""
+
 
 def bound32(x: Any) -> np.int32:
     """A uniform bound to compare the int32 lane ramp with, clamped to int32: the ramp lies in
@@ -91,8 +97,15 @@ def select(c: Any, a: Any, b: Any) -> Any:
     return a if c else b
 
 
-def merge(c: Any, a: Any, b: Any, dtype: np.dtype) -> Any:
-    """Join the values a branch yields: lanes where `c` held take `a`."""
+def merge(c: Any, a: Any, b: Any, dtype: np.dtype, then: Mask = False,
+          other: Mask = False) -> Any:
+    """Join the values a branch yields: lanes where `c` held take `a`. `then` / `other` are
+    the two sides' masks: None when every lane of the vector took that side, whose value is
+    then the result (copied if it may be a view of memory)."""
+    if then is None or other is None:
+        v = a if then is None else b
+        if isinstance(v, np.ndarray) and v.dtype == dtype and FAST_PATHS.on:
+            return v if v.flags.owndata else v.copy()
     if isinstance(c, np.ndarray):
         out = np.where(c, a, b)
         return out if out.dtype == dtype else out.astype(dtype)
@@ -453,11 +466,25 @@ class LaneContext(BlockMemory, RaceChecker):
         """Lanes of one block in the vector (batch mode: a row of the (blocks, lanes) view)."""
         return self.block_lanes
 
+    def local_cmp(self, op: str, bound: np.int32) -> Any:
+        """`local_id(0) op bound` (1-D blocks): one block's comparison repeated, shared by
+        every lane vector of this shape (and its lane window computed once)."""
+        if type(self) is not LaneContext or not self._whole_blocks() or self.block[1] * \
+                self.block[2] != 1:
+            return _COMPARE[op](self.local_id(0), bound)
+        lanes = self.block_lanes
+        return geometry(("local_cmp", op, int(bound), lanes, self.count),
+                        lambda: np.tile(_COMPARE[op](np.arange(lanes, dtype=np.int32), bound),
+                                        self.count // lanes))
+
     def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
         """(first, last, dense): the block-local lanes first..last-1 hold every active lane of
         every block, and `dense` says whether all of them are active. Branches such as
         `if tid < s` keep a prefix of each block active; accesses then touch only those
         columns. Computed once per mask object."""
+        shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
+        if shared and id(mask) in _WINDOWS:
+            return _WINDOWS[id(mask)][1]
         cache = self._mask_cache
         if cache is None or cache[0] is not mask:
             cache = (mask, {})
@@ -470,8 +497,13 @@ class LaneContext(BlockMemory, RaceChecker):
                 window = (0, 0, True)
             else:
                 first, last = int(cols[0]), int(cols[-1]) + 1
-                window = (first, last, bool(rows[:, first:last].all()))
+                dense = np.count_nonzero(mask) == rows.shape[0] * (last - first)
+                window = (first, last, bool(dense))
             cache[1]["window"] = window
+            if shared:
+                if len(_WINDOWS) > 64:
+                    _WINDOWS.clear()
+                _WINDOWS[id(mask)] = (mask, window)  # holding the mask keeps its id unique
         return window  # type: ignore[return-value]
 
     def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:

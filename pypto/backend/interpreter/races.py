@@ -33,7 +33,7 @@ _LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
 class Shadow:
     """Shadow state of one block arena of L1 (per granule, see l1.py) for one epoch."""
 
-    __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads")
+    __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads", "pending", "dirty")
 
     def __init__(self, count: int):
         self.epoch = -1
@@ -45,17 +45,35 @@ class Shadow:
         self.w_warp = np.full(count, -1, dtype=np.int16)
         self.r_warp = np.full(count, -1, dtype=np.int16)
         self.r_multi = np.zeros(count, dtype=bool)
+        # Row accesses of every lane of a window (RaceChecker.race_rows) touch the same
+        # columns with the same lanes in every block, so they are checked against each other
+        # per column and only written into the arrays above when another access needs them.
+        self.pending: list[tuple[Any, int, int, int, bool]] = []
+        self.dirty = False  # the arrays hold accesses of this epoch
+
+    def reset(self) -> None:
+        """No access recorded (new blocks in a reused arena)."""
+        self.epoch = -1
+        if self.dirty:
+            self.w_warp.fill(-1)
+            self.r_warp.fill(-1)
+            self.r_multi.fill(False)
+            self.dirty = False
+        self.writes, self.reads, self.pending = [], [], []
 
     def at_epoch(self, epoch: int) -> None:
         if self.epoch != epoch:
             self.epoch = epoch
-            if self.writes:
-                self.w_warp.fill(-1)
-            if self.reads:
-                self.r_warp.fill(-1)
-                self.r_multi.fill(False)
+            if self.dirty:
+                if self.writes:
+                    self.w_warp.fill(-1)
+                if self.reads:
+                    self.r_warp.fill(-1)
+                    self.r_multi.fill(False)
+                self.dirty = False
             self.writes = []
             self.reads = []
+            self.pending = []
 
 
 class ShadowView:
@@ -130,8 +148,9 @@ class RaceChecker:
         lanes, warps = self._lanes_and_warps(mask)
         if lanes.size == 0:
             return None
-        return (lanes, warps, self._index(idx, lanes.size),
-                buf.shadow.at_epoch(self.counters["epoch"]))
+        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        self._materialise(sh.arena)
+        return lanes, warps, self._index(idx, lanes.size), sh
 
     def _against_writes(self, buf: Any, sh: ShadowView, index: Any, lanes: np.ndarray,
                         warps: np.ndarray, site: int, kind: str, what: str) -> None:
@@ -200,14 +219,17 @@ class RaceChecker:
         are not needed. When a race is found the general path runs, to report it exactly as
         it would."""
         sh = buf.shadow.at_epoch(self.counters["epoch"])
-        if sh.rows is None:  # (blocks, count) views of the shadow, made once per buffer
-            sh.rows = (_rows_view(sh.w_warp, buf), _rows_view(sh.r_warp, buf),
-                       _rows_view(sh.r_multi, buf))
-        w_rows, r_rows, m_rows = sh.rows
-        cols = slice(lo, hi)
+        arena = sh.arena
         ws = self.warp_size
-        warps = geometry(("row_warps", lo - base, hi - base, ws),
-                         lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
+        if active is None and not arena.dirty and _rows_clear(arena, buf, base, lo, hi, write, ws):
+            (sh.writes if write else sh.reads).append(
+                (site, buf, _RowsAccess(self, buf, base, lo, hi, None), None, None))
+            arena.pending.append((buf, base, lo, hi, write))
+            return
+        self._materialise(arena)
+        w_rows, r_rows, m_rows = _shadow_rows(buf)
+        cols = slice(lo, hi)
+        warps = _row_warps(base, lo, hi, ws)
         w_warp = w_rows[:, cols]
         bad = None
         if sh.writes:
@@ -241,6 +263,21 @@ class RaceChecker:
             target[...] = warps
         else:
             np.copyto(target, np.broadcast_to(warps, target.shape), where=active)
+
+    def _materialise(self, arena: Shadow) -> None:
+        """Write the pending row accesses of this epoch into the shadow arrays, in order (the
+        arrays are then this epoch's whole record)."""
+        for buf, base, lo, hi, write in arena.pending:
+            w_rows, r_rows, m_rows = _shadow_rows(buf)
+            warps = _row_warps(base, lo, hi, self.warp_size)
+            if write:
+                w_rows[:, lo:hi] = warps
+            else:
+                r_warp = r_rows[:, lo:hi]
+                m_rows[:, lo:hi] |= (r_warp >= 0) & (r_warp != warps)
+                r_warp[...] = warps
+        arena.pending = []
+        arena.dirty = True
 
     def _rows_mask(self, base: int, lo: int, hi: int, active: Any) -> Any:
         """The lane mask of a row access, for the general path."""
@@ -307,6 +344,47 @@ def _granules(buf: Any, index: Any, n: int) -> np.ndarray:
     if isinstance(index, slice):
         index = np.arange(index.start, index.start + n)
     return buf.granule_of(np.asarray(index, dtype=np.int64))
+
+
+def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: bool,
+                ws: int) -> bool:
+    """Can a row access of every lane (columns lo..hi, lane = column - base) be recorded as
+    pending? Yes when it races with none of the pending ones: where two touch one column, at
+    least one writing, the lanes doing so are in one warp. Only row accesses are pending, so
+    each compares per column (the same in every block), not per element. A different buffer
+    over the same bytes, or a long list, goes through the arrays instead."""
+    if len(arena.pending) >= 16:
+        return False
+    for pbuf, pbase, plo, phi, pwrite in arena.pending:
+        if not (write or pwrite):
+            continue
+        if pbuf is not buf:
+            size = buf.data.itemsize
+            if pbuf.offset < buf.offset + buf.count * size and \
+                    buf.offset < pbuf.offset + pbuf.count * pbuf.data.itemsize:
+                return False
+            continue
+        a, b = max(lo, plo), min(hi, phi)
+        if a < b and base != pbase:
+            cols = np.arange(a, b)
+            if ((cols - base) // ws != (cols - pbase) // ws).any():
+                return False
+    return True
+
+
+def _row_warps(base: int, lo: int, hi: int, ws: int) -> np.ndarray:
+    """The warp of the lane touching each column lo..hi of a row access."""
+    return geometry(("row_warps", lo - base, hi - base, ws),
+                    lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
+
+
+def _shadow_rows(buf: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(blocks, count) views of a buffer's shadow arrays, made once per buffer."""
+    sh = buf.shadow
+    if sh.rows is None:
+        sh.rows = (_rows_view(sh.w_warp, buf), _rows_view(sh.r_warp, buf),
+                   _rows_view(sh.r_multi, buf))
+    return sh.rows
 
 
 def _rows_view(array: np.ndarray, buf: Any) -> np.ndarray:

@@ -143,6 +143,13 @@ class BlockMemory:
         self.counters = {"next_token": 0, "epoch": 0}
         self.arenas: list[L1Arena] = []  # the block's (or batch's) L1, made at first use
 
+    def adopt_block_memory(self, state: tuple[dict[int, Any], list[L1Arena]]) -> None:
+        """Take over the L1 (arena and buffers) of a finished lane vector of the same shape,
+        reset to fresh: saves allocating the arena, its shadow and the buffer views again."""
+        self.l1_buffers, self.arenas = state
+        for arena in self.arenas:
+            arena.reset()
+
     @property
     def arena(self) -> L1Arena:
         if not self.arenas:

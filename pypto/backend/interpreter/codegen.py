@@ -146,6 +146,9 @@ class _Analysis:
     fused: set[Operation] = field(default_factory=set)
     # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
     windowed: set[Operation] = field(default_factory=set)
+    # pointers `p + (tid + base)` with p the same for every lane of a block (batch mode, as
+    # `x + row * ncols + c`): value -> (p, name of base var); accessed a row per block
+    rows: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters):
@@ -200,6 +203,8 @@ class KernelCodegen(NpuEmitters):
         an = self.an
         an.uniform = _Uniform(varying_values(self.kernel,
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
+        in_block = varying_values(self.kernel, block_ids_uniform=True) \
+            if self.mode == BATCH and not self.instrumented else None
         for op in _walk(ops):
             if isinstance(op, scf.IfOp) and self._windowable(op):
                 an.windowed.add(op)
@@ -211,6 +216,11 @@ class KernelCodegen(NpuEmitters):
                 elif op.dim_index == 0 and self.mode == BATCH:
                     an.affine[op.results[0]] = self.fresh("rb")
                     an.local.add(op.results[0])
+            elif isinstance(op, pto.AddPtrOp) and in_block is not None and \
+                    op.offset in an.local and op.ptr not in in_block and op.ptr not in an.uniform:
+                an.rows[op.results[0]] = (op.ptr, an.affine[op.offset])
+            elif isinstance(op, pto.AddPtrOp) and op.ptr in an.rows and op.offset in an.uniform:
+                an.rows[op.results[0]] = (an.rows[op.ptr][0], self.fresh("rb"))
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands
                 if in_window and not (a in an.local or b in an.local):
@@ -236,6 +246,12 @@ class KernelCodegen(NpuEmitters):
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             for index, operand in enumerate(op.operands):
+                if operand in an.rows:
+                    if not (isinstance(op, pto.LoadOp) and index == 0 or
+                            isinstance(op, pto.StoreOp) and index == 1 or
+                            op.results and op.results[0] in an.rows):
+                        an.needs_array.add(operand)
+                    continue
                 if operand not in an.affine:
                     continue
                 if self._consumes_affine(op, index) and \
@@ -291,6 +307,10 @@ class KernelCodegen(NpuEmitters):
                     continue
                 if v in an.local and v not in an.needs_array:
                     continue  # used through its uniform base only
+                if v in an.rows and v not in an.needs_array:
+                    v = an.rows[v][0]  # used through its block's pointer and a uniform base
+                    if v in inside:
+                        continue
                 used[v] = None
         return list(used)
 
@@ -536,6 +556,14 @@ class KernelCodegen(NpuEmitters):
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
+        if res in self.an.rows:
+            row, rb = self.an.rows[res]
+            self.emit(f"{rn}_b = {pn}_b")
+            if p in self.an.rows:  # (row + tid + base) + u
+                self.emit(f"{rb} = {self.an.rows[p][1]} + {on}")
+            if res in self.an.needs_array:
+                self.emit(f"{rn} = {self.name(row)} + (_ctx.local_id(0) + _np.int64({rb}))")
+            return
         if res not in self.an.affine and self.reuse(op):
             return
         self.emit(f"{rn}_b = {pn}_b")
@@ -571,7 +599,11 @@ class KernelCodegen(NpuEmitters):
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
-        if p in self.an.local:
+        if p in self.an.rows:
+            row, rb = self.an.rows[p]
+            self.emit(f"{res} = _ctx.load_block_rows({self.name(p)}_b, {self.name(row)}, {rb}, "
+                      f"_m, {s})")
+        elif p in self.an.local:
             self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
         elif p in self.an.affine:
             view = "True" if _view_safe(op) else "False"
@@ -588,7 +620,11 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
                       f"{self.name(a)}, {self.name(b)}, _m, {s})")
             return
-        if ptr in self.an.local:
+        if ptr in self.an.rows:
+            row, rb = self.an.rows[ptr]
+            self.emit(f"_ctx.store_block_rows({self.name(ptr)}_b, {self.name(row)}, {rb}, "
+                      f"{value_expr}, _m, {s})")
+        elif ptr in self.an.local:
             self.emit(f"_ctx.store_rows({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
                       f"_m, {s})")
         elif ptr in self.an.affine:

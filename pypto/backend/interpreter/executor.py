@@ -42,8 +42,11 @@ from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedErr
 GRID_CHUNK_LANES = 1 << 22
 """Largest lane vector in grid mode; bigger launches run in several chunks of whole blocks."""
 
-BATCH_CHUNK_LANES = 1 << 16
+BATCH_CHUNK_LANES = 1 << 17
 """Largest lane vector in batch mode (several blocks in lockstep, each with its own L1)."""
+
+BATCH_CHUNK_L1_BYTES = 1 << 24
+"""...and the most L1 its blocks may hold together (their arenas lie side by side)."""
 
 def batchable(kernel: func.FuncOp) -> bool:
     """Can blocks run side by side in one lane vector? Yes when every loop has bounds uniform
@@ -209,6 +212,8 @@ class Executable:
                     return
                 per_chunk = 1 if gen.mode == BLOCK else max(
                     1, (GRID_CHUNK_LANES if gen.mode == GRID else BATCH_CHUNK_LANES) // block_lanes)
+                if gen.mode == BATCH and self.layout.extent:
+                    per_chunk = max(1, min(per_chunk, BATCH_CHUNK_L1_BYTES // self.layout.extent))
                 pool = self._arenas if instrument is None else None
                 for first_block in range(0, n_blocks, per_chunk):
                     count = min(per_chunk, n_blocks - first_block) * block_lanes

@@ -255,3 +255,48 @@ def test_hbm_row_overrun_reported_as_general_path(switch):
     fast, general = _both(switch, row_copy, 4, (x, y, BLOCK, BLOCK, 3))
     assert isinstance(fast, MemoryAccessError) and str(fast) == str(general)
     assert "block (3, 0, 0), lane (61, 0, 0)" in str(fast)
+
+
+# --- grid mode, 2-D launches: row-major addresses gy * w + gx -------------------------------
+
+@pto.kernel
+def shift_2d(u, out, w, h, dx):
+    x = pto.get_global_id(0)
+    y = pto.get_global_id(1)
+    if x < w and y < h:
+        i = y * w + x
+        pto.store(out + i, pto.load(u + i + dx) + 1.0)
+
+
+def _run_2d(kernel, grid, block, args):
+    ck = pto.compile(kernel, args=args, block=block)
+    assert "_plane(" in ck.executable.variant(False).source
+    pto.launch(ck, grid=grid, block=block, args=args)
+    pto.sync()
+
+
+@pytest.mark.parametrize("w,dx", [(32, 0), (32, 5), (35, 0)])  # 35: the pitch is not the grid's
+def test_plane_accesses_match_numpy(switch, w, dx):
+    h, block, grid = 24, (8, 4), (4, 6)  # grid covers 32 x 24
+    u = np.random.default_rng(6).random(w * h + 8, dtype=np.float32)
+    expect = np.zeros(w * h, np.float32)
+    idx = np.arange(h)[:, None] * w + np.arange(min(w, 32))[None, :]
+    expect[idx] = u[idx + dx] + np.float32(1.0)
+    for on in (True, False):
+        switch.on = on
+        out = dev(np.zeros(w * h, np.float32))
+        _run_2d(shift_2d, grid, block, (dev(u), out, w, h, dx))
+        assert np.array_equal(host(out, expect), expect), f"fast paths {on}"
+
+
+def test_plane_overrun_reported_as_general_path(switch):
+    u = dev(np.ones(32 * 24, np.float32))
+    out = dev(np.zeros(32 * 24, np.float32))
+    errors = []
+    for on in (True, False):
+        switch.on = on
+        with pytest.raises(MemoryAccessError) as info:
+            _run_2d(shift_2d, (4, 6), (8, 4), (u, out, 32, 24, -1))
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    assert "block (0, 0, 0), lane (0, 0, 0)" in errors[0]

@@ -276,6 +276,19 @@ def _l1_in_flight(inflight: dict[int, InFlight], byte_region: Region,
     return None
 
 
+def _distinct_tiles(hbm_tiles: np.ndarray, grid: tuple[int, int, int, int, int]) -> np.ndarray:
+    """The (n1, n2, rows, row_len) HBM tiles of a load, or, when blocks share tiles (a grid
+    axis of stride 0: a row of C tiles shares its A tile), the distinct ones gathered into a
+    small contiguous array that broadcasts along that axis: the assignment into L1 then
+    copies whole contiguous tiles instead of one HBM row at a time."""
+    n1, n2, _, d1, d2 = grid
+    shared = (n1 > 1 and d1 == 0, n2 > 1 and d2 == 0)
+    if not any(shared):
+        return hbm_tiles
+    return np.ascontiguousarray(hbm_tiles[tuple(slice(0, 1) if s else slice(None)
+                                                for s in shared)])
+
+
 def _injective(dims: list[tuple[int, int]]) -> bool:
     """Do the index tuples of a grid of (extent, stride) axes reach distinct addresses?
 
@@ -526,7 +539,7 @@ class BlockMemory:
             hbm_tiles = geo.hbm_view()
             l1_tiles = geo.l1_view(l1.data, geo.grid[1])
             if load:
-                l1_tiles[...] = hbm_tiles
+                l1_tiles[...] = _distinct_tiles(hbm_tiles, geo.grid)
             else:
                 hbm_tiles[...] = l1_tiles
         else:  # block by block, in block order (for stores: the last block's write wins)

@@ -230,8 +230,8 @@ def _view(base: np.ndarray, start: int, shape: tuple[int, ...],
     """A writeable view of 1-D `base` from element `start` with byte `strides`. Through the
     buffer protocol when `base` is contiguous: cheaper than `as_strided`, and NumPy checks that
     every element lies inside `base`."""
-    if base.flags.c_contiguous:
-        return np.ndarray(shape, base.dtype, buffer=base, offset=start * base.strides[0],
+    if base.ndim == 1 and base.flags.c_contiguous:
+        return np.ndarray(shape, base.dtype, buffer=base, offset=start * base.itemsize,
                           strides=strides)
     return as_strided(base[start:], shape=shape, strides=strides, writeable=True)
 

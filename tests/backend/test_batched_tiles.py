@@ -219,14 +219,19 @@ def tiled_matmul_reference(a: np.ndarray, b: np.ndarray, t: int) -> np.ndarray:
     return c
 
 
+NPU_PIPELINE = "pto-allocate-l1,pto-verify-barriers,convert-pto-to-npu,npu-fuse-load-mma"
+
+
+@pytest.mark.parametrize("pipeline", [None, NPU_PIPELINE], ids=["pto", "npu-fused"])
 @pytest.mark.parametrize("m,n,k,t", [(128, 192, 128, 64), (96, 64, 160, 32)])
-def test_batched_mma_is_the_tiled_reference_bit_for_bit(m, n, k, t, fast_paths):
+def test_batched_mma_is_the_tiled_reference_bit_for_bit(m, n, k, t, pipeline, fast_paths):
     rng = np.random.default_rng(m + n + k)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     c = np.zeros((m, n), np.float32)
     args, tensors = to_device((a, b, c, m, n, k, t, t, t))
-    ck = pto.compile(matmul_tile, args=args, block=64)
+    options = {} if pipeline is None else {"pipeline": pipeline}
+    ck = pto.compile(matmul_tile, args=args, block=64, **options)
     assert ck.executable.mode == "batch"
     pto.launch(ck, grid=(n // t, m // t), block=64, args=args)
     out = from_device(tensors)[2]

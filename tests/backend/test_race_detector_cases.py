@@ -125,3 +125,43 @@ def test_two_warps_writing_one_element_in_one_instruction_is_reported():
     text = race_text(two_warps_write_one_element_decreasing)
     assert text is not None and "written by the same instruction" in text
     assert "element 32" in text and "(warp 0)" in text and "(warp 1)" in text
+
+
+@pto.kernel
+def general_read_then_row_accesses(o):
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + t, 1.0)
+    pto.barrier_block()
+    v = pto.load(buf + (63 - t))             # a general read: each warp reads the other's half
+    w = pto.load(buf + t)                    # a row read (batch mode: buf + tid)
+    pto.store(buf + t, v + w)                # a row write: WAR with the general read
+
+
+@pto.kernel
+def row_read_then_general_write(o):
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + t, 1.0)
+    pto.barrier_block()
+    w = pto.load(buf + t)                    # a row read
+    v = pto.load(buf + (63 - t))             # a general read, deferred
+    pto.store(buf + (t ^ 1), v + w)          # a general write within each warp: no race...
+    pto.store(buf + (63 - t), w)             # ...this one writes the other warp's half: WAR
+
+
+@pytest.mark.parametrize("kernel", [general_read_then_row_accesses,
+                                    row_read_then_general_write])
+def test_deferred_reads_meet_row_accesses(kernel):
+    """Batch-mode row accesses (`buf + tid`) and deferred general reads in one epoch: the WAR
+    race is reported, and exactly as the general path (fast paths off) reports it."""
+    from pypto.backend.interpreter.fastpaths import FAST_PATHS
+    texts = []
+    for on in (True, False):
+        saved, FAST_PATHS.on = FAST_PATHS.on, on
+        try:
+            texts.append(race_text(kernel))
+        finally:
+            FAST_PATHS.on = saved
+    assert texts[0] is not None and "WAR race on L1 buffer 'buf'" in texts[0]
+    assert texts[0] == texts[1]

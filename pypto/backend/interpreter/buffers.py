@@ -24,7 +24,7 @@ class Buffer:
     """
 
     __slots__ = ("data", "name", "space", "init", "shadow", "count", "stride", "blocks",
-                 "offset", "gran")
+                 "offset", "gran", "_grid")
 
     def __init__(self, data: np.ndarray, name: str, space: str, count: int | None = None,
                  stride: int = 0, blocks: int = 1, offset: int = 0,
@@ -39,17 +39,21 @@ class Buffer:
         self.gran = gran  # L1: (first granule, granules per element)
         self.init: np.ndarray | None = None
         self.shadow: Any = None  # races.ShadowView when the race detector is on
+        self._grid: np.ndarray | None = None
 
     def watched(self) -> bool:
         return self.init is not None or self.shadow is not None
 
     def grid(self) -> np.ndarray:
         """(blocks, count) view: every block's copy of the buffer."""
-        if not self.stride:
-            return self.data[:self.count].reshape(1, self.count)
-        isz = self.data.itemsize
-        return as_strided(self.data, shape=(self.blocks, self.count),
-                          strides=(self.stride * isz, isz), writeable=True)
+        if self._grid is None:
+            if not self.stride:
+                self._grid = self.data[:self.count].reshape(1, self.count)
+            else:
+                isz = self.data.itemsize
+                self._grid = as_strided(self.data, shape=(self.blocks, self.count),
+                                        strides=(self.stride * isz, isz), writeable=True)
+        return self._grid
 
     def init_grid(self) -> np.ndarray:
         assert self.init is not None

@@ -100,6 +100,9 @@ _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="
         "ule": "<=", "ugt": ">", "uge": ">=", "oeq": "==", "ogt": ">", "oge": ">=", "olt": "<",
         "ole": "<=", "une": "!="}
 
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+"""`u op x` as `x flipped-op u`."""
+
 _CMP_SIGNED = {"eq", "ne", "slt", "sle", "sgt", "sge"}
 
 _MATH_UNARY: dict[type[Operation], str] = {  # _m_*: through float64, rounded once (exact.py)
@@ -135,9 +138,23 @@ class _Uniform:
 class _Analysis:
     uniform: _Uniform = field(default_factory=lambda: _Uniform(set()))
     affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
+    # affine values that are block-local: lane k of each block holds `base + k` (batch mode,
+    # several blocks per vector; accesses through them are 2-D slices, one row per block)
+    local: set[SSAValue] = field(default_factory=set)
     needs_array: set[SSAValue] = field(default_factory=set)
     # arithmetic ops computed by the store right after them, into memory (store_ramp_op)
     fused: set[Operation] = field(default_factory=set)
+    # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
+    windowed: set[Operation] = field(default_factory=set)
+    # pointers `p + (tid + base)` with p the same for every lane of a block (batch mode, as
+    # `x + row * ncols + c`): value -> (p, name of base var); accessed a row per block
+    rows: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
+    # grid mode, 2-D launch: `gy * u` (value -> u) and `gy * u + gx` (value -> u), and pointers
+    # `p + (gy * u + gx) + v` (value -> (u, name of the var holding p's offset + v)):
+    # row-major 2-D accesses, done as slices of the (Y, X) plane
+    ymul: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    plane: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    plane_ptr: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters):
@@ -192,20 +209,42 @@ class KernelCodegen(NpuEmitters):
         an = self.an
         an.uniform = _Uniform(varying_values(self.kernel,
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
+        in_block = varying_values(self.kernel, block_ids_uniform=True) \
+            if self.mode == BATCH and not self.instrumented else None
+        if self.mode == GRID and not self.one_d and not self.instrumented:
+            self._analyse_plane(ops)
         for op in _walk(ops):
+            if isinstance(op, scf.IfOp) and self._windowable(op):
+                an.windowed.add(op)
+            in_window = bool(an.windowed) and self.in_window(op)
             if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
                 if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
                                           self.mode in (BLOCK, WARP)):
                     an.affine[op.results[0]] = self.fresh("rb")
+                elif op.dim_index == 0 and self.mode == BATCH:
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    an.local.add(op.results[0])
+            elif isinstance(op, pto.AddPtrOp) and in_block is not None and \
+                    op.offset in an.local and op.ptr not in in_block and op.ptr not in an.uniform:
+                an.rows[op.results[0]] = (op.ptr, an.affine[op.offset])
+            elif isinstance(op, pto.AddPtrOp) and op.ptr in an.rows and op.offset in an.uniform:
+                an.rows[op.results[0]] = (an.rows[op.ptr][0], self.fresh("rb"))
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands
+                if in_window and not (a in an.local or b in an.local):
+                    continue  # a window's lanes are not a ramp: only block-local ids stay affine
                 if a in an.affine and b in an.uniform:
                     an.affine[op.results[0]] = self.fresh("rb")
+                    if a in an.local:
+                        an.local.add(op.results[0])
                 elif b in an.affine and a in an.uniform and not isinstance(op, arith.SubiOp):
                     an.affine[op.results[0]] = self.fresh("rb")
+                    if b in an.local:
+                        an.local.add(op.results[0])
         if not self.instrumented:  # instruments observe every op's value: no fusion then
             for op in _walk(ops):
-                if isinstance(op, pto.StoreOp) and op.ptr in an.affine:
+                if isinstance(op, pto.StoreOp) and op.ptr in an.affine and \
+                        op.ptr not in an.local and not self.in_window(op):
                     owner = op.value.owner
                     # only `a op b` right before the store, used by it alone, on plain values
                     if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
@@ -215,11 +254,114 @@ class KernelCodegen(NpuEmitters):
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             for index, operand in enumerate(op.operands):
+                if operand in an.rows:
+                    if not (isinstance(op, pto.LoadOp) and index == 0 or
+                            isinstance(op, pto.StoreOp) and index == 1 or
+                            op.results and op.results[0] in an.rows):
+                        an.needs_array.add(operand)
+                    continue
                 if operand not in an.affine:
                     continue
-                if self._consumes_affine(op, index):
+                if self._consumes_affine(op, index) and \
+                        (operand in an.local or not self.in_window(op)):
                     continue
                 an.needs_array.add(operand)
+
+    def _analyse_plane(self, ops: Iterable[Operation]) -> None:
+        """Find the row-major 2-D addresses `p + (gy * u + gx) + v` of a 2-D grid-mode kernel
+        (gx, gy: global ids; u, v uniform), and which of their values must still exist as
+        arrays (used by something other than another such address, a load or a store)."""
+        an = self.an
+        gx = gy = None
+        walked = list(_walk(ops))
+        for op in walked:
+            if isinstance(op, pto.GetGlobalIdOp) and op.dim_index in (0, 1):
+                if op.dim_index == 0:
+                    gx = op.results[0]
+                else:
+                    gy = op.results[0]
+            elif isinstance(op, arith.MuliOp) and gy is not None:
+                a, b = op.operands
+                if a is gy and b in an.uniform or b is gy and a in an.uniform:
+                    an.ymul[op.results[0]] = b if a is gy else a
+            elif isinstance(op, arith.AddiOp) and gx is not None:
+                a, b = op.operands
+                if a in an.ymul and b is gx or b in an.ymul and a is gx:
+                    an.plane[op.results[0]] = an.ymul[a if a in an.ymul else b]
+            elif isinstance(op, pto.AddPtrOp):
+                if op.ptr in an.uniform and op.offset in an.plane:
+                    an.plane_ptr[op.results[0]] = (an.plane[op.offset], self.fresh("pc"))
+                elif op.ptr in an.plane_ptr and op.offset in an.uniform:
+                    an.plane_ptr[op.results[0]] = (an.plane_ptr[op.ptr][0], self.fresh("pc"))
+        kinds = (an.ymul, an.plane, an.plane_ptr)
+        for op in reversed(walked):
+            for index, v in enumerate(op.operands):
+                if not any(v in k for k in kinds):
+                    continue
+                consumed = (isinstance(op, pto.LoadOp) and index == 0 or
+                            isinstance(op, pto.StoreOp) and index == 1 or
+                            op.results and any(op.results[0] in k for k in kinds) and
+                            op.results[0] not in an.needs_array)
+                if not consumed:
+                    an.needs_array.add(v)
+            if op.results and op.results[0] in an.needs_array and \
+                    any(op.results[0] in k for k in kinds):
+                an.needs_array.update(x for x in op.operands if any(x in k for k in kinds))
+
+    def in_window(self, op: Operation) -> bool:
+        """Is `op` inside a branch that runs on a window of lanes?"""
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            if parent in self.an.windowed:
+                return True
+            parent = parent.parent_op()
+        return False
+
+    def _windowable(self, op: scf.IfOp) -> bool:
+        """Can this branch run on just the lanes it keeps active (lanes.WindowContext)? In batch
+        mode, when its condition compares block-local ids with a uniform bound (so the active
+        lanes are a window of each block's lanes), its body has no block-level instruction,
+        atomic, output or global id, and it yields plain values."""
+        an = self.an
+        if self.mode != BATCH or self.instrumented or not self.one_d:
+            return False
+        test = op.cond.owner
+        if not isinstance(test, arith.CmpiOp):
+            return False
+        a, b = test.operands
+        if not ((a in an.local and b in an.uniform) or (b in an.local and a in an.uniform)):
+            return False
+        if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
+            return False
+        return all(isinstance(inner, _WINDOW_OPS) or type(inner) in _ARITH_BINARY or
+                   type(inner) in _MATH_UNARY or inner.name in INT_BINARY or
+                   inner.name.startswith("arith.")
+                   for inner in _walk([o for r in op.regions for b in r.blocks for o in b.ops]))
+
+    def _window_inputs(self, block: Block) -> list[SSAValue]:
+        """Per-lane values defined outside `block` (a windowed branch) that its ops use by
+        name: they are narrowed to the window's lanes on the way in."""
+        an = self.an
+        inside: set[SSAValue] = set()
+        ops = list(_walk(block.ops))
+        for inner in ops:
+            inside.update(inner.results)
+            for region in inner.regions:
+                for b in region.blocks:
+                    inside.update(b.args)
+        used: dict[SSAValue, None] = {}
+        for inner in ops:
+            for v in inner.operands:
+                if v in inside or v in an.uniform:
+                    continue
+                if v in an.local and v not in an.needs_array:
+                    continue  # used through its uniform base only
+                if v in an.rows and v not in an.needs_array:
+                    v = an.rows[v][0]  # used through its block's pointer and a uniform base
+                    if v in inside:
+                        continue
+                used[v] = None
+        return list(used)
 
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
@@ -259,6 +401,7 @@ class KernelCodegen(NpuEmitters):
         source = "\n".join(header + self.lines) + "\n"
         self.table.names = dict(self.names)
         self.table.affine = dict(self.an.affine)
+        self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
                                self.constants, self.table, self.instrumented)
 
@@ -291,7 +434,7 @@ class KernelCodegen(NpuEmitters):
             return "None"
         r = op.results[0]
         if r in self.an.affine and r not in self.an.needs_array:
-            return f"(_ctx.ramp + {self.an.affine[r]})"
+            return f"({self.ramp_of(r)} + {self.an.affine[r]})"
         return self.name(r)
 
     def reuse(self, op: Operation, extra: Any = None) -> bool:
@@ -314,6 +457,8 @@ class KernelCodegen(NpuEmitters):
     def dispatch(self, op: Operation) -> None:
         if op in self.an.fused:
             return  # computed by the store that follows (store_ramp_op)
+        if op.results and self.plane_op(op):
+            return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
@@ -337,17 +482,43 @@ class KernelCodegen(NpuEmitters):
         raise UnsupportedOp(f"the interpreter cannot execute '{op.name}' "
                             f"(at {location_of(op)})")
 
+    def ramp_of(self, v: SSAValue) -> str:
+        """The lane pattern an affine value adds its base to: the vector's ramp, or in batch
+        mode for block-local values each block's local ids."""
+        return "_ctx.local_id(0)" if v in self.an.local else "_ctx.ramp"
+
+    def plane_op(self, op: Operation) -> bool:
+        """A row-major 2-D address (see _analyse_plane): define the uniform offset of a plane
+        pointer; emit nothing else unless the value is also needed as an array."""
+        an = self.an
+        r = op.results[0]
+        if r in an.plane_ptr:
+            p, off = op.operands
+            pc = an.plane_ptr[r][1]
+            if p in an.plane_ptr:
+                self.emit(f"{pc} = {an.plane_ptr[p][1]} + {self.name(off)}")
+            else:
+                self.emit(f"{pc} = _np.int64({self.name(p)})")
+            if r not in an.needs_array:
+                self.emit(f"{self.name(r)}_b = {self.name(p)}_b")
+                return True
+            return False
+        return (r in an.ymul or r in an.plane) and r not in an.needs_array
+
     def define_affine(self, v: SSAValue, base_expr: str) -> None:
         rb = self.an.affine[v]
         self.emit(f"{rb} = {base_expr}")
         if v in self.an.needs_array:
-            self.emit(f"{self.name(v)} = _ctx.ramp + {rb}")
+            self.emit(f"{self.name(v)} = {self.ramp_of(v)} + {rb}")
 
     def op_id(self, op: Operation) -> None:
         assert isinstance(op, pto._DimIdOp)
         res = op.results[0]
         kind = _ID_OPS[type(op)]
         if res in self.an.affine:
+            if res in self.an.local:  # the local ids themselves: the pattern, base 0
+                self.define_affine(res, "_np.int32(0)")
+                return
             base = "_ctx.first_lane" if isinstance(op, pto.GetGlobalIdOp) else "_ctx.local_base"
             self.define_affine(res, f"_np.int32({base})")
             return
@@ -385,15 +556,24 @@ class KernelCodegen(NpuEmitters):
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
         lhs, rhs = op.operands
         an = self.an
+        if lhs in an.local and rhs in an.uniform and pred in _CMP_SIGNED:
+            # tid + base < u  <=>  tid < u - base: the same lanes of every block (cached mask)
+            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_CMP[pred]!r}, "
+                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
+            return
+        if rhs in an.local and lhs in an.uniform and pred in _CMP_SIGNED:
+            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_FLIP[_CMP[pred]]!r}, "
+                      f"_bound32(_np.int64({self.name(lhs)}) - {an.affine[rhs]}))")
+            return
         if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
             # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made)
-            self.emit(f"{self.name(op.results[0])} = (_ctx.ramp {_CMP[pred]} "
+            self.emit(f"{self.name(op.results[0])} = ({self.ramp_of(lhs)} {_CMP[pred]} "
                       f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
             return
         if rhs in an.affine and lhs in an.uniform and pred in _CMP_SIGNED:
             self.emit(f"{self.name(op.results[0])} = (_bound32(_np.int64({self.name(lhs)}) - "
-                      f"{an.affine[rhs]}) {_CMP[pred]} _ctx.ramp)")
+                      f"{an.affine[rhs]}) {_CMP[pred]} {self.ramp_of(rhs)})")
             return
         if self.reuse(op, pred):
             return
@@ -445,6 +625,14 @@ class KernelCodegen(NpuEmitters):
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
+        if res in self.an.rows:
+            row, rb = self.an.rows[res]
+            self.emit(f"{rn}_b = {pn}_b")
+            if p in self.an.rows:  # (row + tid + base) + u
+                self.emit(f"{rb} = {self.an.rows[p][1]} + {on}")
+            if res in self.an.needs_array:
+                self.emit(f"{rn} = {self.name(row)} + (_ctx.local_id(0) + _np.int64({rb}))")
+            return
         if res not in self.an.affine and self.reuse(op):
             return
         self.emit(f"{rn}_b = {pn}_b")
@@ -480,7 +668,16 @@ class KernelCodegen(NpuEmitters):
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
-        if p in self.an.affine:
+        if p in self.an.plane_ptr:
+            u, pc = self.an.plane_ptr[p]
+            self.emit(f"{res} = _ctx.load_plane({self.name(p)}_b, {self.name(u)}, {pc}, _m, {s})")
+        elif p in self.an.rows:
+            row, rb = self.an.rows[p]
+            self.emit(f"{res} = _ctx.load_block_rows({self.name(p)}_b, {self.name(row)}, {rb}, "
+                      f"_m, {s})")
+        elif p in self.an.local:
+            self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
+        elif p in self.an.affine:
             view = "True" if _view_safe(op) else "False"
             self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s}, "
                       f"{view})")
@@ -495,7 +692,18 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
                       f"{self.name(a)}, {self.name(b)}, _m, {s})")
             return
-        if ptr in self.an.affine:
+        if ptr in self.an.plane_ptr:
+            u, pc = self.an.plane_ptr[ptr]
+            self.emit(f"_ctx.store_plane({self.name(ptr)}_b, {self.name(u)}, {pc}, {value_expr}, "
+                      f"_m, {s})")
+        elif ptr in self.an.rows:
+            row, rb = self.an.rows[ptr]
+            self.emit(f"_ctx.store_block_rows({self.name(ptr)}_b, {self.name(row)}, {rb}, "
+                      f"{value_expr}, _m, {s})")
+        elif ptr in self.an.local:
+            self.emit(f"_ctx.store_rows({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
+                      f"_m, {s})")
+        elif ptr in self.an.affine:
             self.emit(f"_ctx.store_ramp({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
                       f"_m, {s})")
         else:
@@ -508,7 +716,7 @@ class KernelCodegen(NpuEmitters):
         s = self.site(op)
         a, b, c = op.a, op.b, op.c
         t = a.type
-        dst_affine = op.dst in self.an.affine
+        dst_affine = op.dst in self.an.affine and op.dst not in self.an.local
         # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
         # (for binary formats, rounding a+c through float64 first gives the same result).
         if _is_const(b, 1.0) and dst_affine:
@@ -569,6 +777,9 @@ class KernelCodegen(NpuEmitters):
             body = list(region_block.ops)
             if len(body) == 1 and not names:
                 continue  # an empty branch: nothing to run
+            if op in self.an.windowed:
+                self.windowed_branch(region_block, mask, names)
+                continue
             self.emit(f"if {mask} is not False:")
             self.indent += 1
             self.emit(f"_m = {mask}")
@@ -595,7 +806,39 @@ class KernelCodegen(NpuEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
+                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf})")
+
+    def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
+        """A branch of a windowed `scf.if`: its body becomes a local function of the lane
+        vector, the mask and the per-lane values it uses, called on the window of lanes the
+        mask keeps (`_window`: narrowed values in, widened yields out) or, when the window is
+        not narrow enough, on the whole vector."""
+        fn, win, res = self.fresh("_wb"), self.fresh("w"), self.fresh("r")
+        inputs = [self.name(v) for v in self._window_inputs(block)]
+        ops = list(block.ops)
+        self.emit(f"if {mask} is not False:")
+        self.indent += 1
+        self.emit(f"def {fn}(_ctx, _m{''.join(', ' + n for n in inputs)}):")
+        self.indent += 1
+        saved_cse, self.cse = self.cse, [{}]  # outer values are not visible narrowed
+        saved_affine = self.an.affine  # outside the window, only block-local ids stay affine
+        self.an.affine = {v: rb for v, rb in saved_affine.items() if v in self.an.local}
+        for inner in ops[:-1]:
+            self.op(inner)
+        self.an.affine, self.cse = saved_affine, saved_cse
+        term = ops[-1]
+        yields = [self.name(v) for v in term.operands] if isinstance(term, scf.YieldOp) else []
+        self.emit(f"return ({''.join(y + ', ' for y in yields)})")
+        self.indent -= 1
+        self.emit(f"{win} = _window(_ctx, {mask})")
+        self.emit(f"if {win} is None:")
+        self.emit(f"    {res} = {fn}(_ctx, {mask}{''.join(', ' + n for n in inputs)})")
+        self.emit("else:")
+        narrowed = "".join(f", {win}[0].narrow({n})" for n in inputs)
+        self.emit(f"    {res} = [{win}[0].widen(x) for x in {fn}({win}[0], {win}[1]{narrowed})]")
+        for i, n in enumerate(names):
+            self.emit(f"{n} = {res}[{i}]")
+        self.indent -= 1
 
     def _zero_of(self, t: Attribute) -> str:
         if _is_address(t):
@@ -772,6 +1015,12 @@ def _view_safe(load: pto.LoadOp) -> bool:
     return not pending
 
 
+_WINDOW_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AddPtrOp, pto.GetLocalIdOp,
+               pto.GetBlockIdOp, pto.GetBlockDimOp, pto.GetGridDimOp, scf.IfOp, scf.YieldOp,
+               scf.ForOp, arith.SelectOp, arith.ConstantOp, math.RsqrtOp, math.IPowIOp)
+"""Ops a windowed branch may hold (besides arith and math): they read ids, memory and values
+through the lane vector, so they follow a window of it."""
+
 _STORE_UFUNCS: dict[type[Operation], str] = {
     arith.AddfOp: "_np.add", arith.SubfOp: "_np.subtract", arith.MulfOp: "_np.multiply",
     arith.DivfOp: "_np.divide", arith.AddiOp: "_np.add", arith.SubiOp: "_np.subtract",
@@ -808,6 +1057,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_fmax": exact.maximum,
         "_bound32": lanes.bound32,
         "_addptr": lanes.addptr,
+        "_window": lanes.window,
         "_F64": np.dtype(np.float64),
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})

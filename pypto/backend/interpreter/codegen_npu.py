@@ -74,7 +74,9 @@ class NpuEmitters:
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
-        if p in self.an.affine:
+        if p in self.an.local:
+            self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
+        elif p in self.an.affine:
             self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
         else:
             self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")

@@ -42,8 +42,11 @@ from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedErr
 GRID_CHUNK_LANES = 1 << 22
 """Largest lane vector in grid mode; bigger launches run in several chunks of whole blocks."""
 
-BATCH_CHUNK_LANES = 1 << 16
+BATCH_CHUNK_LANES = 1 << 17
 """Largest lane vector in batch mode (several blocks in lockstep, each with its own L1)."""
+
+BATCH_CHUNK_L1_BYTES = 1 << 24
+"""...and the most L1 its blocks may hold together (their arenas lie side by side)."""
 
 def batchable(kernel: func.FuncOp) -> bool:
     """Can blocks run side by side in one lane vector? Yes when every loop has bounds uniform
@@ -120,6 +123,9 @@ class Executable:
         else:
             self.mode = BATCH if batch_blocks and batchable(kernel) else BLOCK
         self._variants: dict[tuple[str, bool, bool], GeneratedKernel] = {}
+        # L1 of finished lane vectors by vector length, reused by the next ones (tiles.py
+        # adopt_block_memory); a run that raised leaves its L1 out
+        self._arenas: dict[int, list[Any]] = {}
 
     def variant(self, one_d: bool, instrumented: bool = False) -> GeneratedKernel:
         """The generated code for a launch shape (`one_d`: 1-D grid and block), with hooks
@@ -206,10 +212,20 @@ class Executable:
                     return
                 per_chunk = 1 if gen.mode == BLOCK else max(
                     1, (GRID_CHUNK_LANES if gen.mode == GRID else BATCH_CHUNK_LANES) // block_lanes)
+                if gen.mode == BATCH and self.layout.extent:
+                    per_chunk = max(1, min(per_chunk, BATCH_CHUNK_L1_BYTES // self.layout.extent))
+                pool = self._arenas if instrument is None else None
                 for first_block in range(0, n_blocks, per_chunk):
                     count = min(per_chunk, n_blocks - first_block) * block_lanes
-                    gen.fn(self._context(gen, grid, block, first_block * block_lanes, count,
-                                         instrument=instrument), bound)
+                    ctx = self._context(gen, grid, block, first_block * block_lanes, count,
+                                        instrument=instrument)
+                    if pool is not None:
+                        free = pool.get(count)
+                        if free:
+                            ctx.adopt_block_memory(free.pop())
+                    gen.fn(ctx, bound)
+                    if pool is not None and ctx.arenas:
+                        pool.setdefault(count, []).append((ctx.l1_buffers, ctx.arenas))
             except KernelError:
                 raise
             except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover

@@ -90,6 +90,7 @@ class OpTable(Sequence[OpInfo]):
         # scalar base (the array itself may not exist: the value is `ramp + base`)
         self.names: dict[SSAValue, str] = {}
         self.affine: dict[SSAValue, str] = {}
+        self.local: set[SSAValue] = set()  # affine in each block's local ids (batch mode)
 
     @staticmethod
     def of(kernel: Any) -> OpTable:
@@ -116,7 +117,7 @@ class OpTable(Sequence[OpInfo]):
             name = self.names.get(value)
             if name is not None and name in frame_locals:
                 return frame_locals[name]
-            return ctx.ramp + frame_locals[base]
+            return (ctx.local_id(0) if value in self.local else ctx.ramp) + frame_locals[base]
         name = self.names.get(value)
         return None if name is None else frame_locals.get(name)
 

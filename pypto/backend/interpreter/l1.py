@@ -154,9 +154,17 @@ class L1Arena:
         self.layout = layout
         self.blocks = blocks
         self.bytes = np.empty(blocks * layout.extent, dtype=np.uint8)
-        # L1 is undefined when a block starts: every buffer's bytes get its type's poison (where
-        # buffers share bytes, the later one's; any of them is recognisable)
-        for slot in layout.slots.values():
+        self.poison()
+        self.granules_per_block = layout.extent // layout.granule
+        n = blocks * self.granules_per_block
+        self.init = np.zeros(n, dtype=bool) if track_init else None
+        self.shadow = Shadow(n) if race_check else None
+
+    def poison(self) -> None:
+        """L1 is undefined when a block starts: every buffer's bytes get its type's poison
+        (where buffers share bytes, the later one's; any of them is recognisable)."""
+        blocks = self.blocks
+        for slot in self.layout.slots.values():
             data, stride = self.view(slot)
             if stride:
                 as_strided(data, shape=(blocks, slot.count),
@@ -164,10 +172,15 @@ class L1Arena:
                            writeable=True)[...] = poison_value(slot.dtype)
             else:
                 data[...] = poison_value(slot.dtype)
-        self.granules_per_block = layout.extent // layout.granule
-        n = blocks * self.granules_per_block
-        self.init = np.zeros(n, dtype=bool) if track_init else None
-        self.shadow = Shadow(n) if race_check else None
+
+    def reset(self) -> None:
+        """As freshly made, for new blocks (the executor reuses arenas between lane vectors of
+        one launch shape instead of allocating them again)."""
+        self.poison()
+        if self.init is not None:
+            self.init.fill(False)
+        if self.shadow is not None:
+            self.shadow.reset()
 
     def view(self, slot: L1Slot) -> tuple[np.ndarray, int]:
         """(data, stride): the buffer's elements as a flat typed view starting at its first

@@ -22,69 +22,48 @@ from typing import Any
 
 import numpy as np
 
-from pypto.backend.interpreter.patterns import lane_pattern
+from numpy.lib.stride_tricks import as_strided
+
+from pypto.backend.interpreter.geometry import geometry
 from pypto.errors import RaceError
 
 _LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
 
 
-# Arrays of Shadows that are gone, for the next Shadow of the same size: (w_warp, r_warp,
-# r_multi, log), the first three clean (no access recorded). Reusing them keeps the detector's
-# memory warm in the caches from one lane vector (batch of blocks) to the next instead of
-# touching fresh memory every time.
-_SPARE: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-
-
 class Shadow:
     """Shadow state of one block arena of L1 (per granule, see l1.py) for one epoch."""
 
-    __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads", "pending", "log",
-                 "log_used")
+    __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads", "pending", "dirty",
+                 "deferred", "log", "log_used")
 
     def __init__(self, count: int):
         self.epoch = -1
-        # This epoch's accesses, (instruction, the buffer's granule mapping `Buffer.gran`,
-        # index, block-local lane ids, warps), kept only to name the earlier access of a race
-        # when one is found (the rare path), so the common path stores no per-element
-        # instruction or lane. Nothing here refers back to the Shadow (no Buffer, no
-        # ShadowView): without a reference cycle the Shadow and its arena are freed as soon
-        # as their lane vector is done, and their memory is reused while still in cache.
+        # This epoch's accesses, (instruction, buffer, index, block-local lane ids, warps), kept
+        # only to name the earlier access of a race when one is found (the rare path), so the
+        # common path stores no per-element instruction or lane.
         self.writes: list[tuple[int, Any, Any, np.ndarray, np.ndarray]] = []
         self.reads: list[tuple[int, Any, Any, np.ndarray, np.ndarray]] = []
-        # Reads whose r_warp / r_multi updates are deferred: only a write consults those, so
-        # they are applied, in order, at the epoch's next write (see RaceChecker._settle_reads)
-        # and dropped if the epoch ends first. An epoch that only reads pays nothing for them.
-        self.pending: list[tuple[np.ndarray, np.ndarray, Any, np.ndarray]] = []
-        spare = next((k for k, a in enumerate(_SPARE) if a[0].size == count), None)
-        if spare is not None:
-            self.w_warp, self.r_warp, self.r_multi, self.log = _SPARE.pop(spare)
-        else:
-            self.w_warp = np.full(count, -1, dtype=np.int16)
-            self.r_warp = np.full(count, -1, dtype=np.int16)
-            self.r_multi = np.zeros(count, dtype=bool)
-            self.log = np.empty(0, dtype=np.int64)
+        self.w_warp = np.full(count, -1, dtype=np.int16)
+        self.r_warp = np.full(count, -1, dtype=np.int16)
+        self.r_multi = np.zeros(count, dtype=bool)
+        # Row accesses of every lane of a window (RaceChecker.race_rows) touch the same
+        # columns with the same lanes in every block, so they are checked against each other
+        # per column and only written into the arrays above when another access needs them.
+        self.pending: list[tuple[Any, int, int, int, bool]] = []
+        self.dirty = False  # the arrays hold accesses of this epoch
+        # General reads whose r_warp / r_multi updates wait for something that consults those
+        # arrays (a write, a row access): RaceChecker._settle_reads applies them. An epoch
+        # that only reads pays one check against the writes per read and nothing more.
+        self.deferred: list[tuple[np.ndarray, np.ndarray, Any, np.ndarray]] = []
+        # Memory for the index arrays the logs keep (see `keep`), reused epoch after epoch.
+        self.log = np.empty(0, dtype=np.int64)
         self.log_used = 0
-
-    def __del__(self) -> None:
-        if len(_SPARE) < 4:  # nothing else can refer to these arrays once the Shadow is gone
-            self._clean()
-            _SPARE.append((self.w_warp, self.r_warp, self.r_multi, self.log))
-
-    def _clean(self) -> None:
-        """Reset what this epoch recorded: w_warp if anything was written, r_warp / r_multi
-        if deferred reads were applied (reads still pending never touched them)."""
-        if self.writes:
-            self.w_warp.fill(-1)
-        if len(self.reads) > len(self.pending):
-            self.r_warp.fill(-1)
-            self.r_multi.fill(False)
 
     def keep(self, index: Any) -> Any:
         """A copy of an access's element indices for this epoch's logs, in memory the Shadow
-        reuses epoch after epoch (and passes on, see `_SPARE`): holding on to the access's own
-        index array instead would keep every logged array alive until the epoch ends, and the
-        kernel's next temporaries would land in fresh, cold memory (measured: 2-4x slower
-        element-wise ops in the generated code)."""
+        reuses: holding on to the access's own index array instead would keep every logged
+        array alive until the epoch ends, and the kernel's next temporaries would land in
+        fresh, cold memory (measured on the transpose: 2-4x slower element-wise ops)."""
         if not isinstance(index, np.ndarray):
             return index  # a slice
         n = index.size
@@ -96,13 +75,31 @@ class Shadow:
         self.log_used += n
         return kept
 
+    def reset(self) -> None:
+        """No access recorded (new blocks in a reused arena)."""
+        self.epoch = -1
+        if self.dirty:
+            self.w_warp.fill(-1)
+            self.r_warp.fill(-1)
+            self.r_multi.fill(False)
+            self.dirty = False
+        self.writes, self.reads, self.pending, self.deferred = [], [], [], []
+        self.log_used = 0
+
     def at_epoch(self, epoch: int) -> None:
         if self.epoch != epoch:
             self.epoch = epoch
-            self._clean()
+            if self.dirty:
+                if self.writes:
+                    self.w_warp.fill(-1)
+                if self.reads:
+                    self.r_warp.fill(-1)
+                    self.r_multi.fill(False)
+                self.dirty = False
             self.writes = []
             self.reads = []
             self.pending = []
+            self.deferred = []
             self.log_used = 0
 
 
@@ -110,7 +107,7 @@ class ShadowView:
     """One buffer's window on its arena's shadow, indexed like the buffer's data. Buffers that
     share bytes share shadow granules, so an access through either is seen by both."""
 
-    __slots__ = ("arena", "w_warp", "r_warp", "r_multi")
+    __slots__ = ("arena", "w_warp", "r_warp", "r_multi", "rows")
 
     def __init__(self, arena: Shadow, w_warp: np.ndarray, r_warp: np.ndarray,
                  r_multi: np.ndarray):
@@ -118,6 +115,7 @@ class ShadowView:
         self.w_warp = w_warp
         self.r_warp = r_warp
         self.r_multi = r_multi
+        self.rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see race_rows
 
     @property
     def writes(self) -> list[Any]:
@@ -149,18 +147,12 @@ class RaceChecker:
         an access another warp made.)"""
         cached = getattr(self, "_race_lanes", None)
         if cached is None:
-            # one block's pattern repeated (a tile, not a `%` over every lane), shared by every
-            # vector of this shape
-            bl: int = self.block_lanes  # type: ignore[attr-defined]
-            start = self.first_lane % bl  # type: ignore[attr-defined]
-            reps = (start + self.count - 1) // bl + 1
-            pattern = np.arange(bl, dtype=np.int64)
-            key = (bl, start, self.count, self.warp_size)
-            local = lane_pattern(("race_lanes",) + key,
-                                 lambda: np.tile(pattern, reps)[start:start + self.count])
-            warps = lane_pattern(("race_warps",) + key, lambda: np.tile(
-                (pattern // self.warp_size).astype(np.int16), reps)[start:start + self.count])
-            cached = (local, warps)
+            lanes, ws, base = self.block_lanes, self.warp_size, self.local_base  # type: ignore
+
+            def make() -> tuple[np.ndarray, np.ndarray]:
+                local = (np.arange(self.count, dtype=np.int64) + base) % lanes
+                return local, (local // ws).astype(np.int16)
+            cached = geometry(("race_lanes", self.count, lanes, base, ws), make)
             self._race_lanes = cached
         if mask is None or mask is True:
             return cached
@@ -183,8 +175,9 @@ class RaceChecker:
         lanes, warps = self._lanes_and_warps(mask)
         if lanes.size == 0:
             return None
-        return (lanes, warps, self._index(idx, lanes.size),
-                buf.shadow.at_epoch(self.counters["epoch"]))
+        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        self._materialise(sh.arena)
+        return lanes, warps, self._index(idx, lanes.size), sh
 
     def _against_writes(self, buf: Any, sh: ShadowView, index: Any, lanes: np.ndarray,
                         warps: np.ndarray, site: int, kind: str, what: str) -> None:
@@ -209,22 +202,20 @@ class RaceChecker:
         lanes, warps, index, sh = access
         self._against_writes(buf, sh, index, lanes, warps, site, "RAW", "read")
         kept = sh.arena.keep(index)
-        sh.reads.append((site, buf.gran, kept, lanes, warps))
-        sh.arena.pending.append((sh.r_warp, sh.r_multi, kept, warps))
+        sh.reads.append((site, buf, kept, lanes, warps))
+        sh.arena.deferred.append((sh.r_warp, sh.r_multi, kept, warps))
 
     @staticmethod
-    def _settle_reads(sh: ShadowView) -> None:
-        """Apply the deferred reads of this epoch to r_warp (the last reading warp) and
-        r_multi (a second warp read the element too), in the order they happened."""
-        pending = sh.arena.pending
-        first_of_epoch = len(sh.reads) == len(pending)  # r_warp is all -1 before the first
-        for k, (r_warp, r_multi, index, warps) in enumerate(pending):
-            first = r_warp[index] if k or not first_of_epoch else None
+    def _settle_reads(arena: Shadow) -> None:
+        """Apply the deferred general reads of this epoch to r_warp (the last reading warp)
+        and r_multi (a second warp read the element too). Their order among themselves and the
+        row accesses does not change the outcome: r_multi is set for an element as soon as
+        two different warps' reads of it have been applied, whichever came first."""
+        for r_warp, r_multi, index, warps in arena.deferred:
+            first = r_warp[index] if arena.dirty else None
             r_warp[index] = warps  # the last reader; a second reading warp sets r_multi
-            if _injective(index):
-                other = None
-            else:  # two warps read one element in this instruction
-                other = r_warp[index] != warps
+            arena.dirty = True
+            other = None if _injective(index) else r_warp[index] != warps  # same instruction
             if first is not None:
                 earlier = (first >= 0) & (first != warps)
                 other = earlier if other is None else (other | earlier)
@@ -233,7 +224,7 @@ class RaceChecker:
                     r_multi[index][other] = True
                 else:
                     r_multi[index[other]] = True
-        sh.arena.pending = []
+        arena.deferred = []
 
     def race_write(self, buf: Any, idx: Any, mask: Any, site: int) -> None:
         access = self._access(buf, idx, mask)
@@ -241,8 +232,8 @@ class RaceChecker:
             return
         lanes, warps, index, sh = access
         self._against_writes(buf, sh, index, lanes, warps, site, "WAW", "written again")
-        if sh.arena.pending:
-            self._settle_reads(sh)
+        if sh.arena.deferred:
+            self._settle_reads(sh.arena)
         if sh.reads:
             reader = sh.r_warp[index]
             war = ((reader >= 0) & (reader != warps)) | sh.r_multi[index]
@@ -251,7 +242,7 @@ class RaceChecker:
                 e = _element(index, k)
                 self._report("WAR", buf, e, _find(sh.reads, buf, e, int(warps[k])), "read",
                              (site << _LANE_BITS) | int(lanes[k]), "written")
-        sh.writes.append((site, buf.gran, sh.arena.keep(index), lanes, warps))
+        sh.writes.append((site, buf, sh.arena.keep(index), lanes, warps))
         sh.w_warp[index] = warps
         if _injective(index):
             return  # no element twice: two warps cannot have written one in this instruction
@@ -264,6 +255,88 @@ class RaceChecker:
             self._report("WAW", buf, e, (site << _LANE_BITS) | int(lanes[first]), "written",
                          (site << _LANE_BITS) | int(lanes[at[-1]]),
                          "written by the same instruction")
+
+    def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
+                  write: bool) -> None:
+        """The race checks of a row access (`LaneContext.load_rows` / `store_rows`): lane k of
+        every block touches element `base + k` of its block's copy, for the columns lo..hi
+        (`active`: which of those lanes are active, None for all). The same checks as
+        `race_read` / `race_write` on 2-D slices of the shadow; an access that touches each
+        element once cannot race with itself, so the checks for two warps in one instruction
+        are not needed. When a race is found the general path runs, to report it exactly as
+        it would."""
+        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        arena = sh.arena
+        if arena.deferred:
+            self._settle_reads(arena)
+        ws = self.warp_size
+        if active is None and not arena.dirty and _rows_clear(arena, buf, base, lo, hi, write, ws):
+            (sh.writes if write else sh.reads).append(
+                (site, buf, _RowsAccess(self, buf, base, lo, hi, None), None, None))
+            arena.pending.append((buf, base, lo, hi, write))
+            return
+        self._materialise(arena)
+        w_rows, r_rows, m_rows = _shadow_rows(buf)
+        cols = slice(lo, hi)
+        warps = _row_warps(base, lo, hi, ws)
+        w_warp = w_rows[:, cols]
+        bad = None
+        if sh.writes:
+            bad = (w_warp >= 0) & (w_warp != warps)
+        if write and sh.reads:
+            r_warp = r_rows[:, cols]
+            war = ((r_warp >= 0) & (r_warp != warps)) | m_rows[:, cols]
+            bad = war if bad is None else bad | war
+        if bad is not None:
+            if active is not None:
+                bad &= active
+            if bad.any():
+                mask = self._rows_mask(base, lo, hi, active)
+                idx = self.local_id(0) + np.int64(base)  # type: ignore[attr-defined]
+                idx = self._checked(buf, idx, mask, site)  # type: ignore[attr-defined]
+                (self.race_write if write else self.race_read)(buf, idx, mask, site)
+                raise AssertionError("race_rows: the general path found no race")  # pragma: no cover
+        log = sh.writes if write else sh.reads
+        earlier_reads = bool(sh.reads)
+        log.append((site, buf, _RowsAccess(self, buf, base, lo, hi, active), None, None))
+        target = w_warp if write else r_rows[:, cols]
+        if not write and earlier_reads:
+            # a second warp reading an element this epoch: remember it for a later write
+            other = (target >= 0) & (target != warps)
+            if active is not None:
+                other &= active
+            if other.any():
+                multi = m_rows[:, cols]
+                multi |= other
+        if active is None:
+            target[...] = warps
+        else:
+            np.copyto(target, np.broadcast_to(warps, target.shape), where=active)
+
+    def _materialise(self, arena: Shadow) -> None:
+        """Write the pending row accesses of this epoch into the shadow arrays, in order (the
+        arrays are then this epoch's whole record)."""
+        for buf, base, lo, hi, write in arena.pending:
+            w_rows, r_rows, m_rows = _shadow_rows(buf)
+            warps = _row_warps(base, lo, hi, self.warp_size)
+            if write:
+                w_rows[:, lo:hi] = warps
+            else:
+                r_warp = r_rows[:, lo:hi]
+                m_rows[:, lo:hi] |= (r_warp >= 0) & (r_warp != warps)
+                r_warp[...] = warps
+        arena.pending = []
+        arena.dirty = True
+
+    def _rows_mask(self, base: int, lo: int, hi: int, active: Any) -> Any:
+        """The lane mask of a row access, for the general path."""
+        width = self.row_width  # type: ignore[attr-defined]
+        if active is None and hi - lo == width:
+            return None
+        mask = np.zeros((self.count // width, width), dtype=bool)
+        j = lo - base - self.local_base
+        mask[:, j:j + hi - lo] = True if active is None else active
+        return mask.reshape(-1)
 
     def _report(self, kind: str, buf: Any, element: int, first: int, what1: str, second: int,
                 what2: str) -> None:
@@ -294,8 +367,10 @@ def _find(log: list[tuple[int, Any, Any, np.ndarray, np.ndarray]], buf: Any, ele
     """The latest logged access to the memory of `buf[element]` (through any buffer) by a
     warp other than `other_than_warp`, packed as (instruction << _LANE_BITS) | lane id."""
     target = buf.granule_of(element)
-    for site, gran, index, lanes, warps in reversed(log):
-        hit = np.flatnonzero(_granules(gran, index, lanes.size) == target)
+    for site, lbuf, index, lanes, warps in reversed(log):
+        if isinstance(index, _RowsAccess):
+            index, lanes, warps = index.expand()
+        hit = np.flatnonzero(_granules(lbuf, index, lanes.size) == target)
         for i in hit[::-1]:
             if int(warps[i]) != other_than_warp:
                 return (site << _LANE_BITS) | int(lanes[i])
@@ -323,8 +398,77 @@ def _positions(index: Any, element: int, n: int) -> np.ndarray:
     return np.asarray(index) == element
 
 
-def _granules(gran: tuple[int, int], index: Any, n: int) -> np.ndarray:
-    """Arena granules of a logged access (as `Buffer.granule_of` with the logged mapping)."""
+def _granules(buf: Any, index: Any, n: int) -> np.ndarray:
     if isinstance(index, slice):
         index = np.arange(index.start, index.start + n)
-    return gran[0] + np.asarray(index, dtype=np.int64) * gran[1]
+    return buf.granule_of(np.asarray(index, dtype=np.int64))
+
+
+def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: bool,
+                ws: int) -> bool:
+    """Can a row access of every lane (columns lo..hi, lane = column - base) be recorded as
+    pending? Yes when it races with none of the pending ones: where two touch one column, at
+    least one writing, the lanes doing so are in one warp. Only row accesses are pending, so
+    each compares per column (the same in every block), not per element. A different buffer
+    over the same bytes, or a long list, goes through the arrays instead."""
+    if len(arena.pending) >= 16:
+        return False
+    for pbuf, pbase, plo, phi, pwrite in arena.pending:
+        if not (write or pwrite):
+            continue
+        if pbuf is not buf:
+            size = buf.data.itemsize
+            if pbuf.offset < buf.offset + buf.count * size and \
+                    buf.offset < pbuf.offset + pbuf.count * pbuf.data.itemsize:
+                return False
+            continue
+        a, b = max(lo, plo), min(hi, phi)
+        if a < b and base != pbase:
+            cols = np.arange(a, b)
+            if ((cols - base) // ws != (cols - pbase) // ws).any():
+                return False
+    return True
+
+
+def _row_warps(base: int, lo: int, hi: int, ws: int) -> np.ndarray:
+    """The warp of the lane touching each column lo..hi of a row access."""
+    return geometry(("row_warps", lo - base, hi - base, ws),
+                    lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
+
+
+def _shadow_rows(buf: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(blocks, count) views of a buffer's shadow arrays, made once per buffer."""
+    sh = buf.shadow
+    if sh.rows is None:
+        sh.rows = (_rows_view(sh.w_warp, buf), _rows_view(sh.r_warp, buf),
+                   _rows_view(sh.r_multi, buf))
+    return sh.rows
+
+
+def _rows_view(array: np.ndarray, buf: Any) -> np.ndarray:
+    """(blocks, count) view of a shadow array indexed like `buf`'s data (see Buffer.grid)."""
+    step = array.strides[0]
+    return as_strided(array, shape=(buf.blocks, buf.count), strides=(buf.stride * step, step),
+                      writeable=True)
+
+
+class _RowsAccess:
+    """A logged row access, expanded to per-lane element indices, lanes and warps only when a
+    race report needs to name it (the rare path)."""
+
+    __slots__ = ("ctx", "buf", "base", "lo", "hi", "active")
+
+    def __init__(self, ctx: Any, buf: Any, base: int, lo: int, hi: int, active: Any):
+        self.ctx, self.buf, self.base, self.lo, self.hi = ctx, buf, base, lo, hi
+        self.active = active  # masks are never changed in place
+
+    def expand(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        blocks = self.buf.blocks
+        cols = np.arange(self.lo, self.hi, dtype=np.int64)
+        index = (np.arange(blocks, dtype=np.int64)[:, None] * self.buf.stride + cols[None, :])
+        lanes = np.broadcast_to(cols - self.base, index.shape)
+        if self.active is not None:
+            index, lanes = index[self.active], lanes[self.active]
+        else:
+            index, lanes = index.reshape(-1), lanes.reshape(-1)
+        return index, lanes, (lanes // self.ctx.warp_size).astype(np.int16)

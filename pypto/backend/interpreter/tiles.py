@@ -13,7 +13,7 @@ reading whatever happened to be there.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -23,7 +23,7 @@ from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
-from pypto.errors import DeadlockError, MemoryAccessError, RaceError
+from pypto.errors import DeadlockError, KernelError, MemoryAccessError, RaceError
 
 
 class Region:
@@ -60,12 +60,16 @@ class Region:
 
 
 class InFlight:
-    """An asynchronous copy issued and not yet waited for."""
+    """An asynchronous copy issued and not yet waited for.
 
-    __slots__ = ("token", "kind", "site", "l1", "l1_regions", "hbm", "hbm_regions")
+    `hbm_regions` may be given as a function that builds the list: the batched fast path of a
+    load knows its HBM tiles as a few numbers, and a load's HBM regions are consulted only by
+    hazard checks against stores, so most loads never need them as Region objects."""
+
+    __slots__ = ("token", "kind", "site", "l1", "l1_regions", "hbm", "_hbm_regions")
 
     def __init__(self, token: int, kind: str, site: int, l1: Any, l1_regions: list[Region],
-                 hbm: Any, hbm_regions: list[Region]):
+                 hbm: Any, hbm_regions: list[Region] | Callable[[], list[Region]]):
         self.token = token
         self.kind = kind  # "async_load" | "async_store"
         self.site = site
@@ -74,7 +78,14 @@ class InFlight:
         # covering those bytes is hit, whatever its name
         self.l1_regions = l1_regions
         self.hbm = hbm
-        self.hbm_regions = hbm_regions
+        self._hbm_regions = hbm_regions
+
+    @property
+    def hbm_regions(self) -> list[Region]:
+        """The HBM element regions the copy touches (one per distinct block tile)."""
+        if callable(self._hbm_regions):
+            self._hbm_regions = self._hbm_regions()
+        return self._hbm_regions
 
     def l1_hits(self, byte_idx: Any) -> bool:
         return any(np.any(r.hits(byte_idx)) for r in self.l1_regions)
@@ -119,6 +130,179 @@ def _byte_region(buf: Any, region: Region) -> Region:
                   region.stride * isz)
 
 
+class _CopyGeometry:
+    """A bulk copy of a batch of blocks, as far as it is the same for all of them: the L1 tile
+    (one block-local offset and row stride) and the HBM tile shape; `starts` holds each
+    block's HBM start and `grid` their affine form (`_affine_grid`) when they have one. Only
+    built for well-formed, in-bounds copies (`of`)."""
+
+    __slots__ = ("l1", "hbm", "blocks", "l1_o", "starts", "grid", "rows", "row_len",
+                 "l1_stride", "hbm_stride")
+
+    def __init__(self, l1: Any, hbm: Any, blocks: int, l1_o: int, starts: list[int],
+                 grid: tuple[int, int, int, int, int] | None, rows: int, row_len: int,
+                 l1_stride: int, hbm_stride: int):
+        self.l1, self.hbm, self.blocks, self.l1_o = l1, hbm, blocks, l1_o
+        self.starts, self.grid = starts, grid
+        self.rows, self.row_len = rows, row_len
+        self.l1_stride, self.hbm_stride = l1_stride, hbm_stride
+
+    @staticmethod
+    def of(kind: str, dst_b: Any, src_b: Any, ops: list[Any], blocks: int) -> _CopyGeometry | None:
+        """The geometry of a copy with per-block operands `ops`, or None when it is not one L1
+        tile for all blocks, or anything about it is unusual (the general path reports that)."""
+        dst_o, src_o, nbytes, rows, src_stride, dst_stride = ops
+        load = kind == "async_load"
+        l1, hbm = (dst_b, src_b) if load else (src_b, dst_b)
+        l1_o, hbm_o = (dst_o, src_o) if load else (src_o, dst_o)
+        l1_stride, hbm_stride = (dst_stride, src_stride) if load else (src_stride, dst_stride)
+        if l1.space != "local" or hbm.space != "global" or l1.data.dtype != hbm.data.dtype or \
+                any(isinstance(v, np.ndarray) for v in (nbytes, rows, src_stride, dst_stride,
+                                                        l1_o)):
+            return None
+        nbytes, rows, l1_o = int(nbytes), int(rows), int(l1_o)
+        l1_stride, hbm_stride = int(l1_stride), int(hbm_stride)
+        itemsize = l1.data.itemsize
+        if rows <= 0 or nbytes <= 0 or nbytes % (rows * itemsize):
+            return None
+        row_len = nbytes // (rows * itemsize)
+        if rows > 1 and min(l1_stride, hbm_stride) < row_len:
+            return None
+        if l1_o < 0 or l1_o + (rows - 1) * l1_stride + row_len > l1.count:
+            return None
+        starts = hbm_o.tolist() if isinstance(hbm_o, np.ndarray) else [int(hbm_o)] * blocks
+        grid = _affine_grid(starts)
+        if grid is None:
+            lo, hi = min(starts), max(starts)
+        else:
+            n1, n2, lo, d1, d2 = grid
+            hi = lo + max(0, (n1 - 1) * d1) + max(0, (n2 - 1) * d2)
+            lo += min(0, (n1 - 1) * d1) + min(0, (n2 - 1) * d2)
+        if lo < 0 or hi + (rows - 1) * hbm_stride + row_len > hbm.count:
+            return None
+        return _CopyGeometry(l1, hbm, blocks, l1_o, starts, grid, rows, row_len, l1_stride,
+                             hbm_stride)
+
+    def l1_view(self, array: np.ndarray, split: int = 1) -> np.ndarray:
+        """Every block's L1 tile in `array` (the buffer's data, or its initialised flags,
+        indexed alike): (blocks, rows, row_len), or with `split` = n2 the blocks as an
+        (n1, n2) grid."""
+        step = array.strides[0]
+        bstride = self.l1.stride * step
+        shape = (self.rows, self.row_len)
+        strides = (self.l1_stride * step, step)
+        if split > 1:
+            shape = (self.blocks // split, split) + shape
+            strides = (split * bstride, bstride) + strides
+        else:
+            shape = (self.blocks,) + shape
+            strides = (bstride,) + strides
+        return _view(array, self.l1_o, shape, strides)
+
+    def hbm_dims(self) -> list[tuple[int, int]]:
+        """(extent, element stride) of each axis of the HBM tiles of the affine block grid."""
+        assert self.grid is not None
+        n1, n2, _, d1, d2 = self.grid
+        return [(n1, d1), (n2, d2), (self.rows, self.hbm_stride), (self.row_len, 1)]
+
+    def hbm_view(self) -> np.ndarray:
+        """(n1, n2, rows, row_len) view of the blocks' HBM tiles (block i * n2 + j at [i, j]),
+        strides possibly 0 or negative."""
+        data = self.hbm.data
+        step = data.strides[0]
+        dims = self.hbm_dims()
+        return _view(data, self.grid[2], tuple(e for e, _ in dims),  # type: ignore[index]
+                     tuple(s * step for _, s in dims))
+
+    def hbm_tile(self, start: int) -> np.ndarray:
+        """One block's (rows, row_len) HBM tile."""
+        data = self.hbm.data
+        step = data.strides[0]
+        return _view(data, start, (self.rows, self.row_len), (self.hbm_stride * step, step))
+
+    def hbm_regions(self) -> list[Region]:
+        return _distinct([Region(o, self.rows, self.row_len, self.hbm_stride)
+                          for o in self.starts])
+
+
+def _view(base: np.ndarray, start: int, shape: tuple[int, ...],
+          strides: tuple[int, ...]) -> np.ndarray:
+    """A writeable view of 1-D `base` from element `start` with byte `strides`. Through the
+    buffer protocol when `base` is contiguous: cheaper than `as_strided`, and NumPy checks that
+    every element lies inside `base`."""
+    if base.ndim == 1 and base.flags.c_contiguous:
+        return np.ndarray(shape, base.dtype, buffer=base, offset=start * base.itemsize,
+                          strides=strides)
+    return as_strided(base[start:], shape=shape, strides=strides, writeable=True)
+
+
+def _affine_grid(starts: list[int]) -> tuple[int, int, int, int, int] | None:
+    """(n1, n2, s0, d1, d2) with `starts[i * n2 + j] == s0 + i * d1 + j * d2`, or None.
+
+    The blocks of a batch come in row-major grid order, so HBM offsets computed from block ids
+    (`row0 * K + k0`, `k0 * N + col0`) are affine in (block row, block column): n2 is where the
+    first step of `starts` stops repeating. Plain Python: a batch has tens of blocks, too few
+    for NumPy's per-call cost to pay off."""
+    n = len(starts)
+    s0 = starts[0]
+    if n == 1:
+        return 1, 1, s0, 0, 0
+    d2 = starts[1] - s0
+    n2 = 2
+    while n2 < n and starts[n2] - starts[n2 - 1] == d2:
+        n2 += 1
+    if n2 == n:
+        return 1, n, s0, 0, d2
+    if n % n2:
+        return None
+    d1 = starts[n2] - s0
+    row = starts[:n2]
+    for i in range(1, n // n2):
+        off = i * d1
+        if starts[i * n2:(i + 1) * n2] != [x + off for x in row]:
+            return None
+    return n // n2, n2, s0, d1, d2
+
+
+def _l1_in_flight(inflight: dict[int, InFlight], byte_region: Region,
+                  access: str) -> InFlight | None:
+    """The first in-flight copy (in issue order) that an `access` ("read" / "write") of the
+    block-local L1 bytes `byte_region` conflicts with: a read conflicts with a load still
+    writing them, a write with any copy still using them."""
+    for copy in inflight.values():
+        if (access == "write" or copy.kind == "async_load") and \
+                any(r.overlaps(byte_region) for r in copy.l1_regions):
+            return copy
+    return None
+
+
+def _distinct_tiles(hbm_tiles: np.ndarray, grid: tuple[int, int, int, int, int]) -> np.ndarray:
+    """The (n1, n2, rows, row_len) HBM tiles of a load, or, when blocks share tiles (a grid
+    axis of stride 0: a row of C tiles shares its A tile), the distinct ones gathered into a
+    small contiguous array that broadcasts along that axis: the assignment into L1 then
+    copies whole contiguous tiles instead of one HBM row at a time."""
+    n1, n2, _, d1, d2 = grid
+    shared = (n1 > 1 and d1 == 0, n2 > 1 and d2 == 0)
+    if not any(shared):
+        return hbm_tiles
+    return np.ascontiguousarray(hbm_tiles[tuple(slice(0, 1) if s else slice(None)
+                                                for s in shared)])
+
+
+def _injective(dims: list[tuple[int, int]]) -> bool:
+    """Do the index tuples of a grid of (extent, stride) axes reach distinct addresses?
+
+    A sufficient test: taken by increasing stride, each axis (of extent > 1) must step past
+    every address the smaller axes reach (a mixed-radix numbering). Zero or negative strides
+    fail it."""
+    reach = 1  # addresses 0 .. reach - 1 are reachable by the axes taken so far
+    for extent, stride in sorted((d for d in dims if d[0] > 1), key=lambda d: d[1]):
+        if stride < reach:
+            return False
+        reach += (extent - 1) * stride
+    return True
+
+
 class BlockMemory:
     """L1, tile instructions and the other block-level operations of a lane vector."""
 
@@ -142,6 +326,13 @@ class BlockMemory:
         self.inflight: dict[int, InFlight] = {}
         self.counters = {"next_token": 0, "epoch": 0}
         self.arenas: list[L1Arena] = []  # the block's (or batch's) L1, made at first use
+
+    def adopt_block_memory(self, state: tuple[dict[int, Any], list[L1Arena]]) -> None:
+        """Take over the L1 (arena and buffers) of a finished lane vector of the same shape,
+        reset to fresh: saves allocating the arena, its shadow and the buffer views again."""
+        self.l1_buffers, self.arenas = state
+        for arena in self.arenas:
+            arena.reset()
 
     @property
     def arena(self) -> L1Arena:
@@ -251,8 +442,9 @@ class BlockMemory:
     # bulk copies ------------------------------------------------------------------------------
 
     def _region(self, buf: Any, base: Any, rows: int, row_len: int, stride: int, site: int,
-                what: str) -> tuple[np.ndarray, Region]:
-        """A (rows, row_len) view of `buf` from element `base`, rows `stride` apart; checked."""
+                what: str, block: int = 0) -> tuple[np.ndarray, Region]:
+        """A (rows, row_len) view of `buf` from element `base`, rows `stride` apart; checked
+        (an error names `block`, the index of the block in the lane vector)."""
         base = int(base)
         data = buf.data[:buf.count]
         region = Region(base, rows, row_len, stride)
@@ -262,7 +454,7 @@ class BlockMemory:
             raise self.fail(f"a row stride of {stride} elements is shorter than the row "
                             f"({row_len} elements): the rows would overlap", site)
         if base < 0 or region.hi > data.size:
-            raise self.oob_region(buf, base if base < 0 else region.hi - 1, site, what)
+            raise self.oob_region(buf, base if base < 0 else region.hi - 1, site, what, block)
         if stride == row_len or rows == 1:
             return data[base:base + rows * row_len].reshape(rows, row_len), region
         if base + rows * stride <= data.size:
@@ -295,18 +487,19 @@ class BlockMemory:
             regions = [self._copy_one(kind, dst_b, dst_o, src_b, src_o, nbytes, rows,
                                       src_stride, dst_stride, site)]
         else:  # batch mode: every block of the vector copies its own tile
-            ops = [self._per_block(v, site, "operand")
+            ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
                    for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride)]
-            fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site)
-            if fast is not None:
-                return None if fast is _NO_TOKEN else fast
+            if FAST_PATHS.on:
+                fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site)
+                if fast is not None:
+                    return None if fast is _NO_TOKEN else fast
             regions = []
             for b in range(blocks):
                 dst = _BlockSlice(dst_b, b) if dst_b.space == "local" else dst_b
                 src = _BlockSlice(src_b, b) if src_b.space == "local" else src_b
                 vals = [v[b] if isinstance(v, np.ndarray) else v for v in ops]
                 regions.append(self._copy_one(kind, dst, vals[0], src, vals[1], *vals[2:],
-                                              site=site))
+                                              site=site, block=b))
         if kind == "tile_store":
             return None
         token = self.counters["next_token"]
@@ -324,90 +517,65 @@ class BlockMemory:
 
     def _copy_blocks_fast(self, kind: str, blocks: int, dst_b: Any, src_b: Any, ops: list[Any],
                           site: int) -> Any:
-        """Batch mode, the common shape: one tile geometry for all blocks and the same L1
-        offset; only the HBM offset differs per block. Checks once, then one slice copy per
-        block. Returns the token (None for tile_store), or None when the shape differs (the
-        caller then copies block by block)."""
-        dst_o, src_o, nbytes, rows, src_stride, dst_stride = ops
-        l1, hbm = (dst_b, src_b) if kind == "async_load" else (src_b, dst_b)
-        l1_o, hbm_o = (dst_o, src_o) if kind == "async_load" else (src_o, dst_o)
-        l1_stride, hbm_stride = (dst_stride, src_stride) if kind == "async_load" \
-            else (src_stride, dst_stride)
-        if any(isinstance(v, np.ndarray) for v in (nbytes, rows, src_stride, dst_stride, l1_o)) \
-                or l1.space != "local" or hbm.space != "global":
+        """Batch mode, the common shape: every block copies a tile of one geometry between the
+        same L1 offset and its own HBM offset. The checks run once for all blocks; the data
+        moves in one strided NumPy assignment when the blocks' HBM tiles form an affine grid
+        (`_affine_grid`; for a store also only if no two blocks write one element), otherwise
+        block by block.
+
+        Returns the token (`_NO_TOKEN` for tile_store), or None, having changed nothing, when
+        the shape is unusual or a check would fail: the general path then does the copy, or
+        reports the error, exactly as it always does."""
+        geo = _CopyGeometry.of(kind, dst_b, src_b, ops, blocks)
+        if geo is None:
             return None
-        nbytes, rows, l1_o = int(nbytes), int(rows), int(l1_o)
-        l1_stride, hbm_stride = int(l1_stride), int(hbm_stride)
-        itemsize = l1.data.itemsize
-        if rows <= 0 or nbytes <= 0 or nbytes % (rows * itemsize) or l1_stride < 0 or \
-                hbm_stride < 0 or (rows > 1 and min(l1_stride, hbm_stride) < nbytes //
-                                   (rows * itemsize)):
-            return None  # unusual geometry: the general path reports it precisely
-        row_len = nbytes // (rows * itemsize)
-        _, l1_region = self._region(_BlockSlice(l1, 0), l1_o, rows, row_len, l1_stride, site,
-                                    "L1 tile")
-        starts = np.broadcast_to(np.asarray(hbm_o, dtype=np.int64), (blocks,))
-        span = (rows - 1) * hbm_stride + row_len
-        lo, hi = int(starts.min()), int(starts.max()) + span
-        if lo < 0 or hi > hbm.data.size:
-            bad = lo if lo < 0 else hi - 1
-            raise self.oob_region(hbm, bad, site, "HBM tile")
-        hbm_regions = _distinct([Region(int(o), rows, row_len, hbm_stride) for o in starts])
-        if l1.watched() or self.inflight:
-            self._check_region(_BlockSlice(l1, 0), l1_region,
-                               site, "write" if kind == "async_load" else "read")
-            for region in hbm_regions:
-                self._check_region(hbm, region, site,
-                                   "read" if kind == "async_load" else "write")
-            if kind != "async_load" and l1.init is not None:
-                grid = l1.init_grid()
-                for r in range(rows):
-                    s0 = l1_o + r * l1_stride
-                    if not grid[:, s0:s0 + row_len].all():
-                        raise self.fail(f"read of uninitialised L1 in '{l1.name}' "
-                                        f"(check_uninitialized=True)", site)
-        tiles = l1.grid()
-        l1_tiles = as_strided(tiles[:, l1_o:], shape=(blocks, rows, row_len),
-                              strides=(tiles.strides[0], l1_stride * itemsize, itemsize),
-                              writeable=True)
-        data = hbm.data
-        whole = hbm_stride * rows
-
-        def hbm_tile(start: int) -> np.ndarray:
-            if start + whole <= data.size:
-                return data[start:start + whole].reshape(rows, hbm_stride)[:, :row_len]
-            return as_strided(data[start:], shape=(rows, row_len),
-                              strides=(hbm_stride * itemsize, itemsize), writeable=True)
-
-        if kind == "async_load":
-            # Blocks often load the same tile (a row of C tiles shares its A tile): read each
-            # distinct tile once, then fan it out to the blocks that asked for it.
-            distinct, which = np.unique(starts, return_inverse=True)
-            if distinct.size < blocks:
-                staged = np.stack([hbm_tile(int(o)) for o in distinct])
-                l1_tiles[...] = staged[which.reshape(-1)]
+        l1, load = geo.l1, kind == "async_load"
+        l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
+        if self.inflight and self._blocks_copy_hazard(geo, l1_region, load):
+            return None
+        if not load and l1.init is not None and not geo.l1_view(l1.init).all():
+            return None
+        if geo.grid is not None and (load or _injective(geo.hbm_dims())):
+            hbm_tiles = geo.hbm_view()
+            l1_tiles = geo.l1_view(l1.data, geo.grid[1])
+            if load:
+                l1_tiles[...] = _distinct_tiles(hbm_tiles, geo.grid)
             else:
-                for b in range(blocks):
-                    l1_tiles[b] = hbm_tile(int(starts[b]))
-        else:
-            for b in range(blocks):
-                hbm_tile(int(starts[b]))[...] = l1_tiles[b]
-        if kind == "async_load" and l1.init is not None:
-            grid = l1.init_grid()
-            for r in range(rows):
-                s0 = l1_o + r * l1_stride
-                grid[:, s0:s0 + row_len] = True
+                hbm_tiles[...] = l1_tiles
+        else:  # block by block, in block order (for stores: the last block's write wins)
+            l1_tiles = geo.l1_view(l1.data)
+            for b, start in enumerate(geo.starts):
+                if load:
+                    l1_tiles[b] = geo.hbm_tile(start)
+                else:
+                    geo.hbm_tile(start)[...] = l1_tiles[b]
+        if load and l1.init is not None:
+            geo.l1_view(l1.init)[...] = True
         if kind == "tile_store":
             return _NO_TOKEN
         token = self.counters["next_token"]
         self.counters["next_token"] = token + 1
-        copy = InFlight(token, kind, site, l1, [_byte_region(l1, l1_region)], hbm, hbm_regions)
-        self.inflight[token] = copy
+        self.inflight[token] = InFlight(token, kind, site, l1, [_byte_region(l1, l1_region)],
+                                        geo.hbm, geo.hbm_regions)
         return token
 
+    def _blocks_copy_hazard(self, geo: _CopyGeometry, l1_region: Region, load: bool) -> bool:
+        """Would some block's copy hit an in-flight copy (the general path's `_check_region`
+        on both sides)? Every block's L1 tile is at the same block-local bytes, so block 0's
+        stands for all; the HBM tiles matter only if a store to that tensor is in flight."""
+        if _l1_in_flight(self.inflight, _byte_region(geo.l1, l1_region),
+                         "write" if load else "read"):
+            return True
+        stores = [c for c in self.inflight.values()
+                  if c.kind == "async_store" and c.hbm is geo.hbm]
+        return bool(stores) and any(r.overlaps(h) for h in geo.hbm_regions() for c in stores
+                                    for r in c.hbm_regions)
+
     def _copy_one(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
-                  rows: Any, src_stride: Any, dst_stride: Any, site: int) -> tuple[Region, Region]:
-        """Move one block's tile; returns the (destination, source) regions it touched."""
+                  rows: Any, src_stride: Any, dst_stride: Any, site: int,
+                  block: int = 0) -> tuple[Region, Region]:
+        """Move one block's tile (block `block` of the lane vector); returns the (destination,
+        source) regions it touched."""
         nbytes, rows = int(nbytes), int(rows)
         itemsize = dst_b.data.itemsize
         if rows <= 0 or nbytes < 0 or nbytes % (rows * itemsize):
@@ -415,9 +583,9 @@ class BlockMemory:
                             f"row(s) of {itemsize}-byte elements", site)
         row_len = nbytes // (rows * itemsize)
         src_view, src_region = self._region(src_b, src_o, rows, row_len, int(src_stride), site,
-                                            "source")
+                                            "source", block)
         dst_view, dst_region = self._region(dst_b, dst_o, rows, row_len, int(dst_stride), site,
-                                            "destination")
+                                            "destination", block)
         # the copy reads its source and writes its destination: check both against in-flight
         if src_b.watched() or dst_b.watched() or self.inflight:
             self._check_region(src_b, src_region, site, "read")
@@ -438,11 +606,9 @@ class BlockMemory:
             return
         if buf.space == "local":
             if self.inflight:
-                bytes_region = _byte_region(buf, region)
-                for copy in list(self.inflight.values()):
-                    if (access == "write" or copy.kind == "async_load") and \
-                            any(r.overlaps(bytes_region) for r in copy.l1_regions):
-                        self._hazard_in_flight(buf, copy.token, site, access)
+                hit = _l1_in_flight(self.inflight, _byte_region(buf, region), access)
+                if hit is not None:
+                    self._hazard_in_flight(buf, hit.token, site, access)
             if access == "read" and buf.init is not None:
                 for r in range(region.rows):
                     start = region.base + r * region.stride
@@ -526,50 +692,57 @@ class BlockMemory:
         if blocks == 1:
             self._mma_one(c_b, c_o, a_b, a_o, b_b, b_o, m, n, k, site)
             return
-        offs = [self._per_block(o, site, "operand") for o in (c_o, a_o, b_o)]
-        if not any(isinstance(o, np.ndarray) for o in offs):
-            self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k, site)
+        offs = [self._per_block(o, site, "operand") if isinstance(o, np.ndarray) else o
+                for o in (c_o, a_o, b_o)]
+        if FAST_PATHS.on and not any(isinstance(o, np.ndarray) for o in offs) and \
+                self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k):
             return
         for b in range(blocks):
             cb, ab, bb = (_BlockSlice(x, b) for x in (c_b, a_b, b_b))
             co, ao, bo = (o[b] if isinstance(o, np.ndarray) else o for o in offs)
-            self._mma_one(cb, co, ab, ao, bb, bo, m, n, k, site)
+            self._mma_one(cb, co, ab, ao, bb, bo, m, n, k, site, b)
 
     def _mma_batched(self, blocks: int, bufs: tuple[Any, Any, Any], offs: list[Any], m: int,
-                     n: int, k: int, site: int) -> None:
-        """Batch mode, every block's tiles at the same offsets: one batched matmul."""
+                     n: int, k: int) -> bool:
+        """Batch mode, every block's tiles at the same offsets: one batched matmul over
+        (blocks, rows, cols) views of the arena, accumulated into C in place. The per-tile
+        products are the BLAS calls `_mma_one` makes (same shapes and strides), so the bits are
+        the general path's. Returns False, having changed nothing, when a check would fail (the
+        general path then reports it)."""
         views = []
-        for buf, o, (rows, cols), what in zip(bufs, offs, ((m, n), (m, k), (k, n)), "CAB"):
-            o, size = int(o), rows * cols
-            if o < 0 or o + size > buf.count:
-                raise self.oob_region(buf, o if o < 0 else o + size - 1, site, what)
-            region = Region(o, rows, cols, cols)
-            if self.inflight:
-                self._check_region(_BlockSlice(buf, 0), region, site, "read")
-            if buf.init is not None and not buf.init_grid()[:, o:o + size].all():
-                raise self.fail(f"read of uninitialised L1 in '{buf.name}' "
-                                f"(check_uninitialized=True)", site)
-            views.append(buf.grid()[:, o:o + size].reshape(blocks, rows, cols))
+        regions = []
+        for buf, o, (rows, cols) in zip(bufs, offs, ((m, n), (m, k), (k, n))):
+            o = int(o)
+            if o < 0 or o + rows * cols > buf.count:
+                return False
+            if buf.init is not None and not buf.init_grid()[:, o:o + rows * cols].all():
+                return False
+            step = buf.data.strides[0]
+            views.append(_view(buf.data, o, (blocks, rows, cols),
+                               (buf.stride * step, cols * step, step)))
+            regions.append(_byte_region(buf, Region(o, rows, cols, cols)))
         if self.inflight:
-            self._check_region(_BlockSlice(bufs[0], 0), Region(int(offs[0]), m, n, n), site,
-                               "write")
+            if any(_l1_in_flight(self.inflight, r, "read") for r in regions) or \
+                    _l1_in_flight(self.inflight, regions[0], "write"):
+                return False
         c, a, b = views
-        c[...] = _mma_result(c, a, b)
+        _mma_accumulate(c, a, b)
         if bufs[0].init is not None:
             o = int(offs[0])
             bufs[0].init_grid()[:, o:o + m * n] = True
+        return True
 
     def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
-                 n: int, k: int, site: int) -> None:
-        c, c_region = self._region(c_b, c_o, m, n, n, site, "C")
-        a, a_region = self._region(a_b, a_o, m, k, k, site, "A")
-        b, b_region = self._region(b_b, b_o, k, n, n, site, "B")
+                 n: int, k: int, site: int, block: int = 0) -> None:
+        c, c_region = self._region(c_b, c_o, m, n, n, site, "C", block)
+        a, a_region = self._region(a_b, a_o, m, k, k, site, "A", block)
+        b, b_region = self._region(b_b, b_o, k, n, n, site, "B", block)
         for buf, region in ((a_b, a_region), (b_b, b_region), (c_b, c_region)):
             if buf.watched() or self.inflight:
                 self._check_region(buf, region, site, "read")
         if c_b.watched() or self.inflight:
             self._check_region(c_b, c_region, site, "write")
-        c[...] = _mma_result(c, a, b)
+        _mma_accumulate(c, a, b)
         if c_b.init is not None:
             self._mark_init(c_b, c_region)
 
@@ -750,6 +923,16 @@ def _mma_result(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype != acc:
         a, b = a.astype(acc), b.astype(acc)
     return c + a @ b
+
+
+def _mma_accumulate(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """C += A @ B into the view `c` (one tile or a stack of tiles): the bits of
+    `c[...] = _mma_result(c, a, b)`, without the temporaries of `c + a @ b` and the copy back
+    when A, B and C share one element type (the common float32 case)."""
+    if a.dtype == b.dtype == c.dtype and c.dtype != np.float16:
+        np.add(c, a @ b, out=c)
+    else:
+        c[...] = _mma_result(c, a, b)
 
 
 def _distinct(regions: list[Region]) -> list[Region]:

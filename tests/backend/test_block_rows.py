@@ -300,3 +300,29 @@ def test_plane_overrun_reported_as_general_path(switch):
         errors.append(str(info.value))
     assert errors[0] == errors[1]
     assert "block (0, 0, 0), lane (0, 0, 0)" in errors[0]
+
+
+@pto.kernel
+def scale_by_shared(x, g, out):
+    """Every block reads the same HBM row g[tid] (a block-local address into HBM)."""
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + i) * pto.load(g + tid))
+    pto.barrier_block()
+    pto.store(out + i, pto.load(buf + tid))
+
+
+def test_shared_hbm_row_matches_numpy(switch):
+    blocks = 7
+    x = np.random.default_rng(8).random(blocks * BLOCK, dtype=np.float32)
+    g = np.random.default_rng(9).random(BLOCK, dtype=np.float32)
+    expect = (x.reshape(blocks, BLOCK) * g).reshape(-1)
+    for on in (True, False):
+        switch.on = on
+        out = dev(np.zeros_like(x))
+        _run(scale_by_shared, blocks, (dev(x), dev(g), out))
+        assert np.array_equal(host(out, x), expect), f"fast paths {on}"
+    short = dev(g[:BLOCK - 1].copy())  # lane BLOCK-1 reads past the end: the general path says so
+    fast, general = _both(switch, scale_by_shared, blocks, (dev(x), short, dev(x)))
+    assert isinstance(fast, MemoryAccessError) and str(fast) == str(general)

@@ -515,6 +515,13 @@ class LaneContext(BlockMemory, RaceChecker):
         if cols is None:
             if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
                 return self.load_ramp(buf, base, mask, site)  # one block: the ramp itself
+            width = self.row_width
+            lo = int(base) + self.local_base
+            if FAST_PATHS.on and buf.space == "global" and not self.inflight and \
+                    mask is not False and self.count % width == 0 and 0 <= lo and \
+                    lo + width <= buf.count:
+                # HBM: every block reads the same elements (as gamma[c0 + tid])
+                return np.tile(buf.data[lo:lo + width], self.count // width)
             return self.load(buf, self.local_id(0) + np.int64(base), mask, site)
         lo, hi, active = cols
         base = int(base)

@@ -556,24 +556,17 @@ class KernelCodegen(NpuEmitters):
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
         lhs, rhs = op.operands
         an = self.an
-        if lhs in an.local and rhs in an.uniform and pred in _CMP_SIGNED:
-            # tid + base < u  <=>  tid < u - base: the same lanes of every block (cached mask)
-            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_CMP[pred]!r}, "
-                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
-            return
-        if rhs in an.local and lhs in an.uniform and pred in _CMP_SIGNED:
-            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_FLIP[_CMP[pred]]!r}, "
-                      f"_bound32(_np.int64({self.name(lhs)}) - {an.affine[rhs]}))")
-            return
-        if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
+        if pred in _CMP_SIGNED and (lhs in an.affine and rhs in an.uniform or
+                                    rhs in an.affine and lhs in an.uniform):
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
-            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made)
-            self.emit(f"{self.name(op.results[0])} = ({self.ramp_of(lhs)} {_CMP[pred]} "
-                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
-            return
-        if rhs in an.affine and lhs in an.uniform and pred in _CMP_SIGNED:
-            self.emit(f"{self.name(op.results[0])} = (_bound32(_np.int64({self.name(lhs)}) - "
-                      f"{an.affine[rhs]}) {_CMP[pred]} {self.ramp_of(rhs)})")
+            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made);
+            # block-local ids compare the same in every block: a cached mask (local_cmp)
+            x, u, sym = (lhs, rhs, _CMP[pred]) if lhs in an.affine else \
+                (rhs, lhs, _FLIP[_CMP[pred]])
+            bound = f"_bound32(_np.int64({self.name(u)}) - {an.affine[x]})"
+            expr = f"_ctx.local_cmp({sym!r}, {bound})" if x in an.local else \
+                f"(_ctx.ramp {sym} {bound})"
+            self.emit(f"{self.name(op.results[0])} = {expr}")
             return
         if self.reuse(op, pred):
             return

@@ -355,28 +355,30 @@ class LaneContext(BlockMemory, RaceChecker):
         return geometry(("base", stride, self.count, self.block_lanes, self.local_base),
                         lambda: self.lane_block * stride)
 
-    def sparse(self, mask: np.ndarray) -> bool:
-        """At most a quarter of the lanes active (counted once per mask object)?"""
+    def mask_facts(self, mask: np.ndarray) -> dict[str, Any]:
+        """What has been worked out about `mask` (the current branch's mask object): the
+        accesses of one branch all use it, so each fact is computed once per branch."""
         cache = self._mask_cache
         if cache is None or cache[0] is not mask:
             cache = (mask, {})
             self._mask_cache = cache
-        value = cache[1].get("sparse")
+        return cache[1]
+
+    def sparse(self, mask: np.ndarray) -> bool:
+        """At most a quarter of the lanes active (counted once per mask object)?"""
+        facts = self.mask_facts(mask)
+        value = facts.get("sparse")
         if value is None:
-            value = cache[1]["sparse"] = 4 * int(np.count_nonzero(mask)) <= mask.size
+            value = facts["sparse"] = 4 * int(np.count_nonzero(mask)) <= mask.size
         return value  # type: ignore[return-value]
 
     def masked(self, key: str, array: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """`array[mask]`, cached for the current mask object: the accesses of one branch all
         use the same mask, so the selection is computed once per branch."""
-        cache = self._mask_cache
-        if cache is None or cache[0] is not mask:
-            cache = (mask, {})
-            self._mask_cache = cache
-        value = cache[1].get(key)
+        facts = self.mask_facts(mask)
+        value = facts.get(key)
         if value is None:
-            value = array[mask]
-            cache[1][key] = value
+            value = facts[key] = array[mask]
         return value
 
     @property
@@ -486,11 +488,8 @@ class LaneContext(BlockMemory, RaceChecker):
         shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
         if shared and id(mask) in _WINDOWS:
             return _WINDOWS[id(mask)][1]
-        cache = self._mask_cache
-        if cache is None or cache[0] is not mask:
-            cache = (mask, {})
-            self._mask_cache = cache
-        window = cache[1].get("window")
+        facts = self.mask_facts(mask)
+        window = facts.get("window")
         if window is None:
             rows = mask.reshape(-1, self.block_lanes)
             cols = np.flatnonzero(rows.any(axis=0))
@@ -500,7 +499,7 @@ class LaneContext(BlockMemory, RaceChecker):
                 first, last = int(cols[0]), int(cols[-1]) + 1
                 dense = np.count_nonzero(mask) == rows.shape[0] * (last - first)
                 window = (first, last, bool(dense))
-            cache[1]["window"] = window
+            facts["window"] = window
             if shared:
                 if len(_WINDOWS) > 64:
                     _WINDOWS.clear()

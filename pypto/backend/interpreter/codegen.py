@@ -366,7 +366,7 @@ class KernelCodegen(NpuEmitters):
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
         if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
-            return op.results[0] in an.affine
+            return op.results[0] in an.affine or op.results[0] in an.rows
         if isinstance(op, pto.LoadOp) and index == 0:
             return True
         if isinstance(op, pto.StoreOp) and index == 1:

@@ -319,9 +319,10 @@ class KernelCodegen(NpuEmitters):
 
     def _windowable(self, op: scf.IfOp) -> bool:
         """Can this branch run on just the lanes it keeps active (lanes.WindowContext)? In batch
-        mode, when its condition compares block-local ids with a uniform bound (so the active
-        lanes are a window of each block's lanes), its body has no block-level instruction,
-        atomic, output or global id, and it yields plain values."""
+        mode, when its condition compares block-local ids or the warp number with a uniform
+        bound (so the active lanes are a window of each block's lanes), its body has no
+        block-level instruction, atomic, output or global id, and it yields plain values. A
+        warp barrier may be in it: the window's lanes are checked warp by warp."""
         an = self.an
         if self.mode != BATCH or self.instrumented or not self.one_d:
             return False
@@ -329,7 +330,9 @@ class KernelCodegen(NpuEmitters):
         if not isinstance(test, arith.CmpiOp):
             return False
         a, b = test.operands
-        if not ((a in an.local and b in an.uniform) or (b in an.local and a in an.uniform)):
+        def banded(v: SSAValue) -> bool:  # block-local ids, or the warp number in the block
+            return v in an.local or isinstance(v.owner, pto.GetWarpIdOp)
+        if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
             return False
         if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
             return False
@@ -1008,7 +1011,8 @@ def _view_safe(load: pto.LoadOp) -> bool:
 
 _WINDOW_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AddPtrOp, pto.GetLocalIdOp,
                pto.GetBlockIdOp, pto.GetBlockDimOp, pto.GetGridDimOp, scf.IfOp, scf.YieldOp,
-               scf.ForOp, arith.SelectOp, arith.ConstantOp, math.RsqrtOp, math.IPowIOp)
+               scf.ForOp, arith.SelectOp, arith.ConstantOp, math.RsqrtOp, math.IPowIOp,
+               pto.BarrierOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
 """Ops a windowed branch may hold (besides arith and math): they read ids, memory and values
 through the lane vector, so they follow a window of it."""
 

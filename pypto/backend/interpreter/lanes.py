@@ -811,21 +811,31 @@ class LaneContext(BlockMemory, RaceChecker):
             return
         lanes = np.asarray(mask)
         ws = self.warp_size
-        if self.block_lanes % ws == 0 and self.local_base % ws == 0 and self.count % ws == 0:
+        if self.block_lanes % ws == 0 and self.local_base % ws == 0 and self.count % ws == 0 \
+                and self.row_width % ws == 0:
             rows = lanes.reshape(-1, ws)  # whole warps, one per row
-            divergent = bool((rows.any(axis=1) != rows.all(axis=1)).any())
+            split = rows.any(axis=1) != rows.all(axis=1)
+            if split.any():
+                row = int(np.argmax(split))
+                self._divergent_barrier(mask, site, "pto.barrier()", "warp",
+                                        row * ws + int(np.argmin(rows[row])))
         else:  # partial warps: count active lanes per warp
             warps = self.vector_warps()
             warps = warps - warps[0]
             active = np.bincount(warps, weights=lanes)
             size = np.bincount(warps)
-            divergent = bool(((active > 0) & (active < size)).any())
-        if divergent:
-            self._divergent_barrier(mask, site, "pto.barrier()", "warp")
+            split = (active > 0) & (active < size)
+            if split.any():
+                missing = np.flatnonzero((warps == int(np.argmax(split))) & ~lanes)[0]
+                self._divergent_barrier(mask, site, "pto.barrier()", "warp", int(missing))
 
-    def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str) -> None:
+    def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str,
+                           missing: int | None = None) -> None:
+        """Report a barrier some lanes of its scope miss (`missing`: one of them, by default
+        the first inactive lane of the vector)."""
         lanes = np.asarray(mask)
-        missing = int(np.argmin(lanes)) if lanes.ndim else 0
+        if missing is None:
+            missing = int(np.argmin(lanes)) if lanes.ndim else 0
         block, lane = self.describe_lane(missing)
         raise self.fail(
             f"deadlock: {what} is not reached by every lane of the {scope} (lane {lane} of block "

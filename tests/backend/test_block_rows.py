@@ -300,3 +300,62 @@ def test_plane_overrun_reported_as_general_path(switch):
         errors.append(str(info.value))
     assert errors[0] == errors[1]
     assert "block (0, 0, 0), lane (0, 0, 0)" in errors[0]
+
+
+@pto.kernel
+def scale_by_shared(x, g, out):
+    """Every block reads the same HBM row g[tid] (a block-local address into HBM)."""
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + i) * pto.load(g + tid))
+    pto.barrier_block()
+    pto.store(out + i, pto.load(buf + tid))
+
+
+def test_shared_hbm_row_matches_numpy(switch):
+    blocks = 7
+    x = np.random.default_rng(8).random(blocks * BLOCK, dtype=np.float32)
+    g = np.random.default_rng(9).random(BLOCK, dtype=np.float32)
+    expect = (x.reshape(blocks, BLOCK) * g).reshape(-1)
+    for on in (True, False):
+        switch.on = on
+        out = dev(np.zeros_like(x))
+        _run(scale_by_shared, blocks, (dev(x), dev(g), out))
+        assert np.array_equal(host(out, x), expect), f"fast paths {on}"
+    short = dev(g[:BLOCK - 1].copy())  # lane BLOCK-1 reads past the end: the general path says so
+    fast, general = _both(switch, scale_by_shared, blocks, (dev(x), short, dev(x)))
+    assert isinstance(fast, MemoryAccessError) and str(fast) == str(general)
+
+
+@pto.kernel
+def warp_window(x, out, CUT: pto.constexpr):
+    """Warp 1 alone (a window of 32 lanes per block) sums pairs under a warp barrier; with
+    CUT < 32 only part of the warp reaches the barrier: a deadlock."""
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + i))
+    pto.barrier_block()
+    if pto.get_warp_id() == 1:
+        if tid < 32 + CUT:
+            pto.barrier()
+        pto.store(buf + tid, pto.load(buf + tid) + pto.load(buf + tid - 32))
+    pto.barrier_block()
+    pto.store(out + i, pto.load(buf + tid))
+
+
+def test_warp_window_matches_numpy_and_reports_divergence(switch):
+    blocks = 5
+    x = np.random.default_rng(10).random(blocks * BLOCK, dtype=np.float32)
+    expect = x.reshape(blocks, BLOCK).copy()
+    expect[:, 32:64] = expect[:, 32:64] + expect[:, 0:32]
+    for on in (True, False):
+        switch.on = on
+        out = dev(np.zeros_like(x))
+        _run(warp_window, blocks, (dev(x), out, 32))
+        assert np.array_equal(host(out, x), expect.reshape(-1)), f"fast paths {on}"
+    fast, general = _both(switch, warp_window, blocks, (dev(x), dev(x), 7))
+    assert fast is not None and str(fast) == str(general)
+    # the lane named is one of warp 1 that missed the barrier, not an inactive lane elsewhere
+    assert "deadlock" in str(fast) and "lane (39, 0, 0) of block (0, 0, 0)" in str(fast)

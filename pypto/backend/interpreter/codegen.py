@@ -319,9 +319,10 @@ class KernelCodegen(NpuEmitters):
 
     def _windowable(self, op: scf.IfOp) -> bool:
         """Can this branch run on just the lanes it keeps active (lanes.WindowContext)? In batch
-        mode, when its condition compares block-local ids with a uniform bound (so the active
-        lanes are a window of each block's lanes), its body has no block-level instruction,
-        atomic, output or global id, and it yields plain values."""
+        mode, when its condition compares block-local ids or the warp number with a uniform
+        bound (so the active lanes are a window of each block's lanes), its body has no
+        block-level instruction, atomic, output or global id, and it yields plain values. A
+        warp barrier may be in it: the window's lanes are checked warp by warp."""
         an = self.an
         if self.mode != BATCH or self.instrumented or not self.one_d:
             return False
@@ -329,7 +330,9 @@ class KernelCodegen(NpuEmitters):
         if not isinstance(test, arith.CmpiOp):
             return False
         a, b = test.operands
-        if not ((a in an.local and b in an.uniform) or (b in an.local and a in an.uniform)):
+        def banded(v: SSAValue) -> bool:  # block-local ids, or the warp number in the block
+            return v in an.local or isinstance(v.owner, pto.GetWarpIdOp)
+        if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
             return False
         if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
             return False
@@ -366,7 +369,7 @@ class KernelCodegen(NpuEmitters):
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
         if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
-            return op.results[0] in an.affine
+            return op.results[0] in an.affine or op.results[0] in an.rows
         if isinstance(op, pto.LoadOp) and index == 0:
             return True
         if isinstance(op, pto.StoreOp) and index == 1:
@@ -556,24 +559,17 @@ class KernelCodegen(NpuEmitters):
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
         lhs, rhs = op.operands
         an = self.an
-        if lhs in an.local and rhs in an.uniform and pred in _CMP_SIGNED:
-            # tid + base < u  <=>  tid < u - base: the same lanes of every block (cached mask)
-            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_CMP[pred]!r}, "
-                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
-            return
-        if rhs in an.local and lhs in an.uniform and pred in _CMP_SIGNED:
-            self.emit(f"{self.name(op.results[0])} = _ctx.local_cmp({_FLIP[_CMP[pred]]!r}, "
-                      f"_bound32(_np.int64({self.name(lhs)}) - {an.affine[rhs]}))")
-            return
-        if lhs in an.affine and rhs in an.uniform and pred in _CMP_SIGNED:
+        if pred in _CMP_SIGNED and (lhs in an.affine and rhs in an.uniform or
+                                    rhs in an.affine and lhs in an.uniform):
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
-            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made)
-            self.emit(f"{self.name(op.results[0])} = ({self.ramp_of(lhs)} {_CMP[pred]} "
-                      f"_bound32(_np.int64({self.name(rhs)}) - {an.affine[lhs]}))")
-            return
-        if rhs in an.affine and lhs in an.uniform and pred in _CMP_SIGNED:
-            self.emit(f"{self.name(op.results[0])} = (_bound32(_np.int64({self.name(lhs)}) - "
-                      f"{an.affine[rhs]}) {_CMP[pred]} {self.ramp_of(rhs)})")
+            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made);
+            # block-local ids compare the same in every block: a cached mask (local_cmp)
+            x, u, sym = (lhs, rhs, _CMP[pred]) if lhs in an.affine else \
+                (rhs, lhs, _FLIP[_CMP[pred]])
+            bound = f"_bound32(_np.int64({self.name(u)}) - {an.affine[x]})"
+            expr = f"_ctx.local_cmp({sym!r}, {bound})" if x in an.local else \
+                f"(_ctx.ramp {sym} {bound})"
+            self.emit(f"{self.name(op.results[0])} = {expr}")
             return
         if self.reuse(op, pred):
             return
@@ -1017,7 +1013,8 @@ def _view_safe(load: pto.LoadOp) -> bool:
 
 _WINDOW_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AddPtrOp, pto.GetLocalIdOp,
                pto.GetBlockIdOp, pto.GetBlockDimOp, pto.GetGridDimOp, scf.IfOp, scf.YieldOp,
-               scf.ForOp, arith.SelectOp, arith.ConstantOp, math.RsqrtOp, math.IPowIOp)
+               scf.ForOp, arith.SelectOp, arith.ConstantOp, math.RsqrtOp, math.IPowIOp,
+               pto.BarrierOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
 """Ops a windowed branch may hold (besides arith and math): they read ids, memory and values
 through the lane vector, so they follow a window of it."""
 

@@ -380,28 +380,30 @@ class LaneContext(BlockMemory, RaceChecker):
         return geometry(("base", stride, self.count, self.block_lanes, self.local_base),
                         lambda: self.lane_block * stride)
 
-    def sparse(self, mask: np.ndarray) -> bool:
-        """At most a quarter of the lanes active (counted once per mask object)?"""
+    def mask_facts(self, mask: np.ndarray) -> dict[str, Any]:
+        """What has been worked out about `mask` (the current branch's mask object): the
+        accesses of one branch all use it, so each fact is computed once per branch."""
         cache = self._mask_cache
         if cache is None or cache[0] is not mask:
             cache = (mask, {})
             self._mask_cache = cache
-        value = cache[1].get("sparse")
+        return cache[1]
+
+    def sparse(self, mask: np.ndarray) -> bool:
+        """At most a quarter of the lanes active (counted once per mask object)?"""
+        facts = self.mask_facts(mask)
+        value = facts.get("sparse")
         if value is None:
-            value = cache[1]["sparse"] = 4 * int(np.count_nonzero(mask)) <= mask.size
+            value = facts["sparse"] = 4 * int(np.count_nonzero(mask)) <= mask.size
         return value  # type: ignore[return-value]
 
     def masked(self, key: str, array: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """`array[mask]`, cached for the current mask object: the accesses of one branch all
         use the same mask, so the selection is computed once per branch."""
-        cache = self._mask_cache
-        if cache is None or cache[0] is not mask:
-            cache = (mask, {})
-            self._mask_cache = cache
-        value = cache[1].get(key)
+        facts = self.mask_facts(mask)
+        value = facts.get(key)
         if value is None:
-            value = array[mask]
-            cache[1][key] = value
+            value = facts[key] = array[mask]
         return value
 
     @property
@@ -511,11 +513,8 @@ class LaneContext(BlockMemory, RaceChecker):
         shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
         if shared and id(mask) in _WINDOWS:
             return _WINDOWS[id(mask)][1]
-        cache = self._mask_cache
-        if cache is None or cache[0] is not mask:
-            cache = (mask, {})
-            self._mask_cache = cache
-        window = cache[1].get("window")
+        facts = self.mask_facts(mask)
+        window = facts.get("window")
         if window is None:
             rows = mask.reshape(-1, self.block_lanes)
             cols = np.flatnonzero(rows.any(axis=0))
@@ -525,7 +524,7 @@ class LaneContext(BlockMemory, RaceChecker):
                 first, last = int(cols[0]), int(cols[-1]) + 1
                 dense = np.count_nonzero(mask) == rows.shape[0] * (last - first)
                 window = (first, last, bool(dense))
-            cache[1]["window"] = window
+            facts["window"] = window
             if shared:
                 if len(_WINDOWS) > 64:
                     _WINDOWS.clear()
@@ -540,6 +539,13 @@ class LaneContext(BlockMemory, RaceChecker):
         if cols is None:
             if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
                 return self.load_ramp(buf, base, mask, site)  # one block: the ramp itself
+            width = self.row_width
+            lo = int(base) + self.local_base
+            if FAST_PATHS.on and buf.space == "global" and not self.inflight and \
+                    mask is not False and self.count % width == 0 and 0 <= lo and \
+                    lo + width <= buf.count:
+                # HBM: every block reads the same elements (as gamma[c0 + tid])
+                return np.tile(buf.data[lo:lo + width], self.count // width)
             return self.load(buf, self.local_id(0) + np.int64(base), mask, site)
         lo, hi, active = cols
         base = int(base)
@@ -830,21 +836,31 @@ class LaneContext(BlockMemory, RaceChecker):
             return
         lanes = np.asarray(mask)
         ws = self.warp_size
-        if self.block_lanes % ws == 0 and self.local_base % ws == 0 and self.count % ws == 0:
+        if self.block_lanes % ws == 0 and self.local_base % ws == 0 and self.count % ws == 0 \
+                and self.row_width % ws == 0:
             rows = lanes.reshape(-1, ws)  # whole warps, one per row
-            divergent = bool((rows.any(axis=1) != rows.all(axis=1)).any())
+            split = rows.any(axis=1) != rows.all(axis=1)
+            if split.any():
+                row = int(np.argmax(split))
+                self._divergent_barrier(mask, site, "pto.barrier()", "warp",
+                                        row * ws + int(np.argmin(rows[row])))
         else:  # partial warps: count active lanes per warp
             warps = self.vector_warps()
             warps = warps - warps[0]
             active = np.bincount(warps, weights=lanes)
             size = np.bincount(warps)
-            divergent = bool(((active > 0) & (active < size)).any())
-        if divergent:
-            self._divergent_barrier(mask, site, "pto.barrier()", "warp")
+            split = (active > 0) & (active < size)
+            if split.any():
+                missing = np.flatnonzero((warps == int(np.argmax(split))) & ~lanes)[0]
+                self._divergent_barrier(mask, site, "pto.barrier()", "warp", int(missing))
 
-    def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str) -> None:
+    def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str,
+                           missing: int | None = None) -> None:
+        """Report a barrier some lanes of its scope miss (`missing`: one of them, by default
+        the first inactive lane of the vector)."""
         lanes = np.asarray(mask)
-        missing = int(np.argmin(lanes)) if lanes.ndim else 0
+        if missing is None:
+            missing = int(np.argmin(lanes)) if lanes.ndim else 0
         block, lane = self.describe_lane(missing)
         raise self.fail(
             f"deadlock: {what} is not reached by every lane of the {scope} (lane {lane} of block "

@@ -34,8 +34,8 @@ import pypto as pto  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from tests.kernels import (test_bitwise as kb, test_double_buffer as kd,  # noqa: E402
                            test_half_precision as kh, test_histogram as khist,
-                           test_language_features as kl, test_reduction as kr,
-                           test_saxpy as ks, test_softmax as ksm, test_stencil as kst,
+                           test_language_features as kl, test_layernorm as kln,
+                           test_reduction as kr, test_saxpy as ks, test_softmax as ksm, test_stencil as kst,
                            test_transpose as kt)
 from vector_add import vector_add  # noqa: E402
 
@@ -254,6 +254,18 @@ def cases(scale: str = "full") -> list[Case]:
                    "y": np.zeros((side, side), np.float32),
                    "row_max": np.zeros(side, np.float32), "row_sum": np.zeros(side, np.float32)},
         lambda d: (side,), softmax_np, softmax_check)
+
+    def layernorm_np(d: Arrays) -> np.ndarray:
+        x, eps = d["x"], kln.EPS
+        return ((x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + eps)
+                * d["gamma"] + d["beta"])
+    add("layernorm_rows", f"{side}x{side}", kln.layernorm_rows, side, kln.BLOCK,
+        lambda r: {"x": r.standard_normal((side, side)).astype(np.float32),
+                   "y": np.zeros((side, side), np.float32),
+                   "gamma": (1 + 0.5 * r.standard_normal(side)).astype(np.float32),
+                   "beta": r.standard_normal(side).astype(np.float32)},
+        lambda d: (side, kln.EPS), layernorm_np,
+        lambda o, d: eq(o["y"], kln.emulated_layernorm(d["x"], d["gamma"], d["beta"], kln.EPS)))
 
     # --- 2-D ---------------------------------------------------------------------------------
     sgrid = ((side + kst.BX - 1) // kst.BX, (side + kst.BY - 1) // kst.BY)

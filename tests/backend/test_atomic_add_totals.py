@@ -233,3 +233,35 @@ def test_in_flight_errors_are_those_of_the_serialised_path():
     run = lambda: launch(atomic_while_in_flight, 1, 64, args, pipeline="")  # noqa: E731
     fast, general = error_text(True, run), error_text(False, run)
     assert fast == general and "in flight" in fast
+
+
+@pto.kernel
+def count_own_lane(buf, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.atomic_add(buf + i, 3)     # inactive lanes' addresses (i >= n) are out of bounds
+
+
+@pto.kernel
+def l1_own_lane(out, n):
+    bins = pto.alloc_local(50, dtype=pto.int32)
+    t = pto.get_local_id()
+    pto.fill(bins, 1, 50)
+    pto.barrier_block()
+    if t < 50:
+        pto.atomic_add(bins + t, t)    # lanes 50..63 would be out of bounds: inactive
+    pto.barrier_block()
+    if t < 50:
+        pto.store(out + pto.get_block_id() * 50 + t, pto.load(bins + t))
+
+
+def test_inactive_lanes_out_of_bounds_are_ignored():
+    for fast in (True, False):
+        saved, FAST_PATHS.on = FAST_PATHS.on, fast
+        try:
+            _, (out,) = launch(count_own_lane, 8, 128, (np.zeros(1000, np.int32), 1000))
+            np.testing.assert_array_equal(out, np.full(1000, 3))
+            _, (out,) = launch(l1_own_lane, 6, 64, (np.zeros(300, np.int32), 300))
+            np.testing.assert_array_equal(out, np.tile(1 + np.arange(50), 6))
+        finally:
+            FAST_PATHS.on = saved

@@ -77,3 +77,15 @@ class Buffer:
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}, {self.space}, {self.count} x {self.data.dtype})"
+
+
+_UNSIGNED = {np.dtype(np.int32): np.dtype(np.uint32), np.dtype(np.int64): np.dtype(np.uint64)}
+
+
+def outside(off: np.ndarray, size: int) -> bool:
+    """Does any of the (non-empty) offsets lie outside [0, size)? Seen as unsigned, negative
+    offsets are larger than any size, so one `max` pass answers what `min` and `max` did."""
+    unsigned = _UNSIGNED.get(off.dtype)
+    if unsigned is None:
+        return bool(off.min() < 0 or off.max() >= size)
+    return int(off.view(unsigned).max()) >= size

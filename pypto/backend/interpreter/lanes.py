@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from pypto.backend.interpreter.buffers import Buffer
+from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import RaceChecker
@@ -90,18 +90,6 @@ def bound32(x: Any) -> np.int32:
     the comparison runs on int32 instead of promoting the whole ramp to int64."""
     v = int(x)
     return np.int32(_I32_MIN if v < _I32_MIN else _I32_MAX if v > _I32_MAX else v)
-
-
-_UNSIGNED = {np.dtype(np.int32): np.dtype(np.uint32), np.dtype(np.int64): np.dtype(np.uint64)}
-
-
-def outside(off: np.ndarray, size: int) -> bool:
-    """Does any of the (non-empty) offsets lie outside [0, size)? Seen as unsigned, negative
-    offsets are larger than any size, so one `max` pass answers what `min` and `max` did."""
-    unsigned = _UNSIGNED.get(off.dtype)
-    if unsigned is None:
-        return bool(off.min() < 0 or off.max() >= size)
-    return int(off.view(unsigned).max()) >= size
 
 
 def addptr(p: Any, off: Any) -> Any:

@@ -639,11 +639,15 @@ class BlockMemory:
         for all). It must be uniform within each block."""
         if not isinstance(v, np.ndarray):
             return v
-        rows = v.reshape(-1, self.block_lanes)
-        if not (rows == rows[:, :1]).all():
+        bl = self.block_lanes
+        # uniform within each block <=> every lane equals its left neighbour, except at the
+        # first lane of a block (one contiguous compare: cheaper than a (blocks, lanes) one)
+        changes = v[1:] != v[:-1]
+        changes[bl - 1::bl] = False
+        if changes.any():
             raise self.fail(f"the {what} of a block-level instruction must be uniform across the "
                             f"block", site)
-        col = rows[:, 0]
+        col = v[::bl]
         return col[0] if (col == col[0]).all() else col
 
     def fill(self, dst_b: Any, dst_o: Any, value: Any, count: Any, mask: Any, site: int) -> None:

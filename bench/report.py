@@ -74,6 +74,7 @@ def targets(zoo: str, launch: str) -> list[tuple[str, str, float | None, float]]
         ("matmul 512, tile 64", "× NumPy", zoo_ratio(zoo, "matmul", 1), 2.5),
         ("block reduction 2^20, race check on", "× NumPy", zoo_ratio(zoo, "block_sum (", 0), 15.0),
         ("softmax 1024²", "× NumPy", zoo_ratio(zoo, "softmax_rows", 1), 6.0),
+        ("layernorm 1024²", "× NumPy", zoo_ratio(zoo, "layernorm_rows", 1), 6.0),
         ("stencil 1024² (HBM)", "× NumPy", zoo_ratio(zoo, "jacobi5 (", 1), 6.0),
         ("transpose 1024²", "× NumPy", zoo_ratio(zoo, "transpose", 1), 3.0),
         ("histogram, L1 atomics, 2^20", "× NumPy", zoo_ratio(zoo, "histogram_l1", 1), 6.0),

@@ -153,7 +153,8 @@ def main() -> None:
         lines.append(f"The block reduction costs {per:.2f} ns per element (slope over sizes "
                      f">= 2^14), {per / copy:.0f}× "
                      f"the copy-bandwidth time for its 4 bytes: it is bound by interpreter "
-                     f"work per L1 access (gathers, masks, the race detector), not by memory.")
+                     f"work per tree step (a lane window, 2-D slices of L1, masks, the race "
+                     f"detector's bookkeeping), not by memory.")
     Path(opts.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {opts.out}")
 

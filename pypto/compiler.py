@@ -10,7 +10,6 @@ takes the compile function as a parameter).
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
+from pypto.runtime.env import EnvSetting, flag as env_flag
 from pypto.runtime.launcher import check_scalar, launch as runtime_launch
 from pypto.runtime.stream import Stream
 
@@ -328,7 +328,10 @@ def _validate_default(validate: bool | None) -> tuple[bool, str]:
     """`validate` (or the PYPTO_VALIDATE default) and the passes PYPTO_VALIDATE prepends."""
     if validate is not None:
         return validate, ""
-    setting = os.environ.get(VALIDATE_ENV)
+    return _VALIDATE_SETTING()
+
+
+def _parse_validate(setting: str | None) -> tuple[bool, str]:
     if not setting:
         return False, ""
     setting = setting.strip()
@@ -346,8 +349,9 @@ def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
     return text
 
 
-def _race_check_default() -> bool:
-    return os.environ.get(RACE_CHECK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+_VALIDATE_SETTING = EnvSetting(VALIDATE_ENV, _parse_validate)
+_race_check_default = env_flag(RACE_CHECK_ENV, True)
+"""Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
 
 
 def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, int, int],

@@ -55,8 +55,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     grid3 = normalize_dims(grid, "grid", name)
     block3 = normalize_dims(block, "block", name)
     check_lane_count(grid3, block3, name)
-    arguments = _check_args(kernel, name, args)
-    tensors = tuple(a for a in arguments if type(a) is Tensor or isinstance(a, Tensor))
+    arguments, tensors = _check_args(kernel, name, args)
     queue = _launch_stream(name, tensors, stream)
     target = queue.device.target
     if block3[0] * block3[1] * block3[2] > target.max_block_lanes:
@@ -78,8 +77,21 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
         job.clear()
         kernel_.execute(grid3, block3, args_)
 
-    queue.enqueue(f"launch of kernel '{name}' grid={grid3} block={block3}", run, tensors,
-                  caller_site(), api="pto.launch()")
+    queue.enqueue(_label(name, grid3, block3), run, tensors, caller_site(), api="pto.launch()")
+
+
+_LABELS: dict[tuple[str, Dim3, Dim3], str] = {}
+
+
+def _label(name: str, grid: Dim3, block: Dim3) -> str:
+    """How errors name a launch; memoised (formatting two tuples costs ~0.7 us per launch)."""
+    key = (name, grid, block)
+    label = _LABELS.get(key)
+    if label is None:
+        if len(_LABELS) >= 256:
+            _LABELS.clear()
+        label = _LABELS[key] = f"launch of kernel '{name}' grid={grid} block={block}"
+    return label
 
 
 def normalize_dims(value: Any, what: str, kernel_name: str = "?") -> Dim3:
@@ -112,6 +124,8 @@ global ids along one axis, or whose lanes in all, exceed 2^31 cannot be numbered
 
 def check_lane_count(grid: Dim3, block: Dim3, name: str = "?") -> None:
     """`LaunchError` when the launch has more lanes than int32 ids can number."""
+    if grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2] < MAX_LANES:
+        return  # every dimension and every per-axis product is below 2^31 too
     for axis, g, b in zip("xyz", grid, block):
         if g >= MAX_LANES or b >= MAX_LANES:
             raise LaunchError(f"launch of kernel '{name}': grid={grid} block={block}: the {axis} "
@@ -146,7 +160,9 @@ def _check_block_size(name: str, block: Dim3, target: Target) -> None:
                           f"'{target.name}' allows (max_block_lanes); use more blocks instead")
 
 
-def _check_args(kernel: Any, name: str, args: Any) -> tuple[Any, ...]:
+def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tuple[Tensor, ...]]:
+    """The arguments as a tuple, checked (count, types, alive tensors, scalar ranges), and the
+    tensors among them (in order)."""
     if not isinstance(args, tuple | list):
         raise LaunchError(f"launch of kernel '{name}': args must be a tuple of arguments, got "
                           f"{type(args).__name__} (write args=(x,) for a single argument)")
@@ -157,18 +173,22 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[Any, ...]:
         names = f" ({', '.join(map(str, params))})" if isinstance(params, list | tuple) else ""
         raise LaunchError(f"launch of kernel '{name}': it takes {expected} parameter(s){names} "
                           f"but got {len(arguments)} argument(s)")
+    tensors: list[Tensor] = []
     for position, arg in enumerate(arguments):
-        if type(arg) is float or (type(arg) is int and -(2**31) <= arg < 2**31):
+        kind = type(arg)
+        if kind is float or (kind is int and -(2**31) <= arg < 2**31):
             continue
-        if isinstance(arg, Tensor):
-            arg.check_alive(f"launch of kernel '{name}': argument {position}")
+        if kind is Tensor or isinstance(arg, Tensor):
+            if arg.freed:
+                arg.check_alive(f"launch of kernel '{name}': argument {position}")
+            tensors.append(arg)
         elif not _is_scalar(arg):
             raise LaunchError(f"launch of kernel '{name}': argument {position} has unsupported "
                               f"type {type(arg).__name__}; kernel arguments are device tensors "
                               f"(pto.alloc_tensor), ints and floats{_arg_hint(arg)}")
         else:
             check_scalar(arg, f"launch of kernel '{name}': argument {position}")
-    return arguments
+    return arguments, tuple(tensors)
 
 
 def _is_scalar(arg: Any) -> bool:
@@ -204,6 +224,13 @@ def _arg_hint(arg: Any) -> str:
 
 
 def _launch_stream(name: str, tensors: tuple[Tensor, ...], stream: Stream | None) -> Stream:
+    if stream is None and tensors:  # the common case: every tensor on one device
+        device = tensors[0].device
+        for arg in tensors:
+            if arg.device is not device:
+                break
+        else:
+            return device.default_stream
     devices: list[Device] = []
     for arg in tensors:
         if not devices or all(arg.device is not d for d in devices):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import os
 import sys
 import threading
 import traceback
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from pypto.errors import KernelError
 from pypto.runtime.device import Device, default_device
+from pypto.runtime.env import flag as env_flag
 
 if TYPE_CHECKING:
     from pypto.runtime.memory import Tensor
@@ -51,9 +51,9 @@ def queue_lock() -> AbstractContextManager[bool]:
     return _LOCK
 
 
-def launch_blocking() -> bool:
-    """Whether `PYPTO_LAUNCH_BLOCKING` asks for synchronous launches (read at every call)."""
-    return os.environ.get(LAUNCH_BLOCKING_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+launch_blocking = env_flag(LAUNCH_BLOCKING_ENV, False)
+"""`launch_blocking()`: whether `PYPTO_LAUNCH_BLOCKING` asks for synchronous launches (read at
+every call, cheaply: pypto.runtime.env)."""
 
 
 def caller_site() -> str | None:
@@ -258,8 +258,22 @@ def sync() -> None:
 def drain_all(*, surfaced_at: str) -> None:
     """Run all queued work of all streams in enqueue order (the body of every full sync)."""
     with _LOCK:
+        if len(_BUSY) == 1:
+            _drain_one(next(iter(_BUSY.values())), surfaced_at)
+            return
         busy = list(_BUSY.values())
     drain({stream: None for stream in busy}, surfaced_at=surfaced_at)
+
+
+def _drain_one(stream: Stream, surfaced_at: str) -> None:
+    """`drain({stream: None})` when `stream` is the only busy one (the common `pto.sync()`):
+    no other queue can hold a dependency, so its operations simply run in order until the
+    queue is empty or one fails (the rest of the queue is then discarded by `_run_head`).
+    Same semantics as the general loop, without its per-operation bookkeeping."""
+    while stream._queue:
+        error = _run_head(stream, surfaced_at, True)
+        if error is not None:
+            raise error
 
 
 def wait_for_tensor(tensor: Tensor, *, surfaced_at: str) -> None:

@@ -282,7 +282,7 @@ def _fast_key(kernel: Kernel, args: tuple[Any, ...], options: tuple[Any, ...]) -
 
     The full key (`_compile_slow`) holds xDSL type attributes; building them costs more than
     the rest of a cached launch. This key determines the full one: a tensor contributes its
-    pypto dtype (which fixes its pointer type), an int whether it fits in 32 bits, a float
+    pypto dtype name (which fixes its pointer type), an int whether it fits in 32 bits, a float
     nothing, and every compile-time constant (annotated or found by the frontend) its value.
     The constexpr set is part of the key: it only grows, so an entry made before it grew is
     never hit again."""
@@ -292,7 +292,7 @@ def _fast_key(kernel: Kernel, args: tuple[Any, ...], options: tuple[Any, ...]) -
     for position, value in enumerate(args):
         kind = type(value)
         if kind is tensor:
-            parts.append(value.dtype)
+            parts.append(value.dtype.name)  # the name fixes the pointer type (and hashes fast)
         elif kind is int:
             parts.append(value if position in const else -(2**31) <= value < 2**31)
         elif kind is float:

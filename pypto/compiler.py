@@ -9,7 +9,6 @@ takes the compile function as a parameter).
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,8 +53,19 @@ pipelined loops, place L1 buffers, then check the kernel that will run for L1 ha
 passes are given the launch's block shape unless the pipeline sets `block-size` / `block-dims`;
 L1 passes the target's capacity and alignment unless the pipeline sets `l1-bytes` / `align`."""
 
-logger = logging.getLogger("pypto")
-"""Remarks of the passes (double buffering decisions, L1 peak) are logged here at INFO level."""
+LOGGER_NAME = "pypto"
+"""Remarks of the passes (double buffering decisions, L1 peak) are logged on the `pypto` logger
+at INFO level (`logging.getLogger("pypto")`; `pypto.compiler.logger` is that logger)."""
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: `logger` is looked up on first use, so that `import pypto` does not import
+    `logging` (~2 ms with `traceback`) for a program that never runs a pass with remarks."""
+    if name == "logger":
+        import logging
+
+        return logging.getLogger(LOGGER_NAME)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -458,7 +468,9 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
             return
         remark = Remark(diag.message, location)
         remarks.append(remark)
-        logger.info("%s", remark)
+        import logging
+
+        logging.getLogger(LOGGER_NAME).info("%s", remark)
 
     with capture_diagnostics(collect):
         if not validate:

@@ -19,7 +19,6 @@ import atexit
 import itertools
 import sys
 import threading
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -223,6 +222,8 @@ def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception
         # nor the frames below it (the launch closure's arguments, the interpreter's arrays):
         # a user holding on to the exception must not keep the launch's tensors charged
         # against device memory. The message and the notes already say everything.
+        import traceback  # only on errors: not part of `import pypto`
+
         traceback.clear_frames(exc.__traceback__)
         return exc
     finally:
@@ -313,6 +314,8 @@ def _run_pending_at_exit() -> None:
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the program is ending
         sys.stderr.write(f"pypto: {pending} operation(s) were still queued at interpreter exit "
                          f"(never synchronised with pto.sync()); running them raised:\n")
+        import traceback
+
         sys.stderr.write("".join(traceback.format_exception_only(exc)))
         sys.stderr.flush()
 

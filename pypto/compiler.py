@@ -32,7 +32,7 @@ from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
-from pypto.runtime.env import EnvSetting, flag as env_flag
+from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.runtime.launcher import check_scalar, launch as runtime_launch
 from pypto.runtime.stream import Stream
 
@@ -359,7 +359,7 @@ def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
     return text
 
 
-_VALIDATE_SETTING = EnvSetting(VALIDATE_ENV, _parse_validate)
+_VALIDATE_SETTING = env_setting(VALIDATE_ENV, _parse_validate)
 _race_check_default = env_flag(RACE_CHECK_ENV, True)
 """Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
 

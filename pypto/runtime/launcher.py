@@ -163,10 +163,13 @@ def _check_block_size(name: str, block: Dim3, target: Target) -> None:
 def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tuple[Tensor, ...]]:
     """The arguments as a tuple, checked (count, types, alive tensors, scalar ranges), and the
     tensors among them (in order)."""
-    if not isinstance(args, tuple | list):
+    if type(args) is tuple:
+        arguments = args
+    elif isinstance(args, tuple | list):
+        arguments = tuple(args)
+    else:
         raise LaunchError(f"launch of kernel '{name}': args must be a tuple of arguments, got "
                           f"{type(args).__name__} (write args=(x,) for a single argument)")
-    arguments = tuple(args)
     expected = int(kernel.num_params)
     if len(arguments) != expected:
         params = getattr(kernel, "params", None)
@@ -174,6 +177,15 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tup
         raise LaunchError(f"launch of kernel '{name}': it takes {expected} parameter(s){names} "
                           f"but got {len(arguments)} argument(s)")
     tensors: list[Tensor] = []
+    for arg in arguments:  # the common arguments, checked in one quick pass
+        kind = type(arg)
+        if kind is Tensor and arg._data is not None:
+            tensors.append(arg)
+        elif not (kind is float or (kind is int and -(2**31) <= arg < 2**31)):
+            break
+    else:
+        return arguments, tuple(tensors)
+    tensors = []  # something else: every argument through the full checks
     for position, arg in enumerate(arguments):
         kind = type(arg)
         if kind is float or (kind is int and -(2**31) <= arg < 2**31):

@@ -13,7 +13,7 @@ import pytest
 
 import pypto as pto
 from pypto.errors import LaunchError, MemoryAccessError, RaceError, TensorFreedError
-from pypto.runtime.env import EnvSetting, flag
+from pypto.runtime.env import flag, setting
 
 
 @pto.kernel
@@ -164,20 +164,20 @@ def test_env_setting_sees_every_change(monkeypatch: pytest.MonkeyPatch):
         reads.append(value)
         return value
 
-    setting = EnvSetting(name, parse)
+    read = setting(name, parse)
     on = flag(name, False)
     off = flag(name, True)
-    assert setting() is None and not on() and off()
+    assert read() is None and not on() and off()
     for value in ("1", "0", "1", " YES ", "off", "", "whatever"):
         monkeypatch.setenv(name, value)
-        assert setting() == value
+        assert read() == value
         assert on() == (value.strip().lower() in {"1", "true", "yes", "on"})
         assert off() == (value.strip().lower() not in {"0", "false", "no", "off"})
     os.environ[name] = "1"
-    assert setting() == "1" and on()
+    assert read() == "1" and on()
     del os.environ[name]
-    assert setting() is None and not on() and off()
+    assert read() is None and not on() and off()
     count = len(reads)
     for _ in range(5):
-        setting()
+        read()
     assert len(reads) == count  # unchanged: not parsed again

@@ -126,7 +126,7 @@ def ramp_compare(ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
     if not -(2**63) <= bound < 2**63:
         bound = (bound + 2**63) % 2**64 - 2**63  # NumPy's int64 wrap-around
     n = ramp_.size
-    if n and FAST_PATHS.on:
+    if n and FAST_PATHS.on and ramp_ is _RAMP_CACHE.get(n):  # lanes 0..n-1 (`ramp(n)`)
         outcome = _same_on_every_lane(op, bound, n)
         if outcome is not None:
             return uniform_masks(n)[outcome]

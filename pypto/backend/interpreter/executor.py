@@ -93,7 +93,7 @@ def _fp_state_access() -> tuple[Any, Any]:
 
 
 _FP_STATE, _MAKE_FP_STATE = _fp_state_access()
-_IGNORING: list[Any] = [None, None]  # [state it was derived from, the "ignore all" state]
+_IGNORING: tuple[Any, Any] = (None, None)  # (state it was derived from, "ignore all" state)
 
 
 def _ignore_fp_errors() -> Any:
@@ -105,11 +105,12 @@ def _ignore_fp_errors() -> Any:
         state = np.errstate(all="ignore")
         state.__enter__()
         return state
+    global _IGNORING
     current = _FP_STATE.get()
-    if _IGNORING[0] is not current:
-        _IGNORING[1] = _MAKE_FP_STATE(all="ignore")
-        _IGNORING[0] = current
-    return _FP_STATE.set(_IGNORING[1])
+    memo = _IGNORING  # one tuple, replaced whole: threads never see half an update
+    if memo[0] is not current:
+        memo = _IGNORING = (current, _MAKE_FP_STATE(all="ignore"))
+    return _FP_STATE.set(memo[1])
 
 
 def _restore_fp_errors(token: Any) -> None:

@@ -34,7 +34,7 @@ from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
 from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.runtime.launcher import check_scalar, launch as runtime_launch
-from pypto.runtime.stream import Stream
+from pypto.runtime.stream import Stream, caller_site
 
 if TYPE_CHECKING:
     from pypto.analysis.l1_map import L1Map
@@ -218,7 +218,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
     docstring for the arguments.
     """
-    runtime_launch(kernel, grid, block, args, stream, compile=compile)
+    runtime_launch(kernel, grid, block, args, stream, compile=compile, origin=caller_site(2))
 
 
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,

@@ -32,7 +32,7 @@ from pypto.backend.targets import Target
 from pypto.errors import LaunchError
 from pypto.runtime.device import Device, default_device
 from pypto.runtime.memory import Tensor
-from pypto.runtime.stream import Stream, caller_site
+from pypto.runtime.stream import _FIND_SITE, Stream, caller_site
 
 Dim3 = tuple[int, int, int]
 
@@ -42,13 +42,15 @@ Compiler = Callable[..., Any]
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
            args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
-           compile: Compiler | None = None) -> None:
+           compile: Compiler | None = None, origin: str | None = _FIND_SITE) -> None:
     """Enqueue `kernel` on `stream` over `grid` blocks of `block` lanes, and return at once.
 
     `grid` / `block`: an int `n` means `(n, 1, 1)`; tuples of 1 to 3 ints are padded with 1.
     `args`: device tensors (passed as typed pointers), Python / NumPy ints and floats.
     `stream=None`: the default stream of the device the tensor arguments live on.
     `compile`: compiles a kernel that is not compiled yet (for the stream's device's target).
+    `origin`: the user's `file:line` that errors of this launch name (found on the stack when
+    not given; `pto.launch` passes it, having found it cheaply, see `caller_site`).
     The launch keeps every tensor argument alive until the kernel has run.
     """
     name = _kernel_name(kernel)
@@ -77,7 +79,8 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
         job.clear()
         kernel_.execute(grid3, block3, args_)
 
-    queue.enqueue(_label(name, grid3, block3), run, tensors, caller_site(), api="pto.launch()")
+    site = caller_site(2) if origin is _FIND_SITE else origin
+    queue.enqueue(_label(name, grid3, block3), run, tensors, site, api="pto.launch()")
 
 
 _LABELS: dict[tuple[str, Dim3, Dim3], str] = {}

@@ -181,3 +181,48 @@ def test_env_setting_sees_every_change(monkeypatch: pytest.MonkeyPatch):
     for _ in range(5):
         read()
     assert len(reads) == count  # unchanged: not parsed again
+
+
+def _site_of(error: BaseException) -> str:
+    notes = [n for n in getattr(error, "__notes__", []) if "enqueued at" in n]
+    assert notes, error.__notes__
+    return notes[0].split("enqueued at ", 1)[1].split(" on stream", 1)[0]
+
+
+def _line_of(marker: str) -> int:
+    lines = open(__file__).read().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if line.rstrip().endswith(marker))
+
+
+@pytest.mark.parametrize("how", ["pto.launch", "compiled call", "runtime.launch"])
+def test_errors_name_the_users_launch_line(how):
+    """The launch site is found without looking at pypto's own frames (caller_site(2)), for
+    each way of launching."""
+    from pypto.compiler import compile as compile_kernel
+    from pypto.runtime import launch as runtime_launch
+
+    o = pto.alloc_tensor(64 * 4)
+    compiled = pto.compile(store_at, args=(o, 99), block=32)
+    if how == "pto.launch":
+        pto.launch(store_at, grid=1, block=32, args=(o, 99))  # SITE-1
+        marker = "# SITE-1"
+    elif how == "compiled call":
+        compiled(grid=1, block=32, args=(o, 99))  # SITE-2
+        marker = "# SITE-2"
+    else:
+        runtime_launch(store_at, 1, 32, (o, 99), compile=compile_kernel)  # SITE-3
+        marker = "# SITE-3"
+    with pytest.raises(MemoryAccessError) as info:
+        pto.sync()
+    assert _site_of(info.value) == f"{__file__}:{_line_of(marker)}"
+
+
+def test_memcpy_names_the_users_line():
+    t = pto.alloc_tensor(16)
+    pto.memcpy_h2d(t, np.zeros(4, np.float32))  # SITE-4
+    from pypto.runtime import stream
+
+    op = t.device.default_stream._queue[-1]
+    assert op.origin == f"{__file__}:{_line_of('# SITE-4')}"
+    pto.sync()
+    assert stream.caller_site(10_000) is not None  # a depth beyond the stack searches anyway

@@ -243,14 +243,18 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         raise UsageError(f"pto.compile: pipeline must be a string such as "
                          f"'canonicalize,cse' (or None for the default), got "
                          f"{type(pipeline).__name__} {pipeline!r}")
-    validate, extra_passes = _validate_default(validate)
+    if validate is None:  # PYPTO_VALIDATE's default, and the passes it prepends
+        validate, extra_passes = _VALIDATE_SETTING()
+    else:
+        extra_passes = ""
     if race_check is None:
         race_check = _race_check_default()
     if type(kernel) is Kernel and type(args) is tuple and type(block) is tuple and \
             isinstance(target, Target):  # a cached launch: one tuple and one dict lookup
-        key = _fast_key(kernel, args, (block, _pipeline_text(pipeline, extra_passes),
-                                       target, check_uninitialized, schedule, race_check,
-                                       validate))
+        text = DEFAULT_PIPELINE if pipeline is None and not extra_passes else \
+            _pipeline_text(pipeline, extra_passes)
+        key = _fast_key(kernel, args, (block, text, target, check_uninitialized, schedule,
+                                       race_check, validate))
         hit = None if key is None else kernel.fast_cache.get(key)
         if hit is not None and (not hit.folded_globals or
                                 kernel.outer_values_unchanged(hit.folded_globals)):
@@ -334,14 +338,8 @@ def _tensor_class() -> type:
     return _TENSOR
 
 
-def _validate_default(validate: bool | None) -> tuple[bool, str]:
-    """`validate` (or the PYPTO_VALIDATE default) and the passes PYPTO_VALIDATE prepends."""
-    if validate is not None:
-        return validate, ""
-    return _VALIDATE_SETTING()
-
-
 def _parse_validate(setting: str | None) -> tuple[bool, str]:
+    """`validate`'s default from PYPTO_VALIDATE, and the passes it asks to prepend."""
     if not setting:
         return False, ""
     setting = setting.strip()

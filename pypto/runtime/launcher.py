@@ -54,9 +54,13 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     The launch keeps every tensor argument alive until the kernel has run.
     """
     name = _kernel_name(kernel)
-    grid3 = normalize_dims(grid, "grid", name)
-    block3 = normalize_dims(block, "block", name)
-    check_lane_count(grid3, block3, name)
+    if type(grid) is int and type(block) is int and 0 < grid and 0 < block and \
+            grid * block < MAX_LANES:  # 1-D launch of fewer than 2^31 lanes: nothing to check
+        grid3, block3 = (grid, 1, 1), (block, 1, 1)
+    else:
+        grid3 = normalize_dims(grid, "grid", name)
+        block3 = normalize_dims(block, "block", name)
+        check_lane_count(grid3, block3, name)
     arguments, tensors = _check_args(kernel, name, args)
     queue = _launch_stream(name, tensors, stream)
     target = queue.device.target

@@ -226,3 +226,20 @@ def test_memcpy_names_the_users_line():
     assert op.origin == f"{__file__}:{_line_of('# SITE-4')}"
     pto.sync()
     assert stream.caller_site(10_000) is not None  # a depth beyond the stack searches anyway
+
+
+def test_validate_setting_is_read_at_every_compile(monkeypatch: pytest.MonkeyPatch):
+    """PYPTO_VALIDATE (a flag or a pipeline to prepend) takes effect at the next compile."""
+    from pypto.compiler import DEFAULT_PIPELINE
+
+    d = _tensor(np.ones(64, np.float32))
+    monkeypatch.delenv("PYPTO_VALIDATE", raising=False)
+    plain = pto.compile(scale, args=(d, 64, 2.0), block=64)
+    assert plain.pipeline == DEFAULT_PIPELINE
+    monkeypatch.setenv("PYPTO_VALIDATE", "canonicalize")
+    prepended = pto.compile(scale, args=(d, 64, 2.0), block=64)
+    assert prepended.pipeline == f"canonicalize,{DEFAULT_PIPELINE}"
+    monkeypatch.setenv("PYPTO_VALIDATE", "off")
+    assert pto.compile(scale, args=(d, 64, 2.0), block=64) is plain
+    monkeypatch.setenv("PYPTO_VALIDATE", "canonicalize")
+    assert pto.compile(scale, args=(d, 64, 2.0), block=64) is prepended

@@ -269,9 +269,15 @@ class Executable:
                 gen = chunks[0]
                 token = _ignore_fp_errors()
                 try:
-                    for first_lane, count in chunks[1]:
-                        self._run_vector(gen, self._context(gen, grid, block, first_lane, count),
-                                         bound, self._arenas)
+                    pool = self._arenas
+                    for first_lane, count in chunks[1]:  # _run_vector, inline
+                        ctx = self._context(gen, grid, block, first_lane, count)
+                        free = pool.get(count)
+                        if free:
+                            ctx.adopt_block_memory(free.pop())
+                        gen.fn(ctx, bound)
+                        if ctx.arenas:
+                            pool.setdefault(count, []).append((ctx.l1_buffers, ctx.arenas))
                 except KernelError:
                     raise
                 except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover

@@ -8,6 +8,10 @@
    t = fixed + n * per_element on the sizes >= 2^16 separates the two costs.
 3. NumPy copy bandwidth measured in the same run (np.copyto of 2^24 float32), the yardstick for
    "how far from memory bandwidth".
+4. Import time: CPU time of `import xdsl`, of pypto's dependencies (NumPy, ml_dtypes and the
+   xDSL dialects pypto builds IR with) and of `import pypto`, each in fresh interpreters (min of
+   several, .pyc files written by a warm-up run), then the cold `pto.compile()` of vector_add
+   and its first launch + sync in the same fresh process.
 
 One line per figure. Run:  python bench/launch.py [--quick]
 """
@@ -15,7 +19,9 @@ One line per figure. Run:  python bench/launch.py [--quick]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -96,6 +102,62 @@ def fixed_cost(repeat: int) -> None:
         t.free()
 
 
+DEPENDENCIES = ("numpy", "ml_dtypes", "xdsl.dialects.builtin", "xdsl.dialects.arith",
+                "xdsl.dialects.func", "xdsl.dialects.scf", "xdsl.dialects.math")
+"""What `import pypto` imports before any pypto code: its own cost is the difference."""
+
+_TIMED = """
+import sys, time
+sys.path.insert(0, {examples!r})
+c0 = time.process_time()
+{statement}
+c1 = time.process_time()
+times = [c1 - c0]
+if {compile_too}:
+    import pypto as pto
+    from vector_add import vector_add
+    d = [pto.alloc_tensor(4096) for _ in range(3)]
+    c2 = time.process_time()
+    pto.compile(vector_add, args=(d[0], d[1], d[2], 1024), block=256)
+    c3 = time.process_time()
+    pto.launch(vector_add, grid=4, block=256, args=(d[0], d[1], d[2], 1024))
+    pto.sync()
+    times += [c3 - c2, time.process_time() - c3]
+print(*times)
+"""
+
+
+def _fresh_cpu_times(statements: list[tuple[str, bool]], runs: int) -> list[list[float]]:
+    """For each (statement, compile_too): the min over `runs` fresh interpreters of the CPU
+    seconds of `statement` (and of the cold compile and first launch of vector_add after it).
+    The statements take turns, so that a burst of load on the machine hits them alike."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    codes = [_TIMED.format(examples=str(ROOT / "examples"), statement=statement,
+                           compile_too=compile_too) for statement, compile_too in statements]
+    best: list[list[float] | None] = [None] * len(codes)
+    for run in range(runs + 1):  # the first round writes the .pyc files a user's install has
+        for index, code in enumerate(codes):
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  check=True, env=env, cwd=ROOT)
+            times = [float(x) for x in done.stdout.split()]
+            if run:
+                old = best[index]
+                best[index] = times if old is None else [min(a, b) for a, b in zip(old, times)]
+    return [b for b in best if b is not None]
+
+
+def import_time(runs: int) -> None:
+    (xdsl,), (deps,), (pypto, cold, first) = _fresh_cpu_times(
+        [("import xdsl", False), ("import " + ", ".join(DEPENDENCIES), False),
+         ("import pypto", True)], runs)
+    print(f"import time (CPU, min of {runs} fresh interpreters): import xdsl {xdsl * 1e3:.1f} ms  "
+          f"dependencies (numpy, ml_dtypes, xDSL builtin/arith/func/scf/math) {deps * 1e3:.1f} ms  "
+          f"import pypto {pypto * 1e3:.1f} ms  pypto beyond its dependencies "
+          f"{(pypto - deps) * 1e3:.1f} ms")
+    print(f"cold compile (CPU): pto.compile() of vector_add right after import pypto "
+          f"{cold * 1e3:.2f} ms  first launch + sync {first * 1e3:.2f} ms")
+
+
 def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     ns = np.array([p[0] for p in points], np.float64)
     ts = np.array([p[1] for p in points], np.float64)
@@ -169,6 +231,7 @@ def main() -> None:
     bw = copy_bandwidth(repeat)
     print(f"numpy copy bandwidth (np.copyto 2^24 float32, read + write) {bw / 1e9:.2f} GB/s")
     fixed_cost(repeat)
+    import_time(5 if opts.quick else 9)
     top = 18 if opts.quick else 24
     curve_vector_add([1 << k for k in range(10, top + 1, 2)], repeat, bw)
     top = 16 if opts.quick else 22

@@ -5,6 +5,9 @@ tensors (executed exactly on the CPU by the interpreter) or `pto.compile()` it t
 This module's exports are the public API; everything else may change.
 """
 
+import importlib as _importlib
+from typing import Any as _Any
+
 from pypto.compiler import CompiledKernel, compile, launch
 from pypto.dialects.pto import WARP_SIZE
 from pypto.dtypes import DType, bfloat16, bool_, float16, float32, int32, int64
@@ -58,7 +61,6 @@ from pypto.frontend.builtins import (
     wait_all,
 )
 from pypto.frontend.kernel import Kernel, kernel
-from pypto.backend.cost_model import Profile
 from pypto.profiling import profile
 from pypto.runtime import (
     Stream,
@@ -72,6 +74,24 @@ from pypto.runtime import (
 )
 
 __version__ = "0.1.0"
+
+_LAZY = {"Profile": ("pypto.backend.cost_model", "Profile")}
+"""Public names imported at their first use rather than by `import pypto` (the cost model is
+~8 ms of import that a program which never profiles does not need)."""
+
+
+def __getattr__(name: str) -> _Any:
+    """PEP 562: `pto.Profile` and `from pypto import Profile` import the cost model then."""
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(_importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pypto' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     # kernels and compilation

@@ -9,8 +9,6 @@ takes the compile function as a parameter).
 
 from __future__ import annotations
 
-import logging
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,8 +32,9 @@ from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
+from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.runtime.launcher import check_scalar, launch as runtime_launch
-from pypto.runtime.stream import Stream
+from pypto.runtime.stream import Stream, caller_site
 
 if TYPE_CHECKING:
     from pypto.analysis.l1_map import L1Map
@@ -54,8 +53,19 @@ pipelined loops, place L1 buffers, then check the kernel that will run for L1 ha
 passes are given the launch's block shape unless the pipeline sets `block-size` / `block-dims`;
 L1 passes the target's capacity and alignment unless the pipeline sets `l1-bytes` / `align`."""
 
-logger = logging.getLogger("pypto")
-"""Remarks of the passes (double buffering decisions, L1 peak) are logged here at INFO level."""
+LOGGER_NAME = "pypto"
+"""Remarks of the passes (double buffering decisions, L1 peak) are logged on the `pypto` logger
+at INFO level (`logging.getLogger("pypto")`; `pypto.compiler.logger` is that logger)."""
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: `logger` is looked up on first use, so that `import pypto` does not import
+    `logging` (~2 ms with `traceback`) for a program that never runs a pass with remarks."""
+    if name == "logger":
+        import logging
+
+        return logging.getLogger(LOGGER_NAME)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -208,7 +218,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
     docstring for the arguments.
     """
-    runtime_launch(kernel, grid, block, args, stream, compile=compile)
+    runtime_launch(kernel, grid, block, args, stream, compile=compile, origin=caller_site(2))
 
 
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
@@ -233,14 +243,18 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         raise UsageError(f"pto.compile: pipeline must be a string such as "
                          f"'canonicalize,cse' (or None for the default), got "
                          f"{type(pipeline).__name__} {pipeline!r}")
-    validate, extra_passes = _validate_default(validate)
+    if validate is None:  # PYPTO_VALIDATE's default, and the passes it prepends
+        validate, extra_passes = _VALIDATE_SETTING()
+    else:
+        extra_passes = ""
     if race_check is None:
         race_check = _race_check_default()
     if type(kernel) is Kernel and type(args) is tuple and type(block) is tuple and \
             isinstance(target, Target):  # a cached launch: one tuple and one dict lookup
-        key = _fast_key(kernel, args, (block, _pipeline_text(pipeline, extra_passes),
-                                       target, check_uninitialized, schedule, race_check,
-                                       validate))
+        text = DEFAULT_PIPELINE if pipeline is None and not extra_passes else \
+            _pipeline_text(pipeline, extra_passes)
+        key = _fast_key(kernel, args, (block, text, target, check_uninitialized, schedule,
+                                       race_check, validate))
         hit = None if key is None else kernel.fast_cache.get(key)
         if hit is not None and (not hit.folded_globals or
                                 kernel.outer_values_unchanged(hit.folded_globals)):
@@ -282,7 +296,7 @@ def _fast_key(kernel: Kernel, args: tuple[Any, ...], options: tuple[Any, ...]) -
 
     The full key (`_compile_slow`) holds xDSL type attributes; building them costs more than
     the rest of a cached launch. This key determines the full one: a tensor contributes its
-    pypto dtype (which fixes its pointer type), an int whether it fits in 32 bits, a float
+    pypto dtype name (which fixes its pointer type), an int whether it fits in 32 bits, a float
     nothing, and every compile-time constant (annotated or found by the frontend) its value.
     The constexpr set is part of the key: it only grows, so an entry made before it grew is
     never hit again."""
@@ -292,7 +306,7 @@ def _fast_key(kernel: Kernel, args: tuple[Any, ...], options: tuple[Any, ...]) -
     for position, value in enumerate(args):
         kind = type(value)
         if kind is tensor:
-            parts.append(value.dtype)
+            parts.append(value.dtype.name)  # the name fixes the pointer type (and hashes fast)
         elif kind is int:
             parts.append(value if position in const else -(2**31) <= value < 2**31)
         elif kind is float:
@@ -324,11 +338,8 @@ def _tensor_class() -> type:
     return _TENSOR
 
 
-def _validate_default(validate: bool | None) -> tuple[bool, str]:
-    """`validate` (or the PYPTO_VALIDATE default) and the passes PYPTO_VALIDATE prepends."""
-    if validate is not None:
-        return validate, ""
-    setting = os.environ.get(VALIDATE_ENV)
+def _parse_validate(setting: str | None) -> tuple[bool, str]:
+    """`validate`'s default from PYPTO_VALIDATE, and the passes it asks to prepend."""
     if not setting:
         return False, ""
     setting = setting.strip()
@@ -346,8 +357,9 @@ def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
     return text
 
 
-def _race_check_default() -> bool:
-    return os.environ.get(RACE_CHECK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+_VALIDATE_SETTING = env_setting(VALIDATE_ENV, _parse_validate)
+_race_check_default = env_flag(RACE_CHECK_ENV, True)
+"""Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
 
 
 def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, int, int],
@@ -454,7 +466,9 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
             return
         remark = Remark(diag.message, location)
         remarks.append(remark)
-        logger.info("%s", remark)
+        import logging
+
+        logging.getLogger(LOGGER_NAME).info("%s", remark)
 
     with capture_diagnostics(collect):
         if not validate:

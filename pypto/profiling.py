@@ -10,12 +10,13 @@ is costed by `pypto.backend.cost_model`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pypto.backend.cost_model import MODELS, ModelError, ModelParams, Profile, build_profile
-from pypto.backend.cost_model.trace import CostTrace
 from pypto.backend.targets import Target, resolve_target
 from pypto.compiler import DEFAULT_PIPELINE, compile, normalize_dims
+
+if TYPE_CHECKING:
+    from pypto.backend.cost_model import Profile
 
 
 def model_pipeline(model: str, target: Target) -> str:
@@ -42,6 +43,10 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     before costing (the model's latencies then apply to whatever IR it produces); `target` is a
     `Target` or a TOML file merged over the default target (calibration).
     """
+    # the cost model is imported at the first profile, not by `import pypto` (~8 ms)
+    from pypto.backend.cost_model import MODELS, ModelError, ModelParams, build_profile
+    from pypto.backend.cost_model.trace import CostTrace
+
     if model not in MODELS:
         raise ModelError(f"unknown cost model {model!r}; models: {', '.join(MODELS)}")
     resolved = resolve_target(target)

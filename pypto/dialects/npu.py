@@ -36,7 +36,6 @@ from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
     VarConstraint,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     prop_def,
@@ -45,6 +44,7 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
     PIPES,
     AccessesMemory,
@@ -94,7 +94,7 @@ class NpuOp(IRDLOperation):
     KIND: ClassVar[str] = ""
 
 
-@irdl_op_definition
+@op_definition
 class LoadOp(NpuOp):
     """Lane load; from HBM it is staged through an L1 slot (`LOAD d_a[i] -> L1[slot + lane]`).
 
@@ -120,7 +120,7 @@ class LoadOp(NpuOp):
         _check_slot(self, self.ptr, self.slot, self.result.type, "result")
 
 
-@irdl_op_definition
+@op_definition
 class StoreOp(NpuOp):
     """Lane store; to HBM it leaves from an L1 slot (`STORE L1[slot + lane] -> d_o[i]`).
 
@@ -145,7 +145,7 @@ class StoreOp(NpuOp):
         _check_slot(self, self.ptr, self.slot, self.value.type, "stored value")
 
 
-@irdl_op_definition
+@op_definition
 class FmaOp(NpuOp):
     """Multiply-add with fused store, `*dst = a * b + c`, staged like `npu.store`.
 
@@ -204,7 +204,7 @@ class _CopyOp(NpuOp):
                                   "bytes, it does not convert")
 
 
-@irdl_op_definition
+@op_definition
 class CopyInOp(_CopyOp):
     """HBM -> L1 copy on MTE_IN; its token is signalled by a `npu.set_flag`.
 
@@ -219,7 +219,7 @@ class CopyInOp(_CopyOp):
     KIND: ClassVar[str] = "COPY_IN"
 
 
-@irdl_op_definition
+@op_definition
 class CopyOutOp(_CopyOp):
     """L1 -> HBM copy on MTE_OUT (async store, and synchronous tile store with its flags).
 
@@ -264,7 +264,7 @@ class _FlagOp(NpuOp):
         _check_pipe_pair(self)
 
 
-@irdl_op_definition
+@op_definition
 class SetFlagOp(_FlagOp):
     """Signal, from the producer pipe, that the copy of `token` has completed.
 
@@ -282,7 +282,7 @@ class SetFlagOp(_FlagOp):
         return self.src_pipe.data
 
 
-@irdl_op_definition
+@op_definition
 class WaitFlagOp(_FlagOp):
     """Block the consumer pipe until the flag of `token`'s copy has been set.
 
@@ -296,7 +296,7 @@ class WaitFlagOp(_FlagOp):
     KIND: ClassVar[str] = "WAIT_FLAG"
 
 
-@irdl_op_definition
+@op_definition
 class WaitFlagAllOp(NpuOp):
     """Wait for the flags of every outstanding copy of the block (`pto.wait_all`).
 
@@ -312,7 +312,7 @@ class WaitFlagAllOp(NpuOp):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class PipeBarrierOp(NpuOp):
     """Drain every pipe and synchronise the block (`pto.barrier_block`, PipeBarrier<PIPE_ALL>).
 
@@ -328,7 +328,7 @@ class PipeBarrierOp(NpuOp):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class WarpBarrierOp(NpuOp):
     """Synchronise the 32 lanes of the current warp (`pto.barrier`).
 
@@ -370,7 +370,7 @@ class _MmaShape(NpuOp):
         return {"m": IntegerAttr(m, i64), "n": IntegerAttr(n, i64), "k": IntegerAttr(k, i64)}
 
 
-@irdl_op_definition
+@op_definition
 class MmaOp(_MmaShape):
     """Matrix multiply-accumulate on L1 tiles on the CUBE pipe (`pto.mma`).
 
@@ -398,7 +398,7 @@ class MmaOp(_MmaShape):
 FUSED_OPERANDS = ("a", "b")
 
 
-@irdl_op_definition
+@op_definition
 class LoadMmaOp(_MmaShape):
     """The firmware's fused instruction: a tile load into an MMA operand, then the MMA.
 

@@ -60,7 +60,6 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -83,6 +82,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
     AccessesMemory,
     BlockCollective,
@@ -310,7 +310,7 @@ class _DimIdOp(IRDLOperation):
             raise VerifyException(f"dimension must be 0, 1 or 2, got {self.dim_index}")
 
 
-@irdl_op_definition
+@op_definition
 class GetGlobalIdOp(_DimIdOp):
     """Global lane index along a dimension: `block_id * block_dim + local_id`.
 
@@ -331,7 +331,7 @@ class GetGlobalIdOp(_DimIdOp):
     traits = traits_def(Pure())
 
 
-@irdl_op_definition
+@op_definition
 class GetLocalIdOp(_DimIdOp):
     """Index of the lane within its block along a dimension.
 
@@ -354,7 +354,7 @@ class GetLocalIdOp(_DimIdOp):
     traits = traits_def(Pure())
 
 
-@irdl_op_definition
+@op_definition
 class GetBlockIdOp(_DimIdOp):
     """Index of the block within the grid along a dimension.
 
@@ -377,7 +377,7 @@ class GetBlockIdOp(_DimIdOp):
     traits = traits_def(Pure())
 
 
-@irdl_op_definition
+@op_definition
 class GetBlockDimOp(_DimIdOp):
     """Number of lanes of a block along a dimension.
 
@@ -400,7 +400,7 @@ class GetBlockDimOp(_DimIdOp):
     traits = traits_def(Pure())
 
 
-@irdl_op_definition
+@op_definition
 class GetGridDimOp(_DimIdOp):
     """Number of blocks of the grid along a dimension.
 
@@ -430,7 +430,7 @@ class _PlainIdOp(IRDLOperation):
         super().__init__(result_types=[i32])
 
 
-@irdl_op_definition
+@op_definition
 class GetWarpIdOp(_PlainIdOp):
     """Index of the lane's warp within its block: `linear_local_id // 32`.
 
@@ -452,7 +452,7 @@ class GetWarpIdOp(_PlainIdOp):
     traits = traits_def(Pure())
 
 
-@irdl_op_definition
+@op_definition
 class GetLaneIdOp(_PlainIdOp):
     """Index of the lane within its warp: `linear_local_id % 32`.
 
@@ -497,7 +497,7 @@ def _check_space(value: SSAValue, space: str, what: str) -> None:
         raise VerifyException(f"{what} must be in {_SPACE_NAMES[space]}, got {value.type}")
 
 
-@irdl_op_definition
+@op_definition
 class AddPtrOp(IRDLOperation):
     """Offset a pointer by a number of elements (`p + i` in a kernel).
 
@@ -544,7 +544,7 @@ class AddPtrOp(IRDLOperation):
             raise VerifyException(f"pointer offset must be i32 or i64, got {t}")
 
 
-@irdl_op_definition
+@op_definition
 class LoadOp(IRDLOperation):
     """Load one element per lane from HBM or L1.
 
@@ -577,7 +577,7 @@ class LoadOp(IRDLOperation):
         _check_ptr_elem(self, self.ptr, self.result.type, "result")
 
 
-@irdl_op_definition
+@op_definition
 class StoreOp(IRDLOperation):
     """Store one element per lane to HBM or L1.
 
@@ -611,7 +611,7 @@ class StoreOp(IRDLOperation):
         _check_ptr_elem(self, self.ptr, self.value.type, "stored value")
 
 
-@irdl_op_definition
+@op_definition
 class FmaOp(IRDLOperation):
     """Fused multiply-add with fused store: `*dst = a * b + c`.
 
@@ -655,7 +655,7 @@ class FmaOp(IRDLOperation):
 # --------------------------------------------------------------------------------------------
 
 
-@irdl_op_definition
+@op_definition
 class BarrierOp(IRDLOperation):
     """Synchronise the 32 lanes of the current warp (only the warp, not the block).
 
@@ -683,7 +683,7 @@ class BarrierOp(IRDLOperation):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class BarrierBlockOp(IRDLOperation):
     """Synchronise every lane of the block and make prior L1 writes visible to all lanes.
 
@@ -710,7 +710,7 @@ class BarrierBlockOp(IRDLOperation):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class AtomicAddOp(IRDLOperation):
     """Atomically add to one element per lane and return the value it held before.
 
@@ -754,7 +754,7 @@ class AtomicAddOp(IRDLOperation):
 # --------------------------------------------------------------------------------------------
 
 
-@irdl_op_definition
+@op_definition
 class AllocLocalOp(IRDLOperation):
     """Allocate a block-shared L1 buffer.
 
@@ -830,7 +830,7 @@ _COPY_FORMAT = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_strid
                 "$dst_stride `)` attr-dict `:` type($dst) `,` type($src)")
 
 
-@irdl_op_definition
+@op_definition
 class AsyncLoadOp(_BulkCopyOp):
     """Start an asynchronous HBM -> L1 copy; returns a token to wait on.
 
@@ -864,7 +864,7 @@ class AsyncLoadOp(_BulkCopyOp):
         super().__init__(dst, src, nbytes, rows, src_stride, dst_stride, [TokenType()])
 
 
-@irdl_op_definition
+@op_definition
 class AsyncStoreOp(_BulkCopyOp):
     """Start an asynchronous L1 -> HBM copy; returns a token to wait on.
 
@@ -897,7 +897,7 @@ class AsyncStoreOp(_BulkCopyOp):
         super().__init__(dst, src, nbytes, rows, src_stride, dst_stride, [TokenType()])
 
 
-@irdl_op_definition
+@op_definition
 class TileStoreOp(_BulkCopyOp):
     """Synchronous L1 -> HBM tile copy (the three-argument `pto.store`).
 
@@ -923,7 +923,7 @@ class TileStoreOp(_BulkCopyOp):
     traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
 
 
-@irdl_op_definition
+@op_definition
 class WaitOp(IRDLOperation):
     """Wait until the asynchronous copy of a token has completed.
 
@@ -955,7 +955,7 @@ class WaitOp(IRDLOperation):
         super().__init__(operands=[token])
 
 
-@irdl_op_definition
+@op_definition
 class WaitAllOp(IRDLOperation):
     """Wait for every outstanding asynchronous copy of the block.
 
@@ -986,7 +986,7 @@ class WaitAllOp(IRDLOperation):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class FillOp(IRDLOperation):
     """Fill `count` elements of L1 with one value.
 
@@ -1023,7 +1023,7 @@ class FillOp(IRDLOperation):
 _MMA_TYPES = {("f32", "f32"), ("f32", "f16"), ("f32", "bf16"), ("f16", "f16"), ("i32", "i32")}
 
 
-@irdl_op_definition
+@op_definition
 class MmaOp(IRDLOperation):
     """Matrix multiply-accumulate on L1 tiles: `C[m x n] += A[m x k] @ B[k x n]`.
 
@@ -1090,7 +1090,7 @@ class MmaOp(IRDLOperation):
 # --------------------------------------------------------------------------------------------
 
 
-@irdl_op_definition
+@op_definition
 class YieldOp(IRDLOperation):
     """Terminator of `pto.pipeline` and `pto.stage` regions: the values they pass on.
 
@@ -1221,7 +1221,7 @@ def check_stage_graph(stages: Sequence[tuple[str, Sequence[str]]]) -> str | None
     return None
 
 
-@irdl_op_definition
+@op_definition
 class PipelineOp(IRDLOperation):
     """A software pipeline: a sequence of named `pto.stage`s with a dependency DAG.
 
@@ -1326,7 +1326,7 @@ def _is_awaited(stage: StageOp) -> bool:
     return False
 
 
-@irdl_op_definition
+@op_definition
 class StageOp(IRDLOperation):
     """One named stage of a `pto.pipeline`, optionally after other stages.
 
@@ -1406,7 +1406,7 @@ class StageOp(IRDLOperation):
 # --------------------------------------------------------------------------------------------
 
 
-@irdl_op_definition
+@op_definition
 class FmodOp(IRDLOperation):
     """Floating-point remainder with the sign of the dividend (C's `fmod`).
 
@@ -1438,7 +1438,7 @@ class FmodOp(IRDLOperation):
             raise VerifyException(f"pto.fmod works on floats, got {self.lhs.type}")
 
 
-@irdl_op_definition
+@op_definition
 class PrintfOp(IRDLOperation):
     """Print a formatted line per active lane, prefixed with its block and lane.
 

@@ -38,7 +38,7 @@ def memcpy_h2d(dst: Tensor, src: np.ndarray, *, stream: Stream | None = None) ->
         dst.data[...] = snapshot
 
     target_stream.enqueue(f"memcpy_h2d of {format_bytes(dst.nbytes)} into a {dst.dtype!r} tensor",
-                          run, (dst,), caller_site(), api="pto.memcpy_h2d()")
+                          run, (dst,), caller_site(2), api="pto.memcpy_h2d()")
 
 
 def memcpy_d2h(dst: np.ndarray, src: Tensor, *, stream: Stream | None = None) -> None:

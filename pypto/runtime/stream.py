@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import os
 import sys
 import threading
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from pypto.errors import KernelError
 from pypto.runtime.device import Device, default_device
+from pypto.runtime.env import flag as env_flag
 
 if TYPE_CHECKING:
     from pypto.runtime.memory import Tensor
@@ -51,24 +50,37 @@ def queue_lock() -> AbstractContextManager[bool]:
     return _LOCK
 
 
-def launch_blocking() -> bool:
-    """Whether `PYPTO_LAUNCH_BLOCKING` asks for synchronous launches (read at every call)."""
-    return os.environ.get(LAUNCH_BLOCKING_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+launch_blocking = env_flag(LAUNCH_BLOCKING_ENV, False)
+"""`launch_blocking()`: whether `PYPTO_LAUNCH_BLOCKING` asks for synchronous launches (read at
+every call, cheaply: pypto.runtime.env)."""
 
 
-def caller_site() -> str | None:
+def caller_site(depth: int = 1) -> str | None:
     """`file:line` of the first caller outside pypto: where the user enqueued the work.
 
     An asynchronous error surfaces far from its cause; naming the launch site in the error is the
     cheap fix for CUDA's most confusing debugging experience.
+
+    The search starts `depth` frames up (1: the caller of `caller_site`). A pypto function that
+    calls it directly passes 2, so that its own frame is skipped without being looked at: in
+    CPython 3.11 looking at a frame turns it into a frame object, which for the short-lived
+    frames of a launch cost ~0.8 us each (creating it, and handing it the frame's data when
+    the function returns); only the user's frame is then materialised, in the common case.
     """
-    frame: FrameType | None = sys._getframe(1)
+    try:
+        frame: FrameType | None = sys._getframe(depth)
+    except ValueError:  # fewer frames than that: search from the caller
+        frame = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if module != "pypto" and not module.startswith("pypto."):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+_FIND_SITE = "<find the launch site on the stack>"
+"""Default of `launch(origin=...)`: look the site up with `caller_site`."""
 
 
 @dataclass(eq=False)
@@ -223,6 +235,8 @@ def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception
         # nor the frames below it (the launch closure's arguments, the interpreter's arrays):
         # a user holding on to the exception must not keep the launch's tensors charged
         # against device memory. The message and the notes already say everything.
+        import traceback  # only on errors: not part of `import pypto`
+
         traceback.clear_frames(exc.__traceback__)
         return exc
     finally:
@@ -258,8 +272,22 @@ def sync() -> None:
 def drain_all(*, surfaced_at: str) -> None:
     """Run all queued work of all streams in enqueue order (the body of every full sync)."""
     with _LOCK:
+        if len(_BUSY) == 1:
+            _drain_one(next(iter(_BUSY.values())), surfaced_at)
+            return
         busy = list(_BUSY.values())
     drain({stream: None for stream in busy}, surfaced_at=surfaced_at)
+
+
+def _drain_one(stream: Stream, surfaced_at: str) -> None:
+    """`drain({stream: None})` when `stream` is the only busy one (the common `pto.sync()`):
+    no other queue can hold a dependency, so its operations simply run in order until the
+    queue is empty or one fails (the rest of the queue is then discarded by `_run_head`).
+    Same semantics as the general loop, without its per-operation bookkeeping."""
+    while stream._queue:
+        error = _run_head(stream, surfaced_at, True)
+        if error is not None:
+            raise error
 
 
 def wait_for_tensor(tensor: Tensor, *, surfaced_at: str) -> None:
@@ -299,6 +327,8 @@ def _run_pending_at_exit() -> None:
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the program is ending
         sys.stderr.write(f"pypto: {pending} operation(s) were still queued at interpreter exit "
                          f"(never synchronised with pto.sync()); running them raised:\n")
+        import traceback
+
         sys.stderr.write("".join(traceback.format_exception_only(exc)))
         sys.stderr.flush()
 

@@ -306,3 +306,28 @@ def test_mma_errors_read_the_same(which, off, options, expect):
                                                           k, off, which), **options)
     assert fast == general
     assert re.match(expect, fast), fast
+
+
+@pto.kernel
+def lane_dependent_offset(src, dst, SHIFT):
+    """Lanes at or after 64 - SHIFT of each block load from a different offset."""
+    bx = pto.get_block_id(0)
+    lid = pto.get_local_id()
+    tile = pto.alloc_local(64)
+    tok = pto.async_load(tile, src + bx * 64 + ((lid + SHIFT) // 64) * 8, 64 * 4)
+    pto.wait(tok)
+    pto.store(dst + bx * 64, tile, 64 * 4)
+
+
+@pytest.mark.parametrize("shift", [1, 63, 32])
+def test_an_operand_that_differs_within_a_block_is_an_error(shift, fast_paths):
+    src = np.arange(GX * 64 + 8, dtype=np.float32)
+    err = launch_error(lane_dependent_offset, GX, (src, np.zeros_like(src), shift))
+    assert isinstance(err, pto.KernelError)
+    assert "must be uniform across the block" in str(err)
+
+
+def test_an_operand_uniform_within_blocks_is_fine(fast_paths, run):
+    src = np.arange(GX * 64 + 8, dtype=np.float32)
+    _, out = run(lane_dependent_offset, GX, 64, (src, np.zeros_like(src), 0))
+    np.testing.assert_array_equal(out[:GX * 64], src[:GX * 64])

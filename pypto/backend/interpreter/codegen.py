@@ -563,12 +563,15 @@ class KernelCodegen(NpuEmitters):
                                     rhs in an.affine and lhs in an.uniform):
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
             # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made);
-            # block-local ids compare the same in every block: a cached mask (local_cmp)
+            # block-local ids compare the same in every block: a cached mask (local_cmp); on
+            # the ramp, a test that passes on every lane or on none skips the lanes (_ramp_cmp)
             x, u, sym = (lhs, rhs, _CMP[pred]) if lhs in an.affine else \
                 (rhs, lhs, _FLIP[_CMP[pred]])
-            bound = f"_bound32(_np.int64({self.name(u)}) - {an.affine[x]})"
-            expr = f"_ctx.local_cmp({sym!r}, {bound})" if x in an.local else \
-                f"(_ctx.ramp {sym} {bound})"
+            if x in an.local:
+                expr = (f"_ctx.local_cmp({sym!r}, "
+                        f"_bound32(_np.int64({self.name(u)}) - {an.affine[x]}))")
+            else:
+                expr = f"_ramp_cmp(_ctx.ramp, {sym!r}, {self.name(u)}, {an.affine[x]})"
             self.emit(f"{self.name(op.results[0])} = {expr}")
             return
         if self.reuse(op, pred):
@@ -1055,6 +1058,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_bound32": lanes.bound32,
         "_addptr": lanes.addptr,
         "_window": lanes.window,
+        "_ramp_cmp": lanes.ramp_compare,
         "_F64": np.dtype(np.float64),
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})

@@ -157,8 +157,9 @@ class _CopyGeometry:
         l1_o, hbm_o = (dst_o, src_o) if load else (src_o, dst_o)
         l1_stride, hbm_stride = (dst_stride, src_stride) if load else (src_stride, dst_stride)
         if l1.space != "local" or hbm.space != "global" or l1.data.dtype != hbm.data.dtype or \
-                any(isinstance(v, np.ndarray) for v in (nbytes, rows, src_stride, dst_stride,
-                                                        l1_o)):
+                isinstance(nbytes, np.ndarray) or isinstance(rows, np.ndarray) or \
+                isinstance(src_stride, np.ndarray) or isinstance(dst_stride, np.ndarray) or \
+                isinstance(l1_o, np.ndarray):
             return None
         nbytes, rows, l1_o = int(nbytes), int(rows), int(l1_o)
         l1_stride, hbm_stride = int(l1_stride), int(hbm_stride)
@@ -257,10 +258,8 @@ def _affine_grid(starts: list[int]) -> tuple[int, int, int, int, int] | None:
         return None
     d1 = starts[n2] - s0
     row = starts[:n2]
-    for i in range(1, n // n2):
-        off = i * d1
-        if starts[i * n2:(i + 1) * n2] != [x + off for x in row]:
-            return None
+    if starts != [x + i * d1 for i in range(n // n2) for x in row]:
+        return None
     return n // n2, n2, s0, d1, d2
 
 
@@ -639,11 +638,15 @@ class BlockMemory:
         for all). It must be uniform within each block."""
         if not isinstance(v, np.ndarray):
             return v
-        rows = v.reshape(-1, self.block_lanes)
-        if not (rows == rows[:, :1]).all():
+        bl = self.block_lanes
+        # uniform within each block <=> every lane equals its left neighbour, except at the
+        # first lane of a block (one contiguous compare: cheaper than a (blocks, lanes) one)
+        changes = v[1:] != v[:-1]
+        changes[bl - 1::bl] = False
+        if changes.any():
             raise self.fail(f"the {what} of a block-level instruction must be uniform across the "
                             f"block", site)
-        col = rows[:, 0]
+        col = v[::bl]
         return col[0] if (col == col[0]).all() else col
 
     def fill(self, dst_b: Any, dst_o: Any, value: Any, count: Any, mask: Any, site: int) -> None:

@@ -1,0 +1,245 @@
+"""The shortcuts of a cached launch (docs/interpreter.md, "Fixed cost of a launch") keep every
+check of the general path: errors after many identical launches are the errors of the first,
+settings read from the environment take effect at the next launch, the floating-point error
+state of the caller is left as it was, and a failing launch in `pto.sync()` discards the rest
+of its stream as before."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.errors import LaunchError, MemoryAccessError, RaceError, TensorFreedError
+from pypto.runtime.env import flag, setting
+
+
+@pto.kernel
+def add(a, b, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(a + i) + pto.load(b + i))
+
+
+@pto.kernel
+def scale(o, n, k):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(o + i) * k)
+
+
+@pto.kernel
+def store_at(o, j):
+    pto.store(o + j, 1.0)
+
+
+@pto.kernel
+def racy(o):
+    buf = pto.alloc_local(64, pto.float32)
+    t = pto.get_local_id()
+    pto.store(buf + 0, pto.cast(t, pto.float32))  # every lane writes element 0
+    pto.barrier_block()
+    if t == 0:
+        pto.store(o + 0, pto.load(buf + 0))
+
+
+def _tensor(values: np.ndarray) -> pto.Tensor:
+    t = pto.alloc_tensor(values.nbytes, dtype=values.dtype)
+    pto.memcpy_h2d(t, values)
+    return t
+
+
+def _host(t: pto.Tensor, dtype=np.float32) -> np.ndarray:
+    out = np.empty(t.size, dtype)
+    pto.memcpy_d2h(out, t)
+    return out
+
+
+def test_repeated_launches_compute_the_same_as_numpy():
+    a = np.arange(300, dtype=np.float32)
+    b = np.full(300, 0.5, np.float32)
+    d_a, d_b, d_o = _tensor(a), _tensor(b), pto.alloc_tensor(300 * 4)
+    for n in (300, 300, 300, 100, 300):  # the same shape again and again, then another n
+        pto.memcpy_h2d(d_o, np.zeros(300, np.float32))
+        pto.launch(add, grid=3, block=128, args=(d_a, d_b, d_o, n))
+        pto.sync()
+        want = np.where(np.arange(300) < n, a + b, 0)
+        assert np.array_equal(_host(d_o), want)
+
+
+def test_freed_tensor_after_cached_launches_raises_at_the_launch():
+    d_a, d_b, d_o = (_tensor(np.ones(64, np.float32)) for _ in range(3))
+    for _ in range(3):
+        pto.launch(add, grid=1, block=64, args=(d_a, d_b, d_o, 64))
+    pto.sync()
+    d_b.free()
+    with pytest.raises(TensorFreedError, match="argument 1"):
+        pto.launch(add, grid=1, block=64, args=(d_a, d_b, d_o, 64))
+
+
+def test_compiled_kernel_rejects_another_dtype_after_cached_launches():
+    d = _tensor(np.ones(64, np.float32))
+    compiled = pto.compile(scale, args=(d, 64, 2.0), block=64)
+    for _ in range(3):
+        pto.launch(compiled, grid=1, block=64, args=(d, 64, 2.0))
+    pto.sync()
+    assert _host(d).tolist() == [8.0] * 64
+    wrong = _tensor(np.ones(64, np.int32))
+    pto.launch(compiled, grid=1, block=64, args=(wrong, 64, 2.0))
+    with pytest.raises(LaunchError, match="compiled for float32 tensors, got a int32 tensor"):
+        pto.sync()
+    pto.launch(compiled, grid=1, block=64, args=(d, 2**40, 2.0))  # n is an int32 parameter
+    with pytest.raises(LaunchError, match="must be int32, got 1099511627776"):
+        pto.sync()
+
+
+def test_out_of_bounds_after_cached_launches_is_reported():
+    o = pto.alloc_tensor(64 * 4)
+    for _ in range(3):
+        pto.launch(store_at, grid=1, block=32, args=(o, 5))
+    pto.sync()
+    pto.launch(store_at, grid=1, block=32, args=(o, 64))
+    with pytest.raises(MemoryAccessError, match="at element 64"):
+        pto.sync()
+
+
+def test_failing_launch_in_sync_discards_the_rest_of_its_stream():
+    o = _tensor(np.zeros(64, np.float32))
+    pto.launch(store_at, grid=1, block=32, args=(o, 1))
+    pto.launch(store_at, grid=1, block=32, args=(o, 99))
+    pto.launch(store_at, grid=1, block=32, args=(o, 2))
+    with pytest.raises(MemoryAccessError) as info:
+        pto.sync()
+    assert info.value.discarded_ops == 1
+    out = _host(o)
+    assert out[1] == 1.0 and out[2] == 0.0
+    pto.sync()  # nothing left
+
+
+def test_race_check_setting_is_read_at_every_compile(monkeypatch: pytest.MonkeyPatch):
+    """`PYPTO_RACE_CHECK` is read at every (cached) compile; pipeline="" skips the static
+    check that would reject this kernel before it runs."""
+    o = pto.alloc_tensor(4)
+
+    def run() -> None:
+        compiled = pto.compile(racy, args=(o,), block=64, pipeline="")
+        pto.launch(compiled, grid=1, block=64, args=(o,))
+        pto.sync()
+
+    for value, races in (("0", False), ("0", False), ("1", True), (None, True), (" Off ", False),
+                         ("yes", True)):
+        if value is None:
+            monkeypatch.delenv("PYPTO_RACE_CHECK")
+        else:
+            monkeypatch.setenv("PYPTO_RACE_CHECK", value)
+        if races:
+            with pytest.raises(RaceError):
+                run()
+        else:
+            run()
+
+
+def test_callers_floating_point_error_state_is_kept():
+    big = _tensor(np.full(64, 3e38, np.float32))
+    with np.errstate(over="raise"):
+        pto.launch(scale, grid=1, block=64, args=(big, 64, 10.0))  # overflows in the kernel
+        pto.sync()
+        assert np.isinf(_host(big)).all()
+        with pytest.raises(FloatingPointError):
+            np.float32(3e38) * np.float32(10)
+    before = np.geterr()
+    pto.launch(scale, grid=1, block=64, args=(big, 64, 10.0))
+    pto.sync()
+    assert np.geterr() == before
+
+
+def test_env_setting_sees_every_change(monkeypatch: pytest.MonkeyPatch):
+    name = "PYPTO_TEST_ENV_SETTING"
+    monkeypatch.delenv(name, raising=False)
+    reads: list[str | None] = []
+
+    def parse(value: str | None) -> str | None:
+        reads.append(value)
+        return value
+
+    read = setting(name, parse)
+    on = flag(name, False)
+    off = flag(name, True)
+    assert read() is None and not on() and off()
+    for value in ("1", "0", "1", " YES ", "off", "", "whatever"):
+        monkeypatch.setenv(name, value)
+        assert read() == value
+        assert on() == (value.strip().lower() in {"1", "true", "yes", "on"})
+        assert off() == (value.strip().lower() not in {"0", "false", "no", "off"})
+    os.environ[name] = "1"
+    assert read() == "1" and on()
+    del os.environ[name]
+    assert read() is None and not on() and off()
+    count = len(reads)
+    for _ in range(5):
+        read()
+    assert len(reads) == count  # unchanged: not parsed again
+
+
+def _site_of(error: BaseException) -> str:
+    notes = [n for n in getattr(error, "__notes__", []) if "enqueued at" in n]
+    assert notes, error.__notes__
+    return notes[0].split("enqueued at ", 1)[1].split(" on stream", 1)[0]
+
+
+def _line_of(marker: str) -> int:
+    lines = open(__file__).read().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if line.rstrip().endswith(marker))
+
+
+@pytest.mark.parametrize("how", ["pto.launch", "compiled call", "runtime.launch"])
+def test_errors_name_the_users_launch_line(how):
+    """The launch site is found without looking at pypto's own frames (caller_site(2)), for
+    each way of launching."""
+    from pypto.compiler import compile as compile_kernel
+    from pypto.runtime import launch as runtime_launch
+
+    o = pto.alloc_tensor(64 * 4)
+    compiled = pto.compile(store_at, args=(o, 99), block=32)
+    if how == "pto.launch":
+        pto.launch(store_at, grid=1, block=32, args=(o, 99))  # SITE-1
+        marker = "# SITE-1"
+    elif how == "compiled call":
+        compiled(grid=1, block=32, args=(o, 99))  # SITE-2
+        marker = "# SITE-2"
+    else:
+        runtime_launch(store_at, 1, 32, (o, 99), compile=compile_kernel)  # SITE-3
+        marker = "# SITE-3"
+    with pytest.raises(MemoryAccessError) as info:
+        pto.sync()
+    assert _site_of(info.value) == f"{__file__}:{_line_of(marker)}"
+
+
+def test_memcpy_names_the_users_line():
+    t = pto.alloc_tensor(16)
+    pto.memcpy_h2d(t, np.zeros(4, np.float32))  # SITE-4
+    from pypto.runtime import stream
+
+    op = t.device.default_stream._queue[-1]
+    assert op.origin == f"{__file__}:{_line_of('# SITE-4')}"
+    pto.sync()
+    assert stream.caller_site(10_000) is not None  # a depth beyond the stack searches anyway
+
+
+def test_validate_setting_is_read_at_every_compile(monkeypatch: pytest.MonkeyPatch):
+    """PYPTO_VALIDATE (a flag or a pipeline to prepend) takes effect at the next compile."""
+    from pypto.compiler import DEFAULT_PIPELINE
+
+    d = _tensor(np.ones(64, np.float32))
+    monkeypatch.delenv("PYPTO_VALIDATE", raising=False)
+    plain = pto.compile(scale, args=(d, 64, 2.0), block=64)
+    assert plain.pipeline == DEFAULT_PIPELINE
+    monkeypatch.setenv("PYPTO_VALIDATE", "canonicalize")
+    prepended = pto.compile(scale, args=(d, 64, 2.0), block=64)
+    assert prepended.pipeline == f"canonicalize,{DEFAULT_PIPELINE}"
+    monkeypatch.setenv("PYPTO_VALIDATE", "off")
+    assert pto.compile(scale, args=(d, 64, 2.0), block=64) is plain
+    monkeypatch.setenv("PYPTO_VALIDATE", "canonicalize")
+    assert pto.compile(scale, args=(d, 64, 2.0), block=64) is prepended

@@ -34,7 +34,6 @@ from pypto.backend.interpreter.codegen import (
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
-from pypto.backend.interpreter.malloc import tune_malloc
 from pypto.backend.targets import resolve_target
 from pypto.dialects import npu, pto
 from pypto.dialects.traits import accesses_space, is_block_collective
@@ -157,7 +156,6 @@ class Executable:
     def __init__(self, kernel: func.FuncOp, *, target: Any = None,
                  check_uninitialized: bool = False, schedule: str | None = None,
                  race_check: bool = True, batch_blocks: bool = True):
-        tune_malloc()  # once per process: lane vectors' temporaries reuse warm memory
         self.func = kernel
         self.target = resolve_target(target)
         self.check_uninitialized = check_uninitialized

@@ -1,0 +1,125 @@
+"""Batch mode's block-local fast paths against NumPy and the general path, on generated kernels.
+
+Each example writes a small kernel (L1 staging, a branch on block-local ids or the warp number
+that reads a shifted L1 address, a barrier, a mirrored read back), runs it with the fast paths
+on and off, and checks: the same outcome both ways (the same bits, or the same error message)
+and, when it ran, the result of a NumPy emulation of the kernel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pypto as pto
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.errors import KernelError
+
+_COUNTER = itertools.count()
+
+TEMPLATE = '''\
+import pypto as pto
+
+
+@pto.kernel
+def gen(x, out, n):
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local({block})
+    v = 0.0
+    if i < n:
+        v = pto.load(x + i)
+    pto.store(buf + tid, v)
+    pto.barrier_block()
+    acc = pto.load(buf + tid)
+    if {cond}:
+        acc = acc + pto.load(buf + tid + {shift}) * 2.0
+    pto.barrier_block()
+    pto.store(buf + tid, acc)
+    pto.barrier_block()
+    pto.store(out + i, pto.load(buf + ({block} - 1 - tid)))
+'''
+
+OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+       "==": np.equal, "!=": np.not_equal}
+
+
+def _load(tmp: Path, source: str):
+    path = tmp / f"gen_{next(_COUNTER)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module.gen
+
+
+def _emulate(x: np.ndarray, n: int, block: int, blocks: int, active: np.ndarray,
+             shift: int) -> np.ndarray | None:
+    """The kernel in NumPy, per block; None when an active lane reads outside the buffer."""
+    xs = np.where(np.arange(blocks * block) < n, x, np.float32(0)).reshape(blocks, block)
+    tid = np.arange(block)
+    if ((tid + shift < 0) | (tid + shift >= block))[active].any():
+        return None
+    acc = xs.copy()
+    src = np.clip(tid + shift, 0, block - 1)
+    acc[:, active] = acc[:, active] + xs[:, src[active]] * np.float32(2.0)
+    return acc[:, ::-1].reshape(-1)
+
+
+def _run(kernel, grid, block, args):
+    ck = pto.compile(kernel, args=args, block=(block, 1, 1))
+    pto.launch(ck, grid=grid, block=block, args=args)
+    pto.sync()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(block=st.sampled_from([32, 64, 96, 128]), blocks=st.integers(1, 5),
+       kind=st.sampled_from(["tid", "warp"]), op=st.sampled_from(sorted(OPS)),
+       bound=st.integers(-2, 130), shift=st.integers(-40, 40), cut=st.integers(0, 40),
+       seed=st.integers(0, 2**16))
+def test_generated_block_kernels(tmp_path, block, blocks, kind, op, bound, shift, cut, seed):
+    saved = FAST_PATHS.on
+    tid = np.arange(block)
+    if kind == "tid":
+        cond = f"tid {op} {bound}"
+        active = OPS[op](tid, bound)
+    else:
+        warp = bound % 4
+        cond = f"pto.get_warp_id() {op} {warp}"
+        active = OPS[op](tid // 32, warp)
+    kernel = _load(tmp_path, TEMPLATE.format(block=block, cond=cond, shift=shift))
+    x = np.random.default_rng(seed).random(blocks * block, dtype=np.float32)
+    n = max(0, blocks * block - cut)
+    outcomes = []
+    try:
+        for on in (True, False):
+            FAST_PATHS.on = on
+            dx = pto.alloc_tensor(x.nbytes, dtype=np.float32)
+            pto.memcpy_h2d(dx, x)
+            dout = pto.alloc_tensor(x.nbytes, dtype=np.float32)
+            try:
+                _run(kernel, blocks, block, (dx, dout, n))
+                out = np.empty_like(x)
+                pto.memcpy_d2h(out, dout)
+                outcomes.append(("ok", out))
+            except KernelError as exc:
+                outcomes.append(("error", str(exc)))
+    finally:
+        FAST_PATHS.on = saved
+    (kind_fast, fast), (kind_general, general) = outcomes
+    assert kind_fast == kind_general
+    expect = _emulate(x, n, block, blocks, active, shift)
+    if kind_fast == "error":
+        assert fast == general
+        assert expect is None, fast
+    else:
+        assert np.array_equal(fast, general)
+        assert expect is not None and np.array_equal(fast, expect)

@@ -42,8 +42,13 @@ from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedErr
 GRID_CHUNK_LANES = 1 << 22
 """Largest lane vector in grid mode; bigger launches run in several chunks of whole blocks."""
 
-BATCH_CHUNK_LANES = 1 << 17
-"""Largest lane vector in batch mode (several blocks in lockstep, each with its own L1)."""
+BATCH_CHUNK_LANES = 1 << 16
+"""Largest lane vector in batch mode (several blocks in lockstep, each with its own L1)..."""
+
+BATCH_CHUNK_LANES_1D = 1 << 17
+"""...with 1-D blocks, whose block-local accesses and lane windows (codegen) leave less work per
+lane, so Python's cost per vector weighs more: measured, the block reduction is fastest with
+2^17 lanes, the 2-D transpose and tiled stencil (gathers of int64 addresses) with 2^16."""
 
 BATCH_CHUNK_L1_BYTES = 1 << 24
 """...and the most L1 its blocks may hold together (their arenas lie side by side)."""
@@ -305,8 +310,9 @@ class Executable:
                         gen.fn(self._context(gen, grid, block, b * block_lanes, block_lanes,
                                              instrument=instrument), bound)
                     return
-                per_chunk = 1 if gen.mode == BLOCK else max(
-                    1, (GRID_CHUNK_LANES if gen.mode == GRID else BATCH_CHUNK_LANES) // block_lanes)
+                lanes = GRID_CHUNK_LANES if gen.mode == GRID else \
+                    BATCH_CHUNK_LANES_1D if block[1] * block[2] == 1 else BATCH_CHUNK_LANES
+                per_chunk = 1 if gen.mode == BLOCK else max(1, lanes // block_lanes)
                 if gen.mode == BATCH and self.layout.extent:
                     per_chunk = max(1, min(per_chunk, BATCH_CHUNK_L1_BYTES // self.layout.extent))
                 if instrument is None and n_blocks <= per_chunk * _CHUNKS_MEMO:

@@ -243,6 +243,7 @@ class RaceChecker:
                 self._report("WAR", buf, e, _find(sh.reads, buf, e, int(warps[k])), "read",
                              (site << _LANE_BITS) | int(lanes[k]), "written")
         sh.writes.append((site, buf, sh.arena.keep(index), lanes, warps))
+        sh.arena.dirty = True
         sh.w_warp[index] = warps
         if _injective(index):
             return  # no element twice: two warps cannot have written one in this instruction
@@ -276,6 +277,7 @@ class RaceChecker:
             arena.pending.append((buf, base, lo, hi, write))
             return
         self._materialise(arena)
+        arena.dirty = True  # this access goes into the arrays
         w_rows, r_rows, m_rows = _shadow_rows(buf)
         cols = slice(lo, hi)
         warps = _row_warps(base, lo, hi, ws)
@@ -315,7 +317,11 @@ class RaceChecker:
 
     def _materialise(self, arena: Shadow) -> None:
         """Write the pending row accesses of this epoch into the shadow arrays, in order (the
-        arrays are then this epoch's whole record)."""
+        arrays are then this epoch's whole record). `dirty` says the arrays hold something:
+        set here, by a general write and by settled reads, so an epoch (or a reused arena)
+        whose accesses never reached them needs no clearing."""
+        if not arena.pending:
+            return
         for buf, base, lo, hi, write in arena.pending:
             w_rows, r_rows, m_rows = _shadow_rows(buf)
             warps = _row_warps(base, lo, hi, self.warp_size)

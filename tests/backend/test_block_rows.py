@@ -359,3 +359,26 @@ def test_warp_window_matches_numpy_and_reports_divergence(switch):
     assert fast is not None and str(fast) == str(general)
     # the lane named is one of warp 1 that missed the barrier, not an inactive lane elsewhere
     assert "deadlock" in str(fast) and "lane (39, 0, 0) of block (0, 0, 0)" in str(fast)
+
+
+@pto.kernel
+def carried_load(x, y, n):
+    """A value loaded at the end of a loop body and used in the next iteration after a store
+    to the same address: it must be the value loaded, not a view of the memory since written."""
+    i = pto.get_global_id()
+    if i < n:
+        prev = pto.load(x + i)
+        for _ in range(3):
+            pto.store(x + i, prev + 1.0)
+            pto.store(y + i, prev)
+            prev = pto.load(x + i)
+
+
+def test_loop_carried_load_is_not_a_view_of_memory(switch):
+    x = np.arange(8, dtype=np.float32)
+    for on in (True, False):
+        switch.on = on
+        dx, dy = dev(x), dev(np.zeros_like(x))
+        pto.launch(carried_load, grid=1, block=8, args=(dx, dy, 8))
+        assert np.array_equal(host(dy, x), x + np.float32(2.0)), f"fast paths {on}"
+        assert np.array_equal(host(dx, x), x + np.float32(3.0))

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import IsTerminator
 
 from pypto import dtypes, exact
 from pypto.analysis.uniformity import varying_values, walk
@@ -677,7 +678,7 @@ class KernelCodegen(NpuEmitters):
         elif p in self.an.local:
             self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
         elif p in self.an.affine:
-            view = "True" if _view_safe(op) else "False"
+            view = "True" if _view_safe(op.results[0]) else "False"
             self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s}, "
                       f"{view})")
         else:
@@ -805,7 +806,8 @@ class KernelCodegen(NpuEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf})")
+                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
+                          f"{_view_safe(r)})")
 
     def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
         """A branch of a windowed `scf.if`: its body becomes a local function of the lane
@@ -993,16 +995,25 @@ def _writes_memory(op: Operation) -> bool:
     return any(writes_memory(o) for o in _walk([op]))
 
 
-def _view_safe(load: pto.LoadOp) -> bool:
-    """Can the loaded value alias memory (a slice view) instead of being copied?
+def _view_safe(value: SSAValue) -> bool:
+    """Can `value` (a load's result, or a branch's) alias memory (a slice view) instead of
+    being a copy?
 
     Yes when every use of it in its block happens before any later instruction that may write
     memory, or in that very instruction as a plain operand (its value is read before it writes).
     """
+    load = value.owner
+    assert isinstance(load, Operation)
     block = load.parent_block()
     if block is None:
         return False
-    pending = {use.operation for use in load.results[0].uses}
+    pending = {use.operation for use in value.uses}
+    for user in pending:
+        # Yielded out of a loop body or a stage, the value lives on past its block (into the
+        # next iteration, or as the region's result) where memory may have changed. Yielded
+        # out of an scf.if it becomes the branch's result, which `merge` copies.
+        if user.has_trait(IsTerminator) and not isinstance(user.parent_op(), scf.IfOp):
+            return False
     op = load.next_op
     while op is not None and pending:
         contained = {o for o in _walk([op]) if o in pending}

@@ -186,14 +186,15 @@ def select(c: Any, a: Any, b: Any) -> Any:
 
 
 def merge(c: Any, a: Any, b: Any, dtype: np.dtype, then: Mask = False,
-          other: Mask = False) -> Any:
+          other: Mask = False, view_ok: bool = False) -> Any:
     """Join the values a branch yields: lanes where `c` held take `a`. `then` / `other` are
     the two sides' masks: None when every lane of the vector took that side, whose value is
-    then the result (copied if it may be a view of memory)."""
+    then the result (copied if it may be a view of memory, unless `view_ok`: codegen found
+    every use of the result before any write to memory)."""
     if then is None or other is None:
         v = a if then is None else b
         if isinstance(v, np.ndarray) and v.dtype == dtype and FAST_PATHS.on:
-            return v if v.flags.owndata else v.copy()
+            return v if v.flags.owndata or view_ok else v.copy()
     if isinstance(c, np.ndarray):
         out = np.where(c, a, b)
         return out if out.dtype == dtype else out.astype(dtype)

@@ -382,3 +382,28 @@ def test_loop_carried_load_is_not_a_view_of_memory(switch):
         pto.launch(carried_load, grid=1, block=8, args=(dx, dy, 8))
         assert np.array_equal(host(dy, x), x + np.float32(2.0)), f"fast paths {on}"
         assert np.array_equal(host(dx, x), x + np.float32(3.0))
+
+
+@pto.kernel
+def invariant_in_loop(x, out, n, trips):
+    """`i < n` and `i * 3` do not change inside the loop: computed once before it."""
+    i = pto.get_global_id()
+    acc = 0.0
+    for k in range(trips):
+        if i * 3 < n:
+            acc = acc + pto.load(x + i) * pto.cast(k + 1, pto.float32)
+    pto.store(out + i, acc)
+
+
+@pytest.mark.parametrize("trips", [0, 1, 3])
+def test_loop_invariants_hoisted_match_numpy(trips):
+    n, x = 100, np.random.default_rng(11).random(64, dtype=np.float32)
+    ck = pto.compile(invariant_in_loop, args=(dev(x), dev(x), n, trips), block=(64, 1, 1))
+    source = ck.executable.variant(True).source
+    assert source.index(" * ") < source.index("for ")  # `i * 3` before the loop
+    out = dev(np.zeros_like(x))
+    pto.launch(ck, grid=1, block=64, args=(dev(x), out, n, trips))
+    expect = np.zeros_like(x)
+    for k in range(trips):
+        expect = np.where(np.arange(64) * 3 < n, expect + x * np.float32(k + 1), expect)
+    assert np.array_equal(host(out, x), expect.astype(np.float32))

@@ -81,8 +81,19 @@ def mask_and(m: Mask, c: Any) -> Mask:
                 return False
             if c is full[1] and m is None:
                 return None
+        if m is None and not c.flags.writeable:  # a shared mask (local_cmp): decided once
+            known = _SHARED_OUTCOMES.get(id(c))
+            if known is None:
+                if len(_SHARED_OUTCOMES) > 64:
+                    _SHARED_OUTCOMES.clear()
+                known = _SHARED_OUTCOMES[id(c)] = (c, _none_or_all(c, True))  # holds c: id unique
+            return known[1]
         return _none_or_all(c if m is None else (m & c), m is None)
     return m if c else False
+
+
+_SHARED_OUTCOMES: dict[int, tuple[np.ndarray, Mask]] = {}
+"""`mask_and(None, c)` of shared read-only masks (LaneContext.local_cmp), by mask identity."""
 
 
 def mask_andnot(m: Mask, c: Any) -> Mask:

@@ -123,3 +123,76 @@ def test_generated_block_kernels(tmp_path, block, blocks, kind, op, bound, shift
     else:
         assert np.array_equal(fast, general)
         assert expect is not None and np.array_equal(fast, expect)
+
+
+ROWS_TEMPLATE = '''\
+import pypto as pto
+
+
+@pto.kernel
+def gen(x, out, ncols):
+    row = pto.get_block_id()
+    tid = pto.get_local_id()
+    red = pto.alloc_local({block})
+    src = x + row * ncols
+    acc = 0.0
+    for c0 in range(0, ncols, {block}):
+        c = c0 + tid
+        if c < ncols:
+            acc = acc + pto.load(src + c + {shift})
+    pto.store(red + tid, acc)
+    pto.barrier_block()
+    if tid < {cut}:
+        pto.store(out + row * {block} + tid, pto.load(red + tid) + pto.load(red + ({block} - 1 - tid)))
+'''
+
+
+def _emulate_rows(x: np.ndarray, rows: int, ncols: int, block: int, shift: int,
+                  cut: int) -> np.ndarray | None:
+    acc = np.zeros((rows, block), np.float32)
+    for c0 in range(0, ncols, block):
+        c = c0 + np.arange(block)
+        live = c < ncols
+        idx = np.arange(rows)[:, None] * ncols + c[None, :] + shift
+        if ((idx < 0) | (idx >= x.size))[:, live].any():
+            return None
+        acc[:, live] = acc[:, live] + x[np.clip(idx, 0, x.size - 1)][:, live]
+    out = np.zeros((rows, block), np.float32)
+    t = np.arange(block) < cut
+    out[:, t] = (acc + acc[:, ::-1])[:, t]
+    return out.reshape(-1)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(block=st.sampled_from([32, 64, 128]), rows=st.integers(1, 6), ncols=st.integers(1, 300),
+       shift=st.integers(-3, 3), cut=st.integers(0, 128), seed=st.integers(0, 2**16))
+def test_generated_row_kernels(tmp_path, block, rows, ncols, shift, cut, seed):
+    """Rows of HBM per block (`x + row * ncols + c`), a windowed branch, a gathered read."""
+    kernel = _load(tmp_path, ROWS_TEMPLATE.format(block=block, shift=shift, cut=cut))
+    x = np.random.default_rng(seed).random(rows * ncols + 2, dtype=np.float32)
+    saved = FAST_PATHS.on
+    outcomes = []
+    try:
+        for on in (True, False):
+            FAST_PATHS.on = on
+            dx = pto.alloc_tensor(x.nbytes, dtype=np.float32)
+            pto.memcpy_h2d(dx, x)
+            zeros = np.zeros(rows * block, np.float32)
+            dout = pto.alloc_tensor(zeros.nbytes, dtype=np.float32)
+            pto.memcpy_h2d(dout, zeros)
+            try:
+                _run(kernel, rows, block, (dx, dout, ncols))
+                pto.memcpy_d2h(zeros, dout)
+                outcomes.append(("ok", zeros))
+            except KernelError as exc:
+                outcomes.append(("error", str(exc)))
+    finally:
+        FAST_PATHS.on = saved
+    (kind_fast, fast), (kind_general, general) = outcomes
+    assert kind_fast == kind_general
+    expect = _emulate_rows(x, rows, ncols, block, shift, cut)
+    if kind_fast == "error":
+        assert fast == general and expect is None, fast
+    else:
+        assert np.array_equal(fast, general)
+        assert expect is not None and np.array_equal(fast, expect)

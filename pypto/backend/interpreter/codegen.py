@@ -610,7 +610,10 @@ class KernelCodegen(NpuEmitters):
     def int_binary(self, op: Operation, fn: Any) -> None:
         """An integer op of `pypto.dialects.arith_semantics` (divisions check for zero)."""
         a, b = (self.name(x) for x in op.operands)
-        if op.name in DIVISIONS:
+        divisor = op.operands[1].owner
+        if op.name in DIVISIONS and not (isinstance(divisor, arith.ConstantOp) and
+                                         isinstance(divisor.value, IntegerAttr) and
+                                         divisor.value.value.data != 0):
             self.emit(f"{self.name(op.results[0])} = _ctx.int_div({self.const(fn)}, {a}, {b}, "
                       f"_m, {self.site(op)})")
         else:

@@ -266,14 +266,18 @@ class RaceChecker:
         element once cannot race with itself, so the checks for two warps in one instruction
         are not needed. When a race is found the general path runs, to report it exactly as
         it would."""
-        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        sh = buf.shadow
         arena = sh.arena
+        epoch = self.counters["epoch"]
+        if arena.epoch != epoch:
+            arena.at_epoch(epoch)
         if arena.deferred:
             self._settle_reads(arena)
         ws = self.warp_size
-        if active is None and not arena.dirty and _rows_clear(arena, buf, base, lo, hi, write, ws):
-            (sh.writes if write else sh.reads).append(
-                (site, buf, _RowsAccess(self, buf, base, lo, hi, None), None, None))
+        if active is None and not arena.dirty and \
+                (not arena.pending or _rows_clear(arena, buf, base, lo, hi, write, ws)):
+            (arena.writes if write else arena.reads).append(
+                (site, buf, _ROWS, (base, lo, hi, None), ws))
             arena.pending.append((buf, base, lo, hi, write))
             return
         self._materialise(arena)
@@ -300,7 +304,7 @@ class RaceChecker:
                 raise AssertionError("race_rows: the general path found no race")  # pragma: no cover
         log = sh.writes if write else sh.reads
         earlier_reads = bool(sh.reads)
-        log.append((site, buf, _RowsAccess(self, buf, base, lo, hi, active), None, None))
+        log.append((site, buf, _ROWS, (base, lo, hi, active), ws))
         target = w_warp if write else r_rows[:, cols]
         if not write and earlier_reads:
             # a second warp reading an element this epoch: remember it for a later write
@@ -374,8 +378,8 @@ def _find(log: list[tuple[int, Any, Any, np.ndarray, np.ndarray]], buf: Any, ele
     warp other than `other_than_warp`, packed as (instruction << _LANE_BITS) | lane id."""
     target = buf.granule_of(element)
     for site, lbuf, index, lanes, warps in reversed(log):
-        if isinstance(index, _RowsAccess):
-            index, lanes, warps = index.expand()
+        if index is _ROWS:  # a row access: expanded only now, on the rare reporting path
+            index, lanes, warps = _expand_rows(lbuf, *lanes, warps)
         hit = np.flatnonzero(_granules(lbuf, index, lanes.size) == target)
         for i in hit[::-1]:
             if int(warps[i]) != other_than_warp:
@@ -458,23 +462,19 @@ def _rows_view(array: np.ndarray, buf: Any) -> np.ndarray:
                       writeable=True)
 
 
-class _RowsAccess:
-    """A logged row access, expanded to per-lane element indices, lanes and warps only when a
-    race report needs to name it (the rare path)."""
+_ROWS = object()
+"""Marks a logged row access: (site, buf, _ROWS, (base, lo, hi, active), warp size), expanded
+to per-lane element indices, lanes and warps only when a race report names it."""
 
-    __slots__ = ("ctx", "buf", "base", "lo", "hi", "active")
 
-    def __init__(self, ctx: Any, buf: Any, base: int, lo: int, hi: int, active: Any):
-        self.ctx, self.buf, self.base, self.lo, self.hi = ctx, buf, base, lo, hi
-        self.active = active  # masks are never changed in place
-
-    def expand(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        blocks = self.buf.blocks
-        cols = np.arange(self.lo, self.hi, dtype=np.int64)
-        index = (np.arange(blocks, dtype=np.int64)[:, None] * self.buf.stride + cols[None, :])
-        lanes = np.broadcast_to(cols - self.base, index.shape)
-        if self.active is not None:
-            index, lanes = index[self.active], lanes[self.active]
-        else:
-            index, lanes = index.reshape(-1), lanes.reshape(-1)
-        return index, lanes, (lanes // self.ctx.warp_size).astype(np.int16)
+def _expand_rows(buf: Any, base: int, lo: int, hi: int, active: Any,
+                 ws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A logged row access's element indices, block-local lanes and warps, lane by lane."""
+    cols = np.arange(lo, hi, dtype=np.int64)
+    index = np.arange(buf.blocks, dtype=np.int64)[:, None] * buf.stride + cols[None, :]
+    lanes = np.broadcast_to(cols - base, index.shape)
+    if active is not None:  # masks are never changed in place: holding it is enough
+        index, lanes = index[active], lanes[active]
+    else:
+        index, lanes = index.reshape(-1), lanes.reshape(-1)
+    return index, lanes, (lanes // ws).astype(np.int16)

@@ -407,3 +407,39 @@ def test_loop_invariants_hoisted_match_numpy(trips):
     for k in range(trips):
         expect = np.where(np.arange(64) * 3 < n, expect + x * np.float32(k + 1), expect)
     assert np.array_equal(host(out, x), expect.astype(np.float32))
+
+
+@pto.kernel
+def pair_sum(x, out, SHIFT: pto.constexpr, SWAP: pto.constexpr):
+    """buf[tid] = buf[tid] - buf[tid + SHIFT] for tid < 8, operands in either order: one ufunc
+    over rows (rows_op) when every row is in bounds."""
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + i))
+    pto.barrier_block()
+    if tid < 8:
+        if SWAP:
+            pto.store(buf + tid, pto.load(buf + tid + SHIFT) - pto.load(buf + tid))
+        else:
+            pto.store(buf + tid, pto.load(buf + tid) - pto.load(buf + tid + SHIFT))
+    pto.barrier_block()
+    pto.store(out + i, pto.load(buf + tid))
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_row_ufunc_matches_numpy_and_reports_overruns(switch, swap):
+    blocks = 6
+    x = np.random.default_rng(12).random(blocks * BLOCK, dtype=np.float32)
+    ck = pto.compile(pair_sum, args=(dev(x), dev(x), 8, swap), block=(BLOCK, 1, 1))
+    assert "rows_op" in ck.executable.variant(True).source
+    expect = x.reshape(blocks, BLOCK).copy()
+    lo, hi = expect[:, :8].copy(), expect[:, 8:16].copy()
+    expect[:, :8] = hi - lo if swap else lo - hi
+    for on in (True, False):
+        switch.on = on
+        out = dev(np.zeros_like(x))
+        _run(pair_sum, blocks, (dev(x), out, 8, swap))
+        assert np.array_equal(host(out, x), expect.reshape(-1)), f"fast paths {on}"
+    fast, general = _both(switch, pair_sum, blocks, (dev(x), dev(x), BLOCK - 4, swap))
+    assert isinstance(fast, MemoryAccessError) and str(fast) == str(general)

@@ -145,6 +145,9 @@ class _Analysis:
     needs_array: set[SSAValue] = field(default_factory=set)
     # arithmetic ops computed by the store right after them, into memory (store_ramp_op)
     fused: set[Operation] = field(default_factory=set)
+    # stores `buf[tid + u] = a op b` whose operands are loads at block-local addresses, done
+    # as one ufunc over 2-D slices of L1 (store -> its two loads)
+    row_ops: dict[Operation, tuple[Operation, Operation]] = field(default_factory=dict)
     # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
     windowed: set[Operation] = field(default_factory=set)
     # pointers `p + (tid + base)` with p the same for every lane of a block (batch mode, as
@@ -252,6 +255,11 @@ class KernelCodegen(NpuEmitters):
                             op.value.has_one_use() and \
                             not any(x in an.affine for x in owner.operands):
                         an.fused.add(owner)
+                elif isinstance(op, pto.StoreOp) and op.ptr in an.local:
+                    loads = self._row_operands(op)
+                    if loads is not None:
+                        an.row_ops[op] = loads
+                        an.fused.update((op.value.owner, *loads))
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             for index, operand in enumerate(op.operands):
@@ -308,6 +316,32 @@ class KernelCodegen(NpuEmitters):
             if op.results and op.results[0] in an.needs_array and \
                     any(op.results[0] in k for k in kinds):
                 an.needs_array.update(x for x in op.operands if any(x in k for k in kinds))
+
+    def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
+        """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
+        reduction's `buf[tid] = buf[tid] + buf[tid + s]`), where each intermediate value has no
+        other use and nothing between the first load and the store touches memory: the two
+        loads, which then run at the store as one ufunc over rows (LaneContext.rows_op)."""
+        owner = store.value.owner
+        if type(owner) not in _STORE_UFUNCS or owner.next_op is not store or \
+                not store.value.has_one_use():
+            return None
+        loads = []
+        for v in owner.operands:
+            load = v.owner
+            if not (isinstance(load, pto.LoadOp) and load.ptr in self.an.local and
+                    v.has_one_use() and load.parent_block() is store.parent_block()):
+                return None
+            loads.append(load)
+        first = min(loads, key=lambda o: o.parent_block().get_operation_index(o))
+        op = first.next_op
+        while op is not owner:
+            if op is None or op.regions or op.name in DIVISIONS or \
+                    not (op in loads or type(op) in _ARITH_BINARY or isinstance(op, pto.AddPtrOp)
+                         or isinstance(op, arith.ConstantOp | arith.CmpiOp | arith.CmpfOp)):
+                return None  # only the two loads and pure arithmetic that cannot fail
+            op = op.next_op
+        return loads[0], loads[1]
 
     def in_window(self, op: Operation) -> bool:
         """Is `op` inside a branch that runs on a window of lanes?"""
@@ -712,7 +746,23 @@ class KernelCodegen(NpuEmitters):
         else:
             self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
+    def row_op(self, store: pto.StoreOp) -> None:
+        """`store(p, load(q) op load(r))` on rows (see _row_operands)."""
+        a, b = self.an.row_ops[store]
+        ufunc = _STORE_UFUNCS[type(store.value.owner)]
+        sa, sb = self.site(a), self.site(b)
+        af = self.an.affine
+        block = store.parent_block()
+        assert block is not None
+        a_first = block.get_operation_index(a) < block.get_operation_index(b)
+        self.emit(f"_ctx.rows_op({self.name(store.ptr)}_b, {af[store.ptr]}, {ufunc}, "
+                  f"{self.name(a.ptr)}_b, {af[a.ptr]}, {self.name(b.ptr)}_b, {af[b.ptr]}, _m, "
+                  f"{sa}, {sb}, {self.site(store)}, {a_first})")
+
     def op_pto_store(self, op: pto.StoreOp) -> None:
+        if op in self.an.row_ops:
+            self.row_op(op)
+            return
         self._store(op.ptr, self.name(op.value), self.site(op), op.value)
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:

@@ -773,6 +773,36 @@ class LaneContext(BlockMemory, RaceChecker):
             where = mask.reshape(blocks_shape).transpose(0, 2, 1, 3).reshape(-1)[lo:hi]
             np.copyto(dst, value, casting="unsafe", where=where)
 
+    def rows_op(self, dst: Buffer, base: Any, ufunc: Any, a: Buffer, base_a: Any, b: Buffer,
+                base_b: Any, mask: Mask, site_a: int, site_b: int, site: int,
+                a_first: bool = True) -> None:
+        """`store_rows(dst, base, ufunc(load_rows(a, base_a), load_rows(b, base_b)))` computed
+        straight from the two rows into the stored rows, one pass without temporaries (ufuncs
+        handle operands that overlap the output as if copied first); the two reads and the
+        write are checked in program order (`a_first`: a's load comes before b's). Anything
+        unusual (fast paths off, a mask with holes,
+        a row out of bounds, another result type) takes the three steps."""
+        ca, cb, cd = (self._rows(a, base_a, mask), self._rows(b, base_b, mask),
+                      self._rows(dst, base, mask))
+        if ca is None or cb is None or cd is None or ca[2] is not None or \
+                cb[2] is not None or cd[2] is not None or \
+                np.result_type(a.data.dtype, b.data.dtype) != dst.data.dtype:
+            if a_first:
+                va = self.load_rows(a, base_a, mask, site_a)
+                vb = self.load_rows(b, base_b, mask, site_b)
+            else:
+                vb = self.load_rows(b, base_b, mask, site_b)
+                va = self.load_rows(a, base_a, mask, site_a)
+            self.store_rows(dst, base, ufunc(va, vb), mask, site)
+            return
+        reads = ((a, base_a, ca, site_a, False), (b, base_b, cb, site_b, False))
+        for buf, at, cols, s, write in (reads if a_first else reads[::-1]) + \
+                ((dst, base, cd, site, True),):
+            if buf.shadow is not None:
+                self.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
+        ufunc(a.grid()[:, ca[0]:ca[1]], b.grid()[:, cb[0]:cb[1]],
+              out=dst.grid()[:, cd[0]:cd[1]])
+
     def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
         """Store where lane k of each block writes element `base + k` of its block's copy (see
         `load_rows`): one 2-D slice assignment, masked lanes left untouched."""

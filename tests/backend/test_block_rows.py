@@ -3,7 +3,7 @@
 In batch mode a lane vector holds several whole blocks. An L1 address `buf + tid + s` (block-local
 id plus a uniform offset) is accessed as a 2-D slice, one row per block (`load_rows` /
 `store_rows`), and a branch such as `if tid < s` runs on the window of lanes it keeps active
-(`lanes.WindowContext`). These tests check results against NumPy, and that every error — out of
+(`windows.WindowContext`). These tests check results against NumPy, and that every error — out of
 bounds, division by zero, races — is reported exactly as the general path reports it
 (`FAST_PATHS.on = False`), naming the same block and lane.
 """

@@ -33,7 +33,7 @@ from pypto import dtypes, exact
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable, location_of
-from pypto.backend.interpreter import lanes
+from pypto.backend.interpreter import lanes, windows
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -321,7 +321,7 @@ class KernelCodegen(NpuEmitters):
         """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
         reduction's `buf[tid] = buf[tid] + buf[tid + s]`), where each intermediate value has no
         other use and nothing between the first load and the store touches memory: the two
-        loads, which then run at the store as one ufunc over rows (LaneContext.rows_op)."""
+        loads, which then run at the store as one ufunc over rows (StructuredAccess.rows_op)."""
         owner = store.value.owner
         if type(owner) not in _STORE_UFUNCS or owner.next_op is not store or \
                 not store.value.has_one_use():
@@ -353,7 +353,7 @@ class KernelCodegen(NpuEmitters):
         return False
 
     def _windowable(self, op: scf.IfOp) -> bool:
-        """Can this branch run on just the lanes it keeps active (lanes.WindowContext)? In batch
+        """Can this branch run on just the lanes it keeps active (windows.WindowContext)? In batch
         mode, when its condition compares block-local ids or the warp number with a uniform
         bound (so the active lanes are a window of each block's lanes), its body has no
         block-level instruction, atomic, output or global id, and it yields plain values. A
@@ -1144,7 +1144,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_fmax": exact.maximum,
         "_bound32": lanes.bound32,
         "_addptr": lanes.addptr,
-        "_window": lanes.window,
+        "_window": windows.window,
         "_ramp_cmp": lanes.ramp_compare,
         "_F64": np.dtype(np.float64),
     }

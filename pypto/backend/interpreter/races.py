@@ -259,7 +259,7 @@ class RaceChecker:
 
     def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
                   write: bool) -> None:
-        """The race checks of a row access (`LaneContext.load_rows` / `store_rows`): lane k of
+        """The race checks of a row access (`StructuredAccess.load_rows` / `store_rows`): lane k of
         every block touches element `base + k` of its block's copy, for the columns lo..hi
         (`active`: which of those lanes are active, None for all). The same checks as
         `race_read` / `race_write` on 2-D slices of the shadow; an access that touches each

@@ -1,0 +1,331 @@
+"""Structured lane accesses: addresses whose shape across a lane vector is known, done as
+slices instead of per-lane gathers (see docs/interpreter.md, "Speed").
+
+A mixin of `lanes.LaneContext` (it uses the context's ids, masks, memory and race checks):
+- block-local rows (batch mode, 1-D blocks): `buf + tid + u` in L1 as a 2-D slice of the blocks'
+  copies (`load_rows`, `store_rows`, `rows_op`), lane windows of masks (`lane_window`) and the
+  shared block-local comparison masks (`local_cmp`);
+- HBM rows per block: `p + tid + u` with `p` the same across each block (`load_block_rows`,
+  `store_block_rows`);
+- the (Y, X) plane of a 2-D grid-mode launch: `p + gy * w + gx` (`load_plane`, `store_plane`).
+Each falls back to the general path (`load` / `store`) whenever its preconditions fail, so
+errors are reported exactly as there; `PYPTO_FAST_PATHS=0` turns all of them off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from pypto.backend.interpreter.buffers import Buffer
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.geometry import geometry
+
+Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
+
+COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+           "==": np.equal, "!=": np.not_equal}
+
+_WINDOWS: dict[int, tuple[np.ndarray, tuple[int, int, bool]]] = {}
+"""Lane windows of shared read-only masks (StructuredAccess.local_cmp), by mask identity."""
+
+
+class StructuredAccess:
+    """Structured loads and stores of a lane vector; mixed into `LaneContext`."""
+
+    whole_vector = True  # a vector of whole blocks' lanes (False: a windows.WindowContext)
+
+    # provided by LaneContext and its other mixins
+    count: int
+    block: tuple[int, int, int]
+    block_lanes: int
+    grid: tuple[int, int, int]
+    first_lane: int
+    inflight: dict[int, Any]
+    local_base: int
+
+    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+        """For an access where lane k of every block touches element `base + k` of its
+        block's copy of L1 buffer `buf` (batch mode): (lo, hi, active) — the columns lo..hi of
+        the block's copy that active lanes touch and, unless every lane of those columns is
+        active, their (blocks, hi - lo) mask — or None when the general path must run (fast
+        paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
+        which the general path reports)."""
+        if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and
+                mask is not False and self.local_base == 0):
+            return None
+        base = int(base)
+        first, last = 0, self.block_lanes  # the lanes of a block that may be active
+        if mask is not None:
+            first, last, dense = self.lane_window(mask)
+        lo, hi = base + first, base + last
+        if lo < 0 or hi > buf.count:
+            return None
+        if mask is None or dense:
+            return lo, hi, None
+        return lo, hi, mask.reshape(-1, self.block_lanes)[:, first:last]
+
+    @property
+    def row_width(self) -> int:
+        """Lanes of one block in the vector (batch mode: a row of the (blocks, lanes) view)."""
+        return self.block_lanes
+
+    def local_cmp(self, op: str, bound: np.int32) -> Any:
+        """`local_id(0) op bound` (1-D blocks): one block's comparison repeated, shared by
+        every lane vector of this shape (and its lane window computed once)."""
+        if not self.whole_vector or not self._whole_blocks() or self.block[1] * \
+                self.block[2] != 1:
+            return COMPARE[op](self.local_id(0), bound)
+        lanes = self.block_lanes
+        return geometry(("local_cmp", op, int(bound), lanes, self.count),
+                        lambda: np.tile(COMPARE[op](np.arange(lanes, dtype=np.int32), bound),
+                                        self.count // lanes))
+
+    def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
+        """(first, last, dense): the block-local lanes first..last-1 hold every active lane of
+        every block, and `dense` says whether all of them are active. Branches such as
+        `if tid < s` keep a prefix of each block active; accesses then touch only those
+        columns. Computed once per mask object."""
+        shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
+        if shared and id(mask) in _WINDOWS:
+            return _WINDOWS[id(mask)][1]
+        facts = self.mask_facts(mask)
+        window = facts.get("window")
+        if window is None:
+            rows = mask.reshape(-1, self.block_lanes)
+            cols = np.flatnonzero(rows.any(axis=0))
+            if cols.size == 0:
+                window = (0, 0, True)
+            else:
+                first, last = int(cols[0]), int(cols[-1]) + 1
+                dense = np.count_nonzero(mask) == rows.shape[0] * (last - first)
+                window = (first, last, bool(dense))
+            facts["window"] = window
+            if shared:
+                if len(_WINDOWS) > 64:
+                    _WINDOWS.clear()
+                _WINDOWS[id(mask)] = (mask, window)  # holding the mask keeps its id unique
+        return window  # type: ignore[return-value]
+
+    def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
+        """Load where lane k of each block reads element `base + k` of its block's copy of an
+        L1 buffer (batch mode: block-local ids plus a uniform offset, as `buf + tid + s`): a
+        2-D slice with one row per block instead of a gather."""
+        cols = self._rows(buf, base, mask)
+        if cols is None:
+            if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
+                return self.load_ramp(buf, base, mask, site)  # one block: the ramp itself
+            width = self.row_width
+            lo = int(base) + self.local_base
+            if FAST_PATHS.on and buf.space == "global" and not self.inflight and \
+                    mask is not False and self.count % width == 0 and 0 <= lo and \
+                    lo + width <= buf.count:
+                # HBM: every block reads the same elements (as gamma[c0 + tid])
+                return np.tile(buf.data[lo:lo + width], self.count // width)
+            return self.load(buf, self.local_id(0) + np.int64(base), mask, site)
+        lo, hi, active = cols
+        base = int(base)
+        if buf.shadow is not None:
+            self.race_rows(buf, base, lo, hi, active, site, write=False)
+        rows = buf.grid()[:, lo:hi]
+        width = self.row_width
+        if hi - lo == width:
+            return rows.reshape(-1)  # a copy: the rows are not contiguous in the arena
+        out = np.zeros((rows.shape[0], width), dtype=buf.data.dtype)
+        j = lo - base - self.local_base  # lanes outside are inactive: their value is unused
+        out[:, j:j + hi - lo] = rows
+        return out.reshape(-1)
+
+    def _block_rows(self, buf: Buffer, row: Any, base: Any, mask: Mask,
+                    write: bool) -> tuple[np.ndarray, bool] | None:
+        """For an access where lane k of each block touches element `row_b + base + k` of an
+        HBM buffer (`row` is the same for every lane of a block): a (blocks, lanes) view of the
+        elements (strided when the rows are evenly spaced, else an index array), or None when
+        the general path must run (fast paths off, copies in flight, a row out of bounds — the
+        general path reports it — or, for a store, rows that overlap). The flag says which."""
+        width = self.row_width
+        if not (FAST_PATHS.on and not buf.stride and not self.inflight and mask is not False
+                and buf.space == "global" and self.count % width == 0):
+            return None
+        blocks = self.count // width
+        first = int(base) + self.local_base
+        if isinstance(row, np.ndarray):
+            starts = row[::width].astype(np.int64) + first
+        else:
+            starts = np.full(blocks, int(row) + first, dtype=np.int64)
+        lo, hi = int(starts.min()), int(starts.max()) + width
+        if lo < 0 or hi > buf.count:
+            return None
+        step = int(starts[1] - starts[0]) if blocks > 1 else width
+        data = buf.data
+        if blocks == 1 or (step >= 0 and np.array_equal(np.diff(starts), np.full(blocks - 1, step))):
+            if write and step < width and blocks > 1:
+                return None  # overlapping rows: the general path's lane order decides
+            s0 = int(starts[0])
+            if step >= width and s0 + blocks * step <= data.size:  # plain slicing: cheaper
+                return data[s0:s0 + blocks * step].reshape(blocks, step)[:, :width], False
+            isz = data.itemsize
+            return as_strided(data[s0:], shape=(blocks, width),
+                              strides=(step * isz, isz), writeable=write), False
+        if write:
+            return None
+        return starts[:, None] + np.arange(width, dtype=np.int64), True
+
+    def load_block_rows(self, buf: Buffer, row: Any, base: Any, mask: Mask, site: int) -> Any:
+        """Load where lane k of each block reads element `row_b + base + k` (batch mode; `row`
+        is a pointer the same across each block, as `x + block_id * ncols`): each block's
+        lanes read one contiguous row, so the access is a 2-D slice when the rows are evenly
+        spaced, instead of a per-lane gather."""
+        rows = self._block_rows(buf, row, base, mask, write=False)
+        if rows is None:
+            return self.load(buf, row + (self.local_id(0) + np.int64(base)), mask, site)
+        view, is_index = rows
+        if is_index:
+            return buf.data[view].reshape(-1)  # uneven rows: one gather of whole rows
+        return view.reshape(-1)  # a copy: rows of a strided view
+
+    def store_block_rows(self, buf: Buffer, row: Any, base: Any, value: Any, mask: Mask,
+                         site: int) -> None:
+        """Store where lane k of each block writes element `row_b + base + k` (see
+        `load_block_rows`); rows that do not overlap, else the general path."""
+        rows = self._block_rows(buf, row, base, mask, write=True)
+        view = None if rows is None else rows[0]
+        if view is None:
+            self.store(buf, row + (self.local_id(0) + np.int64(base)), value, mask, site)
+            return
+        if isinstance(value, np.ndarray):
+            value = value.reshape(view.shape)
+        if mask is None:
+            view[...] = value
+        else:
+            np.copyto(view, value, casting="unsafe", where=mask.reshape(view.shape))
+
+    def _plane(self, buf: Buffer, pitch: Any, offset: Any, mask: Mask,
+               write: bool) -> tuple[int, int, int, tuple[int, int, int, int]] | None:
+        """For an access where each lane touches element `gy * pitch + gx + offset` of an HBM
+        buffer (grid mode, 2-D launch; gx, gy its global ids) and the pitch is the grid's
+        width, the lanes of this vector cover rows Y0.. of the (Y, X) plane in row-major
+        order: (start, lo, hi, shape) — plane position q is element start + q, positions lo..hi
+        are in bounds, and `shape` = (block rows, block height, blocks per row, block width)
+        reorders lanes (block after block) into plane order. None: the general path runs
+        (fast paths off, copies in flight, another pitch or launch shape, an int32 product
+        that could wrap, or an active lane out of bounds — which it reports)."""
+        gx, gy, gz = self.grid
+        bx, by, bz = self.block
+        lanes = self.block_lanes
+        if not (FAST_PATHS.on and not buf.stride and buf.space == "global" and
+                not self.inflight and mask is not False and gz == 1 and bz == 1):
+            return None
+        if self.first_lane % (lanes * gx) or self.count % (lanes * gx):
+            return None  # not whole rows of blocks
+        width = gx * bx
+        if int(pitch) != width:
+            return None
+        y0 = self.first_lane // (lanes * gx) * by
+        rows = self.count // width
+        if (y0 + rows) * width > 2**31 - 1:
+            return None  # gy * pitch + gx would wrap in int32
+        start = y0 * width + int(offset)
+        total = rows * width
+        lo, hi = max(0, -start), min(total, buf.count - start)
+        shape = (rows // by, by, gx, bx)
+        if lo == 0 and hi == total:
+            return start, lo, hi, shape
+        if mask is None or lo >= hi:
+            return None
+        plane = mask.reshape(shape[0], gx, by, bx).transpose(0, 2, 1, 3).reshape(-1)
+        if plane[:lo].any() or plane[hi:].any():
+            return None
+        return start, lo, hi, shape
+
+    def _plane_offsets(self, pitch: Any, offset: Any) -> np.ndarray:
+        """The general path's element offsets: `gy * pitch + gx` in int32, then + offset."""
+        return (self.global_id(1) * pitch + self.global_id(0)) + np.int64(offset)
+
+    def load_plane(self, buf: Buffer, pitch: Any, offset: Any, mask: Mask, site: int) -> Any:
+        """Load at `gy * pitch + gx + offset` (see `_plane`): one contiguous slice of the
+        plane, reordered into lane order, instead of a gather."""
+        plane = self._plane(buf, pitch, offset, mask, write=False)
+        if plane is None:
+            return self.load(buf, self._plane_offsets(pitch, offset), mask, site)
+        start, lo, hi, shape = plane
+        data = buf.data
+        if lo == 0 and hi == shape[0] * shape[1] * shape[2] * shape[3]:
+            values = data[start:start + hi]
+        else:  # lanes outside the buffer are inactive: their value is unused
+            values = np.zeros(shape[0] * shape[1] * shape[2] * shape[3], dtype=data.dtype)
+            values[lo:hi] = data[start + lo:start + hi]
+        return values.reshape(shape).transpose(0, 2, 1, 3).reshape(-1)
+
+    def store_plane(self, buf: Buffer, pitch: Any, offset: Any, value: Any, mask: Mask,
+                    site: int) -> None:
+        """Store at `gy * pitch + gx + offset` (see `load_plane`)."""
+        plane = self._plane(buf, pitch, offset, mask, write=True)
+        if plane is None:
+            self.store(buf, self._plane_offsets(pitch, offset), value, mask, site)
+            return
+        start, lo, hi, shape = plane
+        blocks_shape = (shape[0], shape[2], shape[1], shape[3])  # lane order
+        dst = buf.data[start + lo:start + hi]
+        if isinstance(value, np.ndarray):
+            value = value.reshape(blocks_shape).transpose(0, 2, 1, 3).reshape(-1)[lo:hi]
+        if mask is None:
+            dst[...] = value
+        else:
+            where = mask.reshape(blocks_shape).transpose(0, 2, 1, 3).reshape(-1)[lo:hi]
+            np.copyto(dst, value, casting="unsafe", where=where)
+
+    def rows_op(self, dst: Buffer, base: Any, ufunc: Any, a: Buffer, base_a: Any, b: Buffer,
+                base_b: Any, mask: Mask, site_a: int, site_b: int, site: int,
+                a_first: bool = True) -> None:
+        """`store_rows(dst, base, ufunc(load_rows(a, base_a), load_rows(b, base_b)))` computed
+        straight from the two rows into the stored rows, one pass without temporaries (ufuncs
+        handle operands that overlap the output as if copied first); the two reads and the
+        write are checked in program order (`a_first`: a's load comes before b's). Anything
+        unusual (fast paths off, a mask with holes,
+        a row out of bounds, another result type) takes the three steps."""
+        ca, cb, cd = (self._rows(a, base_a, mask), self._rows(b, base_b, mask),
+                      self._rows(dst, base, mask))
+        if ca is None or cb is None or cd is None or ca[2] is not None or \
+                cb[2] is not None or cd[2] is not None or \
+                np.result_type(a.data.dtype, b.data.dtype) != dst.data.dtype:
+            if a_first:
+                va = self.load_rows(a, base_a, mask, site_a)
+                vb = self.load_rows(b, base_b, mask, site_b)
+            else:
+                vb = self.load_rows(b, base_b, mask, site_b)
+                va = self.load_rows(a, base_a, mask, site_a)
+            self.store_rows(dst, base, ufunc(va, vb), mask, site)
+            return
+        reads = ((a, base_a, ca, site_a, False), (b, base_b, cb, site_b, False))
+        for buf, at, cols, s, write in (reads if a_first else reads[::-1]) + \
+                ((dst, base, cd, site, True),):
+            if buf.shadow is not None:
+                self.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
+        ufunc(a.grid()[:, ca[0]:ca[1]], b.grid()[:, cb[0]:cb[1]],
+              out=dst.grid()[:, cd[0]:cd[1]])
+
+    def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
+        """Store where lane k of each block writes element `base + k` of its block's copy (see
+        `load_rows`): one 2-D slice assignment, masked lanes left untouched."""
+        cols = self._rows(buf, base, mask)
+        if cols is None:
+            if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
+                self.store_ramp(buf, base, value, mask, site)
+                return
+            self.store(buf, self.local_id(0) + np.int64(base), value, mask, site)
+            return
+        lo, hi, active = cols
+        base = int(base)
+        if buf.shadow is not None:
+            self.race_rows(buf, base, lo, hi, active, site, write=True)
+        rows = buf.grid()[:, lo:hi]
+        if isinstance(value, np.ndarray):
+            j = lo - base - self.local_base
+            value = value.reshape(-1, self.row_width)[:, j:j + hi - lo]
+        if active is None:
+            rows[...] = value
+        else:
+            np.copyto(rows, value, casting="unsafe", where=active)

@@ -1,0 +1,152 @@
+"""Lane windows: a branch that keeps only some lanes of every block active runs on those lanes.
+
+In batch mode a vector holds whole 1-D blocks. A branch such as `if tid < s` or
+`if pto.get_warp_id() == 0` keeps the same window of lanes active in every block; generated
+code (codegen's windowed branches) runs its body on a `WindowContext` of just those lanes, with
+per-lane values narrowed on the way in and widened on the way out. See docs/interpreter.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pypto.backend.interpreter.buffers import Buffer
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.geometry import geometry
+from pypto.backend.interpreter.lanes import LaneContext, Mask, _i32, ramp
+
+WINDOW_MIN_SAVING = 2
+"""Run a branch on a window of lanes only when it holds at most 1/WINDOW_MIN_SAVING of them."""
+
+
+def window(ctx: LaneContext, mask: Mask) -> tuple[WindowContext, Mask] | None:
+    """For a branch of a batch-mode kernel whose active lanes all lie in block-local lanes
+    first..last-1 of every block (as under `if tid < s`): a lane vector of just those lanes
+    and the branch's mask on it; None to run the branch on the whole vector (fast paths off,
+    a wide window, or a vector that is not whole 1-D blocks)."""
+    lanes = ctx.block_lanes
+    if not (FAST_PATHS.on and isinstance(mask, np.ndarray) and type(ctx) is LaneContext and
+            ctx.local_base == 0 and ctx.count % lanes == 0 and ctx.block[1] * ctx.block[2] == 1):
+        return None
+    first, last, dense = ctx.lane_window(mask)
+    if (last - first) * WINDOW_MIN_SAVING > lanes or last == first:
+        return None
+    sub = WindowContext(ctx, first, last)
+    return sub, (None if dense else
+                 np.ascontiguousarray(mask.reshape(-1, lanes)[:, first:last]).reshape(-1))
+
+
+class WindowContext(LaneContext):
+    """Block-local lanes first..last-1 of every block of a batch-mode lane vector, as a lane
+    vector of their own: a branch that only these lanes take runs on (last - first) lanes per
+    block instead of all of them. It shares the parent's memory, L1 and race state; ids,
+    lane naming and L1 addressing follow the window. Values flow in narrowed (`narrow`) and
+    out widened (`widen`); generated code uses it only for branches without block-level
+    instructions, atomics or output (see codegen's windowed branches)."""
+
+    whole_vector = False
+
+    def __init__(self, parent: LaneContext, first: int, last: int):  # noqa: D107
+        self.__dict__.update(parent.__dict__)  # shared memory, L1, counters, settings
+        self.parent = parent
+        self.first = first
+        self.width = last - first
+        self.blocks = parent.count // parent.block_lanes
+        self.count = self.blocks * self.width
+        self.ramp = ramp(self.count)
+        self._ids = {}
+        self._mask_cache = None
+        self.__dict__.pop("_race_lanes", None)
+
+    @property
+    def arena(self) -> Any:
+        return self.parent.arena
+
+    @property
+    def local_base(self) -> int:
+        return self.first  # block-local id of position 0 (block 0, first lane of the window)
+
+    @property
+    def in_one_block(self) -> bool:
+        return self.blocks == 1
+
+    def _pos_local(self) -> tuple[np.ndarray, np.ndarray]:
+        """(block index within the vector, block-local lane id) per position."""
+        return geometry(("window", self.blocks, self.block_lanes, self.first, self.width),
+                        lambda: (np.repeat(np.arange(self.blocks, dtype=np.int64), self.width),
+                                 np.tile(np.arange(self.first, self.first + self.width,
+                                                   dtype=np.int64), self.blocks)))
+
+    def _linear(self) -> np.ndarray:
+        b, t = self._pos_local()
+        return b * self.block_lanes + t + np.int64(self.parent.first_lane)
+
+    def _compute_block_local(self) -> tuple[Any, Any]:
+        lin = self._linear()
+        return lin // self.block_lanes, lin % self.block_lanes
+
+    @property
+    def row_width(self) -> int:
+        return self.width
+
+    def _whole_blocks(self) -> bool:
+        return False
+
+    def local_id(self, dim: int) -> Any:
+        if dim == 0:
+            key = "l0"
+            if key not in self._ids:
+                self._ids[key] = _i32(self._pos_local()[1])
+            return self._ids[key]
+        return super().local_id(dim)
+
+    @property
+    def lane_block(self) -> np.ndarray:
+        return self._pos_local()[0]
+
+    def block_base(self, stride: int) -> np.ndarray:
+        return geometry(("wbase", stride, self.blocks, self.block_lanes, self.first, self.width),
+                        lambda: self.lane_block * stride)
+
+    def _lanes_and_warps(self, mask: Mask) -> tuple[np.ndarray, np.ndarray]:
+        if getattr(self, "_race_lanes", None) is None:
+            local = self._pos_local()[1]
+            self._race_lanes = (local, (local // self.warp_size).astype(np.int16))
+        return super()._lanes_and_warps(mask)
+
+    def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        b, t = divmod(int(pos), self.width)
+        return self.parent.describe_lane(b * self.block_lanes + self.first + t)
+
+    def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
+        return 0, self.width, False  # never narrowed twice
+
+    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+        """Row accesses in the window: lane j of a block touches `base + first + j`."""
+        if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and
+                mask is not False):
+            return None
+        lo = int(base) + self.first
+        hi = lo + self.width
+        if lo < 0 or hi > buf.count:
+            return None
+        return lo, hi, None if mask is None else mask.reshape(-1, self.width)
+
+    def narrow(self, value: Any) -> Any:
+        """A value of the parent vector, on the window's lanes."""
+        if not isinstance(value, np.ndarray):
+            return value
+        parent = self.parent.block_lanes
+        return np.ascontiguousarray(
+            value.reshape(-1, parent)[:, self.first:self.first + self.width]).reshape(-1)
+
+    def widen(self, value: Any) -> Any:
+        """A value of the window, on the parent's lanes (lanes outside the window get 0: they
+        are inactive in the branch, so their value is never used)."""
+        if not isinstance(value, np.ndarray):
+            return value
+        out = np.zeros((self.blocks, self.block_lanes), dtype=value.dtype)
+        out[:, self.first:self.first + self.width] = value.reshape(-1, self.width)
+        return out.reshape(-1)

@@ -89,8 +89,9 @@ class StructuredAccess:
         `if tid < s` keep a prefix of each block active; accesses then touch only those
         columns. Computed once per mask object."""
         shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
-        if shared and id(mask) in _WINDOWS:
-            return _WINDOWS[id(mask)][1]
+        known = _WINDOWS.get(id(mask)) if shared else None  # one lookup: launches on other
+        if known is not None and known[0] is mask:        # streams may clear it meanwhile
+            return known[1]
         facts = self.mask_facts(mask)
         window = facts.get("window")
         if window is None:

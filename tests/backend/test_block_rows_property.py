@@ -80,13 +80,48 @@ def _run(kernel, grid, block, args):
     pto.sync()
 
 
+def _both_ways(kernel, grid: int, block: int, x: np.ndarray, out_size: int,
+               n: int) -> list[tuple[str, object]]:
+    """Run `kernel(x, out, n)` with the fast paths on, then off: ("ok", out) or ("error",
+    message) for each."""
+    saved = FAST_PATHS.on
+    outcomes: list[tuple[str, object]] = []
+    try:
+        for on in (True, False):
+            FAST_PATHS.on = on
+            dx = pto.alloc_tensor(x.nbytes, dtype=np.float32)
+            pto.memcpy_h2d(dx, x)
+            out = np.zeros(out_size, np.float32)
+            dout = pto.alloc_tensor(out.nbytes, dtype=np.float32)
+            pto.memcpy_h2d(dout, out)
+            try:
+                _run(kernel, grid, block, (dx, dout, n))
+                pto.memcpy_d2h(out, dout)
+                outcomes.append(("ok", out))
+            except KernelError as exc:
+                outcomes.append(("error", str(exc)))
+    finally:
+        FAST_PATHS.on = saved
+    return outcomes
+
+
+def _check(outcomes: list[tuple[str, object]], expect: np.ndarray | None) -> None:
+    """Both ways gave the same outcome, and it is the emulation's (None: an error)."""
+    (kind_fast, fast), (kind_general, general) = outcomes
+    assert kind_fast == kind_general
+    if kind_fast == "error":
+        assert fast == general and expect is None, fast
+    else:
+        assert np.array_equal(fast, general)
+        assert expect is not None and np.array_equal(fast, expect)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(block=st.sampled_from([32, 64, 96, 128]), blocks=st.integers(1, 5),
        kind=st.sampled_from(["tid", "warp"]), op=st.sampled_from(sorted(OPS)),
        bound=st.integers(-2, 130), shift=st.integers(-40, 40), cut=st.integers(0, 40),
        seed=st.integers(0, 2**16))
 def test_generated_block_kernels(tmp_path, block, blocks, kind, op, bound, shift, cut, seed):
-    saved = FAST_PATHS.on
     tid = np.arange(block)
     if kind == "tid":
         cond = f"tid {op} {bound}"
@@ -98,31 +133,8 @@ def test_generated_block_kernels(tmp_path, block, blocks, kind, op, bound, shift
     kernel = _load(tmp_path, TEMPLATE.format(block=block, cond=cond, shift=shift))
     x = np.random.default_rng(seed).random(blocks * block, dtype=np.float32)
     n = max(0, blocks * block - cut)
-    outcomes = []
-    try:
-        for on in (True, False):
-            FAST_PATHS.on = on
-            dx = pto.alloc_tensor(x.nbytes, dtype=np.float32)
-            pto.memcpy_h2d(dx, x)
-            dout = pto.alloc_tensor(x.nbytes, dtype=np.float32)
-            try:
-                _run(kernel, blocks, block, (dx, dout, n))
-                out = np.empty_like(x)
-                pto.memcpy_d2h(out, dout)
-                outcomes.append(("ok", out))
-            except KernelError as exc:
-                outcomes.append(("error", str(exc)))
-    finally:
-        FAST_PATHS.on = saved
-    (kind_fast, fast), (kind_general, general) = outcomes
-    assert kind_fast == kind_general
-    expect = _emulate(x, n, block, blocks, active, shift)
-    if kind_fast == "error":
-        assert fast == general
-        assert expect is None, fast
-    else:
-        assert np.array_equal(fast, general)
-        assert expect is not None and np.array_equal(fast, expect)
+    outcomes = _both_ways(kernel, blocks, block, x, x.size, n)
+    _check(outcomes, _emulate(x, n, block, blocks, active, shift))
 
 
 ROWS_TEMPLATE = '''\
@@ -170,29 +182,5 @@ def test_generated_row_kernels(tmp_path, block, rows, ncols, shift, cut, seed):
     """Rows of HBM per block (`x + row * ncols + c`), a windowed branch, a gathered read."""
     kernel = _load(tmp_path, ROWS_TEMPLATE.format(block=block, shift=shift, cut=cut))
     x = np.random.default_rng(seed).random(rows * ncols + 2, dtype=np.float32)
-    saved = FAST_PATHS.on
-    outcomes = []
-    try:
-        for on in (True, False):
-            FAST_PATHS.on = on
-            dx = pto.alloc_tensor(x.nbytes, dtype=np.float32)
-            pto.memcpy_h2d(dx, x)
-            zeros = np.zeros(rows * block, np.float32)
-            dout = pto.alloc_tensor(zeros.nbytes, dtype=np.float32)
-            pto.memcpy_h2d(dout, zeros)
-            try:
-                _run(kernel, rows, block, (dx, dout, ncols))
-                pto.memcpy_d2h(zeros, dout)
-                outcomes.append(("ok", zeros))
-            except KernelError as exc:
-                outcomes.append(("error", str(exc)))
-    finally:
-        FAST_PATHS.on = saved
-    (kind_fast, fast), (kind_general, general) = outcomes
-    assert kind_fast == kind_general
-    expect = _emulate_rows(x, rows, ncols, block, shift, cut)
-    if kind_fast == "error":
-        assert fast == general and expect is None, fast
-    else:
-        assert np.array_equal(fast, general)
-        assert expect is not None and np.array_equal(fast, expect)
+    outcomes = _both_ways(kernel, rows, block, x, rows * block, ncols)
+    _check(outcomes, _emulate_rows(x, rows, ncols, block, shift, cut))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.backend.targets import Target, resolve_target
 from pypto.compiler import DEFAULT_PIPELINE, compile, normalize_dims
+from pypto.errors import public_api
 
 if TYPE_CHECKING:
     from pypto.backend.cost_model import Profile
@@ -33,6 +34,7 @@ def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+@public_api
 def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: str = "fused",
             pipeline: str | None = None, target: Target | str | None = None) -> Profile:
     """Model the cycles of `kernel` launched on `grid` x `block` with `args`.

@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from pypto.errors import UsageError
+from pypto.errors import UsageError, public_api
 from pypto.runtime import stream as _stream
 from pypto.runtime.device import format_bytes
 from pypto.runtime.memory import Tensor
 from pypto.runtime.stream import Stream, caller_site
 
 
+@public_api
 def memcpy_h2d(dst: Tensor, src: np.ndarray, *, stream: Stream | None = None) -> None:
     """Copy host array `src` (any shape, read in C order) into device tensor `dst`.
 
@@ -41,6 +42,7 @@ def memcpy_h2d(dst: Tensor, src: np.ndarray, *, stream: Stream | None = None) ->
                           run, (dst,), caller_site(2), api="pto.memcpy_h2d()")
 
 
+@public_api
 def memcpy_d2h(dst: np.ndarray, src: Tensor, *, stream: Stream | None = None) -> None:
     """Copy device tensor `src` into the writeable host array `dst` (any shape, C order), in place.
 

@@ -38,7 +38,7 @@ def _reduce_available() -> bool:
 def call_replacement(callee: Any, func: ast.expr) -> str | None:
     """A sentence naming what to call instead of `callee`, or None when there is none."""
     if callee is py_builtins.print:
-        return ("print() cannot run in a kernel (every lane would print); use "
+        return ("print() is not supported in a kernel (every lane would print); use "
                 "pto.printf(\"i=%d x=%f\", i, x), which prints once per active lane, prefixed by its block and lane")
     module = getattr(callee, "__module__", None) or ""
     name = getattr(callee, "__name__", None)
@@ -53,10 +53,11 @@ def call_replacement(callee: Any, func: ast.expr) -> str | None:
         replacement = f"pto.reduce(v, \"{'add' if name in ('sum', 'mean') else name}\", " \
                       f"scope=\"block\")"
     if replacement is None:
-        return (f"NumPy functions such as {spelled}() cannot run in a kernel, which computes "
-                f"one element per lane with the pto instructions (docs/language.md)")
-    return (f"NumPy functions such as {spelled}() cannot run in a kernel, which computes one "
-            f"element per lane: use {replacement}")
+        return (f"{spelled}() is not supported in a kernel: NumPy functions cannot run there, "
+                f"a kernel computes one element per lane with the pto instructions "
+                f"(docs/language.md)")
+    return (f"{spelled}() is not supported in a kernel: NumPy functions cannot run there, a "
+            f"kernel computes one element per lane; use {replacement}")
 
 
 _COMPREHENSIONS = {

@@ -5,10 +5,10 @@ you synchronise (`sync`, `memcpy_d2h`, `Tensor.free` / end of `with`, `Stream.sy
 See docs/runtime.md.
 """
 
-from pypto.runtime.copy import memcpy_d2h, memcpy_h2d
+from pypto.runtime.copy import memcpy_d2h, memcpy_h2d, tensor
 from pypto.runtime.device import Device, default_device
 from pypto.runtime.launcher import launch
-from pypto.runtime.memory import Tensor, alloc_tensor, empty, poison_value, tensor, zeros
+from pypto.runtime.memory import Tensor, alloc_tensor, empty, poison_value, zeros
 from pypto.runtime.npu import profile_on_npu
 from pypto.runtime.stream import LAUNCH_BLOCKING_ENV, Stream, default_stream, sync
 

@@ -111,13 +111,13 @@ class Tensor:
 
     @public_api
     def numpy(self) -> np.ndarray:
-        """Wait for the queued work that writes this tensor, then return its contents as a new
-        host array of `self.shape` and `self.dtype` (synchronising, like `memcpy_d2h`)."""
-        from pypto.runtime.copy import memcpy_d2h  # copy.py imports this module
-
-        out = np.empty(self._shape, dtype=self.dtype.np_dtype)
-        memcpy_d2h(out, self)
-        return out
+        """Wait for the queued work that uses this tensor (on every stream), then return its
+        contents as a new host array of `self.shape` and `self.dtype`. A kernel error of that
+        work is raised here, as by `memcpy_d2h`."""
+        self.check_alive("the tensor of .numpy()")
+        with _stream.queue_lock():  # no other thread can queue a write between wait and copy
+            _stream.wait_for_tensor(self, surfaced_at="Tensor.numpy()")
+            return self.data.reshape(self._shape).copy()
 
     @property
     def itemsize(self) -> int:
@@ -176,29 +176,6 @@ class Tensor:
 def alloc_tensor(nbytes: int, dtype: Any = float32, *, device: Device | None = None) -> Tensor:
     """Allocate `nbytes` of device memory for elements of `dtype` (poisoned, see `Tensor`)."""
     return Tensor(nbytes, dtype, device=device)
-
-
-@public_api
-def tensor(array: Any, dtype: Any = None, *, device: Device | None = None) -> Tensor:
-    """A device tensor holding a copy of `array` (a NumPy array or anything `np.asarray`
-    accepts), with its shape and dtype (`dtype=` converts first, as `np.asarray(array, dtype)`).
-
-    The copy is stream-ordered like `memcpy_h2d`: the array is snapshotted now and may be
-    modified as soon as this returns.
-    """
-    from pypto.runtime.copy import memcpy_h2d  # copy.py imports this module
-
-    if isinstance(array, Tensor):
-        raise UsageError("pto.tensor: the argument is already a device tensor; use it directly "
-                         "(or .numpy() to get a host copy)")
-    host = np.asarray(array, dtype=None if dtype is None else as_dtype(dtype).np_dtype)
-    dt = as_dtype(host.dtype)
-    if host.size == 0:
-        raise UsageError(f"pto.tensor: the array is empty (shape {host.shape}); a device tensor "
-                         f"holds at least one element")
-    result = Tensor(host.size * dt.itemsize, dt, device=device, shape=host.shape)
-    memcpy_h2d(result, host)
-    return result
 
 
 @public_api

@@ -268,11 +268,14 @@ def _exit_status(fn, argv) -> int:
 
 
 def _run_toml(block: Block, cwd: Path) -> None:
-    data = tomllib.loads(block.body)
-    if "target" in data:
+    """Parsed; a target file (its first line `# NAME.toml`) is also loaded as a target, and
+    written as NAME.toml for the blocks after it."""
+    tomllib.loads(block.body)
+    named = re.match(r"#\s*(\S+\.toml)\s*$", block.body.splitlines()[0])
+    if named:
         from pypto.backend.targets import resolve_target
 
-        path = cwd / f"block{block.line}.toml"
+        path = cwd / named.group(1)
         path.write_text(block.body)
         resolve_target(str(path))
 

@@ -167,6 +167,10 @@ def test_code_blocks_run_and_print_what_the_page_shows(page, tmp_path):
 # -- sh ---------------------------------------------------------------------------------------
 
 
+EXPECTED_STATUS = re.compile(r"#.*\bexit status (\d+)")
+"""A line whose comment says `exit status N` must exit with N (0 otherwise)."""
+
+
 def _run_sh(block: Block, cwd: Path) -> str:
     out = io.StringIO()
     for raw in block.body.splitlines():
@@ -175,7 +179,9 @@ def _run_sh(block: Block, cwd: Path) -> str:
             continue
         status, text = _run_command(words, cwd, block)
         out.write(text)
-        assert status == 0, f"{block.where}: `{raw.strip()}` exits with {status}:\n{text}"
+        said = EXPECTED_STATUS.search(raw)
+        expected = int(said.group(1)) if said else 0
+        assert status == expected, f"{block.where}: `{raw.strip()}` exits with {status}:\n{text}"
     return out.getvalue()
 
 

@@ -108,6 +108,7 @@ def _expected_outputs(page_blocks: list[Block]) -> dict[int, list[Block]]:
 def _check_output(block: Block, got: str, expected: list[Block]) -> None:
     checker = doctest.OutputChecker()
     want = "".join(e.body for e in expected)
+    got = got.rstrip() + "\n"  # a trailing blank line (print of a text ending in one) is noise
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     if not checker.check_output(want, got, flags):
         example = doctest.Example("", want)

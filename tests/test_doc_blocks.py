@@ -8,7 +8,8 @@ A page's fenced blocks say what they are with their info string, and are checked
 - ```` ```text output ````: what the previous `python` or `sh` block prints; compared with
   doctest's rules (`...` matches anything, runs of whitespace are equal).
 - ```` ```sh ````: every line is run, in the same temporary directory, by a small shell that
-  knows `pypto-opt ARGS` and `python FILE ARGS` (optionally `> FILE`, `2>&1`), in-process.
+  knows `pypto-opt ARGS` (in-process; `< FILE` too) and `python FILE ARGS` (optionally
+  `> FILE`, `2>&1`); a line must exit with 0, or with N when its comment says `exit status N`.
 - ```` ```mlir ````: parsed and verified by pypto-opt; a block with `// RUN:` lines is a lit test
   and its `pypto-opt ... | filecheck %s` line runs (a `--verify-diagnostics` or `not` line too).
 - ```` ```toml ````: parsed; a target file (`[target]`) is loaded as a target.
@@ -195,9 +196,18 @@ def _run_command(words: list[str], cwd: Path, block: Block) -> tuple[int, str]:
     if ">" in words:
         at = words.index(">")
         words, target = words[:at], words[at + 1]
+    source = None
+    if "<" in words:
+        at = words.index("<")
+        words, source = words[:at] + words[at + 2:], words[at + 1]
     tool, args = words[0], words[1:]
     if tool == "pypto-opt":
-        status, out, err = _in_process(cwd, lambda: _opt(args))
+        saved = sys.stdin
+        sys.stdin = io.StringIO((cwd / source).read_text() if source else "")
+        try:
+            status, out, err = _in_process(cwd, lambda: _opt(args))
+        finally:
+            sys.stdin = saved
     elif tool in ("python", "python3"):
         done = subprocess.run([sys.executable, *args], cwd=cwd, env=_environment(),
                               capture_output=True, text=True, timeout=600)

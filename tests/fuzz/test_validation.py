@@ -17,6 +17,7 @@ from xdsl.passes import ModulePass
 
 import pypto as pto
 from pypto import passes as registry
+from tests.profiles import LONG
 from pypto.backend.validation import TranslationValidationError
 from pypto.tools.opt import main as opt_main
 
@@ -108,19 +109,28 @@ def test_opt_validate(tmp_path, capsys, wrong_pass):
     assert "Traceback" not in err
 
 
+ZOO_SHORT = ("test_double_buffer.py", "test_pipelined.py", "test_matmul.py", "test_reduction.py",
+             "test_transpose.py")
+"""The zoo files validated by default: the kernels with L1, pipelines and barriers, which every
+pass of ZOO_PASSES and the default pipeline transforms. PYPTO_TEST_LONG=1 validates them all."""
+
+
 def test_validation_over_the_kernel_zoo(tmp_path):
-    """Every zoo kernel compiled with ZOO_PASSES in front of its pipeline, validated after each
-    pass, and still checked against NumPy by the zoo's own assertions."""
+    """Every zoo kernel (a representative part by default, see ZOO_SHORT) compiled with ZOO_PASSES
+    in front of its pipeline, validated after each pass, and still checked against NumPy by the
+    zoo's own assertions."""
     log = tmp_path / "validate.log"
     env = dict(os.environ, PYPTO_VALIDATE=ZOO_PASSES, PYPTO_VALIDATE_LOG=str(log))
+    zoo = ROOT / "tests" / "kernels"
+    files = [str(zoo)] if LONG else [str(zoo / name) for name in ZOO_SHORT]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           str(ROOT / "tests" / "kernels")], cwd=ROOT, env=env,
+                           "-p", "no:xdist", *files], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = log.read_text().splitlines()
     checked = {line.split(":")[0] for line in lines if line.startswith("checked ")}
     skipped = {line.split(":")[0] for line in lines if line.startswith("skipped ")}
-    assert len(checked) >= 35, sorted(checked)
+    assert len(checked) >= (35 if LONG else 10), sorted(checked)
     # only the deliberately racy kernels (in-flight copy hazards) cannot run on any input
     assert skipped - checked <= {"skipped matmul_no_wait", "skipped matmul_token_waits",
                                  "skipped scale_double_buffered"}, sorted(skipped)

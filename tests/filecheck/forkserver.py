@@ -120,6 +120,13 @@ def _child(conn: socket.socket) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # new text streams on the new descriptors: the server's were made for its own (a
+        # seekable log file, say), and would misbehave on a pipe
+        encoding = os.environ.get("PYTHONIOENCODING", "").split(":")[0] or "utf-8"
+        sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)
+        sys.stdout = sys.__stdout__ = open(1, "w", encoding=encoding, closefd=False)
+        sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, encoding=encoding,
+                                           errors="backslashreplace", closefd=False)
         status = _run_tool(request["tool"], request["args"])
     except BaseException:  # noqa: BLE001 - report any failure as the tool's own would be
         import traceback

@@ -192,7 +192,8 @@ class CallLowering:
         if isinstance(value, float) and _is_int(t):
             raise self.type_error(f"{what} is the float literal {value!r} but the pointer holds "
                                   f"{_type_name(t)}", node, pointers,
-                                  "write an integer literal", converts=())
+                                  f"write an integer literal, or convert with pto.cast(x, "
+                                  f"{_type_name(t)})", converts=())
         if isinstance(value, bool | int | float):
             return self.constant(value, t)
         raise self.error(f"{what} must be a number, got {_describe_value(value)}", node)

@@ -4,7 +4,8 @@ test command stays within minutes on two cores), the long one with `PYPTO_TEST_L
     PYPTO_TEST_LONG=1 .venv/bin/python -m pytest -q -n auto
 
 runs every hypothesis test with its long example count, the exactness suite's long profile (as
-`PYPTO_EXACTNESS_LONG=1`) and translation validation over the whole kernel zoo.
+`PYPTO_EXACTNESS_LONG=1`), the memory-dependence property test's (as `PYPTO_PROPERTY_LONG=1`)
+and translation validation over the whole kernel zoo.
 """
 
 from __future__ import annotations

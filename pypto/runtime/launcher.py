@@ -112,6 +112,9 @@ def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
                                   f"array; device tensors hold "
                                   f"{', '.join(sorted(d.name for d in _SCALAR_DTYPES))}: convert "
                                   f"it, e.g. a.astype(np.float32)") from None
+            if arg.size == 0:
+                raise LaunchError(f"launch of kernel '{name}': {what} is an empty NumPy array "
+                                  f"(shape {arg.shape}); a kernel needs at least one element")
             temp = Tensor(arg.size * dt.itemsize, dt, device=queue.device, shape=arg.shape)
             memcpy_h2d(temp, arg, stream=queue)
             staged.append((arg, temp))

@@ -194,6 +194,11 @@ def test_numpy_argument_errors_name_the_parameter():
         pto.launch(axpy, 1, 32, ("x", pto.zeros(32), pto.zeros(32), pto.zeros(32), 32))
 
 
+def test_empty_numpy_argument_is_a_launch_error():
+    with pytest.raises(pto.LaunchError, match=r"argument 0 \(parameter 'x'\) is an empty"):
+        add_one_int[1, 32](np.zeros(0, np.int32), 0)
+
+
 def test_kernel_error_with_numpy_arguments_raises_at_the_launch():
     x = np.zeros(16, np.float32)
     with pytest.raises(pto.MemoryAccessError):

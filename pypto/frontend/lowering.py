@@ -556,8 +556,9 @@ class KernelLowering(StructuredLowering, CallLowering):
         value's type comes from (a float literal never becomes an integer implicitly)."""
         t = typed.type
         if isinstance(literal, float) and (_is_int(t) or is_pointer(t)):
-            raise self.type_error(f"the float literal {literal!r} cannot take the integer "
-                                  f"type of {_describe_typed(typed)}", node, (typed,),
+            what = "meets" if is_pointer(t) else "cannot take the integer type of"
+            raise self.type_error(f"the float literal {literal!r} {what} "
+                                  f"{_describe_typed(typed)}", node, (typed,),
                                   f"write an integer literal, or convert with pto.cast(x, "
                                   f"{_type_name(t)})")
 

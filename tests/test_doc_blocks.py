@@ -29,7 +29,6 @@ import doctest
 import io
 import os
 import re
-import runpy
 import shlex
 import subprocess
 import sys

@@ -1,0 +1,210 @@
+"""Block classes from the launch alone: profile cost O(distinct blocks), not O(blocks).
+
+The cost model simulates one block per distinct event stream. Tracing every block to find the
+classes costs a traced run of the whole grid; when the kernel lets us prove which blocks behave
+alike without running them, one block per class is traced and the launch itself runs untraced.
+
+What a block's event stream (pypto.backend.interpreter.instruments.Trace) depends on: which
+instructions run with how many active lanes (the conditions of `scf.if`, the bounds of
+`scf.for`) and the L1 offsets of block-uniform tile pointers; the async-copy tokens waited for
+follow from which copies ran. Call these the *roots*. The proof (pypto.analysis.uniformity.values_depending_on):
+
+1. no root and no memory address depends on loaded data (a data-dependent branch, trip count,
+   L1 offset or gather makes blocks differ in ways only running them shows: every block is
+   then traced, as before);
+2. the roots that depend on the block id are evaluated here, for every block at once, over
+   the block's lanes (NumPy, (blocks x lanes) arrays) from the ids and the integer arguments of
+   the launch; blocks whose root values are all equal have equal event streams (the other roots
+   are the same in every block).
+
+A root that cannot be evaluated this way (a float, a loop counter, a value carried through a
+loop or a region) makes the plan give up: every block is traced. The plan also gives up for
+kernels that print (the traced side run would print again), run warp by warp, or have fewer
+than half as many classes as blocks to gain nothing from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, IndexType
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
+
+from pypto.analysis.lane_values import _binary, _compare, _wrap
+from pypto.analysis.uniformity import values_depending_on, walk
+from pypto.dialects import pto
+from pypto.dialects.traits import memory_accesses
+
+_STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.FuncOp, func.ReturnOp, pto.PipelineOp,
+              pto.StageOp, pto.YieldOp)
+_CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
+_CHUNK_LANES = 1 << 22
+"""Lanes evaluated at once: (blocks x lanes) int64 arrays stay below 32 MiB per root."""
+
+
+class _Unknown(Exception):
+    """A root this evaluator cannot compute from the ids and arguments."""
+
+
+def roots_of(kernel: func.FuncOp) -> tuple[list[SSAValue], list[SSAValue]] | None:
+    """(roots, addresses) of `kernel` (see the module docstring), or None when it has a
+    construct the plan does not cover."""
+    roots: list[SSAValue] = []
+    addresses: list[SSAValue] = []
+    for op in walk(kernel.body.block.ops):
+        if op.regions and not isinstance(op, _STRUCTURE):
+            return None  # scf.while and anything new: not covered
+        if isinstance(op, pto.PrintfOp):
+            return None
+        if isinstance(op, scf.IfOp):
+            roots.append(op.cond)
+        elif isinstance(op, scf.ForOp):
+            roots.extend((op.lb, op.ub, op.step))
+        elif isinstance(op, pto.AddPtrOp) and op.result.type.space == "local":
+            roots.append(op.offset)
+        for access in memory_accesses(op):
+            addresses.append(op.operands[access.operand])
+    return roots, addresses
+
+
+def plan_block_classes(executable: Any, grid: tuple[int, int, int],
+                       block: tuple[int, int, int], args: Sequence[Any]
+                       ) -> list[tuple[int, list[int]]] | None:
+    """[(representative block, member blocks)] in order of first block, or None when the
+    classes cannot be proven (trace every block instead)."""
+    n_blocks = grid[0] * grid[1] * grid[2]
+    if n_blocks < 2 or executable.schedule is not None:
+        return None
+    kernel = executable.func
+    found = roots_of(kernel)
+    if found is None:
+        return None
+    roots, addresses = found
+    data = values_depending_on(kernel, "data")
+    if any(v in data for v in roots) or any(v in data for v in addresses):
+        return None
+    by_block = values_depending_on(kernel, "block")
+    varying = list(dict.fromkeys(v for v in roots if v in by_block))
+    if not varying:
+        return [(0, list(range(n_blocks)))]
+    try:
+        labels = _class_labels(kernel, varying, grid, block, args)
+    except _Unknown:
+        return None
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    if len(first) * 2 > n_blocks:
+        return None  # nothing to gain over tracing every block
+    order = np.argsort(first)
+    members = [np.flatnonzero(inverse == k).tolist() for k in order]
+    return [(int(first[k]), blocks) for k, blocks in zip(order, members)]
+
+
+def _class_labels(kernel: func.FuncOp, roots: list[SSAValue], grid: tuple[int, int, int],
+                  block: tuple[int, int, int], args: Sequence[Any]) -> np.ndarray:
+    """A label per block: equal labels iff every root has equal values over the lanes."""
+    n_blocks = grid[0] * grid[1] * grid[2]
+    lanes = block[0] * block[1] * block[2]
+    per_chunk = max(1, _CHUNK_LANES // lanes)
+    keys: dict[bytes, int] = {}
+    labels = np.empty(n_blocks, dtype=np.int64)
+    for first in range(0, n_blocks, per_chunk):
+        ids = np.arange(first, min(n_blocks, first + per_chunk), dtype=np.int64)
+        ev = _Evaluator(kernel, grid, block, ids, args)
+        columns = [np.broadcast_to(ev.value(r), (len(ids), lanes)) for r in roots]
+        rows = np.ascontiguousarray(np.concatenate(columns, axis=1))
+        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        local = np.array([keys.setdefault(u.tobytes(), len(keys)) for u in unique])
+        labels[ids] = local[np.asarray(inverse).reshape(-1)]
+    return labels
+
+
+class _Evaluator:
+    """Integer values of a kernel over (blocks x lanes), from ids, constants and arguments."""
+
+    def __init__(self, kernel: func.FuncOp, grid: tuple[int, int, int],
+                 block: tuple[int, int, int], block_ids: np.ndarray, args: Sequence[Any]):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.args = args
+        self.memo: dict[SSAValue, np.ndarray] = {}
+        linear_block = block_ids.reshape(-1, 1)
+        gx, gy, _ = grid
+        self.block_id = (linear_block % gx, (linear_block // gx) % gy, linear_block // (gx * gy))
+        lane = np.arange(block[0] * block[1] * block[2], dtype=np.int64).reshape(1, -1)
+        bx, by, _ = block
+        self.local_id = (lane % bx, (lane // bx) % by, lane // (bx * by))
+        self.lane = lane
+
+    def value(self, v: SSAValue) -> np.ndarray:
+        found = self.memo.get(v)
+        if found is None:
+            found = self.memo[v] = self._compute(v)
+        return found
+
+    def _compute(self, v: SSAValue) -> np.ndarray:
+        t = v.type
+        width = t.width.data if isinstance(t, IntegerType) else 64 if isinstance(t, IndexType) \
+            else None
+        if width is None:
+            raise _Unknown(v)
+        if isinstance(v, BlockArgument):
+            if v.block.parent_op() is self.kernel:
+                arg = self.args[v.index]
+                if isinstance(arg, bool | int | np.integer):
+                    return _wrap(np.asarray(int(arg), dtype=np.int64), width)
+            raise _Unknown(v)  # a loop counter or carried value
+        assert isinstance(v, OpResult)
+        op = v.op
+        return _wrap(np.asarray(self._op(op, width)), width)
+
+    def _op(self, op: Operation, width: int) -> np.ndarray:
+        warp = pto.WARP_SIZE
+        match op:
+            case arith.ConstantOp() if isinstance(op.value, IntegerAttr):
+                return np.asarray(int(op.value.value.data), dtype=np.int64)
+            case pto.GetLocalIdOp():
+                return self.local_id[op.dim_index]
+            case pto.GetBlockIdOp():
+                return self.block_id[op.dim_index]
+            case pto.GetGlobalIdOp():
+                d = op.dim_index
+                return self.block_id[d] * self.block[d] + self.local_id[d]
+            case pto.GetBlockDimOp():
+                return np.asarray(self.block[op.dim_index], dtype=np.int64)
+            case pto.GetGridDimOp():
+                return np.asarray(self.grid[op.dim_index], dtype=np.int64)
+            case pto.GetWarpIdOp():
+                return self.lane // warp
+            case pto.GetLaneIdOp():
+                return self.lane % warp
+            case arith.CmpiOp():
+                a, b = (self.value(o) for o in op.operands)
+                in_width = _width_of(op.operands[0])
+                out = _compare(op.predicate.value.data, a, b, in_width)
+                if out is None:
+                    raise _Unknown(op)
+                return out.astype(np.int64)
+            case arith.SelectOp():
+                c, a, b = (self.value(o) for o in op.operands)
+                return np.where(c != 0, a, b)
+            case arith.ExtUIOp():
+                a = self.value(op.operands[0])
+                in_width = _width_of(op.operands[0])
+                return a & ((1 << in_width) - 1) if in_width < 64 else a
+        if isinstance(op, _CASTS):
+            return self.value(op.operands[0])
+        if len(op.operands) == 2 and len(op.results) == 1:
+            a, b = (self.value(o) for o in op.operands)
+            out = _binary(op, a, b, _width_of(op.operands[0]))
+            if out is not None:
+                return out
+        raise _Unknown(op)
+
+
+def _width_of(v: SSAValue) -> int:
+    t = v.type
+    return t.width.data if isinstance(t, IntegerType) else 64

@@ -10,6 +10,7 @@ is costed by `pypto.backend.cost_model` — through `run_and_cost`, the entry po
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ def model_pipeline(model: str, target: Target, block: tuple[int, int, int] | Non
     return f"{text},{lowering}" if text.strip() else lowering
 
 
+@functools.lru_cache(maxsize=64)
 def lowers_to_npu(text: str) -> bool:
     """Does the pipeline `text` lower to the npu level itself (`convert-pto-to-npu`)?"""
     from pypto.passes import parse_pipeline
@@ -68,9 +70,18 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     params = ModelParams.of(resolved, model)
     grid3 = normalize_dims(grid, "grid")
     block3 = normalize_dims(block, "block")
+    base = DEFAULT_PIPELINE if pipeline is None else pipeline
     text = model_pipeline(model, resolved, block3, pipeline)
     compiled = compile(kernel, args=args, block=block3, pipeline=text, target=resolved)
+
+    def pto_level() -> Any:
+        """The kernel before the lowering added here: the same results (the interpreter's
+        guarantee across levels), and a faster plain run for the untraced launch."""
+        return compile(kernel, args=args, block=block3, pipeline=base,
+                       target=resolved).executable
+
     from pypto.runtime import sync
 
     sync()  # earlier launches on the tensors complete first, as under a device profiler
-    return run_and_cost(compiled.executable, grid3, block3, tuple(args), params)
+    return run_and_cost(compiled.executable, grid3, block3, tuple(args), params,
+                        launch=pto_level if text != base else None)

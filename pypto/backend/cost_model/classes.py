@@ -33,14 +33,18 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, IndexType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
+from pypto.analysis.cache import cached
 from pypto.analysis.lane_values import _binary, _compare, _wrap
 from pypto.analysis.uniformity import values_depending_on, walk
+from pypto.backend.cost_model.facts import tensor_of
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
 
 _STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.FuncOp, func.ReturnOp, pto.PipelineOp,
               pto.StageOp, pto.YieldOp)
 _CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
+_WRAPPING = frozenset({"arith.trunci", "arith.index_cast"})
+"""Ops whose result may leave the range of its type (binary ops compute in their own type)."""
 _CHUNK_LANES = 1 << 22
 """Lanes evaluated at once: (blocks x lanes) int64 arrays stay below 32 MiB per root."""
 
@@ -70,6 +74,33 @@ def roots_of(kernel: func.FuncOp) -> tuple[list[SSAValue], list[SSAValue]] | Non
     return roots, addresses
 
 
+def tensors_to_copy(kernel: func.FuncOp) -> frozenset[int] | None:
+    """Parameters whose tensors a second execution of a block would see changed: written and
+    also read (in place), or updated by atomics. The traced side run of the representatives
+    gets copies of those; others it may write again with the values the launch writes. None:
+    a write whose tensor cannot be told (copy every tensor)."""
+    return cached(kernel, "block_classes.tensors_to_copy", lambda: _tensors_to_copy(kernel))
+
+
+def _tensors_to_copy(kernel: func.FuncOp) -> frozenset[int] | None:
+    read: set[int] = set()
+    written: set[int] = set()
+    for op in walk(kernel.body.block.ops):
+        for access in memory_accesses(op):
+            if access.space != "global":
+                continue
+            tensor = tensor_of(op.operands[access.operand])
+            if tensor is None:
+                if access.kind == "write":
+                    return None
+                continue
+            (written if access.kind == "write" else read).add(tensor)
+            if isinstance(op, pto.AtomicAddOp):
+                read.add(tensor)
+                written.add(tensor)
+    return frozenset(read & written)
+
+
 def plan_block_classes(executable: Any, grid: tuple[int, int, int],
                        block: tuple[int, int, int], args: Sequence[Any]
                        ) -> list[tuple[int, list[int]]] | None:
@@ -79,6 +110,14 @@ def plan_block_classes(executable: Any, grid: tuple[int, int, int],
     if n_blocks < 2 or executable.schedule is not None:
         return None
     kernel = executable.func
+    ints = tuple(int(a) if isinstance(a, bool | int | np.integer) else None for a in args)
+    return cached(kernel, ("block_classes.plan", grid, block, ints),
+                  lambda: _plan(kernel, grid, block, args))
+
+
+def _proof(kernel: func.FuncOp) -> list[SSAValue] | None:
+    """The roots that differ between blocks (to evaluate per block), or None when the kernel
+    is not covered or its control flow or addresses depend on loaded data."""
     found = roots_of(kernel)
     if found is None:
         return None
@@ -87,7 +126,15 @@ def plan_block_classes(executable: Any, grid: tuple[int, int, int],
     if any(v in data for v in roots) or any(v in data for v in addresses):
         return None
     by_block = values_depending_on(kernel, "block")
-    varying = list(dict.fromkeys(v for v in roots if v in by_block))
+    return list(dict.fromkeys(v for v in roots if v in by_block))
+
+
+def _plan(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, int, int],
+          args: Sequence[Any]) -> list[tuple[int, list[int]]] | None:
+    n_blocks = grid[0] * grid[1] * grid[2]
+    varying = cached(kernel, "block_classes.proof", lambda: _proof(kernel))
+    if varying is None:
+        return None
     if not varying:
         return [(0, list(range(n_blocks)))]
     try:
@@ -114,10 +161,18 @@ def _class_labels(kernel: func.FuncOp, roots: list[SSAValue], grid: tuple[int, i
         ids = np.arange(first, min(n_blocks, first + per_chunk), dtype=np.int64)
         ev = _Evaluator(kernel, grid, block, ids, args)
         columns = [np.broadcast_to(ev.value(r), (len(ids), lanes)) for r in roots]
-        rows = np.ascontiguousarray(np.concatenate(columns, axis=1))
-        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
-        local = np.array([keys.setdefault(u.tobytes(), len(keys)) for u in unique])
-        labels[ids] = local[np.asarray(inverse).reshape(-1)]
+        rows = columns[0] if len(columns) == 1 else np.concatenate(
+            [np.asarray(c, dtype=np.int64) for c in columns], axis=1)
+        rows = np.ascontiguousarray(rows)
+        # blocks equal to their predecessor (the common run of interior blocks) first, then a
+        # dict over the distinct rows' bytes
+        same = np.zeros(len(ids), dtype=bool)
+        same[1:] = (rows[1:] == rows[:-1]).all(axis=1)
+        label = -1
+        for j in range(len(ids)):
+            if not same[j]:
+                label = keys.setdefault(rows[j].tobytes(), len(keys))
+            labels[ids[j]] = label
     return labels
 
 
@@ -158,8 +213,10 @@ class _Evaluator:
                     return _wrap(np.asarray(int(arg), dtype=np.int64), width)
             raise _Unknown(v)  # a loop counter or carried value
         assert isinstance(v, OpResult)
-        op = v.op
-        return _wrap(np.asarray(self._op(op, width)), width)
+        out = np.asarray(self._op(v.op, width))
+        if width == 1:
+            return out.astype(np.bool_)  # conditions: 1 byte a lane in the class keys
+        return _wrap(out, width) if v.op.name in _WRAPPING else out
 
     def _op(self, op: Operation, width: int) -> np.ndarray:
         warp = pto.WARP_SIZE
@@ -187,7 +244,7 @@ class _Evaluator:
                 out = _compare(op.predicate.value.data, a, b, in_width)
                 if out is None:
                     raise _Unknown(op)
-                return out.astype(np.int64)
+                return out
             case arith.SelectOp():
                 c, a, b = (self.value(o) for o in op.operands)
                 return np.where(c != 0, a, b)
@@ -195,6 +252,8 @@ class _Evaluator:
                 a = self.value(op.operands[0])
                 in_width = _width_of(op.operands[0])
                 return a & ((1 << in_width) - 1) if in_width < 64 else a
+        if isinstance(op, arith.ExtSIOp) and _width_of(op.operands[0]) == 1:
+            return np.where(self.value(op.operands[0]), -1, 0)  # i1 true is -1 signed
         if isinstance(op, _CASTS):
             return self.value(op.operands[0])
         if len(op.operands) == 2 and len(op.results) == 1:

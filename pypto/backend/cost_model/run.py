@@ -15,7 +15,7 @@ runs traced and the trace groups them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,12 +66,12 @@ def _tensor_data(arg: Any) -> np.ndarray | None:
     return data if isinstance(data, np.ndarray) else None
 
 
-def scratch_args(args: Sequence[Any]) -> list[Any]:
-    """The launch arguments with every tensor replaced by a copy: a run on them leaves the
-    user's tensors alone."""
+def scratch_args(args: Sequence[Any], only: set[int] | None = None) -> list[Any]:
+    """The launch arguments with every tensor (or the tensors of the parameters in `only`)
+    replaced by a copy: a run on them leaves the user's tensors alone."""
     out = []
-    for a in args:
-        data = _tensor_data(a)
+    for i, a in enumerate(args):
+        data = _tensor_data(a) if only is None or i in only else None
         out.append(a if data is None else _Scratch(data))
     return out
 
@@ -90,14 +90,18 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
                  args: Sequence[Any], params: ModelParams, *,
                  instruments: Sequence[Instrument] = (), blocks: Sequence[int] | None = None,
                  tensor_bytes: dict[int, int] | None = None,
-                 by_class: bool = True, partial: bool = False) -> Profile:
+                 by_class: bool = True, partial: bool = False,
+                 launch: Callable[[], Any] | None = None) -> Profile:
     """Run `executable` on `grid` x `block` with `args` and cost what ran.
 
     `blocks`: run only these linear block ids (the debugger's focus; the profile then holds
     those blocks). `instruments`: more instruments to chain after the trace (the debugger's
     lane log); they see every traced op. `by_class=False` traces every block even when block
     classes could be proven (the reference the block-class profile is tested against).
-    Raises what the kernel raises (`KernelError`)."""
+    Raises what the kernel raises (`KernelError`), unless `partial`: then what ran before the
+    failure is costed (the debugger's timeline of a failing kernel). `launch`: gives an
+    executable with the same results to run the untraced launch with when block classes are
+    proven (the kernel before its lowering to the npu level, whose plain run is faster)."""
     trace = Trace()
     sizes = tensor_sizes(args) if tensor_bytes is None else tensor_bytes
     plan = None
@@ -107,9 +111,14 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
         plan = plan_block_classes(executable, grid, block, args)
     if plan is not None:
         # the launch itself, untraced (outputs written, fast paths on), then one block per
-        # class traced on copies of the tensors (the launch's outputs stay those of one run)
-        side = scratch_args(args)
-        executable.run(grid, block, args)
+        # class traced; the representatives write again only what the launch wrote (tensors
+        # they would read back or update atomically are copies)
+        from pypto.backend.cost_model.classes import tensors_to_copy
+
+        data = [id(d) for d in map(_tensor_data, args) if d is not None]
+        copy = tensors_to_copy(executable.func) if len(set(data)) == len(data) else None
+        side = scratch_args(args, copy)  # (a tensor passed twice: copies of all)
+        (executable if launch is None else launch()).run(grid, block, args)
         executable.run(grid, block, side, instrument=trace, blocks=[rep for rep, _ in plan])
         classes = [(members, trace.block_events(rep)) for rep, members in plan]
     else:

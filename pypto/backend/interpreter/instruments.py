@@ -289,6 +289,7 @@ class Trace(Instrument):
     def __init__(self) -> None:
         self._logs: dict[tuple[int, int], _VectorLog] = {}
         self._pending_waits: list[int] = []
+        self._l1_pointers: frozenset[int] = frozenset()  # op ids of pto.addptr into L1
         self.grid: tuple[int, int, int] = (1, 1, 1)
         self.block: tuple[int, int, int] = (1, 1, 1)
 
@@ -297,6 +298,9 @@ class Trace(Instrument):
         self.table = table
         self.grid = grid
         self.block = block
+        self._l1_pointers = frozenset(info.id for info in table
+                                      if isinstance(info.op, pto.AddPtrOp)
+                                      and info.op.result.type.space == "local")
 
     @property
     def num_blocks(self) -> int:
@@ -332,7 +336,7 @@ class Trace(Instrument):
             self._pending_waits = []
         else:
             log.records.append((op_id, lanes, warp, None, "exec"))
-            if isinstance(op, pto.AddPtrOp) and op.result.type.space == "local":
+            if op_id in self._l1_pointers:
                 offset = _uniform_offset(value)
                 if offset is not None:
                     log.records.append((op_id, 1, warp, offset, "offset"))

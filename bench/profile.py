@@ -26,7 +26,7 @@ import pypto as pto
 from timing import best_of  # noqa: E402
 from pypto.backend.cost_model import ModelParams, build_profile  # noqa: E402
 from pypto.backend.cost_model.run import run_and_cost  # noqa: E402
-from pypto.backend.interpreter.instruments import Trace  # noqa: E402
+from pypto.backend.cost_model.trace import CostTrace  # noqa: E402
 from pypto.backend.targets import default_target  # noqa: E402
 from pypto.profiling import model_pipeline  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
@@ -59,7 +59,7 @@ def bench_vector_add(n: int, repeat: int) -> float:
     t_launch = best_of(launch, repeat)
     t_np = best_of(lambda: a + b, repeat)
     # the model's own share: block classes, simulation and the launch over the cores
-    trace = Trace()
+    trace = CostTrace()
     exe.run((grid, 1, 1), (block, 1, 1), args, instrument=trace)
     t_model = best_of(lambda: build_profile("vector_add", (grid, 1, 1), (block, 1, 1), params,
                                             trace.table, trace.block_classes()), repeat)

@@ -38,13 +38,16 @@ from pypto.analysis.lane_values import _binary, _compare, _wrap
 from pypto.analysis.uniformity import values_depending_on, walk
 from pypto.backend.cost_model.facts import tensor_of
 from pypto.dialects import pto
-from pypto.dialects.traits import memory_accesses
+from pypto.dialects.traits import is_block_collective, memory_accesses
 
 _STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.FuncOp, func.ReturnOp, pto.PipelineOp,
               pto.StageOp, pto.YieldOp)
 _CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
 _WRAPPING = frozenset({"arith.trunci", "arith.index_cast"})
 """Ops whose result may leave the range of its type (binary ops compute in their own type)."""
+_ALIGNMENT = 4096
+"""Bytes modulo which an access pattern's start counts: any power-of-two memory geometry up to
+4 KiB (sectors, L1 banks x bank width) sees the same pattern in blocks whose starts agree."""
 _CHUNK_LANES = 1 << 22
 """Lanes evaluated at once: (blocks x lanes) int64 arrays stay below 32 MiB per root."""
 
@@ -55,7 +58,9 @@ class _Unknown(Exception):
 
 def roots_of(kernel: func.FuncOp) -> tuple[list[SSAValue], list[SSAValue]] | None:
     """(roots, addresses) of `kernel` (see the module docstring), or None when it has a
-    construct the plan does not cover."""
+    construct the plan does not cover. The roots include the addresses of lane accesses: what
+    a trace may record of them (sectors touched, banks, lanes on one address) depends on their
+    pattern over the lanes and their alignment, which `_class_labels` keys on."""
     roots: list[SSAValue] = []
     addresses: list[SSAValue] = []
     for op in walk(kernel.body.block.ops):
@@ -70,7 +75,10 @@ def roots_of(kernel: func.FuncOp) -> tuple[list[SSAValue], list[SSAValue]] | Non
         elif isinstance(op, pto.AddPtrOp) and op.result.type.space == "local":
             roots.append(op.offset)
         for access in memory_accesses(op):
-            addresses.append(op.operands[access.operand])
+            address = op.operands[access.operand]
+            addresses.append(address)
+            if not is_block_collective(op):
+                roots.append(address)
     return roots, addresses
 
 
@@ -160,7 +168,7 @@ def _class_labels(kernel: func.FuncOp, roots: list[SSAValue], grid: tuple[int, i
     for first in range(0, n_blocks, per_chunk):
         ids = np.arange(first, min(n_blocks, first + per_chunk), dtype=np.int64)
         ev = _Evaluator(kernel, grid, block, ids, args)
-        columns = [np.broadcast_to(ev.value(r), (len(ids), lanes)) for r in roots]
+        columns = [np.broadcast_to(c, (len(ids), lanes)) for r in roots for c in ev.key(r)]
         rows = columns[0] if len(columns) == 1 else np.concatenate(
             [np.asarray(c, dtype=np.int64) for c in columns], axis=1)
         rows = np.ascontiguousarray(rows)
@@ -193,6 +201,35 @@ class _Evaluator:
         bx, by, _ = block
         self.local_id = (lane % bx, (lane // bx) % by, lane // (bx * by))
         self.lane = lane
+
+    def key(self, v: SSAValue) -> list[np.ndarray]:
+        """What of root `v` decides a block's events: its values, or for an address the
+        element offsets relative to lane 0 and lane 0's byte alignment (modulo
+        `_ALIGNMENT`), so that blocks reading shifted copies of one pattern share a class."""
+        if not isinstance(v.type, pto.PtrType | pto.L1BufferType):
+            return [self.value(v)]
+        offset = self.offset(v)
+        if offset.ndim < 2 or offset.shape[1] == 1:
+            first = offset
+        else:
+            first = offset[:, :1]
+        elem = _elem_bytes(v)
+        return [offset - first, (first * elem) % _ALIGNMENT]
+
+    def offset(self, ptr: SSAValue) -> np.ndarray:
+        """Elements from the base (a parameter or an L1 buffer) to `ptr`, per block and lane."""
+        total: np.ndarray = np.asarray(0, dtype=np.int64)
+        for _ in range(64):
+            owner = ptr.owner
+            if isinstance(owner, pto.AddPtrOp):
+                total = total + self.value(owner.offset)
+                ptr = owner.ptr
+                continue
+            if isinstance(owner, pto.AllocLocalOp) or (
+                    isinstance(ptr, BlockArgument) and ptr.block.parent_op() is self.kernel):
+                return total
+            break
+        raise _Unknown(ptr)
 
     def value(self, v: SSAValue) -> np.ndarray:
         found = self.memo.get(v)
@@ -262,6 +299,15 @@ class _Evaluator:
             if out is not None:
                 return out
         raise _Unknown(op)
+
+
+def _elem_bytes(ptr: SSAValue) -> int:
+    from pypto import dtypes
+
+    try:
+        return int(dtypes.np_dtype_of(pto.element_type_of(ptr.type)).itemsize)
+    except Exception:  # noqa: BLE001 - an opaque element type
+        return 4
 
 
 def _width_of(v: SSAValue) -> int:

@@ -22,7 +22,8 @@ import numpy as np
 
 from pypto.backend.cost_model.params import ModelParams
 from pypto.backend.cost_model.profile import Profile, build_profile
-from pypto.backend.interpreter.instruments import Chain, Instrument, Trace
+from pypto.backend.cost_model.trace import CostTrace
+from pypto.backend.interpreter.instruments import Chain, Instrument
 from pypto.backend.targets import Target, default_target
 from pypto.errors import KernelError
 
@@ -102,7 +103,7 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
     failure is costed (the debugger's timeline of a failing kernel). `launch`: gives an
     executable with the same results to run the untraced launch with when block classes are
     proven (the kernel before its lowering to the npu level, whose plain run is faster)."""
-    trace = Trace()
+    trace = CostTrace()
     sizes = tensor_sizes(args) if tensor_bytes is None else tensor_bytes
     plan = None
     if blocks is None and by_class and not instruments:
@@ -120,7 +121,12 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
         side = scratch_args(args, copy)  # (a tensor passed twice: copies of all)
         (executable if launch is None else launch()).run(grid, block, args)
         executable.run(grid, block, side, instrument=trace, blocks=[rep for rep, _ in plan])
-        classes = [(members, trace.block_events(rep)) for rep, members in plan]
+        # classes the plan kept apart (e.g. by an access's alignment) that ran alike: one
+        merged: dict[tuple[Any, ...], list[int]] = {}
+        for rep, members in plan:
+            merged.setdefault(tuple(trace.block_events(rep)), []).extend(members)
+        classes = sorted(((sorted(members), list(events)) for events, members in merged.items()),
+                         key=lambda c: c[0][0])
     else:
         instrument: Instrument = Chain(trace, *instruments) if instruments else trace
         try:

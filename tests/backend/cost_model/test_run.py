@@ -4,6 +4,7 @@ profile and outputs as tracing every block."""
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def test_debugger_timeline_is_the_profiles_cycle_for_cycle_on_the_pipelined_matm
     _, _, args = matmul_args()
     prof = pto.profile(matmul_tile, grid=GRID, block=64, args=args, model=model)
     ctx = dbg.debug_kernel(matmul_tile, args=args, grid=GRID, block=64, model=model,
-                           block_id=block_id, out=open("/dev/null", "w"))
+                           block_id=block_id, out=io.StringIO())
     timeline = ctx.get_instruction_timeline(every_op=True)
     ctx.close()
     schedule = prof.launch.class_of(block_id).schedule

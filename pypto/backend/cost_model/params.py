@@ -83,6 +83,11 @@ class ModelParams:
             vector_cycles_per_repeat=int(number("vector_cycles_per_repeat", 1)),
         )
 
+    @property
+    def vector_bytes_per_cycle(self) -> float:
+        """The Vector unit's peak: a repeat's bytes over its cycles."""
+        return self.vector_repeat_bytes / self.vector_cycles_per_repeat
+
     def latency_of(self, kind: str, pipe: str) -> int:
         return self.latency.get(kind, self.default_latency.get(pipe, 1))
 

@@ -375,13 +375,13 @@ def users(add: Callable[..., None], big: int, mid: int, side: int, mm: int) -> N
         lambda d: (mid, 0.5), lambda d: ku.mixed_ref(d["x16"], d["y"], 0.5),
         lambda o, d: (eq(o["y"], ku.mixed_ref(d["x16"], d["y"], 0.5)[0]),
                       eq(o["z16"], ku.mixed_ref(d["x16"], d["y"], 0.5)[1])))
-    rows, blk = side, 128
+    rows, blk = side, min(128, side)
     for name, kern in (("gemv block/row A+(row*ncols+c)", ku.gemv_block_row),
                        ("gemv block/row A+row*ncols+c", ku.gemv_block_row_tuned)):
         add(name, f"{rows}x{side}", kern, rows, blk,
             lambda r: {"A": f32(r, rows, side), "x": f32(r, side),
                        "y": np.zeros(rows, np.float32)},
-            lambda d: (side, blk, 7), lambda d: d["A"] @ d["x"],
+            lambda d: (side, blk, blk.bit_length() - 1), lambda d: d["A"] @ d["x"],
             lambda o, d: eq(o["y"], ku.gemv_block_ref(d["A"], d["x"], blk)))
     lrows, lcols = side * 4, 64
     add("gemv lane/row (naive)", f"{lrows}x{lcols}", ku.gemv_lane_row, lrows // 256, 256,

@@ -34,6 +34,8 @@ from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable, location_of
 from pypto.backend.interpreter import lanes, windows
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -159,6 +161,10 @@ class _Analysis:
     ymul: dict[SSAValue, SSAValue] = field(default_factory=dict)
     plane: dict[SSAValue, SSAValue] = field(default_factory=dict)
     plane_ptr: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
+    # the access planner (plan.py): loads / stores through affine addresses (op -> plan), and
+    # the pure address arithmetic nothing else needs (not emitted)
+    planned: dict[Operation, AccessPlan] = field(default_factory=dict)
+    dead: set[Operation] = field(default_factory=set)
 
 
 class KernelCodegen(NpuEmitters):
@@ -260,9 +266,15 @@ class KernelCodegen(NpuEmitters):
                     if loads is not None:
                         an.row_ops[op] = loads
                         an.fused.update((op.value.owner, *loads))
+        if FAST_PATHS.on:
+            self._plan(ops)
         # which affine values must also exist as arrays?
         for op in _walk(ops):
+            if op in an.dead:
+                continue
             for index, operand in enumerate(op.operands):
+                if op in an.planned and index == _ptr_index(op):
+                    continue
                 if operand in an.rows:
                     if not (isinstance(op, pto.LoadOp) and index == 0 or
                             isinstance(op, pto.StoreOp) and index == 1 or
@@ -275,6 +287,31 @@ class KernelCodegen(NpuEmitters):
                         (operand in an.local or not self.in_window(op)):
                     continue
                 an.needs_array.add(operand)
+
+    def _plan(self, ops: Iterable[Operation]) -> None:
+        """The access planner (plan.py): loads and stores whose address no structured path
+        above takes but which is affine in the lane symbols become planned accesses; the pure
+        arithmetic only they used is left out (kept in the instrumented variant, whose hooks
+        report every value)."""
+        an = self.an
+        planner = Planner(lambda v: v in an.uniform, self.name, self.mode in (GRID, BATCH))
+        structured = (an.affine, an.rows, an.plane_ptr)
+        walked = list(_walk(ops))
+        for op in walked:
+            if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
+                continue
+            if isinstance(op, pto.StoreOp) and op.value.owner in an.fused:
+                continue
+            ptr = op.operands[_ptr_index(op)]
+            if any(ptr in k for k in structured):
+                continue
+            plan = planner.plan(ptr)
+            if plan is not None:
+                an.planned[op] = plan
+        if an.planned and not self.instrumented:
+            leaves = {planner.leaf_values[n] for p in an.planned.values() for n in p.leaves()
+                      if n in planner.leaf_values}
+            an.dead = dead_ops(walked, an.planned, _ptr_index, leaves)
 
     def _analyse_plane(self, ops: Iterable[Operation]) -> None:
         """Find the row-major 2-D addresses `p + (gy * u + gx) + v` of a 2-D grid-mode kernel
@@ -389,9 +426,13 @@ class KernelCodegen(NpuEmitters):
                     inside.update(b.args)
         used: dict[SSAValue, None] = {}
         for inner in ops:
-            for v in inner.operands:
+            if inner in an.dead:
+                continue
+            for index, v in enumerate(inner.operands):
                 if v in inside or v in an.uniform:
                     continue
+                if inner in an.planned and index == _ptr_index(inner):
+                    continue  # the planned access computes its address from ids
                 if v in an.local and v not in an.needs_array:
                     continue  # used through its uniform base only
                 if v in an.rows and v not in an.needs_array:
@@ -493,8 +534,8 @@ class KernelCodegen(NpuEmitters):
         return False
 
     def dispatch(self, op: Operation) -> None:
-        if op in self.an.fused:
-            return  # computed by the store that follows (store_ramp_op)
+        if op in self.an.fused or op in self.an.dead:
+            return  # computed by the store that follows (store_ramp_op) / by a planned access
         if op.results and self.plane_op(op):
             return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
@@ -705,7 +746,12 @@ class KernelCodegen(NpuEmitters):
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
-        if p in self.an.plane_ptr:
+        if op in self.an.planned:
+            plan = self.an.planned[op]
+            view = "True" if _view_safe(op.results[0]) else "False"
+            self.emit(f"{res} = _ctx.load_plan({self.name(plan.root)}_b, {plan.source()}, _m, "
+                      f"{s}, {view})")
+        elif p in self.an.plane_ptr:
             u, pc = self.an.plane_ptr[p]
             self.emit(f"{res} = _ctx.load_plane({self.name(p)}_b, {self.name(u)}, {pc}, _m, {s})")
         elif p in self.an.rows:
@@ -763,6 +809,11 @@ class KernelCodegen(NpuEmitters):
         if op in self.an.row_ops:
             self.row_op(op)
             return
+        if op in self.an.planned:
+            plan = self.an.planned[op]
+            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, "
+                      f"{self.name(op.value)}, _m, {self.site(op)})")
+            return
         self._store(op.ptr, self.name(op.value), self.site(op), op.value)
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:
@@ -789,6 +840,11 @@ class KernelCodegen(NpuEmitters):
             value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
+        if op in self.an.planned:
+            plan = self.an.planned[op]
+            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, {value}, _m, "
+                      f"{s})")
+            return
         self._store(op.dst, value, s)
 
     def op_pto_barrier(self, op: pto.BarrierOp) -> None:
@@ -1061,6 +1117,11 @@ class KernelCodegen(NpuEmitters):
         dt = self.const(dtypes.np_dtype_of(op.results[0].type))
         self.emit(f"{self.name(op.results[0])} = _ctx.float_to_int({self.name(op.operands[0])}, "
                   f"{dt}, _m, {self.site(op)})")
+
+
+def _ptr_index(op: Operation) -> int:
+    """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
+    return 1 if isinstance(op, pto.StoreOp) else 0
 
 
 def _is_address(t: Attribute) -> bool:

@@ -22,6 +22,7 @@ from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
 from pypto.backend.interpreter.tiles import BlockMemory
+from pypto.backend.interpreter.views import PlannedAccess
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 Mask = Any  # None | False | np.ndarray[bool]
@@ -214,7 +215,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, BlockMemory, RaceChecker):
+class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),

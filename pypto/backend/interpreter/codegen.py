@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     FileLineColLoc,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
@@ -35,7 +36,7 @@ from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable, location_of
 from pypto.backend.interpreter import lanes, windows
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
-from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops
+from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, poly_expr
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -165,6 +166,10 @@ class _Analysis:
     # the pure address arithmetic nothing else needs (not emitted)
     planned: dict[Operation, AccessPlan] = field(default_factory=dict)
     dead: set[Operation] = field(default_factory=set)
+    # values normalised to `ramp + uniform` (plan.py ramp_base) though written another way
+    # (`b * bd + l`): op -> (uniform part, vector offset, block-local?)
+    promoted: dict[Operation, tuple[dict[tuple[str, ...], int], str, bool]] = \
+        field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters):
@@ -223,10 +228,22 @@ class KernelCodegen(NpuEmitters):
             if self.mode == BATCH and not self.instrumented else None
         if self.mode == GRID and not self.one_d and not self.instrumented:
             self._analyse_plane(ops)
+        self.planner = Planner(lambda v: v in an.uniform, self.name,
+                               self.mode in (GRID, BATCH))
+        promote = FAST_PATHS.on and self.one_d
         for op in _walk(ops):
             if isinstance(op, scf.IfOp) and self._windowable(op):
                 an.windowed.add(op)
             in_window = bool(an.windowed) and self.in_window(op)
+            if promote and isinstance(op, _PROMOTABLE) and op.results[0] not in an.affine \
+                    and op.results[0] not in an.uniform and not in_window:
+                ramp = self.planner.ramp_base(op.results[0], self.mode)
+                if ramp is not None:
+                    an.promoted[op] = ramp
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    if ramp[2]:
+                        an.local.add(op.results[0])
+                    continue
             if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
                 if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
                                           self.mode in (BLOCK, WARP)):
@@ -294,7 +311,7 @@ class KernelCodegen(NpuEmitters):
         arithmetic only they used is left out (kept in the instrumented variant, whose hooks
         report every value)."""
         an = self.an
-        planner = Planner(lambda v: v in an.uniform, self.name, self.mode in (GRID, BATCH))
+        planner = self.planner
         structured = (an.affine, an.rows, an.plane_ptr)
         walked = list(_walk(ops))
         for op in walked:
@@ -308,10 +325,14 @@ class KernelCodegen(NpuEmitters):
             plan = planner.plan(ptr)
             if plan is not None:
                 an.planned[op] = plan
-        if an.planned and not self.instrumented:
-            leaves = {planner.leaf_values[n] for p in an.planned.values() for n in p.leaves()
-                      if n in planner.leaf_values}
-            an.dead = dead_ops(walked, an.planned, _ptr_index, leaves)
+        if (an.planned or an.promoted) and not self.instrumented:
+            names = {n for p in an.planned.values() for n in p.leaves()}
+            names.update(leaf for rest, _, _ in an.promoted.values() for m in rest for leaf in m)
+            leaves = {planner.leaf_values[n] for n in names if n in planner.leaf_values}
+
+            def virtual(user: Operation, index: int) -> bool:
+                return user in an.planned and index == _ptr_index(user) or user in an.promoted
+            an.dead = dead_ops(walked, virtual, leaves)
 
     def _analyse_plane(self, ops: Iterable[Operation]) -> None:
         """Find the row-major 2-D addresses `p + (gy * u + gx) + v` of a 2-D grid-mode kernel
@@ -536,6 +557,11 @@ class KernelCodegen(NpuEmitters):
     def dispatch(self, op: Operation) -> None:
         if op in self.an.fused or op in self.an.dead:
             return  # computed by the store that follows (store_ramp_op) / by a planned access
+        if op in self.an.promoted:
+            rest, offset, _ = self.an.promoted[op]
+            width = _int_width(op.results[0].type)
+            self.define_affine(op.results[0], f"_wrap{width}({poly_expr(rest)} + {offset})")
+            return
         if op.results and self.plane_op(op):
             return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
@@ -1119,6 +1145,23 @@ class KernelCodegen(NpuEmitters):
                   f"{dt}, _m, {self.site(op)})")
 
 
+_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, pto.GetGlobalIdOp,
+               pto.GetLocalIdOp)
+"""Integer ops whose value the planner may recognise as `lane ramp + uniform`."""
+
+
+def _int_width(t: Attribute) -> int:
+    return t.width.data if isinstance(t, IntegerType) else 64
+
+
+def _wrap32(x: int) -> np.int32:
+    return np.int32((x + 2**31) % 2**32 - 2**31)
+
+
+def _wrap64(x: int) -> np.int64:
+    return np.int64((x + 2**63) % 2**64 - 2**63)
+
+
 def _ptr_index(op: Operation) -> int:
     """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
     return 1 if isinstance(op, pto.StoreOp) else 0
@@ -1208,6 +1251,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_window": windows.window,
         "_ramp_cmp": lanes.ramp_compare,
         "_F64": np.dtype(np.float64),
+        "_wrap32": _wrap32,
+        "_wrap64": _wrap64,
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})
     namespace.update(gen.constants)

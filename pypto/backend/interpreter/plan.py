@@ -196,6 +196,9 @@ class Planner:
         op = v.owner
         if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
             return _const(op.value.value.data)
+        if isinstance(op, pto.GetBlockDimOp | pto.GetGridDimOp):  # launch constants
+            kind = "block" if isinstance(op, pto.GetBlockDimOp) else "grid"
+            return Form.make({(f"_ctx.{kind}[{op.dim_index}]",): 1}, {})
         if self.uniform(v):
             name = self.name(v)
             self.leaf_values[name] = v
@@ -262,12 +265,39 @@ class Planner:
         self.pointers[p] = out
         return out
 
+    def ramp_base(self, v: SSAValue, mode: str) -> tuple[Poly, str, bool] | None:
+        """For a value equal to `lane ramp + uniform` in a 1-D launch (a global id however it
+        is written, `b * bd + l + u`; in block and warp modes, and block-locally in batch
+        mode, `l + u`): (the uniform part, the vector's offset it adds, block-local?);
+        codegen then treats it as its lane-affine values (slices, `ramp_compare`)."""
+        f = self.form(v)
+        if f is None or f.uniform:
+            return None
+        coef = f.coef_polys
+        local = coef == {"l0": {(): 1}}
+        global_ = coef == {"l0": {(): 1}, "b0": {("_ctx.block[0]",): 1}}
+        if mode in ("block", "warp") and local:
+            return f.rest_poly, "_ctx.local_base", False
+        if mode in ("grid", "batch") and global_:
+            return f.rest_poly, "_ctx.first_lane", False
+        if mode == "batch" and local:
+            return f.rest_poly, "0", True
+        return None
+
     def plan(self, p: SSAValue) -> AccessPlan | None:
         """The planned access through pointer `p`, if it has one worth planning (some part
         varies across lanes)."""
         ptr = self.pointer(p)
-        if ptr is None or all(f.uniform for f, _ in ptr[1]):
+        if ptr is None:
             return None
+        if all(f.uniform for f, _ in ptr[1]):
+            # one address for every lane: a scalar access, except in L1 when the vector
+            # holds several blocks (a broadcast of each block's element)
+            t = ptr[0].type
+            local = isinstance(t, pto.L1BufferType) or \
+                isinstance(t, pto.PtrType) and t.space == "local"
+            if not (self.block_ids_vary and local):
+                return None
         return AccessPlan(ptr[0], ptr[1])
 
 
@@ -285,11 +315,11 @@ PURE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, arith.ConstantOp
 """Ops that compute addresses and cannot fail: left out when only planned accesses use them."""
 
 
-def dead_ops(ops: Iterable[Operation], planned: dict[Operation, AccessPlan],
-             ptr_index: Callable[[Operation], int], leaf_values: set[SSAValue]) -> set[Operation]:
-    """Pure ops whose results nothing needs once the planned accesses compute their addresses
-    from the forms: used only as the pointer of planned accesses or by other such ops, and not
-    a leaf (a uniform value a plan's coefficients read)."""
+def dead_ops(ops: Iterable[Operation], virtual: Callable[[Operation, int], bool],
+             leaf_values: set[SSAValue]) -> set[Operation]:
+    """Pure ops whose results nothing needs once the planned accesses and promoted values
+    compute themselves from their forms: used only by such *virtual* uses (`virtual(user,
+    operand index)`) or by other dead ops, and not a leaf (a uniform value a form reads)."""
     walked = list(ops)
     dead: set[Operation] = set()
     changed = True
@@ -307,7 +337,7 @@ def dead_ops(ops: Iterable[Operation], planned: dict[Operation, AccessPlan],
                     user = use.operation
                     if user in dead:
                         continue
-                    if user in planned and use.index == ptr_index(user):
+                    if virtual(user, use.index):
                         continue
                     needed = True
                     break

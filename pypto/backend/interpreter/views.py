@@ -34,6 +34,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.geometry import geometry
+from pypto.backend.interpreter.races import pattern_summary
 
 Mask = Any
 
@@ -193,6 +195,56 @@ class PlannedAccess:
                 idx += (np.arange(n, dtype=np.int64) * s).reshape(sh)
         return idx.reshape(-1)
 
+    def _check(self, buf: Buffer, base: int, shape: list[int], strides: list[int],
+               mask: Mask, site: int, write: bool, idx: np.ndarray | None = None) -> None:
+        """The race, in-flight and uninitialised-L1 checks of a planned access: per pattern in
+        bulk (RaceChecker.race_pattern) when every block of the vector touches the same
+        elements of its copy with every lane, else on the active lanes' element indices."""
+        if mask is None and idx is None and buf.stride and buf.shadow is not None and \
+                buf.init is None and not self.inflight:
+            box = self.plan_box()
+            key = ("race_pattern", id(box), base, tuple(shape), tuple(strides), buf.stride)
+            known = self._ids.get(key)  # per vector: box and ids are the vector's
+            if known is None:
+                known = self._ids[key] = self._pattern(buf, base, shape, strides)
+            if known is not False and \
+                    self.race_pattern(buf, known, site, write):  # type: ignore[attr-defined]
+                return
+        if idx is None:
+            idx = self._indices(base, shape, strides)
+        active = idx if mask is None else idx[mask]
+        if write:
+            self.check_write(buf, active, mask, site)  # type: ignore[attr-defined]
+        else:
+            self.check_read(buf, active, mask, site)  # type: ignore[attr-defined]
+
+    def _pattern(self, buf: Buffer, base: int, shape: list[int],
+                 strides: list[int]) -> tuple[np.ndarray, ...] | bool:
+        """(element of its block's copy, block-local lane id) per lane of one block and their
+        summary (races.pattern_summary), when every block of the box touches the same elements
+        (no block-id term in the address); else False."""
+        box = self.plan_box()
+        assert box is not None
+        axes, _, l0 = box
+        bx, by, _ = self.block
+        lin_step = (1, bx, bx * by)
+        l_shape, l_strides, l_steps = [], [], []
+        for (kind, i, n, step), s in zip(axes, strides):
+            if kind == "b":
+                if s != buf.stride * step:
+                    return False
+            else:
+                l_shape.append(n)
+                l_strides.append(s)
+                l_steps.append(lin_step[i])
+        first = l0[0] + bx * l0[1] + bx * by * l0[2]
+        local = self._indices(base, l_shape, l_strides)
+        lanes = self._indices(first, l_shape, l_steps)
+        ws = self.warp_size
+        summary = geometry(("race_pattern", local.tobytes(), lanes.tobytes(), ws),
+                           lambda: pattern_summary(local, lanes, ws))
+        return (local, lanes, *summary)
+
     def plan_offsets(self, parts: tuple[Part, ...]) -> Any:
         """The general path's offsets: each part computed from its form in int64 and wrapped
         to its width, exactly the values the program's arithmetic gives."""
@@ -252,9 +304,7 @@ class PlannedAccess:
         isz = data.itemsize
         if 0 <= lo and hi < buf.count:
             if buf.watched() or self.inflight:
-                idx = self._indices(base, shape, strides)
-                self.check_read(buf, idx if mask is None else idx[mask], mask,  # type: ignore
-                                site)
+                self._check(buf, base, shape, strides, mask, site, False)
             v = as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
                            writeable=False)
             out = v.reshape(-1)
@@ -317,9 +367,8 @@ class PlannedAccess:
                 self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
         if buf.watched() or self.inflight:
-            flat = self._indices(base, shape, strides) if idx is None else idx.reshape(-1)
-            self.check_write(buf, flat if mask is None else flat[mask], mask,  # type: ignore
-                             site)
+            self._check(buf, base, shape, strides, mask, site, True,
+                        None if idx is None else idx.reshape(-1))
         if whole:
             v = as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
                            writeable=True)

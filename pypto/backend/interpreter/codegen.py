@@ -423,8 +423,15 @@ class KernelCodegen(NpuEmitters):
         if not isinstance(test, arith.CmpiOp):
             return False
         a, b = test.operands
-        def banded(v: SSAValue) -> bool:  # block-local ids, or the warp number in the block
-            return v in an.local or isinstance(v.owner, pto.GetWarpIdOp)
+        def banded(v: SSAValue) -> bool:
+            # block-local ids, the warp number in the block, or any value the planner finds
+            # affine in local ids / warp / lane only (`2 * s * tid`, `lane`): the same lanes
+            # of every block then pass the test, the window of one block is every block's
+            if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
+                return True
+            form = self.planner.form(v) if FAST_PATHS.on else None
+            return form is not None and not form.uniform and \
+                all(sym in ("l0", "w", "n") for sym in form.coef_polys)
         if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
             return False
         if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):

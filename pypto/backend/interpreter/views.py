@@ -148,14 +148,17 @@ class PlannedAccess:
         axes, b0, l0 = box
         bx, by, _ = self.block
         ws = self.warp_size
+        lin = (1, bx, bx * by)
+        # the box's local linear ids span [first, last]: warp and lane-in-warp bounds
+        first = l0[0] + bx * l0[1] + bx * by * l0[2]
+        last = first + sum(lin[i] * (n - 1) for kind, i, n, _ in axes if kind == "l")
+        w_lo, w_hi = first // ws, last // ws
+        n_lo, n_hi = (first % ws, last % ws) if w_lo == w_hi else (0, ws - 1)
         strides = [0] * len(axes)
         base = 0
+        cw_all = cn_all = 0
         for (rest, c0, c1, c2, d0, d1, d2, cw, cn), width in parts:
-            cl = [c0, c1, c2]
-            if cw or cn:
-                if cw != ws * cn:
-                    return None
-                cl = [c0 + cn, c1 + cn * bx, c2 + cn * bx * by]  # warp * ws + lane = linear id
+            cl = (c0, c1, c2)
             cb = (d0, d1, d2)
             pbase = rest + cb[0] * b0[0] + cb[1] * b0[1] + cb[2] * b0[2] + \
                 cl[0] * l0[0] + cl[1] * l0[1] + cl[2] * l0[2]
@@ -168,10 +171,22 @@ class PlannedAccess:
                     lo += ext
                 else:
                     hi += ext
+            for c, a, b in ((cw, w_lo, w_hi), (cn, n_lo, n_hi)):  # bounds, for the wrap test
+                lo += min(c * a, c * b)
+                hi += max(c * a, c * b)
             lim = 1 << (width - 1)
             if lo < -lim or hi >= lim:
                 return None  # the program's offset may wrap: let it
             base += pbase
+            cw_all += cw
+            cn_all += cn
+        if cw_all or cn_all:  # warp * ws + lane is the linear local id
+            if cw_all != ws * cn_all:
+                return None
+            base += cn_all * first
+            for j, (kind, i, _, _) in enumerate(axes):
+                if kind == "l":
+                    strides[j] += cn_all * lin[i]
         lo = hi = base
         for s, (_, _, n, _) in zip(strides, axes):
             ext = s * (n - 1)
@@ -200,16 +215,24 @@ class PlannedAccess:
         """The race, in-flight and uninitialised-L1 checks of a planned access: per pattern in
         bulk (RaceChecker.race_pattern) when every block of the vector touches the same
         elements of its copy with every lane, else on the active lanes' element indices."""
-        if mask is None and idx is None and buf.stride and buf.shadow is not None and \
-                buf.init is None and not self.inflight:
-            box = self.plan_box()
-            key = ("race_pattern", id(box), base, tuple(shape), tuple(strides), buf.stride)
-            known = self._ids.get(key)  # per vector: box and ids are the vector's
-            if known is None:
-                known = self._ids[key] = self._pattern(buf, base, shape, strides)
-            if known is not False and \
-                    self.race_pattern(buf, known, site, write):  # type: ignore[attr-defined]
-                return
+        if idx is None and buf.stride and buf.shadow is not None and buf.init is None and \
+                not self.inflight:
+            row = None if mask is None else self._mask_row(mask, shape)
+            if row is not False:
+                box = self.plan_box()
+                key = ("race_pattern", id(box), base, tuple(shape), tuple(strides), buf.stride)
+                known = self._ids.get(key)  # per vector: box and ids are the vector's
+                if known is None:
+                    known = self._ids[key] = self._pattern(buf, base, shape, strides)
+                if known is not False and row is not None:
+                    local, lanes = known[0][row], known[1][row]
+                    summary = geometry(("race_pattern", local.tobytes(), lanes.tobytes(),
+                                        self.warp_size),
+                                       lambda: pattern_summary(local, lanes, self.warp_size))
+                    known = (local, lanes, *summary)
+                if known is not False and \
+                        self.race_pattern(buf, known, site, write):  # type: ignore[attr-defined]
+                    return
         if idx is None:
             idx = self._indices(base, shape, strides)
         active = idx if mask is None else idx[mask]
@@ -217,6 +240,23 @@ class PlannedAccess:
             self.check_write(buf, active, mask, site)  # type: ignore[attr-defined]
         else:
             self.check_read(buf, active, mask, site)  # type: ignore[attr-defined]
+
+    def _mask_row(self, mask: Mask, shape: list[int]) -> Any:
+        """The lanes of one block a mask keeps, when it keeps the same ones in every block of
+        the box (conditions on local ids, warp and lane), else False; once per mask object."""
+        facts = self.mask_facts(mask)  # type: ignore[attr-defined]
+        row = facts.get("plan_row")
+        if row is None:
+            nb = 1
+            box = self.plan_box()
+            assert box is not None
+            for kind, _, n, _ in box[0]:
+                if kind == "b":
+                    nb *= n
+            rows = mask.reshape(nb, -1)
+            row = rows[0] if nb == 1 or bool((rows == rows[0]).all()) else False
+            facts["plan_row"] = row
+        return row
 
     def _pattern(self, buf: Buffer, base: int, shape: list[int],
                  strides: list[int]) -> tuple[np.ndarray, ...] | bool:
@@ -268,6 +308,36 @@ class PlannedAccess:
             return self.block_id(int(sym[1]))  # type: ignore[attr-defined]
         return self.warp_id() if sym == "w" else self.lane_id()  # type: ignore[attr-defined]
 
+    def _trim(self, pv: tuple[int, list[int], list[int], int, int], mask: Mask,
+              buf: Buffer) -> tuple[tuple[int, list[int]], int] | None:
+        """A masked access whose box leaves the buffer, when the vector is whole 1-D blocks
+        (its last axis the lanes of a block) and the mask keeps a window of each block's
+        lanes (`if index < n` with `index = 2 * s * tid`): ((base, shape) of the box cut to
+        the window's columns, first column), if that box lies inside the buffer."""
+        base, shape, strides, _, _ = pv
+        box = self.plan_box()
+        if mask is None or not isinstance(mask, np.ndarray) or box is None or not shape or \
+                box[0][-1][:2] != ("l", 0) or shape[-1] != self.block_lanes or \
+                self.block[1] * self.block[2] != 1 or self.local_base:
+            return None
+        first, last, _ = self.lane_window(mask)  # type: ignore[attr-defined]
+        if last <= first:
+            return None
+        tshape = shape[:-1] + [last - first]
+        tbase = base + first * strides[-1]
+        lo = hi = tbase
+        for j, (s, n) in enumerate(zip(strides, tshape)):
+            if box[0][j][0] == "b" and buf.stride:
+                s -= buf.stride * box[0][j][3]
+            ext = s * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        if lo < 0 or hi >= buf.count:
+            return None
+        return (tbase, tshape), first
+
     def _split(self, shape: list[int], strides: list[int], base: int, size: int) -> \
             tuple[int, int]:
         """Rows a..b-1 of the box's leading axis whose elements all lie in [0, size)."""
@@ -311,6 +381,16 @@ class PlannedAccess:
             if not view and np.may_share_memory(out, data):
                 out = out.copy()
             return out
+        trimmed = self._trim(pv, mask, buf)
+        if trimmed is not None:
+            (tbase, tshape), first = trimmed
+            if buf.watched() or self.inflight:
+                self._check(buf, base, shape, strides, mask, site, False)
+            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in strides],
+                           writeable=False)
+            out = np.zeros(shape, dtype=data.dtype)
+            out[..., first:first + tshape[-1]] = v
+            return out.reshape(-1)
         if mask is None or not shape or buf.stride:
             return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
         # a partial tail: the leading rows that fit as a view, the others gathered
@@ -348,6 +428,17 @@ class PlannedAccess:
         isz = data.itemsize
         if 0 <= lo and hi < buf.count:
             a, b = 0, shape[0] if shape else 1
+        elif (trimmed := self._trim(pv, mask, buf)) is not None:
+            (tbase, tshape), first = trimmed
+            if buf.watched() or self.inflight:
+                self._check(buf, base, shape, strides, mask, site, True)
+            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in strides],
+                           writeable=True)
+            cols = slice(first, first + tshape[-1])
+            if isinstance(value, np.ndarray):
+                value = value.reshape(shape)[..., cols]
+            np.copyto(v, value, casting="unsafe", where=mask.reshape(shape)[..., cols])
+            return
         elif mask is None or not shape or buf.stride:
             self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
             return

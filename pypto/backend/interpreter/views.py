@@ -34,7 +34,6 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
-from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import pattern_summary
 
 Mask = Any
@@ -219,16 +218,13 @@ class PlannedAccess:
                 not self.inflight:
             row = None if mask is None else self._mask_row(mask, shape)
             if row is not False:
-                box = self.plan_box()
-                key = ("race_pattern", id(box), base, tuple(shape), tuple(strides), buf.stride)
+                key = ("race_pattern", base, tuple(shape), tuple(strides), buf.stride)
                 known = self._ids.get(key)  # per vector: box and ids are the vector's
                 if known is None:
                     known = self._ids[key] = self._pattern(buf, base, shape, strides)
                 if known is not False and row is not None:
                     local, lanes = known[0][row], known[1][row]
-                    summary = geometry(("race_pattern", local.tobytes(), lanes.tobytes(),
-                                        self.warp_size),
-                                       lambda: pattern_summary(local, lanes, self.warp_size))
+                    summary = _summary(local, lanes, self.warp_size)
                     known = (local, lanes, *summary)
                 if known is not False and \
                         self.race_pattern(buf, known, site, write):  # type: ignore[attr-defined]
@@ -281,8 +277,7 @@ class PlannedAccess:
         local = self._indices(base, l_shape, l_strides)
         lanes = self._indices(first, l_shape, l_steps)
         ws = self.warp_size
-        summary = geometry(("race_pattern", local.tobytes(), lanes.tobytes(), ws),
-                           lambda: pattern_summary(local, lanes, ws))
+        summary = _summary(local, lanes, ws)
         return (local, lanes, *summary)
 
     def plan_offsets(self, parts: tuple[Part, ...]) -> Any:
@@ -481,6 +476,22 @@ class PlannedAccess:
             sel = m2[r]
             if sel.any():
                 data[idx[r][sel]] = vals[r][sel] if isinstance(value, np.ndarray) else value
+
+
+_SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
+_SUMMARIES_MAX = 256
+
+
+def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray, ...]:
+    """races.pattern_summary, memoised by content (a kernel has few distinct patterns; every
+    vector and launch of the same shape reuses them)."""
+    key = (local.tobytes(), lanes.tobytes(), ws)
+    value = _SUMMARIES.get(key)
+    if value is None:
+        if len(_SUMMARIES) >= _SUMMARIES_MAX:
+            _SUMMARIES.clear()
+        value = _SUMMARIES[key] = pattern_summary(local, lanes, ws)
+    return value
 
 
 def _injective(shape: list[int], strides: list[int]) -> bool:

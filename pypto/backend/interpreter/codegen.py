@@ -170,6 +170,9 @@ class _Analysis:
     # (`b * bd + l`): op -> (uniform part, vector offset, block-local?)
     promoted: dict[Operation, tuple[dict[tuple[str, ...], int], str, bool]] = \
         field(default_factory=dict)
+    # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
+    # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
+    form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters):
@@ -312,6 +315,7 @@ class KernelCodegen(NpuEmitters):
         report every value)."""
         an = self.an
         planner = self.planner
+        self._cmp_leaves: set[SSAValue] = set()
         structured = (an.affine, an.rows, an.plane_ptr)
         walked = list(_walk(ops))
         for op in walked:
@@ -325,13 +329,36 @@ class KernelCodegen(NpuEmitters):
             plan = planner.plan(ptr)
             if plan is not None:
                 an.planned[op] = plan
-        if (an.planned or an.promoted) and not self.instrumented:
+        for op in walked:
+            if not isinstance(op, arith.CmpiOp) or op.results[0] in an.uniform:
+                continue
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            lhs, rhs = op.operands
+            if pred not in _CMP_SIGNED or lhs in an.affine or rhs in an.affine:
+                continue  # the lane-affine compare (_cmp) takes those
+            if rhs in an.uniform:
+                x, u, sym = lhs, rhs, _CMP[pred]
+            elif lhs in an.uniform:
+                x, u, sym = rhs, lhs, _FLIP[_CMP[pred]]
+            else:
+                continue
+            form = planner.form(x)
+            width = _int_width(x.type)
+            if form is not None and not form.uniform:
+                an.form_cmps[op] = (form.source(), width, u, sym)
+                for leaf in form.leaves():
+                    if leaf in planner.leaf_values:
+                        self._cmp_leaves.add(planner.leaf_values[leaf])
+        if (an.planned or an.promoted or an.form_cmps) and not self.instrumented:
             names = {n for p in an.planned.values() for n in p.leaves()}
             names.update(leaf for rest, _, _ in an.promoted.values() for m in rest for leaf in m)
             leaves = {planner.leaf_values[n] for n in names if n in planner.leaf_values}
+            leaves |= self._cmp_leaves
+            leaves.update(u for _, _, u, _ in an.form_cmps.values())
 
             def virtual(user: Operation, index: int) -> bool:
-                return user in an.planned and index == _ptr_index(user) or user in an.promoted
+                return user in an.planned and index == _ptr_index(user) or \
+                    user in an.promoted or user in an.form_cmps
             an.dead = dead_ops(walked, virtual, leaves)
 
     def _analyse_plane(self, ops: Iterable[Operation]) -> None:
@@ -459,8 +486,9 @@ class KernelCodegen(NpuEmitters):
             for index, v in enumerate(inner.operands):
                 if v in inside or v in an.uniform:
                     continue
-                if inner in an.planned and index == _ptr_index(inner):
-                    continue  # the planned access computes its address from ids
+                if inner in an.planned and index == _ptr_index(inner) or \
+                        inner in an.form_cmps or inner in an.promoted:
+                    continue  # computed from ids and uniform values (plan.py)
                 if v in an.local and v not in an.needs_array:
                     continue  # used through its uniform base only
                 if v in an.rows and v not in an.needs_array:
@@ -668,6 +696,11 @@ class KernelCodegen(NpuEmitters):
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
         lhs, rhs = op.operands
         an = self.an
+        if op in an.form_cmps:
+            src, width, u, sym = an.form_cmps[op]
+            self.emit(f"{self.name(op.results[0])} = _ctx.form_cmp({sym!r}, ({src}, {width}), "
+                      f"{self.name(u)})")
+            return
         if pred in _CMP_SIGNED and (lhs in an.affine and rhs in an.uniform or
                                     rhs in an.affine and lhs in an.uniform):
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed

@@ -537,7 +537,31 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
                 self.check_read(buf, slice(base, base + self.count), None, site)
             chunk = buf.data[base:base + self.count]
             return chunk if view else chunk.copy()
+        cut = self._ramp_cut(buf, base, mask)
+        if cut is not None:  # a masked vector (a partial tail): the slice of lanes in bounds
+            lo, hi = cut
+            b = int(base)
+            chunk = buf.data[b + lo:b + hi]
+            if lo == 0 and hi == self.count:
+                return chunk if view else chunk.copy()
+            out = np.zeros(self.count, dtype=buf.data.dtype)
+            out[lo:hi] = chunk  # lanes outside are inactive: their value is never used
+            return out
         return self.load(buf, self.ramp + np.int64(base), mask, site)
+
+    def _ramp_cut(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int] | None:
+        """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
+        whose element lies in the buffer, when every active lane is among them (else None:
+        the general path runs and reports the lane out of bounds); also None when checks need
+        the active lanes' indices (L1, copies in flight) or fast paths are off."""
+        if not (isinstance(mask, np.ndarray) and not buf.stride and FAST_PATHS.on and
+                not buf.watched() and not self.inflight):
+            return None
+        b = int(base)
+        lo, hi = max(0, -b), min(self.count, buf.count - b)
+        if lo >= hi or (lo and mask[:lo].any()) or (hi < self.count and mask[hi:].any()):
+            return None
+        return lo, hi
 
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
         data = buf.data
@@ -559,6 +583,14 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
             if buf.watched() or self.inflight:
                 self.check_write(buf, slice(base, base + self.count), None, site)
             buf.data[base:base + self.count] = value
+            return
+        cut = self._ramp_cut(buf, base, mask)
+        if cut is not None:  # a masked vector: the active lanes' elements, in place
+            lo, hi = cut
+            b = int(base)
+            if isinstance(value, np.ndarray):
+                value = value[lo:hi]
+            np.copyto(buf.data[b + lo:b + hi], value, casting="unsafe", where=mask[lo:hi])
             return
         self.store(buf, self.ramp + np.int64(base), value, mask, site)
 

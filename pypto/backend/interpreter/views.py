@@ -34,6 +34,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
 
 Mask = Any
@@ -296,6 +297,34 @@ class PlannedAccess:
             total = total.astype(np.int64)
         return total
 
+    def form_cmp(self, op: str, part: Part, u: Any) -> Any:
+        """`x OP u` for an integer x given by its linear form (plan.py) and a uniform u: when
+        the outcome is the same on every lane (the bounds checks `r < h` of a launch that covers
+        the matrix exactly, or of a block wholly inside) the cached all-True / all-False mask
+        `mask_and` recognises without looking at the lanes; else the comparison on the box, or
+        on x as the program computes it (wrapped) when the box does not fit."""
+        pv = self._box_range(part)
+        bound = int(u)
+        if pv is not None:
+            lo, hi, base, shape, strides = pv
+            outcome = _same_outcome(op, lo, hi, bound)
+            if outcome is not None:
+                from pypto.backend.interpreter.lanes import uniform_masks  # (lanes imports us)
+                return uniform_masks(self.count)[outcome]
+            values = self._indices(base, shape, strides)
+        else:
+            values = self.plan_offsets((part,))
+        return COMPARE[op](values, bound)
+
+    def _box_range(self, part: Part) -> tuple[int, int, int, list[int], list[int]] | None:
+        """(lowest, highest value, base, shape, strides) of one form over the vector's box,
+        None when the box does not fit or the value may wrap."""
+        pv = self._plan_view(_NO_BUFFER, (part,))
+        if pv is None:
+            return None
+        base, shape, strides, lo, hi = pv
+        return lo, hi, base, shape, strides
+
     def _symbol(self, sym: str) -> Any:
         if sym[0] == "l":
             return self.local_id(int(sym[1]))  # type: ignore[attr-defined]
@@ -492,6 +521,33 @@ def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray,
             _SUMMARIES.clear()
         value = _SUMMARIES[key] = pattern_summary(local, lanes, ws)
     return value
+
+
+class _NoBuffer:
+    """Stands for the buffer of a form that is not an address (form_cmp): no block copies."""
+    stride = 0
+
+
+_NO_BUFFER: Any = _NoBuffer()
+
+
+def _same_outcome(op: str, lo: int, hi: int, u: int) -> bool | None:
+    """The outcome of `x OP u` if it is the same for every x in lo..hi, else None."""
+    if op == "<":
+        return True if hi < u else False if lo >= u else None
+    if op == "<=":
+        return True if hi <= u else False if lo > u else None
+    if op == ">":
+        return True if lo > u else False if hi <= u else None
+    if op == ">=":
+        return True if lo >= u else False if hi < u else None
+    if u < lo or u > hi:
+        return op == "!="
+    if op == "==" and lo == hi == u:
+        return True
+    if op == "!=" and lo == hi == u:
+        return False
+    return None
 
 
 def _injective(shape: list[int], strides: list[int]) -> bool:

@@ -156,12 +156,6 @@ class _Analysis:
     # pointers `p + (tid + base)` with p the same for every lane of a block (batch mode, as
     # `x + row * ncols + c`): value -> (p, name of base var); accessed a row per block
     rows: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
-    # grid mode, 2-D launch: `gy * u` (value -> u) and `gy * u + gx` (value -> u), and pointers
-    # `p + (gy * u + gx) + v` (value -> (u, name of the var holding p's offset + v)):
-    # row-major 2-D accesses, done as slices of the (Y, X) plane
-    ymul: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    plane: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    plane_ptr: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
     # the access planner (plan.py): loads / stores through affine addresses (op -> plan), and
     # the pure address arithmetic nothing else needs (not emitted)
     planned: dict[Operation, AccessPlan] = field(default_factory=dict)
@@ -229,8 +223,6 @@ class KernelCodegen(NpuEmitters):
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
         in_block = varying_values(self.kernel, block_ids_uniform=True) \
             if self.mode == BATCH and not self.instrumented else None
-        if self.mode == GRID and not self.one_d and not self.instrumented:
-            self._analyse_plane(ops)
         self.planner = Planner(lambda v: v in an.uniform, self.name,
                                self.mode in (GRID, BATCH))
         promote = FAST_PATHS.on and self.one_d
@@ -316,7 +308,7 @@ class KernelCodegen(NpuEmitters):
         an = self.an
         planner = self.planner
         self._cmp_leaves: set[SSAValue] = set()
-        structured = (an.affine, an.rows, an.plane_ptr)
+        structured = (an.affine, an.rows)
         walked = list(_walk(ops))
         for op in walked:
             if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
@@ -360,47 +352,6 @@ class KernelCodegen(NpuEmitters):
                 return user in an.planned and index == _ptr_index(user) or \
                     user in an.promoted or user in an.form_cmps
             an.dead = dead_ops(walked, virtual, leaves)
-
-    def _analyse_plane(self, ops: Iterable[Operation]) -> None:
-        """Find the row-major 2-D addresses `p + (gy * u + gx) + v` of a 2-D grid-mode kernel
-        (gx, gy: global ids; u, v uniform), and which of their values must still exist as
-        arrays (used by something other than another such address, a load or a store)."""
-        an = self.an
-        gx = gy = None
-        walked = list(_walk(ops))
-        for op in walked:
-            if isinstance(op, pto.GetGlobalIdOp) and op.dim_index in (0, 1):
-                if op.dim_index == 0:
-                    gx = op.results[0]
-                else:
-                    gy = op.results[0]
-            elif isinstance(op, arith.MuliOp) and gy is not None:
-                a, b = op.operands
-                if a is gy and b in an.uniform or b is gy and a in an.uniform:
-                    an.ymul[op.results[0]] = b if a is gy else a
-            elif isinstance(op, arith.AddiOp) and gx is not None:
-                a, b = op.operands
-                if a in an.ymul and b is gx or b in an.ymul and a is gx:
-                    an.plane[op.results[0]] = an.ymul[a if a in an.ymul else b]
-            elif isinstance(op, pto.AddPtrOp):
-                if op.ptr in an.uniform and op.offset in an.plane:
-                    an.plane_ptr[op.results[0]] = (an.plane[op.offset], self.fresh("pc"))
-                elif op.ptr in an.plane_ptr and op.offset in an.uniform:
-                    an.plane_ptr[op.results[0]] = (an.plane_ptr[op.ptr][0], self.fresh("pc"))
-        kinds = (an.ymul, an.plane, an.plane_ptr)
-        for op in reversed(walked):
-            for index, v in enumerate(op.operands):
-                if not any(v in k for k in kinds):
-                    continue
-                consumed = (isinstance(op, pto.LoadOp) and index == 0 or
-                            isinstance(op, pto.StoreOp) and index == 1 or
-                            op.results and any(op.results[0] in k for k in kinds) and
-                            op.results[0] not in an.needs_array)
-                if not consumed:
-                    an.needs_array.add(v)
-            if op.results and op.results[0] in an.needs_array and \
-                    any(op.results[0] in k for k in kinds):
-                an.needs_array.update(x for x in op.operands if any(x in k for k in kinds))
 
     def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
         """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
@@ -597,8 +548,6 @@ class KernelCodegen(NpuEmitters):
             width = _int_width(op.results[0].type)
             self.define_affine(op.results[0], f"_wrap{width}({poly_expr(rest)} + {offset})")
             return
-        if op.results and self.plane_op(op):
-            return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
@@ -626,24 +575,6 @@ class KernelCodegen(NpuEmitters):
         """The lane pattern an affine value adds its base to: the vector's ramp, or in batch
         mode for block-local values each block's local ids."""
         return "_ctx.local_id(0)" if v in self.an.local else "_ctx.ramp"
-
-    def plane_op(self, op: Operation) -> bool:
-        """A row-major 2-D address (see _analyse_plane): define the uniform offset of a plane
-        pointer; emit nothing else unless the value is also needed as an array."""
-        an = self.an
-        r = op.results[0]
-        if r in an.plane_ptr:
-            p, off = op.operands
-            pc = an.plane_ptr[r][1]
-            if p in an.plane_ptr:
-                self.emit(f"{pc} = {an.plane_ptr[p][1]} + {self.name(off)}")
-            else:
-                self.emit(f"{pc} = _np.int64({self.name(p)})")
-            if r not in an.needs_array:
-                self.emit(f"{self.name(r)}_b = {self.name(p)}_b")
-                return True
-            return False
-        return (r in an.ymul or r in an.plane) and r not in an.needs_array
 
     def define_affine(self, v: SSAValue, base_expr: str) -> None:
         rb = self.an.affine[v]
@@ -817,9 +748,6 @@ class KernelCodegen(NpuEmitters):
             view = "True" if _view_safe(op.results[0]) else "False"
             self.emit(f"{res} = _ctx.load_plan({self.name(plan.root)}_b, {plan.source()}, _m, "
                       f"{s}, {view})")
-        elif p in self.an.plane_ptr:
-            u, pc = self.an.plane_ptr[p]
-            self.emit(f"{res} = _ctx.load_plane({self.name(p)}_b, {self.name(u)}, {pc}, _m, {s})")
         elif p in self.an.rows:
             row, rb = self.an.rows[p]
             self.emit(f"{res} = _ctx.load_block_rows({self.name(p)}_b, {self.name(row)}, {rb}, "
@@ -841,11 +769,7 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
                       f"{self.name(a)}, {self.name(b)}, _m, {s})")
             return
-        if ptr in self.an.plane_ptr:
-            u, pc = self.an.plane_ptr[ptr]
-            self.emit(f"_ctx.store_plane({self.name(ptr)}_b, {self.name(u)}, {pc}, {value_expr}, "
-                      f"_m, {s})")
-        elif ptr in self.an.rows:
+        if ptr in self.an.rows:
             row, rb = self.an.rows[ptr]
             self.emit(f"_ctx.store_block_rows({self.name(ptr)}_b, {self.name(row)}, {rb}, "
                       f"{value_expr}, _m, {s})")

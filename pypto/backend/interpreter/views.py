@@ -200,15 +200,17 @@ class PlannedAccess:
                     strides[j] += buf.stride * step
         return base, [n for _, _, n, _ in axes], strides, lo, hi
 
-    def _indices(self, base: int, shape: list[int], strides: list[int]) -> np.ndarray:
-        """Element index of every lane of the box, in vector order (int64)."""
-        idx = np.full(shape, base, dtype=np.int64) if shape else np.array(base, np.int64)
+    def _indices(self, base: int, shape: list[int], strides: list[int],
+                 dtype: Any = np.int64) -> np.ndarray:
+        """Element index of every lane of the box, in vector order: the axes' ramps added by
+        broadcasting, slowest first, so only the last addition runs over every lane."""
+        if not shape:
+            return np.array([base], dtype=dtype)
+        acc = np.array(base, dtype=dtype)
         for j, (n, s) in enumerate(zip(shape, strides)):
-            if s:
-                sh = [1] * len(shape)
-                sh[j] = n
-                idx += (np.arange(n, dtype=np.int64) * s).reshape(sh)
-        return idx.reshape(-1)
+            step = np.arange(n, dtype=dtype) * dtype(s) if s else np.zeros(n, dtype=dtype)
+            acc = acc[..., None] + step if j else acc + step
+        return acc.reshape(-1)
 
     def _check(self, buf: Buffer, base: int, shape: list[int], strides: list[int],
                mask: Mask, site: int, write: bool, idx: np.ndarray | None = None) -> None:
@@ -311,7 +313,8 @@ class PlannedAccess:
             if outcome is not None:
                 from pypto.backend.interpreter.lanes import uniform_masks  # (lanes imports us)
                 return uniform_masks(self.count)[outcome]
-            values = self._indices(base, shape, strides)
+            values = self._indices(base, shape, strides,
+                                   np.int32 if -2**31 <= lo and hi < 2**31 else np.int64)
         else:
             values = self.plan_offsets((part,))
         return COMPARE[op](values, bound)

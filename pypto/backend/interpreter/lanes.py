@@ -359,12 +359,29 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         return np.int32(self.grid[dim])
 
     def warp_id(self) -> Any:
-        _, local = self._block_linear_and_local()
-        return _i32(local // self.warp_size)
+        return self._warp_or_lane("w")
 
     def lane_id(self) -> Any:
-        _, local = self._block_linear_and_local()
-        return _i32(local % self.warp_size)
+        return self._warp_or_lane("n")
+
+    def _warp_or_lane(self, key: str) -> Any:
+        """Warp number (`w`) or lane in the warp (`n`) per lane, once per vector; for vectors
+        of whole blocks one block's pattern repeated, shared by every vector of the shape."""
+        value = self._ids.get(key)
+        if value is None:
+            ws = self.warp_size
+            if self._whole_blocks():
+                lanes = self.block_lanes
+                value = geometry(
+                    ("warp_lane", key, lanes, ws, self.count),
+                    lambda: np.tile((np.arange(lanes, dtype=np.int32) // ws if key == "w" else
+                                     np.arange(lanes, dtype=np.int32) % ws),
+                                    self.count // lanes))
+            else:
+                _, local = self._block_linear_and_local()
+                value = _i32(local // ws if key == "w" else local % ws)
+            self._ids[key] = value
+        return value
 
     def vector_warps(self) -> np.ndarray:
         """Per vector position, a warp number unique within the vector."""

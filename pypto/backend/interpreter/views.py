@@ -34,6 +34,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
 
@@ -307,6 +308,17 @@ class PlannedAccess:
         on x as the program computes it (wrapped) when the box does not fit."""
         pv = self._box_range(part)
         bound = int(u)
+        (rest, c0, c1, c2, d0, d1, d2, cw, cn), width = part
+        if not (d0 or d1 or d2) and FAST_PATHS.on and \
+                self._whole_blocks():  # type: ignore[attr-defined]
+            # ids within the block only: one block's mask, repeated; shared (read-only) by
+            # every vector of this shape, so its outcome and lane window are found once
+            lanes = self.block_lanes
+            if max(abs(c) for c in (rest, c0, c1, c2, cw, cn)) < 2**40 and lanes < 2**20:
+                return geometry(("form_cmp", op, part, bound, self.block, self.count,
+                                 self.warp_size),
+                                lambda: np.tile(self._block_cmp(op, part, bound),
+                                                self.count // lanes))
         if pv is not None:
             lo, hi, base, shape, strides = pv
             outcome = _same_outcome(op, lo, hi, bound)
@@ -318,6 +330,19 @@ class PlannedAccess:
         else:
             values = self.plan_offsets((part,))
         return COMPARE[op](values, bound)
+
+    def _block_cmp(self, op: str, part: Part, bound: int) -> np.ndarray:
+        """`x OP bound` on the lanes of one block, x computed exactly and wrapped to its width
+        as the program's arithmetic does (plan.py: a form without block ids)."""
+        (rest, c0, c1, c2, _, _, _, cw, cn), width = part
+        lin = np.arange(self.block_lanes, dtype=np.int64)
+        bx, by, _ = self.block
+        ws = self.warp_size
+        x = (rest + c0 * (lin % bx) + c1 * ((lin // bx) % by) + c2 * (lin // (bx * by)) +
+             cw * (lin // ws) + cn * (lin % ws))
+        if width == 32:
+            x = x.astype(np.int32)
+        return COMPARE[op](x, bound)
 
     def _box_range(self, part: Part) -> tuple[int, int, int, list[int], list[int]] | None:
         """(lowest, highest value, base, shape, strides) of one form over the vector's box,

@@ -222,10 +222,15 @@ class PlannedAccess:
                 not self.inflight:
             row = None if mask is None else self._mask_row(mask, shape)
             if row is not False:
-                key = ("race_pattern", base, tuple(shape), tuple(strides), buf.stride)
-                known = self._ids.get(key)  # per vector: box and ids are the vector's
+                box = self.plan_box()
+                assert box is not None
+                key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
+                       self.block, self.warp_size)
+                known = _PATTERNS.get(key)  # the same in every vector of this shape
                 if known is None:
-                    known = self._ids[key] = self._pattern(buf, base, shape, strides)
+                    if len(_PATTERNS) >= _SUMMARIES_MAX:
+                        _PATTERNS.clear()
+                    known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
                 if known is not False and row is not None:
                     local, lanes = known[0][row], known[1][row]
                     summary = _summary(local, lanes, self.warp_size)
@@ -537,6 +542,8 @@ class PlannedAccess:
 
 _SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
 _SUMMARIES_MAX = 256
+_PATTERNS: dict[tuple[Any, ...], Any] = {}
+"""Race patterns of planned accesses (PlannedAccess._pattern) by access and vector shape."""
 
 
 def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray, ...]:

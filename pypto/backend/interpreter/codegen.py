@@ -153,9 +153,6 @@ class _Analysis:
     row_ops: dict[Operation, tuple[Operation, Operation]] = field(default_factory=dict)
     # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
     windowed: set[Operation] = field(default_factory=set)
-    # pointers `p + (tid + base)` with p the same for every lane of a block (batch mode, as
-    # `x + row * ncols + c`): value -> (p, name of base var); accessed a row per block
-    rows: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
     # the access planner (plan.py): loads / stores through affine addresses (op -> plan), and
     # the pure address arithmetic nothing else needs (not emitted)
     planned: dict[Operation, AccessPlan] = field(default_factory=dict)
@@ -221,8 +218,6 @@ class KernelCodegen(NpuEmitters):
         an = self.an
         an.uniform = _Uniform(varying_values(self.kernel,
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
-        in_block = varying_values(self.kernel, block_ids_uniform=True) \
-            if self.mode == BATCH and not self.instrumented else None
         self.planner = Planner(lambda v: v in an.uniform, self.name,
                                self.mode in (GRID, BATCH))
         promote = FAST_PATHS.on and self.one_d
@@ -246,11 +241,6 @@ class KernelCodegen(NpuEmitters):
                 elif op.dim_index == 0 and self.mode == BATCH:
                     an.affine[op.results[0]] = self.fresh("rb")
                     an.local.add(op.results[0])
-            elif isinstance(op, pto.AddPtrOp) and in_block is not None and \
-                    op.offset in an.local and op.ptr not in in_block and op.ptr not in an.uniform:
-                an.rows[op.results[0]] = (op.ptr, an.affine[op.offset])
-            elif isinstance(op, pto.AddPtrOp) and op.ptr in an.rows and op.offset in an.uniform:
-                an.rows[op.results[0]] = (an.rows[op.ptr][0], self.fresh("rb"))
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands
                 if in_window and not (a in an.local or b in an.local):
@@ -287,12 +277,6 @@ class KernelCodegen(NpuEmitters):
             for index, operand in enumerate(op.operands):
                 if op in an.planned and index == _ptr_index(op):
                     continue
-                if operand in an.rows:
-                    if not (isinstance(op, pto.LoadOp) and index == 0 or
-                            isinstance(op, pto.StoreOp) and index == 1 or
-                            op.results and op.results[0] in an.rows):
-                        an.needs_array.add(operand)
-                    continue
                 if operand not in an.affine:
                     continue
                 if self._consumes_affine(op, index) and \
@@ -308,7 +292,6 @@ class KernelCodegen(NpuEmitters):
         an = self.an
         planner = self.planner
         self._cmp_leaves: set[SSAValue] = set()
-        structured = (an.affine, an.rows)
         walked = list(_walk(ops))
         for op in walked:
             if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
@@ -316,8 +299,8 @@ class KernelCodegen(NpuEmitters):
             if isinstance(op, pto.StoreOp) and op.value.owner in an.fused:
                 continue
             ptr = op.operands[_ptr_index(op)]
-            if any(ptr in k for k in structured):
-                continue
+            if ptr in an.affine:
+                continue  # a lane-affine slice (load_ramp, load_rows)
             plan = planner.plan(ptr)
             if plan is not None:
                 an.planned[op] = plan
@@ -442,17 +425,13 @@ class KernelCodegen(NpuEmitters):
                     continue  # computed from ids and uniform values (plan.py)
                 if v in an.local and v not in an.needs_array:
                     continue  # used through its uniform base only
-                if v in an.rows and v not in an.needs_array:
-                    v = an.rows[v][0]  # used through its block's pointer and a uniform base
-                    if v in inside:
-                        continue
                 used[v] = None
         return list(used)
 
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
         if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
-            return op.results[0] in an.affine or op.results[0] in an.rows
+            return op.results[0] in an.affine
         if isinstance(op, pto.LoadOp) and index == 0:
             return True
         if isinstance(op, pto.StoreOp) and index == 1:
@@ -700,14 +679,6 @@ class KernelCodegen(NpuEmitters):
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
-        if res in self.an.rows:
-            row, rb = self.an.rows[res]
-            self.emit(f"{rn}_b = {pn}_b")
-            if p in self.an.rows:  # (row + tid + base) + u
-                self.emit(f"{rb} = {self.an.rows[p][1]} + {on}")
-            if res in self.an.needs_array:
-                self.emit(f"{rn} = {self.name(row)} + (_ctx.local_id(0) + _np.int64({rb}))")
-            return
         if res not in self.an.affine and self.reuse(op):
             return
         self.emit(f"{rn}_b = {pn}_b")
@@ -748,10 +719,6 @@ class KernelCodegen(NpuEmitters):
             view = "True" if _view_safe(op.results[0]) else "False"
             self.emit(f"{res} = _ctx.load_plan({self.name(plan.root)}_b, {plan.source()}, _m, "
                       f"{s}, {view})")
-        elif p in self.an.rows:
-            row, rb = self.an.rows[p]
-            self.emit(f"{res} = _ctx.load_block_rows({self.name(p)}_b, {self.name(row)}, {rb}, "
-                      f"_m, {s})")
         elif p in self.an.local:
             self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
         elif p in self.an.affine:
@@ -769,11 +736,7 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
                       f"{self.name(a)}, {self.name(b)}, _m, {s})")
             return
-        if ptr in self.an.rows:
-            row, rb = self.an.rows[ptr]
-            self.emit(f"_ctx.store_block_rows({self.name(ptr)}_b, {self.name(row)}, {rb}, "
-                      f"{value_expr}, _m, {s})")
-        elif ptr in self.an.local:
+        if ptr in self.an.local:
             self.emit(f"_ctx.store_rows({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
                       f"_m, {s})")
         elif ptr in self.an.affine:

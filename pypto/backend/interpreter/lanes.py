@@ -364,6 +364,11 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def lane_id(self) -> Any:
         return self._warp_or_lane("n")
 
+    def same_mask(self, outcome: bool) -> np.ndarray:
+        """The cached read-only all-True / all-False mask of this vector's length, which
+        `mask_and` / `mask_andnot` recognise by identity (see `ramp_compare`)."""
+        return uniform_masks(self.count)[outcome]
+
     def _warp_or_lane(self, key: str) -> Any:
         """Warp number (`w`) or lane in the warp (`n`) per lane, once per vector; for vectors
         of whole blocks one block's pattern repeated, shared by every vector of the shape."""

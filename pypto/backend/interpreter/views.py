@@ -328,8 +328,7 @@ class PlannedAccess:
             lo, hi, base, shape, strides = pv
             outcome = _same_outcome(op, lo, hi, bound)
             if outcome is not None:
-                from pypto.backend.interpreter.lanes import uniform_masks  # (lanes imports us)
-                return uniform_masks(self.count)[outcome]
+                return self.same_mask(outcome)  # type: ignore[attr-defined]
             values = self._indices(base, shape, strides,
                                    np.int32 if -2**31 <= lo and hi < 2**31 else np.int64)
         else:

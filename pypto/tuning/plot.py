@@ -31,6 +31,10 @@ def draw(plt: Any, result: TuneResult, path: Path, title: str | None) -> Path:
     if ref.cycles is not None:
         ax.axhline(ref.cycles, color="#555555", linestyle="--", linewidth=1,
                    label=f"reference #{ref.index} (first valid config)")
+    wrong = [r for r in records if not r.ok and r.cycles is not None]
+    if wrong:  # profiled, then rejected by the interpreter check: their cycles, hatched
+        ax.bar([r.index for r in wrong], [r.cycles for r in wrong], color="white",
+               edgecolor="#e45756", hatch="//", label="profiled, then rejected")
     statuses = sorted({r.status for r in records if not r.ok})
     for k, status in enumerate(statuses):
         xs = [r.index for r in records if r.status == status]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -336,10 +338,16 @@ def with_options(pipeline: str, options: dict[tuple[str, str], Any]) -> str:
     by xDSL; `UsageError` for a pass not in the pipeline or an option it does not have."""
     if not options:
         return pipeline
+    return _with_options(pipeline, tuple(sorted(options.items(), key=repr)))
+
+
+@functools.lru_cache(maxsize=256)
+def _with_options(pipeline: str, options: tuple[tuple[tuple[str, str], Any], ...]) -> str:
+    """`with_options`, memoised: a sweep's configs share a few option sets."""
     from pypto.passes import parse_pipeline
 
     passes = parse_pipeline(pipeline)
-    for (name, option), value in options.items():
+    for (name, option), value in options:
         field = option.replace("-", "_")
         found = [i for i, p in enumerate(passes) if p.name == name]
         if not found:
@@ -412,8 +420,8 @@ def _run_all(executor: cf.Executor | None, fn: Callable[..., Any],
 
 def _progress_bar(enabled: bool | None, total: int, desc: str) -> Any:
     """A tqdm bar (None: only on a terminal, as tqdm decides), or None without tqdm."""
-    if enabled is False:
-        return None
+    if enabled is False or (enabled is None and not _is_terminal(sys.stderr)):
+        return None  # (without importing tqdm: ~0.3 s)
     try:
         from tqdm import tqdm
     except ImportError:
@@ -423,6 +431,13 @@ def _progress_bar(enabled: bool | None, total: int, desc: str) -> Any:
         return None
     return tqdm(total=total, desc=desc, unit="config", disable=None if enabled is None else False,
                 leave=False)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 class _Checks:

@@ -3,10 +3,11 @@
 
 The article's matmul at 256^3 float16, tile_m x tile_n in {16..256}^2, tile_k in {16..128},
 stages 1 or 2: 200 configs. One line per figure:
-  autotune 200 configs <executor>: wall <s>  tasks <s>  (<profiled> profiled, <rejected> rejected)
+  autotune 200 configs <executor>: wall <s>  tasks <s> (cpu <s>)  checks <s>  (...)
 `tasks` is the time the profiling tasks themselves took, summed over the workers (compile +
-traced run + cost model per config); the rest of the wall time (times the workers) is the
-machinery: shipping the jobs, scheduling, the interpreter checks, the cluster's start.
+traced run + cost model per config), wall and CPU; the rest of the wall time (times the
+workers) is the machinery: shipping the jobs, scheduling, the cluster's start — or, on a
+machine whose cores other programs use, waiting for a core (wall well above cpu).
 Run:  python bench/autotune.py [--size 256] [--skip-serial]
 """
 
@@ -49,7 +50,8 @@ def sweep(size: int, executor: cf.Executor | None, label: str, started: float) -
     s = result.stats
     rejected = sum(not r.ok for r in result.records)
     print(f"autotune {len(CONFIGS)} configs {label}: wall {wall:.1f} s  tasks "
-          f"{s.task_seconds:.1f} s  ({s.profiled} profiled, {rejected} rejected, best "
+          f"{s.task_seconds:.1f} s (cpu {s.task_cpu_seconds:.1f} s)  checks "
+          f"{s.check_seconds:.1f} s  ({s.profiled} profiled, {rejected} rejected, best "
           f"{result.config} {result.cycles} cycles)", flush=True)
 
 

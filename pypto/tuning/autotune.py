@@ -135,13 +135,14 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
         else:
             todo.append(job)
 
-    task_seconds = 0.0
+    task_seconds = task_cpu = 0.0
     bar = _progress_bar(progress, len(config_list), f"autotune {kernel.name}")
     if bar is not None:
         bar.update(len(config_list) - len(todo))
     try:
         for job, outcome in _run_all(executor, profile_config, [(j,) for j in todo], bar):
             task_seconds += outcome.seconds
+            task_cpu += outcome.cpu_seconds
             if store and outcome.status != INTERNAL:
                 store.put(keys[job.index], outcome.to_json())
             records[job.index] = _record(job, outcome)
@@ -179,7 +180,8 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
     }
     stats = TuneStats(configs=len(done), profiled=len(todo), cached=cached, checks=checks.count,
                       seconds=time.perf_counter() - started,
-                      task_seconds=task_seconds + checks.seconds)
+                      task_seconds=task_seconds, task_cpu_seconds=task_cpu,
+                      check_seconds=checks.seconds)
     return TuneResult(kernel, done, winner, reference, launch_args, stats, model)
 
 

@@ -83,8 +83,9 @@ def _dims(d: tuple[int, int, int] | None) -> str:
 @dataclass
 class TuneStats:
     """How a sweep went: configs profiled now and taken from the cache, interpreter checks run,
-    the wall time, and the time the profiling tasks themselves took (the rest is machinery:
-    shipping, scheduling, the cache, the checks)."""
+    the wall time, and the time the profiling tasks themselves took, wall and CPU, summed
+    over the workers (the rest of the wall time, times the workers, is machinery: shipping,
+    scheduling, the cache, the checks — or, on a loaded machine, waiting for a core)."""
 
     configs: int
     profiled: int
@@ -92,6 +93,8 @@ class TuneStats:
     checks: int
     seconds: float
     task_seconds: float
+    task_cpu_seconds: float = 0.0
+    check_seconds: float = 0.0    # wall time of the interpreter checks (reference included)
 
 
 class TuneResult:

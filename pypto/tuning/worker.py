@@ -68,23 +68,25 @@ class Outcome:
     bound: str = ""
     l1_peak: int | None = None
     reason: str = ""
-    seconds: float = field(default=0.0, compare=False)
+    seconds: float = field(default=0.0, compare=False)      # wall time of the task
+    cpu_seconds: float = field(default=0.0, compare=False)  # its thread's CPU time
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "cycles": self.cycles, "bound": self.bound,
-                "l1_peak": self.l1_peak, "reason": self.reason, "seconds": self.seconds}
+                "l1_peak": self.l1_peak, "reason": self.reason, "seconds": self.seconds,
+                "cpu_seconds": self.cpu_seconds}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
         return cls(data["status"], data["cycles"], data["bound"], data["l1_peak"],
-                   data["reason"], data.get("seconds", 0.0))
+                   data["reason"], data.get("seconds", 0.0), data.get("cpu_seconds", 0.0))
 
 
 def profile_config(job: Job) -> Outcome:
     """Compile the config for the model's IR level (its L1 peak, whether a pass refused its
     options) and profile it on fresh copies of the inputs."""
     kernel = job.kernel.resolve()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     with _LOCK:
         try:
             outcome = _profile(kernel, job)
@@ -101,9 +103,8 @@ def profile_config(job: Job) -> Outcome:
         except Exception as err:  # a pypto bug: listed (and not cached), the sweep goes on
             outcome = Outcome(INTERNAL, reason=f"{type(err).__name__}: {err} (a pypto bug, "
                                                f"please report it)")
-    seconds = time.perf_counter() - start
     return Outcome(outcome.status, outcome.cycles, outcome.bound, outcome.l1_peak,
-                   outcome.reason, seconds)
+                   outcome.reason, time.perf_counter() - start, time.thread_time() - cpu)
 
 
 def _profile(kernel: Any, job: Job) -> Outcome:

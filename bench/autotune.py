@@ -32,6 +32,9 @@ CONFIGS = [{"tile_m": tm, "tile_n": tn, "tile_k": tk, "stages": s}
            for tm in TILES for tn in TILES for tk in (16, 32, 64, 128) for s in (1, 2)]
 
 
+TABLES: list[str] = []
+
+
 def sweep(size: int, executor: cf.Executor | None, label: str, started: float) -> None:
     matmul_tile.clear_cache()  # a forked pool would inherit the variants an earlier sweep made
     rng = np.random.default_rng(0)
@@ -52,7 +55,9 @@ def sweep(size: int, executor: cf.Executor | None, label: str, started: float) -
     print(f"autotune {len(CONFIGS)} configs {label}: wall {wall:.1f} s  tasks "
           f"{s.task_seconds:.1f} s (cpu {s.task_cpu_seconds:.1f} s)  checks "
           f"{s.check_seconds:.1f} s  ({s.profiled} profiled, {rejected} rejected, best "
-          f"{result.config} {result.cycles} cycles)", flush=True)
+          f"{result.config} {result.cycles} cycles, same table as the first sweep: "
+          f"{str(result.table()) == TABLES[0] if TABLES else 'first'})", flush=True)
+    TABLES.append(str(result.table()))
 
 
 def main() -> None:

@@ -110,7 +110,7 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
     common = {
         "kernel": kernel_fingerprint(kernel), "model": model, "target": target_digest(resolved),
         "pypto": pypto_digest(),
-        "tensors": {i: v.digest() for i, v in enumerate(base) if isinstance(v, TensorArg)},
+        "tensors": _tensor_key(base),
     }
 
     records: list[Record | None] = [None] * len(config_list)
@@ -261,6 +261,20 @@ def _user_args(full: list[Any], args: Sequence[Any]) -> list[Any]:
         return [_UNBOUND if f is _UNBOUND else a for f, a in zip(full, args)]
     given = iter(args)
     return [_UNBOUND if f is _UNBOUND else next(given) for f in full]
+
+
+def _tensor_key(base: list[Any]) -> list[Any]:
+    """Per tensor argument: its contents' digest and the first position holding the same
+    tensor (aliased arguments run differently from equal copies)."""
+    digests: dict[int, str] = {}
+    first: dict[int, int] = {}
+    out = []
+    for i, v in enumerate(base):
+        if isinstance(v, TensorArg):
+            if id(v) not in digests:
+                digests[id(v)], first[id(v)] = v.digest(), i
+            out.append([i, digests[id(v)], first[id(v)]])
+    return out
 
 
 def _tolerances(rtol: float | None, atol: float | None) -> dict[str, tuple[float, float]]:

@@ -228,15 +228,15 @@ class HostArgs:
         """Fresh device tensors filled from the host copies (freed on exit), with the scalars."""
         from pypto.runtime import alloc_tensor, memcpy_h2d
 
-        made = []
+        made: dict[int, Any] = {}  # by host copy: arguments that were one tensor still are
         try:
             out = []
             for value in self.values:
                 if isinstance(value, TensorArg):
-                    t = alloc_tensor(value.data.nbytes, dtype=value.dtype)
-                    made.append(t)
-                    memcpy_h2d(t, value.data)
-                    out.append(t)
+                    if id(value) not in made:
+                        made[id(value)] = t = alloc_tensor(value.data.nbytes, dtype=value.dtype)
+                        memcpy_h2d(t, value.data)
+                    out.append(made[id(value)])
                 else:
                     out.append(value)
             from pypto.runtime import sync
@@ -244,7 +244,7 @@ class HostArgs:
             sync()  # the copies are queued: run them before a task executes the kernel directly
             yield tuple(out)
         finally:
-            for t in made:
+            for t in made.values():
                 try:
                     t.free()
                 except PtoError:
@@ -275,17 +275,22 @@ def snapshot(kernel: Kernel, args: Sequence[Any], skip: Any = None) -> list[Any]
     from pypto.runtime import memcpy_d2h
 
     out: list[Any] = []
+    copies: dict[int, TensorArg] = {}  # one copy per tensor: aliased arguments stay aliased
     for i, value in enumerate(args):
         if value is skip:
             out.append(value)
         elif _is_tensor(value):
-            value.check_alive(f"the argument for parameter '{kernel.params[i]}'")
-            host = np.empty(value.size, dtype=value.dtype.np_dtype)
-            memcpy_d2h(host, value)
-            out.append(TensorArg(host, value.dtype.name))
+            if id(value) not in copies:
+                value.check_alive(f"the argument for parameter '{kernel.params[i]}'")
+                host = np.empty(value.size, dtype=value.dtype.np_dtype)
+                memcpy_d2h(host, value)
+                copies[id(value)] = TensorArg(host, value.dtype.name)
+            out.append(copies[id(value)])
         elif isinstance(value, np.ndarray):
-            out.append(TensorArg(np.array(value, copy=True, order="C").reshape(-1),
-                                 as_dtype(value.dtype).name))
+            raise UsageError(f"pto.autotune of kernel '{kernel.name}': the argument for "
+                             f"parameter '{kernel.params[i]}' is a NumPy array; pass a device "
+                             f"tensor, as pto.launch takes it: d = pto.alloc_tensor(a.nbytes, "
+                             f"a.dtype); pto.memcpy_h2d(d, a)")
         elif isinstance(value, np.generic):
             out.append(value.item())
         elif isinstance(value, bool | int | float):

@@ -4,6 +4,7 @@ executors, the disk cache, the progress bar and the plot."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import pickle
 import sys
 
 import numpy as np
@@ -13,7 +14,7 @@ import pypto as pto
 from pypto.passes import parse_pipeline
 from pypto.tuning import TuneResult, default_cache_dir
 from pypto.tuning.autotune import with_options
-from pypto.tuning.shipping import KernelRef, kernel_fingerprint
+from pypto.tuning.shipping import HostArgs, KernelRef, kernel_fingerprint, read_back, snapshot
 from pypto.tuning.worker import compare
 from tests.tuning.kernels import scale, tiled_matmul
 
@@ -305,6 +306,22 @@ def test_the_fingerprint_follows_the_source_and_the_constants_a_kernel_names(tmp
 
 
 # --- comparison, progress, plot -------------------------------------------------------------------
+
+def test_aliased_tensor_arguments_stay_one_tensor_in_a_worker() -> None:
+    x, _, n = scale_inputs(64)
+    ref = KernelRef.of(scale)
+    base = snapshot(scale, [x, x, n, 2.0, 1])
+    assert base[0] is base[1]
+    job = pickle.loads(pickle.dumps(HostArgs(tuple(base))))  # as an executor ships it
+    with job.on_device() as args:
+        assert args[0] is args[1] and args[0] is not x
+        scale_run = pto.compile(ref.resolve(), args=args, block=64)
+        scale_run.execute((1, 1, 1), (64, 1, 1), args)
+        out = read_back(args)
+    assert np.array_equal(out[0], np.arange(n, dtype=np.float32) * 2)
+    with pytest.raises(pto.UsageError, match="NumPy array"):
+        snapshot(scale, [np.zeros(4, np.float32), x, n, 2.0, 1])
+
 
 def test_compare_names_the_first_differing_element() -> None:
     tol = {"float32": (1e-6, 1e-6)}

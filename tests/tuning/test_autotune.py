@@ -209,10 +209,14 @@ def test_thread_and_process_pools_give_the_same_table(swept: TuneResult, inputs:
 
 def test_a_dask_local_cluster_gives_the_same_table(swept: TuneResult, inputs: Inputs) -> None:
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, timeout="60s") as cluster, \
+    # a hung cluster fails the test after 5 minutes (closing the cluster, before the watchdog
+    # thread is joined, ends the sweep)
+    with cf.ThreadPoolExecutor(1) as watchdog, \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None, timeout="60s") as cluster, \
             distributed.Client(cluster, timeout="60s") as client:
-        dask = tune(inputs, check="all", executor=client.get_executor())
+        dask = watchdog.submit(tune, inputs, check="all",
+                               executor=client.get_executor()).result(timeout=300)
     assert dask.table() == swept.table()
     assert str(dask.table()) == str(swept.table())
 

@@ -243,6 +243,20 @@ def test_a_kernel_is_found_in_a_worker_by_module_and_source() -> None:
         moved.resolve()
 
 
+def test_a_kernel_of_a_script_is_loaded_from_its_file_without_running_its_main(tmp_path) -> None:
+    script = tmp_path / "tune_me.py"
+    script.write_text(
+        "import pypto as pto\n\n"
+        "@pto.kernel\ndef k(x):\n    pto.store(x, 1.0)\n\n"
+        "if __name__ == '__main__':\n    open(__file__ + '.ran', 'w').close()\n")
+    source = "@pto.kernel\ndef k(x):\n    pto.store(x, 1.0)\n"
+    ref = KernelRef("another-process", "__main__", "k", str(script), source, "k")
+    found = ref.resolve()
+    assert isinstance(found, pto.Kernel) and found.source.filename == str(script)
+    assert not (tmp_path / "tune_me.py.ran").exists()
+    assert ref.resolve() is found  # loaded once per process
+
+
 # --- the disk cache -----------------------------------------------------------------------------
 
 def scale_inputs(n: int = 1000) -> tuple:

@@ -113,64 +113,25 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
         "tensors": _tensor_key(base),
     }
 
-    records: list[Record | None] = [None] * len(config_list)
+    records: dict[int, Record] = {}
     jobs: dict[int, Job] = {}
     keys: dict[int, str] = {}
     for index, config in enumerate(config_list):
-        job_or_record = _job(kernel, ref, index, config, base, grid, block, model, resolved)
-        if isinstance(job_or_record, Record):
-            records[index] = job_or_record
-            continue
-        job = job_or_record
-        jobs[index] = job
-        keys[index] = digest("profile", common, _job_key(job))
-
-    todo = []
-    cached = 0
-    for index, job in jobs.items():
-        hit = store.get(keys[index]) if store else None
-        if hit is not None:
-            records[index] = _record(job, Outcome.from_json(hit), cached=True)
-            cached += 1
+        job = _job(kernel, ref, index, config, base, grid, block, model, resolved)
+        if isinstance(job, Record):  # rejected before anything runs (a bad launch shape)
+            records[index] = job
         else:
-            todo.append(job)
-
-    task_seconds = task_cpu = 0.0
-    bar = _progress_bar(progress, len(config_list), f"autotune {kernel.name}")
-    if bar is not None:
-        bar.update(len(config_list) - len(todo))
-    try:
-        for job, outcome in _run_all(executor, profile_config, [(j,) for j in todo], bar):
-            task_seconds += outcome.seconds
-            task_cpu += outcome.cpu_seconds
-            if store and outcome.status != INTERNAL:
-                store.put(keys[job.index], outcome.to_json())
-            records[job.index] = _record(job, outcome)
-    finally:
-        if bar is not None:
-            bar.close()
-
-    done: list[Record] = [r for r in records if r is not None]
-    assert len(done) == len(config_list)
+            jobs[index] = job
+            keys[index] = digest("profile", common, _job_key(job))
+    profiled = _profile_all(kernel, jobs, keys, store, executor, progress, len(config_list))
+    records.update(profiled.records)
+    done = [records[i] for i in range(len(config_list))]
     valid = [r for r in done if r.ok]
     if not valid:
         _no_valid_config(kernel, done)
-    reference = valid[0]
-    checks = _Checks(executor, store, jobs, keys, reference, tolerances)
-    ranked = sorted(valid, key=lambda r: (r.cycles, r.index))
-    if check == "all":
-        checks.run([r for r in valid if r is not reference])
-    else:
-        for candidate in ranked:
-            if candidate is reference:
-                break
-            checks.run([candidate])
-            if not checks.failures.get(candidate.index):
-                break
-    done = [checks.apply(r) for r in done]
-    survivors = sorted((r for r in done if r.ok), key=lambda r: (r.cycles, r.index))
-    winner = survivors[0]  # the reference always survives: it is its own check
-    reference = done[reference.index]
+    checks = _Checks(executor, store, jobs, keys, valid[0], tolerances)
+    done, winner = checks.pick(done, valid, check)
+    reference = done[valid[0].index]
     win_job = jobs[winner.index]
     launch_args = {
         "grid": win_job.grid, "block": win_job.block,
@@ -178,9 +139,9 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
                       for p, v in zip(kernel.params, _user_args(full, args))),
         "pipeline": win_job.launch_pipeline,
     }
-    stats = TuneStats(configs=len(done), profiled=len(todo), cached=cached, checks=checks.count,
-                      seconds=time.perf_counter() - started,
-                      task_seconds=task_seconds, task_cpu_seconds=task_cpu,
+    stats = TuneStats(configs=len(done), profiled=profiled.ran, cached=profiled.cached,
+                      checks=checks.count, seconds=time.perf_counter() - started,
+                      task_seconds=profiled.seconds, task_cpu_seconds=profiled.cpu_seconds,
                       check_seconds=checks.seconds)
     return TuneResult(kernel, done, winner, reference, launch_args, stats, model)
 
@@ -403,6 +364,45 @@ def _no_valid_config(kernel: Kernel, records: list[Record]) -> None:
 
 # --- running tasks ------------------------------------------------------------------------------
 
+@dataclasses.dataclass
+class _Profiled:
+    records: dict[int, Record] = dataclasses.field(default_factory=dict)
+    ran: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+def _profile_all(kernel: Kernel, jobs: dict[int, Job], keys: dict[int, str],
+                 store: DiskCache | None, executor: cf.Executor | None, progress: bool | None,
+                 total: int) -> _Profiled:
+    """Every job's record: from the cache, or profiled on the executor (and then cached)."""
+    out = _Profiled()
+    todo = []
+    for index, job in jobs.items():
+        hit = store.get(keys[index]) if store else None
+        if hit is not None:
+            out.records[index] = _record(job, Outcome.from_json(hit), cached=True)
+            out.cached += 1
+        else:
+            todo.append(job)
+    bar = _progress_bar(progress, total, f"autotune {kernel.name}")
+    if bar is not None:
+        bar.update(total - len(todo))
+    try:
+        for job, outcome in _run_all(executor, profile_config, [(j,) for j in todo], bar):
+            out.ran += 1
+            out.seconds += outcome.seconds
+            out.cpu_seconds += outcome.cpu_seconds
+            if store and outcome.status != INTERNAL:  # a pypto bug is not a result to keep
+                store.put(keys[job.index], outcome.to_json())
+            out.records[job.index] = _record(job, outcome)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
 def _run_all(executor: cf.Executor | None, fn: Callable[..., Any],
              calls: list[tuple[Any, ...]], bar: Any = None) -> Iterable[tuple[Any, Any]]:
     """(first argument, result) of `fn(*call)` for every call: here in order, or on the
@@ -473,6 +473,23 @@ class _Checks:
         self.count = 0
         self.seconds = 0.0
         self._expected: dict[int, np.ndarray] | None = None
+
+    def pick(self, done: list[Record], valid: list[Record],
+             check: str) -> tuple[list[Record], Record]:
+        """Check the winner (the next best while it fails) or, with "all", every valid
+        config; the records with their checks, and the winner."""
+        if check == "all":
+            self.run(valid[1:])
+        else:
+            for candidate in sorted(valid, key=lambda r: (r.cycles, r.index)):
+                if candidate is self.reference:
+                    break
+                self.run([candidate])
+                if candidate.index not in self.failures:
+                    break
+        done = [self.apply(r) for r in done]
+        survivors = sorted((r for r in done if r.ok), key=lambda r: (r.cycles, r.index))
+        return done, survivors[0]  # the reference always survives: it is its own check
 
     def _key(self, index: int) -> str:
         return digest("check", self.keys[index], self.keys[self.reference.index],

@@ -43,7 +43,6 @@ from pypto.tuning.worker import (
     DEFAULT_TOLERANCES,
     DOES_NOT_COMPILE,
     INTERNAL,
-    OK,
     WRONG,
     Job,
     Outcome,

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto.tuning.worker import OK
-
 if TYPE_CHECKING:
     from pypto.tuning.result import TuneResult
 

@@ -288,9 +288,9 @@ def snapshot(kernel: Kernel, args: Sequence[Any], skip: Any = None) -> list[Any]
             out.append(copies[id(value)])
         elif isinstance(value, np.ndarray):
             raise UsageError(f"pto.autotune of kernel '{kernel.name}': the argument for "
-                             f"parameter '{kernel.params[i]}' is a NumPy array; pass a device "
-                             f"tensor, as pto.launch takes it: d = pto.alloc_tensor(a.nbytes, "
-                             f"a.dtype); pto.memcpy_h2d(d, a)")
+                             f"parameter '{kernel.params[i]}' is a NumPy array; autotune takes "
+                             f"device tensors (its runs must not write your arrays back): "
+                             f"d = pto.tensor(a)")
         elif isinstance(value, np.generic):
             out.append(value.item())
         elif isinstance(value, bool | int | float):

@@ -50,6 +50,17 @@ def profile_text(prof: Profile, *, max_instructions: int = 60) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ruler(width: int, scale: int) -> str:
+    """The cycle ruler over `width` columns of `scale` cycles: every tenth column carries the
+    cycle it starts at (`0.........40........80...`), the others a dot."""
+    cells = ["."] * width
+    for c in range(0, width, 10):
+        label = str(c * scale)
+        if c + len(label) <= width:
+            cells[c:c + len(label)] = label
+    return "".join(cells)
+
+
 def _timeline_view(prof: Profile, max_instructions: int) -> list[str]:
     rep = prof.representative
     slices = sorted(rep.slices, key=lambda s: (s.dispatch, s.start))[:max_instructions]
@@ -60,9 +71,7 @@ def _timeline_view(prof: Profile, max_instructions: int) -> list[str]:
     width = math.ceil(span / scale)
     out = [f"Timeline view (D dispatched, = waiting, e executing, E last cycle; "
            f"{scale} cycle{'s' if scale > 1 else ''} per column):"]
-    ruler = "".join(str((c * scale // 10) % 10) if (c * scale) % 10 == 0 else "."
-                    for c in range(width))
-    out.append(f"{'':>6} {'':<8} {ruler}")
+    out.append(f"{'':>6} {'':<8} {ruler(width, scale)}")
     for index, s in enumerate(slices):
         f = prof.facts[s.op_id]
         row = [" "] * width

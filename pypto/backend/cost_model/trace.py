@@ -1,10 +1,15 @@
-"""The executor's `Trace`, plus where tile instructions point into L1.
+"""The executor's `Trace`, plus where tile instructions point into L1 and what lanes touch.
 
 Double buffering keeps two tiles in one L1 buffer and picks one with a run-time offset
 (`pto.addptr %buf, %slot * 4096`); the IR alone cannot tell whether a copy into one slot and an
 MMA reading the other touch the same bytes. `CostTrace` also records, as an event of kind
 "offset" (its `token` holds the value), the element offset of every block-uniform pointer into
 L1 computed by `pto.addptr`, so the engine can order accesses by the bytes they touch.
+
+For the pointers lane loads, stores, fmas and atomics use, it records per block what the
+lanes' addresses cost (access.py): memory sectors touched (global), L1 bank passes (local), the
+most lanes on one address (atomics), as events of kind "sectors" / "banks" / "same" whose
+`lanes` field holds the figure (per block, so blocks that differ fall into different classes).
 """
 
 from __future__ import annotations
@@ -13,15 +18,54 @@ from typing import Any
 
 import numpy as np
 
-from pypto.backend.interpreter.instruments import Trace
-from pypto.dialects import pto
+from pypto.backend.cost_model.access import AccessGeometry, access_stats
+from pypto.backend.interpreter.instruments import OpTable, Trace
+from pypto.dialects import npu, pto
+
+_LANE_MEMORY = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, npu.LoadOp, npu.StoreOp,
+                npu.FmaOp)
+
+
+def _address_of(op: Any) -> Any:
+    return op.operands[1] if isinstance(op, pto.StoreOp | npu.StoreOp) else op.operands[0]
 
 
 class CostTrace(Trace):
+    def __init__(self, geometry: AccessGeometry | None = None) -> None:
+        super().__init__()
+        self.geometry = geometry or AccessGeometry()
+        self._stats: dict[int, tuple[tuple[str, ...], int]] = {}
+
+    def begin(self, table: OpTable, grid: tuple[int, int, int],
+              block: tuple[int, int, int]) -> None:
+        super().begin(table, grid, block)
+        # pto.addptr ops whose result is the address of a lane memory instruction
+        wanted: dict[Any, set[str]] = {}
+        for info in table:
+            op = info.op
+            if not isinstance(op, _LANE_MEMORY):
+                continue
+            address = _address_of(op)
+            if not isinstance(address.owner, pto.AddPtrOp):
+                continue
+            kinds = wanted.setdefault(address.owner, set())
+            kinds.add("sectors" if address.type.space == "global" else "banks")
+            if isinstance(op, pto.AtomicAddOp):
+                kinds.add("same")
+        self._stats = {}
+        for op, kinds in wanted.items():
+            elem = np.dtype(_np_dtype(pto.element_type_of(op.result.type))).itemsize
+            self._stats[table.id_of(op)] = (tuple(sorted(kinds)), elem)
+
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         super().after(op_id, ctx, mask, value)
         op = self.table[op_id].op
-        if not isinstance(op, pto.AddPtrOp) or op.result.type.space != "local":
+        if not isinstance(op, pto.AddPtrOp):
+            return
+        wanted = self._stats.get(op_id)
+        if wanted is not None and np.ndim(value) > 0:
+            self._record_access(op_id, ctx, mask, value, *wanted)
+        if op.result.type.space != "local":
             return
         if np.ndim(value) == 0:
             offset = int(value)
@@ -32,3 +76,27 @@ class CostTrace(Trace):
             offset = int(flat[0])
         log, _, _ = self._log(ctx)
         log.records.append((op_id, 1, None, offset, "offset"))
+
+    def _record_access(self, op_id: int, ctx: Any, mask: Any, value: Any,
+                       kinds: tuple[str, ...], elem: int) -> None:
+        if ctx.count < ctx.block_lanes:  # one warp (warp mode): its own figure, per warp
+            count = bl = ctx.count
+            warp = ctx.warp_index
+        else:
+            count, bl, warp = ctx.count, ctx.block_lanes, None
+        log, _, n = self._log(ctx)
+        for kind in kinds:
+            per_block = access_stats(kind, value, mask, count, bl, elem, self.geometry)
+            if per_block is None or per_block.size != n:
+                continue
+            figure: Any = int(per_block[0]) if (per_block == per_block[0]).all() else per_block
+            log.records.append((op_id, figure, warp, None, kind))
+
+
+def _np_dtype(t: Any) -> Any:
+    from pypto import dtypes
+
+    try:
+        return dtypes.np_dtype_of(t)
+    except Exception:  # noqa: BLE001 - an opaque element type: 4 bytes
+        return np.float32

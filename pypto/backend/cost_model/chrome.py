@@ -47,7 +47,7 @@ def chrome_trace(prof: Profile, path: str | Path | None, *, max_slices: int) -> 
                 truncated = True
                 break
             base = int(lr.block_start[b]) + block_cycles
-            core = b % cores
+            core = int(lr.block_core[b]) if lr.block_core is not None else b % cores
             wait = int(lr.block_wait[b]) if lr.block_wait is not None else 0
             if wait > 0:  # the block waits for its share of HBM: the binding resource
                 events.append({

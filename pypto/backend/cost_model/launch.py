@@ -1,9 +1,10 @@
 """The whole launch: block classes simulated once each, spread over the AI cores, HBM-bound.
 
 A launch costs `launch_cycles` before any block starts, and each block `block_cycles` on its
-core before its first instruction. Blocks go to cores round-robin (block b on core b mod
-cores, in waves of `ai_cores`); a core runs its blocks back to back, so the compute time is the
-busiest core's sum. Every byte to or from HBM shares the chip's bandwidth, so the launch takes
+core before its first instruction. Blocks are handed out in order of their linear id, each to
+the core that becomes free first (the first wave: block b on core b), as a hardware block
+scheduler does; a core runs its blocks back to back, and the compute time is when the last core
+finishes. (Greedy list scheduling: appending blocks never shortens the launch.) Every byte to or from HBM shares the chip's bandwidth, so the launch takes
 at least bytes / bandwidth (roofline). The L2 (`l2_bytes`) keeps what a wave of blocks touches:
 each tensor's bytes reach HBM once (the compulsory traffic: the tensor, or what was moved of
 it, whichever is smaller); the repeats (another block reading the same A band of a matmul) hit
@@ -19,6 +20,7 @@ blocks.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +54,7 @@ class LaunchResult:
     l2_resident: bool = False      # the wave's working set fits in L2: repeats all hit
     launch_cycles: int = 0         # the launch's fixed cost, before the first block starts
     block_wait: np.ndarray | None = None  # per linear block: cycles it waits for HBM at its end
+    block_core: np.ndarray | None = None  # per linear block: the AI core it runs on
 
     @property
     def total_cycles(self) -> int:
@@ -121,22 +124,39 @@ def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
     used = min(cores, n_blocks)
     hbm, resident = hbm_traffic(by_tensor, tensor_bytes, params.l2_bytes,
                                 used / n_blocks if n_blocks else 1.0)
-    core = np.arange(n_blocks, dtype=np.int64) % cores
-    per_core = np.bincount(core, weights=cycles, minlength=used)
-    compute = int(per_core.max()) if n_blocks else 0
+    start, core, compute = distribute(cycles, cores)
     roofline = math.ceil(hbm / params.target.hbm_bytes_per_cycle)
     # HBM-bound: every block waits for its share of the bandwidth (stretched alike), so the
-    # busiest core ends at the roofline
+    # last core ends at the roofline
     wait = np.zeros(n_blocks, dtype=np.int64)
     if roofline > compute > 0:
         stretched = np.ceil(cycles * (roofline / compute)).astype(np.int64)
         wait = stretched - cycles
-    paced = cycles + wait
-    # start of each block on its core: the (paced) cycles of the blocks before it on that core
-    start = np.zeros(n_blocks, dtype=np.int64)
-    for k in range(used):
-        mine = paced[k::cores]
-        start[k::cores] = np.cumsum(mine) - mine + params.launch_cycles
-    return LaunchResult(classes, n_blocks, used, math.ceil(n_blocks / cores), cycles, start,
-                        compute, hbm, roofline, sum(by_tensor.values()), resident,
-                        params.launch_cycles, wait)
+        start, core, _ = distribute(cycles + wait, cores)
+    return LaunchResult(classes, n_blocks, used, math.ceil(n_blocks / cores), cycles,
+                        start + params.launch_cycles, compute, hbm, roofline,
+                        sum(by_tensor.values()), resident, params.launch_cycles, wait, core)
+
+
+def distribute(cycles: np.ndarray, cores: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(start, core, makespan) of blocks of `cycles` handed out in order to the first free of
+    `cores` cores. Blocks that all take the same time go round-robin (NumPy, O(blocks));
+    otherwise a heap of the cores' free times."""
+    n = len(cycles)
+    start = np.zeros(n, dtype=np.int64)
+    core = np.arange(n, dtype=np.int64) % max(1, cores)
+    if n == 0:
+        return start, core, 0
+    if (cycles == cycles[0]).all():
+        start = (np.arange(n, dtype=np.int64) // cores) * int(cycles[0])
+        return start, core, int(-(-n // cores) * int(cycles[0]))
+    free = [(0, k) for k in range(min(cores, n))]
+    heapq.heapify(free)
+    ends = 0
+    for b in range(n):
+        t, k = heapq.heappop(free)
+        start[b], core[b] = t, k
+        end = t + int(cycles[b])
+        ends = max(ends, end)
+        heapq.heappush(free, (end, k))
+    return start, core, ends

@@ -28,7 +28,9 @@ def profile_text(prof: Profile, *, max_instructions: int = 60) -> str:
     entries = prof.timeline
     lines.append(f"Instruction timeline of block 0 ({rep.cycles} cycles):")
     for e in entries[:max_instructions]:
-        lines.append(f"Cycle {e.cycle}: Lane {e.lane}: {e.inst}")
+        f = prof.facts.get(e.op_id)
+        part = f" (its copy on {e.pipe})" if f is not None and f.pipe != e.pipe else ""
+        lines.append(f"Cycle {e.cycle}: Lane {e.lane}: {e.inst}{part}")
     if len(entries) > max_instructions:
         lines.append(f"... {len(entries) - max_instructions} more instructions")
     lines.append("")

@@ -118,25 +118,32 @@ _ROOTS = ("wait", "barrier", "sync-copy")
 
 
 def copy_duration(copy_bytes: int, p: ModelParams) -> int:
-    """Cycles a copy of `copy_bytes` occupies MTE_IN: start-up + repeats - 1."""
-    return max(1, p.latency_of("COPY_IN", "MTE_IN") +
-               max(1, math.ceil(copy_bytes / p.mte_bytes_per_cycle)) - 1)
+    """Cycles from a copy's start until its last byte has landed: start-up + repeats - 1."""
+    return max(1, p.latency_of("COPY_IN", "MTE_IN") + copy_occupancy(copy_bytes, p) - 1)
+
+
+def copy_occupancy(copy_bytes: int, p: ModelParams) -> int:
+    """Cycles a copy holds its MTE pipe: its bytes over the copy bandwidth. The start-up
+    (latency) of the next copy overlaps this one's transfer, as a DMA engine with several
+    requests in flight does; the copy's data is there `copy_duration` after its start."""
+    return max(1, math.ceil(copy_bytes / p.mte_bytes_per_cycle))
 
 
 def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
              extra: int = 0) -> int:
     """Cycles `f` occupies its pipe: latency + repeats - 1 (at least one cycle), plus `extra`
     (serialised passes: bank conflicts, same-address atomics). `work`: the bytes a lane
-    access really moves (whole sectors), when known."""
+    access really moves (whole sectors), when known. A copy occupies its MTE pipe for its
+    repeats only (`copy_occupancy`); its latency shows in when its data is there."""
     latency = p.latency_of(f.kind, f.pipe)
     if f.macs:
         rate = p.cube_macs_per_cycle * (p.cube_fp32_rate if f.cube_fp32 else 1.0)
         repeats = math.ceil(f.macs / rate)
         if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes:
-            # the Cube cannot finish before the copy has (copy_duration, on MTE_IN)
+            # the Cube cannot finish before the copy's last byte has landed
             return max(latency + repeats - 1, copy_duration(f.copy_bytes, p))
     elif f.pipe in ("MTE_IN", "MTE_OUT"):
-        repeats = max(1, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
+        return copy_occupancy(f.copy_bytes, p)
     elif f.pipe == "VECTOR":
         moved = f.copy_bytes if f.copy_bytes else max(lanes * f.elem_bytes, work or 0)
         repeats = max(1, math.ceil(moved / p.vector_bytes_per_cycle))
@@ -358,27 +365,33 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         pipe_free[pipe] = end
         pipe_last[pipe] = ev.op_id
         if fused_copy:
-            copy_end = start + copy_duration(f.copy_bytes, params)
+            copy_end = start + copy_occupancy(f.copy_bytes, params)
             out.slices.append(Slice(ev.op_id, "MTE_IN", start, copy_end, ev.lanes, t_disp,
                                     None, part=True))
             out.busy["MTE_IN"] += copy_end - start
             pipe_free["MTE_IN"] = copy_end
             pipe_last["MTE_IN"] = ev.op_id
-        # a lane access's data arrives its memory level's latency later
-        done = end + (params.memory_latency(f.space) if f.address is not None else 0)
+        # when its effects are complete: a copy's data has landed (its start-up after its
+        # start), a lane access's data arrived from its memory level
+        is_copy = pipe in ("MTE_IN", "MTE_OUT") and not f.macs
+        if is_copy:
+            done = start + copy_duration(f.copy_bytes, params)
+        elif f.address is not None:
+            done = end + params.memory_latency(f.space)
+        else:
+            done = end
         retired = max(retired, done)
-        held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
         for value in f.writes:
-            ready.times[value] = (done if f.loads else end, ev.op_id)
+            ready.times[value] = (done if f.loads or is_copy else end, ev.op_id)
         for region in writes:  # (a staged load's slot: readers wait for its value instead)
-            l1.written.append((*region, end, ev.op_id))
+            l1.written.append((*region, done if is_copy else end, ev.op_id))
         for region in reads:
-            l1.read.append((*region, end, ev.op_id))
+            l1.read.append((*region, done if is_copy else end, ev.op_id))
         if ev.kind == "issue" and ev.token is not None:
-            tokens[ev.token] = (end, ev.op_id)
-        if f.blocking == BLOCKING_SYNC_COPY and end > stall_until:
-            stall_until, stall_cause = end, Cause("sync-copy", ev.op_id)
-        drained = max(drained, end)
+            tokens[ev.token] = (done, ev.op_id)
+        if f.blocking == BLOCKING_SYNC_COPY and done > stall_until:
+            stall_until, stall_cause = done, Cause("sync-copy", ev.op_id)
+        drained = max(drained, done if is_copy else end)
         if f.copy_bytes and f.pipe != "VECTOR":
             hbm_moved += f.copy_bytes
         if hbm_moved:

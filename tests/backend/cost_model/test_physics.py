@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pypto as pto
-from pypto.backend.cost_model.engine import copy_duration
+from pypto.backend.cost_model.engine import copy_occupancy
 from pypto.backend.targets import default_target
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -153,7 +153,7 @@ def check_peaks(prof) -> None:
         on_mte = [s for s in fused if s.pipe == "MTE_IN"]
         assert len(on_cube) == len(on_mte), "a fused load+MMA must occupy MTE_IN as well"
         for cube, mte in zip(on_cube, on_mte):
-            assert mte.end - mte.start == copy_duration(prof.facts[cube.op_id].copy_bytes, p)
+            assert mte.end - mte.start == copy_occupancy(prof.facts[cube.op_id].copy_bytes, p)
     busy = prof.total_cycles - prof.launch.launch_cycles
     assert prof.hbm_bytes <= busy * p.target.hbm_bytes_per_cycle + 1e-9
     assert 0.0 <= prof.utilization()["HBM"] <= 1.0 + 1e-9

@@ -148,6 +148,9 @@ def check_peaks(prof) -> None:
                 assert f.macs / span <= rate + 1e-9
             if f.copy_bytes and s.pipe in ("MTE_IN", "MTE_OUT"):
                 assert f.copy_bytes / span <= p.mte_bytes_per_cycle + 1e-9
+            if s.pipe == "VECTOR":
+                moved = f.copy_bytes or s.lanes * f.elem_bytes
+                assert moved / span <= p.vector_bytes_per_cycle + 1e-9
         fused = [s for s in sched.slices if prof.facts[s.op_id].kind == "LOAD_MMA"]
         on_cube = [s for s in fused if s.pipe == "CUBE"]
         on_mte = [s for s in fused if s.pipe == "MTE_IN"]

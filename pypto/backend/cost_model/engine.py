@@ -364,6 +364,7 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         out.busy[pipe] += end - start
         pipe_free[pipe] = end
         pipe_last[pipe] = ev.op_id
+        held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
         if fused_copy:
             copy_end = start + copy_occupancy(f.copy_bytes, params)
             out.slices.append(Slice(ev.op_id, "MTE_IN", start, copy_end, ev.lanes, t_disp,

@@ -65,7 +65,7 @@ def _origin(value: SSAValue) -> SSAValue:
     return value
 
 
-def _waits_for(op: Operation, load: pto.AsyncLoadOp) -> bool:
+def waits_for(op: Operation, load: pto.AsyncLoadOp) -> bool:
     if isinstance(op, pto.WaitAllOp):
         return True
     return isinstance(op, pto.WaitOp) and _origin(op.token) is load.token
@@ -96,7 +96,7 @@ def fusion_decisions(loads: Sequence[pto.AsyncLoadOp], compute_stages: Sequence[
                             and buf is dst), None)
             if operand is None:
                 continue
-            wait = next((i for i in range(index) if _waits_for(ops[i], load)), None)
+            wait = next((i for i in range(index) if waits_for(ops[i], load)), None)
             candidates.append((wait if wait is not None else -1, loads.index(load), load,
                                operand))
         if not candidates:

@@ -25,6 +25,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.traits import Pure
 
+from pypto.analysis.alias import conflict, footprints
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
 
@@ -112,6 +113,13 @@ def fusion_decisions(loads: Sequence[pto.AsyncLoadOp], compute_stages: Sequence[
             decisions.append(Decision(load, mma, operand, False,
                                       "no compute stage waits for it before its MMA"))
             continue
+        # kept, it is issued just before its wait: after every compute op before that wait
+        hazard = _first_conflict(load, walk(ops[:wait]))
+        if hazard is not None:
+            decisions.append(Decision(load, mma, operand, False,
+                                      f"issuing it at its MMA would move it past "
+                                      f"'{hazard.name}', which may touch the same memory"))
+            continue
         flags = 0
         if isinstance(ops[wait], pto.WaitAllOp):  # one wait per other prefetched copy
             flags = len(loads) - 1 + copies_before[ops[wait]]
@@ -135,6 +143,16 @@ def fusion_decisions(loads: Sequence[pto.AsyncLoadOp], compute_stages: Sequence[
                                   f"(npu-fuse-load-mma, {distance} of at most {max_distance} "
                                   f"instructions between)"))
     return decisions
+
+
+def _first_conflict(load: pto.AsyncLoadOp, ops: object) -> Operation | None:
+    """The first of `ops` whose accesses may conflict with the load's (the shared alias query,
+    pypto.analysis.alias: unknown is "may")."""
+    mine = footprints(load)
+    for op in ops:  # type: ignore[attr-defined]
+        if any(conflict(a, b) for a in mine for b in footprints(op)):
+            return op
+    return None
 
 
 def _waits_for_token(op: Operation, load: pto.AsyncLoadOp) -> bool:

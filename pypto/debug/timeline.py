@@ -144,6 +144,8 @@ def _modelled(session: Any, trace: Trace, log: _IssueLog) -> list[TimelineEntry]
     whole = Lanes(np.arange(session.block_lanes))
     out = []
     for e in sorted(profile.timeline, key=lambda e: (e.op_id, e.cycle)):
+        if e.op_id < 0 or e.pipe != profile.facts[e.op_id].pipe:
+            continue  # not an instruction (HBM rows), or a fused load's copy on MTE_IN
         k = seen.get(e.op_id, 0)
         seen[e.op_id] = k + 1
         runs = lanes_of.get(e.op_id, [])

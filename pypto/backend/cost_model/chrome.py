@@ -48,6 +48,15 @@ def chrome_trace(prof: Profile, path: str | Path | None, *, max_slices: int) -> 
                 break
             base = int(lr.block_start[b]) + block_cycles
             core = int(lr.block_core[b]) if lr.block_core is not None else b % cores
+            last = max((sl.end for sl in slices), default=0)
+            if c.schedule.cycles > last:  # its stores (loads) still landing: memory latency
+                events.append({
+                    "ph": "X", "name": "MEM_DRAIN", "cat": HBM, "pid": core,
+                    "tid": RESOURCES.index(HBM), "ts": (base + last) * us_per_cycle,
+                    "dur": (c.schedule.cycles - last) * us_per_cycle,
+                    "args": {"op": "mem_drain", "source": prof.kernel, "block": b,
+                             "cycles": c.schedule.cycles - last,
+                             "cause": "memory latency: accesses still landing"}})
             wait = int(lr.block_wait[b]) if lr.block_wait is not None else 0
             if wait > 0:  # the block waits for its share of HBM: the binding resource
                 events.append({

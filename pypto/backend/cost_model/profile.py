@@ -186,6 +186,10 @@ class Profile:
             f = self.facts[s.op_id]
             out.append(TimelineEntry(s.start, s.end, s.pipe, s.lanes, f.kind,
                                      short_source(f.source), f.name, s.op_id, self.block_lanes))
+        last = max((e.end for e in out), default=0)
+        if schedule.cycles > last:  # accesses still landing after the last instruction
+            out.append(TimelineEntry(last, schedule.cycles, HBM, self.block_lanes,
+                                     "MEM_DRAIN", self.kernel, "", -1, self.block_lanes))
         if hbm_wait > 0:
             out.append(TimelineEntry(schedule.cycles, schedule.cycles + hbm_wait, HBM,
                                      self.block_lanes, "HBM_WAIT", self.kernel, "", -1,

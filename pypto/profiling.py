@@ -45,6 +45,7 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     """
     # the cost model is imported at the first profile, not by `import pypto` (~8 ms)
     from pypto.backend.cost_model import MODELS, ModelError, ModelParams, build_profile
+    from pypto.backend.cost_model.access import AccessGeometry
     from pypto.backend.cost_model.trace import CostTrace
 
     if model not in MODELS:
@@ -58,7 +59,7 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     from pypto.runtime import sync
 
     sync()  # earlier launches on the tensors complete first, as under a device profiler
-    trace = CostTrace()
+    trace = CostTrace(AccessGeometry.of(resolved))  # sectors, banks as the target has them
     compiled.executable.run(grid3, block3, tuple(args), instrument=trace)
     sizes = {i: int(a.nbytes) for i, a in enumerate(args)
              if hasattr(a, "nbytes") and hasattr(a, "freed")}

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import AnyFloat, IntegerType, ModuleOp
 from pypto import dtypes
 from pypto.backend.cost_model import ModelParams, build_profile
 from pypto.backend.interpreter import Executable
+from pypto.backend.cost_model.access import AccessGeometry
 from pypto.backend.cost_model.trace import CostTrace
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
@@ -126,7 +127,7 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
         note = f"# the pto-level input was lowered first: {text}\n"
     lanes_total = grid3[0] * grid3[1] * grid3[2] * block3[0] * block3[1] * block3[2]
     args = _arguments(kernel, values, lanes_total)
-    trace = CostTrace()
+    trace = CostTrace(AccessGeometry.of(resolved))
     try:
         Executable(kernel, target=resolved).run(grid3, block3, args, instrument=trace)
     except KernelError as err:

@@ -436,3 +436,13 @@ def test_strided_lane_loads_move_whole_sectors(model):
 def strided(x, y, stride):
     i = pto.get_global_id()
     pto.store(y + i, pto.load(x + i * stride))
+
+
+def test_the_sector_size_is_the_targets(tmp_path):
+    target = tmp_path / "wide_sectors.toml"
+    target.write_text("[cost.memory]\nsector_bytes = 128\n")
+    x = pto.alloc_tensor(256 * 32 * 4, dtype=np.float32)
+    y = pto.alloc_tensor(256 * 4, dtype=np.float32)
+    prof = pto.profile(strided, grid=1, block=256, args=(x, y, 32), target=str(target))
+    # every lane of stride 32 floats in its own 128-byte sector; the store: 1 sector per warp
+    assert prof.hbm_bytes == 256 * 128 + 8 * 128

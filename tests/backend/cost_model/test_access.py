@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pypto.backend.cost_model.access import AccessGeometry, access_stats
 
@@ -53,3 +55,14 @@ def test_lanes_on_one_address():
 def test_unknown_statistic_is_an_error():
     with pytest.raises(ValueError, match="unknown access statistic"):
         stat("rows", np.arange(4))
+
+
+@given(base=st.integers(0, 10_000), blocks=st.integers(1, 4), lanes=st.sampled_from([32, 64, 96, 256]),
+       elem=st.sampled_from([2, 4, 8]), kind=st.sampled_from(["sectors", "banks", "same"]))
+@settings(max_examples=60, deadline=None)
+def test_the_contiguous_shortcut_agrees_with_the_general_count(base, blocks, lanes, elem, kind):
+    offsets = base + np.arange(blocks * lanes, dtype=np.int64)
+    fast = access_stats(kind, offsets, None, offsets.size, lanes, elem, G)  # shortcut
+    general = access_stats(kind, offsets, np.ones(offsets.size, bool), offsets.size, lanes,
+                           elem, G)                                          # sorts
+    assert fast.tolist() == general.tolist()

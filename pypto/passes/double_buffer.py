@@ -31,6 +31,12 @@ buffer written by a compute stage or used outside the pipeline, a token used oth
 `pto.wait`. When the slots would not fit the target's L1 (as `pto-allocate-l1` would place
 them), fewer stages are used and a remark says so; if not even two fit, the loop stays as it
 is. The rewrite assumes the trip-count arithmetic does not overflow the counter's type.
+
+Fusion-aware (SPEC §6): a load that the target's firmware would fuse with the MMA it feeds
+(`npu-fuse-load-mma`, the target's `[fusion]` table) is not prefetched — an iteration ahead it
+would no longer fuse. It stays in its own iteration, issued right before the wait in front of
+its MMA, into one buffer; the other loads are prefetched, and in the kernel loop the compute
+comes before the prefetch (see `keep_fusable_loads` and pypto.analysis.fusion).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from xdsl.traits import is_side_effect_free
 
 from pypto.analysis.alias import Footprint, Ranges, footprints, may_overlap
 from pypto.analysis.cache import invalidate
+from pypto.analysis.fusion import fusion_decisions, root_buffer, waits_for
 from pypto.analysis.l1_liveness import (
     SLOTS_ATTR,
     buffer_bytes,
@@ -61,7 +68,9 @@ from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
 from pypto.passes.allocate_l1 import L1Options, kib
+from pypto.backend.targets import resolve_target
 from pypto.diagnostics import emit_remark
+from pypto.passes.npu_fuse_load_mma import fusion_rules
 
 _ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
 
@@ -729,7 +738,10 @@ class DoubleBufferPass(L1Options, ModulePass):
     form (see the module docstring); `pto.wait_all` in compute stages becomes waits on the
     tokens of the slot in use. Loops it cannot rewrite stay unchanged with a remark saying why;
     when N slots would not fit L1 (`l1-bytes`, default: the target's), fewer are used and a
-    remark says so. Options: `stages` (slots per buffer, default 2; 1 leaves loops as they are).
+    remark says so. Fusion-aware: a load the target's firmware fuses with the MMA it feeds
+    (`[fusion]` of `target`, default the package's target) stays next to that MMA, and the
+    other operand is prefetched (`keep_fusable_loads`). Options: `stages` (slots per buffer,
+    default 2; 1 leaves loops as they are), `target`.
     """
 
     name = "pto-double-buffer"
@@ -825,8 +837,6 @@ class DoubleBufferPass(L1Options, ModulePass):
 
 def _waits_for(op: Operation, load: pto.AsyncLoadOp) -> bool:
     """Does `op` wait for `load` (a `wait_all`, or a `wait` on its token)?"""
-    from pypto.analysis.fusion import waits_for
-
     return waits_for(op, load)
 
 
@@ -836,10 +846,6 @@ def keep_fusable_loads(plan: Plan, target: str = "") -> Plan:
     from its MMA and lose the fusion. They stay in their iteration, issued right before the
     wait in front of their MMA (one buffer), while the other operands are prefetched. The
     plan's remarks say which loads were kept and why (pypto.analysis.fusion)."""
-    from pypto.analysis.fusion import fusion_decisions
-    from pypto.backend.targets import resolve_target
-    from pypto.passes.npu_fuse_load_mma import fusion_rules
-
     pairs, distance = fusion_rules(resolve_target(target or None))
     if ("npu.copy_in", "npu.mma") not in pairs:
         return plan
@@ -870,7 +876,5 @@ def keep_fusable_loads(plan: Plan, target: str = "") -> Plan:
 
 
 def _buffer_name(load: pto.AsyncLoadOp) -> str:
-    from pypto.analysis.fusion import root_buffer
-
     buffer = root_buffer(load.dst)
     return (buffer.result.name_hint if buffer is not None else None) or "?"

@@ -15,14 +15,13 @@ computes: the larger of the two, and its copy occupies MTE_IN meanwhile, as ever
 A lane access's data is ready its memory level's latency after the instruction (HBM farther
 than L1); its work is the memory sectors its lanes touch (global), its L1 bank passes (local),
 and lanes of a block on one address serialise for atomics (access.py). Async copies run on
-their MTE pipe while the front end goes on; a wait stalls the front end until its copy has completed, a barrier until
-every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
+their MTE pipe while the front end goes on; a wait stalls the front end until its copy has
+completed, a barrier until every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
 before an instruction that was held back is a bubble, attributed to what held it back.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +39,7 @@ from pypto.backend.cost_model.facts import (
     OpFacts,
 )
 from pypto.backend.cost_model.params import PIPES, ModelParams
+from pypto.backend.cost_model.rates import copy_repeats, cube_repeats, vector_repeats
 
 
 @dataclass(frozen=True)
@@ -123,10 +123,11 @@ def copy_duration(copy_bytes: int, p: ModelParams) -> int:
 
 
 def copy_occupancy(copy_bytes: int, p: ModelParams) -> int:
-    """Cycles a copy holds its MTE pipe: its bytes over the copy bandwidth. The start-up
-    (latency) of the next copy overlaps this one's transfer, as a DMA engine with several
-    requests in flight does; the copy's data is there `copy_duration` after its start."""
-    return max(1, math.ceil(copy_bytes / p.mte_bytes_per_cycle))
+    """Cycles a copy holds its MTE pipe: its bytes over the copy bandwidth (`copy_repeats`).
+    The start-up (latency) of the next copy overlaps this one's transfer, as a DMA engine with
+    several requests in flight does; the copy's data is there `copy_duration` after its
+    start."""
+    return copy_repeats(copy_bytes, p)
 
 
 def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
@@ -137,16 +138,15 @@ def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
     repeats only (`copy_occupancy`); its latency shows in when its data is there."""
     latency = p.latency_of(f.kind, f.pipe)
     if f.macs:
-        rate = p.cube_macs_per_cycle * (p.cube_fp32_rate if f.cube_fp32 else 1.0)
-        repeats = math.ceil(f.macs / rate)
+        repeats = cube_repeats(f.mma_shape or (f.macs, 1, 1), f.elem_bytes, f.cube_fp32, p)
         if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes:
             # the Cube cannot finish before the copy's last byte has landed
             return max(latency + repeats - 1, copy_duration(f.copy_bytes, p))
     elif f.pipe in ("MTE_IN", "MTE_OUT"):
         return copy_occupancy(f.copy_bytes, p)
     elif f.pipe == "VECTOR":
-        moved = f.copy_bytes if f.copy_bytes else max(lanes * f.elem_bytes, work or 0)
-        repeats = max(1, math.ceil(moved / p.vector_bytes_per_cycle))
+        repeats = vector_repeats(f.copy_bytes if f.copy_bytes else
+                                 max(lanes * f.elem_bytes, work or 0), p)
     else:
         repeats = 1
     return max(1, latency + repeats - 1) + extra

@@ -51,6 +51,7 @@ class OpFacts:
     cube_fp32: bool               # MMA on 32-bit inputs (the Cube's slower rate)
     blocking: str | None          # wait / barrier / sync_copy: stalls the front end
     tensor: int | None = None     # kernel parameter (tensor) its HBM bytes belong to
+    mma_shape: tuple[int, int, int] | None = None  # (m, n, k) of an MMA (elem_bytes: its A's)
     address: SSAValue | None = None   # a lane memory instruction's address
     space: str | None = None      # ... and its memory level: "global" (HBM) or "local" (L1)
     uniform_address: bool = False # every lane of the block on one address (a broadcast)
@@ -217,7 +218,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     elif isinstance(op, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp):
         m, n, k = op.shape
         macs = m * n * k
-        fp32 = _bytes_of(pto.element_type_of(op.a.type)) >= 4
+        elem = _bytes_of(pto.element_type_of(op.a.type))
+        fp32 = elem >= 4
         l1_reads.extend([l1_ref(op.c, m * n), l1_ref(op.a, m * k), l1_ref(op.b, k * n)])
         l1_writes.append(l1_ref(op.c, m * n))
         if isinstance(op, npu.LoadMmaOp):
@@ -235,7 +237,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     uniform = address is not None and varying is not None and address not in varying
     return OpFacts(op_id, op.name, kind, pipe, location_of(op), free,
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
-                   elem, hbm, copy, macs, fp32, blocking, tensor, address, space, uniform,
+                   elem, hbm, copy, macs, fp32, blocking, tensor,
+                   tuple(op.shape) if macs else None, address, space, uniform,
                    isinstance(op, pto.AtomicAddOp),
                    isinstance(op, pto.LoadOp | npu.LoadOp | pto.AtomicAddOp))
 

@@ -1,15 +1,17 @@
-"""The executor's `Trace`, plus where tile instructions point into L1 and what lanes touch.
+"""`CostTrace`: the trace the cost model records — the executor's `Trace` (instructions, active
+lanes, tokens, and where block-uniform L1 pointers point), plus whatever the model needs beyond
+it from the run.
 
-Double buffering keeps two tiles in one L1 buffer and picks one with a run-time offset
-(`pto.addptr %buf, %slot * 4096`); the IR alone cannot tell whether a copy into one slot and an
-MMA reading the other touch the same bytes. `CostTrace` also records, as an event of kind
-"offset" (its `token` holds the value), the element offset of every block-uniform pointer into
-L1 computed by `pto.addptr`, so the engine can order accesses by the bytes they touch.
+There is one trace: `run_and_cost` (run.py) records it for `pto.profile`, `pypto-opt
+--emit=cost|timeline|trace` and the debugger's timeline alike, so they cost the same events. A
+field added here that derives from lane addresses must be covered by the block-class keys
+(classes.py: addresses are keyed by their pattern over the lanes and their alignment).
 
-For the pointers lane loads, stores, fmas and atomics use, it records per block what the
-lanes' addresses cost (access.py): memory sectors touched (global), L1 bank passes (local), the
-most lanes on one address (atomics), as events of kind "sectors" / "banks" / "same" whose
-`lanes` field holds the figure (per block, so blocks that differ fall into different classes).
+Beyond the executor's trace, for the pointers lane loads, stores, fmas and atomics use, it
+records per block what the lanes' addresses cost (access.py): memory sectors touched (global),
+L1 bank passes (local), the most lanes on one address (atomics), as events of kind "sectors" /
+"banks" / "same" whose `lanes` field holds the figure (per block, so blocks that differ fall
+into different classes).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def _address_of(op: Any) -> Any:
 
 
 class CostTrace(Trace):
+    """The executor's `Trace`, recorded for the cost model (see the module docstring)."""
+
     def __init__(self, geometry: AccessGeometry | None = None) -> None:
         super().__init__()
         self.geometry = geometry or AccessGeometry()
@@ -59,23 +63,9 @@ class CostTrace(Trace):
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         super().after(op_id, ctx, mask, value)
-        op = self.table[op_id].op
-        if not isinstance(op, pto.AddPtrOp):
-            return
         wanted = self._stats.get(op_id)
         if wanted is not None and np.ndim(value) > 0:
             self._record_access(op_id, ctx, mask, value, *wanted)
-        if op.result.type.space != "local":
-            return
-        if np.ndim(value) == 0:
-            offset = int(value)
-        else:
-            flat = np.asarray(value).reshape(-1)
-            if flat.size == 0 or not (flat == flat[0]).all():
-                return  # a per-lane pointer: the engine falls back to the whole buffer
-            offset = int(flat[0])
-        log, _, _ = self._log(ctx)
-        log.records.append((op_id, 1, None, offset, "offset"))
 
     def _record_access(self, op_id: int, ctx: Any, mask: Any, value: Any,
                        kinds: tuple[str, ...], elem: int) -> None:

@@ -52,6 +52,11 @@ class OpFacts:
     blocking: str | None          # wait / barrier / sync_copy: stalls the front end
     tensor: int | None = None     # kernel parameter (tensor) its HBM bytes belong to
     mma_shape: tuple[int, int, int] | None = None  # (m, n, k) of an MMA (elem_bytes: its A's)
+    address: SSAValue | None = None   # a lane memory instruction's address
+    space: str | None = None      # ... and its memory level: "global" (HBM) or "local" (L1)
+    uniform_address: bool = False # every lane of the block on one address (a broadcast)
+    atomic: bool = False          # a read-modify-write (same-address lanes serialise)
+    loads: bool = False           # its result is data read from memory (ready after latency)
 
 
 def kind_of(op: Operation) -> str:
@@ -171,11 +176,14 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     fp32 = False
     blocking: str | None = None
     tensor: int | None = None
+    address: SSAValue | None = None
+    space: str | None = None
     lane_ops = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, npu.LoadOp, npu.StoreOp,
                 npu.FmaOp)
     if isinstance(op, lane_ops):
         address = op.operands[1] if isinstance(op, pto.StoreOp | npu.StoreOp) else op.operands[0]
         elem = _bytes_of(pto.element_type_of(address.type))
+        space = _space(address)
         reads_memory = isinstance(op, pto.LoadOp | npu.LoadOp | pto.AtomicAddOp)
         writes_memory = not isinstance(op, pto.LoadOp | npu.LoadOp) or False
         if _space(address) == "global":
@@ -226,10 +234,13 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     elif op.results:
         elem = _bytes_of(op.results[0].type)
     free = isinstance(op, _STRUCTURE) or isinstance(op, npu.SetFlagOp)
+    uniform = address is not None and varying is not None and address not in varying
     return OpFacts(op_id, op.name, kind, pipe, location_of(op), free,
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
                    elem, hbm, copy, macs, fp32, blocking, tensor,
-                   tuple(op.shape) if macs else None)
+                   tuple(op.shape) if macs else None, address, space, uniform,
+                   isinstance(op, pto.AtomicAddOp),
+                   isinstance(op, pto.LoadOp | npu.LoadOp | pto.AtomicAddOp))
 
 
 def kernel_of(op: Operation) -> func.FuncOp | None:

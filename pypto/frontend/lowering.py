@@ -44,6 +44,7 @@ from pypto.frontend.calls import CallLowering
 from pypto.frontend.common import _is_bool, _is_float, _is_int, _type_name
 from pypto.frontend.early_return import drop_trailing_returns, rewrite_returns
 from pypto.frontend.kernel import Kernel, KernelSource
+from pypto.frontend.simt_loops import convert_divergent_for_loops
 from pypto.frontend.structured import PipelineHandle, StructuredLowering, _Undefined
 from pypto.frontend.operators import (
     _BOOL_BINARY,
@@ -667,6 +668,9 @@ def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
                                  "(thousands of levels); split the expression into several "
                                  "statements with intermediate variables",
                                  lowering.statement) from None
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            convert_divergent_for_loops(op)
     if folded is not None:
         folded.update(lowering.folded)
     return module

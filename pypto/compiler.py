@@ -381,7 +381,7 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
             return cached  # (a changed module-level constant compiles anew, as Triton does)
         folded: dict[str, Any] = {}
         try:
-            module = lower_kernel(kernel, types, consts, folded)
+            module = lower_kernel(kernel, types, consts, folded, block_dims)
             break
         except NeedsConstexpr as need:
             if need.params <= kernel.auto_constexpr:

@@ -60,7 +60,7 @@ def _to_while(loop: scf.ForOp) -> None:
     after = Block(arg_types=arg_types)
     for old, new in zip(body.args, after.args):
         new.name_hint = old.name_hint
-        old.replace_by(new)
+        old.replace_all_uses_with(new)
     for arg in cond_block.args:
         arg.name_hint = None
     terminator = body.last_op
@@ -76,6 +76,7 @@ def _to_while(loop: scf.ForOp) -> None:
     new_yield = scf.YieldOp(step.results[0], *terminator.operands)
     new_yield.location = terminator.location
     after.add_op(new_yield)
+    terminator.detach()
     terminator.erase()
 
     result_types = arg_types

@@ -86,3 +86,6 @@ def _to_while(loop: scf.ForOp) -> None:
     for old, new in zip(loop.results, while_op.results[1:]):
         new.name_hint = old.name_hint
     Rewriter.replace_op(loop, while_op, [*while_op.results[1:]])
+    while_op.results[0].name_hint = None  # the counter: not a user variable after the loop
+    for old_hint, new in zip([r.name_hint for r in while_op.results[1:]], while_op.results[1:]):
+        new.name_hint = old_hint

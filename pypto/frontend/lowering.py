@@ -223,7 +223,7 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(value, SSAValue) and value.name_hint is None:
+            if isinstance(value, SSAValue) and value.name_hint is None and "." not in target.id:
                 value.name_hint = target.id  # readable IR and error messages ('A_tile')
             self.env[target.id] = value
             return

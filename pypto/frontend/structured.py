@@ -132,7 +132,7 @@ class StructuredLowering:
         if_op = scf.IfOp(cond, types, Region(then_block), else_region)
         self.emit(if_op)
         for (name, _, _), result in zip(merged, if_op.results):
-            result.name_hint = name
+            result.name_hint = name if "." not in name else None  # not synthetic variables
             self.env[name] = result
 
     # ---------------------------------------------------------------------------------------

@@ -30,8 +30,8 @@ print(pto.compile(block_sum, args=(t, t), block=64).mlir)
 # Warp scope: no barrier (a warp is lockstep), 32 loads of the warp's slots, 31 maxima, the
 # lane's slot reset to the identity (-inf).
 # CHECK-LABEL: func.func @warp_max
-# CHECK:       %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
-# CHECK:       %[[BUF:.*]] = pto.alloc_local : !pto.l1buf<64xf32>
+# CHECK:       %[[BUF:.*]] = pto.alloc_local {{.*}}: !pto.l1buf<64xf32>
+# CHECK:       %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
 # CHECK:       pto.fill %[[BUF]], %[[NEGINF]]
 # CHECK:       arith.addf
 # CHECK-NOT:   pto.barrier
@@ -42,8 +42,8 @@ print(pto.compile(block_sum, args=(t, t), block=64).mlir)
 
 # Block scope: slots for 64 lanes, -0.0 as the identity of a float sum, 6 tree levels.
 # CHECK-LABEL: func.func @block_sum
+# CHECK:       %[[B:.*]] = pto.alloc_local {{.*}}: !pto.l1buf<64xf32>
 # CHECK:       %[[Z:.*]] = arith.constant -0.000000e+00 : f32
-# CHECK:       %[[B:.*]] = pto.alloc_local : !pto.l1buf<64xf32>
 # CHECK:       pto.fill %[[B]], %[[Z]]
 # CHECK:       pto.store
 # CHECK-NEXT:  pto.barrier_block

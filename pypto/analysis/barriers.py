@@ -476,6 +476,8 @@ class BarrierAnalysis:
         model = self.model
         moved = [(t, c) for t, c in fx.offset.terms
                  if any(defined_inside(leaf, crossed) for leaf in model.term_leaves(t))]
+        if not isinstance(crossed, scf.ForOp):
+            return False  # a while loop has no counter to reason with
         counter = crossed.body.block.args[0]
         if len(moved) != 1 or moved[0][0] != ("v", counter):
             return False
@@ -663,6 +665,8 @@ class _Walker:
             return then
         elif isinstance(op, scf.ForOp):
             return self._loop(op, state)
+        elif isinstance(op, scf.WhileOp):
+            return self._while(op, state)
         else:
             for region in op.regions:
                 for block in region.blocks:
@@ -696,6 +700,26 @@ class _Walker:
         out = _State()
         for end in exits:
             out.merge(end)
+        return out.leaving(loop)
+
+    def _while(self, loop: scf.WhileOp, before: _State) -> _State:
+        """A SIMT loop, any number of iterations: the condition region runs first and is where
+        lanes leave; the body's accesses go round the back edge (renamed as an earlier
+        iteration's) until the state at the top of the loop stops changing."""
+        exits: list[_State] = []
+        head = before.copy()
+        while True:
+            checked = self.walk_block(loop.before_region.block, head.copy())
+            exits.append(checked)
+            end = self.walk_block(loop.after_region.block, checked.copy())
+            nxt = head.copy()
+            nxt.merge(end.around(loop))
+            if nxt.same(head):
+                break
+            head = nxt
+        out = _State()
+        for state in exits:
+            out.merge(state)
         return out.leaving(loop)
 
     def _fixed(self) -> Fixed:

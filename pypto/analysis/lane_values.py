@@ -492,6 +492,10 @@ class LaneModel:
                                   f"grid_dim.{'xyz'[op.dim_index]}")
             case scf.ForOp():
                 return self._eval_loop_result(op, value, env)
+            case scf.WhileOp():  # a SIMT loop's results: an opaque uniform value, if uniform
+                return None if value in self.varying else self._leaf_term(value)
+            case pto.LoopStepOp():  # the checked step is its operand
+                return self.eval(op.step, env)
             case scf.IfOp():
                 return self._eval_if_result(op, value, env)
             case pto.StageOp() | pto.PipelineOp():
@@ -938,11 +942,12 @@ def loop_depth(op: Operation) -> int:
 
 
 def enclosing_loops(op: Operation) -> list[scf.ForOp]:
-    """The `scf.for`s around `op`, outermost first."""
+    """The `scf.for`s and `scf.while`s around `op`, outermost first (a while loop's iterations
+    are never enumerated; it is listed so that an access carried round it is renamed)."""
     loops: list[scf.ForOp] = []
     parent = op.parent_op()
     while parent is not None:
-        if isinstance(parent, scf.ForOp):
+        if isinstance(parent, scf.ForOp | scf.WhileOp):
             loops.append(parent)
         parent = parent.parent_op()
     return loops[::-1]

@@ -135,6 +135,18 @@ def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool) -> frozenset[
     return frozenset(varying)
 
 
+def _from_lane_ids(value: SSAValue) -> bool:
+    """Is `value` computed by arithmetic from lane ids alone (provably per lane, as far as a
+    compile-time check goes)? Memory reads, loop-carried values and region results are not
+    followed: those are checked at run time."""
+    owner = value.owner
+    if not isinstance(owner, Operation) or owner.regions or lane_reads_memory(owner):
+        return False
+    if isinstance(owner, _LANE_IDS):
+        return True
+    return any(_from_lane_ids(v) for v in owner.operands)
+
+
 def divergent_condition(op: Operation, varying: frozenset[SSAValue]) -> SSAValue | None:
     """The lane-dependent condition `op` branches or loops on, if it does."""
     if isinstance(op, scf.IfOp) and op.cond in varying:
@@ -187,6 +199,12 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
     bounds differ between lanes."""
     varying = varying_values(kernel)
     for op in walk(kernel.body.block.ops):
+        if isinstance(op, pto.LoopStepOp) and op.step in varying and _from_lane_ids(op.step):
+            raise located_error(
+                CompileError, "the step of this range() is computed from the lane's id, so it "
+                "differs between lanes; a SIMT loop's start and stop may differ per lane but its "
+                "step must be the same on every lane (CUDA's grid-stride step is "
+                "pto.get_grid_dim() * pto.get_block_dim())", op)
         if isinstance(op, scf.ForOp):
             for bound, what in ((op.lb, "start"), (op.ub, "stop")):
                 if bound in varying:

@@ -33,6 +33,8 @@ def convert_divergent_for_loops(kernel: func.FuncOp) -> int:
     """Rewrite every `scf.for` of `kernel` whose bounds may differ between lanes; returns how
     many were rewritten."""
     count = 0
+    if not any(isinstance(op, scf.ForOp) for op in walk(kernel.body.block.ops)):
+        return count  # nothing to look at (no uniformity analysis for a loop-free kernel)
     while True:
         varying = compute_varying(kernel)
         loops = [op for op in walk(kernel.body.block.ops)

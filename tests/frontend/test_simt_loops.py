@@ -171,17 +171,36 @@ def test_zero_step_is_a_compile_error_when_known_and_a_kernel_error_otherwise():
     assert "test_simt_loops.py:" in str(info.value)
 
 
-def test_a_step_that_differs_between_lanes_is_a_kernel_error_naming_the_line():
+def test_a_step_from_lane_ids_is_a_compile_error():
     @pto.kernel
-    def lane_step(out):
+    def id_step(out):
         g = pto.get_global_id()
         c = 0
         for i in range(0, 10, g % 2 + 1):
             c += 1
         pto.store(out + g, c)
 
+    with pytest.raises(pto.CompileError, match=r"step of this range\(\) is computed from the "
+                                               "lane's id") as info:
+        pto.compile(id_step, args=(pto.alloc_tensor(128, dtype=np.int32),), block=32)
+    assert "for i in range(0, 10, g % 2 + 1)" in str(info.value)
+
+
+def test_a_step_that_differs_between_lanes_is_a_kernel_error_naming_the_line():
+    @pto.kernel
+    def lane_step(out, steps):
+        g = pto.get_global_id()
+        c = 0
+        for i in range(0, 10, pto.load(steps + g)):
+            c += 1
+        pto.store(out + g, c)
+
+    steps = np.ones(32, np.int32)
+    steps[5] = 2
     with pytest.raises(pto.KernelError, match="differs between lanes") as info:
-        _run(lane_step, 1, 32, [np.zeros(32, np.int32)])
+        _run(lane_step, 1, 32, [np.zeros(32, np.int32), steps])
+    assert (_run(lane_step, 1, 32, [np.zeros(32, np.int32), np.full(32, 3, np.int32)])[0]
+            == 4).all()
     line = lane_step.fn.__code__.co_firstlineno + 4  # the decorator line is the first
     assert f"test_simt_loops.py:{line}:" in str(info.value)
 

@@ -67,8 +67,11 @@ def warp_source(op: str, warp_size: int) -> list[str]:
     return lines
 
 
-def block_source(op: str, slots: int, warp_size: int) -> list[str]:
-    lines = [f"_tid = _pto.get_warp_id() * {warp_size} + _pto.get_lane_id()",
+def block_source(op: str, slots: int, warp_size: int, one_d: bool) -> list[str]:
+    # the linear local id (a 1-D block's local id: the interpreter's fast paths know it)
+    tid = "_pto.get_local_id()" if one_d else \
+        f"_pto.get_warp_id() * {warp_size} + _pto.get_lane_id()"
+    lines = [f"_tid = {tid}",
              "_slot = _buf + _tid",
              "_pto.store(_slot, _v)",
              "_pto.barrier_block()"]
@@ -124,7 +127,8 @@ class CollectiveLowering:
             slots = 1
             while slots < lanes:
                 slots *= 2
-            lines = block_source(op, slots, warp)
+            dims = getattr(self, "block_dims", None)
+            lines = block_source(op, slots, warp, dims is not None and tuple(dims[1:]) == (1, 1))
         buf = self.reduce_scratch(scope, op, dt, slots, identity(op, np_dt), node)
         env = {"_pto": pypto, "_buf": buf, "_v": value, "_ident": identity(op, np_dt),
                "max": py_builtins.max, "min": py_builtins.min}

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto.analysis.barrier_report import (
     Category,
@@ -476,12 +476,19 @@ class BarrierAnalysis:
         model = self.model
         moved = [(t, c) for t, c in fx.offset.terms
                  if any(defined_inside(leaf, crossed) for leaf in model.term_leaves(t))]
-        if not isinstance(crossed, scf.ForOp):
-            return False  # a while loop has no counter to reason with
-        counter = crossed.body.block.args[0]
-        if len(moved) != 1 or moved[0][0] != ("v", counter):
+        if len(moved) != 1:
             return False
-        step = model.scalar(crossed.step, env)
+        if isinstance(crossed, scf.ForOp):
+            counter = crossed.body.block.args[0]
+            step_value: SSAValue | None = crossed.step
+        else:  # a SIMT loop's induction variable (LaneModel._eval_while_arg): its own step
+            counter = next(iter(model.term_leaves(moved[0][0])), None)
+            step_value = model.while_step(crossed, counter) \
+                if isinstance(counter, BlockArgument) and counter.block.parent_op() is crossed \
+                else None
+        if moved[0][0] != ("v", counter) or step_value is None:
+            return False
+        step = model.scalar(step_value, env)
         if not step:
             return False
         return not lanes_meet_at_multiple(self.space, fx, fy, abs(moved[0][1] * step))

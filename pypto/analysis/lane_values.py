@@ -452,6 +452,9 @@ class LaneModel:
         if isinstance(value, BlockArgument):
             if value in env:
                 return Affine.const(env[value])
+            loop = value.block.parent_op()
+            if isinstance(loop, scf.WhileOp):
+                return self._eval_while_arg(loop, value, env)
             return self._leaf_term(value)
         if not isinstance(value, OpResult):
             return None
@@ -502,6 +505,47 @@ class LaneModel:
                 yielded = _yielded(op, value.index)
                 return self.eval(yielded[0], env) if yielded else None
         return self._eval_arith(op, value, env)
+
+    def _eval_while_arg(self, loop: scf.WhileOp, arg: BlockArgument, env: Env) -> Affine | None:
+        """A SIMT loop's carried value. An induction variable `i = init; ...; i = i + s` with
+        `s` the same on every lane (the grid-stride loop, `range(tid, n, block_dim)`) is
+        `init + T`: `T = k * s` after k iterations is uniform, because every lane still in the
+        loop has run the same iterations. Anything else: a uniform term, or unknown."""
+        condition = loop.before_region.block.last_op
+        if not isinstance(condition, scf.ConditionOp):
+            return None
+        if arg.block is loop.after_region.block:  # what scf.condition forwards
+            if arg.index >= len(condition.args):
+                return None
+            return self.eval(condition.args[arg.index], env)
+        step = self.while_step(loop, arg)
+        if step is None:
+            return self._leaf_term(arg)
+        init = self.eval(loop.arguments[arg.index], env)
+        if init is None:
+            return None
+        return init + self._term(("v", arg), [arg], value_name(arg))
+
+    def while_step(self, loop: scf.WhileOp, arg: BlockArgument) -> SSAValue | None:
+        """The uniform increment `s` when the before-region argument `arg` is an induction
+        variable (forwarded unchanged to the body, which yields `arg + s`), else None."""
+        condition = loop.before_region.block.last_op
+        body = loop.after_region.block
+        last = body.last_op
+        if not isinstance(condition, scf.ConditionOp) or last is None or \
+                arg.index >= len(last.operands):
+            return None
+        forwarded = [i for i, v in enumerate(condition.args) if v is arg]
+        nxt = last.operands[arg.index].owner
+        if not forwarded or not isinstance(nxt, arith.AddiOp):
+            return None
+        a, b = nxt.operands
+        for mine, other in ((a, b), (b, a)):
+            if isinstance(mine, BlockArgument) and mine.block is body and \
+                    mine.index in forwarded and other not in self.varying and \
+                    not defined_inside(other, loop):
+                return other
+        return None
 
     def _eval_arith(self, op: Operation, value: OpResult, env: Env) -> Affine | None:
         width = _width(value.type) or 64

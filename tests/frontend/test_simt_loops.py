@@ -345,3 +345,39 @@ def test_uniform_loops_stay_scf_for():
     assert "scf.for" in ck.mlir and "scf.while" not in ck.mlir
     (out,) = _run(uniform, 1, 32, [np.zeros(64, np.int32)], (9,))
     assert (out[:32] == sum(range(9)) - 3).all()
+
+
+@pto.kernel
+def strided_over_l1(out, STEP: pto.constexpr):
+    tile = pto.alloc_local(256)
+    pto.fill(tile, 0.0, 256)
+    t = pto.get_local_id()
+    for l in range(t, 256, STEP):       # lanes' elements are disjoint iff STEP >= lanes
+        pto.store(tile + l, pto.load(tile + l) + 1.0)
+    pto.barrier_block()
+    pto.store(out + t, pto.load(tile + t))
+
+
+@pto.kernel
+def strided_by_block_dim(out):
+    tile = pto.alloc_local(256)
+    pto.fill(tile, 0.0, 256)
+    t = pto.get_local_id()
+    for l in range(t, 256, pto.get_block_dim()):
+        pto.store(tile + l, pto.load(tile + l) + pto.cast(l, pto.float32))
+    pto.barrier_block()
+    pto.store(out + t, pto.load(tile + t))
+
+
+def test_barrier_analysis_sees_a_lane_strided_loop_over_l1():
+    """The induction variable of a SIMT loop is `start(lane) + k * step` with k the same on
+    every lane still in the loop: lanes `t, t + 64, ...` never meet, across iterations either;
+    with a step of 32 lanes of two warps do meet (t and t + 32): a hazard."""
+    out = pto.alloc_tensor(64 * 4)
+    pto.compile(strided_by_block_dim, args=(out,), block=64)
+    pto.compile(strided_over_l1, args=(out, 64), block=64)
+    with pytest.raises(pto.BarrierError, match="hazard on L1 buffer 'tile'"):
+        pto.compile(strided_over_l1, args=(out, 32), block=64)
+    (res,) = _run(strided_by_block_dim, 1, 64, [np.zeros(64, np.float32)],
+                  schedule="reverse", check_uninitialized=True)
+    np.testing.assert_array_equal(res, np.arange(64, dtype=np.float32))

@@ -35,6 +35,8 @@ import numpy as np
 from xdsl.ir import Block, SSAValue
 
 from pypto import dtypes
+from pypto.dialects import pto
+from pypto.frontend import builtins as kernel_builtins
 from pypto.frontend.common import _describe_value, _is_float, _is_int
 
 OPS = ("sum", "max", "min")
@@ -98,8 +100,6 @@ class CollectiveLowering:
     """`call_reduce`: a mixin of `KernelLowering` (see the module docstring)."""
 
     def call_reduce(self: Any, node: ast.Call) -> SSAValue:
-        import pypto
-
         value, op, scope = self.call_args(node, ["v", "op", "scope"], 1,
                                           {"op": "sum", "scope": "warp"})
         self.node = node
@@ -118,7 +118,7 @@ class CollectiveLowering:
                              f"int64), got {_describe_value(value)}", node)
         dt = dtypes.from_mlir(value.type)
         np_dt = dtypes.np_dtype_of(value.type)
-        warp = pypto.WARP_SIZE
+        warp = pto.WARP_SIZE
         lanes = self.block_lanes() if hasattr(self, "block_lanes") else MAX_BLOCK_LANES
         if scope == "warp":
             slots = -(-lanes // warp) * warp
@@ -130,7 +130,7 @@ class CollectiveLowering:
             dims = getattr(self, "block_dims", None)
             lines = block_source(op, slots, warp, dims is not None and tuple(dims[1:]) == (1, 1))
         buf = self.reduce_scratch(scope, op, dt, slots, identity(op, np_dt), node)
-        env = {"_pto": pypto, "_buf": buf, "_v": value, "_ident": identity(op, np_dt),
+        env = {"_pto": kernel_builtins, "_buf": buf, "_v": value, "_ident": identity(op, np_dt),
                "max": py_builtins.max, "min": py_builtins.min}
         saved_env, saved_node, saved_stmt = self.env, self.node, self.statement
         self.env = env
@@ -154,7 +154,7 @@ class CollectiveLowering:
         prologue = self.__dict__.setdefault("prologue", Block())
         saved = self.block, self.env, self.node, self.statement
         self.block = prologue
-        self.env = {"_pto": __import__("pypto"), "_dt": dt, "_ident": ident}
+        self.env = {"_pto": kernel_builtins, "_dt": dt, "_ident": ident}
         try:
             self.lower_body(_located([f"_buf = _pto.alloc_local({slots}, dtype=_dt)",
                                       f"_pto.fill(_buf, _ident, {slots})"], node))

@@ -249,8 +249,9 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
             raise self.error("kernels cannot return a value; store results through a pointer "
                              "with pto.store()", stmt)
         if self.loop_depth:
-            raise self.error("'return' inside a loop is not supported; let the loop finish "
-                             "(use a flag and an 'if') or move the return before the loop", stmt)
+            raise self.error("'return' inside a loop is not supported; leave the loop with "
+                             "'break' (it may sit under a lane-dependent 'if') and return after "
+                             "it", stmt)
         if self.region_depth:
             raise self.error("'return' inside a pipeline stage is not supported", stmt)
         self.emit(func.ReturnOp())

@@ -381,3 +381,38 @@ def test_barrier_analysis_sees_a_lane_strided_loop_over_l1():
     (res,) = _run(strided_by_block_dim, 1, 64, [np.zeros(64, np.float32)],
                   schedule="reverse", check_uninitialized=True)
     np.testing.assert_array_equal(res, np.arange(64, dtype=np.float32))
+
+
+@pto.kernel
+def while_continue(out, n):
+    g = pto.get_global_id()
+    k = 0
+    odd = 0
+    while k < n + g % 3:
+        k += 1
+        if k % 2 == 0:
+            continue
+        odd += k
+    total = 0
+    for i in range(g, -7, -3):        # a per-lane start, a compile-time negative step
+        total += i
+    pto.store(out + g, odd * 1000 + total)
+
+
+def test_while_with_continue_and_a_counting_down_simt_range():
+    (out,) = _run(while_continue, 1, 64, [np.zeros(64, np.int32)], (9,))
+    want = [sum(k for k in range(1, 9 + g % 3 + 1) if k % 2) * 1000 + sum(range(g, -7, -3))
+            for g in range(64)]
+    assert out.tolist() == want
+
+
+def test_return_inside_a_loop_suggests_break():
+    @pto.kernel
+    def early(out, n):
+        for k in range(n):
+            if k == pto.get_global_id():
+                return
+        pto.store(out, 1)
+
+    with pytest.raises(pto.CompileError, match="leave the loop with 'break'"):
+        pto.compile(early, args=(pto.alloc_tensor(4, dtype=np.int32), 3), block=32)

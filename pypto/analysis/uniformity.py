@@ -49,11 +49,6 @@ def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True,
                   lambda: _compute_varying(kernel, block_ids_uniform))
 
 
-def compute_varying(kernel: func.FuncOp, block_ids_uniform: bool = True) -> frozenset[SSAValue]:
-    """`varying_values` computed afresh (for a caller that is rewriting the kernel)."""
-    return _compute_varying(kernel, block_ids_uniform)
-
-
 # How each op propagates variance, decided once per op before the fixpoint.
 _SOURCE, _IF, _FOR, _REGION, _GENERIC, _NONE, _WHILE = range(7)
 

@@ -26,7 +26,8 @@ from xdsl.dialects import arith, func, scf
 from xdsl.ir import Block, Region
 from xdsl.rewriter import Rewriter
 
-from pypto.analysis.uniformity import compute_varying, walk
+from pypto.analysis.cache import invalidate
+from pypto.analysis.uniformity import varying_values, walk
 
 
 def convert_divergent_for_loops(kernel: func.FuncOp) -> int:
@@ -36,7 +37,8 @@ def convert_divergent_for_loops(kernel: func.FuncOp) -> int:
     if not any(isinstance(op, scf.ForOp) for op in walk(kernel.body.block.ops)):
         return count  # nothing to look at (no uniformity analysis for a loop-free kernel)
     while True:
-        varying = compute_varying(kernel)
+        # cached: when nothing is rewritten, the frontend's uniformity check reuses it
+        varying = varying_values(kernel)
         loops = [op for op in walk(kernel.body.block.ops)
                  if isinstance(op, scf.ForOp) and (op.lb in varying or op.ub in varying)]
         if not loops:
@@ -44,6 +46,7 @@ def convert_divergent_for_loops(kernel: func.FuncOp) -> int:
         for loop in loops:
             _to_while(loop)
             count += 1
+        invalidate(kernel)
 
 
 def _to_while(loop: scf.ForOp) -> None:

@@ -167,3 +167,29 @@ def test_reduce_argument_errors(call, message, tmp_path):
     with pytest.raises(pto.CompileError, match=message) as info:
         pto.compile(mod.k, args=(pto.alloc_tensor(4),), block=32)
     assert "k.py:6:" in str(info.value)
+
+
+@pto.kernel
+def reduce_in_a_divergent_loop(out):
+    lane = pto.get_lane_id()
+    k = 0
+    acc = 0
+    while k < lane % 5:              # lanes leave after lane % 5 iterations
+        acc += pto.reduce(lane + k, scope="warp")   # only the lanes still in the loop count
+        k += 1
+    pto.store(out + pto.get_global_id(), acc)
+
+
+def test_warp_reduce_in_a_loop_whose_lanes_leave_early():
+    (out,) = [np.zeros(64, np.int32)]
+    d = pto.alloc_tensor(out.nbytes, dtype=np.int32)
+    pto.launch(reduce_in_a_divergent_loop, grid=1, block=64, args=(d,))
+    pto.memcpy_d2h(out, d)
+    want = []
+    for g in range(64):
+        lane = g % 32
+        acc = 0
+        for k in range(lane % 5):
+            acc += sum(l + k for l in range(32) if k < l % 5)
+        want.append(acc)
+    assert out.tolist() == want

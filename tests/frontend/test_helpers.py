@@ -140,3 +140,26 @@ def test_a_value_returned_on_some_paths_only_is_an_error():
 
     with pytest.raises(pto.CompileError, match="some paths"):
         pto.compile(k, args=(pto.alloc_tensor(4),), block=32)
+
+
+def inner_bad(v, n):
+    return v + n
+
+
+def outer_calls_inner(v, n):
+    return inner_bad(v, n) * 2.0
+
+
+def test_nested_helpers_give_one_note_per_call_site():
+    @pto.kernel
+    def k(x, n):
+        pto.store(x, outer_calls_inner(pto.load(x), n))
+
+    with pytest.raises(pto.CompileError) as info:
+        pto.compile(k, args=(pto.alloc_tensor(4), 3), block=32)
+    lines = str(info.value).splitlines()
+    assert "return v + n" in lines[1]
+    notes = [line for line in lines if "note: called from here" in line]
+    assert len(notes) == 2
+    assert f":{outer_calls_inner.__code__.co_firstlineno + 1}:" in notes[0]
+    assert f":{k.fn.__code__.co_firstlineno + 2}:" in notes[1]

@@ -416,3 +416,26 @@ def test_return_inside_a_loop_suggests_break():
 
     with pytest.raises(pto.CompileError, match="leave the loop with 'break'"):
         pto.compile(early, args=(pto.alloc_tensor(4, dtype=np.int32), 3), block=32)
+
+
+@pto.kernel
+def pipeline_in_a_while(x, y, n):
+    buf = pto.alloc_local(64)
+    k = 0
+    while k < n:                       # uniform: stages run in program order, not pipelined
+        with pto.pipeline() as pl:
+            with pl.stage("load"):
+                tok = pto.async_load(buf, x + k * 64, 64 * 4)
+            with pl.stage("compute", after="load"):
+                pto.wait(tok)
+                v = pto.load(buf + pto.get_local_id())
+                pto.store(y + k * 64 + pto.get_local_id(), v * 3.0)
+                pto.barrier_block()
+        k += 1
+
+
+@pytest.mark.parametrize("options", [{}, {"pipeline": FULL_PIPELINE, "validate": True}])
+def test_a_pipeline_inside_a_while_loop(options):
+    x = np.arange(256, dtype=np.float32)
+    (_, y) = _run(pipeline_in_a_while, 1, 64, [x, np.zeros_like(x)], (4,), **options)
+    np.testing.assert_array_equal(y, x * 3)

@@ -98,3 +98,20 @@ def test_a_run_time_error_in_a_helper_names_the_helpers_line():
         pto.sync()
     line = divide.__code__.co_firstlineno + 1
     assert f"test_simt_tools.py:{line}:" in str(info.value)
+
+
+def test_a_loop_that_never_ends_is_a_kernel_error(monkeypatch):
+    from pypto.backend.interpreter import codegen_loops
+
+    monkeypatch.setattr(codegen_loops, "MAX_TRIPS", 1000)
+
+    @pto.kernel
+    def forever(out, n):
+        i = pto.get_global_id()
+        while i < n:             # i never changes: lanes below n never leave
+            pto.store(out + i, 1)
+
+    out = pto.alloc_tensor(32 * 4, dtype=np.int32)
+    with pytest.raises(pto.KernelError, match="has run 1,000 iterations without ending"):
+        pto.launch(forever, grid=1, block=32, args=(out, 5))
+        pto.sync()

@@ -362,7 +362,8 @@ def kernel_case(seed: int, index: int) -> KernelCase:
     bad = rng.random() < 0.1
     if bad:  # a deliberately wrong kernel: must be a located CompileError, never a crash
         body.append(rng.choice(["t99 = undefined_name + 1", "t99 = a + 1.5j",
-                                "t99 = pto.load(a)", "t99 = a[0]", "while a < b:\n    pass",
+                                "t99 = pto.load(a)", "t99 = a[0]",
+                                "while a < b:\n    pass\nelse:\n    pass",
                                 "t99 = pto.cast(a, 'nope')", "t99 = a @ b", "import os"]))
     indented = textwrap.indent("\n".join(body), " " * 8)
     source = textwrap.dedent("""\

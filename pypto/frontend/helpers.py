@@ -96,9 +96,15 @@ def helper_function(callee: Any) -> Callable[..., Any] | None:
     """The Python function behind `callee` if a kernel may inline it, else None."""
     if isinstance(callee, DeviceFunction):
         return callee.fn
-    if inspect.isfunction(callee) and not callee.__module__.startswith("pypto."):
+    if inspect.isfunction(callee) and \
+            not (callee.__module__ or "").split(".")[0] in _LIBRARY_MODULES:
         return callee
     return None
+
+
+_LIBRARY_MODULES = frozenset({"pypto", "numpy", "ml_dtypes", "math", "functools", "builtins"})
+"""Python functions of these packages are not kernel code: calling one stays an error that names
+the replacement (for NumPy, the pto instruction)."""
 
 
 def _outer_values(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -137,9 +143,12 @@ class HelperLowering:
                 raise self.error("**kwargs are not supported in kernels", kw)
             kwargs[kw.arg] = self.expr(kw.value)
         self.node = node
+        if fn.__name__ == "<lambda>":
+            raise self.error(f"'{ast.unparse(node.func)}' is a lambda; kernels can call functions "
+                             f"defined with 'def' (they are inlined)", node)
         try:
             src, body = _helper_source(fn)
-        except PtoError as exc:
+        except (PtoError, SyntaxError) as exc:
             raise self.error(f"cannot inline '{name}': {exc}", node) from None
         fdef = src.tree
         if isinstance(fdef, ast.AsyncFunctionDef):

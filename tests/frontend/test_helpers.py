@@ -163,3 +163,21 @@ def test_nested_helpers_give_one_note_per_call_site():
     assert len(notes) == 2
     assert f":{outer_calls_inner.__code__.co_firstlineno + 1}:" in notes[0]
     assert f":{k.fn.__code__.co_firstlineno + 2}:" in notes[1]
+
+
+def test_lambdas_and_library_functions_are_not_inlined():
+    twice = lambda v: v * 2.0  # noqa: E731
+
+    @pto.kernel
+    def uses_lambda(x):
+        pto.store(x, twice(pto.load(x)))
+
+    @pto.kernel
+    def uses_numpy(x):
+        pto.store(x, np.clip(pto.load(x), 0.0, 1.0))
+
+    t = pto.alloc_tensor(4)
+    with pytest.raises(pto.CompileError, match="is a lambda"):
+        pto.compile(uses_lambda, args=(t,), block=32)
+    with pytest.raises(pto.CompileError, match="np.clip"):
+        pto.compile(uses_numpy, args=(t,), block=32)

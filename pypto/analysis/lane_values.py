@@ -37,7 +37,7 @@ from pypto.analysis.cache import cached
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import lane_reads_memory
+from pypto.dialects.traits import checks_uniform, lane_reads_memory
 
 MAX_TRIPS = 4096
 
@@ -460,6 +460,8 @@ class LaneModel:
             return None
         op = value.op
         space = self.space
+        if checks_uniform(op):  # pto.loop_step: its operand, checked uniform at run time
+            return self.eval(op.operands[0], env)
         match op:
             case arith.ConstantOp():
                 attr = op.value
@@ -497,8 +499,6 @@ class LaneModel:
                 return self._eval_loop_result(op, value, env)
             case scf.WhileOp():  # a SIMT loop's results: an opaque uniform value, if uniform
                 return None if value in self.varying else self._leaf_term(value)
-            case pto.LoopStepOp():  # the checked step is its operand
-                return self.eval(op.step, env)
             case scf.IfOp():
                 return self._eval_if_result(op, value, env)
             case pto.StageOp() | pto.PipelineOp():

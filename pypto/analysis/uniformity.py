@@ -25,7 +25,7 @@ from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.cache import cached
 from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective, lane_reads_memory
+from pypto.dialects.traits import checks_uniform, is_block_collective, lane_reads_memory
 from pypto.errors import BarrierError, CompileError
 
 _LANE_IDS = (pto.GetGlobalIdOp, pto.GetLocalIdOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
@@ -64,8 +64,8 @@ def _classify(op: Operation, block_ids_uniform: bool) -> int:
         return _FOR
     if isinstance(op, scf.WhileOp):
         return _WHILE
-    if isinstance(op, pto.LoopStepOp):
-        # checked at run time to be the same on every active lane of a block
+    if checks_uniform(op):
+        # pto.loop_step: checked at run time to be the same on every active lane of a block
         return _NONE if block_ids_uniform else _GENERIC
     if isinstance(op, pto.StageOp | pto.PipelineOp):
         return _REGION
@@ -194,7 +194,7 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
     bounds differ between lanes."""
     varying = varying_values(kernel)
     for op in walk(kernel.body.block.ops):
-        if isinstance(op, pto.LoopStepOp) and op.step in varying and _from_lane_ids(op.step):
+        if checks_uniform(op) and op.operands[0] in varying and _from_lane_ids(op.operands[0]):
             raise located_error(
                 CompileError, "the step of this range() is computed from the lane's id, so it "
                 "differs between lanes; a SIMT loop's start and stop may differ per lane but its "

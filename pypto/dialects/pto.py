@@ -87,6 +87,7 @@ from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
     AccessesMemory,
     BlockCollective,
+    ChecksUniform,
     Fence,
     IssuesOn,
     read,
@@ -1434,7 +1435,7 @@ class LoopStepOp(IRDLOperation):
     step = operand_def(T)
     result = result_def(T)
     assembly_format = "$step attr-dict `:` type($result)"
-    traits = traits_def(NoMemoryEffect(), SCALAR)
+    traits = traits_def(NoMemoryEffect(), ChecksUniform(), SCALAR)
 
     def __init__(self, step: SSAValue):
         super().__init__(operands=[step], result_types=[step.type])

@@ -439,3 +439,47 @@ def test_a_pipeline_inside_a_while_loop(options):
     x = np.arange(256, dtype=np.float32)
     (_, y) = _run(pipeline_in_a_while, 1, 64, [x, np.zeros_like(x)], (4,), **options)
     np.testing.assert_array_equal(y, x * 3)
+
+
+@pto.kernel
+def per_lane_ranges(starts, stops, out, step, STEP: pto.constexpr):
+    g = pto.get_global_id()
+    a = pto.load(starts + g)
+    b = pto.load(stops + g)
+    acc = 0
+    for i in range(a, b, step):          # bounds from memory, a run-time step
+        acc = acc * 3 + i
+        if acc > 100000 or acc < -100000:
+            acc = acc % 977
+    for i in range(b, a, STEP):          # a compile-time step (negative: counting down)
+        if i % 5 == 0:
+            continue
+        acc += i
+    pto.store(out + g, acc)
+
+
+def _per_lane_ref(a, b, step, STEP):
+    acc = 0
+    for i in range(a, b, step):
+        acc = acc * 3 + i
+        if acc > 100000 or acc < -100000:
+            acc = acc % 977
+    for i in range(b, a, STEP):
+        if i % 5 == 0:
+            continue
+        acc += i
+    return acc
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_per_lane_ranges_match_python(seed):
+    rng = np.random.default_rng(seed)
+    lanes = 96
+    starts = rng.integers(-20, 20, lanes).astype(np.int32)
+    stops = rng.integers(-20, 40, lanes).astype(np.int32)
+    step = int(rng.choice([-3, -1, 1, 2, 5]))
+    STEP = int(rng.choice([-4, -1, 2]))
+    (_, _, out) = _run(per_lane_ranges, 3, 32, [starts, stops, np.zeros(lanes, np.int32)],
+                       (step, STEP))
+    want = [_per_lane_ref(int(a), int(b), step, STEP) for a, b in zip(starts, stops)]
+    assert out.tolist() == want

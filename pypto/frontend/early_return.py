@@ -10,7 +10,8 @@ code after such an `if` must therefore run only on the lanes that did not return
 
 applied recursively (a `return` nested in inner `if`s moves the rest of the block into the
 branches that fall through). The rest `R` is copied only into branches that can fall through, so
-the common guard pattern costs nothing. A `return` inside a loop is rejected by the lowering.
+the common guard pattern costs nothing. A `return` inside a loop first becomes a per-lane flag and
+a `break` (`lift_loop_returns`), followed by `if flag: return` after the loop.
 """
 
 from __future__ import annotations
@@ -121,3 +122,67 @@ def _replace_breaks(stmts: list[ast.stmt], flag: str) -> bool:
             found = _replace_breaks(stmt.orelse, flag) | found
         index += 1
     return found
+
+
+def lift_loop_returns(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """`return` inside loops (a kernel's, no value): each loop that holds one gets a per-lane
+    flag, set with `break` where the `return` was, and is followed by `if flag: return`, which
+    `rewrite_returns` then handles like any early return. Nested loops pass it outwards: after
+    an inner loop, `if flag: break`."""
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.For | ast.While) and _loop_returns(stmt.body):
+            flag = f"returned.{stmt.lineno}.{stmt.col_offset}"
+            stmt.body = _returns_to_breaks(stmt.body, flag)
+            out.append(_assign(flag, False, stmt))
+            out.append(stmt)
+            out.append(ast.copy_location(ast.If(
+                test=ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), stmt),
+                body=[ast.copy_location(ast.Return(value=None), stmt)], orelse=[]), stmt))
+            continue
+        if isinstance(stmt, ast.If):
+            stmt.body = lift_loop_returns(stmt.body) or [ast.copy_location(ast.Pass(), stmt)]
+            stmt.orelse = lift_loop_returns(stmt.orelse)
+        out.append(stmt)
+    return out
+
+
+def _loop_returns(stmts: list[ast.stmt]) -> bool:
+    """Is there a `return` in `stmts` (a loop body), under `if`s or in nested loops?"""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return):
+            return True
+        if isinstance(stmt, ast.If) and (_loop_returns(stmt.body) or _loop_returns(stmt.orelse)):
+            return True
+        if isinstance(stmt, ast.For | ast.While) and _loop_returns(stmt.body):
+            return True
+    return False
+
+
+def _assign(name: str, value: bool, where: ast.AST) -> ast.stmt:
+    target = ast.copy_location(ast.Name(id=name, ctx=ast.Store()), where)
+    return ast.copy_location(ast.Assign(targets=[target],
+                                        value=ast.copy_location(ast.Constant(value), where)),
+                             where)
+
+
+def _returns_to_breaks(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return) and stmt.value is None:
+            out.append(_assign(flag, True, stmt))
+            out.append(ast.copy_location(ast.Break(), stmt))
+            continue
+        if isinstance(stmt, ast.If):
+            stmt.body = _returns_to_breaks(stmt.body, flag) or \
+                [ast.copy_location(ast.Pass(), stmt)]
+            stmt.orelse = _returns_to_breaks(stmt.orelse, flag)
+        elif isinstance(stmt, ast.For | ast.While) and _loop_returns(stmt.body):
+            stmt.body = _returns_to_breaks(stmt.body, flag)
+            out.append(stmt)
+            out.append(ast.copy_location(ast.If(
+                test=ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), stmt),
+                body=[ast.copy_location(ast.Break(), stmt)], orelse=[]), stmt))
+            continue
+        out.append(stmt)
+    return out

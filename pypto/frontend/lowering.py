@@ -42,7 +42,11 @@ from pypto.errors import CompileError
 from pypto.frontend.builtins import BUILTINS
 from pypto.frontend.calls import CallLowering
 from pypto.frontend.common import _is_bool, _is_float, _is_int, _type_name
-from pypto.frontend.early_return import drop_trailing_returns, rewrite_returns
+from pypto.frontend.early_return import (
+    drop_trailing_returns,
+    lift_loop_returns,
+    rewrite_returns,
+)
 from pypto.frontend.collectives import MAX_BLOCK_LANES, CollectiveLowering
 from pypto.frontend.helpers import HelperLowering, helper_function
 from pypto.frontend.kernel import Kernel, KernelSource
@@ -121,7 +125,8 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
             # the early-return rewrite, done once per kernel: lowering only reads the tree,
             # so every specialisation (and every constexpr retry) shares the rewritten copy
             fdef = copy.deepcopy(self.src.tree)
-            fdef.body = drop_trailing_returns(rewrite_returns(fdef.body)) or fdef.body
+            fdef.body = drop_trailing_returns(rewrite_returns(lift_loop_returns(fdef.body))) \
+                or fdef.body
             self.src.rewritten = fdef
         self.node = fdef
         if isinstance(fdef, ast.AsyncFunctionDef):

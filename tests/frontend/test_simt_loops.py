@@ -406,16 +406,29 @@ def test_while_with_continue_and_a_counting_down_simt_range():
     assert out.tolist() == want
 
 
-def test_return_inside_a_loop_suggests_break():
-    @pto.kernel
-    def early(out, n):
-        for k in range(n):
-            if k == pto.get_global_id():
-                return
-        pto.store(out, 1)
+@pto.kernel
+def return_in_loops(out, n):
+    g = pto.get_global_id()
+    pto.store(out + g, -1)
+    for k in range(n):
+        j = 0
+        while j < 3:
+            if k * 3 + j == g:
+                return                  # this lane stops: nothing after the loops runs for it
+            j += 1
+        if k == 7:
+            pto.store(out + g, k)
+            return
+    pto.store(out + g, 1000 + n)
 
-    with pytest.raises(pto.CompileError, match="leave the loop with 'break'"):
-        pto.compile(early, args=(pto.alloc_tensor(4, dtype=np.int32), 3), block=32)
+
+def test_return_inside_nested_loops_stops_only_that_lane():
+    (out,) = _run(return_in_loops, 1, 64, [np.zeros(64, np.int32)], (5,))
+    want = [-1 if g < 15 else 1005 for g in range(64)]
+    assert out.tolist() == want
+    (out,) = _run(return_in_loops, 1, 64, [np.zeros(64, np.int32)], (20,))
+    want = [-1 if g < 24 else 7 for g in range(64)]   # k = 7 reaches lanes 21-23 first
+    assert out.tolist() == want
 
 
 @pto.kernel

@@ -1,6 +1,9 @@
 """Lowering of structured control flow: `if` (scf.if with merged values), `for` (scf.for with
-loop-carried values), and `with pto.pipeline()` / `with pl.stage()` (pto.pipeline / pto.stage
-regions that yield the values later code uses).
+loop-carried values), SIMT loops (`while`, `for` with a run-time step or a `break`: scf.while
+with a per-lane condition; `break` / `continue` through `early_return.rewrite_loop_exits`; a
+`for` with lane-dependent bounds is rewritten later by `simt_loops.py`), and
+`with pto.pipeline()` / `with pl.stage()` (pto.pipeline / pto.stage regions that yield the
+values later code uses).
 
 A mixin of `KernelLowering` (lowering.py): it relies on the lowering's `env`, `block`, `emit`,
 `expr`, `lower_body` and typing helpers. Python scoping is kept: a variable assigned in a

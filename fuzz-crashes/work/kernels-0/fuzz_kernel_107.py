@@ -1,0 +1,11 @@
+import pypto as pto
+
+@pto.kernel
+def gen(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        a = pto.load(x + i)
+        b = pto.load(y + i)
+        t0 = (a - pto.select(a < (-b), a, (-b)))
+        t1 = pto.select(0.25 <= t0, 0.25, t0)
+        pto.store(o + i, t1)

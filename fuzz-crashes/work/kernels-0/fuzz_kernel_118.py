@@ -1,0 +1,15 @@
+import pypto as pto
+
+@pto.kernel
+def gen(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        a = pto.load(x + i)
+        b = pto.load(y + i)
+        t0 = b
+        t1 = 2.0
+        t2 = (-(((b * -3.0) * (1.5 * a)) + 2.0))
+        acc = a
+        for j in range(3):
+            acc = acc + t2
+        pto.store(o + i, acc)

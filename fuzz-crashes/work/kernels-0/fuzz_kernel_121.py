@@ -1,0 +1,11 @@
+import pypto as pto
+
+@pto.kernel
+def gen(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        a = pto.load(x + i)
+        b = pto.load(y + i)
+        t0 = b
+        t1 = (-a)
+        pto.store(o + i, t1)

@@ -1,0 +1,13 @@
+import pypto as pto
+
+@pto.kernel
+def gen(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        a = pto.load(x + i)
+        b = pto.load(y + i)
+        t0 = pto.select((((b - b) * (a & b)) | a) >= pto.select(a == (a + (3 ^ 3)), a, (a + (3 ^ 3))), (((b - b) * (a & b)) | a), pto.select(a == (a + (3 ^ 3)), a, (a + (3 ^ 3))))
+        acc = a
+        for j in range(3):
+            acc = acc + t0
+        pto.store(o + i, acc)

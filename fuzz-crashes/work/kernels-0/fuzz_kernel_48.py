@@ -1,0 +1,11 @@
+import pypto as pto
+
+@pto.kernel
+def gen(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        a = pto.load(x + i)
+        b = pto.load(y + i)
+        t0 = (((b - (b - 0.25)) + b) - ((b - (b * a)) - (-(-b))))
+        t1 = t0
+        pto.store(o + i, t1)

@@ -1,0 +1,12 @@
+import pypto as pto
+
+@pto.kernel
+def gen(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        a = pto.load(x + i)
+        b = pto.load(y + i)
+        t0 = a
+        t1 = (b * ((a + (a * a)) + (-(-b))))
+        t2 = (-(-3.0 * (-(0.25 + a))))
+        pto.store(o + i, t2)

@@ -109,10 +109,13 @@ class Entry:
         return next((age for lp, age in self.carried if lp is loop), 0)
 
     def older(self, loop: scf.ForOp) -> Entry:
-        """This entry one more time round `loop`."""
+        """This entry one more time round `loop`. Round an `scf.while` (no counter, its
+        iterations are never enumerated) every age is "an earlier iteration" (MAX_AGE): the
+        fixpoint then needs one age per entry instead of eight."""
         age = self.age(loop)
         rest = frozenset((lp, a) for lp, a in self.carried if lp is not loop)
-        return Entry(self.op, rest | {(loop, min(age + 1, MAX_AGE))})
+        new_age = MAX_AGE if isinstance(loop, scf.WhileOp) else min(age + 1, MAX_AGE)
+        return Entry(self.op, rest | {(loop, new_age)})
 
     def without(self, loop: scf.ForOp) -> Entry:
         return Entry(self.op, frozenset((lp, a) for lp, a in self.carried if lp is not loop))

@@ -10,7 +10,7 @@
 // Blocks of 256 lanes: each iteration writes the lane's slot, a block barrier, and reads the
 // mirrored one (another warp's). The read of iteration k and the write of iteration k + 1 race
 // (WAR) round the back edge unless a block barrier separates them.
-// VERIFY: error: WAR hazard on L1 buffer 'buf' [0, 256): read by lanes 0-255 (warps 0-7) at k.py:12:16 in the previous iteration of the loop at k.py:8:5, written by lanes 0-255 (warps 0-7) at k.py:10:9; no pto.barrier_block() separates them on the way round the loop
+// VERIFY: error: WAR hazard on L1 buffer 'buf' [0, 256): read by lanes 0-255 (warps 0-7) at k.py:12:16 in an earlier iteration of the loop at k.py:8:5, written by lanes 0-255 (warps 0-7) at k.py:10:9; no pto.barrier_block() separates them on the way round the loop
 // The inserted barrier lands before the write (WAR with the previous iteration's read).
 // INSERT-LABEL: func.func @mirror
 // INSERT:         scf.while

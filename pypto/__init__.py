@@ -60,6 +60,8 @@ from pypto.frontend.builtins import (
     wait,
     wait_all,
 )
+from pypto.frontend.builtins import reduce
+from pypto.frontend.helpers import DeviceFunction, func
 from pypto.frontend.kernel import Kernel, kernel
 from pypto.profiling import profile
 from pypto.runtime import (
@@ -110,7 +112,7 @@ __all__ = [
     "get_warp_id", "get_lane_id", "load", "store", "fma", "atomic_add", "barrier",
     "barrier_block", "alloc_local", "async_load", "async_store", "wait", "wait_all", "fill", "mma",
     "pipeline", "printf", "exp", "log", "sqrt", "rsqrt", "tanh", "select", "cast", "constexpr",
-    "WARP_SIZE",
+    "WARP_SIZE", "reduce", "func", "DeviceFunction",
     # dtypes
     "DType", "float32", "float16", "bfloat16", "int32", "int64", "bool_",
     # errors

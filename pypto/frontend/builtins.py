@@ -57,6 +57,7 @@ rsqrt = _kernel_only("rsqrt")
 tanh = _kernel_only("tanh")
 select = _kernel_only("select")
 cast = _kernel_only("cast")
+reduce = _kernel_only("reduce")
 
 
 class constexpr:  # noqa: N801 - a marker used as an annotation, named like Triton's
@@ -100,6 +101,7 @@ BUILTINS: dict[Any, str] = {
     tanh: "tanh",
     select: "select",
     cast: "cast",
+    reduce: "reduce",
 }
 
 __all__ = [fn.__name__ for fn in BUILTINS] + ["constexpr"]

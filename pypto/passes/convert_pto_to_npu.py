@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pypto.analysis.uniformity import walk
+from pypto.analysis.l1_liveness import while_arg_sources, while_result_sources
 from pypto.dialects import npu, pto
 from pypto.dialects.traits import pipe_of
 from pypto.passes.verify_barriers import BlockShapeOptions
@@ -62,7 +63,9 @@ def copy_pipe(token: SSAValue) -> str:
             return "MTE_IN"
         if isinstance(owner, pto.AsyncStoreOp | npu.CopyOutOp | pto.TileStoreOp):
             return "MTE_OUT"
-        if isinstance(owner, Operation):  # a region op's result: what its regions yield there
+        if isinstance(owner, scf.WhileOp):  # a SIMT loop's result: what scf.condition forwards
+            work.extend(while_result_sources(owner, value))
+        elif isinstance(owner, Operation):  # a region op's result: what its regions yield there
             index = list(owner.results).index(value)
             for region in owner.regions:
                 for block in region.blocks:
@@ -76,6 +79,8 @@ def copy_pipe(token: SSAValue) -> str:
                 last = owner.last_op
                 if last is not None:
                     work.append(last.operands[value.index - 1])
+            elif isinstance(loop, scf.WhileOp):
+                work.extend(while_arg_sources(loop, value))
     return "MTE_IN"
 
 

@@ -33,6 +33,8 @@ def uses_while(a, n):
     i = pto.get_global_id()
     while i < n:
         i = i + 1
+    else:
+        i = 0
 
 
 @pto.kernel
@@ -99,7 +101,7 @@ def class_in_kernel(a, n):
 
 
 @pytest.mark.parametrize("kernel, needle, message", [
-    (uses_while, "while i < n", "'while' loops are not supported"),
+    (uses_while, "while i < n", "'while ... else' is not supported"),
     (uses_try, "try:", "try statement"),
     (calls_unknown, "np.sin", "not supported in a kernel"),
     (undefined_name, "undefined_thing", "name 'undefined_thing' is not defined"),

@@ -66,14 +66,34 @@ def test_for_loops_carry_values_and_count_down(run, reps):
     np.testing.assert_array_equal(out[:n], acc + np.float32(const))
 
 
-def test_return_inside_a_loop_is_rejected():
+def test_return_inside_a_loop_ends_the_kernel_for_the_lane():
     @pto.kernel
-    def bad(o, n):
+    def first_iteration_returns(o, n):
         for k in range(n):
             return
+        pto.store(o, 1.0)
 
-    with pytest.raises(pto.CompileError, match="'return' inside a loop"):
-        pto.compile(bad, args=(pto.alloc_tensor(4), 3), block=32)
+    o = pto.alloc_tensor(4)
+    pto.memcpy_h2d(o, np.zeros(1, np.float32))
+    pto.launch(first_iteration_returns, grid=1, block=32, args=(o, 3))
+    out = np.empty(1, np.float32)
+    pto.memcpy_d2h(out, o)
+    assert out[0] == 0.0          # no lane got past the loop
+
+
+def test_return_with_a_value_inside_a_helpers_loop_is_rejected():
+    def find(n):
+        for k in range(n):
+            if k == 2:
+                return k
+        return -1
+
+    @pto.kernel
+    def bad(o, n):
+        pto.store(o, find(n))
+
+    with pytest.raises(pto.CompileError, match="'return' inside a loop of a helper"):
+        pto.compile(bad, args=(pto.alloc_tensor(4, dtype=np.int32), 3), block=32)
 
 
 @pto.kernel

@@ -358,11 +358,29 @@ def kernel_case(seed: int, index: int) -> KernelCase:
         for _ in range(3):
             steps.append(("acc", f"acc + {names[-1]}", None))
         names.append("acc")
+    simt_mod = rng.randint(2, 5) if not loops and rng.random() < 0.25 else 0
+    if simt_mod:  # a SIMT loop: lane i runs (m - i % m) iterations, as a range or a while/break
+        x = names[-1]
+        body.append(f"acc2 = {x}")
+        if rng.random() < 0.5:
+            body.append(f"for j in range(i % {simt_mod}, {simt_mod}):")
+        else:
+            body.append("j = i % " + str(simt_mod))
+            body.append("while True:")
+            body.append(f"    if j >= {simt_mod}:")
+            body.append("        break")
+            body.append("    j += 1")
+        body.append(f"    acc2 = acc2 + {x}")
+        steps.append(("acc2", x, None))
+        for k in range(simt_mod):
+            steps.append(("acc2", f"acc2 + {x}", f"lane_mod <= {k}"))
+        names.append("acc2")
     result = names[-1]
     bad = rng.random() < 0.1
     if bad:  # a deliberately wrong kernel: must be a located CompileError, never a crash
         body.append(rng.choice(["t99 = undefined_name + 1", "t99 = a + 1.5j",
-                                "t99 = pto.load(a)", "t99 = a[0]", "while a < b:\n    pass",
+                                "t99 = pto.load(a)", "t99 = a[0]",
+                                "while a < b:\n    pass\nelse:\n    pass",
                                 "t99 = pto.cast(a, 'nope')", "t99 = a @ b", "import os"]))
     indented = textwrap.indent("\n".join(body), " " * 8)
     source = textwrap.dedent("""\
@@ -381,6 +399,8 @@ def kernel_case(seed: int, index: int) -> KernelCase:
     def reference(xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
         with np.errstate(all="ignore"):
             env: dict[str, Any] = {"a": xs[:n], "b": ys[:n]}
+            if simt_mod:
+                env["lane_mod"] = (np.arange(n) % simt_mod).astype(dtype)
             for target, expr, cond in steps:
                 value = _np_eval(expr, env, dtype)
                 if cond is None:

@@ -201,6 +201,21 @@ class _Ready:
                 last = owner.last_op
                 if last is not None and value.index - 1 < len(last.operands):
                     sources.append(last.operands[value.index - 1])
+            elif isinstance(loop, scf.WhileOp):  # carried: the initial value or the yield
+                if owner is loop.before_region.block:
+                    sources.append(loop.arguments[value.index])
+                    last = loop.after_region.block.last_op
+                else:
+                    last = loop.before_region.block.last_op  # scf.condition: (cond, *args)
+                    sources.append(last.operands[value.index + 1] if last is not None and
+                                   value.index + 1 < len(last.operands) else value)
+                    last = None
+                if last is not None and value.index < len(last.operands):
+                    sources.append(last.operands[value.index])
+        elif isinstance(owner, scf.WhileOp):  # a result: what scf.condition forwarded
+            condition = owner.before_region.block.last_op
+            if condition is not None and value.index + 1 < len(condition.operands):
+                sources.append(condition.operands[value.index + 1])
         elif isinstance(owner, Operation) and owner.regions:
             index = list(owner.results).index(value)
             for region in owner.regions:

@@ -24,7 +24,7 @@ ANY_L1 = "L1"
 """Buffer key of an L1 address whose buffer cannot be told statically (conflicts with all)."""
 
 # ops that are structure or declarations, not instructions: no time, no dispatch slot
-_STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.ReturnOp, func.FuncOp, pto.PipelineOp,
+_STRUCTURE = (scf.IfOp, scf.ForOp, scf.WhileOp, scf.ConditionOp, scf.YieldOp, func.ReturnOp, func.FuncOp, pto.PipelineOp,
               pto.StageOp, pto.YieldOp, pto.AllocLocalOp, arith.ConstantOp)
 
 BLOCKING_WAIT = "wait"

@@ -20,7 +20,7 @@ import numpy as np
 from xdsl.dialects import func, scf
 
 from pypto import dtypes
-from pypto.analysis.uniformity import varying_values
+from pypto.analysis.uniformity import divergent_condition, varying_values
 from pypto.backend.interpreter.codegen import (
     BATCH,
     BLOCK,
@@ -66,7 +66,7 @@ def batchable(kernel: func.FuncOp) -> bool:
         if is_block_collective(op):
             parent = op.parent_op()
             while parent is not None and not isinstance(parent, func.FuncOp):
-                if isinstance(parent, scf.IfOp) and parent.cond in varying:
+                if divergent_condition(parent, varying) is not None:
                     return False
                 parent = parent.parent_op()
     return True

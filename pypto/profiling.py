@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pypto.backend.targets import Target, resolve_target
-from pypto.compiler import DEFAULT_PIPELINE, compile, normalize_dims
+from pypto.backend.launch_shape import check_launch_shape
+from pypto.compiler import DEFAULT_PIPELINE, compile
 
 if TYPE_CHECKING:
     from pypto.backend.cost_model import Profile
@@ -51,8 +52,9 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
         raise ModelError(f"unknown cost model {model!r}; models: {', '.join(MODELS)}")
     resolved = resolve_target(target)
     params = ModelParams.of(resolved, model)
-    grid3 = normalize_dims(grid, "grid")
-    block3 = normalize_dims(block, "block")
+    grid3, block3 = check_launch_shape(grid, block, kernel=getattr(kernel, "name", "?"),
+                                       target=resolved,
+                                       what=f"pto.profile of kernel '{getattr(kernel, 'name', '?')}'")
     text = model_pipeline(model, resolved) if pipeline is None else pipeline
     compiled = compile(kernel, args=args, block=block3, pipeline=text, target=resolved)
     from pypto.runtime import sync

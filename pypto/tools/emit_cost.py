@@ -23,6 +23,7 @@ from pypto import dtypes
 from pypto.backend.cost_model import ModelParams, build_profile
 from pypto.backend.interpreter import Executable
 from pypto.backend.cost_model.trace import CostTrace
+from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
 from pypto.errors import KernelError
@@ -114,6 +115,8 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
             raise EmitError(f"--arg takes NAME=VALUE, got {item!r}")
         values[name] = value
     kernel = _kernel(module, kernel_name)
+    check_launch_shape(grid3, block3, kernel=kernel.sym_name.data, target=resolved,
+                       what=f"--grid/--block of kernel '{kernel.sym_name.data}'")
     note = ""
     if model == "fused" and not any(op.name.startswith("npu.") for op in kernel.walk()):
         from pypto.ir import make_context

@@ -11,7 +11,9 @@ still at the pto level is first lowered (`convert-pto-to-npu`, `npu-fuse-load-mm
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,7 +133,10 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
     args = _arguments(kernel, values, lanes_total)
     trace = CostTrace()
     try:
-        Executable(kernel, target=resolved).run(grid3, block3, args, instrument=trace)
+        # stdout carries the machine output alone (JSON, the table): the kernel's pto.printf
+        # lines go to stderr (docs/pypto-opt.md)
+        with contextlib.redirect_stdout(sys.stderr):
+            Executable(kernel, target=resolved).run(grid3, block3, args, instrument=trace)
     except KernelError as err:
         raise EmitError(f"running the kernel on generated inputs failed: {err}; give the sizes "
                         f"and values it needs with --arg NAME=VALUE (a pointer's tensor "

@@ -426,12 +426,30 @@ class CallLowering:
                 # no longer weakly typed: `pto.cast(0.0, pto.float32) + half` is float32.
                 if dt.kind == "float":
                     folded = x  # rounded once to the type by `constant`
+                elif dt.kind == "bool":
+                    folded = bool(x)
                 else:
-                    value = dt.np_dtype.type(x)
-                    folded = bool(value) if dt.kind == "bool" else int(value)
+                    folded = self._literal_to_int(x, dt, node)
                 return self.constant(folded, target)
             raise self.error(f"pto.cast takes a number, got {_describe_value(x)}", node)
         return self.convert(x, target, node)
+
+    def _literal_to_int(self, x: bool | int | float, dt: Any, node: ast.AST) -> int:
+        """`pto.cast(literal, int type)` folded as the run-time cast computes it: an int wraps,
+        a float truncates toward zero; a float that is NaN, infinite or out of the type's range
+        after truncation (a `KernelError` at run time) is a `CompileError` here, at the call."""
+        bits = dt.np_dtype.itemsize * 8
+        if isinstance(x, float):
+            if py_math.isfinite(x):
+                truncated = int(x)  # toward zero, exact for every finite float
+                if -(2 ** (bits - 1)) <= truncated < 2 ** (bits - 1):
+                    return truncated
+            raise self.error(f"pto.cast({x!r}, {dt.name}): {x!r} is outside the range of "
+                             f"{dt.name} ([-2^{bits - 1}, 2^{bits - 1})), so the cast has no "
+                             f"value (NaN and out-of-range float-to-int casts are errors, "
+                             f"docs/language.md); use a value that fits", node)
+        wrapped = int(x) & ((1 << bits) - 1)  # int -> int wraps, as arith.trunci does
+        return wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped
 
     def convert(self, x: SSAValue, target: Attribute, node: ast.AST) -> SSAValue:
         src = x.type

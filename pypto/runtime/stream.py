@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from pypto.errors import KernelError, KernelInterruptedError
+from pypto.errors import KernelError, KernelInterruptedError, UsageError
 from pypto.runtime.device import Device, default_device
 from pypto.runtime.env import flag as env_flag
 
@@ -235,36 +235,51 @@ def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception
     the operation takes its place at the head of the queue, so that the next synchronising call
     reports it (and discards what was queued after it, as after any kernel error) instead of
     letting the half-written outputs pass silently."""
-    op = stream._queue.popleft()
+    queue = stream._queue
+    op = queue[0]  # popped once it has run: an interrupt before that cannot lose it silently
+    if _IN_FLIGHT and any(running is op for running, _ in _IN_FLIGHT):
+        raise UsageError(f"{surfaced_at} was called from inside the {op.label} while it runs "
+                         f"(e.g. by a stream its pto.printf output goes to): it would wait for "
+                         f"itself; synchronise after the launch instead")
     _IN_FLIGHT.append((op, stream))
+    ran = False
     try:
         op.run()
+        ran = True
+        queue.popleft()
         return None
     except BaseException as exc:
+        if queue and queue[0] is op:
+            if ran:
+                queue.popleft()  # it completed; interrupted while being taken off the queue
+            elif not isinstance(exc, Exception):
+                _replace_interrupted(op, stream, f"{type(exc).__name__} arrived during "
+                                                 f"{surfaced_at} while it ran")
+                raise
+            else:
+                queue.popleft()
         if not isinstance(exc, Exception):
-            _requeue_interrupted(op, stream, f"{type(exc).__name__} arrived during "
-                                             f"{surfaced_at} while it ran")
             raise
         error = _failed(exc, op, stream, surfaced_at, asynchronous)
         del op, exc  # the traceback keeps this frame alive: it must not pin the op's tensors
         return error
     finally:
         _IN_FLIGHT.pop()
-        if not stream._queue:
+        if not queue:
             _BUSY.pop(id(stream), None)
 
 
-def _requeue_interrupted(op: Operation, stream: Stream, why: str) -> None:
-    """Put, at the head of `stream`, an operation that raises `KernelInterruptedError` for
-    `op` (which stopped part-way): the next synchronising call reports it."""
+def _replace_interrupted(op: Operation, stream: Stream, why: str) -> None:
+    """Replace `op` (which stopped part-way) at the head of `stream` by an operation that
+    raises `KernelInterruptedError` for it: the next synchronising call reports it."""
     def report() -> None:
         site = f" enqueued at {op.origin}" if op.origin else ""
         raise KernelInterruptedError(
             f"the {op.label}{site} was interrupted ({why}); its output tensors may hold partial "
             f"results: launch it again (and re-initialise outputs it accumulates into)")
 
-    stream._queue.appendleft(Operation(op.seq, f"interrupted {op.label}", report, op.tensors,
-                                       op.origin))
+    stream._queue[0] = Operation(op.seq, f"interrupted {op.label}", report, op.tensors,
+                                 op.origin)
     _BUSY[id(stream)] = stream
 
 
@@ -391,8 +406,9 @@ def _after_fork_in_child() -> None:
     if not _LOCK._is_owned():  # type: ignore[attr-defined]  # held (if at all) by a dead thread
         _LOCK = threading.RLock()
         for op, stream in _IN_FLIGHT:
-            _requeue_interrupted(op, stream, "this process was forked while another thread of "
-                                             "the parent ran it")
+            if stream._queue and stream._queue[0] is op:
+                _replace_interrupted(op, stream, "this process was forked while another "
+                                                 "thread of the parent ran it")
         _IN_FLIGHT.clear()
     from pypto.runtime import device
 

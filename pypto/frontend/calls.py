@@ -89,6 +89,9 @@ class CallLowering:
             raise self.error(f"{what} must be a compile-time integer, got "
                              f"{_describe_value(value)} (a value computed per lane or loaded "
                              f"from memory cannot size a buffer)", node)
+        if not -(2**63) <= value < 2**63:
+            raise self.error(f"{what} is {_short_int(value)}, outside the int64 range of the "
+                             f"IR's integer attributes; use a value that fits", node)
         return value
 
     def param_slice(self, value: SSAValue) -> set[str] | None:
@@ -350,8 +353,8 @@ class CallLowering:
             if pto.memory_space_of(value.type) != "local":
                 raise self.error(f"pto.mma works on L1 tiles: {what} must be an L1 buffer "
                                  f"(copy it in with pto.async_load)", node)
-        op = pto.MmaOp(c, a, b, *dims)
         try:
+            op = pto.MmaOp(c, a, b, *dims)
             op.verify_()
         except Exception as exc:  # the dialect's checks, reported at the Python line
             raise self.error(str(exc), node) from None
@@ -478,3 +481,10 @@ class CallLowering:
             wide = self.emit(arith.ExtFOp(x, dtypes.float32.mlir())).results[0]
             return self.emit(arith.TruncFOp(wide, target)).results[0]
         raise self.error(f"cannot cast {_type_name(src)} to {_type_name(target)}", node)
+
+
+def _short_int(value: int) -> str:
+    """`value` for a message: in full when short, else its sign and digit count."""
+    if abs(value) < 10**30:
+        return str(value)
+    return f"{'minus ' if value < 0 else ''}an integer of ~{int(abs(value).bit_length() * 0.30103) + 1} digits"

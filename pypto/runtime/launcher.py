@@ -143,15 +143,26 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tup
             continue
         if kind is Tensor or isinstance(arg, Tensor):
             if arg.freed:
-                arg.check_alive(f"launch of kernel '{name}': argument {position}")
+                arg.check_alive(f"launch of kernel '{name}': {_argument(kernel, position)}")
             tensors.append(arg)
         elif not _is_scalar(arg):
-            raise LaunchError(f"launch of kernel '{name}': argument {position} has unsupported "
+            raise LaunchError(f"launch of kernel '{name}': {_argument(kernel, position)} has "
+                              f"unsupported "
                               f"type {type(arg).__name__}; kernel arguments are device tensors "
                               f"(pto.alloc_tensor), ints and floats{_arg_hint(arg)}")
         else:
-            check_scalar(arg, f"launch of kernel '{name}': argument {position}")
+            check_scalar(arg, f"launch of kernel '{name}': {_argument(kernel, position)}")
     return arguments, tuple(tensors)
+
+
+def _argument(kernel: Any, position: int) -> str:
+    """`argument 1 ('n')`: the position and, when the kernel knows it, the parameter's name."""
+    params = getattr(kernel, "params", None)
+    if params is None:
+        params = getattr(getattr(kernel, "kernel", None), "params", None)
+    if isinstance(params, list | tuple) and position < len(params):
+        return f"argument {position} ('{params[position]}')"
+    return f"argument {position}"
 
 
 def _is_scalar(arg: Any) -> bool:

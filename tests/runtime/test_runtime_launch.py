@@ -234,6 +234,7 @@ def test_an_uncompiled_kernel_needs_a_compile_function() -> None:
 
 
 def test_a_bad_scalar_argument_names_the_parameter():
+    import pypto as pto
     """The message said "argument 1" only (issue 22)."""
     import numpy as np
 

@@ -214,6 +214,10 @@ class CallLowering:
         result = values[0]
         for v in values[1:]:
             if not isinstance(result, SSAValue) and not isinstance(v, SSAValue):
+                for value in (result, v):
+                    if not isinstance(value, int | float):
+                        raise self.error(f"{which}() takes numbers, got "
+                                         f"{_describe_value(value)}", node)
                 result = min(result, v) if which == "min" else max(result, v)
                 continue
             a, b = self.unify(result, v, node, f"{which}()")
@@ -233,6 +237,8 @@ class CallLowering:
         v = self.expr(node.args[0])
         self.node = node
         if not isinstance(v, SSAValue):
+            if not isinstance(v, int | float):
+                raise self.error(f"abs() takes a number, got {_describe_value(v)}", node)
             return abs(v)
         if _is_float(v.type):
             return self.emit(math.AbsFOp(v)).results[0]

@@ -852,7 +852,7 @@ class BlockMemory:
             block, lane = self.describe_lane(int(pos))
             try:
                 text = (fmt[:-1] if fmt.endswith("\n") else fmt) % row  # C's final newline
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise self.fail(f"pto.printf format {fmt!r} cannot print {row}: {exc}",
                                 site) from None
             out.append(f"[block {block} lane {lane}] {text}")

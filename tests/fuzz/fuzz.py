@@ -1152,8 +1152,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     workdir = out / "work"
     per_job = 250
+    # interleaved (every target's first chunk, then every target's second, ...): a run stopped
+    # early has tried every target about as much
     jobs = [(t, args.seed, start, min(per_job, args.count - start), str(workdir))
-            for t in targets for start in range(0, args.count, per_job)]
+            for start in range(0, args.count, per_job) for t in targets]
     tried = dict.fromkeys(targets, 0)
     crashes: dict[str, Crash] = {}
     started = time.time()

@@ -16,11 +16,21 @@ Targets (each input is a pure function of (target, seed, index), so a crash is r
   with a random registry pipeline, then launched and compared bit for bit with NumPy;
 - `misuse`: random sequences of host-API calls with bad arguments (sizes, dtypes, grids, freed
   tensors, streams, argument order), each allowed to raise only a `PtoError`, followed by a good
-  launch whose result is checked and a check that device memory is all given back.
+  launch whose result is checked and a check that device memory is all given back;
+- `literals`: one builtin call per kernel with extreme literals (2^64, 10^400, 1e39, inf, -0.0,
+  None, strings, dtypes ...) in one or two argument positions: a `PtoError` or success only;
+- `emit`: `pypto-opt --emit=trace|cost|timeline|l1-map|l1-map-svg` on the mlir seeds with random
+  launches; stdout must be the machine output alone (JSON, SVG, no printf lines);
+- `debugger`: random REPL commands with hostile words through stdin: no traceback, no
+  "internal debugger error";
+- `forksignal`: SIGINT at a random moment around a launch + sync (the result is right or the
+  interruption is reported, never torn silently), or a fork at a random moment while another
+  thread synchronises (the child finishes and can launch).
 
 The CI part is tests/fuzz/test_fuzz.py (fixed seeds, seconds). The long mode:
 
     python -m tests.fuzz.fuzz --target all --count 10000 --jobs 2 --seed 1
+    python -m tests.fuzz.fuzz --target literals,emit --count 2000   # some targets only
 
 prints inputs tried and crashes per target; each crash is minimised (line-wise delta debugging)
 and written to --out (default fuzz-crashes/) for turning into a regression test.

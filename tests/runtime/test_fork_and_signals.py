@@ -165,15 +165,12 @@ def test_multiprocessing_children_run_or_report_work_never_synchronised(tmp_path
             o = pto.alloc_tensor(64 * 4)
             if kind == "good":
                 pto.launch(tagged, grid=1, block=64, args=(o, tag))
-            else:
+            else:  # first a launch it synchronises, then a failing one it does not
+                pto.launch(tagged, grid=1, block=64, args=(o, 10 + tag))
+                out = np.empty(64, np.float32)
+                pto.memcpy_d2h(out, o)
+                assert (out == 1).all()
                 pto.launch(out_of_bounds, grid=1, block=64, args=(o,))
-
-        def child_launches(tag):
-            o = pto.alloc_tensor(64 * 4)
-            pto.launch(tagged, grid=1, block=64, args=(o, tag))
-            out = np.empty(64, np.float32)
-            pto.memcpy_d2h(out, o)
-            assert (out == 1).all()
 
         if __name__ == "__main__":
             pto.compile(tagged, args=(pto.alloc_tensor(256), 1), block=64)
@@ -184,16 +181,12 @@ def test_multiprocessing_children_run_or_report_work_never_synchronised(tmp_path
                     p.start()
                     p.join(60)
                     print(f"{method} {kind} exit {p.exitcode}", flush=True)
-                p = ctx.Process(target=child_launches, args=(10 + tag,))
-                p.start()
-                p.join(60)
-                print(f"{method} sync exit {p.exitcode}", flush=True)
         """)
     out, err = _finish(_start(path))
     for tag, method in enumerate(("fork", "forkserver", "spawn"), 1):
         assert f"] kernel ran, tag {tag}\n" in out, (method, out, err)
         assert f"] kernel ran, tag {10 + tag}\n" in out, (method, out, err)
-        for kind in ("good", "bad", "sync"):
+        for kind in ("good", "bad"):
             assert f"{method} {kind} exit 0" in out, (method, out, err)
     reports = err.count("were still queued at interpreter exit")
     assert reports == 3 and err.count("MemoryAccessError") == 3, err

@@ -13,7 +13,6 @@ instrument attached, and stops before PTO instructions on demand (session.py). T
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -23,27 +22,20 @@ from pypto.debug.timeline import TimelineEntry
 from pypto.debug.view import Lanes
 
 
-def default_pipeline(model: str = "fused", target: Any = None) -> str:
+def default_pipeline(model: str = "fused", target: Any = None,
+                     block: tuple[int, int, int] | None = None) -> str:
     """The pipeline a session compiles with when `pipeline=None`: the IR level the cost model
     `model` costs (`pypto.profiling.model_pipeline`: the npu level with load/mma fusion for
-    "fused", the pto level for "table"), so that the instructions you step are the ones the
-    timeline times. Before the cost model landed: `pto.compile`'s default pipeline, lowered to
-    the npu level when `convert-pto-to-npu` is available."""
-    from pypto.compiler import DEFAULT_PIPELINE
-    from pypto.passes import PASSES
+    "fused", the pto level for "table"), for a launch of `block` lanes, so that the
+    instructions you step are the ones `pto.profile` times."""
+    from pypto.backend.targets import resolve_target
+    from pypto.profiling import model_pipeline
 
-    if importlib.util.find_spec("pypto.profiling") is not None:
-        from pypto.backend.targets import resolve_target
-        from pypto.profiling import model_pipeline
-
-        return model_pipeline(model, resolve_target(target))
-    if "convert-pto-to-npu" in PASSES:
-        return f"{DEFAULT_PIPELINE},convert-pto-to-npu"
-    return DEFAULT_PIPELINE
+    return model_pipeline(model, resolve_target(target), block)
 
 
 def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any = None,
-                 pipeline: str | None = None, model: str = "fused", *, block_id: int = 0,
+                 pipeline: str | None = None, model: str | None = None, *, block_id: int = 0,
                  warp: int | None = None, schedule: str | None = None, target: Any = None,
                  check_uninitialized: bool = False, fold: bool = True,
                  names: dict[int, str] | None = None, out: TextIO | None = None) -> Session:
@@ -52,7 +44,12 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
     instruction in block `block_id` (a linear id).
 
     `pipeline`: the passes to run first (default: `default_pipeline()`); `model`: the cost
-    model of the timeline. `warp`: focus one warp (with `schedule="in_order"` etc. each warp runs
+    model of the timeline, which agrees cycle for cycle with `pto.profile(model=model,
+    pipeline=pipeline)` because the session compiles the IR that profile costs: under
+    `model="fused"` a pipeline that stays at the pto level is followed by the lowering to the
+    npu level. `model=None` (default): "fused", except for a `pipeline` that stays at the pto
+    level, which is stepped as given and timed with "table" (`pipeline="pto-verify-barriers"`
+    debugs the pto level). `warp`: focus one warp (with `schedule="in_order"` etc. each warp runs
     as its own lane vector; without a schedule the block's warps run in lockstep and the warp
     narrows what is shown). `names`: argument position -> name in trace lines (default: the
     caller's variable names for the tensor arguments, else the kernel's parameter names).
@@ -71,9 +68,15 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
                                        DEFAULT_BLOCK if block is None else block, kernel=name,
                                        target=resolve_target(target),
                                        what=f"dbg.debug_kernel of kernel '{name}'")
+    from pypto.profiling import lowers_to_npu, model_pipeline
+
+    if model is None:
+        model = "fused" if pipeline is None or lowers_to_npu(pipeline) else "table"
     if model not in MODELS:
         raise DebugError(f"unknown cost model {model!r}; use one of: {', '.join(MODELS)}")
-    text = default_pipeline(model, target) if pipeline is None else pipeline
+
+    # the IR pto.profile(model=model, pipeline=pipeline) costs, so the timeline agrees with it
+    text = model_pipeline(model, resolve_target(target), block3, pipeline)
     args = tuple(args)
     compiled = pto_compile(kernel, args=args, block=block3, pipeline=text, target=target,
                            schedule=schedule, check_uninitialized=check_uninitialized)

@@ -51,6 +51,7 @@ class OpFacts:
     cube_fp32: bool               # MMA on 32-bit inputs (the Cube's slower rate)
     blocking: str | None          # wait / barrier / sync_copy: stalls the front end
     tensor: int | None = None     # kernel parameter (tensor) its HBM bytes belong to
+    mma_shape: tuple[int, int, int] | None = None  # (m, n, k) of an MMA (elem_bytes: its A's)
 
 
 def kind_of(op: Operation) -> str:
@@ -209,7 +210,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     elif isinstance(op, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp):
         m, n, k = op.shape
         macs = m * n * k
-        fp32 = _bytes_of(pto.element_type_of(op.a.type)) >= 4
+        elem = _bytes_of(pto.element_type_of(op.a.type))
+        fp32 = elem >= 4
         l1_reads.extend([l1_ref(op.c, m * n), l1_ref(op.a, m * k), l1_ref(op.b, k * n)])
         l1_writes.append(l1_ref(op.c, m * n))
         if isinstance(op, npu.LoadMmaOp):
@@ -226,7 +228,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     free = isinstance(op, _STRUCTURE) or isinstance(op, npu.SetFlagOp)
     return OpFacts(op_id, op.name, kind, pipe, location_of(op), free,
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
-                   elem, hbm, copy, macs, fp32, blocking, tensor)
+                   elem, hbm, copy, macs, fp32, blocking, tensor,
+                   tuple(op.shape) if macs else None)
 
 
 def kernel_of(op: Operation) -> func.FuncOp | None:

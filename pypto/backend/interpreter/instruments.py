@@ -254,7 +254,7 @@ class Event(NamedTuple):
     lanes: int           # active lanes of the block (the whole block for block-level ops)
     warp: int | None     # the warp, in warp mode; None when the block's warps ran in lockstep
     token: int | None    # async copy token issued ("issue") or waited for ("wait")
-    kind: str            # "exec" | "issue" | "wait"
+    kind: str            # "exec" | "issue" | "wait" | "offset" (token: an L1 pointer's offset)
 
 
 _ISSUE_OPS = (pto.AsyncLoadOp, pto.AsyncStoreOp, npu.CopyInOp, npu.CopyOutOp)
@@ -276,11 +276,20 @@ class Trace(Instrument):
     Recording is per lane vector (one record for all blocks of a grid chunk or batch), so the
     cost of tracing does not grow with identical blocks; `block_classes()` groups blocks whose
     event streams are identical (the cost model simulates each class once).
+
+    Besides the instructions, the trace records where tile instructions point into L1: the
+    element offset of every block-uniform L1 pointer computed by `pto.addptr`, as an event of
+    kind "offset" whose `token` holds the offset. Double buffering keeps two tiles in one
+    buffer and picks one with a run-time offset; the IR alone cannot tell whether a copy into
+    one slot and an MMA reading the other touch the same bytes, the cost model can from these.
+    This is the one trace: `pto.profile`, `pypto-opt --emit=cost|timeline|trace` and the
+    debugger's timeline all cost it (pypto.backend.cost_model.run).
     """
 
     def __init__(self) -> None:
         self._logs: dict[tuple[int, int], _VectorLog] = {}
         self._pending_waits: list[int] = []
+        self._l1_pointers: frozenset[int] = frozenset()  # op ids of pto.addptr into L1
         self.grid: tuple[int, int, int] = (1, 1, 1)
         self.block: tuple[int, int, int] = (1, 1, 1)
 
@@ -289,6 +298,9 @@ class Trace(Instrument):
         self.table = table
         self.grid = grid
         self.block = block
+        self._l1_pointers = frozenset(info.id for info in table
+                                      if isinstance(info.op, pto.AddPtrOp)
+                                      and info.op.result.type.space == "local")
 
     @property
     def num_blocks(self) -> int:
@@ -324,6 +336,10 @@ class Trace(Instrument):
             self._pending_waits = []
         else:
             log.records.append((op_id, lanes, warp, None, "exec"))
+            if op_id in self._l1_pointers:
+                offset = _uniform_offset(value)
+                if offset is not None:
+                    log.records.append((op_id, 1, warp, offset, "offset"))
 
     # reading the trace ------------------------------------------------------------------------
 
@@ -364,6 +380,19 @@ def _events(log: _VectorLog, j: int) -> list[Event]:
         if n:
             out.append(Event(op_id, n, warp, token, kind))
     return out
+
+
+def _uniform_offset(value: Any) -> int | None:
+    """The element offset of an L1 pointer when every lane holds the same one, else None (a
+    per-lane pointer: the cost model then assumes the whole buffer)."""
+    if value is None:
+        return None
+    if np.ndim(value) == 0:
+        return int(value)
+    flat = np.asarray(value).reshape(-1)
+    if flat.size == 0 or not (flat == flat[0]).all():
+        return None
+    return int(flat[0])
 
 
 def _token(value: Any) -> int | None:

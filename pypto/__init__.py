@@ -15,6 +15,7 @@ from pypto.errors import (
     BarrierError,
     CompileError,
     DeadlockError,
+    KernelInterruptedError,
     DeviceOutOfMemoryError,
     DeviceUnavailableError,
     KernelError,
@@ -117,6 +118,6 @@ __all__ = [
     "DType", "float32", "float16", "bfloat16", "int32", "int64", "bool_",
     # errors
     "PtoError", "CompileError", "BarrierError", "L1CapacityError", "VerificationError",
-    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError", "TargetError", "UsageError",
+    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "KernelInterruptedError", "TensorFreedError", "TargetError", "UsageError",
     "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError",
 ]

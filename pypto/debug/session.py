@@ -346,9 +346,9 @@ class Session:
     def step(self, n: int = 1) -> None:
         """Execute `n` PTO instructions and print their trace lines; stops early at a
         breakpoint, an error or the end of the kernel."""
+        n = max(1, _whole(n, "the count of step()"))
         if not self._running_check():
             return
-        n = max(1, int(n))
         w = self._watch
         records = self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
             is_instruction(info) and w.executed >= n or self._hit(info)), record="instructions")
@@ -356,9 +356,9 @@ class Session:
 
     def stepi(self, n: int = 1) -> None:
         """Execute `n` ops of any kind (ids, address arithmetic, branches included)."""
+        n = max(1, _whole(n, "the count of stepi()"))
         if not self._running_check():
             return
-        n = max(1, int(n))
         w = self._watch
         records = self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
             w.executed_ops >= n or self._hit(info)), record="ops")
@@ -664,12 +664,28 @@ class Session:
             return got
         if isinstance(lanes, slice):
             lanes = range(*lanes.indices(self.block_lanes))
-        single = isinstance(lanes, int | np.integer)
-        ids = np.atleast_1d(np.asarray(lanes, dtype=np.int64))
+        single = isinstance(lanes, int | np.integer) and not isinstance(lanes, bool | np.bool_)
+        have = f"{base}-{base + ctx.count - 1}"
+        if isinstance(lanes, range):  # checked from its ends: range(10**9) is never built
+            if lanes and not (base <= min(lanes[0], lanes[-1]) and
+                                   max(lanes[0], lanes[-1]) < base + ctx.count):
+                outside = lanes[0] if not base <= lanes[0] < base + ctx.count else lanes[-1]
+                raise DebugError(f"lane {outside} is not executing here (this lane vector "
+                                 f"holds lanes {have} of block {self.block_coords}); lanes "
+                                 f"{lanes.start}..{lanes.stop - 1} asked for")
+        elif not single and not (isinstance(lanes, list | tuple | np.ndarray) and all(
+                isinstance(i, int | np.integer) and not isinstance(i, bool | np.bool_)
+                for i in lanes)):
+            raise DebugError(f"lanes must be an int, a range, a slice or a list of ints (lane "
+                             f"ids within the block), got {type(lanes).__name__} "
+                             f"{str(lanes)[:80]}")
+        try:
+            ids = np.atleast_1d(np.asarray(lanes, dtype=np.int64))
+        except OverflowError:
+            raise DebugError(f"lane ids must be below 2^63, got {str(lanes)[:80]}") from None
         pos = ids - base
         bad = (pos < 0) | (pos >= ctx.count)
         if np.any(bad):
-            have = f"{base}-{base + ctx.count - 1}"
             raise DebugError(f"lane {int(ids[np.argmax(bad)])} is not executing here (this lane "
                              f"vector holds lanes {have} of block {self.block_coords})")
         picked = vector[pos]
@@ -702,7 +718,7 @@ class Session:
             raise DebugError(f"this session runs block {self.block_coords} only; "
                              f"restart(block_id={self._linear_block(block)}) to look at "
                              f"block {block}")
-        offset, count = int(offset), int(count)
+        offset, count = _whole(offset, "offset"), _whole(count, "count")
         l1_bytes = self.exe.layout.l1_bytes
         lo, hi = offset * dt.itemsize, (offset + count) * dt.itemsize
         if offset < 0 or count < 0 or hi > l1_bytes:
@@ -903,3 +919,10 @@ def _parse_where(where: int | str) -> tuple[str | None, int | None, str | None]:
 
 
 __all__ = ["Breakpoint", "DebugError", "Pointer", "Session"]
+
+
+def _whole(value: Any, what: str) -> int:
+    """`value` as an int, or a `DebugError` saying `what` must be one (1.5, "x", True are not)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise DebugError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)

@@ -32,6 +32,7 @@ from pypto.backend.interpreter.codegen import (
     generate,
 )
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
@@ -267,10 +268,15 @@ class Executable:
         """Execute one launch. `instrument` (see instruments.py) watches every op; without
         one the plain generated code runs. `blocks` (linear block ids) runs only those blocks
         of the launch, each as its own lane vector with the ids it has in the whole grid (the
-        debugger's focus on one block); None runs every block."""
+        debugger's focus on one block); None runs every block.
+
+        A launch shape not run before is checked first by `check_launch_shape` (lane ids in
+        int32, the target's block size): every entry point that runs a kernel ends here."""
+        chunks = self._chunks.get((grid, block, FAST_PATHS.on))
+        if chunks is None:
+            grid, block = check_launch_shape(grid, block, kernel=self.name, target=self.target)
         bound = self.bind(args)
         if instrument is None and blocks is None:
-            chunks = self._chunks.get((grid, block, FAST_PATHS.on))
             if chunks is not None:  # a launch shape seen before: straight to the kernel
                 gen = chunks[0]
                 token = _ignore_fp_errors()

@@ -402,20 +402,20 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     return compiled
 
 
-_BLOCK_FEATURES = (pto.AllocLocalOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AsyncLoadOp,
-                   pto.AsyncStoreOp, pto.TileStoreOp, pto.WaitOp, pto.WaitAllOp, pto.FillOp,
-                   pto.MmaOp, pto.PipelineOp, pto.StageOp)
-
-
 def _uses_block_features(module: ModuleOp) -> bool:
     """Does the kernel use L1, a barrier, a tile instruction or a pipeline? The default
     pipeline (pto-verify-barriers: L1 races, in-flight copies, divergent barriers) has nothing
     to check in a kernel that does not; skipping it then saves the first compile() of an
     element-wise kernel the import of the barrier analyses (~80 ms)."""
-    from pypto.dialects.traits import is_block_collective
+    from pypto.dialects.traits import (
+        declares_buffer,
+        forwards_yield,
+        is_block_collective,
+        sync_scope,
+    )
 
-    return any(isinstance(op, _BLOCK_FEATURES) or is_block_collective(op)
-               for op in module.walk())
+    return any(is_block_collective(op) or declares_buffer(op) or sync_scope(op) is not None
+               or forwards_yield(op) for op in module.walk())
 
 
 def _verify(module: ModuleOp, what: str) -> None:

@@ -10,16 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from pypto.analysis.l1_access import Conflict, Kind
 from pypto.analysis.lane_values import Env, LaneModel, LaneSpace, value_name
 from pypto.analysis.uniformity import located_error, walk
-from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective
+from pypto.dialects.traits import declares_buffer, is_block_collective, sync_scope
 from pypto.errors import BarrierError
-from pypto.diagnostics import attach_op
+from pypto.diagnostics import attach_op, op_location
 
 class Category(enum.Enum):
     WARPS = "lanes of different warps"
@@ -63,10 +61,7 @@ class Hazard:
 
 def where(op: Operation) -> str:
     """`file:line:col` of the Python source an op came from (1-based column)."""
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-    return f"an unknown location ({op.name})"
+    return op_location(op, unknown=f"an unknown location ({op.name})")
 
 def _ranges(ids: np.ndarray, limit: int = 4) -> str:
     ids = np.unique(ids)
@@ -136,7 +131,7 @@ def hazard_kind(first: Kind, second: Kind) -> str:
 def is_declaration(op: Operation) -> bool:
     """`alloc_local` is a static declaration (CUDA's `__shared__`), not a collective: it may
     sit anywhere and orders nothing (docs/language.md)."""
-    return isinstance(op, pto.AllocLocalOp)
+    return declares_buffer(op)
 
 def divergent_parent(op: Operation, varying: AbstractSet[SSAValue]) -> Operation | None:
     """The outermost `scf.if` on a lane-dependent condition (or loop with lane-dependent bounds)
@@ -167,7 +162,7 @@ def find_divergence(kernel: func.FuncOp, varying: AbstractSet[SSAValue]) -> Haza
         if control is None:
             continue
         cond = condition_op(control)
-        what = "block barrier" if isinstance(op, pto.BarrierBlockOp) \
+        what = "block barrier" if sync_scope(op) == "block" \
             else "tile instruction (executed once per block, by every warp)"
         construct = "'if'" if isinstance(control, scf.IfOp) else "loop"
         message = (f"barrier divergence: {op.name} is a {what} but sits under lane-dependent "

@@ -28,12 +28,11 @@ This is the analysis behind `pto-verify-barriers` (which reports) and `pto-inser
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from pypto.analysis.barrier_report import (
@@ -72,9 +71,10 @@ from pypto.analysis.lane_values import (
     enclosing_loops,
     lane_model,
 )
+from pypto.analysis.ir_utils import kernels
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective
+from pypto.dialects.traits import is_block_collective, starts_copy, sync_scope, waits_on
 
 DEFAULT_BLOCK_SIZE = 256
 """Lanes per block assumed when the launch shape is not known (`pto.compile` passes the real one)."""
@@ -639,10 +639,11 @@ class _Walker:
         return state
 
     def visit(self, op: Operation, state: _State) -> _State:
-        if isinstance(op, pto.BarrierBlockOp):
+        scope = sync_scope(op)
+        if scope == "block":
             if op not in self.disabled:
                 state.open.clear()
-        elif isinstance(op, pto.BarrierOp):
+        elif scope == "warp":
             for entry in state.open:
                 state.open[entry] = True
         elif is_block_collective(op) and not is_declaration(op):
@@ -796,13 +797,14 @@ class _Walker:
                                                    region.role))
         self._record(hazards)
         state.open.clear()  # every warp reaches a tile instruction: it orders like a barrier
-        if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
+        waits = waits_on(op)
+        if starts_copy(op):
             state.copies[Entry(op)] = None
-        elif isinstance(op, pto.WaitOp):
-            instances = self.a.model.token_instances(op.token) or frozenset()
+        elif waits == "token":
+            instances = self.a.model.token_instances(op.operands[0]) or frozenset()
             for entry in [e for e in state.copies if _denotes(instances, e)]:
                 del state.copies[entry]
-        elif isinstance(op, pto.WaitAllOp):
+        elif waits == "all":
             state.copies.clear()
 
     def _in_flight(self, copy: Entry, op: Operation, kind: Kind, ptr: SSAValue,
@@ -836,12 +838,6 @@ class _Walker:
 # --------------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------------
-
-def kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
-    """The functions with a body (kernels and helpers alike) of a module."""
-    for op in module.walk():
-        if isinstance(op, func.FuncOp) and op.body.blocks:
-            yield op
 
 def lane_space(block: int | Sequence[int] | None, warp_size: int = pto.WARP_SIZE) -> LaneSpace:
     """The lanes of a block: an int is a lane count (x/y/z split unknown), a tuple a shape;

@@ -34,10 +34,18 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pypto.analysis.cache import cached
+from pypto.analysis.ir_utils import passes_yield, yielded as _yielded
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import lane_reads_memory
+from pypto.dialects.traits import (
+    declares_buffer,
+    forwards_yield,
+    lane_reads_memory,
+    launch_id,
+    offset_base,
+    starts_copy,
+)
 
 MAX_TRIPS = 4096
 
@@ -279,18 +287,8 @@ def _compare(predicate: int, a: np.ndarray, b: np.ndarray, width: int) -> np.nda
 
 
 _CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
-_ID_OPS = (pto.GetLocalIdOp, pto.GetGlobalIdOp, pto.GetBlockIdOp, pto.GetBlockDimOp)
-
-
-def _yielded(region_op: Operation, index: int) -> list[SSAValue]:
-    """The values the regions of `region_op` yield for its result `index`."""
-    values: list[SSAValue] = []
-    for region in region_op.regions:
-        for block in region.blocks:
-            last = block.last_op
-            if last is not None and index < len(last.operands):
-                values.append(last.operands[index])
-    return values
+_BLOCK_SHAPED_IDS = frozenset({"local_id", "global_id", "block_id", "block_dim"})
+"""Ids whose y / z dimensions depend on how the block's lanes split into x, y, z."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,7 +326,7 @@ class LaneModel:
 
     def __post_init__(self) -> None:
         self.varying = varying_values(self.kernel)
-        self._multi_dim = any(isinstance(op, _ID_OPS) and op.dim_index != 0
+        self._multi_dim = any(launch_id(op) in _BLOCK_SHAPED_IDS and op.dim_index != 0
                               for op in walk(self.kernel.body.block.ops))
 
     # -- lanes ----------------------------------------------------------------------------------
@@ -403,7 +401,7 @@ class LaneModel:
                 leaves.extend(self.deps(op.cond))
                 for v in _yielded(op, value.index):
                     leaves.extend(self.deps(v))
-            elif isinstance(op, pto.StageOp | pto.PipelineOp):
+            elif op.regions and forwards_yield(op):
                 for v in _yielded(op, value.index):
                     leaves.extend(self.deps(v))
             elif not lane_reads_memory(op):  # a value read from memory depends on no operand
@@ -456,7 +454,6 @@ class LaneModel:
         if not isinstance(value, OpResult):
             return None
         op = value.op
-        space = self.space
         match op:
             case arith.ConstantOp():
                 attr = op.value
@@ -464,40 +461,40 @@ class LaneModel:
                     return Affine.const(_wrap(np.asarray(int(attr.value.data), dtype=np.int64),
                                               _width(value.type)))
                 return None
-            case pto.GetLocalIdOp():
-                lid = self._local_id(op.dim_index)
-                return None if lid is None else Affine.const(lid)
-            case pto.GetWarpIdOp():
-                return Affine.const(space.warp)
-            case pto.GetLaneIdOp():
-                return Affine.const(space.lane)
-            case pto.GetGlobalIdOp():
-                d = op.dim_index
-                lid, bdim = self._local_id(d), self._block_dim(d)
-                if lid is None or bdim is None:
-                    return None
-                block = self._term(("block_id", d), [], f"block_id.{'xyz'[d]}")
-                return block.scaled(bdim) + Affine.const(lid)
-            case pto.GetBlockIdOp():
-                return self._term(("block_id", op.dim_index), [],
-                                  f"block_id.{'xyz'[op.dim_index]}")
-            case pto.GetBlockDimOp():
-                bdim = self._block_dim(op.dim_index)
-                if bdim is not None:
-                    return Affine.const(bdim)
-                return self._term(("block_dim", op.dim_index), [],
-                                  f"block_dim.{'xyz'[op.dim_index]}")
-            case pto.GetGridDimOp():
-                return self._term(("grid_dim", op.dim_index), [],
-                                  f"grid_dim.{'xyz'[op.dim_index]}")
             case scf.ForOp():
                 return self._eval_loop_result(op, value, env)
             case scf.IfOp():
                 return self._eval_if_result(op, value, env)
-            case pto.StageOp() | pto.PipelineOp():
-                yielded = _yielded(op, value.index)
-                return self.eval(yielded[0], env) if yielded else None
+        ident = launch_id(op)
+        if ident is not None:
+            return self._eval_id(ident, getattr(op, "dim_index", 0))
+        if op.regions and forwards_yield(op):
+            yielded = _yielded(op, value.index)
+            return self.eval(yielded[0], env) if yielded else None
         return self._eval_arith(op, value, env)
+
+    def _eval_id(self, ident: str, d: int) -> Affine | None:
+        """Id `ident` of the launch along dimension `d`, per lane of the block."""
+        space = self.space
+        if ident == "local_id":
+            lid = self._local_id(d)
+            return None if lid is None else Affine.const(lid)
+        if ident == "warp_id":
+            return Affine.const(space.warp)
+        if ident == "lane_id":
+            return Affine.const(space.lane)
+        if ident == "global_id":
+            lid, bdim = self._local_id(d), self._block_dim(d)
+            if lid is None or bdim is None:
+                return None
+            block = self._term(("block_id", d), [], f"block_id.{'xyz'[d]}")
+            return block.scaled(bdim) + Affine.const(lid)
+        if ident == "block_dim":
+            bdim = self._block_dim(d)
+            if bdim is not None:
+                return Affine.const(bdim)
+        # block_id, grid_dim (and a block_dim not known): a uniform term
+        return self._term((ident, d), [], f"{ident}.{'xyz'[d]}")
 
     def _eval_arith(self, op: Operation, value: OpResult, env: Env) -> Affine | None:
         width = _width(value.type) or 64
@@ -721,11 +718,12 @@ class LaneModel:
         if not isinstance(ptr, OpResult):
             return None
         op = ptr.op
-        if isinstance(op, pto.AllocLocalOp):
+        if declares_buffer(op):
             return frozenset({ptr})
-        if isinstance(op, pto.AddPtrOp):
-            return self.roots(op.ptr, seen)
-        if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp):
+        base = offset_base(op)
+        if base is not None:
+            return self.roots(base, seen)
+        if passes_yield(op):
             yielded = _yielded(op, ptr.index)
             return _union(*(self.roots(v, seen) for v in yielded)) if yielded else None
         if isinstance(op, scf.ForOp):
@@ -743,12 +741,13 @@ class LaneModel:
         if not isinstance(ptr, OpResult):
             return None
         op = ptr.op
-        if isinstance(op, pto.AllocLocalOp):
+        if declares_buffer(op):
             return Affine.const(0)
-        if isinstance(op, pto.AddPtrOp):
-            base, step = self.offset(op.ptr, env), self.eval(op.offset, env)
+        base_ptr = offset_base(op)
+        if base_ptr is not None:
+            base, step = self.offset(base_ptr, env), self.eval(op.operands[1], env)
             return None if base is None or step is None else base + step
-        if isinstance(op, pto.StageOp | pto.PipelineOp):
+        if op.regions and forwards_yield(op):
             yielded = _yielded(op, ptr.index)
             return self.offset(yielded[0], env) if yielded else None
         if isinstance(op, scf.IfOp | arith.SelectOp):
@@ -813,7 +812,7 @@ class LaneModel:
             elif "linear" not in shapes:
                 result = ("periodic", period)
             elif "periodic" not in shapes and (
-                    isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp) or (
+                    isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None or (
                         isinstance(op, arith.MuliOp) and shapes.count("linear") == 1)):
                 result = ("linear", 1)
             else:
@@ -871,9 +870,9 @@ class LaneModel:
         if not isinstance(token, OpResult):
             return None
         op = token.op
-        if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
+        if starts_copy(op):
             return frozenset({(op, None, 0)})
-        if not isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp | scf.ForOp):
+        if not (passes_yield(op) or isinstance(op, scf.ForOp)):
             return None
         values = _yielded(op, token.index)
         if isinstance(op, scf.ForOp):  # after the loop: its last iteration's, or the initial one

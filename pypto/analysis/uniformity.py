@@ -16,15 +16,18 @@ import linecache
 from collections.abc import Iterable
 
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.cache import cached
-from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective, lane_reads_memory
+from pypto.diagnostics import op_location, source_loc
+from pypto.dialects.traits import (
+    forwards_yield,
+    is_block_collective,
+    lane_reads_memory,
+    sync_scope,
+    varies_per,
+)
 from pypto.errors import BarrierError, CompileError
-
-_LANE_IDS = (pto.GetGlobalIdOp, pto.GetLocalIdOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
 
 
 def walk(ops: Iterable[Operation]) -> Iterable[Operation]:
@@ -50,15 +53,16 @@ _SOURCE, _IF, _FOR, _REGION, _GENERIC, _NONE = range(6)
 
 
 def _classify(op: Operation, block_ids_uniform: bool) -> int:
-    if isinstance(op, _LANE_IDS) or lane_reads_memory(op):
+    varies = varies_per(op)
+    if varies == "lane" or lane_reads_memory(op):
         return _SOURCE
-    if isinstance(op, pto.GetBlockIdOp):
+    if varies == "block":
         return _NONE if block_ids_uniform else _SOURCE
     if isinstance(op, scf.IfOp):
         return _IF
     if isinstance(op, scf.ForOp):
         return _FOR
-    if isinstance(op, pto.StageOp | pto.PipelineOp):
+    if op.regions and forwards_yield(op):
         return _REGION
     return _GENERIC if op.results else _NONE
 
@@ -116,9 +120,9 @@ def _yields(op: scf.IfOp) -> list[SSAValue]:
 
 
 def _where(op: Operation) -> tuple[str | None, int | None, int | None]:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return loc.filename.data, loc.line.data, loc.column.data - 1
+    loc = source_loc(op)
+    if loc is not None:
+        return loc.file, loc.line, loc.column - 1
     return None, None, None
 
 
@@ -136,10 +140,7 @@ def located_error(cls: type[CompileError], message: str, op: Operation) -> Compi
 
 
 def _describe(op: Operation) -> str:
-    filename, line, col = _where(op)
-    if filename is None:
-        return "an unknown location"
-    return f"{filename}:{line}:{(col or 0) + 1}"
+    return op_location(op, unknown="an unknown location")
 
 
 def check_uniform_control(kernel: func.FuncOp) -> None:
@@ -161,7 +162,7 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
             if isinstance(parent, scf.IfOp) and parent.cond in varying:
                 cond_op = parent.cond.owner if isinstance(parent.cond.owner, Operation) \
                     else parent
-                kind = "block barrier" if isinstance(op, pto.BarrierBlockOp) else \
+                kind = "block barrier" if sync_scope(op) == "block" else \
                     "tile instruction (executed once per block)"
                 raise located_error(
                     BarrierError,

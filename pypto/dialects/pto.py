@@ -20,7 +20,8 @@ prose and these fields, each starting a line and running until the next one:
   python:     the kernel-language form
   example:    an indented IR snippet, a whole `func.func`; tests parse and round-trip it
 Op facts (the pipe an op issues on, the memory it reads and writes, whether it is a block
-collective) are traits declared in each op's `traits_def`; see `pypto.dialects.traits`.
+collective, whether it is an instruction and of which kind, barriers, copies, waits, tile
+footprints) are traits declared in each op's `traits_def`; see `pypto.dialects.traits`.
 """
 
 from __future__ import annotations
@@ -86,8 +87,20 @@ from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
     AccessesMemory,
     BlockCollective,
+    CopiesSynchronously,
+    CopyFootprint,
+    DeclaresBuffer,
     Fence,
+    FillFootprint,
+    ForwardsYield,
+    InstructionKind,
     IssuesOn,
+    LaunchId,
+    MmaFootprint,
+    OffsetsAddress,
+    StartsCopy,
+    Synchronizes,
+    Waits,
     read,
     write,
 )
@@ -328,7 +341,7 @@ class GetGlobalIdOp(_DimIdOp):
     """
 
     name = "pto.get_global_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("global_id"))
 
 
 @op_definition
@@ -351,7 +364,7 @@ class GetLocalIdOp(_DimIdOp):
     """
 
     name = "pto.get_local_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("local_id"))
 
 
 @op_definition
@@ -374,7 +387,7 @@ class GetBlockIdOp(_DimIdOp):
     """
 
     name = "pto.get_block_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("block_id"))
 
 
 @op_definition
@@ -397,7 +410,7 @@ class GetBlockDimOp(_DimIdOp):
     """
 
     name = "pto.get_block_dim"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("block_dim"))
 
 
 @op_definition
@@ -418,7 +431,7 @@ class GetGridDimOp(_DimIdOp):
     """
 
     name = "pto.get_grid_dim"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("grid_dim"))
 
 
 class _PlainIdOp(IRDLOperation):
@@ -449,7 +462,7 @@ class GetWarpIdOp(_PlainIdOp):
     """
 
     name = "pto.get_warp_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("warp_id"))
 
 
 @op_definition
@@ -469,7 +482,7 @@ class GetLaneIdOp(_PlainIdOp):
     """
 
     name = "pto.get_lane_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("lane_id"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -525,7 +538,7 @@ class AddPtrOp(IRDLOperation):
 
     assembly_format = ("$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset) `->` "
                        "type($result)")
-    traits = traits_def(Pure(), SCALAR)
+    traits = traits_def(Pure(), SCALAR, OffsetsAddress())
 
     def __init__(self, ptr: SSAValue, offset: SSAValue):
         t = ptr.type
@@ -568,7 +581,7 @@ class LoadOp(IRDLOperation):
     result = result_def(AnyAttr())
 
     assembly_format = "$ptr attr-dict `:` type($ptr) `->` type($result)"
-    traits = traits_def(VECTOR, AccessesMemory(read(0)))
+    traits = traits_def(VECTOR, AccessesMemory(read(0)), InstructionKind())
 
     def __init__(self, ptr: SSAValue):
         super().__init__(operands=[ptr], result_types=[element_type_of(ptr.type)])
@@ -602,7 +615,7 @@ class StoreOp(IRDLOperation):
     ptr = operand_def(ADDRESS)
 
     assembly_format = "$value `,` $ptr attr-dict `:` type($value) `,` type($ptr)"
-    traits = traits_def(VECTOR, AccessesMemory(write(1)))
+    traits = traits_def(VECTOR, AccessesMemory(write(1)), InstructionKind())
 
     def __init__(self, value: SSAValue, ptr: SSAValue):
         super().__init__(operands=[value, ptr])
@@ -639,7 +652,7 @@ class FmaOp(IRDLOperation):
     c = operand_def(T)
 
     assembly_format = "$dst `,` $a `,` $b `,` $c attr-dict `:` type($dst) `,` type($a)"
-    traits = traits_def(VECTOR, AccessesMemory(write(0)))
+    traits = traits_def(VECTOR, AccessesMemory(write(0)), InstructionKind())
 
     def __init__(self, dst: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue):
         super().__init__(operands=[dst, a, b, c])
@@ -677,7 +690,7 @@ class BarrierOp(IRDLOperation):
 
     name = "pto.barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence())
+    traits = traits_def(SCALAR, Fence(), Synchronizes("warp"), InstructionKind())
 
     def __init__(self):
         super().__init__()
@@ -704,7 +717,8 @@ class BarrierBlockOp(IRDLOperation):
 
     name = "pto.barrier_block"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Synchronizes("block"),
+                        InstructionKind())
 
     def __init__(self):
         super().__init__()
@@ -738,7 +752,7 @@ class AtomicAddOp(IRDLOperation):
     result = result_def(T)
 
     assembly_format = "$ptr `,` $value attr-dict `:` type($ptr) `,` type($value)"
-    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)))
+    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind())
 
     def __init__(self, ptr: SSAValue, value: SSAValue):
         super().__init__(operands=[ptr, value], result_types=[value.type])
@@ -785,7 +799,7 @@ class AllocLocalOp(IRDLOperation):
     Without it the interpreter places buffers one after another in allocation order."""
 
     assembly_format = "attr-dict `:` type($result)"
-    traits = traits_def(SCALAR, MemoryAllocEffect())
+    traits = traits_def(SCALAR, MemoryAllocEffect(), DeclaresBuffer())
 
     def __init__(self, count: int, element_type: Attribute, offset: int | None = None):
         props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
@@ -796,8 +810,9 @@ class AllocLocalOp(IRDLOperation):
         return None if self.offset is None else self.offset.value.data
 
 
-class _BulkCopyOp(IRDLOperation):
-    """Shared shape of the bulk copies: `nbytes` in `rows` rows with element strides."""
+class BulkCopyOp(IRDLOperation):
+    """Shared shape of the bulk copies (here and the npu dialect's): `nbytes` in `rows` rows
+    with element strides, from `src` in `SRC_SPACE` to `dst` in `DST_SPACE`."""
 
     dst = operand_def(ADDRESS)
     src = operand_def(ADDRESS)
@@ -808,8 +823,9 @@ class _BulkCopyOp(IRDLOperation):
 
     DST_SPACE: ClassVar[str] = "local"
     SRC_SPACE: ClassVar[str] = "global"
-    # The subclasses declare their pipe and accesses (destination operand 0, source 1).
-    traits = traits_def(BlockCollective())
+    # The subclasses declare their pipe, accesses (destination operand 0, source 1) and
+    # whether they complete at a wait (StartsCopy) or when they retire (CopiesSynchronously).
+    traits = traits_def(BlockCollective(), CopyFootprint(), InstructionKind())
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue,
@@ -826,12 +842,12 @@ class _BulkCopyOp(IRDLOperation):
                                   f"type {dst_t}; a copy moves bytes, it does not convert")
 
 
-_COPY_FORMAT = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
+COPY_FORMAT = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
                 "$dst_stride `)` attr-dict `:` type($dst) `,` type($src)")
 
 
 @op_definition
-class AsyncLoadOp(_BulkCopyOp):
+class AsyncLoadOp(BulkCopyOp):
     """Start an asynchronous HBM -> L1 copy; returns a token to wait on.
 
     semantics: copies `nbytes` from `src` (HBM) to `dst` (L1) as `rows` rows of
@@ -856,8 +872,9 @@ class AsyncLoadOp(_BulkCopyOp):
 
     name = "pto.async_load"
     token = result_def(TokenType)
-    assembly_format = _COPY_FORMAT
-    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")))
+    assembly_format = COPY_FORMAT
+    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")),
+                        StartsCopy())
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -865,7 +882,7 @@ class AsyncLoadOp(_BulkCopyOp):
 
 
 @op_definition
-class AsyncStoreOp(_BulkCopyOp):
+class AsyncStoreOp(BulkCopyOp):
     """Start an asynchronous L1 -> HBM copy; returns a token to wait on.
 
     semantics: as `pto.async_load` in the other direction. Until its `wait`, writing the L1
@@ -887,10 +904,11 @@ class AsyncStoreOp(_BulkCopyOp):
 
     name = "pto.async_store"
     token = result_def(TokenType)
-    assembly_format = _COPY_FORMAT
+    assembly_format = COPY_FORMAT
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
-    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
+                        StartsCopy())
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -898,7 +916,7 @@ class AsyncStoreOp(_BulkCopyOp):
 
 
 @op_definition
-class TileStoreOp(_BulkCopyOp):
+class TileStoreOp(BulkCopyOp):
     """Synchronous L1 -> HBM tile copy (the three-argument `pto.store`).
 
     semantics: as `pto.async_store`, but complete when the instruction retires.
@@ -917,10 +935,11 @@ class TileStoreOp(_BulkCopyOp):
     """
 
     name = "pto.tile_store"
-    assembly_format = _COPY_FORMAT
+    assembly_format = COPY_FORMAT
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
-    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
+                        CopiesSynchronously())
 
 
 @op_definition
@@ -949,7 +968,7 @@ class WaitOp(IRDLOperation):
     name = "pto.wait"
     token = operand_def(TokenType)
     assembly_format = "$token attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("token"), InstructionKind())
 
     def __init__(self, token: SSAValue):
         super().__init__(operands=[token])
@@ -980,7 +999,7 @@ class WaitAllOp(IRDLOperation):
 
     name = "pto.wait_all"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("all"), InstructionKind())
 
     def __init__(self):
         super().__init__()
@@ -1010,7 +1029,8 @@ class FillOp(IRDLOperation):
     value = operand_def(AnyAttr())
     count = operand_def(i32)
     assembly_format = "$dst `,` $value `,` $count attr-dict `:` type($dst) `,` type($value)"
-    traits = traits_def(VECTOR, AccessesMemory(write(0, "local")), BlockCollective())
+    traits = traits_def(VECTOR, AccessesMemory(write(0, "local")), BlockCollective(),
+                        FillFootprint(), InstructionKind())
 
     def __init__(self, dst: SSAValue, value: SSAValue, count: SSAValue):
         super().__init__(operands=[dst, value, count])
@@ -1056,7 +1076,7 @@ class MmaOp(IRDLOperation):
                        "type($c) `,` type($a) `,` type($b)")
     traits = traits_def(CUBE, AccessesMemory(read(1, "local"), read(2, "local"),
                                              read(0, "local"), write(0, "local")),
-                        BlockCollective())
+                        BlockCollective(), MmaFootprint(), InstructionKind())
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, n: int, k: int):
         super().__init__(operands=[c, a, b], properties={
@@ -1116,7 +1136,7 @@ class YieldOp(IRDLOperation):
     name = "pto.yield"
     values = var_operand_def()
     assembly_format = "($values^ `:` type($values))? attr-dict"
-    traits = traits_def(IsTerminator(), Pure(), SCALAR)
+    traits = traits_def(IsTerminator(), Pure(), SCALAR, ForwardsYield())
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
@@ -1264,7 +1284,7 @@ class PipelineOp(IRDLOperation):
     name = "pto.pipeline"
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect(), SCALAR)
+    traits = traits_def(RecursiveMemoryEffect(), SCALAR, ForwardsYield())
 
     def __init__(self, result_types: Sequence[Attribute], body: Region):
         super().__init__(result_types=[list(result_types)], regions=[body])
@@ -1359,7 +1379,7 @@ class StageOp(IRDLOperation):
     after = opt_prop_def(ArrayAttr[StringAttr])
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(StageEffect(), HasParent(PipelineOp), SCALAR)
+    traits = traits_def(StageEffect(), HasParent(PipelineOp), SCALAR, ForwardsYield())
 
     def __init__(self, name: str, after: Sequence[str], result_types: Sequence[Attribute],
                  body: Region):
@@ -1428,7 +1448,7 @@ class FmodOp(IRDLOperation):
     rhs = operand_def(T)
     result = result_def(T)
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
-    traits = traits_def(Pure(), VECTOR)
+    traits = traits_def(Pure(), VECTOR, InstructionKind())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
@@ -1462,7 +1482,8 @@ class PrintfOp(IRDLOperation):
     format = prop_def(StringAttr)
     values = var_operand_def()
     assembly_format = "$format (` ` `(` $values^ `:` type($values) `)`)? attr-dict"
-    traits = traits_def(SCALAR, MemoryWriteEffect())  # its output: never merged or erased
+    # its output is a write: never merged or erased
+    traits = traits_def(SCALAR, MemoryWriteEffect(), InstructionKind())
 
     def __init__(self, fmt: str, values: Sequence[SSAValue]):
         super().__init__(operands=[list(values)], properties={"format": StringAttr(fmt)})

@@ -13,15 +13,24 @@ from typing import Any
 
 import numpy as np
 
-from pypto.backend.interpreter.instruments import Trace
-from pypto.dialects import pto
+from pypto.backend.interpreter.instruments import OpTable, Trace
+from pypto.dialects.traits import AddressType, offset_base
 
 
 class CostTrace(Trace):
+    def begin(self, table: OpTable, grid: tuple[int, int, int],
+              block: tuple[int, int, int]) -> None:
+        super().begin(table, grid, block)
+        # pointer arithmetic giving an L1 address: the offsets to record
+        self._l1_offsets = {
+            info.id for info in table
+            if offset_base(info.op) is not None and isinstance(t := info.op.results[0].type,
+                                                               AddressType)
+            and t.space == "local"}
+
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         super().after(op_id, ctx, mask, value)
-        op = self.table[op_id].op
-        if not isinstance(op, pto.AddPtrOp) or op.result.type.space != "local":
+        if op_id not in self._l1_offsets:
             return
         if np.ndim(value) == 0:
             offset = int(value)

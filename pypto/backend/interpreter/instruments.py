@@ -31,30 +31,28 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator as _IsTerminator
 
 from pypto.analysis.uniformity import walk
-from pypto.dialects import npu, pto
-from pypto.dialects.traits import is_block_collective, pipe_of
+from pypto.diagnostics import op_location as location_of, source_loc
+from pypto.dialects.traits import (
+    is_block_collective,
+    kind_of,
+    pipe_of,
+    starts_copy,
+    sync_scope,
+    waits_on,
+)
 
 
 # op table -------------------------------------------------------------------------------------
 
 
-def location_of(op: Operation) -> str:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-    return "<unknown location>"
-
-
 def once_per_block(op: Operation) -> bool:
-    """Run once for the whole block (a tile instruction): block-collective ops other than
-    `barrier_block`, which every warp executes (and which warp mode runs per warp)."""
-    return is_block_collective(op) and not isinstance(op, pto.BarrierBlockOp |
-                                                      npu.PipeBarrierOp)
+    """Run once for the whole block (a tile instruction): block-collective ops other than the
+    block barrier, which every warp executes (and which warp mode runs per warp)."""
+    return is_block_collective(op) and sync_scope(op) is None
 
 
 @dataclass(frozen=True)
@@ -71,13 +69,13 @@ class OpInfo:
 
     @property
     def line(self) -> int | None:
-        loc = self.op.location
-        return loc.line.data if isinstance(loc, FileLineColLoc) else None
+        loc = source_loc(self.op)
+        return loc.line if loc is not None else None
 
     @property
     def kind(self) -> str:
-        """Short upper-case instruction kind: LOAD, STORE, FMA, MMA, ADDF, ..."""
-        return self.name.split(".", 1)[1].upper()
+        """Short upper-case instruction kind: LOAD, STORE, FMA, MMA, COPY_IN, ADDF, ..."""
+        return kind_of(self.op)
 
 
 class OpTable(Sequence[OpInfo]):
@@ -257,9 +255,6 @@ class Event(NamedTuple):
     kind: str            # "exec" | "issue" | "wait"
 
 
-_ISSUE_OPS = (pto.AsyncLoadOp, pto.AsyncStoreOp, npu.CopyInOp, npu.CopyOutOp)
-
-
 class _VectorLog:
     __slots__ = ("first", "n", "records")
 
@@ -283,12 +278,21 @@ class Trace(Instrument):
         self._pending_waits: list[int] = []
         self.grid: tuple[int, int, int] = (1, 1, 1)
         self.block: tuple[int, int, int] = (1, 1, 1)
+        # op id -> "issue" (starts an async copy), "wait" (on its token), "wait_all"
+        self._events: dict[int, str] = {}
 
     def begin(self, table: OpTable, grid: tuple[int, int, int],
               block: tuple[int, int, int]) -> None:
         self.table = table
         self.grid = grid
         self.block = block
+        self._events = {}
+        for info in table:
+            waits = waits_on(info.op)
+            if starts_copy(info.op):
+                self._events[info.id] = "issue"
+            elif waits is not None:
+                self._events[info.id] = "wait" if waits == "token" else "wait_all"
 
     @property
     def num_blocks(self) -> int:
@@ -303,7 +307,7 @@ class Trace(Instrument):
         return log, first, n
 
     def before(self, op_id: int, ctx: Any, mask: Any) -> None:
-        if isinstance(self.table[op_id].op, pto.WaitAllOp | npu.WaitFlagAllOp):
+        if self._events.get(op_id) == "wait_all":
             self._pending_waits = sorted(ctx.inflight)
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
@@ -313,12 +317,12 @@ class Trace(Instrument):
             return
         log, _, _ = self._log(ctx)
         warp = ctx.warp_index if not info.collective else None
-        op = info.op
-        if isinstance(op, _ISSUE_OPS):
+        event = self._events.get(op_id)
+        if event == "issue":
             log.records.append((op_id, lanes, warp, _token(value), "issue"))
-        elif isinstance(op, pto.WaitOp | npu.WaitFlagOp):
+        elif event == "wait":
             log.records.append((op_id, lanes, warp, _token(value), "wait"))
-        elif isinstance(op, pto.WaitAllOp | npu.WaitFlagAllOp) and self._pending_waits:
+        elif event == "wait_all" and self._pending_waits:
             for tok in self._pending_waits:
                 log.records.append((op_id, lanes, warp, tok, "wait"))
             self._pending_waits = []

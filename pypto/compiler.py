@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp
+from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
@@ -434,7 +434,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline, run_pipeline
-    from pypto.diagnostics import OpDiagnostic, capture_diagnostics
+    from pypto.diagnostics import OpDiagnostic, capture_diagnostics, op_location
 
     try:
         passes = parse_pipeline(text)
@@ -457,10 +457,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     remarks: list[Remark] = []
 
     def collect(diag: OpDiagnostic) -> None:
-        location = None
-        if diag.op is not None and isinstance(diag.op.location, FileLineColLoc):
-            loc = diag.op.location
-            location = f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        location = None if diag.op is None else op_location(diag.op, unknown="") or None
         if diag.severity == "warning":
             warnings.warn(diag.message, stacklevel=2)
             return

@@ -13,7 +13,6 @@ instrument attached, and stops before PTO instructions on demand (session.py). T
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -27,19 +26,11 @@ def default_pipeline(model: str = "fused", target: Any = None) -> str:
     """The pipeline a session compiles with when `pipeline=None`: the IR level the cost model
     `model` costs (`pypto.profiling.model_pipeline`: the npu level with load/mma fusion for
     "fused", the pto level for "table"), so that the instructions you step are the ones the
-    timeline times. Before the cost model landed: `pto.compile`'s default pipeline, lowered to
-    the npu level when `convert-pto-to-npu` is available."""
-    from pypto.compiler import DEFAULT_PIPELINE
-    from pypto.passes import PASSES
+    timeline times."""
+    from pypto.backend.targets import resolve_target
+    from pypto.profiling import model_pipeline
 
-    if importlib.util.find_spec("pypto.profiling") is not None:
-        from pypto.backend.targets import resolve_target
-        from pypto.profiling import model_pipeline
-
-        return model_pipeline(model, resolve_target(target))
-    if "convert-pto-to-npu" in PASSES:
-        return f"{DEFAULT_PIPELINE},convert-pto-to-npu"
-    return DEFAULT_PIPELINE
+    return model_pipeline(model, resolve_target(target))
 
 
 def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any = None,

@@ -16,7 +16,6 @@ from typing import Any, TextIO
 import numpy as np
 
 from pypto.debug.session import DebugError, Pointer, Session
-from pypto.debug.timeline import ISSUE_ORDER
 from pypto.debug.view import lane_values_text
 from pypto.errors import PtoError
 
@@ -242,14 +241,10 @@ class DebuggerShell(cmd.Cmd):
         if not entries:
             self.say("no instruction issued")
             return
-        if entries[0].model == ISSUE_ORDER:
-            self.say("(interim timeline: cycle = issue order, one instruction per cycle; "
-                     "not the cost model)")
-        else:
-            self.say(f"(cost model '{entries[0].model}': the cycle each instruction starts on "
-                     f"its pipe, and its cycles)")
+        self.say(f"(cost model '{entries[0].model}': the cycle each instruction starts on its "
+                 f"pipe, and its cycles)")
         for e in entries:
-            took = f"{e.end - e.cycle:>4} cycles  " if e.model != ISSUE_ORDER else ""
+            took = f"{e.end - e.cycle:>4} cycles  "
             self.say(f"{str(e):<30} {e.pipe:<8} {took}{os.path.basename(e.source)}")
 
     def do_where(self, arg: str) -> None:

@@ -3,35 +3,23 @@
 `instruction_timeline(session)` is the one place the debugger gets cycles from. The focus block
 is run once more by the one executor, on copies of the tensor arguments (the session's own run
 and the user's output are left alone), with two instruments: the executor's `Trace` (the event
-stream the cost model costs) and `_IssueLog` (which lanes executed each instruction). Then:
-
-- with the cost model (`pypto.backend.cost_model`, issue 11): the trace of the focus block is
-  costed with the session's `model` ("fused" or "table", the latencies of the target file), and
-  each entry's `cycle` is the cycle the model starts that instruction on its pipe (`end` when it
-  is done). `entry.model` names the model.
-- without it (INTERIM, before the cost model landed): the cycles are an *issue order*, not a
-  model: the n-th instruction issued gets cycle n (a single-issue, in-order machine with one
-  cycle per instruction: no latencies, no pipe overlap, no fusion). `entry.model` is
-  `"issue-order"` and the prompt prints that label above the timeline. These are not the cost
-  model's cycles and must not be read as such.
+stream the cost model costs) and `_IssueLog` (which lanes executed each instruction). The trace
+of the focus block is costed with the session's `model` ("fused" or "table", the latencies of the
+target file), and each entry's `cycle` is the cycle the model starts that instruction on its
+pipe (`end` when it is done). `entry.model` names the model.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pypto.backend.interpreter.instruments import Chain, Instrument, Trace
-from pypto.debug.instructions import is_instruction, kind_of
+from pypto.debug.instructions import is_instruction
 from pypto.debug.view import Lanes
 from pypto.errors import KernelError
-
-ISSUE_ORDER = "issue-order"
-"""`TimelineEntry.model` of the interim timeline: cycle = position in the issue order."""
-
 
 @dataclass(frozen=True)
 class TimelineEntry:
@@ -44,15 +32,10 @@ class TimelineEntry:
     source: str        # "file.py:19", the Python line it came from
     pipe: str          # SCALAR, VECTOR, CUBE, MTE_IN, MTE_OUT
     op_id: int
-    model: str         # where `cycle` comes from: "fused" / "table" (the cost model), or
-                       # ISSUE_ORDER (the interim count)
+    model: str         # the cost model `cycle` comes from: "fused" / "table"
 
     def __str__(self) -> str:
         return f"Cycle {self.cycle}: Lane {self.lane}: {self.inst}"
-
-
-def has_cost_model() -> bool:
-    return importlib.util.find_spec("pypto.backend.cost_model") is not None
 
 
 class _IssueLog(Instrument):
@@ -102,27 +85,12 @@ def instruction_timeline(session: Any, every_op: bool = False) -> list[TimelineE
     lane arithmetic on their pipes). For a kernel that fails, the instructions issued before
     the failure."""
     log = _IssueLog(session)
-    if not has_cost_model():
-        return _issue_order(session, log, every_op)
     trace = Trace()
     _side_run(session, trace, log)
     entries = _modelled(session, trace, log)
     if every_op:
         return entries
     return [e for e in entries if is_instruction(log.table[e.op_id])]
-
-
-def _issue_order(session: Any, log: _IssueLog, every_op: bool) -> list[TimelineEntry]:
-    _side_run(session, log)
-    out = []
-    issued = [(op_id, lanes) for op_id, lanes in log.log
-              if every_op or is_instruction(log.table[op_id])]
-    for cycle, (op_id, lanes) in enumerate(issued):
-        info = log.table[op_id]
-        file = info.location.rsplit(":", 2)[0]
-        out.append(TimelineEntry(cycle, cycle + 1, lanes, kind_of(info), f"{file}:{info.line}",
-                                 info.pipe, op_id, ISSUE_ORDER))
-    return out
 
 
 def _modelled(session: Any, trace: Trace, log: _IssueLog) -> list[TimelineEntry]:
@@ -154,4 +122,4 @@ def _modelled(session: Any, trace: Trace, log: _IssueLog) -> list[TimelineEntry]
     return out
 
 
-__all__ = ["ISSUE_ORDER", "TimelineEntry", "has_cost_model", "instruction_timeline"]
+__all__ = ["TimelineEntry", "instruction_timeline"]

@@ -46,12 +46,16 @@ from xdsl.utils.exceptions import VerifyException
 
 from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
+    CUBE,
+    MTE_IN,
+    MTE_OUT,
     PIPES,
+    SCALAR,
+    VECTOR,
     AccessesMemory,
     BlockCollective,
     Fence,
     InstructionKind,
-    IssuesOn,
     LoadMmaFootprint,
     MmaFootprint,
     SignalsCompletion,
@@ -70,10 +74,6 @@ from pypto.dialects.pto import (
     element_type_of,
     memory_space_of,
 )
-
-SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
-MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
-
 
 def _check_slot(op: IRDLOperation, ptr: SSAValue, slot: SSAValue | None, value_type: Attribute,
                 what: str) -> None:

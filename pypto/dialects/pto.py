@@ -85,6 +85,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
+    CUBE,
+    MTE_IN,
+    MTE_OUT,
+    SCALAR,
+    VECTOR,
     AccessesMemory,
     BlockCollective,
     CopiesSynchronously,
@@ -94,7 +99,6 @@ from pypto.dialects.traits import (
     FillFootprint,
     ForwardsYield,
     InstructionKind,
-    IssuesOn,
     LaunchId,
     MmaFootprint,
     OffsetsAddress,
@@ -104,9 +108,6 @@ from pypto.dialects.traits import (
     read,
     write,
 )
-
-SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
-MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
 
 KERNEL_ATTR = "pto.kernel"
 """Unit attribute marking a `func.func` as a pto kernel (an entry point that can be launched)."""

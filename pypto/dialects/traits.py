@@ -111,6 +111,11 @@ class IssuesOn(OpTrait):
             raise ValueError(f"unknown pipe {self.pipe!r}; expected one of {PIPES}")
 
 
+SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
+MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
+"""The pipe traits, as the dialects declare them: `traits_def(VECTOR, ...)`."""
+
+
 @dataclass(frozen=True)
 class BlockCollective(OpTrait):
     """A block-level instruction: executed once per block by all its lanes together.

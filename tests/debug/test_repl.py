@@ -16,7 +16,6 @@ import pytest
 from pypto.debug.repl import parse_lanes
 from pypto.debug.script import capture_launch, parse_target
 from pypto.debug.session import DebugError
-from pypto.debug.timeline import has_cost_model
 
 ROOT = Path(__file__).resolve().parents[2]
 PTO_LEVEL = "pto-verify-barriers"
@@ -89,10 +88,7 @@ def test_a_session_through_stdin(script, tmp_path):
     assert "breakpoint 1 at line 14" in out
     assert "STORE d_out[0..255]" not in out  # continue prints no trace lines
     assert "no L1 buffer of this kernel covers bytes 0..15" in out
-    if has_cost_model():
-        assert "(cost model 'fused': the cycle each instruction starts on its pipe" in out
-    else:
-        assert "interim timeline: cycle = issue order" in out
+    assert "(cost model 'fused': the cycle each instruction starts on its pipe" in out
     assert re.search(r"\nCycle \d+: Lane 0-255: LOAD +VECTOR .*prog.py:12\n", out)
     assert re.search(r"\nCycle \d+: Lane 0-255: STORE +VECTOR .*prog.py:14\n", out)
     assert "the debugger must stop the script" not in out + proc.stderr

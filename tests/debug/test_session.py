@@ -14,17 +14,12 @@ import pytest
 
 import pypto as pto
 import pypto.debug as dbg
-from pypto.debug.timeline import ISSUE_ORDER, has_cost_model
-from pypto.passes import PASSES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 
 PTO_LEVEL = "pto-verify-barriers"
-HAS_NPU = "convert-pto-to-npu" in PASSES
-needs_npu = pytest.mark.skipif(not HAS_NPU, reason="convert-pto-to-npu (issue 11) not on this "
-                               "branch yet; the npu-level session is tested once it is")
 
 
 def line_of(fn, marker: str) -> int:
@@ -68,7 +63,6 @@ def out_lines(capsys) -> list[str]:
 # the article's session ------------------------------------------------------------------------
 
 
-@needs_npu
 def test_article_session_at_the_default_npu_level(capsys):
     n = 1024
     a, b, d_a, d_b, d_o = vector_add_data(n)
@@ -115,14 +109,6 @@ def test_article_session_at_the_pto_level(capsys):
     assert "has finished" in capsys.readouterr().out
 
 
-HAS_COST_MODEL = has_cost_model()
-interim_timeline = pytest.mark.skipif(HAS_COST_MODEL, reason="the cost model is here: the "
-                                      "interim issue-order timeline is not used")
-needs_cost_model = pytest.mark.skipif(not HAS_COST_MODEL, reason="the cost model (issue 11) "
-                                      "is not on this branch yet")
-
-
-@needs_cost_model
 @pytest.mark.parametrize("model", ["fused", "table"])
 def test_timeline_cycles_are_the_cost_models(capsys, model):
     n = 1000
@@ -142,28 +128,6 @@ def test_timeline_cycles_are_the_cost_models(capsys, model):
     assert timeline[0].cycle < timeline[1].cycle < timeline[2].cycle
     every = ctx.get_instruction_timeline(every_op=True)
     assert {e.inst for e in every} > {"LOAD", "FMA", "GET_GLOBAL_ID"}
-
-
-@interim_timeline
-def test_article_timeline_loop_prints_cycle_lane_inst(capsys):
-    n = 1024
-    _, _, d_a, d_b, d_o = vector_add_data(n)
-    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n), pipeline=PTO_LEVEL)
-    ctx.step()
-    capsys.readouterr()
-    timeline = ctx.get_instruction_timeline()
-    for entry in timeline:
-        print(f"Cycle {entry.cycle}: Lane {entry.lane}: {entry.inst}")
-    # interim: cycles are the issue order (labelled as such), not the cost model's
-    assert out_lines(capsys) == ["Cycle 0: Lane 0-255: LOAD", "Cycle 1: Lane 0-255: LOAD",
-                                 "Cycle 2: Lane 0-255: FMA"]
-    assert {e.model for e in timeline} == {ISSUE_ORDER}
-    src = [int(e.source.rsplit(":", 1)[1]) for e in timeline]
-    assert src == [line_of(vector_add, "a_val = pto.load"), line_of(vector_add, "b_val = pto"),
-                   line_of(vector_add, "pto.fma(o + i")]
-    assert {e.pipe for e in timeline} == {"VECTOR"}
-    # the side run that produced the timeline did not write the user's output
-    assert not host(d_o).any()
 
 
 def test_per_lane_lines_and_partial_blocks(capsys):
@@ -344,7 +308,6 @@ def test_inspect_l1_reads_the_block_arena_by_element_offset():
         ctx.inspect_l1(10**6, 4)
 
 
-@needs_npu
 def test_npu_level_staging_slots_hold_each_load():
     n = 300
     a, b, d_a, d_b, d_o = vector_add_data(n)

@@ -297,22 +297,26 @@ def _fast_key(kernel: Kernel, args: tuple[Any, ...], options: tuple[Any, ...]) -
     The full key (`_compile_slow`) holds xDSL type attributes; building them costs more than
     the rest of a cached launch. This key determines the full one: a tensor contributes its
     pypto dtype name (which fixes its pointer type), an int whether it fits in 32 bits, a float
-    nothing, and every compile-time constant (annotated or found by the frontend) its value.
+    nothing, a tensor passed twice where (its parameters are not `pto.noalias`), and every compile-time constant (annotated or found by the frontend) its value.
     The constexpr set is part of the key: it only grows, so an entry made before it grew is
     never hit again."""
     const = _constexpr_positions(kernel)
     tensor = _TENSOR or _tensor_class()
     parts: list[Any] = [const, options]
+    ids: list[int] = []
     for position, value in enumerate(args):
         kind = type(value)
         if kind is tensor:
             parts.append(value.dtype.name)  # the name fixes the pointer type (and hashes fast)
+            ids.append(id(value))
         elif kind is int:
             parts.append(value if position in const else -(2**31) <= value < 2**31)
         elif kind is float:
             parts.append(("f", value) if position in const else 0.0)
         else:
             return None
+    if len(ids) > 1 and len(set(ids)) < len(ids):  # a tensor passed twice: parameters alias
+        parts.append(_shared_tensors(args))
     return tuple(parts)
 
 
@@ -374,7 +378,8 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     while True:
         names = _constexpr_params(kernel)
         consts = _constexpr_values(kernel, names, args)
-        key = (types, tuple(sorted(consts.items())), block_dims, pipeline_text, resolved,
+        key = (types, _shared_tensors(args), tuple(sorted(consts.items())), block_dims,
+               pipeline_text, resolved,
                check_uninitialized, schedule, race_check, validate)
         cached = kernel.cache.get(key)
         if cached is not None and kernel.outer_values_unchanged(cached.folded_globals):
@@ -387,6 +392,7 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
             if need.params <= kernel.auto_constexpr:
                 raise  # pragma: no cover - cannot make progress (a frontend bug)
             kernel.auto_constexpr.update(need.params)
+    _mark_noalias(_kernel_func(module, kernel.name), args)
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
     check_uniform_control(_kernel_func(module, kernel.name))
     remarks: list[Remark] = []
@@ -400,6 +406,31 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     compiled.folded_globals = folded
     kernel.cache[key] = compiled
     return compiled
+
+
+def _shared_tensors(args: Sequence[Any]) -> tuple[int, ...]:
+    """Positions of device tensors passed more than once in one launch (usually none): their
+    parameters may alias, the others are `pto.noalias` (pypto.analysis.alias)."""
+    tensor = _TENSOR or _tensor_class()
+    seen: dict[int, int] = {}
+    shared: list[int] = []
+    for position, value in enumerate(args):
+        if type(value) is tensor or isinstance(value, tensor):
+            first = seen.setdefault(id(value), position)
+            if first != position:
+                shared.extend((first, position))
+    return tuple(sorted(set(shared)))
+
+
+def _mark_noalias(kernel_op: Any, args: Sequence[Any]) -> None:
+    """Mark the pointer parameters whose tensor is passed only once `pto.noalias`, so the
+    passes may move their loads across stores through other parameters."""
+    from pypto.analysis.alias import mark_noalias
+
+    tensor = _TENSOR or _tensor_class()
+    shared = set(_shared_tensors(args))
+    mark_noalias(kernel_op, {i for i, a in enumerate(args)
+                             if isinstance(a, tensor) and i not in shared})
 
 
 def _uses_block_features(module: ModuleOp) -> bool:
@@ -446,9 +477,15 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
         if getattr(p, "block_dims", None) == () and \
                 getattr(p, "block_size", None) == DEFAULT_BLOCK_SIZE:
             p = passes[index] = dataclasses.replace(p, block_dims=block)
+        elif getattr(p, "block_dims", None) == () and not hasattr(p, "block_size"):
+            p = passes[index] = dataclasses.replace(p, block_dims=block)
         if getattr(p, "warp_size", None) == 0:
             p = passes[index] = dataclasses.replace(p, warp_size=target.warp_size,
                                                     max_block_lanes=target.max_block_lanes)
+        # passes that read target data (npu-fuse-load-mma's [fusion]) read this target's
+        if getattr(p, "target", None) == "" and target.path and \
+                not target.path.endswith("default.toml"):
+            p = passes[index] = dataclasses.replace(p, target=target.path)
         # the L1 passes reason about this target's L1
         if getattr(p, "l1_bytes", None) == 0:
             p = passes[index] = dataclasses.replace(p, l1_bytes=target.l1_bytes)

@@ -482,7 +482,10 @@ def copy_tiles(dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
     total, n_rows = value_of(nbytes), value_of(rows)
     if total is None or n_rows is None or n_rows <= 0:
         return None, None
-    row_len = total // element_bytes(dst) // n_rows
+    row_bytes, rest = divmod(total, n_rows)
+    if rest or row_bytes % element_bytes(dst):
+        return None, None  # not whole rows of whole elements: an invalid copy
+    row_len = row_bytes // element_bytes(dst)
     s_src, s_dst = value_of(src_stride), value_of(dst_stride)
     return (None if s_dst is None else Tile(n_rows, row_len, s_dst),
             None if s_src is None else Tile(n_rows, row_len, s_src))
@@ -515,10 +518,16 @@ class LoadMmaFootprint(TileFootprint):
 
     def tiles(self, op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None]:
         tiles: dict[int, Tile | None] = dict(mma_tiles(op))
+        tiles[3] = self.copy(op, value_of)[1]
+        return tiles
+
+    @staticmethod
+    def copy(op: Operation, value_of: ValueOf) -> tuple[int, Tile | None, Tile | None]:
+        """The fused copy: (the operand it writes, its tile there, its HBM source tile)."""
         src, nbytes, rows, src_stride, dst_stride = op.operands[3:8]
         loaded = op.loaded  # type: ignore[attr-defined]
-        _, tiles[3] = copy_tiles(loaded, src, nbytes, rows, src_stride, dst_stride, value_of)
-        return tiles
+        dst, source = copy_tiles(loaded, src, nbytes, rows, src_stride, dst_stride, value_of)
+        return list(op.operands).index(loaded), dst, source
 
 
 def tile_footprint(op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None] | None:
@@ -529,3 +538,13 @@ def tile_footprint(op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None
 
 def has_tile_footprint(op: OpOrClass) -> bool:
     return _trait(op, TileFootprint) is not None
+
+
+def fused_copy(op: Operation, value_of: ValueOf) -> tuple[int, Tile | None] | None:
+    """For an instruction with a fused load (`npu.load_mma`): the operand the load writes and
+    the tile it writes there (besides the operand's own tile); None for any other op."""
+    trait = _trait(op, LoadMmaFootprint)
+    if not isinstance(trait, LoadMmaFootprint):
+        return None
+    index, tile, _ = trait.copy(op, value_of)
+    return index, tile

@@ -47,6 +47,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
+from pypto.analysis.alias import Footprint, Ranges, footprints, may_overlap
 from pypto.analysis.cache import invalidate
 from pypto.analysis.l1_liveness import (
     SLOTS_ATTR,
@@ -341,6 +342,66 @@ def _check_compute_copies(copies: list[Operation], compute_stages: list[pto.Stag
                           f"within its iteration (pto.wait on its token)", copy)
 
 
+def _bounded_loops(root: Operation) -> dict[SSAValue, tuple[int, int]]:
+    """Ranges of the counters of loops under `root` with constant bounds."""
+    found: dict[SSAValue, tuple[int, int]] = {}
+    for op in root.walk():
+        if isinstance(op, scf.ForOp):
+            lb, ub, step = (constant_int(v) for v in (op.lb, op.ub, op.step))
+            if lb is not None and ub is not None and step is not None and step > 0 and lb < ub:
+                found[op.body.block.args[0]] = (lb, ub - 1)
+    return found
+
+
+def _hbm(fps: list[Footprint], kind: str | None = None) -> list[Footprint]:
+    return [f for f in fps if f.space == "global" and (kind is None or f.kind == kind)]
+
+
+def safe_distance(plan: Plan, distance: int, ranges: Ranges) -> tuple[int, str]:
+    """How many iterations ahead (at most `distance`) the loads may be issued, and why not
+    further: a load issued d iterations ahead must not read HBM that a compute stage of one of
+    the d iterations it now runs before writes (a recurrence through memory, `x[k+1] =
+    f(x[k])`). Values that change from one iteration to the next, other than the counter,
+    cannot be compared across iterations: an access using one is assumed to overlap. A
+    distance of 0 is a `Refusal`."""
+    iv = plan.body.args[0]
+    ranges = Ranges(ranges.block, ranges.max_lanes, ranges.warp_size,
+                    {**ranges.extra, **{v: r for s in plan.compute_stages
+                                        for v, r in _bounded_loops(s).items()}})
+    writes = [(op, f) for s in plan.compute_stages for op in walk(s.body.block.ops)
+              for f in _hbm(footprints(op), "write")]
+    if not writes:
+        return distance, ""
+    loop = plan.loop
+    for d in range(1, distance + 1):
+        for load in plan.loads:
+            for src in _hbm(footprints(load), "read"):
+                ahead = _iteration_dependent(src, loop, iv)
+                for op, dst in writes:
+                    if not may_overlap(ahead, dst, ranges=ranges, shift={iv: d * plan.step}):
+                        continue
+                    later = "the next iteration" if d == 1 else f"iteration i + {d}"
+                    why = (f"the pto.async_load{_at(load)} of {later} may read HBM that "
+                           f"'{op.name}'{_at(op)} of iteration i writes (a dependence "
+                           f"through memory)")
+                    if d == 1:
+                        raise Refusal(f"{why}; issuing it ahead would read the old values",
+                                      load)
+                    return d - 1, why
+    return distance, ""
+
+
+def _iteration_dependent(fp: Footprint, loop: scf.ForOp, iv: SSAValue) -> Footprint:
+    """`fp` with every opaque value defined inside `loop` (other than its counter) replaced by
+    a fresh symbol: at another iteration it has another value, so it must not cancel."""
+    from pypto.analysis.alias import Linear
+
+    coefs = frozenset(((("other iteration", v) if v is not iv and defined_inside(v, loop)
+                        else v), c) for v, c in fp.start.coefs)
+    return Footprint(fp.op, fp.root, Linear(coefs, fp.start.const), fp.extent, fp.kind,
+                     fp.space)
+
+
 # --------------------------------------------------------------------------------------------
 # The rewrite
 # --------------------------------------------------------------------------------------------
@@ -633,6 +694,11 @@ class DoubleBufferPass(L1Options, ModulePass):
 
     name = "pto-double-buffer"
     stages: int = 2
+    block_dims: tuple[int, ...] = ()
+    """The launch's block shape (`pto.compile` fills it in): bounds lane ids when deciding
+    whether a compute stage's HBM writes may meet a later iteration's loads; empty: any block
+    of up to `max-block-lanes` lanes."""
+    max_block_lanes: int = 1024
     # The analyses of pypto.analysis.cache are dropped for a kernel whose loop it rewrites
     # (`_rewrite`); a kernel it leaves alone keeps them.
     preserves_analyses: ClassVar[bool] = True
@@ -648,14 +714,22 @@ class DoubleBufferPass(L1Options, ModulePass):
         for kernel in functions(op):
             for loop in _candidate_loops(kernel):
                 try:
-                    analyse(loop)
+                    ahead, why = safe_distance(analyse(loop), self.stages - 1, self._ranges())
                 except Refusal as refusal:
                     emit_remark(refusal.op or loop, f"pto-double-buffer: loop{_at(loop)} left "
                                 f"as it is: {refusal.reason}")
                     continue
-                self._rewrite(kernel, loop)
+                if ahead < self.stages - 1:
+                    emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
+                                f"{self.stages} stages, using {ahead + 1}: {why}")
+                self._rewrite(kernel, loop, ahead + 1)
 
-    def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp) -> None:
+    def _ranges(self) -> Ranges:
+        dims = tuple(self.block_dims) + (1,) * (3 - len(self.block_dims))
+        block = (dims[0], dims[1], dims[2]) if self.block_dims else None
+        return Ranges(block, self.max_block_lanes)
+
+    def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp, stages: int) -> None:
         invalidate(kernel)
         index = list(kernel.walk()).index(loop)
         needs: dict[int, int] = {}
@@ -664,7 +738,7 @@ class DoubleBufferPass(L1Options, ModulePass):
         allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
         every = sum(_round_up(buffer_bytes(a), align) for a in allocs)
         loaded = sum(_round_up(buffer_bytes(b), align) for b in analyse(loop).buffers)
-        for n in range(self.stages, 1, -1):
+        for n in range(stages, 1, -1):
             if every + (n - 1) * loaded <= self.capacity:
                 chosen = n  # fits even with no byte shared: no need to place it to know
                 break
@@ -679,9 +753,9 @@ class DoubleBufferPass(L1Options, ModulePass):
                 chosen = n
                 break
         where = _at(loop)
-        if chosen < self.stages:
-            wanted = f"{self.stages} stages need {kib(needs[self.stages])}"
-            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {self.stages} "
+        if chosen < stages:
+            wanted = f"{stages} stages need {kib(needs[stages])}"
+            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {stages} "
                         f"stages, only {chosen} fit{'s' if chosen == 1 else ''} in "
                         f"{kib(self.capacity)} of L1 ({wanted})"
                         + ("; the loop stays single-buffered" if chosen == 1 else ""))

@@ -31,7 +31,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import Pure
 
-from pypto.analysis.uniformity import walk
+from pypto.analysis.alias import footprints, may_overlap
+from pypto.analysis.l1_liveness import location_text
+from pypto.diagnostics import emit_remark
 from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import npu, pto
 
@@ -69,14 +71,22 @@ def origin(value: SSAValue) -> SSAValue:
 
 
 def preceding(op: Operation) -> Iterator[Operation | None]:
-    """The instructions before `op` in straight-line program order, nearest first, looking
-    through pipeline stages; yields None at a boundary (a loop, a branch, the function start)."""
+    """The instructions before `op` in straight-line program order, nearest first; yields None
+    at a boundary (a loop, a branch, the function start).
+
+    Pipeline stages and pipelines run their bodies exactly once, in program order, so they are
+    straight-line code: the walk enters the body of an earlier stage (from its end) and leaves
+    the stage it starts in. Any other op with regions (`scf.if`, `scf.for`, ...) is a boundary:
+    what it holds may run zero or many times, so nothing inside it may be moved past it."""
     current: Operation | None = op
     while current is not None:
         prev = current.prev_op
         while prev is not None:
             if isinstance(prev, pto.StageOp | pto.PipelineOp):
-                yield from reversed(list(walk([prev]))[1:])
+                for inner in _backwards(prev):
+                    yield inner
+                    if inner is None:
+                        return
             elif prev.regions:
                 yield None
                 return
@@ -88,6 +98,24 @@ def preceding(op: Operation) -> Iterator[Operation | None]:
             yield None
             return
         current = parent
+
+
+def _backwards(region_op: Operation) -> Iterator[Operation | None]:
+    """The ops of a stage or pipeline body from last to first, entering nested stages; None
+    (and the end) at an op with regions of another kind."""
+    op = region_op.regions[0].block.last_op
+    while op is not None:
+        if isinstance(op, pto.StageOp | pto.PipelineOp):
+            for inner in _backwards(op):
+                yield inner
+                if inner is None:
+                    return
+        elif op.regions:
+            yield None
+            return
+        else:
+            yield op
+        op = op.prev_op
 
 
 def _own_flag(op: Operation, token: SSAValue) -> bool:
@@ -147,7 +175,12 @@ def _drop_result(op: Operation, index: int, rewriter: Rewriter) -> None:
 
 
 def find_feeding_load(mma: npu.MmaOp, max_distance: int) -> tuple[npu.CopyInOp, str] | None:
-    """The nearest copy_in feeding `mma` within the distance, and which operand it loads."""
+    """The nearest copy_in feeding `mma` within the distance, and which operand it loads.
+
+    Fusing moves the copy down to the MMA, past every instruction between them; that is safe
+    only when none of them touches what the copy writes (its L1 destination) or writes what it
+    reads (its HBM source), by the shared alias query (pypto.analysis.alias), and none depends
+    on the copy other than its own flag handshake."""
     inputs = {"a": origin(mma.a), "b": origin(mma.b)}
     between: list[Operation] = []
     for op in preceding(mma):
@@ -163,15 +196,37 @@ def find_feeding_load(mma: npu.MmaOp, max_distance: int) -> tuple[npu.CopyInOp, 
                 others = [x for x in between if not _own_flag(x, op.token)]
                 if len(others) > max_distance:
                     return None
-                if all(x.has_trait(Pure) or isinstance(x, _PASSIVE) for x in others) and \
-                        all(not isinstance(x, npu.CopyInOp) or origin(x.dst) != dst
-                            for x in others):
-                    return op, name
-                return None
+                if not all(x.has_trait(Pure) or isinstance(x, _PASSIVE) for x in others):
+                    return None
+                crossed = next((x for x in others if _crosses(op, x)), None)
+                if crossed is not None:
+                    emit_remark(mma, f"npu-fuse-load-mma: the MMA{_at(mma)} is not fused with "
+                                f"the copy{_at(op)}: '{crossed.name}'{_at(crossed)} between "
+                                f"them may touch the memory that copy reads or writes")
+                    return None
+                return op, name
         between.append(op)
         if len(between) > max_distance + 8:  # far beyond any copy's own flags
             return None
     return None
+
+
+def _at(op: Operation) -> str:
+    text = location_text(op)
+    return "" if text == op.name else f" at {text}"
+
+
+def _crosses(copy: npu.CopyInOp, other: Operation) -> bool:
+    """May moving `copy` below `other` change a result? Yes when `other` may touch the copy's
+    destination (read or write) or write its source."""
+    mine = footprints(copy)
+    for theirs in footprints(other):
+        for fp in mine:
+            if fp.writes and may_overlap(fp, theirs):
+                return True
+            if theirs.writes and may_overlap(theirs, fp):
+                return True
+    return False
 
 
 @dataclass(frozen=True)

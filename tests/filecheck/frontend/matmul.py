@@ -22,7 +22,7 @@ C = pto.alloc_tensor(128 * 64 * 4)
 ck = pto.compile(matmul_tile, args=(A, B, C, 128, 64, 96, 64, 64, 32), block=64, pipeline="")
 print(ck.mlir, end="")
 
-# CHECK-LABEL: func.func @matmul_tile(%A: !pto.ptr<f16, global>, %B: !pto.ptr<f16, global>, %C: !pto.ptr<f32, global>
+# CHECK-LABEL: func.func @matmul_tile(%A: !pto.ptr<f16, global> {pto.noalias}, %B: !pto.ptr<f16, global> {pto.noalias}, %C: !pto.ptr<f32, global> {pto.noalias}
 # CHECK:         %[[BY:.*]] = pto.get_block_id 1 : i32
 # CHECK:         %[[ROW0:.*]] = arith.muli %[[BY]], %{{.*}} : i32
 # Tile sizes became compile-time constants: the accumulator is a 64x64 f32 L1 buffer.

@@ -25,7 +25,7 @@ args = tuple(pto.alloc_tensor(1024 * 4) for _ in range(3)) + (1024,)
 ck = pto.compile(vector_add, args=args, block=256)
 print(ck.as_text(debuginfo="--debuginfo" in sys.argv), end="")
 
-# CHECK:      func.func @vector_add(%a: !pto.ptr<f32, global>, %b: !pto.ptr<f32, global>, %o: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
+# CHECK:      func.func @vector_add(%a: !pto.ptr<f32, global> {pto.noalias}, %b: !pto.ptr<f32, global> {pto.noalias}, %o: !pto.ptr<f32, global> {pto.noalias}, %n: i32) attributes {pto.kernel} {
 # CHECK-NEXT:   %[[I:.*]] = pto.get_global_id 0 : i32
 # CHECK-NEXT:   %[[C:.*]] = arith.cmpi slt, %[[I]], %n : i32
 # CHECK-NEXT:   scf.if %[[C]] {

@@ -142,7 +142,7 @@ func.func @two_loads(%A: !pto.ptr<f16, global>, %B: !pto.ptr<f16, global>, %K: i
 // THREE-NOT:       pto.async_load
 // THREE:           pto.wait %[[E0]]
 // THREE:           scf.yield %[[E1]], %[[E0]], %{{.*}} : !pto.token, !pto.token, i32
-func.func @one_load(%x: !pto.ptr<f32, global>, %y: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
+func.func @one_load(%x: !pto.ptr<f32, global> {pto.noalias}, %y: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %nbytes = arith.constant 1024 : i32
@@ -171,6 +171,86 @@ func.func @one_load(%x: !pto.ptr<f32, global>, %y: !pto.ptr<f32, global>, %n: i3
       pto.yield %next : i32
     }
     scf.yield %r : i32
+  }
+  func.return
+}
+
+// -----
+
+// Refused: a recurrence through HBM. Iteration k stores tile k + 1 of x, which iteration k + 1
+// loads: issued one iteration ahead, that load would read the old tile (x[k+1] = f(x[k])).
+// CHECK-LABEL: func.func @hbm_recurrence
+// CHECK:         scf.for
+// CHECK-NEXT:      pto.pipeline {
+// CHECK-NOT:     pto.slots
+func.func @hbm_recurrence(%x: !pto.ptr<f32, global> {pto.noalias}, %n: i32) attributes {pto.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %nbytes = arith.constant 1024 : i32
+  %len = arith.constant 256 : i32
+  scf.for %k = %c0 to %n step %c1 : i32 {
+    pto.pipeline {
+      %tile, %t = pto.stage "load" -> (!pto.l1buf<256xf32>, !pto.token) {
+        %buf = pto.alloc_local : !pto.l1buf<256xf32>
+        %off = arith.muli %k, %len : i32
+        %src = pto.addptr %x, %off : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+        // expected-remark @+1 {{left as it is: the pto.async_load of the next iteration may read HBM that 'pto.store' of iteration i writes (a dependence through memory)}}
+        %tok = pto.async_load %buf, %src, %nbytes rows %c1 strides(%len, %len) : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+        pto.yield %buf, %tok : !pto.l1buf<256xf32>, !pto.token
+      }
+      pto.stage "compute" after ["load"] {
+        pto.wait %t
+        %lid = pto.get_local_id 0 : i32
+        %p = pto.addptr %tile, %lid : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
+        %v = pto.load %p : !pto.ptr<f32, local> -> f32
+        %k1 = arith.addi %k, %c1 : i32
+        %o1 = arith.muli %k1, %len : i32
+        %o2 = arith.addi %o1, %lid : i32
+        %q = pto.addptr %x, %o2 : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+        pto.store %v, %q : f32, !pto.ptr<f32, global>
+        pto.yield
+      }
+      pto.yield
+    }
+  }
+  func.return
+}
+
+// -----
+
+// Refused: without `pto.noalias` (which pto.compile puts on every tensor passed once), two
+// pointer parameters may be the same tensor, so the store through %y may write what the next
+// load through %x reads.
+// CHECK-LABEL: func.func @may_alias
+// CHECK:         scf.for
+// CHECK-NEXT:      pto.pipeline {
+// CHECK-NOT:     pto.slots
+func.func @may_alias(%x: !pto.ptr<f32, global>, %y: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %nbytes = arith.constant 1024 : i32
+  %len = arith.constant 256 : i32
+  scf.for %k = %c0 to %n step %c1 : i32 {
+    pto.pipeline {
+      %tile, %t = pto.stage "load" -> (!pto.l1buf<256xf32>, !pto.token) {
+        %buf = pto.alloc_local : !pto.l1buf<256xf32>
+        %off = arith.muli %k, %len : i32
+        %src = pto.addptr %x, %off : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+        // expected-remark @+1 {{left as it is: the pto.async_load of the next iteration may read HBM that 'pto.store' of iteration i writes (a dependence through memory)}}
+        %tok = pto.async_load %buf, %src, %nbytes rows %c1 strides(%len, %len) : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+        pto.yield %buf, %tok : !pto.l1buf<256xf32>, !pto.token
+      }
+      pto.stage "compute" after ["load"] {
+        pto.wait %t
+        %lid = pto.get_local_id 0 : i32
+        %p = pto.addptr %tile, %lid : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
+        %v = pto.load %p : !pto.ptr<f32, local> -> f32
+        %q = pto.addptr %y, %lid : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+        pto.store %v, %q : f32, !pto.ptr<f32, global>
+        pto.yield
+      }
+      pto.yield
+    }
   }
   func.return
 }

@@ -271,11 +271,21 @@ def via_f64(fn: Any) -> Any:
     return apply
 
 
+def _sigmoid(x: Any, dtype: Any = None) -> Any:
+    """`1 / (1 + exp(-x))` (in `dtype` when given, as a ufunc's `dtype=`): exp(-x) overflows
+    to inf for x < -709 in float64, giving the exact limit 0."""
+    x = np.asarray(x, dtype=dtype) if dtype is not None else x
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
 MATH = {name: via_f64(getattr(np, name)) for name in
         ("exp", "log", "tanh", "sin", "cos", "exp2", "log2", "power", "tan", "sinh", "cosh",
          "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "expm1", "log10",
          "log1p", "cbrt", "arctan2")}
-"""The math ops the interpreter evaluates through float64 (see `via_f64`)."""
+MATH["sigmoid"] = via_f64(_sigmoid)
+"""The math ops the interpreter evaluates through float64 (see `via_f64`), by the name their
+`Elementwise` trait or codegen's tables use."""
 
 
 def int_to_float(x: Any, dtype: np.dtype) -> Any:

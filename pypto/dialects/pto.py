@@ -98,7 +98,9 @@ from pypto.dialects.traits import (
     Fence,
     FillFootprint,
     ForwardsYield,
+    Elementwise,
     InstructionKind,
+    KernelFunction,
     LaunchId,
     MmaFootprint,
     OffsetsAddress,
@@ -108,6 +110,10 @@ from pypto.dialects.traits import (
     read,
     write,
 )
+
+_STORE_SIGNATURE = "(ptr, value, nbytes=None, rows=1, src_stride=None, dst_stride=None)"
+"""`pto.store`: a lane store `(ptr, value)`, or with `nbytes` a synchronous tile store
+`(dst, src, nbytes, ...)` (`pto.tile_store`)."""
 
 KERNEL_ATTR = "pto.kernel"
 """Unit attribute marking a `func.func` as a pto kernel (an entry point that can be launched)."""
@@ -342,7 +348,7 @@ class GetGlobalIdOp(_DimIdOp):
     """
 
     name = "pto.get_global_id"
-    traits = traits_def(Pure(), LaunchId("global_id"))
+    traits = traits_def(Pure(), LaunchId("global_id"), KernelFunction("get_global_id", "(dim=0)"))
 
 
 @op_definition
@@ -365,7 +371,7 @@ class GetLocalIdOp(_DimIdOp):
     """
 
     name = "pto.get_local_id"
-    traits = traits_def(Pure(), LaunchId("local_id"))
+    traits = traits_def(Pure(), LaunchId("local_id"), KernelFunction("get_local_id", "(dim=0)"))
 
 
 @op_definition
@@ -388,7 +394,7 @@ class GetBlockIdOp(_DimIdOp):
     """
 
     name = "pto.get_block_id"
-    traits = traits_def(Pure(), LaunchId("block_id"))
+    traits = traits_def(Pure(), LaunchId("block_id"), KernelFunction("get_block_id", "(dim=0)"))
 
 
 @op_definition
@@ -411,7 +417,7 @@ class GetBlockDimOp(_DimIdOp):
     """
 
     name = "pto.get_block_dim"
-    traits = traits_def(Pure(), LaunchId("block_dim"))
+    traits = traits_def(Pure(), LaunchId("block_dim"), KernelFunction("get_block_dim", "(dim=0)"))
 
 
 @op_definition
@@ -432,7 +438,7 @@ class GetGridDimOp(_DimIdOp):
     """
 
     name = "pto.get_grid_dim"
-    traits = traits_def(Pure(), LaunchId("grid_dim"))
+    traits = traits_def(Pure(), LaunchId("grid_dim"), KernelFunction("get_grid_dim", "(dim=0)"))
 
 
 class _PlainIdOp(IRDLOperation):
@@ -463,7 +469,7 @@ class GetWarpIdOp(_PlainIdOp):
     """
 
     name = "pto.get_warp_id"
-    traits = traits_def(Pure(), LaunchId("warp_id"))
+    traits = traits_def(Pure(), LaunchId("warp_id"), KernelFunction("get_warp_id", "()"))
 
 
 @op_definition
@@ -483,7 +489,7 @@ class GetLaneIdOp(_PlainIdOp):
     """
 
     name = "pto.get_lane_id"
-    traits = traits_def(Pure(), LaunchId("lane_id"))
+    traits = traits_def(Pure(), LaunchId("lane_id"), KernelFunction("get_lane_id", "()"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -582,7 +588,7 @@ class LoadOp(IRDLOperation):
     result = result_def(AnyAttr())
 
     assembly_format = "$ptr attr-dict `:` type($ptr) `->` type($result)"
-    traits = traits_def(VECTOR, AccessesMemory(read(0)), InstructionKind())
+    traits = traits_def(VECTOR, AccessesMemory(read(0)), InstructionKind(), KernelFunction("load", "(ptr)"))
 
     def __init__(self, ptr: SSAValue):
         super().__init__(operands=[ptr], result_types=[element_type_of(ptr.type)])
@@ -616,7 +622,7 @@ class StoreOp(IRDLOperation):
     ptr = operand_def(ADDRESS)
 
     assembly_format = "$value `,` $ptr attr-dict `:` type($value) `,` type($ptr)"
-    traits = traits_def(VECTOR, AccessesMemory(write(1)), InstructionKind())
+    traits = traits_def(VECTOR, AccessesMemory(write(1)), InstructionKind(), KernelFunction("store", _STORE_SIGNATURE))
 
     def __init__(self, value: SSAValue, ptr: SSAValue):
         super().__init__(operands=[value, ptr])
@@ -653,7 +659,7 @@ class FmaOp(IRDLOperation):
     c = operand_def(T)
 
     assembly_format = "$dst `,` $a `,` $b `,` $c attr-dict `:` type($dst) `,` type($a)"
-    traits = traits_def(VECTOR, AccessesMemory(write(0)), InstructionKind())
+    traits = traits_def(VECTOR, AccessesMemory(write(0)), InstructionKind(), KernelFunction("fma", "(dst, a, b, c)"))
 
     def __init__(self, dst: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue):
         super().__init__(operands=[dst, a, b, c])
@@ -691,7 +697,7 @@ class BarrierOp(IRDLOperation):
 
     name = "pto.barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), Synchronizes("warp"), InstructionKind())
+    traits = traits_def(SCALAR, Fence(), Synchronizes("warp"), InstructionKind(), KernelFunction("barrier", "()"))
 
     def __init__(self):
         super().__init__()
@@ -719,7 +725,7 @@ class BarrierBlockOp(IRDLOperation):
     name = "pto.barrier_block"
     assembly_format = "attr-dict"
     traits = traits_def(SCALAR, Fence(), BlockCollective(), Synchronizes("block"),
-                        InstructionKind())
+                        InstructionKind(), KernelFunction("barrier_block", "()"))
 
     def __init__(self):
         super().__init__()
@@ -753,7 +759,7 @@ class AtomicAddOp(IRDLOperation):
     result = result_def(T)
 
     assembly_format = "$ptr `,` $value attr-dict `:` type($ptr) `,` type($value)"
-    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind())
+    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind(), KernelFunction("atomic_add", "(ptr, value)"))
 
     def __init__(self, ptr: SSAValue, value: SSAValue):
         super().__init__(operands=[ptr, value], result_types=[value.type])
@@ -800,7 +806,7 @@ class AllocLocalOp(IRDLOperation):
     Without it the interpreter places buffers one after another in allocation order."""
 
     assembly_format = "attr-dict `:` type($result)"
-    traits = traits_def(SCALAR, MemoryAllocEffect(), DeclaresBuffer())
+    traits = traits_def(SCALAR, MemoryAllocEffect(), DeclaresBuffer(), KernelFunction("alloc_local", "(count, dtype=float32)"))
 
     def __init__(self, count: int, element_type: Attribute, offset: int | None = None):
         props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
@@ -875,7 +881,7 @@ class AsyncLoadOp(BulkCopyOp):
     token = result_def(TokenType)
     assembly_format = COPY_FORMAT
     traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")),
-                        StartsCopy())
+                        StartsCopy(), KernelFunction("async_load", "(dst, src, nbytes, rows=1, src_stride=None, dst_stride=None)"))
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -909,7 +915,7 @@ class AsyncStoreOp(BulkCopyOp):
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
     traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
-                        StartsCopy())
+                        StartsCopy(), KernelFunction("async_store", "(dst, src, nbytes, rows=1, src_stride=None, dst_stride=None)"))
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -940,7 +946,7 @@ class TileStoreOp(BulkCopyOp):
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
     traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
-                        CopiesSynchronously())
+                        CopiesSynchronously(), KernelFunction("store", _STORE_SIGNATURE))
 
 
 @op_definition
@@ -969,7 +975,7 @@ class WaitOp(IRDLOperation):
     name = "pto.wait"
     token = operand_def(TokenType)
     assembly_format = "$token attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("token"), InstructionKind())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("token"), InstructionKind(), KernelFunction("wait", "(token)"))
 
     def __init__(self, token: SSAValue):
         super().__init__(operands=[token])
@@ -1000,7 +1006,7 @@ class WaitAllOp(IRDLOperation):
 
     name = "pto.wait_all"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("all"), InstructionKind())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("all"), InstructionKind(), KernelFunction("wait_all", "()"))
 
     def __init__(self):
         super().__init__()
@@ -1031,7 +1037,7 @@ class FillOp(IRDLOperation):
     count = operand_def(i32)
     assembly_format = "$dst `,` $value `,` $count attr-dict `:` type($dst) `,` type($value)"
     traits = traits_def(VECTOR, AccessesMemory(write(0, "local")), BlockCollective(),
-                        FillFootprint(), InstructionKind())
+                        FillFootprint(), InstructionKind(), KernelFunction("fill", "(dst, value, count)"))
 
     def __init__(self, dst: SSAValue, value: SSAValue, count: SSAValue):
         super().__init__(operands=[dst, value, count])
@@ -1077,7 +1083,7 @@ class MmaOp(IRDLOperation):
                        "type($c) `,` type($a) `,` type($b)")
     traits = traits_def(CUBE, AccessesMemory(read(1, "local"), read(2, "local"),
                                              read(0, "local"), write(0, "local")),
-                        BlockCollective(), MmaFootprint(), InstructionKind())
+                        BlockCollective(), MmaFootprint(), InstructionKind(), KernelFunction("mma", "(C, A, B, m, n, k)"))
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, n: int, k: int):
         super().__init__(operands=[c, a, b], properties={
@@ -1285,7 +1291,7 @@ class PipelineOp(IRDLOperation):
     name = "pto.pipeline"
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect(), SCALAR, ForwardsYield())
+    traits = traits_def(RecursiveMemoryEffect(), SCALAR, ForwardsYield(), KernelFunction("pipeline", "()"))
 
     def __init__(self, result_types: Sequence[Attribute], body: Region):
         super().__init__(result_types=[list(result_types)], regions=[body])
@@ -1460,6 +1466,41 @@ class FmodOp(IRDLOperation):
 
 
 @op_definition
+class SigmoidOp(IRDLOperation):
+    """Logistic sigmoid per lane: `1 / (1 + exp(-x))`.
+
+    semantics: on floats (f16, bf16, f32), with the operand's type: evaluated in float64 and
+    rounded once to it, as `pto.exp` (within 1 ulp, the same on every machine);
+    `sigmoid(-inf) = 0`, `sigmoid(inf) = 1`, NaN stays NaN. Integers are rejected: `pto.cast`
+    them first.
+    syntax: `%y = pto.sigmoid %x : f32`
+    python: `y = pto.sigmoid(x)`
+    example:
+        // A gate: out = x * sigmoid(x) (SiLU).
+        func.func @silu(%x: f32) -> f32 {
+          %s = pto.sigmoid %x : f32
+          %y = arith.mulf %x, %s : f32
+          func.return %y : f32
+        }
+    """
+
+    name = "pto.sigmoid"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    x = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$x attr-dict `:` type($result)"
+    traits = traits_def(Pure(), VECTOR, InstructionKind(), Elementwise("sigmoid"),
+                        KernelFunction("sigmoid", "(x)"))
+
+    def __init__(self, x: SSAValue):
+        super().__init__(operands=[x], result_types=[x.type])
+
+    def verify_(self) -> None:
+        if not isinstance(self.x.type, AnyFloat):
+            raise VerifyException(f"pto.sigmoid works on floats, got {self.x.type}")
+
+
+@op_definition
 class PrintfOp(IRDLOperation):
     """Print a formatted line per active lane, prefixed with its block and lane.
 
@@ -1484,7 +1525,7 @@ class PrintfOp(IRDLOperation):
     values = var_operand_def()
     assembly_format = "$format (` ` `(` $values^ `:` type($values) `)`)? attr-dict"
     # its output is a write: never merged or erased
-    traits = traits_def(SCALAR, MemoryWriteEffect(), InstructionKind())
+    traits = traits_def(SCALAR, MemoryWriteEffect(), InstructionKind(), KernelFunction("printf", "(fmt, *values)"))
 
     def __init__(self, fmt: str, values: Sequence[SSAValue]):
         super().__init__(operands=[list(values)], properties={"format": StringAttr(fmt)})
@@ -1518,6 +1559,7 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     FmaOp,
     AtomicAddOp,
     FmodOp,
+    SigmoidOp,
     AllocLocalOp,
     AsyncLoadOp,
     AsyncStoreOp,

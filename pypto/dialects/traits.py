@@ -43,6 +43,12 @@ checks it):
     LaunchId(name)          launch_id(op) -> "global_id" | "local_id" | "block_id" | ...;
                             varies_per(op) -> "lane" | "block" | None: an id differing between
                             the lanes of a block / only between blocks
+    KernelFunction(name, signature)
+                            kernel_function(op): the kernel language's `pto.<name>(...)` lowers
+                            to this op (the frontend's builtins, `pypto`'s exports and the
+                            stubs are derived from it)
+    Elementwise(reference)  elementwise_reference(op): a pure lane-by-lane function whose exact
+                            reference is `pypto.exact.MATH[reference]` (the interpreter runs it)
     TileFootprint           tile_footprint(op, value_of) -> {operand: Tile | None}: the tile of
                             elements each address operand of a tile instruction covers (fill,
                             mma, the bulk copies, the fused load + mma)
@@ -403,6 +409,40 @@ def varies_per(op: OpOrClass) -> str | None:
     same for a block's lanes), else None."""
     name = launch_id(op)
     return None if name is None else LAUNCH_IDS[name]
+
+
+# --------------------------------------------------------------------------------------------
+# The kernel language: which Python function an op is, elementwise semantics
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelFunction(OpTrait):
+    """`pto.<name><signature>` in a kernel lowers to this op. `signature` is the Python
+    parameter list, defaults written as Python (`"(count, dtype=float32)"`). Several ops may
+    share a function (the two forms of `pto.store`); they declare one signature."""
+
+    name: str
+    signature: str
+
+
+def kernel_function(op: OpOrClass) -> KernelFunction | None:
+    trait = _trait(op, KernelFunction)
+    return trait if isinstance(trait, KernelFunction) else None
+
+
+@dataclass(frozen=True)
+class Elementwise(OpTrait):
+    """A pure function of its operands, lane by lane, with the operand's type; its exact
+    reference is `pypto.exact.MATH[reference]`, which the interpreter runs (table-driven: an
+    elementwise op needs no emitter of its own)."""
+
+    reference: str
+
+
+def elementwise_reference(op: OpOrClass) -> str | None:
+    trait = _trait(op, Elementwise)
+    return trait.reference if isinstance(trait, Elementwise) else None
 
 
 # --------------------------------------------------------------------------------------------

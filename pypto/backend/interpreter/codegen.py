@@ -39,6 +39,7 @@ from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import (
     declared_accesses,
+    elementwise_reference,
     is_block_collective,
     launch_id,
     offset_base,
@@ -518,6 +519,11 @@ class KernelCodegen(NpuEmitters):
         if type(op) in _MATH_UNARY:
             a = self.name(op.operands[0])
             self.emit(f"{self.name(op.results[0])} = {_MATH_UNARY[type(op)]}({a})")
+            return
+        reference = elementwise_reference(op)
+        if reference is not None:  # table-driven: the op's exact reference, lane by lane
+            args = ", ".join(self.name(x) for x in op.operands)
+            self.emit(f"{self.name(op.results[0])} = _m_{reference}({args})")
             return
         if type(op) in _ID_OPS:
             self.op_id(op)
@@ -1118,7 +1124,8 @@ def _follows_window(op: Operation) -> bool:
     collectives, atomics or output. Asked of the op's traits, so a new elementwise op
     qualifies by its declaration."""
     if isinstance(op, _WINDOW_FOREIGN) or type(op) in _ARITH_BINARY or \
-            type(op) in _MATH_UNARY or op.name in INT_BINARY or op.name.startswith("arith."):
+            type(op) in _MATH_UNARY or op.name in INT_BINARY or op.name.startswith("arith.") \
+            or elementwise_reference(op) is not None:
         return True
     ident = launch_id(op)
     if ident is not None:

@@ -747,3 +747,11 @@ func.func @stage_after_not_names() {
   }
   func.return
 }
+
+// -----
+// sigmoid is defined on floats only: an integer needs a pto.cast first.
+func.func @sigmoid_of_int(%i: i32) -> i32 {
+  // expected-error @+1 {{'pto.sigmoid' op pto.sigmoid works on floats, got i32}}
+  %0 = pto.sigmoid %i : i32
+  func.return %0 : i32
+}

@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from xdsl.ir import Operation, SSAValue
@@ -44,6 +44,28 @@ from pypto.dialects.traits import (
     sync_scope,
     waits_on,
 )
+
+
+class LaneVector(Protocol):
+    """What an instrument may read of the lane vector an op ran on (`LaneContext` and the
+    window contexts implement it): its geometry and the copies in flight."""
+
+    count: int                 # lanes in the vector
+    first_lane: int            # linear launch lane of vector position 0
+    local_base: int            # lane id within its block of vector position 0
+    block_lanes: int           # lanes per block
+    warp_size: int
+    warp_index: int | None     # warp mode: the warp this vector is; else None
+    inflight: dict[int, Any]   # async copies not yet waited for, by token
+    ramp: Any                  # 0 .. count - 1 (int64)
+
+    def local_id(self, dim: int) -> Any: ...
+
+    def vector_warps(self) -> Any: ...
+
+
+Mask = Any
+"""The active lanes of a vector: None (all), False (none) or a bool array per lane."""
 
 
 # op table -------------------------------------------------------------------------------------
@@ -107,7 +129,7 @@ class OpTable(Sequence[OpInfo]):
     def id_of(self, op: Operation) -> int:
         return self._ids[op]
 
-    def read(self, frame_locals: dict[str, Any], value: SSAValue, ctx: Any) -> Any:
+    def read(self, frame_locals: dict[str, Any], value: SSAValue, ctx: LaneVector) -> Any:
         """The run-time value of `value` in a suspended generated frame (None if not yet
         computed). Lane-affine values are rebuilt from their base."""
         base = self.affine.get(value)
@@ -124,7 +146,7 @@ class OpTable(Sequence[OpInfo]):
 # per-block geometry of one hook call ------------------------------------------------------------
 
 
-def block_counts(ctx: Any, mask: Any, collective: bool) -> tuple[int, int, Any]:
+def block_counts(ctx: LaneVector, mask: Mask, collective: bool) -> tuple[int, int, Any]:
     """(first block, number of blocks, active lanes per block) of a hook call. The lanes are
     an int when every block of the vector has the same count, else an array per block."""
     bl = ctx.block_lanes
@@ -142,7 +164,7 @@ def block_counts(ctx: Any, mask: Any, collective: bool) -> tuple[int, int, Any]:
     return first, n, per
 
 
-def active_warps(ctx: Any, mask: Any, collective: bool) -> int:
+def active_warps(ctx: LaneVector, mask: Mask, collective: bool) -> int:
     """Warps of the vector with at least one active lane (one per block for collectives)."""
     bl = ctx.block_lanes
     n_blocks = max(1, ctx.count // bl)
@@ -177,13 +199,13 @@ class Instrument:
     def end(self) -> None:
         """Called once per launch after the last hook (also when the kernel failed)."""
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
         pass
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         pass
 
-    def tile(self, op_id: int, ctx: Any, mask: Any, call: Callable[[], Any]) -> Any:
+    def tile(self, op_id: int, ctx: LaneVector, mask: Mask, call: Callable[[], Any]) -> Any:
         """Warp mode: a block-level instruction, run once by the scheduler for the block."""
         self.before(op_id, ctx, mask)
         value = call()
@@ -207,11 +229,11 @@ class Chain(Instrument):
         for ins in self.instruments:
             ins.end()
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
         for ins in self.instruments:
             ins.before(op_id, ctx, mask)
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         for ins in self.instruments:
             ins.after(op_id, ctx, mask, value)
 
@@ -225,7 +247,7 @@ class Count(Instrument):
         self.executions: dict[int, int] = {}
         self.lanes: dict[int, int] = {}
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         info = self.table[op_id]
         warps = active_warps(ctx, mask, info.collective)
         if not warps:
@@ -298,7 +320,7 @@ class Trace(Instrument):
     def num_blocks(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
-    def _log(self, ctx: Any) -> tuple[_VectorLog, int, int]:
+    def _log(self, ctx: LaneVector) -> tuple[_VectorLog, int, int]:
         bl = ctx.block_lanes
         first, n = ctx.first_lane // bl, max(1, ctx.count // bl)
         log = self._logs.get((first, n))
@@ -306,11 +328,11 @@ class Trace(Instrument):
             log = self._logs[(first, n)] = _VectorLog(first, n)
         return log, first, n
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
         if self._events.get(op_id) == "wait_all":
             self._pending_waits = sorted(ctx.inflight)
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         info = self.table[op_id]
         _, _, lanes = block_counts(ctx, mask, info.collective)
         if isinstance(lanes, int) and lanes == 0:
@@ -390,8 +412,8 @@ class Pause:
     """Where a stepped kernel is suspended: before op `op_id`, on lane vector `ctx`."""
 
     op_id: int
-    ctx: Any
-    mask: Any
+    ctx: LaneVector
+    mask: Mask
     frame: Any  # the generated function's frame (its locals hold the SSA values)
 
     def locals(self) -> dict[str, Any]:
@@ -440,7 +462,7 @@ class Step(Instrument):
         self._thread.start()
         self._wait_for_pause()
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
         info = self.table[op_id]
         if self._budget > 0:
             self._budget -= 1
@@ -457,10 +479,10 @@ class Step(Instrument):
             if self._abort:
                 raise _Abort()
 
-    def _stops(self, info: OpInfo, ctx: Any, mask: Any) -> bool:
+    def _stops(self, info: OpInfo, ctx: LaneVector, mask: Mask) -> bool:
         return self.stop is not None and bool(self.stop(info, ctx, mask))
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         self.last = (op_id, ctx, mask, value)
 
     def resume(self, n: int = 1) -> None:
@@ -496,5 +518,5 @@ def _generated_frame() -> Any:
     return frame
 
 
-__all__ = ["Chain", "Count", "Event", "Instrument", "OpInfo", "OpTable", "Pause", "Step",
+__all__ = ["LaneVector", "Mask", "Chain", "Count", "Event", "Instrument", "OpInfo", "OpTable", "Pause", "Step",
            "Trace", "block_counts", "location_of", "once_per_block"]

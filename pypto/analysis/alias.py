@@ -32,11 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 
-from pypto.analysis.ir_utils import constant_int as _const, yielded as _yielded
+from pypto.analysis.ir_utils import constant_int as _const, passes_yield, yielded as _yielded
 from pypto.dialects import pto
 from pypto.dialects.traits import (
     Tile,
@@ -149,6 +149,56 @@ def base(ptr: SSAValue) -> tuple[SSAValue | None, Linear]:
             continue
         return None, offset
     return None, offset
+
+
+def roots(value: SSAValue, _seen: frozenset[SSAValue] = frozenset()
+          ) -> frozenset[SSAValue] | None:
+    """Every root `value` may point into, through `addptr`, `select`, branch, loop and stage
+    results: `alloc_local` results and kernel parameters; None when one cannot be traced."""
+    if value in _seen:
+        return frozenset()
+    seen = _seen | {value}
+    if isinstance(value, BlockArgument):
+        owner = value.block.parent_op()
+        if isinstance(owner, func.FuncOp):
+            return frozenset({value})
+        if isinstance(owner, scf.ForOp) and value.index > 0:
+            return _union([roots(owner.iter_args[value.index - 1], seen),
+                           *(roots(v, seen) for v in _yielded(owner, value.index - 1))])
+        return None
+    if not isinstance(value, OpResult):
+        return None
+    op = value.op
+    if declares_buffer(op):
+        return frozenset({value})
+    base = offset_base(op)
+    if base is not None:
+        return roots(base, seen)
+    if isinstance(op, arith.SelectOp):
+        return _union([roots(v, seen) for v in op.operands[1:]])
+    if passes_yield(op):
+        found = _yielded(op, value.index)
+        return _union([roots(v, seen) for v in found]) if found else None
+    if isinstance(op, scf.ForOp):
+        return _union([roots(op.iter_args[value.index], seen),
+                       *(roots(v, seen) for v in _yielded(op, value.index))])
+    return None
+
+
+def _union(parts: list[frozenset[SSAValue] | None]) -> frozenset[SSAValue] | None:
+    found: frozenset[SSAValue] = frozenset()
+    for part in parts:
+        if part is None:
+            return None
+        found |= part
+    return found
+
+
+def sets_may_alias(a: frozenset[SSAValue] | None, b: frozenset[SSAValue] | None) -> bool:
+    """May an address into one of the roots `a` meet one into `b` (None: unknown roots)?"""
+    if a is None or b is None:
+        return True
+    return any(roots_may_alias(x, y) for x in a for y in b)
 
 
 def _noalias(root: SSAValue) -> bool:
@@ -333,4 +383,5 @@ def conflict(first: Footprint, second: Footprint, **kw: object) -> bool:
 
 
 __all__ = ["Footprint", "Linear", "NOALIAS", "Ranges", "base", "conflict", "footprints",
-           "linear", "mark_noalias", "may_overlap", "roots_may_alias"]
+           "linear", "mark_noalias", "may_overlap", "roots", "roots_may_alias",
+           "sets_may_alias"]

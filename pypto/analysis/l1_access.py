@@ -14,9 +14,10 @@ import enum
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 
+from pypto.analysis.alias import sets_may_alias
 from pypto.analysis.lane_values import Affine, Env, LaneModel, LaneSpace
 from pypto.dialects.traits import is_block_collective, memory_accesses, tile_footprint
 
@@ -147,11 +148,9 @@ class Conflict:
     env_second: Env = field(default_factory=dict)
 
 def may_alias(a: frozenset[SSAValue] | None, b: frozenset[SSAValue] | None) -> bool:
-    """Two root sets may overlap: distinct `alloc_local`s never do; arguments may be anything."""
-    if a is None or b is None or a & b:
-        return True
-    return any(isinstance(x, BlockArgument) for x in a) and \
-        any(isinstance(y, BlockArgument) for y in b)
+    """Two root sets may overlap: distinct `alloc_local`s never do; parameters may be anything
+    unless marked `pto.noalias` (the one alias query: `pypto.analysis.alias`)."""
+    return sets_may_alias(a, b)
 
 def _exact_pair(fx: Footprint, fy: Footprint) -> bool:
     return (fx.roots is not None and fx.roots == fy.roots and len(fx.roots) == 1

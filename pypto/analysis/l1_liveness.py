@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pypto import dtypes
+from pypto.analysis.alias import roots
 from pypto.analysis.ir_utils import kernels, passes_yield, yielded
 from pypto.analysis.uniformity import walk
 from pypto.diagnostics import op_location
@@ -189,8 +190,12 @@ class Liveness:
             for operand in op.operands:
                 if not _is_local_address(operand):
                     continue
-                roots = trace_sources(operand, declares_buffer)
-                touched |= set(self.allocs) if roots is None else roots
+                found = roots(operand)  # the one alias query's roots (pypto.analysis.alias)
+                owners = [r.op if isinstance(r, OpResult) else None for r in found or ()]
+                if found is None or any(o not in uses for o in owners):
+                    touched |= set(self.allocs)  # an address not traced to one of its buffers
+                else:
+                    touched |= set(owners)  # type: ignore[arg-type]
             for alloc in touched:
                 uses[alloc].append(op)
                 if starts_copy(op):

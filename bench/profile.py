@@ -1,12 +1,13 @@
 """Cost of profiling: pto.profile() vs a plain launch vs NumPy, side by side in the same run.
 
 One line per figure:
-  profile <kernel> <size> pto.profile <s>  launch <s>  numpy <s>  | modelled <cycles> cycles
-pto.profile runs the kernel once with the trace instrument (the one executor) and simulates
-each distinct block behaviour once, so its cost does not grow with identical blocks: the last
-line is the 2^20 / 2^16 vector_add ratio of the model's own time (block classes, simulation,
-launch over the cores; the traced run of the kernel itself grows with the lanes) for 16x the
-blocks.
+  profile <kernel> <size> pto.profile <s> (every block traced <s>)  launch <s>  numpy <s>  | ...
+pto.profile proves block classes from the launch when the kernel's control flow and addresses
+do not depend on loaded data (pypto/backend/cost_model/classes.py): it runs the launch untraced
+(the interpreter's fast paths) and one traced block per class, so its cost is the plain launch
+plus O(classes). "every block traced" is the previous way (`run_and_cost(by_class=False)`), for
+comparison. The last line is the 2^20 / 2^16 vector_add ratio of the model's own time (block
+classes, simulation, launch over the cores) for 16x the blocks.
 Run:  python bench/profile.py [--quick]   (--quick: the 1024^3 matmul becomes 512^3)
 """
 
@@ -24,13 +25,12 @@ sys.path.insert(0, str(ROOT / "examples"))
 import pypto as pto
 from timing import best_of  # noqa: E402
 from pypto.backend.cost_model import ModelParams, build_profile  # noqa: E402
+from pypto.backend.cost_model.run import run_and_cost  # noqa: E402
 from pypto.backend.cost_model.trace import CostTrace  # noqa: E402
 from pypto.backend.targets import default_target  # noqa: E402
 from pypto.profiling import model_pipeline  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
-
-
 
 
 def bench_vector_add(n: int, repeat: int) -> float:
@@ -44,6 +44,13 @@ def bench_vector_add(n: int, repeat: int) -> float:
     grid = n // block
     prof = pto.profile(vector_add, grid=grid, block=block, args=args)
     t_prof = best_of(lambda: pto.profile(vector_add, grid=grid, block=block, args=args), repeat)
+    target = default_target()
+    params = ModelParams.of(target, "fused")
+    compiled = pto.compile(vector_add, args=args, block=block,
+                           pipeline=model_pipeline("fused", target, (block, 1, 1)))
+    exe = compiled.executable
+    t_full = best_of(lambda: run_and_cost(exe, (grid, 1, 1), (block, 1, 1), args, params,
+                                          by_class=False), repeat)
 
     def launch() -> None:
         pto.launch(vector_add, grid=grid, block=block, args=args)
@@ -52,17 +59,15 @@ def bench_vector_add(n: int, repeat: int) -> float:
     t_launch = best_of(launch, repeat)
     t_np = best_of(lambda: a + b, repeat)
     # the model's own share: block classes, simulation and the launch over the cores
-    compiled = pto.compile(vector_add, args=args, block=block,
-                           pipeline=model_pipeline("fused", default_target()))
     trace = CostTrace()
-    compiled.executable.run((grid, 1, 1), (block, 1, 1), args, instrument=trace)
-    params = ModelParams.of(default_target(), "fused")
+    exe.run((grid, 1, 1), (block, 1, 1), args, instrument=trace)
     t_model = best_of(lambda: build_profile("vector_add", (grid, 1, 1), (block, 1, 1), params,
                                             trace.table, trace.block_classes()), repeat)
-    print(f"profile vector_add n=2^{n.bit_length() - 1} pto.profile {t_prof:.4f} s (model "
-          f"{t_model:.4f} s, the rest the traced run)  launch {t_launch:.4f} s  numpy "
-          f"{t_np:.5f} s  | modelled {prof.total_cycles} cycles ({prof.model}, "
-          f"{len(prof.launch.classes)} block class(es) for {grid} blocks)")
+    print(f"profile vector_add n=2^{n.bit_length() - 1} pto.profile {t_prof:.4f} s (every "
+          f"block traced {t_full:.4f} s; model {t_model:.4f} s)  launch {t_launch:.4f} s  "
+          f"numpy {t_np:.5f} s  | pto.profile / launch {t_prof / t_launch:.1f}x, modelled "
+          f"{prof.total_cycles} cycles ({prof.model}, {len(prof.launch.classes)} block "
+          f"class(es) for {grid} blocks)")
     return t_model
 
 

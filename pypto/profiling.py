@@ -4,11 +4,13 @@ The kernel is compiled for the model's IR level (`table`: the pto level, as the 
 latency table sees it; `fused`: the npu firmware level, after `convert-pto-to-npu` and
 `npu-fuse-load-mma`), run once by the one executor with the `Trace` instrument attached (so the
 launch really executes: output tensors are written, as under a hardware profiler), and the trace
-is costed by `pypto.backend.cost_model`.
+is costed by `pypto.backend.cost_model` — through `run_and_cost`, the entry point
+`pypto-opt --emit=cost|timeline|trace` and the debugger's timeline use as well.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,18 +21,31 @@ if TYPE_CHECKING:
     from pypto.backend.cost_model import Profile
 
 
-def model_pipeline(model: str, target: Target) -> str:
-    """The pass pipeline that produces the IR level a model costs."""
-    if model == "table":
-        return DEFAULT_PIPELINE
-    fuse = "npu-fuse-load-mma"
-    if target.path and not target.path.endswith("default.toml"):
-        fuse += "{target=" + _quoted(target.path) + "}"
-    return f"{DEFAULT_PIPELINE},convert-pto-to-npu,{fuse}"
+def model_pipeline(model: str, target: Target, block: tuple[int, int, int] | None = None,
+                   pipeline: str | None = None) -> str:
+    """The pass pipeline that produces the IR level a model costs: `pipeline` (default: the
+    default pipeline) and, for `model="fused"`, the lowering to the npu level with load/mma
+    fusion when `pipeline` does not lower already — the same passes `pypto-opt --emit=cost
+    --model fused` appends to a pto-level file (`pypto.backend.cost_model.run.model_lowering`),
+    so the API and the CLI cost the same IR."""
+    from pypto.backend.cost_model.run import model_lowering
+
+    text = DEFAULT_PIPELINE if pipeline is None else pipeline
+    if model != "fused" or lowers_to_npu(text):
+        return text
+    lowering = model_lowering(block, target)
+    return f"{text},{lowering}" if text.strip() else lowering
 
 
-def _quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+@functools.lru_cache(maxsize=64)
+def lowers_to_npu(text: str) -> bool:
+    """Does the pipeline `text` lower to the npu level itself (`convert-pto-to-npu`)?"""
+    from pypto.passes import parse_pipeline
+
+    try:
+        return any(p.name == "convert-pto-to-npu" for p in parse_pipeline(text))
+    except Exception:  # noqa: BLE001 - a bad pipeline: compile() reports it with the fix
+        return False
 
 
 def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: str = "fused",
@@ -39,13 +54,15 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
 
     `model="fused"` (default) is the firmware's view: npu-level IR with load/mma fusion and the
     firmware's latencies; `model="table"` the simulator's per-instruction table at the pto
-    level (the article's pitfall 1 is the difference). `pipeline` overrides the passes run
-    before costing (the model's latencies then apply to whatever IR it produces); `target` is a
-    `Target` or a TOML file merged over the default target (calibration).
+    level (the article's pitfall 1 is the difference). `pipeline` replaces the passes run
+    before costing; under `model="fused"` a pipeline that stays at the pto level is followed
+    by the lowering to the npu level (`convert-pto-to-npu`, `npu-fuse-load-mma`), exactly as
+    `pypto-opt --emit=cost --model fused` lowers a pto-level file. `target` is a `Target` or a
+    TOML file merged over the default target (calibration).
     """
     # the cost model is imported at the first profile, not by `import pypto` (~8 ms)
-    from pypto.backend.cost_model import MODELS, ModelError, ModelParams, build_profile
-    from pypto.backend.cost_model.trace import CostTrace
+    from pypto.backend.cost_model import MODELS, ModelError, ModelParams
+    from pypto.backend.cost_model.run import run_and_cost
 
     if model not in MODELS:
         raise ModelError(f"unknown cost model {model!r}; models: {', '.join(MODELS)}")
@@ -53,14 +70,18 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     params = ModelParams.of(resolved, model)
     grid3 = normalize_dims(grid, "grid")
     block3 = normalize_dims(block, "block")
-    text = model_pipeline(model, resolved) if pipeline is None else pipeline
+    base = DEFAULT_PIPELINE if pipeline is None else pipeline
+    text = model_pipeline(model, resolved, block3, pipeline)
     compiled = compile(kernel, args=args, block=block3, pipeline=text, target=resolved)
+
+    def pto_level() -> Any:
+        """The kernel before the lowering added here: the same results (the interpreter's
+        guarantee across levels), and a faster plain run for the untraced launch."""
+        return compile(kernel, args=args, block=block3, pipeline=base,
+                       target=resolved).executable
+
     from pypto.runtime import sync
 
     sync()  # earlier launches on the tensors complete first, as under a device profiler
-    trace = CostTrace()
-    compiled.executable.run(grid3, block3, tuple(args), instrument=trace)
-    sizes = {i: int(a.nbytes) for i, a in enumerate(args)
-             if hasattr(a, "nbytes") and hasattr(a, "freed")}
-    return build_profile(compiled.name, grid3, block3, params, trace.table,
-                         trace.block_classes(), sizes)
+    return run_and_cost(compiled.executable, grid3, block3, tuple(args), params,
+                        launch=pto_level if text != base else None)

@@ -13,7 +13,7 @@ GPUVerify's barrier-divergence check), the interpreter keeps uniform values as s
 from __future__ import annotations
 
 import linecache
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from xdsl.dialects import func, scf
 from xdsl.ir import Operation, SSAValue
@@ -24,6 +24,7 @@ from pypto.dialects.traits import (
     forwards_yield,
     is_block_collective,
     lane_reads_memory,
+    launch_id,
     sync_scope,
     varies_per,
 )
@@ -52,11 +53,36 @@ def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True,
 _SOURCE, _IF, _FOR, _REGION, _GENERIC, _NONE = range(6)
 
 
-def _classify(op: Operation, block_ids_uniform: bool) -> int:
+def values_depending_on(kernel: func.FuncOp, what: str) -> frozenset[SSAValue]:
+    """Values computed (through data or control flow, as `varying_values`) from `what`:
+    "data" — values loaded from memory (lane loads, atomics); "block" — the block's ids
+    (`get_block_id`, `get_global_id`). The cost model proves with them that every block's
+    control flow and addresses are independent of loaded data, and finds which of them differ
+    between blocks (pypto.backend.cost_model.classes)."""
+    if what not in _DEPENDENCE_SOURCES:
+        raise ValueError(f"values_depending_on: {what!r} is not one of "
+                         f"{', '.join(_DEPENDENCE_SOURCES)}")
+    return cached(kernel, ("depends_on", what),
+                  lambda: _compute_varying(kernel, True, _DEPENDENCE_SOURCES[what]))
+
+
+def _is_block_id(op: Operation) -> bool:
+    """The block id, or an id computed from it (the global id)."""
+    return launch_id(op) in ("block_id", "global_id")
+
+
+_DEPENDENCE_SOURCES = {"data": lane_reads_memory, "block": _is_block_id}
+
+
+def _classify(op: Operation, block_ids_uniform: bool,
+              is_source: Callable[[Operation], bool] | None = None) -> int:
     varies = varies_per(op)
-    if varies == "lane" or lane_reads_memory(op):
+    if is_source is not None:
+        if is_source(op):
+            return _SOURCE
+    elif varies == "lane" or lane_reads_memory(op):
         return _SOURCE
-    if varies == "block":
+    if varies == "block" and is_source is None:
         return _NONE if block_ids_uniform else _SOURCE
     if isinstance(op, scf.IfOp):
         return _IF
@@ -67,10 +93,12 @@ def _classify(op: Operation, block_ids_uniform: bool) -> int:
     return _GENERIC if op.results else _NONE
 
 
-def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool) -> frozenset[SSAValue]:
+def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool,
+                     is_source: Callable[[Operation], bool] | None = None
+                     ) -> frozenset[SSAValue]:
     varying: set[SSAValue] = set()
     ops = [(op, kind) for op in walk(kernel.body.block.ops)
-           if (kind := _classify(op, block_ids_uniform)) != _NONE]
+           if (kind := _classify(op, block_ids_uniform, is_source)) != _NONE]
     changed = True
     while changed:
         changed = False

@@ -22,19 +22,20 @@ from pypto.debug.timeline import TimelineEntry
 from pypto.debug.view import Lanes
 
 
-def default_pipeline(model: str = "fused", target: Any = None) -> str:
+def default_pipeline(model: str = "fused", target: Any = None,
+                     block: tuple[int, int, int] | None = None) -> str:
     """The pipeline a session compiles with when `pipeline=None`: the IR level the cost model
     `model` costs (`pypto.profiling.model_pipeline`: the npu level with load/mma fusion for
-    "fused", the pto level for "table"), so that the instructions you step are the ones the
-    timeline times."""
+    "fused", the pto level for "table"), for a launch of `block` lanes, so that the
+    instructions you step are the ones `pto.profile` times."""
     from pypto.backend.targets import resolve_target
     from pypto.profiling import model_pipeline
 
-    return model_pipeline(model, resolve_target(target))
+    return model_pipeline(model, resolve_target(target), block)
 
 
 def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any = None,
-                 pipeline: str | None = None, model: str = "fused", *, block_id: int = 0,
+                 pipeline: str | None = None, model: str | None = None, *, block_id: int = 0,
                  warp: int | None = None, schedule: str | None = None, target: Any = None,
                  check_uninitialized: bool = False, fold: bool = True,
                  names: dict[int, str] | None = None, out: TextIO | None = None) -> Session:
@@ -43,7 +44,12 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
     instruction in block `block_id` (a linear id).
 
     `pipeline`: the passes to run first (default: `default_pipeline()`); `model`: the cost
-    model of the timeline. `warp`: focus one warp (with `schedule="in_order"` etc. each warp runs
+    model of the timeline, which agrees cycle for cycle with `pto.profile(model=model,
+    pipeline=pipeline)` because the session compiles the IR that profile costs: under
+    `model="fused"` a pipeline that stays at the pto level is followed by the lowering to the
+    npu level. `model=None` (default): "fused", except for a `pipeline` that stays at the pto
+    level, which is stepped as given and timed with "table" (`pipeline="pto-verify-barriers"`
+    debugs the pto level). `warp`: focus one warp (with `schedule="in_order"` etc. each warp runs
     as its own lane vector; without a schedule the block's warps run in lockstep and the warp
     narrows what is shown). `names`: argument position -> name in trace lines (default: the
     caller's variable names for the tensor arguments, else the kernel's parameter names).
@@ -58,9 +64,16 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
 
     grid3 = (1, 1, 1) if grid is None else normalize_dims(grid, "grid")
     block3 = DEFAULT_BLOCK if block is None else normalize_dims(block, "block")
+    from pypto.backend.targets import resolve_target
+    from pypto.profiling import lowers_to_npu, model_pipeline
+
+    if model is None:
+        model = "fused" if pipeline is None or lowers_to_npu(pipeline) else "table"
     if model not in MODELS:
         raise DebugError(f"unknown cost model {model!r}; use one of: {', '.join(MODELS)}")
-    text = default_pipeline(model, target) if pipeline is None else pipeline
+
+    # the IR pto.profile(model=model, pipeline=pipeline) costs, so the timeline agrees with it
+    text = model_pipeline(model, resolve_target(target), block3, pipeline)
     args = tuple(args)
     compiled = pto_compile(kernel, args=args, block=block3, pipeline=text, target=target,
                            schedule=schedule, check_uninitialized=check_uninitialized)

@@ -241,11 +241,11 @@ class DebuggerShell(cmd.Cmd):
         if not entries:
             self.say("no instruction issued")
             return
-        self.say(f"(cost model '{entries[0].model}': the cycle each instruction starts on its "
-                 f"pipe, and its cycles)")
+        self.say(f"(cost model '{entries[0].model}': the cycle each instruction starts on "
+                 f"its pipe, and its cycles)")
         for e in entries:
-            took = f"{e.end - e.cycle:>4} cycles  "
-            self.say(f"{str(e):<30} {e.pipe:<8} {took}{os.path.basename(e.source)}")
+            self.say(f"{str(e):<30} {e.pipe:<8} {e.end - e.cycle:>4} cycles  "
+                     f"{os.path.basename(e.source)}")
 
     def do_where(self, arg: str) -> None:
         self.session.where()

@@ -2,11 +2,12 @@
 
 `instruction_timeline(session)` is the one place the debugger gets cycles from. The focus block
 is run once more by the one executor, on copies of the tensor arguments (the session's own run
-and the user's output are left alone), with two instruments: the executor's `Trace` (the event
-stream the cost model costs) and `_IssueLog` (which lanes executed each instruction). The trace
-of the focus block is costed with the session's `model` ("fused" or "table", the latencies of the
-target file), and each entry's `cycle` is the cycle the model starts that instruction on its
-pipe (`end` when it is done). `entry.model` names the model.
+and the user's output are left alone), through `pypto.backend.cost_model.run.run_and_cost` — the
+entry point `pto.profile` and `pypto-opt --emit=cost|timeline|trace` use — with `_IssueLog`
+(which lanes executed each instruction) chained after the executor's `Trace`. Each entry's
+`cycle` is the cycle the session's cost model (`model`: "fused" or "table", the latencies of
+the target file) starts that instruction on its pipe (`end` when it is done), the same cycle
+`pto.profile(...).timeline` gives for that block; `entry.model` names the model.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from pypto.backend.interpreter.instruments import Chain, Instrument, Trace
+from pypto.backend.interpreter.instruments import Instrument
 from pypto.debug.instructions import is_instruction
 from pypto.debug.view import Lanes
-from pypto.errors import KernelError
+
 
 @dataclass(frozen=True)
 class TimelineEntry:
@@ -32,7 +33,7 @@ class TimelineEntry:
     source: str        # "file.py:19", the Python line it came from
     pipe: str          # SCALAR, VECTOR, CUBE, MTE_IN, MTE_OUT
     op_id: int
-    model: str         # the cost model `cycle` comes from: "fused" / "table"
+    model: str         # the cost model `cycle` comes from: "fused" or "table"
 
     def __str__(self) -> str:
         return f"Cycle {self.cycle}: Lane {self.lane}: {self.inst}"
@@ -60,51 +61,31 @@ class _IssueLog(Instrument):
         self.log.append((op_id, lanes))
 
 
-class _Scratch:
-    """A copy of a device tensor for a side run (same dtype and contents)."""
-
-    freed = False
-
-    def __init__(self, data: np.ndarray):
-        self.data = data.copy()
-
-
-def _side_run(session: Any, *instruments: Instrument) -> None:
-    args = [_Scratch(a.data) if hasattr(a, "freed") and hasattr(a, "data") else a
-            for a in session.args]
-    try:
-        session.exe.run(session.grid, session.block, args, instrument=Chain(*instruments),
-                        blocks=[session.block_id])
-    except KernelError:
-        pass  # a failing kernel: the instructions issued up to the failure
-
-
 def instruction_timeline(session: Any, every_op: bool = False) -> list[TimelineEntry]:
     """The focus block's PTO instructions with their cycles (see the module docstring), in
     cycle order; `every_op=True` adds what the cost model also costs (ids, address arithmetic,
     lane arithmetic on their pipes). For a kernel that fails, the instructions issued before
     the failure."""
+    from pypto.backend.cost_model import ModelParams
+    from pypto.backend.cost_model.run import run_and_cost, scratch_args
+
     log = _IssueLog(session)
-    trace = Trace()
-    _side_run(session, trace, log)
-    entries = _modelled(session, trace, log)
+    params = ModelParams.of(session.exe.target, session.model)
+    profile = run_and_cost(session.exe, session.grid, session.block,
+                           scratch_args(session.args), params, instruments=[log],
+                           blocks=[session.block_id], partial=True)
+    entries = _modelled(session, profile, log)
     if every_op:
         return entries
     return [e for e in entries if is_instruction(log.table[e.op_id])]
 
 
-def _modelled(session: Any, trace: Trace, log: _IssueLog) -> list[TimelineEntry]:
+def _modelled(session: Any, profile: Any, log: _IssueLog) -> list[TimelineEntry]:
     """The cost model's schedule of the focus block, with the lanes each instruction ran on
     (the k-th execution of an op in the schedule is its k-th execution in the log: each pipe
     is in order)."""
-    from pypto.backend.cost_model import ModelParams, build_profile
-
-    params = ModelParams.of(session.exe.target, session.model)
-    classes = trace.block_classes()
-    if not classes:
+    if not profile.launch.classes:
         return []
-    profile = build_profile(session.exe.name, session.grid, session.block, params, trace.table,
-                            classes)
     lanes_of: dict[int, list[Lanes]] = {}
     for op_id, lanes in log.log:
         lanes_of.setdefault(op_id, []).append(lanes)

@@ -107,6 +107,7 @@ from pypto.dialects.traits import (
     StartsCopy,
     Synchronizes,
     Waits,
+    WritesOutput,
     read,
     write,
 )
@@ -1525,7 +1526,8 @@ class PrintfOp(IRDLOperation):
     values = var_operand_def()
     assembly_format = "$format (` ` `(` $values^ `:` type($values) `)`)? attr-dict"
     # its output is a write: never merged or erased
-    traits = traits_def(SCALAR, MemoryWriteEffect(), InstructionKind(), KernelFunction("printf", "(fmt, *values)"))
+    traits = traits_def(SCALAR, MemoryWriteEffect(), InstructionKind(), WritesOutput(),
+                        KernelFunction("printf", "(fmt, *values)"))
 
     def __init__(self, fmt: str, values: Sequence[SSAValue]):
         super().__init__(operands=[list(values)], properties={"format": StringAttr(fmt)})

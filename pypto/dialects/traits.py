@@ -36,6 +36,7 @@ checks it):
     Waits(on)               waits_on(op) -> "token" | "all" | None: `token`: the copy of
                             operand 0; `all`: every outstanding copy of the block
     SignalsCompletion()     signals_completion(op): a copy's completion flag (`npu.set_flag`)
+    WritesOutput()          writes_output(op): prints (`pto.printf`)
     DeclaresBuffer()        declares_buffer(op): a static L1 buffer declaration (its result)
     OffsetsAddress()        offset_base(op): result = operand 0 offset by operand 1 elements
     ForwardsYield()         forwards_yield(op): a structure op whose results are the values its
@@ -332,6 +333,15 @@ def waits_on(op: OpOrClass) -> str | None:
     """"token" or "all" for a wait, else None."""
     trait = _trait(op, Waits)
     return trait.on if isinstance(trait, Waits) else None
+
+
+class WritesOutput(OpTrait):
+    """Writes the program's output (`pto.printf`): an effect outside memory, which a second
+    execution (a traced side run, a replay) would repeat."""
+
+
+def writes_output(op: OpOrClass) -> bool:
+    return _trait(op, WritesOutput) is not None
 
 
 class SignalsCompletion(OpTrait):

@@ -4,9 +4,11 @@ The kernel (the only `pto.kernel` function, or `--kernel NAME`) is run once by t
 the trace instrument on generated inputs — pointer parameters get zero-filled tensors of
 `--arg NAME=ELEMENTS` elements (default: one per lane of the launch), integer parameters
 `--arg NAME=VALUE` (default: the lanes of the launch, the usual `n`), float parameters 1.0 —
-and the trace is costed as `pto.profile()` costs it. With `--model=fused` (the default) IR that is
-still at the pto level is first lowered (`convert-pto-to-npu`, `npu-fuse-load-mma`), as
-`pto.profile()` does.
+and the trace is costed by `run_and_cost`, the entry point `pto.profile()` uses. With
+`--model=fused` (the default) IR that is still at the pto level is first lowered with the
+passes `pto.profile(model="fused", pipeline=...)` appends (`model_lowering`: `convert-pto-to-npu`
+for the launch's block, `npu-fuse-load-mma` with the target's rules), so the two give the same
+figure for the same kernel.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import AnyFloat, IntegerType, ModuleOp
 
 from pypto import dtypes
-from pypto.backend.cost_model import ModelParams, build_profile
+from pypto.backend.cost_model import ModelParams
+from pypto.backend.cost_model.run import is_npu_level, model_lowering, run_and_cost
 from pypto.backend.interpreter import Executable
-from pypto.backend.cost_model.trace import CostTrace
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
 from pypto.errors import KernelError
@@ -115,27 +117,21 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
         values[name] = value
     kernel = _kernel(module, kernel_name)
     note = ""
-    if model == "fused" and not any(op.name.startswith("npu.") for op in kernel.walk()):
+    if model == "fused" and not is_npu_level(kernel.walk()):
         from pypto.ir import make_context
         from pypto.passes import parse_pipeline, run_pipeline
 
-        lanes = block3[0] * block3[1] * block3[2]
-        fuse = "npu-fuse-load-mma" + (f'{{target="{target}"}}' if target else "")
-        text = f"convert-pto-to-npu{{block-size={lanes}}},{fuse}"
+        text = model_lowering(block3, resolved)
         run_pipeline(module, parse_pipeline(text), make_context())
         note = f"# the pto-level input was lowered first: {text}\n"
     lanes_total = grid3[0] * grid3[1] * grid3[2] * block3[0] * block3[1] * block3[2]
     args = _arguments(kernel, values, lanes_total)
-    trace = CostTrace()
     try:
-        Executable(kernel, target=resolved).run(grid3, block3, args, instrument=trace)
+        prof = run_and_cost(Executable(kernel, target=resolved), grid3, block3, args, params)
     except KernelError as err:
         raise EmitError(f"running the kernel on generated inputs failed: {err}; give the sizes "
                         f"and values it needs with --arg NAME=VALUE (a pointer's tensor "
                         f"elements, or a scalar)") from None
-    sizes = {i: a.data.nbytes for i, a in enumerate(args) if isinstance(a, _HostTensor)}
-    prof = build_profile(kernel.sym_name.data, grid3, block3, params, trace.table,
-                         trace.block_classes(), sizes)
     if kind == "timeline":
         header, rest = prof.to_text().split("\n", 1)
         return header + "\n" + note + rest

@@ -119,7 +119,8 @@ def _argument_parser() -> argparse.ArgumentParser:
                       help="'fused' (firmware view, npu level; default) or 'table' (the "
                            "simulator's latency table, pto level)")
     cost.add_argument("--target", metavar="FILE",
-                      help="a target TOML file, merged over the default target")
+                      help="a target TOML file, merged over the default target, or a shipped "
+                           "target's name (ascend910b)")
     cost.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                       help="a kernel argument: elements of a pointer's tensor, or a scalar")
     cost.add_argument("--kernel", metavar="NAME", help="which kernel to cost")

@@ -137,7 +137,7 @@ def test_trace_of_the_article_matmul_issues_copies_before_waiting_for_them():
     assert table[events[[i for i, e in enumerate(events)
                          if table[e.op_id].name == "pto.mma"][0]].op_id].pipe == "CUBE"
     # block-level instructions involve the whole block
-    assert all(e.lanes == 64 for e in events if e.kind != "exec")
+    assert all(e.lanes == 64 for e in events if e.kind in ("issue", "wait"))
     # every event names a line of the Python kernel
     assert all(table[e.op_id].location.startswith(str(Path(matmul_tile.fn.__code__.co_filename)))
                for e in events)

@@ -21,7 +21,6 @@ from vector_add import vector_add  # noqa: E402
 
 PTO_LEVEL = "pto-verify-barriers"
 
-
 def line_of(fn, marker: str) -> int:
     """The source line of `fn` containing `marker`."""
     lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
@@ -128,6 +127,31 @@ def test_timeline_cycles_are_the_cost_models(capsys, model):
     assert timeline[0].cycle < timeline[1].cycle < timeline[2].cycle
     every = ctx.get_instruction_timeline(every_op=True)
     assert {e.inst for e in every} > {"LOAD", "FMA", "GET_GLOBAL_ID"}
+
+
+def test_article_timeline_loop_prints_cycle_lane_inst(capsys):
+    n = 1024
+    _, _, d_a, d_b, d_o = vector_add_data(n)
+    ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n), pipeline=PTO_LEVEL,
+                           model="table")
+    ctx.step()
+    capsys.readouterr()
+    timeline = ctx.get_instruction_timeline()
+    for entry in timeline:
+        print(f"Cycle {entry.cycle}: Lane {entry.lane}: {entry.inst}")
+    # the side run that produced the timeline did not write the user's output
+    assert not host(d_o).any()
+    # the cycles are the cost model's: those pto.profile gives the same launch
+    profiled = pto.profile(vector_add, grid=1, block=256, args=(d_a, d_b, d_o, n),
+                           model="table", pipeline=PTO_LEVEL)
+    start = {e.op_id: e.cycle for e in profiled.timeline}
+    assert out_lines(capsys) == [f"Cycle {start[e.op_id]}: Lane 0-255: {kind}"
+                                 for e, kind in zip(timeline, ["LOAD", "LOAD", "FMA"])]
+    assert {e.model for e in timeline} == {"table"}
+    src = [int(e.source.rsplit(":", 1)[1]) for e in timeline]
+    assert src == [line_of(vector_add, "a_val = pto.load"), line_of(vector_add, "b_val = pto"),
+                   line_of(vector_add, "pto.fma(o + i")]
+    assert {e.pipe for e in timeline} == {"VECTOR"}
 
 
 def test_per_lane_lines_and_partial_blocks(capsys):

@@ -19,7 +19,6 @@ before an instruction that was held back is a bubble, attributed to what held it
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from pypto.backend.cost_model.facts import (
     OpFacts,
 )
 from pypto.backend.cost_model.params import PIPES, ModelParams
+from pypto.backend.cost_model.rates import copy_repeats, cube_repeats, vector_repeats
 
 
 @dataclass(frozen=True)
@@ -112,15 +112,13 @@ def duration(f: OpFacts, lanes: int, p: ModelParams) -> int:
     """Cycles `f` occupies its pipe: latency + repeats - 1 (at least one cycle)."""
     latency = p.latency_of(f.kind, f.pipe)
     if f.macs:
-        rate = p.cube_macs_per_cycle * (p.cube_fp32_rate if f.cube_fp32 else 1.0)
-        repeats = math.ceil(f.macs / rate)
+        repeats = cube_repeats(f.mma_shape or (f.macs, 1, 1), f.elem_bytes, f.cube_fp32, p)
         if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes
-            repeats = max(repeats, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
+            repeats = max(repeats, copy_repeats(f.copy_bytes, p))
     elif f.pipe in ("MTE_IN", "MTE_OUT"):
-        repeats = max(1, math.ceil(f.copy_bytes / p.mte_bytes_per_cycle))
+        repeats = copy_repeats(f.copy_bytes, p)
     elif f.pipe == "VECTOR":
-        work = f.copy_bytes if f.copy_bytes else lanes * f.elem_bytes
-        repeats = max(1, math.ceil(work / p.vector_bytes_per_cycle))
+        repeats = vector_repeats(f.copy_bytes if f.copy_bytes else lanes * f.elem_bytes, p)
     else:
         repeats = 1
     return max(1, latency + repeats - 1)

@@ -66,6 +66,7 @@ class OpFacts:
     cube_fp32: bool               # MMA on 32-bit inputs (the Cube's slower rate)
     blocking: str | None          # wait / barrier / sync_copy: stalls the front end
     tensor: int | None = None     # kernel parameter (tensor) its HBM bytes belong to
+    mma_shape: tuple[int, int, int] | None = None  # (m, n, k) of an MMA (elem_bytes: its A's)
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         if shape is not None:  # an MMA: C += A @ B (operands 0, 1, 2), maybe with a fused load
             m, n, k = shape
             macs = m * n * k
-            fp32 = element_bytes(op.operands[1]) >= 4
+            elem = element_bytes(op.operands[1])  # A's element
+            fp32 = elem >= 4
             c = op.operands[0]
             l1_reads.extend(l1_ref(op.operands[i], _extent(footprint[i])) for i in (0, 1, 2))
             l1_writes.append(l1_ref(c, _extent(footprint[0])))
@@ -220,7 +222,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         elem = _bytes_of(op.results[0].type)
     return OpFacts(op_id, op.name, kind, pipe, op_location(op), _is_structure(op),
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
-                   elem, hbm, copy, macs, fp32, blocking, tensor)
+                   elem, hbm, copy, macs, fp32, blocking, tensor,
+                   tuple(op.shape) if macs else None)  # type: ignore[attr-defined]
 
 
 def varying_of(op: Operation) -> set[SSAValue] | None:

@@ -30,11 +30,16 @@ class ModelParams:
     latency: dict[str, int] = field(default_factory=dict)
     default_latency: dict[str, int] = field(default_factory=dict)
     dispatch_width: int = 1
-    vector_bytes_per_cycle: float = 256.0
     cube_macs_per_cycle: float = 4096.0
     cube_fp32_rate: float = 0.5
     mte_bytes_per_cycle: float = 128.0
     l2_bytes: int = 0
+    # geometry of the units (rates.py): the Cube's fractal, the Vector unit's repeat
+    cube_fractal_m: int = 1
+    cube_fractal_n: int = 1
+    cube_fractal_k_bytes: int = 0        # 0: K is not padded
+    vector_repeat_bytes: int = 256
+    vector_cycles_per_repeat: int = 1
 
     @staticmethod
     def of(target: Target, model: str) -> ModelParams:
@@ -65,12 +70,23 @@ class ModelParams:
             latency={str(k).upper(): int(v) for k, v in table.get("latency", {}).items()},
             default_latency={k: int(v) for k, v in defaults.items()},
             dispatch_width=int(number("dispatch_width", 1)),
-            vector_bytes_per_cycle=float(number("vector_bytes_per_cycle", 256)),
             cube_macs_per_cycle=float(number("cube_macs_per_cycle", 4096)),
             cube_fp32_rate=float(number("cube_fp32_rate", 0.5)),
             mte_bytes_per_cycle=float(number("mte_bytes_per_cycle", 128)),
             l2_bytes=int(cost.get("l2_bytes", 0)),
+            cube_fractal_m=int(number("cube_fractal_m", 1)),
+            cube_fractal_n=int(number("cube_fractal_n", 1)),
+            cube_fractal_k_bytes=int(cost.get("cube_fractal_k_bytes", 0)),
+            # (`vector_bytes_per_cycle`, the key's older name, still reads)
+            vector_repeat_bytes=int(number("vector_repeat_bytes",
+                                           number("vector_bytes_per_cycle", 256))),
+            vector_cycles_per_repeat=int(number("vector_cycles_per_repeat", 1)),
         )
+
+    @property
+    def vector_bytes_per_cycle(self) -> float:
+        """The Vector unit's peak: a repeat's bytes over its cycles."""
+        return self.vector_repeat_bytes / self.vector_cycles_per_repeat
 
     def latency_of(self, kind: str, pipe: str) -> int:
         return self.latency.get(kind, self.default_latency.get(pipe, 1))

@@ -37,8 +37,10 @@ from xdsl.traits import IsTerminator as _IsTerminator
 from pypto.analysis.uniformity import walk
 from pypto.diagnostics import op_location as location_of, source_loc
 from pypto.dialects.traits import (
+    AddressType,
     is_block_collective,
     kind_of,
+    offset_base,
     pipe_of,
     starts_copy,
     sync_scope,
@@ -274,7 +276,7 @@ class Event(NamedTuple):
     lanes: int           # active lanes of the block (the whole block for block-level ops)
     warp: int | None     # the warp, in warp mode; None when the block's warps ran in lockstep
     token: int | None    # async copy token issued ("issue") or waited for ("wait")
-    kind: str            # "exec" | "issue" | "wait"
+    kind: str            # "exec" | "issue" | "wait" | "offset" (token: an L1 pointer's offset)
 
 
 class _VectorLog:
@@ -293,11 +295,20 @@ class Trace(Instrument):
     Recording is per lane vector (one record for all blocks of a grid chunk or batch), so the
     cost of tracing does not grow with identical blocks; `block_classes()` groups blocks whose
     event streams are identical (the cost model simulates each class once).
+
+    Besides the instructions, the trace records where tile instructions point into L1: the
+    element offset of every block-uniform L1 pointer computed by `pto.addptr`, as an event of
+    kind "offset" whose `token` holds the offset. Double buffering keeps two tiles in one
+    buffer and picks one with a run-time offset; the IR alone cannot tell whether a copy into
+    one slot and an MMA reading the other touch the same bytes, the cost model can from these.
+    This is the one trace: `pto.profile`, `pypto-opt --emit=cost|timeline|trace` and the
+    debugger's timeline all cost it (pypto.backend.cost_model.run).
     """
 
     def __init__(self) -> None:
         self._logs: dict[tuple[int, int], _VectorLog] = {}
         self._pending_waits: list[int] = []
+        self._l1_pointers: frozenset[int] = frozenset()  # op ids of pto.addptr into L1
         self.grid: tuple[int, int, int] = (1, 1, 1)
         self.block: tuple[int, int, int] = (1, 1, 1)
         # op id -> "issue" (starts an async copy), "wait" (on its token), "wait_all"
@@ -315,6 +326,11 @@ class Trace(Instrument):
                 self._events[info.id] = "issue"
             elif waits is not None:
                 self._events[info.id] = "wait" if waits == "token" else "wait_all"
+        # pointer arithmetic giving an L1 address: where tile pointers point (offset events)
+        self._l1_pointers = frozenset(
+            info.id for info in table
+            if offset_base(info.op) is not None
+            and isinstance(t := info.op.results[0].type, AddressType) and t.space == "local")
 
     @property
     def num_blocks(self) -> int:
@@ -350,6 +366,10 @@ class Trace(Instrument):
             self._pending_waits = []
         else:
             log.records.append((op_id, lanes, warp, None, "exec"))
+            if op_id in self._l1_pointers:
+                offset = _uniform_offset(value)
+                if offset is not None:
+                    log.records.append((op_id, 1, warp, offset, "offset"))
 
     # reading the trace ------------------------------------------------------------------------
 
@@ -390,6 +410,19 @@ def _events(log: _VectorLog, j: int) -> list[Event]:
         if n:
             out.append(Event(op_id, n, warp, token, kind))
     return out
+
+
+def _uniform_offset(value: Any) -> int | None:
+    """The element offset of an L1 pointer when every lane holds the same one, else None (a
+    per-lane pointer: the cost model then assumes the whole buffer)."""
+    if value is None:
+        return None
+    if np.ndim(value) == 0:
+        return int(value)
+    flat = np.asarray(value).reshape(-1)
+    if flat.size == 0 or not (flat == flat[0]).all():
+        return None
+    return int(flat[0])
 
 
 def _token(value: Any) -> int | None:

@@ -68,7 +68,8 @@ def _read(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except OSError as err:
         raise TargetError(f"{path}: cannot read the target file: {err.strerror or err}; pass "
-                          f"a path to a TOML file like pypto/backend/targets/default.toml, or "
+                          f"a path to a TOML file like pypto/backend/targets/default.toml, the "
+                          f"name of a shipped target ({', '.join(shipped_targets())}), or "
                           f"target=None for the default target") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise TargetError(f"{path}: not a valid TOML target file: {err}") from None
@@ -78,13 +79,23 @@ _POSITIVE_INTS = ("warp_size", "max_block_lanes", "l1_bytes", "hbm_bytes", "ai_c
 _POSITIVE_NUMBERS = ("clock_ghz", "hbm_bytes_per_cycle")
 
 
+def shipped_targets() -> list[str]:
+    """The names of the targets that ship with pypto (`default`, `ascend910b`, ...): each
+    is `pypto/backend/targets/<name>.toml`, and `target="<name>"` selects it."""
+    return sorted(p.stem for p in _HERE.glob("*.toml"))
+
+
 def load_target(path: str | Path) -> Target:
     """Load a target description from a TOML file (see `default.toml` for the keys), merged
-    over the default target: a file that sets only some keys keeps the others.
+    over the default target: a file that sets only some keys keeps the others. The name of a
+    shipped target (`"ascend910b"`, see `shipped_targets()`) selects its file.
 
     Raises `TargetError` naming the file (and the key) for a missing or unreadable file, bad
     TOML, a missing key or a value that is not a positive number of the right kind."""
     path = Path(path)
+    if not path.exists() and path.suffix == "" and len(path.parts) == 1 and \
+            (_HERE / f"{path}.toml").is_file():
+        path = _HERE / f"{path}.toml"
     data = _read(path)
     default_path = _HERE / "default.toml"
     if path.resolve() != default_path.resolve():

@@ -9,7 +9,7 @@
 
 // CHECK:      # modelled by the pypto cost model (not measured): model 'fused'
 // CHECK-SAME: target pto-default ({{.*}}default.toml)
-// CHECK:      # the pto-level input was lowered first: convert-pto-to-npu{block-size=256},npu-fuse-load-mma
+// CHECK:      # the pto-level input was lowered first: convert-pto-to-npu{block-dims=256,1,1 warp-size=32 max-block-lanes=1024},npu-fuse-load-mma
 // CHECK:      Total: vector_add: 24 cycles, bound by compute
 // CHECK:      Instruction timeline of block 0 (24 cycles):
 // CHECK-NEXT: Cycle 0: Lane 0-255: GET_GLOBAL_ID

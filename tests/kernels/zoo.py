@@ -2,8 +2,8 @@
 inputs, its idiomatic NumPy equivalent and a check of its outputs against NumPy (bit for bit
 where the kernel's order of operations is emulated exactly, else with a tolerance).
 
-`bench/zoo.py` times the cases against NumPy; tests/kernels/test_fast_paths.py and
-tests/backend/test_modes.py run them with the fast paths and execution modes switched.
+`bench/zoo.py` times the cases against NumPy; tests/backend/interpreter/fast_paths/
+test_fast_paths.py runs them with the fast paths switched on and off.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
 SCALES = {  # (big, mid, side, matmul size): element-wise, L1/atomics, 2-D side, matmul
     "full": (1 << 22, 1 << 20, 1024, 512),     # the sizes of issue 13's table
     "quick": (1 << 16, 1 << 14, 128, 128),
-    "tiny": (1 << 12, 1 << 12, 64, 128),       # tests/kernels/test_fast_paths.py
+    "tiny": (1 << 12, 1 << 12, 64, 128),       # tests/backend/interpreter/fast_paths/
 }
 
 

@@ -145,6 +145,15 @@ def _token_hint(copy: Operation) -> str:
         return copy.results[0].name_hint
     return "<its token>"
 
+def _head(kind: str, memory: str, ptr: SSAValue, conflict: Conflict, model: LaneModel,
+          unproven: str) -> str:
+    """`RAW hazard on L1 buffer 'x' [lo, hi)`, or `possible ...` with why it is not proven."""
+    head = f"{kind} hazard on {memory} {buffer_name(model.roots(ptr))}"
+    if conflict.exact:
+        return head + range_text(conflict, model)
+    return (f"possible {head} (the analysis cannot show that {unproven}: "
+            f"{conflict.reason})")
+
 def lanes_hazard(first: LaneAccess, second: LaneAccess, conflict: Conflict, model: LaneModel,
                  space: LaneSpace, *, first_op: Operation, loop: scf.ForOp | None, age: int,
                  warp_barrier: bool) -> Hazard:
@@ -152,12 +161,8 @@ def lanes_hazard(first: LaneAccess, second: LaneAccess, conflict: Conflict, mode
     `age` iterations of `loop` back) and `second` with no block barrier between."""
     kind = hazard_kind(first.kind, second.kind)
     memory = "L1" if second.space == "local" else "HBM"
-    head = f"{kind} hazard on {memory} {buffer_name(model.roots(second.ptr))}"
-    if conflict.exact:
-        head += range_text(conflict, model)
-    else:
-        head = (f"possible {head} (the analysis cannot show that the accesses touch "
-                f"different elements: {conflict.reason})")
+    head = _head(kind, memory, second.ptr, conflict, model,
+                 "the accesses touch different elements")
     earlier = iteration_text(loop, age, "in")
     separation = ("only pto.barrier() (which orders a single warp) separates them"
                   if warp_barrier else "no pto.barrier_block() separates them")
@@ -192,12 +197,7 @@ def in_flight_hazard(copy: Operation, copy_writes: bool, op: Operation, kind: Ki
     """`op` accesses (through `ptr`, as its `role` for a tile instruction) the region of an
     async `copy` still in flight (issued `age` iterations of `loop` back)."""
     kind_text = ("WAW" if kind.writes else "RAW") if copy_writes else "WAR"
-    head = f"{kind_text} hazard on L1 {buffer_name(model.roots(ptr))}"
-    if conflict.exact:
-        head += range_text(conflict, model)
-    else:
-        head = (f"possible {head} (the analysis cannot show that the access misses the "
-                f"copy's region: {conflict.reason})")
+    head = _head(kind_text, "L1", ptr, conflict, model, "the access misses the copy's region")
     issued = iteration_text(loop, age, "issued in")
     who = (f"{_verb_lanes(kind, conflict.lanes_second, space)}" if role is None
            else f"{kind.value} as the {role} of {op.name}")

@@ -134,7 +134,7 @@ def main() -> None:
         met = "—" if measured is None else ("yes" if measured <= limit else "no")
         lines.append(f"| {name} | {limit:g} {unit} | {got} | {met} |")
     lines += ["", "## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), "",
-              "## Fixed cost and scaling (`python bench/launch.py`)", "", "```",
+              "## Fixed cost and scaling (`python bench/launch.py`)", "", "```text",
               launch.strip(), "```", ""]
     fit_va = re.search(r"vector_add fit: fixed (-?[\d.]+) us \+ ([\d.]+) ns/element "
                        r"\(copy bandwidth moves 12 bytes in ([\d.]+) ns\)", launch)

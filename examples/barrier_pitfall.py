@@ -12,7 +12,7 @@ catches it twice:
 Then the fixed kernel (`pto.barrier_block()`) passes both and computes the right answer, under
 every warp schedule.
 
-Run:  python examples/barrier_pitfall.py
+Run:  python examples/barrier_pitfall.py     (--mlir prints the racy kernel's IR, for pypto-opt)
 """
 
 import numpy as np
@@ -76,5 +76,17 @@ def main() -> None:
     print("pypto: barrier_pitfall passed")
 
 
+def show_mlir() -> None:
+    """The racy kernel's IR before any pass (with Python locations), for pypto-opt."""
+    d = pto.alloc_tensor(BLOCK * 4)
+    racy = pto.compile(broadcast_racy, args=(d, d), block=BLOCK, pipeline="")
+    print(racy.as_text(debuginfo=True), end="")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--mlir" in sys.argv[1:]:
+        show_mlir()
+    else:
+        main()

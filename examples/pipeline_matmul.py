@@ -60,23 +60,15 @@ def matmul(a: np.ndarray, b: np.ndarray, tile: tuple[int, int, int] = (64, 64, 6
     if m % tm or n % tn or k % tk:
         raise ValueError(f"matrix sizes ({m}x{k} @ {k}x{n}) must be multiples of the tile "
                          f"{tile}; pad the matrices or choose another tile")
-    d_a = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
-    d_b = pto.alloc_tensor(b.nbytes, dtype=b.dtype)
-    d_c = pto.alloc_tensor(m * n * 4, dtype=np.float32)
-    pto.memcpy_h2d(d_a, a)
-    pto.memcpy_h2d(d_b, b)
-    pto.launch(matmul_tile, grid=(n // tn, m // tm), block=64,
-               args=(d_a, d_b, d_c, m, n, k, tm, tn, tk))
     c = np.empty((m, n), dtype=np.float32)
-    pto.memcpy_d2h(c, d_c)
-    for t in (d_a, d_b, d_c):
-        t.free()
+    # NumPy arrays as arguments: copied to the device, and c copied back after the kernel
+    matmul_tile[(n // tn, m // tm), 64](a, b, c, m, n, k, tm, tn, tk)
     return c
 
 
 def show_l1_map(svg: str | None = None) -> None:
     """The L1 layout of the compiled (double-buffered) kernel: buffers, offsets, live ranges."""
-    d = pto.alloc_tensor(128 * 128 * 4, dtype=np.float32)
+    d = pto.empty((128, 128), np.float32)
     ck = pto.compile(matmul_tile, args=(d, d, d, 128, 128, 128, 64, 64, 32), block=64)
     for remark in ck.remarks:
         print(remark.message)

@@ -1,6 +1,6 @@
 """The article's first program: element-wise vector addition, run exactly on the CPU.
 
-Run:  python examples/vector_add.py
+Run:  python examples/vector_add.py          (--mlir prints the compiled IR, for pypto-opt)
 """
 
 import numpy as np
@@ -28,25 +28,31 @@ def vector_add(a, b, o, n):
 def main(n: int = 1024) -> None:
     a = np.random.rand(n).astype(np.float32)
     b = np.random.rand(n).astype(np.float32)
-    o = np.zeros(n, dtype=np.float32)
 
-    d_a = pto.alloc_tensor(n * 4)
-    d_b = pto.alloc_tensor(n * 4)
-    d_o = pto.alloc_tensor(n * 4)
+    # device tensors: copies of a and b, and an output of n float32 elements
+    d_a, d_b, d_o = pto.tensor(a), pto.tensor(b), pto.empty(n, np.float32)
 
-    pto.memcpy_h2d(d_a, a)
-    pto.memcpy_h2d(d_b, b)
-
-    # launch: like CUDA's <<<grid, block>>>; 256 lanes per block, 1024 elements -> 4 blocks
+    # launch, like CUDA's <<<grid, block>>>: 256 lanes per block, 1024 elements -> 4 blocks.
+    # Asynchronous: errors inside the kernel surface at the next synchronising call.
     block = 256
     grid = (n + block - 1) // block
-    pto.launch(vector_add, grid=(grid, 1, 1), block=(block, 1, 1), args=(d_a, d_b, d_o, n))
+    vector_add[grid, block](d_a, d_b, d_o, n)
 
-    pto.memcpy_d2h(o, d_o)
-
+    o = d_o.numpy()  # waits for the kernel, then copies the result to a new host array
     assert np.array_equal(o, a + b)
     print(f"pypto: vector_add {n} elements passed")
 
 
+def show_mlir(n: int = 1024) -> None:
+    """The kernel's IR with its Python locations: a file pypto-opt can read."""
+    d = pto.empty(n, np.float32)
+    print(pto.compile(vector_add, args=(d, d, d, n), block=256).as_text(debuginfo=True), end="")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--mlir" in sys.argv[1:]:
+        show_mlir()
+    else:
+        main()

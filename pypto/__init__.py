@@ -37,10 +37,13 @@ from pypto.runtime import (
     Tensor,
     alloc_tensor,
     default_stream,
+    empty,
     memcpy_d2h,
     memcpy_h2d,
     profile_on_npu,
     sync,
+    tensor,
+    zeros,
 )
 
 __version__ = "0.1.0"
@@ -67,7 +70,7 @@ __all__ = [
     # kernels and compilation
     "kernel", "Kernel", "compile", "CompiledKernel",
     # host API
-    "alloc_tensor", "Tensor", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
+    "tensor", "empty", "zeros", "alloc_tensor", "Tensor", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
     "default_stream", "profile", "Profile", "profile_on_npu",
     # kernel language: every builtin of pypto.frontend.builtins (derived from the dialect)
     *_builtins.__all__,

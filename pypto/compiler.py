@@ -25,7 +25,15 @@ from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.executor import parse_schedule
 from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
-from pypto.errors import CompileError, LaunchError, UsageError, VerificationError
+from pypto.errors import (
+    CompileError,
+    LaunchError,
+    PtoError,
+    UsageError,
+    VerificationError,
+    hide_internal_frames,
+    public_api,
+)
 from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
 from pypto.frontend.builtins import constexpr
@@ -112,8 +120,9 @@ def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
         return pto.PtrType(dtypes.as_dtype(value.dtype).mlir(), "global")
     if isinstance(value, np.ndarray):
         raise LaunchError(f"argument '{pname}' of kernel '{kernel.name}' is a host NumPy array; "
-                          f"kernels read device memory: allocate with pto.alloc_tensor() and copy "
-                          f"with pto.memcpy_h2d()")
+                          f"pto.compile and pto.profile take device tensors: make one with "
+                          f"pto.tensor(array) (a launch, kernel[grid, block](array), copies "
+                          f"NumPy arrays in and back itself)")
     if isinstance(value, bool | np.bool_):
         return IntegerType(1)
     if isinstance(value, np.integer | np.floating):
@@ -175,9 +184,18 @@ class CompiledKernel:
         """Run synchronously in the interpreter (the runtime's stream calls this)."""
         self.executable.run(grid, block, args)
 
+    @public_api
     def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:
         """Launch on the default stream: same as `pto.launch(self, grid, block, args)`."""
         launch(self, grid=grid, block=block, args=args)
+
+    def __getitem__(self, config: Any) -> LaunchConfig:
+        """`ck[grid, block](*args)`: launch, as `kernel[grid, block](*args)`."""
+        return LaunchConfig(self, config)
+
+    @property
+    def params(self) -> list[str]:
+        return self.kernel.params
 
     def __repr__(self) -> str:
         return f"<pto.CompiledKernel {self.name} block={self.block}>"
@@ -218,9 +236,48 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
     docstring for the arguments.
     """
-    runtime_launch(kernel, grid, block, args, stream, compile=compile, origin=caller_site(2))
+    try:
+        runtime_launch(kernel, grid, block, args, stream, compile=compile,
+                       origin=caller_site(2))
+    except PtoError as exc:  # (inline rather than @public_api: a launch is a hot path)
+        hide_internal_frames(exc)
+        raise
 
 
+class LaunchConfig:
+    """`kernel[grid, block]` (or `kernel[grid, block, stream]`): call it with the kernel's
+    arguments to launch, as `pto.launch(kernel, grid, block, args, stream)` does."""
+
+    __slots__ = ("kernel", "grid", "block", "stream")
+
+    def __init__(self, kernel: Any, config: Any):
+        name = getattr(kernel, "name", "?")
+        if not isinstance(config, tuple) or len(config) not in (2, 3):
+            raise LaunchError(f"kernel '{name}'[...] takes [grid, block] or [grid, block, "
+                              f"stream], got [{config!r}]")
+        self.kernel = kernel
+        self.grid = config[0]
+        self.block = config[1]
+        self.stream = config[2] if len(config) == 3 else None
+
+    @public_api
+    def __call__(self, *args: Any) -> None:
+        grid = self.grid
+        if callable(grid):
+            params = getattr(self.kernel, "params", None) or \
+                getattr(getattr(self.kernel, "kernel", None), "params", [])
+            grid = grid(dict(zip(params, args)))
+        launch(self.kernel, grid, self.block, args, self.stream)  # (the debugger patches it)
+
+    def __repr__(self) -> str:
+        return f"<launch of {getattr(self.kernel, 'name', '?')} grid={self.grid!r} " \
+               f"block={self.block!r}>"
+
+
+Kernel.configure = LaunchConfig
+
+
+@public_api
 def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any = 256,
             pipeline: str | None = None, target: Target | str | None = None,
             check_uninitialized: bool = False, schedule: str | None = None,
@@ -386,7 +443,7 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
             return cached  # (a changed module-level constant compiles anew, as Triton does)
         folded: dict[str, Any] = {}
         try:
-            module = lower_kernel(kernel, types, consts, folded)
+            module = lower_kernel(kernel, types, consts, folded, launch_args=args)
             break
         except NeedsConstexpr as need:
             if need.params <= kernel.auto_constexpr:

@@ -7,6 +7,14 @@ and, where there is one, *what to do*.
 
 from __future__ import annotations
 
+import functools
+import linecache
+import os
+import re
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar
+
 
 class PtoError(Exception):
     """Base class of every error pypto raises on purpose."""
@@ -47,17 +55,35 @@ class VerificationError(PtoError):
 
 
 class KernelError(PtoError):
-    """A kernel failed while running; names the kernel and the Python source line."""
+    """A kernel failed while running; names the kernel and the Python source line, and shows
+    that line with a caret under the column, as a `CompileError` does."""
 
     def __init__(self, message: str, *, kernel: str | None = None, location: str | None = None):
         self.kernel = kernel
         self.location = location
+        self.bare_message = message
         prefix = ""
         if location:
             prefix += f"{location}: "
         if kernel:
             prefix += f"in kernel '{kernel}': "
-        super().__init__(prefix + message)
+        super().__init__(prefix + message + source_caret(location))
+
+
+_LOCATION = re.compile(r"^(.*):(\d+):(\d+)$")
+
+
+def source_caret(location: str | None) -> str:
+    """`\\n    <source line>\\n    ^` for a `file:line:col` location whose file can be read
+    (empty otherwise)."""
+    match = _LOCATION.match(location or "")
+    if match is None:
+        return ""
+    filename, line, col = match.group(1), int(match.group(2)), int(match.group(3))
+    text = linecache.getline(filename, line).rstrip("\n")
+    if not text.strip():
+        return ""
+    return f"\n    {text}\n    {' ' * max(col - 1, 0)}^"
 
 
 class MemoryAccessError(KernelError):
@@ -109,6 +135,55 @@ class UsageError(PtoError, TypeError, ValueError):
 
 class TargetError(UsageError):
     """A target description that cannot be used: missing file, bad TOML, missing or bad keys."""
+
+
+FULL_TRACEBACK_ENV = "PYPTO_FULL_TRACEBACK"
+"""Set to 1 to keep pypto's own frames in the tracebacks of the errors it raises."""
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _is_internal(tb: TracebackType) -> bool:
+    filename = tb.tb_frame.f_code.co_filename
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<pto ")
+
+
+def hide_internal_frames(exc: BaseException) -> None:
+    """Drop pypto's own frames (and the interpreter's generated kernel code) from
+    `exc.__traceback__`, so that the traceback ends at the user's line (SPEC §3). Frames of the
+    user's code called back by pypto (a `grid` callable) are kept. Nothing is dropped when
+    `PYPTO_FULL_TRACEBACK=1`."""
+    if os.environ.get(FULL_TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return
+    kept: list[TracebackType] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not _is_internal(tb):
+            kept.append(tb)
+        tb = tb.tb_next
+    for outer, inner in zip(kept, kept[1:]):
+        outer.tb_next = inner
+    if kept:
+        kept[-1].tb_next = None
+    exc.__traceback__ = kept[0] if kept else None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def public_api(fn: F) -> F:
+    """Mark `fn` as an entry point of the public API: a `PtoError` leaving it carries no pypto
+    frames (see `hide_internal_frames`). The bare `raise` keeps this wrapper's frame out too."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PtoError as exc:
+            hide_internal_frames(exc)
+            raise
+
+    return wrapper  # type: ignore[return-value]
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.backend.targets import Target, resolve_target
 from pypto.compiler import DEFAULT_PIPELINE, compile, normalize_dims
+from pypto.errors import public_api
 
 if TYPE_CHECKING:
     from pypto.backend.cost_model import Profile
@@ -48,6 +49,7 @@ def lowers_to_npu(text: str) -> bool:
         return False
 
 
+@public_api
 def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: str = "fused",
             pipeline: str | None = None, target: Target | str | None = None) -> Profile:
     """Model the cycles of `kernel` launched on `grid` x `block` with `args`.

@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, SSAValue
 from pypto import dtypes, exact
 from pypto.dialects import pto
 from pypto.dialects.traits import elementwise_reference
+from pypto.frontend.blame import describe_type, is_pointer
 from pypto.frontend.common import (
     NeedsConstexpr,
     _describe_value,
@@ -75,8 +76,8 @@ class CallLowering:
     def expect_ptr(self, value: Any, node: ast.AST, what: str) -> SSAValue:
         if not isinstance(value, SSAValue) or \
                 not isinstance(value.type, pto.PtrType | pto.L1BufferType):
-            raise self.error(f"{what} must be a pointer (a tensor parameter or L1 buffer, plus "
-                             f"an offset), got {_describe_value(value)}", node)
+            raise self.type_error(f"{what} must be a pointer (a tensor parameter or L1 buffer, "
+                                  f"plus an offset), got {_describe_value(value)}", node, (value,))
         return value
 
     def const_int(self, value: Any, node: ast.AST, what: str) -> int:
@@ -165,24 +166,36 @@ class CallLowering:
             return
         ptr, value = self.call_args(node, ["ptr", "value"], 2)
         ptr = self.expect_ptr(ptr, node, "pto.store's first argument")
-        value = self.value_as(value, ptr.type.element_type, node, "the stored value")
+        value = self.value_as(value, ptr.type.element_type, node, "the stored value", ptr)
         self.emit(pto.StoreOp(value, ptr))
 
     def call_fma(self, node: ast.Call) -> None:
         dst, a, b, c = self.call_args(node, ["dst", "a", "b", "c"], 4)
         dst = self.expect_ptr(dst, node, "pto.fma's destination")
         t = dst.type.element_type
-        operands = [self.value_as(v, t, node, f"fma operand '{n}'")
+        operands = [self.value_as(v, t, node, f"fma operand '{n}'", dst)
                     for v, n in ((a, "a"), (b, "b"), (c, "c"))]
         self.emit(pto.FmaOp(dst, *operands))
 
-    def value_as(self, value: Any, t: Attribute, node: ast.AST, what: str) -> SSAValue:
+    def value_as(self, value: Any, t: Attribute, node: ast.AST, what: str,
+                 pointer: SSAValue | None = None) -> SSAValue:
+        """`value` as an element of type `t` (of `pointer`): literals take the type, values
+        must have it; a mismatch names the parameters the two types come from."""
+        pointers = (pointer,) if pointer is not None else ()
         if isinstance(value, SSAValue):
             if value.type != t:
-                raise self.error(f"{what} is {_type_name(value.type)} but the pointer holds "
-                                 f"{_type_name(t)}; convert it with pto.cast(x, {_type_name(t)})",
-                                 node)
+                shown = describe_type(value.type) if is_pointer(value.type) else \
+                    _type_name(value.type)
+                raise self.type_error(f"{what} is {shown} but the pointer holds {_type_name(t)}",
+                                      node, (value, *pointers),
+                                      f"convert it with pto.cast(x, {_type_name(t)})",
+                                      converts=(value,))
             return value
+        if isinstance(value, float) and _is_int(t):
+            raise self.type_error(f"{what} is the float literal {value!r} but the pointer holds "
+                                  f"{_type_name(t)}", node, pointers,
+                                  f"write an integer literal, or convert with pto.cast(x, "
+                                  f"{_type_name(t)})", converts=())
         if isinstance(value, bool | int | float):
             return self.constant(value, t)
         raise self.error(f"{what} must be a number, got {_describe_value(value)}", node)
@@ -246,7 +259,7 @@ class CallLowering:
     def call_atomic_add(self, node: ast.Call) -> SSAValue:
         ptr, value = self.call_args(node, ["ptr", "value"], 2)
         ptr = self.expect_ptr(ptr, node, "pto.atomic_add's first argument")
-        value = self.value_as(value, ptr.type.element_type, node, "the added value")
+        value = self.value_as(value, ptr.type.element_type, node, "the added value", ptr)
         return self.emit(pto.AtomicAddOp(ptr, value)).results[0]
 
     def call_alloc_local(self, node: ast.Call) -> SSAValue:
@@ -339,7 +352,7 @@ class CallLowering:
         dst = self.expect_ptr(dst, node, "pto.fill's destination")
         if pto.memory_space_of(dst.type) != "local":
             raise self.error("pto.fill writes L1: its destination must be an L1 buffer", node)
-        value = self.value_as(value, dst.type.element_type, node, "the fill value")
+        value = self.value_as(value, dst.type.element_type, node, "the fill value", dst)
         self.emit(pto.FillOp(dst, value, self.as_i32(count, node, "count")))
 
     def call_mma(self, node: ast.Call) -> None:
@@ -393,8 +406,8 @@ class CallLowering:
             except (ValueError, OverflowError, ZeroDivisionError) as exc:
                 raise self.error(f"pto.{name}({x}) cannot be evaluated: {exc}", node) from None
         if not isinstance(x, SSAValue) or not _is_float(x.type):
-            raise self.error(f"pto.{name} takes a float value, got {_describe_value(x)}; "
-                             f"pto.cast() integers first", node)
+            raise self.type_error(f"pto.{name} takes a float value, got {_describe_value(x)}",
+                                  node, (x,), "pto.cast() integers first")
         return self.emit(op_cls(x)).results[0]
 
     def call_elementwise(self, node: ast.Call, name: str, op_cls: type) -> Any:
@@ -468,4 +481,5 @@ class CallLowering:
             # float16 <-> bfloat16: through float32 (exact widening, one rounding)
             wide = self.emit(arith.ExtFOp(x, dtypes.float32.mlir())).results[0]
             return self.emit(arith.TruncFOp(wide, target)).results[0]
-        raise self.error(f"cannot cast {_type_name(src)} to {_type_name(target)}", node)
+        raise self.type_error(f"cannot cast {describe_type(src)} to {describe_type(target)}",
+                              node, (x,))

@@ -8,6 +8,7 @@ from xdsl.dialects.builtin import AnyFloat, IntegerType
 from xdsl.ir import Attribute, SSAValue
 
 from pypto import dtypes
+from pypto.frontend.blame import describe_type, is_pointer
 
 
 def _is_int(t: Attribute) -> bool:
@@ -33,6 +34,8 @@ def _type_name(t: Attribute) -> str:
 
 def _describe_value(value: Any) -> str:
     if isinstance(value, SSAValue):
+        if is_pointer(value.type):
+            return describe_type(value.type)
         return f"a {_type_name(value.type)} value"
     return repr(value)
 

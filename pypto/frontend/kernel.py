@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.errors import PtoError
+from pypto.errors import PtoError, public_api
 
 
 @dataclass
@@ -91,11 +91,26 @@ class Kernel:
             self._source = _read_source(self.fn)
         return self._source
 
+    @public_api
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise PtoError(
             f"kernel '{self.name}' cannot be called like a Python function; launch it with "
-            f"pto.launch({self.name}, grid=..., block=..., args=(...)) or compile it with "
+            f"{self.name}[grid, block](...) or "
+            f"pto.launch({self.name}, grid=..., block=..., args=(...)), or compile it with "
             f"pto.compile({self.name}, args=(...))")
+
+    def __getitem__(self, config: Any) -> Any:
+        """`kernel[grid, block](*args)` launches like `pto.launch(kernel, grid, block, args)`
+        (Triton / Numba style); `kernel[grid, block, stream]` on a stream. `grid` may be a
+        callable taking the arguments by parameter name (a dict, Triton's `meta`) and returning
+        the grid."""
+        if Kernel.configure is None:  # pragma: no cover - set when pypto.compiler is imported
+            raise PtoError("kernel[grid, block] needs pypto.compiler; import pypto first")
+        return Kernel.configure(self, config)
+
+    configure: Callable[[Any, Any], Any] | None = None
+    """Makes the launcher of `kernel[...]`; set by `pypto.compiler` (which sits above the
+    frontend and owns launching)."""
 
     def __repr__(self) -> str:
         return f"<pto.kernel {self.name}({', '.join(self.params)})>"

@@ -39,7 +39,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from pypto import dtypes, exact
 from pypto.dialects import pto
 from pypto.errors import CompileError
+from pypto.frontend.blame import blame, describe_type, is_pointer
 from pypto.frontend.builtins import BUILTINS, ELEMENTWISE
+from pypto.frontend.hints import call_replacement, expression_replacement
 from pypto.frontend.calls import CallLowering
 from pypto.frontend.common import _is_bool, _is_float, _is_int, _type_name
 from pypto.frontend.early_return import drop_trailing_returns, rewrite_returns
@@ -81,6 +83,8 @@ class KernelLowering(StructuredLowering, CallLowering):
         self.loop_depth = 0
         self.globals = kernel.outer_values()
         self.folded: dict[str, Any] = {}  # module / closure constants folded in, by name
+        self.function_block: Block | None = None
+        self.launch_args: Sequence[Any] | None = None  # to blame arguments in type errors
 
     # ---------------------------------------------------------------------------------------
     # errors and locations
@@ -93,6 +97,27 @@ class KernelLowering(StructuredLowering, CallLowering):
         source_line = self.src.lines[line - 1] if 0 < line <= len(self.src.lines) else None
         return CompileError(message, filename=self.src.filename, line=line, col=col,
                             source_line=source_line)
+
+    def type_error(self, message: str, node: ast.AST | None, values: Sequence[Any],
+                   hint: str = "", converts: Sequence[Any] | None = None) -> CompileError:
+        """A type error about `values`: names the parameters (and launch arguments) their types
+        come from, and gives `hint` (a conversion of `converts`, default `values`) only when it
+        would not convert a pointer."""
+        pointer = any(isinstance(v, SSAValue) and is_pointer(v.type)
+                      for v in (values if converts is None else converts))
+        sentences = blame(values, self.function_block, self.kernel.params, self.launch_args)
+        text = message
+        if sentences:
+            text += ": " + "; ".join(sentences)
+            if hint and not pointer:
+                text += f"; if the arguments are as intended, {hint}"
+            else:
+                text += f"; check the arguments of the launch of '{self.kernel.name}'"
+        elif hint and not pointer:
+            text += f"; {hint}"
+        elif pointer:
+            text += "; a pointer cannot be converted to a number"
+        return self.error(text, node)
 
     def loc(self, node: ast.AST | None = None) -> FileLineColLoc:
         node = node or self.node
@@ -239,7 +264,8 @@ class KernelLowering(StructuredLowering, CallLowering):
         self.node = node
         method = getattr(self, f"expr_{type(node).__name__}", None)
         if method is None:
-            raise self.error(f"the expression '{ast.unparse(node)}' "
+            raise self.error(expression_replacement(node) or
+                             f"the expression '{ast.unparse(node)}' "
                              f"({type(node).__name__}) is not supported in a pto kernel", node)
         result = method(node)
         self.node = saved
@@ -412,6 +438,9 @@ class KernelLowering(StructuredLowering, CallLowering):
             return None  # the article's pl.run(): stages already run in order
         if callee in _PY_BUILTIN_CALLS:
             return getattr(self, _PY_BUILTIN_CALLS[callee])(node)
+        replacement = call_replacement(callee, node.func)
+        if replacement is not None:
+            raise self.error(replacement, node)
         name = getattr(callee, "__qualname__", None) or repr(callee)
         raise self.error(f"call to '{ast.unparse(node.func)}' ({name}) is not supported in a "
                          f"kernel; only pto instructions and the builtins listed in "
@@ -490,7 +519,7 @@ class KernelLowering(StructuredLowering, CallLowering):
             return self.emit(arith.CmpiOp(value, self.constant(0, t), "ne")).results[0]
         if _is_float(t):
             return self.emit(arith.CmpfOp(value, self.constant(0.0, t), "une")).results[0]
-        raise self.error(f"a {t} value cannot be used as a condition", node)
+        raise self.type_error(f"{describe_type(t)} cannot be used as a condition", node, (value,))
 
     def unify(self, a: Any, b: Any, node: ast.AST, what: str) -> tuple[SSAValue, SSAValue]:
         """Bring two operands to a common type (SPEC §2 promotion rules)."""
@@ -499,8 +528,10 @@ class KernelLowering(StructuredLowering, CallLowering):
                 raise self.error(f"{what} is not defined on {v!r}", node)
         if not isinstance(a, SSAValue):
             assert isinstance(b, SSAValue)
+            self.check_literal(a, b, node)
             return self.coerce(a, b.type), b
         if not isinstance(b, SSAValue):
+            self.check_literal(b, a, node)
             return a, self.coerce(b, a.type)
         ta, tb = a.type, b.type
         if ta == tb:
@@ -519,8 +550,20 @@ class KernelLowering(StructuredLowering, CallLowering):
             a = a if ta == wide else self.emit(arith.ExtFOp(a, wide)).results[0]
             b = b if tb == wide else self.emit(arith.ExtFOp(b, wide)).results[0]
             return a, b
-        raise self.error(f"{what} mixes {_type_name(ta)} and {_type_name(tb)}; convert one side "
-                         f"explicitly with pto.cast(x, {_type_name(ta)})", node)
+        raise self.type_error(f"{what} mixes {_tname(ta)} and {_tname(tb)}", node,
+                              (a, b), f"convert one side explicitly with pto.cast(x, "
+                                      f"{_type_name(ta)})")
+
+    def check_literal(self, literal: Any, typed: SSAValue, node: ast.AST) -> None:
+        """A float literal meeting an integer (or pointer) value: an error naming where the
+        value's type comes from (a float literal never becomes an integer implicitly)."""
+        t = typed.type
+        if isinstance(literal, float) and (_is_int(t) or is_pointer(t)):
+            what = "meets" if is_pointer(t) else "cannot take the integer type of"
+            raise self.type_error(f"the float literal {literal!r} {what} "
+                                  f"{_describe_typed(typed)}", node, (typed,),
+                                  f"write an integer literal, or convert with pto.cast(x, "
+                                  f"{_type_name(t)})")
 
     def binop(self, op: ast.operator, lhs: Any, rhs: Any, node: ast.AST) -> Any:
         if isinstance(lhs, SSAValue) and isinstance(lhs.type, pto.PtrType | pto.L1BufferType):
@@ -550,13 +593,15 @@ class KernelLowering(StructuredLowering, CallLowering):
         if not isinstance(op, ast.Add | ast.Sub):
             raise self.error("only 'pointer + integer' and 'pointer - integer' are defined", node)
         if isinstance(offset, bool) or isinstance(offset, float):
-            raise self.error("a pointer can only be offset by an integer", node)
+            raise self.type_error(f"a pointer can only be offset by an integer, got "
+                                  f"{offset!r}", node, (ptr,))
         if isinstance(offset, int):
             offset = self.constant(offset, self.literal_type(offset))
         if not isinstance(offset, SSAValue) or not _is_int(offset.type):
-            raise self.error(f"a pointer can only be offset by an integer, got "
-                             f"{_type_name(offset.type) if isinstance(offset, SSAValue) else offset!r}",
-                             node)
+            raise self.type_error(
+                f"a pointer can only be offset by an integer, got "
+                f"{describe_type(offset.type) if isinstance(offset, SSAValue) else repr(offset)}",
+                node, (offset, ptr) if isinstance(offset, SSAValue) else (ptr,))
         if isinstance(op, ast.Sub):
             offset = self.emit(arith.SubiOp(self.constant(0, offset.type), offset)).results[0]
         return self.emit(pto.AddPtrOp(ptr, offset)).results[0]
@@ -591,6 +636,20 @@ _PY_BUILTIN_CALLS: dict[Any, str] = {
     py_builtins.max: "py_max",
     py_builtins.abs: "py_abs",
 }
+
+
+def _tname(t: Attribute) -> str:
+    """`pto.float32`, or `a pointer to float32` (never an MLIR type a user did not write)."""
+    return describe_type(t) if is_pointer(t) else _type_name(t)
+
+
+def _describe_typed(value: SSAValue) -> str:
+    """`the int32 value 'n'`, `a pointer to float32 ('o')`."""
+    name = f" '{value.name_hint}'" if value.name_hint else ""
+    if is_pointer(value.type):
+        return f"{describe_type(value.type)}{name}"
+    return f"the {_type_name(value.type)} value{name}" if name else \
+        f"a {_type_name(value.type)} value"
 
 
 def _describe_stmt(stmt: ast.stmt) -> str:
@@ -654,14 +713,17 @@ def _deep_recursion() -> Any:
 
 def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
                  constexprs: dict[str, Any] | None = None,
-                 folded: dict[str, Any] | None = None) -> ModuleOp:
+                 folded: dict[str, Any] | None = None,
+                 launch_args: Sequence[Any] | None = None) -> ModuleOp:
     """Lower one specialisation of `kernel` to a `builtin.module` (verified by the caller).
 
     Raises `NeedsConstexpr` when a parameter must be specialised on its launch value. `folded`,
     when given, receives the module-level / closed-over values folded in (name -> value), so the
-    caller can tell when a cached compilation went stale.
+    caller can tell when a cached compilation went stale. `launch_args`, when given, are the
+    values the types come from: type errors they cause name them (pypto.frontend.blame).
     """
     lowering = KernelLowering(kernel, arg_types, constexprs)
+    lowering.launch_args = launch_args
     with _deep_recursion():
         try:
             module = lowering.lower()

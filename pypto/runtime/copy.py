@@ -16,13 +16,36 @@ from typing import Any
 
 import numpy as np
 
-from pypto.errors import UsageError
+from pypto.dtypes import as_dtype
+from pypto.errors import UsageError, public_api
 from pypto.runtime import stream as _stream
-from pypto.runtime.device import format_bytes
+from pypto.runtime.device import Device, format_bytes
 from pypto.runtime.memory import Tensor
 from pypto.runtime.stream import Stream, caller_site
 
 
+@public_api
+def tensor(array: Any, dtype: Any = None, *, device: Device | None = None) -> Tensor:
+    """A device tensor holding a copy of `array` (a NumPy array or anything `np.asarray`
+    accepts), with its shape and dtype (`dtype=` converts first, as `np.asarray(array, dtype)`).
+
+    The copy is stream-ordered like `memcpy_h2d`: the array is snapshotted now and may be
+    modified as soon as this returns.
+    """
+    if isinstance(array, Tensor):
+        raise UsageError("pto.tensor: the argument is already a device tensor; use it directly "
+                         "(or .numpy() to get a host copy)")
+    host = np.asarray(array, dtype=None if dtype is None else as_dtype(dtype).np_dtype)
+    dt = as_dtype(host.dtype)
+    if host.size == 0:
+        raise UsageError(f"pto.tensor: the array is empty (shape {host.shape}); a device tensor "
+                         f"holds at least one element")
+    result = Tensor(host.size * dt.itemsize, dt, device=device, shape=host.shape)
+    memcpy_h2d(result, host)
+    return result
+
+
+@public_api
 def memcpy_h2d(dst: Tensor, src: np.ndarray, *, stream: Stream | None = None) -> None:
     """Copy host array `src` (any shape, read in C order) into device tensor `dst`.
 
@@ -41,6 +64,7 @@ def memcpy_h2d(dst: Tensor, src: np.ndarray, *, stream: Stream | None = None) ->
                           run, (dst,), caller_site(2), api="pto.memcpy_h2d()")
 
 
+@public_api
 def memcpy_d2h(dst: np.ndarray, src: Tensor, *, stream: Stream | None = None) -> None:
     """Copy device tensor `src` into the writeable host array `dst` (any shape, C order), in place.
 

@@ -63,6 +63,10 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
         check_lane_count(grid3, block3, name)
     arguments, tensors = _check_args(kernel, name, args)
     queue = _launch_stream(name, tensors, stream)
+    if len(tensors) != len(arguments) and any(isinstance(a, np.ndarray) for a in arguments):
+        _launch_with_host_arrays(kernel, name, grid3, block3, arguments, queue, compile,
+                                 caller_site(2) if origin is _FIND_SITE else origin)
+        return
     target = queue.device.target
     if block3[0] * block3[1] * block3[2] > target.max_block_lanes:
         _check_block_size(name, block3, target)
@@ -85,6 +89,51 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
 
     site = caller_site(2) if origin is _FIND_SITE else origin
     queue.enqueue(_label(name, grid3, block3), run, tensors, site, api="pto.launch()")
+
+
+def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
+                             arguments: tuple[Any, ...], queue: Stream,
+                             compile: Compiler | None, origin: str | None) -> None:
+    """A launch with NumPy arrays among its arguments (Numba CUDA's automatic transfer): each
+    array is copied into a temporary device tensor of its dtype, the kernel runs, and every
+    writeable array gets the tensor's contents back. Synchronous: returns after the copy back,
+    and a kernel error is raised here."""
+    from pypto.runtime.copy import memcpy_d2h, memcpy_h2d  # copy.py sits beside this module
+
+    staged: list[tuple[np.ndarray, Tensor]] = []
+    device_args = list(arguments)
+    for position, arg in enumerate(arguments):
+        if isinstance(arg, np.ndarray):
+            what = _describe_position(kernel, position)
+            try:
+                dt = dtypes.as_dtype(arg.dtype)
+            except Exception:
+                raise LaunchError(f"launch of kernel '{name}': {what} is a NumPy {arg.dtype} "
+                                  f"array; device tensors hold "
+                                  f"{', '.join(sorted(d.name for d in _SCALAR_DTYPES))}: convert "
+                                  f"it, e.g. a.astype(np.float32)") from None
+            if arg.size == 0:
+                raise LaunchError(f"launch of kernel '{name}': {what} is an empty NumPy array "
+                                  f"(shape {arg.shape}); a kernel needs at least one element")
+            temp = Tensor(arg.size * dt.itemsize, dt, device=queue.device, shape=arg.shape)
+            memcpy_h2d(temp, arg, stream=queue)
+            staged.append((arg, temp))
+            device_args[position] = temp
+    launch(kernel, grid, block, tuple(device_args), queue, compile=compile, origin=origin)
+    for array, temp in staged:
+        if array.flags.writeable:
+            memcpy_d2h(array, temp, stream=queue)
+        else:
+            queue.synchronize()
+        temp.free()
+
+
+def _describe_position(kernel: Any, position: int) -> str:
+    """`argument 1 (parameter 'b')`, or `argument 1` when the parameter names are unknown."""
+    params = getattr(kernel, "params", None)
+    if isinstance(params, list | tuple) and position < len(params):
+        return f"argument {position} (parameter '{params[position]}')"
+    return f"argument {position}"
 
 
 _LABELS: dict[tuple[str, Dim3, Dim3], str] = {}
@@ -199,14 +248,19 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tup
             continue
         if kind is Tensor or isinstance(arg, Tensor):
             if arg.freed:
-                arg.check_alive(f"launch of kernel '{name}': argument {position}")
+                arg.check_alive(f"launch of kernel '{name}': "
+                                f"{_describe_position(kernel, position)}")
             tensors.append(arg)
+        elif isinstance(arg, np.ndarray) and arg.ndim > 0:
+            continue  # copied in and back by _launch_with_host_arrays
         elif not _is_scalar(arg):
-            raise LaunchError(f"launch of kernel '{name}': argument {position} has unsupported "
-                              f"type {type(arg).__name__}; kernel arguments are device tensors "
-                              f"(pto.alloc_tensor), ints and floats{_arg_hint(arg)}")
+            raise LaunchError(f"launch of kernel '{name}': {_describe_position(kernel, position)} "
+                              f"has unsupported type {type(arg).__name__}; kernel arguments are "
+                              f"device tensors (pto.tensor, pto.alloc_tensor), NumPy arrays, "
+                              f"ints and floats{_arg_hint(arg)}")
         else:
-            check_scalar(arg, f"launch of kernel '{name}': argument {position}")
+            check_scalar(arg, f"launch of kernel '{name}': "
+                              f"{_describe_position(kernel, position)}")
     return arguments, tuple(tensors)
 
 
@@ -234,11 +288,8 @@ _SCALAR_DTYPES = frozenset(d.np_dtype for d in (dtypes.int32, dtypes.int64, dtyp
 
 
 def _arg_hint(arg: Any) -> str:
-    if isinstance(arg, np.ndarray):
-        if arg.ndim == 0:
-            return "; pass a 0-d array as a scalar with .item()"
-        return ("; host arrays must be copied to the device first: "
-                "d = pto.alloc_tensor(a.nbytes, a.dtype); pto.memcpy_h2d(d, a)")
+    if isinstance(arg, np.ndarray) and arg.ndim == 0:
+        return "; pass a 0-d array as a scalar with .item()"
     return ""
 
 

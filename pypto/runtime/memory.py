@@ -15,6 +15,7 @@ kernel). Three rules make it safe to use from Python:
 
 from __future__ import annotations
 
+import math
 import operator
 import weakref
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pypto.dtypes import DType, as_dtype, float32
-from pypto.errors import DeviceOutOfMemoryError, TensorFreedError, UsageError
+from pypto.errors import DeviceOutOfMemoryError, TensorFreedError, UsageError, public_api
 from pypto.runtime.device import Device, default_device, format_bytes
 from pypto.runtime import stream as _stream
 
@@ -62,9 +63,11 @@ class Tensor:
     `memcpy_h2d` / `memcpy_d2h`, which respect stream order).
     """
 
-    def __init__(self, nbytes: int, dtype: Any = float32, *, device: Device | None = None) -> None:
+    def __init__(self, nbytes: int, dtype: Any = float32, *, device: Device | None = None,
+                 shape: tuple[int, ...] | None = None) -> None:
         dt = as_dtype(dtype)
         count = _check_nbytes(nbytes, dt)
+        self._shape: tuple[int, ...] = (count,) if shape is None else _check_shape(shape, count)
         self.dtype: DType = dt
         self.nbytes: int = count * dt.itemsize
         self.size: int = count
@@ -96,8 +99,25 @@ class Tensor:
         return self._data
 
     @property
-    def shape(self) -> tuple[int]:
-        return (self.size,)
+    def shape(self) -> tuple[int, ...]:
+        """The host shape: the array's for `pto.tensor(array)`, `pto.empty(shape)`,
+        `pto.zeros(shape)`; `(size,)` for a tensor allocated in bytes. Device memory itself is
+        flat (a kernel sees a pointer); the shape is what `numpy()` returns."""
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @public_api
+    def numpy(self) -> np.ndarray:
+        """Wait for the queued work that uses this tensor (on every stream), then return its
+        contents as a new host array of `self.shape` and `self.dtype`. A kernel error of that
+        work is raised here, as by `memcpy_d2h`."""
+        self.check_alive("the tensor of .numpy()")
+        with _stream.queue_lock():  # no other thread can queue a write between wait and copy
+            _stream.wait_for_tensor(self, surfaced_at="Tensor.numpy()")
+            return self.data.reshape(self._shape).copy()
 
     @property
     def itemsize(self) -> int:
@@ -111,6 +131,7 @@ class Tensor:
 
     # -- lifetime ------------------------------------------------------------------------------
 
+    @public_api
     def free(self) -> None:
         """Wait for queued work that uses this tensor, then release its memory. Idempotent.
 
@@ -133,10 +154,12 @@ class Tensor:
         self._data = None
         self._release()
 
+    @public_api
     def __enter__(self) -> Tensor:
         self.check_alive("the tensor of this `with` block")
         return self
 
+    @public_api
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.free()
 
@@ -149,9 +172,57 @@ class Tensor:
         return f"<pto.Tensor {self.dtype!r}[{self.size}] ({self.nbytes} bytes) {where}{busy}>"
 
 
+@public_api
 def alloc_tensor(nbytes: int, dtype: Any = float32, *, device: Device | None = None) -> Tensor:
     """Allocate `nbytes` of device memory for elements of `dtype` (poisoned, see `Tensor`)."""
     return Tensor(nbytes, dtype, device=device)
+
+
+@public_api
+def empty(shape: int | tuple[int, ...], dtype: Any = float32, *,
+          device: Device | None = None) -> Tensor:
+    """A device tensor of `shape` and `dtype`, uninitialised: its contents are poisoned (NaN for
+    floats, 0x7FBADBAD for ints) until a kernel or a copy writes them."""
+    dt = as_dtype(dtype)
+    dims = _shape_tuple(shape, "pto.empty")
+    return Tensor(_count(dims, "pto.empty") * dt.itemsize, dt, device=device, shape=dims)
+
+
+@public_api
+def zeros(shape: int | tuple[int, ...], dtype: Any = float32, *,
+          device: Device | None = None) -> Tensor:
+    """A device tensor of `shape` and `dtype` filled with zeros (False for `bool_`)."""
+    result = empty(shape, dtype, device=device)
+    result.data[...] = 0  # fresh: no queued work can use it yet, so no stream order to keep
+    return result
+
+
+def _shape_tuple(shape: Any, api: str) -> tuple[int, ...]:
+    items = shape if isinstance(shape, tuple | list) else (shape,)
+    dims = []
+    for item in items:
+        if isinstance(item, bool | np.bool_):
+            raise UsageError(f"{api}: shape {shape!r} must be an int or a tuple of ints")
+        try:
+            dims.append(operator.index(item))
+        except TypeError:
+            raise UsageError(f"{api}: shape {shape!r} must be an int or a tuple of ints, got "
+                             f"{type(item).__name__} {item!r}") from None
+    return tuple(dims)
+
+
+def _count(dims: tuple[int, ...], api: str) -> int:
+    if any(d <= 0 for d in dims):
+        raise UsageError(f"{api}: every dimension of shape {dims} must be positive (a device "
+                         f"tensor holds at least one element)")
+    return math.prod(dims)
+
+
+def _check_shape(shape: Any, count: int) -> tuple[int, ...]:
+    dims = _shape_tuple(shape, "Tensor")
+    if any(d < 0 for d in dims) or math.prod(dims) != count:
+        raise UsageError(f"Tensor: shape {dims} does not hold {count} elements")
+    return dims
 
 
 def _check_nbytes(nbytes: Any, dt: DType) -> int:

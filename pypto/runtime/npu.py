@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
-from pypto.errors import DeviceUnavailableError
+from pypto.errors import DeviceUnavailableError, public_api
 
 
 class DeviceBackend(Protocol):
@@ -42,6 +42,7 @@ def available_backend() -> tuple[str, DeviceBackend] | None:
     return None
 
 
+@public_api
 def profile_on_npu(kernel: Any, *, args: Any, grid: Any = None, block: Any = None) -> Any:
     """Profile `kernel` on a real NPU through a registered device backend.
 

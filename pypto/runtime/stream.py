@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from pypto.errors import KernelError
+from pypto.errors import KernelError, public_api
 from pypto.runtime.device import Device, default_device
 from pypto.runtime.env import flag as env_flag
 
@@ -118,6 +118,7 @@ class Stream:
         """True when all work on this stream has completed (like `cudaStreamQuery`); never runs work."""
         return not self._queue
 
+    @public_api
     def synchronize(self) -> None:
         """Run everything queued on this stream; raise the first error of its work, if any."""
         drain({self: None}, surfaced_at="Stream.synchronize()")
@@ -261,6 +262,7 @@ def _annotate(exc: Exception, op: Operation, stream: Stream, discarded: int, sur
         pass
 
 
+@public_api
 def sync() -> None:
     """Wait for every stream of every device (like `cudaDeviceSynchronize`).
 

@@ -22,6 +22,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+
+from tests.profiles import LONG as TEST_LONG
 from hypothesis import strategies as st
 
 from tests.exactness import harness
@@ -36,7 +38,7 @@ from tests.exactness.ops import (
     ulp_error,
 )
 
-LONG = os.environ.get("PYPTO_EXACTNESS_LONG", "").strip() not in ("", "0")
+LONG = os.environ.get("PYPTO_EXACTNESS_LONG", "").strip() not in ("", "0") or TEST_LONG
 RANDOM_LANES = 1 << 14 if LONG else 256
 settings.register_profile("pypto-exact-ci", max_examples=2, derandomize=True, deadline=None,
                           database=None, suppress_health_check=list(HealthCheck))

@@ -28,8 +28,9 @@ from hypothesis import strategies as st
 import pypto as pto
 from pypto.compiler import DEFAULT_PIPELINE
 from tests.kernels.conftest import same_bits
+from tests.profiles import LONG as TEST_LONG
 
-LONG = os.environ.get("PYPTO_PROPERTY_LONG") == "1"
+LONG = os.environ.get("PYPTO_PROPERTY_LONG") == "1" or TEST_LONG  # PYPTO_TEST_LONG=1 too
 EXAMPLES = int(os.environ.get("PYPTO_PROPERTY_EXAMPLES", 1500 if LONG else 8))
 _COUNTER = itertools.count()
 

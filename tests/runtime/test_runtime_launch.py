@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pypto.errors import CompileError, LaunchError, TensorFreedError
-from pypto.runtime import Device, Stream, alloc_tensor, default_device, launch, sync
+from pypto.runtime import Device, Stream, Tensor, alloc_tensor, default_device, launch, sync
 from pypto.runtime.launcher import normalize_dims
 
 
@@ -100,9 +100,14 @@ def test_unsupported_argument_names_its_position(fakes, bad: Any, type_name: str
         launch(fakes.kernel("k", 2), 1, 32, (d, bad))
 
 
-def test_host_array_argument_suggests_a_device_copy(fakes) -> None:
-    with pytest.raises(LaunchError, match="memcpy_h2d"):
-        launch(fakes.kernel("k", 1), 1, 32, (np.zeros(4, np.float32),))
+def test_host_array_argument_is_staged_in_a_device_tensor(fakes) -> None:
+    """A NumPy array argument reaches the kernel as a device tensor of its dtype holding its
+    contents (copied back afterwards: tests/runtime/test_host_api.py)."""
+    k = fakes.kernel("k", 1)
+    host = np.arange(4, dtype=np.float32)
+    launch(k, 1, 32, (host,))
+    (staged,) = k.calls[0][2]
+    assert isinstance(staged, Tensor) and staged.dtype.name == "float32" and staged.size == 4
 
 
 def test_numpy_scalars_are_accepted_as_given(fakes) -> None:

@@ -18,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 import pypto as pto
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.errors import KernelError
@@ -116,7 +118,7 @@ def _check(outcomes: list[tuple[str, object]], expect: np.ndarray | None) -> Non
         assert expect is not None and np.array_equal(fast, expect)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12, 40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(block=st.sampled_from([32, 64, 96, 128]), blocks=st.integers(1, 5),
        kind=st.sampled_from(["tid", "warp"]), op=st.sampled_from(sorted(OPS)),
        bound=st.integers(-2, 130), shift=st.integers(-40, 40), cut=st.integers(0, 40),
@@ -175,7 +177,7 @@ def _emulate_rows(x: np.ndarray, rows: int, ncols: int, block: int, shift: int,
     return out.reshape(-1)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(10, 30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(block=st.sampled_from([32, 64, 128]), rows=st.integers(1, 6), ncols=st.integers(1, 300),
        shift=st.integers(-3, 3), cut=st.integers(0, 128), seed=st.integers(0, 2**16))
 def test_generated_row_kernels(tmp_path, block, rows, ncols, shift, cut, seed):

@@ -1,0 +1,105 @@
+"""Which launch argument a type error comes from (SPEC §3: errors that blame the right thing).
+
+A kernel is specialised on the types of its launch arguments, so a wrong argument (a float where
+a pointer is used, swapped arguments, an int32 tensor given to a float kernel) shows up as a type
+error somewhere in the body, far from its cause. When a type error involves a value whose type
+comes from a parameter, the message names that parameter and the launch argument that gave it the
+type — `parameter 'b' is float32 because launch argument 1 was the float 1.5` — so the user looks
+at the launch, not at the line. A value "comes from" a parameter when walking its definition
+backwards (through any op) reaches the parameter, and the parameter's type explains the value's:
+the same type, or a pointer to it (`pto.load(a + i)` is int32 because `a` points to int32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.ir import Attribute, BlockArgument, Block, SSAValue
+
+from pypto import dtypes
+from pypto.dialects import pto
+
+_WALK_LIMIT = 10_000
+"""Definitions visited per blamed value at most (a type error is rare; the walk stays cheap)."""
+
+
+def describe_type(t: Attribute) -> str:
+    """`float32`, `a pointer to float32`, `an L1 buffer of float16`."""
+    if isinstance(t, pto.PtrType):
+        return f"a pointer to {describe_type(t.element_type)}"
+    if isinstance(t, pto.L1BufferType):
+        return f"an L1 buffer of {describe_type(t.element_type)}"
+    try:
+        return dtypes.from_mlir(t).name
+    except (TypeError, KeyError):
+        return str(t)
+
+
+def is_pointer(t: Attribute) -> bool:
+    return isinstance(t, pto.PtrType | pto.L1BufferType)
+
+
+def describe_argument(value: Any) -> str:
+    """How a launch argument is named in a message: `the float 1.5`, `a float32 tensor`."""
+    if isinstance(value, bool):
+        return f"the bool {value}"
+    if isinstance(value, int):
+        return f"the int {value}"
+    if isinstance(value, float):
+        return f"the float {value!r}"
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and hasattr(value, "nbytes") and hasattr(value, "freed"):
+        return f"{_article(dtypes.as_dtype(dtype).name)} {dtypes.as_dtype(dtype).name} tensor"
+    if dtype is not None and hasattr(value, "item"):
+        return f"the NumPy {value.dtype} {value.item()!r}"
+    return f"a {type(value).__name__}"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def parameters_of(value: SSAValue, function_block: Block) -> list[BlockArgument]:
+    """The kernel parameters `value` is computed from, in parameter order."""
+    found: set[BlockArgument] = set()
+    stack = [value]
+    seen: set[SSAValue] = set()
+    while stack and len(seen) < _WALK_LIMIT:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, BlockArgument):
+            if v.owner is function_block:
+                found.add(v)
+            continue
+        stack.extend(v.owner.operands)
+    return sorted(found, key=lambda arg: arg.index)
+
+
+def _explains(param_type: Attribute, value_type: Attribute) -> bool:
+    if param_type == value_type:
+        return True
+    return is_pointer(param_type) and param_type.element_type == value_type  # type: ignore
+
+
+def blame(values: Sequence[Any], function_block: Block | None, params: Sequence[str],
+          launch_args: Sequence[Any] | None) -> list[str]:
+    """Sentences naming the parameters whose launch arguments gave `values` their types:
+    `parameter 'b' is float32 because launch argument 1 was the float 1.5`."""
+    if function_block is None or launch_args is None:
+        return []
+    sentences: list[str] = []
+    for value in values:
+        if not isinstance(value, SSAValue):
+            continue
+        for arg in parameters_of(value, function_block):
+            if not _explains(arg.type, value.type) or arg.index >= len(launch_args):
+                continue
+            name = params[arg.index] if arg.index < len(params) else f"#{arg.index}"
+            sentence = (f"parameter '{name}' is {describe_type(arg.type)} because launch "
+                        f"argument {arg.index} was {describe_argument(launch_args[arg.index])}")
+            if sentence not in sentences:
+                sentences.append(sentence)
+    return sentences

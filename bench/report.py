@@ -89,6 +89,61 @@ def targets(zoo: str, launch: str) -> list[tuple[str, str, float | None, float]]
     return rows
 
 
+def zoo_rows(table: str) -> list[tuple[str, float, float, float]]:
+    """(kernel, ÷ NumPy race on, race off, race-check overhead) of every zoo row."""
+    out = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[5].endswith("×"):
+            out.append((cells[0], *(float(c.rstrip("×")) for c in cells[5:8])))
+    return out
+
+
+def issue20(zoo: str) -> list[str]:
+    """Issue 20's targets over the whole zoo, and the table of style pairs (bench/zoo.py
+    PAIRS): each style as users write it beside its tuned twin, same run."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import zoo as zoo_module
+
+    rows = zoo_rows(zoo)
+    if not rows:
+        return []
+    by_name = {r[0]: r for r in rows}
+    slow = [r for r in rows if r[2] > 8.0]
+    racy = [r for r in rows if r[3] > 1.25]
+    lines = ["## Targets (issue 20)", "",
+             "| target | limit | measured | met |", "|---|---:|---:|---|",
+             f"| zoo kernels within the limit, race check off | 8 × NumPy | "
+             f"{len(rows) - len(slow)} of {len(rows)} | {'yes' if not slow else 'no'} |",
+             f"| zoo kernels within the race-check overhead limit | 1.25 × | "
+             f"{len(rows) - len(racy)} of {len(rows)} | {'yes' if not racy else 'no'} |"]
+    va, mm = by_name.get("vector_add"), next((r for r in rows if r[0].startswith("matmul")), None)
+    if va:
+        lines.append(f"| vector_add 2^22 | 1.2 × NumPy | {va[2]:g} × NumPy | "
+                     f"{'yes' if va[2] <= 1.2 else 'no'} |")
+    if mm:
+        lines.append(f"| matmul 512, tile 64 | 2.5 × NumPy | {mm[2]:g} × NumPy | "
+                     f"{'yes' if mm[2] <= 2.5 else 'no'} |")
+    pairs = [(a, b) for a, b in zoo_module.PAIRS if a in by_name and b in by_name]
+    worst = max((by_name[a][2] / by_name[b][2] for a, b in pairs), default=None)
+    if worst is not None:
+        lines.append(f"| a style over its tuned twin, worst pair (race off) | 1.5 × | "
+                     f"{worst:.2f} × | {'yes' if worst <= 1.5 else 'no'} |")
+    lines += ["", f"Over 8 × NumPy (race off): "
+              + (", ".join(f"{r[0]} {r[2]:g}×" for r in slow) or "none") + ". Race-check "
+              "overhead over 1.25 ×: " + (", ".join(f"{r[0]} {r[3]:g}×" for r in racy) or "none")
+              + ".", ""]
+    if pairs:
+        lines += ["## Styles and their tuned twins (same run, race check off)", "",
+                  "| written as | ÷ NumPy | tuned twin | ÷ NumPy | style ÷ twin |",
+                  "|---|---:|---|---:|---:|"]
+        for a, b in pairs:
+            ra, rb = by_name[a][2], by_name[b][2]
+            lines.append(f"| {a} | {ra:g}× | {b} | {rb:g}× | {ra / rb:.2f}× |")
+        lines.append("")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -133,7 +188,8 @@ def main() -> None:
         got = "—" if measured is None else f"{measured:g} {unit}"
         met = "—" if measured is None else ("yes" if measured <= limit else "no")
         lines.append(f"| {name} | {limit:g} {unit} | {got} | {met} |")
-    lines += ["", "## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), "",
+    lines += [""] + issue20(zoo)
+    lines += ["## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), "",
               "## Fixed cost and scaling (`python bench/launch.py`)", "", "```text",
               launch.strip(), "```", ""]
     fit_va = re.search(r"vector_add fit: fixed (-?[\d.]+) us \+ ([\d.]+) ns/element "

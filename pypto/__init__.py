@@ -48,13 +48,16 @@ from pypto.runtime import (
 
 __version__ = "0.1.0"
 
-_LAZY = {"Profile": ("pypto.backend.cost_model", "Profile")}
+_LAZY = {"Profile": ("pypto.backend.cost_model", "Profile"),
+         "autotune": ("pypto.tuning", "autotune"),
+         "TuneResult": ("pypto.tuning", "TuneResult")}
 """Public names imported at their first use rather than by `import pypto` (the cost model is
-~8 ms of import that a program which never profiles does not need)."""
+~8 ms of import that a program which never profiles does not need; tuning likewise)."""
 
 
 def __getattr__(name: str) -> _Any:
-    """PEP 562: `pto.Profile` and `from pypto import Profile` import the cost model then."""
+    """PEP 562: `pto.Profile` / `pto.autotune` (and `from pypto import ...`) import the cost
+    model / the tuner then."""
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = getattr(_importlib.import_module(module), attr)
@@ -71,7 +74,7 @@ __all__ = [
     "kernel", "Kernel", "compile", "CompiledKernel",
     # host API
     "tensor", "empty", "zeros", "alloc_tensor", "Tensor", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
-    "default_stream", "profile", "Profile", "profile_on_npu",
+    "default_stream", "profile", "Profile", "profile_on_npu", "autotune", "TuneResult",
     # kernel language: every builtin of pypto.frontend.builtins (derived from the dialect)
     *_builtins.__all__,
     "WARP_SIZE",

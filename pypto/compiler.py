@@ -230,15 +230,25 @@ def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> d
 
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
-           args: tuple[Any, ...] | list[Any], stream: Stream | None = None) -> None:
+           args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
+           pipeline: str | None = None) -> None:
     """`pto.launch`: enqueue `kernel` (compiled here first if it is a `@pto.kernel`), async.
 
     The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
-    docstring for the arguments.
+    docstring for the arguments. `pipeline` compiles a `@pto.kernel` with that pass pipeline
+    instead of the default (as `pto.compile(pipeline=...)`; `pto.autotune`'s `launch_args`
+    carry the winner's, e.g. `pto-double-buffer{stages=3},...`).
     """
     try:
-        runtime_launch(kernel, grid, block, args, stream, compile=compile,
-                       origin=caller_site(2))
+        if pipeline is None:
+            runtime_launch(kernel, grid, block, args, stream, compile=compile,
+                           origin=caller_site(2))
+        else:
+            def compile_with(k: Any, **options: Any) -> CompiledKernel:
+                return compile(k, pipeline=pipeline, **options)
+
+            runtime_launch(kernel, grid, block, args, stream, compile=compile_with,
+                           origin=caller_site(2))
     except PtoError as exc:  # (inline rather than @public_api: a launch is a hot path)
         hide_internal_frames(exc)
         raise

@@ -26,7 +26,7 @@ from tests.kernels import (test_bitwise as kb, test_double_buffer as kd,  # noqa
                            test_half_precision as kh, test_histogram as khist,
                            test_language_features as kl, test_layernorm as kln,
                            test_reduction as kr, test_saxpy as ks, test_softmax as ksm, test_stencil as kst,
-                           test_transpose as kt)
+                           test_transpose as kt, test_users_zoo as ku)
 from vector_add import vector_add  # noqa: E402
 
 Arrays = dict[str, np.ndarray]
@@ -302,7 +302,128 @@ def cases(scale: str = "full") -> list[Case]:
                    "bins": np.zeros(nbins, np.int32)},
         lambda d: (mid, nbins, 256), lambda d: np.bincount(d["data"] % nbins, minlength=nbins),
         hist_check)
+    users(add, big, mid, side, mm)
     return out
+
+
+PAIRS = [  # (style as users write it, its tuned twin): docs/performance.md's table of pairs
+    ("scale2d ids (block_id*block_dim+local_id)", "scale2d global ids"),
+    ("gemv block/row A+(row*ncols+c)", "gemv block/row A+row*ncols+c"),
+    ("conv1d taps in L1 (broadcast)", "conv1d taps in HBM"),
+    ("dot interleaved tree (2*s*tid)", "block_sum (L1 tree)"),
+    ("warp_sync_sum (red+warp*32+lane)", "block_sum_warp_tail"),
+    ("axpy masked tail (2^k+77)", "saxpy (fma)"),
+    ("scale grid-stride (k*stride)", "vector_add"),
+]
+
+
+def users(add: Callable[..., None], big: int, mid: int, side: int, mm: int) -> None:
+    """The users' zoo (tests/kernels/test_users_zoo.py): kernels written as CUDA, Triton and
+    Ascend C authors write them, several beside a tuned twin (PAIRS)."""
+    bx, by = 16, 8
+    grid2 = ((side + bx - 1) // bx, (side + by - 1) // by)
+    for name, kern in (("scale2d ids (block_id*block_dim+local_id)", ku.scale2d_ids),
+                       ("scale2d global ids", ku.scale2d_global)):
+        add(name, f"{side}x{side}", kern, grid2, (bx, by),
+            lambda r: {"x": f32(r, side, side), "y": np.zeros((side, side), np.float32)},
+            lambda d: (side, side, 1.5, -0.25), lambda d: ku.scale2d_ref(d["x"], 1.5, -0.25),
+            lambda o, d: eq(o["y"], ku.scale2d_ref(d["x"], 1.5, -0.25)))
+    dz = max(2, side // 64)
+    add("add3d (3-D blocks)", f"{dz}x{side // 4}x{side}", ku.add3d,
+        (side // 8, side // 4 // 4, dz // 2), (8, 4, 2),
+        lambda r: {"x": f32(r, dz, side // 4, side), "y": f32(r, dz, side // 4, side),
+                   "out": np.zeros((dz, side // 4, side), np.float32)},
+        lambda d: (dz, side // 4, side), lambda d: ku.add3d_ref(d["x"], d["y"]),
+        lambda o, d: eq(o["out"], ku.add3d_ref(d["x"], d["y"])))
+    add("transpose naive (strided stores)", f"{side}x{side}", ku.transpose_naive,
+        (side // 16, side // 16), (16, 16),
+        lambda r: {"src": f32(r, side, side), "dst": np.zeros((side, side), np.float32)},
+        lambda d: (side, side), lambda d: np.ascontiguousarray(d["src"].T),
+        lambda o, d: eq(o["dst"], d["src"].T))
+    nt = mid + 77
+    add("axpy masked tail (2^k+77)", f"2^{mid.bit_length() - 1}+77", ku.axpy_tail,
+        (nt + 255) // 256, 256,
+        lambda r: {"x": f32(r, nt), "y": f32(r, nt)},
+        lambda d: (nt, 0.75), lambda d: np.float32(0.75) * d["x"] + d["y"],
+        lambda o, d: eq(o["y"], ku.axpy_ref(d["x"], d["y"], 0.75)))
+    add("gather idx (index array, tail)", f"2^{mid.bit_length() - 1}+77", ku.gather_idx,
+        (nt + 255) // 256, 256,
+        lambda r: {"x": f32(r, nt), "idx": r.integers(0, nt, nt).astype(np.int32),
+                   "y": np.zeros(nt, np.float32)},
+        lambda d: (nt,), lambda d: d["x"][d["idx"]],
+        lambda o, d: eq(o["y"], d["x"][d["idx"]]))
+    gs = max(1, mid // (256 * 16))
+    iters = -(-mid // (gs * 256))
+    add("scale grid-stride (k*stride)", f"2^{mid.bit_length() - 1}", ku.scale_grid_stride,
+        gs, 256,
+        lambda r: {"x": f32(r, mid), "y": np.zeros(mid, np.float32)},
+        lambda d: (mid, iters, 3.0), lambda d: np.float32(3.0) * d["x"],
+        lambda o, d: eq(o["y"], np.float32(3.0) * d["x"]))
+    add("mixed f16/f32 axpy", f"2^{mid.bit_length() - 1}", ku.mixed_axpy, mid // 256, 256,
+        lambda r: {"x16": (r.standard_normal(mid) * 4).astype(np.float16), "y": f32(r, mid),
+                   "z16": np.zeros(mid, np.float16)},
+        lambda d: (mid, 0.5), lambda d: ku.mixed_ref(d["x16"], d["y"], 0.5),
+        lambda o, d: (eq(o["y"], ku.mixed_ref(d["x16"], d["y"], 0.5)[0]),
+                      eq(o["z16"], ku.mixed_ref(d["x16"], d["y"], 0.5)[1])))
+    rows, blk = side, min(128, side)
+    for name, kern in (("gemv block/row A+(row*ncols+c)", ku.gemv_block_row),
+                       ("gemv block/row A+row*ncols+c", ku.gemv_block_row_tuned)):
+        add(name, f"{rows}x{side}", kern, rows, blk,
+            lambda r: {"A": f32(r, rows, side), "x": f32(r, side),
+                       "y": np.zeros(rows, np.float32)},
+            lambda d: (side, blk, blk.bit_length() - 1), lambda d: d["A"] @ d["x"],
+            lambda o, d: eq(o["y"], ku.gemv_block_ref(d["A"], d["x"], blk)))
+    lrows, lcols = side * 4, 64
+    add("gemv lane/row (naive)", f"{lrows}x{lcols}", ku.gemv_lane_row, lrows // 256, 256,
+        lambda r: {"A": f32(r, lrows, lcols), "x": f32(r, lcols),
+                   "y": np.zeros(lrows, np.float32)},
+        lambda d: (lrows, lcols), lambda d: d["A"] @ d["x"],
+        lambda o, d: eq(o["y"], ku.gemv_lane_ref(d["A"], d["x"])))
+    add("argmax rows (lane/row, two-value if)", f"{lrows}x{lcols}", ku.argmax_rows,
+        lrows // 256, 256,
+        lambda r: {"x": f32(r, lrows, lcols), "idx": np.zeros(lrows, np.int32),
+                   "val": np.zeros(lrows, np.float32)},
+        lambda d: (lrows, lcols), lambda d: (d["x"].argmax(axis=1), d["x"].max(axis=1)),
+        lambda o, d: (eq(o["idx"], d["x"].argmax(axis=1).astype(np.int32)),
+                      eq(o["val"], d["x"].max(axis=1))))
+    nb = mid // 256
+
+    def argmin_check(o: Arrays, d: Arrays) -> None:
+        rows_ = d["x"].reshape(nb, 256)
+        eq(o["out_idx"], (rows_.argmin(axis=1) + np.arange(nb) * 256).astype(np.int32))
+        eq(o["out_val"], rows_.min(axis=1))
+    add("argmin block (L1 tree, two arrays)", f"2^{mid.bit_length() - 1}", ku.argmin_block,
+        nb, 256,
+        lambda r: {"x": f32(r, mid), "out_idx": np.zeros(nb, np.int32),
+                   "out_val": np.zeros(nb, np.float32)},
+        lambda d: (mid, 256, 8), lambda d: d["x"].reshape(nb, 256).argmin(axis=1), argmin_check)
+    add("dot interleaved tree (2*s*tid)", f"2^{mid.bit_length() - 1}", ku.dot_interleaved,
+        nb, 256,
+        lambda r: {"a": f32(r, mid), "b": f32(r, mid), "partial": np.zeros(nb, np.float32)},
+        lambda d: (mid, 256, 8), lambda d: (d["a"] * d["b"]).reshape(-1, 256).sum(axis=1),
+        lambda o, d: eq(o["partial"], ku.dot_interleaved_ref(d["a"], d["b"], 256)))
+    add("warp_sync_sum (red+warp*32+lane)", f"2^{mid.bit_length() - 1}", ku.warp_sync_sum,
+        nb, 256,
+        lambda r: {"x": f32(r, mid), "partial": np.zeros(nb, np.float32)},
+        lambda d: (mid, 8), lambda d: d["x"].reshape(-1, 256).sum(axis=1),
+        lambda o, d: eq(o["partial"], ku.warp_sync_ref(d["x"], 8)))
+    add("scan block (Hillis-Steele, int32)", f"2^{mid.bit_length() - 1}", ku.scan_block,
+        nb, 256,
+        lambda r: {"x": r.integers(-100, 100, mid).astype(np.int32),
+                   "y": np.zeros(mid, np.int32)},
+        lambda d: (mid, 256, 4), lambda d: np.cumsum(d["x"].reshape(-1, 256), axis=1),
+        lambda o, d: eq(o["y"], ku.scan_ref(d["x"], 256)))
+    for name, kern in (("conv1d taps in L1 (broadcast)", ku.conv1d_taps_l1),
+                       ("conv1d taps in HBM", ku.conv1d_taps_hbm)):
+        add(name, f"2^{mid.bit_length() - 1}, 9 taps", kern, nb, 256,
+            lambda r: {"x": f32(r, mid), "taps": f32(r, 9), "y": np.zeros(mid, np.float32)},
+            lambda d: (mid, 256, 9), lambda d: np.convolve(d["x"], d["taps"][::-1], "same"),
+            lambda o, d: eq(o["y"], ku.conv1d_ref(d["x"], d["taps"])))
+    gm = mm // 2
+    add("gemm smem 16x16 (no mma)", f"{gm}^3", ku.gemm_smem, (gm // 16, gm // 16), (16, 16),
+        lambda r: {"A": f32(r, gm, gm), "B": f32(r, gm, gm), "C": np.zeros((gm, gm), np.float32)},
+        lambda d: (gm, gm), lambda d: d["A"] @ d["B"],
+        lambda o, d: eq(o["C"], ku.gemm_ref(d["A"], d["B"])))
 
 
 def run_once(case: Case, rng: np.random.Generator, **options: Any) -> tuple[Arrays, Arrays]:

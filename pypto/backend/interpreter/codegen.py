@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
@@ -34,6 +35,8 @@ from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, windows
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, poly_expr
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -158,15 +161,17 @@ class _Analysis:
     row_ops: dict[Operation, tuple[Operation, Operation]] = field(default_factory=dict)
     # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
     windowed: set[Operation] = field(default_factory=set)
-    # pointers `p + (tid + base)` with p the same for every lane of a block (batch mode, as
-    # `x + row * ncols + c`): value -> (p, name of base var); accessed a row per block
-    rows: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
-    # grid mode, 2-D launch: `gy * u` (value -> u) and `gy * u + gx` (value -> u), and pointers
-    # `p + (gy * u + gx) + v` (value -> (u, name of the var holding p's offset + v)):
-    # row-major 2-D accesses, done as slices of the (Y, X) plane
-    ymul: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    plane: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    plane_ptr: dict[SSAValue, tuple[SSAValue, str]] = field(default_factory=dict)
+    # the access planner (plan.py): loads / stores through affine addresses (op -> plan), and
+    # the pure address arithmetic nothing else needs (not emitted)
+    planned: dict[Operation, AccessPlan] = field(default_factory=dict)
+    dead: set[Operation] = field(default_factory=set)
+    # values normalised to `ramp + uniform` (plan.py ramp_base) though written another way
+    # (`b * bd + l`): op -> (uniform part, vector offset, block-local?)
+    promoted: dict[Operation, tuple[dict[tuple[str, ...], int], str, bool]] = \
+        field(default_factory=dict)
+    # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
+    # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
+    form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters):
@@ -221,14 +226,22 @@ class KernelCodegen(NpuEmitters):
         an = self.an
         an.uniform = _Uniform(varying_values(self.kernel,
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
-        in_block = varying_values(self.kernel, block_ids_uniform=True) \
-            if self.mode == BATCH and not self.instrumented else None
-        if self.mode == GRID and not self.one_d and not self.instrumented:
-            self._analyse_plane(ops)
+        self.planner = Planner(lambda v: v in an.uniform, self.name,
+                               self.mode in (GRID, BATCH))
+        promote = FAST_PATHS.on and self.one_d
         for op in _walk(ops):
             if isinstance(op, scf.IfOp) and self._windowable(op):
                 an.windowed.add(op)
             in_window = bool(an.windowed) and self.in_window(op)
+            if promote and isinstance(op, _PROMOTABLE) and op.results[0] not in an.affine \
+                    and op.results[0] not in an.uniform and not in_window:
+                ramp = self.planner.ramp_base(op.results[0], self.mode)
+                if ramp is not None:
+                    an.promoted[op] = ramp
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    if ramp[2]:
+                        an.local.add(op.results[0])
+                    continue
             if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
                 if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
                                           self.mode in (BLOCK, WARP)):
@@ -236,11 +249,6 @@ class KernelCodegen(NpuEmitters):
                 elif op.dim_index == 0 and self.mode == BATCH:
                     an.affine[op.results[0]] = self.fresh("rb")
                     an.local.add(op.results[0])
-            elif isinstance(op, pto.AddPtrOp) and in_block is not None and \
-                    op.offset in an.local and op.ptr not in in_block and op.ptr not in an.uniform:
-                an.rows[op.results[0]] = (op.ptr, an.affine[op.offset])
-            elif isinstance(op, pto.AddPtrOp) and op.ptr in an.rows and op.offset in an.uniform:
-                an.rows[op.results[0]] = (an.rows[op.ptr][0], self.fresh("rb"))
             elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
                 a, b = op.operands
                 if in_window and not (a in an.local or b in an.local):
@@ -268,14 +276,14 @@ class KernelCodegen(NpuEmitters):
                     if loads is not None:
                         an.row_ops[op] = loads
                         an.fused.update((op.value.owner, *loads))
+        if FAST_PATHS.on:
+            self._plan(ops)
         # which affine values must also exist as arrays?
         for op in _walk(ops):
+            if op in an.dead:
+                continue
             for index, operand in enumerate(op.operands):
-                if operand in an.rows:
-                    if not (isinstance(op, pto.LoadOp) and index == 0 or
-                            isinstance(op, pto.StoreOp) and index == 1 or
-                            op.results and op.results[0] in an.rows):
-                        an.needs_array.add(operand)
+                if op in an.planned and index == _ptr_index(op):
                     continue
                 if operand not in an.affine:
                     continue
@@ -284,46 +292,57 @@ class KernelCodegen(NpuEmitters):
                     continue
                 an.needs_array.add(operand)
 
-    def _analyse_plane(self, ops: Iterable[Operation]) -> None:
-        """Find the row-major 2-D addresses `p + (gy * u + gx) + v` of a 2-D grid-mode kernel
-        (gx, gy: global ids; u, v uniform), and which of their values must still exist as
-        arrays (used by something other than another such address, a load or a store)."""
+    def _plan(self, ops: Iterable[Operation]) -> None:
+        """The access planner (plan.py): loads and stores whose address no structured path
+        above takes but which is affine in the lane symbols become planned accesses; the pure
+        arithmetic only they used is left out (kept in the instrumented variant, whose hooks
+        report every value)."""
         an = self.an
-        gx = gy = None
+        planner = self.planner
+        self._cmp_leaves: set[SSAValue] = set()
         walked = list(_walk(ops))
         for op in walked:
-            if isinstance(op, pto.GetGlobalIdOp) and op.dim_index in (0, 1):
-                if op.dim_index == 0:
-                    gx = op.results[0]
-                else:
-                    gy = op.results[0]
-            elif isinstance(op, arith.MuliOp) and gy is not None:
-                a, b = op.operands
-                if a is gy and b in an.uniform or b is gy and a in an.uniform:
-                    an.ymul[op.results[0]] = b if a is gy else a
-            elif isinstance(op, arith.AddiOp) and gx is not None:
-                a, b = op.operands
-                if a in an.ymul and b is gx or b in an.ymul and a is gx:
-                    an.plane[op.results[0]] = an.ymul[a if a in an.ymul else b]
-            elif isinstance(op, pto.AddPtrOp):
-                if op.ptr in an.uniform and op.offset in an.plane:
-                    an.plane_ptr[op.results[0]] = (an.plane[op.offset], self.fresh("pc"))
-                elif op.ptr in an.plane_ptr and op.offset in an.uniform:
-                    an.plane_ptr[op.results[0]] = (an.plane_ptr[op.ptr][0], self.fresh("pc"))
-        kinds = (an.ymul, an.plane, an.plane_ptr)
-        for op in reversed(walked):
-            for index, v in enumerate(op.operands):
-                if not any(v in k for k in kinds):
-                    continue
-                consumed = (isinstance(op, pto.LoadOp) and index == 0 or
-                            isinstance(op, pto.StoreOp) and index == 1 or
-                            op.results and any(op.results[0] in k for k in kinds) and
-                            op.results[0] not in an.needs_array)
-                if not consumed:
-                    an.needs_array.add(v)
-            if op.results and op.results[0] in an.needs_array and \
-                    any(op.results[0] in k for k in kinds):
-                an.needs_array.update(x for x in op.operands if any(x in k for k in kinds))
+            if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
+                continue
+            if isinstance(op, pto.StoreOp) and op.value.owner in an.fused:
+                continue
+            ptr = op.operands[_ptr_index(op)]
+            if ptr in an.affine:
+                continue  # a lane-affine slice (load_ramp, load_rows)
+            plan = planner.plan(ptr)
+            if plan is not None:
+                an.planned[op] = plan
+        for op in walked:
+            if not isinstance(op, arith.CmpiOp) or op.results[0] in an.uniform:
+                continue
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            lhs, rhs = op.operands
+            if pred not in _CMP_SIGNED or lhs in an.affine or rhs in an.affine:
+                continue  # the lane-affine compare (_cmp) takes those
+            if rhs in an.uniform:
+                x, u, sym = lhs, rhs, _CMP[pred]
+            elif lhs in an.uniform:
+                x, u, sym = rhs, lhs, _FLIP[_CMP[pred]]
+            else:
+                continue
+            form = planner.form(x)
+            width = _int_width(x.type)
+            if form is not None and not form.uniform:
+                an.form_cmps[op] = (form.source(), width, u, sym)
+                for leaf in form.leaves():
+                    if leaf in planner.leaf_values:
+                        self._cmp_leaves.add(planner.leaf_values[leaf])
+        if (an.planned or an.promoted or an.form_cmps) and not self.instrumented:
+            names = {n for p in an.planned.values() for n in p.leaves()}
+            names.update(leaf for rest, _, _ in an.promoted.values() for m in rest for leaf in m)
+            leaves = {planner.leaf_values[n] for n in names if n in planner.leaf_values}
+            leaves |= self._cmp_leaves
+            leaves.update(u for _, _, u, _ in an.form_cmps.values())
+
+            def virtual(user: Operation, index: int) -> bool:
+                return user in an.planned and index == _ptr_index(user) or \
+                    user in an.promoted or user in an.form_cmps
+            an.dead = dead_ops(walked, virtual, leaves)
 
     def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
         """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
@@ -373,8 +392,15 @@ class KernelCodegen(NpuEmitters):
         if not isinstance(test, arith.CmpiOp):
             return False
         a, b = test.operands
-        def banded(v: SSAValue) -> bool:  # block-local ids, or the warp number in the block
-            return v in an.local or isinstance(v.owner, pto.GetWarpIdOp)
+        def banded(v: SSAValue) -> bool:
+            # block-local ids, the warp number in the block, or any value the planner finds
+            # affine in local ids / warp / lane only (`2 * s * tid`, `lane`): the same lanes
+            # of every block then pass the test, the window of one block is every block's
+            if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
+                return True
+            form = self.planner.form(v) if FAST_PATHS.on else None
+            return form is not None and not form.uniform and \
+                all(sym in ("l0", "w", "n") for sym in form.coef_polys)
         if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
             return False
         if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
@@ -395,22 +421,23 @@ class KernelCodegen(NpuEmitters):
                     inside.update(b.args)
         used: dict[SSAValue, None] = {}
         for inner in ops:
-            for v in inner.operands:
+            if inner in an.dead:
+                continue
+            for index, v in enumerate(inner.operands):
                 if v in inside or v in an.uniform:
                     continue
+                if inner in an.planned and index == _ptr_index(inner) or \
+                        inner in an.form_cmps or inner in an.promoted:
+                    continue  # computed from ids and uniform values (plan.py)
                 if v in an.local and v not in an.needs_array:
                     continue  # used through its uniform base only
-                if v in an.rows and v not in an.needs_array:
-                    v = an.rows[v][0]  # used through its block's pointer and a uniform base
-                    if v in inside:
-                        continue
                 used[v] = None
         return list(used)
 
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
         if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
-            return op.results[0] in an.affine or op.results[0] in an.rows
+            return op.results[0] in an.affine
         if isinstance(op, pto.LoadOp) and index == 0:
             return True
         if isinstance(op, pto.StoreOp) and index == 1:
@@ -499,9 +526,12 @@ class KernelCodegen(NpuEmitters):
         return False
 
     def dispatch(self, op: Operation) -> None:
-        if op in self.an.fused:
-            return  # computed by the store that follows (store_ramp_op)
-        if op.results and self.plane_op(op):
+        if op in self.an.fused or op in self.an.dead:
+            return  # computed by the store that follows (store_ramp_op) / by a planned access
+        if op in self.an.promoted:
+            rest, offset, _ = self.an.promoted[op]
+            width = _int_width(op.results[0].type)
+            self.define_affine(op.results[0], f"_wrap{width}({poly_expr(rest)} + {offset})")
             return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
@@ -535,24 +565,6 @@ class KernelCodegen(NpuEmitters):
         """The lane pattern an affine value adds its base to: the vector's ramp, or in batch
         mode for block-local values each block's local ids."""
         return "_ctx.local_id(0)" if v in self.an.local else "_ctx.ramp"
-
-    def plane_op(self, op: Operation) -> bool:
-        """A row-major 2-D address (see _analyse_plane): define the uniform offset of a plane
-        pointer; emit nothing else unless the value is also needed as an array."""
-        an = self.an
-        r = op.results[0]
-        if r in an.plane_ptr:
-            p, off = op.operands
-            pc = an.plane_ptr[r][1]
-            if p in an.plane_ptr:
-                self.emit(f"{pc} = {an.plane_ptr[p][1]} + {self.name(off)}")
-            else:
-                self.emit(f"{pc} = _np.int64({self.name(p)})")
-            if r not in an.needs_array:
-                self.emit(f"{self.name(r)}_b = {self.name(p)}_b")
-                return True
-            return False
-        return (r in an.ymul or r in an.plane) and r not in an.needs_array
 
     def define_affine(self, v: SSAValue, base_expr: str) -> None:
         rb = self.an.affine[v]
@@ -605,6 +617,11 @@ class KernelCodegen(NpuEmitters):
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
         lhs, rhs = op.operands
         an = self.an
+        if op in an.form_cmps:
+            src, width, u, sym = an.form_cmps[op]
+            self.emit(f"{self.name(op.results[0])} = _ctx.form_cmp({sym!r}, ({src}, {width}), "
+                      f"{self.name(u)})")
+            return
         if pred in _CMP_SIGNED and (lhs in an.affine and rhs in an.uniform or
                                     rhs in an.affine and lhs in an.uniform):
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
@@ -673,14 +690,6 @@ class KernelCodegen(NpuEmitters):
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
-        if res in self.an.rows:
-            row, rb = self.an.rows[res]
-            self.emit(f"{rn}_b = {pn}_b")
-            if p in self.an.rows:  # (row + tid + base) + u
-                self.emit(f"{rb} = {self.an.rows[p][1]} + {on}")
-            if res in self.an.needs_array:
-                self.emit(f"{rn} = {self.name(row)} + (_ctx.local_id(0) + _np.int64({rb}))")
-            return
         if res not in self.an.affine and self.reuse(op):
             return
         self.emit(f"{rn}_b = {pn}_b")
@@ -716,13 +725,11 @@ class KernelCodegen(NpuEmitters):
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
-        if p in self.an.plane_ptr:
-            u, pc = self.an.plane_ptr[p]
-            self.emit(f"{res} = _ctx.load_plane({self.name(p)}_b, {self.name(u)}, {pc}, _m, {s})")
-        elif p in self.an.rows:
-            row, rb = self.an.rows[p]
-            self.emit(f"{res} = _ctx.load_block_rows({self.name(p)}_b, {self.name(row)}, {rb}, "
-                      f"_m, {s})")
+        if op in self.an.planned:
+            plan = self.an.planned[op]
+            view = "True" if _view_safe(op.results[0]) else "False"
+            self.emit(f"{res} = _ctx.load_plan({self.name(plan.root)}_b, {plan.source()}, _m, "
+                      f"{s}, {view})")
         elif p in self.an.local:
             self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
         elif p in self.an.affine:
@@ -740,15 +747,7 @@ class KernelCodegen(NpuEmitters):
             self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
                       f"{self.name(a)}, {self.name(b)}, _m, {s})")
             return
-        if ptr in self.an.plane_ptr:
-            u, pc = self.an.plane_ptr[ptr]
-            self.emit(f"_ctx.store_plane({self.name(ptr)}_b, {self.name(u)}, {pc}, {value_expr}, "
-                      f"_m, {s})")
-        elif ptr in self.an.rows:
-            row, rb = self.an.rows[ptr]
-            self.emit(f"_ctx.store_block_rows({self.name(ptr)}_b, {self.name(row)}, {rb}, "
-                      f"{value_expr}, _m, {s})")
-        elif ptr in self.an.local:
+        if ptr in self.an.local:
             self.emit(f"_ctx.store_rows({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
                       f"_m, {s})")
         elif ptr in self.an.affine:
@@ -773,6 +772,11 @@ class KernelCodegen(NpuEmitters):
     def op_pto_store(self, op: pto.StoreOp) -> None:
         if op in self.an.row_ops:
             self.row_op(op)
+            return
+        if op in self.an.planned:
+            plan = self.an.planned[op]
+            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, "
+                      f"{self.name(op.value)}, _m, {self.site(op)})")
             return
         self._store(op.ptr, self.name(op.value), self.site(op), op.value)
 
@@ -800,6 +804,11 @@ class KernelCodegen(NpuEmitters):
             value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
+        if op in self.an.planned:
+            plan = self.an.planned[op]
+            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, {value}, _m, "
+                      f"{s})")
+            return
         self._store(op.dst, value, s)
 
     def op_pto_barrier(self, op: pto.BarrierOp) -> None:
@@ -1074,6 +1083,28 @@ class KernelCodegen(NpuEmitters):
                   f"{dt}, _m, {self.site(op)})")
 
 
+_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, pto.GetGlobalIdOp,
+               pto.GetLocalIdOp)
+"""Integer ops whose value the planner may recognise as `lane ramp + uniform`."""
+
+
+def _int_width(t: Attribute) -> int:
+    return t.width.data if isinstance(t, IntegerType) else 64
+
+
+def _wrap32(x: int) -> np.int32:
+    return np.int32((x + 2**31) % 2**32 - 2**31)
+
+
+def _wrap64(x: int) -> np.int64:
+    return np.int64((x + 2**63) % 2**64 - 2**63)
+
+
+def _ptr_index(op: Operation) -> int:
+    """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
+    return 1 if isinstance(op, pto.StoreOp) else 0
+
+
 def _is_address(t: Attribute) -> bool:
     return isinstance(t, pto.PtrType | pto.L1BufferType)
 
@@ -1174,6 +1205,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_window": windows.window,
         "_ramp_cmp": lanes.ramp_compare,
         "_F64": np.dtype(np.float64),
+        "_wrap32": _wrap32,
+        "_wrap64": _wrap64,
     }
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})
     namespace.update(gen.constants)

@@ -31,6 +31,7 @@ from pypto.backend.interpreter.codegen import (
     _walk,
     generate,
 )
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
@@ -179,11 +180,11 @@ class Executable:
             self.mode = WARP
         else:
             self.mode = BATCH if batch_blocks and batchable(kernel) else BLOCK
-        self._variants: dict[tuple[str, bool, bool], GeneratedKernel] = {}
+        self._variants: dict[tuple[str, bool, bool, bool], GeneratedKernel] = {}
         # L1 of finished lane vectors by vector length, reused by the next ones (tiles.py
         # adopt_block_memory); a run that raised leaves its L1 out
         self._arenas: dict[int, list[Any]] = {}
-        self._chunks: dict[tuple[tuple[int, int, int], tuple[int, int, int]],
+        self._chunks: dict[tuple[tuple[int, int, int], tuple[int, int, int], bool],
                            tuple[GeneratedKernel, list[tuple[int, int]]]] = {}
         """Per launch shape seen (grid, block) in grid/batch/block mode: the generated code and
         the lane vectors (first lane, count) to run; a cached launch goes straight to them."""
@@ -191,7 +192,7 @@ class Executable:
     def variant(self, one_d: bool, instrumented: bool = False) -> GeneratedKernel:
         """The generated code for a launch shape (`one_d`: 1-D grid and block), with hooks
         for instruments or without (the plain variant has none)."""
-        key = (self.mode, one_d, instrumented)
+        key = (self.mode, one_d, instrumented, FAST_PATHS.on)  # fast paths off: no plans
         gen = self._variants.get(key)
         if gen is None:
             gen = generate(self.func, self.mode, one_d, instrumented)
@@ -269,7 +270,7 @@ class Executable:
         debugger's focus on one block); None runs every block."""
         bound = self.bind(args)
         if instrument is None and blocks is None:
-            chunks = self._chunks.get((grid, block))
+            chunks = self._chunks.get((grid, block, FAST_PATHS.on))
             if chunks is not None:  # a launch shape seen before: straight to the kernel
                 gen = chunks[0]
                 token = _ignore_fp_errors()
@@ -352,7 +353,7 @@ class Executable:
         n_blocks = grid[0] * grid[1] * grid[2]
         if len(self._chunks) >= _SHAPES_MEMO:
             self._chunks.clear()
-        self._chunks[(grid, block)] = (gen, [
+        self._chunks[(grid, block, FAST_PATHS.on)] = (gen, [
             (first_block * block_lanes, min(per_chunk, n_blocks - first_block) * block_lanes)
             for first_block in range(0, n_blocks, per_chunk)])
 

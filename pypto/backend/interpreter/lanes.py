@@ -22,6 +22,7 @@ from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
 from pypto.backend.interpreter.tiles import BlockMemory
+from pypto.backend.interpreter.views import PlannedAccess
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 Mask = Any  # None | False | np.ndarray[bool]
@@ -214,7 +215,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, BlockMemory, RaceChecker):
+class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -358,12 +359,34 @@ class LaneContext(StructuredAccess, BlockMemory, RaceChecker):
         return np.int32(self.grid[dim])
 
     def warp_id(self) -> Any:
-        _, local = self._block_linear_and_local()
-        return _i32(local // self.warp_size)
+        return self._warp_or_lane("w")
 
     def lane_id(self) -> Any:
-        _, local = self._block_linear_and_local()
-        return _i32(local % self.warp_size)
+        return self._warp_or_lane("n")
+
+    def same_mask(self, outcome: bool) -> np.ndarray:
+        """The cached read-only all-True / all-False mask of this vector's length, which
+        `mask_and` / `mask_andnot` recognise by identity (see `ramp_compare`)."""
+        return uniform_masks(self.count)[outcome]
+
+    def _warp_or_lane(self, key: str) -> Any:
+        """Warp number (`w`) or lane in the warp (`n`) per lane, once per vector; for vectors
+        of whole blocks one block's pattern repeated, shared by every vector of the shape."""
+        value = self._ids.get(key)
+        if value is None:
+            ws = self.warp_size
+            if self._whole_blocks():
+                lanes = self.block_lanes
+                value = geometry(
+                    ("warp_lane", key, lanes, ws, self.count),
+                    lambda: np.tile((np.arange(lanes, dtype=np.int32) // ws if key == "w" else
+                                     np.arange(lanes, dtype=np.int32) % ws),
+                                    self.count // lanes))
+            else:
+                _, local = self._block_linear_and_local()
+                value = _i32(local // ws if key == "w" else local % ws)
+            self._ids[key] = value
+        return value
 
     def vector_warps(self) -> np.ndarray:
         """Per vector position, a warp number unique within the vector."""
@@ -536,7 +559,31 @@ class LaneContext(StructuredAccess, BlockMemory, RaceChecker):
                 self.check_read(buf, slice(base, base + self.count), None, site)
             chunk = buf.data[base:base + self.count]
             return chunk if view else chunk.copy()
+        cut = self._ramp_cut(buf, base, mask)
+        if cut is not None:  # a masked vector (a partial tail): the slice of lanes in bounds
+            lo, hi = cut
+            b = int(base)
+            chunk = buf.data[b + lo:b + hi]
+            if lo == 0 and hi == self.count:
+                return chunk if view else chunk.copy()
+            out = np.zeros(self.count, dtype=buf.data.dtype)
+            out[lo:hi] = chunk  # lanes outside are inactive: their value is never used
+            return out
         return self.load(buf, self.ramp + np.int64(base), mask, site)
+
+    def _ramp_cut(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int] | None:
+        """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
+        whose element lies in the buffer, when every active lane is among them (else None:
+        the general path runs and reports the lane out of bounds); also None when checks need
+        the active lanes' indices (L1, copies in flight) or fast paths are off."""
+        if not (isinstance(mask, np.ndarray) and not buf.stride and FAST_PATHS.on and
+                not buf.watched() and not self.inflight):
+            return None
+        b = int(base)
+        lo, hi = max(0, -b), min(self.count, buf.count - b)
+        if lo >= hi or (lo and mask[:lo].any()) or (hi < self.count and mask[hi:].any()):
+            return None
+        return lo, hi
 
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
         data = buf.data
@@ -558,6 +605,14 @@ class LaneContext(StructuredAccess, BlockMemory, RaceChecker):
             if buf.watched() or self.inflight:
                 self.check_write(buf, slice(base, base + self.count), None, site)
             buf.data[base:base + self.count] = value
+            return
+        cut = self._ramp_cut(buf, base, mask)
+        if cut is not None:  # a masked vector: the active lanes' elements, in place
+            lo, hi = cut
+            b = int(base)
+            if isinstance(value, np.ndarray):
+                value = value[lo:hi]
+            np.copyto(buf.data[b + lo:b + hi], value, casting="unsafe", where=mask[lo:hi])
             return
         self.store(buf, self.ramp + np.int64(base), value, mask, site)
 

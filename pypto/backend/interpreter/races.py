@@ -319,6 +319,52 @@ class RaceChecker:
         else:
             np.copyto(target, np.broadcast_to(warps, target.shape), where=active)
 
+    def race_pattern(self, buf: Any, pattern: tuple[np.ndarray, ...], site: int,
+                     write: bool) -> bool:
+        """The race checks of a planned access (views.py) in which every block of a batch-mode
+        vector touches the same elements of its copy with the same lanes: lane `lanes[j]`
+        touches element `local[j]` of its block's copy, every lane active. Per element the
+        reading warps are summarised once per pattern (the lowest and highest warp), so the
+        checks are 2-D slices of (blocks, distinct elements) of the shadow — for a broadcast
+        read (every lane reads one element) one column per block. Writes reach here only when
+        no two lanes write one element. Returns False when it found a race: the caller then
+        runs the general check, which reports it exactly as it would."""
+        sh = buf.shadow
+        arena = sh.arena
+        epoch = self.counters["epoch"]
+        if arena.epoch != epoch:
+            arena.at_epoch(epoch)
+        self._materialise(arena)
+        if arena.deferred:
+            self._settle_reads(arena)
+        ws = self.warp_size
+        local, lanes, elems, wmin, wmax = pattern
+        w_rows, r_rows, m_rows = _shadow_rows(buf)
+        multi = wmin != wmax
+        if sh.writes:
+            w = w_rows[:, elems]
+            bad = (w >= 0) & ((w != wmin) | multi)
+            if bad.any():
+                return False
+        if write and sh.reads:
+            r = r_rows[:, elems]
+            if (((r >= 0) & (r != wmin)) | m_rows[:, elems]).any():
+                return False
+        log = sh.writes if write else sh.reads
+        earlier_reads = bool(sh.reads)
+        log.append((site, buf, _PATTERN, (local, lanes), ws))
+        arena.dirty = True
+        if write:
+            w_rows[:, elems] = wmin
+            return True
+        if earlier_reads or multi.any():
+            r = r_rows[:, elems]
+            other = ((r >= 0) & (r != wmin)) | multi
+            if other.any():
+                m_rows[:, elems] |= other
+        r_rows[:, elems] = wmax
+        return True
+
     def _materialise(self, arena: Shadow) -> None:
         """Write the pending row accesses of this epoch into the shadow arrays, in order (the
         arrays are then this epoch's whole record). `dirty` says the arrays hold something:
@@ -380,6 +426,8 @@ def _find(log: list[tuple[int, Any, Any, np.ndarray, np.ndarray]], buf: Any, ele
     for site, lbuf, index, lanes, warps in reversed(log):
         if index is _ROWS:  # a row access: expanded only now, on the rare reporting path
             index, lanes, warps = _expand_rows(lbuf, *lanes, warps)
+        elif index is _PATTERN:
+            index, lanes, warps = _expand_pattern(lbuf, *lanes, warps)
         hit = np.flatnonzero(_granules(lbuf, index, lanes.size) == target)
         for i in hit[::-1]:
             if int(warps[i]) != other_than_warp:
@@ -478,3 +526,29 @@ def _expand_rows(buf: Any, base: int, lo: int, hi: int, active: Any,
     else:
         index, lanes = index.reshape(-1), lanes.reshape(-1)
     return index, lanes, (lanes // ws).astype(np.int16)
+
+
+_PATTERN = object()
+"""Marks a logged pattern access (RaceChecker.race_pattern): (site, buf, _PATTERN, (local
+elements, lanes), warp size), expanded lane by lane only when a race report names it."""
+
+
+def pattern_summary(local: np.ndarray, lanes: np.ndarray,
+                     ws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct elements of a pattern and, per element, the lowest and highest warp among
+    the lanes touching it."""
+    warps = (lanes // ws).astype(np.int16)
+    elems, inverse = np.unique(local, return_inverse=True)
+    wmin = np.full(elems.size, np.iinfo(np.int16).max, dtype=np.int16)
+    wmax = np.full(elems.size, -1, dtype=np.int16)
+    np.minimum.at(wmin, inverse, warps)
+    np.maximum.at(wmax, inverse, warps)
+    return elems, wmin, wmax
+
+
+def _expand_pattern(buf: Any, local: np.ndarray, lanes: np.ndarray,
+                    ws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A logged pattern access's element indices, block-local lanes and warps, lane by lane."""
+    index = np.arange(buf.blocks, dtype=np.int64)[:, None] * buf.stride + local[None, :]
+    lanes2 = np.broadcast_to(lanes, index.shape).reshape(-1)
+    return index.reshape(-1), lanes2, (lanes2 // ws).astype(np.int16)

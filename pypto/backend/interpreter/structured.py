@@ -5,9 +5,8 @@ A mixin of `lanes.LaneContext` (it uses the context's ids, masks, memory and rac
 - block-local rows (batch mode, 1-D blocks): `buf + tid + u` in L1 as a 2-D slice of the blocks'
   copies (`load_rows`, `store_rows`, `rows_op`), lane windows of masks (`lane_window`) and the
   shared block-local comparison masks (`local_cmp`);
-- HBM rows per block: `p + tid + u` with `p` the same across each block (`load_block_rows`,
-  `store_block_rows`);
-- the (Y, X) plane of a 2-D grid-mode launch: `p + gy * w + gx` (`load_plane`, `store_plane`).
+Addresses of any other affine shape (2-D and 3-D launches, strides, broadcasts) are the access
+planner's (plan.py, views.py).
 Each falls back to the general path (`load` / `store`) whenever its preconditions fail, so
 errors are reported exactly as there; `PYPTO_FAST_PATHS=0` turns all of them off.
 """
@@ -17,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
@@ -138,145 +136,6 @@ class StructuredAccess:
         j = lo - base - self.local_base  # lanes outside are inactive: their value is unused
         out[:, j:j + hi - lo] = rows
         return out.reshape(-1)
-
-    def _block_rows(self, buf: Buffer, row: Any, base: Any, mask: Mask,
-                    write: bool) -> tuple[np.ndarray, bool] | None:
-        """For an access where lane k of each block touches element `row_b + base + k` of an
-        HBM buffer (`row` is the same for every lane of a block): a (blocks, lanes) view of the
-        elements (strided when the rows are evenly spaced, else an index array), or None when
-        the general path must run (fast paths off, copies in flight, a row out of bounds — the
-        general path reports it — or, for a store, rows that overlap). The flag says which."""
-        width = self.row_width
-        if not (FAST_PATHS.on and not buf.stride and not self.inflight and mask is not False
-                and buf.space == "global" and self.count % width == 0):
-            return None
-        blocks = self.count // width
-        first = int(base) + self.local_base
-        if isinstance(row, np.ndarray):
-            starts = row[::width].astype(np.int64) + first
-        else:
-            starts = np.full(blocks, int(row) + first, dtype=np.int64)
-        lo, hi = int(starts.min()), int(starts.max()) + width
-        if lo < 0 or hi > buf.count:
-            return None
-        step = int(starts[1] - starts[0]) if blocks > 1 else width
-        data = buf.data
-        if blocks == 1 or (step >= 0 and np.array_equal(np.diff(starts), np.full(blocks - 1, step))):
-            if write and step < width and blocks > 1:
-                return None  # overlapping rows: the general path's lane order decides
-            s0 = int(starts[0])
-            if step >= width and s0 + blocks * step <= data.size:  # plain slicing: cheaper
-                return data[s0:s0 + blocks * step].reshape(blocks, step)[:, :width], False
-            isz = data.itemsize
-            return as_strided(data[s0:], shape=(blocks, width),
-                              strides=(step * isz, isz), writeable=write), False
-        if write:
-            return None
-        return starts[:, None] + np.arange(width, dtype=np.int64), True
-
-    def load_block_rows(self, buf: Buffer, row: Any, base: Any, mask: Mask, site: int) -> Any:
-        """Load where lane k of each block reads element `row_b + base + k` (batch mode; `row`
-        is a pointer the same across each block, as `x + block_id * ncols`): each block's
-        lanes read one contiguous row, so the access is a 2-D slice when the rows are evenly
-        spaced, instead of a per-lane gather."""
-        rows = self._block_rows(buf, row, base, mask, write=False)
-        if rows is None:
-            return self.load(buf, row + (self.local_id(0) + np.int64(base)), mask, site)
-        view, is_index = rows
-        if is_index:
-            return buf.data[view].reshape(-1)  # uneven rows: one gather of whole rows
-        return view.reshape(-1)  # a copy: rows of a strided view
-
-    def store_block_rows(self, buf: Buffer, row: Any, base: Any, value: Any, mask: Mask,
-                         site: int) -> None:
-        """Store where lane k of each block writes element `row_b + base + k` (see
-        `load_block_rows`); rows that do not overlap, else the general path."""
-        rows = self._block_rows(buf, row, base, mask, write=True)
-        view = None if rows is None else rows[0]
-        if view is None:
-            self.store(buf, row + (self.local_id(0) + np.int64(base)), value, mask, site)
-            return
-        if isinstance(value, np.ndarray):
-            value = value.reshape(view.shape)
-        if mask is None:
-            view[...] = value
-        else:
-            np.copyto(view, value, casting="unsafe", where=mask.reshape(view.shape))
-
-    def _plane(self, buf: Buffer, pitch: Any, offset: Any, mask: Mask,
-               write: bool) -> tuple[int, int, int, tuple[int, int, int, int]] | None:
-        """For an access where each lane touches element `gy * pitch + gx + offset` of an HBM
-        buffer (grid mode, 2-D launch; gx, gy its global ids) and the pitch is the grid's
-        width, the lanes of this vector cover rows Y0.. of the (Y, X) plane in row-major
-        order: (start, lo, hi, shape) — plane position q is element start + q, positions lo..hi
-        are in bounds, and `shape` = (block rows, block height, blocks per row, block width)
-        reorders lanes (block after block) into plane order. None: the general path runs
-        (fast paths off, copies in flight, another pitch or launch shape, an int32 product
-        that could wrap, or an active lane out of bounds — which it reports)."""
-        gx, gy, gz = self.grid
-        bx, by, bz = self.block
-        lanes = self.block_lanes
-        if not (FAST_PATHS.on and not buf.stride and buf.space == "global" and
-                not self.inflight and mask is not False and gz == 1 and bz == 1):
-            return None
-        if self.first_lane % (lanes * gx) or self.count % (lanes * gx):
-            return None  # not whole rows of blocks
-        width = gx * bx
-        if int(pitch) != width:
-            return None
-        y0 = self.first_lane // (lanes * gx) * by
-        rows = self.count // width
-        if (y0 + rows) * width > 2**31 - 1:
-            return None  # gy * pitch + gx would wrap in int32
-        start = y0 * width + int(offset)
-        total = rows * width
-        lo, hi = max(0, -start), min(total, buf.count - start)
-        shape = (rows // by, by, gx, bx)
-        if lo == 0 and hi == total:
-            return start, lo, hi, shape
-        if mask is None or lo >= hi:
-            return None
-        plane = mask.reshape(shape[0], gx, by, bx).transpose(0, 2, 1, 3).reshape(-1)
-        if plane[:lo].any() or plane[hi:].any():
-            return None
-        return start, lo, hi, shape
-
-    def _plane_offsets(self, pitch: Any, offset: Any) -> np.ndarray:
-        """The general path's element offsets: `gy * pitch + gx` in int32, then + offset."""
-        return (self.global_id(1) * pitch + self.global_id(0)) + np.int64(offset)
-
-    def load_plane(self, buf: Buffer, pitch: Any, offset: Any, mask: Mask, site: int) -> Any:
-        """Load at `gy * pitch + gx + offset` (see `_plane`): one contiguous slice of the
-        plane, reordered into lane order, instead of a gather."""
-        plane = self._plane(buf, pitch, offset, mask, write=False)
-        if plane is None:
-            return self.load(buf, self._plane_offsets(pitch, offset), mask, site)
-        start, lo, hi, shape = plane
-        data = buf.data
-        if lo == 0 and hi == shape[0] * shape[1] * shape[2] * shape[3]:
-            values = data[start:start + hi]
-        else:  # lanes outside the buffer are inactive: their value is unused
-            values = np.zeros(shape[0] * shape[1] * shape[2] * shape[3], dtype=data.dtype)
-            values[lo:hi] = data[start + lo:start + hi]
-        return values.reshape(shape).transpose(0, 2, 1, 3).reshape(-1)
-
-    def store_plane(self, buf: Buffer, pitch: Any, offset: Any, value: Any, mask: Mask,
-                    site: int) -> None:
-        """Store at `gy * pitch + gx + offset` (see `load_plane`)."""
-        plane = self._plane(buf, pitch, offset, mask, write=True)
-        if plane is None:
-            self.store(buf, self._plane_offsets(pitch, offset), value, mask, site)
-            return
-        start, lo, hi, shape = plane
-        blocks_shape = (shape[0], shape[2], shape[1], shape[3])  # lane order
-        dst = buf.data[start + lo:start + hi]
-        if isinstance(value, np.ndarray):
-            value = value.reshape(blocks_shape).transpose(0, 2, 1, 3).reshape(-1)[lo:hi]
-        if mask is None:
-            dst[...] = value
-        else:
-            where = mask.reshape(blocks_shape).transpose(0, 2, 1, 3).reshape(-1)[lo:hi]
-            np.copyto(dst, value, casting="unsafe", where=where)
 
     def rows_op(self, dst: Buffer, base: Any, ufunc: Any, a: Buffer, base_a: Any, b: Buffer,
                 base_b: Any, mask: Mask, site_a: int, site_b: int, site: int,

@@ -123,6 +123,17 @@ class WindowContext(LaneContext):
     def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
         return 0, self.width, False  # never narrowed twice
 
+    def _make_box(self) -> Any:
+        """The parent's blocks times block-local lanes first..first+width-1 (planned
+        accesses, views.py)."""
+        box = self.parent.plan_box()
+        if box is None or any(kind == "l" for kind, *_ in box[0][:-1]):
+            return None
+        axes = [a for a in box[0] if a[0] == "b"]
+        if self.width > 1:
+            axes.append(("l", 0, self.width, 0))
+        return axes, box[1], (self.first, 0, 0)
+
     def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """Row accesses in the window: lane j of a block touches `base + first + j`."""
         if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and

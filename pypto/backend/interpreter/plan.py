@@ -1,0 +1,349 @@
+"""The access planner: an affine analysis of every address, which decides how each load and store
+of the generated code runs (see docs/interpreter.md, "The access planner").
+
+Every integer value of a kernel is normalised, when it can be, to an exact *linear form*
+
+    value = rest + sum(coef[s] * s)      s in the lane symbols of the launch
+
+over the lane symbols: local ids x/y/z (`l0..l2`), block ids x/y/z (`b0..b2`, lane-varying
+when a vector holds several blocks: grid and batch modes; in block and warp modes they are
+uniform), the warp number (`w`) and the lane in the warp (`n`). Global ids become
+`b_d * block_dim_d + l_d`. `rest` and every coefficient are *polynomials of uniform values*
+(kernel scalars, loop counters, block dims, constants; `2 * s * tid` has the coefficient `2*s`
+on `l0`), so any arrangement of `+ - *` and shifts by constants gives the same form:
+`a + (r * w + c)`, `(a + r * w) + c`, `b * bd + l`, `2 * s * t`, nested parentheses.
+
+A pointer is a root (a kernel argument or an L1 buffer) plus one form per `addptr` offset
+("parts"; each part wraps in its own integer width in the program, so each is range-checked
+on its own at run time). For a load or store through such a pointer the planner emits a
+*planned access* (`_ctx.load_plan` / `_ctx.store_plan`, views.py) with the forms'
+coefficients evaluated as exact Python ints; at run time the lane vector's ids are laid out as
+a box (blocks x lanes, one axis per id that varies), so the addresses of the whole vector are
+a strided N-D view of the buffer: a contiguous slice, a strided view, a broadcast (stride 0:
+one address for every lane), rows, a window — or, when the box does not fit (a partial tail,
+a form that wraps, a store whose lanes collide), the general gather, with the offsets computed
+from the same forms. Values only used by planned accesses (the offset arithmetic) are not
+computed at all.
+
+The ring argument makes this exact: `+ - *` commute with wrapping modulo 2^32 (2^64), so an
+offset computed in int32 with wrap-around equals the exact form whenever the form's value
+lies in int32's range, which the run time checks per part over the vector's box (corners of
+an affine form bound it); otherwise the general path runs on offsets wrapped exactly as the
+program's.
+
+`PYPTO_FAST_PATHS=0` makes the planner plan nothing: the generated code is then the general
+path (the oracle), computing every offset as the program does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, IndexType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from pypto.dialects import pto
+
+SYMBOLS = ("l0", "l1", "l2", "b0", "b1", "b2", "w", "n")
+"""Lane symbols, in the order the run time receives their coefficients."""
+
+Poly = dict[tuple[str, ...], int]
+"""A polynomial of uniform values: monomial (sorted leaf expressions) -> integer coefficient."""
+
+
+def _padd(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for m, c in b.items():
+        v = out.get(m, 0) + sign * c
+        if v:
+            out[m] = v
+        else:
+            out.pop(m, None)
+    return out
+
+
+def _pmul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            v = out.get(m, 0) + ca * cb
+            if v:
+                out[m] = v
+            else:
+                out.pop(m, None)
+    return out
+
+
+def poly_expr(p: Poly) -> str:
+    """Python source computing the polynomial exactly (Python ints) in generated code."""
+    if not p:
+        return "0"
+    terms = []
+    for m, c in sorted(p.items()):
+        factors = [str(c)] if c != 1 or not m else []
+        factors += [f"int({leaf})" for leaf in m]
+        terms.append("*".join(factors))
+    return " + ".join(terms)
+
+
+@dataclass(frozen=True)
+class Form:
+    """`rest + sum(coef[s] * s)`: an exact linear form over the lane symbols."""
+    rest: tuple[tuple[tuple[str, ...], int], ...]
+    coef: tuple[tuple[str, tuple[tuple[tuple[str, ...], int], ...]], ...]
+
+    @staticmethod
+    def make(rest: Poly, coef: dict[str, Poly]) -> Form:
+        return Form(tuple(sorted(rest.items())),
+                    tuple(sorted((s, tuple(sorted(p.items()))) for s, p in coef.items() if p)))
+
+    @property
+    def rest_poly(self) -> Poly:
+        return dict(self.rest)
+
+    @property
+    def coef_polys(self) -> dict[str, Poly]:
+        return {s: dict(p) for s, p in self.coef}
+
+    @property
+    def uniform(self) -> bool:
+        return not self.coef
+
+    def __add__(self, o: Form) -> Form:
+        coef = self.coef_polys
+        for s, p in o.coef_polys.items():
+            coef[s] = _padd(coef.get(s, {}), p)
+        return Form.make(_padd(self.rest_poly, o.rest_poly), coef)
+
+    def __sub__(self, o: Form) -> Form:
+        coef = self.coef_polys
+        for s, p in o.coef_polys.items():
+            coef[s] = _padd(coef.get(s, {}), p, -1)
+        return Form.make(_padd(self.rest_poly, o.rest_poly, -1), coef)
+
+    def scaled(self, k: Poly) -> Form:
+        return Form.make(_pmul(self.rest_poly, k),
+                         {s: _pmul(p, k) for s, p in self.coef_polys.items()})
+
+    def leaves(self) -> set[str]:
+        out = {leaf for m, _ in self.rest for leaf in m}
+        out.update(leaf for _, p in self.coef for m, _ in p for leaf in m)
+        return out
+
+    def source(self) -> str:
+        """`(rest, c_l0, ..., c_n)` as Python source (exact ints)."""
+        coef = self.coef_polys
+        return "(" + ", ".join([poly_expr(self.rest_poly)] +
+                               [poly_expr(coef.get(s, {})) for s in SYMBOLS]) + ")"
+
+
+def _const(value: int) -> Form:
+    return Form.make({(): value} if value else {}, {})
+
+
+def _sym(name: str, k: Poly | None = None) -> Form:
+    return Form.make({}, {name: k or {(): 1}})
+
+
+@dataclass
+class AccessPlan:
+    """A planned load or store: the pointer's root (buffer) and its offset parts."""
+    root: SSAValue
+    parts: list[tuple[Form, int]]      # (form, integer width in bits)
+
+    def leaves(self) -> set[str]:
+        out: set[str] = set()
+        for f, _ in self.parts:
+            out |= f.leaves()
+        return out
+
+    def source(self) -> str:
+        return "(" + "".join(f"({f.source()}, {w}), " for f, w in self.parts) + ")"
+
+
+@dataclass
+class Planner:
+    """The affine analysis of one kernel for one code variant.
+
+    `uniform(v)`: is v the same on every lane of the vector (codegen's uniformity);
+    `name(v)`: the generated code's variable for a uniform value (a polynomial leaf);
+    `block_ids_vary`: block ids differ within a vector (grid and batch modes)."""
+    uniform: Callable[[SSAValue], bool]
+    name: Callable[[SSAValue], str]
+    block_ids_vary: bool
+    forms: dict[SSAValue, Form | None] = field(default_factory=dict)
+    leaf_values: dict[str, SSAValue] = field(default_factory=dict)
+    pointers: dict[SSAValue, tuple[SSAValue, list[tuple[Form, int]]] | None] = \
+        field(default_factory=dict)
+
+    # integer values ---------------------------------------------------------------------
+
+    def form(self, v: SSAValue) -> Form | None:
+        """The linear form of integer value `v`, or None (not affine in the lane symbols)."""
+        if v in self.forms:
+            return self.forms[v]
+        self.forms[v] = None  # cycles (loop-carried values) are not affine
+        f = self._form(v)
+        self.forms[v] = f
+        return f
+
+    def _form(self, v: SSAValue) -> Form | None:
+        if not isinstance(v.type, IntegerType | IndexType):
+            return None
+        op = v.owner
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            return _const(op.value.value.data)
+        if isinstance(op, pto.GetBlockDimOp | pto.GetGridDimOp):  # launch constants
+            kind = "block" if isinstance(op, pto.GetBlockDimOp) else "grid"
+            return Form.make({(f"_ctx.{kind}[{op.dim_index}]",): 1}, {})
+        if self.uniform(v):
+            name = self.name(v)
+            self.leaf_values[name] = v
+            return Form.make({(name,): 1}, {})
+        if isinstance(v, BlockArgument) or not isinstance(op, Operation):
+            return None
+        d = getattr(op, "dim_index", None)
+        if isinstance(op, pto.GetLocalIdOp):
+            return _sym(f"l{d}")
+        if isinstance(op, pto.GetBlockIdOp):
+            return _sym(f"b{d}") if self.block_ids_vary else None
+        if isinstance(op, pto.GetGlobalIdOp):
+            if not self.block_ids_vary:
+                return Form.make({tuple(sorted((f"_ctx.block_id({d})", f"_ctx.block[{d}]"))): 1},
+                                 {f"l{d}": {(): 1}})
+            return Form.make({}, {f"b{d}": {(f"_ctx.block[{d}]",): 1}, f"l{d}": {(): 1}})
+        if isinstance(op, pto.GetWarpIdOp):
+            return _sym("w")
+        if isinstance(op, pto.GetLaneIdOp):
+            return _sym("n")
+        if isinstance(op, arith.AddiOp | arith.SubiOp):
+            a, b = (self.form(x) for x in op.operands)
+            if a is None or b is None:
+                return None
+            return a + b if isinstance(op, arith.AddiOp) else a - b
+        if isinstance(op, arith.MuliOp):
+            a, b = (self.form(x) for x in op.operands)
+            if a is None or b is None:
+                return None
+            if a.uniform:
+                return b.scaled(a.rest_poly)
+            if b.uniform:
+                return a.scaled(b.rest_poly)
+            return None
+        if isinstance(op, arith.ShLIOp):
+            a = self.form(op.operands[0])
+            k = op.operands[1].owner
+            if a is not None and isinstance(k, arith.ConstantOp) and \
+                    isinstance(k.value, IntegerAttr) and 0 <= k.value.value.data < 63:
+                return a.scaled({(): 1 << k.value.value.data})
+            return None
+        return None
+
+    # pointers ---------------------------------------------------------------------------
+
+    def pointer(self, p: SSAValue) -> tuple[SSAValue, list[tuple[Form, int]]] | None:
+        """(root, offset parts) of pointer `p`: a kernel argument or L1 buffer plus `addptr`s
+        whose offsets are linear forms; None otherwise."""
+        if p in self.pointers:
+            return self.pointers[p]
+        self.pointers[p] = None
+        op = p.owner
+        out = None
+        if isinstance(p, BlockArgument) and isinstance(p.owner.parent_op(), func.FuncOp):
+            out = (p, [])
+        elif isinstance(op, pto.AllocLocalOp):
+            out = (p, [])
+        elif isinstance(op, pto.AddPtrOp):
+            base = self.pointer(op.ptr)
+            f = self.form(op.offset)
+            width = _width(op.offset.type)
+            if base is not None and f is not None and width is not None:
+                out = (base[0], base[1] + [(f, width)])
+        self.pointers[p] = out
+        return out
+
+    def ramp_base(self, v: SSAValue, mode: str) -> tuple[Poly, str, bool] | None:
+        """For a value equal to `lane ramp + uniform` in a 1-D launch (a global id however it
+        is written, `b * bd + l + u`; in block and warp modes, and block-locally in batch
+        mode, `l + u`): (the uniform part, the vector's offset it adds, block-local?);
+        codegen then treats it as its lane-affine values (slices, `ramp_compare`)."""
+        f = self.form(v)
+        if f is None or f.uniform:
+            return None
+        coef = f.coef_polys
+        local = coef == {"l0": {(): 1}}
+        global_ = coef == {"l0": {(): 1}, "b0": {("_ctx.block[0]",): 1}}
+        if mode in ("block", "warp") and local:
+            return f.rest_poly, "_ctx.local_base", False
+        if mode in ("grid", "batch") and global_:
+            return f.rest_poly, "_ctx.first_lane", False
+        if mode == "batch" and local:
+            return f.rest_poly, "0", True
+        return None
+
+    def plan(self, p: SSAValue) -> AccessPlan | None:
+        """The planned access through pointer `p`, if it has one worth planning (some part
+        varies across lanes)."""
+        ptr = self.pointer(p)
+        if ptr is None:
+            return None
+        if all(f.uniform for f, _ in ptr[1]):
+            # one address for every lane: a scalar access, except in L1 when the vector
+            # holds several blocks (a broadcast of each block's element)
+            t = ptr[0].type
+            local = isinstance(t, pto.L1BufferType) or \
+                isinstance(t, pto.PtrType) and t.space == "local"
+            if not (self.block_ids_vary and local):
+                return None
+        return AccessPlan(ptr[0], ptr[1])
+
+
+def _width(t: object) -> int | None:
+    if isinstance(t, IntegerType):
+        return t.width.data
+    if isinstance(t, IndexType):
+        return 64
+    return None
+
+
+PURE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, arith.ConstantOp,
+        pto.AddPtrOp, pto.GetLocalIdOp, pto.GetBlockIdOp, pto.GetGlobalIdOp, pto.GetWarpIdOp,
+        pto.GetLaneIdOp, pto.GetBlockDimOp, pto.GetGridDimOp)
+"""Ops that compute addresses and cannot fail: left out when only planned accesses use them."""
+
+
+def dead_ops(ops: Iterable[Operation], virtual: Callable[[Operation, int], bool],
+             leaf_values: set[SSAValue]) -> set[Operation]:
+    """Pure ops whose results nothing needs once the planned accesses and promoted values
+    compute themselves from their forms: used only by such *virtual* uses (`virtual(user,
+    operand index)`) or by other dead ops, and not a leaf (a uniform value a form reads)."""
+    walked = list(ops)
+    dead: set[Operation] = set()
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(walked):
+            if op in dead or not isinstance(op, PURE) or op.regions:
+                continue
+            needed = False
+            for r in op.results:
+                if r in leaf_values:
+                    needed = True
+                    break
+                for use in r.uses:
+                    user = use.operation
+                    if user in dead:
+                        continue
+                    if virtual(user, use.index):
+                        continue
+                    needed = True
+                    break
+                if needed:
+                    break
+            if not needed:
+                dead.add(op)
+                changed = True
+    return dead

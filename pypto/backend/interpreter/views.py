@@ -1,0 +1,596 @@
+"""Planned accesses at run time: the addresses of a whole lane vector as one strided view.
+
+Codegen's access planner (plan.py) hands each planned load or store the exact linear forms of
+its pointer's offset parts: `rest + sum(coef[s] * s)` over the lane symbols (local ids, block
+ids, warp, lane in warp), coefficients evaluated as Python ints. A mixin of
+`lanes.LaneContext` turns them into a view of the buffer:
+
+1. the vector's lanes are laid out as a *box*: its blocks as a sub-box of the grid (one axis
+   per block coordinate that varies across the vector) times its lanes as a sub-box of the
+   block (one axis per local coordinate), row-major, which is exactly vector order;
+2. every axis gets the stride of its coordinate (the warp and lane symbols count when
+   `coef[w] == warp_size * coef[n]`: `warp * 32 + lane` is the linear local id), the corner
+   of the box gives the base; the extreme corners bound every part, which must stay in its
+   integer type's range (then wrap-around cannot have happened, see plan.py) and inside the
+   buffer;
+3. loads read `as_strided(data, shape, strides)` (contiguous slices, strided rows, stride-0
+   broadcasts, N-D tiles alike), stores assign into it when no two lanes hit one element
+   (a mixed-radix test of the strides), with the mask as `where=`.
+
+A vector whose box does not fit (a masked partial tail of the buffer, a part that may wrap, a
+store whose lanes collide, a vector of several partial blocks) splits off the leading rows
+that fit and gathers the rest, or takes the general path with offsets computed from the same
+forms, wrapped exactly like the program's; errors are therefore reported by the general path,
+word for word. Race, in-flight and uninitialised-L1 checks receive the active lanes' element
+indices, as from the general path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from pypto.backend.interpreter.buffers import Buffer
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.geometry import geometry
+from pypto.backend.interpreter.structured import COMPARE
+from pypto.backend.interpreter.races import pattern_summary
+
+Mask = Any
+
+Part = tuple[tuple[int, int, int, int, int, int, int, int, int], int]
+"""((rest, c_l0, c_l1, c_l2, c_b0, c_b1, c_b2, c_w, c_n), width in bits)."""
+
+Box = tuple[list[tuple[str, int, int, int]], tuple[int, int, int], tuple[int, int, int]]
+"""(axes, first block's coords, first lane's local coords): each axis is (kind "b"/"l",
+coordinate, length, block-index step), slowest first."""
+
+_M64 = 1 << 64
+
+
+def _wrap64(x: int) -> int:
+    return (x + (1 << 63)) % _M64 - (1 << 63)
+
+
+def subbox(start: int, count: int, dims: tuple[int, int, int]) -> \
+        tuple[list[tuple[int, int]], tuple[int, int, int]] | None:
+    """Linear positions start..start+count-1 of a row-major box of `dims` (x fastest) as a
+    sub-box: ([(coordinate, length)] slowest first, coordinates of `start`), or None when they
+    are not one."""
+    coords = (start % dims[0], (start // dims[0]) % dims[1], start // (dims[0] * dims[1]))
+    axes: list[tuple[int, int]] = []
+    inner = 1
+    for i, d in enumerate(dims):
+        if inner == count:
+            break
+        if d == 1:
+            continue
+        if start % (inner * d) == 0 and count % (inner * d) == 0:
+            axes.append((i, d))
+            inner *= d
+            continue
+        if count % inner or start % inner:
+            return None
+        m = count // inner
+        if coords[i] + m > d:
+            return None
+        axes.append((i, m))
+        inner *= m
+        break
+    if inner != count:
+        return None
+    return axes[::-1], coords
+
+
+class PlannedAccess:
+    """Loads and stores of planned accesses (plan.py); mixed into `LaneContext`."""
+
+    # provided by LaneContext and its other mixins
+    count: int
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    block_lanes: int
+    first_lane: int
+    local_base: int
+    warp_size: int
+    inflight: dict[int, Any]
+    _ids: dict[str, Any]
+
+    def plan_box(self) -> Box | None:
+        """The vector's lanes as a box (see the module docstring), computed once per vector;
+        None when they are not one (the general path runs)."""
+        box = self._ids.get("box", False)
+        if box is False:
+            box = self._ids["box"] = self._make_box()
+        return box
+
+    def _make_box(self) -> Box | None:
+        lanes = self.block_lanes
+        if self.first_lane % lanes == 0 and self.count % lanes == 0:
+            blocks = subbox(self.first_lane // lanes, self.count // lanes, self.grid)
+            if blocks is None:
+                return None
+            b_axes, b0 = blocks
+            l_axes = [(i, d) for i, d in ((2, self.block[2]), (1, self.block[1]),
+                                          (0, self.block[0])) if d > 1]
+            l0 = (0, 0, 0)
+        elif self.local_base + self.count <= lanes:
+            b = self.first_lane // lanes
+            gx, gy, _ = self.grid
+            b_axes, b0 = [], (b % gx, (b // gx) % gy, b // (gx * gy))
+            inner = subbox(self.local_base, self.count, self.block)
+            if inner is None:
+                return None
+            l_axes, l0 = inner
+        else:
+            return None
+        axes: list[tuple[str, int, int, int]] = []
+        step = 1
+        for i, n in reversed(b_axes):
+            axes.append(("b", i, n, step))
+            step *= n
+        axes.reverse()
+        axes += [("l", i, n, 0) for i, n in l_axes]
+        return axes, b0, l0
+
+    def _plan_view(self, buf: Buffer, parts: tuple[Part, ...]) -> \
+            tuple[int, list[int], list[int], int, int] | None:
+        """(base, shape, strides, lo, hi) of the access in elements: the view's first element,
+        its shape and strides (the block copies of batch-mode L1 included), and the lowest and
+        highest element any lane touches within its block's copy; None when the forms do not
+        map onto the box or a part may wrap."""
+        if not FAST_PATHS.on:
+            return None
+        box = self.plan_box()
+        if box is None:
+            return None
+        axes, b0, l0 = box
+        bx, by, _ = self.block
+        ws = self.warp_size
+        lin = (1, bx, bx * by)
+        # the box's local linear ids span [first, last]: warp and lane-in-warp bounds
+        first = l0[0] + bx * l0[1] + bx * by * l0[2]
+        last = first + sum(lin[i] * (n - 1) for kind, i, n, _ in axes if kind == "l")
+        w_lo, w_hi = first // ws, last // ws
+        n_lo, n_hi = (first % ws, last % ws) if w_lo == w_hi else (0, ws - 1)
+        strides = [0] * len(axes)
+        base = 0
+        cw_all = cn_all = 0
+        for (rest, c0, c1, c2, d0, d1, d2, cw, cn), width in parts:
+            cl = (c0, c1, c2)
+            cb = (d0, d1, d2)
+            pbase = rest + cb[0] * b0[0] + cb[1] * b0[1] + cb[2] * b0[2] + \
+                cl[0] * l0[0] + cl[1] * l0[1] + cl[2] * l0[2]
+            lo = hi = pbase
+            for j, (kind, i, n, _) in enumerate(axes):
+                s = cb[i] if kind == "b" else cl[i]
+                strides[j] += s
+                ext = s * (n - 1)
+                if ext < 0:
+                    lo += ext
+                else:
+                    hi += ext
+            for c, a, b in ((cw, w_lo, w_hi), (cn, n_lo, n_hi)):  # bounds, for the wrap test
+                lo += min(c * a, c * b)
+                hi += max(c * a, c * b)
+            lim = 1 << (width - 1)
+            if lo < -lim or hi >= lim:
+                return None  # the program's offset may wrap: let it
+            base += pbase
+            cw_all += cw
+            cn_all += cn
+        if cw_all or cn_all:  # warp * ws + lane is the linear local id
+            if cw_all != ws * cn_all:
+                return None
+            base += cn_all * first
+            for j, (kind, i, _, _) in enumerate(axes):
+                if kind == "l":
+                    strides[j] += cn_all * lin[i]
+        lo = hi = base
+        for s, (_, _, n, _) in zip(strides, axes):
+            ext = s * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        if buf.stride:  # batch mode, L1: block b's copy starts at element b * stride
+            for j, (kind, _, _, step) in enumerate(axes):
+                if kind == "b":
+                    strides[j] += buf.stride * step
+        return base, [n for _, _, n, _ in axes], strides, lo, hi
+
+    def _indices(self, base: int, shape: list[int], strides: list[int],
+                 dtype: Any = np.int64) -> np.ndarray:
+        """Element index of every lane of the box, in vector order: the axes' ramps added by
+        broadcasting, slowest first, so only the last addition runs over every lane."""
+        if not shape:
+            return np.array([base], dtype=dtype)
+        acc = np.array(base, dtype=dtype)
+        for j, (n, s) in enumerate(zip(shape, strides)):
+            step = np.arange(n, dtype=dtype) * dtype(s) if s else np.zeros(n, dtype=dtype)
+            acc = acc[..., None] + step if j else acc + step
+        return acc.reshape(-1)
+
+    def _check(self, buf: Buffer, base: int, shape: list[int], strides: list[int],
+               mask: Mask, site: int, write: bool, idx: np.ndarray | None = None) -> None:
+        """The race, in-flight and uninitialised-L1 checks of a planned access: per pattern in
+        bulk (RaceChecker.race_pattern) when every block of the vector touches the same
+        elements of its copy with every lane, else on the active lanes' element indices."""
+        if idx is None and buf.stride and buf.shadow is not None and buf.init is None and \
+                not self.inflight:
+            row = None if mask is None else self._mask_row(mask, shape)
+            if row is not False:
+                box = self.plan_box()
+                assert box is not None
+                key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
+                       self.block, self.warp_size)
+                known = _PATTERNS.get(key)  # the same in every vector of this shape
+                if known is None:
+                    if len(_PATTERNS) >= _SUMMARIES_MAX:
+                        _PATTERNS.clear()
+                    known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
+                if known is not False and row is not None:
+                    local, lanes = known[0][row], known[1][row]
+                    summary = _summary(local, lanes, self.warp_size)
+                    known = (local, lanes, *summary)
+                if known is not False and \
+                        self.race_pattern(buf, known, site, write):  # type: ignore[attr-defined]
+                    return
+        if idx is None:
+            idx = self._indices(base, shape, strides)
+        active = idx if mask is None else idx[mask]
+        if write:
+            self.check_write(buf, active, mask, site)  # type: ignore[attr-defined]
+        else:
+            self.check_read(buf, active, mask, site)  # type: ignore[attr-defined]
+
+    def _mask_row(self, mask: Mask, shape: list[int]) -> Any:
+        """The lanes of one block a mask keeps, when it keeps the same ones in every block of
+        the box (conditions on local ids, warp and lane), else False; once per mask object."""
+        facts = self.mask_facts(mask)  # type: ignore[attr-defined]
+        row = facts.get("plan_row")
+        if row is None:
+            nb = 1
+            box = self.plan_box()
+            assert box is not None
+            for kind, _, n, _ in box[0]:
+                if kind == "b":
+                    nb *= n
+            rows = mask.reshape(nb, -1)
+            row = rows[0] if nb == 1 or bool((rows == rows[0]).all()) else False
+            facts["plan_row"] = row
+        return row
+
+    def _pattern(self, buf: Buffer, base: int, shape: list[int],
+                 strides: list[int]) -> tuple[np.ndarray, ...] | bool:
+        """(element of its block's copy, block-local lane id) per lane of one block and their
+        summary (races.pattern_summary), when every block of the box touches the same elements
+        (no block-id term in the address); else False."""
+        box = self.plan_box()
+        assert box is not None
+        axes, _, l0 = box
+        bx, by, _ = self.block
+        lin_step = (1, bx, bx * by)
+        l_shape, l_strides, l_steps = [], [], []
+        for (kind, i, n, step), s in zip(axes, strides):
+            if kind == "b":
+                if s != buf.stride * step:
+                    return False
+            else:
+                l_shape.append(n)
+                l_strides.append(s)
+                l_steps.append(lin_step[i])
+        first = l0[0] + bx * l0[1] + bx * by * l0[2]
+        local = self._indices(base, l_shape, l_strides)
+        lanes = self._indices(first, l_shape, l_steps)
+        ws = self.warp_size
+        summary = _summary(local, lanes, ws)
+        return (local, lanes, *summary)
+
+    def plan_offsets(self, parts: tuple[Part, ...]) -> Any:
+        """The general path's offsets: each part computed from its form in int64 and wrapped
+        to its width, exactly the values the program's arithmetic gives."""
+        total: Any = np.int64(0)
+        for (rest, *coef), width in parts:
+            acc: Any = np.int64(_wrap64(rest))
+            for c, sym in zip(coef, ("l0", "l1", "l2", "b0", "b1", "b2", "w", "n")):
+                if c:
+                    acc = acc + np.int64(_wrap64(c)) * self._symbol(sym)
+            if width == 32:
+                acc = acc.astype(np.int32) if isinstance(acc, np.ndarray) else np.int32(acc)
+            total = total + acc
+        if isinstance(total, np.ndarray) and total.dtype != np.int64:
+            total = total.astype(np.int64)
+        return total
+
+    def form_cmp(self, op: str, part: Part, u: Any) -> Any:
+        """`x OP u` for an integer x given by its linear form (plan.py) and a uniform u: when
+        the outcome is the same on every lane (the bounds checks `r < h` of a launch that covers
+        the matrix exactly, or of a block wholly inside) the cached all-True / all-False mask
+        `mask_and` recognises without looking at the lanes; else the comparison on the box, or
+        on x as the program computes it (wrapped) when the box does not fit."""
+        pv = self._box_range(part)
+        bound = int(u)
+        (rest, c0, c1, c2, d0, d1, d2, cw, cn), width = part
+        if not (d0 or d1 or d2) and FAST_PATHS.on and \
+                self._whole_blocks():  # type: ignore[attr-defined]
+            # ids within the block only: one block's mask, repeated; shared (read-only) by
+            # every vector of this shape, so its outcome and lane window are found once
+            lanes = self.block_lanes
+            if max(abs(c) for c in (rest, c0, c1, c2, cw, cn)) < 2**40 and lanes < 2**20:
+                return geometry(("form_cmp", op, part, bound, self.block, self.count,
+                                 self.warp_size),
+                                lambda: np.tile(self._block_cmp(op, part, bound),
+                                                self.count // lanes))
+        if pv is not None:
+            lo, hi, base, shape, strides = pv
+            outcome = _same_outcome(op, lo, hi, bound)
+            if outcome is not None:
+                return self.same_mask(outcome)  # type: ignore[attr-defined]
+            values = self._indices(base, shape, strides,
+                                   np.int32 if -2**31 <= lo and hi < 2**31 else np.int64)
+        else:
+            values = self.plan_offsets((part,))
+        return COMPARE[op](values, bound)
+
+    def _block_cmp(self, op: str, part: Part, bound: int) -> np.ndarray:
+        """`x OP bound` on the lanes of one block, x computed exactly and wrapped to its width
+        as the program's arithmetic does (plan.py: a form without block ids)."""
+        (rest, c0, c1, c2, _, _, _, cw, cn), width = part
+        lin = np.arange(self.block_lanes, dtype=np.int64)
+        bx, by, _ = self.block
+        ws = self.warp_size
+        x = (rest + c0 * (lin % bx) + c1 * ((lin // bx) % by) + c2 * (lin // (bx * by)) +
+             cw * (lin // ws) + cn * (lin % ws))
+        if width == 32:
+            x = x.astype(np.int32)
+        return COMPARE[op](x, bound)
+
+    def _box_range(self, part: Part) -> tuple[int, int, int, list[int], list[int]] | None:
+        """(lowest, highest value, base, shape, strides) of one form over the vector's box,
+        None when the box does not fit or the value may wrap."""
+        pv = self._plan_view(_NO_BUFFER, (part,))
+        if pv is None:
+            return None
+        base, shape, strides, lo, hi = pv
+        return lo, hi, base, shape, strides
+
+    def _symbol(self, sym: str) -> Any:
+        if sym[0] == "l":
+            return self.local_id(int(sym[1]))  # type: ignore[attr-defined]
+        if sym[0] == "b":
+            return self.block_id(int(sym[1]))  # type: ignore[attr-defined]
+        return self.warp_id() if sym == "w" else self.lane_id()  # type: ignore[attr-defined]
+
+    def _trim(self, pv: tuple[int, list[int], list[int], int, int], mask: Mask,
+              buf: Buffer) -> tuple[tuple[int, list[int]], int] | None:
+        """A masked access whose box leaves the buffer, when the vector is whole 1-D blocks
+        (its last axis the lanes of a block) and the mask keeps a window of each block's
+        lanes (`if index < n` with `index = 2 * s * tid`): ((base, shape) of the box cut to
+        the window's columns, first column), if that box lies inside the buffer."""
+        base, shape, strides, _, _ = pv
+        box = self.plan_box()
+        if mask is None or not isinstance(mask, np.ndarray) or box is None or not shape or \
+                box[0][-1][:2] != ("l", 0) or shape[-1] != self.block_lanes or \
+                self.block[1] * self.block[2] != 1 or self.local_base:
+            return None
+        first, last, _ = self.lane_window(mask)  # type: ignore[attr-defined]
+        if last <= first:
+            return None
+        tshape = shape[:-1] + [last - first]
+        tbase = base + first * strides[-1]
+        lo = hi = tbase
+        for j, (s, n) in enumerate(zip(strides, tshape)):
+            if box[0][j][0] == "b" and buf.stride:
+                s -= buf.stride * box[0][j][3]
+            ext = s * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        if lo < 0 or hi >= buf.count:
+            return None
+        return (tbase, tshape), first
+
+    def _split(self, shape: list[int], strides: list[int], base: int, size: int) -> \
+            tuple[int, int]:
+        """Rows a..b-1 of the box's leading axis whose elements all lie in [0, size)."""
+        n0, s0 = shape[0], strides[0]
+        lo = hi = 0
+        for s, n in zip(strides[1:], shape[1:]):
+            ext = s * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        a, b = 0, n0
+        # row r spans [base + r*s0 + lo, base + r*s0 + hi]
+        while a < b and not (0 <= base + a * s0 + lo and base + a * s0 + hi < size):
+            a += 1
+            if a > 2 and s0 == 0:
+                return 0, 0
+            if a > 64:  # not a short head: give up on the split
+                return 0, 0
+        while b > a and not (0 <= base + (b - 1) * s0 + lo and base + (b - 1) * s0 + hi < size):
+            b -= 1
+            if n0 - b > 64:
+                return 0, 0
+        return a, b
+
+    def load_plan(self, buf: Buffer, parts: tuple[Part, ...], mask: Mask, site: int,
+                  view: bool = False) -> Any:
+        """A planned load (see the module docstring)."""
+        pv = None if mask is False else self._plan_view(buf, parts)
+        if pv is None:
+            return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
+        base, shape, strides, lo, hi = pv
+        data = buf.data
+        isz = data.itemsize
+        if 0 <= lo and hi < buf.count:
+            if buf.watched() or self.inflight:
+                self._check(buf, base, shape, strides, mask, site, False)
+            v = as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
+                           writeable=False)
+            out = v.reshape(-1)
+            if not view and np.may_share_memory(out, data):
+                out = out.copy()
+            return out
+        trimmed = self._trim(pv, mask, buf)
+        if trimmed is not None:
+            (tbase, tshape), first = trimmed
+            if buf.watched() or self.inflight:
+                self._check(buf, base, shape, strides, mask, site, False)
+            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in strides],
+                           writeable=False)
+            out = np.zeros(shape, dtype=data.dtype)
+            out[..., first:first + tshape[-1]] = v
+            return out.reshape(-1)
+        if mask is None or not shape or buf.stride:
+            return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
+        # a partial tail: the leading rows that fit as a view, the others gathered
+        a, b = self._split(shape, strides, base, buf.count)
+        if a >= b:
+            return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
+        idx = self._indices(base, shape, strides).reshape(shape[0], -1)
+        m2 = mask.reshape(shape[0], -1)
+        edge = np.ones(shape[0], dtype=bool)
+        edge[a:b] = False
+        e_idx, e_mask = idx[edge], m2[edge]
+        active = e_idx[e_mask]
+        if active.size and (active.min() < 0 or active.max() >= buf.count):
+            return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
+        if buf.watched() or self.inflight:
+            self.check_read(buf, idx.reshape(-1)[mask], mask, site)  # type: ignore
+        out = np.zeros((shape[0], idx.shape[1]), dtype=data.dtype)
+        rows = as_strided(data[base + a * strides[0]:], shape=[b - a] + shape[1:],
+                          strides=[s * isz for s in strides], writeable=False)
+        out[a:b] = rows.reshape(b - a, -1)
+        sub = out[edge]
+        sub[e_mask] = data[active]
+        out[edge] = sub
+        return out.reshape(-1)
+
+    def store_plan(self, buf: Buffer, parts: tuple[Part, ...], value: Any, mask: Mask,
+                   site: int) -> None:
+        """A planned store: into the view when no two lanes hit one element."""
+        pv = None if mask is False else self._plan_view(buf, parts)
+        if pv is None or not _injective(pv[1], pv[2]):
+            self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
+            return
+        base, shape, strides, lo, hi = pv
+        data = buf.data
+        isz = data.itemsize
+        if 0 <= lo and hi < buf.count:
+            a, b = 0, shape[0] if shape else 1
+        elif (trimmed := self._trim(pv, mask, buf)) is not None:
+            (tbase, tshape), first = trimmed
+            if buf.watched() or self.inflight:
+                self._check(buf, base, shape, strides, mask, site, True)
+            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in strides],
+                           writeable=True)
+            cols = slice(first, first + tshape[-1])
+            if isinstance(value, np.ndarray):
+                value = value.reshape(shape)[..., cols]
+            np.copyto(v, value, casting="unsafe", where=mask.reshape(shape)[..., cols])
+            return
+        elif mask is None or not shape or buf.stride:
+            self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
+            return
+        else:
+            a, b = self._split(shape, strides, base, buf.count)
+            if a >= b:
+                self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
+                return
+        whole = (a, b) == (0, shape[0] if shape else 1)
+        idx = None
+        if not whole:
+            idx = self._indices(base, shape, strides).reshape(shape[0], -1)
+            edge = np.ones(shape[0], dtype=bool)
+            edge[a:b] = False
+            e_act = idx[edge][mask.reshape(shape[0], -1)[edge]]
+            if e_act.size and (e_act.min() < 0 or e_act.max() >= buf.count):
+                self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
+                return
+        if buf.watched() or self.inflight:
+            self._check(buf, base, shape, strides, mask, site, True,
+                        None if idx is None else idx.reshape(-1))
+        if whole:
+            v = as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
+                           writeable=True)
+            if isinstance(value, np.ndarray):
+                value = value.reshape(shape)
+            if mask is None:
+                v[...] = value
+            else:
+                np.copyto(v, value, casting="unsafe", where=mask.reshape(shape))
+            return
+        assert idx is not None
+        rows = as_strided(data[base + a * strides[0]:], shape=[b - a] + shape[1:],
+                          strides=[s * isz for s in strides], writeable=True)
+        m2 = mask.reshape(shape[0], -1)
+        vals = value.reshape(shape[0], -1) if isinstance(value, np.ndarray) else value
+        rv = vals[a:b].reshape(rows.shape) if isinstance(value, np.ndarray) else value
+        np.copyto(rows, rv, casting="unsafe", where=m2[a:b].reshape(rows.shape))
+        for r in (*range(0, a), *range(b, shape[0])):
+            sel = m2[r]
+            if sel.any():
+                data[idx[r][sel]] = vals[r][sel] if isinstance(value, np.ndarray) else value
+
+
+_SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
+_SUMMARIES_MAX = 256
+_PATTERNS: dict[tuple[Any, ...], Any] = {}
+"""Race patterns of planned accesses (PlannedAccess._pattern) by access and vector shape."""
+
+
+def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray, ...]:
+    """races.pattern_summary, memoised by content (a kernel has few distinct patterns; every
+    vector and launch of the same shape reuses them)."""
+    key = (local.tobytes(), lanes.tobytes(), ws)
+    value = _SUMMARIES.get(key)
+    if value is None:
+        if len(_SUMMARIES) >= _SUMMARIES_MAX:
+            _SUMMARIES.clear()
+        value = _SUMMARIES[key] = pattern_summary(local, lanes, ws)
+    return value
+
+
+class _NoBuffer:
+    """Stands for the buffer of a form that is not an address (form_cmp): no block copies."""
+    stride = 0
+
+
+_NO_BUFFER: Any = _NoBuffer()
+
+
+def _same_outcome(op: str, lo: int, hi: int, u: int) -> bool | None:
+    """The outcome of `x OP u` if it is the same for every x in lo..hi, else None."""
+    if op == "<":
+        return True if hi < u else False if lo >= u else None
+    if op == "<=":
+        return True if hi <= u else False if lo > u else None
+    if op == ">":
+        return True if lo > u else False if hi <= u else None
+    if op == ">=":
+        return True if lo >= u else False if hi < u else None
+    if u < lo or u > hi:
+        return op == "!="
+    if op == "==" and lo == hi == u:
+        return True
+    if op == "!=" and lo == hi == u:
+        return False
+    return None
+
+
+def _injective(shape: list[int], strides: list[int]) -> bool:
+    """Does the box touch every element at most once? (Sorted by stride, each axis must step
+    past everything the smaller ones span: a sufficient mixed-radix test.)"""
+    axes = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
+    span = 0
+    for s, n in axes:
+        if s <= span:
+            return False
+        span += s * (n - 1)
+    return True

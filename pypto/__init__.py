@@ -15,6 +15,7 @@ from pypto.errors import (
     BarrierError,
     CompileError,
     DeadlockError,
+    KernelInterruptedError,
     DeviceOutOfMemoryError,
     DeviceUnavailableError,
     KernelError,
@@ -30,6 +31,7 @@ from pypto.errors import (
 )
 from pypto.frontend import builtins as _builtins
 from pypto.frontend.builtins import *  # noqa: F403 - the kernel language, derived from the dialect
+from pypto.frontend.helpers import DeviceFunction, func
 from pypto.frontend.kernel import Kernel, kernel
 from pypto.profiling import profile
 from pypto.runtime import (
@@ -77,11 +79,11 @@ __all__ = [
     "default_stream", "profile", "Profile", "profile_on_npu", "autotune", "TuneResult",
     # kernel language: every builtin of pypto.frontend.builtins (derived from the dialect)
     *_builtins.__all__,
-    "WARP_SIZE",
+    "WARP_SIZE", "func", "DeviceFunction",
     # dtypes
     "DType", "float32", "float16", "bfloat16", "int32", "int64", "bool_",
     # errors
     "PtoError", "CompileError", "BarrierError", "L1CapacityError", "VerificationError",
-    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError", "TargetError", "UsageError",
+    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "KernelInterruptedError", "TensorFreedError", "TargetError", "UsageError",
     "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError",
 ]

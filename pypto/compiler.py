@@ -453,7 +453,7 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
             return cached  # (a changed module-level constant compiles anew, as Triton does)
         folded: dict[str, Any] = {}
         try:
-            module = lower_kernel(kernel, types, consts, folded, launch_args=args)
+            module = lower_kernel(kernel, types, consts, folded, block_dims, launch_args=args)
             break
         except NeedsConstexpr as need:
             if need.params <= kernel.auto_constexpr:

@@ -109,6 +109,13 @@ class DeadlockError(KernelError):
     """A block barrier not reached by all lanes, a wait on nothing, an endless wait."""
 
 
+class KernelInterruptedError(KernelError):
+    """A launch stopped part-way: a `KeyboardInterrupt` (Ctrl-C) or another `BaseException`
+    arrived while it ran inside a synchronising call, or the process forked while another thread
+    ran it (in the child). Its output tensors may hold partial results; reported at the next
+    synchronising call, like any kernel error (docs/reliability.md, "Fork and signals")."""
+
+
 class TensorFreedError(PtoError):
     """A freed device tensor was used."""
 
@@ -188,6 +195,7 @@ def public_api(fn: F) -> F:
 
 __all__ = [
     "PtoError", "CompileError", "BarrierError", "L1CapacityError", "VerificationError",
-    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "TensorFreedError",
+    "KernelError", "MemoryAccessError", "RaceError", "DeadlockError", "KernelInterruptedError",
+    "TensorFreedError",
     "DeviceOutOfMemoryError", "DeviceUnavailableError", "LaunchError", "UsageError", "TargetError",
 ]

@@ -279,11 +279,34 @@ def _sigmoid(x: Any, dtype: Any = None) -> Any:
         return 1.0 / (1.0 + np.exp(-x))
 
 
+def c99_power(a: Any, b: Any, **kwargs: Any) -> Any:
+    """`np.power` with C99's special values also when NumPy takes its fast path.
+
+    For a scalar exponent 0.5 NumPy computes `sqrt(a)` instead of `pow(a, 0.5)`: the same
+    correctly rounded value everywhere except `pow(-0, 0.5) = +0` (sqrt: -0) and
+    `pow(-inf, 0.5) = +inf` (sqrt: NaN). `sqrt(a) + 0.0` is +0 for ±0 (round to nearest) and
+    -inf is mapped to +inf, so the fast path is kept where it is bit-identical to C99 `pow`.
+    Its other fast paths (exponent 2: `a * a`, -1: `1 / a`, 1, 0) already agree with C99's
+    special values. Every float dtype goes through this in float64 (`via_f64`), so one fix
+    covers float16, bfloat16, float32 and float64."""
+    r = np.power(a, b, **kwargs)
+    if np.ndim(b) == 0 and b == 0.5:
+        r = r + 0.0
+        if np.ndim(r):
+            neg_inf = np.isneginf(a)
+            if neg_inf.any():
+                r = np.where(neg_inf, np.inf, r).astype(r.dtype, copy=False)
+        elif np.isneginf(a):
+            r = r.dtype.type(np.inf)
+    return r
+
+
 MATH = {name: via_f64(getattr(np, name)) for name in
-        ("exp", "log", "tanh", "sin", "cos", "exp2", "log2", "power", "tan", "sinh", "cosh",
+        ("exp", "log", "tanh", "sin", "cos", "exp2", "log2", "tan", "sinh", "cosh",
          "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "expm1", "log10",
          "log1p", "cbrt", "arctan2")}
 MATH["sigmoid"] = via_f64(_sigmoid)
+MATH["power"] = via_f64(c99_power)
 """The math ops the interpreter evaluates through float64 (see `via_f64`), by the name their
 `Elementwise` trait or codegen's tables use."""
 

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pypto.backend.targets import Target, resolve_target
-from pypto.compiler import DEFAULT_PIPELINE, compile, normalize_dims
+from pypto.backend.launch_shape import check_launch_shape
+from pypto.compiler import DEFAULT_PIPELINE, compile
 from pypto.errors import public_api
 
 if TYPE_CHECKING:
@@ -70,8 +71,9 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
         raise ModelError(f"unknown cost model {model!r}; models: {', '.join(MODELS)}")
     resolved = resolve_target(target)
     params = ModelParams.of(resolved, model)
-    grid3 = normalize_dims(grid, "grid")
-    block3 = normalize_dims(block, "block")
+    grid3, block3 = check_launch_shape(grid, block, kernel=getattr(kernel, "name", "?"),
+                                       target=resolved,
+                                       what=f"pto.profile of kernel '{getattr(kernel, 'name', '?')}'")
     base = DEFAULT_PIPELINE if pipeline is None else pipeline
     text = model_pipeline(model, resolved, block3, pipeline)
     compiled = compile(kernel, args=args, block=block3, pipeline=text, target=resolved)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func, scf
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto.analysis.barrier_report import (
     Category,
@@ -106,10 +106,13 @@ class Entry:
         return next((age for lp, age in self.carried if lp is loop), 0)
 
     def older(self, loop: scf.ForOp) -> Entry:
-        """This entry one more time round `loop`."""
+        """This entry one more time round `loop`. Round an `scf.while` (no counter, its
+        iterations are never enumerated) every age is "an earlier iteration" (MAX_AGE): the
+        fixpoint then needs one age per entry instead of eight."""
         age = self.age(loop)
         rest = frozenset((lp, a) for lp, a in self.carried if lp is not loop)
-        return Entry(self.op, rest | {(loop, min(age + 1, MAX_AGE))})
+        new_age = MAX_AGE if isinstance(loop, scf.WhileOp) else min(age + 1, MAX_AGE)
+        return Entry(self.op, rest | {(loop, new_age)})
 
     def without(self, loop: scf.ForOp) -> Entry:
         return Entry(self.op, frozenset((lp, a) for lp, a in self.carried if lp is not loop))
@@ -473,10 +476,19 @@ class BarrierAnalysis:
         model = self.model
         moved = [(t, c) for t, c in fx.offset.terms
                  if any(defined_inside(leaf, crossed) for leaf in model.term_leaves(t))]
-        counter = crossed.body.block.args[0]
-        if len(moved) != 1 or moved[0][0] != ("v", counter):
+        if len(moved) != 1:
             return False
-        step = model.scalar(crossed.step, env)
+        if isinstance(crossed, scf.ForOp):
+            counter = crossed.body.block.args[0]
+            step_value: SSAValue | None = crossed.step
+        else:  # a SIMT loop's induction variable (LaneModel._eval_while_arg): its own step
+            counter = next(iter(model.term_leaves(moved[0][0])), None)
+            step_value = model.while_step(crossed, counter) \
+                if isinstance(counter, BlockArgument) and counter.block.parent_op() is crossed \
+                else None
+        if moved[0][0] != ("v", counter) or step_value is None:
+            return False
+        step = model.scalar(step_value, env)
         if not step:
             return False
         return not lanes_meet_at_multiple(self.space, fx, fy, abs(moved[0][1] * step))
@@ -647,6 +659,8 @@ class _Walker:
             return then
         elif isinstance(op, scf.ForOp):
             return self._loop(op, state)
+        elif isinstance(op, scf.WhileOp):
+            return self._while(op, state)
         else:
             for region in op.regions:
                 for block in region.blocks:
@@ -680,6 +694,26 @@ class _Walker:
         out = _State()
         for end in exits:
             out.merge(end)
+        return out.leaving(loop)
+
+    def _while(self, loop: scf.WhileOp, before: _State) -> _State:
+        """A SIMT loop, any number of iterations: the condition region runs first and is where
+        lanes leave; the body's accesses go round the back edge (renamed as an earlier
+        iteration's) until the state at the top of the loop stops changing."""
+        exits: list[_State] = []
+        head = before.copy()
+        while True:
+            checked = self.walk_block(loop.before_region.block, head.copy())
+            exits.append(checked)
+            end = self.walk_block(loop.after_region.block, checked.copy())
+            nxt = head.copy()
+            nxt.merge(end.around(loop))
+            if nxt.same(head):
+                break
+            head = nxt
+        out = _State()
+        for state in exits:
+            out.merge(state)
         return out.leaving(loop)
 
     def _fixed(self) -> Fixed:

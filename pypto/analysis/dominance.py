@@ -5,6 +5,9 @@ The pinned xDSL's verifier does not check it, so `.mlir` with a use before its d
 lines swapped) verified, and the interpreter then failed with an UnboundLocalError in generated
 code (found by the fuzzer). pypto-opt checks it after parsing and `run_pipeline` after every
 pass.
+
+The same walk rejects an `scf.for` whose step is the constant 0 (MLIR's verifier requires a
+positive constant step; xDSL 0.74's does not check it): the loop would never end.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ def _check_block(block: Block, visible: set[SSAValue], cfg: bool) -> tuple[Opera
                                 f"operand #{index}")
                         return op, (f"{what} is used before it is defined (its definition "
                                     f"does not dominate this use)")
+            if op.name == "scf.for" and _constant_int(op.operands[2]) == 0:
+                return op, "constant step operand must not be 0 (the loop would never end)"
             for region in op.regions:
                 for inner in region.blocks:
                     found = _check_block(inner, visible, cfg or len(region.blocks) > 1)
@@ -49,3 +54,17 @@ def _check_block(block: Block, visible: set[SSAValue], cfg: bool) -> tuple[Opera
     finally:
         for value in added:
             visible.discard(value)
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    """The integer of an `arith.constant` result, else None."""
+    owner = value.owner
+    if isinstance(owner, Operation) and owner.name == "arith.constant":
+        attr = owner.properties.get("value")
+        if attr is None:
+            attr = owner.attributes.get("value")
+        number = getattr(attr, "value", None)
+        data = getattr(number, "data", None)
+        if isinstance(data, int):
+            return data
+    return None

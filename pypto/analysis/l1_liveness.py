@@ -94,6 +94,9 @@ def trace_sources(value: SSAValue, is_source: Callable[[Operation], bool],
         if isinstance(owner, scf.ForOp) and value.index > 0:
             parts = [owner.iter_args[value.index - 1], *yielded(owner, value.index - 1)]
             return _union(trace_sources(v, is_source, seen) for v in parts)
+        if isinstance(owner, scf.WhileOp):
+            return _union(trace_sources(v, is_source, seen)
+                          for v in while_arg_sources(owner, value))
         return None
     assert isinstance(value, OpResult)
     op = value.op
@@ -109,7 +112,31 @@ def trace_sources(value: SSAValue, is_source: Callable[[Operation], bool],
     if isinstance(op, scf.ForOp):
         parts = [op.iter_args[value.index], *yielded(op, value.index)]
         return _union(trace_sources(v, is_source, seen) for v in parts)
+    if isinstance(op, scf.WhileOp):
+        return _union(trace_sources(v, is_source, seen) for v in while_result_sources(op, value))
     return None
+
+
+def while_arg_sources(loop: scf.WhileOp, arg: BlockArgument) -> list[SSAValue]:
+    """What an `scf.while` block argument may hold: for the condition region, the initial
+    value and the body's yield; for the body, what `scf.condition` forwards."""
+    index = arg.index
+    if arg.block is loop.before_region.block:
+        values = [loop.arguments[index]]
+        last = loop.after_region.block.last_op
+        if last is not None and index < len(last.operands):
+            values.append(last.operands[index])
+        return values
+    return while_result_sources(loop, arg)
+
+
+def while_result_sources(loop: scf.WhileOp, value: SSAValue) -> list[SSAValue]:
+    """What `scf.condition` forwards at `value`'s position (a result or a body argument)."""
+    condition = loop.before_region.block.last_op
+    index = value.index
+    if isinstance(condition, scf.ConditionOp) and index < len(condition.args):
+        return [condition.args[index]]
+    return []
 
 
 def _union(parts: Iterable[set[Operation] | None]) -> set[Operation] | None:

@@ -49,6 +49,7 @@ from pypto.analysis.ir_utils import yielded as _yielded
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import (
+    checks_uniform,
     forwards_yield,
     lane_reads_memory,
     launch_id,
@@ -283,10 +284,15 @@ class LaneModel(PointerModel, TokenModel):
         if isinstance(value, BlockArgument):
             if value in env:
                 return Affine.const(env[value])
+            loop = value.block.parent_op()
+            if isinstance(loop, scf.WhileOp):
+                return self._eval_while_arg(loop, value, env)
             return self._leaf_term(value)
         if not isinstance(value, OpResult):
             return None
         op = value.op
+        if checks_uniform(op):  # pto.loop_step: its operand, checked uniform at run time
+            return self.eval(op.operands[0], env)
         match op:
             case arith.ConstantOp():
                 attr = op.value
@@ -296,6 +302,8 @@ class LaneModel(PointerModel, TokenModel):
                 return None
             case scf.ForOp():
                 return self._eval_loop_result(op, value, env)
+            case scf.WhileOp():  # a SIMT loop's results: an opaque uniform value, if uniform
+                return None if value in self.varying else self._leaf_term(value)
             case scf.IfOp():
                 return self._eval_if_result(op, value, env)
         ident = launch_id(op)
@@ -328,6 +336,47 @@ class LaneModel(PointerModel, TokenModel):
                 return Affine.const(bdim)
         # block_id, grid_dim (and a block_dim not known): a uniform term
         return self._term((ident, d), [], f"{ident}.{'xyz'[d]}")
+
+    def _eval_while_arg(self, loop: scf.WhileOp, arg: BlockArgument, env: Env) -> Affine | None:
+        """A SIMT loop's carried value. An induction variable `i = init; ...; i = i + s` with
+        `s` the same on every lane (the grid-stride loop, `range(tid, n, block_dim)`) is
+        `init + T`: `T = k * s` after k iterations is uniform, because every lane still in the
+        loop has run the same iterations. Anything else: a uniform term, or unknown."""
+        condition = loop.before_region.block.last_op
+        if not isinstance(condition, scf.ConditionOp):
+            return None
+        if arg.block is loop.after_region.block:  # what scf.condition forwards
+            if arg.index >= len(condition.args):
+                return None
+            return self.eval(condition.args[arg.index], env)
+        step = self.while_step(loop, arg)
+        if step is None:
+            return self._leaf_term(arg)
+        init = self.eval(loop.arguments[arg.index], env)
+        if init is None:
+            return None
+        return init + self._term(("v", arg), [arg], value_name(arg))
+
+    def while_step(self, loop: scf.WhileOp, arg: BlockArgument) -> SSAValue | None:
+        """The uniform increment `s` when the before-region argument `arg` is an induction
+        variable (forwarded unchanged to the body, which yields `arg + s`), else None."""
+        condition = loop.before_region.block.last_op
+        body = loop.after_region.block
+        last = body.last_op
+        if not isinstance(condition, scf.ConditionOp) or last is None or \
+                arg.index >= len(last.operands):
+            return None
+        forwarded = [i for i, v in enumerate(condition.args) if v is arg]
+        nxt = last.operands[arg.index].owner
+        if not forwarded or not isinstance(nxt, arith.AddiOp):
+            return None
+        a, b = nxt.operands
+        for mine, other in ((a, b), (b, a)):
+            if isinstance(mine, BlockArgument) and mine.block is body and \
+                    mine.index in forwarded and other not in self.varying and \
+                    not defined_inside(other, loop):
+                return other
+        return None
 
     def _eval_arith(self, op: Operation, value: OpResult, env: Env) -> Affine | None:
         width = _width(value.type) or 64
@@ -622,11 +671,12 @@ def loop_depth(op: Operation) -> int:
 
 
 def enclosing_loops(op: Operation) -> list[scf.ForOp]:
-    """The `scf.for`s around `op`, outermost first."""
+    """The `scf.for`s and `scf.while`s around `op`, outermost first (a while loop's iterations
+    are never enumerated; it is listed so that an access carried round it is renamed)."""
     loops: list[scf.ForOp] = []
     parent = op.parent_op()
     while parent is not None:
-        if isinstance(parent, scf.ForOp):
+        if isinstance(parent, scf.ForOp | scf.WhileOp):
             loops.append(parent)
         parent = parent.parent_op()
     return loops[::-1]

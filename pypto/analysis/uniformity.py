@@ -1,9 +1,13 @@
 """Uniformity (divergence) analysis: which values may differ between the lanes of a block.
 
 A value is *varying* when lanes can hold different values of it: lane and warp ids, loads,
-atomics, and anything computed from them; the results of an `scf.if` on a varying condition. All
-other values (parameters, constants, block ids and dims, loop counters of uniform loops) are
-*uniform*. The analysis is a fixpoint over `scf.for` loop-carried values.
+atomics, and anything computed from them; the results of an `scf.if` on a varying condition, the results of an `scf.while` whose
+condition is varying (lanes leave it after different numbers of iterations). All other values
+(parameters, constants, block ids and dims, loop counters of uniform loops, the checked step of
+a SIMT loop, `pto.loop_step`) are *uniform*. The analysis is a fixpoint over `scf.for` and
+`scf.while` loop-carried values. Inside a while loop whose trip count differs between lanes,
+a carried value that starts and is updated uniformly stays uniform: every lane still in the
+loop has run the same iterations.
 
 Uses: the frontend rejects tile instructions and `barrier_block` under varying control flow (as
 GPUVerify's barrier-divergence check), the interpreter keeps uniform values as scalars, and
@@ -21,6 +25,7 @@ from xdsl.ir import Operation, SSAValue
 from pypto.analysis.cache import cached
 from pypto.diagnostics import op_location, source_loc
 from pypto.dialects.traits import (
+    checks_uniform,
     forwards_yield,
     is_block_collective,
     lane_reads_memory,
@@ -50,7 +55,7 @@ def varying_values(kernel: func.FuncOp, *, block_ids_uniform: bool = True,
 
 
 # How each op propagates variance, decided once per op before the fixpoint.
-_SOURCE, _IF, _FOR, _REGION, _GENERIC, _NONE = range(6)
+_SOURCE, _IF, _FOR, _REGION, _GENERIC, _NONE, _WHILE = range(7)
 
 
 def values_depending_on(kernel: func.FuncOp, what: str) -> frozenset[SSAValue]:
@@ -88,6 +93,11 @@ def _classify(op: Operation, block_ids_uniform: bool,
         return _IF
     if isinstance(op, scf.ForOp):
         return _FOR
+    if isinstance(op, scf.WhileOp):
+        return _WHILE
+    if checks_uniform(op):
+        # pto.loop_step: checked at run time to be the same on every active lane of a block
+        return _NONE if block_ids_uniform else _GENERIC
     if op.regions and forwards_yield(op):
         return _REGION
     return _GENERIC if op.results else _NONE
@@ -128,6 +138,21 @@ def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool,
                         zip(op.iter_args, body.args[1:], op.results)):
                     if init in varying or (index < len(yielded) and yielded[index] in varying):
                         mark([arg, result])
+            elif kind == _WHILE:
+                assert isinstance(op, scf.WhileOp)
+                before, after = op.before_region.block, op.after_region.block
+                condition = before.last_op
+                yielded = list(after.last_op.operands) if after.last_op else []
+                for index, (init, arg) in enumerate(zip(op.arguments, before.args)):
+                    if init in varying or (index < len(yielded) and yielded[index] in varying):
+                        mark([arg])
+                if isinstance(condition, scf.ConditionOp):
+                    divergent = condition.condition in varying
+                    for value, arg, result in zip(condition.args, after.args, op.results):
+                        if value in varying:
+                            mark([arg, result])
+                        elif divergent:
+                            mark([result])
             elif kind == _REGION:
                 last = op.regions[0].block.last_op
                 for value, result in zip(last.operands if last else (), op.results):
@@ -136,6 +161,29 @@ def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool,
             elif any(o in varying for o in op.operands):
                 mark(op.results)
     return frozenset(varying)
+
+
+def _from_lane_ids(value: SSAValue) -> bool:
+    """Is `value` computed by arithmetic from lane ids alone (provably per lane, as far as a
+    compile-time check goes)? Memory reads, loop-carried values and region results are not
+    followed: those are checked at run time."""
+    owner = value.owner
+    if not isinstance(owner, Operation) or owner.regions or lane_reads_memory(owner):
+        return False
+    if varies_per(owner) == "lane":
+        return True
+    return any(_from_lane_ids(v) for v in owner.operands)
+
+
+def divergent_condition(op: Operation, varying: frozenset[SSAValue]) -> SSAValue | None:
+    """The lane-dependent condition `op` branches or loops on, if it does."""
+    if isinstance(op, scf.IfOp) and op.cond in varying:
+        return op.cond
+    if isinstance(op, scf.WhileOp):
+        condition = op.before_region.block.last_op
+        if isinstance(condition, scf.ConditionOp) and condition.condition in varying:
+            return condition.condition
+    return None
 
 
 def _yields(op: scf.IfOp) -> list[SSAValue]:
@@ -176,6 +224,12 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
     bounds differ between lanes."""
     varying = varying_values(kernel)
     for op in walk(kernel.body.block.ops):
+        if checks_uniform(op) and op.operands[0] in varying and _from_lane_ids(op.operands[0]):
+            raise located_error(
+                CompileError, "the step of this range() is computed from the lane's id, so it "
+                "differs between lanes; a SIMT loop's start and stop may differ per lane but its "
+                "step must be the same on every lane (CUDA's grid-stride step is "
+                "pto.get_grid_dim() * pto.get_block_dim())", op)
         if isinstance(op, scf.ForOp):
             for bound, what in ((op.lb, "start"), (op.ub, "stop")):
                 if bound in varying:
@@ -187,9 +241,19 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
             continue
         parent = op.parent_op()
         while parent is not None and not isinstance(parent, func.FuncOp):
-            if isinstance(parent, scf.IfOp) and parent.cond in varying:
-                cond_op = parent.cond.owner if isinstance(parent.cond.owner, Operation) \
-                    else parent
+            cond = divergent_condition(parent, varying)
+            if cond is not None:
+                cond_op = cond.owner if isinstance(cond.owner, Operation) else parent
+                if isinstance(parent, scf.WhileOp):
+                    kind = "block barrier" if sync_scope(op) == "block" else \
+                        "tile instruction (executed once per block)"
+                    raise located_error(
+                        BarrierError,
+                        f"{op.name} is a {kind} but sits in a loop whose trip count differs "
+                        f"between lanes: its condition at {_describe(cond_op)} differs between "
+                        f"lanes, so lanes that left the loop would skip it (a deadlock on the "
+                        f"device); move it out of the loop or make the loop's bounds and "
+                        f"condition uniform (parameters, constants, block ids)", op)
                 kind = "block barrier" if sync_scope(op) == "block" else \
                     "tile instruction (executed once per block)"
                 raise located_error(

@@ -58,13 +58,16 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
     Only the chosen block runs: the output tensors hold that block's results when the session
     finishes.
     """
+    from pypto.backend.launch_shape import check_launch_shape
+    from pypto.backend.targets import resolve_target
     from pypto.compiler import compile as pto_compile
-    from pypto.compiler import normalize_dims
     from pypto.runtime import sync
 
-    grid3 = (1, 1, 1) if grid is None else normalize_dims(grid, "grid")
-    block3 = DEFAULT_BLOCK if block is None else normalize_dims(block, "block")
-    from pypto.backend.targets import resolve_target
+    name = getattr(kernel, "name", "?")
+    grid3, block3 = check_launch_shape((1, 1, 1) if grid is None else grid,
+                                       DEFAULT_BLOCK if block is None else block, kernel=name,
+                                       target=resolve_target(target),
+                                       what=f"dbg.debug_kernel of kernel '{name}'")
     from pypto.profiling import lowers_to_npu, model_pipeline
 
     if model is None:

@@ -164,12 +164,28 @@ class Inspector:
             return got
         if isinstance(lanes, slice):
             lanes = range(*lanes.indices(self.block_lanes))
-        single = isinstance(lanes, int | np.integer)
-        ids = np.atleast_1d(np.asarray(lanes, dtype=np.int64))
+        single = isinstance(lanes, int | np.integer) and not isinstance(lanes, bool | np.bool_)
+        have = f"{base}-{base + ctx.count - 1}"
+        if isinstance(lanes, range):  # checked from its ends: range(10**9) is never built
+            if lanes and not (base <= min(lanes[0], lanes[-1]) and
+                                   max(lanes[0], lanes[-1]) < base + ctx.count):
+                outside = lanes[0] if not base <= lanes[0] < base + ctx.count else lanes[-1]
+                raise DebugError(f"lane {outside} is not executing here (this lane vector "
+                                 f"holds lanes {have} of block {self.block_coords}); lanes "
+                                 f"{lanes.start}..{lanes.stop - 1} asked for")
+        elif not single and not (isinstance(lanes, list | tuple | np.ndarray) and all(
+                isinstance(i, int | np.integer) and not isinstance(i, bool | np.bool_)
+                for i in lanes)):
+            raise DebugError(f"lanes must be an int, a range, a slice or a list of ints (lane "
+                             f"ids within the block), got {type(lanes).__name__} "
+                             f"{str(lanes)[:80]}")
+        try:
+            ids = np.atleast_1d(np.asarray(lanes, dtype=np.int64))
+        except OverflowError:
+            raise DebugError(f"lane ids must be below 2^63, got {str(lanes)[:80]}") from None
         pos = ids - base
         bad = (pos < 0) | (pos >= ctx.count)
         if np.any(bad):
-            have = f"{base}-{base + ctx.count - 1}"
             raise DebugError(f"lane {int(ids[np.argmax(bad)])} is not executing here (this lane "
                              f"vector holds lanes {have} of block {self.block_coords})")
         picked = vector[pos]
@@ -202,7 +218,7 @@ class Inspector:
             raise DebugError(f"this session runs block {self.block_coords} only; "
                              f"restart(block_id={self._linear_block(block)}) to look at "
                              f"block {block}")
-        offset, count = int(offset), int(count)
+        offset, count = _whole(offset, "offset"), _whole(count, "count")
         l1_bytes = self.exe.layout.l1_bytes
         lo, hi = offset * dt.itemsize, (offset + count) * dt.itemsize
         if offset < 0 or count < 0 or hi > l1_bytes:
@@ -238,3 +254,10 @@ class Inspector:
         x, y, z = (tuple(block) + (0, 0))[:3]
         gx, gy, _ = self.grid
         return x + gx * (y + gy * z)
+
+
+def _whole(value: Any, what: str) -> int:
+    """`value` as an int, or a `DebugError` saying `what` must be one (1.5, "x", True are not)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise DebugError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)

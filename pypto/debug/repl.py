@@ -75,10 +75,18 @@ class DebuggerShell(cmd.Cmd):
         print(text, file=self.stdout)
 
     def onecmd(self, line: str) -> bool:
+        if "\0" in line:  # a NUL byte: no command has one (and readline's history rejects it)
+            self.say("error: the command holds a NUL byte (\\x00); type 'help' for the commands")
+            return False
         try:
             return super().onecmd(line)
         except (DebugError, PtoError, ValueError, TypeError) as exc:
             self.say(f"error: {exc}")
+            return False
+        except (MemoryError, RecursionError, ArithmeticError, LookupError,
+                AttributeError) as exc:  # a debugger bug: say so, keep the session
+            self.say(f"error: internal debugger error, please report it with the command "
+                     f"{line.strip()[:200]!r}: {type(exc).__name__}: {exc}")
             return False
 
     def default(self, line: str) -> None:
@@ -91,7 +99,7 @@ class DebuggerShell(cmd.Cmd):
 
     def precmd(self, line: str) -> str:
         rl = self._readline
-        if rl is not None and line.strip() and not self._interactive():
+        if rl is not None and line.strip() and "\0" not in line and not self._interactive():
             rl.add_history(line.strip())  # a tty's input() adds lines itself
         return line
 
@@ -220,10 +228,15 @@ class DebuggerShell(cmd.Cmd):
             raise DebugError("l1 OFFSET COUNT [DTYPE]  (element offset and count; DTYPE "
                              "defaults to float32)")
         dtype = parts[2] if len(parts) == 3 else "float32"
-        values = self.session.inspect_l1(int(parts[0]), int(parts[1]), dtype=dtype)
+        try:
+            offset, count = int(parts[0]), int(parts[1])
+        except ValueError:
+            raise DebugError(f"l1 OFFSET COUNT [DTYPE]: OFFSET and COUNT are whole numbers of "
+                             f"elements, got {parts[0]!r} {parts[1]!r}") from None
+        values = self.session.inspect_l1(offset, count, dtype=dtype)
         self.say(np.array2string(values, threshold=64, max_line_width=100))
         itemsize = values.dtype.itemsize
-        lo, hi = int(parts[0]) * itemsize, (int(parts[0]) + int(parts[1])) * itemsize
+        lo, hi = offset * itemsize, (offset + count) * itemsize
         covering = [(off, n, nm) for off, n, nm, _ in self.session.l1_map()
                     if off < hi and off + n > lo]
         if covering:

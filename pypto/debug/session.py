@@ -31,7 +31,7 @@ from pypto.backend.interpreter.instruments import (
     location_of,
 )
 from pypto.debug.describe import Describer
-from pypto.debug.inspector import DebugError, Inspector, Pointer
+from pypto.debug.inspector import DebugError, Inspector, Pointer, _whole
 from pypto.debug.instructions import is_instruction, kind_of, position
 from pypto.debug.view import Executed, render, source_context
 from pypto.errors import KernelError
@@ -328,9 +328,9 @@ class Session(Inspector, Describer):
     def step(self, n: int = 1) -> None:
         """Execute `n` PTO instructions and print their trace lines; stops early at a
         breakpoint, an error or the end of the kernel."""
+        n = max(1, _whole(n, "the count of step()"))
         if not self._running_check():
             return
-        n = max(1, int(n))
         w = self._watch
         records = self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
             is_instruction(info) and w.executed >= n or self._hit(info)), record="instructions")
@@ -338,9 +338,9 @@ class Session(Inspector, Describer):
 
     def stepi(self, n: int = 1) -> None:
         """Execute `n` ops of any kind (ids, address arithmetic, branches included)."""
+        n = max(1, _whole(n, "the count of stepi()"))
         if not self._running_check():
             return
-        n = max(1, int(n))
         w = self._watch
         records = self._resume(lambda info, ctx, mask: self._in_focus(info, ctx, mask) and (
             w.executed_ops >= n or self._hit(info)), record="ops")

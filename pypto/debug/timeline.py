@@ -93,8 +93,12 @@ def _modelled(session: Any, profile: Any, log: _IssueLog) -> list[TimelineEntry]
     whole = Lanes(np.arange(session.block_lanes))
     out = []
     for e in sorted(profile.timeline, key=lambda e: (e.op_id, e.cycle)):
-        k = seen.get(e.op_id, 0)
-        seen[e.op_id] = k + 1
+        if e.op_id < 0:
+            continue  # not an instruction: the launch's HBM rows
+        part = e.pipe != profile.facts[e.op_id].pipe  # a fused load's copy on MTE_IN
+        k = seen.get(e.op_id, 0) - (1 if part else 0)
+        if not part:
+            seen[e.op_id] = k + 1
         runs = lanes_of.get(e.op_id, [])
         lanes = runs[k] if k < len(runs) else whole
         out.append(TimelineEntry(e.cycle, e.end, lanes, e.inst, e.source, e.pipe, e.op_id,

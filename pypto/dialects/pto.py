@@ -78,6 +78,7 @@ from xdsl.traits import (
     IsTerminator,
     MemoryAllocEffect,
     MemoryWriteEffect,
+    NoMemoryEffect,
     Pure,
     RecursiveMemoryEffect,
 )
@@ -95,6 +96,7 @@ from pypto.dialects.traits import (
     CopiesSynchronously,
     CopyFootprint,
     DeclaresBuffer,
+    ChecksUniform,
     Fence,
     FillFootprint,
     ForwardsYield,
@@ -1435,6 +1437,44 @@ class StageOp(IRDLOperation):
 
 
 @op_definition
+class LoopStepOp(IRDLOperation):
+    """The run-time step of a SIMT loop, checked: the same non-zero value on every active lane.
+
+    semantics: returns its operand. A SIMT `for x in range(start, stop, step)` whose step is a
+    run-time value (CUDA's grid-stride `get_grid_dim() * get_block_dim()`) passes it through
+    this op, so a step that is zero on an active lane, or that differs between the active
+    lanes, is a `KernelError` naming the loop's line. Its result is uniform (the uniformity
+    analysis trusts the check).
+    syntax: `%s = pto.loop_step %step : i32`
+    python: `for i in range(start, stop, step)` (`step` not a compile-time constant)
+    example:
+        // A grid-stride step, checked once before the loop.
+        func.func @stride() -> i32 {
+          %g = pto.get_grid_dim 0 : i32
+          %b = pto.get_block_dim 0 : i32
+          %n = arith.muli %g, %b : i32
+          %s = pto.loop_step %n : i32
+          func.return %s : i32
+        }
+    """
+
+    name = "pto.loop_step"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    step = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$step attr-dict `:` type($result)"
+    traits = traits_def(NoMemoryEffect(), ChecksUniform(), SCALAR, InstructionKind())
+
+    def __init__(self, step: SSAValue):
+        super().__init__(operands=[step], result_types=[step.type])
+
+    def verify_(self) -> None:
+        t = self.step.type
+        if not (isinstance(t, IntegerType) and t.width.data in (32, 64)):
+            raise VerifyException(f"pto.loop_step takes an i32 or i64 step, got {t}")
+
+
+@op_definition
 class FmodOp(IRDLOperation):
     """Floating-point remainder with the sign of the dividend (C's `fmod`).
 
@@ -1562,6 +1602,7 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     AtomicAddOp,
     FmodOp,
     SigmoidOp,
+    LoopStepOp,
     AllocLocalOp,
     AsyncLoadOp,
     AsyncStoreOp,

@@ -133,6 +133,13 @@ class BlockCollective(OpTrait):
     """
 
 
+@dataclass(frozen=True)
+class ChecksUniform(OpTrait):
+    """The op returns its operand after checking, at run time, that it is the same on every
+    active lane of a block (`pto.loop_step`, a SIMT loop's step): analyses take the result as
+    uniform and equal to the operand."""
+
+
 class Fence(MemoryEffect):
     """Orders memory without an address of its own (barriers, waits): reads and writes all.
 
@@ -187,6 +194,11 @@ def is_block_collective(op: OpOrClass) -> bool:
     """Is `op` executed once per block, by all its lanes together (a tile instruction or
     `pto.barrier_block`)?"""
     return _trait(op, BlockCollective) is not None
+
+
+def checks_uniform(op: OpOrClass) -> bool:
+    """Is `op`'s result its operand, checked at run time to be uniform (`ChecksUniform`)?"""
+    return _trait(op, ChecksUniform) is not None
 
 
 def declared_accesses(op: OpOrClass) -> tuple[Access, ...]:

@@ -45,6 +45,11 @@ LANGUAGE_FUNCTIONS: dict[str, tuple[str, str]] = {
                                "Python numbers take the other operand's type."),
     "cast": ("(x, dtype)", "Convert `x` to `dtype` per lane (`arith` casts): floats round to "
                            "nearest even, float to int truncates toward zero."),
+    "reduce": ("(v, op=\"sum\", scope=\"warp\")",
+               "Reduce `v` across the lanes of a warp or of a block (`op`: \"sum\", \"max\" or "
+               "\"min\"; `scope`: \"warp\" or \"block\"), lowered to ordinary loads, stores and "
+               "barriers on a scratch buffer (pypto/frontend/collectives.py); every lane gets "
+               "the result."),
 }
 """Functions of the language that lower to upstream ops: name -> (signature, docstring)."""
 

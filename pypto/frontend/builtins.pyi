@@ -417,4 +417,13 @@ def cast(x: Any, dtype: Any) -> Any:
     """
     ...
 
-__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'constexpr']
+def reduce(v: Any, op: Any='sum', scope: Any='warp') -> Any:
+    """Reduce `v` across the lanes of a warp or of a block (`op`: "sum", "max" or "min"; `scope`:
+    "warp" or "block"), lowered to ordinary loads, stores and barriers on a scratch buffer
+    (pypto/frontend/collectives.py); every lane gets the result.
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'constexpr']

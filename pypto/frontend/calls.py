@@ -92,6 +92,9 @@ class CallLowering:
             raise self.error(f"{what} must be a compile-time integer, got "
                              f"{_describe_value(value)} (a value computed per lane or loaded "
                              f"from memory cannot size a buffer)", node)
+        if not -(2**63) <= value < 2**63:
+            raise self.error(f"{what} is {_short_int(value)}, outside the int64 range of the "
+                             f"IR's integer attributes; use a value that fits", node)
         return value
 
     def param_slice(self, value: SSAValue) -> set[str] | None:
@@ -226,6 +229,10 @@ class CallLowering:
         result = values[0]
         for v in values[1:]:
             if not isinstance(result, SSAValue) and not isinstance(v, SSAValue):
+                for value in (result, v):
+                    if not isinstance(value, int | float):
+                        raise self.error(f"{which}() takes numbers, got "
+                                         f"{_describe_value(value)}", node)
                 result = min(result, v) if which == "min" else max(result, v)
                 continue
             a, b = self.unify(result, v, node, f"{which}()")
@@ -245,6 +252,8 @@ class CallLowering:
         v = self.expr(node.args[0])
         self.node = node
         if not isinstance(v, SSAValue):
+            if not isinstance(v, int | float):
+                raise self.error(f"abs() takes a number, got {_describe_value(v)}", node)
             return abs(v)
         if _is_float(v.type):
             return self.emit(math.AbsFOp(v)).results[0]
@@ -365,8 +374,8 @@ class CallLowering:
             if pto.memory_space_of(value.type) != "local":
                 raise self.error(f"pto.mma works on L1 tiles: {what} must be an L1 buffer "
                                  f"(copy it in with pto.async_load)", node)
-        op = pto.MmaOp(c, a, b, *dims)
         try:
+            op = pto.MmaOp(c, a, b, *dims)
             op.verify_()
         except Exception as exc:  # the dialect's checks, reported at the Python line
             raise self.error(str(exc), node) from None
@@ -448,12 +457,30 @@ class CallLowering:
                 # no longer weakly typed: `pto.cast(0.0, pto.float32) + half` is float32.
                 if dt.kind == "float":
                     folded = x  # rounded once to the type by `constant`
+                elif dt.kind == "bool":
+                    folded = bool(x)
                 else:
-                    value = dt.np_dtype.type(x)
-                    folded = bool(value) if dt.kind == "bool" else int(value)
+                    folded = self._literal_to_int(x, dt, node)
                 return self.constant(folded, target)
             raise self.error(f"pto.cast takes a number, got {_describe_value(x)}", node)
         return self.convert(x, target, node)
+
+    def _literal_to_int(self, x: bool | int | float, dt: Any, node: ast.AST) -> int:
+        """`pto.cast(literal, int type)` folded as the run-time cast computes it: an int wraps,
+        a float truncates toward zero; a float that is NaN, infinite or out of the type's range
+        after truncation (a `KernelError` at run time) is a `CompileError` here, at the call."""
+        bits = dt.np_dtype.itemsize * 8
+        if isinstance(x, float):
+            if py_math.isfinite(x):
+                truncated = int(x)  # toward zero, exact for every finite float
+                if -(2 ** (bits - 1)) <= truncated < 2 ** (bits - 1):
+                    return truncated
+            raise self.error(f"pto.cast({x!r}, {dt.name}): {x!r} is outside the range of "
+                             f"{dt.name} ([-2^{bits - 1}, 2^{bits - 1})), so the cast has no "
+                             f"value (NaN and out-of-range float-to-int casts are errors, "
+                             f"docs/language.md); use a value that fits", node)
+        wrapped = int(x) & ((1 << bits) - 1)  # int -> int wraps, as arith.trunci does
+        return wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped
 
     def convert(self, x: SSAValue, target: Attribute, node: ast.AST) -> SSAValue:
         src = x.type
@@ -483,3 +510,10 @@ class CallLowering:
             return self.emit(arith.TruncFOp(wide, target)).results[0]
         raise self.type_error(f"cannot cast {describe_type(src)} to {describe_type(target)}",
                               node, (x,))
+
+
+def _short_int(value: int) -> str:
+    """`value` for a message: in full when short, else its sign and digit count."""
+    if abs(value) < 10**30:
+        return str(value)
+    return f"{'minus ' if value < 0 else ''}an integer of ~{int(abs(value).bit_length() * 0.30103) + 1} digits"

@@ -44,8 +44,15 @@ from pypto.frontend.builtins import BUILTINS, ELEMENTWISE
 from pypto.frontend.hints import call_replacement, expression_replacement
 from pypto.frontend.calls import CallLowering
 from pypto.frontend.common import _is_bool, _is_float, _is_int, _type_name
-from pypto.frontend.early_return import drop_trailing_returns, rewrite_returns
+from pypto.frontend.early_return import (
+    drop_trailing_returns,
+    lift_loop_returns,
+    rewrite_returns,
+)
+from pypto.frontend.collectives import MAX_BLOCK_LANES, CollectiveLowering
+from pypto.frontend.helpers import HelperLowering, helper_function
 from pypto.frontend.kernel import Kernel, KernelSource
+from pypto.frontend.simt_loops import convert_divergent_for_loops
 from pypto.frontend.structured import PipelineHandle, StructuredLowering, _Undefined
 from pypto.frontend.operators import (
     _BOOL_BINARY,
@@ -66,12 +73,14 @@ Value = SSAValue | int | float | bool
 _FLOAT_RANK = {16: 1, 32: 2, 64: 3}
 
 
-class KernelLowering(StructuredLowering, CallLowering):
+class KernelLowering(StructuredLowering, CallLowering, HelperLowering, CollectiveLowering):
     """Lowers one specialisation of a kernel (fixed argument types) to a `builtin.module`."""
 
     def __init__(self, kernel: Kernel, arg_types: Sequence[Attribute],
-                 constexprs: dict[str, Any] | None = None):
+                 constexprs: dict[str, Any] | None = None,
+                 block: Sequence[int] | None = None):
         self.kernel = kernel
+        self.block_dims = tuple(block) if block is not None else None
         self.src: KernelSource = kernel.source
         self.arg_types = list(arg_types)
         self.constexprs = dict(constexprs or {})
@@ -141,7 +150,8 @@ class KernelLowering(StructuredLowering, CallLowering):
             # the early-return rewrite, done once per kernel: lowering only reads the tree,
             # so every specialisation (and every constexpr retry) shares the rewritten copy
             fdef = copy.deepcopy(self.src.tree)
-            fdef.body = drop_trailing_returns(rewrite_returns(fdef.body)) or fdef.body
+            fdef.body = drop_trailing_returns(rewrite_returns(lift_loop_returns(fdef.body))) \
+                or fdef.body
             self.src.rewritten = fdef
         self.node = fdef
         if isinstance(fdef, ast.AsyncFunctionDef):
@@ -165,6 +175,13 @@ class KernelLowering(StructuredLowering, CallLowering):
         if not self._terminated():
             self.node = fdef.body[-1] if fdef.body else fdef
             self.emit(func.ReturnOp())
+        prologue = self.__dict__.get("prologue")
+        if prologue is not None and prologue.first_op is not None:
+            # scratch buffers of collectives: declared and initialised at the kernel's entry
+            ops = list(prologue.ops)
+            for op in ops:
+                op.detach()
+            body_block.insert_ops_before(ops, body_block.first_op)
         fn = func.FuncOp(self.kernel.name, FunctionType.from_lists(self.arg_types, []),
                          Region(body_block))
         fn.attributes[pto.KERNEL_ATTR] = UnitAttr()
@@ -173,6 +190,15 @@ class KernelLowering(StructuredLowering, CallLowering):
         module = ModuleOp([fn])
         module.location = self.loc(fdef)
         return module
+
+    def block_lanes(self) -> int:
+        """Lanes per block of this specialisation (the target's maximum when not given)."""
+        if self.block_dims is None:
+            return MAX_BLOCK_LANES
+        count = 1
+        for d in self.block_dims:
+            count *= d
+        return count
 
     def _terminated(self) -> bool:
         assert self.block is not None
@@ -227,7 +253,7 @@ class KernelLowering(StructuredLowering, CallLowering):
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(value, SSAValue) and value.name_hint is None:
+            if isinstance(value, SSAValue) and value.name_hint is None and "." not in target.id:
                 value.name_hint = target.id  # readable IR and error messages ('A_tile')
             self.env[target.id] = value
             return
@@ -245,12 +271,17 @@ class KernelLowering(StructuredLowering, CallLowering):
                          "with pto.store(ptr, value))", target)
 
     def stmt_Return(self, stmt: ast.Return) -> None:
+        if getattr(self, "inline_stack", None):
+            raise self.error("'return' inside a loop of a helper function is not supported; "
+                             "let the loop finish (keep the result in a variable, leave with "
+                             "'break') and return after it", stmt)
         if stmt.value is not None:
             raise self.error("kernels cannot return a value; store results through a pointer "
                              "with pto.store()", stmt)
         if self.loop_depth:
-            raise self.error("'return' inside a loop is not supported; let the loop finish "
-                             "(use a flag and an 'if') or move the return before the loop", stmt)
+            raise self.error("'return' inside a loop is not supported; leave the loop with "
+                             "'break' (it may sit under a lane-dependent 'if') and return after "
+                             "it", stmt)
         if self.region_depth:
             raise self.error("'return' inside a pipeline stage is not supported", stmt)
         self.emit(func.ReturnOp())
@@ -441,6 +472,9 @@ class KernelLowering(StructuredLowering, CallLowering):
         replacement = call_replacement(callee, node.func)
         if replacement is not None:
             raise self.error(replacement, node)
+        helper = helper_function(callee)
+        if helper is not None:
+            return self.inline_call(helper, node)
         name = getattr(callee, "__qualname__", None) or repr(callee)
         raise self.error(f"call to '{ast.unparse(node.func)}' ({name}) is not supported in a "
                          f"kernel; only pto instructions and the builtins listed in "
@@ -714,15 +748,17 @@ def _deep_recursion() -> Any:
 def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
                  constexprs: dict[str, Any] | None = None,
                  folded: dict[str, Any] | None = None,
+                 block: Sequence[int] | None = None,
                  launch_args: Sequence[Any] | None = None) -> ModuleOp:
     """Lower one specialisation of `kernel` to a `builtin.module` (verified by the caller).
 
     Raises `NeedsConstexpr` when a parameter must be specialised on its launch value. `folded`,
     when given, receives the module-level / closed-over values folded in (name -> value), so the
-    caller can tell when a cached compilation went stale. `launch_args`, when given, are the
-    values the types come from: type errors they cause name them (pypto.frontend.blame).
+    caller can tell when a cached compilation went stale. `block` is the block shape (the
+    scratch of `pto.reduce`). `launch_args`, when given, are the values the types come from:
+    type errors they cause name them (pypto.frontend.blame).
     """
-    lowering = KernelLowering(kernel, arg_types, constexprs)
+    lowering = KernelLowering(kernel, arg_types, constexprs, block)
     lowering.launch_args = launch_args
     with _deep_recursion():
         try:
@@ -732,6 +768,9 @@ def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
                                  "(thousands of levels); split the expression into several "
                                  "statements with intermediate variables",
                                  lowering.statement) from None
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            convert_divergent_for_loops(op)
     if folded is not None:
         folded.update(lowering.folded)
     return module

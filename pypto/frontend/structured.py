@@ -1,6 +1,9 @@
 """Lowering of structured control flow: `if` (scf.if with merged values), `for` (scf.for with
-loop-carried values), and `with pto.pipeline()` / `with pl.stage()` (pto.pipeline / pto.stage
-regions that yield the values later code uses).
+loop-carried values), SIMT loops (`while`, `for` with a run-time step or a `break`: scf.while
+with a per-lane condition; `break` / `continue` through `early_return.rewrite_loop_exits`; a
+`for` with lane-dependent bounds is rewritten later by `simt_loops.py`), and
+`with pto.pipeline()` / `with pl.stage()` (pto.pipeline / pto.stage regions that yield the
+values later code uses).
 
 A mixin of `KernelLowering` (lowering.py): it relies on the lowering's `env`, `block`, `emit`,
 `expr`, `lower_body` and typing helpers. Python scoping is kept: a variable assigned in a
@@ -16,13 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import IntegerType, i1
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from pypto.dialects import pto
 from pypto.errors import CompileError
 from pypto.frontend.builtins import BUILTINS
 from pypto.frontend.common import NeedsConstexpr, _describe_value, _is_int, _type_name
+from pypto.frontend.early_return import rewrite_loop_exits
 
 
 _MISSING = object()
@@ -43,6 +47,11 @@ def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
     return names
+
+
+def _hidden(kind: str, stmt: ast.stmt) -> str:
+    """A synthetic variable of the loop at `stmt` (a name no Python code can spell)."""
+    return f"{kind}.{stmt.lineno}.{stmt.col_offset}"
 
 
 class PipelineHandle:
@@ -126,7 +135,7 @@ class StructuredLowering:
         if_op = scf.IfOp(cond, types, Region(then_block), else_region)
         self.emit(if_op)
         for (name, _, _), result in zip(merged, if_op.results):
-            result.name_hint = name
+            result.name_hint = name if "." not in name else None  # not synthetic variables
             self.env[name] = result
 
     # ---------------------------------------------------------------------------------------
@@ -151,21 +160,25 @@ class StructuredLowering:
             (start, stop), step = bounds, 1
         else:
             start, stop, step = bounds
-        if isinstance(step, SSAValue):
-            step = self.const_int(step, it.args[2], "the step of range()")
-        if isinstance(step, bool) or not isinstance(step, int) or step == 0:
-            raise self.error("the step of range() must be a non-zero compile-time integer",
-                             it)
-        for b, n in ((start, "start"), (stop, "stop")):
+        for b, n in ((start, "start"), (stop, "stop"), (step, "step")):
             if isinstance(b, SSAValue) and not _is_int(b.type) or \
                     not isinstance(b, SSAValue) and (isinstance(b, bool) or
                                                      not isinstance(b, int)):
-                raise self.error(f"the {n} of range() must be an integer", it)
-        if not isinstance(start, SSAValue) and not isinstance(stop, SSAValue):
-            trip = len(range(start, stop, step))
-            if trip == 0:
-                return
-        self._lower_for(stmt, start, stop, step)
+                raise self.error(f"the {n} of range() must be an integer"
+                                 + (f", got {_describe_value(b)}" if n == "step" else ""), it)
+        if not isinstance(step, SSAValue) and step == 0:
+            raise self.error("the step of range() is zero: the loop would never end; use a "
+                             "non-zero step", it.args[2])
+        body, has_break = rewrite_loop_exits(stmt.body, _hidden("break", stmt))
+        if not isinstance(start, SSAValue) and not isinstance(stop, SSAValue) and \
+                not isinstance(step, SSAValue) and len(range(start, stop, step)) == 0:
+            return
+        if isinstance(step, SSAValue) or has_break:
+            self._lower_range_while(stmt, body, start, stop, step, has_break)
+            return
+        # Uniform bounds stay an scf.for; one whose start or stop differs between lanes is
+        # turned into a masked scf.while after lowering (simt_loops.py).
+        self._lower_for(stmt, start, stop, step, body)
 
     def _is_range(self, func_node: ast.expr) -> bool:
         try:
@@ -174,7 +187,8 @@ class StructuredLowering:
             return False
         return value is py_builtins.range
 
-    def _lower_for(self, stmt: ast.For, start: Any, stop: Any, step: int) -> None:
+    def _lower_for(self, stmt: ast.For, start: Any, stop: Any, step: int,
+                   body_stmts: list[ast.stmt]) -> None:
         # Bounds: a common integer type (i32 unless a bound is i64).
         types = [b.type for b in (start, stop) if isinstance(b, SSAValue)]
         ity: Attribute = IntegerType(64) if any(t.width.data == 64 for t in types) \
@@ -195,7 +209,7 @@ class StructuredLowering:
             lb = self.constant(0, ity)
             st = self.constant(1, ity)
             iv_map = a
-        carried = self._loop_carried(stmt)
+        carried = self._loop_carried(stmt, body_stmts)
         before = dict(self.env)
         outer = self.block
         init_types: dict[str, Attribute] = {}
@@ -203,10 +217,10 @@ class StructuredLowering:
             v = before[name]
             init_types[name] = v.type if isinstance(v, SSAValue) else self.literal_type(v)
         init_types.update(self._weak_carried_types(stmt, carried, init_types, before, ity,
-                                                   iv_map, step))
+                                                   iv_map, step, body_stmts))
         for _attempt in range(4):
             body, yielded, results_env = self._lower_loop_body(
-                stmt, carried, init_types, before, ity, iv_map, step)
+                stmt, carried, init_types, before, ity, iv_map, step, body_stmts)
             changed = False
             for name, value in zip(carried, yielded):
                 if isinstance(value, SSAValue) and value.type != init_types[name] and \
@@ -237,7 +251,8 @@ class StructuredLowering:
 
     def _weak_carried_types(self, stmt: ast.For, carried: list[str],
                             init_types: dict[str, Attribute], before: dict[str, Any],
-                            ity: Attribute, iv_map: Any, step: int) -> dict[str, Attribute]:
+                            ity: Attribute, iv_map: Any, step: int,
+                            body_stmts: list[ast.stmt]) -> dict[str, Attribute]:
         """Types of loop-carried variables initialised with a Python literal, weakly typed.
 
         `acc = 0.0` before `for ...: acc = acc + h` (h float16) must carry a float16, exactly as
@@ -251,7 +266,7 @@ class StructuredLowering:
             return {}
         try:
             _, probe, _ = self._lower_loop_body(stmt, carried, init_types, before, ity, iv_map,
-                                                step, literal_names=weak)
+                                                step, body_stmts, literal_names=weak)
         except (CompileError, NeedsConstexpr):
             return {}
         finally:
@@ -259,8 +274,8 @@ class StructuredLowering:
         return {name: value.type for name, value in zip(carried, probe)
                 if name in weak and isinstance(value, SSAValue)}
 
-    def _loop_carried(self, stmt: ast.For) -> list[str]:
-        assigned = sorted(_assigned_names(stmt.body) | {stmt.target.id})
+    def _loop_carried(self, stmt: ast.For, body_stmts: list[ast.stmt]) -> list[str]:
+        assigned = sorted(_assigned_names(body_stmts) | {stmt.target.id})
         carried = []
         for name in assigned:
             if name == stmt.target.id:
@@ -273,7 +288,7 @@ class StructuredLowering:
 
     def _lower_loop_body(self, stmt: ast.For, carried: list[str],
                          init_types: dict[str, Attribute], before: dict[str, Any],
-                         ity: Attribute, iv_map: Any, step: int,
+                         ity: Attribute, iv_map: Any, step: int, body_stmts: list[ast.stmt],
                          literal_names: frozenset[str] = frozenset()
                          ) -> tuple[Block, list[Any], dict[str, Any]]:
         """Lower one iteration; carried names in `literal_names` keep their literal value (a
@@ -296,7 +311,7 @@ class StructuredLowering:
         self.loop_depth += 1
         self.region_depth += 1
         try:
-            self.lower_body(stmt.body)
+            self.lower_body(body_stmts)
         finally:
             self.loop_depth -= 1
             self.region_depth -= 1
@@ -325,17 +340,251 @@ class StructuredLowering:
         return self.constant(value, t)
 
     def stmt_Break(self, stmt: ast.Break) -> None:
-        raise self.error("'break' is not supported in kernels: loops run a uniform number of "
-                         "iterations; keep a per-lane flag and guard the rest of the body with "
-                         "'if'", stmt)
+        raise self.error("'break' outside a loop of this kernel body: a loop's own 'break' may "
+                         "sit under 'if's in it, not inside a pipeline stage", stmt)
 
     def stmt_Continue(self, stmt: ast.Continue) -> None:
-        raise self.error("'continue' is not supported in kernels: guard the rest of the loop "
-                         "body with 'if' instead", stmt)
+        raise self.error("'continue' outside a loop of this kernel body: a loop's own "
+                         "'continue' may sit under 'if's in it, not inside a pipeline stage", stmt)
+
+    # ---------------------------------------------------------------------------------------
+    # SIMT loops: scf.while with a per-lane condition
+    # ---------------------------------------------------------------------------------------
 
     def stmt_While(self, stmt: ast.While) -> None:
-        raise self.error("'while' loops are not supported in kernels; use "
-                         "'for x in range(...)' with uniform bounds", stmt)
+        if stmt.orelse:
+            raise self.error("'while ... else' is not supported in kernels", stmt)
+        body, has_break = rewrite_loop_exits(stmt.body, _hidden("break", stmt))
+        flag = _hidden("break", stmt) if has_break else None
+        test = stmt.test
+        if flag is not None:
+            # lanes that broke out do not evaluate the condition again (it may load)
+            cond_name = _hidden("cond", stmt)
+            guard = ast.copy_location(ast.If(
+                test=ast.copy_location(ast.UnaryOp(ast.Not(), ast.copy_location(
+                    ast.Name(id=flag, ctx=ast.Load()), test)), test),
+                body=[ast.copy_location(ast.Assign(
+                    targets=[ast.copy_location(ast.Name(id=cond_name, ctx=ast.Store()), test)],
+                    value=test), test)],
+                orelse=[ast.copy_location(ast.Assign(
+                    targets=[ast.copy_location(ast.Name(id=cond_name, ctx=ast.Store()), test)],
+                    value=ast.copy_location(ast.Constant(False), test)), test)]), test)
+
+            def condition() -> Any:
+                self.lower_body([guard])
+                return self.env[cond_name]
+        else:
+            def condition() -> Any:
+                return self.expr(test)
+        # a condition known at compile time: `while False` never runs, `while True` needs a break
+        probe_env = dict(self.env)
+        if not any(isinstance(n, ast.Name) and n.id in _assigned_names(body)
+                   for n in ast.walk(test)):
+            try:
+                known = self._constant_condition(test)
+            finally:
+                self.env = probe_env
+            if known is False:
+                return
+            if known is True and not has_break:
+                raise self.error("this 'while' condition is always true and the loop has no "
+                                 "'break': it would never end", test)
+        hidden = {flag: False} if flag is not None else {}
+        self._lower_simt_loop(stmt, body, hidden, condition)
+
+    def _constant_condition(self, test: ast.expr) -> bool | None:
+        """The truth of a loop condition that is a compile-time value, else None."""
+        saved_block = self.block
+        scratch = self.block = Block()  # anything emitted while looking is thrown away
+        try:
+            value = self.expr(test)
+        except (CompileError, NeedsConstexpr):
+            return None
+        finally:
+            self.block = saved_block
+            scratch.drop_all_references()
+        if isinstance(value, bool | int | float):
+            return bool(value)
+        return None
+
+    def _lower_range_while(self, stmt: ast.For, body: list[ast.stmt], start: Any, stop: Any,
+                           step: Any, has_break: bool) -> None:
+        """`for x in range(start, stop, step)` as a SIMT loop: a run-time (uniform) step, or a
+        `break`. The counter is carried; each lane leaves when its own bound is reached."""
+        types = [b.type for b in (start, stop, step) if isinstance(b, SSAValue)]
+        ity: Attribute = IntegerType(64) if any(t.width.data == 64 for t in types) \
+            else IntegerType(32)
+        counter = _hidden("iv", stmt)
+        flag = _hidden("break", stmt) if has_break else None
+        self.node = stmt
+        lo = self.coerce_int(start, ity)
+        hi = self.coerce_int(stop, ity)
+        upward: Any = None
+        if isinstance(step, SSAValue):
+            self.node = stmt.iter.args[2] if isinstance(stmt.iter, ast.Call) else stmt
+            st: Any = self.emit(pto.LoopStepOp(self.coerce_int(step, ity))).results[0]
+            st.name_hint = "step"
+            self.node = stmt
+            upward = self.emit(arith.CmpiOp(st, self.constant(0, ity), "sgt")).results[0]
+        else:
+            st = step
+
+        def condition() -> Any:
+            i = self.env[counter]
+            if upward is not None:  # the sign of a run-time step picks the comparison
+                c = self.emit(arith.SelectOp(
+                    upward, self.emit(arith.CmpiOp(i, hi, "slt")).results[0],
+                    self.emit(arith.CmpiOp(i, hi, "sgt")).results[0])).results[0]
+            else:
+                c = self.emit(arith.CmpiOp(i, hi, "slt" if st > 0 else "sgt")).results[0]
+            if flag is not None:
+                going = self.emit(arith.XOrIOp(self.to_bool(self.env[flag], stmt),
+                                               self.constant(True, i1))).results[0]
+                c = self.emit(arith.AndIOp(c, going)).results[0]
+            return c
+
+        def enter() -> None:
+            value = self.env[counter]
+            if isinstance(value, SSAValue) and value.name_hint is None:
+                value.name_hint = stmt.target.id
+            self.env[stmt.target.id] = value
+
+        def advance() -> None:
+            self.node = stmt
+            step_value = st if isinstance(st, SSAValue) else self.constant(st, ity)
+            self.env[counter] = self.emit(arith.AddiOp(self.env[counter],
+                                                       step_value)).results[0]
+
+        hidden: dict[str, Any] = {counter: lo}
+        if flag is not None:
+            hidden[flag] = False
+        self._lower_simt_loop(stmt, body, hidden, condition, enter, advance,
+                              defined_inside={stmt.target.id})
+
+    def _lower_simt_loop(self, stmt: ast.For | ast.While, body: list[ast.stmt],
+                         hidden: dict[str, Any], condition: Any, enter: Any = None,
+                         advance: Any = None, defined_inside: set[str] = frozenset()) -> None:
+        """Lower a loop to `scf.while`: the before region evaluates the per-lane condition,
+        `scf.condition` lets the lanes where it fails leave (their carried values become the
+        loop's results for them) and the after region runs the body on the others. The loop
+        ends when no lane is left. `hidden` are synthetic carried variables (counter, break
+        flag) with their initial values."""
+        before = dict(self.env)
+        before.update(hidden)
+        assigned = _assigned_names(body) | set(hidden)
+        carried = [n for n in sorted(assigned)
+                   if n not in defined_inside and isinstance(before.get(n), SSAValue | bool | int |
+                                                            float)
+                   and not isinstance(before.get(n), _Undefined)]
+        init_types: dict[str, Attribute] = {}
+        for name in carried:
+            v = before[name]
+            init_types[name] = v.type if isinstance(v, SSAValue) else self.literal_type(v)
+        outer = self.block
+        weak = frozenset(n for n in carried if not isinstance(before[n], SSAValue))
+        if weak:  # as _weak_carried_types: a probe iteration with the literals still literal
+            try:
+                cb, bb, probe, _ = self._lower_while_regions(
+                    stmt, body, carried, init_types, before, condition, enter, advance, weak)
+                cb.drop_all_references()
+                bb.drop_all_references()
+                for name, value in zip(carried, probe):
+                    if name in weak and isinstance(value, SSAValue):
+                        init_types[name] = value.type
+            except (CompileError, NeedsConstexpr):
+                pass
+            finally:
+                self.block, self.env = outer, dict(before)
+        for _attempt in range(4):
+            regions = self._lower_while_regions(stmt, body, carried, init_types, before,
+                                                condition, enter, advance)
+            before_block, after_block, yielded, body_env = regions
+            changed = False
+            for name, value in zip(carried, yielded):
+                if isinstance(value, SSAValue) and value.type != init_types[name] and \
+                        not isinstance(before[name], SSAValue):
+                    init_types[name] = value.type
+                    changed = True
+            if not changed:
+                break
+            before_block.drop_all_references()
+            after_block.drop_all_references()
+        self.block = outer
+        self.env = dict(before)
+        self.node = stmt
+        for name, value in zip(carried, yielded):
+            if not isinstance(value, SSAValue) or value.type != init_types[name]:
+                got = _describe_value(value)
+                raise self.error(f"variable '{name}' is {_type_name(init_types[name])} before the "
+                                 f"loop but {got} after an iteration; give it one type "
+                                 f"(pto.cast) before the loop", stmt)
+        inits = [self.coerce(before[name], init_types[name]) for name in carried]
+        loop = scf.WhileOp(inits, [init_types[n] for n in carried], Region(before_block),
+                           Region(after_block))
+        self.emit(loop)
+        self.env = {k: v for k, v in before.items() if k not in hidden}
+        for name, result in zip(carried, loop.results):
+            if name in hidden:
+                continue
+            result.name_hint = name
+            self.env[name] = result
+        for name in body_env:
+            if name not in carried and name not in self.env and name not in hidden:
+                self.env[name] = _Undefined(stmt.lineno, "for")
+        for name in defined_inside:
+            self.env[name] = _Undefined(stmt.lineno, "for")
+
+    def _lower_while_regions(self, stmt: ast.stmt, body: list[ast.stmt], carried: list[str],
+                             init_types: dict[str, Attribute], before: dict[str, Any],
+                             condition: Any, enter: Any, advance: Any,
+                             literal_names: frozenset[str] = frozenset()
+                             ) -> tuple[Block, Block, list[Any], dict[str, Any]]:
+        arg_types = [init_types[n] for n in carried]
+        cond_block = Block(arg_types=arg_types)
+        self.block = cond_block
+        self.env = dict(before)
+        for name, arg in zip(carried, cond_block.args):
+            arg.name_hint = None if "." in name else name
+            self.env[name] = before[name] if name in literal_names else arg
+        self.node = stmt
+        self.loop_depth += 1
+        self.region_depth += 1
+        try:
+            cond = condition()
+            self.node = getattr(stmt, "test", stmt)
+            if not isinstance(cond, SSAValue):
+                cond = self.constant(bool(self.truth(cond, self.node)), i1)
+            cond = self.to_bool(cond, self.node)
+            self.emit(scf.ConditionOp(cond, *cond_block.args))
+            body_block = Block(arg_types=arg_types)
+            self.block = body_block
+            self.env = dict(before)
+            for name, arg in zip(carried, body_block.args):
+                arg.name_hint = None if "." in name else name
+                self.env[name] = before[name] if name in literal_names else arg
+            self.node = stmt
+            if enter is not None:
+                enter()
+            self.lower_body(body)
+            if advance is not None:
+                advance()
+        finally:
+            self.loop_depth -= 1
+            self.region_depth -= 1
+        yielded = [self.env.get(name) for name in carried]
+        self.node = body[-1] if body else stmt
+        values = []
+        for name, value in zip(carried, yielded):
+            if isinstance(value, _Undefined) or value is None:
+                raise self.error(f"variable '{name}' may be undefined at the end of the loop "
+                                 f"body", stmt)
+            if not isinstance(value, SSAValue):
+                value = self.coerce(value, init_types[name])
+            values.append(value)
+        if all(isinstance(v, SSAValue) and v.type == init_types[n]
+               for v, n in zip(values, carried)):
+            self.emit(scf.YieldOp(*values))
+        return cond_block, body_block, values, self.env
 
     # ---------------------------------------------------------------------------------------
     # with: pipelines and stages

@@ -87,7 +87,9 @@ def list_passes() -> list[tuple[str, str]]:
 
 
 _MODULE_ANCHOR = re.compile(r"^\s*builtin\.module\s*\((?P<body>.*)\)\s*$", re.DOTALL)
-_NESTED_ANCHOR = re.compile(r"[A-Za-z_][\w.$-]*\s*\(")
+_NESTED_ANCHOR = re.compile(r"(?<![\w.$-])[A-Za-z_][\w.$-]*+\s*+\(")
+"""`name(` of a nested anchor; starts only at a name's first character and never backtracks
+(without both, a 32k-character name took O(n^2) steps: 48 s)."""
 
 
 def _strip_module_anchor(text: str) -> tuple[str, int]:
@@ -207,6 +209,39 @@ def _squeeze(body: str) -> tuple[str, list[int]]:
     return "".join(c for c, _ in kept), [i for _, i in kept]
 
 
+def _huge_number_error(text: str, body: str, offset: int, err: ValueError) -> PipelineError:
+    """The error for an option value Python will not convert (more than 4,300 digits), at the
+    value, naming the option and the range the pass accepts (what it says of a value just
+    below the limit)."""
+    found = re.search(r"([A-Za-z_][\w-]*)\s*=\s*(?:[-+\d]+,)*\s*([-+]?)(\d{4301,})", body)
+    if found is None:
+        return PipelineError(f"invalid pass pipeline: an option value is not a usable number "
+                             f"({str(err).split(';')[0]})", text, None)
+    option, sign, digits = found.group(1), found.group(2), found.group(3)
+    opened = body.rfind("{", 0, found.start())
+    owner = re.search(r"([\w.-]+)\s*$", body[:max(opened, 0)]) if opened >= 0 else None
+    name = owner.group(1) if owner is not None else None
+    bound = ""
+    if name in PASSES:
+        cls = PASSES[name]()
+        field_name = option.replace("-", "_")
+        if field_name in {f.name for f in dataclasses.fields(cls)}:
+            try:  # what the pass says of a value with as many digits as Python converts
+                cls(**{field_name: int(sign + "9" * 4300)})
+            except (ValueError, TypeError) as limit:
+                bound = f"; pass '{name}' says: {_clip(str(limit))}"
+    where = f" of pass '{name}'" if name else ""
+    return PipelineError(f"option '{option}'{where} must be an integer of at most 4300 digits, "
+                         f"got one of {len(digits)} digits{bound}", text,
+                         offset + found.start(3) - len(sign))
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """`text` for a message: long ones cut, saying how long they were (the source line under
+    the diagnostic shows them anyway)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def parse_pipeline(text: str) -> list[ModulePass]:
     """Parse a textual pipeline into pass instances (raises `PipelineError`).
 
@@ -226,8 +261,7 @@ def parse_pipeline(text: str) -> list[ModulePass]:
     try:
         specs = list(_parse_arg_specs(compact))
     except ValueError as err:  # e.g. an option value of more than 4,300 digits
-        raise PipelineError(f"invalid pass pipeline: an option value is not a usable number "
-                            f"({str(err).split(';')[0]})", text, None) from None
+        raise _huge_number_error(text, body, offset, err) from None
     except ArgSpecParseError as err:
         column = _spec_error_position(err)
         if column is not None:
@@ -244,7 +278,7 @@ def parse_pipeline(text: str) -> list[ModulePass]:
         search_from = position + len(spec.name)
         if spec.name not in PASSES:
             raise PipelineError(
-                f"unknown pass '{spec.name}'; valid passes: {', '.join(sorted(PASSES))}",
+                f"unknown pass '{_clip(spec.name)}'; valid passes: {', '.join(sorted(PASSES))}",
                 text, position)
         passes.append(_instantiate(spec, PASSES[spec.name](), text, position))
     return passes

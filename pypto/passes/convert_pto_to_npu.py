@@ -15,7 +15,9 @@ A slot is a `pto.alloc_local` of one element per lane of the block (the pass's `
 `block-dims`, which `pto.compile` sets to the launch's block), allocated at the top of the kernel
 and left unplaced: `pto-allocate-l1` gives it an offset, the interpreter places it otherwise.
 A flag's consumer pipe is the pipe of the first instruction after the wait that touches memory
-(SCALAR when there is none).
+on another pipe than the copy's (SCALAR when there is none); a copy waited for by a `wait_all`
+takes it from the first `wait_all` after it (in a loop, the next iteration's when none follows
+in its own).
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from pypto.analysis.ir_utils import kernels, yielded
+from pypto.analysis.l1_liveness import while_arg_sources, while_result_sources
 from pypto.analysis.uniformity import walk
 from pypto.dialects import npu, pto
-from pypto.analysis.ir_utils import kernels, yielded
 from pypto.dialects.traits import (
     copies_synchronously,
     declared_accesses,
@@ -39,6 +42,7 @@ from pypto.dialects.traits import (
     starts_copy,
 )
 from pypto.passes.verify_barriers import BlockShapeOptions
+
 
 def copy_pipe(token: SSAValue) -> str:
     """The MTE pipe of the copy that made `token`, followed through region results and loop
@@ -54,7 +58,9 @@ def copy_pipe(token: SSAValue) -> str:
         if isinstance(owner, Operation) and (starts_copy(owner) or
                                              copies_synchronously(owner)):
             return pipe_of(owner)
-        if isinstance(owner, Operation):  # a region op's result: what its regions yield there
+        if isinstance(owner, scf.WhileOp):  # a SIMT loop's result: what scf.condition forwards
+            work.extend(while_result_sources(owner, value))
+        elif isinstance(owner, Operation):  # a region op's result: what its regions yield there
             work.extend(yielded(owner, list(owner.results).index(value)))
         elif isinstance(owner, Block):  # a loop-carried argument: its initial value, its yield
             loop = owner.parent_op()
@@ -63,24 +69,47 @@ def copy_pipe(token: SSAValue) -> str:
                 last = owner.last_op
                 if last is not None:
                     work.append(last.operands[value.index - 1])
+            elif isinstance(loop, scf.WhileOp):
+                work.extend(while_arg_sources(loop, value))
     return "MTE_IN"
 
 
 def consumer_pipe(wait: Operation, src_pipe: str) -> str:
     """The pipe of the first memory instruction after `wait` (in its block and the ones around
-    it), which is the pipe its flag must hold back; SCALAR when none follows."""
+    it) on another pipe than the copy's: the pipe its flag must hold back; SCALAR when none
+    follows. (Another copy on the producer's own pipe is ordered by that pipe already.)"""
     op: Operation | None = wait
     while op is not None:
         nxt = op.next_op
         while nxt is not None:
             for inner in walk([nxt]):
-                if declared_accesses(inner):  # the first instruction touching memory
-                    pipe = pipe_of(inner)
-                    return pipe if pipe != src_pipe else "SCALAR"
+                if declared_accesses(inner) and pipe_of(inner) != src_pipe:
+                    return pipe_of(inner)  # the first instruction touching memory on another pipe
             nxt = nxt.next_op
         parent = op.parent_op()
         op = parent if parent is not None and not isinstance(parent, func.FuncOp) else None
     return "SCALAR"
+
+
+def waiting_wait_all(copy: Operation) -> Operation | None:
+    """The `pto.wait_all` that waits for `copy`: the first one after it in program order (into
+    the regions that follow, then out to the enclosing blocks); inside a loop with none after
+    the copy in its body, the first of the body (the next iteration's)."""
+    op: Operation | None = copy
+    while op is not None:
+        nxt = op.next_op
+        while nxt is not None:
+            for inner in walk([nxt]):
+                if isinstance(inner, pto.WaitAllOp):
+                    return inner
+            nxt = nxt.next_op
+        parent = op.parent_op()
+        if isinstance(parent, scf.ForOp):
+            for inner in walk(parent.body.block.ops):
+                if isinstance(inner, pto.WaitAllOp):
+                    return inner
+        op = parent if parent is not None and not isinstance(parent, func.FuncOp) else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -180,6 +209,10 @@ class _Lowering:
                               npu.WaitFlagOp(copy.token, src, dst)], [])
             return
         waits = [use.operation for use in op.token.uses if isinstance(use.operation, pto.WaitOp)]
-        dst = consumer_pipe(waits[0], src) if len(waits) == 1 else "SCALAR"
+        if not waits:  # waited for by a wait_all: the pipe after that one
+            wait_all = waiting_wait_all(op)
+            waits = [wait_all] if wait_all is not None else []
+        pipes = {consumer_pipe(w, src) for w in waits}
+        dst = pipes.pop() if len(pipes) == 1 else "SCALAR"
         copy.token.name_hint = op.token.name_hint
         self.replace(op, [copy, npu.SetFlagOp(copy.token, src, dst)], [copy.token])

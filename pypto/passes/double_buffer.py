@@ -31,6 +31,12 @@ buffer written by a compute stage or used outside the pipeline, a token used oth
 `pto.wait`. When the slots would not fit the target's L1 (as `pto-allocate-l1` would place
 them), fewer stages are used and a remark says so; if not even two fit, the loop stays as it
 is. The rewrite assumes the trip-count arithmetic does not overflow the counter's type.
+
+Fusion-aware (SPEC §6): a load that the target's firmware would fuse with the MMA it feeds
+(`npu-fuse-load-mma`, the target's `[fusion]` table) is not prefetched — an iteration ahead it
+would no longer fuse. It stays in its own iteration, issued right before the wait in front of
+its MMA, into one buffer; the other loads are prefetched, and in the kernel loop the compute
+comes before the prefetch (see `keep_fusable_loads` and pypto.analysis.fusion).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from xdsl.traits import is_side_effect_free
 
 from pypto.analysis.alias import Footprint, Ranges, footprints, may_overlap
 from pypto.analysis.cache import invalidate
+from pypto.analysis.fusion import fusion_decisions, root_buffer, waits_for
 from pypto.analysis.l1_liveness import (
     SLOTS_ATTR,
     buffer_bytes,
@@ -62,7 +69,9 @@ from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses, starts_copy
 from pypto.passes.allocate_l1 import L1Options, kib
+from pypto.backend.targets import resolve_target
 from pypto.diagnostics import emit_remark
+from pypto.passes.npu_fuse_load_mma import fusion_rules
 
 class Refusal(Exception):
     """Why a loop cannot be double-buffered (`op`: where to point the remark)."""
@@ -113,6 +122,11 @@ class Plan:
     wait_before: bool = False
     """Insert a `wait_all` before the prologue (copies issued before the loop may still be in
     flight; the loop's `wait_all` used to complete them)."""
+    kept: list[pto.AsyncLoadOp] = field(default_factory=list[pto.AsyncLoadOp])
+    """Loads left next to the MMA they feed (fusion-aware: `keep_fusable_loads`): issued in
+    the compute of their own iteration, into one buffer, not prefetched."""
+    kept_buffers: list[pto.AllocLocalOp] = field(default_factory=list[pto.AllocLocalOp])
+    remarks: list[str] = field(default_factory=list[str])
 
     @property
     def body(self) -> Block:
@@ -426,6 +440,8 @@ class _Copy:
             ptr.results[0].name_hint = buffer.result.name_hint
             ptr.location = buffer.location
             self.slot_ptrs[buffer] = ptr.results[0]
+        for buffer, single in zip(plan.kept_buffers, rewrite.kept_allocs):
+            self.slot_ptrs[buffer] = single.result
 
     def emit(self, op: Operation) -> Operation:
         if op.location == self.rw.unknown:
@@ -471,12 +487,14 @@ class _Copy:
         return tokens
 
     def compute(self) -> None:
-        """The compute stages, flattened, with `wait_all` turned into waits on known tokens."""
+        """The compute stages, flattened, with `wait_all` turned into waits on known tokens;
+        a load kept next to its MMA is issued right before the first wait for it."""
         plan = self.rw.plan
         for stage in plan.compute_stages:
             for op in stage.body.block.ops:
                 if isinstance(op, pto.YieldOp):
                     continue
+                self._issue_kept_loads(op)
                 for inner in op.walk():
                     for operand in inner.operands:
                         if not defined_inside(operand, op):
@@ -486,9 +504,19 @@ class _Copy:
                     if isinstance(original, pto.WaitAllOp):
                         self._replace_wait_all(original, cloned)
 
+    def _issue_kept_loads(self, op: Operation) -> None:
+        for load in self.rw.plan.kept:
+            if load in self.tokens or not any(_waits_for(inner, load) for inner in op.walk()):
+                continue
+            for operand in load.operands:
+                self.value(operand)
+            clone = self.emit(load.clone(value_mapper=self.mapper))
+            self.tokens[load] = clone.results[0]
+
     def _replace_wait_all(self, original: Operation, cloned: Operation) -> None:
         plan = self.rw.plan
         tokens = [self.tokens[load] for load in plan.loads]
+        tokens += [self.tokens[load] for load in plan.kept if load in self.tokens]
         position = self.rw.position
         for copy in plan.compute_copies:
             if position[copy] < position[original] and copy.results[0] in self.mapper:
@@ -509,6 +537,7 @@ class _Rewrite:
         self.unknown = pto.WaitAllOp().location
         self.position = {op: i for i, op in enumerate(plan.loop.walk())}
         self.slotted: list[pto.AllocLocalOp] = []
+        self.kept_allocs: list[pto.AllocLocalOp] = []
 
     def _const(self, block: Block, value: int, t: Attribute) -> SSAValue:
         op = arith.ConstantOp(IntegerAttr(value, t))
@@ -538,6 +567,10 @@ class _Rewrite:
             big.location = buffer.location
             self.slotted.append(big)
             before.append(big)
+        for buffer in plan.kept_buffers:  # one buffer, hoisted out of the loop
+            single = buffer.clone()
+            self.kept_allocs.append(single)
+            before.append(single)
         has = arith.CmpiOp(loop.lb, loop.ub, "slt")
         has.location = loop.location
         before.append(has)
@@ -585,10 +618,17 @@ class _Rewrite:
         slot_ahead = self._op(kbody, arith.RemSIOp(
             self._op(kbody, arith.AddiOp(i, self._const(kbody, depth, ity))),
             self._const(kbody, n, ity)))
-        prefetch = self._iteration_copy(kbody, slot_ahead, ahead)
-        new_tokens = prefetch.loads()
-        current = self._compute_copy(kbody, i, k, kbody.args[1:1 + nloads],
-                                     kbody.args[1 + depth * nloads:])
+        if plan.kept:
+            # a load kept next to its MMA must not queue on the copy pipe behind a prefetch
+            # that waits for the previous MMA to release its slot: the compute first, then
+            # the prefetch (still issued while this iteration's MMA runs)
+            current = self._compute_copy(kbody, i, k, kbody.args[1:1 + nloads],
+                                         kbody.args[1 + depth * nloads:])
+            new_tokens = self._iteration_copy(kbody, slot_ahead, ahead).loads()
+        else:
+            new_tokens = self._iteration_copy(kbody, slot_ahead, ahead).loads()
+            current = self._compute_copy(kbody, i, k, kbody.args[1:1 + nloads],
+                                         kbody.args[1 + depth * nloads:])
         yields = [current.value(v) for v in loop.body.block.last_op.operands]  # type: ignore
         kbody.add_op(scf.YieldOp(*kbody.args[1 + nloads:1 + depth * nloads], *new_tokens,
                                  *yields))
@@ -689,7 +729,10 @@ class DoubleBufferPass(L1Options, ModulePass):
     form (see the module docstring); `pto.wait_all` in compute stages becomes waits on the
     tokens of the slot in use. Loops it cannot rewrite stay unchanged with a remark saying why;
     when N slots would not fit L1 (`l1-bytes`, default: the target's), fewer are used and a
-    remark says so. Options: `stages` (slots per buffer, default 2; 1 leaves loops as they are).
+    remark says so. Fusion-aware: a load the target's firmware fuses with the MMA it feeds
+    (`[fusion]` of `target`, default the package's target) stays next to that MMA, and the
+    other operand is prefetched (`keep_fusable_loads`). Options: `stages` (slots per buffer,
+    default 2; 1 leaves loops as they are), `target`.
     """
 
     name = "pto-double-buffer"
@@ -699,6 +742,9 @@ class DoubleBufferPass(L1Options, ModulePass):
     whether a compute stage's HBM writes may meet a later iteration's loads; empty: any block
     of up to `max-block-lanes` lanes."""
     max_block_lanes: int = 1024
+    target: str = ""
+    """A target TOML file whose `[fusion]` table says which loads to keep next to their MMA
+    (default: the package's default target)."""
     # The analyses of pypto.analysis.cache are dropped for a kernel whose loop it rewrites
     # (`_rewrite`); a kernel it leaves alone keeps them.
     preserves_analyses: ClassVar[bool] = True
@@ -714,7 +760,8 @@ class DoubleBufferPass(L1Options, ModulePass):
         for kernel in functions(op):
             for loop in _candidate_loops(kernel):
                 try:
-                    ahead, why = safe_distance(analyse(loop), self.stages - 1, self._ranges())
+                    ahead, why = safe_distance(self._plan(loop), self.stages - 1,
+                                               self._ranges())
                 except Refusal as refusal:
                     emit_remark(refusal.op or loop, f"pto-double-buffer: loop{_at(loop)} left "
                                 f"as it is: {refusal.reason}")
@@ -737,7 +784,7 @@ class DoubleBufferPass(L1Options, ModulePass):
         align = self.alignment
         allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
         every = sum(_round_up(buffer_bytes(a), align) for a in allocs)
-        loaded = sum(_round_up(buffer_bytes(b), align) for b in analyse(loop).buffers)
+        loaded = sum(_round_up(buffer_bytes(b), align) for b in self._plan(loop).buffers)
         for n in range(stages, 1, -1):
             if every + (n - 1) * loaded <= self.capacity:
                 chosen = n  # fits even with no byte shared: no need to place it to know
@@ -745,7 +792,7 @@ class DoubleBufferPass(L1Options, ModulePass):
             trial = kernel.clone()
             trial_loop = list(trial.walk())[index]
             assert isinstance(trial_loop, scf.ForOp)
-            _Rewrite(analyse(trial_loop), n).apply()
+            _Rewrite(self._plan(trial_loop), n).apply()
             peak = plan_layout(trial, capacity=self.capacity, align=self.alignment).peak
             trial.erase()
             needs[n] = peak
@@ -761,8 +808,64 @@ class DoubleBufferPass(L1Options, ModulePass):
                         + ("; the loop stays single-buffered" if chosen == 1 else ""))
         if chosen < 2:
             return
-        plan = analyse(loop)
+        plan = self._plan(loop)
         names = ", ".join(f"'{b.result.name_hint or '?'}'" for b in plan.buffers)
         emit_remark(loop, f"pto-double-buffer: loop{where}: {chosen} slots for {names}; "
                     f"loads run {chosen - 1} iteration{'s' if chosen > 2 else ''} ahead")
+        for remark in plan.remarks:
+            emit_remark(loop, f"pto-double-buffer: loop{where}: {remark}")
         _Rewrite(plan, chosen).apply()
+
+    def _plan(self, loop: scf.ForOp) -> Plan:
+        """`analyse`, then the target's fusion rules: loads that would fuse stay put."""
+        return keep_fusable_loads(analyse(loop), self.target)
+
+
+# --------------------------------------------------------------------------------------------
+# Fusion awareness: loads the firmware fuses with their MMA are not prefetched
+# --------------------------------------------------------------------------------------------
+
+
+def _waits_for(op: Operation, load: pto.AsyncLoadOp) -> bool:
+    """Does `op` wait for `load` (a `wait_all`, or a `wait` on its token)?"""
+    return waits_for(op, load)
+
+
+def keep_fusable_loads(plan: Plan, target: str = "") -> Plan:
+    """`plan` with the loads that the target's firmware would fuse with their MMA taken out of
+    the prefetched ones (SPEC §6): prefetching such a load an iteration ahead would separate it
+    from its MMA and lose the fusion. They stay in their iteration, issued right before the
+    wait in front of their MMA (one buffer), while the other operands are prefetched. The
+    plan's remarks say which loads were kept and why (pypto.analysis.fusion)."""
+    pairs, distance = fusion_rules(resolve_target(target or None))
+    if ("npu.copy_in", "npu.mma") not in pairs:
+        return plan
+    decisions = fusion_decisions(plan.loads, plan.compute_stages, distance,
+                                 compute_copies=plan.compute_copies)
+    kept = [d.load for d in decisions if d.keep]
+    for d in decisions:
+        what = f"the load of '{_buffer_name(d.load)}'{_at(d.load)}"
+        if d.keep:
+            plan.remarks.append(f"{what} stays next to its MMA{_at(d.mma)} (operand "
+                                f"{d.operand.upper()}): {d.reason}; the other operand is "
+                                f"prefetched")
+        else:
+            plan.remarks.append(f"{what} is prefetched: it would not fuse with the MMA"
+                                f"{_at(d.mma)} ({d.reason})")
+    if not kept:
+        return plan
+    loads = [load for load in plan.loads if load not in kept]
+    if not loads:
+        raise Refusal("every load stays next to the MMA it feeds, where the target's firmware "
+                      "fuses them (npu-fuse-load-mma): nothing left to prefetch", plan.loop)
+    buffers = [b for b in plan.buffers if any(_root_buffer(l.dst, plan.load_stages) is b
+                                              for l in loads)]
+    kept_buffers = [b for b in plan.buffers if b not in buffers]
+    return Plan(plan.loop, plan.pipeline, plan.step, plan.load_stages, plan.compute_stages,
+                buffers, loads, plan.compute_copies, plan.wait_before, kept, kept_buffers,
+                plan.remarks)
+
+
+def _buffer_name(load: pto.AsyncLoadOp) -> str:
+    buffer = root_buffer(load.dst)
+    return (buffer.result.name_hint if buffer is not None else None) or "?"

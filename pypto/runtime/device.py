@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 from typing import TYPE_CHECKING
 
 from pypto.backend.targets import Target, resolve_target
@@ -46,6 +47,7 @@ class Device:
         # Re-entrant: a tensor finalizer (release) can run from a GC pass on this very thread.
         self._lock = threading.RLock()
         self._default_stream: Stream | None = None
+        _DEVICES.add(self)
 
     @property
     def name(self) -> str:
@@ -111,6 +113,15 @@ class Device:
 
 _DEFAULT_DEVICE: Device | None = None
 _DEFAULT_LOCK = threading.Lock()
+_DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()
+
+
+def after_fork_in_child() -> None:
+    """Fresh locks in a forked child: a lock another thread of the parent held stays held."""
+    global _DEFAULT_LOCK
+    _DEFAULT_LOCK = threading.Lock()
+    for device in list(_DEVICES):
+        device._lock = threading.RLock()
 
 
 def default_device() -> Device:

@@ -19,8 +19,6 @@ Kernel protocol accepted by `launch`:
 from __future__ import annotations
 
 import inspect
-import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -28,13 +26,13 @@ import numpy as np
 
 from pypto import dtypes
 
+from pypto.backend.launch_shape import (MAX_LANES, Dim3, check_block_size, check_lane_count,
+                                        check_launch_shape, normalize_dims)
 from pypto.backend.targets import Target
 from pypto.errors import LaunchError
 from pypto.runtime.device import Device, default_device
 from pypto.runtime.memory import Tensor
 from pypto.runtime.stream import _FIND_SITE, Stream, caller_site
-
-Dim3 = tuple[int, int, int]
 
 Compiler = Callable[..., Any]
 """`compile(kernel, *, args, block, target) -> compiled kernel` (`pypto.compiler.compile`)."""
@@ -58,9 +56,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
             grid * block < MAX_LANES:  # 1-D launch of fewer than 2^31 lanes: nothing to check
         grid3, block3 = (grid, 1, 1), (block, 1, 1)
     else:
-        grid3 = normalize_dims(grid, "grid", name)
-        block3 = normalize_dims(block, "block", name)
-        check_lane_count(grid3, block3, name)
+        grid3, block3 = check_launch_shape(grid, block, kernel=name)
     arguments, tensors = _check_args(kernel, name, args)
     queue = _launch_stream(name, tensors, stream)
     if len(tensors) != len(arguments) and any(isinstance(a, np.ndarray) for a in arguments):
@@ -150,54 +146,6 @@ def _label(name: str, grid: Dim3, block: Dim3) -> str:
     return label
 
 
-def normalize_dims(value: Any, what: str, kernel_name: str = "?") -> Dim3:
-    """`n` -> `(n, 1, 1)`; a tuple/list of 1-3 positive ints -> padded 3-tuple; else `LaunchError`."""
-    if type(value) is int and value > 0:
-        return (value, 1, 1)  # the fastest common case
-    items = value if isinstance(value, tuple | list) else (value,)
-    if 1 <= len(items) <= 3 and all(type(i) is int and i > 0 for i in items):
-        return (*items, 1, 1)[:3]  # the fast common case
-    where = f"launch of kernel '{kernel_name}': {what}"
-    if not 1 <= len(items) <= 3:
-        raise LaunchError(f"{where}={value!r} must have 1 to 3 dimensions, got {len(items)}")
-    dims: list[int] = []
-    for axis, item in zip("xyz", items):
-        if isinstance(item, bool | np.bool_) or not isinstance(item, numbers.Integral):
-            raise LaunchError(f"{where}={value!r}: the {axis} dimension must be an int, "
-                              f"got {type(item).__name__} {item!r}")
-        if int(item) <= 0:
-            raise LaunchError(f"{where}={value!r}: the {axis} dimension must be positive, "
-                              f"got {int(item)}")
-        dims.append(int(item))
-    dims += [1] * (3 - len(dims))
-    return (dims[0], dims[1], dims[2])
-
-
-MAX_LANES = 2**31
-"""Lane ids (`get_global_id`, the linear lane number) are int32 in the language: a launch whose
-global ids along one axis, or whose lanes in all, exceed 2^31 cannot be numbered."""
-
-
-def check_lane_count(grid: Dim3, block: Dim3, name: str = "?") -> None:
-    """`LaunchError` when the launch has more lanes than int32 ids can number."""
-    if grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2] < MAX_LANES:
-        return  # every dimension and every per-axis product is below 2^31 too
-    for axis, g, b in zip("xyz", grid, block):
-        if g >= MAX_LANES or b >= MAX_LANES:
-            raise LaunchError(f"launch of kernel '{name}': grid={grid} block={block}: the {axis} "
-                              f"dimension must be below 2^31 (get_grid_dim / get_block_dim are "
-                              f"int32)")
-        if g * b > MAX_LANES:
-            raise LaunchError(f"launch of kernel '{name}': grid={grid} block={block} gives "
-                              f"{g * b} global ids along {axis}, more than the 2^31 an int32 "
-                              f"get_global_id can number; launch fewer blocks")
-    total = math.prod(grid) * math.prod(block)
-    if total > MAX_LANES:
-        raise LaunchError(f"launch of kernel '{name}': grid={grid} block={block} has {total} "
-                          f"lanes in all, more than 2^31 (lane ids are int32); launch fewer "
-                          f"blocks, in several launches if need be")
-
-
 def _kernel_name(kernel: Any) -> str:
     if hasattr(kernel, "num_params") and hasattr(kernel, "name"):
         return str(kernel.name)
@@ -209,11 +157,7 @@ def _kernel_name(kernel: Any) -> str:
 
 
 def _check_block_size(name: str, block: Dim3, target: Target) -> None:
-    lanes = math.prod(block)
-    if lanes > target.max_block_lanes:
-        raise LaunchError(f"launch of kernel '{name}': block={block} has {lanes} lanes, more than "
-                          f"the {target.max_block_lanes} lanes per block that target "
-                          f"'{target.name}' allows (max_block_lanes); use more blocks instead")
+    check_block_size(block, target, name)
 
 
 def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tuple[Tensor, ...]]:

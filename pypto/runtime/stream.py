@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import os
 import sys
 import threading
 from collections import deque
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from pypto.errors import KernelError, public_api
+from pypto.errors import KernelError, KernelInterruptedError, UsageError, public_api
 from pypto.runtime.device import Device, default_device
 from pypto.runtime.env import flag as env_flag
 
@@ -222,27 +223,81 @@ def _next_stream(remaining: dict[Stream, int | None]) -> Stream | None:
     return best
 
 
+_IN_FLIGHT: list[tuple[Operation, Stream]] = []
+"""The operations running now (under `_LOCK`, so from one thread; more than one only when a
+kernel's Python code synchronises again): what a fork from another thread leaves half-done."""
+
+
 def _run_head(stream: Stream, surfaced_at: str, asynchronous: bool) -> Exception | None:
-    """Run the first operation of `stream`; on failure discard the rest and return the error."""
-    op = stream._queue.popleft()
+    """Run the first operation of `stream`; on failure discard the rest and return the error.
+
+    A `BaseException` that is not an `Exception` (`KeyboardInterrupt` from Ctrl-C, `SystemExit`)
+    stops the operation part-way: it propagates at once, and a `KernelInterruptedError` naming
+    the operation takes its place at the head of the queue, so that the next synchronising call
+    reports it (and discards what was queued after it, as after any kernel error) instead of
+    letting the half-written outputs pass silently."""
+    queue = stream._queue
+    op = queue[0]  # popped once it has run: an interrupt before that cannot lose it silently
+    if _IN_FLIGHT and any(running is op for running, _ in _IN_FLIGHT):
+        raise UsageError(f"{surfaced_at} was called from inside the {op.label} while it runs "
+                         f"(e.g. by a stream its pto.printf output goes to): it would wait for "
+                         f"itself; synchronise after the launch instead")
+    _IN_FLIGHT.append((op, stream))
+    ran = False
     try:
         op.run()
+        ran = True
+        queue.popleft()
         return None
-    except Exception as exc:
-        discarded = len(stream._queue)
-        stream._queue.clear()
-        _annotate(exc, op, stream, discarded, surfaced_at, asynchronous)
-        del op  # the traceback keeps this frame alive; do not let it pin the op's tensors too
-        # nor the frames below it (the launch closure's arguments, the interpreter's arrays):
-        # a user holding on to the exception must not keep the launch's tensors charged
-        # against device memory. The message and the notes already say everything.
-        import traceback  # only on errors: not part of `import pypto`
-
-        traceback.clear_frames(exc.__traceback__)
-        return exc
+    except BaseException as exc:
+        if queue and queue[0] is op:
+            if ran:
+                queue.popleft()  # it completed; interrupted while being taken off the queue
+            elif not isinstance(exc, Exception):
+                _replace_interrupted(op, stream, f"{type(exc).__name__} arrived during "
+                                                 f"{surfaced_at} while it ran")
+                raise
+            else:
+                queue.popleft()
+        if not isinstance(exc, Exception):
+            raise
+        error = _failed(exc, op, stream, surfaced_at, asynchronous)
+        del op, exc  # the traceback keeps this frame alive: it must not pin the op's tensors
+        return error
     finally:
-        if not stream._queue:
+        _IN_FLIGHT.pop()
+        if not queue:
             _BUSY.pop(id(stream), None)
+
+
+def _replace_interrupted(op: Operation, stream: Stream, why: str) -> None:
+    """Replace `op` (which stopped part-way) at the head of `stream` by an operation that
+    raises `KernelInterruptedError` for it: the next synchronising call reports it."""
+    def report() -> None:
+        site = f" enqueued at {op.origin}" if op.origin else ""
+        raise KernelInterruptedError(
+            f"the {op.label}{site} was interrupted ({why}); its output tensors may hold partial "
+            f"results: launch it again (and re-initialise outputs it accumulates into)")
+
+    stream._queue[0] = Operation(op.seq, f"interrupted {op.label}", report, op.tensors,
+                                 op.origin)
+    _BUSY[id(stream)] = stream
+
+
+def _failed(exc: Exception, op: Operation, stream: Stream, surfaced_at: str,
+            asynchronous: bool) -> Exception:
+    """Discard the rest of `stream` after `op` raised `exc`; the annotated error."""
+    discarded = len(stream._queue)
+    stream._queue.clear()
+    _annotate(exc, op, stream, discarded, surfaced_at, asynchronous)
+    del op  # the traceback keeps this frame alive; do not let it pin the op's tensors too
+    # nor the frames below it (the launch closure's arguments, the interpreter's arrays):
+    # a user holding on to the exception must not keep the launch's tensors charged
+    # against device memory. The message and the notes already say everything.
+    import traceback  # only on errors: not part of `import pypto`
+
+    traceback.clear_frames(exc.__traceback__)
+    return exc
 
 
 def _annotate(exc: Exception, op: Operation, stream: Stream, discarded: int, surfaced_at: str,
@@ -253,7 +308,8 @@ def _annotate(exc: Exception, op: Operation, stream: Stream, discarded: int, sur
     if discarded:
         exc.add_note(f"pypto: {discarded} later operation(s) queued on stream '{stream.name}' were "
                      f"discarded because of this error; the stream remains usable")
-    if asynchronous and isinstance(exc, KernelError):
+    if asynchronous and isinstance(exc, KernelError) and \
+            not isinstance(exc, KernelInterruptedError):
         exc.add_note(f"pypto: launches are asynchronous; set {LAUNCH_BLOCKING_ENV}=1 to raise "
                      f"kernel errors at the launch that causes them")
     try:
@@ -336,3 +392,55 @@ def _run_pending_at_exit() -> None:
 
 
 atexit.register(_run_pending_at_exit)
+
+
+# -- fork -----------------------------------------------------------------------------------------
+# A fork copies one thread: the one that called fork(). Locks held by other threads stay held
+# forever in the child and the operation another thread was running is half-done there. So in
+# the child: fresh locks, the half-done operation reported (KernelInterruptedError at the next
+# synchronising call), and work never synchronised still run (or reported) when a
+# multiprocessing child ends, although it ends with os._exit, which skips atexit.
+# docs/reliability.md, "Fork and signals".
+
+
+def _after_fork_in_child() -> None:
+    global _LOCK
+    if not _LOCK._is_owned():  # type: ignore[attr-defined]  # held (if at all) by a dead thread
+        _LOCK = threading.RLock()
+        for op, stream in _IN_FLIGHT:
+            if stream._queue and stream._queue[0] is op:
+                _replace_interrupted(op, stream, "this process was forked while another "
+                                                 "thread of the parent ran it")
+        _IN_FLIGHT.clear()
+    from pypto.runtime import device
+
+    device.after_fork_in_child()
+    if "multiprocessing" in sys.modules:
+        _hook_multiprocessing()
+
+
+_MP_HOOKED = False
+
+
+def _hook_multiprocessing() -> None:
+    """Make a multiprocessing child (fork / forkserver: it ends with os._exit, skipping atexit)
+    run its unsynchronised work at its end, as `atexit` does for a main program.
+
+    `BaseProcess._bootstrap` clears the finalizers it inherits and then runs the after-fork
+    callbacks: one of those registers the finalizer, in every child."""
+    global _MP_HOOKED
+    if _MP_HOOKED:
+        return
+    _MP_HOOKED = True
+    from multiprocessing import util
+
+    def register(_: object) -> None:
+        util.Finalize(None, _run_pending_at_exit, exitpriority=1)
+
+    util.register_after_fork(_run_pending_at_exit, register)
+    register(None)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+if "multiprocessing" in sys.modules:
+    _hook_multiprocessing()

@@ -13,7 +13,9 @@ figure for the same kernel.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +27,7 @@ from pypto import dtypes
 from pypto.backend.cost_model import ModelParams
 from pypto.backend.cost_model.run import is_npu_level, model_lowering, run_and_cost
 from pypto.backend.interpreter import Executable
+from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
 from pypto.errors import KernelError
@@ -116,6 +119,8 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
             raise EmitError(f"--arg takes NAME=VALUE, got {item!r}")
         values[name] = value
     kernel = _kernel(module, kernel_name)
+    check_launch_shape(grid3, block3, kernel=kernel.sym_name.data, target=resolved,
+                       what=f"--grid/--block of kernel '{kernel.sym_name.data}'")
     note = ""
     if model == "fused" and not is_npu_level(kernel.walk()):
         from pypto.ir import make_context
@@ -127,7 +132,10 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
     lanes_total = grid3[0] * grid3[1] * grid3[2] * block3[0] * block3[1] * block3[2]
     args = _arguments(kernel, values, lanes_total)
     try:
-        prof = run_and_cost(Executable(kernel, target=resolved), grid3, block3, args, params)
+        # stdout carries the machine output alone (JSON, the table): the kernel's pto.printf
+        # lines go to stderr (docs/pypto-opt.md)
+        with contextlib.redirect_stdout(sys.stderr):
+            prof = run_and_cost(Executable(kernel, target=resolved), grid3, block3, args, params)
     except KernelError as err:
         raise EmitError(f"running the kernel on generated inputs failed: {err}; give the sizes "
                         f"and values it needs with --arg NAME=VALUE (a pointer's tensor "

@@ -60,6 +60,11 @@ GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
      "Barriers between the lanes of a warp or of a block. Waits for async copies are with the "
      "tile instructions above.",
      (pto.BarrierOp, pto.BarrierBlockOp)),
+    ("Control flow",
+     "Structured control flow is `scf` (`scf.if`, `scf.for`, and `scf.while` for SIMT loops whose "
+     "trip count may differ between lanes, see docs/language.md); pto adds the check of a "
+     "SIMT loop's run-time step.",
+     (pto.LoopStepOp,)),
     ("Pipelines",
      "A `with pto.pipeline()` block and its `with pl.stage(...)` blocks: regions that "
      "`pto-double-buffer` can overlap across loop iterations.",

@@ -13,6 +13,8 @@ that says nothing about where.
 
 from __future__ import annotations
 
+import sys
+
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -82,6 +84,9 @@ class LocatingParser(Parser):
             op = super().parse_operation()
         except ParseError:
             raise
+        except RecursionError:
+            raise self._error_here(start, _too_deep(self._op_name_at(start)),
+                                   underline=False) from None
         except VerifyException as err:
             # e.g. a custom format that checks a type constraint while parsing: an op error
             message = " ".join(str(err).split())
@@ -120,6 +125,8 @@ class LocatingParser(Parser):
             return parse()
         except ParseError as err:
             raise self._unregistered_at_name(err, start, what) from None
+        except RecursionError:
+            raise self._error_here(start, _too_deep(what), underline=False) from None
         except VerifyException as err:
             raise self._error_here(start, " ".join(str(err).split()), underline=True) from None
         except Exception as err:  # noqa: BLE001 - e.g. wrong number of type parameters
@@ -189,3 +196,9 @@ def op_offset(op: Operation, offsets: dict[Operation, int]) -> int | None:
             return offsets[current]
         current = current.parent_op()
     return None
+
+
+def _too_deep(what: str) -> str:
+    return (f"'{what}' op is nested too deeply to parse: regions inside regions more than about "
+            f"{sys.getrecursionlimit() // 10} levels deep exceed Python's recursion limit; "
+            f"flatten the nesting (e.g. combine nested scf.if conditions)")

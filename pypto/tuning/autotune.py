@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.targets import Target, resolve_target
 from pypto.compiler import DEFAULT_PIPELINE, normalize_dims
 from pypto.errors import LaunchError, PtoError, UsageError
@@ -266,7 +267,7 @@ def _job(kernel: Kernel, ref: KernelRef, index: int, config: dict[str, Any], bas
     try:
         grid3 = _dims(grid, config, "grid")
         block3 = _dims(block, config, "block")
-        _check_launch(kernel, grid3, block3, target)
+        check_launch_shape(grid3, block3, kernel=kernel.name, target=target)
     except LaunchError as err:
         return rejected(BAD_LAUNCH, str(err))
     options = {}
@@ -296,17 +297,6 @@ def _dims(value: Any, config: dict[str, Any], what: str) -> tuple[int, int, int]
         except Exception as err:
             raise LaunchError(f"{what}({config}) raised {type(err).__name__}: {err}") from None
     return normalize_dims(value, what)
-
-
-def _check_launch(kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-                  target: Target) -> None:
-    from pypto.runtime.launcher import check_lane_count
-
-    check_lane_count(grid, block, kernel.name)
-    lanes = block[0] * block[1] * block[2]
-    if lanes > target.max_block_lanes:
-        raise LaunchError(f"block {block} has {lanes} lanes; the target allows at most "
-                          f"{target.max_block_lanes}")
 
 
 def with_options(pipeline: str, options: dict[tuple[str, str], Any]) -> str:

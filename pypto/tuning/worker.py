@@ -194,12 +194,14 @@ def _run(kernel: Any, job: Job) -> dict[int, np.ndarray]:
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-7),
-    "float32": (1.3e-6, 1e-5),
+    "float32": (1e-4, 1e-5),
     "float16": (1e-3, 1e-5),
     "bfloat16": (1.6e-2, 1e-5),
 }
-"""(rtol, atol) per float dtype, as `torch.testing.assert_close` chooses them; integers and
-booleans must be equal."""
+"""(rtol, atol) per float dtype, as `torch.testing.assert_close` chooses them, except float32's
+rtol (1e-4, not 1.3e-6): configs that change a reduction's order (another tile_k) legitimately
+round float32 sums differently by more than a few ulps (seen: 3e-5 relative over K=128). Integers
+and booleans must be equal."""
 
 
 def compare(got: np.ndarray, want: np.ndarray, tolerances: dict[str, tuple[float, float]],

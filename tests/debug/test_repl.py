@@ -245,3 +245,24 @@ def test_capture_launch_through_a_compiled_kernel_call(tmp_path):
     launch = capture_launch(str(path), "vadd")
     assert launch.grid == (2, 1, 1) and launch.names[2] == "d_out"
     assert launch.kernel.name == "vadd" and not hasattr(launch.kernel, "executable")
+
+
+def test_hostile_commands_are_error_lines_and_the_session_goes_on(script, tmp_path,
+                                                                 monkeypatch, capsys):
+    """A NUL byte ended the session with a ValueError traceback (readline's history rejects
+    it); `print i 0-N` built all N lanes first (10^9: MemoryError)."""
+    code, out, err = run_here(
+        [f"{script}:vadd", "--pipeline", PTO_LEVEL],
+        ["step", "print x \x00", "\x00", "print i 0-1000000000", "print i 0-" + "9" * 40,
+         "l1 0.5 2", "step x", "print i 2", "q"],
+        monkeypatch, capsys, tmp_path)
+    assert code == 0, err
+    assert out.count("error: the command holds a NUL byte") == 2
+    assert out.count("error: lane 1000000000 is not executing here") == 1
+    assert "error: lane " + "9" * 40 + " is not executing here" in out
+    assert "error: l1 OFFSET COUNT [DTYPE]: OFFSET and COUNT are whole numbers" in out
+    assert "error: expected a positive count, got 'x'" in out
+    assert "i = [2] 2" in out  # the session went on
+    assert "Traceback" not in out + err and "internal debugger error" not in out
+    history = (tmp_path / "history").read_text()
+    assert "\x00" not in history

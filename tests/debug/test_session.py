@@ -609,3 +609,43 @@ def test_a_block_with_no_work_says_so_at_once(capsys):
                            pipeline=PTO_LEVEL)
     assert ctx.finished and ctx.location is None
     assert "Kernel finished (block (2, 0, 0))." in capsys.readouterr().out
+
+
+# bad arguments are DebugErrors at once (issue 22) ------------------------------------------------
+
+
+def test_huge_lane_ranges_are_refused_without_building_them():
+    """`value(lanes=range(10**9))` used to build 10^9 lane ids first (4.7 GB at 10^8)."""
+    x, grid, args = scaled_sum_args()
+    ctx = dbg.debug_kernel(scaled_sum, args=args, grid=grid, block=64, pipeline=PTO_LEVEL)
+    ctx.step(3)
+    for lanes in (range(10**9), range(10**30), range(5, 10**18, 7), range(-1, 3)):
+        with pytest.raises(dbg.DebugError, match="is not executing here"):
+            ctx.value("i", lanes=lanes)
+    with pytest.raises(dbg.DebugError, match="below 2\\^63"):
+        ctx.value("i", lanes=[1, 2**70])
+    for bad in (1.5, "3", True, {1, 2}, [1.0]):
+        with pytest.raises(dbg.DebugError, match="lanes must be an int, a range"):
+            ctx.value("i", lanes=bad)
+    np.testing.assert_array_equal(ctx.value("i", lanes=range(60, 64)), np.arange(60, 64))
+    assert ctx.value("i", lanes=range(3, 3)).size == 0
+
+
+def test_counts_and_offsets_must_be_ints():
+    x, grid, args = scaled_sum_args()
+    ctx = dbg.debug_kernel(scaled_sum, args=args, grid=grid, block=64, pipeline=PTO_LEVEL)
+    for call in (lambda: ctx.step("x"), lambda: ctx.stepi(1.5), lambda: ctx.step(True),
+                 lambda: ctx.inspect_l1(0.5, 4), lambda: ctx.inspect_l1("0", 4),
+                 lambda: ctx.inspect_l1(0, 4.0)):
+        with pytest.raises(dbg.DebugError, match="must be an int"):
+            call()
+    ctx.step(np.int64(2))  # NumPy ints are ints
+
+
+def test_every_entry_point_checks_the_launch_shape_at_once():
+    """debug_kernel used to skip the lane-count check: OverflowError, or minutes of work."""
+    x, grid, args = scaled_sum_args()
+    for grid_, block_ in (((2**31 - 1), 1024), ((2**16, 2**15), 1024), (1, 4096), (0, 64)):
+        with pytest.raises(pto.LaunchError, match="dbg.debug_kernel of kernel 'scaled_sum'"):
+            dbg.debug_kernel(scaled_sum, args=args, grid=grid_, block=block_,
+                             pipeline=PTO_LEVEL)

@@ -154,6 +154,7 @@ FACTS = {
     "pto.atomic_add": ("ATOMIC_ADD", None, False, False, None, False, False, False, None),
     "pto.fmod": ("FMOD", None, False, False, None, False, False, False, None),
     "pto.sigmoid": ("SIGMOID", None, False, False, None, False, False, False, None),
+    "pto.loop_step": ("LOOP_STEP", None, False, False, None, False, False, False, None),
     "pto.alloc_local": (None, None, False, False, None, True, False, False, None),
     "pto.async_load": ("ASYNC_LOAD", None, True, False, None, False, False, False, None),
     "pto.async_store": ("ASYNC_STORE", None, True, False, None, False, False, False, None),

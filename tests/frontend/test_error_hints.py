@@ -24,22 +24,26 @@ def writes_subscript(x, n):
 @pto.kernel
 def uses_break(x, n):
     for k in range(n):
-        if k > 2:
-            break
+        with pto.pipeline() as pl:
+            with pl.stage("s"):
+                if k > 2:
+                    break
 
 
 @pto.kernel
 def uses_continue(x, n):
     for k in range(n):
-        if k > 2:
-            continue
+        with pto.pipeline() as pl:
+            with pl.stage("s"):
+                if k > 2:
+                    continue
 
 
 @pytest.mark.parametrize("kernel,source,hint", [
     (reads_subscript, "x[i]", "pto.load(x + i)"),
     (writes_subscript, "x[i] = 1.0", "pto.store(x + i, value)"),
-    (uses_break, "break", "guard the rest of the body with 'if'"),
-    (uses_continue, "continue", "guard the rest of the loop body with 'if'"),
+    (uses_break, "break", "not inside a pipeline stage"),
+    (uses_continue, "continue", "not inside a pipeline stage"),
 ])
 def test_error_names_the_construct_and_the_alternative(kernel, source, hint):
     t = pto.alloc_tensor(64 * 4)

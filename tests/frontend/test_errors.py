@@ -33,6 +33,8 @@ def uses_while(a, n):
     i = pto.get_global_id()
     while i < n:
         i = i + 1
+    else:
+        i = 0
 
 
 @pto.kernel
@@ -99,7 +101,7 @@ def class_in_kernel(a, n):
 
 
 @pytest.mark.parametrize("kernel, needle, message", [
-    (uses_while, "while i < n", "'while' loops are not supported"),
+    (uses_while, "while i < n", "'while ... else' is not supported"),
     (uses_try, "try:", "try statement"),
     (calls_unknown, "np.sin", "not supported in a kernel"),
     (undefined_name, "undefined_thing", "name 'undefined_thing' is not defined"),
@@ -156,3 +158,60 @@ def test_host_array_argument_is_rejected_with_a_fix():
 def test_wrong_argument_count():
     with pytest.raises(pto.LaunchError, match="takes 2 arguments"):
         pto.compile(uses_while, args=(1,))
+
+
+@pto.kernel
+def casts_huge_float(a, n):
+    pto.store(a + pto.get_global_id(), pto.cast(1e39, pto.int32))
+
+
+@pto.kernel
+def casts_huge_float_under_a_branch(a, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(a + i, pto.cast(-1e400, pto.int64))
+
+
+@pto.kernel
+def casts_huge_ints(a, n):
+    i = pto.get_global_id()
+    pto.store(a + i, pto.cast(2**70 + 5, pto.int32) + pto.cast(-(2**31) - 1, pto.int32))
+
+
+@pto.kernel
+def mma_with_huge_shape(a, n):
+    c = pto.alloc_local(16)
+    pto.mma(c, c, c, 2**64, 4, 4)
+
+
+@pto.kernel
+def alloc_with_huge_count(a, n):
+    c = pto.alloc_local(10**5000)
+    pto.store(c, 1.0)
+
+
+def test_cast_of_an_out_of_range_float_literal_is_a_compile_error_at_the_call():
+    """It was an OverflowError from the frontend (also under a branch)."""
+    for kernel, shown, line in ((casts_huge_float, "1e+39", "pto.cast(1e39"),
+                                (casts_huge_float_under_a_branch, "-inf", "pto.cast(-1e400")):
+        with pytest.raises(pto.CompileError) as info:
+            _compile(kernel, "t", 8)
+        assert f":{_line_of(kernel, line)}:" in str(info.value)
+        assert f"pto.cast({shown}, int" in str(info.value) and "outside the range" in str(
+            info.value)
+
+
+def test_cast_of_an_int_literal_wraps_as_documented(run):
+    (out,) = run(casts_huge_ints, 1, 32, (np.zeros(32, np.int32), 32))[:1]
+    # (2**70 + 5) mod 2**32 = 5; -(2**31) - 1 wraps to 2**31 - 1; their int32 sum wraps too
+    expected = (5 + 2**31 - 1 + 2**31) % 2**32 - 2**31
+    assert expected == -(2**31) + 4 and (out == expected).all()
+
+
+def test_builtin_int_arguments_beyond_int64_are_compile_errors():
+    """`pto.mma(C, A, B, 2**64, 4, 4)` let an xDSL VerifyException escape."""
+    with pytest.raises(pto.CompileError, match="mma's m is 18446744073709551616, outside the "
+                                               "int64 range"):
+        _compile(mma_with_huge_shape, "t", 8)
+    with pytest.raises(pto.CompileError, match="an integer of ~5001 digits"):
+        _compile(alloc_with_huge_count, "t", 8)

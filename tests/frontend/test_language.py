@@ -66,14 +66,34 @@ def test_for_loops_carry_values_and_count_down(run, reps):
     np.testing.assert_array_equal(out[:n], acc + np.float32(const))
 
 
-def test_return_inside_a_loop_is_rejected():
+def test_return_inside_a_loop_ends_the_kernel_for_the_lane():
     @pto.kernel
-    def bad(o, n):
+    def first_iteration_returns(o, n):
         for k in range(n):
             return
+        pto.store(o, 1.0)
 
-    with pytest.raises(pto.CompileError, match="'return' inside a loop"):
-        pto.compile(bad, args=(pto.alloc_tensor(4), 3), block=32)
+    o = pto.alloc_tensor(4)
+    pto.memcpy_h2d(o, np.zeros(1, np.float32))
+    pto.launch(first_iteration_returns, grid=1, block=32, args=(o, 3))
+    out = np.empty(1, np.float32)
+    pto.memcpy_d2h(out, o)
+    assert out[0] == 0.0          # no lane got past the loop
+
+
+def test_return_with_a_value_inside_a_helpers_loop_is_rejected():
+    def find(n):
+        for k in range(n):
+            if k == 2:
+                return k
+        return -1
+
+    @pto.kernel
+    def bad(o, n):
+        pto.store(o, find(n))
+
+    with pytest.raises(pto.CompileError, match="'return' inside a loop of a helper"):
+        pto.compile(bad, args=(pto.alloc_tensor(4, dtype=np.int32), 3), block=32)
 
 
 @pto.kernel
@@ -226,3 +246,46 @@ def test_printf_prints_per_lane_with_block_and_lane(capfd):
     out = capfd.readouterr().out.splitlines()
     assert out == ["[block (0, 0, 0) lane (1, 0, 0)] i=1 v=1.0",
                    "[block (1, 0, 0) lane (1, 0, 0)] i=17 v=17.0"]
+
+
+@pto.kernel
+def square_root_pow(x, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(x + i) ** 0.5)
+
+
+@pto.kernel
+def general_pow(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(x + i) ** pto.load(y + i))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])
+def test_pow_one_half_has_c99_pow_special_values(run, dtype):
+    """`x ** 0.5` was computed as sqrt(x) (NumPy's fast path): -0.0 gave -0.0 and -inf NaN,
+    where C99 / IEEE pow gives +0.0 and +inf. Reference: math.pow, rounded once to the dtype;
+    the same values through a per-lane exponent (no fast path) agree bit for bit."""
+    import math
+
+    values = [-0.0, 0.0, -math.inf, math.inf, math.nan, -1.0, -2.5, 4.0, 2.0, 1e-4, 3.0e4,
+              float(np.finfo(np.float32).tiny)]
+    x = np.array(values, dtype=dtype)
+    n = x.size
+
+    def c99(v: float) -> float:
+        try:
+            return math.pow(v, 0.5)
+        except ValueError:  # negative base: NaN
+            return math.nan
+
+    expected = np.array([c99(float(v)) for v in x], dtype=np.float64).astype(dtype)
+    (_, got) = run(square_root_pow, 1, 32, (x, np.zeros(n, dtype), n))[:2]
+    (_, _, per_lane) = run(general_pow, 1, 32, (x, np.full(n, 0.5, dtype), np.zeros(n, dtype),
+                                                 n))[:3]
+    bits = np.uint16 if x.itemsize == 2 else np.uint32 if x.itemsize == 4 else np.uint64
+    for result in (got, per_lane):
+        same = (result.view(bits) == expected.view(bits)) | (np.isnan(result.astype(np.float64))
+                                                             & np.isnan(expected.astype(np.float64)))
+        assert same.all(), (x[~same], result[~same], expected[~same])

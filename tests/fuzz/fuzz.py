@@ -16,11 +16,21 @@ Targets (each input is a pure function of (target, seed, index), so a crash is r
   with a random registry pipeline, then launched and compared bit for bit with NumPy;
 - `misuse`: random sequences of host-API calls with bad arguments (sizes, dtypes, grids, freed
   tensors, streams, argument order), each allowed to raise only a `PtoError`, followed by a good
-  launch whose result is checked and a check that device memory is all given back.
+  launch whose result is checked and a check that device memory is all given back;
+- `literals`: one builtin call per kernel with extreme literals (2^64, 10^400, 1e39, inf, -0.0,
+  None, strings, dtypes ...) in one or two argument positions: a `PtoError` or success only;
+- `emit`: `pypto-opt --emit=trace|cost|timeline|l1-map|l1-map-svg` on the mlir seeds with random
+  launches; stdout must be the machine output alone (JSON, SVG, no printf lines);
+- `debugger`: random REPL commands with hostile words through stdin: no traceback, no
+  "internal debugger error";
+- `forksignal`: SIGINT at a random moment around a launch + sync (the result is right or the
+  interruption is reported, never torn silently), or a fork at a random moment while another
+  thread synchronises (the child finishes and can launch).
 
 The CI part is tests/fuzz/test_fuzz.py (fixed seeds, seconds). The long mode:
 
     python -m tests.fuzz.fuzz --target all --count 10000 --jobs 2 --seed 1
+    python -m tests.fuzz.fuzz --target literals,emit --count 2000   # some targets only
 
 prints inputs tried and crashes per target; each crash is minimised (line-wise delta debugging)
 and written to --out (default fuzz-crashes/) for turning into a regression test.
@@ -358,11 +368,29 @@ def kernel_case(seed: int, index: int) -> KernelCase:
         for _ in range(3):
             steps.append(("acc", f"acc + {names[-1]}", None))
         names.append("acc")
+    simt_mod = rng.randint(2, 5) if not loops and rng.random() < 0.25 else 0
+    if simt_mod:  # a SIMT loop: lane i runs (m - i % m) iterations, as a range or a while/break
+        x = names[-1]
+        body.append(f"acc2 = {x}")
+        if rng.random() < 0.5:
+            body.append(f"for j in range(i % {simt_mod}, {simt_mod}):")
+        else:
+            body.append("j = i % " + str(simt_mod))
+            body.append("while True:")
+            body.append(f"    if j >= {simt_mod}:")
+            body.append("        break")
+            body.append("    j += 1")
+        body.append(f"    acc2 = acc2 + {x}")
+        steps.append(("acc2", x, None))
+        for k in range(simt_mod):
+            steps.append(("acc2", f"acc2 + {x}", f"lane_mod <= {k}"))
+        names.append("acc2")
     result = names[-1]
     bad = rng.random() < 0.1
     if bad:  # a deliberately wrong kernel: must be a located CompileError, never a crash
         body.append(rng.choice(["t99 = undefined_name + 1", "t99 = a + 1.5j",
-                                "t99 = pto.load(a)", "t99 = a[0]", "while a < b:\n    pass",
+                                "t99 = pto.load(a)", "t99 = a[0]",
+                                "while a < b:\n    pass\nelse:\n    pass",
                                 "t99 = pto.cast(a, 'nope')", "t99 = a @ b", "import os"]))
     indented = textwrap.indent("\n".join(body), " " * 8)
     source = textwrap.dedent("""\
@@ -381,6 +409,8 @@ def kernel_case(seed: int, index: int) -> KernelCase:
     def reference(xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
         with np.errstate(all="ignore"):
             env: dict[str, Any] = {"a": xs[:n], "b": ys[:n]}
+            if simt_mod:
+                env["lane_mod"] = (np.arange(n) % simt_mod).astype(dtype)
             for target, expr, cond in steps:
                 value = _np_eval(expr, env, dtype)
                 if cond is None:
@@ -583,10 +613,495 @@ def run_misuse(steps: list[str]) -> tuple[str, str] | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# target 4: extreme literal values in every builtin argument position
+# ---------------------------------------------------------------------------------------------
+
+EXTREMES = ["0", "-1", "1", "2**31", "2**31 - 1", "-2**31", "-2**31 - 1", "2**63", "2**63 - 1",
+            "-2**63", "-2**63 - 1", "2**64", "10**400", "-10**400", "2**1000", "1e39", "-1e39",
+            "1e400", "-1e400", "-0.0", "0.0", "5e-324", "1e-320", "65504.0", "65520.0",
+            "3.4028235e38", "3.5e38", "1.5", "-0.5", "0.5", "True", "False", "None", "'s'",
+            "1j", "(1, 2)", "[1]", "pto.float32", "pto.int64", "n", "i", "x", "0x7fffffff",
+            "-(2**31)", "2**-1074", "1e308 * 10"]
+"""Literal values put in one argument position at a time (issue 22: `pto.cast(1e39,
+pto.int32)` raised OverflowError, `pto.mma(C, A, B, 2**64, 4, 4)` a VerifyException)."""
+
+BUILTIN_CALLS = [
+    ("pto.store(oi + i, pto.get_global_id({}))", ["0"]),
+    ("pto.store(oi + i, pto.get_local_id({}))", ["0"]),
+    ("pto.store(oi + i, pto.get_block_id({}))", ["1"]),
+    ("pto.store(oi + i, pto.get_block_dim({}))", ["2"]),
+    ("pto.store(oi + i, pto.get_grid_dim({}))", ["0"]),
+    ("pto.store(o + i, pto.load(x + {}))", ["i"]),
+    ("pto.store(o + {}, {})", ["i", "1.0"]),
+    ("pto.store(oi + i, {})", ["7"]),
+    ("pto.store(oi + i, pto.cast({}, {}))", ["1.5", "pto.int32"]),
+    ("pto.store(o + i, pto.cast({}, pto.float32))", ["3"]),
+    ("pto.store(o + i, pto.cast(pto.cast({}, pto.float16), pto.float32))", ["3.0"]),
+    ("pto.store(o + i, pto.cast(pto.cast({}, pto.int64), pto.float32))", ["3.0"]),
+    ("pto.fma(o + i, {}, {}, {})", ["1.0", "2.0", "3.0"]),
+    ("pto.fma(oi + i, {}, {}, {})", ["1", "2", "3"]),
+    ("v = pto.atomic_add(o + {}, {})", ["i", "1.0"]),
+    ("v = pto.atomic_add(oi + {}, {})", ["0", "1"]),
+    ("b = pto.alloc_local({})\npto.store(b + 0, 1.0)", ["64"]),
+    ("b = pto.alloc_local(64, {})", ["pto.float32"]),
+    ("pto.fill(t, {}, {})", ["1.0", "64"]),
+    ("tok = pto.async_load(t, x + {}, {}, rows={}, src_stride={}, dst_stride={})\npto.wait(tok)",
+     ["0", "256", "1", "64", "64"]),
+    ("tok = pto.async_store(o + {}, t, {})\npto.wait(tok)", ["0", "256"]),
+    ("pto.store(o + {}, t, {}, rows={})", ["0", "256", "1"]),
+    ("pto.mma(t, t, t, {}, {}, {})", ["4", "4", "4"]),
+    ("pto.store(o + i, pto.exp({}))", ["1.0"]),
+    ("pto.store(o + i, pto.log({}))", ["1.0"]),
+    ("pto.store(o + i, pto.sqrt({}))", ["1.0"]),
+    ("pto.store(o + i, pto.rsqrt({}))", ["1.0"]),
+    ("pto.store(o + i, pto.tanh({}))", ["1.0"]),
+    ("pto.store(o + i, pto.select({}, {}, {}))", ["i < 3", "1.0", "2.0"]),
+    ("pto.printf('%d %f\\n', {}, {})", ["i", "1.5"]),
+    ("pto.store(o + i, pto.load(x + i) + {})", ["1.0"]),
+    ("pto.store(o + i, pto.load(x + i) * {})", ["1.0"]),
+    ("pto.store(o + i, pto.load(x + i) / {})", ["2.0"]),
+    ("pto.store(o + i, pto.load(x + i) ** {})", ["2.0"]),
+    ("pto.store(o + i, pto.load(x + i) // {})", ["2.0"]),
+    ("pto.store(o + i, pto.load(x + i) % {})", ["2.0"]),
+    ("pto.store(oi + i, pto.load(xi + i) // {})", ["3"]),
+    ("pto.store(oi + i, pto.load(xi + i) % {})", ["3"]),
+    ("pto.store(oi + i, pto.load(xi + i) << {})", ["3"]),
+    ("pto.store(oi + i, pto.load(xi + i) >> {})", ["3"]),
+    ("pto.store(oi + i, pto.load(xi + i) ** {})", ["3"]),
+    ("pto.store(oi + i, pto.load(xi + i) & {})", ["3"]),
+    ("pto.store(oi + i, pto.load(xi + i) * {})", ["3"]),
+    ("pto.store(oi + i, {} - pto.load(xi + i))", ["3"]),
+    ("pto.store(o + i, pto.load(x + i) if pto.load(x + i) < {} else {})", ["0.0", "1.0"]),
+    ("if i < {}:\n    pto.store(o + i, 1.0)", ["n"]),
+    ("for j in range(0, 2, {}):\n    pto.store(o + i, 1.0)", ["1"]),
+    ("pto.store(o + i, pto.load(x + i) + pto.constexpr({}))", ["1"]),
+    ("pto.store(o + i, float({}))", ["1"]),
+    ("pto.store(oi + i, abs({}))", ["-3"]),
+    ("pto.store(oi + i, min({}, {}))", ["3", "i"]),
+    ("pto.store(o + i, max({}, pto.load(x + i)))", ["1.0"]),
+]
+
+
+def literal_case(seed: int, index: int) -> str:
+    """A kernel whose one builtin call has extreme literals in 1-2 argument positions."""
+    rng = random.Random(f"literals:{seed}:{index}")
+    template, defaults = rng.choice(BUILTIN_CALLS)
+    values = list(defaults)
+    for _ in range(1 if len(values) == 1 or rng.random() < 0.7 else 2):
+        values[rng.randrange(len(values))] = rng.choice(EXTREMES)
+    body = textwrap.indent(template.format(*values), " " * 4)
+    return ("import pypto as pto\n\n@pto.kernel\ndef lit(x, xi, o, oi, n):\n"
+            "    i = pto.get_global_id()\n    t = pto.alloc_local(64)\n" + body + "\n")
+
+
+def run_literal_case(source: str, workdir: Path, index: int) -> tuple[str, str] | None:
+    """Compile and launch; anything but a PtoError (or success) is a crash."""
+    import pypto as pto
+
+    path = workdir / f"fuzz_literal_{index}.py"
+    path.write_text(source)
+    tensors: list[Any] = []
+    try:
+        with time_limit(TIME_LIMIT), contextlib.redirect_stdout(io.StringIO()):
+            namespace: dict[str, Any] = {}
+            exec(compile(source, str(path), "exec"), namespace)  # noqa: S102
+            tensors = [pto.alloc_tensor(256 * 4, dt) for dt in (pto.float32, pto.int32,
+                                                                 pto.float32, pto.int32)]
+            try:
+                pto.launch(namespace["lit"], grid=2, block=32, args=(*tensors, 64))
+                pto.sync()
+            except pto.PtoError:
+                pass
+    except Hang as hang:
+        return "hang", str(hang)
+    except BaseException:  # noqa: BLE001
+        return "traceback", traceback.format_exc()
+    finally:
+        for t in tensors:
+            with contextlib.suppress(pto.PtoError):
+                t.free()
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# target 5: pypto-opt --emit outputs, checked as JSON / SVG
+# ---------------------------------------------------------------------------------------------
+
+_DIMS = ["1", "2", "4", "32", "64", "0", "-1", "2147483648", "65536,32769", "16,16",
+         "2048", "x", "1,1,1,1", "99999999999999999999", "3x2"]
+"""Grids / blocks: small ones, and ones the launch check must refuse (beyond 2^31 lanes, a
+block beyond max_block_lanes, malformed). Valid launches stay small: a legal launch of
+millions of lanes takes as long to simulate as it takes, which is no hang."""
+
+
+def emit_input(seeds: list[str], seed: int, index: int) -> tuple[str, list[str]]:
+    rng = random.Random(f"emit:{seed}:{index}")
+    base = rng.choice(seeds)
+    text = mutate(base, rng) if rng.random() < 0.4 else base
+    kind = rng.choice(["trace", "cost", "timeline", "l1-map", "l1-map-svg", "trace",
+                       "l1-map-svg"])
+    argv = [f"--emit={kind}"]
+    if rng.random() < 0.5:
+        argv += ["-p", random_pipeline(rng, allow_options=rng.random() < 0.3)]
+    if rng.random() < 0.6:
+        argv += ["--grid", rng.choice(_DIMS[:5] if rng.random() < 0.7 else _DIMS)]
+    if rng.random() < 0.6:
+        argv += ["--block", rng.choice(_DIMS[:6] if rng.random() < 0.7 else _DIMS)]
+    if rng.random() < 0.2:
+        argv += ["--model", rng.choice(["table", "fused"])]
+    if rng.random() < 0.3:
+        argv += ["--arg", rng.choice(["n=4", "n=0", "n=-1", "n=99999999999999999999",
+                                      "p=0", "p=1", "nope=1", "n=x", "=3", "n"])]
+    if rng.random() < 0.15:
+        argv.append("--split-input-file")
+    return text, argv
+
+
+def check_emit_output(kind: str, out: str) -> str | None:
+    """Why stdout is not the machine output `kind` promises (None when it is)."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    chunks = [c for c in out.split("// -----\n") if c.strip()]
+    for chunk in chunks:
+        if kind == "trace":
+            try:
+                json.loads(chunk)
+            except ValueError as err:
+                return f"--emit=trace output is not JSON ({err}): {chunk[:200]!r}"
+        elif kind == "l1-map-svg":
+            pictures = chunk.split("</svg>")
+            if pictures[-1].strip():
+                return f"text after the last </svg>: {pictures[-1][:200]!r}"
+            for picture in pictures[:-1]:
+                try:
+                    ET.fromstring(picture + "</svg>")
+                except ET.ParseError as err:
+                    return f"--emit=l1-map-svg output is not SVG ({err}): {picture[:200]!r}"
+        elif kind in ("cost", "timeline") and "] " in chunk and "[block " in chunk:
+            return f"printf output on stdout: {chunk[:200]!r}"
+    return None
+
+
+def run_emit(text: str, argv: list[str], workdir: Path) -> tuple[str, str] | None:
+    from pypto.tools.opt import main
+
+    path = workdir / "fuzz_emit.mlir"
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with time_limit(TIME_LIMIT), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            code = main([str(path), *argv])
+    except Hang as hang:
+        return "hang", str(hang)
+    except BaseException:  # noqa: BLE001
+        return "traceback", traceback.format_exc()
+    if code not in (0, 1):
+        return f"exit {code}", err.getvalue()[-4000:]
+    if "Traceback (most recent call last)" in err.getvalue() or \
+            "internal interpreter error" in err.getvalue():
+        return "traceback", err.getvalue()[-4000:]
+    if code == 0:
+        kind = next(a.split("=", 1)[1] for a in argv if a.startswith("--emit="))
+        bad = check_emit_output(kind, out.getvalue())
+        if bad is not None:
+            return "bad machine output", bad
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# target 6: debugger commands through stdin
+# ---------------------------------------------------------------------------------------------
+
+DEBUG_KERNEL = """\
+import pypto as pto
+
+
+@pto.kernel
+def dbg_target(x, o, n, BLOCK: pto.constexpr):
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    v = 0.0
+    if i < n:
+        v = pto.load(x + i) * 2.0
+    pto.store(buf + tid, v)
+    pto.barrier_block()
+    acc = 0.0
+    for j in range(3):
+        acc = acc + pto.load(buf + (tid + j) % BLOCK)
+    if i < n:
+        pto.store(o + i, acc)
+"""
+
+_DBG_WORDS = ["0", "1", "-1", "3", "7", "12", "2**31", "99999999999999999999999", "1e9", "0.5",
+              "nan", "\x00", "é", "x" * 300, "", "0-1000000000", "1,2,3", ":5", "5:", "-", ",",
+              "0--1", "0-" + "9" * 30, "1,,2", "load", "store", "LOAD", "barrier", "all",
+              "float16", "int64", "nope", "(1, 0, 0)", "1,0,0", "\t", "%", "{}", "\\",
+              "i", "v", "acc", "buf", "tid", "x", "o", "n", "j"]
+_DBG_COMMANDS = ["step", "s", "stepi", "si", "next", "n", "continue", "c", "break", "b",
+                 "delete", "d", "print", "p", "l1", "timeline", "where", "list", "block", "warp",
+                 "restart", "r", "help", "frobnicate", ""]
+
+
+def debugger_script(seed: int, index: int) -> tuple[list[str], dict[str, Any]]:
+    rng = random.Random(f"debugger:{seed}:{index}")
+    commands = []
+    for _ in range(rng.randint(1, 12)):
+        words = [rng.choice(_DBG_COMMANDS)]
+        words += [rng.choice(_DBG_WORDS) for _ in range(rng.choice([0, 0, 1, 1, 2, 3]))]
+        commands.append(" ".join(words))
+    commands.append("quit")
+    block = rng.choice([32, 64])
+    options = {"grid": rng.choice([1, 2, 3]), "block": block,
+               "pipeline": rng.choice([None, "pto-verify-barriers"]),
+               "block_id": rng.choice([0, 0, 1]),
+               "warp": rng.choice([None, None, *range(block // 32)])}
+    return commands, options
+
+
+def run_debugger(commands: list[str], options: dict[str, Any], workdir: Path
+                 ) -> tuple[str, str] | None:
+    import pypto as pto
+    import pypto.debug as dbg
+    from pypto.debug.repl import run_repl
+
+    path = workdir / "fuzz_dbg_kernel.py"
+    if not path.exists():
+        path.write_text(DEBUG_KERNEL)
+    out = io.StringIO()
+    tensors: list[Any] = []
+    try:
+        with time_limit(TIME_LIMIT):
+            namespace: dict[str, Any] = {}
+            exec(compile(DEBUG_KERNEL, str(path), "exec"), namespace)  # noqa: S102
+            n = 100
+            tensors = [pto.alloc_tensor(256 * 4) for _ in range(2)]
+            block = options["block"]
+            try:
+                session = dbg.debug_kernel(
+                    namespace["dbg_target"], args=(*tensors, n, block),
+                    grid=options["grid"], block=block, pipeline=options["pipeline"],
+                    block_id=options["block_id"] % options["grid"], warp=options["warp"],
+                    out=out)
+            except pto.PtoError as err:
+                return "unexpected error", f"debug_kernel: {type(err).__name__}: {err}"
+            run_repl(session, "fuzz", stdin=io.StringIO("\n".join(commands) + "\n"), stdout=out)
+    except Hang as hang:
+        return "hang", str(hang)
+    except BaseException:  # noqa: BLE001
+        return "traceback", traceback.format_exc()
+    finally:
+        for t in tensors:
+            with contextlib.suppress(pto.PtoError):
+                t.free()
+    if "internal debugger error" in out.getvalue():
+        line = next(ln for ln in out.getvalue().splitlines() if "internal debugger error" in ln)
+        return "internal debugger error", line
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# target 7: fork and SIGINT at random moments around a launch
+# ---------------------------------------------------------------------------------------------
+
+_SLOW = None
+OUTCOMES: dict[str, int] = {}
+"""How the fork/signal inputs went (interrupt reported, completed, landed outside the
+launch, child saw a half-run launch ...): evidence that the random timing hits every case."""
+
+
+def _outcome(what: str) -> None:
+    OUTCOMES[what] = OUTCOMES.get(what, 0) + 1
+
+
+def _slow_kernels() -> tuple[Any, Any]:
+    """`spin(o, reps)`: o[i] = i * 3 + reps after `reps` loop trips; `ones(o)`."""
+    global _SLOW
+    if _SLOW is None:
+        import pypto as pto
+
+        @pto.kernel
+        def fuzz_spin(o, reps):
+            i = pto.get_global_id()
+            acc = 0
+            for _ in range(reps):
+                acc = acc + 1
+            pto.store(o + i, i * 3 + acc)
+
+        @pto.kernel
+        def fuzz_ones(o):
+            pto.store(o + pto.get_global_id(), 1)
+
+        _SLOW = (fuzz_spin, fuzz_ones)
+    return _SLOW
+
+
+def fork_signal_case(seed: int, index: int) -> dict[str, Any]:
+    rng = random.Random(f"forksignal:{seed}:{index}")
+    reps = rng.choice([1, 3000, 20000, 60000])
+    # a launch takes ~1-2 us per loop trip: the moment falls before, inside or after it
+    return {"kind": rng.choice(["sigint", "sigint", "fork"]), "reps": reps,
+            "delay": round(rng.uniform(0.0, 1.3) * max(reps, 500) * 2e-6, 6),
+            "blocks": rng.choice([1, 2, 4])}
+
+
+def _spin_expected(n: int, reps: int) -> np.ndarray:
+    return (np.arange(n, dtype=np.int64) * 3 + reps).astype(np.int32)
+
+
+def run_fork_signal(case: dict[str, Any]) -> tuple[str, str] | None:
+    """SIGINT: after the interrupt, the next synchronising call either completes with the
+    right result or raises KernelInterruptedError — never a torn result silently — and the
+    runtime stays usable. Fork (while another thread syncs): the child finishes (no deadlock)
+    and can launch; the parent's result is right."""
+    import threading
+
+    import pypto as pto
+
+    spin, ones = _slow_kernels()
+    n = 32 * case["blocks"]
+    expected = _spin_expected(n, case["reps"])
+    o = pto.alloc_tensor(n * 4, pto.int32)
+    try:
+        with time_limit(TIME_LIMIT):
+            pto.memcpy_h2d(o, np.zeros(n, np.int32))
+            pto.compile(spin, args=(o, case["reps"]), block=32)
+            pto.compile(ones, args=(o,), block=32)
+            if case["kind"] == "sigint":
+                found = _sigint_case(pto, spin, ones, o, n, case, expected)
+            else:
+                found = _fork_case(pto, spin, ones, o, n, case, expected, threading)
+    except Hang as hang:
+        return "hang", str(hang)
+    except BaseException:  # noqa: BLE001
+        return "traceback", traceback.format_exc()
+    finally:
+        with contextlib.suppress(pto.PtoError):
+            o.free()
+    return found
+
+
+def _sigint_case(pto: Any, spin: Any, ones: Any, o: Any, n: int, case: dict[str, Any],
+                 expected: np.ndarray) -> tuple[str, str] | None:
+    import threading
+
+    armed = [True]
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if armed[0]:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    timer = threading.Timer(case["delay"], os.kill, (os.getpid(), signal.SIGINT))
+    launched = interrupted = False
+    try:
+        try:
+            try:
+                timer.start()
+                pto.launch(spin, grid=case["blocks"], block=32, args=(o, case["reps"]))
+                launched = True
+                pto.sync()
+                time.sleep(case["delay"] * 2)  # let a late signal land here, not later
+            finally:
+                armed[0] = False
+        except KeyboardInterrupt:
+            interrupted = True
+        timer.cancel()
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    out = np.empty(n, np.int32)
+    try:
+        pto.memcpy_d2h(out, o)
+        clean = True
+        _outcome("sigint: interrupt, then a clean sync" if interrupted else
+                 "sigint: no interrupt in time")
+    except pto.KernelInterruptedError:
+        clean = False
+        _outcome("sigint: interrupted launch reported")
+        if not interrupted:
+            return "false report", "KernelInterruptedError without an interrupt"
+    if clean and not np.array_equal(out, expected) and not (
+            not launched and not out.any()):
+        return "torn", (f"after {'an' if interrupted else 'no'} interrupt the sync was clean "
+                        f"but the output is neither the result nor untouched: {out[:8]}")
+    with contextlib.suppress(pto.KernelInterruptedError):
+        pto.sync()
+    pto.launch(ones, grid=case["blocks"], block=32, args=(o,))
+    pto.memcpy_d2h(out, o)
+    if not (out == 1).all():
+        return "wrong answer", "a launch after the interrupt computed the wrong result"
+    return None
+
+
+def _fork_case(pto: Any, spin: Any, ones: Any, o: Any, n: int, case: dict[str, Any],
+               expected: np.ndarray, threading: Any) -> tuple[str, str] | None:
+    errors: list[BaseException] = []
+
+    def busy() -> None:
+        try:
+            pto.launch(spin, grid=case["blocks"], block=32, args=(o, case["reps"]))
+            pto.sync()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    time.sleep(case["delay"])
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: must not deadlock, must be able to launch
+        code = 3
+        try:
+            try:
+                pto.sync()
+            except pto.KernelInterruptedError:
+                os.write(report_w, b"r")
+            p = pto.alloc_tensor(32 * 4, pto.int32)
+            pto.launch(ones, grid=1, block=32, args=(p,))
+            got = np.empty(32, np.int32)
+            pto.memcpy_d2h(got, p)
+            code = 0 if (got == 1).all() else 4
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + TIME_LIMIT / 2
+    status = None
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.005)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        thread.join()
+        os.close(report_r)
+        os.close(report_w)
+        return "hang", "the forked child did not finish (deadlock)"
+    thread.join()
+    os.close(report_w)
+    reported = os.read(report_r, 1)
+    os.close(report_r)
+    _outcome("fork: the child saw a half-run launch" if reported else
+             "fork: nothing running at the fork")
+    if errors:
+        return "unexpected error", f"{type(errors[0]).__name__}: {errors[0]}"
+    if os.waitstatus_to_exitcode(status) != 0:
+        return "child failed", f"exit status {os.waitstatus_to_exitcode(status)}"
+    out = np.empty(n, np.int32)
+    pto.memcpy_d2h(out, o)
+    if not np.array_equal(out, expected):
+        return "wrong answer", "the parent's launch computed the wrong result"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
 # driver
 # ---------------------------------------------------------------------------------------------
 
-TARGETS = ("mlir", "kernels", "misuse")
+TARGETS = ("mlir", "kernels", "misuse", "literals", "emit", "debugger", "forksignal")
 
 
 def run_one(target: str, seed: int, index: int, workdir: Path,
@@ -600,10 +1115,24 @@ def run_one(target: str, seed: int, index: int, workdir: Path,
         found = run_kernel_case(case, workdir, index)
         reproducer, argv = case.source, [f"pipeline={case.pipeline!r}", f"n={case.n}",
                                          f"block={case.block}"]
-    else:
+    elif target == "misuse":
         steps = misuse_script(seed, index)
         found = run_misuse(steps)
         reproducer, argv = "\n".join(steps), []
+    elif target == "literals":
+        reproducer, argv = literal_case(seed, index), []
+        found = run_literal_case(reproducer, workdir, index)
+    elif target == "emit":
+        reproducer, argv = emit_input(seeds if seeds is not None else mlir_seeds(), seed, index)
+        found = run_emit(reproducer, argv, workdir)
+    elif target == "debugger":
+        commands, options = debugger_script(seed, index)
+        found = run_debugger(commands, options, workdir)
+        reproducer, argv = "\n".join(commands), [repr(options)]
+    else:
+        case = fork_signal_case(seed, index)
+        found = run_fork_signal(case)
+        reproducer, argv = repr(case), []
     if found is None:
         return None
     return Crash(target, seed, index, found[0], found[1], reproducer, argv)
@@ -634,7 +1163,7 @@ def _worker(job: tuple[str, int, int, int, str]) -> tuple[str, int, list[Crash]]
     target, seed, start, count, workdir = job
     path = Path(workdir) / f"{target}-{start}"
     path.mkdir(parents=True, exist_ok=True)
-    seeds = mlir_seeds() if target == "mlir" else None
+    seeds = mlir_seeds() if target in ("mlir", "emit") else None
     crashes = []
     for index in range(start, start + count):
         crash = run_one(target, seed, index, path, seeds)
@@ -645,19 +1174,25 @@ def _worker(job: tuple[str, int, int, int, str]) -> tuple[str, int, list[Crash]]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", default="all", choices=(*TARGETS, "all"))
+    parser.add_argument("--target", default="all",
+                        help=f"one of {', '.join(TARGETS)}, several separated by commas, or all")
     parser.add_argument("--count", type=int, default=1000, help="inputs per target")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="fuzz-crashes")
     args = parser.parse_args(argv)
-    targets = TARGETS if args.target == "all" else (args.target,)
+    targets = TARGETS if args.target == "all" else tuple(args.target.split(","))
+    unknown = [t for t in targets if t not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(unknown)}; targets: {', '.join(TARGETS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     workdir = out / "work"
     per_job = 250
+    # interleaved (every target's first chunk, then every target's second, ...): a run stopped
+    # early has tried every target about as much
     jobs = [(t, args.seed, start, min(per_job, args.count - start), str(workdir))
-            for t in targets for start in range(0, args.count, per_job)]
+            for start in range(0, args.count, per_job) for t in targets]
     tried = dict.fromkeys(targets, 0)
     crashes: dict[str, Crash] = {}
     started = time.time()

@@ -241,3 +241,64 @@ def test_forgotten_tree_barrier_is_a_race(run_racy):
     x = np.ones(256, np.float32)
     with pytest.raises(pto.RaceError, match=r"RAW race on L1 buffer 'buf'.*use pto.barrier_block"):
         run_racy(block_sum_no_barrier_in_tree, 1, 256, (x, np.zeros(1, np.float32), 256, 256, 8))
+
+
+# -------------------------------------------------------------------------------------------
+# twins written with the language's forms: pto.reduce and CUDA's grid-stride loop
+# -------------------------------------------------------------------------------------------
+
+@pto.kernel
+def block_sum_reduce(x, partial, n):
+    """block_sum with `pto.reduce(v, scope="block")`: the same tree (docs/language.md)."""
+    i = pto.get_global_id()
+    v = 0.0
+    if i < n:
+        v = pto.load(x + i)
+    s = pto.reduce(v, scope="block")
+    if pto.get_local_id() == 0:
+        pto.store(partial + pto.get_block_id(), s)
+
+
+@pto.kernel
+def grid_stride_sum_reduce(x, partial, n):
+    """grid_stride_sum as a CUDA author writes it: no host-computed trip count."""
+    acc = 0.0
+    for i in range(pto.get_global_id(), n, pto.get_grid_dim() * pto.get_block_dim()):
+        acc += pto.load(x + i)
+    s = pto.reduce(acc, scope="block")
+    if pto.get_local_id() == 0:
+        pto.store(partial + pto.get_block_id(), s)
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("n", [1, 256, 4097])
+def test_block_sum_with_reduce_is_bit_identical(run, n, block):
+    x = np.random.default_rng(n + block).standard_normal(n).astype(np.float32)
+    grid = grid_for(n, block)
+    _, hand = run(block_sum, grid, block, (x, np.full(grid, np.nan, np.float32), n, block,
+                                           block.bit_length() - 1))
+    _, new = run(block_sum_reduce, grid, block, (x, np.full(grid, np.nan, np.float32), n))
+    assert hand.tobytes() == new.tobytes()
+    np.testing.assert_array_equal(new, tree_partials(padded(x, grid * block), block))
+
+
+@pytest.mark.parametrize("n,grid", [(1, 1), (1000, 2), (5000, 3), (65536, 4)])
+def test_grid_stride_loop_with_reduce_is_bit_identical(run, n, grid):
+    block = 128
+    x = np.random.default_rng(n).random(n).astype(np.float32)
+    stride = grid * block
+    iters = (n + stride - 1) // stride
+    _, hand = run(grid_stride_sum, grid, block, (x, np.full(grid, np.nan, np.float32), n, iters,
+                                                 block, 7))
+    _, new = run(grid_stride_sum_reduce, grid, block, (x, np.full(grid, np.nan, np.float32), n))
+    assert hand.tobytes() == new.tobytes()
+
+
+def test_reduce_twins_under_other_warp_orders(run_scheduled):
+    n, block = 1000, 128
+    x = np.random.default_rng(5).standard_normal(n).astype(np.float32)
+    grid = grid_for(n, block)
+    _, out = run_scheduled(grid_stride_sum_reduce, grid, block,
+                           (x, np.zeros(grid, np.float32), n))
+    _, hand = run_scheduled(block_sum, grid, block, (x, np.zeros(grid, np.float32), n, block, 7))
+    assert out.tobytes() == hand.tobytes()

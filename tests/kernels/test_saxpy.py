@@ -101,3 +101,23 @@ def test_saxpy_leaves_the_tail_untouched(run):
     _, out = run(saxpy, 1, 128, (2.0, x, y, n))
     np.testing.assert_array_equal(out[:n], 9.0)
     np.testing.assert_array_equal(out[n:], 7.0)
+
+
+@pto.kernel
+def saxpy_grid_stride_loop(a, x, y, n):
+    """saxpy_grid_stride as written in CUDA: the loop's own bounds, no host trip count."""
+    for i in range(pto.get_global_id(), n, pto.get_grid_dim() * pto.get_block_dim()):
+        pto.fma(y + i, a, pto.load(x + i), pto.load(y + i))
+
+
+@pytest.mark.parametrize("n,grid", [(1, 1), (1000, 3), (4099, 2)])
+def test_grid_stride_loop_twin_is_bit_identical(run, n, grid):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    block = 64
+    iters = (n + grid * block - 1) // (grid * block)
+    _, hand = run(saxpy_grid_stride, grid, block, (-0.75, x, y, n, iters))
+    _, new = run(saxpy_grid_stride_loop, grid, block, (-0.75, x, y, n))
+    assert hand.tobytes() == new.tobytes()
+    np.testing.assert_array_equal(new, fused_ref(-0.75, x, y))

@@ -174,3 +174,47 @@ def test_softmax_under_other_warp_orders(run_scheduled, shape):
     np.testing.assert_array_equal(mx, x.max(axis=1))
     np.testing.assert_array_equal(sm, emulated_sum(e))
     np.testing.assert_array_equal(y, e / emulated_sum(e)[:, None])
+
+
+# -------------------------------------------------------------------------------------------
+# the same kernel written with the language's forms: a SIMT column loop and pto.reduce
+# -------------------------------------------------------------------------------------------
+
+@pto.kernel
+def softmax_rows_reduce(x, y, row_max, row_sum, ncols):
+    """softmax_rows with `for c in range(tid, ncols, BLOCK)` and `pto.reduce(..., scope=
+    "block")` instead of the hand-written chunk loops and L1 trees (the same order of
+    operations, so the same bits)."""
+    row = pto.get_block_id()
+    tid = pto.get_local_id()
+    src = x + row * ncols
+    dst = y + row * ncols
+    m = -math.inf
+    for c in range(tid, ncols, BLOCK):
+        m = max(m, pto.load(src + c))
+    mx = pto.reduce(m, op="max", scope="block")
+    acc = 0.0
+    for c in range(tid, ncols, BLOCK):
+        acc += pto.exp(pto.load(src + c) - mx)
+    total = pto.reduce(acc, scope="block")
+    for c in range(tid, ncols, BLOCK):
+        pto.store(dst + c, pto.exp(pto.load(src + c) - mx) / total)
+    if tid == 0:
+        pto.store(row_max + row, mx)
+        pto.store(row_sum + row, total)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_softmax_with_reduce_is_bit_identical_to_the_hand_written_tree(run, shape):
+    rows, ncols = shape
+    x = (np.random.default_rng(rows + 31 * ncols).standard_normal(shape) * 4).astype(np.float32)
+    results = []
+    for kernel in (softmax_rows, softmax_rows_reduce):
+        y = np.full(shape, np.nan, np.float32)
+        mx = np.full(rows, np.nan, np.float32)
+        sm = np.full(rows, np.nan, np.float32)
+        results.append(run(kernel, rows, BLOCK, (x, y, mx, sm, ncols))[1:])
+    for hand, new in zip(*results):
+        assert hand.tobytes() == new.tobytes()
+    e = np.exp((x - x.max(axis=1)[:, None]).astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(results[1][2], emulated_sum(e))

@@ -13,6 +13,7 @@ run time.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -27,6 +28,11 @@ from tests.kernels.pipelined import NOT_DOUBLE_BUFFERED, PIPELINED, Case, matmul
 
 BEFORE = ""
 """No pass at all: the frontend's sequential pipeline."""
+
+NO_FUSION = str(Path(__file__).resolve().parents[1] / "filecheck" / "passes" / "Inputs" /
+                "fusion-none.toml")
+"""A target whose firmware fuses nothing: every load stage's load is prefetched (the mechanics
+of the rewrite, independent of the fusion-aware choice of what to prefetch)."""
 
 
 def after(stages: int) -> str:
@@ -94,16 +100,29 @@ def test_article_matmul_bit_identical(m, n, k, tile, dtype, stages):
 
 
 def test_default_pipeline_double_buffers_the_matmul():
+    """The default target's firmware fuses the B tile's load with its MMA: the pass prefetches
+    A (two slots) and keeps B's load next to its MMA (one buffer), and says so."""
     ck = compiled(PIPELINED["matmul_tile"](2), None)
     text = ck.mlir
     assert "pto.pipeline" not in text and "pto.wait_all" not in text
-    assert text.count("pto.slots = 2") == 2            # A_tile and B_tile
+    assert text.count("pto.slots = 2") == 1             # A_tile only
     loops = [op for op in ck.func.walk() if isinstance(op, scf.ForOp)]
     assert len(loops) == 2                              # kernel and epilogue
-    assert any("2 slots for 'A_tile', 'B_tile'" in r.message for r in ck.remarks)
+    messages = [r.message for r in ck.remarks]
+    assert any("2 slots for 'A_tile';" in m for m in messages)
+    assert any("the load of 'B_tile'" in m and "stays next to its MMA" in m and
+               "operand B" in m and "fuses it with the MMA" in m for m in messages)
+    assert any("the load of 'A_tile'" in m and "is prefetched" in m for m in messages)
     offsets = sorted(op.l1_offset for op in ck.func.walk()
                      if isinstance(op, dialect.AllocLocalOp))
     assert offsets == [0, 16384, 32768]                # allocated by pto-allocate-l1
+
+
+def test_without_fusion_every_load_is_prefetched():
+    ck = compiled(PIPELINED["matmul_tile"](2), f'pto-double-buffer{{target="{NO_FUSION}"}},'
+                                               f"pto-allocate-l1")
+    assert ck.mlir.count("pto.slots = 2") == 2          # A_tile and B_tile
+    assert any("2 slots for 'A_tile', 'B_tile'" in r.message for r in ck.remarks)
 
 
 @pytest.mark.parametrize("name", sorted(set(PIPELINED) - set(NOT_DOUBLE_BUFFERED)))
@@ -139,18 +158,17 @@ def test_stages_one_leaves_loops_alone():
 
 def test_fewer_stages_when_l1_would_overflow():
     case = PIPELINED["matmul_tile"](3)                # C 16 KiB, A and B 8 KiB per slot
-    ck = compiled(case, "pto-double-buffer{stages=3 l1-bytes=49152},"
-                        "pto-allocate-l1{l1-bytes=49152}")
+    pass_ = f'pto-double-buffer{{stages=3 l1-bytes=49152 target="{NO_FUSION}"}}'
+    ck = compiled(case, pass_ + ",pto-allocate-l1{l1-bytes=49152}")
     assert ck.mlir.count("pto.slots = 2") == 2
     assert any("requested 3 stages, only 2 fit in 48 KiB of L1 (3 stages need 64 KiB)"
                in r.message for r in ck.remarks)
-    np.testing.assert_array_equal(run(case, "pto-double-buffer{stages=3 l1-bytes=49152}"),
-                                  run(case, BEFORE))
+    np.testing.assert_array_equal(run(case, pass_), run(case, BEFORE))
 
 
 def test_single_buffered_when_not_even_two_stages_fit():
     case = PIPELINED["matmul_tile"](3)
-    ck = compiled(case, "pto-double-buffer{l1-bytes=40960}")
+    ck = compiled(case, f'pto-double-buffer{{l1-bytes=40960 target="{NO_FUSION}"}}')
     assert "pto.pipeline" in ck.mlir and "pto.slots" not in ck.mlir
     assert any("requested 2 stages, only 1 fits in 40 KiB of L1 (2 stages need 48 KiB); the "
                "loop stays single-buffered" in r.message for r in ck.remarks)
@@ -214,11 +232,37 @@ def _issue_order(pipeline: str, trips: int) -> list[tuple[int, int]]:
 def test_trace_shows_the_next_tiles_loading_during_the_mma():
     """What the pass is for, seen in the interpreter's event trace: sequentially, the mma of
     k-step j runs when the two loads of steps 0..j are issued and all waited for; double-
-    buffered, the loads of step j + 1 are already issued (and not waited for) when it runs."""
+    buffered (every load prefetched: a firmware without fusion), the loads of step j + 1 are
+    already issued (and not waited for) when it runs."""
     trips = 4
     sequential = _issue_order("", trips)
     assert sequential == [(2 * (j + 1), 2 * (j + 1)) for j in range(trips)]
-    overlapped = _issue_order(None, trips)
+    overlapped = _issue_order(f'pto-double-buffer{{target="{NO_FUSION}"}}', trips)
     expected = [(2 * min(j + 2, trips), 2 * (j + 1)) for j in range(trips)]
     assert overlapped == expected
     assert all(i > w for i, w in overlapped[:-1])   # copies in flight during every mma but the last
+
+
+def test_fusion_aware_double_buffering_overlaps_the_next_a_copy_with_the_mma():
+    """The default target: B's load stays in its k-step, right before the waits in front of
+    its mma, so the program order is the sequential one (A, B, wait, wait, mma per step); what
+    the pass changes is the slot: the next A tile goes to the other slot, so its copy runs
+    while the mma reads this one. In the firmware's cost model every copy of A but the first
+    overlaps a fused LOAD_MMA; single-buffered, none does (the copy waits for the mma to
+    release the one A buffer)."""
+    trips = 4
+    assert _issue_order(None, trips) == [(2 * (j + 1), 2 * (j + 1)) for j in range(trips)]
+    case = PIPELINED["matmul_tile"](trips)
+    device, _ = to_device(case.args)
+
+    def overlapping(pipeline: str | None) -> int:
+        prof = pto.profile(case.kernel, grid=case.grid, block=case.block, args=device,
+                           model="fused", pipeline=pipeline)
+        copies = [e for e in prof.timeline if e.inst == "COPY_IN"]
+        mmas = [e for e in prof.timeline if e.inst == "LOAD_MMA" and e.pipe == "CUBE"]
+        assert len(mmas) == trips  # every B load fused
+        return sum(any(c.cycle < m.end and m.cycle < c.end for m in mmas) for c in copies)
+
+    assert overlapping(None) == trips - 1
+    single = "pto-allocate-l1,pto-verify-barriers,convert-pto-to-npu,npu-fuse-load-mma"
+    assert overlapping(single) == 0

@@ -236,3 +236,22 @@ def test_an_uncompiled_kernel_needs_a_compile_function() -> None:
     """The runtime does not import the compiler: without `compile=` it says what to do."""
     with pytest.raises(LaunchError, match=r"not compiled; launch it with pto.launch"):
         launch(FrontendKernel("k", ["x"]), 1, 32, (1,))
+
+
+def test_a_bad_scalar_argument_names_the_parameter():
+    import pypto as pto
+    """The message said "argument 1" only (issue 22)."""
+    import numpy as np
+
+    @pto.kernel
+    def takes_n(o, n):
+        pto.store(o + pto.get_global_id(), 1.0)
+
+    o = pto.alloc_tensor(256)
+    compiled = pto.compile(takes_n, args=(o, 3), block=64)
+    for kernel in (takes_n, compiled):
+        for bad, why in ((np.int8(3), "NumPy int8 scalar"), (np.uint32(3), "NumPy uint32"),
+                         (2**64, "does not fit in int64"), ("x", "unsupported type str")):
+            with pytest.raises(pto.LaunchError, match=f"argument 1 \\(parameter .n.\\) .*{why}"):
+                pto.launch(kernel, grid=1, block=64, args=(o, bad))
+    o.free()

@@ -554,3 +554,124 @@ def test_verify_diagnostics_as_a_process():
     assert result.code == 1
     assert "Traceback" not in result.err
     assert 'expected error "got 5" was not produced' in result.err
+
+
+# issue 22: machine output alone on stdout, hostile pipelines and IR --------------------------
+
+PRINTING = """\
+func.func @k(%p: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
+  %i = pto.get_global_id 0 : i32
+  pto.printf "lane %d\\n" (%i : i32)
+  %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+  %v = pto.load %q : !pto.ptr<f32, global> -> f32
+  pto.store %v, %q : f32, !pto.ptr<f32, global>
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("emit", ["trace", "cost", "timeline"])
+def test_printf_goes_to_stderr_under_the_cost_outputs(tmp_path, capsys, monkeypatch, emit):
+    """printf lines came first on stdout: `--emit=trace` was not valid JSON."""
+    import json
+
+    path = tmp_path / "p.mlir"
+    path.write_text(PRINTING)
+    result = run(capsys, monkeypatch, str(path), f"--emit={emit}", "--block", "4")
+    assert result.code == 0, result.err
+    assert "] lane " not in result.out
+    assert [line for line in result.err.splitlines() if "] lane " in line] == [
+        f"[block (0, 0, 0) lane ({k}, 0, 0)] lane {k}" for k in range(4)]
+    if emit == "trace":
+        assert isinstance(json.loads(result.out), dict | list)
+
+
+def test_l1_map_svg_is_svg(capsys, monkeypatch, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    path = Path(__file__).resolve().parents[1] / "filecheck"
+    sources = [p for p in path.rglob("*.mlir") if "alloc_local" in p.read_text()]
+    assert sources
+    result = run(capsys, monkeypatch, str(sources[0]), "--split-input-file",
+                 "--emit=l1-map-svg")
+    svgs = [chunk for chunk in result.out.split("// -----\n") if chunk.strip()]
+    assert svgs
+    for chunk in svgs:
+        for picture in chunk.split("</svg>")[:-1]:
+            ET.fromstring(picture + "</svg>")
+
+
+ZERO_STEP = """\
+func.func @k(%p: !pto.ptr<f32, global>, %n: i32) attributes {pto.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c4 = arith.constant 4 : i32
+  scf.for %j = %c0 to %c4 step %STEP : i32 {
+    %i = pto.get_global_id 0 : i32
+    %q = pto.addptr %p, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+    %v = pto.load %q : !pto.ptr<f32, global> -> f32
+    pto.store %v, %q : f32, !pto.ptr<f32, global>
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["--validate"], ["--emit=cost"]])
+def test_a_constant_zero_step_is_a_verifier_error_at_the_loop(capsys, monkeypatch, tmp_path,
+                                                              flags):
+    """It verified, then --validate / --emit=cost said "internal interpreter error"."""
+    path = tmp_path / "z.mlir"
+    path.write_text(ZERO_STEP.replace("%STEP", "%c0"))
+    result = run(capsys, monkeypatch, str(path), *flags)
+    assert result.code == 1
+    assert result.err.startswith(f"{path}:4:3: error: 'scf.for' op constant step operand must "
+                                 f"not be 0")
+    assert "internal" not in result.err
+
+
+def test_a_zero_step_at_run_time_is_a_kernel_error(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "z.mlir"
+    path.write_text(ZERO_STEP.replace("%STEP", "%n"))
+    result = run(capsys, monkeypatch, str(path), "--emit=cost", "--arg", "n=0")
+    assert result.code == 1
+    assert "the loop step is 0: it must be a non-zero integer" in result.err
+    assert "internal" not in result.err
+
+
+def test_a_5000_digit_option_is_reported_at_the_value(capsys, monkeypatch):
+    value = "9" * 5000
+    pipeline = f"cse,pto-verify-barriers{{warp-size={value}}}"
+    result = run(capsys, monkeypatch, "-", "-p", pipeline, stdin=VALID)
+    assert result.code == 1
+    first = result.err.splitlines()[0]
+    col = pipeline.index(value) + 1
+    assert first.startswith(f"<pass-pipeline>:1:{col}: error: option 'warp-size' of pass "
+                            f"'pto-verify-barriers' must be an integer of at most 4300 digits, "
+                            f"got one of 5000 digits; pass 'pto-verify-barriers' says: "
+                            f"warp-size and max-block-lanes must be at most 1048576")
+
+
+def test_a_32k_character_pass_name_is_quick_and_echoed_once(capsys, monkeypatch):
+    import time
+
+    name = "x" * 32_000
+    started = time.process_time()
+    result = run(capsys, monkeypatch, "-", "-p", f"cse,{name}", stdin=VALID)
+    spent = time.process_time() - started
+    assert result.code == 1
+    assert result.err.count(name) == 1  # the source line under the diagnostic only
+    assert "unknown pass 'xxxx" in result.err and "(32000 characters)" in result.err
+    assert spent < 30, spent  # 48 s before (a quadratic regex); a hang guard, not a benchmark
+
+
+def test_nesting_too_deep_to_parse_says_so(capsys, monkeypatch):
+    depth = 400
+    lines = ["func.func @k(%p: !pto.ptr<f32, global>) attributes {pto.kernel} {",
+             "  %c = arith.constant true"]
+    lines += ["  " * (d + 1) + "scf.if %c {" for d in range(depth)]
+    lines += ["  " * (d + 1) + "}" for d in reversed(range(depth))]
+    lines += ["  func.return", "}"]
+    result = run(capsys, monkeypatch, "-", stdin="\n".join(lines) + "\n")
+    assert result.code == 1
+    assert "'scf.if' op is nested too deeply to parse" in result.err
+    assert "malformed" not in result.err and "RecursionError" not in result.err

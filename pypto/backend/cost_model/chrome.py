@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto.backend.cost_model.params import PIPES
+from pypto.backend.cost_model.params import HBM, PIPES, RESOURCES
 
 if TYPE_CHECKING:
     from pypto.backend.cost_model.profile import Profile
@@ -27,24 +27,49 @@ def chrome_trace(prof: Profile, path: str | Path | None, *, max_slices: int) -> 
     for core in range(lr.cores_used):
         events.append({"ph": "M", "name": "process_name", "pid": core,
                        "args": {"name": f"AI core {core} (modelled)"}})
-        for tid, pipe in enumerate(PIPES):
+        for tid, pipe in enumerate(RESOURCES):
             events.append({"ph": "M", "name": "thread_name", "pid": core, "tid": tid,
                            "args": {"name": pipe}})
     truncated = False
     count = 0
+    if lr.launch_cycles:
+        events.append({"ph": "X", "name": "LAUNCH", "cat": "launch", "pid": 0,
+                       "tid": PIPES.index("SCALAR"), "ts": 0.0,
+                       "dur": lr.launch_cycles * us_per_cycle,
+                       "args": {"op": "launch", "source": prof.kernel,
+                                "cycles": lr.launch_cycles,
+                                "note": "the launch's fixed cost ([cost.launch])"}})
+    block_cycles = prof.params.block_cycles
     for c in lr.classes:
         slices = c.schedule.slices
         for b in c.blocks:
             if count + len(slices) > max_slices:
                 truncated = True
                 break
-            base = int(lr.block_start[b])
-            core = b % cores
+            base = int(lr.block_start[b]) + block_cycles
+            core = int(lr.block_core[b]) if lr.block_core is not None else b % cores
+            last = max((sl.end for sl in slices), default=0)
+            if c.schedule.cycles > last:  # its stores (loads) still landing: memory latency
+                events.append({
+                    "ph": "X", "name": "MEM_DRAIN", "cat": HBM, "pid": core,
+                    "tid": RESOURCES.index(HBM), "ts": (base + last) * us_per_cycle,
+                    "dur": (c.schedule.cycles - last) * us_per_cycle,
+                    "args": {"op": "mem_drain", "source": prof.kernel, "block": b,
+                             "cycles": c.schedule.cycles - last,
+                             "cause": "memory latency: accesses still landing"}})
+            wait = int(lr.block_wait[b]) if lr.block_wait is not None else 0
+            if wait > 0:  # the block waits for its share of HBM: the binding resource
+                events.append({
+                    "ph": "X", "name": "HBM_WAIT", "cat": HBM, "pid": core,
+                    "tid": RESOURCES.index(HBM), "ts": (base + c.schedule.cycles) * us_per_cycle,
+                    "dur": wait * us_per_cycle,
+                    "args": {"op": "hbm_wait", "source": prof.kernel, "block": b,
+                             "cycles": wait, "cause": "HBM bandwidth"}})
             for s in slices:
                 f = prof.facts[s.op_id]
                 events.append({
                     "ph": "X", "name": f.kind, "cat": s.pipe, "pid": core,
-                    "tid": PIPES.index(s.pipe), "ts": (base + s.start) * us_per_cycle,
+                    "tid": RESOURCES.index(s.pipe), "ts": (base + s.start) * us_per_cycle,
                     "dur": (s.end - s.start) * us_per_cycle,
                     "args": {"op": f.name, "source": f.source, "block": b, "lanes": s.lanes,
                              "cycles": s.end - s.start}})

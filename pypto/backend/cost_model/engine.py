@@ -11,9 +11,12 @@ ready (RAW) and the L1 buffers it touches are not being written / read by an ear
 instruction (RAW, WAR, WAW through L1). It occupies its pipe for `latency + repeats - 1` cycles,
 `repeats` being its work over the pipe's throughput (lanes x bytes over the vector width, bytes
 over the MTE bandwidth, MACs over the Cube rate; a fused load+MMA streams its operand while it
-computes: the larger of the two). Async copies run on their MTE pipe while the
-front end goes on; a wait stalls the front end until its copy has completed, a barrier until
-every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
+computes: the larger of the two, and its copy occupies MTE_IN meanwhile, as every copy does).
+A lane access's data is ready its memory level's latency after the instruction (HBM farther
+than L1); its work is the memory sectors its lanes touch (global), its L1 bank passes (local),
+and lanes of a block on one address serialise for atomics (access.py). Async copies run on
+their MTE pipe while the front end goes on; a wait stalls the front end until its copy has
+completed, a barrier until every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
 before an instruction that was held back is a bubble, attributed to what held it back.
 """
 
@@ -27,6 +30,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from pypto.analysis.ir_utils import yielded
+from pypto.backend.cost_model.access import STATS
 from pypto.backend.cost_model.facts import (
     ANY_L1,
     L1Ref,
@@ -46,6 +50,7 @@ class Cause:
     kind: str                 # dependency | l1 | wait | barrier | sync-copy | dispatch | pipe
     op_id: int | None         # the instruction waited for (producer, copy, ...)
     detail: str = ""          # e.g. the SSA value or buffer
+    note: str = ""            # e.g. that the value comes from HBM, with its latency
 
     def describe(self, facts: dict[int, OpFacts]) -> str:
         what = ""
@@ -53,7 +58,7 @@ class Cause:
             f = facts[self.op_id]
             what = f"{f.kind} at {f.source}"
         if self.kind == "dependency":
-            return f"waits for {self.detail} produced by {what}"
+            return f"waits for {self.detail} produced by {what}{self.note}"
         if self.kind == "l1":
             return f"L1 {self.detail} with {what}"
         if self.kind == "wait":
@@ -64,6 +69,8 @@ class Cause:
             return f"synchronous tile store ({what}) must complete"
         if self.kind == "pipe":
             return f"pipe busy with {what}"
+        if self.kind == "hbm":
+            return self.detail
         return "in-order dispatch"
 
 
@@ -78,6 +85,8 @@ class Slice:
     lanes: int
     dispatch: int
     cause: Cause | None       # what set its start (None: only the in-order front end)
+    part: bool = False        # a further resource the instruction occupies (a fused load's
+                              # copy on MTE_IN): not a second instruction
 
 
 @dataclass(frozen=True)
@@ -102,26 +111,76 @@ class BlockSchedule:
     hbm_bytes: int = 0
     hbm_by_tensor: dict[int | None, int] = field(default_factory=dict)
     busy: dict[str, int] = field(default_factory=lambda: {p: 0 for p in PIPES})
+    traffic: dict[int, int] = field(default_factory=dict)  # op id -> HBM bytes it moved
 
 
 _PRIORITY = {"dispatch": 0, "pipe": 1}
 _ROOTS = ("wait", "barrier", "sync-copy")
 
 
-def duration(f: OpFacts, lanes: int, p: ModelParams) -> int:
-    """Cycles `f` occupies its pipe: latency + repeats - 1 (at least one cycle)."""
+def copy_duration(copy_bytes: int, p: ModelParams) -> int:
+    """Cycles from a copy's start until its last byte has landed: start-up + repeats - 1."""
+    return max(1, p.latency_of("COPY_IN", "MTE_IN") + copy_occupancy(copy_bytes, p) - 1)
+
+
+def copy_occupancy(copy_bytes: int, p: ModelParams) -> int:
+    """Cycles a copy holds its MTE pipe: its bytes over the copy bandwidth (`copy_repeats`).
+    The start-up (latency) of the next copy overlaps this one's transfer, as a DMA engine with
+    several requests in flight does; the copy's data is there `copy_duration` after its
+    start."""
+    return copy_repeats(copy_bytes, p)
+
+
+def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
+             extra: int = 0) -> int:
+    """Cycles `f` occupies its pipe: latency + repeats - 1 (at least one cycle), plus `extra`
+    (serialised passes: bank conflicts, same-address atomics). `work`: the bytes a lane
+    access really moves (whole sectors), when known. A copy occupies its MTE pipe for its
+    repeats only (`copy_occupancy`); its latency shows in when its data is there."""
     latency = p.latency_of(f.kind, f.pipe)
     if f.macs:
         repeats = cube_repeats(f.mma_shape or (f.macs, 1, 1), f.elem_bytes, f.cube_fp32, p)
-        if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes
-            repeats = max(repeats, copy_repeats(f.copy_bytes, p))
+        if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes:
+            # the Cube cannot finish before the copy's last byte has landed
+            return max(latency + repeats - 1, copy_duration(f.copy_bytes, p))
     elif f.pipe in ("MTE_IN", "MTE_OUT"):
-        repeats = copy_repeats(f.copy_bytes, p)
+        return copy_occupancy(f.copy_bytes, p)
     elif f.pipe == "VECTOR":
-        repeats = vector_repeats(f.copy_bytes if f.copy_bytes else lanes * f.elem_bytes, p)
+        repeats = vector_repeats(f.copy_bytes if f.copy_bytes else
+                                 max(lanes * f.elem_bytes, work or 0), p)
     else:
         repeats = 1
-    return max(1, latency + repeats - 1)
+    return max(1, latency + repeats - 1) + extra
+
+
+def lane_access(f: OpFacts, lanes: int, access: dict[tuple[SSAValue, str], int],
+                p: ModelParams) -> tuple[int | None, int, int]:
+    """(bytes moved, extra serialised cycles, HBM bytes) of a lane memory instruction on
+    `lanes` active lanes, from the addresses its lanes touched (`access`, recorded by the cost
+    trace) or, without a record, from its address being uniform (one address) or not
+    (contiguous lanes assumed)."""
+    if f.address is None:
+        return None, 0, f.hbm_bytes_per_lane * lanes
+    warps = max(1, -(-lanes // p.warp_size))
+    extra = 0
+    moved: int | None = None
+    hbm = 0
+    if f.space == "global":
+        sectors = access.get((f.address, "sectors"))
+        if sectors is None:
+            sectors = warps if f.uniform_address else \
+                max(1, -(-lanes * f.elem_bytes // p.sector_bytes))
+        moved = sectors * p.sector_bytes
+        hbm = moved * (2 if f.atomic else 1)
+    elif f.space == "local":
+        passes = access.get((f.address, "banks"), warps)
+        extra += max(0, passes - warps)
+    if f.atomic:
+        same = access.get((f.address, "same"))
+        if same is None:
+            same = lanes if f.uniform_address else 1
+        extra += max(0, same - 1) * p.atomic_cycles
+    return moved, extra, hbm
 
 
 class _Ready:
@@ -143,6 +202,21 @@ class _Ready:
                 last = owner.last_op
                 if last is not None and value.index - 1 < len(last.operands):
                     sources.append(last.operands[value.index - 1])
+            elif isinstance(loop, scf.WhileOp):  # carried: the initial value or the yield
+                if owner is loop.before_region.block:
+                    sources.append(loop.arguments[value.index])
+                    last = loop.after_region.block.last_op
+                else:
+                    last = loop.before_region.block.last_op  # scf.condition: (cond, *args)
+                    sources.append(last.operands[value.index + 1] if last is not None and
+                                   value.index + 1 < len(last.operands) else value)
+                    last = None
+                if last is not None and value.index < len(last.operands):
+                    sources.append(last.operands[value.index])
+        elif isinstance(owner, scf.WhileOp):  # a result: what scf.condition forwarded
+            condition = owner.before_region.block.last_op
+            if condition is not None and value.index + 1 < len(condition.operands):
+                sources.append(condition.operands[value.index + 1])
         elif isinstance(owner, Operation) and owner.regions:
             sources.extend(yielded(owner, list(owner.results).index(value)))
         best: tuple[int, int | None] = (0, None)
@@ -209,7 +283,9 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
     l1 = _L1Tracker()
     tokens: dict[int, tuple[int, int]] = {}
     drained = 0
+    retired = 0                    # the block's memory accesses have all completed
     held_back: dict[int, Cause | None] = {}
+    access: dict[tuple[SSAValue, str], int] = {}
 
     def dispatch() -> tuple[int, Cause | None]:
         nonlocal front, issued
@@ -229,6 +305,9 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         f = facts[ev.op_id]
         if ev.kind == "offset":  # where a tile pointer points (CostTrace)
             l1.offsets[f.writes[0]] = ev.token
+            continue
+        if ev.kind in STATS:  # what the lanes of a pointer touch (CostTrace, access.py)
+            access[(f.writes[0], ev.kind)] = ev.lanes
             continue
         if f.free:
             continue
@@ -251,11 +330,20 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         pipe = f.pipe
         if pipe_last[pipe] is not None:
             constraints.append((pipe_free[pipe], Cause("pipe", pipe_last[pipe])))
+        fused_copy = bool(f.macs and f.copy_bytes)  # a fused load+MMA also needs MTE_IN
+        if fused_copy and pipe_last["MTE_IN"] is not None:
+            constraints.append((pipe_free["MTE_IN"], Cause("pipe", pipe_last["MTE_IN"])))
         for value in f.reads:
             t, producer = ready.get(value)
             if t:
                 name = f"%{value.name_hint}" if value.name_hint else "its operand"
-                dep = Cause("dependency", producer, name)
+                pf = facts.get(producer) if producer is not None else None
+                note = ""
+                if pf is not None and pf.loads and params.memory_latency(pf.space):
+                    level = "HBM" if pf.space == "global" else "L1"
+                    note = (f" (data from {level}: {params.memory_latency(pf.space)} cycles of "
+                            f"latency after the {pf.kind})")
+                dep = Cause("dependency", producer, name, note)
                 # a producer that was itself held back by a wait or barrier: name that root
                 root = held_back.get(producer) if producer is not None else None
                 constraints.append((t, root if root is not None else dep))
@@ -275,7 +363,8 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         # pipe or the front end
         start, cause = max(constraints, key=lambda c: (c[0], _PRIORITY.get(c[1].kind, 2)
                                                         if c[1] else 0))
-        end = start + duration(f, ev.lanes, params)
+        moved, extra, hbm_moved = lane_access(f, ev.lanes, access, params)
+        end = start + duration(f, ev.lanes, params, moved, extra)
         if start > pipe_free[pipe] and cause is not None and cause.kind not in ("pipe",
                                                                                  "dispatch"):
             out.bubbles.append(Bubble(pipe, pipe_free[pipe], start, ev.op_id, cause,
@@ -287,22 +376,39 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         pipe_free[pipe] = end
         pipe_last[pipe] = ev.op_id
         held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
+        if fused_copy:
+            copy_end = start + copy_occupancy(f.copy_bytes, params)
+            out.slices.append(Slice(ev.op_id, "MTE_IN", start, copy_end, ev.lanes, t_disp,
+                                    None, part=True))
+            out.busy["MTE_IN"] += copy_end - start
+            pipe_free["MTE_IN"] = copy_end
+            pipe_last["MTE_IN"] = ev.op_id
+        # when its effects are complete: a copy's data has landed (its start-up after its
+        # start), a lane access's data arrived from its memory level
+        is_copy = pipe in ("MTE_IN", "MTE_OUT") and not f.macs
+        if is_copy:
+            done = start + copy_duration(f.copy_bytes, params)
+        elif f.address is not None:
+            done = end + params.memory_latency(f.space)
+        else:
+            done = end
+        retired = max(retired, done)
         for value in f.writes:
-            ready.times[value] = (end, ev.op_id)
-        for region in writes:
-            l1.written.append((*region, end, ev.op_id))
+            ready.times[value] = (done if f.loads or is_copy else end, ev.op_id)
+        for region in writes:  # (a staged load's slot: readers wait for its value instead)
+            l1.written.append((*region, done if is_copy else end, ev.op_id))
         for region in reads:
-            l1.read.append((*region, end, ev.op_id))
+            l1.read.append((*region, done if is_copy else end, ev.op_id))
         if ev.kind == "issue" and ev.token is not None:
-            tokens[ev.token] = (end, ev.op_id)
-        if f.blocking == BLOCKING_SYNC_COPY and end > stall_until:
-            stall_until, stall_cause = end, Cause("sync-copy", ev.op_id)
-        drained = max(drained, end)
-        moved = f.hbm_bytes_per_lane * ev.lanes
+            tokens[ev.token] = (done, ev.op_id)
+        if f.blocking == BLOCKING_SYNC_COPY and done > stall_until:
+            stall_until, stall_cause = done, Cause("sync-copy", ev.op_id)
+        drained = max(drained, done if is_copy else end)
         if f.copy_bytes and f.pipe != "VECTOR":
-            moved += f.copy_bytes
-        if moved:
-            out.hbm_bytes += moved
-            out.hbm_by_tensor[f.tensor] = out.hbm_by_tensor.get(f.tensor, 0) + moved
-    out.cycles = max(drained, stall_until, front)
+            hbm_moved += f.copy_bytes
+        if hbm_moved:
+            out.hbm_bytes += hbm_moved
+            out.hbm_by_tensor[f.tensor] = out.hbm_by_tensor.get(f.tensor, 0) + hbm_moved
+            out.traffic[ev.op_id] = out.traffic.get(ev.op_id, 0) + hbm_moved
+    out.cycles = max(drained, stall_until, front, retired)
     return out

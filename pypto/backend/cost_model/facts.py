@@ -40,7 +40,8 @@ ANY_L1 = "L1"
 
 # foreign ops that are structure, not instructions: no time, no dispatch slot (pto's declare
 # it: `ForwardsYield`, `DeclaresBuffer`)
-_STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.ReturnOp, func.FuncOp, arith.ConstantOp)
+_STRUCTURE = (scf.IfOp, scf.ForOp, scf.WhileOp, scf.ConditionOp, scf.YieldOp, func.ReturnOp,
+              func.FuncOp, arith.ConstantOp)
 
 BLOCKING_WAIT = "wait"
 BLOCKING_BARRIER = "barrier"
@@ -67,6 +68,11 @@ class OpFacts:
     blocking: str | None          # wait / barrier / sync_copy: stalls the front end
     tensor: int | None = None     # kernel parameter (tensor) its HBM bytes belong to
     mma_shape: tuple[int, int, int] | None = None  # (m, n, k) of an MMA (elem_bytes: its A's)
+    address: SSAValue | None = None   # a lane memory instruction's address
+    space: str | None = None      # ... and its memory level: "global" (HBM) or "local" (L1)
+    uniform_address: bool = False # every lane of the block on one address (a broadcast)
+    atomic: bool = False          # a read-modify-write (same-address lanes serialise)
+    loads: bool = False           # its result is data read from memory (ready after latency)
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,9 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     fp32 = False
     blocking: str | None = None
     tensor: int | None = None
+    address: SSAValue | None = None
+    space: str | None = None
+    atomic = loads = False
     accesses = declared_accesses(op)
     footprint = tile_footprint(op, constant_int)
     waits = waits_on(op)
@@ -165,8 +174,11 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         # a lane instruction: one element per active lane through its address operand
         address = op.operands[accesses[0].operand]
         elem = element_bytes(address)
+        space = _space(address)
         reads_memory = any(a.kind == "read" for a in accesses)
         writes_memory = any(a.kind == "write" for a in accesses)
+        atomic = reads_memory and writes_memory  # a read-modify-write (pto.atomic_add)
+        loads = reads_memory
         if _space(address) == "global":
             hbm = elem * (int(reads_memory) + int(writes_memory))
             tensor = tensor_of(address)
@@ -220,10 +232,12 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         blocking = BLOCKING_BARRIER
     elif op.results:
         elem = _bytes_of(op.results[0].type)
+    uniform = address is not None and varying is not None and address not in varying
     return OpFacts(op_id, op.name, kind, pipe, op_location(op), _is_structure(op),
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
                    elem, hbm, copy, macs, fp32, blocking, tensor,
-                   tuple(op.shape) if macs else None)  # type: ignore[attr-defined]
+                   tuple(op.shape) if macs else None,  # type: ignore[attr-defined]
+                   address, space, uniform, atomic, loads)
 
 
 def varying_of(op: Operation) -> set[SSAValue] | None:

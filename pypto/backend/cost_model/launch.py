@@ -1,16 +1,26 @@
 """The whole launch: block classes simulated once each, spread over the AI cores, HBM-bound.
 
-Blocks go to cores round-robin (block b on core b mod cores, in waves of `ai_cores`); a core runs
-its blocks back to back, so the compute time is the busiest core's sum. Every byte to or from
-HBM shares the chip's bandwidth, so the launch takes at least bytes / bandwidth (roofline); when
-all the launch's tensors fit in the L2 together (`l2_bytes`), a tensor's bytes reach HBM at most
-once — the other blocks reading them hit in L2. The
-cost is one simulation per distinct block behaviour plus O(blocks) integer arithmetic in NumPy:
-it does not grow with identical blocks.
+A launch costs `launch_cycles` before any block starts, and each block `block_cycles` on its
+core before its first instruction. Blocks are handed out in order of their linear id, each to
+the core that becomes free first (the first wave: block b on core b), as a hardware block
+scheduler does; a core runs its blocks back to back, and the compute time is when the last core
+finishes. (Greedy list scheduling: appending blocks never shortens the launch.) Every byte to or from HBM shares the chip's bandwidth, so the launch takes
+at least bytes / bandwidth (roofline). The L2 (`l2_bytes`) keeps what a wave of blocks touches:
+each tensor's bytes reach HBM once (the compulsory traffic: the tensor, or what was moved of
+it, whichever is smaller); the repeats (another block reading the same A band of a matmul) hit
+in L2 when the wave's working set fits, and in proportion to how much of it fits otherwise.
+An argument no instruction touches has no traffic and so no say.
+
+When the roofline is longer than the cores' compute, the HBM binds: every block is stretched
+by the same factor (it waits for its share of the bandwidth), which the timeline, the Chrome
+trace (an HBM track per core) and `bubbles()` show. The cost is one simulation per distinct
+block behaviour plus O(blocks) integer arithmetic in NumPy: it does not grow with identical
+blocks.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,15 +51,25 @@ class LaunchResult:
     hbm_bytes: int                 # bytes that reach HBM (after the L2 rule)
     roofline_cycles: int
     traffic_bytes: int = 0         # bytes the instructions move to or from global memory
-    l2_resident: bool = False      # every tensor fits in L2: each is fetched from HBM once
+    l2_resident: bool = False      # the wave's working set fits in L2: repeats all hit
+    launch_cycles: int = 0         # the launch's fixed cost, before the first block starts
+    block_wait: np.ndarray | None = None  # per linear block: cycles it waits for HBM at its end
+    block_core: np.ndarray | None = None  # per linear block: the AI core it runs on
 
     @property
     def total_cycles(self) -> int:
-        return max(self.compute_cycles, self.roofline_cycles)
+        return self.launch_cycles + max(self.compute_cycles, self.roofline_cycles)
 
     @property
     def bound(self) -> str:
         return "HBM bandwidth" if self.roofline_cycles > self.compute_cycles else "compute"
+
+    @property
+    def hbm_stretch(self) -> float:
+        """How much longer than their compute the blocks take for HBM (1.0: not HBM-bound)."""
+        if self.compute_cycles <= 0 or self.roofline_cycles <= self.compute_cycles:
+            return 1.0
+        return self.roofline_cycles / self.compute_cycles
 
     def class_of(self, block: int) -> BlockClass:
         for c in self.classes:
@@ -59,14 +79,34 @@ class LaunchResult:
 
 
 def hbm_traffic(by_tensor: dict[int | None, int], tensor_bytes: dict[int, int] | None,
-                l2_bytes: int) -> tuple[int, bool]:
-    """Bytes that reach HBM: with every tensor of the launch fitting in L2 together, a tensor's
-    bytes come from HBM at most once (later blocks hit in L2); otherwise all traffic does."""
-    total = sum(by_tensor.values())
-    if not tensor_bytes or None in by_tensor or sum(tensor_bytes.values()) > l2_bytes:
-        return total, False
-    return sum(min(moved, tensor_bytes.get(t, moved)) for t, moved in by_tensor.items()
-               if t is not None), True
+                l2_bytes: int, wave_fraction: float = 1.0) -> tuple[int, bool]:
+    """(bytes that reach HBM, whether the wave's working set fits in L2).
+
+    `by_tensor`: bytes moved per tensor argument (None: an address pypto cannot attribute);
+    `wave_fraction`: the share of the launch's blocks that run at once. Per tensor, the
+    compulsory bytes are min(its size, what was moved of it) (all of it when the tensor is
+    unknown); the rest are repeats. A wave touches (per tensor) min(size, moved x
+    wave_fraction); when that working set fits in L2 every repeat hits, else the fraction
+    l2_bytes / working set of them does. Monotone: more traffic never means fewer HBM bytes.
+    """
+    sizes = tensor_bytes or {}
+    compulsory = 0
+    working = 0.0
+    total = 0
+    for t, moved in by_tensor.items():
+        total += moved
+        size = sizes.get(t) if t is not None else None
+        if size is None:
+            compulsory += moved
+            working += moved * wave_fraction
+            continue
+        compulsory += min(size, moved)
+        working += min(size, moved * wave_fraction)
+    repeats = total - compulsory
+    if working <= l2_bytes:
+        return compulsory, True
+    missed = repeats * (1.0 - l2_bytes / working)
+    return compulsory + math.ceil(missed), False
 
 
 def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
@@ -75,21 +115,48 @@ def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
     cores = params.target.ai_cores
     classes = [BlockClass(list(blocks), simulate_block(events, facts, params))
                for blocks, events in block_classes]
-    cycles = np.zeros(n_blocks, dtype=np.int64)
+    cycles = np.full(n_blocks, params.block_cycles, dtype=np.int64)  # (an empty block too)
     by_tensor: dict[int | None, int] = {}
     for c in classes:
-        cycles[np.asarray(c.blocks, dtype=np.int64)] = c.schedule.cycles
+        cycles[np.asarray(c.blocks, dtype=np.int64)] = c.schedule.cycles + params.block_cycles
         for t, moved in c.schedule.hbm_by_tensor.items():
             by_tensor[t] = by_tensor.get(t, 0) + moved * len(c.blocks)
-    hbm, resident = hbm_traffic(by_tensor, tensor_bytes, params.l2_bytes)
-    core = np.arange(n_blocks, dtype=np.int64) % cores
-    per_core = np.bincount(core, weights=cycles, minlength=min(cores, n_blocks))
-    # start of each block on its core: the cycles of the blocks before it on that core
-    start = np.zeros(n_blocks, dtype=np.int64)
-    for k in range(min(cores, n_blocks)):
-        mine = cycles[k::cores]
-        start[k::cores] = np.cumsum(mine) - mine
-    compute = int(per_core.max()) if n_blocks else 0
+    used = min(cores, n_blocks)
+    hbm, resident = hbm_traffic(by_tensor, tensor_bytes, params.l2_bytes,
+                                used / n_blocks if n_blocks else 1.0)
+    start, core, compute = distribute(cycles, cores)
     roofline = math.ceil(hbm / params.target.hbm_bytes_per_cycle)
-    return LaunchResult(classes, n_blocks, min(cores, n_blocks), math.ceil(n_blocks / cores),
-                        cycles, start, compute, hbm, roofline, sum(by_tensor.values()), resident)
+    # HBM-bound: every block waits for its share of the bandwidth (stretched alike), so the
+    # last core ends at the roofline
+    wait = np.zeros(n_blocks, dtype=np.int64)
+    if roofline > compute > 0:
+        stretched = np.ceil(cycles * (roofline / compute)).astype(np.int64)
+        wait = stretched - cycles
+        start, core, _ = distribute(cycles + wait, cores)
+    return LaunchResult(classes, n_blocks, used, math.ceil(n_blocks / cores), cycles,
+                        start + params.launch_cycles, compute, hbm, roofline,
+                        sum(by_tensor.values()), resident, params.launch_cycles, wait, core)
+
+
+def distribute(cycles: np.ndarray, cores: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(start, core, makespan) of blocks of `cycles` handed out in order to the first free of
+    `cores` cores. Blocks that all take the same time go round-robin (NumPy, O(blocks));
+    otherwise a heap of the cores' free times."""
+    n = len(cycles)
+    start = np.zeros(n, dtype=np.int64)
+    core = np.arange(n, dtype=np.int64) % max(1, cores)
+    if n == 0:
+        return start, core, 0
+    if (cycles == cycles[0]).all():
+        start = (np.arange(n, dtype=np.int64) // cores) * int(cycles[0])
+        return start, core, int(-(-n // cores) * int(cycles[0]))
+    free = [(0, k) for k in range(min(cores, n))]
+    heapq.heapify(free)
+    ends = 0
+    for b in range(n):
+        t, k = heapq.heappop(free)
+        start[b], core[b] = t, k
+        end = t + int(cycles[b])
+        ends = max(ends, end)
+        heapq.heappush(free, (end, k))
+    return start, core, ends

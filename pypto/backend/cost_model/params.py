@@ -15,6 +15,9 @@ from pypto.errors import PtoError
 
 MODELS = ("table", "fused")
 PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT")
+HBM = "HBM"
+RESOURCES = PIPES + (HBM,)
+"""The pipes, and the chip's HBM bandwidth as the timeline, trace and bubbles show it."""
 
 
 class ModelError(PtoError, ValueError):
@@ -34,6 +37,16 @@ class ModelParams:
     cube_fp32_rate: float = 0.5
     mte_bytes_per_cycle: float = 128.0
     l2_bytes: int = 0
+    # [cost.launch]: what a launch and each block cost before any instruction runs
+    launch_cycles: int = 0
+    block_cycles: int = 0
+    # [cost.memory]: latency by memory level and the geometry contention is counted in
+    hbm_latency: int = 0
+    l1_latency: int = 0
+    sector_bytes: int = 32
+    l1_banks: int = 32
+    l1_bank_bytes: int = 4
+    atomic_cycles: int = 0
     # geometry of the units (rates.py): the Cube's fractal, the Vector unit's repeat
     cube_fractal_m: int = 1
     cube_fractal_n: int = 1
@@ -64,6 +77,17 @@ class ModelParams:
                                  f"number, got {value!r}")
             return value
 
+        launch = target.section("cost", "launch")
+        memory = target.section("cost", "memory")
+
+        def count(table: dict[str, Any], section: str, key: str, *, positive: bool = False) -> int:
+            value = table.get(key, 0)
+            if not isinstance(value, int) or value < (1 if positive else 0):
+                kind = "a positive" if positive else "a non-negative"
+                raise ModelError(f"target {target.described}: [cost.{section}] {key} must be "
+                                 f"{kind} integer, got {value!r}")
+            return value
+
         return ModelParams(
             model=model, level=str(table.get("level", "pto")),
             source=str(table.get("source", "")), target=target,
@@ -74,6 +98,16 @@ class ModelParams:
             cube_fp32_rate=float(number("cube_fp32_rate", 0.5)),
             mte_bytes_per_cycle=float(number("mte_bytes_per_cycle", 128)),
             l2_bytes=int(cost.get("l2_bytes", 0)),
+            launch_cycles=count(launch, "launch", "launch_cycles"),
+            block_cycles=count(launch, "launch", "block_cycles"),
+            hbm_latency=count(memory, "memory", "hbm_latency"),
+            l1_latency=count(memory, "memory", "l1_latency"),
+            sector_bytes=count({"sector_bytes": 32, **memory}, "memory", "sector_bytes",
+                               positive=True),
+            l1_banks=count({"l1_banks": 32, **memory}, "memory", "l1_banks", positive=True),
+            l1_bank_bytes=count({"l1_bank_bytes": 4, **memory}, "memory", "l1_bank_bytes",
+                                positive=True),
+            atomic_cycles=count(memory, "memory", "atomic_cycles"),
             cube_fractal_m=int(number("cube_fractal_m", 1)),
             cube_fractal_n=int(number("cube_fractal_n", 1)),
             cube_fractal_k_bytes=int(cost.get("cube_fractal_k_bytes", 0)),
@@ -82,6 +116,15 @@ class ModelParams:
                                            number("vector_bytes_per_cycle", 256))),
             vector_cycles_per_repeat=int(number("vector_cycles_per_repeat", 1)),
         )
+
+    @property
+    def warp_size(self) -> int:
+        return int(self.target.warp_size)
+
+    def memory_latency(self, space: str | None) -> int:
+        """Cycles from a lane access's issue until its data is there, beyond the instruction's
+        own latency: HBM farther than L1."""
+        return self.hbm_latency if space == "global" else self.l1_latency
 
     @property
     def vector_bytes_per_cycle(self) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 from pypto.backend.cost_model.engine import BlockSchedule
 from pypto.backend.cost_model.facts import OpFacts, facts_of, varying_of
 from pypto.backend.cost_model.launch import LaunchResult, simulate_launch
-from pypto.backend.cost_model.params import PIPES, ModelParams
+from pypto.backend.cost_model.params import HBM, PIPES, RESOURCES, ModelParams
 
 
 def short_source(location: str) -> str:
@@ -178,18 +178,34 @@ class Profile:
         """The schedule of block 0 (the timeline shows it)."""
         return self.launch.classes[0].schedule if self.launch.classes else BlockSchedule()
 
-    def entries(self, schedule: BlockSchedule) -> list[TimelineEntry]:
+    def entries(self, schedule: BlockSchedule, hbm_wait: int = 0) -> list[TimelineEntry]:
+        """The schedule's slices in start order (a fused load+MMA shows on CUBE and on MTE_IN);
+        `hbm_wait`: cycles the block then waits for its share of HBM (an `HBM_WAIT` entry)."""
         out = []
-        for s in sorted(schedule.slices, key=lambda s: (s.start, PIPES.index(s.pipe))):
+        for s in sorted(schedule.slices, key=lambda s: (s.start, RESOURCES.index(s.pipe))):
             f = self.facts[s.op_id]
             out.append(TimelineEntry(s.start, s.end, s.pipe, s.lanes, f.kind,
                                      short_source(f.source), f.name, s.op_id, self.block_lanes))
+        last = max((e.end for e in out), default=0)
+        if schedule.cycles > last:  # accesses still landing after the last instruction
+            out.append(TimelineEntry(last, schedule.cycles, HBM, self.block_lanes,
+                                     "MEM_DRAIN", self.kernel, "", -1, self.block_lanes))
+        if hbm_wait > 0:
+            out.append(TimelineEntry(schedule.cycles, schedule.cycles + hbm_wait, HBM,
+                                     self.block_lanes, "HBM_WAIT", self.kernel, "", -1,
+                                     self.block_lanes))
         return out
+
+    def hbm_wait(self, block: int = 0) -> int:
+        """Cycles block `block` waits at its end for its share of the HBM bandwidth."""
+        wait = self.launch.block_wait
+        return int(wait[block]) if wait is not None and block < len(wait) else 0
 
     @property
     def timeline(self) -> list[TimelineEntry]:
-        """Block 0's instructions in start order, with cycle, pipe, lanes, inst, source."""
-        return self.entries(self.representative)
+        """Block 0's instructions in start order, with cycle, pipe, lanes, inst, source (and,
+        when the launch is HBM-bound, the block's wait for HBM, on the `HBM` row)."""
+        return self.entries(self.representative, self.hbm_wait(0))
 
     def cycle_breakdown(self) -> CycleBreakdown:
         """Per instruction kind: its latency in the model, how many ran, their pipe cycles."""
@@ -199,6 +215,8 @@ class Profile:
         for c in self.launch.classes:
             n = len(c.blocks)
             for s in c.schedule.slices:
+                if s.part:  # the fused load's copy on MTE_IN: the same instruction
+                    continue
                 f = self.facts[s.op_id]
                 count[f.kind] = count.get(f.kind, 0) + n
                 busy[f.kind] = busy.get(f.kind, 0) + (s.end - s.start) * n
@@ -218,16 +236,32 @@ class Profile:
                 f = self.facts[b.op_id]
                 out.append(BubbleEntry(b.pipe, b.start, b.end, f.kind, short_source(f.source),
                                        b.cause.describe(self.facts), len(c.blocks), b.leading))
+            wait = self.hbm_wait(c.blocks[0]) if c.blocks else 0
+            if wait > 0:
+                end = c.schedule.cycles
+                out.append(BubbleEntry(HBM, end, end + wait, "HBM_WAIT", self.kernel,
+                                       self._hbm_cause(), len(c.blocks)))
         # stalls between instructions first (longest, weighted by blocks), then the fill-up
         out.sort(key=lambda b: (b.leading, -b.cycles * b.blocks, b.start))
         return out
 
+    def _hbm_cause(self) -> str:
+        lr = self.launch
+        bw = self.params.target.hbm_bytes_per_cycle
+        return (f"HBM bandwidth: the launch moves {lr.hbm_bytes} bytes to/from HBM at {bw:g} "
+                f"B/cycle ({lr.roofline_cycles} cycles) but its blocks compute in "
+                f"{lr.compute_cycles}: every block waits for its share of the bandwidth")
+
     def utilization(self) -> dict[str, float]:
-        """Per pipe: busy cycles over (total cycles x cores used), whole launch, in [0, 1]."""
+        """Per pipe: busy cycles over (total cycles x cores used), whole launch, in [0, 1];
+        `HBM`: bytes moved over what the bandwidth could move in the launch's cycles."""
         lr = self.launch
         span = max(1, self.total_cycles * lr.cores_used)
-        return {p: sum(c.schedule.busy[p] * len(c.blocks) for c in lr.classes) / span
-                for p in PIPES}
+        out = {p: sum(c.schedule.busy[p] * len(c.blocks) for c in lr.classes) / span
+               for p in PIPES}
+        out[HBM] = lr.hbm_bytes / max(1.0, self.total_cycles *
+                                      self.params.target.hbm_bytes_per_cycle)
+        return out
 
     # outputs -----------------------------------------------------------------------------------
 

@@ -28,7 +28,9 @@ def profile_text(prof: Profile, *, max_instructions: int = 60) -> str:
     entries = prof.timeline
     lines.append(f"Instruction timeline of block 0 ({rep.cycles} cycles):")
     for e in entries[:max_instructions]:
-        lines.append(f"Cycle {e.cycle}: Lane {e.lane}: {e.inst}")
+        f = prof.facts.get(e.op_id)
+        part = f" (its copy on {e.pipe})" if f is not None and f.pipe != e.pipe else ""
+        lines.append(f"Cycle {e.cycle}: Lane {e.lane}: {e.inst}{part}")
     if len(entries) > max_instructions:
         lines.append(f"... {len(entries) - max_instructions} more instructions")
     lines.append("")
@@ -50,6 +52,17 @@ def profile_text(prof: Profile, *, max_instructions: int = 60) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ruler(width: int, scale: int) -> str:
+    """The cycle ruler over `width` columns of `scale` cycles: every tenth column carries the
+    cycle it starts at (`0.........40........80...`), the others a dot."""
+    cells = ["."] * width
+    for c in range(0, width, 10):
+        label = str(c * scale)
+        if c + len(label) <= width:
+            cells[c:c + len(label)] = label
+    return "".join(cells)
+
+
 def _timeline_view(prof: Profile, max_instructions: int) -> list[str]:
     rep = prof.representative
     slices = sorted(rep.slices, key=lambda s: (s.dispatch, s.start))[:max_instructions]
@@ -60,9 +73,7 @@ def _timeline_view(prof: Profile, max_instructions: int) -> list[str]:
     width = math.ceil(span / scale)
     out = [f"Timeline view (D dispatched, = waiting, e executing, E last cycle; "
            f"{scale} cycle{'s' if scale > 1 else ''} per column):"]
-    ruler = "".join(str((c * scale // 10) % 10) if (c * scale) % 10 == 0 else "."
-                    for c in range(width))
-    out.append(f"{'':>6} {'':<8} {ruler}")
+    out.append(f"{'':>6} {'':<8} {ruler(width, scale)}")
     for index, s in enumerate(slices):
         f = prof.facts[s.op_id]
         row = [" "] * width

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.backend.cost_model.access import AccessGeometry
 from pypto.backend.cost_model.params import ModelParams
 from pypto.backend.cost_model.profile import Profile, build_profile
 from pypto.backend.cost_model.trace import CostTrace
@@ -103,7 +104,7 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
     failure is costed (the debugger's timeline of a failing kernel). `launch`: gives an
     executable with the same results to run the untraced launch with when block classes are
     proven (the kernel before its lowering to the npu level, whose plain run is faster)."""
-    trace = CostTrace()
+    trace = CostTrace(AccessGeometry.of(params.target))  # sectors, banks: the target's
     sizes = tensor_sizes(args) if tensor_bytes is None else tensor_bytes
     plan = None
     if blocks is None and by_class and not instruments:

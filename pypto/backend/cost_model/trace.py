@@ -6,12 +6,98 @@ There is one trace: `run_and_cost` (run.py) records it for `pto.profile`, `pypto
 --emit=cost|timeline|trace` and the debugger's timeline alike, so they cost the same events. A
 field added here that derives from lane addresses must be covered by the block-class keys
 (classes.py: addresses are keyed by their pattern over the lanes and their alignment).
+
+Beyond the executor's trace, for the pointers lane loads, stores, fmas and atomics use, it
+records per block what the lanes' addresses cost (access.py): memory sectors touched (global),
+L1 bank passes (local), the most lanes on one address (atomics), as events of kind "sectors" /
+"banks" / "same" whose `lanes` field holds the figure (per block, so blocks that differ fall
+into different classes).
 """
 
 from __future__ import annotations
 
-from pypto.backend.interpreter.instruments import Trace
+from typing import Any
+
+import numpy as np
+from xdsl.ir import Operation
+
+from pypto.backend.cost_model.access import AccessGeometry, access_stats
+from pypto.backend.interpreter.instruments import OpTable, Trace
+from pypto.dialects import pto
+from pypto.dialects.traits import (
+    declared_accesses,
+    has_tile_footprint,
+    is_block_collective,
+    offset_base,
+)
+
+
+def _lane_access(op: Any) -> tuple[Any, bool] | None:
+    """(address, atomic) of a lane memory instruction (load, store, fma, atomic: one element
+    per active lane through its address operand, declared `AccessesMemory`), else None."""
+    accesses = declared_accesses(op)
+    if not accesses or has_tile_footprint(op) or is_block_collective(op):
+        return None
+    kinds = {a.kind for a in accesses}
+    return op.operands[accesses[0].operand], kinds == {"read", "write"}
 
 
 class CostTrace(Trace):
     """The executor's `Trace`, recorded for the cost model (see the module docstring)."""
+
+    def __init__(self, geometry: AccessGeometry | None = None) -> None:
+        super().__init__()
+        self.geometry = geometry or AccessGeometry()
+        self._stats: dict[int, tuple[tuple[str, ...], int]] = {}
+
+    def begin(self, table: OpTable, grid: tuple[int, int, int],
+              block: tuple[int, int, int]) -> None:
+        super().begin(table, grid, block)
+        # pto.addptr ops whose result is the address of a lane memory instruction
+        wanted: dict[Any, set[str]] = {}
+        for info in table:
+            op = info.op
+            lane = _lane_access(op)
+            if lane is None:
+                continue
+            address, atomic = lane
+            if not isinstance(address.owner, Operation) or offset_base(address.owner) is None:
+                continue
+            kinds = wanted.setdefault(address.owner, set())
+            kinds.add("sectors" if address.type.space == "global" else "banks")
+            if atomic:
+                kinds.add("same")
+        self._stats = {}
+        for op, kinds in wanted.items():
+            elem = np.dtype(_np_dtype(pto.element_type_of(op.result.type))).itemsize
+            self._stats[table.id_of(op)] = (tuple(sorted(kinds)), elem)
+
+    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+        super().after(op_id, ctx, mask, value)
+        wanted = self._stats.get(op_id)
+        if wanted is not None and np.ndim(value) > 0:
+            self._record_access(op_id, ctx, mask, value, *wanted)
+
+    def _record_access(self, op_id: int, ctx: Any, mask: Any, value: Any,
+                       kinds: tuple[str, ...], elem: int) -> None:
+        if ctx.count < ctx.block_lanes:  # one warp (warp mode): its own figure, per warp
+            count = bl = ctx.count
+            warp = ctx.warp_index
+        else:
+            count, bl, warp = ctx.count, ctx.block_lanes, None
+        log, _, n = self._log(ctx)
+        for kind in kinds:
+            per_block = access_stats(kind, value, mask, count, bl, elem, self.geometry)
+            if per_block is None or per_block.size != n:
+                continue
+            figure: Any = int(per_block[0]) if (per_block == per_block[0]).all() else per_block
+            log.records.append((op_id, figure, warp, None, kind))
+
+
+def _np_dtype(t: Any) -> Any:
+    from pypto import dtypes
+
+    try:
+        return dtypes.np_dtype_of(t)
+    except Exception:  # noqa: BLE001 - an opaque element type: 4 bytes
+        return np.float32

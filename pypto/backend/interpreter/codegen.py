@@ -31,6 +31,8 @@ from xdsl.traits import IsTerminator
 
 from pypto import dtypes, exact
 from pypto.analysis.uniformity import varying_values, walk
+from pypto.backend.interpreter.codegen_loops import NAMESPACE as _LOOP_NAMESPACE
+from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
@@ -174,7 +176,7 @@ class _Analysis:
     form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
 
 
-class KernelCodegen(NpuEmitters):
+class KernelCodegen(NpuEmitters, SimtLoopEmitters):
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
@@ -1208,6 +1210,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_wrap32": _wrap32,
         "_wrap64": _wrap64,
     }
+    namespace.update(_LOOP_NAMESPACE)
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})
     namespace.update(gen.constants)
     label = f"{mode}, instrumented" if instrumented else mode

@@ -20,7 +20,7 @@ import numpy as np
 from xdsl.dialects import func, scf
 
 from pypto import dtypes
-from pypto.analysis.uniformity import varying_values
+from pypto.analysis.uniformity import divergent_condition, varying_values
 from pypto.backend.interpreter.codegen import (
     BATCH,
     BLOCK,
@@ -32,6 +32,7 @@ from pypto.backend.interpreter.codegen import (
     generate,
 )
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
@@ -66,7 +67,7 @@ def batchable(kernel: func.FuncOp) -> bool:
         if is_block_collective(op):
             parent = op.parent_op()
             while parent is not None and not isinstance(parent, func.FuncOp):
-                if isinstance(parent, scf.IfOp) and parent.cond in varying:
+                if divergent_condition(parent, varying) is not None:
                     return False
                 parent = parent.parent_op()
     return True
@@ -267,10 +268,15 @@ class Executable:
         """Execute one launch. `instrument` (see instruments.py) watches every op; without
         one the plain generated code runs. `blocks` (linear block ids) runs only those blocks
         of the launch, each as its own lane vector with the ids it has in the whole grid (the
-        debugger's focus on one block); None runs every block."""
+        debugger's focus on one block); None runs every block.
+
+        A launch shape not run before is checked first by `check_launch_shape` (lane ids in
+        int32, the target's block size): every entry point that runs a kernel ends here."""
+        chunks = self._chunks.get((grid, block, FAST_PATHS.on))
+        if chunks is None:
+            grid, block = check_launch_shape(grid, block, kernel=self.name, target=self.target)
         bound = self.bind(args)
         if instrument is None and blocks is None:
-            chunks = self._chunks.get((grid, block, FAST_PATHS.on))
             if chunks is not None:  # a launch shape seen before: straight to the kernel
                 gen = chunks[0]
                 token = _ignore_fp_errors()

@@ -825,6 +825,10 @@ class BlockMemory:
     def loop_range(self, lb: Any, ub: Any, step: Any, site: int) -> range:
         if isinstance(lb, np.ndarray) or isinstance(ub, np.ndarray):
             raise self.fail("loop bounds differ between lanes; they must be uniform", site)
+        if isinstance(step, np.ndarray) or not step:
+            shown = "different on different lanes" if isinstance(step, np.ndarray) else int(step)
+            raise self.fail(f"the loop step is {shown}: it must be a non-zero integer, the same "
+                            f"on every lane (a zero step never ends)", site)
         return range(int(lb), int(ub), int(step))
 
     def float_to_int(self, x: Any, dtype: np.dtype, mask: Any, site: int) -> Any:
@@ -848,7 +852,7 @@ class BlockMemory:
             block, lane = self.describe_lane(int(pos))
             try:
                 text = (fmt[:-1] if fmt.endswith("\n") else fmt) % row  # C's final newline
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise self.fail(f"pto.printf format {fmt!r} cannot print {row}: {exc}",
                                 site) from None
             out.append(f"[block {block} lane {lane}] {text}")

@@ -54,26 +54,33 @@ def params(model: str) -> ModelParams:
 def test_vector_add_block_schedule(model, load, fma):
     ops, facts = kernel_facts(VECTOR_ADD, VA_PARAMS)
     events = [Ev(i, 256) for i in range(len(ops) - 1)]  # all but func.return
-    s = simulate_block(events, facts, params(model))
+    p = params(model)
+    s = simulate_block(events, facts, p)
     spans = [(facts[x.op_id].kind, x.pipe, x.start, x.end) for x in s.slices]
-    # 256 lanes x 4 B over 256 B/cycle = 4 repeats: latency + 3 cycles on VECTOR
-    l, f = load + 3, fma + 3
+    # 256 lanes x 4 B over 256 B/cycle = 4 repeats: latency + 3 cycles on VECTOR; a loaded
+    # value is there the HBM latency after its LOAD, and the block ends when its store landed
+    l, f, h = load + 3, fma + 3, p.hbm_latency
+    assert h > 0
     assert spans == [("ADDPTR", "SCALAR", 0, 1), ("LOAD", "VECTOR", 1, 1 + l),
                      ("ADDPTR", "SCALAR", 2, 3), ("LOAD", "VECTOR", 1 + l, 1 + 2 * l),
-                     ("FMA", "VECTOR", 1 + 2 * l, 1 + 2 * l + f)]
-    assert s.cycles == 1 + 2 * l + f
-    assert s.hbm_bytes == 3 * 256 * 4
-    # the first LOAD waited for its address
-    (bubble,) = s.bubbles
-    assert (bubble.pipe, bubble.start, bubble.end) == ("VECTOR", 0, 1)
-    assert bubble.cause.kind == "dependency" and bubble.cause.detail == "%pa"
+                     ("FMA", "VECTOR", 1 + 2 * l + h, 1 + 2 * l + h + f)]
+    assert s.cycles == 1 + 2 * l + h + f + h
+    # %i is a kernel argument: every lane of a warp on one address moves one 32-byte sector
+    assert s.hbm_bytes == 3 * (256 // 32) * 32
+    # the first LOAD waited for its address, the FMA for the second LOAD's data
+    first, second = s.bubbles
+    assert (first.pipe, first.start, first.end) == ("VECTOR", 0, 1)
+    assert first.cause.kind == "dependency" and first.cause.detail == "%pa"
+    assert (second.pipe, second.start, second.end) == ("VECTOR", 1 + 2 * l, 1 + 2 * l + h)
+    assert second.cause.kind == "dependency" and second.cause.detail == "%y"
 
 
 def test_fewer_active_lanes_take_fewer_repeats():
     ops, facts = kernel_facts(VECTOR_ADD, VA_PARAMS)
+    h = params("fused").hbm_latency
     full = simulate_block([Ev(1, 256)], facts, params("fused")).cycles
     few = simulate_block([Ev(1, 32)], facts, params("fused")).cycles
-    assert (full, few) == (6, 3)
+    assert (full, few) == (6 + h, 3 + h)
 
 
 COPY_THEN_MMA = """
@@ -97,8 +104,9 @@ def test_wait_stalls_until_the_copy_completes_and_barrier_drains_every_pipe():
               Ev(ids["pto.barrier_block"], 64), Ev(ids["pto.fill"], 64)]
     s = simulate_block(events, facts, params("table"))
     copy, mma, fill = s.slices
-    # 16384 B at 128 B/cycle = 128 repeats after a start-up of 20: 147 cycles
-    assert (copy.pipe, copy.start, copy.end) == ("MTE_IN", 0, 147)
+    # 16384 B at 128 B/cycle = 128 cycles on MTE_IN; after a start-up of 20 the last byte
+    # lands at 20 + 128 - 1 = 147 (the next copy's start-up could overlap this transfer)
+    assert (copy.pipe, copy.start, copy.end) == ("MTE_IN", 0, 128)
     # FP32 64x64x64 = 262144 MAC at 2048/cycle = 128 repeats, latency 8
     assert (mma.pipe, mma.start, mma.end) == ("CUBE", 147, 147 + 135)
     assert mma.cause.kind == "wait"

@@ -97,3 +97,29 @@ func.func @sync_store(%a: !pto.ptr<f32, global>) attributes {pto.kernel} {
   pto.tile_store %a, %tile, %n rows %one strides(%len, %len) : !pto.ptr<f32, global>, !pto.l1buf<256xf32>
   func.return
 }
+
+// A copy waited for by a `wait_all` hands its flag to the pipe of the first memory instruction
+// after that wait (the MMA's CUBE), not to SCALAR; a next tile's copy on MTE_IN in between is
+// on the copy's own pipe and does not count.
+// CHECK-LABEL: func.func @wait_all_consumer
+// CHECK:         %ta = npu.copy_in
+// CHECK-NEXT:    npu.set_flag %ta "MTE_IN" -> "CUBE"
+// CHECK:         %tb = npu.copy_in
+// CHECK-NEXT:    npu.set_flag %tb "MTE_IN" -> "CUBE"
+// CHECK:         npu.wait_flag_all
+func.func @wait_all_consumer(%a: !pto.ptr<f32, global>) attributes {pto.kernel} {
+  %x = pto.alloc_local : !pto.l1buf<256xf32>
+  %y = pto.alloc_local : !pto.l1buf<256xf32>
+  %z = pto.alloc_local : !pto.l1buf<256xf32>
+  %c = pto.alloc_local : !pto.l1buf<256xf32>
+  %n = arith.constant 1024 : i32
+  %one = arith.constant 1 : i32
+  %len = arith.constant 256 : i32
+  %ta = pto.async_load %x, %a, %n rows %one strides(%len, %len) : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+  %tb = pto.async_load %y, %a, %n rows %one strides(%len, %len) : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+  pto.wait_all
+  %tz = pto.async_load %z, %a, %n rows %one strides(%len, %len) : !pto.l1buf<256xf32>, !pto.ptr<f32, global>
+  pto.mma %c, %x, %y shape(16, 16, 16) : !pto.l1buf<256xf32>, !pto.l1buf<256xf32>, !pto.l1buf<256xf32>
+  pto.wait %tz
+  func.return
+}

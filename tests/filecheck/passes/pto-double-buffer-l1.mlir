@@ -1,8 +1,8 @@
 // When the slots do not fit the target's L1, fewer stages are used and a remark says so.
-// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3 l1-bytes=12288}' 2>/dev/null | filecheck %s
-// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3 l1-bytes=12288}' --verify-diagnostics
-// RUN: pypto-opt %s -p 'pto-double-buffer{l1-bytes=8192}' 2>/dev/null | filecheck %s --check-prefix=SINGLE
-// RUN: pypto-opt %s -p 'pto-double-buffer{l1-bytes=8192}' 2>&1 >/dev/null | filecheck %s --check-prefix=SINGLE-REMARK
+// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3 l1-bytes=12288 target="%S/Inputs/fusion-none.toml"}' 2>/dev/null | filecheck %s
+// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3 l1-bytes=12288 target="%S/Inputs/fusion-none.toml"}' --verify-diagnostics
+// RUN: pypto-opt %s -p 'pto-double-buffer{l1-bytes=8192 target="%S/Inputs/fusion-none.toml"}' 2>/dev/null | filecheck %s --check-prefix=SINGLE
+// RUN: pypto-opt %s -p 'pto-double-buffer{l1-bytes=8192 target="%S/Inputs/fusion-none.toml"}' 2>&1 >/dev/null | filecheck %s --check-prefix=SINGLE-REMARK
 
 // A 4 KiB accumulator and two 2 KiB tiles: 3 slots each need 4 + 6 + 6 = 16 KiB, 2 slots 12 KiB,
 // single buffers 8 KiB.

@@ -1,11 +1,15 @@
-// RUN: pypto-opt %s -p pto-double-buffer --split-input-file 2>/dev/null | filecheck %s
-// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=THREE
+// RUN: pypto-opt %s -p 'pto-double-buffer{target="%S/Inputs/fusion-none.toml"}' --split-input-file 2>/dev/null | filecheck %s
+// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3 target="%S/Inputs/fusion-none.toml"}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=THREE
 // Every decision is a remark at the loop (or at what stops the rewrite):
-// RUN: pypto-opt %s -p pto-double-buffer --split-input-file --verify-diagnostics
+// RUN: pypto-opt %s -p 'pto-double-buffer{target="%S/Inputs/fusion-none.toml"}' --split-input-file --verify-diagnostics
 // The output is valid, race-free (pto-verify-barriers), and needs no barrier between slots:
-// RUN: pypto-opt %s -p pto-double-buffer,pto-insert-barriers --split-input-file 2>/dev/null | filecheck %s --check-prefix=NOBARRIER
+// RUN: pypto-opt %s -p 'pto-double-buffer{target="%S/Inputs/fusion-none.toml"},pto-insert-barriers' --split-input-file 2>/dev/null | filecheck %s --check-prefix=NOBARRIER
 // NOBARRIER-NOT: pto.barrier_block
-// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3},pto-verify-barriers' --split-input-file 2>/dev/null
+// RUN: pypto-opt %s -p 'pto-double-buffer{stages=3 target="%S/Inputs/fusion-none.toml"},pto-verify-barriers' --split-input-file 2>/dev/null
+
+// These cases pin the mechanics of the rewrite for a firmware that fuses nothing
+// (Inputs/fusion-none.toml: every load is prefetched); pto-double-buffer-fusion.mlir shows the
+// default target, whose firmware fuses a tile load with its MMA.
 
 // In the style of MLIR's loop-pipelining tests: the prologue issues the loads of the first
 // iteration(s), the kernel loop issues the loads of iteration it + stages - 1 into slot

@@ -5,13 +5,15 @@
 // Golden timeline of the article's vector_add (SPEC §6): the firmware view ('fused', lowered to
 // the npu level first) and the simulator's table. Each 256-lane LOAD is 4 repeats of 256 bytes
 // on the VECTOR pipe: latency + 3 cycles; the second LOAD queues behind the first, the FMA waits
-// for the second's value.
+// for the second's value, which arrives the HBM latency (200 cycles) after its LOAD; the block
+// ends when its store has landed (another 200). The launch adds its fixed 1000 cycles and each
+// block its 16-cycle start.
 
 // CHECK:      # modelled by the pypto cost model (not measured): model 'fused'
 // CHECK-SAME: target pto-default ({{.*}}default.toml)
 // CHECK:      # the pto-level input was lowered first: convert-pto-to-npu{block-dims=256,1,1 warp-size=32 max-block-lanes=1024},npu-fuse-load-mma
-// CHECK:      Total: vector_add: 24 cycles, bound by compute
-// CHECK:      Instruction timeline of block 0 (24 cycles):
+// CHECK:      Total: vector_add: 1440 cycles, bound by compute (compute 440 cycles
+// CHECK:      Instruction timeline of block 0 (424 cycles):
 // CHECK-NEXT: Cycle 0: Lane 0-255: GET_GLOBAL_ID
 // CHECK-NEXT: Cycle 1: Lane 0-255: CMPI
 // CHECK-NEXT: Cycle 2: Lane 0-255: ADDPTR
@@ -19,30 +21,35 @@
 // CHECK-NEXT: Cycle 4: Lane 0-255: LOAD
 // CHECK-NEXT: Cycle 5: Lane 0-255: ADDPTR
 // CHECK-NEXT: Cycle 10: Lane 0-255: LOAD
-// CHECK-NEXT: Cycle 16: Lane 0-255: FMA
-// CHECK:      Timeline view
-// CHECK:      [  4]  VECTOR       eeeeeE                LOAD (va.py:6)
-// CHECK-NEXT: [  5]  SCALAR        E                    ADDPTR (va.py:6)
-// CHECK-NEXT: [  6]  VECTOR         D===eeeeeE          LOAD (va.py:6)
-// CHECK-NEXT: [  7]  VECTOR          D========eeeeeeeE  FMA (va.py:6)
+// CHECK-NEXT: Cycle 216: Lane 0-255: FMA
+// The ruler labels every tenth column with the cycle it starts at (3 cycles per column here).
+// CHECK:      Timeline view (D dispatched, = waiting, e executing, E last cycle; 3 cycles per column):
+// CHECK-NEXT: {{^ +}}0.........30........60........90........120.......150.......180.......210..{{$}}
+// CHECK:      [  4]  VECTOR    eeE
+// CHECK-SAME: LOAD (va.py:6)
+// CHECK:      [  7]  VECTOR     D======
+// CHECK-SAME: =eeE  FMA (va.py:6)
 // CHECK:      Resource pressure per pipe (block 0):
 // CHECK:      LOAD: 3 cycles (x8 on VECTOR, 48 pipe cycles)
 // CHECK-NEXT: FMA: 5 cycles (x4 on VECTOR, 32 pipe cycles)
-// CHECK:      Bubbles (2):
-// CHECK:      VECTOR idle for 1 cycle (3-4) before LOAD at va.py:6: waits for its operand produced by ADDPTR at va.py:6:33 [x4 blocks]
+// CHECK:      Bubbles (3):
+// CHECK-NEXT: VECTOR idle for 200 cycles (16-216) before FMA at va.py:6: waits for its operand produced by LOAD at va.py:6:46 (data from HBM: 200 cycles of latency after the LOAD) [x4 blocks]
 
 // TABLE:      model 'table'
-// TABLE:      Total: vector_add: 29 cycles
+// TABLE:      Total: vector_add: 1445 cycles
 // TABLE:      Cycle 4: Lane 0-255: LOAD
 // TABLE-NEXT: Cycle 5: Lane 0-255: ADDPTR
 // TABLE-NEXT: Cycle 11: Lane 0-255: LOAD
-// TABLE-NEXT: Cycle 18: Lane 0-255: FMA
+// TABLE-NEXT: Cycle 218: Lane 0-255: FMA
 // TABLE:      LOAD: 4 cycles
 // TABLE-NEXT: FMA: 8 cycles
 
-// At 2^20 lanes the launch is bound by HBM: 12 bytes per lane at 1200 B/cycle.
-// COST:      total_cycles: 10486
-// COST-NEXT: # vector_add: 10486 cycles, bound by HBM bandwidth (compute 3072 cycles: 4096 block(s) on 32 core(s) in 128 wave(s), 1 distinct block behaviour(s); HBM 12582912 bytes at 1200 B/cycle = 10486 cycles)
+// At 2^20 lanes (4096 blocks of 256, 128 per core) every block pays the HBM latency of its
+// loads and of its store: the launch is bound by that latency, not by HBM's bandwidth (12 bytes
+// per lane at 1200 B/cycle would take 10486 cycles).
+// COST:      total_cycles: 57320
+// COST-NEXT: # vector_add: 57320 cycles, bound by compute (compute 56320 cycles: 4096 block(s) on 32 core(s) in 128 wave(s), 1 distinct block behaviour(s); HBM 12582912 bytes at 1200 B/cycle = 10486 cycles)
+// COST:      bubble: VECTOR idle for 200 cycles (16-216) before FMA at va.py:6: waits for its operand produced by LOAD at va.py:6:46 (data from HBM: 200 cycles of latency after the LOAD)
 
 func.func @vector_add(%a: !pto.ptr<f32, global> loc("va.py":3:16), %b: !pto.ptr<f32, global> loc("va.py":3:19), %o: !pto.ptr<f32, global> loc("va.py":3:22), %n: i32 loc("va.py":3:25)) attributes {pto.kernel} {
   %i = pto.get_global_id 0 : i32 loc("va.py":4:9)

@@ -99,6 +99,16 @@ func.func @fma(%d: !pto.ptr<f32, global>, %a: f32, %b: f32, %c: f32,
 }
 
 // Warp and block barriers.
+// The checked step of a SIMT loop, i32 and i64.
+// CHECK-LABEL: func.func @loop_step
+// CHECK:         %{{.*}} = pto.loop_step %a : i32
+// CHECK:         %{{.*}} = pto.loop_step %b : i64
+func.func @loop_step(%a: i32, %b: i64) -> (i32, i64) {
+  %s = pto.loop_step %a : i32
+  %t = pto.loop_step %b : i64
+  func.return %s, %t : i32, i64
+}
+
 // CHECK-LABEL: func.func @barriers()
 // CHECK-NEXT:    pto.barrier
 // CHECK-NEXT:    pto.barrier_block

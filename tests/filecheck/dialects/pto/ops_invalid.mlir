@@ -755,3 +755,12 @@ func.func @sigmoid_of_int(%i: i32) -> i32 {
   %0 = pto.sigmoid %i : i32
   func.return %0 : i32
 }
+
+// -----
+
+// A loop step is an i32 or i64 integer.
+func.func @loop_step_not_an_integer(%f: f32) -> f32 {
+  // expected-error @+1 {{pto.loop_step takes an i32 or i64 step, got f32}}
+  %s = pto.loop_step %f : f32
+  func.return %s : f32
+}

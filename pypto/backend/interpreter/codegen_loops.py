@@ -1,0 +1,176 @@
+"""Code generation for SIMT loops: `scf.while` with a per-lane condition, and `pto.loop_step`.
+
+A mixin of `KernelCodegen` (codegen.py), kept apart from it. An `scf.while` becomes a Python
+`while True:` over the lane vector:
+
+    _m = <mask of the lanes entering the loop>
+    while True:
+        <before region>                      # the per-lane condition c
+        exiting = _mask_andnot(_m, c)        # lanes leaving now keep these values as results
+        result = _loop_exit(result, value, exiting, dtype)
+        _m = _mask_and(_m, c)
+        if _m is False: break                # no lane left
+        <after region>                       # the body, on the lanes still in the loop
+    _m = <saved mask>
+
+A condition the uniformity analysis proves the same on every lane (a loop with uniform bounds
+and a run-time step, `while k < n` on uniform values) needs no masks: the loop is a plain
+Python `while` whose results are the values at exit.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import scf
+
+from pypto import dtypes
+from pypto.dialects import pto
+
+
+MAX_TRIPS = 10_000_000
+"""Trips after which a SIMT loop is reported as never ending (`KernelError` at its line): a
+kernel that loops forever on a device hangs it; the interpreter says so instead."""
+
+
+def too_many_trips(ctx: Any, site: int) -> Exception:
+    return ctx.fail(f"this loop has run {MAX_TRIPS:,} iterations without ending on some lane; "
+                    f"check that its condition changes (the interpreter stops a loop after "
+                    f"pypto.backend.interpreter.codegen_loops.MAX_TRIPS iterations)", site)
+
+
+def loop_exit(result: Any, value: Any, exiting: Any, dtype: Any) -> Any:
+    """Lanes in `exiting` take `value` (what they carried when their condition failed); the
+    others keep `result`. `exiting` is a mask: None (every lane), False (none) or a bool array."""
+    if exiting is False:
+        return result
+    if exiting is None:
+        if isinstance(value, np.ndarray):
+            return value.copy() if dtype is None or value.dtype == dtype else value.astype(dtype)
+        return value
+    out = np.where(exiting, value, result)
+    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+
+
+def loop_step(ctx: Any, step: Any, mask: Any, site: int) -> Any:
+    """`pto.loop_step`: the step of a SIMT loop must be non-zero and the same on every active
+    lane of a block; returns it (a scalar when the vector is one block or less)."""
+    if not isinstance(step, np.ndarray):
+        if step == 0:
+            raise ctx.fail("the step of this range() is 0 at run time: the loop would never "
+                           "end; use a non-zero step", site)
+        return step
+    active = step if mask is None or mask is False else step[mask]
+    if mask is False or active.size == 0:
+        return step.flat[0] if step.size else step
+    if not active.all():
+        raise ctx.fail("the step of this range() is 0 on an active lane at run time: the loop "
+                       "would never end; use a non-zero step", site)
+    per_block = int(np.prod(ctx.block))
+    if step.size > per_block and step.size % per_block == 0:
+        rows = step.reshape(-1, per_block)
+        live = np.ones(rows.shape, dtype=bool) if mask is None else mask.reshape(rows.shape)
+        info = np.iinfo(step.dtype)
+        lo = np.where(live, rows, info.max).min(axis=1)
+        hi = np.where(live, rows, info.min).max(axis=1)
+        differs = (lo != hi) & live.any(axis=1)
+        if differs.any():
+            raise ctx.fail(f"the step of this range() differs between the lanes of a block "
+                           f"(from {lo[differs][0]} to {hi[differs][0]}); a SIMT loop's step "
+                           f"must be the same on every lane (start and stop may differ)", site)
+        return step
+    if active.min() != active.max():
+        raise ctx.fail(f"the step of this range() differs between lanes (from {active.min()} "
+                       f"to {active.max()}); a SIMT loop's step must be the same on every lane "
+                       f"(start and stop may differ)", site)
+    return active[0]
+
+
+NAMESPACE = {"_codegen_loops": sys.modules[__name__], "_loop_exit": loop_exit, "_loop_step": loop_step, "_too_many_trips": too_many_trips}
+"""Names the generated code of this mixin uses."""
+
+
+class SimtLoopEmitters:
+    """`op_scf_while` and `op_pto_loop_step` (see the module docstring)."""
+
+    def op_pto_loop_step(self: Any, op: pto.LoopStepOp) -> None:
+        self.emit(f"{self.name(op.result)} = _loop_step(_ctx, {self.name(op.step)}, _m, "
+                  f"{self.site(op)})")
+
+    def op_scf_condition(self: Any, op: scf.ConditionOp) -> None:
+        raise AssertionError("scf.condition is emitted by op_scf_while")
+
+    def op_scf_while(self: Any, op: scf.WhileOp) -> None:
+        before, after = op.before_region.block, op.after_region.block
+        condition = before.last_op
+        assert isinstance(condition, scf.ConditionOp)
+        divergent = condition.condition not in self.an.uniform
+        for arg, init in zip(before.args, op.arguments):
+            self.transfer(self.name(arg), init)
+        saved = self.fresh("ms")
+        self.emit(f"{saved} = _m")
+        results = list(op.results)
+        if divergent:
+            for r in results:
+                self.emit(f"{self.name(r)} = {self._zero_of(r.type)}")
+                if _is_address(r.type):
+                    self.emit(f"{self.name(r)}_b = None")
+        trips = self.fresh("trips")
+        self.emit(f"{trips} = 0")
+        self.emit("while True:")
+        self.indent += 1
+        self.emit(f"{trips} += 1")
+        self.emit(f"if {trips} > _codegen_loops.MAX_TRIPS:")
+        self.emit(f"    raise _too_many_trips(_ctx, {self.site(op)})")
+        self.cse.append({})
+        for inner in list(before.ops)[:-1]:
+            self.op(inner)
+        c = self.name(condition.condition)
+        if divergent:
+            exiting = self.fresh("mx")
+            self.emit(f"{exiting} = _mask_andnot(_m, {c})")
+            for r, v in zip(results, condition.args):
+                rn, vn = self.name(r), self.name(v)
+                if _is_address(r.type):
+                    self.emit(f"{rn} = _loop_exit({rn}, {vn}, {exiting}, None)")
+                    self.emit(f"if {exiting} is not False:")
+                    self.emit(f"    {rn}_b = {vn}_b")
+                elif isinstance(r.type, pto.TokenType):
+                    self.emit(f"if {exiting} is not False:")
+                    self.emit(f"    {rn} = {vn}")
+                else:
+                    dt = self.const(dtypes.np_dtype_of(r.type))
+                    self.emit(f"{rn} = _loop_exit({rn}, {vn}, {exiting}, {dt})")
+            self.emit(f"_m = _mask_and(_m, {c})")
+            self.emit("if _m is False:")
+            self.emit("    break")
+        else:
+            self.emit(f"if not {c}:")
+            self.indent += 1
+            for r, v in zip(results, condition.args):
+                self.transfer(self.name(r), v)
+            self.emit("break")
+            self.indent -= 1
+        for arg, v in zip(after.args, condition.args):
+            self.transfer(self.name(arg), v)
+        ops = list(after.ops)
+        for inner in ops[:-1]:
+            self.op(inner)
+        term = ops[-1]
+        if isinstance(term, scf.YieldOp) and term.operands:
+            temps = [self.fresh("y") for _ in term.operands]
+            for tmp, value in zip(temps, term.operands):
+                self.transfer(tmp, value)
+            for tmp, arg in zip(temps, before.args):
+                self.emit(f"{self.name(arg)} = {tmp}")
+                if _is_address(arg.type):
+                    self.emit(f"{self.name(arg)}_b = {tmp}_b")
+        self.cse.pop()
+        self.indent -= 1
+        self.emit(f"_m = {saved}")
+
+
+def _is_address(t: Any) -> bool:
+    return isinstance(t, pto.PtrType | pto.L1BufferType)

@@ -29,39 +29,8 @@ from pypto.errors import (
     UsageError,
     VerificationError,
 )
-from pypto.frontend.builtins import (
-    alloc_local,
-    async_load,
-    async_store,
-    atomic_add,
-    barrier,
-    barrier_block,
-    cast,
-    constexpr,
-    exp,
-    fill,
-    fma,
-    get_block_dim,
-    get_block_id,
-    get_global_id,
-    get_grid_dim,
-    get_lane_id,
-    get_local_id,
-    get_warp_id,
-    load,
-    log,
-    mma,
-    pipeline,
-    printf,
-    rsqrt,
-    select,
-    sqrt,
-    store,
-    tanh,
-    wait,
-    wait_all,
-)
-from pypto.frontend.builtins import reduce
+from pypto.frontend import builtins as _builtins
+from pypto.frontend.builtins import *  # noqa: F403 - the kernel language, derived from the dialect
 from pypto.frontend.helpers import DeviceFunction, func
 from pypto.frontend.kernel import Kernel, kernel
 from pypto.profiling import profile
@@ -108,12 +77,9 @@ __all__ = [
     # host API
     "tensor", "empty", "zeros", "alloc_tensor", "Tensor", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
     "default_stream", "profile", "Profile", "profile_on_npu", "autotune", "TuneResult",
-    # kernel language
-    "get_global_id", "get_local_id", "get_block_id", "get_block_dim", "get_grid_dim",
-    "get_warp_id", "get_lane_id", "load", "store", "fma", "atomic_add", "barrier",
-    "barrier_block", "alloc_local", "async_load", "async_store", "wait", "wait_all", "fill", "mma",
-    "pipeline", "printf", "exp", "log", "sqrt", "rsqrt", "tanh", "select", "cast", "constexpr",
-    "WARP_SIZE", "reduce", "func", "DeviceFunction",
+    # kernel language: every builtin of pypto.frontend.builtins (derived from the dialect)
+    *_builtins.__all__,
+    "WARP_SIZE", "func", "DeviceFunction",
     # dtypes
     "DType", "float32", "float16", "bfloat16", "int32", "int64", "bool_",
     # errors

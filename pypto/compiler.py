@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp
+from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
@@ -500,20 +500,20 @@ def _mark_noalias(kernel_op: Any, args: Sequence[Any]) -> None:
                              if isinstance(a, tensor) and i not in shared})
 
 
-_BLOCK_FEATURES = (pto.AllocLocalOp, pto.BarrierOp, pto.BarrierBlockOp, pto.AsyncLoadOp,
-                   pto.AsyncStoreOp, pto.TileStoreOp, pto.WaitOp, pto.WaitAllOp, pto.FillOp,
-                   pto.MmaOp, pto.PipelineOp, pto.StageOp)
-
-
 def _uses_block_features(module: ModuleOp) -> bool:
     """Does the kernel use L1, a barrier, a tile instruction or a pipeline? The default
     pipeline (pto-verify-barriers: L1 races, in-flight copies, divergent barriers) has nothing
     to check in a kernel that does not; skipping it then saves the first compile() of an
     element-wise kernel the import of the barrier analyses (~80 ms)."""
-    from pypto.dialects.traits import is_block_collective
+    from pypto.dialects.traits import (
+        declares_buffer,
+        forwards_yield,
+        is_block_collective,
+        sync_scope,
+    )
 
-    return any(isinstance(op, _BLOCK_FEATURES) or is_block_collective(op)
-               for op in module.walk())
+    return any(is_block_collective(op) or declares_buffer(op) or sync_scope(op) is not None
+               or forwards_yield(op) for op in module.walk())
 
 
 def _verify(module: ModuleOp, what: str) -> None:
@@ -532,7 +532,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     from pypto.analysis.barriers import DEFAULT_BLOCK_SIZE
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline, run_pipeline
-    from pypto.diagnostics import OpDiagnostic, capture_diagnostics
+    from pypto.diagnostics import OpDiagnostic, capture_diagnostics, op_location
 
     try:
         passes = parse_pipeline(text)
@@ -561,10 +561,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     remarks: list[Remark] = []
 
     def collect(diag: OpDiagnostic) -> None:
-        location = None
-        if diag.op is not None and isinstance(diag.op.location, FileLineColLoc):
-            loc = diag.op.location
-            location = f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        location = None if diag.op is None else op_location(diag.op, unknown="") or None
         if diag.severity == "warning":
             warnings.warn(diag.message, stacklevel=2)
             return

@@ -10,7 +10,9 @@ diagnostics against `// expected-error` annotations by line. So the convention h
 * non-fatal findings (a warning, a remark such as "peak L1 usage: 12 KiB") go through
   `emit_warning` / `emit_remark`, which reach whatever handler the caller installed with
   `capture_diagnostics` (pypto-opt prints or verifies them; `pto.compile()` ignores remarks);
-* `locate_verify_failure` finds the op that makes a module fail to verify.
+* `locate_verify_failure` finds the op that makes a module fail to verify;
+* `source_loc` / `op_location` say where an op came from (its Python `file:line:col`): the one
+  formatter every message, table and trace uses.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -29,6 +32,35 @@ Severity = Literal["error", "warning", "note", "remark"]
 
 Note = tuple[str, Operation | None]
 """A note's message and the op it points at (None: the op of the diagnostic it belongs to)."""
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where an op came from: a Python (or .mlir) file, line and 1-based column."""
+
+    file: str
+    line: int
+    column: int
+
+    def text(self, *, short: bool = False, column: bool = True) -> str:
+        """`file:line:col`; `short`: the file's base name; `column=False`: `file:line`."""
+        name = self.file.rsplit("/", 1)[-1] if short else self.file
+        return f"{name}:{self.line}:{self.column}" if column else f"{name}:{self.line}"
+
+
+def source_loc(op: Operation) -> SourceLoc | None:
+    """The source location of `op`, or None when it has none (IR built without locations)."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def op_location(op: Operation, *, short: bool = False, column: bool = True,
+                unknown: str = "<unknown location>") -> str:
+    """`file:line:col` of the source `op` came from (see `SourceLoc.text`), else `unknown`."""
+    loc = source_loc(op)
+    return unknown if loc is None else loc.text(short=short, column=column)
 
 
 @dataclass

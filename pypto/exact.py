@@ -271,6 +271,14 @@ def via_f64(fn: Any) -> Any:
     return apply
 
 
+def _sigmoid(x: Any, dtype: Any = None) -> Any:
+    """`1 / (1 + exp(-x))` (in `dtype` when given, as a ufunc's `dtype=`): exp(-x) overflows
+    to inf for x < -709 in float64, giving the exact limit 0."""
+    x = np.asarray(x, dtype=dtype) if dtype is not None else x
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
 def c99_power(a: Any, b: Any, **kwargs: Any) -> Any:
     """`np.power` with C99's special values also when NumPy takes its fast path.
 
@@ -297,8 +305,10 @@ MATH = {name: via_f64(getattr(np, name)) for name in
         ("exp", "log", "tanh", "sin", "cos", "exp2", "log2", "tan", "sinh", "cosh",
          "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "expm1", "log10",
          "log1p", "cbrt", "arctan2")}
+MATH["sigmoid"] = via_f64(_sigmoid)
 MATH["power"] = via_f64(c99_power)
-"""The math ops the interpreter evaluates through float64 (see `via_f64`)."""
+"""The math ops the interpreter evaluates through float64 (see `via_f64`), by the name their
+`Elementwise` trait or codegen's tables use."""
 
 
 def int_to_float(x: Any, dtype: np.dtype) -> Any:

@@ -138,3 +138,83 @@ def test_the_check_sees_imports_inside_functions_but_not_type_checking_ones() ->
               "if TYPE_CHECKING:\n    from pypto.runtime.stream import Stream\n"
               "def f():\n    from pypto.compiler import compile\n")
     assert _imports_in(source) == {"pypto.compiler"}
+
+
+# Op facts are traits (CRAFT.md): the analyses, the cost model, the debugger and the
+# interpreter's instruments and executor ask `pypto.dialects.traits`, never name an op class.
+# (Rewriting passes, the frontend and the emitters build and match ops, and may name them.)
+TRAIT_ONLY = ["analysis", "backend/cost_model", "debug", "backend/interpreter/instruments.py",
+              "backend/interpreter/executor.py"]
+
+
+def _op_classes() -> dict[str, set[str]]:
+    from xdsl.ir import Operation
+
+    from pypto.dialects import npu, pto
+
+    return {name: {attr for attr, value in vars(module).items()
+                   if isinstance(value, type) and issubclass(value, Operation)}
+            for name, module in (("pto", pto), ("npu", npu))}
+
+
+def _annotations(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside type annotations (naming a class there is documentation)."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        roots: list[ast.AST | None] = []
+        if isinstance(node, ast.arg):
+            roots.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            roots.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+        for root in roots:
+            if root is not None:
+                inside.update(id(n) for n in ast.walk(root))
+    return inside
+
+
+def _named_op_classes(source: str) -> list[str]:
+    """`pto.LoadOp`-style references to op classes of the pto / npu dialects (outside type
+    annotations), and imports of them, as "line: text"."""
+    classes = _op_classes()
+    tree = ast.parse(source)
+    skip = _annotations(tree)
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.attr in classes.get(node.value.id, ()):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module in ("pypto.dialects.pto",
+                                                                   "pypto.dialects.npu"):
+            dialect = node.module.rsplit(".", 1)[1]
+            found.extend(f"{node.lineno}: {dialect}.{a.name}" for a in node.names
+                         if a.name in classes[dialect])
+    return found
+
+
+def test_analyses_cost_model_debugger_and_instruments_ask_traits_not_op_classes() -> None:
+    named = {}
+    for entry in TRAIT_ONLY:
+        path = ROOT / entry
+        for file in ([path] if path.suffix == ".py" else sorted(path.rglob("*.py"))):
+            hits = _named_op_classes(file.read_text())
+            if hits:
+                named[str(file.relative_to(ROOT))] = hits
+    assert named == {}, "ask pypto.dialects.traits instead of naming op classes"
+
+
+def test_the_op_class_check_sees_isinstance_tuples_patterns_and_imports() -> None:
+    source = ("from pypto.dialects.pto import LoadOp, PtrType\n"
+              "ASYNC = (pto.AsyncLoadOp, npu.CopyInOp)\n"
+              "def f(op: pto.AllocLocalOp, t) -> pto.MmaOp:\n"
+              "    if isinstance(t, pto.PtrType):\n"
+              "        return isinstance(op, pto.WaitOp | npu.WaitFlagOp)\n"
+              "    match op:\n"
+              "        case pto.FillOp():\n"
+              "            pass\n")
+    assert sorted(_named_op_classes(source)) == [
+        "1: pto.LoadOp", "2: npu.CopyInOp", "2: pto.AsyncLoadOp", "5: npu.WaitFlagOp",
+        "5: pto.WaitOp", "7: pto.FillOp"]

@@ -33,12 +33,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, UnitAttr
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
-from xdsl.irdl import IRDLOperation
 
+from pypto.analysis.ir_utils import constant_int as _const, passes_yield, yielded as _yielded
 from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective, memory_accesses
+from pypto.dialects.traits import (
+    Tile,
+    declares_buffer,
+    forwards_yield,
+    fused_copy,
+    is_block_collective,
+    launch_id,
+    memory_accesses,
+    offset_base,
+    tile_footprint,
+)
 
 NOALIAS = "pto.noalias"
 """Argument attribute of a kernel pointer parameter that no other parameter overlaps."""
@@ -84,13 +94,6 @@ class Linear:
 _CASTS = (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp)
 
 
-def _const(value: SSAValue) -> int | None:
-    if isinstance(value, OpResult) and isinstance(value.op, arith.ConstantOp) and \
-            isinstance(value.op.value, IntegerAttr):
-        return value.op.value.value.data
-    return None
-
-
 def linear(value: SSAValue, _depth: int = 0) -> Linear:
     """`value` as an affine form: sums, differences, products by constants and widening casts
     are looked through; anything else is an opaque term."""
@@ -120,14 +123,6 @@ def linear(value: SSAValue, _depth: int = 0) -> Linear:
 # --------------------------------------------------------------------------------------------
 
 
-def yielded(region_op: Operation, index: int) -> SSAValue | None:
-    """The value a single-region op (stage, pipeline) yields as its result `index`."""
-    last = region_op.regions[0].block.last_op if region_op.regions else None
-    if last is None or index >= len(last.operands):
-        return None
-    return last.operands[index]
-
-
 def base(ptr: SSAValue) -> tuple[SSAValue | None, Linear]:
     """The root `ptr` points into (an `alloc_local` result or a kernel parameter; None if not
     known) and its element offset from the root, looking through `addptr` and stage results."""
@@ -139,17 +134,18 @@ def base(ptr: SSAValue) -> tuple[SSAValue | None, Linear]:
         if not isinstance(ptr, OpResult):
             return None, offset
         op = ptr.op
-        if isinstance(op, pto.AllocLocalOp):
+        if declares_buffer(op):
             return ptr, offset
-        if isinstance(op, pto.AddPtrOp):
-            offset = offset + linear(op.offset)
-            ptr = op.ptr
+        pointer = offset_base(op)
+        if pointer is not None:
+            offset = offset + linear(op.operands[1])
+            ptr = pointer
             continue
-        if isinstance(op, pto.StageOp | pto.PipelineOp):
-            inner = yielded(op, ptr.index)
-            if inner is None:
+        if op.regions and forwards_yield(op):  # a stage or pipeline: what its region yields
+            inner = _yielded(op, ptr.index)
+            if len(inner) != 1:
                 return None, offset
-            ptr = inner
+            ptr = inner[0]
             continue
         return None, offset
     return None, offset
@@ -168,34 +164,25 @@ def roots(value: SSAValue, _seen: frozenset[SSAValue] = frozenset()
             return frozenset({value})
         if isinstance(owner, scf.ForOp) and value.index > 0:
             return _union([roots(owner.iter_args[value.index - 1], seen),
-                           *(roots(v, seen) for v in _all_yielded(owner, value.index - 1))])
+                           *(roots(v, seen) for v in _yielded(owner, value.index - 1))])
         return None
     if not isinstance(value, OpResult):
         return None
     op = value.op
-    if isinstance(op, pto.AllocLocalOp):
+    if declares_buffer(op):
         return frozenset({value})
-    if isinstance(op, pto.AddPtrOp):
-        return roots(op.ptr, seen)
+    base = offset_base(op)
+    if base is not None:
+        return roots(base, seen)
     if isinstance(op, arith.SelectOp):
         return _union([roots(v, seen) for v in op.operands[1:]])
-    if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp):
-        found = _all_yielded(op, value.index)
+    if passes_yield(op):
+        found = _yielded(op, value.index)
         return _union([roots(v, seen) for v in found]) if found else None
     if isinstance(op, scf.ForOp):
         return _union([roots(op.iter_args[value.index], seen),
-                       *(roots(v, seen) for v in _all_yielded(op, value.index))])
+                       *(roots(v, seen) for v in _yielded(op, value.index))])
     return None
-
-
-def _all_yielded(op: Operation, index: int) -> list[SSAValue]:
-    found: list[SSAValue] = []
-    for region in op.regions:
-        for block in region.blocks:
-            last = block.last_op
-            if last is not None and index < len(last.operands):
-                found.append(last.operands[index])
-    return found
 
 
 def _union(parts: list[frozenset[SSAValue] | None]) -> frozenset[SSAValue] | None:
@@ -271,16 +258,6 @@ class Footprint:
         return self.kind == "write"
 
 
-def _itemsize(t: Attribute) -> int:
-    try:
-        element = pto.element_type_of(t)
-    except Exception:
-        return 1
-    if isinstance(element, IntegerType):
-        return max(1, element.width.data // 8)
-    return max(1, int(getattr(element, "bitwidth", 32)) // 8)
-
-
 def _rows(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
     if rows <= 0 or row_elems <= 0 or stride < 0:
         return None
@@ -290,54 +267,22 @@ def _rows(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
     return np.unique((starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel())
 
 
-def _operand_names(op: Operation) -> list[str]:
-    if not isinstance(op, IRDLOperation):
-        return []
-    return [name for name, _ in op.get_irdl_definition().operands]
+def _elements(tile: Tile | None) -> np.ndarray | None:
+    return None if tile is None else _rows(tile.rows, tile.row_len, tile.stride)
 
 
 def _extent(op: Operation, operand: int) -> np.ndarray | None:
-    """The element offsets a tile instruction's address operand covers, or None if unknown."""
-    names = _operand_names(op)
-    role = names[operand] if operand < len(names) else ""
-    values = dict(zip(names, op.operands))
-    shape = getattr(op, "shape", None)
-    if role in ("a", "b", "c") and isinstance(shape, tuple):  # an MMA operand
-        m, n, k = shape
-        count = {"a": m * k, "b": k * n, "c": m * n}[role]
-        if count <= 0:
-            return None
-        covered = np.arange(count, dtype=np.int64)
-        if role == _fused_operand(op):  # npu.load_mma: its fused copy writes this operand too
-            copied = _copy_extent(op, values, "dst")
-            return None if copied is None else np.union1d(covered, copied)
-        return covered
-    if "nbytes" in values and "rows" in values and role in ("dst", "src"):
-        return _copy_extent(op, values, role)
-    if "count" in values and role == "dst":
-        count = _const(values["count"])
-        return np.arange(count, dtype=np.int64) if count is not None and count > 0 else None
-    return None
-
-
-def _fused_operand(op: Operation) -> str | None:
-    attr = getattr(op, "operand", None)
-    return getattr(attr, "data", None)
-
-
-def _copy_extent(op: Operation, values: Mapping[str, SSAValue], role: str) -> np.ndarray | None:
-    nbytes, rows = _const(values["nbytes"]), _const(values["rows"])
-    stride = _const(values["src_stride" if role == "src" else "dst_stride"])
-    address = values.get(role)
-    if role == "dst" and address is None:  # a fused load writes its MMA operand
-        address = values.get(_fused_operand(op) or "")
-    if nbytes is None or rows is None or stride is None or address is None or rows <= 0:
+    """The element offsets a tile instruction's address operand covers (its declared tile
+    footprint, sizes known at compile time), or None if unknown."""
+    tiles = tile_footprint(op, _const)
+    if tiles is None:
         return None
-    row_bytes, rest = divmod(nbytes, rows)
-    item = _itemsize(address.type)
-    if rest or row_bytes % item:
-        return None
-    return _rows(rows, row_bytes // item, stride)
+    covered = _elements(tiles.get(operand))
+    fused = fused_copy(op, _const)
+    if fused is not None and fused[0] == operand and covered is not None:
+        copied = _elements(fused[1])  # npu.load_mma: its fused copy writes this operand too
+        return None if copied is None else np.union1d(covered, copied)
+    return covered
 
 
 _ONE = np.zeros(1, dtype=np.int64)
@@ -378,13 +323,14 @@ class Ranges:
         op = value.op
         lanes = self.max_lanes if self.block is None else \
             self.block[0] * self.block[1] * self.block[2]
-        if isinstance(op, pto.GetLocalIdOp):
-            dim = op.dim_index
+        ident = launch_id(op)
+        if ident == "local_id":
+            dim = op.dim_index  # type: ignore[attr-defined]
             top = self.block[dim] if self.block is not None else self.max_lanes
             return 0, top - 1
-        if isinstance(op, pto.GetLaneIdOp):
+        if ident == "lane_id":
             return 0, self.warp_size - 1
-        if isinstance(op, pto.GetWarpIdOp):
+        if ident == "warp_id":
             return 0, max(0, -(-lanes // self.warp_size) - 1)
         return None
 

@@ -1,5 +1,7 @@
-"""How barrier problems are told: the `Hazard` record, the pieces of its message (locations,
-lane and warp ranges, element ranges, loop values) and the barrier-divergence check."""
+"""How barrier problems are told: the `Hazard` record, every message the barrier analysis gives
+(races between warps, one instruction's lanes, accesses to an in-flight copy, divergent
+barriers) and their pieces (locations, lane and warp ranges, element ranges, loop values).
+`pypto.analysis.barriers` finds the problems; the words are all here."""
 
 from __future__ import annotations
 
@@ -10,16 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from pypto.analysis.l1_access import Conflict, Kind
+from pypto.analysis.l1_access import Conflict, Kind, LaneAccess
 from pypto.analysis.lane_values import Env, LaneModel, LaneSpace, value_name
 from pypto.analysis.uniformity import located_error, walk
-from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective
+from pypto.dialects.traits import declares_buffer, is_block_collective, sync_scope
 from pypto.errors import BarrierError
-from pypto.diagnostics import attach_op
+from pypto.diagnostics import attach_op, op_location
 
 class Category(enum.Enum):
     WARPS = "lanes of different warps"
@@ -63,10 +63,7 @@ class Hazard:
 
 def where(op: Operation) -> str:
     """`file:line:col` of the Python source an op came from (1-based column)."""
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-    return f"an unknown location ({op.name})"
+    return op_location(op, unknown=f"an unknown location ({op.name})")
 
 def _ranges(ids: np.ndarray, limit: int = 4) -> str:
     ids = np.unique(ids)
@@ -130,13 +127,97 @@ def hazard_kind(first: Kind, second: Kind) -> str:
     return "RAW" if first.writes else "WAR"
 
 # --------------------------------------------------------------------------------------------
+# Hazards between accesses
+# --------------------------------------------------------------------------------------------
+
+def _verb_lanes(kind: Kind, lanes: np.ndarray | None, space: LaneSpace) -> str:
+    return kind.value + ("" if lanes is None else f" by {describe_lanes(lanes, space)}")
+
+def iteration_text(loop: scf.ForOp | None, age: int, verb: str) -> str:
+    """` in the previous iteration of the loop at k.py:7:4` (`age` iterations back), or ""."""
+    if loop is None:
+        return ""
+    which = "the previous" if age == 1 else "an earlier"
+    return f" {verb} {which} iteration of the loop at {where(loop)}"
+
+def _token_hint(copy: Operation) -> str:
+    if copy.results and copy.results[0].name_hint:
+        return copy.results[0].name_hint
+    return "<its token>"
+
+def _head(kind: str, memory: str, ptr: SSAValue, conflict: Conflict, model: LaneModel,
+          unproven: str) -> str:
+    """`RAW hazard on L1 buffer 'x' [lo, hi)`, or `possible ...` with why it is not proven."""
+    head = f"{kind} hazard on {memory} {buffer_name(model.roots(ptr))}"
+    if conflict.exact:
+        return head + range_text(conflict, model)
+    return (f"possible {head} (the analysis cannot show that {unproven}: "
+            f"{conflict.reason})")
+
+def lanes_hazard(first: LaneAccess, second: LaneAccess, conflict: Conflict, model: LaneModel,
+                 space: LaneSpace, *, first_op: Operation, loop: scf.ForOp | None, age: int,
+                 warp_barrier: bool) -> Hazard:
+    """Lanes of different warps reach one element through `first` (executed as `first_op`,
+    `age` iterations of `loop` back) and `second` with no block barrier between."""
+    kind = hazard_kind(first.kind, second.kind)
+    memory = "L1" if second.space == "local" else "HBM"
+    head = _head(kind, memory, second.ptr, conflict, model,
+                 "the accesses touch different elements")
+    earlier = iteration_text(loop, age, "in")
+    separation = ("only pto.barrier() (which orders a single warp) separates them"
+                  if warp_barrier else "no pto.barrier_block() separates them")
+    if loop is not None:
+        separation += " on the way round the loop"
+    message = (f"{head}: {_verb_lanes(first.kind, conflict.lanes_first, space)} at "
+               f"{where(first.op)}{earlier}, "
+               f"{_verb_lanes(second.kind, conflict.lanes_second, space)} at "
+               f"{where(second.op)}{env_text(conflict)}; {separation}; "
+               f"use pto.barrier_block()")
+    note = f"the first access ({first.kind.value} here{earlier})"
+    return Hazard(Category.WARPS, kind, second.op, first_op, message, note, loop,
+                  second.space, conflict)
+
+def same_instruction_hazard(access: LaneAccess, conflict: Conflict, model: LaneModel,
+                            space: LaneSpace) -> Hazard:
+    """Lanes of different warps write one element in one instruction."""
+    assert conflict.lanes_first is not None
+    message = (f"WAW hazard on L1 {buffer_name(model.roots(access.ptr))}"
+               f"{range_text(conflict, model)}: "
+               f"{_verb_lanes(access.kind, conflict.lanes_first, space)} in one "
+               f"{access.op.name} at {where(access.op)}{env_text(conflict)}: lanes of "
+               f"different warps write the same element, so the result depends on the "
+               f"order the warps run in (no barrier can fix this); let a single warp or "
+               f"lane write each element, or use pto.atomic_add")
+    return Hazard(Category.SAME_INSTRUCTION, "WAW", access.op, None, message,
+                  conflict=conflict)
+
+def in_flight_hazard(copy: Operation, copy_writes: bool, op: Operation, kind: Kind,
+                     ptr: SSAValue, conflict: Conflict, role: str | None, model: LaneModel,
+                     space: LaneSpace, *, loop: scf.ForOp | None, age: int) -> Hazard:
+    """`op` accesses (through `ptr`, as its `role` for a tile instruction) the region of an
+    async `copy` still in flight (issued `age` iterations of `loop` back)."""
+    kind_text = ("WAW" if kind.writes else "RAW") if copy_writes else "WAR"
+    head = _head(kind_text, "L1", ptr, conflict, model, "the access misses the copy's region")
+    issued = iteration_text(loop, age, "issued in")
+    who = (f"{_verb_lanes(kind, conflict.lanes_second, space)}" if role is None
+           else f"{kind.value} as the {role} of {op.name}")
+    doing = "writing" if copy_writes else "reading"
+    message = (f"{head}: {who} at {where(op)} while the {copy.name} at "
+               f"{where(copy)}{issued} is still {doing} it (a copy is in flight until "
+               f"the pto.wait of its token){env_text(conflict)}; call "
+               f"pto.wait({_token_hint(copy)}) first (or pto.wait_all())")
+    note = f"the {copy.name} still in flight{issued}"
+    return Hazard(Category.IN_FLIGHT, kind_text, op, copy, message, note, loop,
+                  conflict=conflict)
+
+# --------------------------------------------------------------------------------------------
 # Divergence
 # --------------------------------------------------------------------------------------------
 
 def is_declaration(op: Operation) -> bool:
     """`alloc_local` is a static declaration (CUDA's `__shared__`), not a collective: it may
     sit anywhere and orders nothing (docs/language.md)."""
-    return isinstance(op, pto.AllocLocalOp)
+    return declares_buffer(op)
 
 def divergent_parent(op: Operation, varying: AbstractSet[SSAValue]) -> Operation | None:
     """The outermost `scf.if` on a lane-dependent condition (or loop with lane-dependent bounds)
@@ -167,7 +248,7 @@ def find_divergence(kernel: func.FuncOp, varying: AbstractSet[SSAValue]) -> Haza
         if control is None:
             continue
         cond = condition_op(control)
-        what = "block barrier" if isinstance(op, pto.BarrierBlockOp) \
+        what = "block barrier" if sync_scope(op) == "block" \
             else "tile instruction (executed once per block, by every warp)"
         construct = "'if'" if isinstance(control, scf.IfOp) else "loop"
         message = (f"barrier divergence: {op.name} is a {what} but sits under lane-dependent "
@@ -181,5 +262,6 @@ def find_divergence(kernel: func.FuncOp, varying: AbstractSet[SSAValue]) -> Haza
 
 
 __all__ = ["Category", "Hazard", "buffer_name", "condition_op", "describe_lanes",
-           "divergent_parent", "env_text", "find_divergence", "hazard_kind", "is_declaration",
-           "range_text", "where"]
+           "divergent_parent", "env_text", "find_divergence", "hazard_kind", "in_flight_hazard",
+           "is_declaration", "iteration_text", "lanes_hazard", "range_text",
+           "same_instruction_hazard", "where"]

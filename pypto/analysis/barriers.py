@@ -28,25 +28,21 @@ This is the analysis behind `pto-verify-barriers` (which reports) and `pto-inser
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto.analysis.barrier_report import (
     Category,
     Hazard,
-    buffer_name,
-    describe_lanes,
-    env_text,
     find_divergence,
-    hazard_kind,
+    in_flight_hazard,
     is_declaration,
-    range_text,
-    where,
+    lanes_hazard,
+    same_instruction_hazard,
 )
 from pypto.analysis.l1_access import (
     Conflict,
@@ -72,9 +68,10 @@ from pypto.analysis.lane_values import (
     enclosing_loops,
     lane_model,
 )
+from pypto.analysis.ir_utils import kernels
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective
+from pypto.dialects.traits import is_block_collective, starts_copy, sync_scope, waits_on
 
 DEFAULT_BLOCK_SIZE = 256
 """Lanes per block assumed when the launch shape is not known (`pto.compile` passes the real one)."""
@@ -593,9 +590,6 @@ class BarrierAnalysis:
 # The dataflow walk
 # --------------------------------------------------------------------------------------------
 
-def _verb_lanes(kind: Kind, lanes: np.ndarray | None, space: LaneSpace) -> str:
-    return kind.value + ("" if lanes is None else f" by {describe_lanes(lanes, space)}")
-
 def _later(i: int, age: int, count: int, period: int | None) -> range:
     """Indices of the iterations an access `age` iterations older than iteration i... seen
     from i: exactly `age` later (age < MAX_AGE) or any later one from there (age MAX_AGE;
@@ -614,17 +608,6 @@ def _denotes(instances: frozenset[tuple[Operation, scf.ForOp | None, int]],
                                else not entry.carried):
             return True
     return False
-
-def _iteration_text(entry: Entry, loop: scf.ForOp | None, verb: str) -> str:
-    if loop is None:
-        return ""
-    which = "the previous" if entry.age(loop) == 1 else "an earlier"
-    return f" {verb} {which} iteration of the loop at {where(loop)}"
-
-def _token_hint(copy: Operation) -> str:
-    if copy.results and copy.results[0].name_hint:
-        return copy.results[0].name_hint
-    return "<its token>"
 
 class _Walker:
     def __init__(self, analysis: BarrierAnalysis, disabled: frozenset[Operation],
@@ -651,10 +634,11 @@ class _Walker:
         return state
 
     def visit(self, op: Operation, state: _State) -> _State:
-        if isinstance(op, pto.BarrierBlockOp):
+        scope = sync_scope(op)
+        if scope == "block":
             if op not in self.disabled:
                 state.open.clear()
-        elif isinstance(op, pto.BarrierOp):
+        elif scope == "warp":
             for entry in state.open:
                 state.open[entry] = True
         elif is_block_collective(op) and not is_declaration(op):
@@ -776,46 +760,21 @@ class _Walker:
         self._record(hazards)
         state.open[Entry(access.op)] = False
 
+    def _carried_by(self, entry: Entry, op: Operation) -> tuple[scf.ForOp | None, int]:
+        """The loop around both `entry` and `op` that carries `entry` round to `op`, and how
+        many iterations back (None, 0: the same iteration)."""
+        loop = next((lp for lp in enclosing_loops(entry.op) if entry.age(lp)
+                     and lp in enclosing_loops(op)), None)
+        return loop, (entry.age(loop) if loop is not None else 0)
+
     def _warps(self, entry: Entry, first: LaneAccess, second: LaneAccess, conflict: Conflict,
                warp_barrier: bool) -> Hazard:
-        a, space = self.a, self.a.space
-        kind = hazard_kind(first.kind, second.kind)
-        loop = next((lp for lp in enclosing_loops(entry.op) if entry.age(lp)
-                     and lp in enclosing_loops(second.op)), None)
-        memory = "L1" if second.space == "local" else "HBM"
-        roots = a.model.roots(second.ptr)
-        head = f"{kind} hazard on {memory} {buffer_name(roots)}"
-        if conflict.exact:
-            head += range_text(conflict, a.model)
-        else:
-            head = (f"possible {head} (the analysis cannot show that the accesses touch "
-                    f"different elements: {conflict.reason})")
-        earlier = _iteration_text(entry, loop, "in")
-        separation = ("only pto.barrier() (which orders a single warp) separates them"
-                      if warp_barrier else "no pto.barrier_block() separates them")
-        if loop is not None:
-            separation += " on the way round the loop"
-        message = (f"{head}: {_verb_lanes(first.kind, conflict.lanes_first, space)} at "
-                   f"{where(first.op)}{earlier}, "
-                   f"{_verb_lanes(second.kind, conflict.lanes_second, space)} at "
-                   f"{where(second.op)}{env_text(conflict)}; {separation}; "
-                   f"use pto.barrier_block()")
-        note = f"the first access ({first.kind.value} here{earlier})"
-        return Hazard(Category.WARPS, kind, second.op, entry.op, message, note, loop,
-                      second.space, conflict)
+        loop, age = self._carried_by(entry, second.op)
+        return lanes_hazard(first, second, conflict, self.a.model, self.a.space,
+                            first_op=entry.op, loop=loop, age=age, warp_barrier=warp_barrier)
 
     def _same_instruction(self, access: LaneAccess, conflict: Conflict) -> Hazard:
-        a = self.a
-        roots = a.model.roots(access.ptr)
-        assert conflict.lanes_first is not None
-        message = (f"WAW hazard on L1 {buffer_name(roots)}{range_text(conflict, a.model)}: "
-                   f"{_verb_lanes(access.kind, conflict.lanes_first, a.space)} in one "
-                   f"{access.op.name} at {where(access.op)}{env_text(conflict)}: lanes of "
-                   f"different warps write the same element, so the result depends on the "
-                   f"order the warps run in (no barrier can fix this); let a single warp or "
-                   f"lane write each element, or use pto.atomic_add")
-        return Hazard(Category.SAME_INSTRUCTION, "WAW", access.op, None, message,
-                      conflict=conflict)
+        return same_instruction_hazard(access, conflict, self.a.model, self.a.space)
 
     # -- tile instructions and async copies -----------------------------------------------------
 
@@ -830,52 +789,26 @@ class _Walker:
                                                    region.role))
         self._record(hazards)
         state.open.clear()  # every warp reaches a tile instruction: it orders like a barrier
-        if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
+        waits = waits_on(op)
+        if starts_copy(op):
             state.copies[Entry(op)] = None
-        elif isinstance(op, pto.WaitOp):
-            instances = self.a.model.token_instances(op.token) or frozenset()
+        elif waits == "token":
+            instances = self.a.model.token_instances(op.operands[0]) or frozenset()
             for entry in [e for e in state.copies if _denotes(instances, e)]:
                 del state.copies[entry]
-        elif isinstance(op, pto.WaitAllOp):
+        elif waits == "all":
             state.copies.clear()
 
     def _in_flight(self, copy: Entry, op: Operation, kind: Kind, ptr: SSAValue,
                    conflict: Conflict, role: str | None) -> Hazard:
-        a = self.a
-        region = tile_regions(copy.op)[0]
-        copy_writes = region.kind is Kind.WRITE
-        kind_text = ("WAW" if kind.writes else "RAW") if copy_writes else "WAR"
-        roots = a.model.roots(ptr)
-        head = f"{kind_text} hazard on L1 {buffer_name(roots)}"
-        if conflict.exact:
-            head += range_text(conflict, a.model)
-        else:
-            head = (f"possible {head} (the analysis cannot show that the access misses the "
-                    f"copy's region: {conflict.reason})")
-        loop = next((lp for lp in enclosing_loops(copy.op) if copy.age(lp)
-                     and lp in enclosing_loops(op)), None)
-        issued = _iteration_text(copy, loop, "issued in")
-        who = (f"{_verb_lanes(kind, conflict.lanes_second, a.space)}" if role is None
-               else f"{kind.value} as the {role} of {op.name}")
-        doing = "writing" if copy_writes else "reading"
-        token = _token_hint(copy.op)
-        message = (f"{head}: {who} at {where(op)} while the {copy.op.name} at "
-                   f"{where(copy.op)}{issued} is still {doing} it (a copy is in flight until "
-                   f"the pto.wait of its token){env_text(conflict)}; call pto.wait({token}) "
-                   f"first (or pto.wait_all())")
-        note = f"the {copy.op.name} still in flight{issued}"
-        return Hazard(Category.IN_FLIGHT, kind_text, op, copy.op, message, note, loop,
-                      conflict=conflict)
+        loop, age = self._carried_by(copy, op)
+        copy_writes = tile_regions(copy.op)[0].kind is Kind.WRITE
+        return in_flight_hazard(copy.op, copy_writes, op, kind, ptr, conflict, role,
+                                self.a.model, self.a.space, loop=loop, age=age)
 
 # --------------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------------
-
-def kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
-    """The functions with a body (kernels and helpers alike) of a module."""
-    for op in module.walk():
-        if isinstance(op, func.FuncOp) and op.body.blocks:
-            yield op
 
 def lane_space(block: int | Sequence[int] | None, warp_size: int = pto.WARP_SIZE) -> LaneSpace:
     """The lanes of a block: an int is a lane count (x/y/z split unknown), a tuple a shape;

@@ -23,69 +23,78 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.ir import Operation, OpResult, SSAValue
-from xdsl.traits import Pure
+from xdsl.traits import IsTerminator, Pure
 
 from pypto.analysis.alias import conflict, footprints
+from pypto.analysis.ir_utils import root_alloc
 from pypto.analysis.uniformity import walk
-from pypto.dialects import pto
+from pypto.dialects.traits import (
+    MmaFootprint,
+    declares_buffer,
+    forwards_yield,
+    pipe_of,
+    starts_copy,
+    waits_on,
+)
 
-_NOT_INSTRUCTIONS = (arith.ConstantOp, pto.AllocLocalOp, pto.YieldOp)
+
+def _not_instruction(op: Operation) -> bool:
+    """Constants, buffer declarations (`pto.alloc_local`) and terminators (`pto.yield`)."""
+    return isinstance(op, arith.ConstantOp) or declares_buffer(op) or op.has_trait(IsTerminator)
+
+
+def _is_mma(op: Operation) -> bool:
+    return op.get_trait(MmaFootprint) is not None
+
+
+def _is_tile_load(op: Operation) -> bool:
+    """An async copy into L1 (`pto.async_load`)."""
+    return starts_copy(op) and pipe_of(op) == "MTE_IN"
 
 
 @dataclass(frozen=True)
 class Decision:
     """A load of a load stage and the MMA it feeds: kept next to it (fused) or not, and why."""
 
-    load: pto.AsyncLoadOp
-    mma: pto.MmaOp
+    load: Operation       # the pto.async_load
+    mma: Operation        # the pto.mma
     operand: str          # "a" or "b": which input of the MMA the load fills
     keep: bool
     reason: str
 
 
-def root_buffer(value: SSAValue) -> pto.AllocLocalOp | None:
+def root_buffer(value: SSAValue) -> Operation | None:
     """The `pto.alloc_local` an L1 address comes from (through addptr and stage results)."""
-    for _ in range(64):
-        if not isinstance(value, OpResult):
-            return None
-        op = value.op
-        if isinstance(op, pto.AllocLocalOp):
-            return op
-        if isinstance(op, pto.AddPtrOp):
-            value = op.ptr
-        elif isinstance(op, pto.StageOp | pto.PipelineOp):
-            value = op.body.block.last_op.operands[value.index]  # type: ignore[union-attr]
-        else:
-            return None
-    return None
+    root = root_alloc(value)
+    return root.owner if root is not None and isinstance(root.owner, Operation) else None
 
 
 def _origin(value: SSAValue) -> SSAValue:
-    while isinstance(value, OpResult) and isinstance(value.op, pto.StageOp | pto.PipelineOp):
+    while isinstance(value, OpResult) and value.op.regions and forwards_yield(value.op):
         value = value.op.body.block.last_op.operands[value.index]  # type: ignore[union-attr]
     return value
 
 
-def waits_for(op: Operation, load: pto.AsyncLoadOp) -> bool:
-    if isinstance(op, pto.WaitAllOp):
+def waits_for(op: Operation, load: Operation) -> bool:
+    if waits_on(op) == "all":
         return True
-    return isinstance(op, pto.WaitOp) and _origin(op.token) is load.token
+    return _waits_for_token(op, load)
 
 
-def fusion_decisions(loads: Sequence[pto.AsyncLoadOp], compute_stages: Sequence[pto.StageOp],
+def fusion_decisions(loads: Sequence[Operation], compute_stages: Sequence[Operation],
                      max_distance: int, *, compute_copies: Sequence[Operation] = ()
                      ) -> list[Decision]:
     """For every MMA at the top level of the compute stages (flattened in order), the load of
     `loads` it would fuse with, kept or not; see the module docstring."""
     ops = [op for stage in compute_stages for op in stage.body.block.ops
-           if not isinstance(op, pto.YieldOp)]
+           if not op.has_trait(IsTerminator)]
     position = {op: i for i, op in enumerate(ops)}
     copies_before = {op: sum(1 for c in compute_copies if c.parent_op() in compute_stages
                              and c in position and position[c] < position[op]) for op in ops}
     decisions: list[Decision] = []
-    taken: set[pto.AsyncLoadOp] = set()
+    taken: set[Operation] = set()
     for index, mma in enumerate(ops):
-        if not isinstance(mma, pto.MmaOp):
+        if not _is_mma(mma):
             continue
         inputs = {"a": root_buffer(mma.a), "b": root_buffer(mma.b)}
         candidates = []
@@ -121,10 +130,10 @@ def fusion_decisions(loads: Sequence[pto.AsyncLoadOp], compute_stages: Sequence[
                                       f"'{hazard.name}', which may touch the same memory"))
             continue
         flags = 0
-        if isinstance(ops[wait], pto.WaitAllOp):  # one wait per other prefetched copy
+        if waits_on(ops[wait]) == "all":  # one wait per other prefetched copy
             flags = len(loads) - 1 + copies_before[ops[wait]]
         between = [op for op in ops[wait + 1:index]
-                   if not isinstance(op, _NOT_INSTRUCTIONS) and not _waits_for_token(op, load)]
+                   if not _not_instruction(op) and not _waits_for_token(op, load)]
         blocker = next((op for op in between if not _passive(op)), None)
         if blocker is not None:
             decisions.append(Decision(load, mma, operand, False,
@@ -145,7 +154,7 @@ def fusion_decisions(loads: Sequence[pto.AsyncLoadOp], compute_stages: Sequence[
     return decisions
 
 
-def _first_conflict(load: pto.AsyncLoadOp, ops: object) -> Operation | None:
+def _first_conflict(load: Operation, ops: object) -> Operation | None:
     """The first of `ops` whose accesses may conflict with the load's (the shared alias query,
     pypto.analysis.alias: unknown is "may")."""
     mine = footprints(load)
@@ -155,21 +164,22 @@ def _first_conflict(load: pto.AsyncLoadOp, ops: object) -> Operation | None:
     return None
 
 
-def _waits_for_token(op: Operation, load: pto.AsyncLoadOp) -> bool:
-    return isinstance(op, pto.WaitOp) and _origin(op.token) is load.token
+def _waits_for_token(op: Operation, load: Operation) -> bool:
+    return waits_on(op) == "token" and _origin(op.operands[0]) is load.token  # type: ignore[attr-defined]
 
 
 def _passive(op: Operation) -> bool:
     """What the firmware fuses across: scalar computations, flag waits, other tile loads."""
     if op.regions:
         return False
-    return op.has_trait(Pure) or isinstance(op, pto.WaitOp | pto.AsyncLoadOp)
+    return op.has_trait(Pure) or waits_on(op) == "token" or _is_tile_load(op)
 
 
-def _name(load: pto.AsyncLoadOp) -> str:
-    buffer = root_buffer(load.dst)
+def _name(load: Operation) -> str:
+    buffer = root_buffer(load.dst)  # type: ignore[attr-defined]
     return (buffer.result.name_hint if buffer is not None else None) or "?"
 
 
-def loads_of(stages: Sequence[pto.StageOp]) -> list[pto.AsyncLoadOp]:
-    return [op for s in stages for op in walk(s.body.block.ops) if isinstance(op, pto.AsyncLoadOp)]
+def loads_of(stages: Sequence[Operation]) -> list[Operation]:
+    return [op for s in stages for op in walk(s.body.block.ops)  # type: ignore[attr-defined]
+            if _is_tile_load(op)]

@@ -14,14 +14,12 @@ import enum
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 
 from pypto.analysis.alias import sets_may_alias
 from pypto.analysis.lane_values import Affine, Env, LaneModel, LaneSpace
-from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective, memory_accesses
+from pypto.dialects.traits import is_block_collective, memory_accesses, tile_footprint
 
 class Kind(enum.Enum):
     READ = "read"
@@ -77,12 +75,14 @@ def lane_access(op: Operation) -> LaneAccess | None:
 
 
 class TileRegion:
-    """The L1 region a tile instruction reads or writes (`role` names it in messages)."""
+    """The L1 region a tile instruction reads or writes through its address operand number
+    `operand` (`role` names it in messages)."""
 
     op: Operation
     ptr: SSAValue
     kind: Kind
     role: str
+    operand: int
 
 _ROLES = {"dst": "destination", "src": "source", "a": "operand A", "b": "operand B",
           "c": "accumulator C"}
@@ -96,13 +96,8 @@ def tile_regions(op: Operation) -> list[TileRegion]:
         return []
     names = [name for name, _ in op.get_irdl_definition().operands]
     return [TileRegion(op, op.operands[operand], Kind.WRITE if "write" in kinds else Kind.READ,
-                       _ROLES.get(names[operand], names[operand]))
+                       _ROLES.get(names[operand], names[operand]), operand)
             for operand, (space, kinds) in _by_operand(op).items() if space == "local"]
-
-def _itemsize(t: object) -> int:
-    if isinstance(t, IntegerType):
-        return max(1, t.width.data // 8)
-    return max(1, int(getattr(t, "bitwidth", 32)) // 8)
 
 def _copy_pattern(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
     if rows <= 0 or row_elems <= 0 or rows * row_elems > 1 << 22:
@@ -111,24 +106,15 @@ def _copy_pattern(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
     return np.unique((starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel())
 
 def region_elements(region: TileRegion, model: LaneModel, env: Env) -> np.ndarray | None:
-    """The element offsets (relative to `region.ptr`) the region covers; None if unknown."""
-    op = region.op
-    if isinstance(op, pto.FillOp):
-        count = model.scalar(op.count, env)
-        return None if count is None or count <= 0 else np.arange(count, dtype=np.int64)
-    if isinstance(op, pto.MmaOp):
-        m, n, k = op.shape
-        count = {"operand A": m * k, "operand B": k * n}.get(region.role, m * n)
-        return np.arange(count, dtype=np.int64)
-    if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp):
-        nbytes, rows = model.scalar(op.nbytes, env), model.scalar(op.rows, env)
-        stride_value = op.dst_stride if isinstance(op, pto.AsyncLoadOp) else op.src_stride
-        stride = model.scalar(stride_value, env)
-        if nbytes is None or rows is None or stride is None or rows <= 0:
-            return None
-        item = _itemsize(pto.element_type_of(region.ptr.type))
-        return _copy_pattern(rows, nbytes // item // rows, stride)
-    return None
+    """The element offsets (relative to `region.ptr`) the region covers; None if unknown.
+    The geometry is the op's declared tile footprint, its sizes evaluated under `env`."""
+    tiles = tile_footprint(region.op, lambda v: model.scalar(v, env))
+    if tiles is None:
+        return None
+    tile = tiles.get(region.operand)
+    if tile is None:
+        return None
+    return _copy_pattern(tile.rows, tile.row_len, tile.stride)
 
 # --------------------------------------------------------------------------------------------
 # Footprints and conflicts

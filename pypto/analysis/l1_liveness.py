@@ -26,25 +26,32 @@ are multiples of the target's `l1_align_bytes`; the *peak* is the end of the hig
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pypto import dtypes
 from pypto.analysis.alias import roots
+from pypto.analysis.ir_utils import kernels, passes_yield, yielded
 from pypto.analysis.uniformity import walk
+from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective
+from pypto.dialects.traits import (
+    declares_buffer,
+    is_block_collective,
+    offset_base,
+    starts_copy,
+    waits_on,
+)
 
 SLOTS_ATTR = "pto.slots"
 """Discardable attribute `pto-double-buffer` puts on a multi-slot `alloc_local` (its slot count),
 so that the L1 map can say "A_tile (2 slots)"."""
 
 _LOOPS = (scf.ForOp, scf.WhileOp)
-_ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
 
 
 def buffer_bytes(alloc: pto.AllocLocalOp) -> int:
@@ -65,10 +72,7 @@ def slots_of(alloc: pto.AllocLocalOp) -> int:
 
 def location_text(op: Operation) -> str:
     """`file:line` of the Python line an op came from, or its op name."""
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data.rsplit('/', 1)[-1]}:{loc.line.data}"
-    return op.name
+    return op_location(op, short=True, column=False, unknown=op.name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -76,21 +80,11 @@ def location_text(op: Operation) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _yielded(op: Operation, index: int) -> list[SSAValue]:
-    """The values the regions of `op` yield for its result `index`."""
-    values: list[SSAValue] = []
-    for region in op.regions:
-        for block in region.blocks:
-            last = block.last_op
-            if last is not None and index < len(last.operands):
-                values.append(last.operands[index])
-    return values
-
-
-def trace_sources(value: SSAValue, is_source: type[Operation] | tuple[type[Operation], ...],
+def trace_sources(value: SSAValue, is_source: Callable[[Operation], bool],
                   seen: set[SSAValue] | None = None) -> set[Operation] | None:
-    """The ops of kind `is_source` whose result `value` may be (or point into): alloc_locals for
-    an address, async copies for a token. None when it cannot be traced (an argument)."""
+    """The ops `is_source` accepts whose result `value` may be (or point into): buffer
+    declarations for an address (`declares_buffer`), async copies for a token (`starts_copy`).
+    None when it cannot be traced (an argument)."""
     seen = set() if seen is None else seen
     if value in seen:
         return set()
@@ -98,7 +92,7 @@ def trace_sources(value: SSAValue, is_source: type[Operation] | tuple[type[Opera
     if isinstance(value, BlockArgument):
         owner = value.block.parent_op()
         if isinstance(owner, scf.ForOp) and value.index > 0:
-            parts = [owner.iter_args[value.index - 1], *_yielded(owner, value.index - 1)]
+            parts = [owner.iter_args[value.index - 1], *yielded(owner, value.index - 1)]
             return _union(trace_sources(v, is_source, seen) for v in parts)
         if isinstance(owner, scf.WhileOp):
             return _union(trace_sources(v, is_source, seen)
@@ -106,16 +100,17 @@ def trace_sources(value: SSAValue, is_source: type[Operation] | tuple[type[Opera
         return None
     assert isinstance(value, OpResult)
     op = value.op
-    if isinstance(op, is_source):
+    if is_source(op):
         return {op}
-    if isinstance(op, pto.AddPtrOp):
-        return trace_sources(op.ptr, is_source, seen)
+    base = offset_base(op)
+    if base is not None:
+        return trace_sources(base, is_source, seen)
     if isinstance(op, arith.SelectOp):
         return _union(trace_sources(v, is_source, seen) for v in op.operands[1:])
-    if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp):
-        return _union(trace_sources(v, is_source, seen) for v in _yielded(op, value.index))
+    if passes_yield(op):
+        return _union(trace_sources(v, is_source, seen) for v in yielded(op, value.index))
     if isinstance(op, scf.ForOp):
-        parts = [op.iter_args[value.index], *_yielded(op, value.index)]
+        parts = [op.iter_args[value.index], *yielded(op, value.index)]
         return _union(trace_sources(v, is_source, seen) for v in parts)
     if isinstance(op, scf.WhileOp):
         return _union(trace_sources(v, is_source, seen) for v in while_result_sources(op, value))
@@ -161,7 +156,7 @@ def _is_local_address(value: SSAValue) -> bool:
 def is_block_sync(op: Operation) -> bool:
     """Ops every warp of a block reaches together: block barriers and tile instructions (not
     `alloc_local`, a declaration)."""
-    return is_block_collective(op) and not isinstance(op, pto.AllocLocalOp)
+    return is_block_collective(op) and not declares_buffer(op)
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,8 +201,8 @@ class Liveness:
                     for inner in block.ops:
                         end = max(end, self.extent[inner])
             self.extent[op] = end
-        self.allocs: list[pto.AllocLocalOp] = [op for op in self.ops
-                                               if isinstance(op, pto.AllocLocalOp)]
+        self.allocs: list[pto.AllocLocalOp] = [op for op in self.ops  # type: ignore[misc]
+                                               if declares_buffer(op)]
         self.ranges: dict[pto.AllocLocalOp, LiveRange] = {}
         self._compute()
 
@@ -216,7 +211,7 @@ class Liveness:
     def _compute(self) -> None:
         uses: dict[pto.AllocLocalOp, list[Operation]] = {a: [] for a in self.allocs}
         for op in self.ops:
-            if isinstance(op, pto.AllocLocalOp):
+            if declares_buffer(op):
                 continue
             touched: set[Operation] = set()
             for operand in op.operands:
@@ -230,7 +225,7 @@ class Liveness:
                     touched |= set(owners)  # type: ignore[arg-type]
             for alloc in touched:
                 uses[alloc].append(op)
-                if isinstance(op, _ASYNC):
+                if starts_copy(op):
                     uses[alloc].extend(self._completions(op))
         for alloc, used in uses.items():
             if not used:
@@ -257,15 +252,14 @@ class Liveness:
         first wait sure to run after it (a `wait_all` or a wait of its token in the copy's block
         or an enclosing one); the kernel's last op when there is none."""
         found: list[Operation] = []
-        waits = [op for op in self.ops if isinstance(op, pto.WaitOp)
-                 and copy in (trace_sources(op.token, _ASYNC) or {copy})]
+        waits = [op for op in self.ops if waits_on(op) == "token"
+                 and copy in (trace_sources(op.operands[0], starts_copy) or {copy})]
         found.extend(waits)
         op: Operation | None = copy
         while op is not None and not isinstance(op, func.FuncOp):
             nxt = op.next_op
             while nxt is not None:
-                if isinstance(nxt, pto.WaitAllOp) or (isinstance(nxt, pto.WaitOp)
-                                                      and nxt in waits):
+                if waits_on(nxt) == "all" or nxt in waits:
                     found.append(nxt)
                     return found
                 nxt = nxt.next_op
@@ -444,7 +438,7 @@ def layout_from_ir(kernel: func.FuncOp, *, capacity: int, align: int) -> Layout:
 
 def functions(root: Operation) -> list[func.FuncOp]:
     """The functions with a body (kernels and helpers alike) under `root`."""
-    return [op for op in root.walk() if isinstance(op, func.FuncOp) and op.body.blocks]
+    return list(kernels(root))
 
 
 __all__ = ["Layout", "LiveRange", "Liveness", "Placement", "SLOTS_ATTR", "buffer_bytes",

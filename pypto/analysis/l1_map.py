@@ -14,18 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 
 from pypto.analysis.l1_liveness import Layout, Placement, layout_from_ir, plan_layout, slots_of
-from pypto.dialects import pto
+from pypto.diagnostics import source_loc
+from pypto.dialects.traits import declares_buffer
 
 
 def _line(op: Operation) -> tuple[str, int] | None:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return loc.filename.data.rsplit("/", 1)[-1], loc.line.data
-    return None
+    loc = source_loc(op)
+    return None if loc is None else (loc.file.rsplit("/", 1)[-1], loc.line)
 
 
 def _source_span(p: Placement) -> str:
@@ -150,8 +148,8 @@ def _render_svg(m: L1Map) -> str:
 
 def l1_map(kernel: func.FuncOp, *, capacity: int, align: int) -> L1Map:
     """The L1 map of `kernel` as its IR places the buffers (or as pto-allocate-l1 would)."""
-    allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
-    planned = bool(allocs) and all(a.l1_offset is None for a in allocs)
+    allocs = [op for op in kernel.walk() if declares_buffer(op)]
+    planned = bool(allocs) and all(a.l1_offset is None for a in allocs)  # type: ignore[attr-defined]
     layout = plan_layout(kernel, capacity=capacity, align=align) if planned else \
         layout_from_ir(kernel, capacity=capacity, align=align)
     return L1Map(kernel.sym_name.data, layout, planned)

@@ -23,9 +23,8 @@ Anything else (a value loaded from memory, a lane-dependent loop-carried value) 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -34,189 +33,28 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pypto.analysis.cache import cached
+from pypto.analysis.lane_pointers import PointerModel
+from pypto.analysis.lane_space import (
+    MAX_AGE,
+    MAX_TRIPS,
+    Affine,
+    Env,
+    LaneSpace,
+    Simulation,
+    Term,
+    TriBool,
+)
+from pypto.analysis.lane_tokens import TokenModel
+from pypto.analysis.ir_utils import yielded as _yielded
 from pypto.analysis.uniformity import varying_values, walk
-from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import checks_uniform, lane_reads_memory
-
-MAX_TRIPS = 4096
-
-MAX_AGE = 8
-"""How many iterations back a loop-carried async copy is told apart: ages 1 .. MAX_AGE - 1 are
-exact (the copy of 1, 2, ... iterations ago), MAX_AGE means "that many or more". A copy issued
-d iterations ahead (`pto-double-buffer{stages=d+1}`) is waited d iterations later, so the
-slot it fills can only be proven free again with exact ages up to d."""
-"""Longest loop that is simulated; longer loops keep their counters symbolic."""
-
-Env = Mapping[SSAValue, int]
-"""Concrete values of loop counters / loop-carried integers for one evaluation."""
-
-Term = Hashable
-
-Instance = tuple[Operation, "scf.ForOp | None", int]
-"""An execution of an async copy a token may stand for: (op, loop, age), see token_instances."""
-"""A symbolic uniform value: ("block_id", d), ("v", ssa_value) or a structural key."""
-
-
-# --------------------------------------------------------------------------------------------
-# The lanes of a block
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LaneSpace:
-    """The lanes of one block: their local ids per dimension, linear id, warp and lane in warp.
-
-    `exact_dims=False` means only the number of lanes is known (the pass's `block-size`), not
-    its split into x/y/z: then a kernel that uses ids of dimensions 1 or 2 has unknown per-dim
-    local ids (warp and lane ids, which depend on the linear id only, stay known).
-    """
-
-    shape: tuple[int, int, int]
-    exact_dims: bool = True
-    warp_size: int = pto.WARP_SIZE  # the target's (pypto.backend.targets), 32 by default
-
-    @classmethod
-    def of(cls, block: int | Sequence[int], *, exact_dims: bool | None = None,
-           warp_size: int = pto.WARP_SIZE) -> LaneSpace:
-        dims = [block] if isinstance(block, int) else list(block)
-        if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d <= 0 for d in dims):
-            raise ValueError(f"a block shape is 1 to 3 positive ints, got {block!r}")
-        while len(dims) < 3:
-            dims.append(1)
-        exact = not isinstance(block, int) if exact_dims is None else exact_dims
-        return cls((dims[0], dims[1], dims[2]), exact, warp_size)
-
-    @property
-    def size(self) -> int:
-        return self.shape[0] * self.shape[1] * self.shape[2]
-
-    @cached_property
-    def linear(self) -> np.ndarray:
-        return np.arange(self.size, dtype=np.int64)
-
-    @cached_property
-    def warp(self) -> np.ndarray:
-        return self.linear // self.warp_size
-
-    @cached_property
-    def lane(self) -> np.ndarray:
-        return self.linear % self.warp_size
-
-    def local_id(self, dim: int) -> np.ndarray:
-        bx, by, _ = self.shape
-        if dim == 0:
-            return self.linear % bx
-        if dim == 1:
-            return (self.linear // bx) % by
-        return self.linear // (bx * by)
-
-    def block_dim(self, dim: int) -> int:
-        return self.shape[dim]
-
-
-# --------------------------------------------------------------------------------------------
-# Values
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class Affine:
-    """`sum(coef * term for term, coef in terms) + lanes`: uniform unknowns plus a concrete part.
-
-    `lanes` is an int64 NumPy array, 0-d when the concrete part is the same for every lane.
-    """
-
-    terms: frozenset[tuple[Term, int]]
-    lanes: np.ndarray
-
-    @staticmethod
-    def const(value: int | np.ndarray) -> Affine:
-        return Affine(frozenset(), np.asarray(value, dtype=np.int64))
-
-    @property
-    def concrete(self) -> bool:
-        return not self.terms
-
-    @property
-    def scalar(self) -> int | None:
-        """The value when it is one known integer for every lane."""
-        if self.terms or self.lanes.ndim != 0:
-            return None
-        return int(self.lanes)
-
-    def canon(self) -> tuple[frozenset[tuple[Term, int]], Any]:
-        """A hashable identity of a uniform value (terms and constant part)."""
-        lanes = int(self.lanes) if self.lanes.ndim == 0 else self.lanes.tobytes()
-        return (self.terms, lanes)
-
-    def scaled(self, k: int) -> Affine:
-        if k == 0:
-            return Affine.const(0)
-        return Affine(frozenset((t, c * k) for t, c in self.terms), self.lanes * k)
-
-    def __add__(self, other: Affine) -> Affine:
-        coefs = dict(self.terms)
-        for t, c in other.terms:
-            coefs[t] = coefs.get(t, 0) + c
-        return Affine(frozenset((t, c) for t, c in coefs.items() if c != 0),
-                      self.lanes + other.lanes)
-
-    def __neg__(self) -> Affine:
-        return self.scaled(-1)
-
-    def __sub__(self, other: Affine) -> Affine:
-        return self + (-other)
-
-
-@dataclass(frozen=True, eq=False)
-class TriBool:
-    """A condition per lane as two may-sets: lanes where it may hold, lanes where it may not.
-
-    An exactly known condition has disjoint complementary sets; an unknown one (it depends on
-    a parameter) may be either on every lane, which is what a sound "may this lane execute the
-    access" needs.
-    """
-
-    may_true: np.ndarray
-    may_false: np.ndarray
-
-    @staticmethod
-    def exact(values: np.ndarray) -> TriBool:
-        v = np.asarray(values, dtype=bool)
-        return TriBool(v, ~v)
-
-    @staticmethod
-    def unknown() -> TriBool:
-        return TriBool(np.asarray(True), np.asarray(True))
-
-    @property
-    def is_exact(self) -> bool:
-        return bool(np.all(self.may_true != self.may_false))
-
-    def negated(self) -> TriBool:
-        return TriBool(self.may_false, self.may_true)
-
-    def and_(self, o: TriBool) -> TriBool:
-        return TriBool(self.may_true & o.may_true, self.may_false | o.may_false)
-
-    def or_(self, o: TriBool) -> TriBool:
-        return TriBool(self.may_true | o.may_true, self.may_false & o.may_false)
-
-    def xor(self, o: TriBool) -> TriBool:
-        return TriBool((self.may_true & o.may_false) | (self.may_false & o.may_true),
-                       (self.may_true & o.may_true) | (self.may_false & o.may_false))
-
-
-@dataclass
-class Simulation:
-    """The iterations of a loop under one `Env` of its enclosing loops."""
-
-    iterations: list[dict[SSAValue, int]]
-    """Per iteration: the counter and every loop-carried integer that stayed known."""
-    final: dict[SSAValue, int]
-    """The loop's results that are known (the carried values after the last iteration)."""
-
+from pypto.dialects.traits import (
+    checks_uniform,
+    forwards_yield,
+    lane_reads_memory,
+    launch_id,
+    offset_base,
+)
 
 # --------------------------------------------------------------------------------------------
 # Concrete arithmetic
@@ -279,18 +117,8 @@ def _compare(predicate: int, a: np.ndarray, b: np.ndarray, width: int) -> np.nda
 
 
 _CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
-_ID_OPS = (pto.GetLocalIdOp, pto.GetGlobalIdOp, pto.GetBlockIdOp, pto.GetBlockDimOp)
-
-
-def _yielded(region_op: Operation, index: int) -> list[SSAValue]:
-    """The values the regions of `region_op` yield for its result `index`."""
-    values: list[SSAValue] = []
-    for region in region_op.regions:
-        for block in region.blocks:
-            last = block.last_op
-            if last is not None and index < len(last.operands):
-                values.append(last.operands[index])
-    return values
+_BLOCK_SHAPED_IDS = frozenset({"local_id", "global_id", "block_id", "block_dim"})
+"""Ids whose y / z dimensions depend on how the block's lanes split into x, y, z."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,8 +133,12 @@ def lane_model(kernel: func.FuncOp, space: LaneSpace) -> LaneModel:
 
 
 @dataclass(eq=False)
-class LaneModel:
+class LaneModel(PointerModel, TokenModel):
     """Evaluates the integer values, conditions and L1 addresses of one kernel over a block.
+
+    By job: affine evaluation of integer values, loop simulation and active-lane masks here;
+    where addresses point in `PointerModel` (lane_pointers.py); which copies a token stands
+    for in `TokenModel` (lane_tokens.py); the value types in lane_space.py.
 
     All results are memoised per value and per the `Env` values it depends on, so a model is
     built once per kernel and shared by every query (and by the re-analyses of
@@ -328,7 +160,7 @@ class LaneModel:
 
     def __post_init__(self) -> None:
         self.varying = varying_values(self.kernel)
-        self._multi_dim = any(isinstance(op, _ID_OPS) and op.dim_index != 0
+        self._multi_dim = any(launch_id(op) in _BLOCK_SHAPED_IDS and op.dim_index != 0
                               for op in walk(self.kernel.body.block.ops))
 
     # -- lanes ----------------------------------------------------------------------------------
@@ -403,7 +235,7 @@ class LaneModel:
                 leaves.extend(self.deps(op.cond))
                 for v in _yielded(op, value.index):
                     leaves.extend(self.deps(v))
-            elif isinstance(op, pto.StageOp | pto.PipelineOp):
+            elif op.regions and forwards_yield(op):
                 for v in _yielded(op, value.index):
                     leaves.extend(self.deps(v))
             elif not lane_reads_memory(op):  # a value read from memory depends on no operand
@@ -459,7 +291,6 @@ class LaneModel:
         if not isinstance(value, OpResult):
             return None
         op = value.op
-        space = self.space
         if checks_uniform(op):  # pto.loop_step: its operand, checked uniform at run time
             return self.eval(op.operands[0], env)
         match op:
@@ -469,42 +300,42 @@ class LaneModel:
                     return Affine.const(_wrap(np.asarray(int(attr.value.data), dtype=np.int64),
                                               _width(value.type)))
                 return None
-            case pto.GetLocalIdOp():
-                lid = self._local_id(op.dim_index)
-                return None if lid is None else Affine.const(lid)
-            case pto.GetWarpIdOp():
-                return Affine.const(space.warp)
-            case pto.GetLaneIdOp():
-                return Affine.const(space.lane)
-            case pto.GetGlobalIdOp():
-                d = op.dim_index
-                lid, bdim = self._local_id(d), self._block_dim(d)
-                if lid is None or bdim is None:
-                    return None
-                block = self._term(("block_id", d), [], f"block_id.{'xyz'[d]}")
-                return block.scaled(bdim) + Affine.const(lid)
-            case pto.GetBlockIdOp():
-                return self._term(("block_id", op.dim_index), [],
-                                  f"block_id.{'xyz'[op.dim_index]}")
-            case pto.GetBlockDimOp():
-                bdim = self._block_dim(op.dim_index)
-                if bdim is not None:
-                    return Affine.const(bdim)
-                return self._term(("block_dim", op.dim_index), [],
-                                  f"block_dim.{'xyz'[op.dim_index]}")
-            case pto.GetGridDimOp():
-                return self._term(("grid_dim", op.dim_index), [],
-                                  f"grid_dim.{'xyz'[op.dim_index]}")
             case scf.ForOp():
                 return self._eval_loop_result(op, value, env)
             case scf.WhileOp():  # a SIMT loop's results: an opaque uniform value, if uniform
                 return None if value in self.varying else self._leaf_term(value)
             case scf.IfOp():
                 return self._eval_if_result(op, value, env)
-            case pto.StageOp() | pto.PipelineOp():
-                yielded = _yielded(op, value.index)
-                return self.eval(yielded[0], env) if yielded else None
+        ident = launch_id(op)
+        if ident is not None:
+            return self._eval_id(ident, getattr(op, "dim_index", 0))
+        if op.regions and forwards_yield(op):
+            yielded = _yielded(op, value.index)
+            return self.eval(yielded[0], env) if yielded else None
         return self._eval_arith(op, value, env)
+
+    def _eval_id(self, ident: str, d: int) -> Affine | None:
+        """Id `ident` of the launch along dimension `d`, per lane of the block."""
+        space = self.space
+        if ident == "local_id":
+            lid = self._local_id(d)
+            return None if lid is None else Affine.const(lid)
+        if ident == "warp_id":
+            return Affine.const(space.warp)
+        if ident == "lane_id":
+            return Affine.const(space.lane)
+        if ident == "global_id":
+            lid, bdim = self._local_id(d), self._block_dim(d)
+            if lid is None or bdim is None:
+                return None
+            block = self._term(("block_id", d), [], f"block_id.{'xyz'[d]}")
+            return block.scaled(bdim) + Affine.const(lid)
+        if ident == "block_dim":
+            bdim = self._block_dim(d)
+            if bdim is not None:
+                return Affine.const(bdim)
+        # block_id, grid_dim (and a block_dim not known): a uniform term
+        return self._term((ident, d), [], f"{ident}.{'xyz'[d]}")
 
     def _eval_while_arg(self, loop: scf.WhileOp, arg: BlockArgument, env: Env) -> Affine | None:
         """A SIMT loop's carried value. An induction variable `i = init; ...; i = i + s` with
@@ -750,75 +581,6 @@ class LaneModel:
             envs = grown
         return envs
 
-    # -- addresses ------------------------------------------------------------------------------
-
-    def roots(self, ptr: SSAValue, _seen: frozenset[SSAValue] = frozenset()
-              ) -> frozenset[SSAValue] | None:
-        """The buffers (alloc_local results or function arguments) `ptr` may point into."""
-        if ptr in _seen:
-            return frozenset()
-        seen = _seen | {ptr}
-        if isinstance(ptr, BlockArgument):
-            owner = ptr.block.parent_op()
-            if isinstance(owner, func.FuncOp):
-                return frozenset({ptr})
-            if isinstance(owner, scf.ForOp) and ptr.index > 0:
-                return _union(self.roots(owner.iter_args[ptr.index - 1], seen),
-                              *(self.roots(v, seen) for v in _yielded(owner, ptr.index - 1)))
-            return None
-        if not isinstance(ptr, OpResult):
-            return None
-        op = ptr.op
-        if isinstance(op, pto.AllocLocalOp):
-            return frozenset({ptr})
-        if isinstance(op, pto.AddPtrOp):
-            return self.roots(op.ptr, seen)
-        if isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp):
-            yielded = _yielded(op, ptr.index)
-            return _union(*(self.roots(v, seen) for v in yielded)) if yielded else None
-        if isinstance(op, scf.ForOp):
-            return _union(self.roots(op.iter_args[ptr.index], seen),
-                          *(self.roots(v, seen) for v in _yielded(op, ptr.index)))
-        if isinstance(op, arith.SelectOp):
-            return _union(self.roots(op.operands[1], seen), self.roots(op.operands[2], seen))
-        return None
-
-    def offset(self, ptr: SSAValue, env: Env) -> Affine | None:
-        """The element offset of `ptr` from its (single) root, per lane; None if unknown."""
-        if isinstance(ptr, BlockArgument):
-            owner = ptr.block.parent_op()
-            return Affine.const(0) if isinstance(owner, func.FuncOp) else None
-        if not isinstance(ptr, OpResult):
-            return None
-        op = ptr.op
-        if isinstance(op, pto.AllocLocalOp):
-            return Affine.const(0)
-        if isinstance(op, pto.AddPtrOp):
-            base, step = self.offset(op.ptr, env), self.eval(op.offset, env)
-            return None if base is None or step is None else base + step
-        if isinstance(op, pto.StageOp | pto.PipelineOp):
-            yielded = _yielded(op, ptr.index)
-            return self.offset(yielded[0], env) if yielded else None
-        if isinstance(op, scf.IfOp | arith.SelectOp):
-            if isinstance(op, scf.IfOp):
-                cond, choices = op.cond, _yielded(op, ptr.index)
-            else:
-                cond, choices = op.operands[0], list(op.operands[1:])
-            if len(choices) != 2:
-                return None
-            r0, r1 = self.roots(choices[0]), self.roots(choices[1])
-            if r0 is None or r0 != r1 or len(r0) != 1:
-                return None
-            a, b = self.offset(choices[0], env), self.offset(choices[1], env)
-            c = self.eval_bool(cond, env)
-            if a is None or b is None or a.terms != b.terms:
-                return None
-            if np.array_equal(a.lanes, b.lanes):
-                return a
-            return Affine(a.terms, np.where(c.may_true, a.lanes, b.lanes)) if c.is_exact \
-                else None
-        return None
-
     # -- periodicity in a loop counter ----------------------------------------------------------
 
     def counter_period(self, value: SSAValue, counter: SSAValue) -> int | None:
@@ -861,7 +623,7 @@ class LaneModel:
             elif "linear" not in shapes:
                 result = ("periodic", period)
             elif "periodic" not in shapes and (
-                    isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp) or (
+                    isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None or (
                         isinstance(op, arith.MuliOp) and shapes.count("linear") == 1)):
                 result = ("linear", 1)
             else:
@@ -897,83 +659,6 @@ class LaneModel:
 
     def mask_deps(self, op: Operation) -> tuple[SSAValue, ...]:
         return self.deps_of(if_op.cond for if_op, _ in self.conditions(op))
-
-    # -- async tokens ---------------------------------------------------------------------------
-
-    def token_instances(self, token: SSAValue) -> frozenset[Instance] | None:
-        """The copies a token may stand for, as (async op, loop, age): loop None means the op's
-        latest execution; otherwise the execution `age` iterations of that loop back (1: the
-        previous iteration, 2: the one before...; MAX_AGE: that many or more), for a token carried round the loop. None when
-        the token cannot be traced (a function argument)."""
-        return self._token_instances(token, {})
-
-    def _token_instances(self, token: SSAValue, memo: dict[SSAValue, frozenset[Instance] | None]
-                         ) -> frozenset[Instance] | None:
-        if token in memo:
-            return memo[token]
-        if isinstance(token, BlockArgument):
-            owner = token.block.parent_op()
-            if not isinstance(owner, scf.ForOp) or token.index == 0:
-                return None
-            return self._carried_token(owner, token, memo)
-        if not isinstance(token, OpResult):
-            return None
-        op = token.op
-        if isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp):
-            return frozenset({(op, None, 0)})
-        if not isinstance(op, scf.IfOp | pto.StageOp | pto.PipelineOp | scf.ForOp):
-            return None
-        values = _yielded(op, token.index)
-        if isinstance(op, scf.ForOp):  # after the loop: its last iteration's, or the initial one
-            values = [op.iter_args[token.index], *values]
-        found: frozenset[Instance] = frozenset()
-        for value in values:
-            part = self._token_instances(value, memo)
-            if part is None:
-                return None
-            if isinstance(op, scf.ForOp):  # after the loop, its iterations are not told apart
-                part = frozenset((o, None, 0) if loop is op else (o, loop, age)
-                                 for o, loop, age in part)
-            found |= part
-        memo[token] = found
-        return found
-
-    def _carried_token(self, loop: scf.ForOp, arg: BlockArgument,
-                       memo: dict[SSAValue, frozenset[Instance] | None]
-                       ) -> frozenset[Instance] | None:
-        """A token loop-carried value: the initial copy, or a copy yielded one iteration ago
-        (which may itself be older, when the body passes the token on): a small fixpoint."""
-        index = arg.index - 1
-        initial = self._token_instances(loop.iter_args[index], dict(memo))
-        if initial is None:
-            return None
-        found = initial
-        for _ in range(MAX_AGE + 2):
-            inner = dict(memo)
-            inner[arg] = found
-            grown = initial
-            for value in _yielded(loop, index):
-                part = self._token_instances(value, inner)
-                if part is None:
-                    return None
-                # A copy issued outside the loop (a prologue) has one execution for the whole
-                # loop: handing its token on round the back edge does not make it older.
-                grown |= {((o, loop, 1) if loop.is_ancestor(o) else (o, lp, age))
-                          if lp is None else
-                          (o, lp, min(age + 1, MAX_AGE)) if lp is loop else (o, lp, age)
-                          for o, lp, age in part}
-            if grown == found:
-                break
-            found = grown
-        memo[arg] = found
-        return found
-
-
-def _union(*sets: frozenset[SSAValue] | None) -> frozenset[SSAValue] | None:
-    if any(s is None for s in sets):
-        return None
-    return frozenset().union(*(s for s in sets if s is not None))
-
 
 def loop_depth(op: Operation) -> int:
     depth = 0

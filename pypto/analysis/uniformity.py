@@ -20,15 +20,20 @@ import linecache
 from collections.abc import Callable, Iterable
 
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.cache import cached
-from pypto.dialects import pto
-from pypto.dialects.traits import checks_uniform, is_block_collective, lane_reads_memory
+from pypto.diagnostics import op_location, source_loc
+from pypto.dialects.traits import (
+    checks_uniform,
+    forwards_yield,
+    is_block_collective,
+    lane_reads_memory,
+    launch_id,
+    sync_scope,
+    varies_per,
+)
 from pypto.errors import BarrierError, CompileError
-
-_LANE_IDS = (pto.GetGlobalIdOp, pto.GetLocalIdOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
 
 
 def walk(ops: Iterable[Operation]) -> Iterable[Operation]:
@@ -67,7 +72,8 @@ def values_depending_on(kernel: func.FuncOp, what: str) -> frozenset[SSAValue]:
 
 
 def _is_block_id(op: Operation) -> bool:
-    return isinstance(op, pto.GetBlockIdOp | pto.GetGlobalIdOp)
+    """The block id, or an id computed from it (the global id)."""
+    return launch_id(op) in ("block_id", "global_id")
 
 
 _DEPENDENCE_SOURCES = {"data": lane_reads_memory, "block": _is_block_id}
@@ -75,12 +81,13 @@ _DEPENDENCE_SOURCES = {"data": lane_reads_memory, "block": _is_block_id}
 
 def _classify(op: Operation, block_ids_uniform: bool,
               is_source: Callable[[Operation], bool] | None = None) -> int:
+    varies = varies_per(op)
     if is_source is not None:
         if is_source(op):
             return _SOURCE
-    elif isinstance(op, _LANE_IDS) or lane_reads_memory(op):
+    elif varies == "lane" or lane_reads_memory(op):
         return _SOURCE
-    if isinstance(op, pto.GetBlockIdOp) and is_source is None:
+    if varies == "block" and is_source is None:
         return _NONE if block_ids_uniform else _SOURCE
     if isinstance(op, scf.IfOp):
         return _IF
@@ -91,7 +98,7 @@ def _classify(op: Operation, block_ids_uniform: bool,
     if checks_uniform(op):
         # pto.loop_step: checked at run time to be the same on every active lane of a block
         return _NONE if block_ids_uniform else _GENERIC
-    if isinstance(op, pto.StageOp | pto.PipelineOp):
+    if op.regions and forwards_yield(op):
         return _REGION
     return _GENERIC if op.results else _NONE
 
@@ -163,7 +170,7 @@ def _from_lane_ids(value: SSAValue) -> bool:
     owner = value.owner
     if not isinstance(owner, Operation) or owner.regions or lane_reads_memory(owner):
         return False
-    if isinstance(owner, _LANE_IDS):
+    if varies_per(owner) == "lane":
         return True
     return any(_from_lane_ids(v) for v in owner.operands)
 
@@ -189,9 +196,9 @@ def _yields(op: scf.IfOp) -> list[SSAValue]:
 
 
 def _where(op: Operation) -> tuple[str | None, int | None, int | None]:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return loc.filename.data, loc.line.data, loc.column.data - 1
+    loc = source_loc(op)
+    if loc is not None:
+        return loc.file, loc.line, loc.column - 1
     return None, None, None
 
 
@@ -209,10 +216,7 @@ def located_error(cls: type[CompileError], message: str, op: Operation) -> Compi
 
 
 def _describe(op: Operation) -> str:
-    filename, line, col = _where(op)
-    if filename is None:
-        return "an unknown location"
-    return f"{filename}:{line}:{(col or 0) + 1}"
+    return op_location(op, unknown="an unknown location")
 
 
 def check_uniform_control(kernel: func.FuncOp) -> None:
@@ -241,7 +245,7 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
             if cond is not None:
                 cond_op = cond.owner if isinstance(cond.owner, Operation) else parent
                 if isinstance(parent, scf.WhileOp):
-                    kind = "block barrier" if isinstance(op, pto.BarrierBlockOp) else \
+                    kind = "block barrier" if sync_scope(op) == "block" else \
                         "tile instruction (executed once per block)"
                     raise located_error(
                         BarrierError,
@@ -250,7 +254,7 @@ def check_uniform_control(kernel: func.FuncOp) -> None:
                         f"lanes, so lanes that left the loop would skip it (a deadlock on the "
                         f"device); move it out of the loop or make the loop's bounds and "
                         f"condition uniform (parameters, constants, block ids)", op)
-                kind = "block barrier" if isinstance(op, pto.BarrierBlockOp) else \
+                kind = "block barrier" if sync_scope(op) == "block" else \
                     "tile instruction (executed once per block)"
                 raise located_error(
                     BarrierError,

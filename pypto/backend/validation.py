@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from pypto import dtypes
 from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.targets import resolve_target
+from pypto.diagnostics import op_location, source_loc
 from pypto.dialects import pto
 from pypto.errors import PtoError
 
@@ -185,9 +186,8 @@ def _changed_op(before: list[str], after: list[str], kernel: func.FuncOp) -> str
 def _python_loc(kernel: func.FuncOp, line: str) -> str:
     name = line.split("=", 1)[1].strip().split(" ")[0] if "=" in line else line.split(" ")[0]
     for op in kernel.walk():
-        if op.name == name and isinstance(op.location, FileLineColLoc):
-            loc = op.location
-            return f" (Python source {loc.filename.data}:{loc.line.data}:{loc.column.data})"
+        if op.name == name and source_loc(op) is not None:
+            return f" (Python source {op_location(op)})"
     return ""
 
 

@@ -10,22 +10,18 @@ which is why the article's first `step()` prints a LOAD.
 from __future__ import annotations
 
 from pypto.backend.interpreter.instruments import OpInfo
-
-_NOT_INSTRUCTIONS = frozenset({"pto.addptr", "pto.alloc_local", "pto.yield", "pto.pipeline",
-                               "pto.stage"})
+from pypto.dialects import traits
 
 
 def is_instruction(info: OpInfo) -> bool:
-    """A PTO (or npu) instruction: what `step()` counts."""
-    dialect = info.name.split(".", 1)[0]
-    if dialect not in ("pto", "npu"):
-        return False
-    return not info.name.startswith("pto.get_") and info.name not in _NOT_INSTRUCTIONS
+    """A PTO (or npu) instruction, declared so by its `InstructionKind` trait: what `step()`
+    counts."""
+    return traits.is_instruction(info.op)
 
 
 def kind_of(info: OpInfo) -> str:
-    """LOAD, STORE, FMA, MMA, ... (the npu dialect's KIND where it declares one)."""
-    return getattr(info.op, "KIND", "") or info.kind
+    """LOAD, STORE, FMA, MMA, COPY_IN, ... (`InstructionKind`)."""
+    return info.kind
 
 
 def position(info: OpInfo) -> tuple[str, int]:

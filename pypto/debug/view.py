@@ -17,7 +17,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
-from pypto.dialects import pto
+from pypto.dialects.traits import offset_base
 
 
 class Lanes:
@@ -119,8 +119,8 @@ def value_name(v: SSAValue, depth: int = 0) -> str:
             return repr(inner)
         if isinstance(inner, int):
             return str(inner)
-    if isinstance(owner, pto.AddPtrOp):
-        return f"{value_name(owner.ptr)} + {value_name(owner.offset)}"
+    if isinstance(owner, Operation) and offset_base(owner) is not None:
+        return f"{value_name(owner.operands[0])} + {value_name(owner.operands[1])}"
     if isinstance(owner, arith.CmpiOp | arith.CmpfOp) and depth < 2:
         table = _CMPI if isinstance(owner, arith.CmpiOp) else _CMPF
         sym = table.get(owner.predicate.value.data, "?")

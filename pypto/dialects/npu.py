@@ -46,25 +46,34 @@ from xdsl.utils.exceptions import VerifyException
 
 from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
+    CUBE,
+    MTE_IN,
+    MTE_OUT,
     PIPES,
+    SCALAR,
+    VECTOR,
     AccessesMemory,
     BlockCollective,
     Fence,
-    IssuesOn,
+    InstructionKind,
+    LoadMmaFootprint,
+    MmaFootprint,
+    SignalsCompletion,
+    StartsCopy,
+    Synchronizes,
+    Waits,
     read,
     write,
 )
 from pypto.dialects.pto import (
     ADDRESS,
+    COPY_FORMAT,
+    BulkCopyOp,
     L1BufferType,
     TokenType,
     element_type_of,
     memory_space_of,
 )
-
-SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
-MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
-
 
 def _check_slot(op: IRDLOperation, ptr: SSAValue, slot: SSAValue | None, value_type: Attribute,
                 what: str) -> None:
@@ -88,10 +97,9 @@ def _check_slot(op: IRDLOperation, ptr: SSAValue, slot: SSAValue | None, value_t
 
 
 class NpuOp(IRDLOperation):
-    """Base of the npu ops. Their facts are traits (`pypto.dialects.traits`: the pipe, the
-    memory accesses, block collectives); `KIND` names the instruction in profiles."""
-
-    KIND: ClassVar[str] = ""
+    """Base of the npu ops: every one is an instruction of the firmware. Their facts are traits
+    (`pypto.dialects.traits`: the pipe, the memory accesses, block collectives, copies, waits,
+    barriers, tile footprints); `InstructionKind` names the instruction in profiles."""
 
 
 @op_definition
@@ -109,8 +117,7 @@ class LoadOp(NpuOp):
     result = result_def(AnyAttr())
     assembly_format = ("$ptr (`via` $slot^)? attr-dict `:` type($ptr) (`,` type($slot)^)? "
                        "`->` type($result)")
-    traits = traits_def(VECTOR, AccessesMemory(read(0)))
-    KIND: ClassVar[str] = "LOAD"
+    traits = traits_def(VECTOR, AccessesMemory(read(0)), InstructionKind("LOAD"))
 
     def __init__(self, ptr: SSAValue, slot: SSAValue | None):
         super().__init__(operands=[ptr, [slot] if slot is not None else []],
@@ -135,8 +142,7 @@ class StoreOp(NpuOp):
     slot = opt_operand_def(L1BufferType)
     assembly_format = ("$value `,` $ptr (`via` $slot^)? attr-dict `:` type($value) `,` "
                        "type($ptr) (`,` type($slot)^)?")
-    traits = traits_def(VECTOR, AccessesMemory(write(1)))
-    KIND: ClassVar[str] = "STORE"
+    traits = traits_def(VECTOR, AccessesMemory(write(1)), InstructionKind("STORE"))
 
     def __init__(self, value: SSAValue, ptr: SSAValue, slot: SSAValue | None):
         super().__init__(operands=[value, ptr, [slot] if slot is not None else []])
@@ -162,8 +168,7 @@ class FmaOp(NpuOp):
     slot = opt_operand_def(L1BufferType)
     assembly_format = ("$dst `,` $a `,` $b `,` $c (`via` $slot^)? attr-dict `:` type($dst) `,` "
                        "type($a) (`,` type($slot)^)?")
-    traits = traits_def(VECTOR, AccessesMemory(write(0)))
-    KIND: ClassVar[str] = "FMA"
+    traits = traits_def(VECTOR, AccessesMemory(write(0)), InstructionKind("FMA"))
 
     def __init__(self, dst: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue,
                  slot: SSAValue | None):
@@ -173,35 +178,17 @@ class FmaOp(NpuOp):
         _check_slot(self, self.dst, self.slot, self.a.type, "operand")
 
 
-class _CopyOp(NpuOp):
-    """A bulk copy on an MTE pipe: `nbytes` in `rows` rows with element strides (as pto's)."""
+class _CopyOp(BulkCopyOp):
+    """A bulk copy on an MTE pipe: the operands, checks and tile footprint of pto's copies,
+    and a token its `npu.set_flag` / `npu.wait_flag` pair orders the consumer by."""
 
-    dst = operand_def(ADDRESS)
-    src = operand_def(ADDRESS)
-    nbytes = operand_def(i32)
-    rows = operand_def(i32)
-    src_stride = operand_def(i32)
-    dst_stride = operand_def(i32)
     token = result_def(TokenType)
-    assembly_format = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
-                       "$dst_stride `)` attr-dict `:` type($dst) `,` type($src)")
-    DST_SPACE: ClassVar[str] = "local"
+    assembly_format = COPY_FORMAT
+    traits = traits_def(StartsCopy())
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
-        super().__init__(operands=[dst, src, nbytes, rows, src_stride, dst_stride],
-                         result_types=[TokenType()])
-
-    def verify_(self) -> None:
-        src_space = "global" if self.DST_SPACE == "local" else "local"
-        for value, space, what in ((self.dst, self.DST_SPACE, "destination"),
-                                   (self.src, src_space, "source")):
-            if memory_space_of(value.type) != space:
-                raise VerifyException(f"{what} must be in {'L1' if space == 'local' else 'HBM'}"
-                                      f", got {value.type}")
-        if element_type_of(self.src.type) != element_type_of(self.dst.type):
-            raise VerifyException("source and destination element types differ; a copy moves "
-                                  "bytes, it does not convert")
+        super().__init__(dst, src, nbytes, rows, src_stride, dst_stride, [TokenType()])
 
 
 @op_definition
@@ -214,9 +201,7 @@ class CopyInOp(_CopyOp):
     """
 
     name = "npu.copy_in"
-    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")),
-                        BlockCollective())
-    KIND: ClassVar[str] = "COPY_IN"
+    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")))
 
 
 @op_definition
@@ -228,10 +213,9 @@ class CopyOutOp(_CopyOp):
     """
 
     name = "npu.copy_out"
-    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
-                        BlockCollective())
-    KIND: ClassVar[str] = "COPY_OUT"
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
     DST_SPACE: ClassVar[str] = "global"
+    SRC_SPACE: ClassVar[str] = "local"
 
 
 def _check_pipe_pair(op: IRDLOperation) -> None:
@@ -250,7 +234,6 @@ class _FlagOp(NpuOp):
     src_pipe = prop_def(StringAttr)
     dst_pipe = prop_def(StringAttr)
     assembly_format = "$token $src_pipe `->` $dst_pipe attr-dict"
-    KIND: ClassVar[str] = "FLAG"
 
     def __init__(self, token: SSAValue, src_pipe: str, dst_pipe: str):
         super().__init__(operands=[token], properties={"src_pipe": StringAttr(src_pipe),
@@ -274,8 +257,7 @@ class SetFlagOp(_FlagOp):
     """
 
     name = "npu.set_flag"
-    traits = traits_def(SCALAR, BlockCollective())
-    KIND: ClassVar[str] = "SET_FLAG"
+    traits = traits_def(SCALAR, BlockCollective(), SignalsCompletion(), InstructionKind())
 
     @property
     def issue_pipe(self) -> str:
@@ -292,8 +274,7 @@ class WaitFlagOp(_FlagOp):
     """
 
     name = "npu.wait_flag"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
-    KIND: ClassVar[str] = "WAIT_FLAG"
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("token"), InstructionKind())
 
 
 @op_definition
@@ -305,8 +286,8 @@ class WaitFlagAllOp(NpuOp):
 
     name = "npu.wait_flag_all"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
-    KIND: ClassVar[str] = "WAIT_FLAG"
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("all"),
+                        InstructionKind("WAIT_FLAG"))
 
     def __init__(self) -> None:
         super().__init__()
@@ -321,8 +302,8 @@ class PipeBarrierOp(NpuOp):
 
     name = "npu.pipe_barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
-    KIND: ClassVar[str] = "BARRIER"
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Synchronizes("block"),
+                        InstructionKind("BARRIER"))
 
     def __init__(self) -> None:
         super().__init__()
@@ -337,8 +318,7 @@ class WarpBarrierOp(NpuOp):
 
     name = "npu.warp_barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence())
-    KIND: ClassVar[str] = "BARRIER"
+    traits = traits_def(SCALAR, Fence(), Synchronizes("warp"), InstructionKind("BARRIER"))
 
     def __init__(self) -> None:
         super().__init__()
@@ -385,8 +365,7 @@ class MmaOp(_MmaShape):
                        "type($c) `,` type($a) `,` type($b)")
     traits = traits_def(CUBE, AccessesMemory(read(1, "local"), read(2, "local"),
                                              read(0, "local"), write(0, "local")),
-                        BlockCollective())
-    KIND: ClassVar[str] = "MMA"
+                        BlockCollective(), MmaFootprint(), InstructionKind())
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, n: int, k: int):
         super().__init__(operands=[c, a, b], properties=self.shape_props(m, n, k))
@@ -426,8 +405,7 @@ class LoadMmaOp(_MmaShape):
     traits = traits_def(CUBE, AccessesMemory(read(3, "global"), write(1, "local"),
                                              write(2, "local"), read(0, "local"),
                                              write(0, "local")),
-                        BlockCollective())
-    KIND: ClassVar[str] = "LOAD_MMA"
+                        BlockCollective(), LoadMmaFootprint(), InstructionKind())
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, src: SSAValue, nbytes: SSAValue,
                  rows: SSAValue, src_stride: SSAValue, dst_stride: SSAValue, operand: str,

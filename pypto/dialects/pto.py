@@ -20,7 +20,8 @@ prose and these fields, each starting a line and running until the next one:
   python:     the kernel-language form
   example:    an indented IR snippet, a whole `func.func`; tests parse and round-trip it
 Op facts (the pipe an op issues on, the memory it reads and writes, whether it is a block
-collective) are traits declared in each op's `traits_def`; see `pypto.dialects.traits`.
+collective, whether it is an instruction and of which kind, barriers, copies, waits, tile
+footprints) are traits declared in each op's `traits_def`; see `pypto.dialects.traits`.
 """
 
 from __future__ import annotations
@@ -85,17 +86,37 @@ from xdsl.utils.exceptions import VerifyException
 
 from pypto.dialects.lazy_format import op_definition
 from pypto.dialects.traits import (
+    CUBE,
+    MTE_IN,
+    MTE_OUT,
+    SCALAR,
+    VECTOR,
     AccessesMemory,
     BlockCollective,
+    CopiesSynchronously,
+    CopyFootprint,
+    DeclaresBuffer,
     ChecksUniform,
     Fence,
-    IssuesOn,
+    FillFootprint,
+    ForwardsYield,
+    Elementwise,
+    InstructionKind,
+    KernelFunction,
+    LaunchId,
+    MmaFootprint,
+    OffsetsAddress,
+    StartsCopy,
+    Synchronizes,
+    Waits,
+    WritesOutput,
     read,
     write,
 )
 
-SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
-MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
+_STORE_SIGNATURE = "(ptr, value, nbytes=None, rows=1, src_stride=None, dst_stride=None)"
+"""`pto.store`: a lane store `(ptr, value)`, or with `nbytes` a synchronous tile store
+`(dst, src, nbytes, ...)` (`pto.tile_store`)."""
 
 KERNEL_ATTR = "pto.kernel"
 """Unit attribute marking a `func.func` as a pto kernel (an entry point that can be launched)."""
@@ -330,7 +351,7 @@ class GetGlobalIdOp(_DimIdOp):
     """
 
     name = "pto.get_global_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("global_id"), KernelFunction("get_global_id", "(dim=0)"))
 
 
 @op_definition
@@ -353,7 +374,7 @@ class GetLocalIdOp(_DimIdOp):
     """
 
     name = "pto.get_local_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("local_id"), KernelFunction("get_local_id", "(dim=0)"))
 
 
 @op_definition
@@ -376,7 +397,7 @@ class GetBlockIdOp(_DimIdOp):
     """
 
     name = "pto.get_block_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("block_id"), KernelFunction("get_block_id", "(dim=0)"))
 
 
 @op_definition
@@ -399,7 +420,7 @@ class GetBlockDimOp(_DimIdOp):
     """
 
     name = "pto.get_block_dim"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("block_dim"), KernelFunction("get_block_dim", "(dim=0)"))
 
 
 @op_definition
@@ -420,7 +441,7 @@ class GetGridDimOp(_DimIdOp):
     """
 
     name = "pto.get_grid_dim"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("grid_dim"), KernelFunction("get_grid_dim", "(dim=0)"))
 
 
 class _PlainIdOp(IRDLOperation):
@@ -451,7 +472,7 @@ class GetWarpIdOp(_PlainIdOp):
     """
 
     name = "pto.get_warp_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("warp_id"), KernelFunction("get_warp_id", "()"))
 
 
 @op_definition
@@ -471,7 +492,7 @@ class GetLaneIdOp(_PlainIdOp):
     """
 
     name = "pto.get_lane_id"
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchId("lane_id"), KernelFunction("get_lane_id", "()"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -527,7 +548,7 @@ class AddPtrOp(IRDLOperation):
 
     assembly_format = ("$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset) `->` "
                        "type($result)")
-    traits = traits_def(Pure(), SCALAR)
+    traits = traits_def(Pure(), SCALAR, OffsetsAddress())
 
     def __init__(self, ptr: SSAValue, offset: SSAValue):
         t = ptr.type
@@ -570,7 +591,7 @@ class LoadOp(IRDLOperation):
     result = result_def(AnyAttr())
 
     assembly_format = "$ptr attr-dict `:` type($ptr) `->` type($result)"
-    traits = traits_def(VECTOR, AccessesMemory(read(0)))
+    traits = traits_def(VECTOR, AccessesMemory(read(0)), InstructionKind(), KernelFunction("load", "(ptr)"))
 
     def __init__(self, ptr: SSAValue):
         super().__init__(operands=[ptr], result_types=[element_type_of(ptr.type)])
@@ -604,7 +625,7 @@ class StoreOp(IRDLOperation):
     ptr = operand_def(ADDRESS)
 
     assembly_format = "$value `,` $ptr attr-dict `:` type($value) `,` type($ptr)"
-    traits = traits_def(VECTOR, AccessesMemory(write(1)))
+    traits = traits_def(VECTOR, AccessesMemory(write(1)), InstructionKind(), KernelFunction("store", _STORE_SIGNATURE))
 
     def __init__(self, value: SSAValue, ptr: SSAValue):
         super().__init__(operands=[value, ptr])
@@ -641,7 +662,7 @@ class FmaOp(IRDLOperation):
     c = operand_def(T)
 
     assembly_format = "$dst `,` $a `,` $b `,` $c attr-dict `:` type($dst) `,` type($a)"
-    traits = traits_def(VECTOR, AccessesMemory(write(0)))
+    traits = traits_def(VECTOR, AccessesMemory(write(0)), InstructionKind(), KernelFunction("fma", "(dst, a, b, c)"))
 
     def __init__(self, dst: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue):
         super().__init__(operands=[dst, a, b, c])
@@ -679,7 +700,7 @@ class BarrierOp(IRDLOperation):
 
     name = "pto.barrier"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence())
+    traits = traits_def(SCALAR, Fence(), Synchronizes("warp"), InstructionKind(), KernelFunction("barrier", "()"))
 
     def __init__(self):
         super().__init__()
@@ -706,7 +727,8 @@ class BarrierBlockOp(IRDLOperation):
 
     name = "pto.barrier_block"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Synchronizes("block"),
+                        InstructionKind(), KernelFunction("barrier_block", "()"))
 
     def __init__(self):
         super().__init__()
@@ -740,7 +762,7 @@ class AtomicAddOp(IRDLOperation):
     result = result_def(T)
 
     assembly_format = "$ptr `,` $value attr-dict `:` type($ptr) `,` type($value)"
-    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)))
+    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind(), KernelFunction("atomic_add", "(ptr, value)"))
 
     def __init__(self, ptr: SSAValue, value: SSAValue):
         super().__init__(operands=[ptr, value], result_types=[value.type])
@@ -787,7 +809,7 @@ class AllocLocalOp(IRDLOperation):
     Without it the interpreter places buffers one after another in allocation order."""
 
     assembly_format = "attr-dict `:` type($result)"
-    traits = traits_def(SCALAR, MemoryAllocEffect())
+    traits = traits_def(SCALAR, MemoryAllocEffect(), DeclaresBuffer(), KernelFunction("alloc_local", "(count, dtype=float32)"))
 
     def __init__(self, count: int, element_type: Attribute, offset: int | None = None):
         props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
@@ -798,8 +820,9 @@ class AllocLocalOp(IRDLOperation):
         return None if self.offset is None else self.offset.value.data
 
 
-class _BulkCopyOp(IRDLOperation):
-    """Shared shape of the bulk copies: `nbytes` in `rows` rows with element strides."""
+class BulkCopyOp(IRDLOperation):
+    """Shared shape of the bulk copies (here and the npu dialect's): `nbytes` in `rows` rows
+    with element strides, from `src` in `SRC_SPACE` to `dst` in `DST_SPACE`."""
 
     dst = operand_def(ADDRESS)
     src = operand_def(ADDRESS)
@@ -810,8 +833,9 @@ class _BulkCopyOp(IRDLOperation):
 
     DST_SPACE: ClassVar[str] = "local"
     SRC_SPACE: ClassVar[str] = "global"
-    # The subclasses declare their pipe and accesses (destination operand 0, source 1).
-    traits = traits_def(BlockCollective())
+    # The subclasses declare their pipe, accesses (destination operand 0, source 1) and
+    # whether they complete at a wait (StartsCopy) or when they retire (CopiesSynchronously).
+    traits = traits_def(BlockCollective(), CopyFootprint(), InstructionKind())
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue,
@@ -828,12 +852,12 @@ class _BulkCopyOp(IRDLOperation):
                                   f"type {dst_t}; a copy moves bytes, it does not convert")
 
 
-_COPY_FORMAT = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
+COPY_FORMAT = ("$dst `,` $src `,` $nbytes `rows` $rows `strides` `(` $src_stride `,` "
                 "$dst_stride `)` attr-dict `:` type($dst) `,` type($src)")
 
 
 @op_definition
-class AsyncLoadOp(_BulkCopyOp):
+class AsyncLoadOp(BulkCopyOp):
     """Start an asynchronous HBM -> L1 copy; returns a token to wait on.
 
     semantics: copies `nbytes` from `src` (HBM) to `dst` (L1) as `rows` rows of
@@ -858,8 +882,9 @@ class AsyncLoadOp(_BulkCopyOp):
 
     name = "pto.async_load"
     token = result_def(TokenType)
-    assembly_format = _COPY_FORMAT
-    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")))
+    assembly_format = COPY_FORMAT
+    traits = traits_def(MTE_IN, AccessesMemory(write(0, "local"), read(1, "global")),
+                        StartsCopy(), KernelFunction("async_load", "(dst, src, nbytes, rows=1, src_stride=None, dst_stride=None)"))
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -867,7 +892,7 @@ class AsyncLoadOp(_BulkCopyOp):
 
 
 @op_definition
-class AsyncStoreOp(_BulkCopyOp):
+class AsyncStoreOp(BulkCopyOp):
     """Start an asynchronous L1 -> HBM copy; returns a token to wait on.
 
     semantics: as `pto.async_load` in the other direction. Until its `wait`, writing the L1
@@ -889,10 +914,11 @@ class AsyncStoreOp(_BulkCopyOp):
 
     name = "pto.async_store"
     token = result_def(TokenType)
-    assembly_format = _COPY_FORMAT
+    assembly_format = COPY_FORMAT
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
-    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
+                        StartsCopy(), KernelFunction("async_store", "(dst, src, nbytes, rows=1, src_stride=None, dst_stride=None)"))
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
                  src_stride: SSAValue, dst_stride: SSAValue):
@@ -900,7 +926,7 @@ class AsyncStoreOp(_BulkCopyOp):
 
 
 @op_definition
-class TileStoreOp(_BulkCopyOp):
+class TileStoreOp(BulkCopyOp):
     """Synchronous L1 -> HBM tile copy (the three-argument `pto.store`).
 
     semantics: as `pto.async_store`, but complete when the instruction retires.
@@ -919,10 +945,11 @@ class TileStoreOp(_BulkCopyOp):
     """
 
     name = "pto.tile_store"
-    assembly_format = _COPY_FORMAT
+    assembly_format = COPY_FORMAT
     DST_SPACE: ClassVar[str] = "global"
     SRC_SPACE: ClassVar[str] = "local"
-    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")))
+    traits = traits_def(MTE_OUT, AccessesMemory(write(0, "global"), read(1, "local")),
+                        CopiesSynchronously(), KernelFunction("store", _STORE_SIGNATURE))
 
 
 @op_definition
@@ -951,7 +978,7 @@ class WaitOp(IRDLOperation):
     name = "pto.wait"
     token = operand_def(TokenType)
     assembly_format = "$token attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("token"), InstructionKind(), KernelFunction("wait", "(token)"))
 
     def __init__(self, token: SSAValue):
         super().__init__(operands=[token])
@@ -982,7 +1009,7 @@ class WaitAllOp(IRDLOperation):
 
     name = "pto.wait_all"
     assembly_format = "attr-dict"
-    traits = traits_def(SCALAR, Fence(), BlockCollective())
+    traits = traits_def(SCALAR, Fence(), BlockCollective(), Waits("all"), InstructionKind(), KernelFunction("wait_all", "()"))
 
     def __init__(self):
         super().__init__()
@@ -1012,7 +1039,8 @@ class FillOp(IRDLOperation):
     value = operand_def(AnyAttr())
     count = operand_def(i32)
     assembly_format = "$dst `,` $value `,` $count attr-dict `:` type($dst) `,` type($value)"
-    traits = traits_def(VECTOR, AccessesMemory(write(0, "local")), BlockCollective())
+    traits = traits_def(VECTOR, AccessesMemory(write(0, "local")), BlockCollective(),
+                        FillFootprint(), InstructionKind(), KernelFunction("fill", "(dst, value, count)"))
 
     def __init__(self, dst: SSAValue, value: SSAValue, count: SSAValue):
         super().__init__(operands=[dst, value, count])
@@ -1058,7 +1086,7 @@ class MmaOp(IRDLOperation):
                        "type($c) `,` type($a) `,` type($b)")
     traits = traits_def(CUBE, AccessesMemory(read(1, "local"), read(2, "local"),
                                              read(0, "local"), write(0, "local")),
-                        BlockCollective())
+                        BlockCollective(), MmaFootprint(), InstructionKind(), KernelFunction("mma", "(C, A, B, m, n, k)"))
 
     def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, n: int, k: int):
         super().__init__(operands=[c, a, b], properties={
@@ -1118,7 +1146,7 @@ class YieldOp(IRDLOperation):
     name = "pto.yield"
     values = var_operand_def()
     assembly_format = "($values^ `:` type($values))? attr-dict"
-    traits = traits_def(IsTerminator(), Pure(), SCALAR)
+    traits = traits_def(IsTerminator(), Pure(), SCALAR, ForwardsYield())
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
@@ -1266,7 +1294,7 @@ class PipelineOp(IRDLOperation):
     name = "pto.pipeline"
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect(), SCALAR)
+    traits = traits_def(RecursiveMemoryEffect(), SCALAR, ForwardsYield(), KernelFunction("pipeline", "()"))
 
     def __init__(self, result_types: Sequence[Attribute], body: Region):
         super().__init__(result_types=[list(result_types)], regions=[body])
@@ -1361,7 +1389,7 @@ class StageOp(IRDLOperation):
     after = opt_prop_def(ArrayAttr[StringAttr])
     outputs = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(StageEffect(), HasParent(PipelineOp), SCALAR)
+    traits = traits_def(StageEffect(), HasParent(PipelineOp), SCALAR, ForwardsYield())
 
     def __init__(self, name: str, after: Sequence[str], result_types: Sequence[Attribute],
                  body: Region):
@@ -1435,7 +1463,7 @@ class LoopStepOp(IRDLOperation):
     step = operand_def(T)
     result = result_def(T)
     assembly_format = "$step attr-dict `:` type($result)"
-    traits = traits_def(NoMemoryEffect(), ChecksUniform(), SCALAR)
+    traits = traits_def(NoMemoryEffect(), ChecksUniform(), SCALAR, InstructionKind())
 
     def __init__(self, step: SSAValue):
         super().__init__(operands=[step], result_types=[step.type])
@@ -1468,7 +1496,7 @@ class FmodOp(IRDLOperation):
     rhs = operand_def(T)
     result = result_def(T)
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
-    traits = traits_def(Pure(), VECTOR)
+    traits = traits_def(Pure(), VECTOR, InstructionKind())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
@@ -1476,6 +1504,41 @@ class FmodOp(IRDLOperation):
     def verify_(self) -> None:
         if not isinstance(self.lhs.type, AnyFloat):
             raise VerifyException(f"pto.fmod works on floats, got {self.lhs.type}")
+
+
+@op_definition
+class SigmoidOp(IRDLOperation):
+    """Logistic sigmoid per lane: `1 / (1 + exp(-x))`.
+
+    semantics: on floats (f16, bf16, f32), with the operand's type: evaluated in float64 and
+    rounded once to it, as `pto.exp` (within 1 ulp, the same on every machine);
+    `sigmoid(-inf) = 0`, `sigmoid(inf) = 1`, NaN stays NaN. Integers are rejected: `pto.cast`
+    them first.
+    syntax: `%y = pto.sigmoid %x : f32`
+    python: `y = pto.sigmoid(x)`
+    example:
+        // A gate: out = x * sigmoid(x) (SiLU).
+        func.func @silu(%x: f32) -> f32 {
+          %s = pto.sigmoid %x : f32
+          %y = arith.mulf %x, %s : f32
+          func.return %y : f32
+        }
+    """
+
+    name = "pto.sigmoid"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    x = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$x attr-dict `:` type($result)"
+    traits = traits_def(Pure(), VECTOR, InstructionKind(), Elementwise("sigmoid"),
+                        KernelFunction("sigmoid", "(x)"))
+
+    def __init__(self, x: SSAValue):
+        super().__init__(operands=[x], result_types=[x.type])
+
+    def verify_(self) -> None:
+        if not isinstance(self.x.type, AnyFloat):
+            raise VerifyException(f"pto.sigmoid works on floats, got {self.x.type}")
 
 
 @op_definition
@@ -1502,7 +1565,9 @@ class PrintfOp(IRDLOperation):
     format = prop_def(StringAttr)
     values = var_operand_def()
     assembly_format = "$format (` ` `(` $values^ `:` type($values) `)`)? attr-dict"
-    traits = traits_def(SCALAR, MemoryWriteEffect())  # its output: never merged or erased
+    # its output is a write: never merged or erased
+    traits = traits_def(SCALAR, MemoryWriteEffect(), InstructionKind(), WritesOutput(),
+                        KernelFunction("printf", "(fmt, *values)"))
 
     def __init__(self, fmt: str, values: Sequence[SSAValue]):
         super().__init__(operands=[list(values)], properties={"format": StringAttr(fmt)})
@@ -1536,6 +1601,7 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     FmaOp,
     AtomicAddOp,
     FmodOp,
+    SigmoidOp,
     LoopStepOp,
     AllocLocalOp,
     AsyncLoadOp,

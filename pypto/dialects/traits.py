@@ -20,15 +20,50 @@ is moved across them; `pto.printf` declares a write (its output).
 Ops of other dialects (`arith`, `math`, `scf`, `func`) cannot carry pypto traits; their pipe is
 given by `FOREIGN_PIPES` below: lane arithmetic runs on the vector pipe (as `pto.fmod` and
 `pto.fma` do), control flow and everything else on the scalar pipe.
+
+The other facts, each a trait with its accessor (analyses, the cost model, the debugger and the
+interpreter's instruments ask these, never `isinstance(op, pto.X)`; tests/test_layering.py
+checks it):
+
+    InstructionKind(kind)   kind_of(op), is_instruction(op)
+                            an instruction of the machine, named `kind` in profiles, traces and
+                            the debugger (LOAD, MMA, COPY_IN, ...); ops without it (ids, address
+                            arithmetic, declarations, pipeline structure) run in between
+    Synchronizes(scope)     sync_scope(op) -> "warp" | "block" | None: a barrier
+    StartsCopy()            starts_copy(op): an asynchronous bulk copy; result 0 is its token,
+                            it completes at a wait of it
+    CopiesSynchronously()   copies_synchronously(op): a bulk copy complete when it retires
+    Waits(on)               waits_on(op) -> "token" | "all" | None: `token`: the copy of
+                            operand 0; `all`: every outstanding copy of the block
+    SignalsCompletion()     signals_completion(op): a copy's completion flag (`npu.set_flag`)
+    WritesOutput()          writes_output(op): prints (`pto.printf`)
+    DeclaresBuffer()        declares_buffer(op): a static L1 buffer declaration (its result)
+    OffsetsAddress()        offset_base(op): result = operand 0 offset by operand 1 elements
+    ForwardsYield()         forwards_yield(op): a structure op whose results are the values its
+                            region yields (a pipeline or a stage); `pto.yield` is one too
+    LaunchId(name)          launch_id(op) -> "global_id" | "local_id" | "block_id" | ...;
+                            varies_per(op) -> "lane" | "block" | None: an id differing between
+                            the lanes of a block / only between blocks
+    KernelFunction(name, signature)
+                            kernel_function(op): the kernel language's `pto.<name>(...)` lowers
+                            to this op (the frontend's builtins, `pypto`'s exports and the
+                            stubs are derived from it)
+    Elementwise(reference)  elementwise_reference(op): a pure lane-by-lane function whose exact
+                            reference is `pypto.exact.MATH[reference]` (the interpreter runs it)
+    TileFootprint           tile_footprint(op, value_of) -> {operand: Tile | None}: the tile of
+                            elements each address operand of a tile instruction covers (fill,
+                            mma, the bulk copies, the fused load + mma)
 """
 
 from __future__ import annotations
 
+import abc
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, OpTrait
 
 Pipe = Literal["SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT"]
@@ -81,6 +116,11 @@ class IssuesOn(OpTrait):
     def __post_init__(self) -> None:
         if self.pipe not in PIPES:
             raise ValueError(f"unknown pipe {self.pipe!r}; expected one of {PIPES}")
+
+
+SCALAR, VECTOR, CUBE = IssuesOn("SCALAR"), IssuesOn("VECTOR"), IssuesOn("CUBE")
+MTE_IN, MTE_OUT = IssuesOn("MTE_IN"), IssuesOn("MTE_OUT")
+"""The pipe traits, as the dialects declare them: `traits_def(VECTOR, ...)`."""
 
 
 @dataclass(frozen=True)
@@ -214,3 +254,359 @@ def lane_reads_memory(op: OpOrClass) -> bool:
 def accesses_space(op: Operation, space: str) -> bool:
     """Does `op` access memory in `space` ("global" or "local") through an address operand?"""
     return any(a.space in (space, "any") for a in memory_accesses(op))
+
+
+# --------------------------------------------------------------------------------------------
+# What an instruction is: its kind, synchronisation, copies, waits
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstructionKind(OpTrait):
+    """The op is an instruction of the machine, named `kind` in profiles, traces and the
+    debugger ("" = its op name without the dialect, upper case: `pto.load` -> LOAD).
+
+    Ops without it are bookkeeping that runs in between: ids, address arithmetic, declarations,
+    pipeline structure (the debugger's `step()` does not stop at them)."""
+
+    kind: str = ""
+
+
+def kind_of(op: OpOrClass) -> str:
+    """LOAD, STORE, FMA, MMA, COPY_IN, ADDF, ...: the declared kind of an instruction, else the
+    op name without its dialect, upper case."""
+    trait = _trait(op, InstructionKind)
+    if isinstance(trait, InstructionKind) and trait.kind:
+        return trait.kind
+    return op.name.split(".", 1)[-1].upper()
+
+
+def is_instruction(op: OpOrClass) -> bool:
+    """Is `op` an instruction of the PTO machine (what the debugger steps by)?"""
+    return _trait(op, InstructionKind) is not None
+
+
+SCOPES: tuple[str, ...] = ("warp", "block")
+
+
+@dataclass(frozen=True)
+class Synchronizes(OpTrait):
+    """A barrier: every lane of its `scope` ("warp" or "block") reaches it before any goes on,
+    and L1 writes before it are visible to those lanes after it. A block barrier also drains
+    every pipe."""
+
+    scope: str
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"unknown barrier scope {self.scope!r}; expected one of {SCOPES}")
+
+
+def sync_scope(op: OpOrClass) -> str | None:
+    """"warp" or "block" for a barrier, else None."""
+    trait = _trait(op, Synchronizes)
+    return trait.scope if isinstance(trait, Synchronizes) else None
+
+
+class StartsCopy(OpTrait):
+    """Starts an asynchronous bulk copy (operands: destination 0, source 1); result 0 is its
+    token, and the copy completes at a wait of it (`Waits`) or when the kernel ends."""
+
+
+def starts_copy(op: OpOrClass) -> bool:
+    return _trait(op, StartsCopy) is not None
+
+
+class CopiesSynchronously(OpTrait):
+    """A bulk copy (destination 0, source 1) complete when the instruction retires: what
+    follows it waits for it (`pto.tile_store`)."""
+
+
+def copies_synchronously(op: OpOrClass) -> bool:
+    return _trait(op, CopiesSynchronously) is not None
+
+
+WAIT_TARGETS: tuple[str, ...] = ("token", "all")
+
+
+@dataclass(frozen=True)
+class Waits(OpTrait):
+    """Waits for asynchronous copies: `on="token"`, the copy whose token is operand 0;
+    `on="all"`, every copy of the block not yet waited for."""
+
+    on: str
+
+    def __post_init__(self) -> None:
+        if self.on not in WAIT_TARGETS:
+            raise ValueError(f"unknown wait target {self.on!r}; expected one of {WAIT_TARGETS}")
+
+
+def waits_on(op: OpOrClass) -> str | None:
+    """"token" or "all" for a wait, else None."""
+    trait = _trait(op, Waits)
+    return trait.on if isinstance(trait, Waits) else None
+
+
+class WritesOutput(OpTrait):
+    """Writes the program's output (`pto.printf`): an effect outside memory, which a second
+    execution (a traced side run, a replay) would repeat."""
+
+
+def writes_output(op: OpOrClass) -> bool:
+    return _trait(op, WritesOutput) is not None
+
+
+class SignalsCompletion(OpTrait):
+    """Signals, from the producer pipe, that the copy of its token (operand 0) has completed
+    (`npu.set_flag`). The signal is part of the copy: it takes no time of its own."""
+
+
+def signals_completion(op: OpOrClass) -> bool:
+    return _trait(op, SignalsCompletion) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# Addresses and values: where an address comes from, which ids vary
+# --------------------------------------------------------------------------------------------
+
+
+class DeclaresBuffer(OpTrait):
+    """Declares a block-shared L1 buffer (its result): a static declaration, as CUDA's
+    `__shared__`, so not a synchronisation point and not an instruction. Every L1 address is
+    derived from one."""
+
+
+def declares_buffer(op: OpOrClass) -> bool:
+    return _trait(op, DeclaresBuffer) is not None
+
+
+class OffsetsAddress(OpTrait):
+    """The result is the address operand 0 offset by operand 1 elements (pointer arithmetic):
+    it points into the same buffer as operand 0."""
+
+
+def offset_base(op: Operation) -> SSAValue | None:
+    """The address `op` offsets (operand 0) when it is pointer arithmetic, else None."""
+    return op.operands[0] if _trait(op, OffsetsAddress) is not None else None
+
+
+class ForwardsYield(OpTrait):
+    """Structure, not an instruction: the op's results are the values its (single-block)
+    region yields, or (on a terminator) it yields them. Nothing of it is executed itself."""
+
+
+def forwards_yield(op: OpOrClass) -> bool:
+    return _trait(op, ForwardsYield) is not None
+
+
+LAUNCH_IDS: dict[str, str | None] = {
+    "global_id": "lane", "local_id": "lane", "warp_id": "lane", "lane_id": "lane",
+    "block_id": "block", "block_dim": None, "grid_dim": None,
+}
+"""The ids of a launch (SPEC §2), and what they differ between: the lanes of a block, the
+blocks of the grid, or nothing (the same for the whole launch)."""
+
+
+@dataclass(frozen=True)
+class LaunchId(OpTrait):
+    """The op reads id `name` of the launch (one of `LAUNCH_IDS`), along the op's grid
+    dimension (`dim_index`) when it takes one."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.name not in LAUNCH_IDS:
+            raise ValueError(f"unknown launch id {self.name!r}; expected one of "
+                             f"{tuple(LAUNCH_IDS)}")
+
+
+def launch_id(op: OpOrClass) -> str | None:
+    """"global_id", "local_id", "block_id", ... for an id op, else None."""
+    trait = _trait(op, LaunchId)
+    return trait.name if isinstance(trait, LaunchId) else None
+
+
+def varies_per(op: OpOrClass) -> str | None:
+    """"lane" for an id differing between the lanes of a block, "block" for the block id (the
+    same for a block's lanes), else None."""
+    name = launch_id(op)
+    return None if name is None else LAUNCH_IDS[name]
+
+
+# --------------------------------------------------------------------------------------------
+# The kernel language: which Python function an op is, elementwise semantics
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelFunction(OpTrait):
+    """`pto.<name><signature>` in a kernel lowers to this op. `signature` is the Python
+    parameter list, defaults written as Python (`"(count, dtype=float32)"`). Several ops may
+    share a function (the two forms of `pto.store`); they declare one signature."""
+
+    name: str
+    signature: str
+
+
+def kernel_function(op: OpOrClass) -> KernelFunction | None:
+    trait = _trait(op, KernelFunction)
+    return trait if isinstance(trait, KernelFunction) else None
+
+
+@dataclass(frozen=True)
+class Elementwise(OpTrait):
+    """A pure function of its operands, lane by lane, with the operand's type; its exact
+    reference is `pypto.exact.MATH[reference]`, which the interpreter runs (table-driven: an
+    elementwise op needs no emitter of its own)."""
+
+    reference: str
+
+
+def elementwise_reference(op: OpOrClass) -> str | None:
+    trait = _trait(op, Elementwise)
+    return trait.reference if isinstance(trait, Elementwise) else None
+
+
+# --------------------------------------------------------------------------------------------
+# Tile footprints
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tile:
+    """The elements one address operand of a tile instruction covers, counted from the
+    address: `rows` rows of `row_len` elements, the starts of two rows `stride` apart."""
+
+    rows: int
+    row_len: int
+    stride: int
+
+    @staticmethod
+    def flat(count: int) -> Tile:
+        """`count` consecutive elements."""
+        return Tile(1, count, count)
+
+    @property
+    def elements(self) -> int:
+        """Elements covered."""
+        return max(0, self.rows) * max(0, self.row_len)
+
+    @property
+    def extent(self) -> int:
+        """From the first element to one past the last: (rows - 1) * stride + row_len."""
+        if self.rows <= 0 or self.row_len <= 0:
+            return 0
+        return (self.rows - 1) * self.stride + self.row_len
+
+
+ValueOf = Callable[[SSAValue], "int | None"]
+"""How a caller knows an i32 operand: a constant, a value under an analysis' assumptions, or a
+run-time value; None when it does not."""
+
+
+class TileFootprint(OpTrait, abc.ABC):
+    """Interface of the tile instructions: the `Tile` each address operand covers.
+
+    `tiles(op, value_of)` maps operand indices to their tile (None when a size it depends on is
+    not known through `value_of`). One definition of each instruction's geometry for the cost
+    model (L1 extents, bytes moved), the barrier analysis (elements) and the alias query.
+    """
+
+    @abc.abstractmethod
+    def tiles(self, op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None]:
+        """Operand index -> the tile it covers (None: depends on a value not known)."""
+
+
+class FillFootprint(TileFootprint):
+    """`pto.fill dst, value, count`: `count` consecutive elements of operand 0."""
+
+    def tiles(self, op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None]:
+        count = value_of(op.operands[2])
+        return {0: None if count is None else Tile.flat(count)}
+
+
+def _itemsize(t: Attribute) -> int:
+    width = getattr(t, "width", None)  # IntegerType: an IntAttr; floats have `bitwidth`
+    bits = width.data if width is not None else getattr(t, "bitwidth", 32)
+    return max(1, int(bits) // 8)
+
+
+def element_bytes(address: SSAValue) -> int:
+    """Bytes of one element of an address operand (4 when it is not an address)."""
+    return _itemsize(getattr(address.type, "element_type", address.type))
+
+
+def copy_tiles(dst: SSAValue, src: SSAValue, nbytes: SSAValue, rows: SSAValue,
+               src_stride: SSAValue, dst_stride: SSAValue, value_of: ValueOf
+               ) -> tuple[Tile | None, Tile | None]:
+    """(destination, source) tiles of a bulk copy of `nbytes` in `rows` rows with element
+    strides (row r reads at `r * src_stride`, writes at `r * dst_stride`)."""
+    total, n_rows = value_of(nbytes), value_of(rows)
+    if total is None or n_rows is None or n_rows <= 0:
+        return None, None
+    row_bytes, rest = divmod(total, n_rows)
+    if rest or row_bytes % element_bytes(dst):
+        return None, None  # not whole rows of whole elements: an invalid copy
+    row_len = row_bytes // element_bytes(dst)
+    s_src, s_dst = value_of(src_stride), value_of(dst_stride)
+    return (None if s_dst is None else Tile(n_rows, row_len, s_dst),
+            None if s_src is None else Tile(n_rows, row_len, s_src))
+
+
+class CopyFootprint(TileFootprint):
+    """A bulk copy `dst, src, nbytes, rows, src_stride, dst_stride` (operands 0..5)."""
+
+    def tiles(self, op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None]:
+        dst, src = copy_tiles(*op.operands[:6], value_of=value_of)
+        return {0: dst, 1: src}
+
+
+def mma_tiles(op: Operation) -> dict[int, Tile]:
+    """C (m x n), A (m x k), B (k x n): operands 0, 1, 2 of an op with a `shape` (m, n, k)."""
+    m, n, k = op.shape  # type: ignore[attr-defined]
+    return {0: Tile(m, n, n), 1: Tile(m, k, k), 2: Tile(k, n, n)}
+
+
+class MmaFootprint(TileFootprint):
+    """`C += A @ B` on row-major tiles: operands 0 (C, m x n), 1 (A, m x k), 2 (B, k x n)."""
+
+    def tiles(self, op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None]:
+        return mma_tiles(op)
+
+
+class LoadMmaFootprint(TileFootprint):
+    """The fused load + MMA: the MMA's tiles, and the HBM source (operand 3) of the copy into
+    the loaded operand, `nbytes, rows, src_stride, dst_stride` being operands 4..7."""
+
+    def tiles(self, op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None]:
+        tiles: dict[int, Tile | None] = dict(mma_tiles(op))
+        tiles[3] = self.copy(op, value_of)[1]
+        return tiles
+
+    @staticmethod
+    def copy(op: Operation, value_of: ValueOf) -> tuple[int, Tile | None, Tile | None]:
+        """The fused copy: (the operand it writes, its tile there, its HBM source tile)."""
+        src, nbytes, rows, src_stride, dst_stride = op.operands[3:8]
+        loaded = op.loaded  # type: ignore[attr-defined]
+        dst, source = copy_tiles(loaded, src, nbytes, rows, src_stride, dst_stride, value_of)
+        return list(op.operands).index(loaded), dst, source
+
+
+def tile_footprint(op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None] | None:
+    """The tile each address operand of a tile instruction covers (None: not a tile op)."""
+    trait = _trait(op, TileFootprint)
+    return trait.tiles(op, value_of) if isinstance(trait, TileFootprint) else None
+
+
+def has_tile_footprint(op: OpOrClass) -> bool:
+    return _trait(op, TileFootprint) is not None
+
+
+def fused_copy(op: Operation, value_of: ValueOf) -> tuple[int, Tile | None] | None:
+    """For an instruction with a fused load (`npu.load_mma`): the operand the load writes and
+    the tile it writes there (besides the operand's own tile); None for any other op."""
+    trait = _trait(op, LoadMmaFootprint)
+    if not isinstance(trait, LoadMmaFootprint):
+        return None
+    index, tile, _ = trait.copy(op, value_of)
+    return index, tile

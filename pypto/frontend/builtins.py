@@ -2,21 +2,83 @@
 
 These Python functions exist so that `pto.load` is a real name a user can import, document and
 look up; they are never executed. Inside a `@pto.kernel` the frontend recognises them *by identity*
-(so `from pypto import load` works as well as `pto.load`) and emits the corresponding `pto` op.
-Called from ordinary Python they raise a `PtoError` that says so.
+(so `from pypto import load` works as well as `pto.load`) and emits the corresponding op. Called
+from ordinary Python they raise a `PtoError` that says so.
 
-`BUILTINS` maps each function to the name of the frontend method that lowers it; it is the
-frontend's single table of the language's builtins.
+They are derived from the dialect, not re-typed: every op of `pto.PTO_OPS` with a
+`KernelFunction(name, signature)` trait is the function `name`, with that signature and a
+docstring made of its op's documentation (the same text as docs/isa.md). The few functions that
+lower to upstream dialects (`math`, `arith`), which cannot carry pypto traits, are declared in
+`LANGUAGE_FUNCTIONS` below. The stub file `builtins.pyi` next to this module is generated from
+the same source (`python -m pypto.tools.stubs`; a test fails when it is stale).
+
+`BUILTINS` maps each function to its name: the frontend lowers a call with its `call_<name>`
+method, or, for an `Elementwise` op without one, generically (`ELEMENTWISE`).
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
+from xdsl.irdl import IRDLOperation
+
+from pypto import dtypes
+from pypto.dialects import pto
+from pypto.dialects.op_docs import parse_docstring
+from pypto.dialects.traits import elementwise_reference, kernel_function
 from pypto.errors import PtoError
 
+LANGUAGE_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "exp": ("(x)", "Exponential per lane (`math.exp`): floats, evaluated in float64 and rounded "
+                   "once to the operand type (within 1 ulp)."),
+    "log": ("(x)", "Natural logarithm per lane (`math.log`): floats, evaluated in float64 and "
+                   "rounded once (within 1 ulp)."),
+    "sqrt": ("(x)", "Square root per lane (`math.sqrt`): floats, correctly rounded; a negative "
+                    "operand gives NaN."),
+    "rsqrt": ("(x)", "Reciprocal square root `1 / sqrt(x)` per lane (`math.rsqrt`): floats, "
+                     "evaluated in float64 and rounded once (within 1 ulp)."),
+    "tanh": ("(x)", "Hyperbolic tangent per lane (`math.tanh`): floats, evaluated in float64 "
+                    "and rounded once (within 1 ulp)."),
+    "select": ("(cond, a, b)", "`a` where `cond` holds, else `b`, per lane (`arith.select`); "
+                               "Python numbers take the other operand's type."),
+    "cast": ("(x, dtype)", "Convert `x` to `dtype` per lane (`arith` casts): floats round to "
+                           "nearest even, float to int truncates toward zero."),
+    "reduce": ("(v, op=\"sum\", scope=\"warp\")",
+               "Reduce `v` across the lanes of a warp or of a block (`op`: \"sum\", \"max\" or "
+               "\"min\"; `scope`: \"warp\" or \"block\"), lowered to ordinary loads, stores and "
+               "barriers on a scratch buffer (pypto/frontend/collectives.py); every lane gets "
+               "the result."),
+}
+"""Functions of the language that lower to upstream ops: name -> (signature, docstring)."""
 
-def _kernel_only(name: str):
+_ONLY_IN_KERNELS = "Only valid inside a @pto.kernel function."
+
+_DEFAULTS = {"float32": dtypes.float32, "None": None}
+"""What the defaults written in signatures stand for."""
+
+
+def _signature(text: str) -> inspect.Signature:
+    """`"(count, dtype=float32)"` as an `inspect.Signature` (defaults evaluated)."""
+    fn = eval(f"lambda {text[1:-1]}: None", dict(_DEFAULTS))  # noqa: S307 - dialect text
+    return inspect.signature(fn)
+
+
+def op_doc(op: type[IRDLOperation]) -> str:
+    """An op's documentation as a function's docstring: summary, semantics, Python form, and
+    the IR op it lowers to (the same text as its entry in docs/isa.md)."""
+    doc = parse_docstring(op.__doc__)
+    parts = [doc.summary]
+    if doc.semantics:
+        parts.append(f"Semantics: {doc.semantics}")
+    if doc.python:
+        parts.append(f"Python: {doc.python}")
+    parts.append(f"Lowers to `{op.name}` (docs/isa.md).")
+    return "\n\n".join(parts)
+
+
+def _kernel_only(name: str, signature: str, doc: str) -> Callable[..., Any]:
     def fn(*args: Any, **kwargs: Any) -> Any:
         raise PtoError(
             f"pto.{name}() is a kernel-side instruction: it can only be used inside a "
@@ -24,40 +86,43 @@ def _kernel_only(name: str):
 
     fn.__name__ = name
     fn.__qualname__ = name
-    fn.__doc__ = f"Kernel-side `pto.{name}` (see docs/isa.md). Only valid inside @pto.kernel."
+    fn.__module__ = "pypto"
+    fn.__signature__ = _signature(signature)  # type: ignore[attr-defined]
+    fn.__doc__ = doc
     return fn
 
 
-get_global_id = _kernel_only("get_global_id")
-get_local_id = _kernel_only("get_local_id")
-get_block_id = _kernel_only("get_block_id")
-get_block_dim = _kernel_only("get_block_dim")
-get_grid_dim = _kernel_only("get_grid_dim")
-get_warp_id = _kernel_only("get_warp_id")
-get_lane_id = _kernel_only("get_lane_id")
-load = _kernel_only("load")
-store = _kernel_only("store")
-fma = _kernel_only("fma")
-barrier = _kernel_only("barrier")
-barrier_block = _kernel_only("barrier_block")
-atomic_add = _kernel_only("atomic_add")
-alloc_local = _kernel_only("alloc_local")
-async_load = _kernel_only("async_load")
-async_store = _kernel_only("async_store")
-wait = _kernel_only("wait")
-wait_all = _kernel_only("wait_all")
-fill = _kernel_only("fill")
-mma = _kernel_only("mma")
-pipeline = _kernel_only("pipeline")
-printf = _kernel_only("printf")
-exp = _kernel_only("exp")
-log = _kernel_only("log")
-sqrt = _kernel_only("sqrt")
-rsqrt = _kernel_only("rsqrt")
-tanh = _kernel_only("tanh")
-select = _kernel_only("select")
-cast = _kernel_only("cast")
-reduce = _kernel_only("reduce")
+def declared() -> dict[str, tuple[str, str]]:
+    """Every builtin: name -> (signature, docstring), the dialect's first (in `PTO_OPS`
+    order), then `LANGUAGE_FUNCTIONS`. Ops sharing a name declare one signature."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for op in pto.PTO_OPS:
+        trait = kernel_function(op)
+        if trait is None:
+            continue
+        signature, docs = found.setdefault(trait.name, (trait.signature, []))
+        if signature != trait.signature:
+            raise ValueError(f"{op.name} declares pto.{trait.name}{trait.signature}, another "
+                             f"op declares pto.{trait.name}{signature}: one function, one "
+                             f"signature")
+        docs.append(op_doc(op))
+    out = {name: (signature, "\n\n".join(docs)) for name, (signature, docs) in found.items()}
+    out.update(LANGUAGE_FUNCTIONS)
+    return {name: (signature, f"{doc}\n\n{_ONLY_IN_KERNELS}")
+            for name, (signature, doc) in out.items()}
+
+
+ELEMENTWISE: dict[str, type[IRDLOperation]] = {
+    trait.name: op for op in pto.PTO_OPS
+    if (trait := kernel_function(op)) is not None and elementwise_reference(op) is not None}
+"""Builtins that are `Elementwise` ops: lowered generically when no `call_<name>` exists."""
+
+BUILTINS: dict[Any, str] = {}
+for _name, (_sig, _doc) in declared().items():
+    _fn = _kernel_only(_name, _sig, _doc)
+    BUILTINS[_fn] = _name
+    globals()[_name] = _fn  # `pypto.frontend.builtins.load`, re-exported as `pto.load`
+del _name, _sig, _doc, _fn
 
 
 class constexpr:  # noqa: N801 - a marker used as an annotation, named like Triton's
@@ -71,37 +136,5 @@ class constexpr:  # noqa: N801 - a marker used as an annotation, named like Trit
         raise TypeError("pto.constexpr is an annotation: write `n: pto.constexpr` on a kernel "
                         "parameter")
 
-BUILTINS: dict[Any, str] = {
-    get_global_id: "get_global_id",
-    get_local_id: "get_local_id",
-    get_block_id: "get_block_id",
-    get_block_dim: "get_block_dim",
-    get_grid_dim: "get_grid_dim",
-    get_warp_id: "get_warp_id",
-    get_lane_id: "get_lane_id",
-    load: "load",
-    store: "store",
-    fma: "fma",
-    barrier: "barrier",
-    barrier_block: "barrier_block",
-    atomic_add: "atomic_add",
-    alloc_local: "alloc_local",
-    async_load: "async_load",
-    async_store: "async_store",
-    wait: "wait",
-    wait_all: "wait_all",
-    fill: "fill",
-    mma: "mma",
-    pipeline: "pipeline",
-    printf: "printf",
-    exp: "exp",
-    log: "log",
-    sqrt: "sqrt",
-    rsqrt: "rsqrt",
-    tanh: "tanh",
-    select: "select",
-    cast: "cast",
-    reduce: "reduce",
-}
 
-__all__ = [fn.__name__ for fn in BUILTINS] + ["constexpr"]
+__all__ = [*BUILTINS.values(), "constexpr"]

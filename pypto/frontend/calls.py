@@ -13,12 +13,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Attribute, SSAValue
 
-from pypto import dtypes
+from pypto import dtypes, exact
 from pypto.dialects import pto
+from pypto.dialects.traits import elementwise_reference
 from pypto.frontend.blame import describe_type, is_pointer
 from pypto.frontend.common import (
     NeedsConstexpr,
@@ -416,6 +418,13 @@ class CallLowering:
             raise self.type_error(f"pto.{name} takes a float value, got {_describe_value(x)}",
                                   node, (x,), "pto.cast() integers first")
         return self.emit(op_cls(x)).results[0]
+
+    def call_elementwise(self, node: ast.Call, name: str, op_cls: type) -> Any:
+        """`pto.<name>(x)` of an `Elementwise` dialect op (unary, on floats): a Python number
+        folds through the op's exact reference in float64; a value emits the op."""
+        reference = exact.MATH[elementwise_reference(op_cls)]  # type: ignore[index]
+        return self._unary_math(node, name, op_cls,
+                                lambda v: float(reference(np.float64(v))))
 
     def call_exp(self, node: ast.Call) -> Any:
         return self._unary_math(node, "exp", math.ExpOp, py_math.exp)

@@ -40,7 +40,7 @@ from pypto import dtypes, exact
 from pypto.dialects import pto
 from pypto.errors import CompileError
 from pypto.frontend.blame import blame, describe_type, is_pointer
-from pypto.frontend.builtins import BUILTINS
+from pypto.frontend.builtins import BUILTINS, ELEMENTWISE
 from pypto.frontend.hints import call_replacement, expression_replacement
 from pypto.frontend.calls import CallLowering
 from pypto.frontend.common import _is_bool, _is_float, _is_int, _type_name
@@ -460,7 +460,10 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
         except TypeError:  # unhashable callee
             handler_name = None
         if handler_name is not None:
-            return getattr(self, f"call_{handler_name}")(node)
+            handler = getattr(self, f"call_{handler_name}", None)
+            if handler is None:  # an Elementwise op of the dialect: lowered by its declaration
+                return self.call_elementwise(node, handler_name, ELEMENTWISE[handler_name])
+            return handler(node)
         if callee is _PIPELINE_RUN:
             self.call_args(node, [], 0)
             return None  # the article's pl.run(): stages already run in order

@@ -22,7 +22,6 @@ in its own).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -32,20 +31,17 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from pypto.analysis.uniformity import walk
+from pypto.analysis.ir_utils import kernels, yielded
 from pypto.analysis.l1_liveness import while_arg_sources, while_result_sources
+from pypto.analysis.uniformity import walk
 from pypto.dialects import npu, pto
-from pypto.dialects.traits import pipe_of
+from pypto.dialects.traits import (
+    copies_synchronously,
+    declared_accesses,
+    pipe_of,
+    starts_copy,
+)
 from pypto.passes.verify_barriers import BlockShapeOptions
-
-_MEMORY_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, pto.FillOp, pto.MmaOp,
-               pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp)
-
-
-def _kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.body.blocks:
-            yield op
 
 
 def copy_pipe(token: SSAValue) -> str:
@@ -59,19 +55,13 @@ def copy_pipe(token: SSAValue) -> str:
             continue
         seen.add(value)
         owner = value.owner
-        if isinstance(owner, pto.AsyncLoadOp | npu.CopyInOp):
-            return "MTE_IN"
-        if isinstance(owner, pto.AsyncStoreOp | npu.CopyOutOp | pto.TileStoreOp):
-            return "MTE_OUT"
+        if isinstance(owner, Operation) and (starts_copy(owner) or
+                                             copies_synchronously(owner)):
+            return pipe_of(owner)
         if isinstance(owner, scf.WhileOp):  # a SIMT loop's result: what scf.condition forwards
             work.extend(while_result_sources(owner, value))
         elif isinstance(owner, Operation):  # a region op's result: what its regions yield there
-            index = list(owner.results).index(value)
-            for region in owner.regions:
-                for block in region.blocks:
-                    last = block.last_op
-                    if last is not None and index < len(last.operands):
-                        work.append(last.operands[index])
+            work.extend(yielded(owner, list(owner.results).index(value)))
         elif isinstance(owner, Block):  # a loop-carried argument: its initial value, its yield
             loop = owner.parent_op()
             if isinstance(loop, scf.ForOp) and value.index > 0:
@@ -93,8 +83,8 @@ def consumer_pipe(wait: Operation, src_pipe: str) -> str:
         nxt = op.next_op
         while nxt is not None:
             for inner in walk([nxt]):
-                if isinstance(inner, _MEMORY_OPS) and pipe_of(inner) != src_pipe:
-                    return pipe_of(inner)
+                if declared_accesses(inner) and pipe_of(inner) != src_pipe:
+                    return pipe_of(inner)  # the first instruction touching memory on another pipe
             nxt = nxt.next_op
         parent = op.parent_op()
         op = parent if parent is not None and not isinstance(parent, func.FuncOp) else None
@@ -144,7 +134,7 @@ class ConvertPtoToNpu(BlockShapeOptions, ModulePass):
         return lanes
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in _kernels(op):
+        for kernel in list(kernels(op)):
             _Lowering(kernel, self.block_lanes).run()
 
 

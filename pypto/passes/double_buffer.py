@@ -63,17 +63,15 @@ from pypto.analysis.l1_liveness import (
     location_text,
     plan_layout,
 )
+from pypto.analysis.ir_utils import constant_int
 from pypto.analysis.lane_values import defined_inside
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
-from pypto.dialects.traits import memory_accesses
+from pypto.dialects.traits import memory_accesses, starts_copy
 from pypto.passes.allocate_l1 import L1Options, kib
 from pypto.backend.targets import resolve_target
 from pypto.diagnostics import emit_remark
 from pypto.passes.npu_fuse_load_mma import fusion_rules
-
-_ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
-
 
 class Refusal(Exception):
     """Why a loop cannot be double-buffered (`op`: where to point the remark)."""
@@ -86,13 +84,6 @@ class Refusal(Exception):
 
 def _is_pure(op: Operation) -> bool:
     return not op.regions and is_side_effect_free(op)
-
-
-def _const_int(value: SSAValue) -> int | None:
-    if isinstance(value, OpResult) and isinstance(value.op, arith.ConstantOp) and \
-            isinstance(value.op.value, IntegerAttr):
-        return value.op.value.value.data
-    return None
 
 
 def _round_up(n: int, align: int) -> int:
@@ -167,7 +158,7 @@ def analyse(loop: scf.ForOp) -> Plan:
             continue
         raise Refusal(f"the loop body has '{op.name}'{_at(op)} outside its "
                       f"pto.pipeline; move it into a stage", op)
-    step = _const_int(loop.step)
+    step = constant_int(loop.step)
     if step is None or step <= 0:
         raise Refusal("the loop step is not a positive compile-time constant", loop)
     for op in pipeline.body.block.ops:
@@ -210,7 +201,7 @@ def analyse(loop: scf.ForOp) -> Plan:
                               f"{_stage_text(stage)} is not filled by its loads", op)
 
     compute_copies = [op for s in compute_stages for op in walk(s.body.block.ops)
-                      if isinstance(op, _ASYNC)]
+                      if starts_copy(op)]
     _check_compute_copies(compute_copies, compute_stages)
     has_wait_all = any(isinstance(op, pto.WaitAllOp) for s in compute_stages
                        for op in walk(s.body.block.ops))
@@ -218,7 +209,7 @@ def analyse(loop: scf.ForOp) -> Plan:
     while kernel is not None and not isinstance(kernel, func.FuncOp):
         kernel = kernel.parent_op()
     outside = kernel is not None and any(
-        isinstance(op, _ASYNC) and not loop.is_ancestor(op) for op in kernel.walk())
+        starts_copy(op) and not loop.is_ancestor(op) for op in kernel.walk())
     return Plan(loop, pipeline, step, load_stages, compute_stages, buffers, loads,
                 compute_copies, wait_before=has_wait_all and outside)
 
@@ -370,7 +361,7 @@ def _bounded_loops(root: Operation) -> dict[SSAValue, tuple[int, int]]:
     found: dict[SSAValue, tuple[int, int]] = {}
     for op in root.walk():
         if isinstance(op, scf.ForOp):
-            lb, ub, step = (_const_int(v) for v in (op.lb, op.ub, op.step))
+            lb, ub, step = (constant_int(v) for v in (op.lb, op.ub, op.step))
             if lb is not None and ub is not None and step is not None and step > 0 and lb < ub:
                 found[op.body.block.args[0]] = (lb, ub - 1)
     return found

@@ -15,7 +15,6 @@ round-trips every example, so the reference can neither go stale nor show IR tha
 
 from __future__ import annotations
 
-import inspect
 import re
 import sys
 from dataclasses import dataclass
@@ -24,15 +23,17 @@ from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 
 from pypto.dialects import pto
-from pypto.dialects.traits import Fence, declared_accesses, is_block_collective, pipe_of
+from pypto.dialects.op_docs import DocEntry, parse_docstring
+from pypto.dialects.traits import (
+    Fence,
+    declared_accesses,
+    elementwise_reference,
+    is_block_collective,
+    pipe_of,
+)
 
 REGENERATE = "python -m pypto.tools.isa_doc > docs/isa.md"
 """The command that rewrites the reference (quoted by the staleness test)."""
-
-FIELDS = ("semantics", "syntax", "python", "example")
-"""Docstring fields, in the order the dialect writes them; each starts a line (`syntax: ...`)."""
-
-_FIELD_LINE = re.compile(r"^(?P<field>%s):(?:\s(?P<rest>.*)|)$" % "|".join(FIELDS))
 
 GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
     ("Ids",
@@ -45,8 +46,9 @@ GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
      "to its first element).",
      (pto.AddPtrOp, pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)),
     ("Arithmetic",
-     "Scalar arithmetic is `arith`/`math`; pto adds what they lack.",
-     (pto.FmodOp,)),
+     "Scalar arithmetic is `arith`/`math`; pto adds what they lack: `pto.fmod` and the "
+     "elementwise functions (every op with the `Elementwise` trait is listed here).",
+     (pto.FmodOp, *(op for op in pto.PTO_OPS if elementwise_reference(op) is not None))),
     ("L1 and tile instructions",
      "Tile instructions are executed once per block, cooperatively by its lanes, and must sit "
      "in uniform control flow (`pto-verify-barriers` reports one under a lane-dependent "
@@ -73,61 +75,6 @@ GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
 )
 """The reference's sections: (title, introduction, ops). Presentation only: every op of
 `pto.PTO_OPS` must appear exactly once (`render()` refuses otherwise)."""
-
-
-@dataclass(frozen=True)
-class DocEntry:
-    """The parts of one op or type docstring."""
-
-    summary: str
-    semantics: str
-    """Prose before the fields and the `semantics:` field, as one text (may be empty)."""
-    syntax: str
-    python: str
-    example: str
-    """The `example:` block, dedented (may be empty)."""
-
-
-def parse_docstring(doc: str | None) -> DocEntry:
-    """Split a dialect docstring into summary, semantics, syntax, python form and example.
-
-    The first line is the summary. A line starting with `semantics:`, `syntax:`, `python:` or
-    `example:` opens that field, which runs until the next field; lines before the first field
-    are prose, which precedes the semantics.
-    """
-    lines = inspect.cleandoc(doc or "").splitlines()
-    if not lines or not lines[0].strip():
-        return DocEntry("", "", "", "", "")
-    summary = lines[0].strip()
-    fields: dict[str, list[str]] = {"prose": []}
-    current = "prose"
-    for line in lines[1:]:
-        match = _FIELD_LINE.match(line)
-        if match:
-            current = match.group("field")
-            fields[current] = [match.group("rest")] if match.group("rest") else []
-        else:
-            fields[current].append(line)
-
-    def text(name: str) -> str:
-        return " ".join(" ".join(fields.get(name, [])).split())
-
-    semantics = "\n\n".join(part for part in (_paragraphs(fields["prose"]),
-                                              _paragraphs(fields.get("semantics", []))) if part)
-    example = inspect.cleandoc("\n".join(fields.get("example", [])))
-    return DocEntry(summary, semantics, text("syntax"), text("python"), example)
-
-
-def _paragraphs(lines: list[str]) -> str:
-    """Lines re-joined into paragraphs (blank lines separate them), each on one line."""
-    paragraphs, current = [], []
-    for line in lines + [""]:
-        if line.strip():
-            current.append(line.strip())
-        elif current:
-            paragraphs.append(" ".join(current))
-            current = []
-    return "\n\n".join(paragraphs)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
@@ -44,6 +44,7 @@ from pypto.diagnostics import (
     error_notes,
     error_op,
     locate_verify_failure,
+    source_loc,
 )
 from pypto.backend.validation import validate_pipeline
 from pypto.tools.expected_diagnostics import check_expectations, parse_expectations
@@ -361,10 +362,10 @@ class _OpLocator:
 
 def _python_source(op: Operation | None) -> str | None:
     """`"k.py":12:8` when the op remembers the Python line it was generated from."""
-    if op is None or not isinstance(op.location, FileLineColLoc):
+    loc = None if op is None else source_loc(op)
+    if loc is None:
         return None
-    loc = op.location
-    return f'"{loc.filename.data}":{loc.line.data}:{loc.column.data}'
+    return f'"{loc.file}":{loc.line}:{loc.column}'
 
 
 def _first_code_offset(text: str) -> int:

@@ -1,5 +1,5 @@
 """docs/debugging.md shows real output: its `pycon` blocks marked `<!-- doctest -->` run here and
-must print exactly what the page shows (`<!-- doctest: npu -->` blocks need the npu level)."""
+must print exactly what the page shows (`<!-- doctest: npu -->` blocks run at the npu level)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from pypto.passes import PASSES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "debugging.md"
@@ -29,8 +27,6 @@ def test_the_page_has_doctest_blocks():
 
 @pytest.mark.parametrize("level", ["npu", "pto"])
 def test_debugging_md_examples_print_what_the_page_shows(level, monkeypatch):
-    if level == "npu" and "convert-pto-to-npu" not in PASSES:
-        pytest.skip("the npu-level example needs convert-pto-to-npu (issue 11)")
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)

@@ -14,17 +14,12 @@ import pytest
 
 import pypto as pto
 import pypto.debug as dbg
-from pypto.passes import PASSES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 
 PTO_LEVEL = "pto-verify-barriers"
-HAS_NPU = "convert-pto-to-npu" in PASSES
-needs_npu = pytest.mark.skipif(not HAS_NPU, reason="convert-pto-to-npu (issue 11) not on this "
-                               "branch yet; the npu-level session is tested once it is")
-
 
 def line_of(fn, marker: str) -> int:
     """The source line of `fn` containing `marker`."""
@@ -67,7 +62,6 @@ def out_lines(capsys) -> list[str]:
 # the article's session ------------------------------------------------------------------------
 
 
-@needs_npu
 def test_article_session_at_the_default_npu_level(capsys):
     n = 1024
     a, b, d_a, d_b, d_o = vector_add_data(n)
@@ -338,7 +332,6 @@ def test_inspect_l1_reads_the_block_arena_by_element_offset():
         ctx.inspect_l1(10**6, 4)
 
 
-@needs_npu
 def test_npu_level_staging_slots_hold_each_load():
     n = 300
     a, b, d_a, d_b, d_o = vector_add_data(n)

@@ -6,7 +6,14 @@ import pytest
 from xdsl.traits import OpTrait
 
 from pypto.dialects import npu
-from pypto.dialects.traits import IssuesOn, is_block_collective, memory_accesses, pipe_of
+from pypto.dialects.traits import (
+    IssuesOn,
+    is_block_collective,
+    is_instruction,
+    kind_of,
+    memory_accesses,
+    pipe_of,
+)
 
 PIPES = {
     "npu.load": "VECTOR", "npu.store": "VECTOR", "npu.fma": "VECTOR", "npu.copy_in": "MTE_IN",
@@ -21,7 +28,20 @@ def test_every_npu_op_declares_its_pipe_as_a_trait(op):
     assert isinstance(op.get_trait(IssuesOn), OpTrait)
     assert pipe_of(op) == PIPES[op.name]
     assert not hasattr(op, "PIPE"), "the pipe has one source: the trait"
-    assert op.KIND, "every npu instruction names its kind for profiles"
+    assert is_instruction(op), "every npu op is an instruction, named for profiles"
+    assert not hasattr(op, "KIND"), "the kind has one source: the trait"
+
+
+KINDS = {
+    "npu.load": "LOAD", "npu.store": "STORE", "npu.fma": "FMA", "npu.copy_in": "COPY_IN",
+    "npu.copy_out": "COPY_OUT", "npu.set_flag": "SET_FLAG", "npu.wait_flag": "WAIT_FLAG",
+    "npu.wait_flag_all": "WAIT_FLAG", "npu.pipe_barrier": "BARRIER",
+    "npu.warp_barrier": "BARRIER", "npu.mma": "MMA", "npu.load_mma": "LOAD_MMA",
+}
+
+
+def test_npu_instruction_kinds_match_the_firmware_names():
+    assert {op.name: kind_of(op) for op in npu.NPU_OPS} == KINDS
 
 
 def test_block_collectives_are_the_tile_instructions_and_the_pipe_barrier():

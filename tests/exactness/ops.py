@@ -94,6 +94,8 @@ def float_ops(dt: np.dtype) -> list[Op]:
         Op("log", "pto.log(x)", dt, _f64(np.log), arity=1, ulps=1.0),
         Op("tanh", "pto.tanh(x)", dt, _f64(np.tanh), arity=1, ulps=1.0),
         Op("rsqrt", "pto.rsqrt(x)", dt, _f64(lambda v: 1.0 / np.sqrt(v)), arity=1, ulps=1.0),
+        Op("sigmoid", "pto.sigmoid(x)", dt, _f64(lambda v: 1.0 / (1.0 + np.exp(-v))), arity=1,
+           ulps=1.0),
         Op("pow", "x ** y", dt, _pow_ref, ulps=1.0),
     ]
     ops += [Op(n, e, dt, _cmp(f), out=R.BOOL) for n, e, f in _CMPS]

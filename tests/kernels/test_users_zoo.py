@@ -11,8 +11,8 @@ times both, docs/performance.md lists the pairs).
 
 Every kernel is checked against a NumPy reference computing the same float operations in the
 same order, bit for bit; bench/zoo.py runs them at full size, and
-tests/kernels/test_fast_paths.py runs each with the interpreter's fast paths on and off, in
-lockstep and under every warp schedule.
+tests/backend/interpreter/fast_paths/test_fast_paths.py runs each with the interpreter's fast
+paths on and off, in lockstep and under every warp schedule.
 """
 
 from __future__ import annotations

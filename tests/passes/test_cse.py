@@ -7,7 +7,6 @@ lit inputs and the generated module of `bench/opt.py`, each as written and after
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,14 @@ from pypto.passes import PASSES
 from pypto.passes.cse import CSEPass
 from pypto.tools import isa_doc
 from pypto.tools.parsing import parse_module
+from tests.passes.big_module import module_text
 from tests.passes.random_kernels import generate
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import opt as bench_opt  # noqa: E402
 
 INPUTS: dict[str, str] = {f"example:{name}": text for name, text in isa_doc.examples()}
 INPUTS.update({f"random:{seed}": generate(seed) for seed in range(40)})
-INPUTS["bench:40"] = bench_opt.module_text(40)
+INPUTS["bench:40"] = module_text(40)
 for path in sorted((ROOT / "tests" / "filecheck").rglob("*.mlir")):
     text = path.read_text()
     if "// -----" not in text and "expected-error" not in text:
@@ -72,7 +70,7 @@ def test_same_output_as_xdsl_cse(name: str, canonicalize: bool) -> None:
 
 def test_bench_module_really_merges() -> None:
     """The comparison above is not vacuous: CSE changes the generated module a lot."""
-    text = bench_opt.module_text(40)
+    text = module_text(40)
     ctx = make_context()
     module, _ = parse_module(ctx, text, "<bench>")
     n_before = sum(1 for _ in module.walk())

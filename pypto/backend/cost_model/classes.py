@@ -38,10 +38,19 @@ from pypto.analysis.lane_values import _binary, _compare, _wrap
 from pypto.analysis.uniformity import values_depending_on, walk
 from pypto.backend.cost_model.facts import tensor_of
 from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective, memory_accesses
+from pypto.dialects.traits import (
+    AddressType,
+    declares_buffer,
+    forwards_yield,
+    is_block_collective,
+    launch_id,
+    memory_accesses,
+    offset_base,
+    writes_output,
+)
 
-_STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.FuncOp, func.ReturnOp, pto.PipelineOp,
-              pto.StageOp, pto.YieldOp)
+_STRUCTURE = (scf.IfOp, scf.ForOp, scf.YieldOp, func.FuncOp, func.ReturnOp)
+"""Foreign region ops the plan covers (besides pto's structure: `ForwardsYield`)."""
 _CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
 _WRAPPING = frozenset({"arith.trunci", "arith.index_cast"})
 """Ops whose result may leave the range of its type (binary ops compute in their own type)."""
@@ -64,16 +73,17 @@ def roots_of(kernel: func.FuncOp) -> tuple[list[SSAValue], list[SSAValue]] | Non
     roots: list[SSAValue] = []
     addresses: list[SSAValue] = []
     for op in walk(kernel.body.block.ops):
-        if op.regions and not isinstance(op, _STRUCTURE):
+        if op.regions and not (isinstance(op, _STRUCTURE) or forwards_yield(op)):
             return None  # scf.while and anything new: not covered
-        if isinstance(op, pto.PrintfOp):
+        if writes_output(op):
             return None
         if isinstance(op, scf.IfOp):
             roots.append(op.cond)
         elif isinstance(op, scf.ForOp):
             roots.extend((op.lb, op.ub, op.step))
-        elif isinstance(op, pto.AddPtrOp) and op.result.type.space == "local":
-            roots.append(op.offset)
+        elif offset_base(op) is not None and isinstance(t := op.results[0].type, AddressType) \
+                and t.space == "local":
+            roots.append(op.operands[1])
         for access in memory_accesses(op):
             address = op.operands[access.operand]
             addresses.append(address)
@@ -103,7 +113,8 @@ def _tensors_to_copy(kernel: func.FuncOp) -> frozenset[int] | None:
                     return None
                 continue
             (written if access.kind == "write" else read).add(tensor)
-            if isinstance(op, pto.AtomicAddOp):
+            if {a.kind for a in memory_accesses(op) if a.operand == access.operand} == \
+                    {"read", "write"}:  # an atomic update: reads and writes in place
                 read.add(tensor)
                 written.add(tensor)
     return frozenset(read & written)
@@ -221,11 +232,12 @@ class _Evaluator:
         total: np.ndarray = np.asarray(0, dtype=np.int64)
         for _ in range(64):
             owner = ptr.owner
-            if isinstance(owner, pto.AddPtrOp):
-                total = total + self.value(owner.offset)
-                ptr = owner.ptr
+            base = offset_base(owner) if isinstance(owner, Operation) else None
+            if base is not None:
+                total = total + self.value(owner.operands[1])
+                ptr = base
                 continue
-            if isinstance(owner, pto.AllocLocalOp) or (
+            if (isinstance(owner, Operation) and declares_buffer(owner)) or (
                     isinstance(ptr, BlockArgument) and ptr.block.parent_op() is self.kernel):
                 return total
             break
@@ -255,26 +267,28 @@ class _Evaluator:
             return out.astype(np.bool_)  # conditions: 1 byte a lane in the class keys
         return _wrap(out, width) if v.op.name in _WRAPPING else out
 
+    def _id(self, ident: str, d: int, warp: int) -> np.ndarray:
+        """Launch id `ident` along dimension `d`, per block and lane."""
+        if ident == "local_id":
+            return self.local_id[d]
+        if ident == "block_id":
+            return self.block_id[d]
+        if ident == "global_id":
+            return self.block_id[d] * self.block[d] + self.local_id[d]
+        if ident == "block_dim":
+            return np.asarray(self.block[d], dtype=np.int64)
+        if ident == "grid_dim":
+            return np.asarray(self.grid[d], dtype=np.int64)
+        return self.lane // warp if ident == "warp_id" else self.lane % warp  # lane_id
+
     def _op(self, op: Operation, width: int) -> np.ndarray:
         warp = pto.WARP_SIZE
+        ident = launch_id(op)
+        if ident is not None:
+            return self._id(ident, getattr(op, "dim_index", 0), warp)
         match op:
             case arith.ConstantOp() if isinstance(op.value, IntegerAttr):
                 return np.asarray(int(op.value.value.data), dtype=np.int64)
-            case pto.GetLocalIdOp():
-                return self.local_id[op.dim_index]
-            case pto.GetBlockIdOp():
-                return self.block_id[op.dim_index]
-            case pto.GetGlobalIdOp():
-                d = op.dim_index
-                return self.block_id[d] * self.block[d] + self.local_id[d]
-            case pto.GetBlockDimOp():
-                return np.asarray(self.block[op.dim_index], dtype=np.int64)
-            case pto.GetGridDimOp():
-                return np.asarray(self.grid[op.dim_index], dtype=np.int64)
-            case pto.GetWarpIdOp():
-                return self.lane // warp
-            case pto.GetLaneIdOp():
-                return self.lane % warp
             case arith.CmpiOp():
                 a, b = (self.value(o) for o in op.operands)
                 in_width = _width_of(op.operands[0])

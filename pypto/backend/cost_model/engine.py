@@ -29,6 +29,7 @@ from typing import Any
 from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, SSAValue
 
+from pypto.analysis.ir_utils import yielded
 from pypto.backend.cost_model.access import STATS
 from pypto.backend.cost_model.facts import (
     ANY_L1,
@@ -217,12 +218,7 @@ class _Ready:
             if condition is not None and value.index + 1 < len(condition.operands):
                 sources.append(condition.operands[value.index + 1])
         elif isinstance(owner, Operation) and owner.regions:
-            index = list(owner.results).index(value)
-            for region in owner.regions:
-                for block in region.blocks:
-                    last = block.last_op
-                    if last is not None and index < len(last.operands):
-                        sources.append(last.operands[index])
+            sources.extend(yielded(owner, list(owner.results).index(value)))
         best: tuple[int, int | None] = (0, None)
         for source in sources:
             found = self.get(source, depth + 1)

@@ -8,24 +8,40 @@ buffers it reads and writes (followed through pointer arithmetic and pipeline st
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from pypto import dtypes
-from pypto.backend.interpreter.instruments import location_of
-from pypto.dialects.traits import pipe_of
-from pypto.dialects import npu, pto
+from pypto.analysis.ir_utils import constant_int, kernel_of, root_alloc
+from pypto.diagnostics import op_location
+from pypto.dialects import pto
+from pypto.dialects.traits import (
+    Tile,
+    copies_synchronously,
+    declared_accesses,
+    declares_buffer,
+    element_bytes,
+    forwards_yield,
+    is_block_collective,
+    kind_of,
+    offset_base,
+    pipe_of,
+    signals_completion,
+    sync_scope,
+    tile_footprint,
+    waits_on,
+)
 
 ANY_L1 = "L1"
 """Buffer key of an L1 address whose buffer cannot be told statically (conflicts with all)."""
 
-# ops that are structure or declarations, not instructions: no time, no dispatch slot
-_STRUCTURE = (scf.IfOp, scf.ForOp, scf.WhileOp, scf.ConditionOp, scf.YieldOp, func.ReturnOp, func.FuncOp, pto.PipelineOp,
-              pto.StageOp, pto.YieldOp, pto.AllocLocalOp, arith.ConstantOp)
+# foreign ops that are structure, not instructions: no time, no dispatch slot (pto's declare
+# it: `ForwardsYield`, `DeclaresBuffer`)
+_STRUCTURE = (scf.IfOp, scf.ForOp, scf.WhileOp, scf.ConditionOp, scf.YieldOp, func.ReturnOp,
+              func.FuncOp, arith.ConstantOp)
 
 BLOCKING_WAIT = "wait"
 BLOCKING_BARRIER = "barrier"
@@ -59,13 +75,6 @@ class OpFacts:
     loads: bool = False           # its result is data read from memory (ready after latency)
 
 
-def kind_of(op: Operation) -> str:
-    declared = getattr(op, "KIND", "")
-    if declared:
-        return declared
-    return op.name.split(".", 1)[1].upper()
-
-
 @dataclass(frozen=True)
 class L1Ref:
     """An L1 access: the buffer (`alloc_local` result, or ANY_L1), the address value (to look
@@ -84,22 +93,8 @@ def l1_ref(address: SSAValue, extent: int | None = None) -> L1Ref:
 
 def buffer_of(address: SSAValue) -> object:
     """The `pto.alloc_local` result an L1 address points into, or ANY_L1."""
-    seen = 0
-    value = address
-    while seen < 64:
-        seen += 1
-        owner = value.owner
-        if isinstance(owner, pto.AllocLocalOp):
-            return owner.result
-        if isinstance(owner, pto.AddPtrOp):
-            value = owner.ptr
-            continue
-        if isinstance(owner, pto.StageOp | pto.PipelineOp):
-            index = list(owner.results).index(value)
-            value = owner.regions[0].block.last_op.operands[index]
-            continue
-        return ANY_L1
-    return ANY_L1
+    root = root_alloc(address)
+    return ANY_L1 if root is None else root
 
 
 def tensor_of(address: SSAValue) -> int | None:
@@ -107,8 +102,9 @@ def tensor_of(address: SSAValue) -> int | None:
     value = address
     for _ in range(64):
         owner = value.owner
-        if isinstance(owner, pto.AddPtrOp):
-            value = owner.ptr
+        base = offset_base(owner) if isinstance(owner, Operation) else None
+        if base is not None:
+            value = base
             continue
         if isinstance(owner, Block) and isinstance(owner.parent_op(), func.FuncOp):
             return value.index
@@ -123,13 +119,6 @@ def _space(value: SSAValue) -> str | None:
         return None
 
 
-def constant_int(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
 def _bytes_of(t: object) -> int:
     try:
         return dtypes.np_dtype_of(t).itemsize
@@ -137,16 +126,9 @@ def _bytes_of(t: object) -> int:
         return 4
 
 
-def _copy_extent(op: Operation, side: str) -> int | None:
-    """Elements a bulk copy covers on one side: rows x stride (the last row its length)."""
-    dst, src, nbytes, rows, src_stride, dst_stride = op.operands[:6]
-    elem = _bytes_of(pto.element_type_of(dst.type))
-    total, n_rows = constant_int(nbytes), constant_int(rows)
-    stride = constant_int(dst_stride if side == "dst" else src_stride)
-    if total is None or n_rows is None or stride is None or n_rows <= 0:
-        return None
-    row = total // elem // n_rows
-    return (n_rows - 1) * stride + row
+def _extent(tile: Tile | None) -> int | None:
+    """Elements from a tile's first to one past its last; None when not known statically."""
+    return None if tile is None else tile.extent
 
 
 def _copy_bytes(nbytes: SSAValue, dst: SSAValue) -> int:
@@ -157,6 +139,12 @@ def _copy_bytes(nbytes: SSAValue, dst: SSAValue) -> int:
     if isinstance(t, pto.L1BufferType):
         return t.size * _bytes_of(t.element_type)
     return 0
+
+
+def _is_structure(op: Operation) -> bool:
+    """Structure, declarations and a copy's completion signal: no time, no dispatch slot."""
+    return (isinstance(op, _STRUCTURE) or forwards_yield(op) or declares_buffer(op)
+            or signals_completion(op))
 
 
 def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) -> OpFacts:
@@ -178,16 +166,21 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     tensor: int | None = None
     address: SSAValue | None = None
     space: str | None = None
-    lane_ops = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, npu.LoadOp, npu.StoreOp,
-                npu.FmaOp)
-    if isinstance(op, lane_ops):
-        address = op.operands[1] if isinstance(op, pto.StoreOp | npu.StoreOp) else op.operands[0]
-        elem = _bytes_of(pto.element_type_of(address.type))
+    atomic = loads = False
+    accesses = declared_accesses(op)
+    footprint = tile_footprint(op, constant_int)
+    waits = waits_on(op)
+    if accesses and footprint is None and not is_block_collective(op):
+        # a lane instruction: one element per active lane through its address operand
+        address = op.operands[accesses[0].operand]
+        elem = element_bytes(address)
         space = _space(address)
-        reads_memory = isinstance(op, pto.LoadOp | npu.LoadOp | pto.AtomicAddOp)
-        writes_memory = not isinstance(op, pto.LoadOp | npu.LoadOp) or False
+        reads_memory = any(a.kind == "read" for a in accesses)
+        writes_memory = any(a.kind == "write" for a in accesses)
+        atomic = reads_memory and writes_memory  # a read-modify-write (pto.atomic_add)
+        loads = reads_memory
         if _space(address) == "global":
-            hbm = elem * (2 if isinstance(op, pto.AtomicAddOp) else 1)
+            hbm = elem * (int(reads_memory) + int(writes_memory))
             tensor = tensor_of(address)
         else:
             key = L1Ref(buffer_of(address), None, None)  # per-lane addresses: the whole buffer
@@ -198,55 +191,53 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
         slot = getattr(op, "slot", None)
         if slot is not None:
             l1_writes.append(L1Ref(buffer_of(slot), None, None))
-    elif isinstance(op, pto.FillOp):
-        elem = _bytes_of(pto.element_type_of(op.dst.type))
-        count = constant_int(op.count)
-        l1_writes.append(l1_ref(op.dst, count))
-        copy = (count if count is not None else 0) * elem
-    elif isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp | npu.CopyInOp |
-                    npu.CopyOutOp):
-        dst, src = op.operands[0], op.operands[1]
-        copy = _copy_bytes(op.operands[2], dst if _space(dst) == "local" else src)
-        hbm = 0
-        if _space(dst) == "local":
-            l1_writes.append(l1_ref(dst, _copy_extent(op, "dst")))
-        if _space(src) == "local":
-            l1_reads.append(l1_ref(src, _copy_extent(op, "src")))
-        tensor = tensor_of(src if _space(src) == "global" else dst)
-        if isinstance(op, pto.TileStoreOp):
+    elif footprint is not None:
+        # a tile instruction: the tiles of its L1 operands, bytes moved, multiply-accumulates
+        shape = getattr(op, "shape", None)
+        if shape is not None:  # an MMA: C += A @ B (operands 0, 1, 2), maybe with a fused load
+            m, n, k = shape
+            macs = m * n * k
+            elem = element_bytes(op.operands[1])  # A's element
+            fp32 = elem >= 4
+            c = op.operands[0]
+            l1_reads.extend(l1_ref(op.operands[i], _extent(footprint[i])) for i in (0, 1, 2))
+            l1_writes.append(l1_ref(c, _extent(footprint[0])))
+            loaded = getattr(op, "loaded", None)  # the operand a fused load writes
+            if loaded is not None:
+                index = list(op.operands).index(loaded)
+                l1_writes.append(l1_ref(loaded, _extent(footprint[index])))
+        else:  # a bulk copy or a fill: through their declared L1 accesses
+            for access in accesses:
+                address = op.operands[access.operand]
+                if _space(address) == "local":
+                    ref = l1_ref(address, _extent(footprint.get(access.operand)))
+                    (l1_writes if access.kind == "write" else l1_reads).append(ref)
+        hbm_side = next((op.operands[a.operand] for a in accesses if a.space == "global"),
+                        None)
+        if hbm_side is not None:  # a bulk copy (or a fused load): bytes moved, and whose
+            l1_side = getattr(op, "loaded", None) or next(
+                op.operands[a.operand] for a in accesses if a.space == "local")
+            copy = _copy_bytes(op.nbytes, l1_side)  # type: ignore[attr-defined]
+            tensor = tensor_of(hbm_side)
+        elif shape is None:  # a fill: its elements, written by the vector unit
+            dst = op.operands[accesses[0].operand]
+            elem = element_bytes(dst)
+            tile = footprint.get(accesses[0].operand)
+            copy = (tile.elements if tile is not None else 0) * elem
+        if copies_synchronously(op):
             blocking = BLOCKING_SYNC_COPY
-    elif isinstance(op, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp):
-        m, n, k = op.shape
-        macs = m * n * k
-        elem = _bytes_of(pto.element_type_of(op.a.type))
-        fp32 = elem >= 4
-        l1_reads.extend([l1_ref(op.c, m * n), l1_ref(op.a, m * k), l1_ref(op.b, k * n)])
-        l1_writes.append(l1_ref(op.c, m * n))
-        if isinstance(op, npu.LoadMmaOp):
-            copy = _copy_bytes(op.nbytes, op.loaded)
-            l1_writes.append(l1_ref(op.loaded, m * k if op.operand.data == "a" else k * n))
-            tensor = tensor_of(op.src)
-    elif isinstance(op, pto.WaitOp | pto.WaitAllOp | npu.WaitFlagOp | npu.WaitFlagAllOp):
+    elif waits is not None:
         blocking = BLOCKING_WAIT
-    elif isinstance(op, pto.BarrierBlockOp | pto.BarrierOp | npu.PipeBarrierOp |
-                    npu.WarpBarrierOp):
+    elif sync_scope(op) is not None:
         blocking = BLOCKING_BARRIER
     elif op.results:
         elem = _bytes_of(op.results[0].type)
-    free = isinstance(op, _STRUCTURE) or isinstance(op, npu.SetFlagOp)
     uniform = address is not None and varying is not None and address not in varying
-    return OpFacts(op_id, op.name, kind, pipe, location_of(op), free,
+    return OpFacts(op_id, op.name, kind, pipe, op_location(op), _is_structure(op),
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
                    elem, hbm, copy, macs, fp32, blocking, tensor,
-                   tuple(op.shape) if macs else None, address, space, uniform,
-                   isinstance(op, pto.AtomicAddOp),
-                   isinstance(op, pto.LoadOp | npu.LoadOp | pto.AtomicAddOp))
-
-
-def kernel_of(op: Operation) -> func.FuncOp | None:
-    while op is not None and not isinstance(op, func.FuncOp):
-        op = op.parent_op()
-    return op
+                   tuple(op.shape) if macs else None,  # type: ignore[attr-defined]
+                   address, space, uniform, atomic, loads)
 
 
 def varying_of(op: Operation) -> set[SSAValue] | None:
@@ -261,7 +252,3 @@ def table_facts(ops: Iterable[tuple[int, Operation]]) -> dict[int, OpFacts]:
     ops = list(ops)
     varying = varying_of(ops[0][1]) if ops else None
     return {op_id: facts_of(op_id, op, varying) for op_id, op in ops}
-
-
-def copy_kinds() -> Sequence[str]:
-    return ("ASYNC_LOAD", "ASYNC_STORE", "TILE_STORE", "COPY_IN", "COPY_OUT")

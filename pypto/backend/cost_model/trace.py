@@ -19,17 +19,27 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from xdsl.ir import Operation
 
 from pypto.backend.cost_model.access import AccessGeometry, access_stats
 from pypto.backend.interpreter.instruments import OpTable, Trace
-from pypto.dialects import npu, pto
+from pypto.dialects import pto
+from pypto.dialects.traits import (
+    declared_accesses,
+    has_tile_footprint,
+    is_block_collective,
+    offset_base,
+)
 
-_LANE_MEMORY = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, npu.LoadOp, npu.StoreOp,
-                npu.FmaOp)
 
-
-def _address_of(op: Any) -> Any:
-    return op.operands[1] if isinstance(op, pto.StoreOp | npu.StoreOp) else op.operands[0]
+def _lane_access(op: Any) -> tuple[Any, bool] | None:
+    """(address, atomic) of a lane memory instruction (load, store, fma, atomic: one element
+    per active lane through its address operand, declared `AccessesMemory`), else None."""
+    accesses = declared_accesses(op)
+    if not accesses or has_tile_footprint(op) or is_block_collective(op):
+        return None
+    kinds = {a.kind for a in accesses}
+    return op.operands[accesses[0].operand], kinds == {"read", "write"}
 
 
 class CostTrace(Trace):
@@ -47,14 +57,15 @@ class CostTrace(Trace):
         wanted: dict[Any, set[str]] = {}
         for info in table:
             op = info.op
-            if not isinstance(op, _LANE_MEMORY):
+            lane = _lane_access(op)
+            if lane is None:
                 continue
-            address = _address_of(op)
-            if not isinstance(address.owner, pto.AddPtrOp):
+            address, atomic = lane
+            if not isinstance(address.owner, Operation) or offset_base(address.owner) is None:
                 continue
             kinds = wanted.setdefault(address.owner, set())
             kinds.add("sectors" if address.type.space == "global" else "banks")
-            if isinstance(op, pto.AtomicAddOp):
+            if atomic:
                 kinds.add("same")
         self._stats = {}
         for op, kinds in wanted.items():

@@ -22,7 +22,6 @@ import numpy as np
 from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
-    FileLineColLoc,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -35,14 +34,23 @@ from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_loops import NAMESPACE as _LOOP_NAMESPACE
 from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
-from pypto.backend.interpreter.instruments import OpTable, location_of
+from pypto.backend.interpreter.instruments import OpTable
+from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, windows
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, poly_expr
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import writes_memory
+from pypto.dialects.traits import (
+    declared_accesses,
+    elementwise_reference,
+    is_block_collective,
+    launch_id,
+    offset_base,
+    sync_scope,
+    writes_memory,
+)
 
 GRID = "grid"
 """Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
@@ -399,9 +407,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             return False
         if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
             return False
-        return all(isinstance(inner, _WINDOW_OPS) or type(inner) in _ARITH_BINARY or
-                   type(inner) in _MATH_UNARY or inner.name in INT_BINARY or
-                   inner.name.startswith("arith.")
+        return all(_follows_window(inner)
                    for inner in _walk([o for r in op.regions for b in r.blocks for o in b.ops]))
 
     def _window_inputs(self, block: Block) -> list[SSAValue]:
@@ -545,6 +551,11 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         if type(op) in _MATH_UNARY:
             a = self.name(op.operands[0])
             self.emit(f"{self.name(op.results[0])} = {_MATH_UNARY[type(op)]}({a})")
+            return
+        reference = elementwise_reference(op)
+        if reference is not None:  # table-driven: the op's exact reference, lane by lane
+            args = ", ".join(self.name(x) for x in op.operands)
+            self.emit(f"{self.name(op.results[0])} = _m_{reference}({args})")
             return
         if type(op) in _ID_OPS:
             self.op_id(op)
@@ -1134,12 +1145,28 @@ def _view_safe(value: SSAValue) -> bool:
     return not pending
 
 
-_WINDOW_OPS = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AddPtrOp, pto.GetLocalIdOp,
-               pto.GetBlockIdOp, pto.GetBlockDimOp, pto.GetGridDimOp, scf.IfOp, scf.YieldOp,
-               scf.ForOp, arith.SelectOp, arith.ConstantOp, math.RsqrtOp, math.IPowIOp,
-               pto.BarrierOp, pto.GetWarpIdOp, pto.GetLaneIdOp)
-"""Ops a windowed branch may hold (besides arith and math): they read ids, memory and values
-through the lane vector, so they follow a window of it."""
+_WINDOW_FOREIGN = (scf.IfOp, scf.YieldOp, scf.ForOp, arith.SelectOp, arith.ConstantOp,
+                   math.RsqrtOp, math.IPowIOp)
+
+
+def _follows_window(op: Operation) -> bool:
+    """May a windowed branch hold `op`? Ops that read ids, memory and values through the lane
+    vector follow a window of it: arithmetic, structure, lane loads and stores (one access of
+    one kind through its only address operand: not an atomic, not a staged npu access),
+    pointer arithmetic, ids other than the global id, the warp barrier; not block
+    collectives, atomics or output. Asked of the op's traits, so a new elementwise op
+    qualifies by its declaration."""
+    if isinstance(op, _WINDOW_FOREIGN) or type(op) in _ARITH_BINARY or \
+            type(op) in _MATH_UNARY or op.name in INT_BINARY or op.name.startswith("arith.") \
+            or elementwise_reference(op) is not None:
+        return True
+    ident = launch_id(op)
+    if ident is not None:
+        return ident != "global_id"
+    if offset_base(op) is not None or sync_scope(op) == "warp":
+        return True
+    addresses = sum(_is_address(o.type) for o in op.operands)
+    return not is_block_collective(op) and len(declared_accesses(op)) == 1 and addresses == 1
 
 _STORE_UFUNCS: dict[type[Operation], str] = {
     arith.AddfOp: "_np.add", arith.SubfOp: "_np.subtract", arith.MulfOp: "_np.multiply",

@@ -37,8 +37,8 @@ from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.l1 import L1Layout
 from pypto.backend.interpreter.lanes import Buffer, LaneContext
 from pypto.backend.targets import resolve_target
-from pypto.dialects import npu, pto
-from pypto.dialects.traits import accesses_space, is_block_collective
+from pypto.dialects import pto
+from pypto.dialects.traits import accesses_space, is_block_collective, sync_scope
 from pypto.errors import DeadlockError, KernelError, LaunchError, TensorFreedError
 
 GRID_CHUNK_LANES = 1 << 22
@@ -129,7 +129,7 @@ def _restore_fp_errors(token: Any) -> None:
 
 def _needs_block_mode(op: Any) -> bool:
     """Ops whose meaning involves the block: barriers, L1, block collectives."""
-    if is_block_collective(op) or isinstance(op, pto.BarrierOp | npu.WarpBarrierOp):
+    if is_block_collective(op) or sync_scope(op) is not None:
         return True
     return any(isinstance(v.type, pto.L1BufferType) or
                isinstance(v.type, pto.PtrType) and v.type.space == "local"

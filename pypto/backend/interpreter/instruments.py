@@ -28,33 +28,55 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator as _IsTerminator
 
 from pypto.analysis.uniformity import walk
-from pypto.dialects import npu, pto
-from pypto.dialects.traits import is_block_collective, pipe_of
+from pypto.diagnostics import op_location as location_of, source_loc
+from pypto.dialects.traits import (
+    AddressType,
+    is_block_collective,
+    kind_of,
+    offset_base,
+    pipe_of,
+    starts_copy,
+    sync_scope,
+    waits_on,
+)
+
+
+class LaneVector(Protocol):
+    """What an instrument may read of the lane vector an op ran on (`LaneContext` and the
+    window contexts implement it): its geometry and the copies in flight."""
+
+    count: int                 # lanes in the vector
+    first_lane: int            # linear launch lane of vector position 0
+    local_base: int            # lane id within its block of vector position 0
+    block_lanes: int           # lanes per block
+    warp_size: int
+    warp_index: int | None     # warp mode: the warp this vector is; else None
+    inflight: dict[int, Any]   # async copies not yet waited for, by token
+    ramp: Any                  # 0 .. count - 1 (int64)
+
+    def local_id(self, dim: int) -> Any: ...
+
+    def vector_warps(self) -> Any: ...
+
+
+Mask = Any
+"""The active lanes of a vector: None (all), False (none) or a bool array per lane."""
 
 
 # op table -------------------------------------------------------------------------------------
 
 
-def location_of(op: Operation) -> str:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-    return "<unknown location>"
-
-
 def once_per_block(op: Operation) -> bool:
-    """Run once for the whole block (a tile instruction): block-collective ops other than
-    `barrier_block`, which every warp executes (and which warp mode runs per warp)."""
-    return is_block_collective(op) and not isinstance(op, pto.BarrierBlockOp |
-                                                      npu.PipeBarrierOp)
+    """Run once for the whole block (a tile instruction): block-collective ops other than the
+    block barrier, which every warp executes (and which warp mode runs per warp)."""
+    return is_block_collective(op) and sync_scope(op) is None
 
 
 @dataclass(frozen=True)
@@ -71,13 +93,13 @@ class OpInfo:
 
     @property
     def line(self) -> int | None:
-        loc = self.op.location
-        return loc.line.data if isinstance(loc, FileLineColLoc) else None
+        loc = source_loc(self.op)
+        return loc.line if loc is not None else None
 
     @property
     def kind(self) -> str:
-        """Short upper-case instruction kind: LOAD, STORE, FMA, MMA, ADDF, ..."""
-        return self.name.split(".", 1)[1].upper()
+        """Short upper-case instruction kind: LOAD, STORE, FMA, MMA, COPY_IN, ADDF, ..."""
+        return kind_of(self.op)
 
 
 class OpTable(Sequence[OpInfo]):
@@ -109,7 +131,7 @@ class OpTable(Sequence[OpInfo]):
     def id_of(self, op: Operation) -> int:
         return self._ids[op]
 
-    def read(self, frame_locals: dict[str, Any], value: SSAValue, ctx: Any) -> Any:
+    def read(self, frame_locals: dict[str, Any], value: SSAValue, ctx: LaneVector) -> Any:
         """The run-time value of `value` in a suspended generated frame (None if not yet
         computed). Lane-affine values are rebuilt from their base."""
         base = self.affine.get(value)
@@ -126,7 +148,7 @@ class OpTable(Sequence[OpInfo]):
 # per-block geometry of one hook call ------------------------------------------------------------
 
 
-def block_counts(ctx: Any, mask: Any, collective: bool) -> tuple[int, int, Any]:
+def block_counts(ctx: LaneVector, mask: Mask, collective: bool) -> tuple[int, int, Any]:
     """(first block, number of blocks, active lanes per block) of a hook call. The lanes are
     an int when every block of the vector has the same count, else an array per block."""
     bl = ctx.block_lanes
@@ -144,7 +166,7 @@ def block_counts(ctx: Any, mask: Any, collective: bool) -> tuple[int, int, Any]:
     return first, n, per
 
 
-def active_warps(ctx: Any, mask: Any, collective: bool) -> int:
+def active_warps(ctx: LaneVector, mask: Mask, collective: bool) -> int:
     """Warps of the vector with at least one active lane (one per block for collectives)."""
     bl = ctx.block_lanes
     n_blocks = max(1, ctx.count // bl)
@@ -179,13 +201,13 @@ class Instrument:
     def end(self) -> None:
         """Called once per launch after the last hook (also when the kernel failed)."""
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
         pass
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         pass
 
-    def tile(self, op_id: int, ctx: Any, mask: Any, call: Callable[[], Any]) -> Any:
+    def tile(self, op_id: int, ctx: LaneVector, mask: Mask, call: Callable[[], Any]) -> Any:
         """Warp mode: a block-level instruction, run once by the scheduler for the block."""
         self.before(op_id, ctx, mask)
         value = call()
@@ -209,11 +231,11 @@ class Chain(Instrument):
         for ins in self.instruments:
             ins.end()
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
         for ins in self.instruments:
             ins.before(op_id, ctx, mask)
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         for ins in self.instruments:
             ins.after(op_id, ctx, mask, value)
 
@@ -227,7 +249,7 @@ class Count(Instrument):
         self.executions: dict[int, int] = {}
         self.lanes: dict[int, int] = {}
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         info = self.table[op_id]
         warps = active_warps(ctx, mask, info.collective)
         if not warps:
@@ -255,9 +277,6 @@ class Event(NamedTuple):
     warp: int | None     # the warp, in warp mode; None when the block's warps ran in lockstep
     token: int | None    # async copy token issued ("issue") or waited for ("wait")
     kind: str            # "exec" | "issue" | "wait" | "offset" (token: an L1 pointer's offset)
-
-
-_ISSUE_OPS = (pto.AsyncLoadOp, pto.AsyncStoreOp, npu.CopyInOp, npu.CopyOutOp)
 
 
 class _VectorLog:
@@ -292,21 +311,32 @@ class Trace(Instrument):
         self._l1_pointers: frozenset[int] = frozenset()  # op ids of pto.addptr into L1
         self.grid: tuple[int, int, int] = (1, 1, 1)
         self.block: tuple[int, int, int] = (1, 1, 1)
+        # op id -> "issue" (starts an async copy), "wait" (on its token), "wait_all"
+        self._events: dict[int, str] = {}
 
     def begin(self, table: OpTable, grid: tuple[int, int, int],
               block: tuple[int, int, int]) -> None:
         self.table = table
         self.grid = grid
         self.block = block
-        self._l1_pointers = frozenset(info.id for info in table
-                                      if isinstance(info.op, pto.AddPtrOp)
-                                      and info.op.result.type.space == "local")
+        self._events = {}
+        for info in table:
+            waits = waits_on(info.op)
+            if starts_copy(info.op):
+                self._events[info.id] = "issue"
+            elif waits is not None:
+                self._events[info.id] = "wait" if waits == "token" else "wait_all"
+        # pointer arithmetic giving an L1 address: where tile pointers point (offset events)
+        self._l1_pointers = frozenset(
+            info.id for info in table
+            if offset_base(info.op) is not None
+            and isinstance(t := info.op.results[0].type, AddressType) and t.space == "local")
 
     @property
     def num_blocks(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
-    def _log(self, ctx: Any) -> tuple[_VectorLog, int, int]:
+    def _log(self, ctx: LaneVector) -> tuple[_VectorLog, int, int]:
         bl = ctx.block_lanes
         first, n = ctx.first_lane // bl, max(1, ctx.count // bl)
         log = self._logs.get((first, n))
@@ -314,23 +344,23 @@ class Trace(Instrument):
             log = self._logs[(first, n)] = _VectorLog(first, n)
         return log, first, n
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
-        if isinstance(self.table[op_id].op, pto.WaitAllOp | npu.WaitFlagAllOp):
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
+        if self._events.get(op_id) == "wait_all":
             self._pending_waits = sorted(ctx.inflight)
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         info = self.table[op_id]
         _, _, lanes = block_counts(ctx, mask, info.collective)
         if isinstance(lanes, int) and lanes == 0:
             return
         log, _, _ = self._log(ctx)
         warp = ctx.warp_index if not info.collective else None
-        op = info.op
-        if isinstance(op, _ISSUE_OPS):
+        event = self._events.get(op_id)
+        if event == "issue":
             log.records.append((op_id, lanes, warp, _token(value), "issue"))
-        elif isinstance(op, pto.WaitOp | npu.WaitFlagOp):
+        elif event == "wait":
             log.records.append((op_id, lanes, warp, _token(value), "wait"))
-        elif isinstance(op, pto.WaitAllOp | npu.WaitFlagAllOp) and self._pending_waits:
+        elif event == "wait_all" and self._pending_waits:
             for tok in self._pending_waits:
                 log.records.append((op_id, lanes, warp, tok, "wait"))
             self._pending_waits = []
@@ -415,8 +445,8 @@ class Pause:
     """Where a stepped kernel is suspended: before op `op_id`, on lane vector `ctx`."""
 
     op_id: int
-    ctx: Any
-    mask: Any
+    ctx: LaneVector
+    mask: Mask
     frame: Any  # the generated function's frame (its locals hold the SSA values)
 
     def locals(self) -> dict[str, Any]:
@@ -465,7 +495,7 @@ class Step(Instrument):
         self._thread.start()
         self._wait_for_pause()
 
-    def before(self, op_id: int, ctx: Any, mask: Any) -> None:
+    def before(self, op_id: int, ctx: LaneVector, mask: Mask) -> None:
         info = self.table[op_id]
         if self._budget > 0:
             self._budget -= 1
@@ -482,10 +512,10 @@ class Step(Instrument):
             if self._abort:
                 raise _Abort()
 
-    def _stops(self, info: OpInfo, ctx: Any, mask: Any) -> bool:
+    def _stops(self, info: OpInfo, ctx: LaneVector, mask: Mask) -> bool:
         return self.stop is not None and bool(self.stop(info, ctx, mask))
 
-    def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+    def after(self, op_id: int, ctx: LaneVector, mask: Mask, value: Any) -> None:
         self.last = (op_id, ctx, mask, value)
 
     def resume(self, n: int = 1) -> None:
@@ -521,5 +551,5 @@ def _generated_frame() -> Any:
     return frame
 
 
-__all__ = ["Chain", "Count", "Event", "Instrument", "OpInfo", "OpTable", "Pause", "Step",
+__all__ = ["LaneVector", "Mask", "Chain", "Count", "Event", "Instrument", "OpInfo", "OpTable", "Pause", "Step",
            "Trace", "block_counts", "location_of", "once_per_block"]

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc
 
 from pypto import dtypes
 from pypto.analysis.uniformity import walk
+from pypto.diagnostics import op_location, source_loc
 from pypto.backend.interpreter.races import Shadow
 from pypto.dialects import pto
 from pypto.errors import L1CapacityError
@@ -126,12 +126,9 @@ class L1Layout:
 def _slot(i: int, op: pto.AllocLocalOp, offset: int) -> L1Slot:
     t = op.result.type
     name = op.result.name_hint or f"l1_{i}"
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        where = f"{loc.filename.data}:{loc.line.data}"
-        pos = (loc.filename.data, loc.line.data, loc.column.data)
-    else:
-        where, pos = "<unknown location>", None
+    loc = source_loc(op)
+    where = op_location(op, column=False)
+    pos = None if loc is None else (loc.file, loc.line, loc.column)
     return L1Slot(i, name, offset, t.size, dtypes.np_dtype_of(t.element_type), where, pos)
 
 

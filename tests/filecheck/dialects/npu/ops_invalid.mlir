@@ -51,14 +51,14 @@ func.func @same_pipe(%t: !pto.token) {
 // -----
 // copy_in moves HBM to L1, not the other way.
 func.func @copy_in_direction(%a: !pto.ptr<f32, global>, %b: !pto.l1buf<64xf32>, %n: i32) {
-  // expected-error @+1 {{'npu.copy_in' op destination must be in L1, got !pto.ptr<f32, global>}}
+  // expected-error @+1 {{'npu.copy_in' op destination must be in L1 (a !pto.l1buf or a !pto.ptr<T, local>), got !pto.ptr<f32, global>}}
   %t = npu.copy_in %a, %b, %n rows %n strides(%n, %n) : !pto.ptr<f32, global>, !pto.l1buf<64xf32>
   func.return
 }
 
 // -----
 func.func @copy_out_types(%a: !pto.ptr<f16, global>, %b: !pto.l1buf<64xf32>, %n: i32) {
-  // expected-error @+1 {{'npu.copy_out' op source and destination element types differ; a copy moves bytes, it does not convert}}
+  // expected-error @+1 {{'npu.copy_out' op source element type f32 differs from destination element type f16; a copy moves bytes, it does not convert}}
   %t = npu.copy_out %a, %b, %n rows %n strides(%n, %n) : !pto.ptr<f16, global>, !pto.l1buf<64xf32>
   func.return
 }

@@ -396,3 +396,13 @@ func.func @python_locations_tile_ops(%g: !pto.ptr<f32, global>, %n: i32) {
   pto.printf "done" loc("k.py":12:4)
   func.return
 }
+
+// The elementwise sigmoid keeps its operand's float type.
+// CHECK-LABEL: func.func @sigmoid(
+// CHECK-NEXT:    %{{.*}} = pto.sigmoid %{{.*}} : f32
+// CHECK-NEXT:    %{{.*}} = pto.sigmoid %{{.*}} : bf16
+func.func @sigmoid(%x: f32, %h: bf16) -> (f32, bf16) {
+  %0 = pto.sigmoid %x : f32
+  %1 = pto.sigmoid %h : bf16
+  func.return %0, %1 : f32, bf16
+}

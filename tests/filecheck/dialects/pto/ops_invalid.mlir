@@ -749,6 +749,14 @@ func.func @stage_after_not_names() {
 }
 
 // -----
+// sigmoid is defined on floats only: an integer needs a pto.cast first.
+func.func @sigmoid_of_int(%i: i32) -> i32 {
+  // expected-error @+1 {{'pto.sigmoid' op pto.sigmoid works on floats, got i32}}
+  %0 = pto.sigmoid %i : i32
+  func.return %0 : i32
+}
+
+// -----
 
 // A loop step is an i32 or i64 integer.
 func.func @loop_step_not_an_integer(%f: f32) -> f32 {

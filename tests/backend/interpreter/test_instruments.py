@@ -15,10 +15,9 @@ from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.instruments import Chain, Count, Instrument, Step, Trace
 from tests.conftest import to_device
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kernels.test_reduction import block_sum  # noqa: E402
+from tests.kernels.test_reduction import block_sum
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 

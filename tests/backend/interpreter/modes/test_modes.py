@@ -12,11 +12,10 @@ import pytest
 import pypto as pto
 from pypto.backend.interpreter import Executable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kernels.test_reduction import block_sum  # noqa: E402
-from kernels.test_transpose import ROWS, TILE, transpose  # noqa: E402
+from tests.kernels.test_reduction import block_sum
+from tests.kernels.test_transpose import ROWS, TILE, transpose
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "examples"))
 from pipeline_matmul import matmul_tile  # noqa: E402
 
 _RNG = np.random.default_rng(5)

@@ -27,7 +27,7 @@ from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.tiles import _affine_grid, _injective
 from tests.conftest import from_device, to_device
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "examples"))
 from pipeline_matmul import matmul_tile  # noqa: E402
 
 GX, GY = 4, 3          # grid of blocks

@@ -10,7 +10,7 @@ import pytest
 
 import pypto as pto
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 from vector_add import vector_add  # noqa: E402
 
 RNG = np.random.default_rng(1234)

@@ -1,6 +1,6 @@
 """Every fast path of the interpreter gives the bits of the general path it skips.
 
-The kernel zoo of bench/zoo.py (every kernel of tests/kernels/ and examples/, at small sizes)
+The kernel zoo (tests/kernels/zoo.py, timed by bench/zoo.py: every kernel of tests/kernels/ and examples/, at small sizes)
 runs with the fast paths on and off (`pypto.backend.interpreter.fastpaths.FAST_PATHS`), in
 lockstep and under every warp schedule; each run is checked against NumPy by the zoo's own
 check, and the two runs' outputs must be equal bit for bit.
@@ -8,16 +8,12 @@ check, and the two runs' outputs must be equal bit for bit.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import zoo  # noqa: E402
+from tests.kernels import zoo
 
 CASES = zoo.cases("tiny")
 SCHEDULES = [None, "in_order", "reverse", "random:7"]

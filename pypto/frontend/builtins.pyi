@@ -1,0 +1,429 @@
+# GENERATED from the pto dialect by `python -m pypto.tools.stubs > pypto/frontend/builtins.pyi`. Do not edit by hand.
+"""Kernel-side functions of the PTO language (see pypto/frontend/builtins.py)."""
+
+from typing import Any
+
+from pypto.dtypes import float32
+
+BUILTINS: dict[Any, str]
+LANGUAGE_FUNCTIONS: dict[str, tuple[str, str]]
+ELEMENTWISE: dict[str, Any]
+
+def declared() -> dict[str, tuple[str, str]]: ...
+def op_doc(op: Any) -> str: ...
+
+class constexpr:
+    """Annotation forcing a kernel parameter to be a compile-time constant."""
+
+
+def get_global_id(dim: Any=0) -> Any:
+    """Global lane index along a dimension: `block_id * block_dim + local_id`.
+
+    Semantics: the dimension is 0 (x), 1 (y) or 2 (z); the result is int32.
+
+    Python: `i = pto.get_global_id(0)`
+
+    Lowers to `pto.get_global_id` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def get_local_id(dim: Any=0) -> Any:
+    """Index of the lane within its block along a dimension.
+
+    Semantics: `0 <= local_id < block_dim` along the same dimension.
+
+    Python: `t = pto.get_local_id(0)`
+
+    Lowers to `pto.get_local_id` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def get_block_id(dim: Any=0) -> Any:
+    """Index of the block within the grid along a dimension.
+
+    Semantics: the same for every lane of a block; `0 <= block_id < grid_dim`.
+
+    Python: `b = pto.get_block_id(0)`
+
+    Lowers to `pto.get_block_id` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def get_block_dim(dim: Any=0) -> Any:
+    """Number of lanes of a block along a dimension.
+
+    Semantics: the launch's `block=(bx, by, bz)` entry of that dimension, for every lane.
+
+    Python: `n = pto.get_block_dim(0)`
+
+    Lowers to `pto.get_block_dim` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def get_grid_dim(dim: Any=0) -> Any:
+    """Number of blocks of the grid along a dimension.
+
+    Semantics: the launch's `grid=(gx, gy, gz)` entry of that dimension, for every lane.
+
+    Python: `g = pto.get_grid_dim(0)`
+
+    Lowers to `pto.get_grid_dim` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def get_warp_id() -> Any:
+    """Index of the lane's warp within its block: `linear_local_id // 32`.
+
+    Semantics: `linear_local_id = x + bx * (y + by * z)` over the local ids; a warp is 32
+    consecutive lanes (`pto.WARP_SIZE`).
+
+    Python: `w = pto.get_warp_id()`
+
+    Lowers to `pto.get_warp_id` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def get_lane_id() -> Any:
+    """Index of the lane within its warp: `linear_local_id % 32`.
+
+    Python: `l = pto.get_lane_id()`
+
+    Lowers to `pto.get_lane_id` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def load(ptr: Any) -> Any:
+    """Load one element per lane from HBM or L1.
+
+    Semantics: `v = *ptr` for every active lane; the result type is the address's element type.
+    An address outside the pointed-to buffer is a `MemoryAccessError`; reading L1 that an async
+    copy is still writing (before its `pto.wait`) is a hazard.
+
+    Python: `v = pto.load(a + i)`
+
+    Lowers to `pto.load` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def store(ptr: Any, value: Any, nbytes: Any=None, rows: Any=1, src_stride: Any=None, dst_stride: Any=None) -> Any:
+    """Store one element per lane to HBM or L1.
+
+    Semantics: `*ptr = value` for every active lane; the value's type is the address's element
+    type (no implicit conversion: write a `pto.cast`).
+
+    Python: `pto.store(o + i, v)`
+
+    Lowers to `pto.store` (docs/isa.md).
+
+    Synchronous L1 -> HBM tile copy (the three-argument `pto.store`).
+
+    Semantics: as `pto.async_store`, but complete when the instruction retires.
+
+    Python: `pto.store(C + offset_c, C_tile, 64 * 64 * 4, rows=64, dst_stride=N)`
+
+    Lowers to `pto.tile_store` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def fma(dst: Any, a: Any, b: Any, c: Any) -> Any:
+    """Fused multiply-add with fused store: `*dst = a * b + c`.
+
+    Semantics: a true fused multiply-add: the exact `a * b + c` is rounded once to the
+    destination's float type (nearest, ties to even). For integers the arithmetic wraps; i1 is
+    rejected. To add two values write `pto.fma(dst, a, 1.0, b)`.
+
+    Python: `pto.fma(o + i, a, 1.0, b)`
+
+    Lowers to `pto.fma` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def atomic_add(ptr: Any, value: Any) -> Any:
+    """Atomically add to one element per lane and return the value it held before.
+
+    Semantics: `old = *ptr; *ptr = old + value` as one indivisible step per lane. Lanes that hit
+    the same address are serialised in lane order (lowest lane first), so each sees the sum of
+    the lower lanes' contributions in `old`. Integer addition wraps; float addition rounds once
+    per lane, in lane order. Not defined on i1.
+
+    Python: `old = pto.atomic_add(hist + bucket, 1)`
+
+    Lowers to `pto.atomic_add` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def sigmoid(x: Any) -> Any:
+    """Logistic sigmoid per lane: `1 / (1 + exp(-x))`.
+
+    Semantics: on floats (f16, bf16, f32), with the operand's type: evaluated in float64 and
+    rounded once to it, as `pto.exp` (within 1 ulp, the same on every machine); `sigmoid(-inf) =
+    0`, `sigmoid(inf) = 1`, NaN stays NaN. Integers are rejected: `pto.cast` them first.
+
+    Python: `y = pto.sigmoid(x)`
+
+    Lowers to `pto.sigmoid` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def alloc_local(count: Any, dtype: Any=float32) -> Any:
+    """Allocate a block-shared L1 buffer.
+
+    Semantics: `count` elements of L1, shared by every lane of the block, alive until the kernel
+    ends. A declaration, like CUDA's `__shared__`: the allocation is static (one buffer per
+    `alloc_local` per block), so it is not a synchronisation point and may sit anywhere, even
+    after a lane-dependent `return`. Its contents are undefined until written: the interpreter
+    fills it with NaN (floats) or a poison pattern (ints), and `check_uninitialized=True` makes
+    reading them an error. The element count is a compile-time value, part of the result type.
+
+    Python: `buf = pto.alloc_local(256, dtype=pto.float32)`
+
+    Lowers to `pto.alloc_local` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def async_load(dst: Any, src: Any, nbytes: Any, rows: Any=1, src_stride: Any=None, dst_stride: Any=None) -> Any:
+    """Start an asynchronous HBM -> L1 copy; returns a token to wait on.
+
+    Semantics: copies `nbytes` from `src` (HBM) to `dst` (L1) as `rows` rows of `nbytes / rows`
+    bytes; row r reads at element `r * src_stride` and writes at element `r * dst_stride`
+    (strides in elements, defaulting to the row length), as Ascend C's DataCopyParams. Source
+    and destination have one element type. The copy completes at the `pto.wait` of its token (or
+    `pto.wait_all`); reading the destination before that is a hazard.
+
+    Python: `tok = pto.async_load(A_tile, A + row0 * K + k0, 64 * 64 * 4, rows=64,
+    src_stride=K)`
+
+    Lowers to `pto.async_load` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def async_store(dst: Any, src: Any, nbytes: Any, rows: Any=1, src_stride: Any=None, dst_stride: Any=None) -> Any:
+    """Start an asynchronous L1 -> HBM copy; returns a token to wait on.
+
+    Semantics: as `pto.async_load` in the other direction. Until its `wait`, writing the L1
+    source or reading the HBM destination is a hazard. Copies not waited for complete when the
+    kernel ends.
+
+    Python: `tok = pto.async_store(C + row0 * N + n0, C_tile, 64 * 64 * 4, rows=64,
+    dst_stride=N)`
+
+    Lowers to `pto.async_store` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def wait(token: Any) -> Any:
+    """Wait until the asynchronous copy of a token has completed.
+
+    Semantics: after it, the copy's destination holds the data and its source may be reused.
+    Waiting on a token whose copy was never issued is a `DeadlockError`.
+
+    Python: `pto.wait(tok)`
+
+    Lowers to `pto.wait` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def wait_all() -> Any:
+    """Wait for every outstanding asynchronous copy of the block.
+
+    Semantics: as a `pto.wait` on every token the block has issued and not yet waited for.
+
+    Python: `pto.wait_all()`
+
+    Lowers to `pto.wait_all` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def fill(dst: Any, value: Any, count: Any) -> Any:
+    """Fill `count` elements of L1 with one value.
+
+    Semantics: `dst[0:count] = value`; `dst` is in L1, `value` has its element type and must be
+    uniform across the block.
+
+    Python: `pto.fill(C_tile, 0.0, 64 * 64)`
+
+    Lowers to `pto.fill` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def mma(C: Any, A: Any, B: Any, m: Any, n: Any, k: Any) -> Any:
+    """Matrix multiply-accumulate on L1 tiles: `C[m x n] += A[m x k] @ B[k x n]`.
+
+    Semantics: row-major tiles in L1; a `!pto.l1buf` operand must hold at least its tile's
+    elements. A and B share one element type; supported accumulations are f32 += f32/f16/bf16,
+    f16 += f16 and i32 += i32. Products of the inputs are exact in the accumulator type and
+    summed in it (f16/bf16 inputs accumulate in f32); the summation order is NumPy's matmul's,
+    so results can differ from another order in the last bits. `m, n, k` are positive
+    compile-time values.
+
+    Python: `pto.mma(C_tile, A_tile, B_tile, 64, 64, 64)`
+
+    Lowers to `pto.mma` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def barrier() -> Any:
+    """Synchronise the 32 lanes of the current warp (only the warp, not the block).
+
+    Semantics: every lane of the warp reaches the barrier before any continues; L1 writes of the
+    warp before it are visible to the warp after it. Lanes of other warps are *not* ordered: to
+    exchange data between warps use `pto.barrier_block`.
+
+    Python: `pto.barrier()`
+
+    Lowers to `pto.barrier` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def barrier_block() -> Any:
+    """Synchronise every lane of the block and make prior L1 writes visible to all lanes.
+
+    Semantics: as CUDA's `__syncthreads()`; every lane of the block must reach it (a
+    `barrier_block` under lane-dependent control flow is a deadlock).
+
+    Python: `pto.barrier_block()`
+
+    Lowers to `pto.barrier_block` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def pipeline() -> Any:
+    """A software pipeline: a sequence of named `pto.stage`s with a dependency DAG.
+
+    Semantics: without optimisation the stages run in program order, so the kernel means the
+    same with or without `pto-double-buffer`, which overlaps the stages of successive loop
+    iterations. Stage names are unique; `after` names earlier stages only (no unknown names, no
+    cycles). Values a stage yields are visible to the later stages; values the pipeline yields
+    (its region ends with `pto.yield`) are visible after it.
+
+    Python: `with pto.pipeline() as pl:` then `with pl.stage("load_a"): ...`
+
+    Lowers to `pto.pipeline` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def printf(fmt: Any, *values: Any) -> Any:
+    """Print a formatted line per active lane, prefixed with its block and lane.
+
+    Semantics: Python `%`-style formatting (`%d`, `%f`, `%.3f`, `%x`, ...) of the lane's scalar
+    values; the format must take exactly one value per conversion (`%%` prints a `%`). Each line
+    starts with `[block (x, y, z) lane (x, y, z)] `. Lines are printed in block order, then lane
+    order, to standard output.
+
+    Python: `pto.printf("i=%d v=%f", i, v)`
+
+    Lowers to `pto.printf` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def exp(x: Any) -> Any:
+    """Exponential per lane (`math.exp`): floats, evaluated in float64 and rounded once to the
+    operand type (within 1 ulp).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def log(x: Any) -> Any:
+    """Natural logarithm per lane (`math.log`): floats, evaluated in float64 and rounded once
+    (within 1 ulp).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def sqrt(x: Any) -> Any:
+    """Square root per lane (`math.sqrt`): floats, correctly rounded; a negative operand gives NaN.
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def rsqrt(x: Any) -> Any:
+    """Reciprocal square root `1 / sqrt(x)` per lane (`math.rsqrt`): floats, evaluated in float64
+    and rounded once (within 1 ulp).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tanh(x: Any) -> Any:
+    """Hyperbolic tangent per lane (`math.tanh`): floats, evaluated in float64 and rounded once
+    (within 1 ulp).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def select(cond: Any, a: Any, b: Any) -> Any:
+    """`a` where `cond` holds, else `b`, per lane (`arith.select`); Python numbers take the other
+    operand's type.
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def cast(x: Any, dtype: Any) -> Any:
+    """Convert `x` to `dtype` per lane (`arith` casts): floats round to nearest even, float to int
+    truncates toward zero.
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def reduce(v: Any, op: Any='sum', scope: Any='warp') -> Any:
+    """Reduce `v` across the lanes of a warp or of a block (`op`: "sum", "max" or "min"; `scope`:
+    "warp" or "block"), lowered to ordinary loads, stores and barriers on a scratch buffer
+    (pypto/frontend/collectives.py); every lane gets the result.
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'constexpr']

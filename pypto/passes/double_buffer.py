@@ -53,7 +53,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from pypto.analysis.alias import Footprint, Ranges, footprints, may_overlap
+from pypto.analysis.alias import Footprint, Linear, Ranges, footprints, may_overlap
 from pypto.analysis.cache import invalidate
 from pypto.analysis.fusion import fusion_decisions, root_buffer, waits_for
 from pypto.analysis.l1_liveness import (
@@ -408,8 +408,6 @@ def safe_distance(plan: Plan, distance: int, ranges: Ranges) -> tuple[int, str]:
 def _iteration_dependent(fp: Footprint, loop: scf.ForOp, iv: SSAValue) -> Footprint:
     """`fp` with every opaque value defined inside `loop` (other than its counter) replaced by
     a fresh symbol: at another iteration it has another value, so it must not cancel."""
-    from pypto.analysis.alias import Linear
-
     coefs = frozenset(((("other iteration", v) if v is not iv and defined_inside(v, loop)
                         else v), c) for v, c in fp.start.coefs)
     return Footprint(fp.op, fp.root, Linear(coefs, fp.start.const), fp.extent, fp.kind,

@@ -31,7 +31,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import Pure
 
-from pypto.analysis.alias import footprints, may_overlap
+from pypto.analysis.alias import conflict, footprints
 from pypto.analysis.l1_liveness import location_text
 from pypto.diagnostics import emit_remark
 from pypto.backend.targets import Target, resolve_target
@@ -216,17 +216,11 @@ def _at(op: Operation) -> str:
     return "" if text == op.name else f" at {text}"
 
 
-def _crosses(copy: npu.CopyInOp, other: Operation) -> bool:
-    """May moving `copy` below `other` change a result? Yes when `other` may touch the copy's
-    destination (read or write) or write its source."""
-    mine = footprints(copy)
-    for theirs in footprints(other):
-        for fp in mine:
-            if fp.writes and may_overlap(fp, theirs):
-                return True
-            if theirs.writes and may_overlap(theirs, fp):
-                return True
-    return False
+def _crosses(copy: Operation, other: Operation) -> bool:
+    """May moving `copy` below `other` change a result? Yes when one of them may write memory
+    the other touches (the shared alias query's `conflict`)."""
+    theirs = footprints(other)
+    return any(conflict(mine, fp) for mine in footprints(copy) for fp in theirs)
 
 
 @dataclass(frozen=True)

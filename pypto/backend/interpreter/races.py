@@ -34,7 +34,8 @@ class Shadow:
     """Shadow state of one block arena of L1 (per granule, see l1.py) for one epoch."""
 
     __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads", "pending", "dirty",
-                 "deferred", "log", "log_used", "u_wlo", "u_whi", "u_rlo", "u_rhi", "u_dirty")
+                 "deferred", "log", "log_used", "rowq", "u_wlo", "u_whi", "u_rlo", "u_rhi", "u_dirty",
+                 "u_applied", "state", "trie", "n_states")
 
     def __init__(self, count: int, per_block: int | None = None):
         self.epoch = -1
@@ -55,12 +56,26 @@ class Shadow:
         # the arrays above, where the exact per-block check runs. `pending` lists them in
         # order: (buf, elements, lowest warp, highest warp, active blocks mask, write).
         self.pending: list[tuple[Any, Any, Any, Any, Any, bool]] = []
+        # Before that, while an epoch has only row accesses of every lane of a window (the
+        # tree reductions), they are checked against each other per column by plain Python
+        # (`_rows_clear`) and queued here, (buf, base, lo, hi, write): no array work at all.
+        self.rowq: list[tuple[Any, int, int, int, bool]] = []
         per_block = count if per_block is None else per_block
         self.u_wlo = np.full(per_block, _NO_WARP, dtype=np.int16)
         self.u_whi = np.full(per_block, -1, dtype=np.int16)
         self.u_rlo = np.full(per_block, _NO_WARP, dtype=np.int16)
         self.u_rhi = np.full(per_block, -1, dtype=np.int16)
         self.u_dirty = False  # the summary holds accesses of this epoch
+        self.u_applied = 0  # pending[:u_applied] are in the summary arrays
+        # Every lane vector of a launch (and every launch) runs the same accesses: the
+        # outcome of a summary check depends only on the epoch's accesses so far and the new
+        # one, so it is remembered. `state` numbers the sequence of this epoch's block-uniform
+        # accesses (0: none yet; None: one depended on data, nothing is remembered), `trie`
+        # maps (state, access) to the state after it, for accesses found race-free: then the
+        # check (and the summary update, applied later if a check needs it) is skipped.
+        self.state: int | None = 0
+        self.trie: dict[tuple[int, Any], int] = {}
+        self.n_states = 0
         self.dirty = False  # the arrays hold accesses of this epoch
         # General reads whose r_warp / r_multi updates wait for something that consults those
         # arrays (a write, a row access): RaceChecker._settle_reads applies them. An epoch
@@ -95,6 +110,7 @@ class Shadow:
             self.r_multi.fill(False)
             self.dirty = False
         self.writes, self.reads, self.pending, self.deferred = [], [], [], []
+        self.rowq = []
         self.log_used = 0
         self._clear_summary()
 
@@ -105,6 +121,8 @@ class Shadow:
             self.u_rlo.fill(_NO_WARP)
             self.u_rhi.fill(-1)
             self.u_dirty = False
+        self.u_applied = 0
+        self.state = 0
 
     def at_epoch(self, epoch: int) -> None:
         if self.epoch != epoch:
@@ -119,6 +137,7 @@ class Shadow:
             self.writes = []
             self.reads = []
             self.pending = []
+            self.rowq = []
             self.deferred = []
             self.log_used = 0
             self._clear_summary()
@@ -297,12 +316,23 @@ class RaceChecker:
         if arena.deferred:
             self._settle_reads(arena)
         ws = self.warp_size
+        if not arena.dirty:
+            key = None if active is not None else (buf.gran, buf.count, base, lo, hi, write)
+            if key is not None and not arena.pending and \
+                    (not arena.rowq or _rows_clear(arena, buf, base, lo, hi, write, ws)):
+                (arena.writes if write else arena.reads).append(
+                    (site, buf, _ROWS, (base, lo, hi, None), ws))
+                arena.rowq.append((buf, base, lo, hi, write))
+                _advance(arena, key)
+                return
+            if arena.rowq:
+                _lift(arena, ws)
+            warps = _row_warps(base, lo, hi, ws)
+            if self._summarised(buf, slice(lo, hi), warps, warps, active, write, True, key):
+                (arena.writes if write else arena.reads).append(
+                    (site, buf, _ROWS, (base, lo, hi, active), ws))
+                return
         warps = _row_warps(base, lo, hi, ws)
-        if not arena.dirty and \
-                self._summarised(buf, slice(lo, hi), warps, warps, active, write, True):
-            (arena.writes if write else arena.reads).append(
-                (site, buf, _ROWS, (base, lo, hi, active), ws))
-            return
         self._materialise(arena)
         arena.dirty = True  # this access goes into the arrays
         w_rows, r_rows, m_rows = _shadow_rows(buf)
@@ -342,7 +372,7 @@ class RaceChecker:
             np.copyto(target, np.broadcast_to(warps, target.shape), where=active)
 
     def race_pattern(self, buf: Any, pattern: tuple[Any, ...], site: int,
-                     write: bool) -> bool:
+                     write: bool, key: Any = None) -> bool:
         """The race checks of a planned access (views.py) in which every block of a batch-mode
         vector touches the same elements of its copy with the same lanes: lane `lanes[j]`
         touches element `local[j]` of its block's copy, every lane active. Per element the
@@ -359,8 +389,11 @@ class RaceChecker:
             arena.at_epoch(epoch)
         ws = self.warp_size
         local, lanes, elems, wmin, wmax = pattern
+        if arena.rowq and not arena.dirty:
+            _lift(arena, ws)
         if not arena.dirty and not arena.deferred and \
-                self._summarised(buf, elems, wmin, wmax, None, write, False):
+                self._summarised(buf, elems, wmin, wmax, None, write, wmin is wmax,
+                                 None if key is None else (buf.gran, key, write)):
             (sh.writes if write else sh.reads).append(
                 (site, buf, _PATTERN, (local, lanes), ws))
             return True
@@ -394,43 +427,45 @@ class RaceChecker:
         return True
 
     def _summarised(self, buf: Any, elems: Any, wlo: np.ndarray, whi: np.ndarray,
-                    active: Any, write: bool, single: bool) -> bool:
+                    active: Any, write: bool, single: bool, key: Any = None) -> bool:
         """Check an access that touches elements `elems` of every block's copy (a slice or
         sorted distinct indices) with warps `wlo[j]..whi[j]` on element j (the same in every
         block; `active`: None, or a (blocks, elements) mask of the blocks where it happens;
-        `single`: wlo is whi) against this epoch's summary, per element of one block: the
+        `single`: wlo equals whi) against this epoch's summary, per element of one block: the
         summary keeps the lowest and highest warp that wrote (read) each element in any block.
         Where every warp involved is one and the same, no two warps touched the element; then
         the access is recorded in the summary (as if in every block) and `pending` (exactly),
         and True is returned. Otherwise, or when an element was touched by more than one warp,
         False: the caller writes the pending accesses into the arrays and checks per block.
-        O(elements of one block), whatever the number of blocks."""
+        O(elements of one block), whatever the number of blocks; nothing at all when this
+        access after the same ones was found race-free before (`key`: what identifies it,
+        None when it depends on data; see Shadow.trie)."""
         arena = buf.shadow.arena
         if len(arena.pending) >= _PENDING_MAX:
             return False
-        if not single and bool((wlo != whi).any()):
-            if write:
-                return False  # two warps write one element (stores with collisions do not come)
-        else:
-            single = True
+        state = arena.state
+        if key is not None and state is not None:
+            nxt = arena.trie.get((state, key))
+            if nxt is not None:
+                arena.state = nxt
+                arena.pending.append((buf, elems, wlo, whi, active, write))
+                return True
+        if not single and write:
+            return False  # two warps write one element (stores with collisions do not come)
+        if arena.u_applied < len(arena.pending):
+            _apply(arena)
         u_wlo, u_whi, u_rlo, u_rhi = _summary_views(buf)
         if arena.u_dirty:
             if not _agree(u_wlo[elems], u_whi[elems], wlo, whi, single):
                 return False
             if write and not _agree(u_rlo[elems], u_rhi[elems], wlo, whi, single):
                 return False
-        if write:
-            u_wlo[elems] = wlo
-            u_whi[elems] = whi
-        else:
-            if arena.u_dirty:
-                u_rlo[elems] = np.minimum(u_rlo[elems], wlo)
-                u_rhi[elems] = np.maximum(u_rhi[elems], whi)
-            else:
-                u_rlo[elems] = wlo
-                u_rhi[elems] = whi
-        arena.u_dirty = True
         arena.pending.append((buf, elems, wlo, whi, active, write))
+        _apply(arena)
+        if key is None:
+            arena.state = None
+        else:
+            _advance(arena, key)
         return True
 
     def _materialise(self, arena: Shadow) -> None:
@@ -439,6 +474,8 @@ class RaceChecker:
         another, `_summarised` made sure). `dirty` says the arrays hold something: set here,
         by a general write and by settled reads, so an epoch (or a reused arena) whose
         accesses never reached them needs no clearing."""
+        if arena.rowq:
+            _lift(arena, self.warp_size)
         if not arena.pending:
             return
         for buf, elems, wlo, whi, active, write in arena.pending:
@@ -467,6 +504,7 @@ class RaceChecker:
                 np.copyto(r, np.broadcast_to(whi, r.shape), where=active)
                 r_rows[:, elems] = r
         arena.pending = []
+        arena.u_applied = 0
         arena.dirty = True
 
     def _rows_mask(self, base: int, lo: int, hi: int, active: Any) -> Any:
@@ -547,6 +585,75 @@ def _granules(buf: Any, index: Any, n: int) -> np.ndarray:
     return buf.granule_of(np.asarray(index, dtype=np.int64))
 
 
+def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: bool,
+                ws: int) -> bool:
+    """Can a row access of every lane (columns lo..hi, lane = column - base) be queued
+    (Shadow.rowq)? Yes when it races with none of the queued ones: where two touch one column,
+    at least one writing, the lanes doing so are in one warp. Only row accesses are queued, so
+    each compares per column (the same in every block), not per element. A different buffer
+    over the same bytes, or a long queue, goes through the summary instead."""
+    if len(arena.rowq) >= 16:
+        return False
+    for pbuf, pbase, plo, phi, pwrite in arena.rowq:
+        if not (write or pwrite):
+            continue
+        if pbuf is not buf:
+            size = buf.data.itemsize
+            if pbuf.offset < buf.offset + buf.count * size and \
+                    buf.offset < pbuf.offset + pbuf.count * pbuf.data.itemsize:
+                return False
+            continue
+        a, b = max(lo, plo), min(hi, phi)
+        if a < b and base != pbase:
+            cols = np.arange(a, b)
+            if ((cols - base) // ws != (cols - pbase) // ws).any():
+                return False
+    return True
+
+
+def _lift(arena: Shadow, ws: int) -> None:
+    """Move the queued row accesses (Shadow.rowq, consistent with each other) to the pending
+    list, in order (applied to the summary when a check needs it)."""
+    for buf, base, lo, hi, write in arena.rowq:
+        warps = _row_warps(base, lo, hi, ws)
+        arena.pending.append((buf, slice(lo, hi), warps, warps, None, write))
+    arena.rowq = []
+
+
+def _apply(arena: Shadow) -> None:
+    """Bring the summary arrays up to date with the pending accesses."""
+    pending = arena.pending
+    for i in range(arena.u_applied, len(pending)):
+        buf, elems, wlo, whi, _, write = pending[i]
+        u_wlo, u_whi, u_rlo, u_rhi = _summary_views(buf)
+        if write:
+            u_wlo[elems] = wlo
+            u_whi[elems] = whi
+        elif isinstance(elems, slice):
+            np.minimum(u_rlo[elems], wlo, out=u_rlo[elems])
+            np.maximum(u_rhi[elems], whi, out=u_rhi[elems])
+        else:
+            u_rlo[elems] = np.minimum(u_rlo[elems], wlo)
+            u_rhi[elems] = np.maximum(u_rhi[elems], whi)
+        arena.u_dirty = True
+    arena.u_applied = len(pending)
+
+
+def _advance(arena: Shadow, key: Any) -> None:
+    """The epoch's state after a block-uniform access found race-free (see Shadow.trie)."""
+    state = arena.state
+    if state is None:
+        return
+    trie = arena.trie
+    nxt = trie.get((state, key))
+    if nxt is None:
+        if len(trie) >= _TRIE_MAX:
+            trie.clear()  # ids keep growing: a state from before is simply not found
+        arena.n_states += 1
+        nxt = trie[(state, key)] = arena.n_states
+    arena.state = nxt
+
+
 def _row_warps(base: int, lo: int, hi: int, ws: int) -> np.ndarray:
     """The warp of the lane touching each column lo..hi of a row access."""
     return geometry(("row_warps", lo - base, hi - base, ws),
@@ -596,6 +703,7 @@ def _agree(lo: np.ndarray, hi: np.ndarray, wlo: Any, whi: Any, single: bool) -> 
 
 _NO_WARP = np.iinfo(np.int16).max
 _PENDING_MAX = 64
+_TRIE_MAX = 4096
 """Summarised accesses an epoch keeps pending at most (then the arrays take over)."""
 
 
@@ -632,6 +740,8 @@ def pattern_summary(local: np.ndarray, lanes: np.ndarray,
     wmax = np.full(elems.size, -1, dtype=np.int16)
     np.minimum.at(wmin, inverse, warps)
     np.maximum.at(wmax, inverse, warps)
+    if np.array_equal(wmin, wmax):
+        wmax = wmin  # one warp per element: `wmin is wmax` says so (RaceChecker._summarised)
     if elems.size and int(elems[-1]) - int(elems[0]) + 1 == elems.size:
         return slice(int(elems[0]), int(elems[-1]) + 1), wmin, wmax  # a range: views, not gathers
     return elems, wmin, wmax

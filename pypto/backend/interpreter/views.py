@@ -232,11 +232,16 @@ class PlannedAccess:
                         _PATTERNS.clear()
                     known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
                 if known is not False and row is not None:
-                    local, lanes = known[0][row], known[1][row]
-                    summary = _summary(local, lanes, self.warp_size)
-                    known = (local, lanes, *summary)
+                    facts = self.mask_facts(mask)  # type: ignore[attr-defined]
+                    cached = facts.get(key)  # the branch's accesses share its mask
+                    if cached is None:
+                        local, lanes = known[0][row], known[1][row]
+                        summary = _summary(local, lanes, self.warp_size)
+                        cached = facts[key] = ((local, lanes, *summary),
+                                               (key, row.tobytes()))
+                    known, key = cached
                 if known is not False and \
-                        self.race_pattern(buf, known, site, write):  # type: ignore[attr-defined]
+                        self.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
                     return
         if idx is None:
             idx = self._indices(base, shape, strides)

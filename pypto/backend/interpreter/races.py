@@ -316,6 +316,15 @@ class RaceChecker:
         if arena.deferred:
             self._settle_reads(arena)
         ws = self.warp_size
+        if active is not None and not arena.dirty:
+            row = active[0]
+            if active.shape[0] == 1 or not (active != row).any():
+                # the same lanes in every block (`if tid < s` inside a window): fewer columns
+                cols = np.flatnonzero(row)
+                if cols.size == 0:
+                    return
+                if int(cols[-1]) + 1 - int(cols[0]) == cols.size:
+                    lo, hi, active = lo + int(cols[0]), lo + int(cols[-1]) + 1, None
         if not arena.dirty:
             key = None if active is not None else (buf.gran, buf.count, base, lo, hi, write)
             if key is not None and not arena.pending and \
@@ -395,7 +404,7 @@ class RaceChecker:
                 self._summarised(buf, elems, wmin, wmax, None, write, wmin is wmax,
                                  None if key is None else (buf.gran, key, write)):
             (sh.writes if write else sh.reads).append(
-                (site, buf, _PATTERN, (local, lanes), ws))
+                (site, buf, _PATTERN, (local, lanes, None), ws))
             return True
         self._materialise(arena)
         if arena.deferred:
@@ -413,7 +422,7 @@ class RaceChecker:
                 return False
         log = sh.writes if write else sh.reads
         earlier_reads = bool(sh.reads)
-        log.append((site, buf, _PATTERN, (local, lanes), ws))
+        log.append((site, buf, _PATTERN, (local, lanes, None), ws))
         arena.dirty = True
         if write:
             w_rows[:, elems] = wmin
@@ -424,6 +433,30 @@ class RaceChecker:
             if other.any():
                 m_rows[:, elems] |= other
         r_rows[:, elems] = wmax
+        return True
+
+    def race_pattern_masked(self, buf: Any, pattern: tuple[Any, ...], order: np.ndarray,
+                            mask: np.ndarray, site: int, write: bool) -> bool:
+        """`race_pattern` of a planned access whose mask keeps different lanes in different
+        blocks (bounds checks at a grid's edges): each element is touched by one lane
+        (`order[j]`: the lane position of element j), `mask` the vector's (blocks, lanes)
+        active lanes. Checked against the epoch's summary as if every block were active;
+        False when that is not conclusive (the caller then runs the general check)."""
+        sh = buf.shadow
+        arena = sh.arena
+        epoch = self.counters["epoch"]
+        if arena.epoch != epoch:
+            arena.at_epoch(epoch)
+        if arena.dirty or arena.deferred:
+            return False
+        ws = self.warp_size
+        if arena.rowq:
+            _lift(arena, ws)
+        local, lanes, elems, wmin, wmax = pattern
+        active = mask if order is None else mask[:, order]
+        if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax):
+            return False
+        (sh.writes if write else sh.reads).append((site, buf, _PATTERN, (local, lanes, mask), ws))
         return True
 
     def _summarised(self, buf: Any, elems: Any, wlo: np.ndarray, whi: np.ndarray,
@@ -727,7 +760,8 @@ def _expand_rows(buf: Any, base: int, lo: int, hi: int, active: Any,
 
 _PATTERN = object()
 """Marks a logged pattern access (RaceChecker.race_pattern): (site, buf, _PATTERN, (local
-elements, lanes), warp size), expanded lane by lane only when a race report names it."""
+elements, lanes, mask or None), warp size), expanded lane by lane only when a race report
+names it."""
 
 
 def pattern_summary(local: np.ndarray, lanes: np.ndarray,
@@ -747,9 +781,14 @@ def pattern_summary(local: np.ndarray, lanes: np.ndarray,
     return elems, wmin, wmax
 
 
-def _expand_pattern(buf: Any, local: np.ndarray, lanes: np.ndarray,
+def _expand_pattern(buf: Any, local: np.ndarray, lanes: np.ndarray, mask: Any,
                     ws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A logged pattern access's element indices, block-local lanes and warps, lane by lane."""
+    """A logged pattern access's element indices, block-local lanes and warps, lane by lane
+    (`mask`: (blocks, lanes) active lanes, None for all)."""
     index = np.arange(buf.blocks, dtype=np.int64)[:, None] * buf.stride + local[None, :]
-    lanes2 = np.broadcast_to(lanes, index.shape).reshape(-1)
-    return index.reshape(-1), lanes2, (lanes2 // ws).astype(np.int16)
+    lanes2 = np.broadcast_to(lanes, index.shape)
+    if mask is not None:
+        index, lanes2 = index[mask], lanes2[mask]
+    else:
+        index, lanes2 = index.reshape(-1), lanes2.reshape(-1)
+    return index, lanes2, (lanes2 // ws).astype(np.int16)

@@ -328,7 +328,8 @@ class RaceChecker:
         if not arena.dirty:
             key = None if active is not None else (buf.gran, buf.count, base, lo, hi, write)
             if key is not None and not arena.pending and \
-                    (not arena.rowq or _rows_clear(arena, buf, base, lo, hi, write, ws)):
+                    (not arena.rowq or (arena.state, key) in arena.trie or
+                     _rows_clear(arena, buf, base, lo, hi, write, ws)):
                 (arena.writes if write else arena.reads).append(
                     (site, buf, _ROWS, (base, lo, hi, None), ws))
                 arena.rowq.append((buf, base, lo, hi, write))

@@ -26,9 +26,6 @@ Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
            "==": np.equal, "!=": np.not_equal}
 
-_WINDOWS: dict[int, tuple[np.ndarray, tuple[int, int, bool]]] = {}
-"""Lane windows of shared read-only masks (StructuredAccess.local_cmp), by mask identity."""
-
 
 class StructuredAccess:
     """Structured loads and stores of a lane vector; mixed into `LaneContext`."""
@@ -87,9 +84,11 @@ class StructuredAccess:
         `if tid < s` keep a prefix of each block active; accesses then touch only those
         columns. Computed once per mask object."""
         shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
-        known = _WINDOWS.get(id(mask)) if shared else None  # one lookup: launches on other
-        if known is not None and known[0] is mask:        # streams may clear it meanwhile
-            return known[1]
+        cache = self.cache  # type: ignore[attr-defined]  # the Executable's (caches.py)
+        if shared:
+            known = cache.known(cache.windows, mask)
+            if known is not None:
+                return known  # type: ignore[no-any-return]
         facts = self.mask_facts(mask)
         window = facts.get("window")
         if window is None:
@@ -103,9 +102,7 @@ class StructuredAccess:
                 window = (first, last, bool(dense))
             facts["window"] = window
             if shared:
-                if len(_WINDOWS) > 64:
-                    _WINDOWS.clear()
-                _WINDOWS[id(mask)] = (mask, window)  # holding the mask keeps its id unique
+                cache.remember(cache.windows, mask, window)
         return window  # type: ignore[return-value]
 
     def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:

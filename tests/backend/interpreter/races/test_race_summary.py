@@ -162,3 +162,50 @@ def test_a_racy_launch_after_clean_ones_is_still_reported():
         with pytest.raises(pto.RaceError, match="WAR race"):
             ck(grid=4, block=64, args=(o,))
             pto.sync()
+
+
+@pto.kernel
+def row_read_while_load_in_flight(x, o):
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    other = pto.alloc_local(64)
+    pto.store(buf + t, 1.0)
+    pto.barrier_block()
+    tok = pto.async_load(other, x + pto.get_block_id() * 64, 64 * 4)
+    v = pto.load(buf + t)            # rows of a buffer no copy touches: fine
+    if t >= 16:
+        v = v + pto.load(other + t)  # rows (a window) of the copy's destination: a hazard
+    pto.wait(tok)
+    pto.store(o + t, v)
+
+
+@pto.kernel
+def row_write_while_store_in_flight(x, o):
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + t, 1.0)
+    pto.barrier_block()
+    tok = pto.async_store(x + pto.get_block_id() * 64, buf, 64 * 4)
+    pto.store(buf + t, 2.0)          # overwrites the copy's source: a hazard
+    pto.wait(tok)
+
+
+@pytest.mark.parametrize("kernel,what", [(row_read_while_load_in_flight, "read"),
+                                         (row_write_while_store_in_flight, "write")])
+def test_row_accesses_meet_copies_in_flight_as_the_general_path_does(kernel, what):
+    """Row accesses check copies in flight on their columns (one block's bytes): the same
+    RaceError as the general path."""
+    texts = []
+    for on in (True, False):
+        saved, FAST_PATHS.on = FAST_PATHS.on, on
+        try:
+            x, o = pto.zeros(4 * 64), pto.zeros(64)
+            ck = pto.compile(kernel, args=(x, o), block=64, pipeline="")
+            with pytest.raises(pto.RaceError) as info:
+                ck(grid=4, block=64, args=(x, o))
+                pto.sync()
+            texts.append(str(info.value))
+        finally:
+            FAST_PATHS.on = saved
+    assert f"hazard: {what} of L1 buffer" in texts[0] and "still in flight" in texts[0]
+    assert texts[0] == texts[1]

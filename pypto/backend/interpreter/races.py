@@ -317,14 +317,12 @@ class RaceChecker:
             self._settle_reads(arena)
         ws = self.warp_size
         if active is not None and not arena.dirty:
-            row = active[0]
-            if active.shape[0] == 1 or not (active != row).any():
+            narrow = _narrowed(self, active)
+            if narrow is not None:
                 # the same lanes in every block (`if tid < s` inside a window): fewer columns
-                cols = np.flatnonzero(row)
-                if cols.size == 0:
+                if narrow[0] == narrow[1]:
                     return
-                if int(cols[-1]) + 1 - int(cols[0]) == cols.size:
-                    lo, hi, active = lo + int(cols[0]), lo + int(cols[-1]) + 1, None
+                lo, hi, active = lo + narrow[0], lo + narrow[1], None
         if not arena.dirty:
             key = None if active is not None else (buf.gran, buf.count, base, lo, hi, write)
             if key is not None and not arena.pending and \
@@ -643,6 +641,29 @@ def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: boo
             if ((cols - base) // ws != (cols - pbase) // ws).any():
                 return False
     return True
+
+
+def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
+    """For a (blocks, columns) mask that keeps the same columns a..b-1 of every block (and no
+    others): (a, b); else None. Worked out once per branch mask (`active` is a view of it)."""
+    owner = active.base if active.base is not None else active
+    cache = getattr(ctx, "_narrow_cache", None)  # one mask at a time, as LaneContext.mask_facts
+    if cache is None or cache[0] is not owner:
+        cache = ctx._narrow_cache = (owner, {})
+    facts = cache[1]
+    key = (active.shape, active.strides, active.__array_interface__["data"][0])
+    if key in facts:
+        return facts[key]  # type: ignore[no-any-return]
+    row = active[0]
+    result = None
+    if active.shape[0] == 1 or not (active != row).any():
+        cols = np.flatnonzero(row)
+        if cols.size == 0:
+            result = (0, 0)
+        elif int(cols[-1]) + 1 - int(cols[0]) == cols.size:
+            result = (int(cols[0]), int(cols[-1]) + 1)
+    facts[key] = result
+    return result
 
 
 def _lift(arena: Shadow, ws: int) -> None:

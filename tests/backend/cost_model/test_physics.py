@@ -2,7 +2,8 @@
 properties and checked by hypothesis over generated kernels and the kernel zoo (tests/kernels).
 
 * more work never costs less: an added instruction, a byte of traffic or a block;
-* no pipe, copy engine or HBM above its peak (a fused load+MMA occupies MTE_IN too);
+* no pipe, copy engine or HBM above its peak (a fused load+MMA occupies MTE_IN too), so no
+  launch beats its resource bound (`Profile.resource_bound`, the busiest resource's work);
 * an argument the kernel never touches changes nothing;
 * a launch has a fixed cost; accesses have latency by memory level (HBM farther than L1);
 * contention: same-address atomics serialise, strided lanes cost by sectors, L1 bank conflicts.
@@ -159,6 +160,8 @@ def check_peaks(prof) -> None:
             assert mte.end - mte.start == copy_occupancy(prof.facts[cube.op_id].copy_bytes, p)
     busy = prof.total_cycles - prof.launch.launch_cycles
     assert prof.hbm_bytes <= busy * p.target.hbm_bytes_per_cycle + 1e-9
+    # the roofline from the model: no block ends before its busiest pipe's work is done
+    assert prof.total_cycles >= prof.resource_bound().cycles
     assert 0.0 <= prof.utilization()["HBM"] <= 1.0 + 1e-9
 
 

@@ -209,7 +209,8 @@ def test_the_512_cubed_f32_matmul_is_copy_bound_so_no_schedule_gains_1_3x_under_
     for prof in (default, three):  # the same copies and MMAs: the same bound
         assert prof.resource_bound().cycles == bound.cycles
     assert bound.cycles <= three.total_cycles < default.total_cycles < single.total_cycles
-    assert single.total_cycles / bound.cycles < 1.19 < 1.3  # 1.3x is out of reach
+    # no schedule of these copies and MMAs beats the bound: 1.3x is out of reach (6094 / 5128)
+    assert single.total_cycles / bound.cycles < 1.3
 
 
 # data, not code ------------------------------------------------------------------------------------

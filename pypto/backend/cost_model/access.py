@@ -21,6 +21,7 @@ warp axis): no Python loop per lane or per block.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,12 @@ class AccessGeometry:
     sector_bytes: int = 32
     l1_banks: int = 32
     l1_bank_bytes: int = 4
+
+    @property
+    def global_period(self) -> int:
+        """Bytes by which shifting every address of a global access leaves its `sectors`
+        figure unchanged (and, a multiple of L1 banks x bank width, its `banks` figure)."""
+        return math.lcm(self.sector_bytes, self.l1_banks * self.l1_bank_bytes)
 
     @staticmethod
     def of(target: Any) -> AccessGeometry:

@@ -56,7 +56,11 @@ _WRAPPING = frozenset({"arith.trunci", "arith.index_cast"})
 """Ops whose result may leave the range of its type (binary ops compute in their own type)."""
 _ALIGNMENT = 4096
 """Bytes modulo which an access pattern's start counts: any power-of-two memory geometry up to
-4 KiB (sectors, L1 banks x bank width) sees the same pattern in blocks whose starts agree."""
+4 KiB (sectors, L1 banks x bank width) sees the same pattern in blocks whose starts agree. The
+cost model passes its target's own period for global addresses (`global_alignment`: the
+sector size, or L1 banks x bank width when larger; what the access statistics of access.py
+read from a global address repeats with it), so that blocks one sector period apart share a
+class; L1 addresses keep this one (the trace records block-uniform L1 offsets as they are)."""
 _CHUNK_LANES = 1 << 22
 """Lanes evaluated at once: (blocks x lanes) int64 arrays stay below 32 MiB per root."""
 
@@ -121,17 +125,19 @@ def _tensors_to_copy(kernel: func.FuncOp) -> frozenset[int] | None:
 
 
 def plan_block_classes(executable: Any, grid: tuple[int, int, int],
-                       block: tuple[int, int, int], args: Sequence[Any]
+                       block: tuple[int, int, int], args: Sequence[Any],
+                       global_alignment: int = _ALIGNMENT
                        ) -> list[tuple[int, list[int]]] | None:
     """[(representative block, member blocks)] in order of first block, or None when the
-    classes cannot be proven (trace every block instead)."""
+    classes cannot be proven (trace every block instead). `global_alignment`: bytes modulo
+    which the start of a global access pattern counts (see `_ALIGNMENT`)."""
     n_blocks = grid[0] * grid[1] * grid[2]
     if n_blocks < 2 or executable.schedule is not None:
         return None
     kernel = executable.func
     ints = tuple(int(a) if isinstance(a, bool | int | np.integer) else None for a in args)
-    return cached(kernel, ("block_classes.plan", grid, block, ints),
-                  lambda: _plan(kernel, grid, block, args))
+    return cached(kernel, ("block_classes.plan", grid, block, ints, global_alignment),
+                  lambda: _plan(kernel, grid, block, args, global_alignment))
 
 
 def _proof(kernel: func.FuncOp) -> list[SSAValue] | None:
@@ -149,7 +155,8 @@ def _proof(kernel: func.FuncOp) -> list[SSAValue] | None:
 
 
 def _plan(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, int, int],
-          args: Sequence[Any]) -> list[tuple[int, list[int]]] | None:
+          args: Sequence[Any], global_alignment: int = _ALIGNMENT
+          ) -> list[tuple[int, list[int]]] | None:
     n_blocks = grid[0] * grid[1] * grid[2]
     varying = cached(kernel, "block_classes.proof", lambda: _proof(kernel))
     if varying is None:
@@ -157,7 +164,7 @@ def _plan(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, int
     if not varying:
         return [(0, list(range(n_blocks)))]
     try:
-        labels = _class_labels(kernel, varying, grid, block, args)
+        labels = _class_labels(kernel, varying, grid, block, args, global_alignment)
     except _Unknown:
         return None
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
@@ -169,7 +176,8 @@ def _plan(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, int
 
 
 def _class_labels(kernel: func.FuncOp, roots: list[SSAValue], grid: tuple[int, int, int],
-                  block: tuple[int, int, int], args: Sequence[Any]) -> np.ndarray:
+                  block: tuple[int, int, int], args: Sequence[Any],
+                  global_alignment: int = _ALIGNMENT) -> np.ndarray:
     """A label per block: equal labels iff every root has equal values over the lanes."""
     n_blocks = grid[0] * grid[1] * grid[2]
     lanes = block[0] * block[1] * block[2]
@@ -178,7 +186,7 @@ def _class_labels(kernel: func.FuncOp, roots: list[SSAValue], grid: tuple[int, i
     labels = np.empty(n_blocks, dtype=np.int64)
     for first in range(0, n_blocks, per_chunk):
         ids = np.arange(first, min(n_blocks, first + per_chunk), dtype=np.int64)
-        ev = _Evaluator(kernel, grid, block, ids, args)
+        ev = _Evaluator(kernel, grid, block, ids, args, global_alignment)
         columns = [np.broadcast_to(c, (len(ids), lanes)) for r in roots for c in ev.key(r)]
         rows = columns[0] if len(columns) == 1 else np.concatenate(
             [np.asarray(c, dtype=np.int64) for c in columns], axis=1)
@@ -199,8 +207,10 @@ class _Evaluator:
     """Integer values of a kernel over (blocks x lanes), from ids, constants and arguments."""
 
     def __init__(self, kernel: func.FuncOp, grid: tuple[int, int, int],
-                 block: tuple[int, int, int], block_ids: np.ndarray, args: Sequence[Any]):
+                 block: tuple[int, int, int], block_ids: np.ndarray, args: Sequence[Any],
+                 global_alignment: int = _ALIGNMENT):
         self.kernel = kernel
+        self.global_alignment = global_alignment
         self.grid = grid
         self.block = block
         self.args = args
@@ -216,7 +226,8 @@ class _Evaluator:
     def key(self, v: SSAValue) -> list[np.ndarray]:
         """What of root `v` decides a block's events: its values, or for an address the
         element offsets relative to lane 0 and lane 0's byte alignment (modulo
-        `_ALIGNMENT`), so that blocks reading shifted copies of one pattern share a class."""
+        `_ALIGNMENT`, or `global_alignment` for a global address), so that blocks reading
+        shifted copies of one pattern share a class."""
         if not isinstance(v.type, pto.PtrType | pto.L1BufferType):
             return [self.value(v)]
         offset = self.offset(v)
@@ -225,7 +236,8 @@ class _Evaluator:
         else:
             first = offset[:, :1]
         elem = _elem_bytes(v)
-        return [offset - first, (first * elem) % _ALIGNMENT]
+        glob = isinstance(v.type, pto.PtrType) and v.type.space == "global"
+        return [offset - first, (first * elem) % (self.global_alignment if glob else _ALIGNMENT)]
 
     def offset(self, ptr: SSAValue) -> np.ndarray:
         """Elements from the base (a parameter or an L1 buffer) to `ptr`, per block and lane."""

@@ -18,6 +18,7 @@ from pypto.backend.cost_model.engine import BlockSchedule, pipe_work
 from pypto.backend.cost_model.facts import OpFacts, facts_of, varying_of
 from pypto.backend.cost_model.launch import LaunchResult, simulate_launch
 from pypto.backend.cost_model.params import HBM, PIPES, RESOURCES, ModelParams
+from pypto.backend.interpreter.instruments import OpTable
 
 
 def short_source(location: str) -> str:
@@ -326,6 +327,22 @@ class Profile:
         return chrome_trace(self, path, max_slices=max_slices)
 
 
+class _KnownFacts:
+    """The facts of the ops of one kernel (op table) asked so far, by op id, and the kernel's
+    lane-varying values (the uniformity analysis, run once)."""
+
+    def __init__(self, ops: Sequence[Any]) -> None:
+        self.ops = ops
+        self.varying = varying_of(ops[0].op) if len(ops) else None
+        self.facts: dict[int, OpFacts] = {}
+
+    def of(self, ids: set[int]) -> dict[int, OpFacts]:
+        known = self.facts
+        for i in ids.difference(known):
+            known[i] = facts_of(i, self.ops[i].op, self.varying)
+        return {i: known[i] for i in ids}
+
+
 def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                   params: ModelParams, ops: Sequence[Any],
                   block_classes: Sequence[tuple[list[int], Sequence[Any]]],
@@ -333,8 +350,10 @@ def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int
     """A Profile from an op table (`.op` per op id) and the trace's block classes;
     `tensor_bytes`: the size of each tensor argument, by parameter index (for the L2 rule)."""
     used = {ev.op_id for _, events in block_classes for ev in events}
-    varying = varying_of(ops[0].op) if len(ops) else None
-    facts = {i: facts_of(i, ops[i].op, varying) for i in used}
+    # an executable's op table keeps the facts asked of its ops' traits for the next profiles
+    known = ops.derived("cost-facts", _KnownFacts) if isinstance(ops, OpTable) else \
+        _KnownFacts(ops)
+    facts = known.of(used)
     n_blocks = grid[0] * grid[1] * grid[2]
     return Profile(kernel, grid, block, params, facts,
                    simulate_launch(block_classes, facts, params, n_blocks, tensor_bytes))

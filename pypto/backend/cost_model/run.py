@@ -104,13 +104,14 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
     failure is costed (the debugger's timeline of a failing kernel). `launch`: gives an
     executable with the same results to run the untraced launch with when block classes are
     proven (the kernel before its lowering to the npu level, whose plain run is faster)."""
-    trace = CostTrace(AccessGeometry.of(params.target))  # sectors, banks: the target's
+    geometry = AccessGeometry.of(params.target)
+    trace = CostTrace(geometry)  # sectors, banks: the target's
     sizes = tensor_sizes(args) if tensor_bytes is None else tensor_bytes
     plan = None
     if blocks is None and by_class and not instruments:
         from pypto.backend.cost_model.classes import plan_block_classes
 
-        plan = plan_block_classes(executable, grid, block, args)
+        plan = plan_block_classes(executable, grid, block, args, geometry.global_period)
     if plan is not None:
         # the launch itself, untraced (outputs written, fast paths on), then one block per
         # class traced; the representatives write again only what the launch wrote (tensors

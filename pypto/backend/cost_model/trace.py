@@ -42,6 +42,30 @@ def _lane_access(op: Any) -> tuple[Any, bool] | None:
     return op.operands[accesses[0].operand], kinds == {"read", "write"}
 
 
+def _access_stats_wanted(table: OpTable) -> dict[int, tuple[tuple[str, ...], int]]:
+    """By op id of each pto.addptr whose result is the address of a lane memory instruction:
+    the access figures it gets ("sectors" / "banks" / "same") and its element size in bytes
+    (from the ops' traits, once per table)."""
+    wanted: dict[Any, set[str]] = {}
+    for info in table:
+        op = info.op
+        lane = _lane_access(op)
+        if lane is None:
+            continue
+        address, atomic = lane
+        if not isinstance(address.owner, Operation) or offset_base(address.owner) is None:
+            continue
+        kinds = wanted.setdefault(address.owner, set())
+        kinds.add("sectors" if address.type.space == "global" else "banks")
+        if atomic:
+            kinds.add("same")
+    stats = {}
+    for op, kinds in wanted.items():
+        elem = np.dtype(_np_dtype(pto.element_type_of(op.result.type))).itemsize
+        stats[table.id_of(op)] = (tuple(sorted(kinds)), elem)
+    return stats
+
+
 class CostTrace(Trace):
     """The executor's `Trace`, recorded for the cost model (see the module docstring)."""
 
@@ -53,24 +77,7 @@ class CostTrace(Trace):
     def begin(self, table: OpTable, grid: tuple[int, int, int],
               block: tuple[int, int, int]) -> None:
         super().begin(table, grid, block)
-        # pto.addptr ops whose result is the address of a lane memory instruction
-        wanted: dict[Any, set[str]] = {}
-        for info in table:
-            op = info.op
-            lane = _lane_access(op)
-            if lane is None:
-                continue
-            address, atomic = lane
-            if not isinstance(address.owner, Operation) or offset_base(address.owner) is None:
-                continue
-            kinds = wanted.setdefault(address.owner, set())
-            kinds.add("sectors" if address.type.space == "global" else "banks")
-            if atomic:
-                kinds.add("same")
-        self._stats = {}
-        for op, kinds in wanted.items():
-            elem = np.dtype(_np_dtype(pto.element_type_of(op.result.type))).itemsize
-            self._stats[table.id_of(op)] = (tuple(sorted(kinds)), elem)
+        self._stats = table.derived("cost-access", _access_stats_wanted)
 
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         super().after(op_id, ctx, mask, value)

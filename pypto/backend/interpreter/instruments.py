@@ -113,6 +113,10 @@ class OpTable(Sequence[OpInfo]):
         self.names: dict[SSAValue, str] = {}
         self.affine: dict[SSAValue, str] = {}
         self.local: set[SSAValue] = set()  # affine in each block's local ids (batch mode)
+        # what instruments derive from the ops (event kinds, the cost model's op facts),
+        # computed at the first run that asks and kept with the table, which lives as long as
+        # its compiled kernel: a run asks the op traits once per kernel, not once per launch
+        self._derived: dict[str, Any] = {}
 
     @staticmethod
     def of(kernel: Any) -> OpTable:
@@ -130,6 +134,14 @@ class OpTable(Sequence[OpInfo]):
 
     def id_of(self, op: Operation) -> int:
         return self._ids[op]
+
+    def derived(self, key: str, make: Callable[[OpTable], Any]) -> Any:
+        """`make(self)`, computed once per table and `key` (the ops of a compiled kernel do not
+        change). Two threads asking at once may both compute it; they get equal values."""
+        value = self._derived.get(key)
+        if value is None:
+            value = self._derived.setdefault(key, make(self))
+        return value
 
     def read(self, frame_locals: dict[str, Any], value: SSAValue, ctx: LaneVector) -> Any:
         """The run-time value of `value` in a suspended generated frame (None if not yet
@@ -289,6 +301,24 @@ class _VectorLog:
         self.records: list[tuple[int, Any, int | None, int | None, str]] = []
 
 
+def _trace_ops(table: OpTable) -> tuple[dict[int, str], frozenset[int]]:
+    """What `Trace` records beyond "exec" events, by op id (from the ops' traits, once per
+    table): "issue" (starts an async copy), "wait" (on its token), "wait_all"; and the
+    pointer arithmetic giving an L1 address (where tile pointers point: offset events)."""
+    events: dict[int, str] = {}
+    for info in table:
+        waits = waits_on(info.op)
+        if starts_copy(info.op):
+            events[info.id] = "issue"
+        elif waits is not None:
+            events[info.id] = "wait" if waits == "token" else "wait_all"
+    l1_pointers = frozenset(
+        info.id for info in table
+        if offset_base(info.op) is not None
+        and isinstance(t := info.op.results[0].type, AddressType) and t.space == "local")
+    return events, l1_pointers
+
+
 class Trace(Instrument):
     """An event per executed instruction per block, in execution order.
 
@@ -319,18 +349,7 @@ class Trace(Instrument):
         self.table = table
         self.grid = grid
         self.block = block
-        self._events = {}
-        for info in table:
-            waits = waits_on(info.op)
-            if starts_copy(info.op):
-                self._events[info.id] = "issue"
-            elif waits is not None:
-                self._events[info.id] = "wait" if waits == "token" else "wait_all"
-        # pointer arithmetic giving an L1 address: where tile pointers point (offset events)
-        self._l1_pointers = frozenset(
-            info.id for info in table
-            if offset_base(info.op) is not None
-            and isinstance(t := info.op.results[0].type, AddressType) and t.space == "local")
+        self._events, self._l1_pointers = table.derived("trace", _trace_ops)
 
     @property
     def num_blocks(self) -> int:

@@ -14,6 +14,7 @@ import pytest
 import pypto as pto
 import pypto.debug as dbg
 from pypto.backend.cost_model import ModelParams
+from pypto.backend.cost_model.access import AccessGeometry
 from pypto.backend.cost_model.classes import plan_block_classes
 from pypto.backend.cost_model.run import run_and_cost
 from pypto.backend.targets import default_target
@@ -224,6 +225,44 @@ def test_the_pipelined_matmul_is_one_class_and_computes_the_product():
                                     by_class=by_class))
         np.testing.assert_allclose(host(args[2]).reshape(M, N), a @ b, rtol=1e-4, atol=1e-4)
     same_profile(*results)
+
+
+@pytest.mark.parametrize("block, classes", [(256, 1), (36, 2)])
+def test_global_addresses_are_classed_by_the_targets_sector_period(block, classes):
+    # 256 lanes (1 KiB): every block starts on a sector boundary, one class traced, not the
+    # 4 a 4 KiB alignment gives; 36 lanes (144 bytes): blocks start on or half-way through a
+    # sector (8 starts modulo 128 bytes) and move different sectors, so they stay apart
+    n = 64 * block
+    rng = np.random.default_rng(2)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    target = default_target()
+    (fast, fast_args, compiled), (full, _, _) = profiles_both_ways(
+        vector_add, 64, block, lambda: (tensor_from(a), tensor_from(b), pto.alloc_tensor(n * 4),
+                                        n))
+    period = AccessGeometry.of(target).global_period
+    assert period == 128  # 32-byte sectors; 32 banks x 4 bytes
+    plan = plan_block_classes(compiled.executable, (64, 1, 1), (block, 1, 1), fast_args, period)
+    assert plan is not None and len(plan) == (1 if block == 256 else 8)
+    assert len(fast.launch.classes) == classes
+    same_profile(fast, full)
+    np.testing.assert_array_equal(host(fast_args[2]), a + b)
+
+
+def test_a_second_profile_asks_no_op_trait_again(monkeypatch):
+    n = 1 << 12
+    args = (tensor_from(np.ones(n, np.float32)), tensor_from(np.ones(n, np.float32)),
+            pto.alloc_tensor(n * 4), n)
+    first = pto.profile(vector_add, grid=n // 256, block=256, args=args)
+    import pypto.backend.cost_model.profile as profile_module
+    import pypto.backend.interpreter.instruments as instruments_module
+
+    def asked(*_args, **_kwargs):
+        raise AssertionError("an op's facts were derived again for a compiled kernel")
+
+    monkeypatch.setattr(profile_module, "facts_of", asked)
+    monkeypatch.setattr(instruments_module, "waits_on", asked)
+    again = pto.profile(vector_add, grid=n // 256, block=256, args=args)
+    same_profile(first, again)
 
 
 def test_a_block_dependent_branch_makes_two_classes():

@@ -241,7 +241,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     """
     try:
         if pipeline is None:
-            runtime_launch(kernel, grid, block, args, stream, compile=compile,
+            runtime_launch(kernel, grid, block, args, stream, compile=_compile_for_launch,
                            origin=caller_site(2))
         else:
             def compile_with(k: Any, **options: Any) -> CompiledKernel:
@@ -252,6 +252,24 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     except PtoError as exc:  # (inline rather than @public_api: a launch is a hot path)
         hide_internal_frames(exc)
         raise
+
+
+def _compile_for_launch(kernel: Any, *, args: tuple[Any, ...], block: tuple[int, int, int],
+                        target: Target) -> CompiledKernel:
+    """`compile(kernel, args=args, block=block, target=target)` for `pto.launch`: the cached
+    specialisation found by the same fast key `compile` looks up first (the environment's
+    PYPTO_VALIDATE and PYPTO_RACE_CHECK read as there), without the public wrapper around it;
+    anything else goes through `compile`."""
+    if type(kernel) is Kernel:
+        validate, extra_passes = _VALIDATE_SETTING()
+        if not extra_passes:
+            key = _fast_key(kernel, args, (block, DEFAULT_PIPELINE, target, False, None,
+                                           _race_check_default(), validate))
+            hit = None if key is None else kernel.fast_cache.get(key)
+            if hit is not None and (not hit.folded_globals or
+                                    kernel.outer_values_unchanged(hit.folded_globals)):
+                return hit
+    return compile(kernel, args=args, block=block, target=target)
 
 
 class LaunchConfig:

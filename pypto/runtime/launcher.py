@@ -57,9 +57,9 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
         grid3, block3 = (grid, 1, 1), (block, 1, 1)
     else:
         grid3, block3 = check_launch_shape(grid, block, kernel=name)
-    arguments, tensors = _check_args(kernel, name, args)
+    arguments, tensors, plain = _check_args(kernel, name, args)
     queue = _launch_stream(name, tensors, stream)
-    if len(tensors) != len(arguments) and any(isinstance(a, np.ndarray) for a in arguments):
+    if not plain and any(isinstance(a, np.ndarray) for a in arguments):
         _launch_with_host_arrays(kernel, name, grid3, block3, arguments, queue, compile,
                                  caller_site(2) if origin is _FIND_SITE else origin)
         return
@@ -160,9 +160,11 @@ def _check_block_size(name: str, block: Dim3, target: Target) -> None:
     check_block_size(block, target, name)
 
 
-def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tuple[Tensor, ...]]:
-    """The arguments as a tuple, checked (count, types, alive tensors, scalar ranges), and the
-    tensors among them (in order)."""
+def _check_args(kernel: Any, name: str, args: Any
+                ) -> tuple[tuple[Any, ...], tuple[Tensor, ...], bool]:
+    """The arguments as a tuple, checked (count, types, alive tensors, scalar ranges), the
+    tensors among them (in order), and whether every argument is a live tensor, a float or an
+    int32 (then none is a NumPy array to stage)."""
     if type(args) is tuple:
         arguments = args
     elif isinstance(args, tuple | list):
@@ -184,7 +186,7 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tup
         elif not (kind is float or (kind is int and -(2**31) <= arg < 2**31)):
             break
     else:
-        return arguments, tuple(tensors)
+        return arguments, tuple(tensors), True
     tensors = []  # something else: every argument through the full checks
     for position, arg in enumerate(arguments):
         kind = type(arg)
@@ -205,7 +207,7 @@ def _check_args(kernel: Any, name: str, args: Any) -> tuple[tuple[Any, ...], tup
         else:
             check_scalar(arg, f"launch of kernel '{name}': "
                               f"{_describe_position(kernel, position)}")
-    return arguments, tuple(tensors)
+    return arguments, tuple(tensors), False
 
 
 def _is_scalar(arg: Any) -> bool:

@@ -83,6 +83,9 @@ class Tensor:
         # Releases the accounting when the tensor is freed explicitly *or* garbage-collected.
         # The callback must not reference `self`, or the tensor could never be collected.
         self._release = weakref.finalize(self, self.device.release, self.nbytes)
+        # what the interpreter derived from `data` (its global Buffer per kernel parameter
+        # name), kept for the next launches; emptied when the tensor is freed
+        self.views: dict[str, Any] = {}
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -152,6 +155,7 @@ class Tensor:
 
     def _drop(self) -> None:
         self._data = None
+        self.views.clear()
         self._release()
 
     @public_api

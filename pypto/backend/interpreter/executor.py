@@ -233,6 +233,13 @@ class Executable:
         bound: list[Any] = []
         for (kind, name, npd), value in zip(plan, args):
             if kind is _PTR:
+                # a device tensor keeps the Buffer made for it (by parameter name) in `views`
+                # while it is alive (emptied when freed: then the checks below run and raise)
+                views = getattr(value, "views", None)
+                buf = views.get(name) if type(views) is dict else None
+                if buf is not None and (buf.data.dtype is npd or buf.data.dtype == npd):
+                    bound.append(buf)
+                    continue
                 if getattr(value, "freed", False):
                     raise TensorFreedError(f"argument '{name}' of kernel '{self.name}' is a freed "
                                            f"tensor")
@@ -243,7 +250,10 @@ class Executable:
                 if data.dtype is not npd and data.dtype != npd:
                     raise LaunchError(f"argument '{name}' of kernel '{self.name}' was compiled for "
                                       f"{npd} tensors, got a {data.dtype} tensor")
-                bound.append(Buffer(data, name, "global"))
+                buf = Buffer(data, name, "global")
+                if type(views) is dict:
+                    views[name] = buf
+                bound.append(buf)
             elif kind is _I32 and type(value) is int and -(2**31) <= value < 2**31:
                 bound.append(_INT32(value))  # the common int scalar: exact, nothing to check
             else:

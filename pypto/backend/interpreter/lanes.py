@@ -626,7 +626,9 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         overlap the output as if they had been copied first)."""
         if mask is None and not buf.stride and FAST_PATHS.on:
             data = buf.data
-            if np.result_type(a, b) == data.dtype:
+            dt = data.dtype  # (two arrays of the buffer's dtype: no type promotion to ask for)
+            if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is dt and
+                    b.dtype is dt) or np.result_type(a, b) == dt:
                 base = int(base)
                 if base < 0 or base + self.count > buf.count:
                     raise self.oob(buf, self.ramp + np.int64(base), None, site)

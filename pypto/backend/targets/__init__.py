@@ -8,7 +8,7 @@ key (calibration: `[cost.fused.latency] LOAD = 4` changes one latency and nothin
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,20 @@ class Target:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     path: str = field(default="", compare=False)
     """The file it was read from (a user's file is merged over `default.toml`)."""
+
+    def __hash__(self) -> int:
+        """The hash of the compared fields, computed once: a target is part of the key of
+        every cached compile (`pto.launch` looks it up at every launch)."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)  # string hashes differ between processes: not pickled
+        return state
 
     @property
     def described(self) -> str:

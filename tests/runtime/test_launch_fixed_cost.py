@@ -243,3 +243,56 @@ def test_validate_setting_is_read_at_every_compile(monkeypatch: pytest.MonkeyPat
     assert pto.compile(scale, args=(d, 64, 2.0), block=64) is plain
     monkeypatch.setenv("PYPTO_VALIDATE", "canonicalize")
     assert pto.compile(scale, args=(d, 64, 2.0), block=64) is prepended
+
+
+def test_a_tensor_keeps_its_interpreter_buffer_until_it_is_freed():
+    d = _tensor(np.ones(64, np.float32))
+    pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+    pto.sync()
+    kept = d.views["o"]
+    assert kept.data is d.data and kept.name == "o"
+    pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+    pto.sync()
+    assert d.views["o"] is kept  # the second launch reused it
+    assert _host(d).tolist() == [4.0] * 64
+    d.free()
+    assert d.views == {}  # nothing of the freed tensor's memory stays referenced
+    with pytest.raises(TensorFreedError, match="argument 0"):
+        pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+
+
+def test_a_kept_buffer_of_another_dtype_is_still_rejected():
+    ints = _tensor(np.ones(64, np.int32))
+    pto.launch(scale, grid=1, block=64, args=(ints, 64, 2))  # an int32 specialisation
+    pto.sync()
+    assert ints.views["o"].data.dtype == np.int32
+    floats = pto.compile(scale, args=(_tensor(np.ones(64, np.float32)), 64, 2.0), block=64)
+    pto.launch(floats, grid=1, block=64, args=(ints, 64, 2.0))
+    with pytest.raises(LaunchError, match="compiled for float32 tensors, got a int32 tensor"):
+        pto.sync()
+
+
+def test_launch_reads_the_validate_setting_at_every_launch(monkeypatch: pytest.MonkeyPatch):
+    """pto.launch of a @pto.kernel finds its cached specialisation without pto.compile's
+    wrapper; PYPTO_VALIDATE still picks the specialisation at every launch."""
+    from pypto.compiler import DEFAULT_PIPELINE, CompiledKernel
+
+    ran: list[str] = []
+    execute = CompiledKernel.execute
+
+    def recorded(self, grid, block, args):
+        ran.append(self.pipeline)
+        execute(self, grid, block, args)
+
+    monkeypatch.setattr(CompiledKernel, "execute", recorded)
+    d = _tensor(np.ones(64, np.float32))
+    for value in (None, "canonicalize", "off", "canonicalize", None):
+        if value is None:
+            monkeypatch.delenv("PYPTO_VALIDATE", raising=False)
+        else:
+            monkeypatch.setenv("PYPTO_VALIDATE", value)
+        pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+        pto.sync()
+    prepended = f"canonicalize,{DEFAULT_PIPELINE}"
+    assert ran == [DEFAULT_PIPELINE, prepended, DEFAULT_PIPELINE, prepended, DEFAULT_PIPELINE]
+    assert _host(d).tolist() == [32.0] * 64

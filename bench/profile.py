@@ -6,7 +6,8 @@ pto.profile proves block classes from the launch when the kernel's control flow 
 do not depend on loaded data (pypto/backend/cost_model/classes.py): it runs the launch untraced
 (the interpreter's fast paths) and one traced block per class, so its cost is the plain launch
 plus O(classes). "every block traced" is the previous way (`run_and_cost(by_class=False)`), for
-comparison. The last line is the 2^20 / 2^16 vector_add ratio of the model's own time (block
+comparison. "CPU median" is the same ratio from the process's CPU time, median of interleaved
+(profile, launch) pairs: what the profile costs whatever else the machine runs. The last line is the 2^20 / 2^16 vector_add ratio of the model's own time (block
 classes, simulation, launch over the cores) for 16x the blocks.
 Run:  python bench/profile.py [--quick]   (--quick: the 1024^3 matmul becomes 512^3)
 """
@@ -14,7 +15,9 @@ Run:  python bench/profile.py [--quick]   (--quick: the 1024^3 matmul becomes 51
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +61,14 @@ def bench_vector_add(n: int, repeat: int) -> float:
 
     t_launch = best_of(launch, repeat)
     t_np = best_of(lambda: a + b, repeat)
+    cpu: dict[str, list[float]] = {"profile": [], "launch": []}
+    for _ in range(4 * repeat + 1):  # interleaved: a burst of load hits both alike
+        for what, fn in (("profile", lambda: pto.profile(vector_add, grid=grid, block=block,
+                                                         args=args)), ("launch", launch)):
+            c0 = time.process_time()
+            fn()
+            cpu[what].append(time.process_time() - c0)
+    cpu_ratio = statistics.median(cpu["profile"]) / statistics.median(cpu["launch"])
     # the model's own share: block classes, simulation and the launch over the cores
     trace = CostTrace()
     exe.run((grid, 1, 1), (block, 1, 1), args, instrument=trace)
@@ -65,7 +76,8 @@ def bench_vector_add(n: int, repeat: int) -> float:
                                             trace.table, trace.block_classes()), repeat)
     print(f"profile vector_add n=2^{n.bit_length() - 1} pto.profile {t_prof:.4f} s (every "
           f"block traced {t_full:.4f} s; model {t_model:.4f} s)  launch {t_launch:.4f} s  "
-          f"numpy {t_np:.5f} s  | pto.profile / launch {t_prof / t_launch:.1f}x, modelled "
+          f"numpy {t_np:.5f} s  | pto.profile / launch {t_prof / t_launch:.1f}x (CPU median "
+          f"{cpu_ratio:.1f}x), modelled "
           f"{prof.total_cycles} cycles ({prof.model}, {len(prof.launch.classes)} block "
           f"class(es) for {grid} blocks)")
     return t_model

@@ -8,6 +8,12 @@ stores) region is marked *in flight* until the `wait` of its token. Reading an i
 destination, writing an in-flight region, or reading HBM that an in-flight store is writing is a
 `RaceError` naming both instructions — so a kernel that forgets a `wait` fails loudly instead of
 reading whatever happened to be there.
+
+In batch mode a load whose blocks' HBM tiles form an affine grid is *lazy* (`LazyLoad`): its
+tiles stay in HBM, and `mma` multiplies them there (each block's product is still one BLAS call
+of the tile's shape, on a view with the HBM row stride instead of the L1 one). Anything else
+that touches the loaded L1 bytes, or writes HBM, first moves the tiles into L1 as the eager
+copy would have (`BlockMemory._settle`), so every other reader sees L1 as the semantics say.
 """
 
 from __future__ import annotations
@@ -92,6 +98,74 @@ class InFlight:
 
     def hbm_hits(self, idx: Any) -> bool:
         return any(np.any(r.hits(idx)) for r in self.hbm_regions)
+
+
+class CopyState(dict):
+    """A block's copies: those in flight by token (the dict itself, as before) and the lazy
+    loads not yet moved into L1 (`lazy`, in issue order; no two overlap in L1).
+
+    Truthy while either kind exists. Every lane access path already takes its checked route
+    (`check_read` / `check_write`) when copies are in flight (`if buf.watched() or
+    self.inflight`, `... and not self.inflight`), so lazy loads ride on that gate: the check
+    moves them into L1 before the access, after which the fast paths run again."""
+
+    __slots__ = ("lazy",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lazy: list[LazyLoad] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.lazy) or len(self) > 0
+
+
+class LazyLoad:
+    """A batch-mode `async_load` (fast path, affine block grid) whose data has not moved: until
+    something other than `mma` touches its L1 bytes or anything writes HBM, every block's L1
+    tile *is* its HBM tile. `mma` reads the HBM tile in place (`operand`); `materialise` does
+    the copy the eager path does, with the same source bytes (no HBM write happened since)."""
+
+    __slots__ = ("geo", "span")
+
+    def __init__(self, geo: _CopyGeometry, span: Region):
+        self.geo = geo
+        self.span = span  # the block-local L1 bytes the load writes
+
+    def materialise(self) -> None:
+        geo = self.geo
+        geo.l1_view(geo.l1.data, geo.grid[1])[...] = _distinct_tiles(geo.hbm_view(), geo.grid)
+
+    def operand(self, rows: int, cols: int) -> np.ndarray | None:
+        """Every block's tile as an (n1, n2, rows, cols) view of HBM, for an mma operand that
+        reads exactly the loaded bytes as a rows x cols tile; None when the HBM tile cannot be
+        seen that way (another shape over HBM rows that are not back to back)."""
+        geo = self.geo
+        data = geo.hbm.data
+        step = data.strides[0]
+        if geo.rows == rows and geo.row_len == cols and rows > 1:
+            row_stride = geo.hbm_stride
+        elif geo.rows == 1 or geo.hbm_stride == geo.row_len:  # one contiguous run per block
+            row_stride = cols
+        else:
+            return None
+        if row_stride >= 1 << 31:  # beyond a BLAS leading dimension: NumPy would not call BLAS
+            return None
+        n1, n2, s0, d1, d2 = geo.grid  # type: ignore[misc]
+        return _view(data, s0, (n1, n2, rows, cols),
+                     (d1 * step, d2 * step, row_stride * step, step))
+
+
+def _span_key(r: Region) -> tuple[int, ...]:
+    """A region's bytes in a canonical form (one row or back-to-back rows: their hull)."""
+    if r.rows == 1 or r.stride == r.row_len:
+        return (r.lo, r.hi)
+    return (r.base, r.rows, r.row_len, r.stride)
+
+
+def _buffer_span(buf: Any) -> Region:
+    """Every block-local L1 byte of buffer `buf`."""
+    n = buf.count * buf.data.itemsize
+    return Region(buf.offset, 1, n, n)
 
 
 class _BlockSlice:
@@ -322,7 +396,7 @@ class BlockMemory:
             self.arenas = share_with.arenas
             return
         self.l1_buffers: dict[int, Any] = {}
-        self.inflight: dict[int, InFlight] = {}
+        self.inflight: CopyState = CopyState()
         self.counters = {"next_token": 0, "epoch": 0}
         self.arenas: list[L1Arena] = []  # the block's (or batch's) L1, made at first use
 
@@ -393,11 +467,41 @@ class BlockMemory:
                 f"{other.offset}..{other.end - 1}, allocated at {other.location}): the access "
                 f"overruns '{buf.name}' (bytes {buf.offset}..{last}) into its neighbour")
 
+    # lazy loads ---------------------------------------------------------------------------------
+
+    def _settle(self, span: Region | None = None, hbm: np.ndarray | None = None) -> None:
+        """Move lazy loads into L1: those whose L1 bytes overlap `span`, those loaded from HBM
+        that may share memory with `hbm`, or (neither given) all of them. Changes no value any
+        instruction can observe, so it may run at any point."""
+        lazy = self.inflight.lazy
+        if span is None and hbm is None:
+            for lz in lazy:
+                lz.materialise()
+            lazy.clear()
+            return
+        keep = []
+        for lz in lazy:
+            if (span is not None and lz.span.overlaps(span)) or \
+                    (hbm is not None and np.may_share_memory(lz.geo.hbm.data, hbm)):
+                lz.materialise()
+            else:
+                keep.append(lz)
+        lazy[:] = keep
+
+    def settle_l1(self) -> None:
+        """Every lazy load moved into L1: the arena bytes are then what the semantics say (the
+        debugger's `inspect_l1` reads them directly)."""
+        if self.inflight.lazy:
+            self._settle()
+
     # hazard bookkeeping -----------------------------------------------------------------------
 
     def check_read(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
         """A lane read of `buf` at `idx` (offsets of the active lanes, a slice or an int): in
-        flight, uninitialised, or racing with another warp?"""
+        flight, uninitialised, or racing with another warp? A lane access first moves every
+        lazy load into L1 (the fast paths, which skip these checks, then run again)."""
+        if self.inflight.lazy:
+            self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_read(buf, idx, mask, site)
@@ -418,6 +522,8 @@ class BlockMemory:
                     self._hazard_in_flight(buf, copy.token, site, "read")
 
     def check_write(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
+        if self.inflight.lazy:  # a lane write to L1 or HBM: lazy loads move first
+            self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_write(buf, idx, mask, site)
@@ -492,6 +598,8 @@ class BlockMemory:
                 fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site)
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
+            if self.inflight.lazy:
+                self._settle()
             regions = []
             for b in range(blocks):
                 dst = _BlockSlice(dst_b, b) if dst_b.space == "local" else dst_b
@@ -534,13 +642,19 @@ class BlockMemory:
             return None
         if not load and l1.init is not None and not geo.l1_view(l1.init).all():
             return None
-        if geo.grid is not None and (load or _injective(geo.hbm_dims())):
-            hbm_tiles = geo.hbm_view()
-            l1_tiles = geo.l1_view(l1.data, geo.grid[1])
-            if load:
-                l1_tiles[...] = _distinct_tiles(hbm_tiles, geo.grid)
-            else:
-                hbm_tiles[...] = l1_tiles
+        span = _byte_region(l1, l1_region)
+        lazy = self.inflight.lazy
+        if lazy:
+            if load:  # a lazy load of exactly these bytes is overwritten whole: forget it
+                key = _span_key(span)
+                lazy[:] = [lz for lz in lazy if _span_key(lz.span) != key]
+                self._settle(span)
+            else:  # a store reads its L1 tile and writes HBM a lazy load may come from
+                self._settle(span, geo.hbm.data)
+        if geo.grid is not None and load:
+            lazy.append(LazyLoad(geo, span))
+        elif geo.grid is not None and _injective(geo.hbm_dims()):
+            geo.hbm_view()[...] = geo.l1_view(l1.data, geo.grid[1])
         else:  # block by block, in block order (for stores: the last block's write wins)
             l1_tiles = geo.l1_view(l1.data)
             for b, start in enumerate(geo.starts):
@@ -676,6 +790,8 @@ class BlockMemory:
             bad = int(starts[which]) if starts.min() < 0 else int(starts[which]) + n - 1
             raise self.oob_region(buf, bad, site, "destination", which)
         vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
+        if self.inflight.lazy:
+            self._settle(_buffer_span(buf))
         if (starts == starts[0]).all():
             s0 = int(starts[0])
             grid[:, s0:s0 + n] = vals[:, None]
@@ -700,6 +816,8 @@ class BlockMemory:
         if FAST_PATHS.on and not any(isinstance(o, np.ndarray) for o in offs) and \
                 self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k):
             return
+        if self.inflight.lazy:
+            self._settle()
         for b in range(blocks):
             cb, ab, bb = (_BlockSlice(x, b) for x in (c_b, a_b, b_b))
             co, ao, bo = (o[b] if isinstance(o, np.ndarray) else o for o in offs)
@@ -728,12 +846,51 @@ class BlockMemory:
             if any(_l1_in_flight(self.inflight, r, "read") for r in regions) or \
                     _l1_in_flight(self.inflight, regions[0], "write"):
                 return False
+        if self.inflight.lazy:
+            views = self._mma_lazy_views(bufs, offs, views, regions, ((m, n), (m, k), (k, n)))
         c, a, b = views
         _mma_accumulate(c, a, b)
         if bufs[0].init is not None:
             o = int(offs[0])
             bufs[0].init_grid()[:, o:o + m * n] = True
         return True
+
+    def _mma_lazy_views(self, bufs: tuple[Any, Any, Any], offs: list[Any],
+                        views: list[np.ndarray], regions: list[Region],
+                        shapes: tuple[tuple[int, int], ...]) -> list[np.ndarray]:
+        """The batched mma's operands with lazy loads: an A or B tile that is exactly a lazy
+        load's bytes is read from HBM in place, as an (n1, n2, rows, cols) stack over the
+        load's block grid (C and the other operand are reshaped to that stack); any other
+        overlap with a lazy load (C's tile, a part of a loaded tile) moves that load into L1
+        first."""
+        self._settle(regions[0])  # C is read and written
+        grid: tuple[int, int] | None = None
+        hbm: list[np.ndarray | None] = [None, None, None]
+        for i in (1, 2):
+            key = _span_key(regions[i])
+            dtype = bufs[i].data.dtype
+            for lz in self.inflight.lazy:
+                if _span_key(lz.span) == key and lz.geo.l1.data.dtype == dtype:
+                    g = (lz.geo.grid[0], lz.geo.grid[1])  # type: ignore[index]
+                    view = lz.operand(*shapes[i]) if grid in (None, g) else None
+                    if view is not None:
+                        grid, hbm[i] = g, view
+                    break
+            if hbm[i] is None:
+                self._settle(regions[i])
+        if grid is None:
+            return views
+        n1, n2 = grid
+        out = []
+        for i, (buf, o, (rows, cols)) in enumerate(zip(bufs, offs, shapes)):
+            if hbm[i] is not None:
+                out.append(hbm[i])
+                continue
+            step = buf.data.strides[0]
+            bstride = buf.stride * step
+            out.append(_view(buf.data, int(o), (n1, n2, rows, cols),
+                             (n2 * bstride, bstride, cols * step, step)))
+        return out
 
     def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
                  n: int, k: int, site: int, block: int = 0) -> None:

@@ -109,11 +109,12 @@ class CopyState(dict):
     self.inflight`, `... and not self.inflight`), so lazy loads ride on that gate: the check
     moves them into L1 before the access, after which the fast paths run again."""
 
-    __slots__ = ("lazy",)
+    __slots__ = ("lazy", "fresh")
 
     def __init__(self) -> None:
         super().__init__()
         self.lazy: list[LazyLoad] = []
+        self.fresh: FreshL1 | None = None  # L1 not poisoned yet (tile-only kernels)
 
     def __bool__(self) -> bool:
         return bool(self.lazy) or len(self) > 0
@@ -153,6 +154,65 @@ class LazyLoad:
         n1, n2, s0, d1, d2 = geo.grid  # type: ignore[misc]
         return _view(data, s0, (n1, n2, rows, cols),
                      (d1 * step, d2 * step, row_stride * step, step))
+
+
+class FreshL1:
+    """The poisoning of fresh L1 (l1.py `L1Arena.poison`), deferred. Only in batch mode for
+    kernels whose L1 only tile instructions touch (`L1Layout.tile_only`): every access to L1
+    is then one of this module's, which poison the bytes they read first (`materialise`), and
+    bytes a tile write covers whole never need it (`overwrite`). `ranges` holds, per buffer
+    slot in the order `poison` goes through them (where slots share bytes the later one's
+    poison wins), the block-local byte ranges still to poison: whole elements of the slot."""
+
+    __slots__ = ("arena", "ranges")
+
+    def __init__(self, arena: L1Arena):
+        self.arena = arena
+        self.ranges = [(slot, slot.offset, slot.end) for slot in arena.layout.slots.values()]
+
+    def materialise(self, lo: int | None = None, hi: int | None = None) -> None:
+        """Poison what is pending in bytes lo..hi-1 (all of it without bounds), widened to
+        whole elements of each slot (still pending bytes: poisoning them early is harmless)."""
+        keep = []
+        for slot, a, b in self.ranges:
+            x, y = (a, b) if lo is None else (max(a, lo), min(b, hi))  # type: ignore[type-var]
+            if x >= y:
+                keep.append((slot, a, b))
+                continue
+            isz = slot.dtype.itemsize
+            x -= (x - slot.offset) % isz
+            y += -(y - slot.offset) % isz
+            self.arena.poison_bytes(slot, x, y)
+            if a < x:
+                keep.append((slot, a, x))
+            if y < b:
+                keep.append((slot, y, b))
+        self.ranges = keep
+
+    def overwrite(self, span: Region) -> None:
+        """Bytes `span` are about to be written whole in every block: they need no poison.
+        A region with gaps between its rows, or ends inside a slot's element, is poisoned
+        first instead (the write then lands on it)."""
+        if span.rows > 1 and span.stride != span.row_len:
+            self.materialise(span.lo, span.hi)
+            return
+        lo, hi = span.lo, span.hi
+        keep = []
+        for slot, a, b in self.ranges:
+            x, y = max(a, lo), min(b, hi)
+            if x >= y:
+                keep.append((slot, a, b))
+                continue
+            isz = slot.dtype.itemsize
+            if (x - slot.offset) % isz or (y - slot.offset) % isz:
+                x -= (x - slot.offset) % isz
+                y += -(y - slot.offset) % isz
+                self.arena.poison_bytes(slot, x, y)
+            if a < x:
+                keep.append((slot, a, x))
+            if y < b:
+                keep.append((slot, y, b))
+        self.ranges = keep
 
 
 def _span_key(r: Region) -> tuple[int, ...]:
@@ -405,7 +465,10 @@ class BlockMemory:
         reset to fresh: saves allocating the arena, its shadow and the buffer views again."""
         self.l1_buffers, self.arenas = state
         for arena in self.arenas:
-            arena.reset()
+            lazy = arena.blocks > 1 and arena.layout.tile_only and FAST_PATHS.on
+            arena.reset(poison=not lazy)
+            if lazy:
+                self.inflight.fresh = FreshL1(arena)
 
     @property
     def arena(self) -> L1Arena:
@@ -474,11 +537,17 @@ class BlockMemory:
         that may share memory with `hbm`, or (neither given) all of them. Changes no value any
         instruction can observe, so it may run at any point."""
         lazy = self.inflight.lazy
+        fresh = self.inflight.fresh
         if span is None and hbm is None:
             for lz in lazy:
                 lz.materialise()
             lazy.clear()
+            if fresh is not None:
+                fresh.materialise()
+                self.inflight.fresh = None
             return
+        if span is not None and fresh is not None:
+            fresh.materialise(span.lo, span.hi)
         keep = []
         for lz in lazy:
             if (span is not None and lz.span.overlaps(span)) or \
@@ -489,9 +558,9 @@ class BlockMemory:
         lazy[:] = keep
 
     def settle_l1(self) -> None:
-        """Every lazy load moved into L1: the arena bytes are then what the semantics say (the
-        debugger's `inspect_l1` reads them directly)."""
-        if self.inflight.lazy:
+        """Every lazy load moved into L1 and fresh L1 poisoned: the arena bytes are then what
+        the semantics say (the debugger's `inspect_l1` reads them directly)."""
+        if self.inflight.lazy or self.inflight.fresh is not None:
             self._settle()
 
     # hazard bookkeeping -----------------------------------------------------------------------
@@ -500,7 +569,7 @@ class BlockMemory:
         """A lane read of `buf` at `idx` (offsets of the active lanes, a slice or an int): in
         flight, uninitialised, or racing with another warp? A lane access first moves every
         lazy load into L1 (the fast paths, which skip these checks, then run again)."""
-        if self.inflight.lazy:
+        if self.inflight.lazy or self.inflight.fresh is not None:
             self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
@@ -522,7 +591,7 @@ class BlockMemory:
                     self._hazard_in_flight(buf, copy.token, site, "read")
 
     def check_write(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
-        if self.inflight.lazy:  # a lane write to L1 or HBM: lazy loads move first
+        if self.inflight.lazy or self.inflight.fresh is not None:  # lazy loads move first
             self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
@@ -598,7 +667,7 @@ class BlockMemory:
                 fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site)
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
-            if self.inflight.lazy:
+            if self.inflight.lazy or self.inflight.fresh is not None:
                 self._settle()
             regions = []
             for b in range(blocks):
@@ -644,7 +713,9 @@ class BlockMemory:
             return None
         span = _byte_region(l1, l1_region)
         lazy = self.inflight.lazy
-        if lazy:
+        if load and self.inflight.fresh is not None:
+            self.inflight.fresh.overwrite(span)
+        if lazy or self.inflight.fresh is not None:
             if load:  # a lazy load of exactly these bytes is overwritten whole: forget it
                 key = _span_key(span)
                 lazy[:] = [lz for lz in lazy if _span_key(lz.span) != key]
@@ -790,7 +861,11 @@ class BlockMemory:
             bad = int(starts[which]) if starts.min() < 0 else int(starts[which]) + n - 1
             raise self.oob_region(buf, bad, site, "destination", which)
         vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
-        if self.inflight.lazy:
+        if self.inflight.lazy or self.inflight.fresh is not None:
+            if self.inflight.fresh is not None and (starts == starts[0]).all():
+                isz = buf.data.itemsize
+                self.inflight.fresh.overwrite(Region(buf.offset + int(starts[0]) * isz, 1,
+                                                     n * isz, n * isz))
             self._settle(_buffer_span(buf))
         if (starts == starts[0]).all():
             s0 = int(starts[0])
@@ -816,7 +891,7 @@ class BlockMemory:
         if FAST_PATHS.on and not any(isinstance(o, np.ndarray) for o in offs) and \
                 self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k):
             return
-        if self.inflight.lazy:
+        if self.inflight.lazy or self.inflight.fresh is not None:
             self._settle()
         for b in range(blocks):
             cb, ab, bb = (_BlockSlice(x, b) for x in (c_b, a_b, b_b))
@@ -846,7 +921,7 @@ class BlockMemory:
             if any(_l1_in_flight(self.inflight, r, "read") for r in regions) or \
                     _l1_in_flight(self.inflight, regions[0], "write"):
                 return False
-        if self.inflight.lazy:
+        if self.inflight.lazy or self.inflight.fresh is not None:
             views = self._mma_lazy_views(bufs, offs, views, regions, ((m, n), (m, k), (k, n)))
         c, a, b = views
         _mma_accumulate(c, a, b)

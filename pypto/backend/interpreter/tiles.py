@@ -136,10 +136,11 @@ class LazyLoad:
         geo = self.geo
         geo.l1_view(geo.l1.data, geo.grid[1])[...] = _distinct_tiles(geo.hbm_view(), geo.grid)
 
-    def operand(self, rows: int, cols: int) -> np.ndarray | None:
-        """Every block's tile as an (n1, n2, rows, cols) view of HBM, for an mma operand that
-        reads exactly the loaded bytes as a rows x cols tile; None when the HBM tile cannot be
-        seen that way (another shape over HBM rows that are not back to back)."""
+    def operand(self, rows: int, cols: int, grid: tuple[int, int]) -> np.ndarray | None:
+        """Every block's tile as an (n1, n2, rows, cols) view of HBM over the block grid
+        `grid` = (n1, n2), for an mma operand that reads exactly the loaded bytes as a rows x
+        cols tile; None when the tiles cannot be seen that way (another shape over HBM rows
+        that are not back to back, or a grid their starts are not affine in)."""
         geo = self.geo
         data = geo.hbm.data
         step = data.strides[0]
@@ -152,6 +153,10 @@ class LazyLoad:
         if row_stride >= 1 << 31:  # beyond a BLAS leading dimension: NumPy would not call BLAS
             return None
         n1, n2, s0, d1, d2 = geo.grid  # type: ignore[misc]
+        if (n1, n2) != grid:
+            if n1 != 1:
+                return None
+            (n1, n2), d1 = grid, grid[1] * d2  # starts s0 + b * d2, b = i * n2 + j
         return _view(data, s0, (n1, n2, rows, cols),
                      (d1 * step, d2 * step, row_stride * step, step))
 
@@ -939,21 +944,26 @@ class BlockMemory:
         overlap with a lazy load (C's tile, a part of a loaded tile) moves that load into L1
         first."""
         self._settle(regions[0])  # C is read and written
-        grid: tuple[int, int] | None = None
-        hbm: list[np.ndarray | None] = [None, None, None]
+        found: dict[int, LazyLoad] = {}
         for i in (1, 2):
             key = _span_key(regions[i])
             dtype = bufs[i].data.dtype
-            for lz in self.inflight.lazy:
-                if _span_key(lz.span) == key and lz.geo.l1.data.dtype == dtype:
-                    g = (lz.geo.grid[0], lz.geo.grid[1])  # type: ignore[index]
-                    view = lz.operand(*shapes[i]) if grid in (None, g) else None
-                    if view is not None:
-                        grid, hbm[i] = g, view
-                    break
+            lz = next((lz for lz in self.inflight.lazy
+                       if _span_key(lz.span) == key and lz.geo.l1.data.dtype == dtype), None)
+            if lz is None:
+                self._settle(regions[i])
+            else:
+                found[i] = lz
+        if not found:
+            return views
+        # the block grid of the stack: a 1-D grid (1, n) of starts fits any other (n1, n2)
+        grid = max((lz.geo.grid[0], lz.geo.grid[1]) for lz in found.values())  # type: ignore
+        hbm: list[np.ndarray | None] = [None, None, None]
+        for i, lz in found.items():
+            hbm[i] = lz.operand(*shapes[i], grid)
             if hbm[i] is None:
                 self._settle(regions[i])
-        if grid is None:
+        if hbm[1] is None and hbm[2] is None:
             return views
         n1, n2 = grid
         out = []

@@ -120,6 +120,53 @@ class CopyState(dict):
         return bool(self.lazy) or len(self) > 0
 
 
+class _MmaPlan:
+    """A batched mma's operands with the same buffers and offsets as an earlier one of the lane
+    vector: their (blocks, rows, cols) arena views, block-local byte regions and span keys, and
+    the views as (n1, n2, rows, cols) stacks per block grid a lazy operand needed."""
+
+    __slots__ = ("bufs", "offs", "shapes", "views", "regions", "keys", "dtypes", "extents",
+                 "_stacks")
+
+    def __init__(self, bufs: tuple[Any, Any, Any], offs: list[int],
+                 shapes: tuple[tuple[int, int], ...], views: list[np.ndarray],
+                 regions: list[Region]):
+        self.bufs, self.offs, self.shapes = bufs, offs, shapes
+        self.views, self.regions = views, regions
+        self.keys = [_span_key(r) for r in regions]
+        self.dtypes = [b.data.dtype for b in bufs]
+        self.extents = [(o, r * c) for o, (r, c) in zip(offs, shapes)]
+        self._stacks: dict[tuple[int, int], list[np.ndarray]] = {}
+
+    @staticmethod
+    def of(blocks: int, bufs: tuple[Any, Any, Any], offs: list[int],
+           shapes: tuple[tuple[int, int], ...]) -> _MmaPlan | None:
+        """The plan, or None when a tile lies outside its buffer (the general path reports it)."""
+        views, regions = [], []
+        for buf, o, (rows, cols) in zip(bufs, offs, shapes):
+            if o < 0 or o + rows * cols > buf.count:
+                return None
+            step = buf.data.strides[0]
+            views.append(_view(buf.data, o, (blocks, rows, cols),
+                               (buf.stride * step, cols * step, step)))
+            regions.append(_byte_region(buf, Region(o, rows, cols, cols)))
+        return _MmaPlan(bufs, offs, shapes, views, regions)
+
+    def stacked(self, grid: tuple[int, int]) -> list[np.ndarray]:
+        """The three arena views as (n1, n2, rows, cols) stacks: block i * n2 + j at [i, j]."""
+        out = self._stacks.get(grid)
+        if out is None:
+            n1, n2 = grid
+            out = []
+            for buf, o, (rows, cols) in zip(self.bufs, self.offs, self.shapes):
+                step = buf.data.strides[0]
+                bstride = buf.stride * step
+                out.append(_view(buf.data, o, (n1, n2, rows, cols),
+                                 (n2 * bstride, bstride, cols * step, step)))
+            self._stacks[grid] = out
+        return out
+
+
 class LazyLoad:
     """A batch-mode `async_load` (fast path, affine block grid) whose data has not moved: until
     something other than `mma` touches its L1 bytes or anything writes HBM, every block's L1
@@ -220,6 +267,15 @@ class FreshL1:
         self.ranges = keep
 
 
+def _plan_key(kind: str, dst_b: Any, src_b: Any, raw: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The key of a copy's plan: the instruction and every operand but the HBM offset (None
+    when one of them differs between lanes: no plan then)."""
+    rest = raw[:1] + raw[2:] if kind == "async_load" else raw[1:]
+    if any(isinstance(v, np.ndarray) for v in rest):
+        return None
+    return (kind, id(dst_b), id(src_b)) + tuple(int(v) for v in rest)
+
+
 def _span_key(r: Region) -> tuple[int, ...]:
     """A region's bytes in a canonical form (one row or back-to-back rows: their hull)."""
     if r.rows == 1 or r.stride == r.row_len:
@@ -278,7 +334,7 @@ class _CopyGeometry:
     __slots__ = ("l1", "hbm", "blocks", "l1_o", "starts", "grid", "rows", "row_len",
                  "l1_stride", "hbm_stride")
 
-    def __init__(self, l1: Any, hbm: Any, blocks: int, l1_o: int, starts: list[int],
+    def __init__(self, l1: Any, hbm: Any, blocks: int, l1_o: int, starts: list[int] | None,
                  grid: tuple[int, int, int, int, int] | None, rows: int, row_len: int,
                  l1_stride: int, hbm_stride: int):
         self.l1, self.hbm, self.blocks, self.l1_o = l1, hbm, blocks, l1_o
@@ -362,7 +418,57 @@ class _CopyGeometry:
 
     def hbm_regions(self) -> list[Region]:
         return _distinct([Region(o, self.rows, self.row_len, self.hbm_stride)
-                          for o in self.starts])
+                          for o in self.block_starts()])
+
+    def block_starts(self) -> list[int]:
+        """Each block's HBM start (from the grid when a copy plan made the geometry)."""
+        if self.starts is None:
+            n1, n2, s0, d1, d2 = self.grid  # type: ignore[misc]
+            self.starts = [s0 + i * d1 + j * d2 for i in range(n1) for j in range(n2)]
+        return self.starts
+
+
+class _CopyPlan:
+    """What a batch copy instruction found the last time it ran with these operands (all but
+    the HBM offset): its geometry without the HBM start, and the HBM offsets per lane relative
+    to lane 0's (`lane_rel`, None for a uniform offset). A later run whose per-lane offsets are
+    the same pattern from another start (the next k step) skips `_per_block` and
+    `_affine_grid`: one comparison checks both that the offset is uniform in each block and
+    that the blocks' starts are the same affine grid."""
+
+    __slots__ = ("geo", "lane_rel", "lo_rel", "hi_rel", "l1_region", "span")
+
+    def __init__(self, geo: _CopyGeometry, lane_rel: np.ndarray | None, s0: int):
+        self.geo = geo
+        self.lane_rel = lane_rel
+        n1, n2, g0, d1, d2 = geo.grid  # type: ignore[misc]
+        lo = g0 + min(0, (n1 - 1) * d1) + min(0, (n2 - 1) * d2)
+        hi = g0 + max(0, (n1 - 1) * d1) + max(0, (n2 - 1) * d2)
+        self.lo_rel = lo - s0
+        self.hi_rel = hi + (geo.rows - 1) * geo.hbm_stride + geo.row_len - s0
+        self.l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
+        self.span = _byte_region(geo.l1, self.l1_region)
+
+    def geometry(self, hbm_o: Any) -> _CopyGeometry | None:
+        """The geometry for HBM offsets `hbm_o` (per lane or uniform), or None when they are
+        not the plan's pattern or leave the tensor."""
+        rel = self.lane_rel
+        if isinstance(hbm_o, np.ndarray):
+            if rel is None or hbm_o.shape != rel.shape:
+                return None
+            s0 = int(hbm_o[0])
+            if not (hbm_o - s0 == rel).all():
+                return None
+        elif rel is not None:
+            return None
+        else:
+            s0 = int(hbm_o)
+        g = self.geo
+        if s0 + self.lo_rel < 0 or s0 + self.hi_rel > g.hbm.count:
+            return None
+        n1, n2, g0, d1, d2 = g.grid  # type: ignore[misc]
+        return _CopyGeometry(g.l1, g.hbm, g.blocks, g.l1_o, None, (n1, n2, s0, d1, d2), g.rows,
+                             g.row_len, g.l1_stride, g.hbm_stride)
 
 
 def _view(base: np.ndarray, start: int, shape: tuple[int, ...],
@@ -459,9 +565,15 @@ class BlockMemory:
             self.inflight = share_with.inflight
             self.counters = share_with.counters
             self.arenas = share_with.arenas
+            self.copy_plans = share_with.copy_plans
+            self.mma_plans = share_with.mma_plans
             return
         self.l1_buffers: dict[int, Any] = {}
         self.inflight: CopyState = CopyState()
+        # batch copies' plans by instruction and operands (`_CopyPlan`): per lane vector, so
+        # the ids in the keys are of buffers this vector holds
+        self.copy_plans: dict[tuple[Any, ...], _CopyPlan] = {}
+        self.mma_plans: dict[tuple[Any, ...], _MmaPlan] = {}  # likewise for batched mma
         self.counters = {"next_token": 0, "epoch": 0}
         self.arenas: list[L1Arena] = []  # the block's (or batch's) L1, made at first use
 
@@ -666,10 +778,21 @@ class BlockMemory:
             regions = [self._copy_one(kind, dst_b, dst_o, src_b, src_o, nbytes, rows,
                                       src_stride, dst_stride, site)]
         else:  # batch mode: every block of the vector copies its own tile
-            ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
-                   for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride)]
+            raw = (dst_o, src_o, nbytes, rows, src_stride, dst_stride)
+            fast = None
             if FAST_PATHS.on:
-                fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site)
+                key = _plan_key(kind, dst_b, src_b, raw)
+                plan = self.copy_plans.get(key) if key is not None else None
+                geo = plan.geometry(raw[1] if kind == "async_load" else raw[0]) \
+                    if plan is not None else None
+                if geo is not None:
+                    fast = self._copy_geometry(kind, geo, plan.l1_region, plan.span, site)
+                    if fast is not None:
+                        return None if fast is _NO_TOKEN else fast
+            ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
+                   for v in raw]
+            if FAST_PATHS.on:
+                fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site, raw)
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
             if self.inflight.lazy or self.inflight.fresh is not None:
@@ -697,7 +820,7 @@ class BlockMemory:
         return token
 
     def _copy_blocks_fast(self, kind: str, blocks: int, dst_b: Any, src_b: Any, ops: list[Any],
-                          site: int) -> Any:
+                          site: int, raw: tuple[Any, ...] | None = None) -> Any:
         """Batch mode, the common shape: every block copies a tile of one geometry between the
         same L1 offset and its own HBM offset. The checks run once for all blocks; the data
         moves in one strided NumPy assignment when the blocks' HBM tiles form an affine grid
@@ -710,13 +833,27 @@ class BlockMemory:
         geo = _CopyGeometry.of(kind, dst_b, src_b, ops, blocks)
         if geo is None:
             return None
-        l1, load = geo.l1, kind == "async_load"
         l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
+        span = _byte_region(geo.l1, l1_region)
+        key = _plan_key(kind, dst_b, src_b, raw) if raw is not None else None
+        hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
+        if key is not None and geo.grid is not None and \
+                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,)):
+            if len(self.copy_plans) >= 64:
+                self.copy_plans.clear()
+            s0 = int(hbm_o[0]) if isinstance(hbm_o, np.ndarray) else int(hbm_o)  # type: ignore
+            rel = hbm_o - s0 if isinstance(hbm_o, np.ndarray) else None
+            self.copy_plans[key] = _CopyPlan(geo, rel, s0)
+        return self._copy_geometry(kind, geo, l1_region, span, site)
+
+    def _copy_geometry(self, kind: str, geo: _CopyGeometry, l1_region: Region, span: Region,
+                       site: int) -> Any:
+        """The fast path's copy of a checked geometry (`_copy_blocks_fast`)."""
+        l1, load = geo.l1, kind == "async_load"
         if self.inflight and self._blocks_copy_hazard(geo, l1_region, load):
             return None
         if not load and l1.init is not None and not geo.l1_view(l1.init).all():
             return None
-        span = _byte_region(l1, l1_region)
         lazy = self.inflight.lazy
         if load and self.inflight.fresh is not None:
             self.inflight.fresh.overwrite(span)
@@ -733,7 +870,7 @@ class BlockMemory:
             geo.hbm_view()[...] = geo.l1_view(l1.data, geo.grid[1])
         else:  # block by block, in block order (for stores: the last block's write wins)
             l1_tiles = geo.l1_view(l1.data)
-            for b, start in enumerate(geo.starts):
+            for b, start in enumerate(geo.block_starts()):
                 if load:
                     l1_tiles[b] = geo.hbm_tile(start)
                 else:
@@ -744,8 +881,7 @@ class BlockMemory:
             return _NO_TOKEN
         token = self.counters["next_token"]
         self.counters["next_token"] = token + 1
-        self.inflight[token] = InFlight(token, kind, site, l1, [_byte_region(l1, l1_region)],
-                                        geo.hbm, geo.hbm_regions)
+        self.inflight[token] = InFlight(token, kind, site, l1, [span], geo.hbm, geo.hbm_regions)
         return token
 
     def _blocks_copy_hazard(self, geo: _CopyGeometry, l1_region: Region, load: bool) -> bool:
@@ -910,24 +1046,27 @@ class BlockMemory:
         products are the BLAS calls `_mma_one` makes (same shapes and strides), so the bits are
         the general path's. Returns False, having changed nothing, when a check would fail (the
         general path then reports it)."""
-        views = []
-        regions = []
-        for buf, o, (rows, cols) in zip(bufs, offs, ((m, n), (m, k), (k, n))):
-            o = int(o)
-            if o < 0 or o + rows * cols > buf.count:
+        key = (id(bufs[0]), id(bufs[1]), id(bufs[2]), int(offs[0]), int(offs[1]), int(offs[2]),
+               m, n, k)
+        plan = self.mma_plans.get(key)
+        if plan is None:
+            plan = _MmaPlan.of(blocks, bufs, [int(o) for o in offs], ((m, n), (m, k), (k, n)))
+            if plan is None:
                 return False
-            if buf.init is not None and not buf.init_grid()[:, o:o + rows * cols].all():
+            if len(self.mma_plans) >= 64:
+                self.mma_plans.clear()
+            self.mma_plans[key] = plan
+        for buf, (o, size) in zip(bufs, plan.extents):
+            if buf.init is not None and not buf.init_grid()[:, o:o + size].all():
                 return False
-            step = buf.data.strides[0]
-            views.append(_view(buf.data, o, (blocks, rows, cols),
-                               (buf.stride * step, cols * step, step)))
-            regions.append(_byte_region(buf, Region(o, rows, cols, cols)))
-        if self.inflight:
+        regions = plan.regions
+        if len(self.inflight):  # copies in flight (not the lazy loads)
             if any(_l1_in_flight(self.inflight, r, "read") for r in regions) or \
                     _l1_in_flight(self.inflight, regions[0], "write"):
                 return False
+        views = plan.views
         if self.inflight.lazy or self.inflight.fresh is not None:
-            views = self._mma_lazy_views(bufs, offs, views, regions, ((m, n), (m, k), (k, n)))
+            views = self._mma_lazy_views(plan)
         c, a, b = views
         _mma_accumulate(c, a, b)
         if bufs[0].init is not None:
@@ -935,19 +1074,17 @@ class BlockMemory:
             bufs[0].init_grid()[:, o:o + m * n] = True
         return True
 
-    def _mma_lazy_views(self, bufs: tuple[Any, Any, Any], offs: list[Any],
-                        views: list[np.ndarray], regions: list[Region],
-                        shapes: tuple[tuple[int, int], ...]) -> list[np.ndarray]:
+    def _mma_lazy_views(self, plan: _MmaPlan) -> list[np.ndarray]:
         """The batched mma's operands with lazy loads: an A or B tile that is exactly a lazy
         load's bytes is read from HBM in place, as an (n1, n2, rows, cols) stack over the
         load's block grid (C and the other operand are reshaped to that stack); any other
         overlap with a lazy load (C's tile, a part of a loaded tile) moves that load into L1
         first."""
+        regions = plan.regions
         self._settle(regions[0])  # C is read and written
         found: dict[int, LazyLoad] = {}
         for i in (1, 2):
-            key = _span_key(regions[i])
-            dtype = bufs[i].data.dtype
+            key, dtype = plan.keys[i], plan.dtypes[i]
             lz = next((lz for lz in self.inflight.lazy
                        if _span_key(lz.span) == key and lz.geo.l1.data.dtype == dtype), None)
             if lz is None:
@@ -955,27 +1092,18 @@ class BlockMemory:
             else:
                 found[i] = lz
         if not found:
-            return views
+            return plan.views
         # the block grid of the stack: a 1-D grid (1, n) of starts fits any other (n1, n2)
         grid = max((lz.geo.grid[0], lz.geo.grid[1]) for lz in found.values())  # type: ignore
         hbm: list[np.ndarray | None] = [None, None, None]
         for i, lz in found.items():
-            hbm[i] = lz.operand(*shapes[i], grid)
+            hbm[i] = lz.operand(*plan.shapes[i], grid)
             if hbm[i] is None:
                 self._settle(regions[i])
         if hbm[1] is None and hbm[2] is None:
-            return views
-        n1, n2 = grid
-        out = []
-        for i, (buf, o, (rows, cols)) in enumerate(zip(bufs, offs, shapes)):
-            if hbm[i] is not None:
-                out.append(hbm[i])
-                continue
-            step = buf.data.strides[0]
-            bstride = buf.stride * step
-            out.append(_view(buf.data, int(o), (n1, n2, rows, cols),
-                             (n2 * bstride, bstride, cols * step, step)))
-        return out
+            return plan.views
+        stacked = plan.stacked(grid)
+        return [stacked[i] if hbm[i] is None else hbm[i] for i in range(3)]
 
     def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
                  n: int, k: int, site: int, block: int = 0) -> None:

@@ -165,6 +165,9 @@ class L1Arena:
         n = blocks * self.granules_per_block
         self.init = np.zeros(n, dtype=bool) if track_init else None
         self.shadow = Shadow(n) if race_check else None
+        # the tile instructions' plans (tiles.py `_CopyPlan`, `_MmaPlan`), kept with the arena
+        # for the lane vectors that reuse it (the launches of one shape)
+        self.plans: dict[tuple[Any, ...], Any] = {}
 
     def poison(self) -> None:
         """L1 is undefined when a block starts: every buffer's bytes get its type's poison

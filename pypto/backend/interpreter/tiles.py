@@ -268,12 +268,17 @@ class FreshL1:
 
 
 def _plan_key(kind: str, dst_b: Any, src_b: Any, raw: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The key of a copy's plan: the instruction and every operand but the HBM offset (None
-    when one of them differs between lanes: no plan then)."""
+    """The key of a copy's plan: the instruction, where and how big its buffers are, and every
+    operand but the HBM offset (None when one of them differs between lanes: no plan then)."""
     rest = raw[:1] + raw[2:] if kind == "async_load" else raw[1:]
     if any(isinstance(v, np.ndarray) for v in rest):
         return None
-    return (kind, id(dst_b), id(src_b)) + tuple(int(v) for v in rest)
+    return (kind, _geometry_key(dst_b), _geometry_key(src_b)) + tuple(int(v) for v in rest)
+
+
+def _geometry_key(buf: Any) -> tuple[Any, ...]:
+    """A buffer as far as a tile instruction's plan depends on it."""
+    return (buf.space, buf.offset, buf.count, buf.data.dtype.str, buf.stride, buf.blocks)
 
 
 def _span_key(r: Region) -> tuple[int, ...]:
@@ -429,19 +434,23 @@ class _CopyGeometry:
 
 
 class _CopyPlan:
-    """What a batch copy instruction found the last time it ran with these operands (all but
-    the HBM offset): its geometry without the HBM start, and the HBM offsets per lane relative
-    to lane 0's (`lane_rel`, None for a uniform offset). A later run whose per-lane offsets are
-    the same pattern from another start (the next k step) skips `_per_block` and
-    `_affine_grid`: one comparison checks both that the offset is uniform in each block and
-    that the blocks' starts are the same affine grid."""
+    """What a batch copy instruction found the last time it ran with operands of this geometry
+    (buffers' places and sizes, every operand but the HBM offset): the copy's shape, its block
+    grid without the start, and the HBM offsets per lane relative to lane 0's (`lane_rel`,
+    None for a uniform offset). A later run whose per-lane offsets are the same pattern from
+    another start (the next k step, the next launch) skips `_per_block` and `_affine_grid`:
+    one comparison checks both that the offset is uniform in each block and that the blocks'
+    starts are the same affine grid. Plain numbers only: it holds no buffer."""
 
-    __slots__ = ("geo", "lane_rel", "lo_rel", "hi_rel", "l1_region", "span")
+    __slots__ = ("l1_o", "rows", "row_len", "l1_stride", "hbm_stride", "dims", "lane_rel",
+                 "lo_rel", "hi_rel", "l1_region", "span")
 
     def __init__(self, geo: _CopyGeometry, lane_rel: np.ndarray | None, s0: int):
-        self.geo = geo
+        self.l1_o, self.rows, self.row_len = geo.l1_o, geo.rows, geo.row_len
+        self.l1_stride, self.hbm_stride = geo.l1_stride, geo.hbm_stride
         self.lane_rel = lane_rel
         n1, n2, g0, d1, d2 = geo.grid  # type: ignore[misc]
+        self.dims = (n1, n2, g0 - s0, d1, d2)
         lo = g0 + min(0, (n1 - 1) * d1) + min(0, (n2 - 1) * d2)
         hi = g0 + max(0, (n1 - 1) * d1) + max(0, (n2 - 1) * d2)
         self.lo_rel = lo - s0
@@ -449,7 +458,7 @@ class _CopyPlan:
         self.l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
         self.span = _byte_region(geo.l1, self.l1_region)
 
-    def geometry(self, hbm_o: Any) -> _CopyGeometry | None:
+    def geometry(self, l1: Any, hbm: Any, blocks: int, hbm_o: Any) -> _CopyGeometry | None:
         """The geometry for HBM offsets `hbm_o` (per lane or uniform), or None when they are
         not the plan's pattern or leave the tensor."""
         rel = self.lane_rel
@@ -463,12 +472,11 @@ class _CopyPlan:
             return None
         else:
             s0 = int(hbm_o)
-        g = self.geo
-        if s0 + self.lo_rel < 0 or s0 + self.hi_rel > g.hbm.count:
+        if s0 + self.lo_rel < 0 or s0 + self.hi_rel > hbm.count:
             return None
-        n1, n2, g0, d1, d2 = g.grid  # type: ignore[misc]
-        return _CopyGeometry(g.l1, g.hbm, g.blocks, g.l1_o, None, (n1, n2, s0, d1, d2), g.rows,
-                             g.row_len, g.l1_stride, g.hbm_stride)
+        n1, n2, g0, d1, d2 = self.dims
+        return _CopyGeometry(l1, hbm, blocks, self.l1_o, None, (n1, n2, s0 + g0, d1, d2),
+                             self.rows, self.row_len, self.l1_stride, self.hbm_stride)
 
 
 def _view(base: np.ndarray, start: int, shape: tuple[int, ...],
@@ -565,15 +573,9 @@ class BlockMemory:
             self.inflight = share_with.inflight
             self.counters = share_with.counters
             self.arenas = share_with.arenas
-            self.copy_plans = share_with.copy_plans
-            self.mma_plans = share_with.mma_plans
             return
         self.l1_buffers: dict[int, Any] = {}
         self.inflight: CopyState = CopyState()
-        # batch copies' plans by instruction and operands (`_CopyPlan`): per lane vector, so
-        # the ids in the keys are of buffers this vector holds
-        self.copy_plans: dict[tuple[Any, ...], _CopyPlan] = {}
-        self.mma_plans: dict[tuple[Any, ...], _MmaPlan] = {}  # likewise for batched mma
         self.counters = {"next_token": 0, "epoch": 0}
         self.arenas: list[L1Arena] = []  # the block's (or batch's) L1, made at first use
 
@@ -782,9 +784,12 @@ class BlockMemory:
             fast = None
             if FAST_PATHS.on:
                 key = _plan_key(kind, dst_b, src_b, raw)
-                plan = self.copy_plans.get(key) if key is not None else None
-                geo = plan.geometry(raw[1] if kind == "async_load" else raw[0]) \
-                    if plan is not None else None
+                plan = self.arena.plans.get(key) if key is not None else None
+                geo = None
+                if plan is not None:
+                    l1, hbm, hbm_o = (dst_b, src_b, raw[1]) if kind == "async_load" else \
+                        (src_b, dst_b, raw[0])
+                    geo = plan.geometry(l1, hbm, blocks, hbm_o)
                 if geo is not None:
                     fast = self._copy_geometry(kind, geo, plan.l1_region, plan.span, site)
                     if fast is not None:
@@ -839,11 +844,12 @@ class BlockMemory:
         hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
         if key is not None and geo.grid is not None and \
                 (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,)):
-            if len(self.copy_plans) >= 64:
-                self.copy_plans.clear()
+            plans = self.arena.plans
+            if len(plans) >= 64:
+                plans.clear()
             s0 = int(hbm_o[0]) if isinstance(hbm_o, np.ndarray) else int(hbm_o)  # type: ignore
             rel = hbm_o - s0 if isinstance(hbm_o, np.ndarray) else None
-            self.copy_plans[key] = _CopyPlan(geo, rel, s0)
+            plans[key] = _CopyPlan(geo, rel, s0)
         return self._copy_geometry(kind, geo, l1_region, span, site)
 
     def _copy_geometry(self, kind: str, geo: _CopyGeometry, l1_region: Region, span: Region,
@@ -1046,16 +1052,17 @@ class BlockMemory:
         products are the BLAS calls `_mma_one` makes (same shapes and strides), so the bits are
         the general path's. Returns False, having changed nothing, when a check would fail (the
         general path then reports it)."""
-        key = (id(bufs[0]), id(bufs[1]), id(bufs[2]), int(offs[0]), int(offs[1]), int(offs[2]),
-               m, n, k)
-        plan = self.mma_plans.get(key)
-        if plan is None:
+        key = ("mma", _geometry_key(bufs[0]), _geometry_key(bufs[1]), _geometry_key(bufs[2]),
+               int(offs[0]), int(offs[1]), int(offs[2]), m, n, k)
+        plans = self.arena.plans
+        plan = plans.get(key)
+        if plan is None or plan.bufs[0].data.base is not bufs[0].data.base:
             plan = _MmaPlan.of(blocks, bufs, [int(o) for o in offs], ((m, n), (m, k), (k, n)))
             if plan is None:
                 return False
-            if len(self.mma_plans) >= 64:
-                self.mma_plans.clear()
-            self.mma_plans[key] = plan
+            if len(plans) >= 64:
+                plans.clear()
+            plans[key] = plan
         for buf, (o, size) in zip(bufs, plan.extents):
             if buf.init is not None and not buf.init_grid()[:, o:o + size].all():
                 return False

@@ -173,11 +173,12 @@ class LazyLoad:
     tile *is* its HBM tile. `mma` reads the HBM tile in place (`operand`); `materialise` does
     the copy the eager path does, with the same source bytes (no HBM write happened since)."""
 
-    __slots__ = ("geo", "span")
+    __slots__ = ("geo", "span", "key")
 
     def __init__(self, geo: _CopyGeometry, span: Region):
         self.geo = geo
         self.span = span  # the block-local L1 bytes the load writes
+        self.key = (_span_key(span), geo.l1.data.dtype)
 
     def materialise(self) -> None:
         geo = self.geo
@@ -277,8 +278,8 @@ def _plan_key(kind: str, dst_b: Any, src_b: Any, raw: tuple[Any, ...]) -> tuple[
 
 
 def _geometry_key(buf: Any) -> tuple[Any, ...]:
-    """A buffer as far as a tile instruction's plan depends on it."""
-    return (buf.space, buf.offset, buf.count, buf.data.dtype.str, buf.stride, buf.blocks)
+    """A buffer as far as a tile instruction's plan depends on it (`Buffer.geometry_key`)."""
+    return buf.geometry_key()
 
 
 def _span_key(r: Region) -> tuple[int, ...]:
@@ -866,7 +867,7 @@ class BlockMemory:
         if lazy or self.inflight.fresh is not None:
             if load:  # a lazy load of exactly these bytes is overwritten whole: forget it
                 key = _span_key(span)
-                lazy[:] = [lz for lz in lazy if _span_key(lz.span) != key]
+                lazy[:] = [lz for lz in lazy if lz.key[0] != key]
                 self._settle(span)
             else:  # a store reads its L1 tile and writes HBM a lazy load may come from
                 self._settle(span, geo.hbm.data)
@@ -1091,9 +1092,8 @@ class BlockMemory:
         self._settle(regions[0])  # C is read and written
         found: dict[int, LazyLoad] = {}
         for i in (1, 2):
-            key, dtype = plan.keys[i], plan.dtypes[i]
-            lz = next((lz for lz in self.inflight.lazy
-                       if _span_key(lz.span) == key and lz.geo.l1.data.dtype == dtype), None)
+            key = (plan.keys[i], plan.dtypes[i])
+            lz = next((lz for lz in self.inflight.lazy if lz.key == key), None)
             if lz is None:
                 self._settle(regions[i])
             else:

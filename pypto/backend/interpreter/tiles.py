@@ -180,6 +180,11 @@ class LazyLoad:
         self.span = span  # the block-local L1 bytes the load writes
         self.key = (_span_key(span), geo.l1.data.dtype)
 
+    @property
+    def source(self) -> np.ndarray:
+        """The HBM the tiles come from."""
+        return self.geo.hbm.data
+
     def materialise(self) -> None:
         geo = self.geo
         geo.l1_view(geo.l1.data, geo.grid[1])[...] = _distinct_tiles(geo.hbm_view(), geo.grid)
@@ -266,6 +271,25 @@ class FreshL1:
             if y < b:
                 keep.append((slot, y, b))
         self.ranges = keep
+
+
+class LazyFill:
+    """A batch-mode `pto.fill` of the same elements with one value in every block, not done
+    yet: an `mma` whose C tile is exactly those elements adds its products to the value
+    instead of reading it back from L1 (`value + A @ B`, the bits of the fill then the
+    accumulation); anything else touching the bytes does the fill first (`materialise`)."""
+
+    __slots__ = ("buf", "start", "n", "value", "span", "key")
+    source = None  # no HBM behind it
+
+    def __init__(self, buf: Any, start: int, n: int, value: Any):
+        self.buf, self.start, self.n, self.value = buf, start, n, value
+        isz = buf.data.itemsize
+        self.span = Region(buf.offset + start * isz, 1, n * isz, n * isz)
+        self.key = (_span_key(self.span), buf.data.dtype)
+
+    def materialise(self) -> None:
+        self.buf.grid()[:, self.start:self.start + self.n] = self.value
 
 
 def _plan_key(kind: str, dst_b: Any, src_b: Any, raw: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -670,8 +694,10 @@ class BlockMemory:
             fresh.materialise(span.lo, span.hi)
         keep = []
         for lz in lazy:
-            if (span is not None and lz.span.overlaps(span)) or \
-                    (hbm is not None and np.may_share_memory(lz.geo.hbm.data, hbm)):
+            if (span is not None and lz.span.overlaps(span)) or (hbm is not None and
+                                                                  lz.source is not None and
+                                                                  np.may_share_memory(lz.source,
+                                                                                      hbm)):
                 lz.materialise()
             else:
                 keep.append(lz)
@@ -1009,13 +1035,28 @@ class BlockMemory:
             bad = int(starts[which]) if starts.min() < 0 else int(starts[which]) + n - 1
             raise self.oob_region(buf, bad, site, "destination", which)
         vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
-        if self.inflight.lazy or self.inflight.fresh is not None:
-            if self.inflight.fresh is not None and (starts == starts[0]).all():
+        uniform = bool((starts == starts[0]).all())
+        lazy = self.inflight.lazy
+        if uniform and FAST_PATHS.on and n > 0 and (vals == vals[0]).all():
+            # every block fills the same elements with one value: a lazy fill, which replaces
+            # lazy work on exactly these bytes and moves what overlaps them partly
+            fill = LazyFill(buf, int(starts[0]), n, vals[0])
+            if self.inflight.fresh is not None:
+                self.inflight.fresh.overwrite(fill.span)
+            lazy[:] = [lz for lz in lazy if lz.key[0] != fill.key[0]]
+            if lazy:
+                self._settle(fill.span)
+            lazy.append(fill)
+            if init is not None:
+                init[:, fill.start:fill.start + n] = True
+            return
+        if lazy or self.inflight.fresh is not None:
+            if self.inflight.fresh is not None and uniform:
                 isz = buf.data.itemsize
                 self.inflight.fresh.overwrite(Region(buf.offset + int(starts[0]) * isz, 1,
                                                      n * isz, n * isz))
             self._settle(_buffer_span(buf))
-        if (starts == starts[0]).all():
+        if uniform:
             s0 = int(starts[0])
             grid[:, s0:s0 + n] = vals[:, None]
             if init is not None:
@@ -1073,33 +1114,46 @@ class BlockMemory:
                     _l1_in_flight(self.inflight, regions[0], "write"):
                 return False
         views = plan.views
+        start = None
         if self.inflight.lazy or self.inflight.fresh is not None:
-            views = self._mma_lazy_views(plan)
+            start, views = self._mma_lazy_views(plan)
         c, a, b = views
-        _mma_accumulate(c, a, b)
+        if start is None:
+            _mma_accumulate(c, a, b)
+        else:  # C is a lazy fill: its value + the products, straight into C
+            np.add(start, a @ b, out=c)
         if bufs[0].init is not None:
             o = int(offs[0])
             bufs[0].init_grid()[:, o:o + m * n] = True
         return True
 
-    def _mma_lazy_views(self, plan: _MmaPlan) -> list[np.ndarray]:
-        """The batched mma's operands with lazy loads: an A or B tile that is exactly a lazy
-        load's bytes is read from HBM in place, as an (n1, n2, rows, cols) stack over the
-        load's block grid (C and the other operand are reshaped to that stack); any other
-        overlap with a lazy load (C's tile, a part of a loaded tile) moves that load into L1
-        first."""
+    def _mma_lazy_views(self, plan: _MmaPlan) -> tuple[Any, list[np.ndarray]]:
+        """(C's lazy fill value or None, the operands) of a batched mma with lazy work pending:
+        an A or B tile that is exactly a lazy load's bytes is read from HBM in place, as an
+        (n1, n2, rows, cols) stack over the load's block grid (C and the other operand are
+        reshaped to that stack); a C tile that is exactly a lazy fill of a float32 C with
+        float32 operands is not read (the caller adds the products to the value); any other
+        overlap with lazy work (C's tile, a part of a loaded tile) does that work first."""
         regions = plan.regions
+        lazy = self.inflight.lazy
+        start = None
+        key_c = (plan.keys[0], plan.dtypes[0])
+        fill = next((lz for lz in lazy if lz.key == key_c and isinstance(lz, LazyFill)), None)
+        if fill is not None and plan.dtypes[0] == plan.dtypes[1] == plan.dtypes[2] == \
+                np.float32:
+            lazy.remove(fill)  # the mma writes every element of it
+            start = fill.value
         self._settle(regions[0])  # C is read and written
         found: dict[int, LazyLoad] = {}
         for i in (1, 2):
             key = (plan.keys[i], plan.dtypes[i])
-            lz = next((lz for lz in self.inflight.lazy if lz.key == key), None)
+            lz = next((lz for lz in lazy if lz.key == key and isinstance(lz, LazyLoad)), None)
             if lz is None:
                 self._settle(regions[i])
             else:
                 found[i] = lz
         if not found:
-            return plan.views
+            return start, plan.views
         # the block grid of the stack: a 1-D grid (1, n) of starts fits any other (n1, n2)
         grid = max((lz.geo.grid[0], lz.geo.grid[1]) for lz in found.values())  # type: ignore
         hbm: list[np.ndarray | None] = [None, None, None]
@@ -1108,9 +1162,9 @@ class BlockMemory:
             if hbm[i] is None:
                 self._settle(regions[i])
         if hbm[1] is None and hbm[2] is None:
-            return plan.views
+            return start, plan.views
         stacked = plan.stacked(grid)
-        return [stacked[i] if hbm[i] is None else hbm[i] for i in range(3)]
+        return start, [stacked[i] if hbm[i] is None else hbm[i] for i in range(3)]
 
     def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
                  n: int, k: int, site: int, block: int = 0) -> None:

@@ -286,3 +286,58 @@ def test_fresh_l1_of_a_tile_only_kernel_reads_as_poison(fast_paths):
         got_b = out[T:, b * T:(b + 1) * T]
         assert same_bits(got_b[:4], a[b * T:b * T + 4, 8:16])
         assert np.isnan(got_b[4:]).all()
+
+
+@pto.kernel
+def fill_then_mma(A, B, C, X, V, Kd, Nd, MODE: pto.constexpr):
+    """C_tile = V (a fill), then MODE: 1 a lane reads C_tile first, 2 part of it is filled
+    again with 3.0, 3 a copy loads half of it; then C_tile += A tile @ B tile."""
+    b = pto.get_block_id(0)
+    lid = pto.get_local_id()
+    C_tile = pto.alloc_local(64)
+    A_tile = pto.alloc_local(64)
+    B_tile = pto.alloc_local(64)
+    pto.fill(C_tile, V, 64)
+    tok_a = pto.async_load(A_tile, A + b * 8 * Kd, 64 * 4, rows=8, src_stride=Kd)
+    tok_b = pto.async_load(B_tile, B + b * 8, 64 * 4, rows=8, src_stride=Nd)
+    pto.wait_all()
+    if MODE == 1:
+        pto.store(X + b * 64 + lid, pto.load(C_tile + lid))
+    if MODE == 2:
+        pto.fill(C_tile + 8, 3.0, 20)
+    if MODE == 3:
+        tok = pto.async_load(C_tile + 32, X + b * 64, 32 * 4)
+        pto.wait(tok)
+    pto.mma(C_tile, A_tile, B_tile, 8, 8, 8)
+    pto.store(C + b * 8, C_tile, 64 * 4, rows=8, dst_stride=Nd)
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1.5, float("nan")], ids=["0", "-0", "1.5", "nan"])
+@pytest.mark.parametrize("mode", [0, 1, 2, 3], ids=["mma", "lane read", "refill part",
+                                                    "reload half"])
+def test_a_lazy_fill_of_the_accumulator_gives_the_fill_then_the_sum(mode, value, fast_paths):
+    rng = np.random.default_rng(mode)
+    a = rng.standard_normal((GX * T, K)).astype(np.float32)
+    a[:, 3] = -0.0  # products and sums of signed zeros
+    bm = rng.standard_normal((T, GX * T)).astype(np.float32)
+    bm[:, 2] = 0.0
+    c = np.zeros((T, GX * T), np.float32)
+    x = rng.standard_normal((GX, 64)).astype(np.float32)
+    args, tensors = to_device((a, bm, c, x, value, K, GX * T, mode))
+    ck = pto.compile(fill_then_mma, args=args, block=64)
+    pto.launch(ck, grid=GX, block=64, args=args)
+    _, _, out_c, out_x = from_device(tensors)
+    ref_x = x.copy()
+    for b in range(GX):
+        tile = np.full(64, value, np.float32)
+        if mode == 1:
+            ref_x[b] = tile
+        if mode == 2:
+            tile[8:28] = 3.0
+        if mode == 3:
+            tile[32:] = x[b, :32]
+        at = np.ascontiguousarray(a[b * T:(b + 1) * T, :T])
+        bt = np.ascontiguousarray(bm[:, b * T:(b + 1) * T])
+        ref = tile.reshape(T, T) + at @ bt
+        assert same_bits(out_c[:, b * T:(b + 1) * T], ref)
+    assert same_bits(out_x, ref_x)

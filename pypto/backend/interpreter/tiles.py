@@ -1140,8 +1140,9 @@ class BlockMemory:
         key_c = (plan.keys[0], plan.dtypes[0])
         fill = next((lz for lz in lazy if lz.key == key_c and isinstance(lz, LazyFill)), None)
         if fill is not None and plan.dtypes[0] == plan.dtypes[1] == plan.dtypes[2] == \
-                np.float32:
-            lazy.remove(fill)  # the mma writes every element of it
+                np.float32 and not regions[0].overlaps(regions[1]) and \
+                not regions[0].overlaps(regions[2]):
+            lazy.remove(fill)  # the mma writes every element of it and reads none
             start = fill.value
         self._settle(regions[0])  # C is read and written
         found: dict[int, LazyLoad] = {}

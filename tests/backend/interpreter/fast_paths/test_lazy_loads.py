@@ -363,3 +363,28 @@ def test_the_profiled_matmul_is_the_tiled_reference_bit_for_bit(model):
     pto.profile(matmul_tile, grid=(m // t, m // t), block=64, args=args, model=model)
     out = from_device(tensors)[2]
     assert same_bits(out, tiled_matmul_reference(a, b, t))
+
+
+@pto.kernel
+def accumulate_into_an_operand(A, C, V, Kd, Nd):
+    """C_tile = V, then C_tile += C_tile @ B_tile: the mma reads the filled tile as A."""
+    b = pto.get_block_id(0)
+    C_tile = pto.alloc_local(64)
+    B_tile = pto.alloc_local(64)
+    pto.fill(C_tile, V, 64)
+    tok = pto.async_load(B_tile, A + b * 8 * Kd, 64 * 4, rows=8, src_stride=Kd)
+    pto.wait(tok)
+    pto.mma(C_tile, C_tile, B_tile, 8, 8, 8)
+    pto.store(C + b * 8, C_tile, 64 * 4, rows=8, dst_stride=Nd)
+
+
+def test_a_filled_accumulator_that_is_also_an_operand_is_filled_first(fast_paths):
+    a = np.random.default_rng(11).standard_normal((GX * T, K)).astype(np.float32)
+    args, tensors = to_device((a, np.zeros((T, GX * T), np.float32), 0.5, K, GX * T))
+    ck = pto.compile(accumulate_into_an_operand, args=args, block=64)
+    pto.launch(ck, grid=GX, block=64, args=args)
+    out = from_device(tensors)[1]
+    for b in range(GX):
+        c = np.full((T, T), 0.5, np.float32)
+        ref = c + c @ np.ascontiguousarray(a[b * T:(b + 1) * T, :T])
+        assert same_bits(out[:, b * T:(b + 1) * T], ref)

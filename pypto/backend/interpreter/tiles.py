@@ -883,8 +883,8 @@ class BlockMemory:
                        site: int) -> Any:
         """The fast path's copy of a checked geometry (`_copy_blocks_fast`)."""
         l1, load = geo.l1, kind == "async_load"
-        if self.inflight and self._blocks_copy_hazard(geo, l1_region, load):
-            return None
+        if len(self.inflight) and self._blocks_copy_hazard(geo, l1_region, load):
+            return None  # (len: copies in flight, not the lazy work)
         if not load and l1.init is not None and not geo.l1_view(l1.init).all():
             return None
         lazy = self.inflight.lazy

@@ -164,7 +164,7 @@ class L1Arena:
         self.granules_per_block = layout.extent // layout.granule
         n = blocks * self.granules_per_block
         self.init = np.zeros(n, dtype=bool) if track_init else None
-        self.shadow = Shadow(n) if race_check else None
+        self.shadow = Shadow(n, self.granules_per_block) if race_check else None
         # the tile instructions' plans (tiles.py `_CopyPlan`, `_MmaPlan`), kept with the arena
         # for the lane vectors that reuse it (the launches of one shape)
         self.plans: dict[tuple[Any, ...], Any] = {}

@@ -26,9 +26,6 @@ Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
            "==": np.equal, "!=": np.not_equal}
 
-_WINDOWS: dict[int, tuple[np.ndarray, tuple[int, int, bool]]] = {}
-"""Lane windows of shared read-only masks (StructuredAccess.local_cmp), by mask identity."""
-
 
 class StructuredAccess:
     """Structured loads and stores of a lane vector; mixed into `LaneContext`."""
@@ -50,8 +47,9 @@ class StructuredAccess:
         the block's copy that active lanes touch and, unless every lane of those columns is
         active, their (blocks, hi - lo) mask — or None when the general path must run (fast
         paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
-        which the general path reports)."""
-        if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and
+        which the general path reports). Copies in flight are checked on the columns
+        (`rows_inflight`): their regions are block-local bytes."""
+        if not (FAST_PATHS.on and buf.stride and buf.init is None and
                 mask is not False and self.local_base == 0):
             return None
         base = int(base)
@@ -64,6 +62,20 @@ class StructuredAccess:
         if mask is None or dense:
             return lo, hi, None
         return lo, hi, mask.reshape(-1, self.block_lanes)[:, first:last]
+
+    def rows_inflight(self, buf: Buffer, lo: int, hi: int, active: Any, site: int,
+                      write: bool) -> None:
+        """The in-flight copy checks of a row access (columns lo..hi of every block's copy,
+        `active`: (blocks, columns) mask or None): copies' L1 regions are block-local bytes,
+        so the columns any block touches are checked once, as the general path would check
+        every lane (its report names no lane)."""
+        cols = np.arange(lo, hi, dtype=np.int64) if active is None else \
+            lo + np.flatnonzero(active.any(axis=0))
+        if cols.size:
+            if write:
+                self.check_write(buf, cols, None, site, race=False)  # type: ignore[attr-defined]
+            else:
+                self.check_read(buf, cols, None, site, race=False)  # type: ignore[attr-defined]
 
     @property
     def row_width(self) -> int:
@@ -87,9 +99,11 @@ class StructuredAccess:
         `if tid < s` keep a prefix of each block active; accesses then touch only those
         columns. Computed once per mask object."""
         shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
-        known = _WINDOWS.get(id(mask)) if shared else None  # one lookup: launches on other
-        if known is not None and known[0] is mask:        # streams may clear it meanwhile
-            return known[1]
+        cache = self.cache  # type: ignore[attr-defined]  # the Executable's (caches.py)
+        if shared:
+            known = cache.known(cache.windows, mask)
+            if known is not None:
+                return known  # type: ignore[no-any-return]
         facts = self.mask_facts(mask)
         window = facts.get("window")
         if window is None:
@@ -103,9 +117,7 @@ class StructuredAccess:
                 window = (first, last, bool(dense))
             facts["window"] = window
             if shared:
-                if len(_WINDOWS) > 64:
-                    _WINDOWS.clear()
-                _WINDOWS[id(mask)] = (mask, window)  # holding the mask keeps its id unique
+                cache.remember(cache.windows, mask, window)
         return window  # type: ignore[return-value]
 
     def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
@@ -128,6 +140,8 @@ class StructuredAccess:
         base = int(base)
         if buf.shadow is not None:
             self.race_rows(buf, base, lo, hi, active, site, write=False)
+        if self.inflight:
+            self.rows_inflight(buf, lo, hi, active, site, write=False)
         rows = buf.grid()[:, lo:hi]
         width = self.row_width
         if hi - lo == width:
@@ -164,6 +178,8 @@ class StructuredAccess:
                 ((dst, base, cd, site, True),):
             if buf.shadow is not None:
                 self.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
+            if self.inflight:
+                self.rows_inflight(buf, cols[0], cols[1], None, s, write=write)
         ufunc(a.grid()[:, ca[0]:ca[1]], b.grid()[:, cb[0]:cb[1]],
               out=dst.grid()[:, cd[0]:cd[1]])
 
@@ -181,6 +197,8 @@ class StructuredAccess:
         base = int(base)
         if buf.shadow is not None:
             self.race_rows(buf, base, lo, hi, active, site, write=True)
+        if self.inflight:
+            self.rows_inflight(buf, lo, hi, active, site, write=True)
         rows = buf.grid()[:, lo:hi]
         if isinstance(value, np.ndarray):
             j = lo - base - self.local_base

@@ -136,8 +136,7 @@ class WindowContext(LaneContext):
 
     def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """Row accesses in the window: lane j of a block touches `base + first + j`."""
-        if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and
-                mask is not False):
+        if not (FAST_PATHS.on and buf.stride and buf.init is None and mask is not False):
             return None
         lo = int(base) + self.first
         hi = lo + self.width

@@ -174,6 +174,9 @@ class _Analysis:
     # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
     # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
     form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
+    # bulk copies whose L1 / HBM address varies only with the block (batch mode): (op, operand
+    # index) -> its plan; the copy gets each block's offset from the forms (views.block_offset)
+    block_addrs: dict[tuple[Operation, int], AccessPlan] = field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters, SimtLoopEmitters):
@@ -314,6 +317,14 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             plan = planner.plan(ptr)
             if plan is not None:
                 an.planned[op] = plan
+        if self.mode == BATCH:
+            for op in walked:
+                if not isinstance(op, pto.BulkCopyOp):
+                    continue
+                for index in (0, 1):
+                    plan = planner.block_plan(op.operands[index])
+                    if plan is not None:
+                        an.block_addrs[(op, index)] = plan
         for op in walked:
             if not isinstance(op, arith.CmpiOp) or op.results[0] in an.uniform:
                 continue
@@ -334,8 +345,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                 for leaf in form.leaves():
                     if leaf in planner.leaf_values:
                         self._cmp_leaves.add(planner.leaf_values[leaf])
-        if (an.planned or an.promoted or an.form_cmps) and not self.instrumented:
+        if (an.planned or an.promoted or an.form_cmps or an.block_addrs) and \
+                not self.instrumented:
             names = {n for p in an.planned.values() for n in p.leaves()}
+            names.update(n for p in an.block_addrs.values() for n in p.leaves())
             names.update(leaf for rest, _, _ in an.promoted.values() for m in rest for leaf in m)
             leaves = {planner.leaf_values[n] for n in names if n in planner.leaf_values}
             leaves |= self._cmp_leaves
@@ -343,7 +356,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
 
             def virtual(user: Operation, index: int) -> bool:
                 return user in an.planned and index == _ptr_index(user) or \
-                    user in an.promoted or user in an.form_cmps
+                    user in an.promoted or user in an.form_cmps or (user, index) in an.block_addrs
             an.dead = dead_ops(walked, virtual, leaves)
 
     def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
@@ -1041,8 +1054,14 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         args = ", ".join(self.name(v) for v in (nbytes, rows, ss, ds))
         target = self.name(op.results[0]) if op.results else None
         s = self.site(op)
-        self.tile(target, f"_ctx.copy({kind!r}, {self._addr(dst)}, {self._addr(src)}, {args}, "
-                          f"_m, {s})", s)
+        addrs = []
+        for index, v in ((0, dst), (1, src)):
+            plan = self.an.block_addrs.get((op, index))
+            if plan is None:
+                addrs.append(self._addr(v))
+            else:  # each block's offset from the forms (plan.py block_plan)
+                addrs.append(f"{self.name(plan.root)}_b, _ctx.block_offset({plan.source()})")
+        self.tile(target, f"_ctx.copy({kind!r}, {addrs[0]}, {addrs[1]}, {args}, _m, {s})", s)
 
     def op_pto_wait(self, op: pto.WaitOp) -> None:
         s = self.site(op)

@@ -301,6 +301,20 @@ class Planner:
         return AccessPlan(ptr[0], ptr[1])
 
 
+    def block_plan(self, p: SSAValue) -> AccessPlan | None:
+        """The address of a block-level operand (a bulk copy's L1 or HBM pointer) when it
+        varies with the block ids only (`x + block_id * ntiles * T + k * T`, batch mode): the
+        run time then computes one offset per block from the forms instead of an offset per
+        lane, which the copy would reduce to one per block again."""
+        ptr = self.pointer(p)
+        if ptr is None or not self.block_ids_vary:
+            return None
+        syms = {s for f, _ in ptr[1] for s, _ in f.coef}
+        if not syms or not syms <= {"b0", "b1", "b2"}:
+            return None
+        return AccessPlan(ptr[0], ptr[1])
+
+
 def _width(t: object) -> int | None:
     if isinstance(t, IntegerType):
         return t.width.data

@@ -20,6 +20,7 @@ import numpy as np
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.geometry import geometry
+from pypto.backend.interpreter.tiles import Region, _byte_region, _l1_in_flight
 
 Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 
@@ -28,6 +29,14 @@ COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_
 
 _WINDOWS: dict[int, tuple[np.ndarray, tuple[int, int, bool]]] = {}
 """Lane windows of shared read-only masks (StructuredAccess.local_cmp), by mask identity."""
+
+
+def rows_in_flight(inflight: dict[int, Any], buf: Buffer, lo: int, hi: int, write: bool) -> bool:
+    """Do elements lo..hi-1 of each block's copy of L1 buffer `buf` conflict with an async copy
+    in flight (a read with a load still writing them, a write with any copy using them)? The
+    copies' L1 regions are block-local, so one test covers every block of the vector."""
+    return _l1_in_flight(inflight, _byte_region(buf, Region(lo, 1, hi - lo, hi - lo)),
+                         "write" if write else "read") is not None
 
 
 class StructuredAccess:
@@ -44,14 +53,15 @@ class StructuredAccess:
     inflight: dict[int, Any]
     local_base: int
 
-    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+    def _rows(self, buf: Buffer, base: Any, mask: Mask,
+              write: bool = False) -> tuple[int, int, Any] | None:
         """For an access where lane k of every block touches element `base + k` of its
         block's copy of L1 buffer `buf` (batch mode): (lo, hi, active) — the columns lo..hi of
         the block's copy that active lanes touch and, unless every lane of those columns is
         active, their (blocks, hi - lo) mask — or None when the general path must run (fast
-        paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
-        which the general path reports)."""
-        if not (FAST_PATHS.on and buf.stride and buf.init is None and not self.inflight and
+        paths off, initialisation tracking on, the columns in use by an async copy in flight,
+        or an active lane out of bounds: the general path reports those)."""
+        if not (FAST_PATHS.on and buf.stride and buf.init is None and
                 mask is not False and self.local_base == 0):
             return None
         base = int(base)
@@ -59,7 +69,8 @@ class StructuredAccess:
         if mask is not None:
             first, last, dense = self.lane_window(mask)
         lo, hi = base + first, base + last
-        if lo < 0 or hi > buf.count:
+        if lo < 0 or hi > buf.count or \
+                self.inflight and rows_in_flight(self.inflight, buf, lo, hi, write):
             return None
         if mask is None or dense:
             return lo, hi, None
@@ -147,7 +158,7 @@ class StructuredAccess:
         unusual (fast paths off, a mask with holes,
         a row out of bounds, another result type) takes the three steps."""
         ca, cb, cd = (self._rows(a, base_a, mask), self._rows(b, base_b, mask),
-                      self._rows(dst, base, mask))
+                      self._rows(dst, base, mask, write=True))
         if ca is None or cb is None or cd is None or ca[2] is not None or \
                 cb[2] is not None or cd[2] is not None or \
                 np.result_type(a.data.dtype, b.data.dtype) != dst.data.dtype:
@@ -170,7 +181,7 @@ class StructuredAccess:
     def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
         """Store where lane k of each block writes element `base + k` of its block's copy (see
         `load_rows`): one 2-D slice assignment, masked lanes left untouched."""
-        cols = self._rows(buf, base, mask)
+        cols = self._rows(buf, base, mask, write=True)
         if cols is None:
             if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
                 self.store_ramp(buf, base, value, mask, site)

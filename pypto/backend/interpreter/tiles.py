@@ -638,6 +638,8 @@ class BlockMemory:
         for all). It must be uniform within each block."""
         if not isinstance(v, np.ndarray):
             return v
+        if type(v).__name__ == "PerBlock":  # one value per block already (views.block_offset)
+            return v.view(np.ndarray)
         bl = self.block_lanes
         # uniform within each block <=> every lane equals its left neighbour, except at the
         # first lane of a block (one contiguous compare: cheaper than a (blocks, lanes) one)

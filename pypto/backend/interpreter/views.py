@@ -305,6 +305,34 @@ class PlannedAccess:
             total = total.astype(np.int64)
         return total
 
+    def block_offset(self, parts: tuple[Part, ...]) -> Any:
+        """The offset of a block-level operand whose forms vary with the block ids only
+        (plan.py `block_plan`): one value per block of the vector (`PerBlock`; a scalar when
+        they are all equal), each part wrapped to its width exactly as the program's
+        arithmetic wraps it; for a vector that is not whole blocks, the lanes' offsets."""
+        lanes = self.block_lanes
+        if not (self.first_lane % lanes == 0 and self.count % lanes == 0):
+            return self.plan_offsets(parts)
+        b = self.first_lane // lanes
+        blin = np.arange(b, b + self.count // lanes, dtype=np.int64)
+        gx, gy, _ = self.grid
+        coords = (blin % gx, (blin // gx) % gy, blin // (gx * gy))
+        total: Any = np.int64(0)
+        for (rest, _, _, _, d0, d1, d2, _, _), width in parts:
+            acc: Any = np.int64(_wrap64(rest))
+            for c, coord in zip((d0, d1, d2), coords):
+                if c:
+                    acc = acc + np.int64(_wrap64(c)) * coord
+            if width == 32:
+                acc = acc.astype(np.int32) if isinstance(acc, np.ndarray) else np.int32(acc)
+            total = total + acc
+        if not isinstance(total, np.ndarray):
+            return np.int64(total)
+        total = total.astype(np.int64, copy=False)
+        if total.size == 1 or bool((total == total[0]).all()):
+            return total[0]
+        return total.view(PerBlock)
+
     def form_cmp(self, op: str, part: Part, u: Any) -> Any:
         """`x OP u` for an integer x given by its linear form (plan.py) and a uniform u: when
         the outcome is the same on every lane (the bounds checks `r < h` of a launch that covers
@@ -555,6 +583,11 @@ def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray,
             _SUMMARIES.clear()
         value = _SUMMARIES[key] = pattern_summary(local, lanes, ws)
     return value
+
+
+class PerBlock(np.ndarray):
+    """One value per block of a batch-mode vector (a block-level operand's offset,
+    `PlannedAccess.block_offset`), where a lane vector would hold it once per lane."""
 
 
 class _NoBuffer:

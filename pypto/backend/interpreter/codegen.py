@@ -83,6 +83,7 @@ class GeneratedKernel:
     op_table: OpTable
     instrumented: bool = False
     fn: Any = None
+    fast: bool = True  # planned (fast paths on); False: the general path only (the oracle)
 
 
 _ARITH_BINARY: dict[type[Operation], str] = {
@@ -189,6 +190,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table = OpTable.of(kernel)
         self.current_id = -1
         self.one_d = one_d  # the launch is 1-D in grid and block: ids along x are ramps
+        # the planner plans (PYPTO_FAST_PATHS, read once per generated variant); an empty plan
+        # is the general path: no slices, rows, windows, views or fused stores are emitted
+        self.fast = FAST_PATHS.on
         self.names: dict[SSAValue, str] = {}
         self.lines: list[str] = []
         self.indent = 1
@@ -233,7 +237,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
         self.planner = Planner(lambda v: v in an.uniform, self.name,
                                self.mode in (GRID, BATCH))
-        promote = FAST_PATHS.on and self.one_d
+        if not self.fast:
+            return  # an empty plan: the general path
+        promote = self.one_d
         for op in _walk(ops):
             if isinstance(op, scf.IfOp) and self._windowable(op):
                 an.windowed.add(op)
@@ -281,8 +287,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                     if loads is not None:
                         an.row_ops[op] = loads
                         an.fused.update((op.value.owner, *loads))
-        if FAST_PATHS.on:
-            self._plan(ops)
+        self._plan(ops)
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             if op in an.dead:
@@ -413,7 +418,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             # of every block then pass the test, the window of one block is every block's
             if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
                 return True
-            form = self.planner.form(v) if FAST_PATHS.on else None
+            form = self.planner.form(v) if self.fast else None
             return form is not None and not form.uniform and \
                 all(sym in ("l0", "w", "n") for sym in form.coef_polys)
         if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
@@ -489,7 +494,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table.affine = dict(self.an.affine)
         self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
-                               self.constants, self.table, self.instrumented)
+                               self.constants, self.table, self.instrumented, fast=self.fast)
 
     def block_ops(self, block: Block) -> None:
         for op in block.ops:
@@ -894,8 +899,11 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
-                          f"{_view_safe(r)})")
+                if self.fast:  # a side every lane took: its value, not a where()
+                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
+                              f"{_view_safe(r)})")
+                else:
+                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
 
     def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
         """A branch of a windowed `scf.if`: its body becomes a local function of the lane

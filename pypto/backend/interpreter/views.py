@@ -33,7 +33,6 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
@@ -141,8 +140,6 @@ class PlannedAccess:
         its shape and strides (the block copies of batch-mode L1 included), and the lowest and
         highest element any lane touches within its block's copy; None when the forms do not
         map onto the box or a part may wrap."""
-        if not FAST_PATHS.on:
-            return None
         box = self.plan_box()
         if box is None:
             return None
@@ -368,7 +365,7 @@ class PlannedAccess:
         pv = self._box_range(part)
         bound = int(u)
         (rest, c0, c1, c2, d0, d1, d2, cw, cn), width = part
-        if not (d0 or d1 or d2) and FAST_PATHS.on and \
+        if not (d0 or d1 or d2) and \
                 self._whole_blocks():  # type: ignore[attr-defined]
             # ids within the block only: one block's mask, repeated; shared (read-only) by
             # every vector of this shape, so its outcome and lane window are found once

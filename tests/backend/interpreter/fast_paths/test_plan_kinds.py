@@ -242,3 +242,53 @@ def test_colliding_warp_stores_keep_the_highest_lane(fast_paths):
     _, y = both_ways(fast_paths, warp_collide, blocks, warps * 32,
                      [x, np.zeros(blocks * warps, np.float32), warps], race_check=False)
     np.testing.assert_array_equal(y, x.reshape(-1, 32)[:, -1])
+
+
+# --- an empty plan is the general path ----------------------------------------------------------
+
+PLANNED = ("load_ramp", "store_ramp", "load_rows", "store_rows", "rows_op", "load_plan",
+           "store_plan", "form_cmp", "local_cmp", "_ramp_cmp", "_window(", "block_offset")
+
+
+def test_an_empty_plan_generates_only_the_general_path(fast_paths):
+    """With fast paths off (PYPTO_FAST_PATHS=0) no module pattern-matches: the generated code
+    of every zoo kernel makes its accesses through the general gather / scatter only, and its
+    `fast` flag, which the run time's data-dependent steps read (executor sets it on each lane
+    vector), is off."""
+    from tests.kernels.zoo import cases
+    seen = 0
+    for case in cases("tiny"):
+        host = case.inputs(np.random.default_rng(0))
+        device = [pto.alloc_tensor(a.nbytes, dtype=a.dtype) for a in host.values()]
+        args = case.lead + tuple(device) + tuple(case.scalars(host))
+        one_d = isinstance(case.grid, int) and isinstance(case.block, int)
+        for on in (True, False):
+            fast_paths.on = on
+            ck = pto.compile(case.kernel, args=args, block=case.block)
+            gen = ck.executable.variant(one_d)
+            assert gen.fast is on
+            if not on:
+                assert not [p for p in PLANNED if p in gen.source], (case.name, gen.source)
+            elif any(p in gen.source for p in PLANNED):
+                seen += 1
+    assert seen > 20  # and with fast paths on, most kernels are planned
+
+
+# --- masked copies of data-dependent masks ------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32, np.int8,
+                                   np.uint16])
+@pytest.mark.parametrize("density", [0.02, 0.5, 0.98])
+def test_masked_copy_is_copyto_bit_for_bit(dtype, density):
+    from pypto.backend.interpreter.structured import masked_copy
+    rng = np.random.default_rng(int(density * 100))
+    grid = (rng.standard_normal((200, 96)) * 100).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        grid[0, 10] = np.nan
+        grid[1, 11] = -0.0
+    mask = rng.random((200, 64)) < density
+    for value in ((rng.standard_normal((200, 64)) * 50), np.float32(2.5), 3):
+        want, got = grid.copy(), grid.copy()
+        np.copyto(want[:, 10:74], value, casting="unsafe", where=mask)
+        masked_copy(got[:, 10:74], value, mask)   # a strided destination
+        assert want.tobytes() == got.tobytes()

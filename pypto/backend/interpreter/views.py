@@ -242,7 +242,7 @@ class PlannedAccess:
         bulk (RaceChecker.race_pattern) when every block of the vector touches the same
         elements of its copy with every lane, else on the active lanes' element indices."""
         if idx is None and buf.stride and buf.shadow is not None and buf.init is None and \
-                not self.inflight and len(shape) == len(self.plan_box()[0]):  # type: ignore
+                not self.inflight:
             row = None if mask is None else self._mask_row(mask, shape)
             if row is not False:
                 box = self.plan_box()
@@ -296,15 +296,20 @@ class PlannedAccess:
         axes, _, l0 = box
         bx, by, _ = self.block
         lin_step = (1, bx, bx * by)
+        per_axis = [(kind, n, step, lin_step[i]) for kind, i, n, step in axes]
+        if len(shape) == len(axes) + 1:  # lanes split as (warps, lanes in warp): _make_view
+            kind, n, step, _ = per_axis[-1]
+            ws = self.warp_size
+            per_axis = per_axis[:-1] + [(kind, n // ws, step, ws), (kind, ws, step, 1)]
         l_shape, l_strides, l_steps = [], [], []
-        for (kind, i, n, step), s in zip(axes, strides):
+        for (kind, n, step, lin), s in zip(per_axis, strides):
             if kind == "b":
                 if s != buf.stride * step:
                     return False
             else:
                 l_shape.append(n)
                 l_strides.append(s)
-                l_steps.append(lin_step[i])
+                l_steps.append(lin)
         first = l0[0] + bx * l0[1] + bx * by * l0[2]
         local = self._indices(base, l_shape, l_strides)
         lanes = self._indices(first, l_shape, l_steps)

@@ -292,3 +292,33 @@ def test_masked_copy_is_copyto_bit_for_bit(dtype, density):
         np.copyto(want[:, 10:74], value, casting="unsafe", where=mask)
         masked_copy(got[:, 10:74], value, mask)   # a strided destination
         assert want.tobytes() == got.tobytes()
+
+
+@pto.kernel
+def warp_mirror(x, out, WARPS: pto.constexpr, SYNC: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    if SYNC:
+        pto.barrier_block()
+    else:
+        pto.barrier()          # orders only its own warp: reading another warp's row races
+    pto.store(out + pto.get_global_id(), pto.load(red + (WARPS - 1 - warp) * 32 + lane))
+
+
+def test_races_through_warp_split_views_are_reported_like_the_general_path(fast_paths):
+    warps, blocks = 4, 3
+    x = np.random.default_rng(13).random(blocks * warps * 32, dtype=np.float32)
+    _, y = both_ways(fast_paths, warp_mirror, blocks, warps * 32,
+                     [x, np.zeros_like(x), warps, True])
+    np.testing.assert_array_equal(y, x.reshape(blocks, warps, 32)[:, ::-1].reshape(-1))
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.RaceError) as e:
+            run_kernel(warp_mirror, blocks, warps * 32, [x, np.zeros_like(x), warps, False],
+                       pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "RAW race" in msgs[0]

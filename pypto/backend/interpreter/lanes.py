@@ -577,7 +577,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
         whose element lies in the buffer, when every active lane is among them (else None:
         the general path runs and reports the lane out of bounds); also None when checks need
-        the active lanes' indices (L1, copies in flight) or fast paths are off."""
+        the active lanes' indices (L1, copies in flight)."""
         if not (isinstance(mask, np.ndarray) and not buf.stride and
                 not buf.watched() and not self.inflight):
             return None

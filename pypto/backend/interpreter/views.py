@@ -611,6 +611,12 @@ class PlannedAccess:
             self._store_cut(buf, pv, trimmed, value, mask, site)
             return
         if 0 <= lo and hi < buf.count:
+            if isinstance(mask, np.ndarray) and \
+                    (trimmed := self._trim(pv, mask, buf)) is not None and \
+                    2 * _size(trimmed[1]) <= mask.size:
+                # a mask that keeps a narrow window (`if lane < s`): write just the window
+                self._store_cut(buf, pv, trimmed, value, mask, site)
+                return
             a, b = 0, shape[0] if shape else 1
         elif (trimmed := self._trim(pv, mask, buf)) is not None:
             self._store_cut(buf, pv, trimmed, value, mask, site)
@@ -711,6 +717,13 @@ def _same_outcome(op: str, lo: int, hi: int, u: int) -> bool | None:
     if op == "!=" and lo == hi == u:
         return False
     return None
+
+
+def _size(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _injective(shape: list[int], strides: list[int]) -> bool:

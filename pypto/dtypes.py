@@ -80,7 +80,10 @@ def as_dtype(value: Any) -> DType:
         return value
     try:
         npd = np.dtype(value)
-    except TypeError as exc:
+    except (TypeError, ValueError, SyntaxError, OverflowError) as exc:
+        # NumPy parses some strings as struct specs: "1,,2" is a SyntaxError, "(2**70,)f4" an
+        # OverflowError; none of them is a dtype name
+
         raise UsageError(f"{value!r} is not a dtype; use one of "
                         f"{', '.join('pto.' + d.name for d in _TABLE)}") from exc
     if npd not in _BY_NP:

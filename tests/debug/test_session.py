@@ -330,6 +330,10 @@ def test_inspect_l1_reads_the_block_arena_by_element_offset():
         ctx.inspect_l1(0, 4, block=0)
     with pytest.raises(dbg.DebugError, match="outside the block's L1 of"):
         ctx.inspect_l1(10**6, 4)
+    # NumPy reads "1,,2" as a struct spec and raised SyntaxError (found by the debugger fuzzer)
+    for bad in ("1,,2", "f4,,", "(99999999999999999999999,)f4", "no_such_type"):
+        with pytest.raises(pto.PtoError, match="is not a dtype|is not supported"):
+            ctx.inspect_l1(0, 4, dtype=bad)
 
 
 def test_npu_level_staging_slots_hold_each_load():

@@ -153,6 +153,25 @@ def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
     return max(1, latency + repeats - 1) + extra
 
 
+def pipe_work(schedule: BlockSchedule, facts: dict[int, OpFacts],
+              params: ModelParams) -> dict[str, int]:
+    """Per pipe, the cycles the block's instructions need it for whatever their order: each
+    slice's duration, except that a fused LOAD_MMA counts only its MMA on the CUBE (its wait
+    for the copy's last byte depends on the schedule; its copy is counted on MTE_IN). No
+    schedule of these instructions finishes the block before the busiest pipe's work is done
+    (`Profile.resource_bound`)."""
+    work = {p: 0 for p in PIPES}
+    for s in schedule.slices:
+        f = facts[s.op_id]
+        if f.macs and f.copy_bytes and s.pipe == "CUBE":
+            repeats = cube_repeats(f.mma_shape or (f.macs, 1, 1), f.elem_bytes, f.cube_fp32,
+                                   params)
+            work[s.pipe] += max(1, params.latency_of(f.kind, f.pipe) + repeats - 1)
+        else:
+            work[s.pipe] += s.end - s.start
+    return work
+
+
 def lane_access(f: OpFacts, lanes: int, access: dict[tuple[SSAValue, str], int],
                 p: ModelParams) -> tuple[int | None, int, int]:
     """(bytes moved, extra serialised cycles, HBM bytes) of a lane memory instruction on

@@ -8,12 +8,13 @@ the model and the target file it came from.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.backend.cost_model.engine import BlockSchedule
+from pypto.backend.cost_model.engine import BlockSchedule, pipe_work
 from pypto.backend.cost_model.facts import OpFacts, facts_of, varying_of
 from pypto.backend.cost_model.launch import LaunchResult, simulate_launch
 from pypto.backend.cost_model.params import HBM, PIPES, RESOURCES, ModelParams
@@ -73,6 +74,23 @@ class BubbleEntry:
         first = " (its first)" if self.leading else ""
         return (f"{self.pipe} idle for {self.cycles} {unit} ({self.start}-{self.end}) before "
                 f"{self.inst}{first} at {self.source}: {self.cause}")
+
+
+@dataclass(frozen=True)
+class ResourceBound:
+    """The fewest cycles any schedule of the launch's instructions could take (a roofline from
+    the model itself): every block needs each pipe for its work (`engine.pipe_work`), so a
+    block takes at least its start plus its busiest pipe's work; the cores take at least the
+    longest block and an even share of all blocks; HBM at least its roofline."""
+
+    cycles: int               # launch_cycles + max(cores' lower bound, HBM roofline)
+    resource: str             # what binds: the busiest pipe of the longest block, or HBM
+    block_work: dict[str, int]  # per pipe, the work of block 0's class (cycles)
+
+    def __str__(self) -> str:
+        work = ", ".join(f"{p} {c}" for p, c in self.block_work.items() if c)
+        return (f"no schedule of these instructions takes fewer than {self.cycles} cycles: "
+                f"bound by {self.resource} (block 0's work per pipe: {work})")
 
 
 @dataclass(frozen=True)
@@ -262,6 +280,35 @@ class Profile:
         out[HBM] = lr.hbm_bytes / max(1.0, self.total_cycles *
                                       self.params.target.hbm_bytes_per_cycle)
         return out
+
+    def resource_bound(self) -> ResourceBound:
+        """The launch's roofline from the model (`ResourceBound`): `total_cycles` is never
+        below it, and `total_cycles / resource_bound().cycles` says how far any other
+        schedule of the same instructions (double buffering, reordering) could improve."""
+        lr = self.launch
+        p = self.params
+        longest, longest_pipe, share = 0, "SCALAR", 0
+        shortest = p.block_cycles if lr.n_blocks > sum(len(c.blocks) for c in lr.classes) \
+            else None                                      # blocks with no event
+        first: dict[str, int] = {}
+        for c in lr.classes:
+            work = pipe_work(c.schedule, self.facts, p)
+            if not first:
+                first = work
+            pipe = max(work, key=lambda k: work[k])
+            need = p.block_cycles + work[pipe]
+            share += need * len(c.blocks)
+            shortest = need if shortest is None else min(shortest, need)
+            if need > longest:
+                longest, longest_pipe = need, pipe
+        share += (lr.n_blocks - sum(len(c.blocks) for c in lr.classes)) * p.block_cycles
+        cores = max(1, min(p.target.ai_cores, lr.n_blocks))
+        # some core runs ceil(blocks / cores) whole blocks (blocks are not split)
+        compute = max(longest, math.ceil(share / cores),
+                      -(-lr.n_blocks // cores) * (shortest or 0))
+        resource = HBM if lr.roofline_cycles > compute else longest_pipe
+        return ResourceBound(lr.launch_cycles + max(compute, lr.roofline_cycles), resource,
+                             first)
 
     # outputs -----------------------------------------------------------------------------------
 

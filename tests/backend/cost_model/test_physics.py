@@ -2,7 +2,8 @@
 properties and checked by hypothesis over generated kernels and the kernel zoo (tests/kernels).
 
 * more work never costs less: an added instruction, a byte of traffic or a block;
-* no pipe, copy engine or HBM above its peak (a fused load+MMA occupies MTE_IN too);
+* no pipe, copy engine or HBM above its peak (a fused load+MMA occupies MTE_IN too), so no
+  launch beats its resource bound (`Profile.resource_bound`, the busiest resource's work);
 * an argument the kernel never touches changes nothing;
 * a launch has a fixed cost; accesses have latency by memory level (HBM farther than L1);
 * contention: same-address atomics serialise, strided lanes cost by sectors, L1 bank conflicts.
@@ -25,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pypto as pto
+from pypto.backend.cost_model import ModelParams
 from pypto.backend.cost_model.engine import copy_occupancy
 from pypto.backend.targets import default_target
 
@@ -159,6 +161,8 @@ def check_peaks(prof) -> None:
             assert mte.end - mte.start == copy_occupancy(prof.facts[cube.op_id].copy_bytes, p)
     busy = prof.total_cycles - prof.launch.launch_cycles
     assert prof.hbm_bytes <= busy * p.target.hbm_bytes_per_cycle + 1e-9
+    # the roofline from the model: no block ends before its busiest pipe's work is done
+    assert prof.total_cycles >= prof.resource_bound().cycles
     assert 0.0 <= prof.utilization()["HBM"] <= 1.0 + 1e-9
 
 
@@ -371,6 +375,24 @@ def test_a_dependent_load_from_hbm_waits_longer_than_one_from_l1(model):
     assert any("data from HBM" in b.cause for b in hbm.bubbles())
 
 
+@PROPERTY
+@given(k=st.integers(1, 4), model=st.sampled_from(MODELS))
+def test_every_dependent_load_from_hbm_pays_its_latency(gen_dir, k, model):
+    """A chain of k loads, each addressed by the value of the one before, from HBM or from L1
+    (the same instructions otherwise): the HBM chain waits at least k x (hbm - l1 latency)
+    longer."""
+    start = ["pto.store(buf + tid, 1.0)", "pto.barrier_block()"]
+    hbm = start + ["v = pto.load(x + i)"] + \
+        ["v = pto.load(x + i + pto.cast(v * 0.0, pto.int32))"] * (k - 1) + ["pto.store(y + i, v)"]
+    l1 = start + ["v = pto.load(buf + tid)"] + \
+        ["v = pto.load(buf + tid + pto.cast(v * 0.0, pto.int32))"] * (k - 1) + \
+        ["pto.store(y + i, v)"]
+    far = cycles(kernel_from(hbm, gen_dir), model)
+    near = cycles(kernel_from(l1, gen_dir), model)
+    p = ModelParams.of(default_target(), model)
+    assert far - near >= k * (p.hbm_latency - p.l1_latency)
+
+
 # contention -------------------------------------------------------------------------------------
 
 
@@ -415,6 +437,24 @@ def test_l1_bank_conflicts_cost_passes(model):
     assert t[1] == t[33] < t[2] < t[32]
     p = pto.profile(l1_stride, grid=1, block=256, args=(y, 32), model=model)
     assert t[32] - t[1] >= 2 * (256 // 32) * (32 - 1)  # a store and a load, 8 warps, 31 more
+
+
+def bank_passes(stride: int, banks: int = 32, warp: int = 32) -> int:
+    """Serialised passes of one warp storing to word lane * stride of L1 (NumPy reference):
+    the most distinct words any one bank must serve."""
+    words = np.arange(warp) * stride
+    return max(len(np.unique(words[words % banks == b])) for b in range(banks))
+
+
+@PROPERTY
+@given(stride=st.integers(1, 33), model=st.sampled_from(MODELS))
+def test_l1_bank_conflicts_cost_the_passes_they_serialise(stride, model):
+    y = pto.alloc_tensor(256 * 4, dtype=np.float32)
+    t = {s: cycles(l1_stride, model, grid=1, block=256, args=(y, s)) for s in (1, stride)}
+    extra = bank_passes(stride) - 1
+    # a store and a load per lane, 8 warps, each pass beyond the first a cycle
+    assert t[stride] - t[1] >= 2 * (256 // 32) * extra
+    assert (t[stride] == t[1]) == (extra == 0)
 
 
 @pytest.mark.parametrize("model", MODELS)

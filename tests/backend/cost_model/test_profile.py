@@ -11,6 +11,7 @@ import pytest
 
 import pypto as pto
 from pypto.backend.cost_model.chrome import validate_chrome_trace
+from pypto.backend.cost_model.engine import copy_occupancy
 from pypto.backend.targets import default_target
 from pypto.compiler import DEFAULT_PIPELINE
 from pypto.runtime import npu as npu_runtime
@@ -153,7 +154,7 @@ def test_double_buffered_matmul_takes_fewer_cycles_than_single_buffered(model):
 
 
 @pytest.mark.parametrize("size,tile,dtype,fused_speedup", [
-    (512, (64, 64, 64), np.float32, 1.0),     # copy-bound: see docs/cost-model.md
+    (512, (64, 64, 64), np.float32, 1.0),     # copy-bound: see the next test
     (1024, (128, 128, 64), np.float16, 1.3),
 ])
 def test_the_default_pipeline_beats_single_buffering_under_both_models(size, tile, dtype,
@@ -175,6 +176,41 @@ def test_the_default_pipeline_beats_single_buffering_under_both_models(size, til
             kinds = {k.kind: k.count for k in default.cycle_breakdown()}
             assert kinds["LOAD_MMA"] == grid[0] * grid[1] * (size // tile[2])
             assert "MMA" not in kinds
+
+
+def test_the_512_cubed_f32_matmul_is_copy_bound_so_no_schedule_gains_1_3x_under_fused():
+    """Issue 19 asked the default pipeline for >= 1.3x over the single-buffered kernel under
+    `fused` on the article's 512^3 f32 matmul with 64^3 tiles. The model's own roofline rules
+    it out: every k-step copies two 16 KiB tiles through MTE_IN (2 x 128 cycles at 128 B/cycle)
+    for one 132-cycle fp32 MMA, so a block needs MTE_IN for 8 x 256 = 2048 cycles whatever the
+    schedule, and the single-buffered kernel (which already streams each fused B tile under
+    its MMA) is within 19% of that bound. The default pipeline and three stages get closer."""
+    size, tile = 512, (64, 64, 64)
+    a, b = tensors(size * size, size * size)
+    (c,) = tensors(size * size)
+    args = (a, b, c, size, size, size, *tile)
+    grid = (size // tile[1], size // tile[0])
+
+    def run(pipeline):
+        return pto.profile(matmul_tile, grid=grid, block=64, args=args, model="fused",
+                           pipeline=pipeline)
+
+    single = run(single_buffered("fused"))
+    default = run(None)
+    three = run("pto-double-buffer{stages=3},pto-allocate-l1,pto-verify-barriers")
+    bound = single.resource_bound()
+    assert bound.resource == "MTE_IN"
+    params = single.params
+    per_block = 2 * (size // tile[2]) * copy_occupancy(tile[0] * tile[2] * 4, params)
+    assert bound.block_work["MTE_IN"] == per_block == 2048
+    cores = params.target.ai_cores
+    waves = -(-grid[0] * grid[1] // cores)
+    assert bound.cycles == params.launch_cycles + waves * (params.block_cycles + per_block)
+    for prof in (default, three):  # the same copies and MMAs: the same bound
+        assert prof.resource_bound().cycles == bound.cycles
+    assert bound.cycles <= three.total_cycles < default.total_cycles < single.total_cycles
+    # no schedule of these copies and MMAs beats the bound: 1.3x is out of reach (6094 / 5128)
+    assert single.total_cycles / bound.cycles < 1.3
 
 
 # data, not code ------------------------------------------------------------------------------------

@@ -81,6 +81,19 @@ def test_the_910b_target_loads_by_name_with_its_own_machine():
         load_target("ascend910c")
 
 
+def test_the_910b_target_sets_every_physics_key_itself():
+    """[cost.launch] and [cost.memory] are this core's, each sourced, not inherited silently
+    from the default target."""
+    import tomllib
+
+    default = tomllib.loads((TARGETS / "default.toml").read_text())["cost"]
+    b910 = tomllib.loads((TARGETS / "ascend910b.toml").read_text())["cost"]
+    for table in ("launch", "memory"):
+        assert set(b910[table]) == set(default[table]), table
+    p = ModelParams.of(resolve_target("ascend910b"), "fused")
+    assert p.launch_cycles == 1850 and p.hbm_latency == 200
+
+
 def test_profile_and_the_cli_take_the_target_by_name(capsys, tmp_path):
     from pypto.tools.opt import main
 

@@ -14,6 +14,7 @@ Modes (see docs/interpreter.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,8 +35,9 @@ from pypto.backend.interpreter.codegen import (
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.interpreter.instruments import Instrument, OpTable
+from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.l1 import L1Layout
-from pypto.backend.interpreter.lanes import Buffer, LaneContext
+from pypto.backend.interpreter.lanes import Buffer, LaneContext, mask_and
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
 from pypto.dialects.traits import accesses_space, is_block_collective, sync_scope
@@ -79,6 +81,15 @@ _CHUNKS_MEMO = 64
 
 _SHAPES_MEMO = 16
 """At most this many launch shapes are memoised per Executable (then the memo starts over)."""
+
+def _take(free: list[Any]) -> Any:
+    """A finished vector's L1 from the pool, or None when another thread took the last one
+    first (list.pop is atomic)."""
+    try:
+        return free.pop()
+    except IndexError:
+        return None
+
 
 _PTR, _I32, _SCALAR = "ptr", "i32", "scalar"
 """Kinds of parameters in a bind plan."""
@@ -182,6 +193,10 @@ class Executable:
         else:
             self.mode = BATCH if batch_blocks and batchable(kernel) else BLOCK
         self._variants: dict[tuple[str, bool, bool, bool], GeneratedKernel] = {}
+        # facts about the shared masks of this kernel's launches (caches.py); launches from
+        # several threads share them, as they share the arena pool below (taken by list.pop,
+        # atomic: two threads never get one arena)
+        self.cache = RunCache()
         # L1 of finished lane vectors by vector length, reused by the next ones (tiles.py
         # adopt_block_memory); a run that raised leaves its L1 out
         self._arenas: dict[int, list[Any]] = {}
@@ -197,6 +212,8 @@ class Executable:
         gen = self._variants.get(key)
         if gen is None:
             gen = generate(self.func, self.mode, one_d, instrumented)
+            # branches on shared masks decide their outcome once per Executable
+            gen.fn.__globals__["_mask_and"] = partial(mask_and, cache=self.cache)
             self._variants[key] = gen
         return gen
 
@@ -286,7 +303,9 @@ class Executable:
                         ctx = self._context(gen, grid, block, first_lane, count)
                         free = pool.get(count)
                         if free:
-                            ctx.adopt_block_memory(free.pop())
+                            state = _take(free)
+                            if state is not None:
+                                ctx.adopt_block_memory(state)
                         gen.fn(ctx, bound)
                         if ctx.arenas:
                             pool.setdefault(count, []).append((ctx.l1_buffers, ctx.arenas))
@@ -346,7 +365,9 @@ class Executable:
         if pool is not None:
             free = pool.get(ctx.count)
             if free:
-                ctx.adopt_block_memory(free.pop())
+                state = _take(free)
+                if state is not None:
+                    ctx.adopt_block_memory(state)
         gen.fn(ctx, bound)
         if pool is not None and ctx.arenas:
             pool.setdefault(ctx.count, []).append((ctx.l1_buffers, ctx.arenas))
@@ -374,7 +395,7 @@ class Executable:
         ctx = LaneContext(kernel=self.name, grid=grid, block=block, first_lane=first_lane,
                           count=count, sites=gen.sites, target=self.target, layout=self.layout,
                           check_uninitialized=self.check_uninitialized, share_block_with=share,
-                          race_check=self.race_check, warp_index=warp)
+                          race_check=self.race_check, warp_index=warp, cache=self.cache)
         ctx.ins = instrument
         ctx.fast = gen.fast  # the run-time steps the variant's plan selects
         return ctx

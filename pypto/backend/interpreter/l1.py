@@ -155,7 +155,7 @@ class L1Arena:
         self.granules_per_block = layout.extent // layout.granule
         n = blocks * self.granules_per_block
         self.init = np.zeros(n, dtype=bool) if track_init else None
-        self.shadow = Shadow(n) if race_check else None
+        self.shadow = Shadow(n, self.granules_per_block) if race_check else None
 
     def poison(self) -> None:
         """L1 is undefined when a block starts: every buffer's bytes get its type's poison

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer, outside
+from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
@@ -72,8 +73,10 @@ def _none_or_all(r: np.ndarray, whole: bool) -> Mask:
     return r
 
 
-def mask_and(m: Mask, c: Any) -> Mask:
-    """Active lanes of the `then` side of a branch on `c`."""
+def mask_and(m: Mask, c: Any, cache: Any = None) -> Mask:
+    """Active lanes of the `then` side of a branch on `c`. `cache` (the Executable's
+    caches.RunCache; generated code gets it bound) remembers the outcome for shared read-only
+    masks (StructuredAccess.local_cmp), which every lane vector of a launch shape reuses."""
     if isinstance(c, np.ndarray):
         full = _FULL.get(c.size)
         if full is not None:  # a comparison that held on no lane / every lane (ramp_compare)
@@ -81,19 +84,16 @@ def mask_and(m: Mask, c: Any) -> Mask:
                 return False
             if c is full[1] and m is None:
                 return None
-        if m is None and not c.flags.writeable:  # a shared mask (local_cmp): decided once
-            known = _SHARED_OUTCOMES.get(id(c))
-            if known is None:
-                if len(_SHARED_OUTCOMES) > 64:
-                    _SHARED_OUTCOMES.clear()
-                known = _SHARED_OUTCOMES[id(c)] = (c, _none_or_all(c, True))  # holds c: id unique
-            return known[1]
+        if m is None and cache is not None and not c.flags.writeable:  # decided once
+            table = cache.outcomes
+            entry = table.get(id(c))
+            if entry is not None and entry[0] is c:
+                return entry[1]
+            outcome = _none_or_all(c, True)
+            cache.remember(table, c, outcome)
+            return outcome
         return _none_or_all(c if m is None else (m & c), m is None)
     return m if c else False
-
-
-_SHARED_OUTCOMES: dict[int, tuple[np.ndarray, Mask]] = {}
-"""`mask_and(None, c)` of shared read-only masks (StructuredAccess.local_cmp), by mask identity."""
 
 
 def mask_andnot(m: Mask, c: Any) -> Mask:
@@ -229,8 +229,10 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  first_lane: int, count: int, sites: list[Site], target: Any, layout: Any,
                  check_uninitialized: bool = False, share_block_with: LaneContext | None = None,
-                 race_check: bool = False, warp_index: int | None = None):
+                 race_check: bool = False, warp_index: int | None = None,
+                 cache: RunCache | None = None):
         self.kernel = kernel
+        self.cache = RunCache() if cache is None else cache  # the Executable's (caches.py)
         self.target = target
         self.layout = layout  # l1.L1Layout: where each alloc_local lives
         self.warp_size = target.warp_size

@@ -34,9 +34,10 @@ class Shadow:
     """Shadow state of one block arena of L1 (per granule, see l1.py) for one epoch."""
 
     __slots__ = ("epoch", "w_warp", "r_warp", "r_multi", "writes", "reads", "pending", "dirty",
-                 "deferred", "log", "log_used")
+                 "deferred", "log", "log_used", "rowq", "u_wlo", "u_whi", "u_rlo", "u_rhi", "u_dirty",
+                 "u_applied", "state", "trie", "n_states")
 
-    def __init__(self, count: int):
+    def __init__(self, count: int, per_block: int | None = None):
         self.epoch = -1
         # This epoch's accesses, (instruction, buffer, index, block-local lane ids, warps), kept
         # only to name the earlier access of a race when one is found (the rare path), so the
@@ -46,10 +47,35 @@ class Shadow:
         self.w_warp = np.full(count, -1, dtype=np.int16)
         self.r_warp = np.full(count, -1, dtype=np.int16)
         self.r_multi = np.zeros(count, dtype=bool)
-        # Row accesses of every lane of a window (RaceChecker.race_rows) touch the same
-        # columns with the same lanes in every block, so they are checked against each other
-        # per column and only written into the arrays above when another access needs them.
-        self.pending: list[tuple[Any, int, int, int, bool]] = []
+        # Accesses that touch the same elements of every block's copy with the same lanes
+        # (row accesses, RaceChecker.race_rows, and planned patterns, race_pattern) are
+        # checked per element of one block against a summary of this epoch's others: per
+        # granule of one block arena, the lowest and highest writing warp (u_wlo, u_whi) and
+        # reading warp (u_rlo, u_rhi) in any block. Two accesses whose warps all agree cannot
+        # race; anything else (or an access of another kind) writes the pending ones into
+        # the arrays above, where the exact per-block check runs. `pending` lists them in
+        # order: (buf, elements, lowest warp, highest warp, active blocks mask, write).
+        self.pending: list[tuple[Any, Any, Any, Any, Any, bool]] = []
+        # Before that, while an epoch has only row accesses of every lane of a window (the
+        # tree reductions), they are checked against each other per column by plain Python
+        # (`_rows_clear`) and queued here, (buf, base, lo, hi, write): no array work at all.
+        self.rowq: list[tuple[Any, int, int, int, bool]] = []
+        per_block = count if per_block is None else per_block
+        self.u_wlo = np.full(per_block, _NO_WARP, dtype=np.int16)
+        self.u_whi = np.full(per_block, -1, dtype=np.int16)
+        self.u_rlo = np.full(per_block, _NO_WARP, dtype=np.int16)
+        self.u_rhi = np.full(per_block, -1, dtype=np.int16)
+        self.u_dirty = False  # the summary holds accesses of this epoch
+        self.u_applied = 0  # pending[:u_applied] are in the summary arrays
+        # Every lane vector of a launch (and every launch) runs the same accesses: the
+        # outcome of a summary check depends only on the epoch's accesses so far and the new
+        # one, so it is remembered. `state` numbers the sequence of this epoch's block-uniform
+        # accesses (0: none yet; None: one depended on data, nothing is remembered), `trie`
+        # maps (state, access) to the state after it, for accesses found race-free: then the
+        # check (and the summary update, applied later if a check needs it) is skipped.
+        self.state: int | None = 0
+        self.trie: dict[tuple[int, Any], int] = {}
+        self.n_states = 0
         self.dirty = False  # the arrays hold accesses of this epoch
         # General reads whose r_warp / r_multi updates wait for something that consults those
         # arrays (a write, a row access): RaceChecker._settle_reads applies them. An epoch
@@ -84,7 +110,19 @@ class Shadow:
             self.r_multi.fill(False)
             self.dirty = False
         self.writes, self.reads, self.pending, self.deferred = [], [], [], []
+        self.rowq = []
         self.log_used = 0
+        self._clear_summary()
+
+    def _clear_summary(self) -> None:
+        if self.u_dirty:
+            self.u_wlo.fill(_NO_WARP)
+            self.u_whi.fill(-1)
+            self.u_rlo.fill(_NO_WARP)
+            self.u_rhi.fill(-1)
+            self.u_dirty = False
+        self.u_applied = 0
+        self.state = 0
 
     def at_epoch(self, epoch: int) -> None:
         if self.epoch != epoch:
@@ -99,15 +137,17 @@ class Shadow:
             self.writes = []
             self.reads = []
             self.pending = []
+            self.rowq = []
             self.deferred = []
             self.log_used = 0
+            self._clear_summary()
 
 
 class ShadowView:
     """One buffer's window on its arena's shadow, indexed like the buffer's data. Buffers that
     share bytes share shadow granules, so an access through either is seen by both."""
 
-    __slots__ = ("arena", "w_warp", "r_warp", "r_multi", "rows")
+    __slots__ = ("arena", "w_warp", "r_warp", "r_multi", "rows", "summary")
 
     def __init__(self, arena: Shadow, w_warp: np.ndarray, r_warp: np.ndarray,
                  r_multi: np.ndarray):
@@ -116,6 +156,7 @@ class ShadowView:
         self.r_warp = r_warp
         self.r_multi = r_multi
         self.rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see race_rows
+        self.summary: tuple[np.ndarray, ...] | None = None  # see RaceChecker._summarised
 
     @property
     def writes(self) -> list[Any]:
@@ -261,8 +302,9 @@ class RaceChecker:
                   write: bool) -> None:
         """The race checks of a row access (`StructuredAccess.load_rows` / `store_rows`): lane k of
         every block touches element `base + k` of its block's copy, for the columns lo..hi
-        (`active`: which of those lanes are active, None for all). The same checks as
-        `race_read` / `race_write` on 2-D slices of the shadow; an access that touches each
+        (`active`: which of those lanes are active, None for all). First against the epoch's
+        summary (`_summarised`), per column of one block; else the same checks as
+        `race_read` / `race_write` on 2-D slices of the shadow. An access that touches each
         element once cannot race with itself, so the checks for two warps in one instruction
         are not needed. When a race is found the general path runs, to report it exactly as
         it would."""
@@ -274,17 +316,35 @@ class RaceChecker:
         if arena.deferred:
             self._settle_reads(arena)
         ws = self.warp_size
-        if active is None and not arena.dirty and \
-                (not arena.pending or _rows_clear(arena, buf, base, lo, hi, write, ws)):
-            (arena.writes if write else arena.reads).append(
-                (site, buf, _ROWS, (base, lo, hi, None), ws))
-            arena.pending.append((buf, base, lo, hi, write))
-            return
+        if active is not None and not arena.dirty:
+            narrow = _narrowed(self, active)
+            if narrow is not None:
+                # the same lanes in every block (`if tid < s` inside a window): fewer columns
+                if narrow[0] == narrow[1]:
+                    return
+                lo, hi, active = lo + narrow[0], lo + narrow[1], None
+        if not arena.dirty:
+            key = None if active is not None else (buf.gran, buf.count, base, lo, hi, write)
+            if key is not None and not arena.pending and \
+                    (not arena.rowq or (arena.state, key) in arena.trie or
+                     _rows_clear(arena, buf, base, lo, hi, write, ws)):
+                (arena.writes if write else arena.reads).append(
+                    (site, buf, _ROWS, (base, lo, hi, None), ws))
+                arena.rowq.append((buf, base, lo, hi, write))
+                _advance(arena, key)
+                return
+            if arena.rowq:
+                _lift(arena, ws)
+            warps = _row_warps(base, lo, hi, ws)
+            if self._summarised(buf, slice(lo, hi), warps, warps, active, write, True, key):
+                (arena.writes if write else arena.reads).append(
+                    (site, buf, _ROWS, (base, lo, hi, active), ws))
+                return
+        warps = _row_warps(base, lo, hi, ws)
         self._materialise(arena)
         arena.dirty = True  # this access goes into the arrays
         w_rows, r_rows, m_rows = _shadow_rows(buf)
         cols = slice(lo, hi)
-        warps = _row_warps(base, lo, hi, ws)
         w_warp = w_rows[:, cols]
         bad = None
         if sh.writes:
@@ -319,13 +379,14 @@ class RaceChecker:
         else:
             np.copyto(target, np.broadcast_to(warps, target.shape), where=active)
 
-    def race_pattern(self, buf: Any, pattern: tuple[np.ndarray, ...], site: int,
-                     write: bool) -> bool:
+    def race_pattern(self, buf: Any, pattern: tuple[Any, ...], site: int,
+                     write: bool, key: Any = None) -> bool:
         """The race checks of a planned access (views.py) in which every block of a batch-mode
         vector touches the same elements of its copy with the same lanes: lane `lanes[j]`
         touches element `local[j]` of its block's copy, every lane active. Per element the
-        reading warps are summarised once per pattern (the lowest and highest warp), so the
-        checks are 2-D slices of (blocks, distinct elements) of the shadow — for a broadcast
+        touching warps are summarised once per pattern (the lowest and highest warp), so the
+        checks run per element of one block against the epoch's summary (`_summarised`), or
+        else on 2-D slices of (blocks, distinct elements) of the shadow — for a broadcast
         read (every lane reads one element) one column per block. Writes reach here only when
         no two lanes write one element. Returns False when it found a race: the caller then
         runs the general check, which reports it exactly as it would."""
@@ -334,11 +395,19 @@ class RaceChecker:
         epoch = self.counters["epoch"]
         if arena.epoch != epoch:
             arena.at_epoch(epoch)
+        ws = self.warp_size
+        local, lanes, elems, wmin, wmax = pattern
+        if arena.rowq and not arena.dirty:
+            _lift(arena, ws)
+        if not arena.dirty and not arena.deferred and \
+                self._summarised(buf, elems, wmin, wmax, None, write, wmin is wmax,
+                                 None if key is None else (buf.gran, key, write)):
+            (sh.writes if write else sh.reads).append(
+                (site, buf, _PATTERN, (local, lanes, None), ws))
+            return True
         self._materialise(arena)
         if arena.deferred:
             self._settle_reads(arena)
-        ws = self.warp_size
-        local, lanes, elems, wmin, wmax = pattern
         w_rows, r_rows, m_rows = _shadow_rows(buf)
         multi = wmin != wmax
         if sh.writes:
@@ -352,7 +421,7 @@ class RaceChecker:
                 return False
         log = sh.writes if write else sh.reads
         earlier_reads = bool(sh.reads)
-        log.append((site, buf, _PATTERN, (local, lanes), ws))
+        log.append((site, buf, _PATTERN, (local, lanes, None), ws))
         arena.dirty = True
         if write:
             w_rows[:, elems] = wmin
@@ -365,23 +434,109 @@ class RaceChecker:
         r_rows[:, elems] = wmax
         return True
 
+    def race_pattern_masked(self, buf: Any, pattern: tuple[Any, ...], order: np.ndarray,
+                            mask: np.ndarray, site: int, write: bool) -> bool:
+        """`race_pattern` of a planned access whose mask keeps different lanes in different
+        blocks (bounds checks at a grid's edges): each element is touched by one lane
+        (`order[j]`: the lane position of element j), `mask` the vector's (blocks, lanes)
+        active lanes. Checked against the epoch's summary as if every block were active;
+        False when that is not conclusive (the caller then runs the general check)."""
+        sh = buf.shadow
+        arena = sh.arena
+        epoch = self.counters["epoch"]
+        if arena.epoch != epoch:
+            arena.at_epoch(epoch)
+        if arena.dirty or arena.deferred:
+            return False
+        ws = self.warp_size
+        if arena.rowq:
+            _lift(arena, ws)
+        local, lanes, elems, wmin, wmax = pattern
+        active = mask if order is None else mask[:, order]
+        if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax):
+            return False
+        (sh.writes if write else sh.reads).append((site, buf, _PATTERN, (local, lanes, mask), ws))
+        return True
+
+    def _summarised(self, buf: Any, elems: Any, wlo: np.ndarray, whi: np.ndarray,
+                    active: Any, write: bool, single: bool, key: Any = None) -> bool:
+        """Check an access that touches elements `elems` of every block's copy (a slice or
+        sorted distinct indices) with warps `wlo[j]..whi[j]` on element j (the same in every
+        block; `active`: None, or a (blocks, elements) mask of the blocks where it happens;
+        `single`: wlo equals whi) against this epoch's summary, per element of one block: the
+        summary keeps the lowest and highest warp that wrote (read) each element in any block.
+        Where every warp involved is one and the same, no two warps touched the element; then
+        the access is recorded in the summary (as if in every block) and `pending` (exactly),
+        and True is returned. Otherwise, or when an element was touched by more than one warp,
+        False: the caller writes the pending accesses into the arrays and checks per block.
+        O(elements of one block), whatever the number of blocks; nothing at all when this
+        access after the same ones was found race-free before (`key`: what identifies it,
+        None when it depends on data; see Shadow.trie)."""
+        arena = buf.shadow.arena
+        if len(arena.pending) >= _PENDING_MAX:
+            return False
+        state = arena.state
+        if key is not None and state is not None:
+            nxt = arena.trie.get((state, key))
+            if nxt is not None:
+                arena.state = nxt
+                arena.pending.append((buf, elems, wlo, whi, active, write))
+                return True
+        if not single and write:
+            return False  # two warps write one element (stores with collisions do not come)
+        if arena.u_applied < len(arena.pending):
+            _apply(arena)
+        u_wlo, u_whi, u_rlo, u_rhi = _summary_views(buf)
+        if arena.u_dirty:
+            if not _agree(u_wlo[elems], u_whi[elems], wlo, whi, single):
+                return False
+            if write and not _agree(u_rlo[elems], u_rhi[elems], wlo, whi, single):
+                return False
+        arena.pending.append((buf, elems, wlo, whi, active, write))
+        _apply(arena)
+        if key is None:
+            arena.state = None
+        else:
+            _advance(arena, key)
+        return True
+
     def _materialise(self, arena: Shadow) -> None:
-        """Write the pending row accesses of this epoch into the shadow arrays, in order (the
-        arrays are then this epoch's whole record). `dirty` says the arrays hold something:
-        set here, by a general write and by settled reads, so an epoch (or a reused arena)
-        whose accesses never reached them needs no clearing."""
+        """Write the pending (summarised) accesses of this epoch into the shadow arrays, in
+        order (the arrays are then this epoch's whole record; none of them races with
+        another, `_summarised` made sure). `dirty` says the arrays hold something: set here,
+        by a general write and by settled reads, so an epoch (or a reused arena) whose
+        accesses never reached them needs no clearing."""
+        if arena.rowq:
+            _lift(arena, self.warp_size)
         if not arena.pending:
             return
-        for buf, base, lo, hi, write in arena.pending:
+        for buf, elems, wlo, whi, active, write in arena.pending:
             w_rows, r_rows, m_rows = _shadow_rows(buf)
-            warps = _row_warps(base, lo, hi, self.warp_size)
             if write:
-                w_rows[:, lo:hi] = warps
+                if active is None:
+                    w_rows[:, elems] = wlo
+                else:
+                    w = w_rows[:, elems]
+                    np.copyto(w, np.broadcast_to(wlo, w.shape), where=active)
+                    w_rows[:, elems] = w
+                continue
+            r = r_rows[:, elems]
+            other = (r >= 0) & (r != wlo)
+            if wlo is not whi:
+                other |= wlo != whi
+            if active is not None:
+                other &= active
+            if other.any():
+                m = m_rows[:, elems]
+                m |= other
+                m_rows[:, elems] = m
+            if active is None:
+                r_rows[:, elems] = whi
             else:
-                r_warp = r_rows[:, lo:hi]
-                m_rows[:, lo:hi] |= (r_warp >= 0) & (r_warp != warps)
-                r_warp[...] = warps
+                np.copyto(r, np.broadcast_to(whi, r.shape), where=active)
+                r_rows[:, elems] = r
         arena.pending = []
+        arena.u_applied = 0
         arena.dirty = True
 
     def _rows_mask(self, base: int, lo: int, hi: int, active: Any) -> Any:
@@ -464,14 +619,14 @@ def _granules(buf: Any, index: Any, n: int) -> np.ndarray:
 
 def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: bool,
                 ws: int) -> bool:
-    """Can a row access of every lane (columns lo..hi, lane = column - base) be recorded as
-    pending? Yes when it races with none of the pending ones: where two touch one column, at
-    least one writing, the lanes doing so are in one warp. Only row accesses are pending, so
+    """Can a row access of every lane (columns lo..hi, lane = column - base) be queued
+    (Shadow.rowq)? Yes when it races with none of the queued ones: where two touch one column,
+    at least one writing, the lanes doing so are in one warp. Only row accesses are queued, so
     each compares per column (the same in every block), not per element. A different buffer
-    over the same bytes, or a long list, goes through the arrays instead."""
-    if len(arena.pending) >= 16:
+    over the same bytes, or a long queue, goes through the summary instead."""
+    if len(arena.rowq) >= 16:
         return False
-    for pbuf, pbase, plo, phi, pwrite in arena.pending:
+    for pbuf, pbase, plo, phi, pwrite in arena.rowq:
         if not (write or pwrite):
             continue
         if pbuf is not buf:
@@ -486,6 +641,72 @@ def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: boo
             if ((cols - base) // ws != (cols - pbase) // ws).any():
                 return False
     return True
+
+
+def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
+    """For a (blocks, columns) mask that keeps the same columns a..b-1 of every block (and no
+    others): (a, b); else None. Worked out once per branch mask (`active` is a view of it)."""
+    owner = active.base if active.base is not None else active
+    cache = getattr(ctx, "_narrow_cache", None)  # one mask at a time, as LaneContext.mask_facts
+    if cache is None or cache[0] is not owner:
+        cache = ctx._narrow_cache = (owner, {})
+    facts = cache[1]
+    key = (active.shape, active.strides, active.__array_interface__["data"][0])
+    if key in facts:
+        return facts[key]  # type: ignore[no-any-return]
+    row = active[0]
+    result = None
+    if active.shape[0] == 1 or not (active != row).any():
+        cols = np.flatnonzero(row)
+        if cols.size == 0:
+            result = (0, 0)
+        elif int(cols[-1]) + 1 - int(cols[0]) == cols.size:
+            result = (int(cols[0]), int(cols[-1]) + 1)
+    facts[key] = result
+    return result
+
+
+def _lift(arena: Shadow, ws: int) -> None:
+    """Move the queued row accesses (Shadow.rowq, consistent with each other) to the pending
+    list, in order (applied to the summary when a check needs it)."""
+    for buf, base, lo, hi, write in arena.rowq:
+        warps = _row_warps(base, lo, hi, ws)
+        arena.pending.append((buf, slice(lo, hi), warps, warps, None, write))
+    arena.rowq = []
+
+
+def _apply(arena: Shadow) -> None:
+    """Bring the summary arrays up to date with the pending accesses."""
+    pending = arena.pending
+    for i in range(arena.u_applied, len(pending)):
+        buf, elems, wlo, whi, _, write = pending[i]
+        u_wlo, u_whi, u_rlo, u_rhi = _summary_views(buf)
+        if write:
+            u_wlo[elems] = wlo
+            u_whi[elems] = whi
+        elif isinstance(elems, slice):
+            np.minimum(u_rlo[elems], wlo, out=u_rlo[elems])
+            np.maximum(u_rhi[elems], whi, out=u_rhi[elems])
+        else:
+            u_rlo[elems] = np.minimum(u_rlo[elems], wlo)
+            u_rhi[elems] = np.maximum(u_rhi[elems], whi)
+        arena.u_dirty = True
+    arena.u_applied = len(pending)
+
+
+def _advance(arena: Shadow, key: Any) -> None:
+    """The epoch's state after a block-uniform access found race-free (see Shadow.trie)."""
+    state = arena.state
+    if state is None:
+        return
+    trie = arena.trie
+    nxt = trie.get((state, key))
+    if nxt is None:
+        if len(trie) >= _TRIE_MAX:
+            trie.clear()  # ids keep growing: a state from before is simply not found
+        arena.n_states += 1
+        nxt = trie[(state, key)] = arena.n_states
+    arena.state = nxt
 
 
 def _row_warps(base: int, lo: int, hi: int, ws: int) -> np.ndarray:
@@ -510,6 +731,37 @@ def _rows_view(array: np.ndarray, buf: Any) -> np.ndarray:
                       writeable=True)
 
 
+def _summary_views(buf: Any) -> tuple[np.ndarray, ...]:
+    """The arena's summary arrays (Shadow.u_*, one block's granules) indexed like one block's
+    copy of `buf`, made once per buffer."""
+    sh = buf.shadow
+    if sh.summary is None:
+        arena = sh.arena
+        first, step = buf.gran
+        sh.summary = tuple(
+            as_strided(a[first:], shape=(buf.count,), strides=(step * a.itemsize,),
+                       writeable=True)
+            for a in (arena.u_wlo, arena.u_whi, arena.u_rlo, arena.u_rhi))
+    return sh.summary
+
+
+def _agree(lo: np.ndarray, hi: np.ndarray, wlo: Any, whi: Any, single: bool) -> bool:
+    """Did only the access's own warp touch these elements (per element: nothing recorded,
+    or the recorded warps lo..hi and the access's warps are all one warp)?"""
+    seen = hi >= 0
+    if not seen.any():
+        return True
+    if single:
+        return not ((lo != wlo) | (hi != wlo))[seen].any()
+    return not ((lo != wlo) | (hi != wlo) | (wlo != whi))[seen].any()
+
+
+_NO_WARP = np.iinfo(np.int16).max
+_PENDING_MAX = 64
+_TRIE_MAX = 4096
+"""Summarised accesses an epoch keeps pending at most (then the arrays take over)."""
+
+
 _ROWS = object()
 """Marks a logged row access: (site, buf, _ROWS, (base, lo, hi, active), warp size), expanded
 to per-lane element indices, lanes and warps only when a race report names it."""
@@ -530,25 +782,35 @@ def _expand_rows(buf: Any, base: int, lo: int, hi: int, active: Any,
 
 _PATTERN = object()
 """Marks a logged pattern access (RaceChecker.race_pattern): (site, buf, _PATTERN, (local
-elements, lanes), warp size), expanded lane by lane only when a race report names it."""
+elements, lanes, mask or None), warp size), expanded lane by lane only when a race report
+names it."""
 
 
 def pattern_summary(local: np.ndarray, lanes: np.ndarray,
-                     ws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct elements of a pattern and, per element, the lowest and highest warp among
-    the lanes touching it."""
+                    ws: int) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The distinct elements of a pattern (a slice when they are a range) and, per element,
+    the lowest and highest warp among the lanes touching it."""
     warps = (lanes // ws).astype(np.int16)
     elems, inverse = np.unique(local, return_inverse=True)
     wmin = np.full(elems.size, np.iinfo(np.int16).max, dtype=np.int16)
     wmax = np.full(elems.size, -1, dtype=np.int16)
     np.minimum.at(wmin, inverse, warps)
     np.maximum.at(wmax, inverse, warps)
+    if np.array_equal(wmin, wmax):
+        wmax = wmin  # one warp per element: `wmin is wmax` says so (RaceChecker._summarised)
+    if elems.size and int(elems[-1]) - int(elems[0]) + 1 == elems.size:
+        return slice(int(elems[0]), int(elems[-1]) + 1), wmin, wmax  # a range: views, not gathers
     return elems, wmin, wmax
 
 
-def _expand_pattern(buf: Any, local: np.ndarray, lanes: np.ndarray,
+def _expand_pattern(buf: Any, local: np.ndarray, lanes: np.ndarray, mask: Any,
                     ws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A logged pattern access's element indices, block-local lanes and warps, lane by lane."""
+    """A logged pattern access's element indices, block-local lanes and warps, lane by lane
+    (`mask`: (blocks, lanes) active lanes, None for all)."""
     index = np.arange(buf.blocks, dtype=np.int64)[:, None] * buf.stride + local[None, :]
-    lanes2 = np.broadcast_to(lanes, index.shape).reshape(-1)
-    return index.reshape(-1), lanes2, (lanes2 // ws).astype(np.int16)
+    lanes2 = np.broadcast_to(lanes, index.shape)
+    if mask is not None:
+        index, lanes2 = index[mask], lanes2[mask]
+    else:
+        index, lanes2 = index.reshape(-1), lanes2.reshape(-1)
+    return index, lanes2, (lanes2 // ws).astype(np.int16)

@@ -20,23 +20,11 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.geometry import geometry
-from pypto.backend.interpreter.tiles import Region, _byte_region, _l1_in_flight
 
 Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 
 COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
            "==": np.equal, "!=": np.not_equal}
-
-_WINDOWS: dict[int, tuple[np.ndarray, tuple[int, int, bool]]] = {}
-"""Lane windows of shared read-only masks (StructuredAccess.local_cmp), by mask identity."""
-
-
-def rows_in_flight(inflight: dict[int, Any], buf: Buffer, lo: int, hi: int, write: bool) -> bool:
-    """Do elements lo..hi-1 of each block's copy of L1 buffer `buf` conflict with an async copy
-    in flight (a read with a load still writing them, a write with any copy using them)? The
-    copies' L1 regions are block-local, so one test covers every block of the vector."""
-    return _l1_in_flight(inflight, _byte_region(buf, Region(lo, 1, hi - lo, hi - lo)),
-                         "write" if write else "read") is not None
 
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -78,28 +66,41 @@ class StructuredAccess:
     inflight: dict[int, Any]
     local_base: int
 
-    def _rows(self, buf: Buffer, base: Any, mask: Mask,
-              write: bool = False) -> tuple[int, int, Any] | None:
+    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """For an access where lane k of every block touches element `base + k` of its
         block's copy of L1 buffer `buf` (batch mode): (lo, hi, active) — the columns lo..hi of
         the block's copy that active lanes touch and, unless every lane of those columns is
         active, their (blocks, hi - lo) mask — or None when the general path must run (fast
-        paths off, initialisation tracking on, the columns in use by an async copy in flight,
-        or an active lane out of bounds: the general path reports those)."""
-        if not (buf.stride and buf.init is None and mask is not False and
-                self.local_base == 0):
+        paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
+        which the general path reports). Copies in flight are checked on the columns
+        (`rows_inflight`): their regions are block-local bytes."""
+        if not (buf.stride and buf.init is None and
+                mask is not False and self.local_base == 0):
             return None
         base = int(base)
         first, last = 0, self.block_lanes  # the lanes of a block that may be active
         if mask is not None:
             first, last, dense = self.lane_window(mask)
         lo, hi = base + first, base + last
-        if lo < 0 or hi > buf.count or \
-                self.inflight and rows_in_flight(self.inflight, buf, lo, hi, write):
+        if lo < 0 or hi > buf.count:
             return None
         if mask is None or dense:
             return lo, hi, None
         return lo, hi, mask.reshape(-1, self.block_lanes)[:, first:last]
+
+    def rows_inflight(self, buf: Buffer, lo: int, hi: int, active: Any, site: int,
+                      write: bool) -> None:
+        """The in-flight copy checks of a row access (columns lo..hi of every block's copy,
+        `active`: (blocks, columns) mask or None): copies' L1 regions are block-local bytes,
+        so the columns any block touches are checked once, as the general path would check
+        every lane (its report names no lane)."""
+        cols = np.arange(lo, hi, dtype=np.int64) if active is None else \
+            lo + np.flatnonzero(active.any(axis=0))
+        if cols.size:
+            if write:
+                self.check_write(buf, cols, None, site, race=False)  # type: ignore[attr-defined]
+            else:
+                self.check_read(buf, cols, None, site, race=False)  # type: ignore[attr-defined]
 
     @property
     def row_width(self) -> int:
@@ -123,9 +124,11 @@ class StructuredAccess:
         `if tid < s` keep a prefix of each block active; accesses then touch only those
         columns. Computed once per mask object."""
         shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
-        known = _WINDOWS.get(id(mask)) if shared else None  # one lookup: launches on other
-        if known is not None and known[0] is mask:        # streams may clear it meanwhile
-            return known[1]
+        cache = self.cache  # type: ignore[attr-defined]  # the Executable's (caches.py)
+        if shared:
+            known = cache.known(cache.windows, mask)
+            if known is not None:
+                return known  # type: ignore[no-any-return]
         facts = self.mask_facts(mask)
         window = facts.get("window")
         if window is None:
@@ -139,9 +142,7 @@ class StructuredAccess:
                 window = (first, last, bool(dense))
             facts["window"] = window
             if shared:
-                if len(_WINDOWS) > 64:
-                    _WINDOWS.clear()
-                _WINDOWS[id(mask)] = (mask, window)  # holding the mask keeps its id unique
+                cache.remember(cache.windows, mask, window)
         return window  # type: ignore[return-value]
 
     def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
@@ -164,6 +165,8 @@ class StructuredAccess:
         base = int(base)
         if buf.shadow is not None:
             self.race_rows(buf, base, lo, hi, active, site, write=False)
+        if self.inflight:
+            self.rows_inflight(buf, lo, hi, active, site, write=False)
         rows = buf.grid()[:, lo:hi]
         width = self.row_width
         if hi - lo == width:
@@ -183,7 +186,7 @@ class StructuredAccess:
         unusual (fast paths off, a mask with holes,
         a row out of bounds, another result type) takes the three steps."""
         ca, cb, cd = (self._rows(a, base_a, mask), self._rows(b, base_b, mask),
-                      self._rows(dst, base, mask, write=True))
+                      self._rows(dst, base, mask))
         if ca is None or cb is None or cd is None or ca[2] is not None or \
                 cb[2] is not None or cd[2] is not None or \
                 np.result_type(a.data.dtype, b.data.dtype) != dst.data.dtype:
@@ -200,13 +203,15 @@ class StructuredAccess:
                 ((dst, base, cd, site, True),):
             if buf.shadow is not None:
                 self.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
+            if self.inflight:
+                self.rows_inflight(buf, cols[0], cols[1], None, s, write=write)
         ufunc(a.grid()[:, ca[0]:ca[1]], b.grid()[:, cb[0]:cb[1]],
               out=dst.grid()[:, cd[0]:cd[1]])
 
     def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
         """Store where lane k of each block writes element `base + k` of its block's copy (see
         `load_rows`): one 2-D slice assignment, masked lanes left untouched."""
-        cols = self._rows(buf, base, mask, write=True)
+        cols = self._rows(buf, base, mask)
         if cols is None:
             if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
                 self.store_ramp(buf, base, value, mask, site)
@@ -217,6 +222,8 @@ class StructuredAccess:
         base = int(base)
         if buf.shadow is not None:
             self.race_rows(buf, base, lo, hi, active, site, write=True)
+        if self.inflight:
+            self.rows_inflight(buf, lo, hi, active, site, write=True)
         rows = buf.grid()[:, lo:hi]
         if isinstance(value, np.ndarray):
             j = lo - base - self.local_base

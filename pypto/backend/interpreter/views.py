@@ -255,12 +255,19 @@ class PlannedAccess:
                         _PATTERNS.clear()
                     known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
                 if known is not False and row is not None:
-                    local, lanes = known[0][row], known[1][row]
-                    summary = _summary(local, lanes, self.warp_size)
-                    known = (local, lanes, *summary)
+                    facts = self.mask_facts(mask)  # type: ignore[attr-defined]
+                    cached = facts.get(key)  # the branch's accesses share its mask
+                    if cached is None:
+                        local, lanes = known[0][row], known[1][row]
+                        summary = _summary(local, lanes, self.warp_size)
+                        cached = facts[key] = ((local, lanes, *summary),
+                                               (key, row.tobytes()))
+                    known, key = cached
                 if known is not False and \
-                        self.race_pattern(buf, known, site, write):  # type: ignore[attr-defined]
+                        self.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
                     return
+            elif self._masked_pattern(buf, base, shape, strides, mask, site, write):
+                return
         if idx is None:
             idx = self._indices(base, shape, strides)
         active = idx if mask is None else idx[mask]
@@ -268,6 +275,36 @@ class PlannedAccess:
             self.check_write(buf, active, mask, site)  # type: ignore[attr-defined]
         else:
             self.check_read(buf, active, mask, site)  # type: ignore[attr-defined]
+
+    def _masked_pattern(self, buf: Buffer, base: int, shape: list[int], strides: list[int],
+                        mask: Mask, site: int, write: bool) -> bool:
+        """The race checks of a planned access whose mask differs between blocks, in bulk
+        (RaceChecker.race_pattern_masked) when every block touches the same elements of its
+        copy, one lane each; False when the general check must run."""
+        box = self.plan_box()
+        assert box is not None
+        key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
+               self.block, self.warp_size)
+        known = _PATTERNS.get(key)
+        if known is None:
+            if len(_PATTERNS) >= _SUMMARIES_MAX:
+                _PATTERNS.clear()
+            known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
+        if known is False:
+            return False
+        local, _, elems, _, _ = known
+        if isinstance(elems, slice):
+            if elems.stop - elems.start != local.size:
+                return False  # two lanes on one element
+            order = None if local.size < 2 or bool((local[1:] > local[:-1]).all()) else \
+                np.argsort(local, kind="stable")
+        else:
+            if elems.size != local.size:
+                return False
+            order = np.argsort(local, kind="stable")
+        nb = self.count // local.size
+        return self.race_pattern_masked(  # type: ignore[attr-defined]
+            buf, known, order, mask.reshape(nb, local.size), site, write)
 
     def _mask_row(self, mask: Mask, shape: list[int]) -> Any:
         """The lanes of one block a mask keeps, when it keeps the same ones in every block of

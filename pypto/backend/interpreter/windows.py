@@ -15,7 +15,6 @@ import numpy as np
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.lanes import LaneContext, Mask, _i32, ramp
-from pypto.backend.interpreter.structured import rows_in_flight
 
 WINDOW_MIN_SAVING = 2
 """Run a branch on a window of lanes only when it holds at most 1/WINDOW_MIN_SAVING of them."""
@@ -134,15 +133,13 @@ class WindowContext(LaneContext):
             axes.append(("l", 0, self.width, 0))
         return axes, box[1], (self.first, 0, 0)
 
-    def _rows(self, buf: Buffer, base: Any, mask: Mask,
-              write: bool = False) -> tuple[int, int, Any] | None:
+    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """Row accesses in the window: lane j of a block touches `base + first + j`."""
         if not (buf.stride and buf.init is None and mask is not False):
             return None
         lo = int(base) + self.first
         hi = lo + self.width
-        if lo < 0 or hi > buf.count or \
-                self.inflight and rows_in_flight(self.inflight, buf, lo, hi, write):
+        if lo < 0 or hi > buf.count:
             return None
         return lo, hi, None if mask is None else mask.reshape(-1, self.width)
 

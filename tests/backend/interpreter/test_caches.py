@@ -1,0 +1,169 @@
+"""The interpreter's caches under concurrent launches: per-Executable facts (caches.RunCache,
+lock-guarded), value caches shared by all (geometry, ramps, planned-access patterns), the
+arena pool. Launches of different kernels (and of one kernel) from several threads give
+NumPy's exact results, and no cache grows without bound."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+import pypto as pto
+from pypto.backend.interpreter import caches, geometry, lanes, views
+
+
+@pto.kernel
+def tree_sum(x, partial, n, BLOCK: pto.constexpr, LOG2: pto.constexpr):
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    v = 0.0
+    if i < n:
+        v = pto.load(x + i)
+    pto.store(buf + tid, v)
+    pto.barrier_block()
+    s = BLOCK // 2
+    for _ in range(LOG2):
+        if tid < s:                     # a shared mask: outcome and window cached
+            pto.store(buf + tid, pto.load(buf + tid) + pto.load(buf + tid + s))
+        pto.barrier_block()
+        s = s // 2
+    if tid == 0:
+        pto.store(partial + pto.get_block_id(), pto.load(buf))
+
+
+@pto.kernel
+def reverse_blocks(x, y, n, BLOCK: pto.constexpr):
+    tid = pto.get_local_id()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + i))
+    pto.barrier_block()
+    pto.store(y + i, pto.load(buf + BLOCK - 1 - tid))   # a planned pattern
+
+
+@pto.kernel
+def axpy(x, y, n, a):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(y + i, a * pto.load(x + i) + pto.load(y + i))
+
+
+def dev(a: np.ndarray):
+    """A device tensor holding `a` now (pto.tensor's copy is queued on a stream; these tests
+    call Executable.run directly, from several threads)."""
+    t = pto.zeros(a.size)
+    t.data[...] = a
+    return t
+
+
+def tree_ref(x: np.ndarray, block: int) -> np.ndarray:
+    v = x.reshape(-1, block).copy()
+    s = block // 2
+    while s:
+        v[:, :s] = v[:, :s] + v[:, s:2 * s]
+        s //= 2
+    return v[:, 0].copy()
+
+
+def _kernels():
+    n, block = 1 << 14, 128
+    x = pto.zeros(n)
+    ks = {
+        "tree": pto.compile(tree_sum, args=(x, pto.zeros(n // block), n, block, 7), block=block),
+        "reverse": pto.compile(reverse_blocks, args=(x, pto.zeros(n), n, block), block=block),
+        "axpy": pto.compile(axpy, args=(x, pto.zeros(n), n, 2.0), block=256),
+    }
+    return n, block, ks
+
+
+def test_concurrent_launches_of_different_kernels_are_exact():
+    n, block, ks = _kernels()
+    errors: list[BaseException] = []
+
+    def worker(seed: int) -> None:
+        try:
+            rng = np.random.default_rng(seed)
+            for _ in range(6):
+                xs = rng.standard_normal(n).astype(np.float32)
+                which = ("tree", "reverse", "axpy")[int(rng.integers(3))]
+                x = dev(xs)
+                if which == "tree":
+                    out = pto.zeros(n // block)
+                    ks[which].executable.run((n // block, 1, 1), (block, 1, 1),
+                                             (x, out, n, block, 7))
+                    np.testing.assert_array_equal(out.data, tree_ref(xs, block))
+                elif which == "reverse":
+                    out = pto.zeros(n)
+                    ks[which].executable.run((n // block, 1, 1), (block, 1, 1),
+                                             (x, out, n, block))
+                    np.testing.assert_array_equal(out.data,
+                                                  xs.reshape(-1, block)[:, ::-1].reshape(-1))
+                else:
+                    ys = rng.standard_normal(n).astype(np.float32)
+                    y = dev(ys)
+                    ks[which].executable.run((n // 256, 1, 1), (256, 1, 1), (x, y, n, 2.0))
+                    np.testing.assert_array_equal(y.data, np.float32(2.0) * xs + ys)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    pto.sync()
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_concurrent_launches_of_one_kernel_share_its_caches_safely():
+    n, block, ks = _kernels()
+    ex = ks["tree"].executable
+    errors: list[BaseException] = []
+
+    def worker(seed: int) -> None:
+        try:
+            rng = np.random.default_rng(seed)
+            for _ in range(8):
+                blocks = int(rng.integers(1, n // block + 1))
+                xs = rng.standard_normal(blocks * block).astype(np.float32)
+                x, out = dev(xs), pto.zeros(blocks)
+                ex.run((blocks, 1, 1), (block, 1, 1), (x, out, blocks * block, block, 7))
+                np.testing.assert_array_equal(out.data, tree_ref(xs, block))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    pto.sync()
+    threads = [threading.Thread(target=worker, args=(10 + s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_no_cache_grows_without_bound():
+    n, block, ks = _kernels()
+    ex = ks["tree"].executable
+    rng = np.random.default_rng(3)
+    for blocks in range(1, 200, 3):  # many launch shapes: many vectors, masks and patterns
+        xs = rng.standard_normal(blocks * block).astype(np.float32)
+        x, out = dev(xs), pto.zeros(blocks)
+        ex.run((blocks, 1, 1), (block, 1, 1), (x, out, blocks * block, block, 7))
+        np.testing.assert_array_equal(out.data, tree_ref(xs, block))
+        rev = ks["reverse"].executable
+        y = pto.zeros(blocks * block)
+        rev.run((blocks, 1, 1), (block, 1, 1), (x, y, blocks * block, block))
+    for e in (ex, ks["reverse"].executable):
+        assert all(size <= caches.MAX_ENTRIES for size in e.cache.sizes().values())
+        assert len(e._chunks) <= 16
+        for pool in e._arenas.values():
+            for _, arenas in pool:
+                for arena in arenas:
+                    if arena.shadow is not None:
+                        assert len(arena.shadow.trie) <= 4096
+    assert len(geometry._GEOMETRY) <= 65
+    assert len(lanes._RAMP_CACHE) <= 65 and len(lanes._FULL) <= 17
+    assert len(views._PATTERNS) <= views._SUMMARIES_MAX
+    assert len(views._SUMMARIES) <= views._SUMMARIES_MAX

@@ -228,6 +228,7 @@ class Inspector:
         live = np.zeros(hi - lo, dtype=bool)
         ctx = self._ctx()
         if ctx is not None and ctx.arenas:
+            ctx.settle_l1()  # lazy loads (tiles.py) into L1 first: the bytes as they are now
             arena = ctx.arenas[0]
             layout = self.exe.layout
             base = 0

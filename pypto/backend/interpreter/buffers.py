@@ -24,7 +24,7 @@ class Buffer:
     """
 
     __slots__ = ("data", "name", "space", "init", "shadow", "count", "stride", "blocks",
-                 "offset", "gran", "_grid")
+                 "offset", "gran", "_grid", "_key")
 
     def __init__(self, data: np.ndarray, name: str, space: str, count: int | None = None,
                  stride: int = 0, blocks: int = 1, offset: int = 0,
@@ -40,6 +40,15 @@ class Buffer:
         self.init: np.ndarray | None = None
         self.shadow: Any = None  # races.ShadowView when the race detector is on
         self._grid: np.ndarray | None = None
+        self._key: tuple[Any, ...] | None = None
+
+    def geometry_key(self) -> tuple[Any, ...]:
+        """The buffer as far as a tile instruction's plan depends on it (tiles.py): its space,
+        place and size, element type and per-block layout."""
+        if self._key is None:
+            self._key = (self.space, self.offset, self.count, self.data.dtype.str, self.stride,
+                         self.blocks)
+        return self._key
 
     def watched(self) -> bool:
         return self.init is not None or self.shadow is not None

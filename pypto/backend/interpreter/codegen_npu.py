@@ -37,12 +37,13 @@ def stage(ctx: Any, slot: Any, value: Any, mask: Any, site: int) -> None:
     """Lane k of each block writes `value` to element k of `slot` (its staging slot).
 
     When the lane vector is whole blocks in order and nobody watches the slot (no race or
-    initialisation tracking), every block's slot is one row of a (blocks, lanes) view and the
-    write is one NumPy copy; otherwise it is an ordinary checked lane store.
+    initialisation tracking, no copy in flight or lazy load pending: tiles.py), every block's
+    slot is one row of a (blocks, lanes) view and the write is one NumPy copy; otherwise it is
+    an ordinary checked lane store.
     """
     lanes = ctx.block_lanes
-    if (not slot.watched() and slot.count == lanes and ctx.count == slot.blocks * lanes
-            and ctx.first_lane % lanes == 0):
+    if (not slot.watched() and not ctx.inflight and slot.count == lanes
+            and ctx.count == slot.blocks * lanes and ctx.first_lane % lanes == 0):
         rows = slot.grid()
         if np.ndim(value) and np.size(value) == ctx.count:
             value = np.reshape(value, rows.shape)

@@ -33,6 +33,7 @@ from pypto.analysis.uniformity import walk
 from pypto.diagnostics import op_location, source_loc
 from pypto.backend.interpreter.races import Shadow
 from pypto.dialects import pto
+from pypto.dialects.traits import accesses_space, is_block_collective
 from pypto.errors import L1CapacityError
 
 DEFAULT_ALIGN = 32
@@ -62,6 +63,10 @@ class L1Slot:
 
 class L1Layout:
     """The static placement of a kernel's L1 buffers."""
+
+    tile_only = False
+    """Only tile instructions (block collectives) touch L1: no lane access, no staging slot.
+    Then fresh L1 may be poisoned lazily (tiles.py `FreshL1`): no lane can read it."""
 
     def __init__(self, slots: list[L1Slot], l1_bytes: int, align: int):
         self.slots = {s.op_id: s for s in slots}
@@ -104,6 +109,10 @@ class L1Layout:
             slots.append(slot)
             cursor = slot.end
         layout = L1Layout(slots, target.l1_bytes, align)
+        layout.tile_only = not any(
+            getattr(op, "slot", None) is not None or  # an npu lane access staged through L1
+            (not is_block_collective(op) and accesses_space(op, "local"))
+            for op in walk(kernel.body.block.ops))
         if layout.peak > target.l1_bytes:
             ordered = sorted(slots, key=lambda s: s.offset)
             listing = ", ".join(f"'{s.name}' {s.nbytes} bytes at offset {s.offset} "
@@ -156,24 +165,33 @@ class L1Arena:
         n = blocks * self.granules_per_block
         self.init = np.zeros(n, dtype=bool) if track_init else None
         self.shadow = Shadow(n, self.granules_per_block) if race_check else None
+        # the tile instructions' plans (tiles.py `_CopyPlan`, `_MmaPlan`), kept with the arena
+        # for the lane vectors that reuse it (the launches of one shape)
+        self.plans: dict[tuple[Any, ...], Any] = {}
 
     def poison(self) -> None:
         """L1 is undefined when a block starts: every buffer's bytes get its type's poison
         (where buffers share bytes, the later one's; any of them is recognisable)."""
-        blocks = self.blocks
         for slot in self.layout.slots.values():
-            data, stride = self.view(slot)
-            if stride:
-                as_strided(data, shape=(blocks, slot.count),
-                           strides=(stride * data.itemsize, data.itemsize),
-                           writeable=True)[...] = poison_value(slot.dtype)
-            else:
-                data[...] = poison_value(slot.dtype)
+            self.poison_bytes(slot, slot.offset, slot.end)
 
-    def reset(self) -> None:
+    def poison_bytes(self, slot: L1Slot, lo: int, hi: int) -> None:
+        """Poison block-local bytes lo..hi-1 (whole elements of `slot`) in every block."""
+        data, stride = self.view(slot)
+        isz = slot.dtype.itemsize
+        e0, e1 = (lo - slot.offset) // isz, (hi - slot.offset) // isz
+        if stride:
+            as_strided(data[e0:], shape=(self.blocks, e1 - e0), strides=(stride * isz, isz),
+                       writeable=True)[...] = poison_value(slot.dtype)
+        else:
+            data[e0:e1] = poison_value(slot.dtype)
+
+    def reset(self, poison: bool = True) -> None:
         """As freshly made, for new blocks (the executor reuses arenas between lane vectors of
-        one launch shape instead of allocating them again)."""
-        self.poison()
+        one launch shape instead of allocating them again). `poison=False`: the caller defers
+        the poisoning (tiles.py `FreshL1`)."""
+        if poison:
+            self.poison()
         if self.init is not None:
             self.init.fill(False)
         if self.shadow is not None:

@@ -8,6 +8,12 @@ stores) region is marked *in flight* until the `wait` of its token. Reading an i
 destination, writing an in-flight region, or reading HBM that an in-flight store is writing is a
 `RaceError` naming both instructions — so a kernel that forgets a `wait` fails loudly instead of
 reading whatever happened to be there.
+
+In batch mode a load whose blocks' HBM tiles form an affine grid is *lazy* (`LazyLoad`): its
+tiles stay in HBM, and `mma` multiplies them there (each block's product is still one BLAS call
+of the tile's shape, on a view with the HBM row stride instead of the L1 one). Anything else
+that touches the loaded L1 bytes, or writes HBM, first moves the tiles into L1 as the eager
+copy would have (`BlockMemory._settle`), so every other reader sees L1 as the semantics say.
 """
 
 from __future__ import annotations
@@ -94,6 +100,225 @@ class InFlight:
         return any(np.any(r.hits(idx)) for r in self.hbm_regions)
 
 
+class CopyState(dict):
+    """A block's copies: those in flight by token (the dict itself, as before) and the lazy
+    loads not yet moved into L1 (`lazy`, in issue order; no two overlap in L1).
+
+    Truthy while either kind exists. Every lane access path already takes its checked route
+    (`check_read` / `check_write`) when copies are in flight (`if buf.watched() or
+    self.inflight`, `... and not self.inflight`), so lazy loads ride on that gate: the check
+    moves them into L1 before the access, after which the fast paths run again."""
+
+    __slots__ = ("lazy", "fresh")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lazy: list[LazyLoad] = []
+        self.fresh: FreshL1 | None = None  # L1 not poisoned yet (tile-only kernels)
+
+    def __bool__(self) -> bool:
+        return bool(self.lazy) or len(self) > 0
+
+
+class _MmaPlan:
+    """A batched mma's operands with the same buffers and offsets as an earlier one of the lane
+    vector: their (blocks, rows, cols) arena views, block-local byte regions and span keys, and
+    the views as (n1, n2, rows, cols) stacks per block grid a lazy operand needed."""
+
+    __slots__ = ("bufs", "offs", "shapes", "views", "regions", "keys", "dtypes", "extents",
+                 "_stacks")
+
+    def __init__(self, bufs: tuple[Any, Any, Any], offs: list[int],
+                 shapes: tuple[tuple[int, int], ...], views: list[np.ndarray],
+                 regions: list[Region]):
+        self.bufs, self.offs, self.shapes = bufs, offs, shapes
+        self.views, self.regions = views, regions
+        self.keys = [_span_key(r) for r in regions]
+        self.dtypes = [b.data.dtype for b in bufs]
+        self.extents = [(o, r * c) for o, (r, c) in zip(offs, shapes)]
+        self._stacks: dict[tuple[int, int], list[np.ndarray]] = {}
+
+    @staticmethod
+    def of(blocks: int, bufs: tuple[Any, Any, Any], offs: list[int],
+           shapes: tuple[tuple[int, int], ...]) -> _MmaPlan | None:
+        """The plan, or None when a tile lies outside its buffer (the general path reports it)."""
+        views, regions = [], []
+        for buf, o, (rows, cols) in zip(bufs, offs, shapes):
+            if o < 0 or o + rows * cols > buf.count:
+                return None
+            step = buf.data.strides[0]
+            views.append(_view(buf.data, o, (blocks, rows, cols),
+                               (buf.stride * step, cols * step, step)))
+            regions.append(_byte_region(buf, Region(o, rows, cols, cols)))
+        return _MmaPlan(bufs, offs, shapes, views, regions)
+
+    def stacked(self, grid: tuple[int, int]) -> list[np.ndarray]:
+        """The three arena views as (n1, n2, rows, cols) stacks: block i * n2 + j at [i, j]."""
+        out = self._stacks.get(grid)
+        if out is None:
+            n1, n2 = grid
+            out = []
+            for buf, o, (rows, cols) in zip(self.bufs, self.offs, self.shapes):
+                step = buf.data.strides[0]
+                bstride = buf.stride * step
+                out.append(_view(buf.data, o, (n1, n2, rows, cols),
+                                 (n2 * bstride, bstride, cols * step, step)))
+            self._stacks[grid] = out
+        return out
+
+
+class LazyLoad:
+    """A batch-mode `async_load` (fast path, affine block grid) whose data has not moved: until
+    something other than `mma` touches its L1 bytes or anything writes HBM, every block's L1
+    tile *is* its HBM tile. `mma` reads the HBM tile in place (`operand`); `materialise` does
+    the copy the eager path does, with the same source bytes (no HBM write happened since)."""
+
+    __slots__ = ("geo", "span", "key")
+
+    def __init__(self, geo: _CopyGeometry, span: Region):
+        self.geo = geo
+        self.span = span  # the block-local L1 bytes the load writes
+        self.key = (_span_key(span), geo.l1.data.dtype)
+
+    @property
+    def source(self) -> np.ndarray:
+        """The HBM the tiles come from."""
+        return self.geo.hbm.data
+
+    def materialise(self) -> None:
+        geo = self.geo
+        geo.l1_view(geo.l1.data, geo.grid[1])[...] = _distinct_tiles(geo.hbm_view(), geo.grid)
+
+    def operand(self, rows: int, cols: int, grid: tuple[int, int]) -> np.ndarray | None:
+        """Every block's tile as an (n1, n2, rows, cols) view of HBM over the block grid
+        `grid` = (n1, n2), for an mma operand that reads exactly the loaded bytes as a rows x
+        cols tile; None when the tiles cannot be seen that way (another shape over HBM rows
+        that are not back to back, or a grid their starts are not affine in)."""
+        geo = self.geo
+        data = geo.hbm.data
+        step = data.strides[0]
+        if geo.rows == rows and geo.row_len == cols and rows > 1:
+            row_stride = geo.hbm_stride
+        elif geo.rows == 1 or geo.hbm_stride == geo.row_len:  # one contiguous run per block
+            row_stride = cols
+        else:
+            return None
+        if row_stride >= 1 << 31:  # beyond a BLAS leading dimension: NumPy would not call BLAS
+            return None
+        n1, n2, s0, d1, d2 = geo.grid  # type: ignore[misc]
+        if (n1, n2) != grid:
+            if n1 != 1:
+                return None
+            (n1, n2), d1 = grid, grid[1] * d2  # starts s0 + b * d2, b = i * n2 + j
+        return _view(data, s0, (n1, n2, rows, cols),
+                     (d1 * step, d2 * step, row_stride * step, step))
+
+
+class FreshL1:
+    """The poisoning of fresh L1 (l1.py `L1Arena.poison`), deferred. Only in batch mode for
+    kernels whose L1 only tile instructions touch (`L1Layout.tile_only`): every access to L1
+    is then one of this module's, which poison the bytes they read first (`materialise`), and
+    bytes a tile write covers whole never need it (`overwrite`). `ranges` holds, per buffer
+    slot in the order `poison` goes through them (where slots share bytes the later one's
+    poison wins), the block-local byte ranges still to poison: whole elements of the slot."""
+
+    __slots__ = ("arena", "ranges")
+
+    def __init__(self, arena: L1Arena):
+        self.arena = arena
+        self.ranges = [(slot, slot.offset, slot.end) for slot in arena.layout.slots.values()]
+
+    def materialise(self, lo: int | None = None, hi: int | None = None) -> None:
+        """Poison what is pending in bytes lo..hi-1 (all of it without bounds), widened to
+        whole elements of each slot (still pending bytes: poisoning them early is harmless)."""
+        keep = []
+        for slot, a, b in self.ranges:
+            x, y = (a, b) if lo is None else (max(a, lo), min(b, hi))  # type: ignore[type-var]
+            if x >= y:
+                keep.append((slot, a, b))
+                continue
+            isz = slot.dtype.itemsize
+            x -= (x - slot.offset) % isz
+            y += -(y - slot.offset) % isz
+            self.arena.poison_bytes(slot, x, y)
+            if a < x:
+                keep.append((slot, a, x))
+            if y < b:
+                keep.append((slot, y, b))
+        self.ranges = keep
+
+    def overwrite(self, span: Region) -> None:
+        """Bytes `span` are about to be written whole in every block: they need no poison.
+        A region with gaps between its rows, or ends inside a slot's element, is poisoned
+        first instead (the write then lands on it)."""
+        if span.rows > 1 and span.stride != span.row_len:
+            self.materialise(span.lo, span.hi)
+            return
+        lo, hi = span.lo, span.hi
+        keep = []
+        for slot, a, b in self.ranges:
+            x, y = max(a, lo), min(b, hi)
+            if x >= y:
+                keep.append((slot, a, b))
+                continue
+            isz = slot.dtype.itemsize
+            if (x - slot.offset) % isz or (y - slot.offset) % isz:
+                x -= (x - slot.offset) % isz
+                y += -(y - slot.offset) % isz
+                self.arena.poison_bytes(slot, x, y)
+            if a < x:
+                keep.append((slot, a, x))
+            if y < b:
+                keep.append((slot, y, b))
+        self.ranges = keep
+
+
+class LazyFill:
+    """A batch-mode `pto.fill` of the same elements with one value in every block, not done
+    yet: an `mma` whose C tile is exactly those elements adds its products to the value
+    instead of reading it back from L1 (`value + A @ B`, the bits of the fill then the
+    accumulation); anything else touching the bytes does the fill first (`materialise`)."""
+
+    __slots__ = ("buf", "start", "n", "value", "span", "key")
+    source = None  # no HBM behind it
+
+    def __init__(self, buf: Any, start: int, n: int, value: Any):
+        self.buf, self.start, self.n, self.value = buf, start, n, value
+        isz = buf.data.itemsize
+        self.span = Region(buf.offset + start * isz, 1, n * isz, n * isz)
+        self.key = (_span_key(self.span), buf.data.dtype)
+
+    def materialise(self) -> None:
+        self.buf.grid()[:, self.start:self.start + self.n] = self.value
+
+
+def _plan_key(kind: str, dst_b: Any, src_b: Any, raw: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The key of a copy's plan: the instruction, where and how big its buffers are, and every
+    operand but the HBM offset (None when one of them differs between lanes: no plan then)."""
+    rest = raw[:1] + raw[2:] if kind == "async_load" else raw[1:]
+    if any(isinstance(v, np.ndarray) for v in rest):
+        return None
+    return (kind, _geometry_key(dst_b), _geometry_key(src_b)) + tuple(int(v) for v in rest)
+
+
+def _geometry_key(buf: Any) -> tuple[Any, ...]:
+    """A buffer as far as a tile instruction's plan depends on it (`Buffer.geometry_key`)."""
+    return buf.geometry_key()
+
+
+def _span_key(r: Region) -> tuple[int, ...]:
+    """A region's bytes in a canonical form (one row or back-to-back rows: their hull)."""
+    if r.rows == 1 or r.stride == r.row_len:
+        return (r.lo, r.hi)
+    return (r.base, r.rows, r.row_len, r.stride)
+
+
+def _buffer_span(buf: Any) -> Region:
+    """Every block-local L1 byte of buffer `buf`."""
+    n = buf.count * buf.data.itemsize
+    return Region(buf.offset, 1, n, n)
+
+
 class _BlockSlice:
     """One block's copy of a batch-mode L1 buffer, shaped like a single-block Buffer."""
 
@@ -139,7 +364,7 @@ class _CopyGeometry:
     __slots__ = ("l1", "hbm", "blocks", "l1_o", "starts", "grid", "rows", "row_len",
                  "l1_stride", "hbm_stride")
 
-    def __init__(self, l1: Any, hbm: Any, blocks: int, l1_o: int, starts: list[int],
+    def __init__(self, l1: Any, hbm: Any, blocks: int, l1_o: int, starts: list[int] | None,
                  grid: tuple[int, int, int, int, int] | None, rows: int, row_len: int,
                  l1_stride: int, hbm_stride: int):
         self.l1, self.hbm, self.blocks, self.l1_o = l1, hbm, blocks, l1_o
@@ -223,7 +448,60 @@ class _CopyGeometry:
 
     def hbm_regions(self) -> list[Region]:
         return _distinct([Region(o, self.rows, self.row_len, self.hbm_stride)
-                          for o in self.starts])
+                          for o in self.block_starts()])
+
+    def block_starts(self) -> list[int]:
+        """Each block's HBM start (from the grid when a copy plan made the geometry)."""
+        if self.starts is None:
+            n1, n2, s0, d1, d2 = self.grid  # type: ignore[misc]
+            self.starts = [s0 + i * d1 + j * d2 for i in range(n1) for j in range(n2)]
+        return self.starts
+
+
+class _CopyPlan:
+    """What a batch copy instruction found the last time it ran with operands of this geometry
+    (buffers' places and sizes, every operand but the HBM offset): the copy's shape, its block
+    grid without the start, and the HBM offsets per lane relative to lane 0's (`lane_rel`,
+    None for a uniform offset). A later run whose per-lane offsets are the same pattern from
+    another start (the next k step, the next launch) skips `_per_block` and `_affine_grid`:
+    one comparison checks both that the offset is uniform in each block and that the blocks'
+    starts are the same affine grid. Plain numbers only: it holds no buffer."""
+
+    __slots__ = ("l1_o", "rows", "row_len", "l1_stride", "hbm_stride", "dims", "lane_rel",
+                 "lo_rel", "hi_rel", "l1_region", "span")
+
+    def __init__(self, geo: _CopyGeometry, lane_rel: np.ndarray | None, s0: int):
+        self.l1_o, self.rows, self.row_len = geo.l1_o, geo.rows, geo.row_len
+        self.l1_stride, self.hbm_stride = geo.l1_stride, geo.hbm_stride
+        self.lane_rel = lane_rel
+        n1, n2, g0, d1, d2 = geo.grid  # type: ignore[misc]
+        self.dims = (n1, n2, g0 - s0, d1, d2)
+        lo = g0 + min(0, (n1 - 1) * d1) + min(0, (n2 - 1) * d2)
+        hi = g0 + max(0, (n1 - 1) * d1) + max(0, (n2 - 1) * d2)
+        self.lo_rel = lo - s0
+        self.hi_rel = hi + (geo.rows - 1) * geo.hbm_stride + geo.row_len - s0
+        self.l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
+        self.span = _byte_region(geo.l1, self.l1_region)
+
+    def geometry(self, l1: Any, hbm: Any, blocks: int, hbm_o: Any) -> _CopyGeometry | None:
+        """The geometry for HBM offsets `hbm_o` (per lane or uniform), or None when they are
+        not the plan's pattern or leave the tensor."""
+        rel = self.lane_rel
+        if isinstance(hbm_o, np.ndarray):
+            if rel is None or hbm_o.shape != rel.shape:
+                return None
+            s0 = int(hbm_o[0])
+            if not (hbm_o - s0 == rel).all():
+                return None
+        elif rel is not None:
+            return None
+        else:
+            s0 = int(hbm_o)
+        if s0 + self.lo_rel < 0 or s0 + self.hi_rel > hbm.count:
+            return None
+        n1, n2, g0, d1, d2 = self.dims
+        return _CopyGeometry(l1, hbm, blocks, self.l1_o, None, (n1, n2, s0 + g0, d1, d2),
+                             self.rows, self.row_len, self.l1_stride, self.hbm_stride)
 
 
 def _view(base: np.ndarray, start: int, shape: tuple[int, ...],
@@ -322,7 +600,7 @@ class BlockMemory:
             self.arenas = share_with.arenas
             return
         self.l1_buffers: dict[int, Any] = {}
-        self.inflight: dict[int, InFlight] = {}
+        self.inflight: CopyState = CopyState()
         self.counters = {"next_token": 0, "epoch": 0}
         self.arenas: list[L1Arena] = []  # the block's (or batch's) L1, made at first use
 
@@ -331,7 +609,10 @@ class BlockMemory:
         reset to fresh: saves allocating the arena, its shadow and the buffer views again."""
         self.l1_buffers, self.arenas = state
         for arena in self.arenas:
-            arena.reset()
+            lazy = arena.blocks > 1 and arena.layout.tile_only and FAST_PATHS.on
+            arena.reset(poison=not lazy)
+            if lazy:
+                self.inflight.fresh = FreshL1(arena)
 
     @property
     def arena(self) -> L1Arena:
@@ -393,11 +674,49 @@ class BlockMemory:
                 f"{other.offset}..{other.end - 1}, allocated at {other.location}): the access "
                 f"overruns '{buf.name}' (bytes {buf.offset}..{last}) into its neighbour")
 
+    # lazy loads ---------------------------------------------------------------------------------
+
+    def _settle(self, span: Region | None = None, hbm: np.ndarray | None = None) -> None:
+        """Move lazy loads into L1: those whose L1 bytes overlap `span`, those loaded from HBM
+        that may share memory with `hbm`, or (neither given) all of them. Changes no value any
+        instruction can observe, so it may run at any point."""
+        lazy = self.inflight.lazy
+        fresh = self.inflight.fresh
+        if span is None and hbm is None:
+            for lz in lazy:
+                lz.materialise()
+            lazy.clear()
+            if fresh is not None:
+                fresh.materialise()
+                self.inflight.fresh = None
+            return
+        if span is not None and fresh is not None:
+            fresh.materialise(span.lo, span.hi)
+        keep = []
+        for lz in lazy:
+            if (span is not None and lz.span.overlaps(span)) or (hbm is not None and
+                                                                  lz.source is not None and
+                                                                  np.may_share_memory(lz.source,
+                                                                                      hbm)):
+                lz.materialise()
+            else:
+                keep.append(lz)
+        lazy[:] = keep
+
+    def settle_l1(self) -> None:
+        """Every lazy load moved into L1 and fresh L1 poisoned: the arena bytes are then what
+        the semantics say (the debugger's `inspect_l1` reads them directly)."""
+        if self.inflight.lazy or self.inflight.fresh is not None:
+            self._settle()
+
     # hazard bookkeeping -----------------------------------------------------------------------
 
     def check_read(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
         """A lane read of `buf` at `idx` (offsets of the active lanes, a slice or an int): in
-        flight, uninitialised, or racing with another warp?"""
+        flight, uninitialised, or racing with another warp? A lane access first moves every
+        lazy load into L1 (the fast paths, which skip these checks, then run again)."""
+        if self.inflight.lazy or self.inflight.fresh is not None:
+            self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_read(buf, idx, mask, site)
@@ -418,6 +737,8 @@ class BlockMemory:
                     self._hazard_in_flight(buf, copy.token, site, "read")
 
     def check_write(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
+        if self.inflight.lazy or self.inflight.fresh is not None:  # lazy loads move first
+            self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.race_write(buf, idx, mask, site)
@@ -486,12 +807,28 @@ class BlockMemory:
             regions = [self._copy_one(kind, dst_b, dst_o, src_b, src_o, nbytes, rows,
                                       src_stride, dst_stride, site)]
         else:  # batch mode: every block of the vector copies its own tile
-            ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
-                   for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride)]
+            raw = (dst_o, src_o, nbytes, rows, src_stride, dst_stride)
+            fast = None
             if FAST_PATHS.on:
-                fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site)
+                key = _plan_key(kind, dst_b, src_b, raw)
+                plan = self.arena.plans.get(key) if key is not None else None
+                geo = None
+                if plan is not None:
+                    l1, hbm, hbm_o = (dst_b, src_b, raw[1]) if kind == "async_load" else \
+                        (src_b, dst_b, raw[0])
+                    geo = plan.geometry(l1, hbm, blocks, hbm_o)
+                if geo is not None:
+                    fast = self._copy_geometry(kind, geo, plan.l1_region, plan.span, site)
+                    if fast is not None:
+                        return None if fast is _NO_TOKEN else fast
+            ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
+                   for v in raw]
+            if FAST_PATHS.on:
+                fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site, raw)
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
+            if self.inflight.lazy or self.inflight.fresh is not None:
+                self._settle()
             regions = []
             for b in range(blocks):
                 dst = _BlockSlice(dst_b, b) if dst_b.space == "local" else dst_b
@@ -515,7 +852,7 @@ class BlockMemory:
         return token
 
     def _copy_blocks_fast(self, kind: str, blocks: int, dst_b: Any, src_b: Any, ops: list[Any],
-                          site: int) -> Any:
+                          site: int, raw: tuple[Any, ...] | None = None) -> Any:
         """Batch mode, the common shape: every block copies a tile of one geometry between the
         same L1 offset and its own HBM offset. The checks run once for all blocks; the data
         moves in one strided NumPy assignment when the blocks' HBM tiles form an affine grid
@@ -528,22 +865,45 @@ class BlockMemory:
         geo = _CopyGeometry.of(kind, dst_b, src_b, ops, blocks)
         if geo is None:
             return None
-        l1, load = geo.l1, kind == "async_load"
         l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
-        if self.inflight and self._blocks_copy_hazard(geo, l1_region, load):
-            return None
+        span = _byte_region(geo.l1, l1_region)
+        key = _plan_key(kind, dst_b, src_b, raw) if raw is not None else None
+        hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
+        if key is not None and geo.grid is not None and \
+                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,)):
+            plans = self.arena.plans
+            if len(plans) >= 64:
+                plans.clear()
+            s0 = int(hbm_o[0]) if isinstance(hbm_o, np.ndarray) else int(hbm_o)  # type: ignore
+            rel = hbm_o - s0 if isinstance(hbm_o, np.ndarray) else None
+            plans[key] = _CopyPlan(geo, rel, s0)
+        return self._copy_geometry(kind, geo, l1_region, span, site)
+
+    def _copy_geometry(self, kind: str, geo: _CopyGeometry, l1_region: Region, span: Region,
+                       site: int) -> Any:
+        """The fast path's copy of a checked geometry (`_copy_blocks_fast`)."""
+        l1, load = geo.l1, kind == "async_load"
+        if len(self.inflight) and self._blocks_copy_hazard(geo, l1_region, load):
+            return None  # (len: copies in flight, not the lazy work)
         if not load and l1.init is not None and not geo.l1_view(l1.init).all():
             return None
-        if geo.grid is not None and (load or _injective(geo.hbm_dims())):
-            hbm_tiles = geo.hbm_view()
-            l1_tiles = geo.l1_view(l1.data, geo.grid[1])
-            if load:
-                l1_tiles[...] = _distinct_tiles(hbm_tiles, geo.grid)
-            else:
-                hbm_tiles[...] = l1_tiles
+        lazy = self.inflight.lazy
+        if load and self.inflight.fresh is not None:
+            self.inflight.fresh.overwrite(span)
+        if lazy or self.inflight.fresh is not None:
+            if load:  # a lazy load of exactly these bytes is overwritten whole: forget it
+                key = _span_key(span)
+                lazy[:] = [lz for lz in lazy if lz.key[0] != key]
+                self._settle(span)
+            else:  # a store reads its L1 tile and writes HBM a lazy load may come from
+                self._settle(span, geo.hbm.data)
+        if geo.grid is not None and load:
+            lazy.append(LazyLoad(geo, span))
+        elif geo.grid is not None and _injective(geo.hbm_dims()):
+            geo.hbm_view()[...] = geo.l1_view(l1.data, geo.grid[1])
         else:  # block by block, in block order (for stores: the last block's write wins)
             l1_tiles = geo.l1_view(l1.data)
-            for b, start in enumerate(geo.starts):
+            for b, start in enumerate(geo.block_starts()):
                 if load:
                     l1_tiles[b] = geo.hbm_tile(start)
                 else:
@@ -554,8 +914,7 @@ class BlockMemory:
             return _NO_TOKEN
         token = self.counters["next_token"]
         self.counters["next_token"] = token + 1
-        self.inflight[token] = InFlight(token, kind, site, l1, [_byte_region(l1, l1_region)],
-                                        geo.hbm, geo.hbm_regions)
+        self.inflight[token] = InFlight(token, kind, site, l1, [span], geo.hbm, geo.hbm_regions)
         return token
 
     def _blocks_copy_hazard(self, geo: _CopyGeometry, l1_region: Region, load: bool) -> bool:
@@ -678,7 +1037,28 @@ class BlockMemory:
             bad = int(starts[which]) if starts.min() < 0 else int(starts[which]) + n - 1
             raise self.oob_region(buf, bad, site, "destination", which)
         vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
-        if (starts == starts[0]).all():
+        uniform = bool((starts == starts[0]).all())
+        lazy = self.inflight.lazy
+        if uniform and FAST_PATHS.on and n > 0 and (vals == vals[0]).all():
+            # every block fills the same elements with one value: a lazy fill, which replaces
+            # lazy work on exactly these bytes and moves what overlaps them partly
+            fill = LazyFill(buf, int(starts[0]), n, vals[0])
+            if self.inflight.fresh is not None:
+                self.inflight.fresh.overwrite(fill.span)
+            lazy[:] = [lz for lz in lazy if lz.key[0] != fill.key[0]]
+            if lazy:
+                self._settle(fill.span)
+            lazy.append(fill)
+            if init is not None:
+                init[:, fill.start:fill.start + n] = True
+            return
+        if lazy or self.inflight.fresh is not None:
+            if self.inflight.fresh is not None and uniform:
+                isz = buf.data.itemsize
+                self.inflight.fresh.overwrite(Region(buf.offset + int(starts[0]) * isz, 1,
+                                                     n * isz, n * isz))
+            self._settle(_buffer_span(buf))
+        if uniform:
             s0 = int(starts[0])
             grid[:, s0:s0 + n] = vals[:, None]
             if init is not None:
@@ -702,6 +1082,8 @@ class BlockMemory:
         if FAST_PATHS.on and not any(isinstance(o, np.ndarray) for o in offs) and \
                 self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k):
             return
+        if self.inflight.lazy or self.inflight.fresh is not None:
+            self._settle()
         for b in range(blocks):
             cb, ab, bb = (_BlockSlice(x, b) for x in (c_b, a_b, b_b))
             co, ao, bo = (o[b] if isinstance(o, np.ndarray) else o for o in offs)
@@ -714,28 +1096,78 @@ class BlockMemory:
         products are the BLAS calls `_mma_one` makes (same shapes and strides), so the bits are
         the general path's. Returns False, having changed nothing, when a check would fail (the
         general path then reports it)."""
-        views = []
-        regions = []
-        for buf, o, (rows, cols) in zip(bufs, offs, ((m, n), (m, k), (k, n))):
-            o = int(o)
-            if o < 0 or o + rows * cols > buf.count:
+        key = ("mma", _geometry_key(bufs[0]), _geometry_key(bufs[1]), _geometry_key(bufs[2]),
+               int(offs[0]), int(offs[1]), int(offs[2]), m, n, k)
+        plans = self.arena.plans
+        plan = plans.get(key)
+        if plan is None or plan.bufs[0].data.base is not bufs[0].data.base:
+            plan = _MmaPlan.of(blocks, bufs, [int(o) for o in offs], ((m, n), (m, k), (k, n)))
+            if plan is None:
                 return False
-            if buf.init is not None and not buf.init_grid()[:, o:o + rows * cols].all():
+            if len(plans) >= 64:
+                plans.clear()
+            plans[key] = plan
+        for buf, (o, size) in zip(bufs, plan.extents):
+            if buf.init is not None and not buf.init_grid()[:, o:o + size].all():
                 return False
-            step = buf.data.strides[0]
-            views.append(_view(buf.data, o, (blocks, rows, cols),
-                               (buf.stride * step, cols * step, step)))
-            regions.append(_byte_region(buf, Region(o, rows, cols, cols)))
-        if self.inflight:
+        regions = plan.regions
+        if len(self.inflight):  # copies in flight (not the lazy loads)
             if any(_l1_in_flight(self.inflight, r, "read") for r in regions) or \
                     _l1_in_flight(self.inflight, regions[0], "write"):
                 return False
+        views = plan.views
+        start = None
+        if self.inflight.lazy or self.inflight.fresh is not None:
+            start, views = self._mma_lazy_views(plan)
         c, a, b = views
-        _mma_accumulate(c, a, b)
+        if start is None:
+            _mma_accumulate(c, a, b)
+        else:  # C is a lazy fill: its value + the products, straight into C
+            np.add(start, a @ b, out=c)
         if bufs[0].init is not None:
             o = int(offs[0])
             bufs[0].init_grid()[:, o:o + m * n] = True
         return True
+
+    def _mma_lazy_views(self, plan: _MmaPlan) -> tuple[Any, list[np.ndarray]]:
+        """(C's lazy fill value or None, the operands) of a batched mma with lazy work pending:
+        an A or B tile that is exactly a lazy load's bytes is read from HBM in place, as an
+        (n1, n2, rows, cols) stack over the load's block grid (C and the other operand are
+        reshaped to that stack); a C tile that is exactly a lazy fill of a float32 C with
+        float32 operands is not read (the caller adds the products to the value); any other
+        overlap with lazy work (C's tile, a part of a loaded tile) does that work first."""
+        regions = plan.regions
+        lazy = self.inflight.lazy
+        start = None
+        key_c = (plan.keys[0], plan.dtypes[0])
+        fill = next((lz for lz in lazy if lz.key == key_c and isinstance(lz, LazyFill)), None)
+        if fill is not None and plan.dtypes[0] == plan.dtypes[1] == plan.dtypes[2] == \
+                np.float32 and not regions[0].overlaps(regions[1]) and \
+                not regions[0].overlaps(regions[2]):
+            lazy.remove(fill)  # the mma writes every element of it and reads none
+            start = fill.value
+        self._settle(regions[0])  # C is read and written
+        found: dict[int, LazyLoad] = {}
+        for i in (1, 2):
+            key = (plan.keys[i], plan.dtypes[i])
+            lz = next((lz for lz in lazy if lz.key == key and isinstance(lz, LazyLoad)), None)
+            if lz is None:
+                self._settle(regions[i])
+            else:
+                found[i] = lz
+        if not found:
+            return start, plan.views
+        # the block grid of the stack: a 1-D grid (1, n) of starts fits any other (n1, n2)
+        grid = max((lz.geo.grid[0], lz.geo.grid[1]) for lz in found.values())  # type: ignore
+        hbm: list[np.ndarray | None] = [None, None, None]
+        for i, lz in found.items():
+            hbm[i] = lz.operand(*plan.shapes[i], grid)
+            if hbm[i] is None:
+                self._settle(regions[i])
+        if hbm[1] is None and hbm[2] is None:
+            return start, plan.views
+        stacked = plan.stacked(grid)
+        return start, [stacked[i] if hbm[i] is None else hbm[i] for i in range(3)]
 
     def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
                  n: int, k: int, site: int, block: int = 0) -> None:

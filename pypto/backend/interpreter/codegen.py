@@ -83,6 +83,7 @@ class GeneratedKernel:
     op_table: OpTable
     instrumented: bool = False
     fn: Any = None
+    fast: bool = True  # planned (fast paths on); False: the general path only (the oracle)
 
 
 _ARITH_BINARY: dict[type[Operation], str] = {
@@ -174,6 +175,9 @@ class _Analysis:
     # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
     # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
     form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
+    # bulk copies whose L1 / HBM address varies only with the block (batch mode): (op, operand
+    # index) -> its plan; the copy gets each block's offset from the forms (views.block_offset)
+    block_addrs: dict[tuple[Operation, int], AccessPlan] = field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters, SimtLoopEmitters):
@@ -186,6 +190,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table = OpTable.of(kernel)
         self.current_id = -1
         self.one_d = one_d  # the launch is 1-D in grid and block: ids along x are ramps
+        # the planner plans (PYPTO_FAST_PATHS, read once per generated variant); an empty plan
+        # is the general path: no slices, rows, windows, views or fused stores are emitted
+        self.fast = FAST_PATHS.on
         self.names: dict[SSAValue, str] = {}
         self.lines: list[str] = []
         self.indent = 1
@@ -230,7 +237,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
         self.planner = Planner(lambda v: v in an.uniform, self.name,
                                self.mode in (GRID, BATCH))
-        promote = FAST_PATHS.on and self.one_d
+        if not self.fast:
+            return  # an empty plan: the general path
+        promote = self.one_d
         for op in _walk(ops):
             if isinstance(op, scf.IfOp) and self._windowable(op):
                 an.windowed.add(op)
@@ -278,8 +287,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                     if loads is not None:
                         an.row_ops[op] = loads
                         an.fused.update((op.value.owner, *loads))
-        if FAST_PATHS.on:
-            self._plan(ops)
+        self._plan(ops)
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             if op in an.dead:
@@ -314,6 +322,14 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             plan = planner.plan(ptr)
             if plan is not None:
                 an.planned[op] = plan
+        if self.mode == BATCH:
+            for op in walked:
+                if not isinstance(op, pto.BulkCopyOp):
+                    continue
+                for index in (0, 1):
+                    plan = planner.block_plan(op.operands[index])
+                    if plan is not None:
+                        an.block_addrs[(op, index)] = plan
         for op in walked:
             if not isinstance(op, arith.CmpiOp) or op.results[0] in an.uniform:
                 continue
@@ -334,8 +350,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                 for leaf in form.leaves():
                     if leaf in planner.leaf_values:
                         self._cmp_leaves.add(planner.leaf_values[leaf])
-        if (an.planned or an.promoted or an.form_cmps) and not self.instrumented:
+        if (an.planned or an.promoted or an.form_cmps or an.block_addrs) and \
+                not self.instrumented:
             names = {n for p in an.planned.values() for n in p.leaves()}
+            names.update(n for p in an.block_addrs.values() for n in p.leaves())
             names.update(leaf for rest, _, _ in an.promoted.values() for m in rest for leaf in m)
             leaves = {planner.leaf_values[n] for n in names if n in planner.leaf_values}
             leaves |= self._cmp_leaves
@@ -343,7 +361,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
 
             def virtual(user: Operation, index: int) -> bool:
                 return user in an.planned and index == _ptr_index(user) or \
-                    user in an.promoted or user in an.form_cmps
+                    user in an.promoted or user in an.form_cmps or (user, index) in an.block_addrs
             an.dead = dead_ops(walked, virtual, leaves)
 
     def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
@@ -400,7 +418,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             # of every block then pass the test, the window of one block is every block's
             if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
                 return True
-            form = self.planner.form(v) if FAST_PATHS.on else None
+            form = self.planner.form(v) if self.fast else None
             return form is not None and not form.uniform and \
                 all(sym in ("l0", "w", "n") for sym in form.coef_polys)
         if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
@@ -476,7 +494,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table.affine = dict(self.an.affine)
         self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
-                               self.constants, self.table, self.instrumented)
+                               self.constants, self.table, self.instrumented, fast=self.fast)
 
     def block_ops(self, block: Block) -> None:
         for op in block.ops:
@@ -881,8 +899,11 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
-                          f"{_view_safe(r)})")
+                if self.fast:  # a side every lane took: its value, not a where()
+                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
+                              f"{_view_safe(r)})")
+                else:
+                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
 
     def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
         """A branch of a windowed `scf.if`: its body becomes a local function of the lane
@@ -1041,8 +1062,14 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         args = ", ".join(self.name(v) for v in (nbytes, rows, ss, ds))
         target = self.name(op.results[0]) if op.results else None
         s = self.site(op)
-        self.tile(target, f"_ctx.copy({kind!r}, {self._addr(dst)}, {self._addr(src)}, {args}, "
-                          f"_m, {s})", s)
+        addrs = []
+        for index, v in ((0, dst), (1, src)):
+            plan = self.an.block_addrs.get((op, index))
+            if plan is None:
+                addrs.append(self._addr(v))
+            else:  # each block's offset from the forms (plan.py block_plan)
+                addrs.append(f"{self.name(plan.root)}_b, _ctx.block_offset({plan.source()})")
+        self.tile(target, f"_ctx.copy({kind!r}, {addrs[0]}, {addrs[1]}, {args}, _m, {s})", s)
 
     def op_pto_wait(self, op: pto.WaitOp) -> None:
         s = self.site(op)

@@ -18,7 +18,6 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
@@ -138,7 +137,7 @@ def ramp_compare(ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
     if not -(2**63) <= bound < 2**63:
         bound = (bound + 2**63) % 2**64 - 2**63  # NumPy's int64 wrap-around
     n = ramp_.size
-    if n and FAST_PATHS.on and ramp_ is _RAMP_CACHE.get(n):  # lanes 0..n-1 (`ramp(n)`)
+    if n and ramp_ is _RAMP_CACHE.get(n):  # lanes 0..n-1 (`ramp(n)`)
         outcome = _same_on_every_lane(op, bound, n)
         if outcome is not None:
             return uniform_masks(n)[outcome]
@@ -201,7 +200,7 @@ def merge(c: Any, a: Any, b: Any, dtype: np.dtype, then: Mask = False,
     every use of the result before any write to memory)."""
     if then is None or other is None:
         v = a if then is None else b
-        if isinstance(v, np.ndarray) and v.dtype == dtype and FAST_PATHS.on:
+        if isinstance(v, np.ndarray) and v.dtype == dtype:
             return v if v.flags.owndata or view_ok else v.copy()
     if isinstance(c, np.ndarray):
         out = np.where(c, a, b)
@@ -223,6 +222,9 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     """
 
     ins: Any = None  # the attached instrument (instrumented code variants only)
+    # the variant's plan is not empty (codegen's `fast`): the run-time steps it selects (ids
+    # from per-block patterns, sparse masked gathers, batched copies) may run
+    fast: bool = True
 
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  first_lane: int, count: int, sites: list[Site], target: Any, layout: Any,
@@ -281,7 +283,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
 
     def _whole_blocks(self) -> bool:
         """The vector holds whole blocks (grid and batch modes): ids are per-block patterns."""
-        return FAST_PATHS.on and self.first_lane % self.block_lanes == 0 and \
+        return self.fast and self.first_lane % self.block_lanes == 0 and \
             self.count % self.block_lanes == 0 and self.count > self.block_lanes
 
     def _block_coords(self, dim: int) -> np.ndarray:
@@ -510,7 +512,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
         if mask is not None and isinstance(off, np.ndarray):
-            if FAST_PATHS.on and self.sparse(mask):
+            if self.fast and self.sparse(mask):
                 # few active lanes: select them, gather those, scatter back (zeros elsewhere;
                 # an inactive lane's value is never used)
                 idx = self._checked(buf, off, mask, site)
@@ -552,7 +554,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         `view=True` (decided by codegen: no write can happen while the value is alive) returns
         the slice itself instead of a copy.
         """
-        if mask is None and not buf.stride and FAST_PATHS.on:
+        if mask is None and not buf.stride:
             base = int(base)
             size = buf.count
             if base < 0 or base + self.count > size:
@@ -577,8 +579,8 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
         whose element lies in the buffer, when every active lane is among them (else None:
         the general path runs and reports the lane out of bounds); also None when checks need
-        the active lanes' indices (L1, copies in flight) or fast paths are off."""
-        if not (isinstance(mask, np.ndarray) and not buf.stride and FAST_PATHS.on and
+        the active lanes' indices (L1, copies in flight)."""
+        if not (isinstance(mask, np.ndarray) and not buf.stride and
                 not buf.watched() and not self.inflight):
             return None
         b = int(base)
@@ -600,7 +602,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
             data[idx] = value[-1]  # every lane stores to one address: the last lane wins
 
     def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        if mask is None and not buf.stride and FAST_PATHS.on:
+        if mask is None and not buf.stride:
             base = int(base)
             if base < 0 or base + self.count > buf.count:
                 raise self.oob(buf, self.ramp + np.int64(base), None, site)
@@ -624,7 +626,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         stored slice when every lane is active and the result already has the buffer's dtype
         (one pass over memory instead of a temporary and a copy; ufuncs handle operands that
         overlap the output as if they had been copied first)."""
-        if mask is None and not buf.stride and FAST_PATHS.on:
+        if mask is None and not buf.stride:
             data = buf.data
             dt = data.dtype  # (two arrays of the buffer's dtype: no type promotion to ask for)
             if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is dt and

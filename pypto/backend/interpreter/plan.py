@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, IndexType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
@@ -203,7 +203,9 @@ class Planner:
             name = self.name(v)
             self.leaf_values[name] = v
             return Form.make({(name,): 1}, {})
-        if isinstance(v, BlockArgument) or not isinstance(op, Operation):
+        if isinstance(v, BlockArgument):
+            return self._induction(v)
+        if not isinstance(op, Operation):
             return None
         d = getattr(op, "dim_index", None)
         if isinstance(op, pto.GetLocalIdOp):
@@ -241,6 +243,50 @@ class Planner:
                 return a.scaled({(): 1 << k.value.value.data})
             return None
         return None
+
+    def _induction(self, v: BlockArgument) -> Form | None:
+        """A value carried by an `scf.for` that each trip advances by a loop-invariant uniform
+        step (`i = i + stride` of a grid-stride loop): `init + (iv - lb) * step` when the loop
+        counts by 1 from a constant `lb` (the counter `iv` is a uniform leaf)."""
+        block = v.owner
+        loop = block.parent_op()
+        if not isinstance(loop, scf.ForOp) or v.index == 0:
+            return None
+        iv = block.args[0]
+        lb, step = loop.lb.owner, loop.step.owner
+        if not (isinstance(lb, arith.ConstantOp) and isinstance(lb.value, IntegerAttr) and
+                isinstance(step, arith.ConstantOp) and isinstance(step.value, IntegerAttr) and
+                step.value.value.data == 1 and self.uniform(iv)):
+            return None
+        init = self.form(loop.iter_args[v.index - 1])
+        last = block.last_op
+        if init is None or not isinstance(last, scf.YieldOp):
+            return None
+        carry = f"_carry{id(v)}"  # stands for v while the update's form is worked out
+        # a planner of its own: forms through the stand-in are not v's, and this planner may
+        # be in the middle of the update's form (v's form was asked for from inside it)
+        sub = Planner(self.uniform, self.name, self.block_ids_vary)
+        sub.forms[v] = Form.make({(carry,): 1}, {})
+        update = sub.form(last.operands[v.index - 1])
+        if update is None:
+            return None
+        delta = update - Form.make({(carry,): 1}, {})
+        if not delta.uniform or carry in delta.leaves():
+            return None
+        for leaf in delta.leaves():  # the step must not change from trip to trip
+            value = sub.leaf_values.get(leaf)
+            if value is None:
+                if not leaf.startswith("_ctx."):
+                    return None
+            elif _inside(value, loop):
+                return None
+        self.leaf_values.update(sub.leaf_values)
+        name = self.name(iv)
+        self.leaf_values[name] = iv
+        trips = {(name,): 1}
+        if lb.value.value.data:
+            trips[()] = -lb.value.value.data
+        return init + delta.scaled(trips)
 
     # pointers ---------------------------------------------------------------------------
 
@@ -299,6 +345,30 @@ class Planner:
             if not (self.block_ids_vary and local):
                 return None
         return AccessPlan(ptr[0], ptr[1])
+
+
+    def block_plan(self, p: SSAValue) -> AccessPlan | None:
+        """The address of a block-level operand (a bulk copy's L1 or HBM pointer) when it
+        varies with the block ids only (`x + block_id * ntiles * T + k * T`, batch mode): the
+        run time then computes one offset per block from the forms instead of an offset per
+        lane, which the copy would reduce to one per block again."""
+        ptr = self.pointer(p)
+        if ptr is None or not self.block_ids_vary:
+            return None
+        syms = {s for f, _ in ptr[1] for s, _ in f.coef}
+        if not syms or not syms <= {"b0", "b1", "b2"}:
+            return None
+        return AccessPlan(ptr[0], ptr[1])
+
+
+def _inside(v: SSAValue, loop: Operation) -> bool:
+    """Is `v` defined inside `loop`'s body (a block argument of it included)?"""
+    op = v.owner.parent_op() if isinstance(v, BlockArgument) else v.owner
+    while op is not None:
+        if op is loop:
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _width(t: object) -> int | None:

@@ -8,7 +8,8 @@ A mixin of `lanes.LaneContext` (it uses the context's ids, masks, memory and rac
 Addresses of any other affine shape (2-D and 3-D launches, strides, broadcasts) are the access
 planner's (plan.py, views.py).
 Each falls back to the general path (`load` / `store`) whenever its preconditions fail, so
-errors are reported exactly as there; `PYPTO_FAST_PATHS=0` turns all of them off.
+errors are reported exactly as there. Codegen emits none of them when the plan is empty
+(`PYPTO_FAST_PATHS=0`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,37 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.geometry import geometry
 
 Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 
 COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
            "==": np.equal, "!=": np.not_equal}
+
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def masked_copy(dst: np.ndarray, value: Any, where: np.ndarray) -> None:
+    """`np.copyto(dst, value, casting="unsafe", where=where)`, bit for bit. NumPy's masked copy
+    branches on every element, which a mask computed from data (`if b < a`, about half the
+    lanes at random) makes several times slower than a predictable one; such a mask (many
+    changes between neighbours) selects bit operations instead: `dst ^= (dst ^ value) & m`
+    with m all ones where the mask holds."""
+    u = _UINT.get(dst.dtype.itemsize)
+    if u is None or where.size < 4096 or where.shape != dst.shape or \
+            np.count_nonzero(where.reshape(-1)[1:] != where.reshape(-1)[:-1]) * 16 < where.size:
+        np.copyto(dst, value, casting="unsafe", where=where)
+        return
+    new = np.asarray(value)
+    if new.dtype != dst.dtype:
+        new = new.astype(dst.dtype)  # the unsafe cast copyto makes
+    ones = where.view(np.uint8).astype(u)
+    np.negative(ones, out=ones)
+    bits = dst.view(u)
+    diff = np.bitwise_xor(bits, np.broadcast_to(new, dst.shape).view(u))
+    diff &= ones
+    bits ^= diff
 
 
 class StructuredAccess:
@@ -49,7 +74,7 @@ class StructuredAccess:
         paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
         which the general path reports). Copies in flight are checked on the columns
         (`rows_inflight`): their regions are block-local bytes."""
-        if not (FAST_PATHS.on and buf.stride and buf.init is None and
+        if not (buf.stride and buf.init is None and
                 mask is not False and self.local_base == 0):
             return None
         base = int(base)
@@ -130,7 +155,7 @@ class StructuredAccess:
                 return self.load_ramp(buf, base, mask, site)  # one block: the ramp itself
             width = self.row_width
             lo = int(base) + self.local_base
-            if FAST_PATHS.on and buf.space == "global" and not self.inflight and \
+            if buf.space == "global" and not self.inflight and \
                     mask is not False and self.count % width == 0 and 0 <= lo and \
                     lo + width <= buf.count:
                 # HBM: every block reads the same elements (as gamma[c0 + tid])
@@ -206,4 +231,4 @@ class StructuredAccess:
         if active is None:
             rows[...] = value
         else:
-            np.copyto(rows, value, casting="unsafe", where=active)
+            masked_copy(rows, value, active)

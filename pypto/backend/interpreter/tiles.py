@@ -231,21 +231,7 @@ class FreshL1:
     def materialise(self, lo: int | None = None, hi: int | None = None) -> None:
         """Poison what is pending in bytes lo..hi-1 (all of it without bounds), widened to
         whole elements of each slot (still pending bytes: poisoning them early is harmless)."""
-        keep = []
-        for slot, a, b in self.ranges:
-            x, y = (a, b) if lo is None else (max(a, lo), min(b, hi))  # type: ignore[type-var]
-            if x >= y:
-                keep.append((slot, a, b))
-                continue
-            isz = slot.dtype.itemsize
-            x -= (x - slot.offset) % isz
-            y += -(y - slot.offset) % isz
-            self.arena.poison_bytes(slot, x, y)
-            if a < x:
-                keep.append((slot, a, x))
-            if y < b:
-                keep.append((slot, y, b))
-        self.ranges = keep
+        self._settle(0 if lo is None else lo, self.arena_end() if hi is None else hi, True)
 
     def overwrite(self, span: Region) -> None:
         """Bytes `span` are about to be written whole in every block: they need no poison.
@@ -254,7 +240,15 @@ class FreshL1:
         if span.rows > 1 and span.stride != span.row_len:
             self.materialise(span.lo, span.hi)
             return
-        lo, hi = span.lo, span.hi
+        self._settle(span.lo, span.hi, False)
+
+    def arena_end(self) -> int:
+        return max((b for _, _, b in self.ranges), default=0)
+
+    def _settle(self, lo: int, hi: int, poison: bool) -> None:
+        """Take bytes lo..hi-1, widened to whole elements of each slot, out of the pending
+        ranges; poison them when `poison`, or when the widening reached outside lo..hi (a
+        write that ends inside an element leaves the rest of it poisoned)."""
         keep = []
         for slot, a, b in self.ranges:
             x, y = max(a, lo), min(b, hi)
@@ -262,14 +256,13 @@ class FreshL1:
                 keep.append((slot, a, b))
                 continue
             isz = slot.dtype.itemsize
-            if (x - slot.offset) % isz or (y - slot.offset) % isz:
-                x -= (x - slot.offset) % isz
-                y += -(y - slot.offset) % isz
-                self.arena.poison_bytes(slot, x, y)
-            if a < x:
-                keep.append((slot, a, x))
-            if y < b:
-                keep.append((slot, y, b))
+            wx, wy = x - (x - slot.offset) % isz, y + -(y - slot.offset) % isz
+            if poison or (wx, wy) != (x, y):
+                self.arena.poison_bytes(slot, wx, wy)
+            if a < wx:
+                keep.append((slot, a, wx))
+            if wy < b:
+                keep.append((slot, wy, b))
         self.ranges = keep
 
 
@@ -997,6 +990,8 @@ class BlockMemory:
         for all). It must be uniform within each block."""
         if not isinstance(v, np.ndarray):
             return v
+        if type(v).__name__ == "PerBlock":  # one value per block already (views.block_offset)
+            return v.view(np.ndarray)
         bl = self.block_lanes
         # uniform within each block <=> every lane equals its left neighbour, except at the
         # first lane of a block (one contiguous compare: cheaper than a (blocks, lanes) one)

@@ -33,7 +33,6 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
@@ -141,11 +140,23 @@ class PlannedAccess:
         its shape and strides (the block copies of batch-mode L1 included), and the lowest and
         highest element any lane touches within its block's copy; None when the forms do not
         map onto the box or a part may wrap."""
-        if not FAST_PATHS.on:
-            return None
         box = self.plan_box()
         if box is None:
             return None
+        key = (parts, buf.stride, box[1], box[2], tuple(box[0]), self.block, self.warp_size)
+        known = _VIEWS.get(key, False)
+        if known is False:
+            if len(_VIEWS) >= _VIEWS_MAX:
+                _VIEWS.clear()
+            known = _VIEWS[key] = self._make_view(box, buf.stride, parts)
+        if known is None:
+            return None
+        base, shape, strides, lo, hi = known
+        return base, list(shape), list(strides), lo, hi
+
+    def _make_view(self, box: Box, stride: int, parts: tuple[Part, ...]) -> \
+            tuple[int, tuple[int, ...], tuple[int, ...], int, int] | None:
+        """`_plan_view` for buffers whose blocks' copies are `stride` elements apart."""
         axes, b0, l0 = box
         bx, by, _ = self.block
         ws = self.warp_size
@@ -181,25 +192,37 @@ class PlannedAccess:
             base += pbase
             cw_all += cw
             cn_all += cn
+        shape = [n for _, _, n, _ in axes]
         if cw_all or cn_all:  # warp * ws + lane is the linear local id
-            if cw_all != ws * cn_all:
-                return None
-            base += cn_all * first
-            for j, (kind, i, _, _) in enumerate(axes):
-                if kind == "l":
-                    strides[j] += cn_all * lin[i]
+            if cw_all == ws * cn_all:
+                base += cn_all * first
+                for j, (kind, i, _, _) in enumerate(axes):
+                    if kind == "l":
+                        strides[j] += cn_all * lin[i]
+            else:
+                # other multiples of warp and lane (`red + warp * 32`, `sums + warp`): the
+                # lanes of a 1-D block seen as (warps, lanes in the warp), one axis each
+                last_l = axes[-1] if axes else None
+                n_l = sum(1 for kind, *_ in axes if kind == "l")
+                if n_l != 1 or last_l is None or last_l[0] != "l" or \
+                        self.block[1] * self.block[2] != 1 or first % ws or last_l[2] % ws:
+                    return None
+                c = strides[-1]
+                strides = strides[:-1] + [c * ws + cw_all, c + cn_all]
+                shape = shape[:-1] + [last_l[2] // ws, ws]
+                base += cw_all * (first // ws)
         lo = hi = base
-        for s, (_, _, n, _) in zip(strides, axes):
+        for s, n in zip(strides, shape):
             ext = s * (n - 1)
             if ext < 0:
                 lo += ext
             else:
                 hi += ext
-        if buf.stride:  # batch mode, L1: block b's copy starts at element b * stride
+        if stride:  # batch mode, L1: block b's copy starts at element b * stride
             for j, (kind, _, _, step) in enumerate(axes):
                 if kind == "b":
-                    strides[j] += buf.stride * step
-        return base, [n for _, _, n, _ in axes], strides, lo, hi
+                    strides[j] += stride * step
+        return base, tuple(shape), tuple(strides), lo, hi
 
     def _indices(self, base: int, shape: list[int], strides: list[int],
                  dtype: Any = np.int64) -> np.ndarray:
@@ -310,15 +333,20 @@ class PlannedAccess:
         axes, _, l0 = box
         bx, by, _ = self.block
         lin_step = (1, bx, bx * by)
+        per_axis = [(kind, n, step, lin_step[i]) for kind, i, n, step in axes]
+        if len(shape) == len(axes) + 1:  # lanes split as (warps, lanes in warp): _make_view
+            kind, n, step, _ = per_axis[-1]
+            ws = self.warp_size
+            per_axis = per_axis[:-1] + [(kind, n // ws, step, ws), (kind, ws, step, 1)]
         l_shape, l_strides, l_steps = [], [], []
-        for (kind, i, n, step), s in zip(axes, strides):
+        for (kind, n, step, lin), s in zip(per_axis, strides):
             if kind == "b":
                 if s != buf.stride * step:
                     return False
             else:
                 l_shape.append(n)
                 l_strides.append(s)
-                l_steps.append(lin_step[i])
+                l_steps.append(lin)
         first = l0[0] + bx * l0[1] + bx * by * l0[2]
         local = self._indices(base, l_shape, l_strides)
         lanes = self._indices(first, l_shape, l_steps)
@@ -342,6 +370,34 @@ class PlannedAccess:
             total = total.astype(np.int64)
         return total
 
+    def block_offset(self, parts: tuple[Part, ...]) -> Any:
+        """The offset of a block-level operand whose forms vary with the block ids only
+        (plan.py `block_plan`): one value per block of the vector (`PerBlock`; a scalar when
+        they are all equal), each part wrapped to its width exactly as the program's
+        arithmetic wraps it; for a vector that is not whole blocks, the lanes' offsets."""
+        lanes = self.block_lanes
+        if not (self.first_lane % lanes == 0 and self.count % lanes == 0):
+            return self.plan_offsets(parts)
+        b = self.first_lane // lanes
+        blin = np.arange(b, b + self.count // lanes, dtype=np.int64)
+        gx, gy, _ = self.grid
+        coords = (blin % gx, (blin // gx) % gy, blin // (gx * gy))
+        total: Any = np.int64(0)
+        for (rest, _, _, _, d0, d1, d2, _, _), width in parts:
+            acc: Any = np.int64(_wrap64(rest))
+            for c, coord in zip((d0, d1, d2), coords):
+                if c:
+                    acc = acc + np.int64(_wrap64(c)) * coord
+            if width == 32:
+                acc = acc.astype(np.int32) if isinstance(acc, np.ndarray) else np.int32(acc)
+            total = total + acc
+        if not isinstance(total, np.ndarray):
+            return np.int64(total)
+        total = total.astype(np.int64, copy=False)
+        if total.size == 1 or bool((total == total[0]).all()):
+            return total[0]
+        return total.view(PerBlock)
+
     def form_cmp(self, op: str, part: Part, u: Any) -> Any:
         """`x OP u` for an integer x given by its linear form (plan.py) and a uniform u: when
         the outcome is the same on every lane (the bounds checks `r < h` of a launch that covers
@@ -351,7 +407,7 @@ class PlannedAccess:
         pv = self._box_range(part)
         bound = int(u)
         (rest, c0, c1, c2, d0, d1, d2, cw, cn), width = part
-        if not (d0 or d1 or d2) and FAST_PATHS.on and \
+        if not (d0 or d1 or d2) and \
                 self._whole_blocks():  # type: ignore[attr-defined]
             # ids within the block only: one block's mask, repeated; shared (read-only) by
             # every vector of this shape, so its outcome and lane window are found once
@@ -402,26 +458,74 @@ class PlannedAccess:
         return self.warp_id() if sym == "w" else self.lane_id()  # type: ignore[attr-defined]
 
     def _trim(self, pv: tuple[int, list[int], list[int], int, int], mask: Mask,
-              buf: Buffer) -> tuple[tuple[int, list[int]], int] | None:
+              buf: Buffer) -> tuple[int, list[int], list[int], list[int], tuple[Any, ...]] | \
+            None:
         """A masked access whose box leaves the buffer, when the vector is whole 1-D blocks
         (its last axis the lanes of a block) and the mask keeps a window of each block's
-        lanes (`if index < n` with `index = 2 * s * tid`): ((base, shape) of the box cut to
-        the window's columns, first column), if that box lies inside the buffer."""
+        lanes: a range of columns (`if index < n` with `index = 2 * s * tid`), or, with the
+        lanes seen as (warps, lanes in warp), a range of warps times a range of lanes in the
+        warp (`if lane < s`, `if lane == 0`). Returns (base, shape, strides) of the box cut to
+        the window, the shape of the full box it sits in and the window's index there, when
+        the cut box lies inside the buffer; else None."""
         base, shape, strides, _, _ = pv
         box = self.plan_box()
         if mask is None or not isinstance(mask, np.ndarray) or box is None or not shape or \
-                box[0][-1][:2] != ("l", 0) or shape[-1] != self.block_lanes or \
+                box[0][-1][:2] != ("l", 0) or box[0][-1][2] != self.block_lanes or \
                 self.block[1] * self.block[2] != 1 or self.local_base:
             return None
-        first, last, _ = self.lane_window(mask)  # type: ignore[attr-defined]
-        if last <= first:
+        ws = self.warp_size
+        lanes = self.block_lanes
+        split = len(shape) == len(box[0]) + 1  # lanes as (warps, lanes in warp): _plan_view
+        if not split:
+            first, last, _ = self.lane_window(mask)  # type: ignore[attr-defined]
+            if last <= first:
+                return None
+            cut = self._cut(box, base, shape[:-1] + [last - first], strides,
+                            first * strides[-1], buf)
+            if cut is not None:
+                return (*cut, shape, (..., slice(first, last)))
+        if lanes % ws or lanes == ws:
             return None
-        tshape = shape[:-1] + [last - first]
-        tbase = base + first * strides[-1]
+        w_lo, w_hi, n_lo, n_hi = self._warp_window(mask)
+        if w_hi <= w_lo:
+            return None
+        lead, lead_strides = (shape[:-2], strides[:-2]) if split else (shape[:-1], strides[:-1])
+        sw, sn = strides[-2:] if split else (ws * strides[-1], strides[-1])
+        full = lead + [lanes // ws, ws]
+        wstrides = lead_strides + [sw, sn]
+        cut = self._cut(box, base, lead + [w_hi - w_lo, n_hi - n_lo], wstrides,
+                        w_lo * sw + n_lo * sn, buf)
+        if cut is None:
+            return None
+        return (*cut, full, (..., slice(w_lo, w_hi), slice(n_lo, n_hi)))
+
+    def _warp_window(self, mask: np.ndarray) -> tuple[int, int, int, int]:
+        """The warps w_lo..w_hi-1 and lanes in the warp n_lo..n_hi-1 holding every active
+        lane of every block (computed once per mask object)."""
+        facts = self.mask_facts(mask)  # type: ignore[attr-defined]
+        win = facts.get("warp_window")
+        if win is None:
+            ws = self.warp_size
+            m = mask.reshape(-1, self.block_lanes // ws, ws)
+            ws_any = np.flatnonzero(m.any(axis=(0, 2)))
+            ns_any = np.flatnonzero(m.any(axis=(0, 1)))
+            if ws_any.size == 0:
+                win = (0, 0, 0, 0)
+            else:
+                win = (int(ws_any[0]), int(ws_any[-1]) + 1, int(ns_any[0]), int(ns_any[-1]) + 1)
+            facts["warp_window"] = win
+        return win  # type: ignore[no-any-return]
+
+    def _cut(self, box: Box, base: int, tshape: list[int], tstrides: list[int], shift: int,
+             buf: Buffer) -> tuple[int, list[int], list[int]] | None:
+        """(base, shape, strides) of a cut box starting `shift` elements after `base`, if
+        every element it touches (within its block's copy) lies in the buffer."""
+        tbase = base + shift
         lo = hi = tbase
-        for j, (s, n) in enumerate(zip(strides, tshape)):
-            if box[0][j][0] == "b" and buf.stride:
-                s -= buf.stride * box[0][j][3]
+        axes = box[0]
+        for j, (s, n) in enumerate(zip(tstrides, tshape)):
+            if j < len(axes) and axes[j][0] == "b" and buf.stride:
+                s -= buf.stride * axes[j][3]
             ext = s * (n - 1)
             if ext < 0:
                 lo += ext
@@ -429,7 +533,7 @@ class PlannedAccess:
                 hi += ext
         if lo < 0 or hi >= buf.count:
             return None
-        return (tbase, tshape), first
+        return tbase, tshape, tstrides
 
     def _split(self, shape: list[int], strides: list[int], base: int, size: int) -> \
             tuple[int, int]:
@@ -476,13 +580,13 @@ class PlannedAccess:
             return out
         trimmed = self._trim(pv, mask, buf)
         if trimmed is not None:
-            (tbase, tshape), first = trimmed
+            tbase, tshape, tstrides, full, sel = trimmed
             if buf.watched() or self.inflight:
                 self._check(buf, base, shape, strides, mask, site, False)
-            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in strides],
+            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in tstrides],
                            writeable=False)
-            out = np.zeros(shape, dtype=data.dtype)
-            out[..., first:first + tshape[-1]] = v
+            out = np.zeros(full, dtype=data.dtype)
+            out[sel] = v
             return out.reshape(-1)
         if mask is None or not shape or buf.stride:
             return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
@@ -509,28 +613,50 @@ class PlannedAccess:
         out[edge] = sub
         return out.reshape(-1)
 
+    def _store_cut(self, buf: Buffer, pv: tuple[int, list[int], list[int], int, int],
+                   trimmed: tuple[int, list[int], list[int], list[int], tuple[Any, ...]],
+                   value: Any, mask: Mask, site: int) -> None:
+        """A masked store through the box cut to the mask's window (`_trim`)."""
+        base, shape, strides, _, _ = pv
+        tbase, tshape, tstrides, full, sel = trimmed
+        if buf.watched() or self.inflight:
+            self._check(buf, base, shape, strides, mask, site, True)
+        data = buf.data
+        isz = data.itemsize
+        v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in tstrides],
+                       writeable=True)
+        if isinstance(value, np.ndarray):
+            value = value.reshape(full)[sel]
+        np.copyto(v, value, casting="unsafe", where=mask.reshape(full)[sel])
+
     def store_plan(self, buf: Buffer, parts: tuple[Part, ...], value: Any, mask: Mask,
                    site: int) -> None:
         """A planned store: into the view when no two lanes hit one element."""
         pv = None if mask is False else self._plan_view(buf, parts)
-        if pv is None or not _injective(pv[1], pv[2]):
+        if pv is None or not _injective(pv[1], pv[2]) and \
+                not isinstance(mask, np.ndarray):
             self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
             return
         base, shape, strides, lo, hi = pv
         data = buf.data
         isz = data.itemsize
+        if not _injective(shape, strides):  # lanes collide, unless the mask keeps them apart
+            trimmed = self._trim(pv, mask, buf)
+            if trimmed is None or not _injective(trimmed[1], trimmed[2]):
+                self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
+                return
+            self._store_cut(buf, pv, trimmed, value, mask, site)
+            return
         if 0 <= lo and hi < buf.count:
+            if isinstance(mask, np.ndarray) and \
+                    (trimmed := self._trim(pv, mask, buf)) is not None and \
+                    2 * _size(trimmed[1]) <= mask.size:
+                # a mask that keeps a narrow window (`if lane < s`): write just the window
+                self._store_cut(buf, pv, trimmed, value, mask, site)
+                return
             a, b = 0, shape[0] if shape else 1
         elif (trimmed := self._trim(pv, mask, buf)) is not None:
-            (tbase, tshape), first = trimmed
-            if buf.watched() or self.inflight:
-                self._check(buf, base, shape, strides, mask, site, True)
-            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in strides],
-                           writeable=True)
-            cols = slice(first, first + tshape[-1])
-            if isinstance(value, np.ndarray):
-                value = value.reshape(shape)[..., cols]
-            np.copyto(v, value, casting="unsafe", where=mask.reshape(shape)[..., cols])
+            self._store_cut(buf, pv, trimmed, value, mask, site)
             return
         elif mask is None or not shape or buf.stride:
             self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
@@ -576,6 +702,10 @@ class PlannedAccess:
                 data[idx[r][sel]] = vals[r][sel] if isinstance(value, np.ndarray) else value
 
 
+_VIEWS: dict[tuple[Any, ...], Any] = {}
+"""`PlannedAccess._plan_view` by forms, block-copy stride and box: the same in every vector
+and launch of one shape (a loop's accesses repeat it every trip)."""
+_VIEWS_MAX = 4096
 _SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
 _SUMMARIES_MAX = 256
 _PATTERNS: dict[tuple[Any, ...], Any] = {}
@@ -592,6 +722,11 @@ def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray,
             _SUMMARIES.clear()
         value = _SUMMARIES[key] = pattern_summary(local, lanes, ws)
     return value
+
+
+class PerBlock(np.ndarray):
+    """One value per block of a batch-mode vector (a block-level operand's offset,
+    `PlannedAccess.block_offset`), where a lane vector would hold it once per lane."""
 
 
 class _NoBuffer:
@@ -619,6 +754,13 @@ def _same_outcome(op: str, lo: int, hi: int, u: int) -> bool | None:
     if op == "!=" and lo == hi == u:
         return False
     return None
+
+
+def _size(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _injective(shape: list[int], strides: list[int]) -> bool:

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.lanes import LaneContext, Mask, _i32, ramp
 
@@ -27,7 +26,7 @@ def window(ctx: LaneContext, mask: Mask) -> tuple[WindowContext, Mask] | None:
     and the branch's mask on it; None to run the branch on the whole vector (fast paths off,
     a wide window, or a vector that is not whole 1-D blocks)."""
     lanes = ctx.block_lanes
-    if not (FAST_PATHS.on and isinstance(mask, np.ndarray) and type(ctx) is LaneContext and
+    if not (isinstance(mask, np.ndarray) and type(ctx) is LaneContext and
             ctx.local_base == 0 and ctx.count % lanes == 0 and ctx.block[1] * ctx.block[2] == 1):
         return None
     first, last, dense = ctx.lane_window(mask)
@@ -136,7 +135,7 @@ class WindowContext(LaneContext):
 
     def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """Row accesses in the window: lane j of a block touches `base + first + j`."""
-        if not (FAST_PATHS.on and buf.stride and buf.init is None and mask is not False):
+        if not (buf.stride and buf.init is None and mask is not False):
             return None
         lo = int(base) + self.first
         hi = lo + self.width

@@ -1,0 +1,324 @@
+"""Plan kinds added for the users' zoo (plan.py, views.py): each is chosen by the planner (the
+generated code or the run time takes it, the general gather / scatter does not run) and gives
+the general path's results bit for bit, equal to NumPy.
+
+- induction forms: a value an `scf.for` carries and advances by a loop-invariant step
+  (`i = i + stride`, grid-stride loops) is `init + trips * step`;
+- block offsets: a bulk copy whose address varies only with the block gets one offset per
+  block from its forms (`block_offset`), no per-lane address;
+- warp split: forms in the warp and lane numbers that are not the linear local id
+  (`red + warp * 32`, `sums + warp`) see a 1-D block's lanes as (warps, lanes in the warp);
+  a mask kept to a window of both (`if lane == 0`, `if lane < s`) cuts the view to it, so a
+  store whose lanes would collide is a view when the mask keeps them apart;
+- row accesses while an async copy is in flight stay rows when they do not touch its bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.lanes import LaneContext
+from tests.conftest import run_kernel
+
+
+@pytest.fixture
+def fast_paths():
+    saved = FAST_PATHS.on
+    yield FAST_PATHS
+    FAST_PATHS.on = saved
+
+
+@pytest.fixture
+def general(monkeypatch):
+    """Counts the general path's gathers and scatters (LaneContext.load / store)."""
+    calls = {"load": 0, "store": 0}
+    for name in calls:
+        orig = getattr(LaneContext, name)
+
+        def counted(self, *a, _orig=orig, _name=name, **kw):
+            calls[_name] += 1
+            return _orig(self, *a, **kw)
+        monkeypatch.setattr(LaneContext, name, counted)
+    return calls
+
+
+def both_ways(fast_paths, kernel, grid, block, args, **options):
+    outs = {}
+    for on in (True, False):
+        fast_paths.on = on
+        outs[on] = run_kernel(kernel, grid, block, [a.copy() if isinstance(a, np.ndarray) else a
+                                                    for a in args], **options)
+    fast_paths.on = True
+    for a, b in zip(outs[True], outs[False]):
+        assert a.tobytes() == b.tobytes()
+    return outs[True]
+
+
+def source(kernel, args, block):
+    device = [pto.alloc_tensor(a.nbytes, dtype=a.dtype) if isinstance(a, np.ndarray) else a
+              for a in args]
+    ck = pto.compile(kernel, args=device, block=block)
+    return ck.executable.variant(isinstance(block, int)).source
+
+
+# --- induction forms ----------------------------------------------------------------------------
+
+@pto.kernel
+def grid_stride(x, y, n, iters, a):
+    i = pto.get_global_id()
+    stride = pto.get_grid_dim() * pto.get_block_dim()
+    for _ in range(iters):
+        if i < n:
+            pto.store(y + i, pto.load(x + i) * a)
+        i = i + stride
+
+
+@pto.kernel
+def carried_varying_step(x, y, n, iters):
+    i = pto.get_global_id()
+    for k in range(iters):
+        if i < n:
+            pto.store(y + i, pto.load(x + i))
+        i = i + k + 1          # the step changes from trip to trip: no induction form
+
+
+@pytest.mark.parametrize("n", [4096, 4096 + 77, 100])
+def test_grid_stride_loops_are_planned_and_exact(fast_paths, general, n):
+    grid, block = 4, 128
+    iters = -(-n // (grid * block))
+    x = np.random.default_rng(n).random(n, dtype=np.float32)
+    src = source(grid_stride, [x, x, n, iters, 1.5], block)
+    assert "load_plan(" in src and "store_plan(" in src, src
+    assert "_ctx.load(" not in src and "_ctx.store(" not in src, src
+    fast_paths.on = True
+    run_kernel(grid_stride, grid, block, [x, np.zeros_like(x), n, iters, 1.5])
+    if n % (grid * block) == 0:
+        assert general == {"load": 0, "store": 0}
+    _, y = both_ways(fast_paths, grid_stride, grid, block, [x, np.zeros_like(x), n, iters, 1.5])
+    np.testing.assert_array_equal(y, x * np.float32(1.5))
+
+
+def test_a_step_that_changes_per_trip_is_not_an_induction_form(fast_paths):
+    n, iters = 3000, 4
+    src = source(carried_varying_step, [np.zeros(n, np.float32)] * 2 + [n, iters], 128)
+    assert "_ctx.load(" in src, src
+    x = np.random.default_rng(1).random(n, dtype=np.float32)
+    _, y = both_ways(fast_paths, carried_varying_step, 2, 128, [x, np.zeros_like(x), n, iters])
+    ref = np.zeros_like(x)
+    for lane in range(256):
+        i = lane
+        for k in range(iters):
+            if i < n:
+                ref[i] = x[i]
+            i += k + 1
+    np.testing.assert_array_equal(y, ref)
+
+
+# --- block offsets of bulk copies ---------------------------------------------------------------
+
+T = 64
+
+
+@pto.kernel
+def staged_scale(x, y, ntiles):
+    tid = pto.get_local_id()
+    base = pto.get_block_id() * ntiles * T
+    buf = pto.alloc_local(T)
+    for k in range(ntiles):
+        tok = pto.async_load(buf, x + base + k * T, T * 4)
+        pto.wait(tok)
+        pto.store(buf + tid, pto.load(buf + tid) * 2.0)
+        pto.barrier_block()
+        pto.store(y + base + k * T, buf, T * 4)
+        pto.barrier_block()
+
+
+@pytest.mark.parametrize("schedule", [None, "reverse"])
+def test_bulk_copies_take_one_offset_per_block(fast_paths, general, schedule):
+    blocks, ntiles = 6, 3
+    x = np.random.default_rng(7).random(blocks * ntiles * T, dtype=np.float32)
+    src = source(staged_scale, [x, x, ntiles], T)
+    assert src.count("_ctx.block_offset(") == 2, src
+    options = {"schedule": schedule} if schedule else {}
+    fast_paths.on = True
+    run_kernel(staged_scale, blocks, T, [x, np.zeros_like(x), ntiles], **options)
+    if schedule is None:
+        assert general == {"load": 0, "store": 0}  # rows, not gathers, with copies in flight
+    _, y = both_ways(fast_paths, staged_scale, blocks, T, [x, np.zeros_like(x), ntiles],
+                     **options)
+    np.testing.assert_array_equal(y, x * np.float32(2.0))
+
+
+@pto.kernel
+def read_in_flight(x, y):
+    tid = pto.get_local_id()
+    a = pto.alloc_local(T)
+    b = pto.alloc_local(T)
+    pto.store(b + tid, 1.0)
+    pto.barrier_block()
+    tok = pto.async_load(a, x + pto.get_block_id() * T, T * 4)
+    v = pto.load(a + tid)            # still in flight: a hazard
+    pto.wait(tok)
+    pto.store(y + pto.get_global_id(), v + pto.load(b + tid))
+
+
+def test_a_row_read_of_bytes_in_flight_is_still_reported(fast_paths):
+    # the static check rejects the kernel; without it (pipeline="") the run time reports it
+    x = np.zeros(4 * T, np.float32)
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.RaceError) as e:
+            run_kernel(read_in_flight, 4, T, [x, np.zeros_like(x)], pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "still in flight" in msgs[0]
+
+
+# --- warp split and warp windows ---------------------------------------------------------------
+
+@pto.kernel
+def warp_sums(x, out, WARPS: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    sums = pto.alloc_local(WARPS)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    pto.barrier()
+    s = 16
+    for _ in range(5):
+        if lane < s:
+            pto.store(red + warp * 32 + lane,
+                      pto.load(red + warp * 32 + lane) + pto.load(red + warp * 32 + lane + s))
+        pto.barrier()
+        s = s // 2
+    if lane == 0:
+        pto.store(sums + warp, pto.load(red + warp * 32))
+    pto.barrier_block()
+    pto.store(out + pto.get_global_id(), pto.load(sums + warp))
+
+
+def warp_sums_ref(x: np.ndarray) -> np.ndarray:
+    r = x.reshape(-1, 32).copy()
+    s = 16
+    while s:
+        r[:, :s] = r[:, :s] + r[:, s:2 * s]
+        s //= 2
+    return np.repeat(r[:, 0], 32)
+
+
+@pytest.mark.parametrize("schedule", [None, "in_order", "random:3"])
+def test_warp_and_lane_forms_are_views(fast_paths, general, schedule):
+    warps, blocks = 4, 5
+    x = np.random.default_rng(11).random(blocks * warps * 32, dtype=np.float32)
+    options = {"schedule": schedule} if schedule else {}
+    fast_paths.on = True
+    run_kernel(warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps], **options)
+    if schedule is None:
+        # `red + warp * 32 + lane + s` under `lane < s` and `sums + warp` under `lane == 0`:
+        # the masks' warp windows keep the views in bounds and the stores apart
+        assert general == {"load": 0, "store": 0}
+    _, y = both_ways(fast_paths, warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps],
+                     **options)
+    np.testing.assert_array_equal(y, warp_sums_ref(x))
+
+
+@pto.kernel
+def warp_collide(x, out, WARPS: pto.constexpr):
+    warp = pto.get_warp_id()
+    sums = pto.alloc_local(WARPS)
+    pto.store(sums + warp, pto.load(x + pto.get_global_id()))   # 32 lanes, one address
+    pto.barrier_block()
+    if pto.get_lane_id() == 0:
+        pto.store(out + pto.get_block_id() * WARPS + warp, pto.load(sums + warp))
+
+
+def test_colliding_warp_stores_keep_the_highest_lane(fast_paths):
+    warps, blocks = 2, 3
+    x = np.random.default_rng(12).random(blocks * warps * 32, dtype=np.float32)
+    _, y = both_ways(fast_paths, warp_collide, blocks, warps * 32,
+                     [x, np.zeros(blocks * warps, np.float32), warps], race_check=False)
+    np.testing.assert_array_equal(y, x.reshape(-1, 32)[:, -1])
+
+
+# --- an empty plan is the general path ----------------------------------------------------------
+
+PLANNED = ("load_ramp", "store_ramp", "load_rows", "store_rows", "rows_op", "load_plan",
+           "store_plan", "form_cmp", "local_cmp", "_ramp_cmp", "_window(", "block_offset")
+
+
+def test_an_empty_plan_generates_only_the_general_path(fast_paths):
+    """With fast paths off (PYPTO_FAST_PATHS=0) no module pattern-matches: the generated code
+    of every zoo kernel makes its accesses through the general gather / scatter only, and its
+    `fast` flag, which the run time's data-dependent steps read (executor sets it on each lane
+    vector), is off."""
+    from tests.kernels.zoo import cases
+    seen = 0
+    for case in cases("tiny"):
+        host = case.inputs(np.random.default_rng(0))
+        device = [pto.alloc_tensor(a.nbytes, dtype=a.dtype) for a in host.values()]
+        args = case.lead + tuple(device) + tuple(case.scalars(host))
+        one_d = isinstance(case.grid, int) and isinstance(case.block, int)
+        for on in (True, False):
+            fast_paths.on = on
+            ck = pto.compile(case.kernel, args=args, block=case.block)
+            gen = ck.executable.variant(one_d)
+            assert gen.fast is on
+            if not on:
+                assert not [p for p in PLANNED if p in gen.source], (case.name, gen.source)
+            elif any(p in gen.source for p in PLANNED):
+                seen += 1
+    assert seen > 20  # and with fast paths on, most kernels are planned
+
+
+# --- masked copies of data-dependent masks ------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32, np.int8,
+                                   np.uint16])
+@pytest.mark.parametrize("density", [0.02, 0.5, 0.98])
+def test_masked_copy_is_copyto_bit_for_bit(dtype, density):
+    from pypto.backend.interpreter.structured import masked_copy
+    rng = np.random.default_rng(int(density * 100))
+    grid = (rng.standard_normal((200, 96)) * 100).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        grid[0, 10] = np.nan
+        grid[1, 11] = -0.0
+    mask = rng.random((200, 64)) < density
+    for value in ((rng.standard_normal((200, 64)) * 50), np.float32(2.5), 3):
+        want, got = grid.copy(), grid.copy()
+        np.copyto(want[:, 10:74], value, casting="unsafe", where=mask)
+        masked_copy(got[:, 10:74], value, mask)   # a strided destination
+        assert want.tobytes() == got.tobytes()
+
+
+@pto.kernel
+def warp_mirror(x, out, WARPS: pto.constexpr, SYNC: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    if SYNC:
+        pto.barrier_block()
+    else:
+        pto.barrier()          # orders only its own warp: reading another warp's row races
+    pto.store(out + pto.get_global_id(), pto.load(red + (WARPS - 1 - warp) * 32 + lane))
+
+
+def test_races_through_warp_split_views_are_reported_like_the_general_path(fast_paths):
+    warps, blocks = 4, 3
+    x = np.random.default_rng(13).random(blocks * warps * 32, dtype=np.float32)
+    _, y = both_ways(fast_paths, warp_mirror, blocks, warps * 32,
+                     [x, np.zeros_like(x), warps, True])
+    np.testing.assert_array_equal(y, x.reshape(blocks, warps, 32)[:, ::-1].reshape(-1))
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.RaceError) as e:
+            run_kernel(warp_mirror, blocks, warps * 32, [x, np.zeros_like(x), warps, False],
+                       pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "RAW race" in msgs[0]

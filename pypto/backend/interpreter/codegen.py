@@ -32,7 +32,7 @@ from xdsl.traits import IsTerminator
 from pypto import dtypes, exact
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_loops import NAMESPACE as _LOOP_NAMESPACE
-from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters
+from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters, _is_address
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
@@ -972,15 +972,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         for inner in ops[:-1]:
             if inner not in hoisted:
                 self.op(inner)
-        term = ops[-1]
-        if isinstance(term, scf.YieldOp) and term.operands:
-            temps = [self.fresh("y") for _ in term.operands]
-            for tmp, value in zip(temps, term.operands):
-                self.transfer(tmp, value)
-            for tmp, arg in zip(temps, iter_args):
-                self.emit(f"{self.name(arg)} = {tmp}")
-                if _is_address(arg.type):
-                    self.emit(f"{self.name(arg)}_b = {tmp}_b")
+        self.yield_into(ops[-1], iter_args)
         self.cse.pop()
         self.emit("pass")
         self.indent -= 1
@@ -1132,10 +1124,6 @@ def _wrap64(x: int) -> np.int64:
 def _ptr_index(op: Operation) -> int:
     """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
     return 1 if isinstance(op, pto.StoreOp) else 0
-
-
-def _is_address(t: Attribute) -> bool:
-    return isinstance(t, pto.PtrType | pto.L1BufferType)
 
 
 def _writes_memory(op: Operation) -> bool:

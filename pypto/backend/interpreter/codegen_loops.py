@@ -158,18 +158,23 @@ class SimtLoopEmitters:
         ops = list(after.ops)
         for inner in ops[:-1]:
             self.op(inner)
-        term = ops[-1]
-        if isinstance(term, scf.YieldOp) and term.operands:
-            temps = [self.fresh("y") for _ in term.operands]
-            for tmp, value in zip(temps, term.operands):
-                self.transfer(tmp, value)
-            for tmp, arg in zip(temps, before.args):
-                self.emit(f"{self.name(arg)} = {tmp}")
-                if _is_address(arg.type):
-                    self.emit(f"{self.name(arg)}_b = {tmp}_b")
+        self.yield_into(ops[-1], before.args)
         self.cse.pop()
         self.indent -= 1
         self.emit(f"_m = {saved}")
+
+    def yield_into(self, term: Any, args: Any) -> None:
+        """Assign a loop body's `scf.yield` operands to the loop's carried values (through
+        temporaries: a yield may swap them), with the buffer of each address."""
+        if not (isinstance(term, scf.YieldOp) and term.operands):
+            return
+        temps = [self.fresh("y") for _ in term.operands]
+        for tmp, value in zip(temps, term.operands):
+            self.transfer(tmp, value)
+        for tmp, arg in zip(temps, args):
+            self.emit(f"{self.name(arg)} = {tmp}")
+            if _is_address(arg.type):
+                self.emit(f"{self.name(arg)}_b = {tmp}_b")
 
 
 def _is_address(t: Any) -> bool:

@@ -53,14 +53,19 @@ Poly = dict[tuple[str, ...], int]
 """A polynomial of uniform values: monomial (sorted leaf expressions) -> integer coefficient."""
 
 
+def _add_term(out: Poly, m: tuple[str, ...], c: int) -> None:
+    """out += c * m, keeping no zero coefficient."""
+    v = out.get(m, 0) + c
+    if v:
+        out[m] = v
+    else:
+        out.pop(m, None)
+
+
 def _padd(a: Poly, b: Poly, sign: int = 1) -> Poly:
     out = dict(a)
     for m, c in b.items():
-        v = out.get(m, 0) + sign * c
-        if v:
-            out[m] = v
-        else:
-            out.pop(m, None)
+        _add_term(out, m, sign * c)
     return out
 
 
@@ -68,12 +73,7 @@ def _pmul(a: Poly, b: Poly) -> Poly:
     out: Poly = {}
     for ma, ca in a.items():
         for mb, cb in b.items():
-            m = tuple(sorted(ma + mb))
-            v = out.get(m, 0) + ca * cb
-            if v:
-                out[m] = v
-            else:
-                out.pop(m, None)
+            _add_term(out, tuple(sorted(ma + mb)), ca * cb)
     return out
 
 

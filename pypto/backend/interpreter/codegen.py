@@ -38,7 +38,7 @@ from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, windows
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
-from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, poly_expr
+from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, poly_expr, vector_lanes
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -84,6 +84,8 @@ class GeneratedKernel:
     instrumented: bool = False
     fn: Any = None
     fast: bool = True  # planned (fast paths on); False: the general path only (the oracle)
+    # grid mode: the lane vector length the planner chose (plan.vector_lanes), None: default
+    vector_lanes: int | None = None
 
 
 _ARITH_BINARY: dict[type[Operation], str] = {
@@ -493,8 +495,23 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table.names = dict(self.names)
         self.table.affine = dict(self.an.affine)
         self.table.local = set(self.an.local)
+        lanes = None
+        if self.fast and self.mode == GRID:
+            lanes = vector_lanes(block.ops, self._varying_pass)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
-                               self.constants, self.table, self.instrumented, fast=self.fast)
+                               self.constants, self.table, self.instrumented, fast=self.fast,
+                               vector_lanes=lanes)
+
+    def _varying_pass(self, op: Operation) -> bool:
+        """Does the generated code make a pass over the lane vector for `op`? (a per-lane
+        value computed, or stored; not the address arithmetic the plan leaves out or the
+        ramps it computes without arrays)"""
+        an = self.an
+        if op in an.dead or isinstance(op, pto.AddPtrOp | scf.YieldOp | func.ReturnOp):
+            return False
+        if op.results:
+            return any(r not in an.uniform and r not in an.affine for r in op.results)
+        return any(x not in an.uniform for x in op.operands)
 
     def block_ops(self, block: Block) -> None:
         for op in block.ops:

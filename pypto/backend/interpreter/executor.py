@@ -346,7 +346,7 @@ class Executable:
                         gen.fn(self._context(gen, grid, block, b * block_lanes, block_lanes,
                                              instrument=instrument), bound)
                     return
-                lanes = GRID_CHUNK_LANES if gen.mode == GRID else \
+                lanes = (gen.vector_lanes or GRID_CHUNK_LANES) if gen.mode == GRID else \
                     BATCH_CHUNK_LANES_1D if block[1] * block[2] == 1 else BATCH_CHUNK_LANES
                 per_chunk = 1 if gen.mode == BLOCK else max(1, lanes // block_lanes)
                 if gen.mode == BATCH and self.layout.extent:

@@ -417,3 +417,48 @@ def dead_ops(ops: Iterable[Operation], virtual: Callable[[Operation, int], bool]
                 dead.add(op)
                 changed = True
     return dead
+
+
+CACHE_LANES = 1 << 15
+"""Lane vector length of a grid-mode kernel that makes many passes over its lanes (see
+`vector_lanes`): its per-lane temporaries (4-8 bytes a lane each) then stay in the CPU's L2
+cache from one pass to the next, instead of streaming through memory."""
+
+CACHE_PASSES = 12
+"""Passes over the lane data per lane vector from which a kernel runs on cache-sized vectors;
+below it (a vector_add: two loads, an add, a store) the fixed cost of more vectors weighs more
+than the cache saves."""
+
+_UNKNOWN_TRIPS = 8
+"""Trips counted for a loop whose trip count is not a constant (a `while`, a kernel scalar)."""
+
+
+def passes(ops: Iterable[Operation], varying: Callable[[Operation], bool]) -> int:
+    """How many passes over the lane vector the generated code makes: the ops that compute a
+    per-lane value or store one (`varying(op)`), each loop body counted once per trip (its
+    constant trip count, else `_UNKNOWN_TRIPS`)."""
+    total = 0
+    for op in ops:
+        if isinstance(op, scf.ForOp):
+            trips = _UNKNOWN_TRIPS
+            lb, ub, step = (x.owner for x in (op.lb, op.ub, op.step))
+            if all(isinstance(c, arith.ConstantOp) and isinstance(c.value, IntegerAttr)
+                   for c in (lb, ub, step)) and step.value.value.data > 0:
+                trips = max(0, -(-(ub.value.value.data - lb.value.value.data) //
+                                 step.value.value.data))
+            total += trips * passes(op.body.block.ops, varying)
+        elif isinstance(op, scf.WhileOp):
+            total += _UNKNOWN_TRIPS * sum(passes(r.block.ops, varying) for r in op.regions)
+        elif op.regions:
+            total += sum(passes(b.ops, varying) for r in op.regions for b in r.blocks)
+        elif varying(op):
+            total += 1
+    return total
+
+
+def vector_lanes(ops: Iterable[Operation], varying: Callable[[Operation], bool]) -> int | None:
+    """The lane vector length for a grid-mode kernel: `CACHE_LANES` when it makes at least
+    `CACHE_PASSES` passes over its lanes (a loop of lane arithmetic such as popcount's 32
+    shifts, masks and adds; a long chain of elementwise ops), else None (the executor's
+    default: one vector for the launch, up to its memory bound)."""
+    return CACHE_LANES if passes(ops, varying) >= CACHE_PASSES else None

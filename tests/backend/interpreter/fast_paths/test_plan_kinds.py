@@ -322,3 +322,67 @@ def test_races_through_warp_split_views_are_reported_like_the_general_path(fast_
         msgs.append(str(e.value).split("pypto: raised")[0])
     assert msgs[0] == msgs[1]
     assert "RAW race" in msgs[0]
+
+
+# --- cache-sized lane vectors ---------------------------------------------------------------------
+
+@pto.kernel
+def bit_count(a, out, n, BITS: pto.constexpr):
+    i = pto.get_global_id()
+    if i < n:
+        x = pto.load(a + i)
+        count = 0
+        for k in range(BITS):
+            count = count + ((x >> k) & 1)
+        pto.store(out + i, count)
+
+
+@pto.kernel
+def add_once(x, y, out, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(out + i, pto.load(x + i) + pto.load(y + i))
+
+
+def _vectors(monkeypatch):
+    """Records the length of every lane vector a launch runs."""
+    counts = []
+    orig = LaneContext.__init__
+
+    def init(self, *a, **kw):
+        orig(self, *a, **kw)
+        counts.append(self.count)
+    monkeypatch.setattr(LaneContext, "__init__", init)
+    return counts
+
+
+def test_a_kernel_of_many_passes_runs_on_cache_sized_vectors(fast_paths, monkeypatch):
+    from pypto.backend.interpreter.plan import CACHE_LANES
+    n = 3 * CACHE_LANES + 77  # a partial last vector, and a partial last block
+    rng = np.random.default_rng(3)
+    a = rng.integers(-2**31, 2**31, n).astype(np.int32)
+    out = np.zeros(n, np.int32)
+    grid = (n + 255) // 256
+    args = [a, out, n, 32]
+    device = [pto.alloc_tensor(x.nbytes, dtype=x.dtype) if isinstance(x, np.ndarray) else x
+              for x in args]
+    ck = pto.compile(bit_count, args=device, block=256)
+    assert ck.executable.variant(True).vector_lanes == CACHE_LANES
+    counts = _vectors(monkeypatch)
+    got = both_ways(fast_paths, bit_count, grid, 256, args, race_check=True)[1]
+    # fast paths on: vectors of CACHE_LANES lanes (whole blocks); off: one vector
+    assert counts == [CACHE_LANES] * 3 + [256, grid * 256]
+    assert np.array_equal(got, np.bitwise_count(a.view(np.uint32)).astype(np.int32))
+
+
+def test_a_kernel_of_few_passes_keeps_one_vector(fast_paths, monkeypatch):
+    n = 1 << 17
+    rng = np.random.default_rng(4)
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    device = [pto.alloc_tensor(v.nbytes, dtype=v.dtype) for v in (x, y, x)] + [n]
+    ck = pto.compile(add_once, args=device, block=256)
+    assert ck.executable.variant(True).vector_lanes is None
+    counts = _vectors(monkeypatch)
+    got = both_ways(fast_paths, add_once, n // 256, 256, [x, y, np.zeros_like(x), n])[2]
+    assert counts == [n, n]
+    assert np.array_equal(got, x + y)

@@ -407,7 +407,7 @@ class Executable:
                           check_uninitialized=self.check_uninitialized, share_block_with=share,
                           race_check=self.race_check, warp_index=warp, cache=self.cache)
         ctx.ins = instrument
-        ctx.fast = gen.fast  # the run-time steps the variant's plan selects
+        ctx.steps = gen.steps  # the run-time steps the variant's plan selects
         return ctx
 
     # warp mode --------------------------------------------------------------------------------

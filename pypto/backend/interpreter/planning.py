@@ -36,7 +36,7 @@ from pypto.backend.interpreter.optables import (
     _STORE_UFUNCS,
 )
 from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import (
     declared_accesses,
@@ -444,12 +444,11 @@ class KernelPlanner:
         steps = {"merge_sides", "whole_blocks", "sparse_gather"}
         if pto.AllocLocalOp in kinds and self.mode == BATCH:
             steps.add("lazy_l1")
-        copies = {pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp}
-        if kinds & copies or any(k.name.startswith("npu.copy") for k in kinds):
+        if any(issubclass(k, pto.BulkCopyOp | npu.LoadMmaOp) for k in kinds):
             steps.add("planned_copy")
         if pto.FillOp in kinds:
             steps.add("uniform_fill")
-        if pto.MmaOp in kinds:
+        if any(issubclass(k, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp) for k in kinds):
             steps.add("batched_mma")
         if pto.AtomicAddOp in kinds:
             steps.update(("atomic_unique", "atomic_prefix"))

@@ -5,7 +5,8 @@ each kernel is translated to one Python function whose statements are NumPy oper
 lane vectors. Control flow on per-lane conditions becomes masks (`None` = all lanes active), so
 there is never a Python loop over lanes.
 
-Two static analyses make the common case fast:
+Two static analyses make the common case fast, both the planner's (planning.py, whose plan this
+module reads and never second-guesses):
 - uniformity: values that are the same for every lane of the vector stay NumPy scalars;
 - lane-affine offsets: a value known to equal `ramp + base` (lane k holds `base + k`, e.g. a global
   id in a 1-D launch) is kept as its scalar `base`, so a load or store through it becomes a

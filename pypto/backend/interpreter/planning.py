@@ -114,7 +114,7 @@ class KernelPlan:
     # (_ramp_cmp / local_cmp): op -> (the affine operand, the uniform one, x OP u)
     ramp_cmps: dict[Operation, tuple[SSAValue, SSAValue, str]] = field(default_factory=dict)
     # tail splits: (kernel argument index, adjust) when a test `global id < args[i] + adjust`
-    # guards lanes (grid and batch modes, 1-D): the executor runs the whole blocks below the
+    # (or its negation) guards lanes (grid and batch modes, 1-D): the executor runs the whole blocks below the
     # bound as their own lane vectors (the test passes on every lane: no mask, slices) and
     # the partial block and those above it separately (executor._split_at_tail)
     tail_bounds: list[tuple[int, int]] = field(default_factory=list)
@@ -257,11 +257,12 @@ class KernelPlanner:
                 self._tail_bound(x, u, sym)
 
     def _tail_bound(self, x: SSAValue, u: SSAValue, sym: str) -> None:
-        """A test `x < u` / `x <= u` with x the global id (however written) and u a kernel
-        scalar argument marks where the launch's active lanes end (KernelPlan.tail_bounds)."""
+        """A test `x < u`, `x <= u` (or `x >= u`, `x > u`: the early return `if i >= n:
+        return`) with x the global id (however written) and u a kernel scalar argument marks
+        where the launch's lanes change sides (KernelPlan.tail_bounds)."""
         an = self.an
         if self.mode not in (GRID, BATCH) or not self.one_d or self.instrumented or \
-                sym not in ("<", "<=") or x in an.local:
+                sym not in ("<", "<=", ">=", ">") or x in an.local:
             return
         owner = x.owner
         gid = isinstance(owner, pto.GetGlobalIdOp) and owner.dim_index == 0 or \
@@ -269,7 +270,7 @@ class KernelPlanner:
         body = self.kernel.body.block
         if gid and isinstance(u, BlockArgument) and u.owner is body and \
                 isinstance(u.type, IntegerType | IndexType):
-            bound = (u.index, 1 if sym == "<=" else 0)
+            bound = (u.index, 1 if sym in ("<=", ">") else 0)
             if bound not in an.tail_bounds:
                 an.tail_bounds.append(bound)
 

@@ -862,8 +862,11 @@ class BlockMemory:
         span = _byte_region(geo.l1, l1_region)
         key = _plan_key(kind, dst_b, src_b, raw) if raw is not None else None
         hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
+        # per-lane offsets, or one per block (views.block_offset): the plan's pattern is
+        # relative to the first either way
         if key is not None and geo.grid is not None and \
-                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,)):
+                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,) or
+                 type(hbm_o).__name__ == "PerBlock" and hbm_o.shape == (blocks,)):
             plans = self.arena.plans
             if len(plans) >= 64:
                 plans.clear()

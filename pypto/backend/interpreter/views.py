@@ -378,10 +378,13 @@ class PlannedAccess:
         lanes = self.block_lanes
         if not (self.first_lane % lanes == 0 and self.count % lanes == 0):
             return self.plan_offsets(parts)
-        b = self.first_lane // lanes
-        blin = np.arange(b, b + self.count // lanes, dtype=np.int64)
-        gx, gy, _ = self.grid
-        coords = (blin % gx, (blin // gx) % gy, blin // (gx * gy))
+        coords = self._ids.get("block_coords")
+        if coords is None:  # the vector's blocks' (x, y, z): once per vector
+            b = self.first_lane // lanes
+            blin = np.arange(b, b + self.count // lanes, dtype=np.int64)
+            gx, gy, _ = self.grid
+            coords = self._ids["block_coords"] = \
+                (blin % gx, (blin // gx) % gy, blin // (gx * gy))
         total: Any = np.int64(0)
         for (rest, _, _, _, d0, d1, d2, _, _), width in parts:
             acc: Any = np.int64(_wrap64(rest))

@@ -152,6 +152,21 @@ def test_bulk_copies_take_one_offset_per_block(fast_paths, general, schedule):
     np.testing.assert_array_equal(y, x * np.float32(2.0))
 
 
+def test_per_block_copy_offsets_reuse_the_copy_plan(fast_paths, monkeypatch):
+    # the copies' one-offset-per-block operands (block_offset) find their batched copy's plan
+    # again on the next k step: the blocks' affine grid is not searched for each copy
+    from pypto.backend.interpreter import tiles
+    blocks, ntiles = 8, 4
+    x = np.random.default_rng(8).random(blocks * ntiles * T, dtype=np.float32)
+    calls = []
+    orig = tiles._affine_grid
+    monkeypatch.setattr(tiles, "_affine_grid", lambda starts: calls.append(1) or orig(starts))
+    fast_paths.on = True
+    (y,) = run_kernel(staged_scale, blocks, T, [x, np.zeros_like(x), ntiles])[1:2]
+    assert len(calls) == 2  # the first load and the first store; every later copy: the plan
+    np.testing.assert_array_equal(y, x * np.float32(2.0))
+
+
 @pto.kernel
 def read_in_flight(x, y):
     tid = pto.get_local_id()

@@ -71,6 +71,8 @@ STEPS = {
     "batched_mma": "a batch's mma at one offset as one batched matmul (tiles.py)",
     "atomic_unique": "atomics hitting distinct addresses as one gather/scatter (tiles.py)",
     "atomic_prefix": "integer atomics' old values from one running sum (tiles.py)",
+    "uniform_broadcast": "a broadcast read (one element per block) whose blocks all hold the "
+                         "same bits is that element, a scalar, not a repeated array (views.py)",
 }
 """The run-time steps a plan may select: each gives the bits of the general path it skips."""
 
@@ -492,7 +494,14 @@ class KernelPlanner:
             steps.add("batched_mma")
         if pto.AtomicAddOp in kinds:
             steps.update(("atomic_unique", "atomic_prefix"))
+        if any(isinstance(op, pto.LoadOp) and _broadcast(plan) for op, plan in an.planned.items()):
+            steps.add("uniform_broadcast")
         an.steps = frozenset(steps)
+
+
+def _broadcast(plan: AccessPlan) -> bool:
+    """Does every lane of a block read one address (forms in the block ids at most)?"""
+    return all(sym in ("b0", "b1", "b2") for f, _ in plan.parts for sym, _ in f.coef)
 
 
 def plan_kernel(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,

@@ -96,6 +96,7 @@ class PlannedAccess:
     warp_size: int
     inflight: dict[int, Any]
     _ids: dict[str, Any]
+    steps: frozenset[str]
 
     def plan_box(self) -> Box | None:
         """The vector's lanes as a box (see the module docstring), computed once per vector;
@@ -577,6 +578,10 @@ class PlannedAccess:
                 self._check(buf, base, shape, strides, mask, site, False)
             v = as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
                            writeable=False)
+            if "uniform_broadcast" in self.steps and 0 in strides:
+                one = _one_value(v, strides, max(1, self.count // self.block_lanes))
+                if one is not None:
+                    return one
             out = v.reshape(-1)
             if not view and np.may_share_memory(out, data):
                 out = out.copy()
@@ -725,6 +730,20 @@ def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray,
             _SUMMARIES.clear()
         value = _SUMMARIES[key] = pattern_summary(local, lanes, ws)
     return value
+
+
+def _one_value(v: np.ndarray, strides: list[int], blocks: int) -> Any:
+    """The element every lane of view `v` reads, as a scalar of its dtype, when its distinct
+    elements (the axes of nonzero stride) are at most one per block (`blocks` of them) and all
+    hold the same bits (NaN payloads and the sign of zero included); else None."""
+    sub = v[tuple(slice(None) if s else 0 for s in strides)]
+    if sub.size > blocks or sub.size * 8 > v.size:
+        return None
+    first = sub.reshape(-1)[:1]
+    bits = np.dtype(f"u{v.dtype.itemsize}")
+    if sub.size > 1 and not (sub.view(bits) == first.view(bits)[0]).all():
+        return None
+    return first[0]
 
 
 class PerBlock(np.ndarray):

@@ -401,3 +401,39 @@ def test_a_kernel_of_few_passes_keeps_one_vector(fast_paths, monkeypatch):
     got = both_ways(fast_paths, add_once, n // 256, 256, [x, y, np.zeros_like(x), n])[2]
     assert counts == [n, n]
     assert np.array_equal(got, x + y)
+
+
+# --- broadcast reads whose blocks agree ------------------------------------------------------------
+
+@pto.kernel
+def scale_by_staged(x, taps, y, S):
+    tid = pto.get_local_id()
+    w = pto.alloc_local(1)
+    if tid == 0:
+        pto.store(w, pto.load(taps + pto.get_block_id() * S))
+    pto.barrier_block()
+    pto.store(y + pto.get_global_id(), pto.load(x + pto.get_global_id()) * pto.load(w))
+
+
+@pytest.mark.parametrize("S,taps", [(0, [2.5]), (1, [2.5] * 8), (1, [0.0, -0.0] * 4),
+                                    (1, [np.nan] * 8), (1, [1.0] * 7 + [3.0])])
+def test_a_broadcast_read_all_blocks_agree_on_is_one_scalar(fast_paths, monkeypatch, S, taps):
+    from pypto.backend.interpreter import views
+    blocks = 8
+    x = np.random.default_rng(9).standard_normal(blocks * T).astype(np.float32)
+    taps = np.array(taps, np.float32)
+    device = [pto.alloc_tensor(a.nbytes, dtype=a.dtype) for a in (x, taps, x)] + [S]
+    ck = pto.compile(scale_by_staged, args=device, block=T)
+    assert "uniform_broadcast" in ck.executable.variant(True).steps
+    scalars = []
+    orig = views._one_value
+    monkeypatch.setattr(views, "_one_value",
+                        lambda *a: (lambda r: scalars.append(r) or r)(orig(*a)))
+    y = both_ways(fast_paths, scale_by_staged, blocks, T, [x, taps, np.zeros_like(x), S])[2]
+    per_block = taps[np.arange(blocks) * S]
+    agree = len({v.tobytes() for v in per_block}) == 1
+    # the read of w (after the staging read of taps, itself a broadcast when S == 0)
+    assert (scalars[-1] is not None) == agree
+    np.testing.assert_array_equal(y.view(np.uint32),
+                                  (x.reshape(blocks, T) * per_block[:, None]).reshape(-1)
+                                  .view(np.uint32))

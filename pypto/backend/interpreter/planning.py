@@ -138,6 +138,8 @@ class KernelPlan:
     # the run-time steps this variant's plan selects (STEPS); each one checks at run time
     # only what depends on the data (e.g. "all values equal" for a uniform fill)
     steps: frozenset[str] = frozenset()
+    # scf.for body -> its ops computed once, before the loop (pure, loop-invariant)
+    hoisted: dict[Block, list[Operation]] = field(default_factory=dict)
     fast: bool = False  # planned at all (PYPTO_FAST_PATHS on when the variant was generated)
 
 
@@ -159,6 +161,12 @@ class KernelPlanner:
     def build(self) -> KernelPlan:
         ops = list(self.kernel.body.block.ops)
         self.analyse(ops)
+        # code motion, not an access path: hoisted with the fast paths off too
+        for op in _walk(ops):
+            if isinstance(op, scf.ForOp):
+                hoisted = self._loop_invariants(op.body.block)
+                if hoisted:
+                    self.an.hoisted[op.body.block] = hoisted
         if self.fast:
             self._decide_emission(ops)
         return self.an
@@ -441,6 +449,25 @@ class KernelPlanner:
             pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
             return other in an.uniform and pred in _CMP_SIGNED
         return False
+
+    def _loop_invariants(self, body: Block) -> list[Operation]:
+        """Ops of a loop body (its own block, in order) that compute the same value in every
+        iteration: pure arithmetic and comparisons, none of which can fail, whose operands all
+        come from outside the loop or from other such ops. The frontend re-derives `x < n`
+        and `row0 + ty` inside loops; each is a pass over the lanes per iteration."""
+        if self.instrumented:  # instruments see every op where the program has it
+            return []
+        inside: set[SSAValue] = set(body.args)
+        hoisted: list[Operation] = []
+        for inner in list(body.ops)[:-1]:
+            pure = (type(inner) in _ARITH_BINARY or isinstance(inner, arith.CmpiOp | arith.CmpfOp)
+                    or isinstance(inner, arith.ConstantOp))
+            if pure and inner not in self.an.fused and not inner.regions and \
+                    not any(v in inside for v in inner.operands):
+                hoisted.append(inner)
+            else:
+                inside.update(inner.results)
+        return hoisted
 
     def _decide_emission(self, ops: Iterable[Operation]) -> None:
         """The remaining per-op choices: window inputs, fma additions into slices, which

@@ -114,9 +114,9 @@ class KernelPlan:
     # (_ramp_cmp / local_cmp): op -> (the affine operand, the uniform one, x OP u)
     ramp_cmps: dict[Operation, tuple[SSAValue, SSAValue, str]] = field(default_factory=dict)
     # tail splits: (kernel argument index, adjust) when a test `global id < args[i] + adjust`
-    # (or its negation) guards lanes (grid and batch modes, 1-D): the executor runs the whole blocks below the
-    # bound as their own lane vectors (the test passes on every lane: no mask, slices) and
-    # the partial block and those above it separately (executor._split_at_tail)
+    # (or its negation) guards lanes (grid and batch modes, 1-D): the executor runs the whole
+    # blocks below the bound as their own lane vectors (the test passes on every lane: no
+    # mask, slices), the partial block and those above it apart (executor._split_at_tail)
     tail_bounds: list[tuple[int, int]] = field(default_factory=list)
     # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
     # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
@@ -172,6 +172,9 @@ class KernelPlanner:
         return self.an
 
     def analyse(self, ops: Iterable[Operation]) -> None:
+        """Uniformity, lane-affine values (ramps, block-local ids, promoted forms), windowed
+        branches, fused stores and row ops, then the planned accesses (_plan) and which
+        affine values must also exist as arrays."""
         an = self.an
         an.uniform = _Uniform(varying_values(self.kernel,
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))

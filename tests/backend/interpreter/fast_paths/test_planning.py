@@ -140,7 +140,7 @@ def test_steps_select_run_time_paths(fast_paths):
     np.testing.assert_array_equal(olds, expect)
 
 
-# --- tails: the whole blocks on the fast plan, the partial block apart ----------------------------
+# --- tails: the whole blocks on the fast plan, the partial block apart -------------------------
 
 @pytest.fixture
 def vectors(monkeypatch):

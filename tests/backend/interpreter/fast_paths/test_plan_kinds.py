@@ -339,7 +339,7 @@ def test_races_through_warp_split_views_are_reported_like_the_general_path(fast_
     assert "RAW race" in msgs[0]
 
 
-# --- cache-sized lane vectors ---------------------------------------------------------------------
+# --- cache-sized lane vectors -------------------------------------------------------------------
 
 @pto.kernel
 def bit_count(a, out, n, BITS: pto.constexpr):
@@ -403,7 +403,7 @@ def test_a_kernel_of_few_passes_keeps_one_vector(fast_paths, monkeypatch):
     assert np.array_equal(got, x + y)
 
 
-# --- broadcast reads whose blocks agree ------------------------------------------------------------
+# --- broadcast reads whose blocks agree ----------------------------------------------------------
 
 @pto.kernel
 def scale_by_staged(x, taps, y, S):

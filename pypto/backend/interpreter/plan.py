@@ -433,32 +433,41 @@ _UNKNOWN_TRIPS = 8
 """Trips counted for a loop whose trip count is not a constant (a `while`, a kernel scalar)."""
 
 
-def passes(ops: Iterable[Operation], varying: Callable[[Operation], bool]) -> int:
-    """How many passes over the lane vector the generated code makes: the ops that compute a
-    per-lane value or store one (`varying(op)`), each loop body counted once per trip (its
-    constant trip count, else `_UNKNOWN_TRIPS`)."""
+def passes(ops: Iterable[Operation], varying: Callable[[Operation], bool],
+           streams: Callable[[Operation], bool]) -> int:
+    """How many passes over the same lane data the generated code makes: the ops that compute
+    a per-lane value or store one (`varying(op)`), the body of a loop that does not touch memory
+    counted once per trip (its constant trip count, else `_UNKNOWN_TRIPS`: popcount's shifts
+    and adds work on the same lanes every trip). A loop body with a per-lane memory access
+    (`streams(op)`: a lane-varying address) counts once: each trip of a grid-stride loop
+    streams other data through the cache (a uniform address, as Horner's coefficients, does
+    not)."""
     total = 0
     for op in ops:
-        if isinstance(op, scf.ForOp):
+        if isinstance(op, scf.ForOp | scf.WhileOp) and any(streams(x) for x in op.walk()):
+            total += sum(passes(b.ops, varying, streams) for r in op.regions for b in r.blocks)
+        elif isinstance(op, scf.ForOp):
             trips = _UNKNOWN_TRIPS
             lb, ub, step = (x.owner for x in (op.lb, op.ub, op.step))
             if all(isinstance(c, arith.ConstantOp) and isinstance(c.value, IntegerAttr)
                    for c in (lb, ub, step)) and step.value.value.data > 0:
                 trips = max(0, -(-(ub.value.value.data - lb.value.value.data) //
                                  step.value.value.data))
-            total += trips * passes(op.body.block.ops, varying)
+            total += trips * passes(op.body.block.ops, varying, streams)
         elif isinstance(op, scf.WhileOp):
-            total += _UNKNOWN_TRIPS * sum(passes(r.block.ops, varying) for r in op.regions)
+            total += _UNKNOWN_TRIPS * sum(passes(r.block.ops, varying, streams)
+                                          for r in op.regions)
         elif op.regions:
-            total += sum(passes(b.ops, varying) for r in op.regions for b in r.blocks)
+            total += sum(passes(b.ops, varying, streams) for r in op.regions for b in r.blocks)
         elif varying(op):
             total += 1
     return total
 
 
-def vector_lanes(ops: Iterable[Operation], varying: Callable[[Operation], bool]) -> int | None:
+def vector_lanes(ops: Iterable[Operation], varying: Callable[[Operation], bool],
+                 streams: Callable[[Operation], bool]) -> int | None:
     """The lane vector length for a grid-mode kernel: `CACHE_LANES` when it makes at least
     `CACHE_PASSES` passes over its lanes (a loop of lane arithmetic such as popcount's 32
     shifts, masks and adds; a long chain of elementwise ops), else None (the executor's
     default: one vector for the launch, up to its memory bound)."""
-    return CACHE_LANES if passes(ops, varying) >= CACHE_PASSES else None
+    return CACHE_LANES if passes(ops, varying, streams) >= CACHE_PASSES else None

@@ -175,7 +175,10 @@ class KernelPlanner:
         if self.fast:
             self._decide_emission(ops)
             if self.mode == GRID:
-                self.an.vector_lanes = vector_lanes(ops, self._varying_pass)
+                self.an.vector_lanes = vector_lanes(
+                    ops, self._varying_pass,
+                    lambda op: any(_is_address(x.type) and x not in self.an.uniform
+                                   for x in op.operands))
         return self.an
 
     def _varying_pass(self, op: Operation) -> bool:

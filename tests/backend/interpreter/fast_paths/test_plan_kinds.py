@@ -401,6 +401,10 @@ def test_a_kernel_of_few_passes_keeps_one_vector(fast_paths, monkeypatch):
     got = both_ways(fast_paths, add_once, n // 256, 256, [x, y, np.zeros_like(x), n])[2]
     assert counts == [n, n]
     assert np.array_equal(got, x + y)
+    # a grid-stride loop streams other lanes' data every trip: its body counts once
+    device = [pto.alloc_tensor(v.nbytes, dtype=v.dtype) for v in (x, y)] + [n, 4, 2.0]
+    ck = pto.compile(grid_stride, args=device, block=256)
+    assert ck.executable.variant(True).vector_lanes is None
 
 
 # --- broadcast reads whose blocks agree ----------------------------------------------------------

@@ -737,7 +737,7 @@ def _one_value(v: np.ndarray, strides: list[int], blocks: int) -> Any:
     elements (the axes of nonzero stride) are at most one per block (`blocks` of them) and all
     hold the same bits (NaN payloads and the sign of zero included); else None."""
     sub = v[tuple(slice(None) if s else 0 for s in strides)]
-    if sub.size > blocks or sub.size * 8 > v.size:
+    if sub.size > blocks or sub.size * 8 > v.size or v.dtype.itemsize not in (1, 2, 4, 8):
         return None
     first = sub.reshape(-1)[:1]
     bits = np.dtype(f"u{v.dtype.itemsize}")

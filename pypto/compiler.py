@@ -243,13 +243,14 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     try:
         if pipeline is None:
             if stream is None and type(kernel) is Kernel and type(args) is tuple:
-                key = _plan_key(kernel, grid, block, args)
-                if key is not None:
+                found = _plan_key(kernel, grid, block, args)
+                if found is not None:
+                    key, tensors = found
                     plan = kernel.__dict__.get("_launch_plans", _NO_PLANS).get(key)
                     if plan is not None and (not plan[0].folded_globals or
                                              kernel.outer_values_unchanged(
                                                  plan[0].folded_globals)):
-                        enqueue_planned(plan, args, key[1], caller_site(2))
+                        enqueue_planned(plan, args, tensors, key[1], caller_site(2))
                         return
                     _launch_and_plan(kernel, grid, block, args, key)
                     return
@@ -273,7 +274,8 @@ MAX_LAUNCH_PLANS = 64
 
 
 def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> Any:
-    """The key of a cached launch's plan, or None when the launch needs the general path.
+    """The key of a cached launch's plan and the tensors among `args`, or None when the
+    launch needs the general path.
 
     The plan (`_launch_and_plan`) holds what the runtime's checks and the compile cache found
     for a launch: the compiled kernel, the normalised grid and block, the label of its errors.
@@ -293,7 +295,7 @@ def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> A
     tensor = _TENSOR or _tensor_class()
     parts: list[Any] = [grid, None, block, const, _VALIDATE_SETTING(), _race_check_default()]
     device = None
-    ids: list[int] = []
+    tensors: list[Any] = []
     for position, value in enumerate(args):
         kind = type(value)
         if kind is tensor:
@@ -304,7 +306,7 @@ def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> A
                     return None  # tensors on several devices: the general path raises
                 device = value.device
             parts.append(value.dtype.name)
-            ids.append(id(value))
+            tensors.append(value)
         elif kind is int:
             if not -(2**31) <= value < 2**31:
                 return None
@@ -313,10 +315,10 @@ def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> A
             parts.append(("f", value) if position in const else 0.0)
         else:
             return None
-    if device is None or len(ids) > 1 and len(set(ids)) < len(ids):
+    if device is None or len(tensors) > 1 and len(set(map(id, tensors))) < len(tensors):
         return None  # no tensor (the default device decides) or a tensor passed twice
     parts[1] = device
-    return tuple(parts)
+    return tuple(parts), tensors
 
 
 def _launch_and_plan(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...],

@@ -100,9 +100,11 @@ def plan_launch(compiled: Any, name: str, grid: Dim3, block: Dim3) -> Plan:
     return (compiled, grid, block, _label(name, grid, block))
 
 
-def enqueue_planned(plan: Plan, args: tuple[Any, ...], device: Device, site: str | None) -> None:
-    """Enqueue a launch of `plan` with `args` (checked by the plan's key) on `device`'s
-    default stream: `launch` without the checks the key already proves."""
+def enqueue_planned(plan: Plan, args: tuple[Any, ...], tensors: tuple[Tensor, ...],
+                    device: Device, site: str | None) -> None:
+    """Enqueue a launch of `plan` with `args` (checked by the plan's key; `tensors` the
+    tensors among them) on `device`'s default stream: `launch` without the checks the key
+    already proves."""
     compiled, grid3, block3, label = plan
     job = [compiled, args]
 
@@ -111,8 +113,7 @@ def enqueue_planned(plan: Plan, args: tuple[Any, ...], device: Device, site: str
         job.clear()
         kernel_.execute(grid3, block3, args_)
 
-    device.default_stream.enqueue(label, run, [a for a in args if type(a) is Tensor], site,
-                                  api="pto.launch()")
+    device.default_stream.enqueue(label, run, tensors, site, api="pto.launch()")
 
 
 def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,

@@ -309,8 +309,14 @@ class Executable:
                 token = _ignore_fp_errors()
                 try:
                     pool = self._arenas
-                    for first_lane, count in chunks[1]:  # _run_vector, inline
-                        ctx = self._context(gen, grid, block, first_lane, count)
+                    sites, fast = gen.sites, gen.fast
+                    for first_lane, count in chunks[1]:  # _run_vector and _context, inline
+                        ctx = LaneContext(kernel=self.name, grid=grid, block=block,
+                                          first_lane=first_lane, count=count, sites=sites,
+                                          target=self.target, layout=self.layout,
+                                          check_uninitialized=self.check_uninitialized,
+                                          race_check=self.race_check, cache=self.cache)
+                        ctx.fast = fast
                         free = pool.get(count)
                         if free:
                             state = _take(free)

@@ -138,6 +138,9 @@ def ramp_compare(ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
         bound = (bound + 2**63) % 2**64 - 2**63  # NumPy's int64 wrap-around
     n = ramp_.size
     if n and ramp_ is _RAMP_CACHE.get(n):  # lanes 0..n-1 (`ramp(n)`)
+        if op == "<" and bound > n - 1:  # the bounds check `i < n` of a launch of n lanes
+            full = _FULL.get(n)
+            return full[1] if full is not None else uniform_masks(n)[True]
         outcome = _same_on_every_lane(op, bound, n)
         if outcome is not None:
             return uniform_masks(n)[outcome]

@@ -315,8 +315,8 @@ def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> A
             parts.append(("f", value) if position in const else 0.0)
         else:
             return None
-    if device is None or len(tensors) > 1 and len(set(map(id, tensors))) < len(tensors):
-        return None  # no tensor (the default device decides) or a tensor passed twice
+    if device is None or len(tensors) > 1 and len({*tensors}) < len(tensors):
+        return None  # no tensor (the default device decides), or a tensor passed twice
     parts[1] = device
     return tuple(parts), tensors
 

@@ -14,7 +14,7 @@ Modes (see docs/interpreter.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.l1 import L1Layout
-from pypto.backend.interpreter.lanes import Buffer, LaneContext, mask_and
+from pypto.backend.interpreter.lanes import Buffer, LaneContext, mask_and_cached
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
 from pypto.dialects.traits import accesses_space, is_block_collective, sync_scope
@@ -90,6 +90,9 @@ def _take(free: list[Any]) -> Any:
     except IndexError:
         return None
 
+
+_new_object = object.__new__
+_init_context = LaneContext.__init__
 
 _PTR, _I32, _SCALAR = "ptr", "i32", "scalar"
 """Kinds of parameters in a bind plan."""
@@ -213,7 +216,7 @@ class Executable:
         if gen is None:
             gen = generate(self.func, self.mode, one_d, instrumented)
             # branches on shared masks decide their outcome once per Executable
-            gen.fn.__globals__["_mask_and"] = partial(mask_and, cache=self.cache)
+            gen.fn.__globals__["_mask_and"] = MethodType(mask_and_cached, self.cache)
             self._variants[key] = gen
         return gen
 
@@ -311,11 +314,14 @@ class Executable:
                     pool = self._arenas
                     sites, fast = gen.sites, gen.fast
                     for first_lane, count in chunks[1]:  # _run_vector and _context, inline
-                        ctx = LaneContext(kernel=self.name, grid=grid, block=block,
-                                          first_lane=first_lane, count=count, sites=sites,
-                                          target=self.target, layout=self.layout,
-                                          check_uninitialized=self.check_uninitialized,
-                                          race_check=self.race_check, cache=self.cache)
+                        # (__init__ called as a function: a class call with keywords would
+                        # build a dict of them, ~10 % of a small cached launch)
+                        ctx = _new_object(LaneContext)
+                        _init_context(ctx, kernel=self.name, grid=grid, block=block,
+                                      first_lane=first_lane, count=count, sites=sites,
+                                      target=self.target, layout=self.layout,
+                                      check_uninitialized=self.check_uninitialized,
+                                      race_check=self.race_check, cache=self.cache)
                         ctx.fast = fast
                         free = pool.get(count)
                         if free:

@@ -77,6 +77,13 @@ def mask_and(m: Mask, c: Any, cache: Any = None) -> Mask:
     """Active lanes of the `then` side of a branch on `c`. `cache` (the Executable's
     caches.RunCache; generated code gets it bound) remembers the outcome for shared read-only
     masks (StructuredAccess.local_cmp), which every lane vector of a launch shape reuses."""
+    return mask_and_cached(cache, m, c)
+
+
+def mask_and_cached(cache: Any, m: Mask, c: Any) -> Mask:
+    """`mask_and(m, c, cache)`, with the cache first: what generated code calls, as a method
+    bound to its Executable's cache (types.MethodType: no dict of keywords per call, as a
+    `functools.partial` with `cache=` would build)."""
     if isinstance(c, np.ndarray):
         full = _FULL.get(c.size)
         if full is not None:  # a comparison that held on no lane / every lane (ramp_compare)

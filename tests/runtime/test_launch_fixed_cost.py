@@ -348,6 +348,7 @@ def test_a_planned_launch_runs_on_the_device_of_its_tensors():
 
 
 def test_clear_cache_forgets_the_launch_plans():
+    scale.clear_cache()
     d = _tensor(np.ones(64, np.float32))
     pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
     pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))

@@ -863,7 +863,8 @@ class BlockMemory:
         key = _plan_key(kind, dst_b, src_b, raw) if raw is not None else None
         hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
         if key is not None and geo.grid is not None and \
-                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,)):
+                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,) or
+                 hbm_o.shape == (blocks,)):  # per lane, or per block (views.block_offset)
             plans = self.arena.plans
             if len(plans) >= 64:
                 plans.clear()

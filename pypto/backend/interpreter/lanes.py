@@ -257,7 +257,8 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         self.first_lane = first_lane  # linear launch lane of vector position 0
         self.count = count
         self.sites = sites
-        self.ramp = ramp(count)
+        r = _RAMP_CACHE.get(count)  # ramp(count), the common case inline
+        self.ramp = r if r is not None else ramp(count)
         self._ids: dict[str, Any] = {}
         self._mask_cache: tuple[Any, dict[str, np.ndarray]] | None = None
 

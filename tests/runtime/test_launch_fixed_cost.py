@@ -380,3 +380,43 @@ def test_sync_with_nothing_queued_returns_and_errors_still_surface():
         with pytest.raises(MemoryAccessError):
             pto.sync()
         pto.sync()  # the failed launch was taken off its stream
+
+
+@pto.kernel
+def one_param(o):
+    pto.store(o + pto.get_global_id(), 2.0)
+
+
+@pto.kernel
+def mixed(o, k, x, flag):
+    i = pto.get_global_id()
+    v = pto.cast(k, pto.float32) * x
+    if flag:
+        v = v + 1.0
+    pto.store(o + i, v)
+
+
+def test_arguments_bound_by_the_generated_binder_keep_every_check():
+    """Executable.bind's straight-line binder: one parameter, ints, floats and bools; a value
+    it does not take at once goes through the general checks, with their errors."""
+    o = pto.zeros(32)
+    for _ in range(2):
+        pto.launch(one_param, grid=1, block=32, args=(o,))
+        pto.sync()
+        assert _host(o).tolist() == [2.0] * 32
+    for k, x, flag in ((3, 0.5, True), (np.int32(4), np.float32(0.25), False), (5, 2.0, True)):
+        pto.launch(mixed, grid=1, block=32, args=(o, k, x, flag))
+        pto.sync()
+        assert _host(o).tolist() == [float(k) * float(x) + (1.0 if flag else 0.0)] * 32
+    ck = pto.compile(mixed, args=(o, 3, 0.5, True), block=32)
+    ck.execute((1, 1, 1), (32, 1, 1), (o, 3, 0.5, True))
+    with pytest.raises(LaunchError, match="argument 'k' of kernel 'mixed' must be int32"):
+        ck.execute((1, 1, 1), (32, 1, 1), (o, 2**40, 0.5, True))
+    with pytest.raises(LaunchError, match="takes 4 arguments"):
+        ck.execute((1, 1, 1), (32, 1, 1), (o, 3, 0.5))
+    ints = pto.zeros(32, dtype=np.int32)
+    with pytest.raises(LaunchError, match="compiled for float32 tensors, got a int32 tensor"):
+        ck.execute((1, 1, 1), (32, 1, 1), (ints, 3, 0.5, True))
+    o.free()
+    with pytest.raises(TensorFreedError, match="argument 'o'"):
+        ck.execute((1, 1, 1), (32, 1, 1), (o, 3, 0.5, True))

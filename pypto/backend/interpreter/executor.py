@@ -261,38 +261,70 @@ class Executable:
         if len(args) != len(self.param_types):
             raise LaunchError(f"kernel '{self.name}' takes {len(self.param_types)} arguments "
                               f"({', '.join(self.param_names)}), got {len(args)}")
+        binder = self._binder
+        if binder is None:
+            binder = self._binder = self._make_binder()
+        return binder(args)
+
+    _binder: Any = None
+
+    def _make_binder(self) -> Any:
+        """`bind` for this kernel's parameters, as straight-line Python made once: per
+        pointer the Buffer its tensor keeps for the parameter (`Tensor.views`) when its
+        dtype is the parameter's, per int32 scalar a Python int in range; anything else
+        through `_bind_one`, the general checks (a loop over the parameters cost ~1 us of a
+        small cached launch)."""
         plan = self._bind_plan
         if plan is None:
             plan = self._bind_plan = self._make_bind_plan()
-        bound: list[Any] = []
-        for (kind, name, npd), value in zip(plan, args):
+        names = [f"a{i}" for i in range(len(plan))]
+        lines = [f"def bind(args):", f"    {', '.join(names)}{',' if len(names) == 1 else ''}"
+                 f" = args" if names else "    pass"]
+        space: dict[str, Any] = {"_one": self._bind_one, "_I32": _INT32, "_dict": dict}
+        for i, (kind, name, npd) in enumerate(plan):
+            space[f"p{i}"] = plan[i]
             if kind is _PTR:
-                # a device tensor keeps the Buffer made for it (by parameter name) in `views`
-                # while it is alive (emptied when freed: then the checks below run and raise)
-                views = getattr(value, "views", None)
-                buf = views.get(name) if type(views) is dict else None
-                if buf is not None and (buf.data.dtype is npd or buf.data.dtype == npd):
-                    bound.append(buf)
-                    continue
-                if getattr(value, "freed", False):
-                    raise TensorFreedError(f"argument '{name}' of kernel '{self.name}' is a freed "
-                                           f"tensor")
-                data = getattr(value, "data", None)
-                if not isinstance(data, np.ndarray):
-                    raise LaunchError(f"argument '{name}' of kernel '{self.name}' must be a device "
-                                      f"tensor (pto.alloc_tensor), got {type(value).__name__}")
-                if data.dtype is not npd and data.dtype != npd:
-                    raise LaunchError(f"argument '{name}' of kernel '{self.name}' was compiled for "
-                                      f"{npd} tensors, got a {data.dtype} tensor")
-                buf = Buffer(data, name, "global")
-                if type(views) is dict:
-                    views[name] = buf
-                bound.append(buf)
-            elif kind is _I32 and type(value) is int and -(2**31) <= value < 2**31:
-                bound.append(_INT32(value))  # the common int scalar: exact, nothing to check
+                space[f"d{i}"] = npd
+                lines += [f"    v = getattr(a{i}, 'views', None)",
+                          f"    b{i} = v.get({name!r}) if type(v) is _dict else None",
+                          f"    if b{i} is None or b{i}.data.dtype is not d{i}:",
+                          f"        b{i} = _one(p{i}, a{i})"]
+            elif kind is _I32:
+                lines += [f"    b{i} = _I32(a{i}) if type(a{i}) is int and "
+                          f"-2147483648 <= a{i} < 2147483648 else _one(p{i}, a{i})"]
             else:
-                bound.append(self._bind_scalar(name, npd, value))
-        return bound
+                lines += [f"    b{i} = _one(p{i}, a{i})"]
+        lines.append(f"    return [{', '.join(f'b{i}' for i in range(len(plan)))}]")
+        exec(compile("\n".join(lines) + "\n", f"<pto bind {self.name}>", "exec"), space)
+        return space["bind"]
+
+    def _bind_one(self, entry: tuple[str, str, np.dtype], value: Any) -> Any:
+        """One argument bound with every check (`bind`'s general case)."""
+        kind, name, npd = entry
+        if kind is _PTR:
+            # a device tensor keeps the Buffer made for it (by parameter name) in `views`
+            # while it is alive (emptied when freed: then the checks below run and raise)
+            views = getattr(value, "views", None)
+            buf = views.get(name) if type(views) is dict else None
+            if buf is not None and (buf.data.dtype is npd or buf.data.dtype == npd):
+                return buf
+            if getattr(value, "freed", False):
+                raise TensorFreedError(f"argument '{name}' of kernel '{self.name}' is a freed "
+                                       f"tensor")
+            data = getattr(value, "data", None)
+            if not isinstance(data, np.ndarray):
+                raise LaunchError(f"argument '{name}' of kernel '{self.name}' must be a device "
+                                  f"tensor (pto.alloc_tensor), got {type(value).__name__}")
+            if data.dtype is not npd and data.dtype != npd:
+                raise LaunchError(f"argument '{name}' of kernel '{self.name}' was compiled for "
+                                  f"{npd} tensors, got a {data.dtype} tensor")
+            buf = Buffer(data, name, "global")
+            if type(views) is dict:
+                views[name] = buf
+            return buf
+        if kind is _I32 and type(value) is int and -(2**31) <= value < 2**31:
+            return _INT32(value)  # the common int scalar: exact, nothing to check
+        return self._bind_scalar(name, npd, value)
 
     _bind_plan: list[tuple[str, str, np.dtype]] | None = None
 

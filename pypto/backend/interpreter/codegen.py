@@ -43,7 +43,7 @@ from pypto.backend.interpreter.optables import (
     _STORE_UFUNCS,
 )
 from pypto.backend.interpreter.plan import poly_expr
-from pypto.backend.interpreter.planning import (
+from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
     GRID,
@@ -621,7 +621,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         for arg, init in zip(iter_args, op.iter_args):
             self.transfer(self.name(arg), init)
         lb, ub, step = (self.name(v) for v in (op.lb, op.ub, op.step))
-        hoisted = self._loop_invariants(body)
+        hoisted = self.an.hoisted.get(body, [])  # the plan's loop-invariant ops
         for inner in hoisted:  # computed once, before the loop
             self.op(inner)
         counter = self.fresh("k")
@@ -641,25 +641,6 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.indent -= 1
         for arg, result in zip(iter_args, op.results):
             self.transfer(self.name(result), arg)
-
-    def _loop_invariants(self, body: Block) -> list[Operation]:
-        """Ops of a loop body (its own block, in order) that compute the same value in every
-        iteration: pure arithmetic and comparisons, none of which can fail, whose operands all
-        come from outside the loop or from other such ops. The frontend re-derives `x < n`
-        and `row0 + ty` inside loops; each is a pass over the lanes per iteration."""
-        if self.instrumented:  # instruments see every op where the program has it
-            return []
-        inside: set[SSAValue] = set(body.args)
-        hoisted: list[Operation] = []
-        for inner in list(body.ops)[:-1]:
-            pure = (type(inner) in _ARITH_BINARY or isinstance(inner, arith.CmpiOp | arith.CmpfOp)
-                    or isinstance(inner, arith.ConstantOp))
-            if pure and inner not in self.an.fused and not inner.regions and \
-                    not any(v in inside for v in inner.operands):
-                hoisted.append(inner)
-            else:
-                inside.update(inner.results)
-        return hoisted
 
     def _inline_region(self, op: Operation) -> None:
         block = op.regions[0].block

@@ -291,7 +291,9 @@ def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> A
     if type(block) is not int and (type(block) is not tuple or
                                    any(type(b) is not int for b in block)):
         return None
-    const = _constexpr_positions(kernel)
+    memo = kernel.__dict__.get("_constexpr_memo")  # _constexpr_positions, the hit inline
+    const = memo[1] if memo is not None and memo[0] == len(kernel.auto_constexpr) else \
+        _constexpr_positions(kernel)
     tensor = _TENSOR or _tensor_class()
     parts: list[Any] = [grid, None, block, const, _VALIDATE_SETTING(), _race_check_default()]
     device = None

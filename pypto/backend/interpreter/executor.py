@@ -267,6 +267,7 @@ class Executable:
         return binder(args)
 
     _binder: Any = None
+    _arity = -1  # the number of parameters, once the binder exists
 
     def _make_binder(self) -> Any:
         """`bind` for this kernel's parameters, as straight-line Python made once: per
@@ -296,6 +297,7 @@ class Executable:
                 lines += [f"    b{i} = _one(p{i}, a{i})"]
         lines.append(f"    return [{', '.join(f'b{i}' for i in range(len(plan)))}]")
         exec(compile("\n".join(lines) + "\n", f"<pto bind {self.name}>", "exec"), space)
+        self._arity = len(plan)
         return space["bind"]
 
     def _bind_one(self, entry: tuple[str, str, np.dtype], value: Any) -> Any:
@@ -368,7 +370,9 @@ class Executable:
         chunks = self._chunks.get((grid, block, FAST_PATHS.on))
         if chunks is None:
             grid, block = check_launch_shape(grid, block, kernel=self.name, target=self.target)
-        bound = self.bind(args)
+        binder = self._binder  # self.bind(args), inline once the binder exists
+        bound = binder(args) if binder is not None and len(args) == self._arity else \
+            self.bind(args)
         if instrument is None and blocks is None:
             if chunks is not None:  # a launch shape seen before: straight to the kernel
                 gen = chunks[0]

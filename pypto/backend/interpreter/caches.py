@@ -21,12 +21,15 @@ MAX_ENTRIES = 64
 class RunCache:
     """Facts about shared masks, for the launches of one Executable."""
 
-    __slots__ = ("lock", "outcomes", "windows")
+    __slots__ = ("lock", "outcomes", "windows", "offsets")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.outcomes: dict[int, tuple[Any, Any]] = {}  # id(mask) -> (mask, mask_and(None, mask))
         self.windows: dict[int, tuple[Any, Any]] = {}  # id(mask) -> (mask, lane window)
+        # (parts, grid, first lane, count) -> a block-level operand's offsets (read-only),
+        # views.PlannedAccess.block_offset: keyed by value, not by identity
+        self.offsets: dict[Any, Any] = {}
 
     def known(self, table: dict[int, tuple[Any, Any]], mask: Any) -> Any:
         """What `table` holds for `mask`, or None."""
@@ -39,6 +42,14 @@ class RunCache:
                 table.clear()
             table[id(mask)] = (mask, value)
 
+    def remember_value(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        """`table[key] = value` for a table keyed by value (`offsets`), bounded likewise."""
+        with self.lock:
+            if len(table) >= MAX_ENTRIES:
+                table.clear()
+            table[key] = value
+
     def sizes(self) -> dict[str, int]:
         """Entries per table (tests check they stay bounded)."""
-        return {"outcomes": len(self.outcomes), "windows": len(self.windows)}
+        return {"outcomes": len(self.outcomes), "windows": len(self.windows),
+                "offsets": len(self.offsets)}

@@ -158,6 +158,8 @@ class PlannedAccess:
             tuple[int, tuple[int, ...], tuple[int, ...], int, int] | None:
         """`_plan_view` for buffers whose blocks' copies are `stride` elements apart."""
         axes, b0, l0 = box
+        if axes and axes[-1][0] == "n":
+            return _warp_window_view(box, stride, parts, self.warp_size)
         bx, by, _ = self.block
         ws = self.warp_size
         lin = (1, bx, bx * by)
@@ -333,7 +335,8 @@ class PlannedAccess:
         axes, _, l0 = box
         bx, by, _ = self.block
         lin_step = (1, bx, bx * by)
-        per_axis = [(kind, n, step, lin_step[i]) for kind, i, n, step in axes]
+        per_axis = [(kind, n, step, self.warp_size if kind == "w" else 1 if kind == "n" else
+                     lin_step[i]) for kind, i, n, step in axes]
         if len(shape) == len(axes) + 1:  # lanes split as (warps, lanes in warp): _make_view
             kind, n, step, _ = per_axis[-1]
             ws = self.warp_size
@@ -710,6 +713,47 @@ _SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
 _SUMMARIES_MAX = 256
 _PATTERNS: dict[tuple[Any, ...], Any] = {}
 """Race patterns of planned accesses (PlannedAccess._pattern) by access and vector shape."""
+
+
+def _warp_window_view(box: Box, stride: int, parts: tuple[Part, ...], ws: int) -> \
+        tuple[int, tuple[int, ...], tuple[int, ...], int, int] | None:
+    """`_make_view` for the box of a 2-D lane window (windows.WarpWindowContext: block axes,
+    then warps, then lanes in the warp, in 1-D blocks): the local id is `warp * ws + lane`,
+    so each part's stride is `c_l0 * ws + c_w` along the warps and `c_l0 + c_n` along the
+    lanes; the same bounds (wrap-around) test as `_make_view`."""
+    axes, b0, l0 = box
+    w0, n0 = divmod(l0[0], ws)
+    strides = [0] * len(axes)
+    base = 0
+    for (rest, c0, _, _, d0, d1, d2, cw, cn), width in parts:
+        cb = (d0, d1, d2)
+        pbase = rest + d0 * b0[0] + d1 * b0[1] + d2 * b0[2] + c0 * l0[0] + cw * w0 + cn * n0
+        lo = hi = pbase
+        for j, (kind, i, n, _) in enumerate(axes):
+            s = cb[i] if kind == "b" else c0 * ws + cw if kind == "w" else c0 + cn
+            strides[j] += s
+            ext = s * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        lim = 1 << (width - 1)
+        if lo < -lim or hi >= lim:
+            return None  # the program's offset may wrap: let it
+        base += pbase
+    shape = [n for _, _, n, _ in axes]
+    lo = hi = base
+    for s, n in zip(strides, shape):
+        ext = s * (n - 1)
+        if ext < 0:
+            lo += ext
+        else:
+            hi += ext
+    if stride:  # batch mode, L1: block b's copy starts at element b * stride
+        for j, (kind, _, _, step) in enumerate(axes):
+            if kind == "b":
+                strides[j] += stride * step
+    return base, tuple(shape), tuple(strides), lo, hi
 
 
 def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray, ...]:

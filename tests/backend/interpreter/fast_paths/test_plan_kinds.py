@@ -322,3 +322,139 @@ def test_races_through_warp_split_views_are_reported_like_the_general_path(fast_
         msgs.append(str(e.value).split("pypto: raised")[0])
     assert msgs[0] == msgs[1]
     assert "RAW race" in msgs[0]
+
+
+# --- warp windows -------------------------------------------------------------------------------
+
+@pytest.fixture
+def warp_windows(monkeypatch):
+    """Counts the 2-D lane windows made (windows.WarpWindowContext)."""
+    from pypto.backend.interpreter import windows
+    made = []
+    orig = windows.WarpWindowContext.__init__
+
+    def counted(self, parent, *win):
+        made.append(win)
+        orig(self, parent, *win)
+    monkeypatch.setattr(windows.WarpWindowContext, "__init__", counted)
+    return made
+
+
+@pto.kernel
+def warp_tree_rows(x, out, WARPS: pto.constexpr):
+    """`if lane < s` with a warp-split address (a view in the window), a block-local row
+    address (`buf + tid`, the general path in the window) and a value flowing in and out."""
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    tid = pto.get_local_id()
+    red = pto.alloc_local(WARPS * 32)
+    buf = pto.alloc_local(WARPS * 32)
+    v = pto.load(x + pto.get_global_id())
+    pto.store(red + warp * 32 + lane, v)
+    pto.store(buf + tid, v * 2.0)
+    pto.barrier()
+    s = 16
+    w = 0.0
+    for _ in range(5):
+        if lane < s:
+            pto.store(red + warp * 32 + lane,
+                      pto.load(red + warp * 32 + lane) + pto.load(red + warp * 32 + lane + s))
+            pto.store(buf + tid, pto.load(buf + tid) + v)
+            w = v + pto.load(buf + tid)
+        pto.barrier()
+        s = s // 2
+    pto.store(out + pto.get_global_id(), pto.load(red + warp * 32) + w)
+
+
+def warp_tree_rows_ref(x: np.ndarray) -> np.ndarray:
+    r = x.reshape(-1, 32).copy()
+    b = 2 * r
+    w = np.zeros_like(r)
+    s = 16
+    while s:
+        r[:, :s] = r[:, :s] + r[:, s:2 * s]
+        b[:, :s] = b[:, :s] + x.reshape(-1, 32)[:, :s]
+        w[:, :s] = x.reshape(-1, 32)[:, :s] + b[:, :s]
+        s //= 2
+    return (np.repeat(r[:, 0], 32).reshape(-1, 32) + w).reshape(-1)
+
+
+@pytest.mark.parametrize("schedule", [None, "in_order", "random:3"])
+def test_lane_masks_run_on_a_warp_window(fast_paths, general, warp_windows, schedule):
+    """`if lane < s` keeps lanes 0..s-1 of every warp: too many columns of the block for one
+    lane window, a window of warps x lanes in the warp; planned accesses in it are views
+    (warps x lanes box), row accesses the general path on the window's ids."""
+    warps, blocks = 4, 64
+    x = np.random.default_rng(21).random(blocks * warps * 32, dtype=np.float32)
+    options = {"schedule": schedule} if schedule else {}
+    fast_paths.on = True
+    run_kernel(warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps], **options)
+    if schedule is None:
+        assert {(0, warps, 0, 16), (0, warps, 0, 1)} <= set(warp_windows)
+        assert general == {"load": 0, "store": 0}
+    _, y = both_ways(fast_paths, warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps],
+                     **options)
+    np.testing.assert_array_equal(y, warp_sums_ref(x))
+    _, y = both_ways(fast_paths, warp_tree_rows, blocks, warps * 32,
+                     [x, np.zeros_like(x), warps], **options)
+    np.testing.assert_array_equal(y, warp_tree_rows_ref(x))
+
+
+@pto.kernel
+def warp_window_race(x, out, WARPS: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    dst = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    pto.barrier()                       # orders the warp only
+    if lane < 4:                        # reads another warp's row: a race
+        pto.store(dst + warp * 32 + lane, pto.load(red + (WARPS - 1 - warp) * 32 + lane))
+    pto.barrier_block()
+    pto.store(out + pto.get_global_id(), pto.load(dst + warp * 32 + lane))
+
+
+@pto.kernel
+def warp_window_barrier(x, out):
+    lane = pto.get_lane_id()
+    if lane < 8:
+        pto.barrier()                   # lanes 8..31 of the warp never reach it
+    pto.store(out + pto.get_global_id(), pto.load(x + pto.get_global_id()))
+
+
+@pto.kernel
+def warp_window_reads(x, out, WARPS: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    pto.barrier()
+    if lane < 4:
+        pto.store(red + warp * 32 + lane, pto.load(red + warp * 32 + lane + 4) * 2.0)
+    pto.barrier()
+    pto.store(out + pto.get_global_id(), pto.load(red + warp * 32 + lane))
+
+
+def test_races_and_barriers_in_warp_windows_are_reported_like_the_general_path(
+        fast_paths, warp_windows):
+    warps, blocks = 4, 64
+    x = np.random.default_rng(22).random(blocks * warps * 32, dtype=np.float32)
+    y = x.reshape(-1, 32).copy()
+    y[:, :4] = 2 * y[:, 4:8]
+    _, got = both_ways(fast_paths, warp_window_reads, blocks, warps * 32,
+                       [x, np.zeros_like(x), warps])
+    np.testing.assert_array_equal(got, y.reshape(-1))
+    assert warp_windows
+    for kernel, args, error, what in (
+            (warp_window_race, [x, np.zeros_like(x), warps], pto.RaceError, "RAW race"),
+            (warp_window_barrier, [x, np.zeros_like(x)], pto.KernelError, "deadlock")):
+        msgs = []
+        for on in (True, False):
+            fast_paths.on = on
+            warp_windows.clear()
+            with pytest.raises(error) as e:
+                run_kernel(kernel, blocks, warps * 32, args, pipeline="")
+            msgs.append(str(e.value).split("pypto: raised")[0])
+            assert bool(warp_windows) is on
+        assert msgs[0] == msgs[1]
+        assert what in msgs[0]

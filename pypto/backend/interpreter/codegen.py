@@ -14,8 +14,7 @@ Two static analyses make the common case fast:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,43 +26,35 @@ from xdsl.dialects.builtin import (
     IntegerType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.traits import IsTerminator
 
 from pypto import dtypes, exact
-from pypto.analysis.uniformity import varying_values, walk
+from pypto.analysis.uniformity import walk
 from pypto.backend.interpreter.codegen_loops import NAMESPACE as _LOOP_NAMESPACE
 from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters, _is_address
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, windows
-from pypto.backend.interpreter.fastpaths import FAST_PATHS
-from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, poly_expr
+from pypto.backend.interpreter.optables import (
+    _ARITH_BINARY,
+    _CMP,
+    _MATH_UNARY,
+    _STORE_UFUNCS,
+)
+from pypto.backend.interpreter.plan import poly_expr
+from pypto.backend.interpreter.planning import (
+    BATCH,
+    BLOCK,
+    GRID,
+    WARP,
+    KernelPlan,
+    _int_width,
+    plan_kernel,
+)
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import (
-    declared_accesses,
-    elementwise_reference,
-    is_block_collective,
-    launch_id,
-    offset_base,
-    sync_scope,
-    writes_memory,
-)
-
-GRID = "grid"
-"""Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
-BLOCK = "block"
-"""Mode: one lane vector per block, all warps in lockstep."""
-WARP = "warp"
-"""Mode: one lane vector per warp; the kernel is a generator that yields at block-level sync
-points (barrier_block, tile instructions) so a scheduler can interleave warps."""
-
-BATCH = "batch"
-"""Mode: one lane vector holds several whole blocks that run in lockstep, each with its own
-copy of every L1 buffer (kernels whose block-level instructions are barriers, fills and
-allocations in control flow uniform across the whole vector)."""
+from pypto.dialects.traits import elementwise_reference
 
 SYNC_BARRIER = 0
 SYNC_TILE = 1
@@ -84,100 +75,14 @@ class GeneratedKernel:
     instrumented: bool = False
     fn: Any = None
     fast: bool = True  # planned (fast paths on); False: the general path only (the oracle)
+    steps: frozenset[str] = frozenset()  # the run-time steps its plan selects (planning.STEPS)
 
-
-_ARITH_BINARY: dict[type[Operation], str] = {
-    arith.AddiOp: "({a} + {b})",
-    arith.SubiOp: "({a} - {b})",
-    arith.MuliOp: "({a} * {b})",
-    arith.AddfOp: "({a} + {b})",
-    arith.SubfOp: "({a} - {b})",
-    arith.MulfOp: "({a} * {b})",
-    arith.DivfOp: "({a} / {b})",
-    arith.AndIOp: "({a} & {b})",
-    arith.OrIOp: "({a} | {b})",
-    arith.XOrIOp: "({a} ^ {b})",
-    arith.MinimumfOp: "_fmin({a}, {b})",
-    arith.MaximumfOp: "_fmax({a}, {b})",
-    arith.MinSIOp: "_np.minimum({a}, {b})",
-    arith.MaxSIOp: "_np.maximum({a}, {b})",
-    arith.ShRSIOp: "_np.right_shift({a}, {b})",
-    arith.ShLIOp: "_np.left_shift({a}, {b})",
-    math.PowFOp: "_m_power({a}, {b})",
-    pto.FmodOp: "_np.fmod({a}, {b})",
-    math.CopySignOp: "_np.copysign({a}, {b})",
-    math.Atan2Op: "_m_arctan2({a}, {b})",
-    arith.MinnumfOp: "_np.fmin({a}, {b})",  # the non-NaN operand (IEEE minNum)
-    arith.MaxnumfOp: "_np.fmax({a}, {b})",
-}
-
-_CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<",
-        "ule": "<=", "ugt": ">", "uge": ">=", "oeq": "==", "ogt": ">", "oge": ">=", "olt": "<",
-        "ole": "<=", "une": "!="}
-
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-"""`u op x` as `x flipped-op u`."""
-
-_CMP_SIGNED = {"eq", "ne", "slt", "sle", "sgt", "sge"}
-
-_MATH_UNARY: dict[type[Operation], str] = {  # _m_*: through float64, rounded once (exact.py)
-    math.ExpOp: "_m_exp", math.LogOp: "_m_log", math.SqrtOp: "_np.sqrt",
-    math.TanhOp: "_m_tanh", math.FloorOp: "_np.floor", math.AbsFOp: "_np.abs",
-    math.AbsIOp: "_np.abs", math.CeilOp: "_np.ceil", math.SinOp: "_m_sin",
-    math.CosOp: "_m_cos", math.Exp2Op: "_m_exp2", math.Log2Op: "_m_log2",
-    math.TanOp: "_m_tan", math.SinhOp: "_m_sinh", math.CoshOp: "_m_cosh",
-    math.AsinOp: "_m_arcsin", math.AcosOp: "_m_arccos", math.AtanOp: "_m_arctan",
-    math.AsinhOp: "_m_arcsinh", math.AcoshOp: "_m_arccosh", math.AtanhOp: "_m_arctanh",
-    math.ExpM1Op: "_m_expm1", math.Log10Op: "_m_log10", math.Log1pOp: "_m_log1p",
-    math.CbrtOp: "_m_cbrt", math.TruncOp: "_np.trunc", math.RoundEvenOp: "_np.rint",
-}
 
 _ID_OPS: dict[type[Operation], str] = {
     pto.GetGlobalIdOp: "global_id", pto.GetLocalIdOp: "local_id",
     pto.GetBlockIdOp: "block_id", pto.GetBlockDimOp: "block_dim",
     pto.GetGridDimOp: "grid_dim",
 }
-
-
-class _Uniform:
-    """`v in uniform`: v holds one value for the whole lane vector (a scalar at run time)."""
-
-    def __init__(self, varying: set[SSAValue]):
-        self.varying = varying
-
-    def __contains__(self, v: object) -> bool:
-        return v not in self.varying
-
-
-@dataclass
-class _Analysis:
-    uniform: _Uniform = field(default_factory=lambda: _Uniform(set()))
-    affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
-    # affine values that are block-local: lane k of each block holds `base + k` (batch mode,
-    # several blocks per vector; accesses through them are 2-D slices, one row per block)
-    local: set[SSAValue] = field(default_factory=set)
-    needs_array: set[SSAValue] = field(default_factory=set)
-    # arithmetic ops computed by the store right after them, into memory (store_ramp_op)
-    fused: set[Operation] = field(default_factory=set)
-    # stores `buf[tid + u] = a op b` whose operands are loads at block-local addresses, done
-    # as one ufunc over 2-D slices of L1 (store -> its two loads)
-    row_ops: dict[Operation, tuple[Operation, Operation]] = field(default_factory=dict)
-    # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
-    windowed: set[Operation] = field(default_factory=set)
-    # the access planner (plan.py): loads / stores through affine addresses (op -> plan), and
-    # the pure address arithmetic nothing else needs (not emitted)
-    planned: dict[Operation, AccessPlan] = field(default_factory=dict)
-    dead: set[Operation] = field(default_factory=set)
-    # values normalised to `ramp + uniform` (plan.py ramp_base) though written another way
-    # (`b * bd + l`): op -> (uniform part, vector offset, block-local?)
-    promoted: dict[Operation, tuple[dict[tuple[str, ...], int], str, bool]] = \
-        field(default_factory=dict)
-    # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
-    # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
-    form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
-    # bulk copies whose L1 / HBM address varies only with the block (batch mode): (op, operand
-    # index) -> its plan; the copy gets each block's offset from the forms (views.block_offset)
-    block_addrs: dict[tuple[Operation, int], AccessPlan] = field(default_factory=dict)
 
 
 class KernelCodegen(NpuEmitters, SimtLoopEmitters):
@@ -190,16 +95,15 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table = OpTable.of(kernel)
         self.current_id = -1
         self.one_d = one_d  # the launch is 1-D in grid and block: ids along x are ramps
-        # the planner plans (PYPTO_FAST_PATHS, read once per generated variant); an empty plan
-        # is the general path: no slices, rows, windows, views or fused stores are emitted
-        self.fast = FAST_PATHS.on
         self.names: dict[SSAValue, str] = {}
         self.lines: list[str] = []
         self.indent = 1
         self.sites: list[Site] = []
         self.constants: dict[str, Any] = {}
         self.counter = 0
-        self.an = _Analysis()
+        # the plan of this variant (planning.py), made in generate(): codegen emits what it
+        # says and decides nothing; an empty plan is the general path
+        self.an = KernelPlan()
         # pure expressions already computed, per enclosing region (innermost last): the frontend
         # re-derives `buf + tid` at every use, and each copy costs a pass over the lanes
         self.cse: list[dict[tuple[Any, ...], str]] = [{}]
@@ -229,252 +133,12 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.constants[name] = value
         return name
 
-    # analysis ---------------------------------------------------------------------------------
-
-    def analyse(self, ops: Iterable[Operation]) -> None:
-        an = self.an
-        an.uniform = _Uniform(varying_values(self.kernel,
-                                             block_ids_uniform=self.mode in (BLOCK, WARP)))
-        self.planner = Planner(lambda v: v in an.uniform, self.name,
-                               self.mode in (GRID, BATCH))
-        if not self.fast:
-            return  # an empty plan: the general path
-        promote = self.one_d
-        for op in _walk(ops):
-            if isinstance(op, scf.IfOp) and self._windowable(op):
-                an.windowed.add(op)
-            in_window = bool(an.windowed) and self.in_window(op)
-            if promote and isinstance(op, _PROMOTABLE) and op.results[0] not in an.affine \
-                    and op.results[0] not in an.uniform and not in_window:
-                ramp = self.planner.ramp_base(op.results[0], self.mode)
-                if ramp is not None:
-                    an.promoted[op] = ramp
-                    an.affine[op.results[0]] = self.fresh("rb")
-                    if ramp[2]:
-                        an.local.add(op.results[0])
-                    continue
-            if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
-                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
-                                          self.mode in (BLOCK, WARP)):
-                    an.affine[op.results[0]] = self.fresh("rb")
-                elif op.dim_index == 0 and self.mode == BATCH:
-                    an.affine[op.results[0]] = self.fresh("rb")
-                    an.local.add(op.results[0])
-            elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
-                a, b = op.operands
-                if in_window and not (a in an.local or b in an.local):
-                    continue  # a window's lanes are not a ramp: only block-local ids stay affine
-                if a in an.affine and b in an.uniform:
-                    an.affine[op.results[0]] = self.fresh("rb")
-                    if a in an.local:
-                        an.local.add(op.results[0])
-                elif b in an.affine and a in an.uniform and not isinstance(op, arith.SubiOp):
-                    an.affine[op.results[0]] = self.fresh("rb")
-                    if b in an.local:
-                        an.local.add(op.results[0])
-        if not self.instrumented:  # instruments observe every op's value: no fusion then
-            for op in _walk(ops):
-                if isinstance(op, pto.StoreOp) and op.ptr in an.affine and \
-                        op.ptr not in an.local and not self.in_window(op):
-                    owner = op.value.owner
-                    # only `a op b` right before the store, used by it alone, on plain values
-                    if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
-                            op.value.has_one_use() and \
-                            not any(x in an.affine for x in owner.operands):
-                        an.fused.add(owner)
-                elif isinstance(op, pto.StoreOp) and op.ptr in an.local:
-                    loads = self._row_operands(op)
-                    if loads is not None:
-                        an.row_ops[op] = loads
-                        an.fused.update((op.value.owner, *loads))
-        self._plan(ops)
-        # which affine values must also exist as arrays?
-        for op in _walk(ops):
-            if op in an.dead:
-                continue
-            for index, operand in enumerate(op.operands):
-                if op in an.planned and index == _ptr_index(op):
-                    continue
-                if operand not in an.affine:
-                    continue
-                if self._consumes_affine(op, index) and \
-                        (operand in an.local or not self.in_window(op)):
-                    continue
-                an.needs_array.add(operand)
-
-    def _plan(self, ops: Iterable[Operation]) -> None:
-        """The access planner (plan.py): loads and stores whose address no structured path
-        above takes but which is affine in the lane symbols become planned accesses; the pure
-        arithmetic only they used is left out (kept in the instrumented variant, whose hooks
-        report every value)."""
-        an = self.an
-        planner = self.planner
-        self._cmp_leaves: set[SSAValue] = set()
-        walked = list(_walk(ops))
-        for op in walked:
-            if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
-                continue
-            if isinstance(op, pto.StoreOp) and op.value.owner in an.fused:
-                continue
-            ptr = op.operands[_ptr_index(op)]
-            if ptr in an.affine:
-                continue  # a lane-affine slice (load_ramp, load_rows)
-            plan = planner.plan(ptr)
-            if plan is not None:
-                an.planned[op] = plan
-        if self.mode == BATCH:
-            for op in walked:
-                if not isinstance(op, pto.BulkCopyOp):
-                    continue
-                for index in (0, 1):
-                    plan = planner.block_plan(op.operands[index])
-                    if plan is not None:
-                        an.block_addrs[(op, index)] = plan
-        for op in walked:
-            if not isinstance(op, arith.CmpiOp) or op.results[0] in an.uniform:
-                continue
-            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-            lhs, rhs = op.operands
-            if pred not in _CMP_SIGNED or lhs in an.affine or rhs in an.affine:
-                continue  # the lane-affine compare (_cmp) takes those
-            if rhs in an.uniform:
-                x, u, sym = lhs, rhs, _CMP[pred]
-            elif lhs in an.uniform:
-                x, u, sym = rhs, lhs, _FLIP[_CMP[pred]]
-            else:
-                continue
-            form = planner.form(x)
-            width = _int_width(x.type)
-            if form is not None and not form.uniform:
-                an.form_cmps[op] = (form.source(), width, u, sym)
-                for leaf in form.leaves():
-                    if leaf in planner.leaf_values:
-                        self._cmp_leaves.add(planner.leaf_values[leaf])
-        if (an.planned or an.promoted or an.form_cmps or an.block_addrs) and \
-                not self.instrumented:
-            names = {n for p in an.planned.values() for n in p.leaves()}
-            names.update(n for p in an.block_addrs.values() for n in p.leaves())
-            names.update(leaf for rest, _, _ in an.promoted.values() for m in rest for leaf in m)
-            leaves = {planner.leaf_values[n] for n in names if n in planner.leaf_values}
-            leaves |= self._cmp_leaves
-            leaves.update(u for _, _, u, _ in an.form_cmps.values())
-
-            def virtual(user: Operation, index: int) -> bool:
-                return user in an.planned and index == _ptr_index(user) or \
-                    user in an.promoted or user in an.form_cmps or (user, index) in an.block_addrs
-            an.dead = dead_ops(walked, virtual, leaves)
-
-    def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
-        """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
-        reduction's `buf[tid] = buf[tid] + buf[tid + s]`), where each intermediate value has no
-        other use and nothing between the first load and the store touches memory: the two
-        loads, which then run at the store as one ufunc over rows (StructuredAccess.rows_op)."""
-        owner = store.value.owner
-        if type(owner) not in _STORE_UFUNCS or owner.next_op is not store or \
-                not store.value.has_one_use():
-            return None
-        loads = []
-        for v in owner.operands:
-            load = v.owner
-            if not (isinstance(load, pto.LoadOp) and load.ptr in self.an.local and
-                    v.has_one_use() and load.parent_block() is store.parent_block()):
-                return None
-            loads.append(load)
-        first = min(loads, key=lambda o: o.parent_block().get_operation_index(o))
-        op = first.next_op
-        while op is not owner:
-            if op is None or op.regions or op.name in DIVISIONS or \
-                    not (op in loads or type(op) in _ARITH_BINARY or isinstance(op, pto.AddPtrOp)
-                         or isinstance(op, arith.ConstantOp | arith.CmpiOp | arith.CmpfOp)):
-                return None  # only the two loads and pure arithmetic that cannot fail
-            op = op.next_op
-        return loads[0], loads[1]
-
-    def in_window(self, op: Operation) -> bool:
-        """Is `op` inside a branch that runs on a window of lanes?"""
-        parent = op.parent_op()
-        while parent is not None and not isinstance(parent, func.FuncOp):
-            if parent in self.an.windowed:
-                return True
-            parent = parent.parent_op()
-        return False
-
-    def _windowable(self, op: scf.IfOp) -> bool:
-        """Can this branch run on just the lanes it keeps active (windows.WindowContext)? In batch
-        mode, when its condition compares block-local ids or the warp number with a uniform
-        bound (so the active lanes are a window of each block's lanes), its body has no
-        block-level instruction, atomic, output or global id, and it yields plain values. A
-        warp barrier may be in it: the window's lanes are checked warp by warp."""
-        an = self.an
-        if self.mode != BATCH or self.instrumented or not self.one_d:
-            return False
-        test = op.cond.owner
-        if not isinstance(test, arith.CmpiOp):
-            return False
-        a, b = test.operands
-        def banded(v: SSAValue) -> bool:
-            # block-local ids, the warp number in the block, or any value the planner finds
-            # affine in local ids / warp / lane only (`2 * s * tid`, `lane`): the same lanes
-            # of every block then pass the test, the window of one block is every block's
-            if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
-                return True
-            form = self.planner.form(v) if self.fast else None
-            return form is not None and not form.uniform and \
-                all(sym in ("l0", "w", "n") for sym in form.coef_polys)
-        if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
-            return False
-        if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
-            return False
-        return all(_follows_window(inner)
-                   for inner in _walk([o for r in op.regions for b in r.blocks for o in b.ops]))
-
-    def _window_inputs(self, block: Block) -> list[SSAValue]:
-        """Per-lane values defined outside `block` (a windowed branch) that its ops use by
-        name: they are narrowed to the window's lanes on the way in."""
-        an = self.an
-        inside: set[SSAValue] = set()
-        ops = list(_walk(block.ops))
-        for inner in ops:
-            inside.update(inner.results)
-            for region in inner.regions:
-                for b in region.blocks:
-                    inside.update(b.args)
-        used: dict[SSAValue, None] = {}
-        for inner in ops:
-            if inner in an.dead:
-                continue
-            for index, v in enumerate(inner.operands):
-                if v in inside or v in an.uniform:
-                    continue
-                if inner in an.planned and index == _ptr_index(inner) or \
-                        inner in an.form_cmps or inner in an.promoted:
-                    continue  # computed from ids and uniform values (plan.py)
-                if v in an.local and v not in an.needs_array:
-                    continue  # used through its uniform base only
-                used[v] = None
-        return list(used)
-
-    def _consumes_affine(self, op: Operation, index: int) -> bool:
-        an = self.an
-        if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
-            return op.results[0] in an.affine
-        if isinstance(op, pto.LoadOp) and index == 0:
-            return True
-        if isinstance(op, pto.StoreOp) and index == 1:
-            return True
-        if isinstance(op, pto.FmaOp) and index == 0:
-            return True
-        if isinstance(op, arith.CmpiOp) and op.results[0] not in an.uniform:
-            other = op.operands[1 - index]
-            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-            return other in an.uniform and pred in _CMP_SIGNED
-        return False
-
     # emission ---------------------------------------------------------------------------------
 
     def generate(self) -> GeneratedKernel:
         block = self.kernel.body.block
-        self.analyse(block.ops)
+        self.an = plan_kernel(self.kernel, self.mode, self.one_d, self.instrumented, self.name,
+                              self.fresh)
         header = ["def run(_ctx, _args):"]
         self.emit("_m = None")
         if self.instrumented:
@@ -494,7 +158,8 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table.affine = dict(self.an.affine)
         self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
-                               self.constants, self.table, self.instrumented, fast=self.fast)
+                               self.constants, self.table, self.instrumented,
+                               fast=self.an.fast, steps=self.an.steps)
 
     def block_ops(self, block: Block) -> None:
         for op in block.ops:
@@ -642,14 +307,12 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             self.emit(f"{self.name(op.results[0])} = _ctx.form_cmp({sym!r}, ({src}, {width}), "
                       f"{self.name(u)})")
             return
-        if pred in _CMP_SIGNED and (lhs in an.affine and rhs in an.uniform or
-                                    rhs in an.affine and lhs in an.uniform):
+        if op in an.ramp_cmps:
             # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
             # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made);
             # block-local ids compare the same in every block: a cached mask (local_cmp); on
             # the ramp, a test that passes on every lane or on none skips the lanes (_ramp_cmp)
-            x, u, sym = (lhs, rhs, _CMP[pred]) if lhs in an.affine else \
-                (rhs, lhs, _FLIP[_CMP[pred]])
+            x, u, sym = an.ramp_cmps[op]
             if x in an.local:
                 expr = (f"_ctx.local_cmp({sym!r}, "
                         f"_bound32(_np.int64({self.name(u)}) - {an.affine[x]}))")
@@ -747,13 +410,13 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         res = self.name(op.results[0])
         if op in self.an.planned:
             plan = self.an.planned[op]
-            view = "True" if _view_safe(op.results[0]) else "False"
+            view = "True" if op.results[0] in self.an.views else "False"
             self.emit(f"{res} = _ctx.load_plan({self.name(plan.root)}_b, {plan.source()}, _m, "
                       f"{s}, {view})")
         elif p in self.an.local:
             self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
         elif p in self.an.affine:
-            view = "True" if _view_safe(op.results[0]) else "False"
+            view = "True" if op.results[0] in self.an.views else "False"
             self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s}, "
                       f"{view})")
         else:
@@ -804,16 +467,12 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         s = self.site(op)
         a, b, c = op.a, op.b, op.c
         t = a.type
-        dst_affine = op.dst in self.an.affine and op.dst not in self.an.local
         # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
         # (for binary formats, rounding a+c through float64 first gives the same result).
-        if _is_const(b, 1.0) and dst_affine:
+        if op in self.an.fma_adds:  # planned: the addition computed into the slice
+            x, y = self.an.fma_adds[op]
             self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
-                      f"_np.add, {self.name(a)}, {self.name(c)}, _m, {s})")
-            return
-        if _is_const(a, 1.0) and dst_affine:
-            self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
-                      f"_np.add, {self.name(b)}, {self.name(c)}, _m, {s})")
+                      f"_np.add, {self.name(x)}, {self.name(y)}, _m, {s})")
             return
         if _is_const(b, 1.0):
             value = f"({self.name(a)} + {self.name(c)})"
@@ -899,9 +558,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                if self.fast:  # a side every lane took: its value, not a where()
+                if "merge_sides" in self.an.steps:  # a side every lane took: no where()
                     self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
-                              f"{_view_safe(r)})")
+                              f"{r in self.an.views})")
                 else:
                     self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
 
@@ -911,7 +570,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         mask keeps (`_window`: narrowed values in, widened yields out) or, when the window is
         not narrow enough, on the whole vector."""
         fn, win, res = self.fresh("_wb"), self.fresh("w"), self.fresh("r")
-        inputs = [self.name(v) for v in self._window_inputs(block)]
+        inputs = [self.name(v) for v in self.an.window_inputs[block]]
         ops = list(block.ops)
         self.emit(f"if {mask} is not False:")
         self.indent += 1
@@ -1083,8 +742,8 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                         f"{m}, {n}, {k}, _m, {s})", s)
 
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
-        # `old` never read (nor observed by an instrument): the runtime may skip computing it
-        unused = op.result.first_use is None and not self.instrumented
+        # planned: `old` never read (nor observed), integer totals in any order
+        unused = op in self.an.atomic_totals
         self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
                   f"{self.name(op.value)}, _m, {self.site(op)}{', False' if unused else ''})")
 
@@ -1104,11 +763,6 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                   f"{dt}, _m, {self.site(op)})")
 
 
-_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, pto.GetGlobalIdOp,
-               pto.GetLocalIdOp)
-"""Integer ops whose value the planner may recognise as `lane ramp + uniform`."""
-
-
 def _int_width(t: Attribute) -> int:
     return t.width.data if isinstance(t, IntegerType) else 64
 
@@ -1119,77 +773,6 @@ def _wrap32(x: int) -> np.int32:
 
 def _wrap64(x: int) -> np.int64:
     return np.int64((x + 2**63) % 2**64 - 2**63)
-
-
-def _ptr_index(op: Operation) -> int:
-    """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
-    return 1 if isinstance(op, pto.StoreOp) else 0
-
-
-def _writes_memory(op: Operation) -> bool:
-    return any(writes_memory(o) for o in _walk([op]))
-
-
-def _view_safe(value: SSAValue) -> bool:
-    """Can `value` (a load's result, or a branch's) alias memory (a slice view) instead of
-    being a copy?
-
-    Yes when every use of it in its block happens before any later instruction that may write
-    memory, or in that very instruction as a plain operand (its value is read before it writes).
-    """
-    load = value.owner
-    assert isinstance(load, Operation)
-    block = load.parent_block()
-    if block is None:
-        return False
-    pending = {use.operation for use in value.uses}
-    for user in pending:
-        # Yielded out of a loop body or a stage, the value lives on past its block (into the
-        # next iteration, or as the region's result) where memory may have changed. Yielded
-        # out of an scf.if it becomes the branch's result, which `merge` copies.
-        if user.has_trait(IsTerminator) and not isinstance(user.parent_op(), scf.IfOp):
-            return False
-    op = load.next_op
-    while op is not None and pending:
-        contained = {o for o in _walk([op]) if o in pending}
-        writes = _writes_memory(op)
-        if writes and (op.regions or contained != pending or not contained):
-            return False
-        pending -= contained
-        op = op.next_op
-    return not pending
-
-
-_WINDOW_FOREIGN = (scf.IfOp, scf.YieldOp, scf.ForOp, arith.SelectOp, arith.ConstantOp,
-                   math.RsqrtOp, math.IPowIOp)
-
-
-def _follows_window(op: Operation) -> bool:
-    """May a windowed branch hold `op`? Ops that read ids, memory and values through the lane
-    vector follow a window of it: arithmetic, structure, lane loads and stores (one access of
-    one kind through its only address operand: not an atomic, not a staged npu access),
-    pointer arithmetic, ids other than the global id, the warp barrier; not block
-    collectives, atomics or output. Asked of the op's traits, so a new elementwise op
-    qualifies by its declaration."""
-    if isinstance(op, _WINDOW_FOREIGN) or type(op) in _ARITH_BINARY or \
-            type(op) in _MATH_UNARY or op.name in INT_BINARY or op.name.startswith("arith.") \
-            or elementwise_reference(op) is not None:
-        return True
-    ident = launch_id(op)
-    if ident is not None:
-        return ident != "global_id"
-    if offset_base(op) is not None or sync_scope(op) == "warp":
-        return True
-    addresses = sum(_is_address(o.type) for o in op.operands)
-    return not is_block_collective(op) and len(declared_accesses(op)) == 1 and addresses == 1
-
-_STORE_UFUNCS: dict[type[Operation], str] = {
-    arith.AddfOp: "_np.add", arith.SubfOp: "_np.subtract", arith.MulfOp: "_np.multiply",
-    arith.DivfOp: "_np.divide", arith.AddiOp: "_np.add", arith.SubiOp: "_np.subtract",
-    arith.MuliOp: "_np.multiply",
-}
-
-
 
 
 def _is_const(v: SSAValue, value: float) -> bool:

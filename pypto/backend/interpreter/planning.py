@@ -1,0 +1,552 @@
+"""The plan of one kernel variant: the planner's decisions for every op, which codegen reads to
+emit code (see docs/interpreter.md, "The access planner").
+
+`plan_kernel` walks a kernel once per generated variant (mode, 1-D launch, instrumented,
+fast paths on) and decides, per op, how the generated code runs it: a lane-affine slice
+(`load_ramp` / `store_ramp`, the values kept as a scalar base), block-local rows
+(`load_rows` / `store_rows` / `rows_op`), a store computing `a op b` into the slice
+(`store_ramp_op`), a windowed branch, a planned access through the affine forms of plan.py
+(`load_plan` / `store_plan`: slice, strided view, broadcast, or the gather), a comparison on
+the vector's box (`form_cmp`), a per-block copy address (`block_offset`), and which run-time
+steps of the tile instructions and atomics the variant may take (`steps`). Codegen inspects
+no op shape to choose a path: it emits what the plan says. `PYPTO_FAST_PATHS=0` gives the
+empty plan, the general path (the oracle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, func, math, scf
+from xdsl.dialects.builtin import FloatAttr, IntegerType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import IsTerminator
+
+from pypto import dtypes
+from pypto.analysis.uniformity import varying_values, walk
+from pypto.backend.interpreter.codegen_loops import _is_address
+from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.optables import (
+    _ARITH_BINARY,
+    _CMP,
+    _CMP_SIGNED,
+    _FLIP,
+    _MATH_UNARY,
+    _STORE_UFUNCS,
+)
+from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops
+from pypto.dialects import pto
+from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
+from pypto.dialects.traits import (
+    declared_accesses,
+    elementwise_reference,
+    is_block_collective,
+    launch_id,
+    offset_base,
+    sync_scope,
+    writes_memory,
+)
+
+GRID = "grid"
+"""Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
+BLOCK = "block"
+"""Mode: one lane vector per block, all warps in lockstep."""
+WARP = "warp"
+"""Mode: one lane vector per warp; the kernel is a generator that yields at block-level sync
+points (barrier_block, tile instructions) so a scheduler can interleave warps."""
+
+BATCH = "batch"
+"""Mode: one lane vector holds several whole blocks that run in lockstep, each with its own
+copy of every L1 buffer (kernels whose block-level instructions are barriers, fills and
+allocations in control flow uniform across the whole vector)."""
+
+STEPS = {
+    "merge_sides": "a branch's result is the side every lane took, not a where() (codegen)",
+    "whole_blocks": "ids of a vector of whole blocks as per-block patterns (lanes.py)",
+    "sparse_gather": "a gather under a sparse mask selects its active lanes first (lanes.py)",
+    "lazy_l1": "a batch's L1 starts unpoisoned, poisoned lazily (tiles.py FreshL1)",
+    "planned_copy": "a batch's copies of an affine block grid as one view (tiles.py)",
+    "uniform_fill": "a batch's fill of one value everywhere as one lazy fill (tiles.py)",
+    "batched_mma": "a batch's mma at one offset as one batched matmul (tiles.py)",
+    "atomic_unique": "atomics hitting distinct addresses as one gather/scatter (tiles.py)",
+    "atomic_prefix": "integer atomics' old values from one running sum (tiles.py)",
+}
+"""The run-time steps a plan may select: each gives the bits of the general path it skips."""
+
+
+class _Uniform:
+    """`v in uniform`: v holds one value for the whole lane vector (a scalar at run time)."""
+
+    def __init__(self, varying: set[SSAValue]):
+        self.varying = varying
+
+    def __contains__(self, v: object) -> bool:
+        return v not in self.varying
+
+
+@dataclass
+class KernelPlan:
+    """The plan of one kernel variant: per op, the access kind the generated code takes and its
+    parameters (codegen reads it, never decides). Empty (fast paths off): the general path."""
+    uniform: _Uniform = field(default_factory=lambda: _Uniform(set()))
+    affine: dict[SSAValue, str] = field(default_factory=dict)  # value -> name of its base var
+    # affine values that are block-local: lane k of each block holds `base + k` (batch mode,
+    # several blocks per vector; accesses through them are 2-D slices, one row per block)
+    local: set[SSAValue] = field(default_factory=set)
+    needs_array: set[SSAValue] = field(default_factory=set)
+    # arithmetic ops computed by the store right after them, into memory (store_ramp_op)
+    fused: set[Operation] = field(default_factory=set)
+    # stores `buf[tid + u] = a op b` whose operands are loads at block-local addresses, done
+    # as one ufunc over 2-D slices of L1 (store -> its two loads)
+    row_ops: dict[Operation, tuple[Operation, Operation]] = field(default_factory=dict)
+    # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
+    windowed: set[Operation] = field(default_factory=set)
+    # the access planner (plan.py): loads / stores through affine addresses (op -> plan), and
+    # the pure address arithmetic nothing else needs (not emitted)
+    planned: dict[Operation, AccessPlan] = field(default_factory=dict)
+    dead: set[Operation] = field(default_factory=set)
+    # values normalised to `ramp + uniform` (plan.py ramp_base) though written another way
+    # (`b * bd + l`): op -> (uniform part, vector offset, block-local?)
+    promoted: dict[Operation, tuple[dict[tuple[str, ...], int], str, bool]] = \
+        field(default_factory=dict)
+    # comparisons `lane-affine OP uniform` (signed) on the ramp or block-local ids
+    # (_ramp_cmp / local_cmp): op -> (the affine operand, the uniform one, x OP u)
+    ramp_cmps: dict[Operation, tuple[SSAValue, SSAValue, str]] = field(default_factory=dict)
+    # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
+    # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
+    form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
+    # bulk copies whose L1 / HBM address varies only with the block (batch mode): (op, operand
+    # index) -> its plan; the copy gets each block's offset from the forms (views.block_offset)
+    block_addrs: dict[tuple[Operation, int], AccessPlan] = field(default_factory=dict)
+    # windowed branch body -> the per-lane values defined outside it that it uses (narrowed
+    # to the window's lanes on the way in)
+    window_inputs: dict[Block, list[SSAValue]] = field(default_factory=dict)
+    # `fma(a, 1.0, c)` / `fma(1.0, b, c)` through a lane-affine dst: the addition computed
+    # into the stored slice (store_ramp_op); op -> (the other factor, c)
+    fma_adds: dict[Operation, tuple[SSAValue, SSAValue]] = field(default_factory=dict)
+    # load results (and branch results) that may alias memory: a view, not a copy
+    views: set[SSAValue] = field(default_factory=set)
+    # atomic_add ops whose totals alone matter (result unused, integer element): the
+    # additions in any order (np.add.at)
+    atomic_totals: set[Operation] = field(default_factory=set)
+    # the run-time steps this variant's plan selects (STEPS); each one checks at run time
+    # only what depends on the data (e.g. "all values equal" for a uniform fill)
+    steps: frozenset[str] = frozenset()
+    fast: bool = False  # planned at all (PYPTO_FAST_PATHS on when the variant was generated)
+
+
+class KernelPlanner:
+    """Builds the KernelPlan of one kernel variant. `name(v)` / `fresh(prefix)`: codegen's
+    names for values and fresh variables (the plan names the bases of lane-affine values)."""
+
+    def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,
+                 fast: bool, name: Callable[[SSAValue], str], fresh: Callable[[str], str]):
+        self.kernel = kernel
+        self.mode = mode
+        self.one_d = one_d
+        self.instrumented = instrumented
+        self.fast = fast
+        self.name = name
+        self.fresh = fresh
+        self.an = KernelPlan(fast=fast)
+
+    def build(self) -> KernelPlan:
+        ops = list(self.kernel.body.block.ops)
+        self.analyse(ops)
+        if self.fast:
+            self._decide_emission(ops)
+        return self.an
+
+    def analyse(self, ops: Iterable[Operation]) -> None:
+        an = self.an
+        an.uniform = _Uniform(varying_values(self.kernel,
+                                             block_ids_uniform=self.mode in (BLOCK, WARP)))
+        self.planner = Planner(lambda v: v in an.uniform, self.name,
+                               self.mode in (GRID, BATCH))
+        if not self.fast:
+            return  # an empty plan: the general path
+        promote = self.one_d
+        for op in _walk(ops):
+            if isinstance(op, scf.IfOp) and self._windowable(op):
+                an.windowed.add(op)
+            in_window = bool(an.windowed) and self.in_window(op)
+            if promote and isinstance(op, _PROMOTABLE) and op.results[0] not in an.affine \
+                    and op.results[0] not in an.uniform and not in_window:
+                ramp = self.planner.ramp_base(op.results[0], self.mode)
+                if ramp is not None:
+                    an.promoted[op] = ramp
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    if ramp[2]:
+                        an.local.add(op.results[0])
+                    continue
+            if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
+                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
+                                          self.mode in (BLOCK, WARP)):
+                    an.affine[op.results[0]] = self.fresh("rb")
+                elif op.dim_index == 0 and self.mode == BATCH:
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    an.local.add(op.results[0])
+            elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+                a, b = op.operands
+                if in_window and not (a in an.local or b in an.local):
+                    continue  # a window's lanes are not a ramp: only block-local ids stay affine
+                if a in an.affine and b in an.uniform:
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    if a in an.local:
+                        an.local.add(op.results[0])
+                elif b in an.affine and a in an.uniform and not isinstance(op, arith.SubiOp):
+                    an.affine[op.results[0]] = self.fresh("rb")
+                    if b in an.local:
+                        an.local.add(op.results[0])
+        if not self.instrumented:  # instruments observe every op's value: no fusion then
+            for op in _walk(ops):
+                if isinstance(op, pto.StoreOp) and op.ptr in an.affine and \
+                        op.ptr not in an.local and not self.in_window(op):
+                    owner = op.value.owner
+                    # only `a op b` right before the store, used by it alone, on plain values
+                    if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
+                            op.value.has_one_use() and \
+                            not any(x in an.affine for x in owner.operands):
+                        an.fused.add(owner)
+                elif isinstance(op, pto.StoreOp) and op.ptr in an.local:
+                    loads = self._row_operands(op)
+                    if loads is not None:
+                        an.row_ops[op] = loads
+                        an.fused.update((op.value.owner, *loads))
+        self._ramp_cmps(ops)
+        self._plan(ops)
+        # which affine values must also exist as arrays?
+        for op in _walk(ops):
+            if op in an.dead:
+                continue
+            for index, operand in enumerate(op.operands):
+                if op in an.planned and index == _ptr_index(op):
+                    continue
+                if operand not in an.affine:
+                    continue
+                if self._consumes_affine(op, index) and \
+                        (operand in an.local or not self.in_window(op)):
+                    continue
+                an.needs_array.add(operand)
+
+    def _ramp_cmps(self, ops: Iterable[Operation]) -> None:
+        """Signed comparisons of a lane-affine value with a uniform one (inside a window, of
+        block-local ids only: the window's lanes are not a ramp)."""
+        an = self.an
+        for op in _walk(ops):
+            if not isinstance(op, arith.CmpiOp):
+                continue
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            lhs, rhs = op.operands
+            if pred not in _CMP_SIGNED:
+                continue
+            if lhs in an.affine and rhs in an.uniform:
+                x, u, sym = lhs, rhs, _CMP[pred]
+            elif rhs in an.affine and lhs in an.uniform:
+                x, u, sym = rhs, lhs, _FLIP[_CMP[pred]]
+            else:
+                continue
+            if x in an.local or not self.in_window(op):
+                an.ramp_cmps[op] = (x, u, sym)
+
+    def _plan(self, ops: Iterable[Operation]) -> None:
+        """The access planner (plan.py): loads and stores whose address no structured path
+        above takes but which is affine in the lane symbols become planned accesses; the pure
+        arithmetic only they used is left out (kept in the instrumented variant, whose hooks
+        report every value)."""
+        an = self.an
+        planner = self.planner
+        self._cmp_leaves: set[SSAValue] = set()
+        walked = list(_walk(ops))
+        for op in walked:
+            if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
+                continue
+            if isinstance(op, pto.StoreOp) and op.value.owner in an.fused:
+                continue
+            ptr = op.operands[_ptr_index(op)]
+            if ptr in an.affine:
+                continue  # a lane-affine slice (load_ramp, load_rows)
+            plan = planner.plan(ptr)
+            if plan is not None:
+                an.planned[op] = plan
+        if self.mode == BATCH:
+            for op in walked:
+                if not isinstance(op, pto.BulkCopyOp):
+                    continue
+                for index in (0, 1):
+                    plan = planner.block_plan(op.operands[index])
+                    if plan is not None:
+                        an.block_addrs[(op, index)] = plan
+        for op in walked:
+            if not isinstance(op, arith.CmpiOp) or op.results[0] in an.uniform:
+                continue
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            lhs, rhs = op.operands
+            if pred not in _CMP_SIGNED or lhs in an.affine or rhs in an.affine:
+                continue  # the lane-affine compare (_cmp) takes those
+            if rhs in an.uniform:
+                x, u, sym = lhs, rhs, _CMP[pred]
+            elif lhs in an.uniform:
+                x, u, sym = rhs, lhs, _FLIP[_CMP[pred]]
+            else:
+                continue
+            form = planner.form(x)
+            width = _int_width(x.type)
+            if form is not None and not form.uniform:
+                an.form_cmps[op] = (form.source(), width, u, sym)
+                for leaf in form.leaves():
+                    if leaf in planner.leaf_values:
+                        self._cmp_leaves.add(planner.leaf_values[leaf])
+        if (an.planned or an.promoted or an.form_cmps or an.block_addrs) and \
+                not self.instrumented:
+            names = {n for p in an.planned.values() for n in p.leaves()}
+            names.update(n for p in an.block_addrs.values() for n in p.leaves())
+            names.update(leaf for rest, _, _ in an.promoted.values() for m in rest for leaf in m)
+            leaves = {planner.leaf_values[n] for n in names if n in planner.leaf_values}
+            leaves |= self._cmp_leaves
+            leaves.update(u for _, _, u, _ in an.form_cmps.values())
+
+            def virtual(user: Operation, index: int) -> bool:
+                return user in an.planned and index == _ptr_index(user) or \
+                    user in an.promoted or user in an.form_cmps or (user, index) in an.block_addrs
+            an.dead = dead_ops(walked, virtual, leaves)
+
+    def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
+        """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
+        reduction's `buf[tid] = buf[tid] + buf[tid + s]`), where each intermediate value has no
+        other use and nothing between the first load and the store touches memory: the two
+        loads, which then run at the store as one ufunc over rows (StructuredAccess.rows_op)."""
+        owner = store.value.owner
+        if type(owner) not in _STORE_UFUNCS or owner.next_op is not store or \
+                not store.value.has_one_use():
+            return None
+        loads = []
+        for v in owner.operands:
+            load = v.owner
+            if not (isinstance(load, pto.LoadOp) and load.ptr in self.an.local and
+                    v.has_one_use() and load.parent_block() is store.parent_block()):
+                return None
+            loads.append(load)
+        first = min(loads, key=lambda o: o.parent_block().get_operation_index(o))
+        op = first.next_op
+        while op is not owner:
+            if op is None or op.regions or op.name in DIVISIONS or \
+                    not (op in loads or type(op) in _ARITH_BINARY or isinstance(op, pto.AddPtrOp)
+                         or isinstance(op, arith.ConstantOp | arith.CmpiOp | arith.CmpfOp)):
+                return None  # only the two loads and pure arithmetic that cannot fail
+            op = op.next_op
+        return loads[0], loads[1]
+
+    def in_window(self, op: Operation) -> bool:
+        """Is `op` inside a branch that runs on a window of lanes?"""
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            if parent in self.an.windowed:
+                return True
+            parent = parent.parent_op()
+        return False
+
+    def _windowable(self, op: scf.IfOp) -> bool:
+        """Can this branch run on just the lanes it keeps active (windows.WindowContext)? In batch
+        mode, when its condition compares block-local ids or the warp number with a uniform
+        bound (so the active lanes are a window of each block's lanes), its body has no
+        block-level instruction, atomic, output or global id, and it yields plain values. A
+        warp barrier may be in it: the window's lanes are checked warp by warp."""
+        an = self.an
+        if self.mode != BATCH or self.instrumented or not self.one_d:
+            return False
+        test = op.cond.owner
+        if not isinstance(test, arith.CmpiOp):
+            return False
+        a, b = test.operands
+        def banded(v: SSAValue) -> bool:
+            # block-local ids, the warp number in the block, or any value the planner finds
+            # affine in local ids / warp / lane only (`2 * s * tid`, `lane`): the same lanes
+            # of every block then pass the test, the window of one block is every block's
+            if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
+                return True
+            form = self.planner.form(v) if self.fast else None
+            return form is not None and not form.uniform and \
+                all(sym in ("l0", "w", "n") for sym in form.coef_polys)
+        if not ((banded(a) and b in an.uniform) or (banded(b) and a in an.uniform)):
+            return False
+        if any(_is_address(r.type) or isinstance(r.type, pto.TokenType) for r in op.results):
+            return False
+        return all(_follows_window(inner)
+                   for inner in _walk([o for r in op.regions for b in r.blocks for o in b.ops]))
+
+    def _window_inputs(self, block: Block) -> list[SSAValue]:
+        """Per-lane values defined outside `block` (a windowed branch) that its ops use by
+        name: they are narrowed to the window's lanes on the way in."""
+        an = self.an
+        inside: set[SSAValue] = set()
+        ops = list(_walk(block.ops))
+        for inner in ops:
+            inside.update(inner.results)
+            for region in inner.regions:
+                for b in region.blocks:
+                    inside.update(b.args)
+        used: dict[SSAValue, None] = {}
+        for inner in ops:
+            if inner in an.dead:
+                continue
+            for index, v in enumerate(inner.operands):
+                if v in inside or v in an.uniform:
+                    continue
+                if inner in an.planned and index == _ptr_index(inner) or \
+                        inner in an.form_cmps or inner in an.promoted:
+                    continue  # computed from ids and uniform values (plan.py)
+                if v in an.local and v not in an.needs_array:
+                    continue  # used through its uniform base only
+                used[v] = None
+        return list(used)
+
+    def _consumes_affine(self, op: Operation, index: int) -> bool:
+        an = self.an
+        if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+            return op.results[0] in an.affine
+        if isinstance(op, pto.LoadOp) and index == 0:
+            return True
+        if isinstance(op, pto.StoreOp) and index == 1:
+            return True
+        if isinstance(op, pto.FmaOp) and index == 0:
+            return True
+        if isinstance(op, arith.CmpiOp) and op.results[0] not in an.uniform:
+            other = op.operands[1 - index]
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            return other in an.uniform and pred in _CMP_SIGNED
+        return False
+
+    def _decide_emission(self, ops: Iterable[Operation]) -> None:
+        """The remaining per-op choices: window inputs, fma additions into slices, which
+        values may be views, integer atomic totals, and the run-time steps."""
+        an = self.an
+        kinds: set[type[Operation]] = set()
+        for op in _walk(ops):
+            kinds.add(type(op))
+            if op in an.windowed:
+                for region in op.regions:
+                    for block in region.blocks:
+                        an.window_inputs[block] = self._window_inputs(block)
+            if isinstance(op, pto.FmaOp) and op.dst in an.affine and op.dst not in an.local:
+                if _is_const(op.b, 1.0):
+                    an.fma_adds[op] = (op.a, op.c)
+                elif _is_const(op.a, 1.0):
+                    an.fma_adds[op] = (op.b, op.c)
+            if isinstance(op, pto.LoadOp | scf.IfOp):
+                for r in op.results:
+                    if _view_safe(r):
+                        an.views.add(r)
+            if isinstance(op, pto.AtomicAddOp) and op.result.first_use is None and \
+                    not self.instrumented and _element_kind(op.ptr.type) in "iu":
+                an.atomic_totals.add(op)
+        steps = {"merge_sides", "whole_blocks", "sparse_gather"}
+        if pto.AllocLocalOp in kinds and self.mode == BATCH:
+            steps.add("lazy_l1")
+        copies = {pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp}
+        if kinds & copies or any(k.name.startswith("npu.copy") for k in kinds):
+            steps.add("planned_copy")
+        if pto.FillOp in kinds:
+            steps.add("uniform_fill")
+        if pto.MmaOp in kinds:
+            steps.add("batched_mma")
+        if pto.AtomicAddOp in kinds:
+            steps.update(("atomic_unique", "atomic_prefix"))
+        an.steps = frozenset(steps)
+
+
+def plan_kernel(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,
+                name: Callable[[SSAValue], str], fresh: Callable[[str], str]) -> KernelPlan:
+    """The plan of `kernel` for one generated variant: empty when the fast paths are off
+    (`PYPTO_FAST_PATHS=0`, read here once per variant; the executor keys variants by it)."""
+    return KernelPlanner(kernel, mode, one_d, instrumented, FAST_PATHS.on, name, fresh).build()
+
+
+_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, pto.GetGlobalIdOp,
+               pto.GetLocalIdOp)
+"""Integer ops whose value the planner may recognise as `lane ramp + uniform`."""
+
+
+def _int_width(t: Attribute) -> int:
+    return t.width.data if isinstance(t, IntegerType) else 64
+
+
+def _element_kind(t: Attribute) -> str:
+    """NumPy kind of a pointer's element type ('i', 'u', 'f', ...; '?' for other types)."""
+    if isinstance(t, pto.PtrType | pto.L1BufferType):
+        return dtypes.np_dtype_of(t.element_type).kind
+    return "?"
+
+
+def _is_const(v: SSAValue, value: float) -> bool:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
+        return owner.value.value.data == value
+    return False
+
+
+def _ptr_index(op: Operation) -> int:
+    """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
+    return 1 if isinstance(op, pto.StoreOp) else 0
+
+
+def _writes_memory(op: Operation) -> bool:
+    return any(writes_memory(o) for o in _walk([op]))
+
+
+def _view_safe(value: SSAValue) -> bool:
+    """Can `value` (a load's result, or a branch's) alias memory (a slice view) instead of
+    being a copy?
+
+    Yes when every use of it in its block happens before any later instruction that may write
+    memory, or in that very instruction as a plain operand (its value is read before it writes).
+    """
+    load = value.owner
+    assert isinstance(load, Operation)
+    block = load.parent_block()
+    if block is None:
+        return False
+    pending = {use.operation for use in value.uses}
+    for user in pending:
+        # Yielded out of a loop body or a stage, the value lives on past its block (into the
+        # next iteration, or as the region's result) where memory may have changed. Yielded
+        # out of an scf.if it becomes the branch's result, which `merge` copies.
+        if user.has_trait(IsTerminator) and not isinstance(user.parent_op(), scf.IfOp):
+            return False
+    op = load.next_op
+    while op is not None and pending:
+        contained = {o for o in _walk([op]) if o in pending}
+        writes = _writes_memory(op)
+        if writes and (op.regions or contained != pending or not contained):
+            return False
+        pending -= contained
+        op = op.next_op
+    return not pending
+
+
+_WINDOW_FOREIGN = (scf.IfOp, scf.YieldOp, scf.ForOp, arith.SelectOp, arith.ConstantOp,
+                   math.RsqrtOp, math.IPowIOp)
+
+
+def _follows_window(op: Operation) -> bool:
+    """May a windowed branch hold `op`? Ops that read ids, memory and values through the lane
+    vector follow a window of it: arithmetic, structure, lane loads and stores (one access of
+    one kind through its only address operand: not an atomic, not a staged npu access),
+    pointer arithmetic, ids other than the global id, the warp barrier; not block
+    collectives, atomics or output. Asked of the op's traits, so a new elementwise op
+    qualifies by its declaration."""
+    if isinstance(op, _WINDOW_FOREIGN) or type(op) in _ARITH_BINARY or \
+            type(op) in _MATH_UNARY or op.name in INT_BINARY or op.name.startswith("arith.") \
+            or elementwise_reference(op) is not None:
+        return True
+    ident = launch_id(op)
+    if ident is not None:
+        return ident != "global_id"
+    if offset_base(op) is not None or sync_scope(op) == "warp":
+        return True
+    addresses = sum(_is_address(o.type) for o in op.operands)
+    return not is_block_collective(op) and len(declared_accesses(op)) == 1 and addresses == 1
+
+
+_walk = walk  # pre-order walk of ops and everything nested in them

@@ -33,7 +33,8 @@ def window(ctx: LaneContext, mask: Mask) -> tuple[WindowContext, Mask] | None:
     if last == first:
         return None
     if (last - first) * WINDOW_MIN_SAVING > lanes:
-        return warp_window(ctx, mask)
+        # every lane of a wide run of columns active: no narrower window of warps x lanes
+        return None if dense else warp_window(ctx, mask)
     sub = WindowContext(ctx, first, last)
     return sub, (None if dense else
                  np.ascontiguousarray(mask.reshape(-1, lanes)[:, first:last]).reshape(-1))

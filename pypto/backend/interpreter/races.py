@@ -324,8 +324,11 @@ class RaceChecker:
                     return
                 lo, hi, active = lo + narrow[0], lo + narrow[1], None
         if not arena.dirty:
-            key = None if active is not None else (buf.gran, buf.count, base, lo, hi, write)
-            if key is not None and not arena.pending and \
+            # the summary check ignores which lanes are active (a masked access is summarised
+            # as if every lane of the columns made it; the pending list keeps the mask for
+            # the arrays), so its outcome is the unmasked access's: the same key
+            key = (buf.gran, buf.count, base, lo, hi, write)
+            if active is None and not arena.pending and \
                     (not arena.rowq or (arena.state, key) in arena.trie or
                      _rows_clear(arena, buf, base, lo, hi, write, ws)):
                 (arena.writes if write else arena.reads).append(
@@ -656,7 +659,8 @@ def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
         return facts[key]  # type: ignore[no-any-return]
     row = active[0]
     result = None
-    if active.shape[0] == 1 or not (active != row).any():
+    if active.shape[0] == 1 or np.array_equal(active[-1], row) and \
+            not (active != row).any():  # a mask computed from data differs in the last row
         cols = np.flatnonzero(row)
         if cols.size == 0:
             result = (0, 0)

@@ -438,12 +438,14 @@ class RaceChecker:
         return True
 
     def race_pattern_masked(self, buf: Any, pattern: tuple[Any, ...], order: np.ndarray,
-                            mask: np.ndarray, site: int, write: bool) -> bool:
+                            mask: np.ndarray, site: int, write: bool, key: Any = None) -> bool:
         """`race_pattern` of a planned access whose mask keeps different lanes in different
         blocks (bounds checks at a grid's edges): each element is touched by one lane
         (`order[j]`: the lane position of element j), `mask` the vector's (blocks, lanes)
-        active lanes. Checked against the epoch's summary as if every block were active;
-        False when that is not conclusive (the caller then runs the general check)."""
+        active lanes. Checked against the epoch's summary as if every block were active (so
+        the outcome does not depend on the mask: remembered under `key`, the unmasked
+        access's, as in `race_pattern`); False when that is not conclusive (the caller then
+        runs the general check)."""
         sh = buf.shadow
         arena = sh.arena
         epoch = self.counters["epoch"]
@@ -456,7 +458,8 @@ class RaceChecker:
             _lift(arena, ws)
         local, lanes, elems, wmin, wmax = pattern
         active = mask if order is None else mask[:, order]
-        if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax):
+        if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax,
+                                None if key is None else (buf.gran, key, write)):
             return False
         (sh.writes if write else sh.reads).append((site, buf, _PATTERN, (local, lanes, mask), ws))
         return True

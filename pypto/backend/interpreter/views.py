@@ -295,18 +295,12 @@ class PlannedAccess:
         if known is False:
             return False
         local, _, elems, _, _ = known
-        if isinstance(elems, slice):
-            if elems.stop - elems.start != local.size:
-                return False  # two lanes on one element
-            order = None if local.size < 2 or bool((local[1:] > local[:-1]).all()) else \
-                np.argsort(local, kind="stable")
-        else:
-            if elems.size != local.size:
-                return False
-            order = np.argsort(local, kind="stable")
+        order = _order(local, elems)
+        if order is False:
+            return False  # two lanes on one element
         nb = self.count // local.size
         return self.race_pattern_masked(  # type: ignore[attr-defined]
-            buf, known, order, mask.reshape(nb, local.size), site, write)
+            buf, known, order, mask.reshape(nb, local.size), site, write, key)
 
     def _mask_row(self, mask: Mask, shape: list[int]) -> Any:
         """The lanes of one block a mask keeps, when it keeps the same ones in every block of
@@ -632,6 +626,69 @@ class PlannedAccess:
             value = value.reshape(full)[sel]
         np.copyto(v, value, casting="unsafe", where=mask.reshape(full)[sel])
 
+    def _store_active(self, buf: Buffer, pv: tuple[int, list[int], list[int], int, int],
+                      value: Any, mask: np.ndarray, site: int) -> bool:
+        """A masked store into the blocks' copies of an L1 buffer whose box leaves the buffer
+        but whose active lanes stay inside it (a tile staged in chunks of the block's lanes,
+        `if t < HX * HY`): a scatter of the active lanes, checked as the view's lanes are
+        (`_check`: per pattern in bulk, also when the mask differs between blocks). False when
+        some active lane leaves its block's copy (the general path reports it) or the blocks
+        touch different elements of their copies."""
+        base, shape, strides, _, _ = pv
+        if _size(shape) != mask.size:
+            return False
+        known = self._known_pattern(buf, base, shape, strides)
+        if known is False:
+            return False
+        local = known[0]
+        cols = self.mask_facts(mask).get(("active_cols", mask.size // local.size))  # type: ignore[attr-defined]
+        if cols is None:
+            cols = mask.reshape(-1, local.size).any(axis=0)
+            self.mask_facts(mask)[("active_cols", mask.size // local.size)] = cols  # type: ignore[attr-defined]
+        used = local[cols]
+        if used.size and (int(used.min()) < 0 or int(used.max()) >= buf.count):
+            return False
+        idx = self._indices(base, shape, strides)
+        if buf.watched() or self.inflight:
+            if used.size == local.size:
+                self._check(buf, base, shape, strides, mask, site, True)
+            elif not self._check_active(buf, known, cols, mask, site):
+                self.check_write(buf, idx[mask], mask, site)  # type: ignore[attr-defined]
+        buf.data[idx[mask]] = value[mask] if isinstance(value, np.ndarray) else value
+        return True
+
+    def _check_active(self, buf: Buffer, known: tuple[Any, ...], cols: np.ndarray,
+                      mask: np.ndarray, site: int) -> bool:
+        """The race check of `_store_active` when only the lanes `cols` of a block can be
+        active (the others' elements lie outside the buffer): per pattern in bulk
+        (RaceChecker.race_pattern_masked) on those lanes; False when the general check must
+        run (a race, in-flight copies, tracked initialisation, two lanes on one element)."""
+        if buf.shadow is None or buf.init is not None or self.inflight:
+            return False
+        local, lanes = known[0][cols], known[1][cols]
+        summary = _summary(local, lanes, self.warp_size)
+        order = _order(local, summary[0])
+        if order is False:
+            return False
+        nb = mask.size // cols.size
+        return self.race_pattern_masked(  # type: ignore[attr-defined]
+            buf, (local, lanes, *summary), order, mask.reshape(nb, -1)[:, cols], site, True,
+            ("active", local.tobytes(), lanes.tobytes()))
+
+    def _known_pattern(self, buf: Buffer, base: int, shape: list[int],
+                       strides: list[int]) -> Any:
+        """`_pattern` of an access, memoised by access and vector shape."""
+        box = self.plan_box()
+        assert box is not None
+        key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
+               self.block, self.warp_size)
+        known = _PATTERNS.get(key)
+        if known is None:
+            if len(_PATTERNS) >= _SUMMARIES_MAX:
+                _PATTERNS.clear()
+            known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
+        return known
+
     def store_plan(self, buf: Buffer, parts: tuple[Part, ...], value: Any, mask: Mask,
                    site: int) -> None:
         """A planned store: into the view when no two lanes hit one element."""
@@ -660,6 +717,9 @@ class PlannedAccess:
             a, b = 0, shape[0] if shape else 1
         elif (trimmed := self._trim(pv, mask, buf)) is not None:
             self._store_cut(buf, pv, trimmed, value, mask, site)
+            return
+        elif buf.stride and isinstance(mask, np.ndarray) and shape and \
+                self._store_active(buf, pv, value, mask, site):
             return
         elif mask is None or not shape or buf.stride:
             self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
@@ -754,6 +814,17 @@ def _warp_window_view(box: Box, stride: int, parts: tuple[Part, ...], ws: int) -
             if kind == "b":
                 strides[j] += stride * step
     return base, tuple(shape), tuple(strides), lo, hi
+
+
+def _order(local: np.ndarray, elems: Any) -> Any:
+    """For a pattern whose lanes touch distinct elements (`elems`, sorted: a slice or an
+    array): the lane touching each element in turn (None: lane order is element order, as
+    for any increasing pattern); False when two lanes touch one element."""
+    if (elems.stop - elems.start if isinstance(elems, slice) else elems.size) != local.size:
+        return False
+    if local.size < 2 or bool((local[1:] > local[:-1]).all()):
+        return None
+    return np.argsort(local, kind="stable")
 
 
 def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray, ...]:

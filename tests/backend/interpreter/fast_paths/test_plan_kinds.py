@@ -458,3 +458,49 @@ def test_races_and_barriers_in_warp_windows_are_reported_like_the_general_path(
             assert bool(warp_windows) is on
         assert msgs[0] == msgs[1]
         assert what in msgs[0]
+
+
+# --- chunked staging of a tile larger than the block ------------------------------------------
+
+@pto.kernel
+def staged_tile(x, out, N: pto.constexpr, SYNC: pto.constexpr):
+    """2-D blocks of 16 x 4 stage N > 64 elements in chunks of the block's lanes: the last
+    chunk's box leaves the buffer, its active lanes (`t < N`) do not."""
+    lin = pto.get_local_id(1) * 16 + pto.get_local_id(0)
+    b = pto.get_block_id(1) * pto.get_grid_dim(0) + pto.get_block_id(0)
+    tile = pto.alloc_local(N)
+    pto.store(tile + (N - 1) - lin, -1.0)        # lane 35 (warp 1) writes element N - 36
+    if SYNC:
+        pto.barrier_block()
+    for k in range(0, 2 * 64, 64):
+        t = lin + k
+        if t < N:                                # lane 0 (warp 0) writes element 64
+            pto.store(tile + t, pto.load(x + b * N + t))
+    pto.barrier_block()
+    pto.store(out + b * 64 + lin, pto.load(tile + lin) + pto.load(tile + lin + (N - 64)))
+
+
+@pytest.mark.parametrize("schedule", [None, "reverse"])
+def test_chunked_staging_scatters_active_lanes(fast_paths, general, schedule):
+    n, grid = 100, (4, 3)
+    blocks = grid[0] * grid[1]
+    x = np.random.default_rng(31).random(blocks * n, dtype=np.float32)
+    options = {"schedule": schedule} if schedule else {}
+    fast_paths.on = True
+    run_kernel(staged_tile, grid, (16, 4), [x, np.zeros(blocks * 64, np.float32), n, True],
+               **options)
+    if schedule is None:
+        assert general["store"] == 0  # the last chunk is a scatter of its active lanes
+    _, y = both_ways(fast_paths, staged_tile, grid, (16, 4),
+                     [x, np.zeros(blocks * 64, np.float32), n, True], **options)
+    t = x.reshape(blocks, n)
+    np.testing.assert_array_equal(y, (t[:, :64] + t[:, n - 64:]).reshape(-1))
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.RaceError) as e:
+            run_kernel(staged_tile, grid, (16, 4),
+                       [x, np.zeros(blocks * 64, np.float32), n, False], pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "WAW race on L1 buffer 'tile' element 64" in msgs[0]

@@ -76,6 +76,8 @@ class GeneratedKernel:
     fn: Any = None
     fast: bool = True  # planned (fast paths on); False: the general path only (the oracle)
     steps: frozenset[str] = frozenset()  # the run-time steps its plan selects (planning.STEPS)
+    tail_bounds: tuple[tuple[int, int], ...] = ()  # where active lanes end (_split_at_tail)
+    plan: KernelPlan | None = None  # the plan the source was emitted from (planning.py)
 
 
 _ID_OPS: dict[type[Operation], str] = {
@@ -159,7 +161,8 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
                                self.constants, self.table, self.instrumented,
-                               fast=self.an.fast, steps=self.an.steps)
+                               fast=self.an.fast, steps=self.an.steps,
+                               tail_bounds=tuple(self.an.tail_bounds), plan=self.an)
 
     def block_ops(self, block: Block) -> None:
         for op in block.ops:

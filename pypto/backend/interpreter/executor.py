@@ -82,6 +82,34 @@ _CHUNKS_MEMO = 64
 _SHAPES_MEMO = 16
 """At most this many launch shapes are memoised per Executable (then the memo starts over)."""
 
+def _split_at_tail(gen: GeneratedKernel, vectors: list[tuple[int, int]], bound: list[Any],
+                   grid: tuple[int, int, int], block: tuple[int, int, int]
+                   ) -> list[tuple[int, int]]:
+    """The lane vectors (first lane, count) of a launch, cut where the plan's tail test
+    `global id < n` (planning: KernelPlan.tail_bounds; n a kernel argument) turns lanes off:
+    the whole blocks below n run as vectors of their own, on which the test passes on every
+    lane (no mask: slices and planned views), the partial block as a small vector of its own,
+    and the blocks above it apart again (the test fails on every lane: nothing runs). Cuts
+    fall on block boundaries, as the chunks' do, so blocks (and their L1) stay whole."""
+    index, adjust = gen.tail_bounds[0]
+    limit = int(bound[index]) + adjust
+    block_lanes = block[0] * block[1] * block[2]
+    total = grid[0] * grid[1] * grid[2] * block_lanes
+    if not 0 < limit < total:
+        return vectors
+    cut = limit - limit % block_lanes
+    cuts = (cut, cut + block_lanes) if limit % block_lanes else (cut,)
+    out = []
+    for first, count in vectors:
+        end = first + count
+        for c in cuts:
+            if first < c < end:
+                out.append((first, c - first))
+                first = c
+        out.append((first, end - first))
+    return out
+
+
 def _take(free: list[Any]) -> Any:
     """A finished vector's L1 from the pool, or None when another thread took the last one
     first (list.pop is atomic)."""
@@ -309,7 +337,9 @@ class Executable:
                 token = _ignore_fp_errors()
                 try:
                     pool = self._arenas
-                    for first_lane, count in chunks[1]:  # _run_vector, inline
+                    vectors = chunks[1] if not gen.tail_bounds else \
+                        _split_at_tail(gen, chunks[1], bound, grid, block)
+                    for first_lane, count in vectors:  # _run_vector, inline
                         ctx = self._context(gen, grid, block, first_lane, count)
                         free = pool.get(count)
                         if free:
@@ -354,9 +384,13 @@ class Executable:
                 if instrument is None and n_blocks <= per_chunk * _CHUNKS_MEMO:
                     self._remember_chunks(grid, block, gen, per_chunk)
                 pool = self._arenas if instrument is None else None
-                for first_block in range(0, n_blocks, per_chunk):
-                    count = min(per_chunk, n_blocks - first_block) * block_lanes
-                    ctx = self._context(gen, grid, block, first_block * block_lanes, count,
+                vectors = [(first_block * block_lanes,
+                            min(per_chunk, n_blocks - first_block) * block_lanes)
+                           for first_block in range(0, n_blocks, per_chunk)]
+                if gen.tail_bounds:
+                    vectors = _split_at_tail(gen, vectors, bound, grid, block)
+                for first_lane, count in vectors:
+                    ctx = self._context(gen, grid, block, first_lane, count,
                                         instrument=instrument)
                     self._run_vector(gen, ctx, bound, pool)
             except KernelError:
@@ -407,7 +441,7 @@ class Executable:
                           check_uninitialized=self.check_uninitialized, share_block_with=share,
                           race_check=self.race_check, warp_index=warp, cache=self.cache)
         ctx.ins = instrument
-        ctx.fast = gen.fast  # the run-time steps the variant's plan selects
+        ctx.steps = gen.steps  # the run-time steps the variant's plan selects
         return ctx
 
     # warp mode --------------------------------------------------------------------------------

@@ -222,9 +222,9 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     """
 
     ins: Any = None  # the attached instrument (instrumented code variants only)
-    # the variant's plan is not empty (codegen's `fast`): the run-time steps it selects (ids
-    # from per-block patterns, sparse masked gathers, batched copies) may run
-    fast: bool = True
+    # the run-time steps the variant's plan selects (planning.STEPS: ids from per-block
+    # patterns, sparse masked gathers, batched copies, ...); none: the general path only
+    steps: frozenset[str] = frozenset()
 
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  first_lane: int, count: int, sites: list[Site], target: Any, layout: Any,
@@ -283,7 +283,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
 
     def _whole_blocks(self) -> bool:
         """The vector holds whole blocks (grid and batch modes): ids are per-block patterns."""
-        return self.fast and self.first_lane % self.block_lanes == 0 and \
+        return "whole_blocks" in self.steps and self.first_lane % self.block_lanes == 0 and \
             self.count % self.block_lanes == 0 and self.count > self.block_lanes
 
     def _block_coords(self, dim: int) -> np.ndarray:
@@ -512,7 +512,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
         if mask is not None and isinstance(off, np.ndarray):
-            if self.fast and self.sparse(mask):
+            if "sparse_gather" in self.steps and self.sparse(mask):
                 # few active lanes: select them, gather those, scatter back (zeros elsewhere;
                 # an inactive lane's value is never used)
                 idx = self._checked(buf, off, mask, site)

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerType
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from pypto import dtypes
@@ -36,7 +36,7 @@ from pypto.backend.interpreter.optables import (
     _STORE_UFUNCS,
 )
 from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops
-from pypto.dialects import pto
+from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import (
     declared_accesses,
@@ -113,6 +113,11 @@ class KernelPlan:
     # comparisons `lane-affine OP uniform` (signed) on the ramp or block-local ids
     # (_ramp_cmp / local_cmp): op -> (the affine operand, the uniform one, x OP u)
     ramp_cmps: dict[Operation, tuple[SSAValue, SSAValue, str]] = field(default_factory=dict)
+    # tail splits: (kernel argument index, adjust) when a test `global id < args[i] + adjust`
+    # guards lanes (grid and batch modes, 1-D): the executor runs the whole blocks below the
+    # bound as their own lane vectors (the test passes on every lane: no mask, slices) and
+    # the partial block and those above it separately (executor._split_at_tail)
+    tail_bounds: list[tuple[int, int]] = field(default_factory=list)
     # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
     # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
     form_cmps: dict[Operation, tuple[str, int, SSAValue, str]] = field(default_factory=dict)
@@ -249,6 +254,24 @@ class KernelPlanner:
                 continue
             if x in an.local or not self.in_window(op):
                 an.ramp_cmps[op] = (x, u, sym)
+                self._tail_bound(x, u, sym)
+
+    def _tail_bound(self, x: SSAValue, u: SSAValue, sym: str) -> None:
+        """A test `x < u` / `x <= u` with x the global id (however written) and u a kernel
+        scalar argument marks where the launch's active lanes end (KernelPlan.tail_bounds)."""
+        an = self.an
+        if self.mode not in (GRID, BATCH) or not self.one_d or self.instrumented or \
+                sym not in ("<", "<=") or x in an.local:
+            return
+        owner = x.owner
+        gid = isinstance(owner, pto.GetGlobalIdOp) and owner.dim_index == 0 or \
+            owner in an.promoted and an.promoted[owner][:2] == ({}, "_ctx.first_lane")
+        body = self.kernel.body.block
+        if gid and isinstance(u, BlockArgument) and u.owner is body and \
+                isinstance(u.type, IntegerType | IndexType):
+            bound = (u.index, 1 if sym == "<=" else 0)
+            if bound not in an.tail_bounds:
+                an.tail_bounds.append(bound)
 
     def _plan(self, ops: Iterable[Operation]) -> None:
         """The access planner (plan.py): loads and stores whose address no structured path
@@ -444,12 +467,11 @@ class KernelPlanner:
         steps = {"merge_sides", "whole_blocks", "sparse_gather"}
         if pto.AllocLocalOp in kinds and self.mode == BATCH:
             steps.add("lazy_l1")
-        copies = {pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp}
-        if kinds & copies or any(k.name.startswith("npu.copy") for k in kinds):
+        if any(issubclass(k, pto.BulkCopyOp | npu.LoadMmaOp) for k in kinds):
             steps.add("planned_copy")
         if pto.FillOp in kinds:
             steps.add("uniform_fill")
-        if pto.MmaOp in kinds:
+        if any(issubclass(k, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp) for k in kinds):
             steps.add("batched_mma")
         if pto.AtomicAddOp in kinds:
             steps.update(("atomic_unique", "atomic_prefix"))

@@ -26,7 +26,6 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
 from pypto.backend.interpreter.buffers import Buffer, outside
-from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError, RaceError
@@ -602,7 +601,7 @@ class BlockMemory:
         reset to fresh: saves allocating the arena, its shadow and the buffer views again."""
         self.l1_buffers, self.arenas = state
         for arena in self.arenas:
-            lazy = arena.blocks > 1 and arena.layout.tile_only and FAST_PATHS.on
+            lazy = arena.blocks > 1 and arena.layout.tile_only and "lazy_l1" in self.steps
             arena.reset(poison=not lazy)
             if lazy:
                 self.inflight.fresh = FreshL1(arena)
@@ -802,7 +801,8 @@ class BlockMemory:
         else:  # batch mode: every block of the vector copies its own tile
             raw = (dst_o, src_o, nbytes, rows, src_stride, dst_stride)
             fast = None
-            if FAST_PATHS.on:
+            planned = "planned_copy" in self.steps  # the plan selects the batched copy
+            if planned:
                 key = _plan_key(kind, dst_b, src_b, raw)
                 plan = self.arena.plans.get(key) if key is not None else None
                 geo = None
@@ -816,7 +816,7 @@ class BlockMemory:
                         return None if fast is _NO_TOKEN else fast
             ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
                    for v in raw]
-            if FAST_PATHS.on:
+            if planned:
                 fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site, raw)
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
@@ -1032,7 +1032,7 @@ class BlockMemory:
         vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
         uniform = bool((starts == starts[0]).all())
         lazy = self.inflight.lazy
-        if uniform and FAST_PATHS.on and n > 0 and (vals == vals[0]).all():
+        if uniform and "uniform_fill" in self.steps and n > 0 and (vals == vals[0]).all():
             # every block fills the same elements with one value: a lazy fill, which replaces
             # lazy work on exactly these bytes and moves what overlaps them partly
             fill = LazyFill(buf, int(starts[0]), n, vals[0])
@@ -1072,7 +1072,8 @@ class BlockMemory:
             return
         offs = [self._per_block(o, site, "operand") if isinstance(o, np.ndarray) else o
                 for o in (c_o, a_o, b_o)]
-        if FAST_PATHS.on and not any(isinstance(o, np.ndarray) for o in offs) and \
+        if "batched_mma" in self.steps and \
+                not any(isinstance(o, np.ndarray) for o in offs) and \
                 self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k):
             return
         if self.inflight.lazy or self.inflight.fresh is not None:
@@ -1182,12 +1183,12 @@ class BlockMemory:
                    need_old: bool = True) -> Any:
         """Serialised in lane order: each lane sees the lower lanes' additions in `old`.
 
-        `need_old=False` (codegen: the result has no use) on an integer buffer: only the totals
-        matter, and wrap-around integer addition is associative and commutative, so the
+        `need_old=False` (the plan's `atomic_totals`: the result has no use, the element an
+        integer) on an integer buffer: only the totals matter, and wrap-around integer addition is associative and commutative, so the
         additions are applied in any order (`np.add.at`); the result is then None. Floats keep
         the lane order, whose rounding the totals depend on."""
         data = buf.data
-        if not need_old and FAST_PATHS.on and data.dtype.kind in "iu":
+        if not need_old and data.dtype.kind in "iu":
             self._atomic_totals(buf, off, value, mask, site)
             return None
         n = self.count
@@ -1209,7 +1210,7 @@ class BlockMemory:
         # atomics do not race with each other: only in-flight / uninitialised checks apply
         self.check_read(buf, idx, None, site, race=False)
         self.check_write(buf, idx, None, site, race=False)
-        return _serialised_add(data, idx, vals[lanes], lanes, old)
+        return _serialised_add(data, idx, vals[lanes], lanes, old, self.steps)
 
     def _atomic_totals(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> None:
         """An integer atomic_add whose `old` values are not used: the same bounds, in-flight
@@ -1291,7 +1292,7 @@ _NO_TOKEN = object()
 
 
 def _serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: np.ndarray,
-                    old: np.ndarray) -> np.ndarray:
+                    old: np.ndarray, steps: frozenset[str] = frozenset()) -> np.ndarray:
     """`data[idx[k]] += vals[k]` for k in lane order, one addition at a time, recording in
     `old[lanes[k]]` the value each addition found; O(m log m) in the m = idx.size hits (a radix
     sort: O(m) for addresses spanning fewer than 2^32 elements).
@@ -1313,8 +1314,9 @@ def _serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: 
     new_group[0] = True
     np.not_equal(s_idx[1:], s_idx[:-1], out=new_group[1:])
     starts = np.flatnonzero(new_group)
-    fast = FAST_PATHS.on
-    if fast and starts.size == s_idx.size:  # every address hit once: no order to respect
+    # `steps`: the run-time steps the plan selected (planning.STEPS); each is checked here
+    # against the data (every address hit once; an integer element)
+    if "atomic_unique" in steps and starts.size == s_idx.size:  # no order to respect
         old[lanes] = data[idx]
         data[idx] = data[idx] + vals
         return old
@@ -1322,7 +1324,7 @@ def _serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: 
     s_lane = lanes[order]
     addr = s_idx[starts]
     dtype = data.dtype
-    if fast and dtype.kind in "iu":
+    if "atomic_prefix" in steps and dtype.kind in "iu":
         running = np.cumsum(s_val, dtype=dtype)           # wraps like the additions do
         before = running - s_val                          # sum of the earlier sorted hits
         group = np.cumsum(new_group) - 1

@@ -552,6 +552,8 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             self.indent -= 1
         self.emit(f"_m = {saved}")
         for r, tn, fn in zip(results, then_names, else_names):
+            if not r.uses and not self.instrumented:
+                continue  # nothing reads it: no merge (instruments see every value)
             rn = self.name(r)
             if _is_address(r.type):
                 self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond}, {saved}, "

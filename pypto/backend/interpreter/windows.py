@@ -25,6 +25,8 @@ def window(ctx: LaneContext, mask: Mask) -> tuple[WindowContext, Mask] | None:
     first..last-1 of every block (as under `if tid < s`): a lane vector of just those lanes
     and the branch's mask on it; None to run the branch on the whole vector (fast paths off,
     a wide window, or a vector that is not whole 1-D blocks)."""
+    if type(ctx) is WindowContext or type(ctx) is NestedWindowContext:
+        return nested_window(ctx, mask)
     lanes = ctx.block_lanes
     if not (isinstance(mask, np.ndarray) and type(ctx) is LaneContext and
             ctx.local_base == 0 and ctx.count % lanes == 0 and ctx.block[1] * ctx.block[2] == 1):
@@ -38,6 +40,24 @@ def window(ctx: LaneContext, mask: Mask) -> tuple[WindowContext, Mask] | None:
     sub = WindowContext(ctx, first, last)
     return sub, (None if dense else
                  np.ascontiguousarray(mask.reshape(-1, lanes)[:, first:last]).reshape(-1))
+
+
+def nested_window(ctx: WindowContext, mask: Mask) -> tuple[WindowContext, Mask] | None:
+    """A branch inside a lane window whose active lanes all lie in columns f..l-1 of the
+    window (`if tid < s` of a tree's last steps inside `if warp == 0`): a window of the
+    window, when it keeps at most 1/WINDOW_MIN_SAVING of its lanes; else None."""
+    if not isinstance(mask, np.ndarray):
+        return None
+    rows = mask.reshape(-1, ctx.width)
+    cols = np.flatnonzero(rows.any(axis=0))
+    if cols.size == 0:
+        return None
+    f, l_ = int(cols[0]), int(cols[-1]) + 1
+    if (l_ - f) * WINDOW_MIN_SAVING > ctx.width:
+        return None
+    dense = np.count_nonzero(mask) == rows.shape[0] * (l_ - f)
+    return NestedWindowContext(ctx, f, l_), \
+        None if dense else np.ascontiguousarray(rows[:, f:l_]).reshape(-1)
 
 
 def warp_window(ctx: LaneContext, mask: np.ndarray) -> tuple[WarpWindowContext, Mask] | None:
@@ -88,6 +108,7 @@ class WindowContext(LaneContext):
     def __init__(self, parent: LaneContext, first: int, last: int):  # noqa: D107
         self.__dict__.update(parent.__dict__)  # shared memory, L1, counters, settings
         self.parent = parent
+        self.outer: LaneContext = parent  # the vector this one narrows (`narrow`, `widen`)
         self.first = first
         self.width = last - first
         self.blocks = parent.count // parent.block_lanes
@@ -181,6 +202,18 @@ class WindowContext(LaneContext):
             return None
         return lo, hi, None if mask is None else mask.reshape(-1, self.width)
 
+    def barrier_warp(self, mask: Mask, site: int) -> None:
+        """A warp barrier in the window: warps wholly inside it are checked on its lanes;
+        a warp the window cuts has lanes that never reach the barrier (they are outside the
+        branch), so when any of its lanes here is active the check runs on the outer vector,
+        which reports the lane that misses it."""
+        ws = self.warp_size
+        if mask is False or (self.first % ws == 0 and self.width % ws == 0):
+            super().barrier_warp(mask, site)
+            return
+        self.outer.barrier_warp(self.widen(np.ones(self.count, dtype=bool) if mask is None
+                                           else np.asarray(mask, dtype=bool)), site)
+
     def narrow(self, value: Any) -> Any:
         """A value of the parent vector, on the window's lanes."""
         if not isinstance(value, np.ndarray):
@@ -256,19 +289,11 @@ class WarpWindowContext(WindowContext):
     def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
         self.store(buf, self.local_id(0) + np.int64(base), value, mask, site)
 
-    def _window_mask(self, mask: Mask) -> np.ndarray:
-        """The parent-vector mask of the window's active lanes."""
-        out = np.zeros(self.blocks * self.block_lanes, dtype=bool)
-        grid = out.reshape(self.blocks, -1, self.warp_size)
-        (w_lo, w_hi), (n_lo, n_hi) = self.warps, self.lanes_in_warp
-        grid[:, w_lo:w_hi, n_lo:n_hi] = True if mask is None else \
-            np.asarray(mask, dtype=bool).reshape(self.blocks, w_hi - w_lo, n_hi - n_lo)
-        return out
-
     def barrier_warp(self, mask: Mask, site: int) -> None:
         if mask is False:
             return
-        self.parent.barrier_warp(self._window_mask(mask), site)
+        self.parent.barrier_warp(self.widen(np.ones(self.count, dtype=bool) if mask is None
+                                            else np.asarray(mask, dtype=bool)), site)
 
     def narrow(self, value: Any) -> Any:
         if not isinstance(value, np.ndarray):
@@ -284,4 +309,29 @@ class WarpWindowContext(WindowContext):
         out = np.zeros((self.blocks, self.block_lanes // self.warp_size, self.warp_size),
                        dtype=value.dtype)
         out[:, w_lo:w_hi, n_lo:n_hi] = value.reshape(self.blocks, w_hi - w_lo, n_hi - n_lo)
+        return out.reshape(-1)
+
+
+class NestedWindowContext(WindowContext):
+    """Columns f..l-1 of a lane window (windows.WindowContext), as a window of the same
+    vector: block-local lanes `outer.first + f` .. `outer.first + l - 1`. Values flow in and
+    out through the window it narrows (`outer`)."""
+
+    def __init__(self, outer: WindowContext, f: int, l_: int):  # noqa: D107
+        super().__init__(outer.parent, outer.first + f, outer.first + l_)
+        self.outer = outer
+        self.cut = (f, l_)
+
+    def narrow(self, value: Any) -> Any:
+        if not isinstance(value, np.ndarray):
+            return value
+        f, l_ = self.cut
+        return np.ascontiguousarray(value.reshape(-1, self.outer.width)[:, f:l_]).reshape(-1)
+
+    def widen(self, value: Any) -> Any:
+        if not isinstance(value, np.ndarray):
+            return value
+        f, l_ = self.cut
+        out = np.zeros((self.blocks, self.outer.width), dtype=value.dtype)
+        out[:, f:l_] = value.reshape(-1, l_ - f)
         return out.reshape(-1)

@@ -504,3 +504,70 @@ def test_chunked_staging_scatters_active_lanes(fast_paths, general, schedule):
         msgs.append(str(e.value).split("pypto: raised")[0])
     assert msgs[0] == msgs[1]
     assert "WAW race on L1 buffer 'tile' element 64" in msgs[0]
+
+
+# --- nested windows and barriers in windows -----------------------------------------------------
+
+@pto.kernel
+def tree_warp_tail(x, partial, BLOCK: pto.constexpr, CROSS: pto.constexpr):
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + pto.get_global_id()))
+    pto.barrier_block()
+    s = BLOCK // 2
+    for _ in range(CROSS):
+        if tid < s:
+            pto.store(buf + tid, pto.load(buf + tid) + pto.load(buf + tid + s))
+        pto.barrier_block()
+        s = s // 2
+    if pto.get_warp_id() == 0:            # a window of 32 lanes
+        for _ in range(5):
+            if tid < s:                   # a window of that window
+                pto.store(buf + tid, pto.load(buf + tid) + pto.load(buf + tid + s))
+            pto.barrier()
+            s = s // 2
+    if tid == 0:
+        pto.store(partial + pto.get_block_id(), pto.load(buf))
+
+
+def test_windows_nest(fast_paths, monkeypatch):
+    from pypto.backend.interpreter import windows
+    from tests.kernels.test_reduction import tree_partials
+    made = []
+    orig = windows.NestedWindowContext.__init__
+
+    def counted(self, outer, f, l_):
+        made.append((outer.first, outer.width, f, l_))
+        orig(self, outer, f, l_)
+    monkeypatch.setattr(windows.NestedWindowContext, "__init__", counted)
+    blocks, lanes = 48, 128
+    x = np.random.default_rng(41).random(blocks * lanes, dtype=np.float32)
+    _, p = both_ways(fast_paths, tree_warp_tail, blocks, lanes,
+                     [x, np.zeros(blocks, np.float32), lanes, 2])
+    assert (0, 32, 0, 16) in made and (0, 32, 0, 1) in made
+    np.testing.assert_array_equal(p, tree_partials(x, lanes))
+
+
+@pto.kernel
+def barrier_in_window(x, out, CUT: pto.constexpr):
+    tid = pto.get_local_id()
+    if tid < CUT:
+        pto.barrier()                     # lanes CUT..31 of warp 0 never reach it
+    pto.store(out + pto.get_global_id(), pto.load(x + pto.get_global_id()))
+
+
+@pytest.mark.parametrize("cut", [16, 40])
+def test_a_barrier_in_a_window_that_cuts_a_warp_deadlocks_as_without_it(fast_paths, cut):
+    x = np.zeros(64 * 256, np.float32)
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.KernelError) as e:
+            run_kernel(barrier_in_window, 64, 256, [x, np.zeros_like(x), cut], pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert f"deadlock: pto.barrier() is not reached by every lane of the warp (lane ({cut}, 0, 0)" \
+        in msgs[0]
+    fast_paths.on = True
+    _, y = run_kernel(barrier_in_window, 64, 256, [x + 1, np.zeros_like(x), 64])  # whole warps
+    np.testing.assert_array_equal(y, x + 1)

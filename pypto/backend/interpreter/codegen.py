@@ -5,7 +5,8 @@ each kernel is translated to one Python function whose statements are NumPy oper
 lane vectors. Control flow on per-lane conditions becomes masks (`None` = all lanes active), so
 there is never a Python loop over lanes.
 
-Two static analyses make the common case fast:
+Two static analyses make the common case fast, both the planner's (planning.py, whose plan this
+module reads and never second-guesses):
 - uniformity: values that are the same for every lane of the vector stay NumPy scalars;
 - lane-affine offsets: a value known to equal `ramp + base` (lane k holds `base + k`, e.g. a global
   id in a 1-D launch) is kept as its scalar `base`, so a load or store through it becomes a
@@ -622,7 +623,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         for arg, init in zip(iter_args, op.iter_args):
             self.transfer(self.name(arg), init)
         lb, ub, step = (self.name(v) for v in (op.lb, op.ub, op.step))
-        hoisted = self._loop_invariants(body)
+        hoisted = self.an.hoisted.get(body, [])  # the plan's loop-invariant ops
         for inner in hoisted:  # computed once, before the loop
             self.op(inner)
         counter = self.fresh("k")
@@ -642,25 +643,6 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.indent -= 1
         for arg, result in zip(iter_args, op.results):
             self.transfer(self.name(result), arg)
-
-    def _loop_invariants(self, body: Block) -> list[Operation]:
-        """Ops of a loop body (its own block, in order) that compute the same value in every
-        iteration: pure arithmetic and comparisons, none of which can fail, whose operands all
-        come from outside the loop or from other such ops. The frontend re-derives `x < n`
-        and `row0 + ty` inside loops; each is a pass over the lanes per iteration."""
-        if self.instrumented:  # instruments see every op where the program has it
-            return []
-        inside: set[SSAValue] = set(body.args)
-        hoisted: list[Operation] = []
-        for inner in list(body.ops)[:-1]:
-            pure = (type(inner) in _ARITH_BINARY or isinstance(inner, arith.CmpiOp | arith.CmpfOp)
-                    or isinstance(inner, arith.ConstantOp))
-            if pure and inner not in self.an.fused and not inner.regions and \
-                    not any(v in inside for v in inner.operands):
-                hoisted.append(inner)
-            else:
-                inside.update(inner.results)
-        return hoisted
 
     def _inline_region(self, op: Operation) -> None:
         block = op.regions[0].block

@@ -114,9 +114,9 @@ class KernelPlan:
     # (_ramp_cmp / local_cmp): op -> (the affine operand, the uniform one, x OP u)
     ramp_cmps: dict[Operation, tuple[SSAValue, SSAValue, str]] = field(default_factory=dict)
     # tail splits: (kernel argument index, adjust) when a test `global id < args[i] + adjust`
-    # guards lanes (grid and batch modes, 1-D): the executor runs the whole blocks below the
-    # bound as their own lane vectors (the test passes on every lane: no mask, slices) and
-    # the partial block and those above it separately (executor._split_at_tail)
+    # (or its negation) guards lanes (grid and batch modes, 1-D): the executor runs the whole
+    # blocks below the bound as their own lane vectors (the test passes on every lane: no
+    # mask, slices), the partial block and those above it apart (executor._split_at_tail)
     tail_bounds: list[tuple[int, int]] = field(default_factory=list)
     # comparisons `form OP uniform` evaluated on the vector's box (views.form_cmp):
     # op -> (the form's source, its width, the uniform operand, the predicate as x OP u)
@@ -138,6 +138,8 @@ class KernelPlan:
     # the run-time steps this variant's plan selects (STEPS); each one checks at run time
     # only what depends on the data (e.g. "all values equal" for a uniform fill)
     steps: frozenset[str] = frozenset()
+    # scf.for body -> its ops computed once, before the loop (pure, loop-invariant)
+    hoisted: dict[Block, list[Operation]] = field(default_factory=dict)
     fast: bool = False  # planned at all (PYPTO_FAST_PATHS on when the variant was generated)
 
 
@@ -159,11 +161,20 @@ class KernelPlanner:
     def build(self) -> KernelPlan:
         ops = list(self.kernel.body.block.ops)
         self.analyse(ops)
+        # code motion, not an access path: hoisted with the fast paths off too
+        for op in _walk(ops):
+            if isinstance(op, scf.ForOp):
+                hoisted = self._loop_invariants(op.body.block)
+                if hoisted:
+                    self.an.hoisted[op.body.block] = hoisted
         if self.fast:
             self._decide_emission(ops)
         return self.an
 
     def analyse(self, ops: Iterable[Operation]) -> None:
+        """Uniformity, lane-affine values (ramps, block-local ids, promoted forms), windowed
+        branches, fused stores and row ops, then the planned accesses (_plan) and which
+        affine values must also exist as arrays."""
         an = self.an
         an.uniform = _Uniform(varying_values(self.kernel,
                                              block_ids_uniform=self.mode in (BLOCK, WARP)))
@@ -257,11 +268,12 @@ class KernelPlanner:
                 self._tail_bound(x, u, sym)
 
     def _tail_bound(self, x: SSAValue, u: SSAValue, sym: str) -> None:
-        """A test `x < u` / `x <= u` with x the global id (however written) and u a kernel
-        scalar argument marks where the launch's active lanes end (KernelPlan.tail_bounds)."""
+        """A test `x < u`, `x <= u` (or `x >= u`, `x > u`: the early return `if i >= n:
+        return`) with x the global id (however written) and u a kernel scalar argument marks
+        where the launch's lanes change sides (KernelPlan.tail_bounds)."""
         an = self.an
         if self.mode not in (GRID, BATCH) or not self.one_d or self.instrumented or \
-                sym not in ("<", "<=") or x in an.local:
+                sym not in ("<", "<=", ">=", ">") or x in an.local:
             return
         owner = x.owner
         gid = isinstance(owner, pto.GetGlobalIdOp) and owner.dim_index == 0 or \
@@ -269,7 +281,7 @@ class KernelPlanner:
         body = self.kernel.body.block
         if gid and isinstance(u, BlockArgument) and u.owner is body and \
                 isinstance(u.type, IntegerType | IndexType):
-            bound = (u.index, 1 if sym == "<=" else 0)
+            bound = (u.index, 1 if sym in ("<=", ">") else 0)
             if bound not in an.tail_bounds:
                 an.tail_bounds.append(bound)
 
@@ -440,6 +452,25 @@ class KernelPlanner:
             pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
             return other in an.uniform and pred in _CMP_SIGNED
         return False
+
+    def _loop_invariants(self, body: Block) -> list[Operation]:
+        """Ops of a loop body (its own block, in order) that compute the same value in every
+        iteration: pure arithmetic and comparisons, none of which can fail, whose operands all
+        come from outside the loop or from other such ops. The frontend re-derives `x < n`
+        and `row0 + ty` inside loops; each is a pass over the lanes per iteration."""
+        if self.instrumented:  # instruments see every op where the program has it
+            return []
+        inside: set[SSAValue] = set(body.args)
+        hoisted: list[Operation] = []
+        for inner in list(body.ops)[:-1]:
+            pure = (type(inner) in _ARITH_BINARY or isinstance(inner, arith.CmpiOp | arith.CmpfOp)
+                    or isinstance(inner, arith.ConstantOp))
+            if pure and inner not in self.an.fused and not inner.regions and \
+                    not any(v in inside for v in inner.operands):
+                hoisted.append(inner)
+            else:
+                inside.update(inner.results)
+        return hoisted
 
     def _decide_emission(self, ops: Iterable[Operation]) -> None:
         """The remaining per-op choices: window inputs, fma additions into slices, which

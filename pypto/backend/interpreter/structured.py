@@ -8,8 +8,8 @@ A mixin of `lanes.LaneContext` (it uses the context's ids, masks, memory and rac
 Addresses of any other affine shape (2-D and 3-D launches, strides, broadcasts) are the access
 planner's (plan.py, views.py).
 Each falls back to the general path (`load` / `store`) whenever its preconditions fail, so
-errors are reported exactly as there. Codegen emits none of them when the plan is empty
-(`PYPTO_FAST_PATHS=0`).
+errors are reported exactly as there. The planner (planning.py) decides which op takes which;
+codegen emits none of them when the plan is empty (fast paths off).
 """
 
 from __future__ import annotations

@@ -1184,9 +1184,10 @@ class BlockMemory:
         """Serialised in lane order: each lane sees the lower lanes' additions in `old`.
 
         `need_old=False` (the plan's `atomic_totals`: the result has no use, the element an
-        integer) on an integer buffer: only the totals matter, and wrap-around integer addition is associative and commutative, so the
-        additions are applied in any order (`np.add.at`); the result is then None. Floats keep
-        the lane order, whose rounding the totals depend on."""
+        integer) on an integer buffer: only the totals matter, and wrap-around integer
+        addition is associative and commutative, so the additions are applied in any order
+        (`np.add.at`); the result is then None. Floats keep the lane order, whose rounding the
+        totals depend on."""
         data = buf.data
         if not need_old and data.dtype.kind in "iu":
             self._atomic_totals(buf, off, value, mask, site)

@@ -140,7 +140,7 @@ def test_steps_select_run_time_paths(fast_paths):
     np.testing.assert_array_equal(olds, expect)
 
 
-# --- tails: the whole blocks on the fast plan, the partial block apart ----------------------------
+# --- tails: the whole blocks on the fast plan, the partial block apart -------------------------
 
 @pytest.fixture
 def vectors(monkeypatch):
@@ -300,3 +300,28 @@ def test_no_guard_no_split(fast_paths, vectors):
     out = both_ways(fast_paths, unguarded, 7, 256, [x, np.zeros_like(x)])[1]
     assert out.tobytes() == (x + np.float32(1.0)).tobytes()
     assert vectors["split"] == []
+
+
+@pto.kernel
+def early_return(data, bins, olds, n, nbins):
+    i = pto.get_global_id()
+    if i >= n:
+        return
+    old = pto.atomic_add(bins + pto.load(data + i) % nbins, 1)
+    pto.store(olds + i, old)
+
+
+def test_early_return_guard_is_a_tail_bound(fast_paths, vectors):
+    """`if i >= n: return` (no `if i < n` around the work) marks the tail the same way."""
+    n, nbins = 5 * 256 + 77, 16
+    data = np.random.default_rng(2).integers(-1000, 1000, n).astype(np.int32)
+    assert variant(early_return, (data, np.zeros(nbins, np.int32), np.zeros(n, np.int32), n,
+                                  nbins), 256).tail_bounds == ((3, 0),)
+    bins, olds = both_ways(fast_paths, early_return, 6, 256,
+                           [data, np.zeros(nbins, np.int32), np.zeros(n, np.int32), n,
+                            nbins])[1:]
+    keys = data % nbins
+    np.testing.assert_array_equal(bins, np.bincount(keys, minlength=nbins))
+    expect = np.array([(keys[:k] == keys[k]).sum() for k in range(n)], np.int32)
+    np.testing.assert_array_equal(olds, expect)
+    assert vectors["split"][0] == [(0, 5 * 256), (5 * 256, 256)]

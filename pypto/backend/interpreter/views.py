@@ -610,6 +610,43 @@ class PlannedAccess:
         out[edge] = sub
         return out.reshape(-1)
 
+    def plan_op(self, dst: Buffer, pd: tuple[Part, ...], ufunc: Any, a: Buffer,
+                pa: tuple[Part, ...], b: Buffer, pb: tuple[Part, ...], mask: Mask, site_a: int,
+                site_b: int, site: int, a_first: bool = True) -> None:
+        """`store_plan(dst, pd, ufunc(load_plan(a, pa), load_plan(b, pb)))` (plan.py's
+        plan_ops) computed straight from the two views into the stored view, one pass without
+        temporaries (ufuncs treat operands that overlap the output as if copied first), when
+        every lane is active, all three views lie inside their buffers, the stored one touches
+        each element once and the result type is the stored one's; the two reads and the
+        write checked in program order (`a_first`). Otherwise the three steps."""
+        if mask is None:
+            vd, va, vb = (self._plan_view(dst, pd), self._plan_view(a, pa),
+                          self._plan_view(b, pb))
+            if vd is not None and va is not None and vb is not None and \
+                    0 <= vd[3] and vd[4] < dst.count and 0 <= va[3] and va[4] < a.count and \
+                    0 <= vb[3] and vb[4] < b.count and _injective(vd[1], vd[2]) and \
+                    np.result_type(a.data.dtype, b.data.dtype) == dst.data.dtype:
+                reads = ((a, va, site_a), (b, vb, site_b))
+                for buf, pv, s, write in [(x, v, t, False) for x, v, t in
+                                          (reads if a_first else reads[::-1])] + \
+                        [(dst, vd, site, True)]:
+                    if buf.watched() or self.inflight:
+                        self._check(buf, pv[0], pv[1], pv[2], None, s, write)
+                views = []
+                for buf, pv, write in ((a, va, False), (b, vb, False), (dst, vd, True)):
+                    isz = buf.data.itemsize
+                    views.append(as_strided(buf.data[pv[0]:], shape=pv[1],
+                                            strides=[x * isz for x in pv[2]], writeable=write))
+                ufunc(views[0], views[1], out=views[2])
+                return
+        if a_first:
+            x = self.load_plan(a, pa, mask, site_a)
+            y = self.load_plan(b, pb, mask, site_b)
+        else:
+            y = self.load_plan(b, pb, mask, site_b)
+            x = self.load_plan(a, pa, mask, site_a)
+        self.store_plan(dst, pd, ufunc(x, y), mask, site)
+
     def _store_cut(self, buf: Buffer, pv: tuple[int, list[int], list[int], int, int],
                    trimmed: tuple[int, list[int], list[int], list[int], tuple[Any, ...]],
                    value: Any, mask: Mask, site: int) -> None:

@@ -571,3 +571,59 @@ def test_a_barrier_in_a_window_that_cuts_a_warp_deadlocks_as_without_it(fast_pat
     fast_paths.on = True
     _, y = run_kernel(barrier_in_window, 64, 256, [x + 1, np.zeros_like(x), 64])  # whole warps
     np.testing.assert_array_equal(y, x + 1)
+
+
+# --- planned ufunc stores -----------------------------------------------------------------------
+
+@pto.kernel
+def mirror_add(x, out, WARPS: pto.constexpr, SYNC: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    if SYNC:
+        pto.barrier_block()
+    else:
+        pto.barrier()                     # the other warp's row is not ordered: a race
+    if lane < 8:
+        pto.store(red + warp * 32 + lane,
+                  pto.load(red + warp * 32 + lane) *
+                  pto.load(red + (WARPS - 1 - warp) * 32 + lane + 8))
+    pto.barrier_block()
+    pto.store(out + pto.get_global_id(), pto.load(red + warp * 32 + lane))
+
+
+def test_planned_ufunc_stores_run_as_one_ufunc(fast_paths, monkeypatch):
+    """`p[...] = q[...] op r[...]` through planned views: one ufunc into the stored view
+    (views.plan_op), bit-exact both ways, races reported as by the general path."""
+    from pypto.backend.interpreter import views
+    fused = []
+    orig = views.PlannedAccess.load_plan
+
+    def counted(self, *a, **kw):
+        fused.append(a[-2] if len(a) > 3 else None)
+        return orig(self, *a, **kw)
+    monkeypatch.setattr(views.PlannedAccess, "load_plan", counted)
+    warps, blocks = 4, 64
+    x = np.random.default_rng(51).random(blocks * warps * 32, dtype=np.float32)
+    args = [x, np.zeros_like(x), warps, True]
+    assert "_ctx.plan_op(" in source(mirror_add, args, warps * 32)
+    assert "_ctx.plan_op(" in source(warp_sums, [x, np.zeros_like(x), warps], warps * 32)
+    fast_paths.on = True
+    run_kernel(mirror_add, blocks, warps * 32, args)
+    assert len(fused) == 1  # only the last load: the product's operands are views
+    _, y = both_ways(fast_paths, mirror_add, blocks, warps * 32, args)
+    r = x.reshape(blocks, warps, 32).copy()
+    r[:, :, :8] = r[:, :, :8] * r[:, ::-1, 8:16]
+    np.testing.assert_array_equal(y, r.reshape(-1))
+    _, y = both_ways(fast_paths, warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps])
+    np.testing.assert_array_equal(y, warp_sums_ref(x))
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.RaceError) as e:
+            run_kernel(mirror_add, blocks, warps * 32, [x, np.zeros_like(x), warps, False],
+                       pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "RAW race" in msgs[0]

@@ -20,11 +20,13 @@ for operands of the narrower formats. tests/exactness/ checks all of it against 
 
 from __future__ import annotations
 
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
+
+if TYPE_CHECKING:
+    from fractions import Fraction  # imported where used: only rare exact paths need it
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _F64 = np.dtype(np.float64)
@@ -196,6 +198,7 @@ def _fma64(a: Any, b: Any, c: Any) -> Any:
         rest = ~safe & ~inf_c & np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & \
             (a != 0) & (b != 0)
     flat = out.reshape(-1)
+    from fractions import Fraction
     for k in np.flatnonzero(rest.reshape(-1)):  # extreme exponents only
         x, y, z = a.reshape(-1)[k], b.reshape(-1)[k], c.reshape(-1)[k]
         q = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
@@ -357,11 +360,13 @@ def round_literal(value: int | float, dtype: np.dtype) -> Any:
     if isinstance(value, float) or abs(value) < 2 ** 53:
         with np.errstate(over="ignore"):
             return from_f64(np.float64(value), dtype)
+    from fractions import Fraction
     return round_fraction(Fraction(value), dtype)
 
 
 def round_fraction(q: Fraction, dtype: np.dtype) -> Any:
     """The exact rational `q` rounded to nearest-even in `dtype` (any binary float format)."""
+    from fractions import Fraction
     info = ml_dtypes.finfo(dtype) if dtype == BFLOAT16 else np.finfo(dtype)
     mant = int(info.nmant)  # stored fraction bits
     emin = int(info.minexp)

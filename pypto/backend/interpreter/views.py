@@ -419,8 +419,15 @@ class PlannedAccess:
             outcome = _same_outcome(op, lo, hi, bound)
             if outcome is not None:
                 return self.same_mask(outcome)  # type: ignore[attr-defined]
-            values = self._indices(base, shape, strides,
-                                   np.int32 if -2**31 <= lo and hi < 2**31 else np.int64)
+            dtype = np.int32 if -2**31 <= lo and hi < 2**31 else np.int64
+            if len(shape) > 1 and 0 in strides:
+                # compared on the axes the form varies along, then spread over the others
+                # (`x = 16 * b0 + l0` over (block rows, block columns, 8, 16) boxes)
+                small = [n if st else 1 for n, st in zip(shape, strides)]
+                test = COMPARE[op](self._indices(base, small, strides, dtype).reshape(small),
+                                   bound)
+                return np.ascontiguousarray(np.broadcast_to(test, shape)).reshape(-1)
+            values = self._indices(base, shape, strides, dtype)
         else:
             values = self.plan_offsets((part,))
         return COMPARE[op](values, bound)

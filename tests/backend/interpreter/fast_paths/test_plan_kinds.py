@@ -627,3 +627,24 @@ def test_planned_ufunc_stores_run_as_one_ufunc(fast_paths, monkeypatch):
         msgs.append(str(e.value).split("pypto: raised")[0])
     assert msgs[0] == msgs[1]
     assert "RAW race" in msgs[0]
+
+
+# --- comparisons of forms that vary along some axes of the box ---------------------------------
+
+@pto.kernel
+def edges2d(x, y, h, w):
+    r = pto.get_block_id(1) * 8 + pto.get_local_id(1)
+    c = pto.get_block_id(0) * 16 + pto.get_local_id(0)
+    v = pto.load(x + r * w + c)
+    if r == 0 or c == w - 1 or r + c == 40:   # each varies along some axes of the box only
+        v = -v
+    pto.store(y + r * w + c, v)
+
+
+def test_form_compares_on_some_axes_spread_over_the_box(fast_paths):
+    h, w = 64, 96
+    a = np.random.default_rng(61).random((h, w), dtype=np.float32)
+    _, y = both_ways(fast_paths, edges2d, (w // 16, h // 8), (16, 8), [a, np.zeros_like(a), h, w])
+    rr, cc = np.indices((h, w))
+    want = np.where((rr == 0) | (cc == w - 1) | (rr + cc == 40), -a, a)
+    np.testing.assert_array_equal(y, want)

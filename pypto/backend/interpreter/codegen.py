@@ -43,7 +43,7 @@ from pypto.backend.interpreter.optables import (
     _STORE_UFUNCS,
 )
 from pypto.backend.interpreter.plan import poly_expr
-from pypto.backend.interpreter.planning import (
+from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
     GRID,

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
+from pypto.backend.interpreter.edges import store_edges
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
@@ -596,17 +597,20 @@ class PlannedAccess:
         a, b = self._split(shape, strides, base, buf.count)
         if a >= b:
             return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
-        idx = self._indices(base, shape, strides).reshape(shape[0], -1)
         m2 = mask.reshape(shape[0], -1)
         edge = np.ones(shape[0], dtype=bool)
         edge[a:b] = False
-        e_idx, e_mask = idx[edge], m2[edge]
+        # the indices of the edge rows only (a 2-D tail's last block row)
+        e_idx = (base + np.flatnonzero(edge).astype(np.int64) * strides[0])[:, None] + \
+            self._indices(0, shape[1:], strides[1:])[None, :]
+        e_mask = m2[edge]
         active = e_idx[e_mask]
         if active.size and (active.min() < 0 or active.max() >= buf.count):
             return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
         if buf.watched() or self.inflight:
-            self.check_read(buf, idx.reshape(-1)[mask], mask, site)  # type: ignore
-        out = np.zeros((shape[0], idx.shape[1]), dtype=data.dtype)
+            self.check_read(buf, self._indices(base, shape, strides)[mask],  # type: ignore
+                            mask, site)
+        out = np.zeros((shape[0], m2.shape[1]), dtype=data.dtype)
         rows = as_strided(data[base + a * strides[0]:], shape=[b - a] + shape[1:],
                           strides=[s * isz for s in strides], writeable=False)
         out[a:b] = rows.reshape(b - a, -1)
@@ -741,7 +745,8 @@ class PlannedAccess:
         if not _injective(shape, strides):  # lanes collide, unless the mask keeps them apart
             trimmed = self._trim(pv, mask, buf)
             if trimmed is None or not _injective(trimmed[1], trimmed[2]):
-                self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
+                if not store_edges(self, buf, pv, value, mask, site):  # 2-D tails (edges.py)
+                    self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
             self._store_cut(buf, pv, trimmed, value, mask, site)
             return

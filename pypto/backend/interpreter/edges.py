@@ -13,7 +13,9 @@ whole. `store_edges` splits the box along its block axes:
   block axes (block rows 0..K1-1 x block columns 0..K0-1), stored as one strided view with no
   mask at all;
 - the *edges*: the rest of the box as one sub-box per block axis (block rows K1.. ; block
-  columns K0.. of the rows below K1, ...), whose active lanes are scattered by index.
+  columns K0.. of the rows below K1, ...), whose active lanes are scattered by index. A
+  vector without a whole block (a chunk of the last block row), or whose whole blocks are not
+  a leading rectangle, is all edge: its active lanes scattered by index.
 
 It is exact: it runs only when the whole part is injective and inside the buffer, every
 active edge lane is inside the buffer, and no two active lanes (edges among themselves, or an
@@ -49,8 +51,10 @@ def edge_split(ctx: Any, shape: list[int], mask: np.ndarray) -> tuple[int, ...] 
             off = np.flatnonzero(~line)
             ks.append(int(off[0]) if off.size else b_shape[j])
         rect = tuple(slice(0, k) for k in ks)
-        if all(ks) and ks != list(b_shape) and bool(whole[rect].all()):
-            out = tuple(ks)
+        if ks != list(b_shape):
+            # no whole block (a chunk of the last block row) or whole blocks that are not a
+            # leading rectangle: every lane is an edge lane
+            out = tuple(ks) if all(ks) and bool(whole[rect].all()) else (0,) * nb
     facts[key] = out
     return out
 
@@ -69,11 +73,15 @@ def store_edges(ctx: Any, buf: Any, pv: tuple[int, list[int], list[int], int, in
         return False
     nb = len(ks)
     rect_shape = list(ks) + shape[nb:]
-    if not _injective(rect_shape, strides):
-        return False
-    hi = base + sum(s * (n - 1) for s, n in zip(strides, rect_shape))
-    if base < 0 or hi >= buf.count:
-        return False
+    empty = not all(ks)
+    if empty:
+        ks = (0,) + tuple(shape[1:nb])  # one edge piece: the whole box
+    else:
+        if not _injective(rect_shape, strides):
+            return False
+        hi = base + sum(s * (n - 1) for s, n in zip(strides, rect_shape))
+        if base < 0 or hi >= buf.count:
+            return False
     full = mask.reshape(shape)
     vals = value.reshape(shape) if isinstance(value, np.ndarray) else None
     edge_idx, edge_vals = [], []
@@ -95,7 +103,7 @@ def store_edges(ctx: Any, buf: Any, pv: tuple[int, list[int], list[int], int, in
     if active.size:
         if int(active.min()) < 0 or int(active.max()) >= buf.count:
             return False  # an active lane outside the buffer: the general path reports it
-        if not distinct and np.unique(active).size != active.size or \
+        if not distinct and np.unique(active).size != active.size or not empty and \
                 _in_view(active, base, rect_shape, strides).any():
             return False  # two active lanes on one element: the general path's order
     if buf.watched() or ctx.inflight:
@@ -103,8 +111,9 @@ def store_edges(ctx: Any, buf: Any, pv: tuple[int, list[int], list[int], int, in
     from pypto.backend.interpreter.views import _view  # views imports this module
     data = buf.data
     rect = tuple(slice(0, k) for k in ks)
-    np.copyto(_view(data, base, rect_shape, strides, True),
-              vals[rect] if vals is not None else value, casting="unsafe")
+    if not empty:
+        np.copyto(_view(data, base, rect_shape, strides, True),
+                  vals[rect] if vals is not None else value, casting="unsafe")
     if active.size:
         data[active] = np.concatenate(edge_vals) if vals is not None else value
     return True

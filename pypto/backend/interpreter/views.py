@@ -595,8 +595,15 @@ class PlannedAccess:
             return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
         # a partial tail: the leading rows that fit as a view, the others gathered
         a, b = self._split(shape, strides, base, buf.count)
-        if a >= b:
-            return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
+        if a >= b:  # no row fits (a chunk of partial edge blocks): the active lanes by index
+            idx = self._indices(base, shape, strides)[mask]
+            if idx.size and (idx.min() < 0 or idx.max() >= buf.count):
+                return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
+            if buf.watched() or self.inflight:
+                self.check_read(buf, idx, mask, site)  # type: ignore
+            out = np.zeros(mask.size, dtype=data.dtype)
+            out[mask] = data[idx]
+            return out
         m2 = mask.reshape(shape[0], -1)
         edge = np.ones(shape[0], dtype=bool)
         edge[a:b] = False

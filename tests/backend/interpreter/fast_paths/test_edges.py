@@ -11,6 +11,7 @@ import pytest
 
 import pypto as pto
 from pypto.backend.interpreter import edges, views
+from pypto.backend.interpreter import executor as executor_mod
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from tests.conftest import run_kernel
 from tests.kernels.test_users_zoo import scale2d_global, scale2d_ids, scale2d_ref
@@ -64,7 +65,7 @@ def both_ways(fast_paths, kernel, grid, block, args, taken, **options):
 
 
 @pytest.mark.parametrize("kernel", [scale2d_ids, scale2d_global])
-@pytest.mark.parametrize("h, w", [(37, 70), (64, 45), (41, 64), (40, 64), (100, 203)])
+@pytest.mark.parametrize("h, w", [(37, 70), (64, 45), (41, 64), (40, 64), (100, 203), (5, 70)])
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_scale2d_edges(fast_paths, taken, kernel, h, w, schedule):
     x = np.random.default_rng(h * w).standard_normal((h, w)).astype(np.float32)
@@ -134,3 +135,24 @@ def test_colliding_edges_take_the_general_path(fast_paths, taken, schedule, h, r
     keep[h * w:h * w + 4] = False
     assert out[keep].tobytes() == expect[keep].tobytes()
     assert set(out[doubled].tolist()) <= set(x[:4].tolist()) | set(x[w:w + 4].tolist())
+
+
+@pytest.mark.parametrize("kernel", [scale2d_ids, scale2d_global])
+@pytest.mark.parametrize("chunk_lanes", [1024, 4096])
+def test_chunks_of_whole_grid_rows(fast_paths, taken, monkeypatch, kernel, chunk_lanes):
+    """A 2-D launch of several chunks (GRID_CHUNK_LANES): each chunk is whole rows of the grid,
+    so its blocks are a box and its stores planned views, not the general path."""
+    monkeypatch.setattr(executor_mod, "GRID_CHUNK_LANES", chunk_lanes)
+    h, w = 45, 70  # 5 x 6 blocks of 128 lanes; chunks of 8 (32) blocks -> 5 (30) blocks
+    x = np.random.default_rng(3).standard_normal((h, w)).astype(np.float32)
+    out = both_ways(fast_paths, kernel, (5, 6), (BX, BY),
+                    [x, np.zeros_like(x), h, w, 1.5, -0.25], taken)[1]
+    assert out.tobytes() == scale2d_ref(x, 1.5, -0.25).tobytes()
+    assert taken["offsets"] == 0 and taken["edges"] and all(taken["edges"])
+
+
+@pytest.mark.parametrize("per_chunk, grid, rounded", [
+    (8, (5, 6, 1), 5), (32, (5, 6, 1), 30), (4, (5, 6, 1), 4), (8, (5, 1, 1), 8),
+    (64, (5, 6, 3), 60), (12, (5, 6, 3), 10), (100, (8, 8, 1), 64)])
+def test_whole_grid_rows(per_chunk, grid, rounded):
+    assert executor_mod._whole_grid_rows(per_chunk, grid) == rounded

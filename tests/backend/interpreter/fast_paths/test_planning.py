@@ -147,6 +147,7 @@ def vectors(monkeypatch):
     """Records the lane vectors (first lane, count) the tail split gives, and for each vector
     ran whether its planned slices ran without a mask."""
     seen = {"split": [], "masked": []}
+    monkeypatch.setattr(executor_mod, "TAIL_SPLIT_MIN_LANES", 0)  # small launches cut too
     orig = executor_mod._split_at_tail
 
     def split(*a, **kw):
@@ -325,3 +326,22 @@ def test_early_return_guard_is_a_tail_bound(fast_paths, vectors):
     expect = np.array([(keys[:k] == keys[k]).sum() for k in range(n)], np.int32)
     np.testing.assert_array_equal(olds, expect)
     assert vectors["split"][0] == [(0, 5 * 256), (5 * 256, 256)]
+
+
+def test_small_launches_are_not_cut(fast_paths, monkeypatch):
+    """Below TAIL_SPLIT_MIN_LANES whole-block lanes one more vector costs more than the mask."""
+    seen = []
+    orig = executor_mod._split_at_tail
+
+    def split(*a, **kw):
+        seen.append(orig(*a, **kw))
+        return seen[-1]
+    monkeypatch.setattr(executor_mod, "_split_at_tail", split)
+    for n, expect in ((2**12 + 77, [(0, 2**12 + 256)]),
+                      (2**14 + 77, [(0, 2**14), (2**14, 256)])):
+        rng = np.random.default_rng(n)
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        out = both_ways(fast_paths, axpy_tail, (n + 255) // 256, 256, [x, y, n, 0.75])[1]
+        assert out.tobytes() == (np.float32(0.75) * x + y).tobytes()
+        assert seen[-1] == expect

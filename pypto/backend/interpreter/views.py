@@ -27,6 +27,7 @@ indices, as from the general path.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -248,23 +249,15 @@ class PlannedAccess:
                 not self.inflight:
             row = None if mask is None else self._mask_row(mask, shape)
             if row is not False:
-                box = self.plan_box()
-                assert box is not None
-                key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
-                       self.block, self.warp_size)
-                known = _PATTERNS.get(key)  # the same in every vector of this shape
-                if known is None:
-                    if len(_PATTERNS) >= _SUMMARIES_MAX:
-                        _PATTERNS.clear()
-                    known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
+                known, key = self._known_pattern(buf, base, shape, strides)
                 if known is not False and row is not None:
                     facts = self.mask_facts(mask)  # type: ignore[attr-defined]
-                    cached = facts.get(key)  # the branch's accesses share its mask
+                    cached = facts.get(("pattern", key))  # the branch's accesses share its mask
                     if cached is None:
                         local, lanes = known[0][row], known[1][row]
                         summary = _summary(local, lanes, self.warp_size)
-                        cached = facts[key] = ((local, lanes, *summary),
-                                               (key, row.tobytes()))
+                        cached = facts[("pattern", key)] = ((local, lanes, *summary),
+                                                            (key, row.tobytes()))
                     known, key = cached
                 if known is not False and \
                         self.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
@@ -284,15 +277,7 @@ class PlannedAccess:
         """The race checks of a planned access whose mask differs between blocks, in bulk
         (RaceChecker.race_pattern_masked) when every block touches the same elements of its
         copy, one lane each; False when the general check must run."""
-        box = self.plan_box()
-        assert box is not None
-        key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
-               self.block, self.warp_size)
-        known = _PATTERNS.get(key)
-        if known is None:
-            if len(_PATTERNS) >= _SUMMARIES_MAX:
-                _PATTERNS.clear()
-            known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
+        known, key = self._known_pattern(buf, base, shape, strides)
         if known is False:
             return False
         local, _, elems, _, _ = known
@@ -686,7 +671,7 @@ class PlannedAccess:
         base, shape, strides, _, _ = pv
         if _size(shape) != mask.size:
             return False
-        known = self._known_pattern(buf, base, shape, strides)
+        known = self._known_pattern(buf, base, shape, strides)[0]
         if known is False:
             return False
         local = known[0]
@@ -725,18 +710,30 @@ class PlannedAccess:
             ("active", local.tobytes(), lanes.tobytes()))
 
     def _known_pattern(self, buf: Buffer, base: int, shape: list[int],
-                       strides: list[int]) -> Any:
-        """`_pattern` of an access, memoised by access and vector shape."""
-        box = self.plan_box()
-        assert box is not None
-        key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
-               self.block, self.warp_size)
-        known = _PATTERNS.get(key)
-        if known is None:
+                       strides: list[int]) -> tuple[Any, int]:
+        """(`_pattern` of an access, its number): memoised by access and vector shape (the
+        same in every vector of this shape). The number stands for the access in the race
+        checker's remembered sequences (Shadow.trie): an int hashes at once, and numbers are
+        never reused, so an entry made before a table was cleared cannot match another
+        access."""
+        box_id = self._ids.get("box_id")
+        if box_id is None:
+            box = self.plan_box()
+            assert box is not None
+            box_key = (tuple(box[0]), box[2], self.block, self.warp_size)
+            box_id = _BOX_IDS.get(box_key)
+            if box_id is None:
+                if len(_BOX_IDS) >= _SUMMARIES_MAX:
+                    _BOX_IDS.clear()
+                box_id = _BOX_IDS[box_key] = next(_NUMBERS)
+            self._ids["box_id"] = box_id
+        key = (base, tuple(shape), tuple(strides), buf.stride, box_id)
+        entry = _PATTERNS.get(key)
+        if entry is None:
             if len(_PATTERNS) >= _SUMMARIES_MAX:
                 _PATTERNS.clear()
-            known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
-        return known
+            entry = _PATTERNS[key] = (self._pattern(buf, base, shape, strides), next(_NUMBERS))
+        return entry
 
     def store_plan(self, buf: Buffer, parts: tuple[Part, ...], value: Any, mask: Mask,
                    site: int) -> None:
@@ -821,6 +818,9 @@ _VIEWS_MAX = 4096
 _SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
 _SUMMARIES_MAX = 256
 _PATTERNS: dict[tuple[Any, ...], Any] = {}
+_BOX_IDS: dict[tuple[Any, ...], int] = {}
+"""Numbers of the vector boxes (plan_box) seen, by value; with _NUMBERS, never reused."""
+_NUMBERS = itertools.count(1)
 """Race patterns of planned accesses (PlannedAccess._pattern) by access and vector shape."""
 
 

@@ -602,10 +602,11 @@ class PlannedAccess:
         if buf.watched() or self.inflight:
             self.check_read(buf, self._indices(base, shape, strides)[mask],  # type: ignore
                             mask, site)
-        out = np.zeros((shape[0], m2.shape[1]), dtype=data.dtype)
+        out = np.empty((shape[0], m2.shape[1]), dtype=data.dtype)
+        out[edge] = 0
         rows = as_strided(data[base + a * strides[0]:], shape=[b - a] + shape[1:],
                           strides=[s * isz for s in strides], writeable=False)
-        out[a:b] = rows.reshape(b - a, -1)
+        np.copyto(out[a:b].reshape(rows.shape), rows)  # no temporary copy of the rows
         sub = out[edge]
         sub[e_mask] = data[active]
         out[edge] = sub

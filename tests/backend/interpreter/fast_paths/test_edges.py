@@ -156,3 +156,23 @@ def test_chunks_of_whole_grid_rows(fast_paths, taken, monkeypatch, kernel, chunk
     (64, (5, 6, 3), 60), (12, (5, 6, 3), 10), (100, (8, 8, 1), 64)])
 def test_whole_grid_rows(per_chunk, grid, rounded):
     assert executor_mod._whole_grid_rows(per_chunk, grid) == rounded
+
+
+@pytest.mark.parametrize("kernel", [scale2d_ids, scale2d_global])
+@pytest.mark.parametrize("short", [1, 3])  # y one element / 3 rows short of h x w
+def test_edge_lane_outside_the_buffer_is_reported_as_by_the_general_path(
+        fast_paths, taken, kernel, short):
+    """An active lane past the end of y (a buffer too small for h x w): the split refuses, the
+    general path reports it, word for word as with the fast paths off."""
+    h, w = 37, 70
+    x = np.ones((h, w), np.float32)
+    y = np.zeros(h * w - (1 if short == 1 else 3 * w), np.float32)
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.MemoryAccessError) as e:
+            run_kernel(kernel, (5, 5), (BX, BY), [x, y, h, w, 1.5, -0.25])
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "out-of-bounds store of HBM buffer 'y'" in msgs[0]
+    assert "test_users_zoo.py:" in msgs[0]  # the kernel's source line

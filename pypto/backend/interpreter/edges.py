@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 
 def edge_split(ctx: Any, shape: list[int], mask: np.ndarray) -> tuple[int, ...] | None:
@@ -108,11 +109,10 @@ def store_edges(ctx: Any, buf: Any, pv: tuple[int, list[int], list[int], int, in
             return False  # two active lanes on one element: the general path's order
     if buf.watched() or ctx.inflight:
         ctx._check(buf, base, shape, strides, mask, site, True)
-    from pypto.backend.interpreter.views import _view  # views imports this module
     data = buf.data
     rect = tuple(slice(0, k) for k in ks)
     if not empty:
-        np.copyto(_view(data, base, rect_shape, strides, True),
+        np.copyto(_view(data, base, rect_shape, strides),
                   vals[rect] if vals is not None else value, casting="unsafe")
     if active.size:
         data[active] = np.concatenate(edge_vals) if vals is not None else value
@@ -132,6 +132,14 @@ def _in_view(idx: np.ndarray, base: int, shape: list[int], strides: list[int]) -
     return ok & (rem == 0)
 
 
+def _view(data: np.ndarray, base: int, shape: list[int], strides: list[int]) -> np.ndarray:
+    """A writeable strided view of `data` (strides in elements); store_edges has checked that
+    it lies inside the buffer."""
+    isz = data.itemsize
+    return as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
+                      writeable=True)
+
+
 def _size(shape: list[int]) -> int:
     n = 1
     for d in shape:
@@ -140,7 +148,8 @@ def _size(shape: list[int]) -> int:
 
 
 def _injective(shape: list[int], strides: list[int]) -> bool:
-    """The mixed-radix test of views._injective (kept here to leave views.py alone)."""
+    """The mixed-radix test of views._injective (views imports this module, so a copy: the
+    layering test forbids import cycles)."""
     axes = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
     span = 0
     for s, n in axes:

@@ -14,7 +14,7 @@ from pypto.backend.interpreter import edges, views
 from pypto.backend.interpreter import executor as executor_mod
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from tests.conftest import run_kernel
-from tests.kernels.test_users_zoo import scale2d_global, scale2d_ids, scale2d_ref
+from tests.kernels.test_users_zoo import add3d, add3d_ref, scale2d_global, scale2d_ids, scale2d_ref
 
 BX, BY = 16, 8
 SCHEDULES = [None, "in_order", "reverse", "random:7"]
@@ -176,3 +176,20 @@ def test_edge_lane_outside_the_buffer_is_reported_as_by_the_general_path(
     assert msgs[0] == msgs[1]
     assert "out-of-bounds store of HBM buffer 'y'" in msgs[0]
     assert "test_users_zoo.py:" in msgs[0]  # the kernel's source line
+
+
+@pytest.mark.parametrize("d, h, w", [(5, 9, 20), (4, 8, 16), (3, 12, 19)])
+@pytest.mark.parametrize("schedule", [None, "reverse"])
+def test_add3d_edges(fast_paths, taken, d, h, w, schedule):
+    """3-D blocks (8 x 4 x 2): partial blocks along up to three axes, one edge piece each."""
+    rng = np.random.default_rng(d * h * w)
+    x = rng.standard_normal((d, h, w)).astype(np.float32)
+    y = rng.standard_normal((d, h, w)).astype(np.float32)
+    grid = ((w + 7) // 8, (h + 3) // 4, (d + 1) // 2)
+    options = {"schedule": schedule} if schedule else {}
+    out = both_ways(fast_paths, add3d, grid, (8, 4, 2), [x, y, np.zeros_like(x), d, h, w],
+                    taken, **options)[2]
+    assert out.tobytes() == add3d_ref(x, y).tobytes()
+    assert taken["offsets"] == 0
+    if w % 8:
+        assert taken["edges"] and all(taken["edges"])

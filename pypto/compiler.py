@@ -41,7 +41,8 @@ from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
 from pypto.runtime.env import flag as env_flag, setting as env_setting
-from pypto.runtime.launcher import check_scalar, launch as runtime_launch
+from pypto.runtime.launcher import (check_scalar, enqueue_planned, launch as runtime_launch,
+                                    plan_launch)
 from pypto.runtime.stream import Stream, caller_site
 
 if TYPE_CHECKING:
@@ -241,6 +242,18 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     """
     try:
         if pipeline is None:
+            if stream is None and type(kernel) is Kernel and type(args) is tuple:
+                found = _plan_key(kernel, grid, block, args)
+                if found is not None:
+                    key, tensors = found
+                    plan = kernel.__dict__.get("_launch_plans", _NO_PLANS).get(key)
+                    if plan is not None and (not plan[0].folded_globals or
+                                             kernel.outer_values_unchanged(
+                                                 plan[0].folded_globals)):
+                        enqueue_planned(plan, args, tensors, key[1], caller_site(2))
+                        return
+                    _launch_and_plan(kernel, grid, block, args, key)
+                    return
             runtime_launch(kernel, grid, block, args, stream, compile=_compile_for_launch,
                            origin=caller_site(2))
         else:
@@ -252,6 +265,85 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     except PtoError as exc:  # (inline rather than @public_api: a launch is a hot path)
         hide_internal_frames(exc)
         raise
+
+
+_NO_PLANS: dict[Any, Any] = {}
+
+MAX_LAUNCH_PLANS = 64
+"""Launch plans kept per kernel (then the memo starts over)."""
+
+
+def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> Any:
+    """The key of a cached launch's plan and the tensors among `args`, or None when the
+    launch needs the general path.
+
+    The plan (`_launch_and_plan`) holds what the runtime's checks and the compile cache found
+    for a launch: the compiled kernel, the normalised grid and block, the label of its errors.
+    This key determines all of it. Grid and block count only as plain ints (or tuples of
+    ints): `4.0` hashes like `4` but must still be rejected. Every argument is a live tensor
+    (its dtype name and device count, the device fixes the stream and the target), an int in
+    int32 range (its value if a compile-time constant) or a float (likewise); a tensor
+    passed twice makes its parameters alias (`_shared_tensors`). The environment's
+    PYPTO_VALIDATE and PYPTO_RACE_CHECK are read at every launch and are part of the key."""
+    if type(grid) is not int and (type(grid) is not tuple or
+                                  any(type(g) is not int for g in grid)):
+        return None
+    if type(block) is not int and (type(block) is not tuple or
+                                   any(type(b) is not int for b in block)):
+        return None
+    memo = kernel.__dict__.get("_constexpr_memo")  # _constexpr_positions, the hit inline
+    const = memo[1] if memo is not None and memo[0] == len(kernel.auto_constexpr) else \
+        _constexpr_positions(kernel)
+    tensor = _TENSOR or _tensor_class()
+    parts: list[Any] = [grid, None, block, const, _VALIDATE_SETTING(), _race_check_default()]
+    device = None
+    tensors: list[Any] = []
+    for position, value in enumerate(args):
+        kind = type(value)
+        if kind is tensor:
+            if value._data is None:
+                return None  # freed: the general path raises
+            if device is not value.device:
+                if device is not None:
+                    return None  # tensors on several devices: the general path raises
+                device = value.device
+            parts.append(value.dtype.name)
+            tensors.append(value)
+        elif kind is int:
+            if not -(2**31) <= value < 2**31:
+                return None
+            parts.append(value if position in const else True)
+        elif kind is float:
+            parts.append(("f", value) if position in const else 0.0)
+        else:
+            return None
+    if device is None or len(tensors) > 1 and len({*tensors}) < len(tensors):
+        return None  # no tensor (the default device decides), or a tensor passed twice
+    parts[1] = device
+    return tuple(parts), tensors
+
+
+def _launch_and_plan(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...],
+                     key: Any) -> None:
+    """The general launch (every check, the compile cache), then the plan of the next
+    launches with the same key: what that launch found, reused as long as the compiled
+    kernel's folded module constants keep their values."""
+    found: list[Any] = []
+
+    def compile_noted(k: Any, **options: Any) -> Any:
+        compiled = _compile_for_launch(k, **options)
+        found.append((compiled, options["block"]))
+        return compiled
+
+    runtime_launch(kernel, grid, block, args, None, compile=compile_noted,
+                   origin=caller_site(3))
+    if len(found) == 1:
+        compiled, block3 = found[0]
+        grid3 = (grid, 1, 1) if type(grid) is int else normalize_dims(grid, "grid")
+        plans = kernel.__dict__.setdefault("_launch_plans", {})
+        if len(plans) >= MAX_LAUNCH_PLANS:
+            plans.clear()
+        plans[key] = plan_launch(compiled, kernel.name, grid3, block3)
 
 
 def _compile_for_launch(kernel: Any, *, args: tuple[Any, ...], block: tuple[int, int, int],

@@ -57,6 +57,7 @@ class Kernel:
         """Forget every compiled variant (the next launch compiles afresh)."""
         self.cache.clear()
         self.fast_cache.clear()
+        self.__dict__.pop("_launch_plans", None)  # pto.launch's plans (pypto.compiler)
 
     def outer_values(self) -> dict[str, Any]:
         """The module globals and closed-over values the kernel body can name, as of now."""

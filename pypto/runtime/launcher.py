@@ -87,6 +87,35 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     queue.enqueue(_label(name, grid3, block3), run, tensors, site, api="pto.launch()")
 
 
+Plan = tuple[Any, Dim3, Dim3, str]
+"""What a checked launch found, for the next identical ones (`plan_launch`)."""
+
+
+def plan_launch(compiled: Any, name: str, grid: Dim3, block: Dim3) -> Plan:
+    """The plan of launches like one `launch` has just checked and enqueued: its compiled
+    kernel, grid and block, and how its errors name it. `pypto.compiler.launch` keeps it
+    under a key that determines every check `launch` made (shape, argument types, live
+    tensors on one device, the target, the compile settings) and hands it to
+    `enqueue_planned` for the next launches with that key."""
+    return (compiled, grid, block, _label(name, grid, block))
+
+
+def enqueue_planned(plan: Plan, args: tuple[Any, ...], tensors: tuple[Tensor, ...],
+                    device: Device, site: str | None) -> None:
+    """Enqueue a launch of `plan` with `args` (checked by the plan's key; `tensors` the
+    tensors among them) on `device`'s default stream: `launch` without the checks the key
+    already proves."""
+    compiled, grid3, block3, label = plan
+    job = [compiled, args]
+
+    def run() -> None:
+        kernel_, args_ = job  # (out of the closure, as in `launch`)
+        job.clear()
+        kernel_.execute(grid3, block3, args_)
+
+    device.default_stream.enqueue(label, run, tensors, site, api="pto.launch()")
+
+
 def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
                              arguments: tuple[Any, ...], queue: Stream,
                              compile: Compiler | None, origin: str | None) -> None:

@@ -296,3 +296,127 @@ def test_launch_reads_the_validate_setting_at_every_launch(monkeypatch: pytest.M
     prepended = f"canonicalize,{DEFAULT_PIPELINE}"
     assert ran == [DEFAULT_PIPELINE, prepended, DEFAULT_PIPELINE, prepended, DEFAULT_PIPELINE]
     assert _host(d).tolist() == [32.0] * 64
+
+
+# -- launch plans (pypto.compiler._plan_key): what a repeat pto.launch skips ---------------------
+
+
+def test_a_planned_launch_still_rejects_a_float_grid():
+    d = _tensor(np.ones(64, np.float32))
+    for _ in range(3):
+        pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+    with pytest.raises(LaunchError, match="grid"):
+        pto.launch(scale, grid=1.0, block=64, args=(d, 64, 2.0))  # 1.0 hashes like 1
+    with pytest.raises(LaunchError, match="block"):
+        pto.launch(scale, grid=1, block=(64.0,), args=(d, 64, 2.0))
+    pto.sync()
+    assert _host(d).tolist() == [8.0] * 64
+
+
+def test_a_planned_launch_sees_a_tensor_passed_twice():
+    """The plan of `add(a, b, o)` with three tensors is not the plan of `add(x, x, o)`
+    (its parameters alias); both compute what NumPy does."""
+    x, y, o = (_tensor(np.arange(64, dtype=np.float32)) for _ in range(3))
+    for _ in range(2):
+        pto.launch(add, grid=1, block=64, args=(x, y, o, 64))
+        pto.sync()
+        assert _host(o).tolist() == (2 * np.arange(64, dtype=np.float32)).tolist()
+        pto.launch(add, grid=1, block=64, args=(x, x, x, 64))
+        pto.sync()
+        expected = np.arange(64, dtype=np.float32) * 2
+        assert _host(x).tolist() == expected.tolist()
+        pto.memcpy_h2d(x, np.arange(64, dtype=np.float32))
+
+
+def test_a_planned_launch_runs_on_the_device_of_its_tensors():
+    from pypto.runtime.device import Device
+
+    other = Device()
+    here = _tensor(np.ones(64, np.float32))
+    there = pto.alloc_tensor(64 * 4, device=other)
+    pto.memcpy_h2d(there, np.full(64, 3.0, np.float32))
+    for _ in range(2):
+        pto.launch(scale, grid=1, block=64, args=(here, 64, 2.0))
+        before = other.default_stream.pending
+        pto.launch(scale, grid=1, block=64, args=(there, 64, 2.0))
+        assert other.default_stream.pending == before + 1
+        pto.sync()
+    assert _host(here).tolist() == [4.0] * 64
+    assert _host(there).tolist() == [12.0] * 64
+    with pytest.raises(LaunchError, match="different devices"):
+        pto.launch(add, grid=1, block=64, args=(here, there, here, 64))
+
+
+def test_clear_cache_forgets_the_launch_plans():
+    scale.clear_cache()
+    d = _tensor(np.ones(64, np.float32))
+    pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+    pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+    first = scale.__dict__["_launch_plans"]
+    (plan,) = first.values()
+    scale.clear_cache()
+    pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+    pto.sync()
+    (again,) = scale.__dict__["_launch_plans"].values()
+    assert again[0] is not plan[0]  # compiled afresh
+    assert _host(d).tolist() == [8.0] * 64
+
+
+def test_launch_plans_stay_bounded():
+    from pypto.compiler import MAX_LAUNCH_PLANS
+
+    d = _tensor(np.ones(64, np.float32))
+    for grid in range(1, MAX_LAUNCH_PLANS + 10):
+        pto.launch(scale, grid=grid, block=1, args=(d, 64, 1.0))
+    pto.sync()
+    assert len(scale.__dict__["_launch_plans"]) <= MAX_LAUNCH_PLANS
+
+
+def test_sync_with_nothing_queued_returns_and_errors_still_surface():
+    pto.sync()
+    o = pto.alloc_tensor(64 * 4)
+    for _ in range(2):
+        pto.launch(store_at, grid=1, block=32, args=(o, 99))
+        with pytest.raises(MemoryAccessError):
+            pto.sync()
+        pto.sync()  # the failed launch was taken off its stream
+
+
+@pto.kernel
+def one_param(o):
+    pto.store(o + pto.get_global_id(), 2.0)
+
+
+@pto.kernel
+def mixed(o, k, x, flag):
+    i = pto.get_global_id()
+    v = pto.cast(k, pto.float32) * x
+    if flag:
+        v = v + 1.0
+    pto.store(o + i, v)
+
+
+def test_arguments_bound_by_the_generated_binder_keep_every_check():
+    """Executable.bind's straight-line binder: one parameter, ints, floats and bools; a value
+    it does not take at once goes through the general checks, with their errors."""
+    o = pto.zeros(32)
+    for _ in range(2):
+        pto.launch(one_param, grid=1, block=32, args=(o,))
+        pto.sync()
+        assert _host(o).tolist() == [2.0] * 32
+    for k, x, flag in ((3, 0.5, True), (np.int32(4), np.float32(0.25), False), (5, 2.0, True)):
+        pto.launch(mixed, grid=1, block=32, args=(o, k, x, flag))
+        pto.sync()
+        assert _host(o).tolist() == [float(k) * float(x) + (1.0 if flag else 0.0)] * 32
+    ck = pto.compile(mixed, args=(o, 3, 0.5, True), block=32)
+    ck.execute((1, 1, 1), (32, 1, 1), (o, 3, 0.5, True))
+    with pytest.raises(LaunchError, match="argument 'k' of kernel 'mixed' must be int32"):
+        ck.execute((1, 1, 1), (32, 1, 1), (o, 2**40, 0.5, True))
+    with pytest.raises(LaunchError, match="takes 4 arguments"):
+        ck.execute((1, 1, 1), (32, 1, 1), (o, 3, 0.5))
+    ints = pto.zeros(32, dtype=np.int32)
+    with pytest.raises(LaunchError, match="compiled for float32 tensors, got a int32 tensor"):
+        ck.execute((1, 1, 1), (32, 1, 1), (ints, 3, 0.5, True))
+    o.free()
+    with pytest.raises(TensorFreedError, match="argument 'o'"):
+        ck.execute((1, 1, 1), (32, 1, 1), (o, 3, 0.5, True))

@@ -22,7 +22,7 @@ MAX_ENTRIES = 64
 class RunCache:
     """Facts about shared masks, for the launches of one Executable."""
 
-    __slots__ = ("lock", "outcomes", "windows", "warp_windows")
+    __slots__ = ("lock", "outcomes", "windows", "warp_windows", "offsets")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -30,6 +30,9 @@ class RunCache:
         self.windows: dict[int, tuple[Any, Any]] = {}  # id(mask) -> (mask, lane window)
         # id(mask) -> (mask, (warps x lanes-in-warp window, the mask on it)): windows.py
         self.warp_windows: dict[int, tuple[Any, Any]] = {}
+        # (parts, grid, first lane, count) -> a block-level operand's offsets (read-only),
+        # views.PlannedAccess.block_offset: keyed by value, not by identity
+        self.offsets: dict[Any, Any] = {}
 
     def known(self, table: dict[int, tuple[Any, Any]], mask: Any) -> Any:
         """What `table` holds for `mask`, or None."""
@@ -42,7 +45,14 @@ class RunCache:
                 table.clear()
             table[id(mask)] = (mask, value)
 
+    def remember_value(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        """`table[key] = value` for a table keyed by value (`offsets`), bounded likewise."""
+        with self.lock:
+            if len(table) >= MAX_ENTRIES:
+                table.clear()
+            table[key] = value
+
     def sizes(self) -> dict[str, int]:
         """Entries per table (tests check they stay bounded)."""
         return {"outcomes": len(self.outcomes), "windows": len(self.windows),
-                "warp_windows": len(self.warp_windows)}
+                "warp_windows": len(self.warp_windows), "offsets": len(self.offsets)}

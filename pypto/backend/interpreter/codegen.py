@@ -771,7 +771,12 @@ def _int_width(t: Attribute) -> int:
 
 
 def _wrap32(x: int) -> np.int32:
+    if -(2**31) <= x < 2**31:  # (the common case: nothing to wrap)
+        return _INT32(x)
     return np.int32((x + 2**31) % 2**32 - 2**31)
+
+
+_INT32 = np.int32
 
 
 def _wrap64(x: int) -> np.int64:

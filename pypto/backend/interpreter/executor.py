@@ -14,7 +14,7 @@ Modes (see docs/interpreter.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.l1 import L1Layout
-from pypto.backend.interpreter.lanes import Buffer, LaneContext, mask_and
+from pypto.backend.interpreter.lanes import Buffer, LaneContext, mask_and_cached
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
 from pypto.dialects.traits import accesses_space, is_block_collective, sync_scope
@@ -128,6 +128,9 @@ def _take(free: list[Any]) -> Any:
         return None
 
 
+_new_object = object.__new__
+_init_context = LaneContext.__init__
+
 _PTR, _I32, _SCALAR = "ptr", "i32", "scalar"
 """Kinds of parameters in a bind plan."""
 
@@ -151,11 +154,12 @@ _FP_STATE, _MAKE_FP_STATE = _fp_state_access()
 _IGNORING: tuple[Any, Any] = (None, None)  # (state it was derived from, "ignore all" state)
 
 
-def _ignore_fp_errors() -> Any:
+def _ignore_fp_errors(update_only: bool = False) -> Any:
     """`np.errstate(all="ignore").__enter__()` for the generated code (an overflowing lane is
     the kernel's business, not a NumPy warning), for ~0.15 us instead of ~0.8 us: the "ignore"
     state derived from the current one is kept while the current one does not change. Returns
-    what `_restore_fp_errors` needs."""
+    what `_restore_fp_errors` needs. `update_only`: only bring the memo up to date (the
+    cached launch in `Executable.run` does the rest inline)."""
     if _FP_STATE is None:
         state = np.errstate(all="ignore")
         state.__enter__()
@@ -165,6 +169,8 @@ def _ignore_fp_errors() -> Any:
     memo = _IGNORING  # one tuple, replaced whole: threads never see half an update
     if memo[0] is not current:
         memo = _IGNORING = (current, _MAKE_FP_STATE(all="ignore"))
+    if update_only:
+        return None
     return _FP_STATE.set(memo[1])
 
 
@@ -250,7 +256,7 @@ class Executable:
         if gen is None:
             gen = generate(self.func, self.mode, one_d, instrumented)
             # branches on shared masks decide their outcome once per Executable
-            gen.fn.__globals__["_mask_and"] = partial(mask_and, cache=self.cache)
+            gen.fn.__globals__["_mask_and"] = MethodType(mask_and_cached, self.cache)
             self._variants[key] = gen
         return gen
 
@@ -264,38 +270,72 @@ class Executable:
         if len(args) != len(self.param_types):
             raise LaunchError(f"kernel '{self.name}' takes {len(self.param_types)} arguments "
                               f"({', '.join(self.param_names)}), got {len(args)}")
+        binder = self._binder
+        if binder is None:
+            binder = self._binder = self._make_binder()
+        return binder(args)
+
+    _binder: Any = None
+    _arity = -1  # the number of parameters, once the binder exists
+
+    def _make_binder(self) -> Any:
+        """`bind` for this kernel's parameters, as straight-line Python made once: per
+        pointer the Buffer its tensor keeps for the parameter (`Tensor.views`) when its
+        dtype is the parameter's, per int32 scalar a Python int in range; anything else
+        through `_bind_one`, the general checks (a loop over the parameters cost ~1 us of a
+        small cached launch)."""
         plan = self._bind_plan
         if plan is None:
             plan = self._bind_plan = self._make_bind_plan()
-        bound: list[Any] = []
-        for (kind, name, npd), value in zip(plan, args):
+        names = [f"a{i}" for i in range(len(plan))]
+        lines = [f"def bind(args):", f"    {', '.join(names)}{',' if len(names) == 1 else ''}"
+                 f" = args" if names else "    pass"]
+        space: dict[str, Any] = {"_one": self._bind_one, "_I32": _INT32, "_dict": dict}
+        for i, (kind, name, npd) in enumerate(plan):
+            space[f"p{i}"] = plan[i]
             if kind is _PTR:
-                # a device tensor keeps the Buffer made for it (by parameter name) in `views`
-                # while it is alive (emptied when freed: then the checks below run and raise)
-                views = getattr(value, "views", None)
-                buf = views.get(name) if type(views) is dict else None
-                if buf is not None and (buf.data.dtype is npd or buf.data.dtype == npd):
-                    bound.append(buf)
-                    continue
-                if getattr(value, "freed", False):
-                    raise TensorFreedError(f"argument '{name}' of kernel '{self.name}' is a freed "
-                                           f"tensor")
-                data = getattr(value, "data", None)
-                if not isinstance(data, np.ndarray):
-                    raise LaunchError(f"argument '{name}' of kernel '{self.name}' must be a device "
-                                      f"tensor (pto.alloc_tensor), got {type(value).__name__}")
-                if data.dtype is not npd and data.dtype != npd:
-                    raise LaunchError(f"argument '{name}' of kernel '{self.name}' was compiled for "
-                                      f"{npd} tensors, got a {data.dtype} tensor")
-                buf = Buffer(data, name, "global")
-                if type(views) is dict:
-                    views[name] = buf
-                bound.append(buf)
-            elif kind is _I32 and type(value) is int and -(2**31) <= value < 2**31:
-                bound.append(_INT32(value))  # the common int scalar: exact, nothing to check
+                space[f"d{i}"] = npd
+                lines += [f"    v = getattr(a{i}, 'views', None)",
+                          f"    b{i} = v.get({name!r}) if type(v) is _dict else None",
+                          f"    if b{i} is None or b{i}.data.dtype is not d{i}:",
+                          f"        b{i} = _one(p{i}, a{i})"]
+            elif kind is _I32:
+                lines += [f"    b{i} = _I32(a{i}) if type(a{i}) is int and "
+                          f"-2147483648 <= a{i} < 2147483648 else _one(p{i}, a{i})"]
             else:
-                bound.append(self._bind_scalar(name, npd, value))
-        return bound
+                lines += [f"    b{i} = _one(p{i}, a{i})"]
+        lines.append(f"    return [{', '.join(f'b{i}' for i in range(len(plan)))}]")
+        exec(compile("\n".join(lines) + "\n", f"<pto bind {self.name}>", "exec"), space)
+        self._arity = len(plan)
+        return space["bind"]
+
+    def _bind_one(self, entry: tuple[str, str, np.dtype], value: Any) -> Any:
+        """One argument bound with every check (`bind`'s general case)."""
+        kind, name, npd = entry
+        if kind is _PTR:
+            # a device tensor keeps the Buffer made for it (by parameter name) in `views`
+            # while it is alive (emptied when freed: then the checks below run and raise)
+            views = getattr(value, "views", None)
+            buf = views.get(name) if type(views) is dict else None
+            if buf is not None and (buf.data.dtype is npd or buf.data.dtype == npd):
+                return buf
+            if getattr(value, "freed", False):
+                raise TensorFreedError(f"argument '{name}' of kernel '{self.name}' is a freed "
+                                       f"tensor")
+            data = getattr(value, "data", None)
+            if not isinstance(data, np.ndarray):
+                raise LaunchError(f"argument '{name}' of kernel '{self.name}' must be a device "
+                                  f"tensor (pto.alloc_tensor), got {type(value).__name__}")
+            if data.dtype is not npd and data.dtype != npd:
+                raise LaunchError(f"argument '{name}' of kernel '{self.name}' was compiled for "
+                                  f"{npd} tensors, got a {data.dtype} tensor")
+            buf = Buffer(data, name, "global")
+            if type(views) is dict:
+                views[name] = buf
+            return buf
+        if kind is _I32 and type(value) is int and -(2**31) <= value < 2**31:
+            return _INT32(value)  # the common int scalar: exact, nothing to check
+        return self._bind_scalar(name, npd, value)
 
     _bind_plan: list[tuple[str, str, np.dtype]] | None = None
 
@@ -339,17 +379,35 @@ class Executable:
         chunks = self._chunks.get((grid, block, FAST_PATHS.on))
         if chunks is None:
             grid, block = check_launch_shape(grid, block, kernel=self.name, target=self.target)
-        bound = self.bind(args)
+        binder = self._binder  # self.bind(args), inline once the binder exists
+        bound = binder(args) if binder is not None and len(args) == self._arity else \
+            self.bind(args)
         if instrument is None and blocks is None:
             if chunks is not None:  # a launch shape seen before: straight to the kernel
                 gen = chunks[0]
-                token = _ignore_fp_errors()
+                if _FP_STATE is not None:  # _ignore_fp_errors, inline
+                    memo = _IGNORING
+                    if memo[0] is not _FP_STATE.get():
+                        _ignore_fp_errors(True)
+                        memo = _IGNORING
+                    token = _FP_STATE.set(memo[1])
+                else:
+                    token = _ignore_fp_errors()
                 try:
                     pool = self._arenas
+                    sites, steps = gen.sites, gen.steps
                     vectors = chunks[1] if not gen.tail_bounds else \
                         _split_at_tail(gen, chunks[1], bound, grid, block)
-                    for first_lane, count in vectors:  # _run_vector, inline
-                        ctx = self._context(gen, grid, block, first_lane, count)
+                    for first_lane, count in vectors:  # _run_vector and _context, inline
+                        # (__init__ called as a function: a class call with keywords would
+                        # build a dict of them, ~10 % of a small cached launch)
+                        ctx = _new_object(LaneContext)
+                        _init_context(ctx, kernel=self.name, grid=grid, block=block,
+                                      first_lane=first_lane, count=count, sites=sites,
+                                      target=self.target, layout=self.layout,
+                                      check_uninitialized=self.check_uninitialized,
+                                      race_check=self.race_check, cache=self.cache)
+                        ctx.steps = steps  # the run-time steps the variant's plan selects
                         free = pool.get(count)
                         if free:
                             state = _take(free)
@@ -363,7 +421,10 @@ class Executable:
                 except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover
                     raise self._internal_error(exc) from exc
                 finally:
-                    _restore_fp_errors(token)
+                    if _FP_STATE is not None:
+                        _FP_STATE.reset(token)
+                    else:
+                        _restore_fp_errors(token)
                 return
         one_d = grid[1] * grid[2] == 1 and block[1] * block[2] == 1
         gen = self.variant(one_d, instrument is not None)

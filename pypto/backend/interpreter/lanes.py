@@ -77,6 +77,13 @@ def mask_and(m: Mask, c: Any, cache: Any = None) -> Mask:
     """Active lanes of the `then` side of a branch on `c`. `cache` (the Executable's
     caches.RunCache; generated code gets it bound) remembers the outcome for shared read-only
     masks (StructuredAccess.local_cmp), which every lane vector of a launch shape reuses."""
+    return mask_and_cached(cache, m, c)
+
+
+def mask_and_cached(cache: Any, m: Mask, c: Any) -> Mask:
+    """`mask_and(m, c, cache)`, with the cache first: what generated code calls, as a method
+    bound to its Executable's cache (types.MethodType: no dict of keywords per call, as a
+    `functools.partial` with `cache=` would build)."""
     if isinstance(c, np.ndarray):
         full = _FULL.get(c.size)
         if full is not None:  # a comparison that held on no lane / every lane (ramp_compare)
@@ -138,6 +145,9 @@ def ramp_compare(ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
         bound = (bound + 2**63) % 2**64 - 2**63  # NumPy's int64 wrap-around
     n = ramp_.size
     if n and ramp_ is _RAMP_CACHE.get(n):  # lanes 0..n-1 (`ramp(n)`)
+        if op == "<" and bound > n - 1:  # the bounds check `i < n` of a launch of n lanes
+            full = _FULL.get(n)
+            return full[1] if full is not None else uniform_masks(n)[True]
         outcome = _same_on_every_lane(op, bound, n)
         if outcome is not None:
             return uniform_masks(n)[outcome]
@@ -247,7 +257,8 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         self.first_lane = first_lane  # linear launch lane of vector position 0
         self.count = count
         self.sites = sites
-        self.ramp = ramp(count)
+        r = _RAMP_CACHE.get(count)  # ramp(count), the common case inline
+        self.ramp = r if r is not None else ramp(count)
         self._ids: dict[str, Any] = {}
         self._mask_cache: tuple[Any, dict[str, np.ndarray]] | None = None
 

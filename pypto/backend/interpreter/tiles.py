@@ -460,7 +460,7 @@ class _CopyPlan:
     starts are the same affine grid. Plain numbers only: it holds no buffer."""
 
     __slots__ = ("l1_o", "rows", "row_len", "l1_stride", "hbm_stride", "dims", "lane_rel",
-                 "lo_rel", "hi_rel", "l1_region", "span")
+                 "lo_rel", "hi_rel", "l1_region", "span", "starts")
 
     def __init__(self, geo: _CopyGeometry, lane_rel: np.ndarray | None, s0: int):
         self.l1_o, self.rows, self.row_len = geo.l1_o, geo.rows, geo.row_len
@@ -474,17 +474,28 @@ class _CopyPlan:
         self.hi_rel = hi + (geo.rows - 1) * geo.hbm_stride + geo.row_len - s0
         self.l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
         self.span = _byte_region(geo.l1, self.l1_region)
+        # read-only offset vectors found to be the pattern (views.block_offset's, the same
+        # objects at every launch): id -> (the vector, its start); the entry holds the vector
+        self.starts: dict[int, tuple[np.ndarray, int]] = {}
 
     def geometry(self, l1: Any, hbm: Any, blocks: int, hbm_o: Any) -> _CopyGeometry | None:
         """The geometry for HBM offsets `hbm_o` (per lane or uniform), or None when they are
         not the plan's pattern or leave the tensor."""
         rel = self.lane_rel
         if isinstance(hbm_o, np.ndarray):
-            if rel is None or hbm_o.shape != rel.shape:
-                return None
-            s0 = int(hbm_o[0])
-            if not (hbm_o - s0 == rel).all():
-                return None
+            known = self.starts.get(id(hbm_o))
+            if known is not None and known[0] is hbm_o:  # read-only: checked before
+                s0 = known[1]
+            else:
+                if rel is None or hbm_o.shape != rel.shape:
+                    return None
+                s0 = int(hbm_o[0])
+                if not (hbm_o - s0 == rel).all():
+                    return None
+                if not hbm_o.flags.writeable:
+                    if len(self.starts) >= 64:
+                        self.starts.clear()
+                    self.starts[id(hbm_o)] = (hbm_o, s0)
         elif rel is not None:
             return None
         else:
@@ -863,7 +874,8 @@ class BlockMemory:
         key = _plan_key(kind, dst_b, src_b, raw) if raw is not None else None
         hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
         if key is not None and geo.grid is not None and \
-                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,)):
+                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,) or
+                 hbm_o.shape == (blocks,)):  # per lane, or per block (views.block_offset)
             plans = self.arena.plans
             if len(plans) >= 64:
                 plans.clear()

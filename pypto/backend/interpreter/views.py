@@ -360,6 +360,23 @@ class PlannedAccess:
         lanes = self.block_lanes
         if not (self.first_lane % lanes == 0 and self.count % lanes == 0):
             return self.plan_offsets(parts)
+        # the same offsets in every launch of this shape (the same k step of the next launch):
+        # remembered by the Executable (caches.py), read-only
+        key = (parts, self.grid, self.first_lane, self.count)
+        try:
+            known = self.cache.offsets.get(key)
+        except TypeError:  # an unhashable part: work it out
+            return self._block_offset(parts)
+        if known is None:
+            known = self._block_offset(parts)
+            if isinstance(known, np.ndarray):
+                known.flags.writeable = False
+            self.cache.remember_value(self.cache.offsets, key, known)
+        return known
+
+    def _block_offset(self, parts: tuple[Part, ...]) -> Any:
+        """`block_offset` of a vector of whole blocks, worked out."""
+        lanes = self.block_lanes
         b = self.first_lane // lanes
         blin = np.arange(b, b + self.count // lanes, dtype=np.int64)
         gx, gy, _ = self.grid

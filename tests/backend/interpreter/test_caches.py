@@ -167,3 +167,66 @@ def test_no_cache_grows_without_bound():
     assert len(lanes._RAMP_CACHE) <= 65 and len(lanes._FULL) <= 17
     assert len(views._PATTERNS) <= views._SUMMARIES_MAX
     assert len(views._SUMMARIES) <= views._SUMMARIES_MAX
+
+
+@pto.kernel
+def tiled_matmul(A, B, C, M, N, K, T: pto.constexpr):
+    row0 = pto.get_block_id(1) * T
+    col0 = pto.get_block_id(0) * T
+    acc = pto.alloc_local(T * T)
+    pto.fill(acc, 0.0, T * T)
+    for k0 in range(0, K, T):
+        a = pto.alloc_local(T * T)
+        b = pto.alloc_local(T * T)
+        ta = pto.async_load(a, A + row0 * K + k0, T * T * 4, rows=T, src_stride=K)
+        tb = pto.async_load(b, B + k0 * N + col0, T * T * 4, rows=T, src_stride=N)
+        pto.wait_all()
+        pto.mma(acc, a, b, T, T, T)
+    pto.store(C + row0 * N + col0, acc, T * T * 4, rows=T, dst_stride=N)
+
+
+def _tile_ref(a: np.ndarray, b: np.ndarray, t: int) -> np.ndarray:
+    """C tile by tile, k step by k step, each product one 2-D matmul (the interpreter's bits)."""
+    m, k = a.shape
+    n = b.shape[1]
+    c = np.zeros((m, n), np.float32)
+    for i in range(0, m, t):
+        for j in range(0, n, t):
+            acc = np.zeros((t, t), np.float32)
+            for k0 in range(0, k, t):
+                acc += a[i:i + t, k0:k0 + t] @ b[k0:k0 + t, j:j + t]
+            c[i:i + t, j:j + t] = acc
+    return c
+
+
+def test_block_offsets_are_remembered_read_only_and_bounded(monkeypatch):
+    """The tile copies' HBM offsets (one per block, views.block_offset) are worked out once
+    per launch shape and k step and kept by the Executable, read-only; the copies' plans
+    are found again at the next launch; the results stay NumPy's, launch after launch, for
+    other operands and other shapes."""
+    from pypto.backend.interpreter import tiles
+
+    rng = np.random.default_rng(5)
+    t = 16
+    for m, n, k in ((64, 64, 64), (32, 64, 96), (64, 32, 32)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        ta, tb, tc = pto.tensor(a), pto.tensor(b), pto.zeros(m * n)
+        args = (ta, tb, tc, m, n, k, t)
+        ck = pto.compile(tiled_matmul, args=args, block=32)
+        for launch in range(3):
+            if launch == 2:  # a third launch of this shape: every copy finds its plan
+                def no_new_plans(*_: object, **__: object) -> None:
+                    raise AssertionError("a copy worked out its geometry again")
+
+                monkeypatch.setattr(tiles._CopyGeometry, "of", no_new_plans)
+            pto.launch(ck, grid=(n // t, m // t), block=32, args=args)
+            pto.sync()
+            monkeypatch.undo()
+            np.testing.assert_array_equal(tc.numpy().reshape(m, n), _tile_ref(a, b, t))
+            b = b + np.float32(1)
+            pto.memcpy_h2d(tb, b)
+        offsets = ck.executable.cache.offsets
+        assert offsets and len(offsets) <= caches.MAX_ENTRIES
+        for value in offsets.values():
+            assert not isinstance(value, np.ndarray) or not value.flags.writeable

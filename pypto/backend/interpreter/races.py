@@ -652,6 +652,9 @@ def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: boo
 def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
     """For a (blocks, columns) mask that keeps the same columns a..b-1 of every block (and no
     others): (a, b); else None. Worked out once per branch mask (`active` is a view of it)."""
+    row = active[0]
+    if active.shape[0] > 1 and not (active[-1] == row).all():
+        return None  # a mask computed from data: its last block differs (found at once)
     owner = active.base if active.base is not None else active
     cache = getattr(ctx, "_narrow_cache", None)  # one mask at a time, as LaneContext.mask_facts
     if cache is None or cache[0] is not owner:
@@ -660,10 +663,8 @@ def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
     key = (active.shape, active.strides, active.__array_interface__["data"][0])
     if key in facts:
         return facts[key]  # type: ignore[no-any-return]
-    row = active[0]
     result = None
-    if active.shape[0] == 1 or np.array_equal(active[-1], row) and \
-            not (active != row).any():  # a mask computed from data differs in the last row
+    if active.shape[0] == 1 or not (active != row).any():
         cols = np.flatnonzero(row)
         if cols.size == 0:
             result = (0, 0)

@@ -4,7 +4,8 @@ Comparisons of block-local ids (`StructuredAccess.local_cmp`, `PlannedAccess.for
 the same mask in every lane vector of a launch shape, so that mask is made once and shared
 (geometry.py, a value cache: keyed by the shape, bounded). What is worked out about such a
 mask — whether a branch on it runs on no lane, some or every lane (`lanes.mask_and`), and its
-lane window (`StructuredAccess.lane_window`) — is remembered here, by the mask's identity:
+lane window (`StructuredAccess.lane_window`) and its window of warps times lanes in the
+warp (`windows.warp_window`) — is remembered here, by the mask's identity:
 each entry holds its mask, so no other array can have its id while the entry exists. One
 `RunCache` per `Executable` (launches from several threads share it: updates take its lock),
 at most `MAX_ENTRIES` per table (then the table starts over).
@@ -21,12 +22,14 @@ MAX_ENTRIES = 64
 class RunCache:
     """Facts about shared masks, for the launches of one Executable."""
 
-    __slots__ = ("lock", "outcomes", "windows", "offsets")
+    __slots__ = ("lock", "outcomes", "windows", "warp_windows", "offsets")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.outcomes: dict[int, tuple[Any, Any]] = {}  # id(mask) -> (mask, mask_and(None, mask))
         self.windows: dict[int, tuple[Any, Any]] = {}  # id(mask) -> (mask, lane window)
+        # id(mask) -> (mask, (warps x lanes-in-warp window, the mask on it)): windows.py
+        self.warp_windows: dict[int, tuple[Any, Any]] = {}
         # (parts, grid, first lane, count) -> a block-level operand's offsets (read-only),
         # views.PlannedAccess.block_offset: keyed by value, not by identity
         self.offsets: dict[Any, Any] = {}
@@ -52,4 +55,4 @@ class RunCache:
     def sizes(self) -> dict[str, int]:
         """Entries per table (tests check they stay bounded)."""
         return {"outcomes": len(self.outcomes), "windows": len(self.windows),
-                "offsets": len(self.offsets)}
+                "warp_windows": len(self.warp_windows), "offsets": len(self.offsets)}

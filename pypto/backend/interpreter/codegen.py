@@ -459,9 +459,25 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                   f"{self.name(a.ptr)}_b, {af[a.ptr]}, {self.name(b.ptr)}_b, {af[b.ptr]}, _m, "
                   f"{sa}, {sb}, {self.site(store)}, {a_first})")
 
+    def plan_op(self, store: pto.StoreOp) -> None:
+        """`store(p, load(q) op load(r))` through three planned views (KernelPlan.plan_ops)."""
+        a, b = self.an.plan_ops[store]
+        ufunc = _STORE_UFUNCS[type(store.value.owner)]
+        block = store.parent_block()
+        assert block is not None
+        a_first = block.get_operation_index(a) < block.get_operation_index(b)
+        pd, pa, pb = (self.an.planned[x] for x in (store, a, b))
+        self.emit(f"_ctx.plan_op({self.name(pd.root)}_b, {pd.source()}, {ufunc}, "
+                  f"{self.name(pa.root)}_b, {pa.source()}, {self.name(pb.root)}_b, "
+                  f"{pb.source()}, _m, {self.site(a)}, {self.site(b)}, {self.site(store)}, "
+                  f"{a_first})")
+
     def op_pto_store(self, op: pto.StoreOp) -> None:
         if op in self.an.row_ops:
             self.row_op(op)
+            return
+        if op in self.an.plan_ops:
+            self.plan_op(op)
             return
         if op in self.an.planned:
             plan = self.an.planned[op]
@@ -556,6 +572,8 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             self.indent -= 1
         self.emit(f"_m = {saved}")
         for r, tn, fn in zip(results, then_names, else_names):
+            if not r.uses and not self.instrumented:
+                continue  # nothing reads it: no merge (instruments see every value)
             rn = self.name(r)
             if _is_address(r.type):
                 self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond}, {saved}, "

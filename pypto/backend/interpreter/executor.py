@@ -88,6 +88,16 @@ n = 2^k + 77, it pays from 2^14 lanes (0.9x of one masked vector; 0.5-0.7x at 2^
 2^20) and not below 2^13 (1.15-1.3x at 2^10-2^12)."""
 
 
+def _whole_grid_rows(per_chunk: int, grid: tuple[int, int, int]) -> int:
+    """Blocks per chunk of a 2-D / 3-D grid, rounded down to whole rows of the grid (whole
+    planes when a chunk holds more than one): each chunk's blocks are then a sub-box of the
+    grid, so planned accesses see a box (views.py) instead of taking the general path."""
+    row = grid[0] * grid[1] if per_chunk >= grid[0] * grid[1] else grid[0]
+    if grid[1] * grid[2] > 1 and per_chunk > row:
+        return per_chunk - per_chunk % row
+    return per_chunk
+
+
 def _split_at_tail(gen: GeneratedKernel, vectors: list[tuple[int, int]], bound: list[Any],
                    grid: tuple[int, int, int], block: tuple[int, int, int]
                    ) -> list[tuple[int, int]]:
@@ -451,6 +461,7 @@ class Executable:
                 per_chunk = 1 if gen.mode == BLOCK else max(1, lanes // block_lanes)
                 if gen.mode == BATCH and self.layout.extent:
                     per_chunk = max(1, min(per_chunk, BATCH_CHUNK_L1_BYTES // self.layout.extent))
+                per_chunk = _whole_grid_rows(per_chunk, grid)
                 if instrument is None and n_blocks <= per_chunk * _CHUNKS_MEMO:
                     self._remember_chunks(grid, block, gen, per_chunk)
                 pool = self._arenas if instrument is None else None

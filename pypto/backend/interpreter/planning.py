@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerType
@@ -102,6 +103,10 @@ class KernelPlan:
     # stores `buf[tid + u] = a op b` whose operands are loads at block-local addresses, done
     # as one ufunc over 2-D slices of L1 (store -> its two loads)
     row_ops: dict[Operation, tuple[Operation, Operation]] = field(default_factory=dict)
+    # planned stores `p[...] = q[...] op r[...]` whose operands are planned loads (the
+    # warp-synchronous tree's `red + warp * 32 + lane`), done as one ufunc over the three
+    # views (views.plan_op; store -> its two loads)
+    plan_ops: dict[Operation, tuple[Operation, Operation]] = field(default_factory=dict)
     # branches run on the window of lanes they keep active (`if tid < s`, batch mode)
     windowed: set[Operation] = field(default_factory=set)
     # the access planner (plan.py): loads / stores through affine addresses (op -> plan), and
@@ -253,6 +258,13 @@ class KernelPlanner:
                         an.fused.update((op.value.owner, *loads))
         self._ramp_cmps(ops)
         self._plan(ops)
+        if not self.instrumented:
+            for op in _walk(ops):
+                if isinstance(op, pto.StoreOp) and op in an.planned:
+                    loads = self._row_operands(op, an.planned)
+                    if loads is not None:
+                        an.plan_ops[op] = loads
+                        an.fused.update((op.value.owner, *loads))
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             if op in an.dead:
@@ -368,11 +380,14 @@ class KernelPlanner:
                     user in an.promoted or user in an.form_cmps or (user, index) in an.block_addrs
             an.dead = dead_ops(walked, virtual, leaves)
 
-    def _row_operands(self, store: pto.StoreOp) -> tuple[Operation, Operation] | None:
+    def _row_operands(self, store: pto.StoreOp, planned: Any = None) -> \
+            tuple[Operation, Operation] | None:
         """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
         reduction's `buf[tid] = buf[tid] + buf[tid + s]`), where each intermediate value has no
         other use and nothing between the first load and the store touches memory: the two
-        loads, which then run at the store as one ufunc over rows (StructuredAccess.rows_op)."""
+        loads, which then run at the store as one ufunc over rows (StructuredAccess.rows_op).
+        With `planned` (the planned accesses): the same for loads that are planned accesses
+        (PlannedAccess.plan_op, one ufunc over the three views)."""
         owner = store.value.owner
         if type(owner) not in _STORE_UFUNCS or owner.next_op is not store or \
                 not store.value.has_one_use():
@@ -380,7 +395,8 @@ class KernelPlanner:
         loads = []
         for v in owner.operands:
             load = v.owner
-            if not (isinstance(load, pto.LoadOp) and load.ptr in self.an.local and
+            if not (isinstance(load, pto.LoadOp) and
+                    (load.ptr in self.an.local if planned is None else load in planned) and
                     v.has_one_use() and load.parent_block() is store.parent_block()):
                 return None
             loads.append(load)

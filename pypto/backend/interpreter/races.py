@@ -324,8 +324,11 @@ class RaceChecker:
                     return
                 lo, hi, active = lo + narrow[0], lo + narrow[1], None
         if not arena.dirty:
-            key = None if active is not None else (buf.gran, buf.count, base, lo, hi, write)
-            if key is not None and not arena.pending and \
+            # the summary check ignores which lanes are active (a masked access is summarised
+            # as if every lane of the columns made it; the pending list keeps the mask for
+            # the arrays), so its outcome is the unmasked access's: the same key
+            key = (buf.gran, buf.count, base, lo, hi, write)
+            if active is None and not arena.pending and \
                     (not arena.rowq or (arena.state, key) in arena.trie or
                      _rows_clear(arena, buf, base, lo, hi, write, ws)):
                 (arena.writes if write else arena.reads).append(
@@ -435,12 +438,14 @@ class RaceChecker:
         return True
 
     def race_pattern_masked(self, buf: Any, pattern: tuple[Any, ...], order: np.ndarray,
-                            mask: np.ndarray, site: int, write: bool) -> bool:
+                            mask: np.ndarray, site: int, write: bool, key: Any = None) -> bool:
         """`race_pattern` of a planned access whose mask keeps different lanes in different
         blocks (bounds checks at a grid's edges): each element is touched by one lane
         (`order[j]`: the lane position of element j), `mask` the vector's (blocks, lanes)
-        active lanes. Checked against the epoch's summary as if every block were active;
-        False when that is not conclusive (the caller then runs the general check)."""
+        active lanes. Checked against the epoch's summary as if every block were active (so
+        the outcome does not depend on the mask: remembered under `key`, the unmasked
+        access's, as in `race_pattern`); False when that is not conclusive (the caller then
+        runs the general check)."""
         sh = buf.shadow
         arena = sh.arena
         epoch = self.counters["epoch"]
@@ -453,7 +458,8 @@ class RaceChecker:
             _lift(arena, ws)
         local, lanes, elems, wmin, wmax = pattern
         active = mask if order is None else mask[:, order]
-        if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax):
+        if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax,
+                                None if key is None else (buf.gran, key, write)):
             return False
         (sh.writes if write else sh.reads).append((site, buf, _PATTERN, (local, lanes, mask), ws))
         return True
@@ -646,6 +652,9 @@ def _rows_clear(arena: Shadow, buf: Any, base: int, lo: int, hi: int, write: boo
 def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
     """For a (blocks, columns) mask that keeps the same columns a..b-1 of every block (and no
     others): (a, b); else None. Worked out once per branch mask (`active` is a view of it)."""
+    row = active[0]
+    if active.shape[0] > 1 and not (active[-1] == row).all():
+        return None  # a mask computed from data: its last block differs (found at once)
     owner = active.base if active.base is not None else active
     cache = getattr(ctx, "_narrow_cache", None)  # one mask at a time, as LaneContext.mask_facts
     if cache is None or cache[0] is not owner:
@@ -654,7 +663,6 @@ def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
     key = (active.shape, active.strides, active.__array_interface__["data"][0])
     if key in facts:
         return facts[key]  # type: ignore[no-any-return]
-    row = active[0]
     result = None
     if active.shape[0] == 1 or not (active != row).any():
         cols = np.flatnonzero(row)

@@ -27,12 +27,14 @@ indices, as from the general path.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
+from pypto.backend.interpreter.edges import store_edges
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
@@ -159,6 +161,8 @@ class PlannedAccess:
             tuple[int, tuple[int, ...], tuple[int, ...], int, int] | None:
         """`_plan_view` for buffers whose blocks' copies are `stride` elements apart."""
         axes, b0, l0 = box
+        if axes and axes[-1][0] == "n":
+            return _warp_window_view(box, stride, parts, self.warp_size)
         bx, by, _ = self.block
         ws = self.warp_size
         lin = (1, bx, bx * by)
@@ -246,23 +250,15 @@ class PlannedAccess:
                 not self.inflight:
             row = None if mask is None else self._mask_row(mask, shape)
             if row is not False:
-                box = self.plan_box()
-                assert box is not None
-                key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
-                       self.block, self.warp_size)
-                known = _PATTERNS.get(key)  # the same in every vector of this shape
-                if known is None:
-                    if len(_PATTERNS) >= _SUMMARIES_MAX:
-                        _PATTERNS.clear()
-                    known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
+                known, key = self._known_pattern(buf, base, shape, strides)
                 if known is not False and row is not None:
                     facts = self.mask_facts(mask)  # type: ignore[attr-defined]
-                    cached = facts.get(key)  # the branch's accesses share its mask
+                    cached = facts.get(("pattern", key))  # the branch's accesses share its mask
                     if cached is None:
                         local, lanes = known[0][row], known[1][row]
                         summary = _summary(local, lanes, self.warp_size)
-                        cached = facts[key] = ((local, lanes, *summary),
-                                               (key, row.tobytes()))
+                        cached = facts[("pattern", key)] = ((local, lanes, *summary),
+                                                            (key, row.tobytes()))
                     known, key = cached
                 if known is not False and \
                         self.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
@@ -282,30 +278,16 @@ class PlannedAccess:
         """The race checks of a planned access whose mask differs between blocks, in bulk
         (RaceChecker.race_pattern_masked) when every block touches the same elements of its
         copy, one lane each; False when the general check must run."""
-        box = self.plan_box()
-        assert box is not None
-        key = (base, tuple(shape), tuple(strides), buf.stride, tuple(box[0]), box[2],
-               self.block, self.warp_size)
-        known = _PATTERNS.get(key)
-        if known is None:
-            if len(_PATTERNS) >= _SUMMARIES_MAX:
-                _PATTERNS.clear()
-            known = _PATTERNS[key] = self._pattern(buf, base, shape, strides)
+        known, key = self._known_pattern(buf, base, shape, strides)
         if known is False:
             return False
         local, _, elems, _, _ = known
-        if isinstance(elems, slice):
-            if elems.stop - elems.start != local.size:
-                return False  # two lanes on one element
-            order = None if local.size < 2 or bool((local[1:] > local[:-1]).all()) else \
-                np.argsort(local, kind="stable")
-        else:
-            if elems.size != local.size:
-                return False
-            order = np.argsort(local, kind="stable")
+        order = _order(local, elems)
+        if order is False:
+            return False  # two lanes on one element
         nb = self.count // local.size
         return self.race_pattern_masked(  # type: ignore[attr-defined]
-            buf, known, order, mask.reshape(nb, local.size), site, write)
+            buf, known, order, mask.reshape(nb, local.size), site, write, key)
 
     def _mask_row(self, mask: Mask, shape: list[int]) -> Any:
         """The lanes of one block a mask keeps, when it keeps the same ones in every block of
@@ -334,7 +316,8 @@ class PlannedAccess:
         axes, _, l0 = box
         bx, by, _ = self.block
         lin_step = (1, bx, bx * by)
-        per_axis = [(kind, n, step, lin_step[i]) for kind, i, n, step in axes]
+        per_axis = [(kind, n, step, self.warp_size if kind == "w" else 1 if kind == "n" else
+                     lin_step[i]) for kind, i, n, step in axes]
         if len(shape) == len(axes) + 1:  # lanes split as (warps, lanes in warp): _make_view
             kind, n, step, _ = per_axis[-1]
             ws = self.warp_size
@@ -440,8 +423,15 @@ class PlannedAccess:
             outcome = _same_outcome(op, lo, hi, bound)
             if outcome is not None:
                 return self.same_mask(outcome)  # type: ignore[attr-defined]
-            values = self._indices(base, shape, strides,
-                                   np.int32 if -2**31 <= lo and hi < 2**31 else np.int64)
+            dtype = np.int32 if -2**31 <= lo and hi < 2**31 else np.int64
+            if len(shape) > 1 and 0 in strides:
+                # compared on the axes the form varies along, then spread over the others
+                # (`x = 16 * b0 + l0` over (block rows, block columns, 8, 16) boxes)
+                small = [n if st else 1 for n, st in zip(shape, strides)]
+                test = COMPARE[op](self._indices(base, small, strides, dtype).reshape(small),
+                                   bound)
+                return np.ascontiguousarray(np.broadcast_to(test, shape)).reshape(-1)
+            values = self._indices(base, shape, strides, dtype)
         else:
             values = self.plan_offsets((part,))
         return COMPARE[op](values, bound)
@@ -590,8 +580,7 @@ class PlannedAccess:
         if 0 <= lo and hi < buf.count:
             if buf.watched() or self.inflight:
                 self._check(buf, base, shape, strides, mask, site, False)
-            v = as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
-                           writeable=False)
+            v = _view(data, base, shape, strides, False)
             if "uniform_broadcast" in self.steps and 0 in strides:
                 one = _one_value(v, strides, max(1, self.count // self.block_lanes))
                 if one is not None:
@@ -605,8 +594,7 @@ class PlannedAccess:
             tbase, tshape, tstrides, full, sel = trimmed
             if buf.watched() or self.inflight:
                 self._check(buf, base, shape, strides, mask, site, False)
-            v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in tstrides],
-                           writeable=False)
+            v = _view(data, tbase, tshape, tstrides, False)
             out = np.zeros(full, dtype=data.dtype)
             out[sel] = v
             return out.reshape(-1)
@@ -614,26 +602,71 @@ class PlannedAccess:
             return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
         # a partial tail: the leading rows that fit as a view, the others gathered
         a, b = self._split(shape, strides, base, buf.count)
-        if a >= b:
-            return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
-        idx = self._indices(base, shape, strides).reshape(shape[0], -1)
+        if a >= b:  # no row fits (a chunk of partial edge blocks): the active lanes by index
+            idx = self._indices(base, shape, strides)[mask]
+            if idx.size and (idx.min() < 0 or idx.max() >= buf.count):
+                return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
+            if buf.watched() or self.inflight:
+                self.check_read(buf, idx, mask, site)  # type: ignore
+            out = np.zeros(mask.size, dtype=data.dtype)
+            out[mask] = data[idx]
+            return out
         m2 = mask.reshape(shape[0], -1)
         edge = np.ones(shape[0], dtype=bool)
         edge[a:b] = False
-        e_idx, e_mask = idx[edge], m2[edge]
+        # the indices of the edge rows only (a 2-D tail's last block row)
+        e_idx = (base + np.flatnonzero(edge).astype(np.int64) * strides[0])[:, None] + \
+            self._indices(0, shape[1:], strides[1:])[None, :]
+        e_mask = m2[edge]
         active = e_idx[e_mask]
         if active.size and (active.min() < 0 or active.max() >= buf.count):
             return self.load(buf, self.plan_offsets(parts), mask, site)  # type: ignore
         if buf.watched() or self.inflight:
-            self.check_read(buf, idx.reshape(-1)[mask], mask, site)  # type: ignore
-        out = np.zeros((shape[0], idx.shape[1]), dtype=data.dtype)
+            self.check_read(buf, self._indices(base, shape, strides)[mask],  # type: ignore
+                            mask, site)
+        out = np.empty((shape[0], m2.shape[1]), dtype=data.dtype)
+        out[edge] = 0
         rows = as_strided(data[base + a * strides[0]:], shape=[b - a] + shape[1:],
                           strides=[s * isz for s in strides], writeable=False)
-        out[a:b] = rows.reshape(b - a, -1)
+        np.copyto(out[a:b].reshape(rows.shape), rows)  # no temporary copy of the rows
         sub = out[edge]
         sub[e_mask] = data[active]
         out[edge] = sub
         return out.reshape(-1)
+
+    def plan_op(self, dst: Buffer, pd: tuple[Part, ...], ufunc: Any, a: Buffer,
+                pa: tuple[Part, ...], b: Buffer, pb: tuple[Part, ...], mask: Mask, site_a: int,
+                site_b: int, site: int, a_first: bool = True) -> None:
+        """`store_plan(dst, pd, ufunc(load_plan(a, pa), load_plan(b, pb)))` (plan.py's
+        plan_ops) computed straight from the two views into the stored view, one pass without
+        temporaries (ufuncs treat operands that overlap the output as if copied first), when
+        every lane is active, all three views lie inside their buffers, the stored one touches
+        each element once and the result type is the stored one's; the two reads and the
+        write checked in program order (`a_first`). Otherwise the three steps."""
+        if mask is None:
+            vd, va, vb = (self._plan_view(dst, pd), self._plan_view(a, pa),
+                          self._plan_view(b, pb))
+            if vd is not None and va is not None and vb is not None and \
+                    0 <= vd[3] and vd[4] < dst.count and 0 <= va[3] and va[4] < a.count and \
+                    0 <= vb[3] and vb[4] < b.count and _injective(vd[1], vd[2]) and \
+                    np.result_type(a.data.dtype, b.data.dtype) == dst.data.dtype:
+                reads = ((a, va, site_a), (b, vb, site_b))
+                for buf, pv, s, write in [(x, v, t, False) for x, v, t in
+                                          (reads if a_first else reads[::-1])] + \
+                        [(dst, vd, site, True)]:
+                    if buf.watched() or self.inflight:
+                        self._check(buf, pv[0], pv[1], pv[2], None, s, write)
+                ufunc(_view(a.data, va[0], va[1], va[2], False),
+                      _view(b.data, vb[0], vb[1], vb[2], False),
+                      out=_view(dst.data, vd[0], vd[1], vd[2], True))
+                return
+        if a_first:
+            x = self.load_plan(a, pa, mask, site_a)
+            y = self.load_plan(b, pb, mask, site_b)
+        else:
+            y = self.load_plan(b, pb, mask, site_b)
+            x = self.load_plan(a, pa, mask, site_a)
+        self.store_plan(dst, pd, ufunc(x, y), mask, site)
 
     def _store_cut(self, buf: Buffer, pv: tuple[int, list[int], list[int], int, int],
                    trimmed: tuple[int, list[int], list[int], list[int], tuple[Any, ...]],
@@ -645,11 +678,85 @@ class PlannedAccess:
             self._check(buf, base, shape, strides, mask, site, True)
         data = buf.data
         isz = data.itemsize
-        v = as_strided(data[tbase:], shape=tshape, strides=[s * isz for s in tstrides],
-                       writeable=True)
+        v = _view(data, tbase, tshape, tstrides, True)
         if isinstance(value, np.ndarray):
             value = value.reshape(full)[sel]
         np.copyto(v, value, casting="unsafe", where=mask.reshape(full)[sel])
+
+    def _store_active(self, buf: Buffer, pv: tuple[int, list[int], list[int], int, int],
+                      value: Any, mask: np.ndarray, site: int) -> bool:
+        """A masked store into the blocks' copies of an L1 buffer whose box leaves the buffer
+        but whose active lanes stay inside it (a tile staged in chunks of the block's lanes,
+        `if t < HX * HY`): a scatter of the active lanes, checked as the view's lanes are
+        (`_check`: per pattern in bulk, also when the mask differs between blocks). False when
+        some active lane leaves its block's copy (the general path reports it) or the blocks
+        touch different elements of their copies."""
+        base, shape, strides, _, _ = pv
+        if _size(shape) != mask.size:
+            return False
+        known = self._known_pattern(buf, base, shape, strides)[0]
+        if known is False:
+            return False
+        local = known[0]
+        cols = self.mask_facts(mask).get(("active_cols", mask.size // local.size))  # type: ignore[attr-defined]
+        if cols is None:
+            cols = mask.reshape(-1, local.size).any(axis=0)
+            self.mask_facts(mask)[("active_cols", mask.size // local.size)] = cols  # type: ignore[attr-defined]
+        used = local[cols]
+        if used.size and (int(used.min()) < 0 or int(used.max()) >= buf.count):
+            return False
+        idx = self._indices(base, shape, strides)
+        if buf.watched() or self.inflight:
+            if used.size == local.size:
+                self._check(buf, base, shape, strides, mask, site, True)
+            elif not self._check_active(buf, known, cols, mask, site):
+                self.check_write(buf, idx[mask], mask, site)  # type: ignore[attr-defined]
+        buf.data[idx[mask]] = value[mask] if isinstance(value, np.ndarray) else value
+        return True
+
+    def _check_active(self, buf: Buffer, known: tuple[Any, ...], cols: np.ndarray,
+                      mask: np.ndarray, site: int) -> bool:
+        """The race check of `_store_active` when only the lanes `cols` of a block can be
+        active (the others' elements lie outside the buffer): per pattern in bulk
+        (RaceChecker.race_pattern_masked) on those lanes; False when the general check must
+        run (a race, in-flight copies, tracked initialisation, two lanes on one element)."""
+        if buf.shadow is None or buf.init is not None or self.inflight:
+            return False
+        local, lanes = known[0][cols], known[1][cols]
+        summary = _summary(local, lanes, self.warp_size)
+        order = _order(local, summary[0])
+        if order is False:
+            return False
+        nb = mask.size // cols.size
+        return self.race_pattern_masked(  # type: ignore[attr-defined]
+            buf, (local, lanes, *summary), order, mask.reshape(nb, -1)[:, cols], site, True,
+            ("active", local.tobytes(), lanes.tobytes()))
+
+    def _known_pattern(self, buf: Buffer, base: int, shape: list[int],
+                       strides: list[int]) -> tuple[Any, int]:
+        """(`_pattern` of an access, its number): memoised by access and vector shape (the
+        same in every vector of this shape). The number stands for the access in the race
+        checker's remembered sequences (Shadow.trie): an int hashes at once, and numbers are
+        never reused, so an entry made before a table was cleared cannot match another
+        access."""
+        box_id = self._ids.get("box_id")
+        if box_id is None:
+            box = self.plan_box()
+            assert box is not None
+            box_key = (tuple(box[0]), box[2], self.block, self.warp_size)
+            box_id = _BOX_IDS.get(box_key)
+            if box_id is None:
+                if len(_BOX_IDS) >= _SUMMARIES_MAX:
+                    _BOX_IDS.clear()
+                box_id = _BOX_IDS[box_key] = next(_NUMBERS)
+            self._ids["box_id"] = box_id
+        key = (base, tuple(shape), tuple(strides), buf.stride, box_id)
+        entry = _PATTERNS.get(key)
+        if entry is None:
+            if len(_PATTERNS) >= _SUMMARIES_MAX:
+                _PATTERNS.clear()
+            entry = _PATTERNS[key] = (self._pattern(buf, base, shape, strides), next(_NUMBERS))
+        return entry
 
     def store_plan(self, buf: Buffer, parts: tuple[Part, ...], value: Any, mask: Mask,
                    site: int) -> None:
@@ -665,7 +772,8 @@ class PlannedAccess:
         if not _injective(shape, strides):  # lanes collide, unless the mask keeps them apart
             trimmed = self._trim(pv, mask, buf)
             if trimmed is None or not _injective(trimmed[1], trimmed[2]):
-                self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
+                if not store_edges(self, buf, pv, value, mask, site):  # 2-D tails (edges.py)
+                    self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
             self._store_cut(buf, pv, trimmed, value, mask, site)
             return
@@ -679,6 +787,9 @@ class PlannedAccess:
             a, b = 0, shape[0] if shape else 1
         elif (trimmed := self._trim(pv, mask, buf)) is not None:
             self._store_cut(buf, pv, trimmed, value, mask, site)
+            return
+        elif buf.stride and isinstance(mask, np.ndarray) and shape and \
+                self._store_active(buf, pv, value, mask, site):
             return
         elif mask is None or not shape or buf.stride:
             self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
@@ -702,8 +813,7 @@ class PlannedAccess:
             self._check(buf, base, shape, strides, mask, site, True,
                         None if idx is None else idx.reshape(-1))
         if whole:
-            v = as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
-                           writeable=True)
+            v = _view(data, base, shape, strides, True)
             if isinstance(value, np.ndarray):
                 value = value.reshape(shape)
             if mask is None:
@@ -731,7 +841,80 @@ _VIEWS_MAX = 4096
 _SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
 _SUMMARIES_MAX = 256
 _PATTERNS: dict[tuple[Any, ...], Any] = {}
+_BOX_IDS: dict[tuple[Any, ...], int] = {}
+"""Numbers of the vector boxes (plan_box) seen, by value; with _NUMBERS, never reused."""
+_NUMBERS = itertools.count(1)
 """Race patterns of planned accesses (PlannedAccess._pattern) by access and vector shape."""
+
+
+def _warp_window_view(box: Box, stride: int, parts: tuple[Part, ...], ws: int) -> \
+        tuple[int, tuple[int, ...], tuple[int, ...], int, int] | None:
+    """`_make_view` for the box of a 2-D lane window (windows.WarpWindowContext: block axes,
+    then warps, then lanes in the warp, in 1-D blocks): the local id is `warp * ws + lane`,
+    so each part's stride is `c_l0 * ws + c_w` along the warps and `c_l0 + c_n` along the
+    lanes; the same bounds (wrap-around) test as `_make_view`."""
+    axes, b0, l0 = box
+    w0, n0 = divmod(l0[0], ws)
+    strides = [0] * len(axes)
+    base = 0
+    for (rest, c0, _, _, d0, d1, d2, cw, cn), width in parts:
+        cb = (d0, d1, d2)
+        pbase = rest + d0 * b0[0] + d1 * b0[1] + d2 * b0[2] + c0 * l0[0] + cw * w0 + cn * n0
+        lo = hi = pbase
+        for j, (kind, i, n, _) in enumerate(axes):
+            s = cb[i] if kind == "b" else c0 * ws + cw if kind == "w" else c0 + cn
+            strides[j] += s
+            ext = s * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        lim = 1 << (width - 1)
+        if lo < -lim or hi >= lim:
+            return None  # the program's offset may wrap: let it
+        base += pbase
+    shape = [n for _, _, n, _ in axes]
+    lo = hi = base
+    for s, n in zip(strides, shape):
+        ext = s * (n - 1)
+        if ext < 0:
+            lo += ext
+        else:
+            hi += ext
+    if stride:  # batch mode, L1: block b's copy starts at element b * stride
+        for j, (kind, _, _, step) in enumerate(axes):
+            if kind == "b":
+                strides[j] += stride * step
+    return base, tuple(shape), tuple(strides), lo, hi
+
+
+def _view(data: np.ndarray, base: int, shape: Any, strides: Any, writeable: bool) -> np.ndarray:
+    """`as_strided(data[base:], shape, strides in elements, writeable)`, made directly as an
+    ndarray over `data`'s buffer (a third of as_strided's cost; a view is made for every
+    planned access); NumPy checks it lies inside the buffer, else (and for buffers it cannot
+    take) as_strided."""
+    isz = data.itemsize
+    bstrides = [st * isz for st in strides]
+    try:
+        v = np.ndarray(shape, dtype=data.dtype, buffer=data, offset=base * isz, strides=bstrides)
+    except (TypeError, ValueError, BufferError):
+        return as_strided(data[base:], shape=shape, strides=bstrides, writeable=writeable)
+    if not writeable:
+        v.flags.writeable = False
+    elif not v.flags.writeable:
+        return as_strided(data[base:], shape=shape, strides=bstrides, writeable=writeable)
+    return v
+
+
+def _order(local: np.ndarray, elems: Any) -> Any:
+    """For a pattern whose lanes touch distinct elements (`elems`, sorted: a slice or an
+    array): the lane touching each element in turn (None: lane order is element order, as
+    for any increasing pattern); False when two lanes touch one element."""
+    if (elems.stop - elems.start if isinstance(elems, slice) else elems.size) != local.size:
+        return False
+    if local.size < 2 or bool((local[1:] > local[:-1]).all()):
+        return None
+    return np.argsort(local, kind="stable")
 
 
 def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray, ...]:

@@ -441,3 +441,329 @@ def test_a_broadcast_read_all_blocks_agree_on_is_one_scalar(fast_paths, monkeypa
     np.testing.assert_array_equal(y.view(np.uint32),
                                   (x.reshape(blocks, T) * per_block[:, None]).reshape(-1)
                                   .view(np.uint32))
+
+
+# --- warp windows -------------------------------------------------------------------------------
+
+@pytest.fixture
+def warp_windows(monkeypatch):
+    """Counts the 2-D lane windows made (windows.WarpWindowContext)."""
+    from pypto.backend.interpreter import windows
+    made = []
+    orig = windows.WarpWindowContext.__init__
+
+    def counted(self, parent, *win):
+        made.append(win)
+        orig(self, parent, *win)
+    monkeypatch.setattr(windows.WarpWindowContext, "__init__", counted)
+    return made
+
+
+@pto.kernel
+def warp_tree_rows(x, out, WARPS: pto.constexpr):
+    """`if lane < s` with a warp-split address (a view in the window), a block-local row
+    address (`buf + tid`, the general path in the window) and a value flowing in and out."""
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    tid = pto.get_local_id()
+    red = pto.alloc_local(WARPS * 32)
+    buf = pto.alloc_local(WARPS * 32)
+    v = pto.load(x + pto.get_global_id())
+    pto.store(red + warp * 32 + lane, v)
+    pto.store(buf + tid, v * 2.0)
+    pto.barrier()
+    s = 16
+    w = 0.0
+    for _ in range(5):
+        if lane < s:
+            pto.store(red + warp * 32 + lane,
+                      pto.load(red + warp * 32 + lane) + pto.load(red + warp * 32 + lane + s))
+            pto.store(buf + tid, pto.load(buf + tid) + v)
+            w = v + pto.load(buf + tid)
+        pto.barrier()
+        s = s // 2
+    pto.store(out + pto.get_global_id(), pto.load(red + warp * 32) + w)
+
+
+def warp_tree_rows_ref(x: np.ndarray) -> np.ndarray:
+    r = x.reshape(-1, 32).copy()
+    b = 2 * r
+    w = np.zeros_like(r)
+    s = 16
+    while s:
+        r[:, :s] = r[:, :s] + r[:, s:2 * s]
+        b[:, :s] = b[:, :s] + x.reshape(-1, 32)[:, :s]
+        w[:, :s] = x.reshape(-1, 32)[:, :s] + b[:, :s]
+        s //= 2
+    return (np.repeat(r[:, 0], 32).reshape(-1, 32) + w).reshape(-1)
+
+
+@pytest.mark.parametrize("schedule", [None, "in_order", "random:3"])
+def test_lane_masks_run_on_a_warp_window(fast_paths, general, warp_windows, schedule):
+    """`if lane < s` keeps lanes 0..s-1 of every warp: too many columns of the block for one
+    lane window, a window of warps x lanes in the warp; planned accesses in it are views
+    (warps x lanes box), row accesses the general path on the window's ids."""
+    warps, blocks = 4, 64
+    x = np.random.default_rng(21).random(blocks * warps * 32, dtype=np.float32)
+    options = {"schedule": schedule} if schedule else {}
+    fast_paths.on = True
+    run_kernel(warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps], **options)
+    if schedule is None:
+        assert {(0, warps, 0, 16), (0, warps, 0, 1)} <= set(warp_windows)
+        assert general == {"load": 0, "store": 0}
+    _, y = both_ways(fast_paths, warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps],
+                     **options)
+    np.testing.assert_array_equal(y, warp_sums_ref(x))
+    _, y = both_ways(fast_paths, warp_tree_rows, blocks, warps * 32,
+                     [x, np.zeros_like(x), warps], **options)
+    np.testing.assert_array_equal(y, warp_tree_rows_ref(x))
+
+
+@pto.kernel
+def warp_window_race(x, out, WARPS: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    dst = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    pto.barrier()                       # orders the warp only
+    if lane < 4:                        # reads another warp's row: a race
+        pto.store(dst + warp * 32 + lane, pto.load(red + (WARPS - 1 - warp) * 32 + lane))
+    pto.barrier_block()
+    pto.store(out + pto.get_global_id(), pto.load(dst + warp * 32 + lane))
+
+
+@pto.kernel
+def warp_window_barrier(x, out):
+    lane = pto.get_lane_id()
+    if lane < 8:
+        pto.barrier()                   # lanes 8..31 of the warp never reach it
+    pto.store(out + pto.get_global_id(), pto.load(x + pto.get_global_id()))
+
+
+@pto.kernel
+def warp_window_reads(x, out, WARPS: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    pto.barrier()
+    if lane < 4:
+        pto.store(red + warp * 32 + lane, pto.load(red + warp * 32 + lane + 4) * 2.0)
+    pto.barrier()
+    pto.store(out + pto.get_global_id(), pto.load(red + warp * 32 + lane))
+
+
+def test_races_and_barriers_in_warp_windows_are_reported_like_the_general_path(
+        fast_paths, warp_windows):
+    warps, blocks = 4, 64
+    x = np.random.default_rng(22).random(blocks * warps * 32, dtype=np.float32)
+    y = x.reshape(-1, 32).copy()
+    y[:, :4] = 2 * y[:, 4:8]
+    _, got = both_ways(fast_paths, warp_window_reads, blocks, warps * 32,
+                       [x, np.zeros_like(x), warps])
+    np.testing.assert_array_equal(got, y.reshape(-1))
+    assert warp_windows
+    for kernel, args, error, what in (
+            (warp_window_race, [x, np.zeros_like(x), warps], pto.RaceError, "RAW race"),
+            (warp_window_barrier, [x, np.zeros_like(x)], pto.KernelError, "deadlock")):
+        msgs = []
+        for on in (True, False):
+            fast_paths.on = on
+            warp_windows.clear()
+            with pytest.raises(error) as e:
+                run_kernel(kernel, blocks, warps * 32, args, pipeline="")
+            msgs.append(str(e.value).split("pypto: raised")[0])
+            assert bool(warp_windows) is on
+        assert msgs[0] == msgs[1]
+        assert what in msgs[0]
+
+
+# --- chunked staging of a tile larger than the block ------------------------------------------
+
+@pto.kernel
+def staged_tile(x, out, N: pto.constexpr, SYNC: pto.constexpr):
+    """2-D blocks of 16 x 4 stage N > 64 elements in chunks of the block's lanes: the last
+    chunk's box leaves the buffer, its active lanes (`t < N`) do not."""
+    lin = pto.get_local_id(1) * 16 + pto.get_local_id(0)
+    b = pto.get_block_id(1) * pto.get_grid_dim(0) + pto.get_block_id(0)
+    tile = pto.alloc_local(N)
+    pto.store(tile + (N - 1) - lin, -1.0)        # lane 35 (warp 1) writes element N - 36
+    if SYNC:
+        pto.barrier_block()
+    for k in range(0, 2 * 64, 64):
+        t = lin + k
+        if t < N:                                # lane 0 (warp 0) writes element 64
+            pto.store(tile + t, pto.load(x + b * N + t))
+    pto.barrier_block()
+    pto.store(out + b * 64 + lin, pto.load(tile + lin) + pto.load(tile + lin + (N - 64)))
+
+
+@pytest.mark.parametrize("schedule", [None, "reverse"])
+def test_chunked_staging_scatters_active_lanes(fast_paths, general, schedule):
+    n, grid = 100, (4, 3)
+    blocks = grid[0] * grid[1]
+    x = np.random.default_rng(31).random(blocks * n, dtype=np.float32)
+    options = {"schedule": schedule} if schedule else {}
+    fast_paths.on = True
+    run_kernel(staged_tile, grid, (16, 4), [x, np.zeros(blocks * 64, np.float32), n, True],
+               **options)
+    if schedule is None:
+        assert general["store"] == 0  # the last chunk is a scatter of its active lanes
+    _, y = both_ways(fast_paths, staged_tile, grid, (16, 4),
+                     [x, np.zeros(blocks * 64, np.float32), n, True], **options)
+    t = x.reshape(blocks, n)
+    np.testing.assert_array_equal(y, (t[:, :64] + t[:, n - 64:]).reshape(-1))
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.RaceError) as e:
+            run_kernel(staged_tile, grid, (16, 4),
+                       [x, np.zeros(blocks * 64, np.float32), n, False], pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "WAW race on L1 buffer 'tile' element 64" in msgs[0]
+
+
+# --- nested windows and barriers in windows -----------------------------------------------------
+
+@pto.kernel
+def tree_warp_tail(x, partial, BLOCK: pto.constexpr, CROSS: pto.constexpr):
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + pto.get_global_id()))
+    pto.barrier_block()
+    s = BLOCK // 2
+    for _ in range(CROSS):
+        if tid < s:
+            pto.store(buf + tid, pto.load(buf + tid) + pto.load(buf + tid + s))
+        pto.barrier_block()
+        s = s // 2
+    if pto.get_warp_id() == 0:            # a window of 32 lanes
+        for _ in range(5):
+            if tid < s:                   # a window of that window
+                pto.store(buf + tid, pto.load(buf + tid) + pto.load(buf + tid + s))
+            pto.barrier()
+            s = s // 2
+    if tid == 0:
+        pto.store(partial + pto.get_block_id(), pto.load(buf))
+
+
+def test_windows_nest(fast_paths, monkeypatch):
+    from pypto.backend.interpreter import windows
+    from tests.kernels.test_reduction import tree_partials
+    made = []
+    orig = windows.NestedWindowContext.__init__
+
+    def counted(self, outer, f, l_):
+        made.append((outer.first, outer.width, f, l_))
+        orig(self, outer, f, l_)
+    monkeypatch.setattr(windows.NestedWindowContext, "__init__", counted)
+    blocks, lanes = 48, 128
+    x = np.random.default_rng(41).random(blocks * lanes, dtype=np.float32)
+    _, p = both_ways(fast_paths, tree_warp_tail, blocks, lanes,
+                     [x, np.zeros(blocks, np.float32), lanes, 2])
+    assert (0, 32, 0, 16) in made and (0, 32, 0, 1) in made
+    np.testing.assert_array_equal(p, tree_partials(x, lanes))
+
+
+@pto.kernel
+def barrier_in_window(x, out, CUT: pto.constexpr):
+    tid = pto.get_local_id()
+    if tid < CUT:
+        pto.barrier()                     # lanes CUT..31 of warp 0 never reach it
+    pto.store(out + pto.get_global_id(), pto.load(x + pto.get_global_id()))
+
+
+@pytest.mark.parametrize("cut", [16, 40])
+def test_a_barrier_in_a_window_that_cuts_a_warp_deadlocks_as_without_it(fast_paths, cut):
+    x = np.zeros(64 * 256, np.float32)
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.KernelError) as e:
+            run_kernel(barrier_in_window, 64, 256, [x, np.zeros_like(x), cut], pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert f"deadlock: pto.barrier() is not reached by every lane of the warp (lane ({cut}, 0, 0)" \
+        in msgs[0]
+    fast_paths.on = True
+    _, y = run_kernel(barrier_in_window, 64, 256, [x + 1, np.zeros_like(x), 64])  # whole warps
+    np.testing.assert_array_equal(y, x + 1)
+
+
+# --- planned ufunc stores -----------------------------------------------------------------------
+
+@pto.kernel
+def mirror_add(x, out, WARPS: pto.constexpr, SYNC: pto.constexpr):
+    warp = pto.get_warp_id()
+    lane = pto.get_lane_id()
+    red = pto.alloc_local(WARPS * 32)
+    pto.store(red + warp * 32 + lane, pto.load(x + pto.get_global_id()))
+    if SYNC:
+        pto.barrier_block()
+    else:
+        pto.barrier()                     # the other warp's row is not ordered: a race
+    if lane < 8:
+        pto.store(red + warp * 32 + lane,
+                  pto.load(red + warp * 32 + lane) *
+                  pto.load(red + (WARPS - 1 - warp) * 32 + lane + 8))
+    pto.barrier_block()
+    pto.store(out + pto.get_global_id(), pto.load(red + warp * 32 + lane))
+
+
+def test_planned_ufunc_stores_run_as_one_ufunc(fast_paths, monkeypatch):
+    """`p[...] = q[...] op r[...]` through planned views: one ufunc into the stored view
+    (views.plan_op), bit-exact both ways, races reported as by the general path."""
+    from pypto.backend.interpreter import views
+    fused = []
+    orig = views.PlannedAccess.load_plan
+
+    def counted(self, *a, **kw):
+        fused.append(a[-2] if len(a) > 3 else None)
+        return orig(self, *a, **kw)
+    monkeypatch.setattr(views.PlannedAccess, "load_plan", counted)
+    warps, blocks = 4, 64
+    x = np.random.default_rng(51).random(blocks * warps * 32, dtype=np.float32)
+    args = [x, np.zeros_like(x), warps, True]
+    assert "_ctx.plan_op(" in source(mirror_add, args, warps * 32)
+    assert "_ctx.plan_op(" in source(warp_sums, [x, np.zeros_like(x), warps], warps * 32)
+    fast_paths.on = True
+    run_kernel(mirror_add, blocks, warps * 32, args)
+    assert len(fused) == 1  # only the last load: the product's operands are views
+    _, y = both_ways(fast_paths, mirror_add, blocks, warps * 32, args)
+    r = x.reshape(blocks, warps, 32).copy()
+    r[:, :, :8] = r[:, :, :8] * r[:, ::-1, 8:16]
+    np.testing.assert_array_equal(y, r.reshape(-1))
+    _, y = both_ways(fast_paths, warp_sums, blocks, warps * 32, [x, np.zeros_like(x), warps])
+    np.testing.assert_array_equal(y, warp_sums_ref(x))
+    msgs = []
+    for on in (True, False):
+        fast_paths.on = on
+        with pytest.raises(pto.RaceError) as e:
+            run_kernel(mirror_add, blocks, warps * 32, [x, np.zeros_like(x), warps, False],
+                       pipeline="")
+        msgs.append(str(e.value).split("pypto: raised")[0])
+    assert msgs[0] == msgs[1]
+    assert "RAW race" in msgs[0]
+
+
+# --- comparisons of forms that vary along some axes of the box ---------------------------------
+
+@pto.kernel
+def edges2d(x, y, h, w):
+    r = pto.get_block_id(1) * 8 + pto.get_local_id(1)
+    c = pto.get_block_id(0) * 16 + pto.get_local_id(0)
+    v = pto.load(x + r * w + c)
+    if r == 0 or c == w - 1 or r + c == 40:   # each varies along some axes of the box only
+        v = -v
+    pto.store(y + r * w + c, v)
+
+
+def test_form_compares_on_some_axes_spread_over_the_box(fast_paths):
+    h, w = 64, 96
+    a = np.random.default_rng(61).random((h, w), dtype=np.float32)
+    _, y = both_ways(fast_paths, edges2d, (w // 16, h // 8), (16, 8), [a, np.zeros_like(a), h, w])
+    rr, cc = np.indices((h, w))
+    want = np.where((rr == 0) | (cc == w - 1) | (rr + cc == 40), -a, a)
+    np.testing.assert_array_equal(y, want)

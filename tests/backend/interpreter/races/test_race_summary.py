@@ -101,6 +101,18 @@ def pattern_masked_per_block(o):
         pto.store(buf + 2 * t - 33, v)   # block 1+: lane 32 (warp 1) writes element 31
 
 
+@pto.kernel
+def rows_data_masked(o):
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + t, pto.cast(t + 3 * pto.get_block_id(), pto.float32))
+    pto.barrier_block()
+    if t < 48:
+        v = pto.load(buf + t + 16)     # lane 29 (warp 0) reads element 45
+        if v > 63.0:                   # a mask computed from data, other lanes in each block
+            pto.store(buf + t, v)      # block 1+: lane 45 (warp 1) writes element 45
+
+
 RACY = [
     (pattern_write_then_row_read, "RAW", "element 34"),
     (row_read_then_pattern_write, "WAR", "element"),
@@ -108,6 +120,7 @@ RACY = [
     (window_rows_race, "WAR", "element 32"),
     (rows_masked_per_block, "WAR", "element 31"),
     (pattern_masked_per_block, "WAR", "element 31"),
+    (rows_data_masked, "WAR", "element 45"),
 ]
 
 
@@ -119,7 +132,8 @@ def test_a_race_through_a_bulk_check_is_reported_as_the_general_path_reports_it(
     assert fast == general
 
 
-@pytest.mark.parametrize("kernel", [rows_masked_per_block, pattern_masked_per_block])
+@pytest.mark.parametrize("kernel", [rows_masked_per_block, pattern_masked_per_block,
+                                    rows_data_masked])
 def test_a_race_in_one_block_only_is_found(kernel):
     """The race is in blocks 1..3 only; block 0's lanes pass the same checks."""
     fast, general = both_ways(kernel, grid=4)
@@ -148,10 +162,29 @@ def clean_mixed_epochs(o):
     pto.store(o + t, pto.load(buf + 64))
 
 
-def test_race_free_kernels_stay_silent_launch_after_launch():
+@pto.kernel
+def clean_data_masked_tree(o):
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + t, pto.cast((t * 37 + 11 * pto.get_block_id()) % 64, pto.float32))
+    pto.barrier_block()
+    s = 32
+    for _ in range(6):                       # a min tree: stores under masks from data
+        if t < s:
+            a = pto.load(buf + t)
+            b = pto.load(buf + t + s)
+            if b < a:
+                pto.store(buf + t, b)
+        pto.barrier_block()
+        s = s // 2
+    pto.store(o + t, pto.load(buf))
+
+
+@pytest.mark.parametrize("kernel", [clean_mixed_epochs, clean_data_masked_tree])
+def test_race_free_kernels_stay_silent_launch_after_launch(kernel):
     """The remembered outcomes (Shadow.trie) are reused by later vectors and launches."""
-    assert race_text(clean_mixed_epochs, grid=8, launches=3) is None
-    fast, general = both_ways(clean_mixed_epochs, grid=8, launches=2)
+    assert race_text(kernel, grid=8, launches=3) is None
+    fast, general = both_ways(kernel, grid=8, launches=2)
     assert fast is None and general is None
 
 

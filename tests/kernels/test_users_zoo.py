@@ -109,6 +109,14 @@ def scale_grid_stride(x, y, n, iters, a):
 
 
 @pto.kernel
+def scale_flat(x, y, n, a):
+    """The grid-stride scale's tuned twin: one lane per element."""
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(y + i, a * pto.load(x + i))
+
+
+@pto.kernel
 def mixed_axpy(x16, y, z16, n, a):
     """float16 in, float32 accumulate, float16 out."""
     i = pto.get_global_id()
@@ -501,6 +509,13 @@ def test_scale_grid_stride(run):
     iters = -(-n // (grid * 128))
     x = RNG(9).random(n, dtype=np.float32)
     _, y, *_ = run(scale_grid_stride, grid, 128, [x, np.zeros(n, np.float32), n, iters, 3.0])
+    _same(y, np.float32(3.0) * x)
+
+
+def test_scale_flat(run):
+    n = 5000
+    x = RNG(9).random(n, dtype=np.float32)
+    _, y, *_ = run(scale_flat, (n + 127) // 128, 128, [x, np.zeros(n, np.float32), n, 3.0])
     _same(y, np.float32(3.0) * x)
 
 

@@ -313,7 +313,7 @@ PAIRS = [  # (style as users write it, its tuned twin): docs/performance.md's ta
     ("dot interleaved tree (2*s*tid)", "block_sum (L1 tree)"),
     ("warp_sync_sum (red+warp*32+lane)", "block_sum_warp_tail"),
     ("axpy masked tail (2^k+77)", "saxpy (fma)"),
-    ("scale grid-stride (k*stride)", "vector_add"),
+    ("scale grid-stride (k*stride)", "scale (one lane per element)"),
 ]
 
 
@@ -328,6 +328,12 @@ def users(add: Callable[..., None], big: int, mid: int, side: int, mm: int) -> N
             lambda r: {"x": f32(r, side, side), "y": np.zeros((side, side), np.float32)},
             lambda d: (side, side, 1.5, -0.25), lambda d: ku.scale2d_ref(d["x"], 1.5, -0.25),
             lambda o, d: eq(o["y"], ku.scale2d_ref(d["x"], 1.5, -0.25)))
+    edge = side - side * 3 // 128  # 1000 of 1024: a partial last block column (2-D tails)
+    add("scale2d ids, partial edge blocks", f"{edge}x{edge}", ku.scale2d_ids,
+        ((edge + bx - 1) // bx, (edge + by - 1) // by), (bx, by),
+        lambda r: {"x": f32(r, edge, edge), "y": np.zeros((edge, edge), np.float32)},
+        lambda d: (edge, edge, 1.5, -0.25), lambda d: ku.scale2d_ref(d["x"], 1.5, -0.25),
+        lambda o, d: eq(o["y"], ku.scale2d_ref(d["x"], 1.5, -0.25)))
     dz = max(2, side // 64)
     add("add3d (3-D blocks)", f"{dz}x{side // 4}x{side}", ku.add3d,
         (side // 8, side // 4 // 4, dz // 2), (8, 4, 2),
@@ -358,6 +364,11 @@ def users(add: Callable[..., None], big: int, mid: int, side: int, mm: int) -> N
         gs, 256,
         lambda r: {"x": f32(r, mid), "y": np.zeros(mid, np.float32)},
         lambda d: (mid, iters, 3.0), lambda d: np.float32(3.0) * d["x"],
+        lambda o, d: eq(o["y"], np.float32(3.0) * d["x"]))
+    add("scale (one lane per element)", f"2^{mid.bit_length() - 1}", ku.scale_flat,
+        -(-mid // 256), 256,
+        lambda r: {"x": f32(r, mid), "y": np.zeros(mid, np.float32)},
+        lambda d: (mid, 3.0), lambda d: np.float32(3.0) * d["x"],
         lambda o, d: eq(o["y"], np.float32(3.0) * d["x"]))
     add("mixed f16/f32 axpy", f"2^{mid.bit_length() - 1}", ku.mixed_axpy, mid // 256, 256,
         lambda r: {"x16": (r.standard_normal(mid) * 4).astype(np.float16), "y": f32(r, mid),

@@ -216,18 +216,7 @@ class PlannedAccess:
                 strides = strides[:-1] + [c * ws + cw_all, c + cn_all]
                 shape = shape[:-1] + [last_l[2] // ws, ws]
                 base += cw_all * (first // ws)
-        lo = hi = base
-        for s, n in zip(strides, shape):
-            ext = s * (n - 1)
-            if ext < 0:
-                lo += ext
-            else:
-                hi += ext
-        if stride:  # batch mode, L1: block b's copy starts at element b * stride
-            for j, (kind, _, _, step) in enumerate(axes):
-                if kind == "b":
-                    strides[j] += stride * step
-        return base, tuple(shape), tuple(strides), lo, hi
+        return _finish_box(base, shape, strides, axes, stride)
 
     def _indices(self, base: int, shape: list[int], strides: list[int],
                  dtype: Any = np.int64) -> np.ndarray:
@@ -873,7 +862,14 @@ def _warp_window_view(box: Box, stride: int, parts: tuple[Part, ...], ws: int) -
         if lo < -lim or hi >= lim:
             return None  # the program's offset may wrap: let it
         base += pbase
-    shape = [n for _, _, n, _ in axes]
+    return _finish_box(base, [n for _, _, n, _ in axes], strides, axes, stride)
+
+
+def _finish_box(base: int, shape: list[int], strides: list[int], axes: Any,
+                stride: int) -> tuple[int, tuple[int, ...], tuple[int, ...], int, int]:
+    """A box's (base, shape, strides, lowest, highest element): the bounds from the strides
+    within one block's copy, then each block axis moved by the copies' `stride` (batch mode,
+    L1: block b's copy starts at element b * stride)."""
     lo = hi = base
     for s, n in zip(strides, shape):
         ext = s * (n - 1)
@@ -881,7 +877,7 @@ def _warp_window_view(box: Box, stride: int, parts: tuple[Part, ...], ws: int) -
             lo += ext
         else:
             hi += ext
-    if stride:  # batch mode, L1: block b's copy starts at element b * stride
+    if stride:
         for j, (kind, _, _, step) in enumerate(axes):
             if kind == "b":
                 strides[j] += stride * step

@@ -100,7 +100,7 @@ def zoo_rows(table: str) -> list[tuple[str, float, float, float]]:
     return out
 
 
-def issue20(zoo: str) -> list[str]:
+def issue20(zoo: str, launch: str) -> list[str]:
     """Issue 20's targets over the whole zoo, and the table of style pairs (bench/zoo.py
     PAIRS): each style as users write it beside its tuned twin, same run."""
     sys.path.insert(0, str(ROOT))
@@ -125,6 +125,11 @@ def issue20(zoo: str) -> list[str]:
     if mm:
         lines.append(f"| matmul 512, tile 64 | 2.5 × NumPy | {mm[2]:g} × NumPy | "
                      f"{'yes' if mm[2] <= 2.5 else 'no'} |")
+    fixed = grab(launch, r"fixed cost \(CPU time\): cached launch \+ sync vector_add "
+                         r"n=2\^10 pypto ([\d.]+) us")
+    if fixed is not None:
+        lines.append(f"| fixed cost of a cached launch + sync (vector_add 2^10), CPU | 15 µs | "
+                     f"{fixed:g} µs | {'yes' if fixed <= 15.0 else 'no'} |")
     pairs = [(a, b) for a, b in PAIRS if a in by_name and b in by_name]
     worst = max((by_name[a][2] / by_name[b][2] for a, b in pairs), default=None)
     if worst is not None:
@@ -143,6 +148,39 @@ def issue20(zoo: str) -> list[str]:
             lines.append(f"| {a} | {ra:g}× | {b} | {rb:g}× | {ra / rb:.2f}× |")
         lines.append("")
     return lines
+
+
+SLOW_KERNELS = """\
+## What stands in the way (profiles of 2026-12-02)
+
+The kernels the zoo still finds above 8 × NumPy, with cProfile of one launch (race check off);
+each runs on the planned paths (docs/interpreter.md), so what remains is the work itself:
+
+- **gemm smem 16x16 (no mma)**: 256 inner steps on a 65,536-lane vector, each two L1 row views
+  (~40 µs apiece) and a multiply and an add (~20 µs apiece). The program's bits need 16.7 M
+  float32 multiplies and 16.7 M adds in the program's order; element-wise NumPy at >= 0.3 ns
+  each is ~10 ms, about 25 × one BLAS product: 8 × is out of reach while results stay exact.
+  Loading every k at once (one (k, lanes) view) was measured: 80 µs against 98 µs a step.
+- **popcount (32-step loop)**: 96 NumPy passes (shift, and, add) against NumPy's one
+  `bitwise_count`; on cache-sized vectors of 2^15 lanes each pass costs ~0.2 ns per element, a
+  floor of ~7 ×. Writing into dead temporaries (`out=`) would save ~25 %.
+- **gemv (three spellings)**: the k loop is ~90 % of a launch: copying rows of A, tiling x,
+  and a multiply and an add on fresh 512 KiB temporaries, against NumPy's one `A @ x`
+  (0.06-0.2 ms). Fusing the loads into the multiply measured no faster.
+- **L1 trees** (block_sum, block_sum_warp_tail, atomic_total, warp_sync_sum): each vector
+  of blocks pays ~0.15-0.2 ms of Python (windows, masks, L1 reset and poison) times 8 vectors, a
+  tree step ~50 µs on a (512, s) strided slice; the warp tree's steps iterate 4,096 inner loops
+  of s elements whatever s is. Vectors of 2^19 lanes made the trees 20-40 % faster and argmin 2 ×
+  slower: it would need a per-kernel decision. atomic_total compares against NumPy's int32 sum,
+  which is faster than its float sum.
+- **argmin block (two arrays)**: masked copies ~27 %, row stores ~46 %, their race checks ~16 %;
+  each tree step is 5 row copies, 5 element-wise ops and 2 stores under a mask computed from data
+  (the bit-trick masked copy already beats `np.copyto(where=)` 3-4 ×).
+- **scale double-buffered (async_load)**: the copies' own data movement (a strided store of 256
+  tiles per vector), per-block offsets and 16 k steps of Python for a 0.4 ms NumPy multiply.
+- **saxpy (fma)**: the exact fused multiply-add (pypto/exact.py) is ~10 NumPy passes per chunk
+  against NumPy's 2 (which rounds twice); near-tie sums take a second check (~20 %).
+"""
 
 
 def matmul_section(out: str) -> list[str]:
@@ -224,7 +262,8 @@ def main() -> None:
         got = "—" if measured is None else f"{measured:g} {unit}"
         met = "—" if measured is None else ("yes" if measured <= limit else "no")
         lines.append(f"| {name} | {limit:g} {unit} | {got} | {met} |")
-    lines += [""] + issue20(zoo) + matmul_section(matmul)
+    lines += [""] + issue20(zoo, launch) + ([SLOW_KERNELS] if not opts.quick else []) + \
+        matmul_section(matmul)
     lines += ["## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), "",
               "## Fixed cost and scaling (`python bench/launch.py`)", "", "```text",
               launch.strip(), "```", ""]

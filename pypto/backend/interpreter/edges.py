@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from pypto.backend.interpreter.geometry import box_injective, box_size
+
 
 def edge_split(ctx: Any, shape: list[int], mask: np.ndarray) -> tuple[int, ...] | None:
     """The leading rectangle of whole blocks: K_j per block axis of the box (the blocks
@@ -43,9 +45,9 @@ def edge_split(ctx: Any, shape: list[int], mask: np.ndarray) -> tuple[int, ...] 
     box = ctx.plan_box()
     out = None
     nb = sum(1 for kind, *_ in box[0] if kind == "b") if box is not None else 0
-    if nb and mask.size == _size(shape):
+    if nb and mask.size == box_size(shape):
         b_shape = shape[:nb]
-        whole = mask.reshape(_size(b_shape), -1).all(axis=1).reshape(b_shape)
+        whole = mask.reshape(box_size(b_shape), -1).all(axis=1).reshape(b_shape)
         ks = []
         for j in range(nb):
             line = whole[(0,) * j + (slice(None),) + (0,) * (nb - j - 1)]
@@ -78,7 +80,7 @@ def store_edges(ctx: Any, buf: Any, pv: tuple[int, list[int], list[int], int, in
     if empty:
         ks = (0,) + tuple(shape[1:nb])  # one edge piece: the whole box
     else:
-        if not _injective(rect_shape, strides):
+        if not box_injective(rect_shape, strides):
             return False
         hi = base + sum(s * (n - 1) for s, n in zip(strides, rect_shape))
         if base < 0 or hi >= buf.count:
@@ -96,7 +98,7 @@ def store_edges(ctx: Any, buf: Any, pv: tuple[int, list[int], list[int], int, in
         if not m.any():
             continue
         idx = ctx._indices(base + ks[j] * strides[j], pshape, strides).reshape(pshape)[m]
-        distinct = distinct and not edge_idx and _injective(pshape, strides)
+        distinct = distinct and not edge_idx and box_injective(pshape, strides)
         edge_idx.append(idx)
         if vals is not None:
             edge_vals.append(vals[sel][m])
@@ -138,22 +140,3 @@ def _view(data: np.ndarray, base: int, shape: list[int], strides: list[int]) -> 
     isz = data.itemsize
     return as_strided(data[base:], shape=shape, strides=[s * isz for s in strides],
                       writeable=True)
-
-
-def _size(shape: list[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _injective(shape: list[int], strides: list[int]) -> bool:
-    """The mixed-radix test of views._injective (views imports this module, so a copy: the
-    layering test forbids import cycles)."""
-    axes = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
-    span = 0
-    for s, n in axes:
-        if s <= span:
-            return False
-        span += s * (n - 1)
-    return True

@@ -1,4 +1,5 @@
-"""Per-lane arrays that depend only on the shape of a lane vector, shared across vectors.
+"""Per-lane arrays that depend only on the shape of a lane vector, shared across vectors, and
+the two facts about a box of lanes (a shape and its strides) that views.py and edges.py ask.
 
 Batch and grid mode split a launch into lane vectors of whole blocks; every vector of one shape
 needs the same lane -> block-local id, lane -> block index and lane -> warp arrays. Computing them
@@ -25,3 +26,23 @@ def geometry(key: tuple[Any, ...], make: Any) -> Any:
             array.flags.writeable = False
         _GEOMETRY[key] = value
     return value
+
+
+def box_size(shape: Any) -> int:
+    """How many lanes a box of this shape holds."""
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def box_injective(shape: Any, strides: Any) -> bool:
+    """Does the box touch every element at most once? (Sorted by stride, each axis must step
+    past everything the smaller ones span: a sufficient mixed-radix test.)"""
+    axes = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
+    span = 0
+    for s, n in axes:
+        if s <= span:
+            return False
+        span += s * (n - 1)
+    return True

@@ -35,7 +35,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.edges import store_edges
-from pypto.backend.interpreter.geometry import geometry
+from pypto.backend.interpreter.geometry import box_injective, box_size, geometry
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
 
@@ -637,7 +637,7 @@ class PlannedAccess:
                           self._plan_view(b, pb))
             if vd is not None and va is not None and vb is not None and \
                     0 <= vd[3] and vd[4] < dst.count and 0 <= va[3] and va[4] < a.count and \
-                    0 <= vb[3] and vb[4] < b.count and _injective(vd[1], vd[2]) and \
+                    0 <= vb[3] and vb[4] < b.count and box_injective(vd[1], vd[2]) and \
                     np.result_type(a.data.dtype, b.data.dtype) == dst.data.dtype:
                 reads = ((a, va, site_a), (b, vb, site_b))
                 for buf, pv, s, write in [(x, v, t, False) for x, v, t in
@@ -681,7 +681,7 @@ class PlannedAccess:
         some active lane leaves its block's copy (the general path reports it) or the blocks
         touch different elements of their copies."""
         base, shape, strides, _, _ = pv
-        if _size(shape) != mask.size:
+        if box_size(shape) != mask.size:
             return False
         known = self._known_pattern(buf, base, shape, strides)[0]
         if known is False:
@@ -751,16 +751,16 @@ class PlannedAccess:
                    site: int) -> None:
         """A planned store: into the view when no two lanes hit one element."""
         pv = None if mask is False else self._plan_view(buf, parts)
-        if pv is None or not _injective(pv[1], pv[2]) and \
+        if pv is None or not box_injective(pv[1], pv[2]) and \
                 not isinstance(mask, np.ndarray):
             self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
             return
         base, shape, strides, lo, hi = pv
         data = buf.data
         isz = data.itemsize
-        if not _injective(shape, strides):  # lanes collide, unless the mask keeps them apart
+        if not box_injective(shape, strides):  # lanes collide, unless the mask keeps them apart
             trimmed = self._trim(pv, mask, buf)
-            if trimmed is None or not _injective(trimmed[1], trimmed[2]):
+            if trimmed is None or not box_injective(trimmed[1], trimmed[2]):
                 if not store_edges(self, buf, pv, value, mask, site):  # 2-D tails (edges.py)
                     self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
@@ -769,7 +769,7 @@ class PlannedAccess:
         if 0 <= lo and hi < buf.count:
             if isinstance(mask, np.ndarray) and \
                     (trimmed := self._trim(pv, mask, buf)) is not None and \
-                    2 * _size(trimmed[1]) <= mask.size:
+                    2 * box_size(trimmed[1]) <= mask.size:
                 # a mask that keeps a narrow window (`if lane < s`): write just the window
                 self._store_cut(buf, pv, trimmed, value, mask, site)
                 return
@@ -969,22 +969,3 @@ def _same_outcome(op: str, lo: int, hi: int, u: int) -> bool | None:
     if op == "!=" and lo == hi == u:
         return False
     return None
-
-
-def _size(shape: list[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _injective(shape: list[int], strides: list[int]) -> bool:
-    """Does the box touch every element at most once? (Sorted by stride, each axis must step
-    past everything the smaller ones span: a sufficient mixed-radix test.)"""
-    axes = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
-    span = 0
-    for s, n in axes:
-        if s <= span:
-            return False
-        span += s * (n - 1)
-    return True

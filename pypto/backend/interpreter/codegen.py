@@ -16,6 +16,7 @@ module reads and never second-guesses):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,8 @@ from pypto.backend.interpreter.optables import (
     _MATH_UNARY,
     _STORE_UFUNCS,
 )
-from pypto.backend.interpreter.plan import poly_expr
+from pypto.backend.interpreter.affine import poly_expr
+from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
@@ -814,7 +816,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_bound32": lanes.bound32,
         "_addptr": lanes.addptr,
         "_window": windows.window,
-        "_ramp_cmp": lanes.ramp_compare,
+        "_ramp_cmp": MethodType(lanes.ramp_compare, RunCache()),  # Executable.variant binds its own
         "_F64": np.dtype(np.float64),
         "_wrap32": _wrap32,
         "_wrap64": _wrap64,

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from pypto.backend.interpreter.geometry import box_injective, box_size
+from pypto.backend.interpreter.affine import box_injective, box_size
 
 
 def edge_split(ctx: Any, shape: list[int], mask: np.ndarray) -> tuple[int, ...] | None:

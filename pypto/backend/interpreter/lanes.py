@@ -18,7 +18,7 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.geometry import geometry
+from pypto.backend.interpreter.affine import same_outcome
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
 from pypto.backend.interpreter.tiles import BlockMemory
@@ -35,21 +35,6 @@ class Site:
 
     op: str
     location: str  # "file.py:12:8" (or "<unknown>")
-
-
-_RAMP_CACHE: dict[int, np.ndarray] = {}
-
-
-def ramp(n: int) -> np.ndarray:
-    """`arange(n)` as int32, cached: lane indices are needed by every launch of that size."""
-    r = _RAMP_CACHE.get(n)
-    if r is None:
-        if len(_RAMP_CACHE) > 64:
-            _RAMP_CACHE.clear()
-        r = np.arange(n, dtype=np.int32)
-        r.flags.writeable = False
-        _RAMP_CACHE[n] = r
-    return r
 
 
 _SMALL_MASK = 1 << 14
@@ -73,40 +58,48 @@ def _none_or_all(r: np.ndarray, whole: bool) -> Mask:
     return r
 
 
-def mask_and(m: Mask, c: Any, cache: Any = None) -> Mask:
+def mask_and(m: Mask, c: Any, cache: RunCache | None = None) -> Mask:
     """Active lanes of the `then` side of a branch on `c`. `cache` (the Executable's
-    caches.RunCache; generated code gets it bound) remembers the outcome for shared read-only
-    masks (StructuredAccess.local_cmp), which every lane vector of a launch shape reuses."""
+    caches.RunCache; generated code gets it bound) recognises its all-True / all-False masks
+    and remembers the outcome for shared read-only masks (StructuredAccess.local_cmp), which
+    every lane vector of a launch shape reuses."""
     return mask_and_cached(cache, m, c)
 
 
-def mask_and_cached(cache: Any, m: Mask, c: Any) -> Mask:
+def mask_and_cached(cache: RunCache | None, m: Mask, c: Any) -> Mask:
     """`mask_and(m, c, cache)`, with the cache first: what generated code calls, as a method
     bound to its Executable's cache (types.MethodType: no dict of keywords per call, as a
     `functools.partial` with `cache=` would build)."""
     if isinstance(c, np.ndarray):
-        full = _FULL.get(c.size)
-        if full is not None:  # a comparison that held on no lane / every lane (ramp_compare)
-            if c is full[0]:
-                return False
-            if c is full[1] and m is None:
-                return None
-        if m is None and cache is not None and not c.flags.writeable:  # decided once
-            table = cache.outcomes
-            entry = table.get(id(c))
-            if entry is not None and entry[0] is c:
-                return entry[1]
-            outcome = _none_or_all(c, True)
-            cache.remember(table, c, outcome)
-            return outcome
+        if cache is not None:
+            full = cache.full.get(c.size)
+            if full is not None:  # a comparison that held on no lane / every lane (ramp_compare)
+                if c is full[0]:
+                    return False
+                if c is full[1] and m is None:
+                    return None
+            if m is None and not c.flags.writeable:  # decided once
+                table = cache.outcomes
+                entry = table.get(id(c))
+                if entry is not None and entry[0] is c:
+                    return entry[1]
+                outcome = _none_or_all(c, True)
+                cache.remember(table, c, outcome)
+                return outcome
         return _none_or_all(c if m is None else (m & c), m is None)
     return m if c else False
 
 
-def mask_andnot(m: Mask, c: Any) -> Mask:
+def mask_andnot(m: Mask, c: Any, cache: RunCache | None = None) -> Mask:
     """Active lanes of the `else` side of a branch on `c`."""
+    return mask_andnot_cached(cache, m, c)
+
+
+def mask_andnot_cached(cache: RunCache | None, m: Mask, c: Any) -> Mask:
+    """`mask_andnot(m, c, cache)` with the cache first, bound for generated code as
+    `mask_and_cached` is."""
     if isinstance(c, np.ndarray):
-        full = _FULL.get(c.size)
+        full = cache.full.get(c.size) if cache is not None else None
         if full is not None:
             if c is full[1]:
                 return False
@@ -116,58 +109,26 @@ def mask_andnot(m: Mask, c: Any) -> Mask:
     return False if c else m
 
 
-_FULL: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-"""Per lane count, read-only all-False and all-True masks: what `ramp_compare` returns when the
-comparison's outcome is the same on every lane, recognised by identity in `mask_and`."""
-
-
-def uniform_masks(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(all False, all True) bool vectors of `n` lanes, cached and read-only."""
-    full = _FULL.get(n)
-    if full is None:
-        if len(_FULL) > 16:
-            _FULL.clear()
-        no, every = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
-        no.flags.writeable = every.flags.writeable = False
-        full = _FULL[n] = (no, every)
-    return full
-
-
-def ramp_compare(ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
+def ramp_compare(cache: RunCache, ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
     """`(ramp + base) OP u` for a uniform `u`, as `ramp OP (u - base)` (codegen emits this for
-    an affine lane value compared with a uniform one: no array for the affine side is made).
-    `u - base` is computed as the int64 subtraction it stands for (wrapping like NumPy's), then
-    clamped to int32 (`bound32`). When the outcome is the same on every lane (the bounds check
-    `i < n` of a launch that covers exactly n lanes) it returns a cached read-only all-True /
-    all-False mask, which `mask_and` recognises without looking at the lanes."""
+    an affine lane value compared with a uniform one: no array for the affine side is made;
+    generated code gets it bound to its Executable's `cache`). `u - base` is computed as the
+    int64 subtraction it stands for (wrapping like NumPy's), then clamped to int32 (`bound32`).
+    When the outcome is the same on every lane (the bounds check `i < n` of a launch that
+    covers exactly n lanes) it returns the cache's read-only all-True / all-False mask, which
+    `mask_and` recognises without looking at the lanes."""
     bound = int(u) - int(base)
     if not -(2**63) <= bound < 2**63:
         bound = (bound + 2**63) % 2**64 - 2**63  # NumPy's int64 wrap-around
     n = ramp_.size
-    if n and ramp_ is _RAMP_CACHE.get(n):  # lanes 0..n-1 (`ramp(n)`)
+    if n and ramp_ is cache.ramps.get(n):  # lanes 0..n-1 (`cache.ramp(n)`)
         if op == "<" and bound > n - 1:  # the bounds check `i < n` of a launch of n lanes
-            full = _FULL.get(n)
-            return full[1] if full is not None else uniform_masks(n)[True]
-        outcome = _same_on_every_lane(op, bound, n)
+            full = cache.full.get(n)
+            return full[1] if full is not None else cache.uniform_masks(n)[True]
+        outcome = same_outcome(op, 0, n - 1, bound)
         if outcome is not None:
-            return uniform_masks(n)[outcome]
+            return cache.uniform_masks(n)[outcome]
     return COMPARE[op](ramp_, bound32(bound))
-
-
-def _same_on_every_lane(op: str, b: int, n: int) -> bool | None:
-    """The outcome of `k OP b` if it is the same for every lane k in 0..n-1, else None."""
-    last = n - 1
-    if op == "<":
-        return True if b > last else False if b <= 0 else None
-    if op == "<=":
-        return True if b >= last else False if b < 0 else None
-    if op == ">":
-        return True if b < 0 else False if b >= last else None
-    if op == ">=":
-        return True if b <= 0 else False if b > last else None
-    if b < 0 or b > last:
-        return op == "!="
-    return None
 
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
@@ -257,8 +218,8 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         self.first_lane = first_lane  # linear launch lane of vector position 0
         self.count = count
         self.sites = sites
-        r = _RAMP_CACHE.get(count)  # ramp(count), the common case inline
-        self.ramp = r if r is not None else ramp(count)
+        r = self.cache.ramps.get(count)  # cache.ramp(count), the common case inline
+        self.ramp = r if r is not None else self.cache.ramp(count)
         self._ids: dict[str, Any] = {}
         self._mask_cache: tuple[Any, dict[str, np.ndarray]] | None = None
 
@@ -314,7 +275,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         key = f"l{dim}"
         if key not in self._ids and self._whole_blocks():
             # one block's pattern repeated: a single pass instead of // and % over every lane
-            self._ids[key] = geometry(
+            self._ids[key] = self.cache.geometry(
                 ("local", dim, self.block, self.count),
                 lambda: np.tile(self._local_pattern(dim).astype(np.int32),
                                 self.count // self.block_lanes))
@@ -382,7 +343,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def same_mask(self, outcome: bool) -> np.ndarray:
         """The cached read-only all-True / all-False mask of this vector's length, which
         `mask_and` / `mask_andnot` recognise by identity (see `ramp_compare`)."""
-        return uniform_masks(self.count)[outcome]
+        return self.cache.uniform_masks(self.count)[outcome]
 
     def _warp_or_lane(self, key: str) -> Any:
         """Warp number (`w`) or lane in the warp (`n`) per lane, once per vector; for vectors
@@ -392,7 +353,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
             ws = self.warp_size
             if self._whole_blocks():
                 lanes = self.block_lanes
-                value = geometry(
+                value = self.cache.geometry(
                     ("warp_lane", key, lanes, ws, self.count),
                     lambda: np.tile((np.arange(lanes, dtype=np.int32) // ws if key == "w" else
                                      np.arange(lanes, dtype=np.int32) % ws),
@@ -485,7 +446,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def block_base(self, stride: int) -> np.ndarray:
         """Per vector position, `lane_block * stride`: where its block's copy of an L1 buffer
         with `stride` elements per block starts (batch mode); computed once per stride."""
-        return geometry(("base", stride, self.count, self.block_lanes, self.local_base),
+        return self.cache.geometry(("base", stride, self.count, self.block_lanes, self.local_base),
                         lambda: self.lane_block * stride)
 
     def mask_facts(self, mask: np.ndarray) -> dict[str, Any]:
@@ -517,7 +478,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     @property
     def lane_block(self) -> np.ndarray:
         """Per vector position, the index of its block within the vector (batch mode)."""
-        return geometry(("lane_block", self.count, self.block_lanes, self.local_base),
+        return self.cache.geometry(("lane_block", self.count, self.block_lanes, self.local_base),
                         lambda: (self.ramp + np.int64(self.local_base)) // self.block_lanes)
 
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:

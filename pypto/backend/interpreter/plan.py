@@ -44,109 +44,8 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, IndexType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from pypto.backend.interpreter.affine import Form, Poly, const_form, sym_form
 from pypto.dialects import pto
-
-SYMBOLS = ("l0", "l1", "l2", "b0", "b1", "b2", "w", "n")
-"""Lane symbols, in the order the run time receives their coefficients."""
-
-Poly = dict[tuple[str, ...], int]
-"""A polynomial of uniform values: monomial (sorted leaf expressions) -> integer coefficient."""
-
-
-def _add_term(out: Poly, m: tuple[str, ...], c: int) -> None:
-    """out += c * m, keeping no zero coefficient."""
-    v = out.get(m, 0) + c
-    if v:
-        out[m] = v
-    else:
-        out.pop(m, None)
-
-
-def _padd(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for m, c in b.items():
-        _add_term(out, m, sign * c)
-    return out
-
-
-def _pmul(a: Poly, b: Poly) -> Poly:
-    out: Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            _add_term(out, tuple(sorted(ma + mb)), ca * cb)
-    return out
-
-
-def poly_expr(p: Poly) -> str:
-    """Python source computing the polynomial exactly (Python ints) in generated code."""
-    if not p:
-        return "0"
-    terms = []
-    for m, c in sorted(p.items()):
-        factors = [str(c)] if c != 1 or not m else []
-        factors += [f"int({leaf})" for leaf in m]
-        terms.append("*".join(factors))
-    return " + ".join(terms)
-
-
-@dataclass(frozen=True)
-class Form:
-    """`rest + sum(coef[s] * s)`: an exact linear form over the lane symbols."""
-    rest: tuple[tuple[tuple[str, ...], int], ...]
-    coef: tuple[tuple[str, tuple[tuple[tuple[str, ...], int], ...]], ...]
-
-    @staticmethod
-    def make(rest: Poly, coef: dict[str, Poly]) -> Form:
-        return Form(tuple(sorted(rest.items())),
-                    tuple(sorted((s, tuple(sorted(p.items()))) for s, p in coef.items() if p)))
-
-    @property
-    def rest_poly(self) -> Poly:
-        return dict(self.rest)
-
-    @property
-    def coef_polys(self) -> dict[str, Poly]:
-        return {s: dict(p) for s, p in self.coef}
-
-    @property
-    def uniform(self) -> bool:
-        return not self.coef
-
-    def __add__(self, o: Form) -> Form:
-        coef = self.coef_polys
-        for s, p in o.coef_polys.items():
-            coef[s] = _padd(coef.get(s, {}), p)
-        return Form.make(_padd(self.rest_poly, o.rest_poly), coef)
-
-    def __sub__(self, o: Form) -> Form:
-        coef = self.coef_polys
-        for s, p in o.coef_polys.items():
-            coef[s] = _padd(coef.get(s, {}), p, -1)
-        return Form.make(_padd(self.rest_poly, o.rest_poly, -1), coef)
-
-    def scaled(self, k: Poly) -> Form:
-        return Form.make(_pmul(self.rest_poly, k),
-                         {s: _pmul(p, k) for s, p in self.coef_polys.items()})
-
-    def leaves(self) -> set[str]:
-        out = {leaf for m, _ in self.rest for leaf in m}
-        out.update(leaf for _, p in self.coef for m, _ in p for leaf in m)
-        return out
-
-    def source(self) -> str:
-        """`(rest, c_l0, ..., c_n)` as Python source (exact ints)."""
-        coef = self.coef_polys
-        return "(" + ", ".join([poly_expr(self.rest_poly)] +
-                               [poly_expr(coef.get(s, {})) for s in SYMBOLS]) + ")"
-
-
-def _const(value: int) -> Form:
-    return Form.make({(): value} if value else {}, {})
-
-
-def _sym(name: str, k: Poly | None = None) -> Form:
-    return Form.make({}, {name: k or {(): 1}})
-
 
 @dataclass
 class AccessPlan:
@@ -195,7 +94,7 @@ class Planner:
             return None
         op = v.owner
         if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-            return _const(op.value.value.data)
+            return const_form(op.value.value.data)
         if isinstance(op, pto.GetBlockDimOp | pto.GetGridDimOp):  # launch constants
             kind = "block" if isinstance(op, pto.GetBlockDimOp) else "grid"
             return Form.make({(f"_ctx.{kind}[{op.dim_index}]",): 1}, {})
@@ -209,18 +108,18 @@ class Planner:
             return None
         d = getattr(op, "dim_index", None)
         if isinstance(op, pto.GetLocalIdOp):
-            return _sym(f"l{d}")
+            return sym_form(f"l{d}")
         if isinstance(op, pto.GetBlockIdOp):
-            return _sym(f"b{d}") if self.block_ids_vary else None
+            return sym_form(f"b{d}") if self.block_ids_vary else None
         if isinstance(op, pto.GetGlobalIdOp):
             if not self.block_ids_vary:
                 return Form.make({tuple(sorted((f"_ctx.block_id({d})", f"_ctx.block[{d}]"))): 1},
                                  {f"l{d}": {(): 1}})
             return Form.make({}, {f"b{d}": {(f"_ctx.block[{d}]",): 1}, f"l{d}": {(): 1}})
         if isinstance(op, pto.GetWarpIdOp):
-            return _sym("w")
+            return sym_form("w")
         if isinstance(op, pto.GetLaneIdOp):
-            return _sym("n")
+            return sym_form("n")
         if isinstance(op, arith.AddiOp | arith.SubiOp):
             a, b = (self.form(x) for x in op.operands)
             if a is None or b is None:

@@ -24,7 +24,6 @@ import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from pypto.backend.interpreter.geometry import geometry
 from pypto.errors import RaceError
 
 _LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
@@ -176,6 +175,7 @@ class RaceChecker:
 
     # provided by LaneContext / BlockMemory
     count: int
+    cache: Any  # caches.RunCache (the Executable's)
     counters: dict[str, int]
     sites: list[Any]
     kernel: str
@@ -193,7 +193,7 @@ class RaceChecker:
             def make() -> tuple[np.ndarray, np.ndarray]:
                 local = (np.arange(self.count, dtype=np.int64) + base) % lanes
                 return local, (local // ws).astype(np.int16)
-            cached = geometry(("race_lanes", self.count, lanes, base, ws), make)
+            cached = self.cache.geometry(("race_lanes", self.count, lanes, base, ws), make)
             self._race_lanes = cached
         if mask is None or mask is True:
             return cached
@@ -337,13 +337,13 @@ class RaceChecker:
                 _advance(arena, key)
                 return
             if arena.rowq:
-                _lift(arena, ws)
-            warps = _row_warps(base, lo, hi, ws)
+                _lift(arena, ws, self.cache)
+            warps = _row_warps(self.cache, base, lo, hi, ws)
             if self._summarised(buf, slice(lo, hi), warps, warps, active, write, True, key):
                 (arena.writes if write else arena.reads).append(
                     (site, buf, _ROWS, (base, lo, hi, active), ws))
                 return
-        warps = _row_warps(base, lo, hi, ws)
+        warps = _row_warps(self.cache, base, lo, hi, ws)
         self._materialise(arena)
         arena.dirty = True  # this access goes into the arrays
         w_rows, r_rows, m_rows = _shadow_rows(buf)
@@ -401,7 +401,7 @@ class RaceChecker:
         ws = self.warp_size
         local, lanes, elems, wmin, wmax = pattern
         if arena.rowq and not arena.dirty:
-            _lift(arena, ws)
+            _lift(arena, ws, self.cache)
         if not arena.dirty and not arena.deferred and \
                 self._summarised(buf, elems, wmin, wmax, None, write, wmin is wmax,
                                  None if key is None else (buf.gran, key, write)):
@@ -455,7 +455,7 @@ class RaceChecker:
             return False
         ws = self.warp_size
         if arena.rowq:
-            _lift(arena, ws)
+            _lift(arena, ws, self.cache)
         local, lanes, elems, wmin, wmax = pattern
         active = mask if order is None else mask[:, order]
         if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax,
@@ -513,7 +513,7 @@ class RaceChecker:
         by a general write and by settled reads, so an epoch (or a reused arena) whose
         accesses never reached them needs no clearing."""
         if arena.rowq:
-            _lift(arena, self.warp_size)
+            _lift(arena, self.warp_size, self.cache)
         if not arena.pending:
             return
         for buf, elems, wlo, whi, active, write in arena.pending:
@@ -674,11 +674,11 @@ def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
     return result
 
 
-def _lift(arena: Shadow, ws: int) -> None:
+def _lift(arena: Shadow, ws: int, cache: Any) -> None:
     """Move the queued row accesses (Shadow.rowq, consistent with each other) to the pending
     list, in order (applied to the summary when a check needs it)."""
     for buf, base, lo, hi, write in arena.rowq:
-        warps = _row_warps(base, lo, hi, ws)
+        warps = _row_warps(cache, base, lo, hi, ws)
         arena.pending.append((buf, slice(lo, hi), warps, warps, None, write))
     arena.rowq = []
 
@@ -717,10 +717,10 @@ def _advance(arena: Shadow, key: Any) -> None:
     arena.state = nxt
 
 
-def _row_warps(base: int, lo: int, hi: int, ws: int) -> np.ndarray:
+def _row_warps(cache: Any, base: int, lo: int, hi: int, ws: int) -> np.ndarray:
     """The warp of the lane touching each column lo..hi of a row access."""
-    return geometry(("row_warps", lo - base, hi - base, ws),
-                    lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
+    return cache.geometry(("row_warps", lo - base, hi - base, ws),
+                          lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
 
 
 def _shadow_rows(buf: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.geometry import geometry
 
 Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 
@@ -65,6 +64,7 @@ class StructuredAccess:
     first_lane: int
     inflight: dict[int, Any]
     local_base: int
+    cache: Any  # caches.RunCache (the Executable's)
 
     def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """For an access where lane k of every block touches element `base + k` of its
@@ -114,7 +114,7 @@ class StructuredAccess:
                 self.block[2] != 1:
             return COMPARE[op](self.local_id(0), bound)
         lanes = self.block_lanes
-        return geometry(("local_cmp", op, int(bound), lanes, self.count),
+        return self.cache.geometry(("local_cmp", op, int(bound), lanes, self.count),
                         lambda: np.tile(COMPARE[op](np.arange(lanes, dtype=np.int32), bound),
                                         self.count // lanes))
 

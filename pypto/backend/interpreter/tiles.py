@@ -25,6 +25,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
+from pypto.backend.interpreter.affine import affine_grid, grid_injective
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
@@ -350,7 +351,7 @@ def _byte_region(buf: Any, region: Region) -> Region:
 class _CopyGeometry:
     """A bulk copy of a batch of blocks, as far as it is the same for all of them: the L1 tile
     (one block-local offset and row stride) and the HBM tile shape; `starts` holds each
-    block's HBM start and `grid` their affine form (`_affine_grid`) when they have one. Only
+    block's HBM start and `grid` their affine form (`affine.affine_grid`) when they have one. Only
     built for well-formed, in-bounds copies (`of`)."""
 
     __slots__ = ("l1", "hbm", "blocks", "l1_o", "starts", "grid", "rows", "row_len",
@@ -389,7 +390,7 @@ class _CopyGeometry:
         if l1_o < 0 or l1_o + (rows - 1) * l1_stride + row_len > l1.count:
             return None
         starts = hbm_o.tolist() if isinstance(hbm_o, np.ndarray) else [int(hbm_o)] * blocks
-        grid = _affine_grid(starts)
+        grid = affine_grid(starts)
         if grid is None:
             lo, hi = min(starts), max(starts)
         else:
@@ -455,7 +456,7 @@ class _CopyPlan:
     (buffers' places and sizes, every operand but the HBM offset): the copy's shape, its block
     grid without the start, and the HBM offsets per lane relative to lane 0's (`lane_rel`,
     None for a uniform offset). A later run whose per-lane offsets are the same pattern from
-    another start (the next k step, the next launch) skips `_per_block` and `_affine_grid`:
+    another start (the next k step, the next launch) skips `_per_block` and `affine.affine_grid`:
     one comparison checks both that the offset is uniform in each block and that the blocks'
     starts are the same affine grid. Plain numbers only: it holds no buffer."""
 
@@ -518,32 +519,6 @@ def _view(base: np.ndarray, start: int, shape: tuple[int, ...],
     return as_strided(base[start:], shape=shape, strides=strides, writeable=True)
 
 
-def _affine_grid(starts: list[int]) -> tuple[int, int, int, int, int] | None:
-    """(n1, n2, s0, d1, d2) with `starts[i * n2 + j] == s0 + i * d1 + j * d2`, or None.
-
-    The blocks of a batch come in row-major grid order, so HBM offsets computed from block ids
-    (`row0 * K + k0`, `k0 * N + col0`) are affine in (block row, block column): n2 is where the
-    first step of `starts` stops repeating. Plain Python: a batch has tens of blocks, too few
-    for NumPy's per-call cost to pay off."""
-    n = len(starts)
-    s0 = starts[0]
-    if n == 1:
-        return 1, 1, s0, 0, 0
-    d2 = starts[1] - s0
-    n2 = 2
-    while n2 < n and starts[n2] - starts[n2 - 1] == d2:
-        n2 += 1
-    if n2 == n:
-        return 1, n, s0, 0, d2
-    if n % n2:
-        return None
-    d1 = starts[n2] - s0
-    row = starts[:n2]
-    if starts != [x + i * d1 for i in range(n // n2) for x in row]:
-        return None
-    return n // n2, n2, s0, d1, d2
-
-
 def _l1_in_flight(inflight: dict[int, InFlight], byte_region: Region,
                   access: str) -> InFlight | None:
     """The first in-flight copy (in issue order) that an `access` ("read" / "write") of the
@@ -567,20 +542,6 @@ def _distinct_tiles(hbm_tiles: np.ndarray, grid: tuple[int, int, int, int, int])
         return hbm_tiles
     return np.ascontiguousarray(hbm_tiles[tuple(slice(0, 1) if s else slice(None)
                                                 for s in shared)])
-
-
-def _injective(dims: list[tuple[int, int]]) -> bool:
-    """Do the index tuples of a grid of (extent, stride) axes reach distinct addresses?
-
-    A sufficient test: taken by increasing stride, each axis (of extent > 1) must step past
-    every address the smaller axes reach (a mixed-radix numbering). Zero or negative strides
-    fail it."""
-    reach = 1  # addresses 0 .. reach - 1 are reachable by the axes taken so far
-    for extent, stride in sorted((d for d in dims if d[0] > 1), key=lambda d: d[1]):
-        if stride < reach:
-            return False
-        reach += (extent - 1) * stride
-    return True
 
 
 class BlockMemory:
@@ -860,7 +821,7 @@ class BlockMemory:
         """Batch mode, the common shape: every block copies a tile of one geometry between the
         same L1 offset and its own HBM offset. The checks run once for all blocks; the data
         moves in one strided NumPy assignment when the blocks' HBM tiles form an affine grid
-        (`_affine_grid`; for a store also only if no two blocks write one element), otherwise
+        (`affine.affine_grid`; for a store also only if no two blocks write one element), otherwise
         block by block.
 
         Returns the token (`_NO_TOKEN` for tile_store), or None, having changed nothing, when
@@ -904,7 +865,7 @@ class BlockMemory:
                 self._settle(span, geo.hbm.data)
         if geo.grid is not None and load:
             lazy.append(LazyLoad(geo, span))
-        elif geo.grid is not None and _injective(geo.hbm_dims()):
+        elif geo.grid is not None and grid_injective(geo.hbm_dims()):
             geo.hbm_view()[...] = geo.l1_view(l1.data, geo.grid[1])
         else:  # block by block, in block order (for stores: the last block's write wins)
             l1_tiles = geo.l1_view(l1.data)

@@ -159,8 +159,8 @@ def test_per_block_copy_offsets_reuse_the_copy_plan(fast_paths, monkeypatch):
     blocks, ntiles = 8, 4
     x = np.random.default_rng(8).random(blocks * ntiles * T, dtype=np.float32)
     calls = []
-    orig = tiles._affine_grid
-    monkeypatch.setattr(tiles, "_affine_grid", lambda starts: calls.append(1) or orig(starts))
+    orig = tiles.affine_grid
+    monkeypatch.setattr(tiles, "affine_grid", lambda starts: calls.append(1) or orig(starts))
     fast_paths.on = True
     (y,) = run_kernel(staged_scale, blocks, T, [x, np.zeros_like(x), ntiles])[1:2]
     assert len(calls) == 2  # the first load and the first store; every later copy: the plan

@@ -15,7 +15,7 @@ module reads and never second-guesses):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MethodType
 from typing import Any
 
@@ -44,7 +44,9 @@ from pypto.backend.interpreter.optables import (
     _STORE_UFUNCS,
 )
 from pypto.backend.interpreter.affine import poly_expr
+from pypto.backend.interpreter import strategies
 from pypto.backend.interpreter.caches import RunCache
+from pypto.backend.interpreter.strategies import merge_sides
 from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
@@ -77,8 +79,9 @@ class GeneratedKernel:
     op_table: OpTable
     instrumented: bool = False
     fn: Any = None
-    fast: bool = True  # planned (fast paths on); False: the general path only (the oracle)
-    steps: frozenset[str] = frozenset()  # the run-time steps its plan selects (planning.STEPS)
+    # the plan's strategy decisions by kind (strategies.by_kind), what each lane vector gets
+    # as `ctx.decisions`; empty (fast paths off): the general path only (the oracle)
+    decisions: dict[type, Any] = field(default_factory=dict)
     tail_bounds: tuple[tuple[int, int], ...] = ()  # where active lanes end (_split_at_tail)
     plan: KernelPlan | None = None  # the plan the source was emitted from (planning.py)
     # grid mode: the lane vector length the plan chose (KernelPlan.vector_lanes), None: default
@@ -166,7 +169,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
                                self.constants, self.table, self.instrumented,
-                               fast=self.an.fast, steps=self.an.steps,
+                               decisions=strategies.by_kind(self.an.decisions),
                                tail_bounds=tuple(self.an.tail_bounds), plan=self.an,
                                vector_lanes=self.an.vector_lanes)
 
@@ -585,7 +588,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                if "merge_sides" in self.an.steps:  # a side every lane took: no where()
+                if self.an.decides(merge_sides.Decision):  # a side every lane took: no where()
                     self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
                               f"{r in self.an.views})")
                 else:

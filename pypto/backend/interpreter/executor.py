@@ -410,7 +410,7 @@ class Executable:
                     token = _ignore_fp_errors()
                 try:
                     pool = self._arenas
-                    sites, steps = gen.sites, gen.steps
+                    sites, decisions = gen.sites, gen.decisions
                     vectors = chunks[1] if not gen.tail_bounds else \
                         _split_at_tail(gen, chunks[1], bound, grid, block)
                     for first_lane, count in vectors:  # _run_vector and _context, inline
@@ -422,7 +422,7 @@ class Executable:
                                       target=self.target, layout=self.layout,
                                       check_uninitialized=self.check_uninitialized,
                                       race_check=self.race_check, cache=self.cache)
-                        ctx.steps = steps  # the run-time steps the variant's plan selects
+                        ctx.decisions = decisions  # the strategies the variant's plan decided
                         free = pool.get(count)
                         if free:
                             state = _take(free)
@@ -527,7 +527,7 @@ class Executable:
                           check_uninitialized=self.check_uninitialized, share_block_with=share,
                           race_check=self.race_check, warp_index=warp, cache=self.cache)
         ctx.ins = instrument
-        ctx.steps = gen.steps  # the run-time steps the variant's plan selects
+        ctx.decisions = gen.decisions  # the strategies the variant's plan decided
         return ctx
 
     # warp mode --------------------------------------------------------------------------------

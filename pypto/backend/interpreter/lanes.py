@@ -20,6 +20,7 @@ from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.affine import same_outcome
 from pypto.backend.interpreter.races import RaceChecker
+from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.backend.interpreter.views import PlannedAccess
@@ -193,9 +194,9 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     """
 
     ins: Any = None  # the attached instrument (instrumented code variants only)
-    # the run-time steps the variant's plan selects (planning.STEPS: ids from per-block
-    # patterns, sparse masked gathers, batched copies, ...); none: the general path only
-    steps: frozenset[str] = frozenset()
+    # the variant's strategy decisions by kind (strategies/: ids from per-block patterns,
+    # sparse masked gathers, batched copies, ...); empty: the general path only
+    decisions: dict[type, Any] = {}
 
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  first_lane: int, count: int, sites: list[Site], target: Any, layout: Any,
@@ -255,8 +256,8 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
 
     def _whole_blocks(self) -> bool:
         """The vector holds whole blocks (grid and batch modes): ids are per-block patterns."""
-        return "whole_blocks" in self.steps and self.first_lane % self.block_lanes == 0 and \
-            self.count % self.block_lanes == 0 and self.count > self.block_lanes
+        return whole_blocks.applies(self.decisions.get(whole_blocks.Decision), self.first_lane,
+                                    self.count, self.block_lanes)
 
     def _block_coords(self, dim: int) -> np.ndarray:
         """Coordinate `dim` of each block of the vector (one entry per block)."""
@@ -484,7 +485,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
         if mask is not None and isinstance(off, np.ndarray):
-            if "sparse_gather" in self.steps and self.sparse(mask):
+            if sparse_gather.Decision in self.decisions and self.sparse(mask):
                 # few active lanes: select them, gather those, scatter back (zeros elsewhere;
                 # an inactive lane's value is never used)
                 idx = self._checked(buf, off, mask, site)

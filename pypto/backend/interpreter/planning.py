@@ -7,8 +7,9 @@ fast paths on) and decides, per op, how the generated code runs it: a lane-affin
 (`load_rows` / `store_rows` / `rows_op`), a store computing `a op b` into the slice
 (`store_ramp_op`), a windowed branch, a planned access through the affine forms of plan.py
 (`load_plan` / `store_plan`: slice, strided view, broadcast, or the gather), a comparison on
-the vector's box (`form_cmp`), a per-block copy address (`block_offset`), and which run-time
-steps of the tile instructions and atomics the variant may take (`steps`). Codegen inspects
+the vector's box (`form_cmp`), a per-block copy address (`block_offset`), and the decisions
+of the access strategies (strategies/: batched copies, lazy fills, atomics, ...; op ->
+decisions, `KernelPlan.decisions`), whose run-time parts receive them. Codegen inspects
 no op shape to choose a path: it emits what the plan says. `PYPTO_FAST_PATHS=0` gives the
 empty plan, the general path (the oracle).
 """
@@ -36,6 +37,7 @@ from pypto.backend.interpreter.optables import (
     _MATH_UNARY,
     _STORE_UFUNCS,
 )
+from pypto.backend.interpreter import strategies
 from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, vector_lanes
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
@@ -49,33 +51,7 @@ from pypto.dialects.traits import (
     writes_memory,
 )
 
-GRID = "grid"
-"""Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
-BLOCK = "block"
-"""Mode: one lane vector per block, all warps in lockstep."""
-WARP = "warp"
-"""Mode: one lane vector per warp; the kernel is a generator that yields at block-level sync
-points (barrier_block, tile instructions) so a scheduler can interleave warps."""
-
-BATCH = "batch"
-"""Mode: one lane vector holds several whole blocks that run in lockstep, each with its own
-copy of every L1 buffer (kernels whose block-level instructions are barriers, fills and
-allocations in control flow uniform across the whole vector)."""
-
-STEPS = {
-    "merge_sides": "a branch's result is the side every lane took, not a where() (codegen)",
-    "whole_blocks": "ids of a vector of whole blocks as per-block patterns (lanes.py)",
-    "sparse_gather": "a gather under a sparse mask selects its active lanes first (lanes.py)",
-    "lazy_l1": "a batch's L1 starts unpoisoned, poisoned lazily (tiles.py FreshL1)",
-    "planned_copy": "a batch's copies of an affine block grid as one view (tiles.py)",
-    "uniform_fill": "a batch's fill of one value everywhere as one lazy fill (tiles.py)",
-    "batched_mma": "a batch's mma at one offset as one batched matmul (tiles.py)",
-    "atomic_unique": "atomics hitting distinct addresses as one gather/scatter (tiles.py)",
-    "atomic_prefix": "integer atomics' old values from one running sum (tiles.py)",
-    "uniform_broadcast": "a broadcast read (one element per block) whose blocks all hold the "
-                         "same bits is that element, a scalar, not a repeated array (views.py)",
-}
-"""The run-time steps a plan may select: each gives the bits of the general path it skips."""
+from pypto.backend.interpreter.modes import BATCH, BLOCK, GRID, WARP  # noqa: E402,F401 (re-exported)
 
 
 class _Uniform:
@@ -142,15 +118,19 @@ class KernelPlan:
     # atomic_add ops whose totals alone matter (result unused, integer element): the
     # additions in any order (np.add.at)
     atomic_totals: set[Operation] = field(default_factory=set)
-    # the run-time steps this variant's plan selects (STEPS); each one checks at run time
-    # only what depends on the data (e.g. "all values equal" for a uniform fill)
-    steps: frozenset[str] = frozenset()
+    # the strategies (strategies/): op -> the decisions they made for it (the kernel's
+    # func.func for kernel-wide ones); each run-time part checks only what depends on the
+    # data (e.g. "all values equal" for a uniform fill). Empty: the general path
+    decisions: dict[Operation, tuple[strategies.Decision, ...]] = field(default_factory=dict)
     # scf.for body -> its ops computed once, before the loop (pure, loop-invariant)
     hoisted: dict[Block, list[Operation]] = field(default_factory=dict)
-    fast: bool = False  # planned at all (PYPTO_FAST_PATHS on when the variant was generated)
     # grid mode: lane vectors of this many lanes (plan.vector_lanes: a kernel that makes many
     # passes over its lanes runs on cache-sized vectors); None: the executor's default
     vector_lanes: int | None = None
+
+    def decides(self, kind: type) -> bool:
+        """Did some op get a decision of this kind (a strategy's Decision class)?"""
+        return any(isinstance(d, kind) for found in self.decisions.values() for d in found)
 
 
 class KernelPlanner:
@@ -166,18 +146,17 @@ class KernelPlanner:
         self.fast = fast
         self.name = name
         self.fresh = fresh
-        self.an = KernelPlan(fast=fast)
+        self.an = KernelPlan()
 
     def build(self) -> KernelPlan:
         ops = list(self.kernel.body.block.ops)
         self.analyse(ops)
-        # code motion, not an access path: hoisted with the fast paths off too
-        for op in _walk(ops):
-            if isinstance(op, scf.ForOp):
-                hoisted = self._loop_invariants(op.body.block)
-                if hoisted:
-                    self.an.hoisted[op.body.block] = hoisted
-        if self.fast:
+        if self.fast:  # else the empty plan: the general path, no code motion either
+            for op in _walk(ops):
+                if isinstance(op, scf.ForOp):
+                    hoisted = self._loop_invariants(op.body.block)
+                    if hoisted:
+                        self.an.hoisted[op.body.block] = hoisted
             self._decide_emission(ops)
             if self.mode == GRID:
                 self.an.vector_lanes = vector_lanes(
@@ -511,11 +490,9 @@ class KernelPlanner:
 
     def _decide_emission(self, ops: Iterable[Operation]) -> None:
         """The remaining per-op choices: window inputs, fma additions into slices, which
-        values may be views, integer atomic totals, and the run-time steps."""
+        values may be views, integer atomic totals, and the strategies' decisions."""
         an = self.an
-        kinds: set[type[Operation]] = set()
         for op in _walk(ops):
-            kinds.add(type(op))
             if op in an.windowed:
                 for region in op.regions:
                     for block in region.blocks:
@@ -532,25 +509,9 @@ class KernelPlanner:
             if isinstance(op, pto.AtomicAddOp) and op.result.first_use is None and \
                     not self.instrumented and _element_kind(op.ptr.type) in "iu":
                 an.atomic_totals.add(op)
-        steps = {"merge_sides", "whole_blocks", "sparse_gather"}
-        if pto.AllocLocalOp in kinds and self.mode == BATCH:
-            steps.add("lazy_l1")
-        if any(issubclass(k, pto.BulkCopyOp | npu.LoadMmaOp) for k in kinds):
-            steps.add("planned_copy")
-        if pto.FillOp in kinds:
-            steps.add("uniform_fill")
-        if any(issubclass(k, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp) for k in kinds):
-            steps.add("batched_mma")
-        if pto.AtomicAddOp in kinds:
-            steps.update(("atomic_unique", "atomic_prefix"))
-        if any(isinstance(op, pto.LoadOp) and _broadcast(plan) for op, plan in an.planned.items()):
-            steps.add("uniform_broadcast")
-        an.steps = frozenset(steps)
-
-
-def _broadcast(plan: AccessPlan) -> bool:
-    """Does every lane of a block read one address (forms in the block ids at most)?"""
-    return all(sym in ("b0", "b1", "b2") for f, _ in plan.parts for sym, _ in f.coef)
+        an.decisions = strategies.decide(
+            [self.kernel, *_walk(ops)],
+            strategies.Facts(self.mode, self.one_d, self.instrumented, an.planned))
 
 
 def plan_kernel(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,

@@ -37,6 +37,7 @@ from pypto.backend.interpreter.caches import LIMITS, RunCache
 from pypto.backend.interpreter.edges import store_edges
 from pypto.backend.interpreter.affine import (Box, Part, box_injective, box_size, box_view,
                                               same_outcome, vector_box, wrap64)
+from pypto.backend.interpreter.strategies import broadcast
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
 
@@ -57,7 +58,7 @@ class PlannedAccess:
     inflight: dict[int, Any]
     cache: RunCache
     _ids: dict[str, Any]
-    steps: frozenset[str]
+    decisions: dict[type, Any]  # the variant's strategy decisions by kind (strategies/)
 
     def plan_box(self) -> Box | None:
         """The vector's lanes as a box (see the module docstring), computed once per vector;
@@ -443,10 +444,13 @@ class PlannedAccess:
             if buf.watched() or self.inflight:
                 self._check(buf, base, shape, strides, mask, site, False)
             v = _view(data, base, shape, strides, False)
-            if "uniform_broadcast" in self.steps and 0 in strides:
-                one = _one_value(v, strides, max(1, self.count // self.block_lanes))
-                if one is not None:
-                    return one
+            if 0 in strides:
+                decision = self.decisions.get(broadcast.Decision)
+                if decision is not None:
+                    one = broadcast.one_value(decision, v, strides,
+                                              max(1, self.count // self.block_lanes))
+                    if one is not None:
+                        return one
             out = v.reshape(-1)
             if not view and np.may_share_memory(out, data):
                 out = out.copy()
@@ -736,20 +740,6 @@ def _summary(cache: RunCache, local: np.ndarray, lanes: np.ndarray,
         value = cache.remember_value(cache.summaries, key, pattern_summary(local, lanes, ws),
                                      LIMITS["summaries"])
     return value
-
-
-def _one_value(v: np.ndarray, strides: list[int], blocks: int) -> Any:
-    """The element every lane of view `v` reads, as a scalar of its dtype, when its distinct
-    elements (the axes of nonzero stride) are at most one per block (`blocks` of them) and all
-    hold the same bits (NaN payloads and the sign of zero included); else None."""
-    sub = v[tuple(slice(None) if s else 0 for s in strides)]
-    if sub.size > blocks or sub.size * 8 > v.size or v.dtype.itemsize not in (1, 2, 4, 8):
-        return None
-    first = sub.reshape(-1)[:1]
-    bits = np.dtype(f"u{v.dtype.itemsize}")
-    if sub.size > 1 and not (sub.view(bits) == first.view(bits)[0]).all():
-        return None
-    return first[0]
 
 
 class PerBlock(np.ndarray):

@@ -201,7 +201,7 @@ def test_block_offsets_are_remembered_read_only_and_bounded(monkeypatch):
     per launch shape and k step and kept by the Executable, read-only; the copies' plans
     are found again at the next launch; the results stay NumPy's, launch after launch, for
     other operands and other shapes."""
-    from pypto.backend.interpreter import tiles
+    from pypto.backend.interpreter.strategies import batch_copy
 
     rng = np.random.default_rng(5)
     t = 16
@@ -216,7 +216,7 @@ def test_block_offsets_are_remembered_read_only_and_bounded(monkeypatch):
                 def no_new_plans(*_: object, **__: object) -> None:
                     raise AssertionError("a copy worked out its geometry again")
 
-                monkeypatch.setattr(tiles._CopyGeometry, "of", no_new_plans)
+                monkeypatch.setattr(batch_copy.CopyGeometry, "of", no_new_plans)
             pto.launch(ck, grid=(n // t, m // t), block=32, args=args)
             pto.sync()
             monkeypatch.undo()

@@ -165,7 +165,8 @@ class L1Arena:
         n = blocks * self.granules_per_block
         self.init = np.zeros(n, dtype=bool) if track_init else None
         self.shadow = Shadow(n, self.granules_per_block) if race_check else None
-        # the tile instructions' plans (strategies/batch_copy.py `CopyPlan`, tiles.py `_MmaPlan`), kept with the arena
+        # the tile instructions' plans (strategies/batch_copy.py `CopyPlan`, tiles.py
+        # `_MmaPlan`), kept with the arena
         # for the lane vectors that reuse it (the launches of one shape)
         self.plans: dict[tuple[Any, ...], Any] = {}
 

@@ -46,6 +46,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from pypto.backend.interpreter.affine import Form, Poly, const_form, sym_form
 from pypto.dialects import pto
+from pypto.dialects.traits import declares_buffer, launch_id, offset_base
 
 @dataclass
 class AccessPlan:
@@ -95,9 +96,10 @@ class Planner:
         op = v.owner
         if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
             return const_form(op.value.value.data)
-        if isinstance(op, pto.GetBlockDimOp | pto.GetGridDimOp):  # launch constants
-            kind = "block" if isinstance(op, pto.GetBlockDimOp) else "grid"
-            return Form.make({(f"_ctx.{kind}[{op.dim_index}]",): 1}, {})
+        which = launch_id(op) if isinstance(op, Operation) else None
+        if which in ("block_dim", "grid_dim"):  # launch constants
+            kind = "block" if which == "block_dim" else "grid"
+            return Form.make({(f"_ctx.{kind}[{op.dim_index}]",): 1}, {})  # type: ignore
         if self.uniform(v):
             name = self.name(v)
             self.leaf_values[name] = v
@@ -107,18 +109,18 @@ class Planner:
         if not isinstance(op, Operation):
             return None
         d = getattr(op, "dim_index", None)
-        if isinstance(op, pto.GetLocalIdOp):
+        if which == "local_id":
             return sym_form(f"l{d}")
-        if isinstance(op, pto.GetBlockIdOp):
+        if which == "block_id":
             return sym_form(f"b{d}") if self.block_ids_vary else None
-        if isinstance(op, pto.GetGlobalIdOp):
+        if which == "global_id":
             if not self.block_ids_vary:
                 return Form.make({tuple(sorted((f"_ctx.block_id({d})", f"_ctx.block[{d}]"))): 1},
                                  {f"l{d}": {(): 1}})
             return Form.make({}, {f"b{d}": {(f"_ctx.block[{d}]",): 1}, f"l{d}": {(): 1}})
-        if isinstance(op, pto.GetWarpIdOp):
+        if which == "warp_id":
             return sym_form("w")
-        if isinstance(op, pto.GetLaneIdOp):
+        if which == "lane_id":
             return sym_form("n")
         if isinstance(op, arith.AddiOp | arith.SubiOp):
             a, b = (self.form(x) for x in op.operands)
@@ -199,12 +201,12 @@ class Planner:
         out = None
         if isinstance(p, BlockArgument) and isinstance(p.owner.parent_op(), func.FuncOp):
             out = (p, [])
-        elif isinstance(op, pto.AllocLocalOp):
+        elif isinstance(op, Operation) and declares_buffer(op):
             out = (p, [])
-        elif isinstance(op, pto.AddPtrOp):
-            base = self.pointer(op.ptr)
-            f = self.form(op.offset)
-            width = _width(op.offset.type)
+        elif isinstance(op, Operation) and offset_base(op) is not None:
+            base = self.pointer(op.operands[0])
+            f = self.form(op.operands[1])
+            width = _width(op.operands[1].type)
             if base is not None and f is not None and width is not None:
                 out = (base[0], base[1] + [(f, width)])
         self.pointers[p] = out
@@ -278,10 +280,14 @@ def _width(t: object) -> int | None:
     return None
 
 
-PURE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, arith.ConstantOp,
-        pto.AddPtrOp, pto.GetLocalIdOp, pto.GetBlockIdOp, pto.GetGlobalIdOp, pto.GetWarpIdOp,
-        pto.GetLaneIdOp, pto.GetBlockDimOp, pto.GetGridDimOp)
-"""Ops that compute addresses and cannot fail: left out when only planned accesses use them."""
+PURE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, arith.ConstantOp)
+"""Arithmetic that computes addresses and cannot fail (`pure_address_op`)."""
+
+
+def pure_address_op(op: Operation) -> bool:
+    """Computes an address and cannot fail (integer arithmetic, pointer offsets, launch ids):
+    left out when only planned accesses use it."""
+    return isinstance(op, PURE) or offset_base(op) is not None or launch_id(op) is not None
 
 
 def dead_ops(ops: Iterable[Operation], virtual: Callable[[Operation, int], bool],
@@ -295,7 +301,7 @@ def dead_ops(ops: Iterable[Operation], virtual: Callable[[Operation, int], bool]
     while changed:
         changed = False
         for op in reversed(walked):
-            if op in dead or not isinstance(op, PURE) or op.regions:
+            if op in dead or not pure_address_op(op) or op.regions:
                 continue
             needed = False
             for r in op.results:

@@ -38,20 +38,22 @@ from pypto.backend.interpreter.optables import (
     _STORE_UFUNCS,
 )
 from pypto.backend.interpreter import strategies
+from pypto.backend.interpreter.modes import BATCH, BLOCK, GRID, WARP  # noqa: F401 (re-exported)
 from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, vector_lanes
-from pypto.dialects import npu, pto
+from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import (
+    CopyFootprint,
     declared_accesses,
     elementwise_reference,
+    has_tile_footprint,
     is_block_collective,
+    kernel_function,
     launch_id,
     offset_base,
     sync_scope,
     writes_memory,
 )
-
-from pypto.backend.interpreter.modes import BATCH, BLOCK, GRID, WARP  # noqa: E402,F401 (re-exported)
 
 
 class _Uniform:
@@ -170,7 +172,7 @@ class KernelPlanner:
         value computed, or stored; not the address arithmetic the plan leaves out or the
         ramps it computes without arrays)"""
         an = self.an
-        if op in an.dead or isinstance(op, pto.AddPtrOp | scf.YieldOp | func.ReturnOp):
+        if op in an.dead or offset_base(op) is not None or isinstance(op, scf.YieldOp | func.ReturnOp):
             return False
         if op.results:
             return any(r not in an.uniform and r not in an.affine for r in op.results)
@@ -192,7 +194,7 @@ class KernelPlanner:
             if isinstance(op, scf.IfOp) and self._windowable(op):
                 an.windowed.add(op)
             in_window = bool(an.windowed) and self.in_window(op)
-            if promote and isinstance(op, _PROMOTABLE) and op.results[0] not in an.affine \
+            if promote and _promotable(op) and op.results[0] not in an.affine \
                     and op.results[0] not in an.uniform and not in_window:
                 ramp = self.planner.ramp_base(op.results[0], self.mode)
                 if ramp is not None:
@@ -201,14 +203,15 @@ class KernelPlanner:
                     if ramp[2]:
                         an.local.add(op.results[0])
                     continue
-            if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
-                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
+            which = launch_id(op)
+            if which in ("global_id", "local_id") and self.one_d:
+                if op.dim_index == 0 and (which == "global_id" or  # type: ignore[attr-defined]
                                           self.mode in (BLOCK, WARP)):
                     an.affine[op.results[0]] = self.fresh("rb")
-                elif op.dim_index == 0 and self.mode == BATCH:
+                elif op.dim_index == 0 and self.mode == BATCH:  # type: ignore[attr-defined]
                     an.affine[op.results[0]] = self.fresh("rb")
                     an.local.add(op.results[0])
-            elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+            elif isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None:
                 a, b = op.operands
                 if in_window and not (a in an.local or b in an.local):
                     continue  # a window's lanes are not a ramp: only block-local ids stay affine
@@ -222,28 +225,28 @@ class KernelPlanner:
                         an.local.add(op.results[0])
         if not self.instrumented:  # instruments observe every op's value: no fusion then
             for op in _walk(ops):
-                if isinstance(op, pto.StoreOp) and op.ptr in an.affine and \
-                        op.ptr not in an.local and not self.in_window(op):
-                    owner = op.value.owner
+                if _lane_store(op) and op.operands[1] in an.affine and \
+                        op.operands[1] not in an.local and not self.in_window(op):
+                    owner = op.operands[0].owner
                     # only `a op b` right before the store, used by it alone, on plain values
                     if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
-                            op.value.has_one_use() and \
+                            op.operands[0].has_one_use() and \
                             not any(x in an.affine for x in owner.operands):
                         an.fused.add(owner)
-                elif isinstance(op, pto.StoreOp) and op.ptr in an.local:
+                elif _lane_store(op) and op.operands[1] in an.local:
                     loads = self._row_operands(op)
                     if loads is not None:
                         an.row_ops[op] = loads
-                        an.fused.update((op.value.owner, *loads))
+                        an.fused.update((op.operands[0].owner, *loads))
         self._ramp_cmps(ops)
         self._plan(ops)
         if not self.instrumented:
             for op in _walk(ops):
-                if isinstance(op, pto.StoreOp) and op in an.planned:
+                if _lane_store(op) and op in an.planned:
                     loads = self._row_operands(op, an.planned)
                     if loads is not None:
                         an.plan_ops[op] = loads
-                        an.fused.update((op.value.owner, *loads))
+                        an.fused.update((op.operands[0].owner, *loads))
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             if op in an.dead:
@@ -288,7 +291,8 @@ class KernelPlanner:
                 sym not in ("<", "<=", ">=", ">") or x in an.local:
             return
         owner = x.owner
-        gid = isinstance(owner, pto.GetGlobalIdOp) and owner.dim_index == 0 or \
+        gid = isinstance(owner, Operation) and launch_id(owner) == "global_id" and \
+            owner.dim_index == 0 or \
             owner in an.promoted and an.promoted[owner][:2] == ({}, "_ctx.first_lane")
         body = self.kernel.body.block
         if gid and isinstance(u, BlockArgument) and u.owner is body and \
@@ -307,9 +311,10 @@ class KernelPlanner:
         self._cmp_leaves: set[SSAValue] = set()
         walked = list(_walk(ops))
         for op in walked:
-            if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
-                continue
-            if isinstance(op, pto.StoreOp) and op.value.owner in an.fused:
+            if _kernel_fn(op) not in ("load", "store", "fma") or has_tile_footprint(op) or \
+                    op in an.row_ops:
+                continue  # lane loads, stores and fmas only
+            if _lane_store(op) and op.operands[0].owner in an.fused:
                 continue
             ptr = op.operands[_ptr_index(op)]
             if ptr in an.affine:
@@ -319,7 +324,7 @@ class KernelPlanner:
                 an.planned[op] = plan
         if self.mode == BATCH:
             for op in walked:
-                if not isinstance(op, pto.BulkCopyOp):
+                if not op.has_trait(CopyFootprint):  # a bulk copy
                     continue
                 for index in (0, 1):
                     plan = planner.block_plan(op.operands[index])
@@ -359,7 +364,7 @@ class KernelPlanner:
                     user in an.promoted or user in an.form_cmps or (user, index) in an.block_addrs
             an.dead = dead_ops(walked, virtual, leaves)
 
-    def _row_operands(self, store: pto.StoreOp, planned: Any = None) -> \
+    def _row_operands(self, store: Operation, planned: Any = None) -> \
             tuple[Operation, Operation] | None:
         """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
         reduction's `buf[tid] = buf[tid] + buf[tid + s]`), where each intermediate value has no
@@ -367,15 +372,16 @@ class KernelPlanner:
         loads, which then run at the store as one ufunc over rows (StructuredAccess.rows_op).
         With `planned` (the planned accesses): the same for loads that are planned accesses
         (PlannedAccess.plan_op, one ufunc over the three views)."""
-        owner = store.value.owner
+        value = store.operands[0]  # a lane store: (value, address)
+        owner = value.owner
         if type(owner) not in _STORE_UFUNCS or owner.next_op is not store or \
-                not store.value.has_one_use():
+                not value.has_one_use():
             return None
         loads = []
         for v in owner.operands:
             load = v.owner
-            if not (isinstance(load, pto.LoadOp) and
-                    (load.ptr in self.an.local if planned is None else load in planned) and
+            if not (isinstance(load, Operation) and _kernel_fn(load) == "load" and
+                    (load.operands[0] in self.an.local if planned is None else load in planned) and
                     v.has_one_use() and load.parent_block() is store.parent_block()):
                 return None
             loads.append(load)
@@ -383,7 +389,7 @@ class KernelPlanner:
         op = first.next_op
         while op is not owner:
             if op is None or op.regions or op.name in DIVISIONS or \
-                    not (op in loads or type(op) in _ARITH_BINARY or isinstance(op, pto.AddPtrOp)
+                    not (op in loads or type(op) in _ARITH_BINARY or offset_base(op) is not None
                          or isinstance(op, arith.ConstantOp | arith.CmpiOp | arith.CmpfOp)):
                 return None  # only the two loads and pure arithmetic that cannot fail
             op = op.next_op
@@ -415,7 +421,7 @@ class KernelPlanner:
             # block-local ids, the warp number in the block, or any value the planner finds
             # affine in local ids / warp / lane only (`2 * s * tid`, `lane`): the same lanes
             # of every block then pass the test, the window of one block is every block's
-            if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
+            if v in an.local or isinstance(v.owner, Operation) and launch_id(v.owner) == "warp_id":
                 return True
             form = self.planner.form(v) if self.fast else None
             return form is not None and not form.uniform and \
@@ -455,13 +461,10 @@ class KernelPlanner:
 
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
-        if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+        if isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None:
             return op.results[0] in an.affine
-        if isinstance(op, pto.LoadOp) and index == 0:
-            return True
-        if isinstance(op, pto.StoreOp) and index == 1:
-            return True
-        if isinstance(op, pto.FmaOp) and index == 0:
+        if _kernel_fn(op) in ("load", "store", "fma") and not has_tile_footprint(op) and \
+                index == _ptr_index(op):  # the address of a lane load, store or fma
             return True
         if isinstance(op, arith.CmpiOp) and op.results[0] not in an.uniform:
             other = op.operands[1 - index]
@@ -497,17 +500,19 @@ class KernelPlanner:
                 for region in op.regions:
                     for block in region.blocks:
                         an.window_inputs[block] = self._window_inputs(block)
-            if isinstance(op, pto.FmaOp) and op.dst in an.affine and op.dst not in an.local:
-                if _is_const(op.b, 1.0):
-                    an.fma_adds[op] = (op.a, op.c)
-                elif _is_const(op.a, 1.0):
-                    an.fma_adds[op] = (op.b, op.c)
-            if isinstance(op, pto.LoadOp | scf.IfOp):
+            if _kernel_fn(op) == "fma" and op.operands[0] in an.affine and \
+                    op.operands[0] not in an.local:
+                _, a, b, c = op.operands  # fma(dst, a, b, c)
+                if _is_const(b, 1.0):
+                    an.fma_adds[op] = (a, c)
+                elif _is_const(a, 1.0):
+                    an.fma_adds[op] = (b, c)
+            if _kernel_fn(op) == "load" or isinstance(op, scf.IfOp):
                 for r in op.results:
                     if _view_safe(r):
                         an.views.add(r)
-            if isinstance(op, pto.AtomicAddOp) and op.result.first_use is None and \
-                    not self.instrumented and _element_kind(op.ptr.type) in "iu":
+            if _kernel_fn(op) == "atomic_add" and op.results[0].first_use is None and \
+                    not self.instrumented and _element_kind(op.operands[0].type) in "iu":
                 an.atomic_totals.add(op)
         an.decisions = strategies.decide(
             [self.kernel, *_walk(ops)],
@@ -521,9 +526,25 @@ def plan_kernel(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,
     return KernelPlanner(kernel, mode, one_d, instrumented, FAST_PATHS.on, name, fresh).build()
 
 
-_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, pto.GetGlobalIdOp,
-               pto.GetLocalIdOp)
-"""Integer ops whose value the planner may recognise as `lane ramp + uniform`."""
+_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp)
+
+
+def _promotable(op: Operation) -> bool:
+    """An integer op whose value the planner may recognise as `lane ramp + uniform`."""
+    return isinstance(op, _PROMOTABLE) or launch_id(op) in ("global_id", "local_id")
+
+
+def _kernel_fn(op: Operation) -> str | None:
+    """Which `pto.<name>` of the kernel language `op` is ("load", "store", ...), or None: the
+    planner's lane accesses are the kernel language's, not the npu dialect's."""
+    fn = kernel_function(op)
+    return fn.name if fn is not None else None
+
+
+def _lane_store(op: Operation) -> bool:
+    """`pto.store(ptr, value)` of one value per lane (operands: value, address), not the
+    bulk tile store that shares its name."""
+    return _kernel_fn(op) == "store" and not has_tile_footprint(op)
 
 
 def _int_width(t: Attribute) -> int:
@@ -545,8 +566,9 @@ def _is_const(v: SSAValue, value: float) -> bool:
 
 
 def _ptr_index(op: Operation) -> int:
-    """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
-    return 1 if isinstance(op, pto.StoreOp) else 0
+    """Operand index of the address of a lane load (0), store (1) or fma (its dst, 0): the
+    operand its one declared memory access goes through."""
+    return declared_accesses(op)[0].operand
 
 
 def _writes_memory(op: Operation) -> bool:

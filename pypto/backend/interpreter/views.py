@@ -34,10 +34,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.caches import LIMITS, RunCache
-from pypto.backend.interpreter.edges import store_edges
 from pypto.backend.interpreter.affine import (Box, Part, box_injective, box_size, box_view,
                                               same_outcome, vector_box, wrap64)
-from pypto.backend.interpreter.strategies import broadcast
+from pypto.backend.interpreter.strategies import broadcast, tail2d
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
 
@@ -639,7 +638,9 @@ class PlannedAccess:
         if not box_injective(shape, strides):  # lanes collide, unless the mask keeps them apart
             trimmed = self._trim(pv, mask, buf)
             if trimmed is None or not box_injective(trimmed[1], trimmed[2]):
-                if not store_edges(self, buf, pv, value, mask, site):  # 2-D tails (edges.py)
+                decision = self.decisions.get(tail2d.Decision)  # 2-D tails (strategies/tail2d.py)
+                if decision is None or \
+                        not tail2d.store_edges(decision, self, buf, pv, value, mask, site):
                     self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
             self._store_cut(buf, pv, trimmed, value, mask, site)

@@ -34,12 +34,14 @@ from pypto.backend.interpreter.strategies import (
     lazy_l1,
     merge_sides,
     sparse_gather,
+    tail2d,
     uniform_fill,
     whole_blocks,
 )
 
 REGISTRY: tuple[Strategy, ...] = (merge_sides, whole_blocks, sparse_gather, lazy_l1,  # type: ignore
-                                  batch_copy, uniform_fill, batched_mma, atomics, broadcast)
+                                  batch_copy, uniform_fill, batched_mma, atomics, broadcast,
+                                  tail2d)
 """Every strategy, in the order the planner asks them."""
 
 __all__ = ["REGISTRY", "Decision", "Facts", "Strategy", "by_kind", "decide"]

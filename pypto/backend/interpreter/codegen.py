@@ -46,7 +46,7 @@ from pypto.backend.interpreter.optables import (
 from pypto.backend.interpreter.affine import poly_expr
 from pypto.backend.interpreter import strategies
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.strategies import merge_sides
+from pypto.backend.interpreter.strategies import atomics, merge_sides
 from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
@@ -753,10 +753,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                         f"{m}, {n}, {k}, _m, {s})", s)
 
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
-        # planned: `old` never read (nor observed), integer totals in any order
-        unused = op in self.an.atomic_totals
+        extra = atomics.call_arguments(self.an.decision(op, atomics.Decision))  # strategies/
         self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
-                  f"{self.name(op.value)}, _m, {self.site(op)}{', False' if unused else ''})")
+                  f"{self.name(op.value)}, _m, {self.site(op)}{extra})")
 
     def op_pto_printf(self, op: pto.PrintfOp) -> None:
         values = ", ".join(self.name(v) for v in op.values)

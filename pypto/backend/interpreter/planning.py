@@ -25,7 +25,6 @@ from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
-from pypto import dtypes
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_loops import _is_address
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
@@ -117,9 +116,6 @@ class KernelPlan:
     fma_adds: dict[Operation, tuple[SSAValue, SSAValue]] = field(default_factory=dict)
     # load results (and branch results) that may alias memory: a view, not a copy
     views: set[SSAValue] = field(default_factory=set)
-    # atomic_add ops whose totals alone matter (result unused, integer element): the
-    # additions in any order (np.add.at)
-    atomic_totals: set[Operation] = field(default_factory=set)
     # the strategies (strategies/): op -> the decisions they made for it (the kernel's
     # func.func for kernel-wide ones); each run-time part checks only what depends on the
     # data (e.g. "all values equal" for a uniform fill). Empty: the general path
@@ -129,6 +125,10 @@ class KernelPlan:
     # grid mode: lane vectors of this many lanes (plan.vector_lanes: a kernel that makes many
     # passes over its lanes runs on cache-sized vectors); None: the executor's default
     vector_lanes: int | None = None
+
+    def decision(self, op: Operation, kind: type) -> Any:
+        """The decision of kind `kind` (a strategy's Decision class) made for `op`, or None."""
+        return next((d for d in self.decisions.get(op, ()) if isinstance(d, kind)), None)
 
     def decides(self, kind: type) -> bool:
         """Did some op get a decision of this kind (a strategy's Decision class)?"""
@@ -172,7 +172,8 @@ class KernelPlanner:
         value computed, or stored; not the address arithmetic the plan leaves out or the
         ramps it computes without arrays)"""
         an = self.an
-        if op in an.dead or offset_base(op) is not None or isinstance(op, scf.YieldOp | func.ReturnOp):
+        if op in an.dead or offset_base(op) is not None or \
+                isinstance(op, scf.YieldOp | func.ReturnOp):
             return False
         if op.results:
             return any(r not in an.uniform and r not in an.affine for r in op.results)
@@ -511,9 +512,6 @@ class KernelPlanner:
                 for r in op.results:
                     if _view_safe(r):
                         an.views.add(r)
-            if _kernel_fn(op) == "atomic_add" and op.results[0].first_use is None and \
-                    not self.instrumented and _element_kind(op.operands[0].type) in "iu":
-                an.atomic_totals.add(op)
         an.decisions = strategies.decide(
             [self.kernel, *_walk(ops)],
             strategies.Facts(self.mode, self.one_d, self.instrumented, an.planned))
@@ -549,13 +547,6 @@ def _lane_store(op: Operation) -> bool:
 
 def _int_width(t: Attribute) -> int:
     return t.width.data if isinstance(t, IntegerType) else 64
-
-
-def _element_kind(t: Attribute) -> str:
-    """NumPy kind of a pointer's element type ('i', 'u', 'f', ...; '?' for other types)."""
-    if isinstance(t, pto.PtrType | pto.L1BufferType):
-        return dtypes.np_dtype_of(t.element_type).kind
-    return "?"
 
 
 def _is_const(v: SSAValue, value: float) -> bool:

@@ -9,7 +9,8 @@ destination, writing an in-flight region, or reading HBM that an in-flight store
 `RaceError` naming both instructions — so a kernel that forgets a `wait` fails loudly instead of
 reading whatever happened to be there.
 
-In batch mode a load whose blocks' HBM tiles form an affine grid is *lazy* (`strategies.batch_copy.LazyLoad`): its
+In batch mode a load whose blocks' HBM tiles form an affine grid is *lazy*
+(`strategies.batch_copy.LazyLoad`): its
 tiles stay in HBM, and `mma` multiplies them there (each block's product is still one BLAS call
 of the tile's shape, on a view with the HBM row stride instead of the L1 one). Anything else
 that touches the loaded L1 bytes, or writes HBM, first moves the tiles into L1 as the eager
@@ -707,7 +708,8 @@ class BlockMemory:
         found: dict[int, batch_copy.LazyLoad] = {}
         for i in (1, 2):
             key = (plan.keys[i], plan.dtypes[i])
-            lz = next((lz for lz in lazy if lz.key == key and isinstance(lz, batch_copy.LazyLoad)), None)
+            lz = next((lz for lz in lazy
+                       if lz.key == key and isinstance(lz, batch_copy.LazyLoad)), None)
             if lz is None:
                 self._settle(regions[i])
             else:
@@ -746,8 +748,8 @@ class BlockMemory:
                    need_old: bool = True) -> Any:
         """Serialised in lane order: each lane sees the lower lanes' additions in `old`.
 
-        `need_old=False` (the plan's `atomic_totals`: the result has no use, the element an
-        integer) on an integer buffer: only the totals matter, and wrap-around integer
+        `need_old=False` (the atomics strategy's `totals_only`: the result has no use, the
+        element an integer) on an integer buffer: only the totals matter, and wrap-around integer
         addition is associative and commutative, so the additions are applied in any order
         (`np.add.at`); the result is then None. Floats keep the lane order, whose rounding the
         totals depend on."""

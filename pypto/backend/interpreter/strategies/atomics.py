@@ -2,7 +2,9 @@
 the additions in lane order (`serialised_add`). With the plan's Decision two shortcuts may run,
 each only when the data allows it: atomics that hit distinct addresses are one gather and one
 scatter (no order to respect), and integer atomics' `old` values come from one running sum
-(wrap-around addition is associative). Which addresses collide is data: checked per call."""
+(wrap-around addition is associative). Which addresses collide is data: checked per call.
+An atomic whose `old` value nothing reads, on integers, is decided `totals_only`: its emission
+(`call_arguments`) asks the run time for the totals alone (`BlockMemory.atomic_add`)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import Operation
 
+from pypto import dtypes
 from pypto.backend.interpreter.strategies import base
 from pypto.dialects.traits import declared_accesses, has_tile_footprint, is_instruction
 
 
 @dataclass(frozen=True)
 class Decision(base.Decision):
-    """Atomic additions may take the distinct-address and integer-prefix shortcuts."""
+    """Atomic additions may take the distinct-address and integer-prefix shortcuts;
+    `totals_only`: this atomic's `old` value is never read (nor observed by an instrument) and
+    its element is an integer, so only the totals matter: the additions in any order."""
+    totals_only: bool = False
 
 
 def match(op: Operation, facts: base.Facts) -> Decision | None:
@@ -27,7 +33,20 @@ def match(op: Operation, facts: base.Facts) -> Decision | None:
         return None
     accesses = declared_accesses(op)
     reads = {a.operand for a in accesses if a.kind == "read"}
-    return Decision() if any(a.kind == "write" and a.operand in reads for a in accesses) else None
+    rmw = [a.operand for a in accesses if a.kind == "write" and a.operand in reads]
+    if not rmw:
+        return None
+    element = getattr(op.operands[rmw[0]].type, "element_type", None)
+    totals = bool(op.results) and op.results[0].first_use is None and \
+        not facts.instrumented and element is not None and \
+        dtypes.np_dtype_of(element).kind in "iu"
+    return Decision(totals_only=totals)
+
+
+def call_arguments(decision: Decision | None) -> str:
+    """The emission: the extra arguments of the generated `_ctx.atomic_add(...)` call
+    (`need_old=False` for totals only; `BlockMemory.atomic_add` then adds in any order)."""
+    return ", False" if decision is not None and decision.totals_only else ""
 
 
 def serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: np.ndarray,

@@ -100,7 +100,8 @@ def test_plan_decides_every_path():
     plan = variant(strided_count, (xs, xs.copy(), np.zeros(4, np.int32), side), (4, 4)).plan
     planned = list(plan.planned)
     assert len(ops_of(planned, pto_ops.LoadOp)) == 1 and len(ops_of(planned, pto_ops.StoreOp)) == 1
-    assert ops_of(plan.atomic_totals, pto_ops.AtomicAddOp)  # int32, `old` unused
+    atomic, = ops_of(plan.decisions, pto_ops.AtomicAddOp)  # int32, `old` unused: totals only
+    assert plan.decision(atomic, atomics.Decision).totals_only
     assert [op for op, ds in plan.decisions.items()
             if any(isinstance(d, atomics.Decision) for d in ds)] == \
         ops_of(plan.decisions, pto_ops.AtomicAddOp)  # the atomic, and nothing else
@@ -117,7 +118,7 @@ def test_empty_plan_is_the_general_path(fast_paths):
         gen = variant(kernel, args, block)
         plan = gen.plan
         assert not (plan.affine or plan.planned or plan.row_ops or plan.windowed or plan.fused
-                    or plan.fma_adds or plan.atomic_totals or plan.tail_bounds)
+                    or plan.fma_adds or plan.decisions or plan.tail_bounds)
         assert plan.decisions == {} and gen.decisions == {} and plan.hoisted == {}
         for call in ("load_ramp", "store_ramp", "load_rows", "rows_op", "load_plan",
                      "store_plan", "form_cmp", "_ramp_cmp"):

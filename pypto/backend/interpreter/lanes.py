@@ -19,7 +19,7 @@ import numpy as np
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.affine import same_outcome
-from pypto.backend.interpreter.races import RaceChecker
+from pypto.backend.interpreter.races import RaceChecker, Races
 from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
 from pypto.backend.interpreter.tiles import BlockMemory
@@ -186,7 +186,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
+class LaneContext(StructuredAccess, PlannedAccess, BlockMemory):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -223,6 +223,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         self.ramp = r if r is not None else self.cache.ramp(count)
         self._ids: dict[str, Any] = {}
         self._mask_cache: tuple[Any, dict[str, np.ndarray]] | None = None
+        self.races: Races = RaceChecker(self)  # the race checks, a part (races.py)
 
     # ids ------------------------------------------------------------------------------------
 
@@ -374,6 +375,24 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
             w = (lin // self.block_lanes) * per_block + (lin % self.block_lanes) // self.warp_size
             self._ids["vector_warps"] = w
         return w
+
+    def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Block-local linear ids of the active lanes and their warps. (Block-local ids, not
+        vector positions: in warp mode each warp is its own lane vector, and a report names
+        an access another warp made.)"""
+        cached = getattr(self, "_race_lanes", None)
+        if cached is None:
+            lanes, ws, base = self.block_lanes, self.warp_size, self.local_base  # type: ignore
+
+            def make() -> tuple[np.ndarray, np.ndarray]:
+                local = (np.arange(self.count, dtype=np.int64) + base) % lanes
+                return local, (local // ws).astype(np.int16)
+            cached = self.cache.geometry(("race_lanes", self.count, lanes, base, ws), make)
+            self._race_lanes = cached
+        if mask is None or mask is True:
+            return cached
+        return (self.masked("race_pos", cached[0], mask),  # type: ignore[attr-defined]
+                self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
 
     # errors ---------------------------------------------------------------------------------
 

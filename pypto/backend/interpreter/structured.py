@@ -57,6 +57,7 @@ class StructuredAccess:
     whole_vector = True  # a vector of whole blocks' lanes (False: a windows.WindowContext)
 
     # provided by LaneContext and its other mixins
+    races: Any  # races.Races: the lane context's race checker (a part)
     count: int
     block: tuple[int, int, int]
     block_lanes: int
@@ -164,7 +165,7 @@ class StructuredAccess:
         lo, hi, active = cols
         base = int(base)
         if buf.shadow is not None:
-            self.race_rows(buf, base, lo, hi, active, site, write=False)
+            self.races.race_rows(buf, base, lo, hi, active, site, write=False)
         if self.inflight:
             self.rows_inflight(buf, lo, hi, active, site, write=False)
         rows = buf.grid()[:, lo:hi]
@@ -202,7 +203,7 @@ class StructuredAccess:
         for buf, at, cols, s, write in (reads if a_first else reads[::-1]) + \
                 ((dst, base, cd, site, True),):
             if buf.shadow is not None:
-                self.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
+                self.races.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
             if self.inflight:
                 self.rows_inflight(buf, cols[0], cols[1], None, s, write=write)
         ufunc(a.grid()[:, ca[0]:ca[1]], b.grid()[:, cb[0]:cb[1]],
@@ -221,7 +222,7 @@ class StructuredAccess:
         lo, hi, active = cols
         base = int(base)
         if buf.shadow is not None:
-            self.race_rows(buf, base, lo, hi, active, site, write=True)
+            self.races.race_rows(buf, base, lo, hi, active, site, write=True)
         if self.inflight:
             self.rows_inflight(buf, lo, hi, active, site, write=True)
         rows = buf.grid()[:, lo:hi]

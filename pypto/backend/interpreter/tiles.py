@@ -223,6 +223,7 @@ class BlockMemory:
     """L1, tile instructions and the other block-level operations of a lane vector."""
 
     # set by LaneContext.__init__
+    races: Any  # races.Races: the lane context's race checker (a part)
     count: int
     sites: list[Any]
     layout: Any
@@ -359,7 +360,7 @@ class BlockMemory:
             self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
-                self.race_read(buf, idx, mask, site)
+                self.races.race_read(buf, idx, mask, site)
             if self.inflight:
                 byte = _bytes(buf, idx)
                 for copy in list(self.inflight.values()):
@@ -381,7 +382,7 @@ class BlockMemory:
             self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
-                self.race_write(buf, idx, mask, site)
+                self.races.race_write(buf, idx, mask, site)
             if self.inflight:
                 byte = _bytes(buf, idx)
                 for copy in list(self.inflight.values()):

@@ -47,6 +47,7 @@ class PlannedAccess:
     """Loads and stores of planned accesses (plan.py); mixed into `LaneContext`."""
 
     # provided by LaneContext and its other mixins
+    races: Any  # races.Races: the lane context's race checker (a part)
     count: int
     block: tuple[int, int, int]
     grid: tuple[int, int, int]
@@ -123,7 +124,7 @@ class PlannedAccess:
                                                             (key, row.tobytes()))
                     known, key = cached
                 if known is not False and \
-                        self.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
+                        self.races.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
                     return
             elif self._masked_pattern(buf, base, shape, strides, mask, site, write):
                 return
@@ -148,7 +149,7 @@ class PlannedAccess:
         if order is False:
             return False  # two lanes on one element
         nb = self.count // local.size
-        return self.race_pattern_masked(  # type: ignore[attr-defined]
+        return self.races.race_pattern_masked(  # type: ignore[attr-defined]
             buf, known, order, mask.reshape(nb, local.size), site, write, key)
 
     def _mask_row(self, mask: Mask, shape: list[int]) -> Any:
@@ -593,7 +594,7 @@ class PlannedAccess:
         if order is False:
             return False
         nb = mask.size // cols.size
-        return self.race_pattern_masked(  # type: ignore[attr-defined]
+        return self.races.race_pattern_masked(  # type: ignore[attr-defined]
             buf, (local, lanes, *summary), order, mask.reshape(nb, -1)[:, cols], site, True,
             ("active", local.tobytes(), lanes.tobytes()))
 

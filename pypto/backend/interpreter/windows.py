@@ -14,6 +14,7 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.lanes import LaneContext, Mask, _i32
+from pypto.backend.interpreter.races import RaceChecker
 
 WINDOW_MIN_SAVING = 2
 """Run a branch on a window of lanes only when it holds at most 1/WINDOW_MIN_SAVING of them."""
@@ -116,6 +117,7 @@ class WindowContext(LaneContext):
         self._ids = {}
         self._mask_cache = None
         self.__dict__.pop("_race_lanes", None)
+        self.races = RaceChecker(self)  # its own: the window's lanes and ids
 
     @property
     def arena(self) -> Any:

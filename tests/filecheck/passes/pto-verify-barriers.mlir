@@ -293,8 +293,9 @@ func.func @atomic_then_read(%bin: i32) attributes {pto.kernel} {
 
 // -----
 
-// An index loaded from memory: conservatively a possible hazard, saying why.
-// CHECK: error: possible RAW hazard on L1 buffer 'buf' (the analysis cannot show that the accesses touch different elements: the index of the write depends on a value that is not known
+// An index loaded from memory: not proven either way, so a remark saying why (the run-time
+// race detector checks the launch), not an error.
+// CHECK: remark: possible RAW hazard on L1 buffer 'buf' (the analysis cannot show that the accesses touch different elements: the index of the write depends on a value that is not known
 func.func @unknown_index(%v: f32, %idx: !pto.ptr<i32, global>) attributes {pto.kernel} {
   %buf = pto.alloc_local : !pto.l1buf<256xf32>
   %lid = pto.get_local_id 0 : i32
@@ -302,7 +303,7 @@ func.func @unknown_index(%v: f32, %idx: !pto.ptr<i32, global>) attributes {pto.k
   %i = pto.load %ip : !pto.ptr<i32, global> -> i32
   %p = pto.addptr %buf, %i : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
   pto.store %v, %p : f32, !pto.ptr<f32, local>
-  // expected-error @+1 {{possible RAW hazard}}
+  // expected-remark @+1 {{possible RAW hazard}}
   %w = pto.load %buf : !pto.l1buf<256xf32> -> f32
   func.return
 }

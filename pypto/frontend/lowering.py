@@ -103,6 +103,8 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
         self.folded: dict[str, Any] = {}  # module / closure constants folded in, by name
         self.function_block: Block | None = None
         self.launch_args: Sequence[Any] | None = None  # to blame arguments in type errors
+        self.arg_shapes: tuple[tuple[int, ...] | None, ...] = ()  # launch shapes (t[r, c])
+        self.value_shapes: dict[SSAValue, tuple[int, ...]] = {}
 
     # ---------------------------------------------------------------------------------------
     # errors and locations
@@ -171,7 +173,9 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
         if args.defaults:
             raise self.error("kernel parameters cannot have default values")
         body_block = Block(arg_types=self.arg_types)
-        for arg_node, block_arg in zip(args.args, body_block.args):
+        for position, (arg_node, block_arg) in enumerate(zip(args.args, body_block.args)):
+            if position < len(self.arg_shapes) and self.arg_shapes[position] is not None:
+                self.value_shapes[block_arg] = self.arg_shapes[position]
             block_arg.name_hint = arg_node.arg
             block_arg.location = self.loc(arg_node)
             if arg_node.arg in self.constexprs:
@@ -830,17 +834,20 @@ def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
                  constexprs: dict[str, Any] | None = None,
                  folded: dict[str, Any] | None = None,
                  block: Sequence[int] | None = None,
-                 launch_args: Sequence[Any] | None = None) -> ModuleOp:
+                 launch_args: Sequence[Any] | None = None,
+                 shapes: Sequence[tuple[int, ...] | None] = ()) -> ModuleOp:
     """Lower one specialisation of `kernel` to a `builtin.module` (verified by the caller).
 
     Raises `NeedsConstexpr` when a parameter must be specialised on its launch value. `folded`,
     when given, receives the module-level / closed-over values folded in (name -> value), so the
     caller can tell when a cached compilation went stale. `block` is the block shape (the
     scratch of `pto.reduce`). `launch_args`, when given, are the values the types come from:
-    type errors they cause name them (pypto.frontend.blame).
+    type errors they cause name them (pypto.frontend.blame). `shapes`, when given, are the
+    launch shapes of the tensor arguments (None for others), for `t[r, c]` subscripts.
     """
     lowering = KernelLowering(kernel, arg_types, constexprs, block)
     lowering.launch_args = launch_args
+    lowering.arg_shapes = tuple(shapes)
     with _deep_recursion():
         try:
             module = lowering.lower()

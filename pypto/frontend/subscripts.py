@@ -107,6 +107,8 @@ class SubscriptLowering:
         """The element strides of a `rank`-index subscript of `base`: known only for a base
         with a static shape (the hook a shaped tile type answers)."""
         shape = getattr(base.type, "shape", None)
+        if shape is None:
+            shape = self.value_shapes.get(base)  # a tensor parameter: its launch shape
         if isinstance(shape, tuple) and len(shape) == rank:
             strides, step = [], 1
             for extent in reversed(shape):
@@ -114,9 +116,20 @@ class SubscriptLowering:
                 step *= extent
             return strides[::-1]
         name = ast.unparse(node.value)
-        what = "an L1 buffer of pto.alloc_local is one-dimensional" \
-            if isinstance(base.type, pto.L1BufferType) else \
-            "a pointer has no shape"
+        if isinstance(shape, tuple):
+            count = f"{len(shape)} index" if len(shape) == 1 else f"{len(shape)} indices"
+            what = f"'{name}' was launched with shape {shape} ({count})"
+            if len(shape) == 1:
+                what += (" (a tensor allocated in bytes is flat: launch a shaped one, "
+                         "pto.tensor(array) or pto.empty(shape))")
+        elif isinstance(base.type, pto.L1BufferType):
+            what = "an L1 buffer of pto.alloc_local is one-dimensional"
+        elif base in self.function_block.args:
+            what = ("the shapes of tensor arguments are specialised only for kernels that "
+                    "index with several subscripts in their own body (not only in a helper)")
+        else:
+            what = ("a pointer has no shape (only a tensor parameter itself, indexed in the "
+                    "kernel, takes its launch shape)")
         flat = " + ".join(f"{ast.unparse(i)} * STRIDE{k}" if k < rank - 1 else ast.unparse(i)
                           for k, i in enumerate(node.slice.elts))  # type: ignore[attr-defined]
         raise self.error(f"'{ast.unparse(node)}' has {rank} indices but {what}: index it with "
@@ -126,7 +139,7 @@ class SubscriptLowering:
         """sum(index * stride), folded when every index is a compile-time integer."""
         offset: Any = 0
         for value, stride in zip(values, strides):
-            term = self.binop(ast.Mult(), value, stride, node)
+            term = value if stride == 1 else self.binop(ast.Mult(), value, stride, node)
             offset = self.binop(ast.Add(), offset, term, node) if not (
                 isinstance(offset, int) and offset == 0) else term
         return offset

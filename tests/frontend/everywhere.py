@@ -14,20 +14,21 @@ import numpy as np
 
 import pypto as pto
 import pypto.debug as dbg
-from tests.conftest import run_kernel
 from tests.kernels.conftest import NPU_PIPELINE, same_bits
 
 
 def _device(args: Sequence[Any]) -> list[Any]:
-    out = []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = pto.alloc_tensor(a.nbytes, dtype=a.dtype)
-            pto.memcpy_h2d(t, a)
-            out.append(t)
-        else:
-            out.append(a)
-    return out
+    """Device copies of the arrays, with their shapes (`t[r, c]` specialises on them)."""
+    return [pto.tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _run(kernel: Any, block: int, args: Sequence[Any], pipeline: str | None = None
+         ) -> list[np.ndarray]:
+    device = _device(args)
+    options = {} if pipeline is None else {"pipeline": pipeline}
+    compiled = pto.compile(kernel, args=device, block=block, **options)
+    pto.launch(compiled, grid=1, block=block, args=device)
+    return _host(args, device)
 
 
 def _host(args: Sequence[Any], device: Sequence[Any]) -> list[np.ndarray]:
@@ -44,9 +45,9 @@ def _host(args: Sequence[Any], device: Sequence[Any]) -> list[np.ndarray]:
 def run_everywhere(kernel: Any, block: int, args: Sequence[Any]) -> list[np.ndarray]:
     """One block of `block` lanes on `args` (NumPy arrays are copied in and back): the
     outputs, the same at both levels, in the debugger and under the cost model."""
-    pto_outs = run_kernel(kernel, 1, block, args)
+    pto_outs = _run(kernel, block, args)
     with contextlib.redirect_stdout(io.StringIO()):
-        npu_outs = run_kernel(kernel, 1, block, args, pipeline=NPU_PIPELINE)
+        npu_outs = _run(kernel, block, args, NPU_PIPELINE)
     for index, (p, n) in enumerate(zip(pto_outs, npu_outs)):
         assert same_bits(p, n), f"output {index} differs between the pto and npu levels"
     for pipeline in ("pto-verify-barriers", None):

@@ -41,8 +41,10 @@ def uses_continue(x, n):
 
 
 @pytest.mark.parametrize("kernel,source,hint", [
-    (reads_subscript, "x[i, 0]", "a pointer has no shape: index it with one flat offset, "
-                                 "x[i * STRIDE0 + 0]"),
+    (reads_subscript, "x[i, 0]", "'x' was launched with shape (64,) (1 index) (a tensor "
+                                 "allocated in bytes is flat: launch a shaped one, "
+                                 "pto.tensor(array) or pto.empty(shape)): index it with one "
+                                 "flat offset, x[i * STRIDE0 + 0]"),
     (writes_subscript, "x[0:i] = 1.0", "slices are not supported in kernels"),
     (uses_break, "break", "not inside a pipeline stage"),
     (uses_continue, "continue", "not inside a pipeline stage"),

@@ -153,3 +153,68 @@ def test_subscript_errors():
 
     msg = _error(wrong_type, pto.tensor(np.zeros(4, np.float32)))
     assert "the stored value is pto.int32 but the pointer holds pto.float32" in msg
+
+
+# ---- t[r, c] on a tensor argument with a shape ------------------------------------------------
+
+
+@pto.kernel
+def transpose_2d(a, o):
+    r = pto.get_block_id()
+    c = pto.get_local_id()
+    o[c, r] = a[r, c] * 2.0
+    o[c, r] += 1.0
+
+
+def test_two_index_subscripts_use_the_launch_shape_and_specialise_on_it():
+    transpose_2d.clear_cache()
+    for rows, cols in ((12, 5), (6, 7)):
+        a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) - 9.5
+        o = np.zeros((cols, rows), np.float32)
+        transpose_2d[rows, cols](a, o)
+        pto.sync()
+        np.testing.assert_array_equal(o, a.T * np.float32(2) + np.float32(1))
+    assert len(transpose_2d.cache) == 2  # one specialisation per pair of shapes
+    # the strides are constants of the IR: 7 for a's rows, 6 for o's
+    ir = pto.compile(transpose_2d, args=(pto.tensor(a), pto.tensor(o)), block=cols).mlir
+    assert "arith.constant 7 : i32" in ir and "arith.constant 6 : i32" in ir
+
+
+@pto.kernel
+def row_sums(m, out):
+    r = pto.get_local_id()
+    acc = m[r, 0] * 0
+    for c in pto.static_range(6):
+        acc += m[r, c]
+    out[r] = acc
+
+
+def test_two_index_subscripts_everywhere():
+    m = np.arange(16 * 6, dtype=np.int32).reshape(16, 6) * 3 - 100
+    _, out = run_everywhere(row_sums, 16, (m, np.zeros(16, np.int32)))
+    np.testing.assert_array_equal(out, m.sum(axis=1))
+
+
+def test_two_index_subscript_errors_say_what_shape_is_known():
+    @pto.kernel
+    def three_of_two(m):
+        m[0, 1, 2] = 1.0
+
+    msg = _error(three_of_two, pto.tensor(np.zeros((2, 3), np.float32)))
+    assert "'m' was launched with shape (2, 3) (2 indices)" in msg
+
+    @pto.kernel
+    def bytes_only(m):
+        m[0, 1] = 1.0
+
+    msg = _error(bytes_only, pto.alloc_tensor(64))
+    assert "'m' was launched with shape (16,) (1 index) (a tensor allocated in bytes is " \
+        "flat: launch a shaped one, pto.tensor(array) or pto.empty(shape))" in msg
+
+    @pto.kernel
+    def offset_pointer(m):
+        p = m + 1
+        p[0, 1] = 1.0
+
+    msg = _error(offset_pointer, pto.tensor(np.zeros((2, 3), np.float32)))
+    assert "a pointer has no shape (only a tensor parameter itself" in msg

@@ -542,6 +542,8 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
                                  f"'{ast.unparse(arg_node)}' = {_describe_value(value)}",
                                  arg_node)
         result = self.fold(lambda: callee(*args, **kwargs), node)
+        if callee in _SEQUENCE_BUILTINS:  # enumerate / zip / reversed: a compile-time tuple
+            result = self.fold(lambda: tuple(result), node)
         if isinstance(result, bool | int | float | tuple):
             return result
         raise self.error(f"{spelled}() gave {result!r}, which is not a number", node)
@@ -733,7 +735,9 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
 
 _FOLDABLE_BUILTINS = frozenset({py_builtins.int, py_builtins.float, py_builtins.bool,
                                 py_builtins.round, py_builtins.pow, py_builtins.divmod,
-                                py_builtins.len})
+                                py_builtins.len, py_builtins.enumerate, py_builtins.zip,
+                                py_builtins.reversed})
+_SEQUENCE_BUILTINS = frozenset({py_builtins.enumerate, py_builtins.zip, py_builtins.reversed})
 """Python builtins a kernel may call on compile-time values (folded, never lowered)."""
 
 _RUNTIME_MATH = {"sqrt": "pto.sqrt(x)", "exp": "pto.exp(x)", "log": "pto.log(x)",

@@ -80,6 +80,24 @@ def pairs(x, o):
     pto.store(o + i, v)
 
 
+@pto.kernel
+def enumerated(x, o):
+    i = pto.get_global_id()
+    v = x[i]
+    acc = v * 0
+    for k, w in enumerate(reversed((1, 10, 100))):
+        acc += v * w + k
+    for a, b in zip((1, 2), (30, 40)):
+        acc += a * b
+    o[i] = acc
+
+
+def test_enumerate_zip_reversed_of_compile_time_tuples():
+    x = np.arange(16, dtype=np.int32) - 5
+    (_, o) = run_everywhere(enumerated, 16, (x, np.zeros(16, np.int32)))
+    np.testing.assert_array_equal(o, x * 100 + 0 + x * 10 + 1 + x * 1 + 2 + 30 + 80)
+
+
 def test_tuple_targets_and_compile_time_conditions():
     x = np.arange(32, dtype=np.int32)
     (o,) = run_everywhere(pairs, 32, (x, np.zeros(32, np.int32)))[1:]

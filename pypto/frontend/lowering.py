@@ -749,9 +749,9 @@ _RUNTIME_MATH = {"sqrt": "pto.sqrt(x)", "exp": "pto.exp(x)", "log": "pto.log(x)"
 
 def _is_math_function(callee: Any) -> bool:
     """A function of Python's `math` module (pure: folded on compile-time arguments)."""
-    return callable(callee) and getattr(callee, "__module__", None) == "math" or \
-        (callable(callee) and getattr(_math_module, getattr(callee, "__name__", ""), None)
-         is callee)
+    name = getattr(callee, "__name__", None)
+    return callable(callee) and isinstance(name, str) and \
+        getattr(_math_module, name, None) is callee
 
 
 _PY_BUILTIN_CALLS: dict[Any, str] = {

@@ -48,6 +48,10 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "pto-double-buffer": _lazy("pypto.passes.double_buffer", "DoubleBufferPass"),
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
+    # the native backend's lowering to the llvm dialect (docs/native.md#the-pipeline):
+    "pto-simt-to-lanes": _lazy("pypto.backend.native.simt_to_lanes", "SimtToLanesPass"),
+    "convert-scf-to-cf": _lazy("pypto.backend.native.scf_to_cf", "ConvertScfToCfPass"),
+    "convert-pto-to-llvm": _lazy("pypto.backend.native.to_llvm", "ConvertPtoToLlvmPass"),
 }
 """Every pass `pypto-opt -p` and `pto.compile(pipeline=...)` accept, by name."""
 

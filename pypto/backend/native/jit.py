@@ -97,6 +97,15 @@ def _target() -> tuple[Any, str]:
     return _TARGET
 
 
+def _new_machine() -> Any:
+    import llvmlite.binding as llvm
+
+    _target()
+    return llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3,
+        jit=True)
+
+
 def _versions() -> str:
     def version(name: str) -> str:
         try:
@@ -164,8 +173,10 @@ class NativeKernel:
                 os.replace(tmp, path)  # atomic: concurrent processes never read half a file
             except OSError:
                 pass  # a read-only cache only costs the next process a compile
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        # the engine takes ownership of its target machine (freed with it): a fresh one each
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
+        self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
+        self.engine.add_object_file(self._object)
         self.engine.finalize_object()
         address = self.engine.get_function_address(name)
         argtypes: list[Any] = []

@@ -23,7 +23,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 
-from pypto.backend.native.simt_to_lanes import GRID_ATTR, watchdog_loops
+from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import unsupported_reason
 from pypto.backend.native.to_llvm import OOB, SITE_ATTR, WATCHDOG
 from pypto.diagnostics import op_location
@@ -69,7 +69,12 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
     run_pipeline(module, parse_pipeline(NATIVE_PIPELINE), make_context())
-    return convert_module(module, fallback_target_triple=None)
+    result = convert_module(module, fallback_target_triple=None)
+    for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
+        if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
+            fn.linkage = "internal"
+            fn.attributes.add("alwaysinline")
+    return result
 
 
 def llvm_ir(kernel: func.FuncOp) -> str:

@@ -48,7 +48,7 @@ pypto/exact.py define (IEEE correctly rounded float arithmetic and casts, wrappi
 shifts outside [0, width) are given their defined value by the lowering)."""
 
 DIVISIONS_BY_CONSTANT: frozenset[str] = frozenset({
-    "arith.divsi", "arith.remsi", "arith.divui", "arith.remui"})
+    "arith.divsi", "arith.remsi", "arith.divui", "arith.remui", "arith.floordivsi"})
 """Compiled when the divisor is a non-zero constant (no division-by-zero error to raise)."""
 
 MATH_OPS: frozenset[str] = frozenset({

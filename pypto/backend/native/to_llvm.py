@@ -230,7 +230,8 @@ class _FunctionLowering:
             self._replace(op, cmp, llvm.SelectOp(cmp, a, b))
         elif isinstance(op, arith.ShLIOp | arith.ShRUIOp | arith.ShRSIOp):
             self._shift(op)
-        elif isinstance(op, arith.DivSIOp | arith.RemSIOp | arith.DivUIOp | arith.RemUIOp):
+        elif isinstance(op, arith.DivSIOp | arith.RemSIOp | arith.DivUIOp | arith.RemUIOp |
+                        arith.FloorDivSIOp):
             self._division(op)
         elif isinstance(op, arith.CmpiOp):
             self._replace(op, llvm.ICmpOp(op.lhs, op.rhs, IntegerAttr(op.predicate.value.data,
@@ -334,7 +335,22 @@ class _FunctionLowering:
         one = self._const(1, t)
         is_m1 = llvm.ICmpOp(b, minus_one.result, IntegerAttr(0, i64))
         safe = llvm.SelectOp(is_m1, one.result, b)
-        if isinstance(op, arith.DivSIOp):
+        if isinstance(op, arith.FloorDivSIOp):  # C's quotient, minus one when inexact and
+            zero = self._const(0, t)               # the signs differ (NumPy's floor_divide)
+            q = llvm.SDivOp(a, safe.results[0])
+            r = llvm.SRemOp(a, safe.results[0])
+            inexact = llvm.ICmpOp(r.results[0], zero.result, IntegerAttr(1, i64))  # ne
+            a_neg = llvm.ICmpOp(a, zero.result, IntegerAttr(2, i64))  # slt
+            b_neg = llvm.ICmpOp(b, zero.result, IntegerAttr(2, i64))
+            differ = llvm.XOrOp(a_neg.results[0], b_neg.results[0])
+            adjust = llvm.AndOp(inexact.results[0], differ.results[0])
+            down = llvm.SubOp(q.results[0], one.result)
+            floor = llvm.SelectOp(adjust.results[0], down.results[0], q.results[0])
+            neg = llvm.SubOp(zero.result, a)
+            self._replace(op, minus_one, one, is_m1, safe, zero, q, r, inexact, a_neg, b_neg,
+                          differ, adjust, down, floor, neg,
+                          llvm.SelectOp(is_m1, neg.results[0], floor.results[0]))
+        elif isinstance(op, arith.DivSIOp):
             zero = self._const(0, t)
             q = llvm.SDivOp(a, safe.results[0])
             neg = llvm.SubOp(zero.result, a)

@@ -65,7 +65,7 @@ def int_ops(a, o, n):
         x = pto.load(a + i)
         y = x * 1103515245 + 12345          # wraps
         z = (y >> (i % 40)) ^ (y << 3)       # shifts past the width have their defined value
-        w = pto.select(z > x, z, x) - (z >> 2) + z % 5
+        w = pto.select(z > x, z, x) - (z >> 2) + z % 5 + z // 7 + x // -3 + z // -1
         pto.store(o + i, w)
 
 
@@ -73,6 +73,7 @@ def test_integer_wrap_around_shifts_and_divisions_bit_exact():
     n = 777
     rng = np.random.default_rng(1)
     a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    a[:4] = [-2**31, -1, 2**31 - 1, 0]
     o = np.zeros(n, np.int32)
     interp, native = both(int_ops, 4, 256, [a, o], (n,))
     assert same_bits(interp, native)

@@ -268,6 +268,12 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
         executable.run(grid, block, args)
         return
     grid, block = check_launch_shape(grid, block, kernel=compiled.name, target=compiled.target)
+    refused = native.unsupported_launch(grid, block)
+    if refused is not None:
+        if backend == "native":
+            raise refused
+        executable.run(grid, block, args)
+        return
     native.run(grid, block, executable.bind(args))
 
 

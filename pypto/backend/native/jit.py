@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
-from pypto.backend.native.support import unsupported_reason
+from pypto.backend.native.support import needs_1d, unsupported_reason
 from pypto.backend.native.to_llvm import OOB, SITE_ATTR, WATCHDOG
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -159,6 +159,7 @@ class NativeKernel:
                       for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.params = list(kernel.body.block.args)
+        self.needs_1d = needs_1d(kernel)
         machine, target = _target()
         from pypto.ir import print_ir
 
@@ -193,6 +194,17 @@ class NativeKernel:
         argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p]
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
+
+    def unsupported_launch(self, grid: tuple[int, int, int],
+                           block: tuple[int, int, int]) -> NativeUnsupported | None:
+        """Why this launch shape cannot run natively (None: it can): a kernel whose written
+        tensors are lane-private by `get_global_id(0)` needs a 1-D launch."""
+        if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
+            return NativeUnsupported(
+                f"the native backend runs kernel '{self.name}' only in 1-D launches (its "
+                f"tensors read and written at get_global_id(0) are lane-private only there); "
+                f"run it on the interpreter (backend='interpreter' or 'auto')", kernel=self.name)
+        return None
 
     def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
             bound: Sequence[Any]) -> None:

@@ -7,8 +7,11 @@ lane can observe another lane's memory effects, which this check makes sure of s
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM, `pto.fma`,
   `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits, structured control
   flow); no barrier, L1, copy, atomic, printf or tile op yet;
-- a tensor written by the kernel is written by one op, outside any loop, and never read; the
-  others are only read; parameters that may alias (one tensor passed twice) are not written;
+- a tensor written by the kernel is written by one op, outside any loop, and never read; or
+  else every access to it is *lane-private*: at element `get_global_id(0) + u` (u a parameter or
+  constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
+  where no two lanes share an element; the others are only read; parameters that may alias
+  (one tensor passed twice) are not written;
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
 - value types i1, i32, i64, f32, f64 (f16 / bf16 and the transcendental `math` functions are not
@@ -102,15 +105,57 @@ def _nonzero_constant(value: SSAValue) -> bool:
         owner.value.value.data != 0
 
 
+def _lane_private_offset(ptr: SSAValue) -> SSAValue | None:
+    """`v` when `ptr` is `addptr(parameter, v)` with `v = get_global_id(0) [+ u]`, u a
+    parameter or a constant: an element no other lane of a 1-D launch touches."""
+    owner = ptr.owner
+    if not isinstance(owner, pto.AddPtrOp) or not isinstance(owner.ptr, BlockArgument):
+        return None
+    v = owner.offset
+
+    def gid0(x: SSAValue) -> bool:
+        return isinstance(x.owner, Operation) and launch_id(x.owner) == "global_id" and \
+            x.owner.properties["dim"].value.data == 0
+
+    def uniform(x: SSAValue) -> bool:
+        return isinstance(x, BlockArgument) and isinstance(x.block.parent_op(), func.FuncOp) or \
+            isinstance(x.owner, arith.ConstantOp)
+
+    if gid0(v):
+        return v
+    if isinstance(v.owner, arith.AddiOp):
+        a, b = v.owner.operands
+        if gid0(a) and uniform(b) or gid0(b) and uniform(a):
+            return v
+    return None
+
+
+def needs_1d(kernel: func.FuncOp) -> bool:
+    """Does the kernel (accepted by `unsupported_reason`) rely on a 1-D launch, its written
+    tensors being lane-private by `get_global_id(0)`?"""
+    return _analyse(kernel)[1]
+
+
 def unsupported_reason(kernel: func.FuncOp) -> str | None:
     """None when the native backend compiles `kernel` with the interpreter's results, else why
     not (the first obstacle found, with its location)."""
+    return _analyse(kernel)[0]
+
+
+def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
+    private: list[bool] = []
+    reason = _check(kernel, private)
+    return reason, bool(private) and reason is None
+
+
+def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C901
     for arg in kernel.body.block.args:
         if not _type_ok(arg.type):
             return f"parameter of type {arg.type} (compiled: {', '.join(MEMORY_ELEMENTS)} " \
                    f"HBM pointers and i32/i64/f32/f64 scalars)"
     writers: dict[BlockArgument, list[Operation]] = {}
     readers: set[BlockArgument] = set()
+    offsets: dict[BlockArgument, set[SSAValue | None]] = {}
     for op in kernel.walk():
         if op is kernel:
             continue
@@ -149,6 +194,8 @@ def unsupported_reason(kernel: func.FuncOp) -> str | None:
                 if root is None or access.space != "global":
                     return f"{_where(op)}: an access through a pointer not derived from a " \
                            f"kernel parameter"
+                offsets.setdefault(root, set()).add(
+                    _lane_private_offset(op.operands[access.operand]))
                 if access.kind == "write":
                     writers.setdefault(root, []).append(op)
                 else:
@@ -157,6 +204,11 @@ def unsupported_reason(kernel: func.FuncOp) -> str | None:
         return f"{_where(op)}: '{name}' is not compiled by the native backend yet"
     for root, ops in writers.items():
         pname = kernel.body.block.args.index(root)
+        attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}
+        seen = offsets[root]
+        if len(seen) == 1 and None not in seen and "pto.noalias" in attrs:
+            private.append(True)  # every access at one lane-private element
+            continue
         if root in readers:
             return f"{_where(ops[0])}: the kernel reads and writes parameter {pname} (lanes " \
                    f"may communicate through it: the interpreter's lane order is not compiled yet)"
@@ -165,7 +217,6 @@ def unsupported_reason(kernel: func.FuncOp) -> str | None:
         if _in_loop(ops[0], kernel):
             return f"{_where(ops[0])}: a store inside a loop (its order across lanes is the " \
                    f"interpreter's, not compiled yet)"
-        attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
     return None

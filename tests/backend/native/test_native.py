@@ -202,3 +202,26 @@ def test_zoo_corpus_both_backends_bit_exact():
     print(f"native: {len(supported)} of {len(supported) + len(unsupported)} zoo kernels "
           f"supported: {supported}")
     assert len(supported) >= 3
+
+
+@pto.kernel
+def saxpy_like(x, y, a, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.fma(y + i, a, pto.load(x + i), pto.load(y + i))
+
+
+def test_lane_private_read_write_in_1d_launches_only():
+    n = 1000
+    rng = np.random.default_rng(4)
+    x, y = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+    interp, native = both(saxpy_like, 4, 256, [x, y], (2.5, n))
+    assert same_bits(interp, native)
+    np.testing.assert_allclose(native[1], np.float32(2.5) * x + y, rtol=1e-6)
+    with pytest.raises(NativeUnsupported, match="1-D launches"):
+        pto.launch(saxpy_like, (2, 2), 256, (x.copy(), y.copy(), 2.5, n), backend="native")
+    # in a 2-D grid, get_global_id(0) repeats: lanes share elements, "auto" takes the oracle
+    auto, oracle = y.copy(), y.copy()
+    pto.launch(saxpy_like, (2, 2), 256, (x, auto, 2.5, n), backend="auto")
+    pto.launch(saxpy_like, (2, 2), 256, (x, oracle, 2.5, n), backend="interpreter")
+    assert same_bits([auto], [oracle])

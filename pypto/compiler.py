@@ -749,10 +749,18 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     from pypto.passes import parse_pipeline, run_pipeline
     from pypto.diagnostics import OpDiagnostic, capture_diagnostics, op_location
 
+    from pypto.passes import LOWERING_PASSES
+
     try:
         passes = parse_pipeline(text)
     except Exception as exc:
         raise CompileError(f"bad pipeline {text!r}: {exc}") from exc
+    lowering = [p.name for p in passes if p.name in LOWERING_PASSES]
+    if lowering:
+        raise CompileError(f"bad pipeline {text!r}: '{lowering[0]}' lowers the kernel out of "
+                           f"pto (the native backend's pipeline, docs/native.md); compile() "
+                           f"takes pto-level passes; run a kernel natively with "
+                           f"pto.launch(..., backend='native')")
     for index, p in enumerate(passes):
         # the barrier passes reason about the lanes of one block: give them the real one, and
         # the target's machine facts

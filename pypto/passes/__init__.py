@@ -55,6 +55,10 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 """Every pass `pypto-opt -p` and `pto.compile(pipeline=...)` accept, by name."""
 
+LOWERING_PASSES = frozenset({"pto-simt-to-lanes", "convert-scf-to-cf", "convert-pto-to-llvm"})
+"""The native backend's passes (docs/native.md#the-pipeline): they lower a kernel out of the pto
+level, so `pto.compile(pipeline=...)`, whose result runs on the interpreter, refuses them."""
+
 _SUMMARIES: dict[str, str] = {
     # xDSL's docstrings for these are missing or generic; say what they do on pto IR.
     "canonicalize": "Fold constants, apply every op's canonicalization patterns and erase "

@@ -444,6 +444,7 @@ def _llvm_ir(module: ModuleOp) -> str:
     by its pipeline, or a module already in the llvm dialect translated as it is."""
     from xdsl.backend.llvm.convert import convert_module
     from xdsl.dialects import func as func_dialect
+    from xdsl.utils.exceptions import LLVMTranslationException
 
     from pypto.backend.native.jit import llvm_ir
 
@@ -451,4 +452,15 @@ def _llvm_ir(module: ModuleOp) -> str:
                if isinstance(op, func_dialect.FuncOp) and "pto.kernel" in op.attributes]
     if kernels:
         return "\n".join(llvm_ir(k) for k in kernels)
-    return str(convert_module(module, fallback_target_triple=None))
+    from xdsl.dialects import llvm as llvm_dialect
+
+    for op in module.ops:
+        if not isinstance(op, llvm_dialect.FuncOp | llvm_dialect.GlobalOp):
+            raise DiagnosticException(
+                f"the input has no pto kernel and is not in the llvm dialect ('{op.name}' at "
+                f"the top level); give pto kernels, or lower with "
+                f"-p pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm")
+    try:
+        return str(convert_module(module, fallback_target_triple=None))
+    except (NotImplementedError, LLVMTranslationException) as exc:  # ops xDSL cannot translate
+        raise DiagnosticException(f"xDSL's llvm translation: {exc}") from exc

@@ -4,6 +4,10 @@
 `before` region becomes the loop header, `scf.condition` a conditional branch to the `after`
 region or to the continuation (whose arguments are the loop's results), `scf.yield` a branch
 back to the header.
+
+Functions marked `pto.kernel` are left structured: the pto level (its passes, analyses and the
+interpreter) relies on structured control flow; the native pipeline runs this pass after
+`pto-simt-to-lanes`, on the lane and grid functions.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import builtin, scf
+from xdsl.dialects import builtin, func, scf
 from xdsl.dialects.cf import BranchOp, ConditionalBranchOp
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriter,
@@ -53,5 +57,8 @@ class ConvertScfToCfPass(ModulePass):
     name = "convert-scf-to-cf"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        PatternRewriteWalker(GreedyRewritePatternApplier(
-            [SwitchLowering(), IfLowering(), ForLowering(), WhileLowering()])).rewrite_module(op)
+        walker = PatternRewriteWalker(GreedyRewritePatternApplier(
+            [SwitchLowering(), IfLowering(), ForLowering(), WhileLowering()]))
+        for fn in list(op.walk()):
+            if isinstance(fn, func.FuncOp) and "pto.kernel" not in fn.attributes:
+                walker.rewrite_region(fn.body)

@@ -149,6 +149,9 @@ def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
 
 
 def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C901
+    if len(kernel.body.blocks) != 1:
+        return "the kernel's body has several blocks (unstructured control flow); the " \
+               "lowering starts from structured scf control flow"
     for arg in kernel.body.block.args:
         if not _type_ok(arg.type):
             return f"parameter of type {arg.type} (compiled: {', '.join(MEMORY_ELEMENTS)} " \

@@ -1,6 +1,7 @@
 // RUN: pypto-opt %s -p pto-simt-to-lanes | filecheck %s --check-prefix=LANES
 // RUN: pypto-opt %s -p pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm | filecheck %s --check-prefix=LLVM
 // RUN: pypto-opt %s --emit=llvm | filecheck %s --check-prefix=IR
+// RUN: pypto-opt %s -p convert-scf-to-cf | filecheck %s --check-prefix=KEEP
 
 // The native backend's pipeline on vector_add with a while loop: a lane function whose ids
 // come from its coordinates, a grid function looping over blocks and lanes, a watchdog in
@@ -42,7 +43,13 @@ builtin.module {
 // LLVM: llvm.func @k(
 // LLVM: llvm.call @k.lane
 
-// IR: define i32 @"k.lane"
+// IR: define internal i32 @"k.lane"
 // IR: load float
 // IR: store float
 // IR: define i32 @"k"
+
+// A pto kernel stays structured under convert-scf-to-cf (the pto level needs scf); only the
+// lane and grid functions of the native pipeline are lowered.
+// KEEP: func.func @k
+// KEEP: scf.if
+// KEEP: scf.while

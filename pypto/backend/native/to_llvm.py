@@ -211,8 +211,13 @@ class _FunctionLowering:
             self._replace(op, llvm.StoreOp(op.value, address))
         elif isinstance(op, pto.FmaOp):
             address = self._checked_address(op, op.dst, op.a.type)
-            fma = llvm.FMAOp(op.a, op.b, op.c)
-            self._replace(op, fma, llvm.StoreOp(fma.results[0], address), result=None)
+            if isinstance(op.a.type, IntegerType):  # integers: a * b + c, wrapping
+                mul = llvm.MulOp(op.a, op.b)
+                fma: Operation = llvm.AddOp(mul.results[0], op.c)
+                self._replace(op, mul, fma, llvm.StoreOp(fma.results[0], address), result=None)
+            else:
+                fma = llvm.FMAOp(op.a, op.b, op.c)
+                self._replace(op, fma, llvm.StoreOp(fma.results[0], address), result=None)
         elif isinstance(op, arith.ConstantOp):
             t = op.results[0].type
             v = op.value.value.data

@@ -14,8 +14,9 @@ lane can observe another lane's memory effects, which this check makes sure of s
   (one tensor passed twice) are not written;
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
-- value types i1, i32, i64, f32, f64 (f16 / bf16 and the transcendental `math` functions are not
-  compiled yet: their bits would have to be proven equal to NumPy's first).
+- value types i1, i32, i64, f16, f32, f64 (not bf16: xDSL 0.74's llvm translation has no
+  bfloat type; not an f16 fma, which LLVM computes in f32 and rounds twice); no transcendental
+  `math` function (libm and NumPy may differ in the last bit: docs/native.md#exactness).
 
 `unsupported_reason` returns None for a kernel it accepts, else the first reason, with the
 op's location, why it stays on the interpreter.
@@ -24,16 +25,17 @@ op's location, why it stays on the interpreter.
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerAttr,
+                                   IntegerType)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses, offset_base
 
-SCALAR_TYPES = (IntegerType, Float32Type, Float64Type)
+SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
-MEMORY_ELEMENTS = ("f32", "f64", "i32", "i64")
+MEMORY_ELEMENTS = ("f16", "f32", "f64", "i32", "i64")
 
 LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim")
 """Launch ids the lane function computes from its block and lane coordinates."""
@@ -183,6 +185,13 @@ def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C90
                 return f"{_where(op)}: '{name}' by a run-time divisor (its division-by-zero " \
                        f"error is not compiled yet)"
             continue
+        if name == "arith.truncf" and isinstance(op.results[0].type, Float16Type) and \
+                isinstance(op.operands[0].type, Float64Type):
+            return f"{_where(op)}: a float64 -> float16 cast (not yet proven rounded once by " \
+                   f"LLVM on every target)"
+        if name in ("pto.fma", "math.fma") and isinstance(op.operands[-1].type, Float16Type):
+            return f"{_where(op)}: a float16 fma (LLVM computes it in float32 and rounds twice; " \
+                   f"the interpreter rounds once)"
         if launch_id(op) is not None:
             if launch_id(op) not in LANE_IDS:
                 return f"{_where(op)}: '{name}' is not compiled yet"

@@ -36,6 +36,18 @@ def _bits_equal(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return all(np.array_equal(x.view(np.uint8), y.view(np.uint8)) for x, y in zip(a, b))
 
 
+def _same_up_to_nan_payload(a: np.ndarray, b: np.ndarray) -> bool:
+    """Raw bytes equal, except where both are NaN: float16 arithmetic with two NaN operands
+    keeps one operand's payload (which one is the C compiler's choice in NumPy), and NumPy's
+    software float16 conversions keep a signalling NaN signalling where the CPU's quiet it
+    (docs/native.md#exactness; docs/language.md: a NaN result is NaN)."""
+    if a.dtype.kind != "f":
+        return np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    both_nan = np.isnan(a) & np.isnan(b)
+    return bool(np.all((a.view(bits) == b.view(bits)) | both_nan))
+
+
 def test_exactness_operations_bit_exact(tmp_path):
     rng = np.random.default_rng(29)
     compiled, skipped = [], []
@@ -55,7 +67,10 @@ def test_exactness_operations_bit_exact(tmp_path):
         if result is None:
             skipped.append(op.id)
             continue
-        assert _bits_equal(*result), op.id
+        if np.float16 in (op.dtype, op.result_dtype):
+            assert _same_up_to_nan_payload(result[0][-1], result[1][-1]), op.id
+        else:
+            assert _bits_equal(*result), op.id
         compiled.append(op.id)
     print(f"native: {len(compiled)} of {len(compiled) + len(skipped)} exactness operations "
           f"compiled: {compiled}")

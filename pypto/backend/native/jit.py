@@ -194,6 +194,7 @@ class NativeKernel:
         argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p]
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
+        self._err_address = self.err.ctypes.data
 
     def unsupported_launch(self, grid: tuple[int, int, int],
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
@@ -211,15 +212,13 @@ class NativeKernel:
         """Run every block of the launch; `bound` are the interpreter's bound arguments
         (Buffers for tensors, typed scalars), so both backends check arguments alike."""
         args: list[Any] = []
-        buffers = []
         for p, value in zip(self.params, bound):
-            if isinstance(p.type, pto.PtrType):
-                buffers.append(value)
-                args += [value.data.ctypes.data, value.count]
+            if isinstance(p.type, pto.PtrType):  # (__array_interface__: a third of .ctypes)
+                args += [value.data.__array_interface__["data"][0], value.count]
             else:
                 args.append(value.item() if isinstance(value, np.generic) else value)
         blocks = grid[0] * grid[1] * grid[2]
-        status = self.fn(*args, *grid, *block, 0, blocks, self.err.ctypes.data)
+        status = self.fn(*args, *grid, *block, 0, blocks, self._err_address)
         if status:
             raise self._error(grid, bound)
 

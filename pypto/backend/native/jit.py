@@ -54,7 +54,8 @@ def cache_dir() -> Path:
 
 def _checked_ops(kernel: Operation) -> list[Operation]:
     """The accesses the lowering bounds-checks, in walk order: site `i` is op `i`."""
-    return [op for op in kernel.walk() if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp)]
+    return [op for op in kernel.walk()
+            if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp | pto.AtomicAddOp)]
 
 
 def llvm_module(kernel: func.FuncOp) -> Any:

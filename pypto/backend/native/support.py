@@ -12,6 +12,9 @@ lane can observe another lane's memory effects, which this check makes sure of s
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
   where no two lanes share an element; the others are only read; parameters that may alias
   (one tensor passed twice) are not written;
+- a tensor updated by `pto.atomic_add` is only updated so (no load, store, alias), and either
+  every update is an integer total whose old value is unused (any order gives the same bits),
+  or there is one atomic op outside loops (lanes then update in the interpreter's lane order);
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
 - value types i1, i32, i64, f16, f32, f64 (not bf16: xDSL 0.74's llvm translation has no
@@ -161,6 +164,7 @@ def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C90
     writers: dict[BlockArgument, list[Operation]] = {}
     readers: set[BlockArgument] = set()
     offsets: dict[BlockArgument, set[SSAValue | None]] = {}
+    atomics: dict[BlockArgument, list[Operation]] = {}
     for op in kernel.walk():
         if op is kernel:
             continue
@@ -200,6 +204,12 @@ def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C90
             if root_param(op.results[0]) is None:
                 return f"{_where(op)}: a pointer not derived from a kernel parameter"
             continue
+        if isinstance(op, pto.AtomicAddOp):
+            root = root_param(op.ptr)
+            if root is None:
+                return f"{_where(op)}: an atomic through a pointer not derived from a parameter"
+            atomics.setdefault(root, []).append(op)
+            continue
         if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp):
             for access in memory_accesses(op):
                 root = root_param(op.operands[access.operand])
@@ -214,6 +224,17 @@ def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C90
                     readers.add(root)
             continue
         return f"{_where(op)}: '{name}' is not compiled by the native backend yet"
+    for root, ops in atomics.items():
+        pname = kernel.body.block.args.index(root)
+        attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}
+        if root in readers or root in writers or "pto.noalias" not in attrs:
+            return f"{_where(ops[0])}: parameter {pname} is updated by atomics and also loaded, " \
+                   f"stored or aliased"
+        totals = all(isinstance(op.value.type, IntegerType) and not op.result.uses
+                     for op in ops)
+        if not totals and (len(ops) > 1 or _in_loop(ops[0], kernel)):
+            return f"{_where(ops[0])}: atomics whose order shows (float, or the old value " \
+                   f"used) from several ops or in a loop: the interpreter's order is op by op"
     for root, ops in writers.items():
         pname = kernel.body.block.args.index(root)
         attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}

@@ -218,6 +218,14 @@ class _FunctionLowering:
             else:
                 fma = llvm.FMAOp(op.a, op.b, op.c)
                 self._replace(op, fma, llvm.StoreOp(fma.results[0], address), result=None)
+        elif isinstance(op, pto.AtomicAddOp):  # lanes run one at a time: load, add, store
+            t = op.value.type
+            address = self._checked_address(op, op.ptr, t)
+            old = llvm.LoadOp(address, t)
+            add = (llvm.AddOp if isinstance(t, IntegerType) else llvm.FAddOp)(
+                old.results[0], op.value)
+            self._replace(op, old, add, llvm.StoreOp(add.results[0], address),
+                          result=old.results[0])
         elif isinstance(op, arith.ConstantOp):
             t = op.results[0].type
             v = op.value.value.data

@@ -225,3 +225,32 @@ def test_lane_private_read_write_in_1d_launches_only():
     pto.launch(saxpy_like, (2, 2), 256, (x, auto, 2.5, n), backend="auto")
     pto.launch(saxpy_like, (2, 2), 256, (x, oracle, 2.5, n), backend="interpreter")
     assert same_bits([auto], [oracle])
+
+
+@pto.kernel
+def hist(keys, counts, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.atomic_add(counts + pto.load(keys + i) % 16, 1)
+
+
+@pto.kernel
+def running(xs, total, olds, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(olds + i, pto.atomic_add(total + 0, pto.load(xs + i)))
+
+
+def test_atomics_in_the_interpreters_lane_order():
+    rng = np.random.default_rng(5)
+    n = 3000
+    keys = rng.integers(0, 1000, n).astype(np.int32)
+    interp, native = both(hist, 12, 256, [keys, np.zeros(16, np.int32)], (n,))
+    assert same_bits(interp, native)
+    assert np.array_equal(native[1], np.bincount(keys % 16, minlength=16).astype(np.int32))
+    xs = rng.standard_normal(n).astype(np.float32)
+    interp, native = both(running, 12, 256,
+                          [xs, np.zeros(1, np.float32), np.zeros(n, np.float32)], (n,))
+    assert same_bits(interp, native)  # float sums: the same order, lane by lane
+    expect = np.concatenate([[0], np.cumsum(xs, dtype=np.float32)[:-1]]).astype(np.float32)
+    assert np.array_equal(native[2], expect)

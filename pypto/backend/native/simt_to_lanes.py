@@ -29,7 +29,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from pypto.backend.native.support import unsupported_reason
+from pypto.backend.native.support import unsupported_op, unsupported_reason
+from pypto.diagnostics import attach_op
 from pypto.dialects.traits import launch_id
 
 MAX_TRIPS = 10_000_000
@@ -208,9 +209,10 @@ class SimtToLanesPass(ModulePass):
         for kernel in kernels:
             reason = unsupported_reason(kernel)
             if reason is not None:
-                raise DiagnosticException(
+                raise attach_op(DiagnosticException(
                     f"kernel '{kernel.sym_name.data}' is not compiled by the native backend: "
-                    f"{reason}; run it on the interpreter (backend='interpreter')")
+                    f"{reason}; run it on the interpreter (backend='interpreter')"),
+                    unsupported_op(kernel) or kernel)
             name = kernel.sym_name.data
             params = [a.type for a in kernel.body.block.args]
             _lane_function(kernel)

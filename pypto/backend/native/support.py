@@ -80,7 +80,7 @@ def _type_ok(t: Attribute) -> bool:
 
 
 def _where(op: Operation) -> str:
-    return op_location(op, unknown=f"'{op.name}'")
+    return op_location(op, unknown="here")
 
 
 def root_param(value: SSAValue) -> BlockArgument | None:
@@ -147,13 +147,20 @@ def unsupported_reason(kernel: func.FuncOp) -> str | None:
     return _analyse(kernel)[0]
 
 
+def unsupported_op(kernel: func.FuncOp) -> Operation | None:
+    """The op `unsupported_reason` is about (for tools to point at), None if none or supported."""
+    culprit: list[Operation] = []
+    return culprit[0] if _check(kernel, [], culprit) is not None and culprit else None
+
+
 def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
     private: list[bool] = []
-    reason = _check(kernel, private)
+    reason = _check(kernel, private, [])
     return reason, bool(private) and reason is None
 
 
-def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C901
+def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule after another
+           culprit: list[Operation]) -> str | None:
     if len(kernel.body.blocks) != 1:
         return "the kernel's body has several blocks (unstructured control flow); the " \
                "lowering starts from structured scf control flow"
@@ -168,6 +175,7 @@ def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C90
     for op in kernel.walk():
         if op is kernel:
             continue
+        culprit[:] = [op]
         for result in op.results:
             if not _type_ok(result.type):
                 return f"{_where(op)}: a value of type {result.type} is not compiled yet"
@@ -225,6 +233,7 @@ def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C90
             continue
         return f"{_where(op)}: '{name}' is not compiled by the native backend yet"
     for root, ops in atomics.items():
+        culprit[:] = [ops[0]]
         pname = kernel.body.block.args.index(root)
         attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}
         if root in readers or root in writers or "pto.noalias" not in attrs:
@@ -236,6 +245,7 @@ def _check(kernel: func.FuncOp, private: list[bool]) -> str | None:  # noqa: C90
             return f"{_where(ops[0])}: atomics whose order shows (float, or the old value " \
                    f"used) from several ops or in a loop: the interpreter's order is op by op"
     for root, ops in writers.items():
+        culprit[:] = [ops[-1]]
         pname = kernel.body.block.args.index(root)
         attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}
         seen = offsets[root]

@@ -254,3 +254,27 @@ def test_atomics_in_the_interpreters_lane_order():
     assert same_bits(interp, native)  # float sums: the same order, lane by lane
     expect = np.concatenate([[0], np.cumsum(xs, dtype=np.float32)[:-1]]).astype(np.float32)
     assert np.array_equal(native[2], expect)
+
+
+def test_compile_refuses_the_lowering_passes():
+    args = (pto.empty(10, np.float32), pto.empty(10, np.float32), 10)
+    with pytest.raises(pto.CompileError, match="lowers the kernel out of pto"):
+        pto.compile(control, args=args, block=64, pipeline="canonicalize,pto-simt-to-lanes")
+
+
+def test_emit_llvm_prints_the_kernels_llvm_ir(tmp_path):
+    from pypto.tools.opt import main
+
+    ck = pto.compile(control, args=(pto.empty(10, np.float32), pto.empty(10, np.float32), 10),
+                     block=64)
+    path = tmp_path / "k.mlir"
+    path.write_text(ck.as_text())  # (with debuginfo, scf.while does not parse back: xDSL)
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([str(path), "--emit=llvm"]) == 0
+    text = out.getvalue()
+    assert 'define i32 @"control"' in text and "@llvm.fma" not in text
+    assert "fcmp ogt float" in text  # the while loop's condition, x > 1.0

@@ -18,7 +18,7 @@ LAYERS = [
     {"pypto.ir"},
     {"pypto.analysis"},
     {"pypto.passes", "pypto.frontend", "pypto.backend.targets"},
-    {"pypto.backend.interpreter", "pypto.backend"},
+    {"pypto.backend.interpreter", "pypto.backend.native", "pypto.backend"},
     {"pypto.runtime"},
     {"pypto.compiler"},
     {"pypto.tools", "pypto"},

@@ -21,6 +21,7 @@ from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.geometry import geometry
 from pypto.backend.interpreter.races import RaceChecker
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
+from pypto.backend.interpreter.tile_ops import TileVectorOps
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.backend.interpreter.views import PlannedAccess
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
@@ -224,7 +225,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
+class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory, RaceChecker):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),

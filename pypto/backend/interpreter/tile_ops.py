@@ -66,10 +66,25 @@ def _relu(a: np.ndarray) -> np.ndarray:
     return np.maximum(a, 0).astype(a.dtype)
 
 
+def _shl(a: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """As the lanes' `<<`: counts outside 0..width-1 shift every bit out (0)."""
+    bits = a.dtype.itemsize * 8
+    inside = (n >= 0) & (n < bits)
+    return np.where(inside, np.left_shift(a, np.where(inside, n, 0)), 0).astype(a.dtype)
+
+
+def _shr(a: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """As the lanes' `>>` (arithmetic): counts outside 0..width-1 give the sign fill."""
+    bits = a.dtype.itemsize * 8
+    inside = (n >= 0) & (n < bits)
+    fill = np.where(a < 0, -1, 0).astype(a.dtype)
+    return np.where(inside, np.right_shift(a, np.where(inside, n, 0)), fill).astype(a.dtype)
+
+
 _BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div, "min": _min,
     "max": _max, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    "shl": np.left_shift, "shr": np.right_shift,
+    "shl": _shl, "shr": _shr,
 }
 _UNARY = {
     "abs": np.abs, "neg": np.negative, "not": np.invert,
@@ -171,7 +186,9 @@ def compute(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str]
             a = ins[0]
             s = a.dtype.type(scalar)
             if _is_float(a.dtype):
-                return exact.fma(np.full_like(a, s), a, dst_old, a.dtype)
+                flat = exact.fma(np.full(a.size, s, dtype=a.dtype), a.reshape(-1),
+                                 np.ascontiguousarray(dst_old).reshape(-1), a.dtype)
+                return np.asarray(flat, dtype=a.dtype).reshape(a.shape)
             return s * a + dst_old
         if op == "expands":
             return np.full(dst_old.shape, dst_dtype.type(scalar), dtype=dst_dtype)

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute, SSAValue
 
 from pypto import dtypes, exact
+from pypto.analysis.ir_utils import root_alloc
 from pypto.dialects import pto
 from pypto.dialects.traits import elementwise_reference, kernel_function, tile_vector
 from pypto.frontend.blame import describe_type, is_pointer
@@ -33,6 +34,15 @@ from pypto.frontend.common import (
 
 _COPY_KEYWORDS = ("rows", "src_stride", "dst_stride")
 _PRINTF_CONVERSION = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?[diouxXeEfFgGcrsa])")
+
+
+def _tile_shape(value: SSAValue) -> tuple[int, int] | None:
+    """The shape of a tile (an L1 buffer of `pto.alloc_tile`, maybe passed on by pipeline
+    stages), None for anything else (a flat buffer, a pointer into one)."""
+    if not isinstance(value.type, pto.L1BufferType):
+        return None
+    root = root_alloc(value)
+    return None if root is None else pto.tile_shape_of(root)
 
 
 def _signature_names(signature: str) -> list[str]:
@@ -317,11 +327,11 @@ class CallLowering:
             if role == "value":
                 continue
             value = bound[name]
-            if not isinstance(value, SSAValue) or pto.tile_shape_of(value) is None:
+            if not isinstance(value, SSAValue) or _tile_shape(value) is None:
                 raise self.error(f"{where}'s '{name}' must be a tile of pto.alloc_tile(rows, "
                                  f"cols, dtype), got {_describe_value(value)}", node)
             tiles.append(value)
-            rows, cols = pto.tile_shape_of(value)
+            rows, cols = _tile_shape(value)
             full = {"full": (rows, cols), "row": None, "col": None, "trans": (cols, rows)}[role]
             if full is not None and shape is None:
                 shape = full
@@ -332,7 +342,7 @@ class CallLowering:
                 continue
             want = {"full": shape, "row": (shape[0], 1), "col": (1, shape[1]),
                     "trans": (shape[1], shape[0])}[role]
-            got = pto.tile_shape_of(bound[name])
+            got = _tile_shape(bound[name])
             if got != want:
                 raise self.error(f"{where}'s '{name}' is a {got[0]} x {got[1]} tile, but this "
                                  f"instruction on a {shape[0]} x {shape[1]} tile needs "

@@ -32,6 +32,8 @@ from pypto.dialects.traits import (
     signals_completion,
     sync_scope,
     tile_footprint,
+    tile_vector,
+    vector_work_bytes,
     waits_on,
 )
 
@@ -219,6 +221,10 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
                 op.operands[a.operand] for a in accesses if a.space == "local")
             copy = _copy_bytes(op.nbytes, l1_side)  # type: ignore[attr-defined]
             tensor = tensor_of(hbm_side)
+        elif tile_vector(op) is not None:  # a tile vector instruction: its largest tile
+            # streams through the vector unit (docs/cost-model.md#tile-vector-instructions)
+            copy = vector_work_bytes(op)
+            elem = element_bytes(op.operands[0])
         elif shape is None:  # a fill: its elements, written by the vector unit
             dst = op.operands[accesses[0].operand]
             elem = element_bytes(dst)

@@ -75,6 +75,7 @@ class OpFacts:
     uniform_address: bool = False # every lane of the block on one address (a broadcast)
     atomic: bool = False          # a read-modify-write (same-address lanes serialise)
     loads: bool = False           # its result is data read from memory (ready after latency)
+    vector_class: str | None = None  # a tile vector instruction's cost class (VECTOR_CLASSES)
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
                    elem, hbm, copy, macs, fp32, blocking, tensor,
                    tuple(op.shape) if macs else None,  # type: ignore[attr-defined]
-                   address, space, uniform, atomic, loads)
+                   address, space, uniform, atomic, loads,
+                   (trait.cost_class if (trait := tile_vector(op)) is not None else None))
 
 
 def varying_of(op: Operation) -> set[SSAValue] | None:

@@ -224,9 +224,16 @@ class DebuggerShell(cmd.Cmd):
 
     def do_l1(self, arg: str) -> None:
         parts = arg.split()
+        if len(parts) == 1 and not parts[0].lstrip("-").isdigit():  # l1 NAME: a whole buffer
+            values = self.session.inspect_tile(parts[0])
+            shape = " x ".join(str(n) for n in values.shape)
+            self.say(f"'{parts[0]}' ({shape} {values.dtype}):")
+            self.say(np.array2string(values, threshold=256, max_line_width=100))
+            return
         if len(parts) not in (2, 3):
             raise DebugError("l1 OFFSET COUNT [DTYPE]  (element offset and count; DTYPE "
-                             "defaults to float32)")
+                             "defaults to float32), or l1 NAME (a buffer; a tile as rows x "
+                             "cols)")
         dtype = parts[2] if len(parts) == 3 else "float32"
         try:
             offset, count = int(parts[0]), int(parts[1])

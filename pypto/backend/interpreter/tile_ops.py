@@ -29,7 +29,7 @@ def _is_float(dt: np.dtype) -> bool:
 
 
 def fold(x: np.ndarray, op: Any, axis: int) -> np.ndarray:
-    """Reduce `x` along `axis` (1: rows, 0: columns) by folding halves: while more than one
+    """Reduce `x` along `axis` (-1: along each row, -2: down each column) by folding halves: while more than one
     column (row) remains, the first half is combined elementwise with the second, an odd last
     one carried to the next step. For 8 columns: ((c0+c4)+(c2+c6)) + ((c1+c5)+(c3+c7)). One
     NumPy operation per step, log2(n) steps; every intermediate is rounded to the tile's type,
@@ -169,11 +169,21 @@ def _int_of(v: float) -> Any:
     return int(v) if np.isfinite(v) else 0
 
 
+def _scalar(value: Any, dtype: np.dtype) -> Any:
+    """A uniform value in the tile's type: one for all blocks, or one per block (an array,
+    shaped to broadcast over each block's tile)."""
+    if isinstance(value, np.ndarray) and value.size > 1:
+        return value.astype(dtype).reshape(-1, 1, 1)
+    return dtype.type(np.asarray(value).reshape(-1)[0])
+
+
 def compute(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str],
-            dst_dtype: np.dtype, dst_old: np.ndarray | None = None) -> np.ndarray:
+            dst_dtype: np.dtype, dst_old: np.ndarray) -> np.ndarray:
     """The result of tile instruction `name` ("tadd", "trowsum", ...) on its input tiles
-    `ins` (in operand order, the destination excluded), `scalar` (a uniform value or None),
-    its string properties; `dst_old`: the destination's current contents (taxpy)."""
+    `ins` (in operand order, the destination excluded), `scalar` (a uniform value, or one per
+    block, or None), its string properties; `dst_old`: the destination's current contents
+    (taxpy reads it). Tiles are (blocks, rows, cols) arrays: one instruction on every block at
+    once."""
     op = name[1:]
     with np.errstate(all="ignore"):
         if op in _BINARY and len(ins) == 2:
@@ -181,26 +191,26 @@ def compute(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str]
         if op in _UNARY:
             return _UNARY[op](ins[0])
         if op.endswith("s") and op[:-1] in _BINARY and scalar is not None:
-            return _BINARY[op[:-1]](ins[0], ins[0].dtype.type(scalar))
+            return _BINARY[op[:-1]](ins[0], _scalar(scalar, ins[0].dtype))
         if op == "axpy":
             a = ins[0]
-            s = a.dtype.type(scalar)
+            s = np.broadcast_to(_scalar(scalar, a.dtype), a.shape)
             if _is_float(a.dtype):
-                flat = exact.fma(np.full(a.size, s, dtype=a.dtype), a.reshape(-1),
+                flat = exact.fma(np.ascontiguousarray(s).reshape(-1), a.reshape(-1),
                                  np.ascontiguousarray(dst_old).reshape(-1), a.dtype)
                 return np.asarray(flat, dtype=a.dtype).reshape(a.shape)
             return s * a + dst_old
         if op == "expands":
-            return np.full(dst_old.shape, dst_dtype.type(scalar), dtype=dst_dtype)
+            return np.broadcast_to(_scalar(scalar, dst_dtype), dst_old.shape)
         if op in ("cmp", "cmps"):
-            b = ins[1] if op == "cmp" else ins[0].dtype.type(scalar)
+            b = ins[1] if op == "cmp" else _scalar(scalar, ins[0].dtype)
             return _CMP[props["cmp"]](ins[0], b).astype(dst_dtype)
         if op == "sel":
             mask, a, b = ins
             return np.where(mask != 0, a, b)
         if op == "cvt":
             return convert(ins[0], dst_dtype, props["rounding"])
-        for axis, prefix in ((1, "row"), (0, "col")):
+        for axis, prefix in ((-1, "row"), (-2, "col")):
             if not op.startswith(prefix):
                 continue
             what = op[len(prefix):]
@@ -216,11 +226,12 @@ def compute(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str]
             if what.startswith("expand"):
                 return _FUSED[what[len("expand"):]](ins[0], ins[1])
         if op == "ci":
-            n = dst_old.size
-            values = np.arange(n, dtype=np.int64) + np.int64(scalar)
-            return values.astype(dst_dtype).reshape(dst_old.shape)
+            per_block = dst_old.shape[-2] * dst_old.shape[-1]
+            start = np.asarray(scalar, dtype=np.int64).reshape(-1, 1)
+            values = np.arange(per_block, dtype=np.int64)[None, :] + start
+            return values.astype(dst_dtype).reshape(-1, *dst_old.shape[-2:])
         if op == "trans":
-            return ins[0].T.copy()
+            return np.swapaxes(ins[0], -1, -2).copy()
     raise ValueError(f"no semantics for tile instruction pto.{name}")
 
 
@@ -239,17 +250,50 @@ class TileVectorOps:
         bufs = [b for b, _ in addrs]
         blocks = max(_blocks_of(b) for b in bufs)
         if blocks == 1:
+            if isinstance(scalar, np.ndarray) and scalar.size > 1:
+                if not (scalar == scalar.reshape(-1)[0]).all():
+                    raise self.fail(f"pto.{name}'s value must be uniform across the "  # type: ignore[attr-defined]
+                                    f"block", site)
+                scalar = scalar.reshape(-1)[0]
             self._tile_vector_one(name, tiles, addrs, scalar, props, site)
             return
         offs = [self._per_block(o, site, "operand")  # type: ignore[attr-defined]
                 if isinstance(o, np.ndarray) else o for _, o in addrs]
         scalars = self._per_block(scalar, site, "value") \
             if isinstance(scalar, np.ndarray) else scalar  # type: ignore[attr-defined]
+        if self._tile_vector_batched(name, tiles, bufs, offs, scalars, props, blocks):
+            return
         for b in range(blocks):
             block_addrs = tuple((_BlockSlice(buf, b), o[b] if isinstance(o, np.ndarray) else o)
                                 for buf, o in zip(bufs, offs))
             s = scalars[b] if isinstance(scalars, np.ndarray) else scalars
             self._tile_vector_one(name, tiles, block_addrs, s, props, site, b)
+
+    def _tile_vector_batched(self, name: str, tiles: tuple[tuple[int, int, int], ...],
+                             bufs: list[Any], offs: list[Any], scalar: Any,
+                             props: dict[str, str], blocks: int) -> bool:
+        """Batch mode, every block's tiles at the same offsets, nothing watched (no race or
+        initialisation tracking) and no copy in flight: one NumPy operation over
+        (blocks, rows, cols) views of every block's L1. Returns False, having changed
+        nothing, when the general path (block by block, with its checks) must run."""
+        if self.inflight or any(isinstance(o, np.ndarray) for o in offs):  # type: ignore
+            return False
+        views = []
+        for buf, off, (rows, row_len, stride) in zip(bufs, offs, tiles):
+            if buf.watched() or _blocks_of(buf) != blocks:
+                return False
+            off = int(off)
+            extent = (rows - 1) * stride + row_len
+            if off < 0 or off + extent > buf.count or (rows > 1 and stride < row_len):
+                return False  # the general path reports it
+            grid = buf.grid()
+            g0, g1 = grid.strides
+            views.append(np.lib.stride_tricks.as_strided(
+                grid[:, off:], shape=(blocks, rows, row_len), strides=(g0, stride * g1, g1),
+                writeable=True))
+        dst = views[0]
+        dst[...] = compute(name, views[1:], scalar, props, dst.dtype, dst)
+        return True
 
     def _tile_vector_one(self, name: str, tiles: tuple[tuple[int, int, int], ...],
                          addrs: tuple[Any, ...], scalar: Any, props: dict[str, str],
@@ -274,7 +318,8 @@ class TileVectorOps:
         if isinstance(scalar, np.ndarray):
             scalar = scalar.reshape(-1)[0]
         dst = views[0]
-        result = compute(name, views[1:], scalar, props, dst.dtype, dst)
-        dst[...] = result
+        result = compute(name, [v[None] for v in views[1:]], scalar, props, dst.dtype,
+                         dst[None])
+        dst[...] = result[0]
         if dst_buf.init is not None:
             self._mark_init(dst_buf, regions[0])  # type: ignore[attr-defined]

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from pypto import exact
-from pypto.backend.interpreter.tiles import _BlockSlice, _blocks_of
+from pypto.backend.interpreter.tiles import (
+    Region,
+    _BlockSlice,
+    _blocks_of,
+    _byte_region,
+    _l1_in_flight,
+)
 
 _F64 = np.dtype(np.float64)
 
@@ -41,6 +47,22 @@ def fold(x: np.ndarray, op: Any, axis: int) -> np.ndarray:
         y = op(x[:, :h], x[:, h:2 * h])
         x = np.concatenate([y, x[:, 2 * h:]], axis=1) if n % 2 else y
     return np.moveaxis(x, 1, axis)
+
+
+def _extreme(x: np.ndarray, biggest: bool, axis: int) -> np.ndarray:
+    """The maximum (minimum) along `axis` as `tmax` (`tmin`) folds it: IEEE maximum is
+    associative and commutative (NaN if any is NaN, +0 above -0), so any order gives these
+    bits; NumPy's reduction propagates NaN, and only the sign of a zero result needs fixing."""
+    r = (np.maximum if biggest else np.minimum).reduce(x, axis=axis, keepdims=True)
+    if _is_float(x.dtype):
+        zero = r == 0
+        if zero.any():
+            wanted = (x == 0) & (np.signbit(x) != biggest)  # +0 for max, -0 for min
+            has = wanted.any(axis=axis, keepdims=True)
+            z = x.dtype.type(0.0) if biggest else x.dtype.type(-0.0)
+            other = x.dtype.type(-0.0) if biggest else x.dtype.type(0.0)
+            r = np.where(zero, np.where(has, z, other), r).astype(x.dtype)
+    return r
 
 
 def _min(a: Any, b: Any) -> Any:
@@ -217,7 +239,7 @@ def compute(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str]
             if what == "sum":
                 return fold(ins[0], np.add, axis)
             if what in ("max", "min"):
-                return fold(ins[0], _max if what == "max" else _min, axis)
+                return _extreme(ins[0], what == "max", axis)
             if what in ("argmax", "argmin"):
                 fn = np.argmax if what == "argmax" else np.argmin
                 return np.expand_dims(fn(ins[0], axis=axis), axis).astype(dst_dtype)
@@ -276,16 +298,21 @@ class TileVectorOps:
         initialisation tracking) and no copy in flight: one NumPy operation over
         (blocks, rows, cols) views of every block's L1. Returns False, having changed
         nothing, when the general path (block by block, with its checks) must run."""
-        if self.inflight or any(isinstance(o, np.ndarray) for o in offs):  # type: ignore
+        inflight = self.inflight  # type: ignore[attr-defined]
+        if inflight.lazy or any(isinstance(o, np.ndarray) for o in offs):
             return False
         views = []
-        for buf, off, (rows, row_len, stride) in zip(bufs, offs, tiles):
+        for index, (buf, off, (rows, row_len, stride)) in enumerate(zip(bufs, offs, tiles)):
             if buf.watched() or _blocks_of(buf) != blocks:
                 return False
             off = int(off)
             extent = (rows - 1) * stride + row_len
             if off < 0 or off + extent > buf.count or (rows > 1 and stride < row_len):
                 return False  # the general path reports it
+            if len(inflight):  # a copy in flight on these bytes: the general path reports it
+                region = _byte_region(buf, Region(off, rows, row_len, stride))
+                if _l1_in_flight(inflight, region, "write" if index == 0 else "read"):
+                    return False
             grid = buf.grid()
             g0, g1 = grid.strides
             views.append(np.lib.stride_tricks.as_strided(

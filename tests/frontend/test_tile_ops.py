@@ -194,3 +194,29 @@ def test_profile_costs_each_tile_instruction_per_repeat_from_the_target():
     assert {"TROWMAX", "TROWSUM"} <= set(kinds)
     assert kinds["TROWSUM"].end - kinds["TROWSUM"].cycle == costs["TROWSUM"].busy
     assert "test_tile_ops.py" in kinds["TROWSUM"].source
+
+
+@pto.kernel
+def reads_an_unwritten_tile(Y):
+    t = pto.alloc_tile(4, 8)
+    u = pto.alloc_tile(4, 8)
+    pto.tneg(u, t)
+    pto.store(Y, u, 128)
+
+
+@pto.kernel
+def reads_a_tile_in_flight(X, Y):
+    t = pto.alloc_tile(4, 8)
+    tok = pto.async_load(t, X, 128)
+    pto.tneg(t, t)                          # the copy may still be writing t
+    pto.wait(tok)
+    pto.store(Y, t, 128)
+
+
+def test_run_time_checks_of_tile_operands():
+    with pytest.raises(pto.PtoError, match="uninitialised L1"):
+        run_kernel(reads_an_unwritten_tile, 2, 32, (np.zeros(32, np.float32),),
+                   check_uninitialized=True)
+    with pytest.raises(pto.PtoError, match="pto.wait"):
+        run_kernel(reads_a_tile_in_flight, 1, 32,
+                   (np.zeros(32, np.float32), np.zeros(32, np.float32)))

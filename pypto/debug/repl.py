@@ -32,6 +32,7 @@ commands (abbreviations in brackets; an empty line repeats the last command):
   delete [N]       [d]   delete breakpoint N (all when no N)
   print NAME [LANES] [p] a kernel variable per lane; LANES: 5, 0-15, 0:16 or 1,3,8
   l1 OFFSET COUNT [DTYPE]  COUNT elements of the block's L1 from element OFFSET (float32)
+  l1 NAME                  the L1 buffer NAME (a tile as its rows x cols matrix)
   timeline [all]         which instruction issued on which cycle (focus block)
   where            [w]   the current instruction and source line
   list             [l]   more source around the current line

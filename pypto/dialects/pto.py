@@ -109,6 +109,7 @@ from pypto.dialects.traits import (
     StartsCopy,
     Synchronizes,
     TileVector,
+    tile_vector,
     Waits,
     WritesOutput,
     read,
@@ -1664,8 +1665,6 @@ class TileVectorOp(IRDLOperation):
         return (self.rows.value.data, self.cols.value.data)
 
     def verify_(self) -> None:
-        from pypto.dialects.traits import tile_vector
-
         rows, cols = self.tile_shape
         if rows <= 0 or cols <= 0:
             raise VerifyException(f"tile shape must be positive, got {rows} x {cols}")

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    StringAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -59,7 +60,7 @@ from pypto.backend.interpreter.planning import (  # the modes: also imported fro
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import elementwise_reference
+from pypto.dialects.traits import elementwise_reference, tile_vector
 
 SYNC_BARRIER = 0
 SYNC_TILE = 1
@@ -233,6 +234,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
+            return
+        if tile_vector(op) is not None:
+            self.tile_vector_op(op)
             return
         if type(op) in _ARITH_BINARY:
             if self.reuse(op):
@@ -751,6 +755,23 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         s = self.site(op)
         self.tile(None, f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
                         f"{m}, {n}, {k}, _m, {s})", s)
+
+    def tile_vector_op(self, op: Operation) -> None:
+        """A tile vector instruction (`TileVector` trait): `_ctx.tile_vector` with each
+        address operand's tile geometry from the trait (tile_ops.py runs it)."""
+        trait = tile_vector(op)
+        assert trait is not None
+        tiles = trait.tiles(op, lambda v: None)
+        geometry = tuple((t.rows, t.row_len, t.stride) for _, t in sorted(tiles.items())
+                         if t is not None)
+        addrs = ", ".join(f"({self._addr(op.operands[i])})" for i in sorted(tiles))
+        scalars = [self.name(op.operands[i]) for i, role in enumerate(trait.roles)
+                   if role == "value"]
+        props = {k: v.data for k, v in op.properties.items() if isinstance(v, StringAttr)}
+        s = self.site(op)
+        name = op.name.removeprefix("pto.")
+        self.tile(None, f"_ctx.tile_vector({name!r}, {geometry!r}, ({addrs},), "
+                        f"{scalars[0] if scalars else None}, {props!r}, _m, {s})", s)
 
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
         extra = atomics.call_arguments(self.an.decision(op, atomics.Decision))  # strategies/

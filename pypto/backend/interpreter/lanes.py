@@ -22,6 +22,7 @@ from pypto.backend.interpreter.affine import same_outcome
 from pypto.backend.interpreter.races import RaceChecker, Races
 from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
+from pypto.backend.interpreter.tile_ops import TileVectorOps
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.backend.interpreter.views import PlannedAccess
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
@@ -186,7 +187,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, PlannedAccess, BlockMemory):
+class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),

@@ -9,7 +9,10 @@ plus O(classes). "every block traced" is the previous way (`run_and_cost(by_clas
 comparison. "CPU median" is the same ratio from the process's CPU time, median of interleaved
 (profile, launch) pairs: what the profile costs whatever else the machine runs. The last line is the 2^20 / 2^16 vector_add ratio of the model's own time (block
 classes, simulation, launch over the cores) for 16x the blocks.
-Run:  python bench/profile.py [--quick]   (--quick: the 1024^3 matmul becomes 512^3)
+The growth line (issue 31): pto.profile of vector_add at 2^24 lanes over 2^20, beside the plain
+launch's own growth, and the profile's time beyond the launch's at both sizes.
+Run:  python bench/profile.py [--quick] [--growth]   (--quick: the 1024^3 matmul becomes 512^3;
+      --growth: only the growth line)
 """
 
 from __future__ import annotations
@@ -107,16 +110,51 @@ def bench_matmul(size: int, repeat: int) -> None:
           f"{prof.launch.bound})")
 
 
+def bench_growth(repeat: int) -> None:
+    """Issue 31's figure: pto.profile of vector_add at 2^24 lanes against 2^20, beside the
+    plain launch's own growth. The profile's overhead (profile - launch) should grow by at
+    most 3x for 16x the lanes: one traced block per class, whatever the grid."""
+    block = 256
+    times: dict[int, tuple[float, float]] = {}
+    for n in (1 << 20, 1 << 24):
+        d_a, d_b, d_o = (pto.alloc_tensor(n * 4) for _ in range(3))
+        pto.memcpy_h2d(d_a, np.ones(n, np.float32))
+        pto.memcpy_h2d(d_b, np.ones(n, np.float32))
+        args = (d_a, d_b, d_o, n)
+        grid = n // block
+
+        def launch() -> None:
+            pto.launch(vector_add, grid=grid, block=block, args=args)
+            pto.sync()
+
+        t_prof = best_of(lambda: pto.profile(vector_add, grid=grid, block=block, args=args),
+                         repeat)
+        times[n] = (t_prof, best_of(launch, repeat))
+        for t in (d_a, d_b, d_o):
+            t.free()
+    (p20, l20), (p24, l24) = times[1 << 20], times[1 << 24]
+    print(f"profile growth vector_add 2^24 / 2^20: pto.profile {p24:.4f} / {p20:.4f} s = "
+          f"{p24 / p20:.1f}x  launch {l24:.4f} / {l20:.4f} s = {l24 / l20:.1f}x  | profile "
+          f"beyond launch {max(p24 - l24, 0):.4f} / {max(p20 - l20, 1e-9):.4f} s = "
+          f"{max(p24 - l24, 0) / max(p20 - l20, 1e-9):.1f}x (goal <= 3x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller matmul, fewer repeats")
+    parser.add_argument("--growth", action="store_true",
+                        help="only the 2^24 / 2^20 growth line (issue 31)")
     options = parser.parse_args()
     repeat = 2 if options.quick else 5
+    if options.growth:
+        bench_growth(repeat)
+        return
     small = bench_vector_add(1 << 16, repeat)
     large = bench_vector_add(1 << 20, repeat)
     bench_matmul(512 if options.quick else 1024, 1 if options.quick else 3)
     print(f"model cost ratio 2^20 / 2^16 vector_add {large / small:.1f}x for 16x the blocks "
           f"(identical blocks are simulated once; the traced run itself grows with the lanes)")
+    bench_growth(repeat)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ The sweep, step by step (docs/autotune.md):
    config in the given order is the *reference*. The winner (`check="winner"`; every valid
    config with `check="all"`) runs on the interpreter, as its `launch_args` would launch it, on
    copies of the same inputs, and every tensor argument is compared with the reference's: a
-   config whose results differ is rejected ("wrong results", naming the first differing
-   element) and the next best is checked.
+   config whose results differ by more than the tolerances and the rounding bound of a K-term
+   sum is rejected ("wrong results", naming the first differing element) and the next best is
+   checked (docs/autotune.md#the-interpreter-check).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
              args: Sequence[Any], model: str = "fused", check: str = "winner",
              executor: cf.Executor | None = None, cache: bool | str | Path = True,
              target: Target | str | None = None, rtol: float | None = None,
-             atol: float | None = None, progress: bool | None = None) -> TuneResult:
+             atol: float | None = None, reduction: int | None = None,
+             progress: bool | None = None) -> TuneResult:
     """Profile `kernel` under every config, rank by modelled cycles, check on the interpreter.
 
     `configs`: dicts binding kernel parameters (`{"tile_m": 128, ...}`: compile-time sizes or
@@ -74,7 +76,9 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
     config returning one. `model`: the cost model that ranks ("fused" or "table").
     `check="winner"` runs the winner on the interpreter against the first valid config (the
     reference) on the same inputs; `check="all"` every valid config. Float results compare
-    within `rtol` / `atol` (default per dtype, as `torch.testing.assert_close`), others equal.
+    within `rtol` / `atol` (default per dtype, as `torch.testing.assert_close`) or within the
+    rounding bound of a `reduction`-term sum (default: the largest integer argument; see
+    docs/autotune.md#the-interpreter-check), others equal.
     `executor`: None (here, one after another) or any `concurrent.futures.Executor`; the
     result is the same whatever runs it. `cache`: True (the user cache directory, or
     `$PYPTO_CACHE_DIR`), a directory, or False. `progress`: a progress bar (tqdm) — None shows
@@ -102,6 +106,10 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
     resolved = resolve_target(target)
     store = _store(cache)
     tolerances = _tolerances(rtol, atol)
+    if reduction is not None and (isinstance(reduction, bool) or not isinstance(reduction, int)
+                                  or reduction < 1):
+        raise UsageError(f"pto.autotune: reduction must be a positive int (the length K of the "
+                         f"longest sum the kernel computes), got {reduction!r}")
 
     bound = _bound_params(kernel, config_list)
     full = _full_args(kernel, args, bound)
@@ -129,7 +137,7 @@ def autotune(kernel: Kernel, configs: Iterable[Mapping[str, Any]], *, grid: Any,
     valid = [r for r in done if r.ok]
     if not valid:
         _no_valid_config(kernel, done)
-    checks = _Checks(executor, store, jobs, keys, valid[0], tolerances)
+    checks = _Checks(executor, store, jobs, keys, valid[0], tolerances, reduction)
     done, winner = checks.pick(done, valid, check)
     reference = done[valid[0].index]
     win_job = jobs[winner.index]
@@ -450,8 +458,9 @@ class _Checks:
 
     def __init__(self, executor: cf.Executor | None, store: DiskCache | None,
                  jobs: dict[int, Job], keys: dict[int, str], reference: Record,
-                 tolerances: dict[str, tuple[float, float]]):
+                 tolerances: dict[str, tuple[float, float]], reduction: int | None = None):
         self.executor = executor
+        self.reduction = reduction
         self.store = store
         self.jobs = jobs
         self.keys = keys
@@ -482,7 +491,7 @@ class _Checks:
 
     def _key(self, index: int) -> str:
         return digest("check", self.keys[index], self.keys[self.reference.index],
-                      self.tolerances)
+                      self.tolerances, self.reduction, "rounding-bound-1")
 
     def run(self, candidates: list[Record]) -> None:
         todo = []
@@ -499,7 +508,8 @@ class _Checks:
         if self._expected is None:
             ((_, self._expected),) = list(_run_all(self.executor, reference_outputs,
                                                    [(ref_job,)]))
-        calls = [(self.jobs[i], ref_job, self._expected, self.tolerances) for i in todo]
+        calls = [(self.jobs[i], ref_job, self._expected, self.tolerances, self.reduction)
+                 for i in todo]
         for job, mismatch in _run_all(self.executor, check_config, calls):
             self.count += 1
             self._note(job.index, mismatch)

@@ -164,19 +164,22 @@ def reference_outputs(job: Job) -> dict[int, np.ndarray]:
 
 
 def check_config(job: Job, reference: Job, expected: dict[int, np.ndarray],
-                 tolerances: dict[str, tuple[float, float]]) -> str:
+                 tolerances: dict[str, tuple[float, float]], reduction: int | None = None) -> str:
     """Run `job` on the interpreter on fresh copies of the inputs and compare every tensor
     argument with the reference's (`expected`: what the reference changed; the others must
-    keep their input contents). '' when they match, else the first differing element."""
+    keep their input contents). '' when they match, else the first differing element.
+    `reduction`: the longest sum the kernel may compute (K), None for `reduction_length`'s
+    default; it scales the rounding bound (docs/autotune.md#the-interpreter-check)."""
     kernel = job.kernel.resolve()
     with _LOCK:
         try:
             outputs = _run(kernel, job)
         except PtoError as err:
             return f"fails on the interpreter: {_first_line(err)}"
+    k = reduction if reduction is not None else reduction_length(reference.args.values)
     for i, got in outputs.items():
         want = expected.get(i, reference.args.values[i].data)
-        problem = compare(got, want, tolerances, kernel.params[i], i, reference.config)
+        problem = compare(got, want, tolerances, kernel.params[i], i, reference.config, k)
         if problem:
             return problem
     return ""
@@ -204,15 +207,43 @@ round float32 sums differently by more than a few ulps (seen: 3e-5 relative over
 and booleans must be equal."""
 
 
+def reduction_length(values: tuple[Any, ...]) -> int:
+    """The default K of the rounding bound: the largest integer scalar argument of the launch
+    (a kernel's loop extents, hence the length of any sum it runs, come from its integer
+    arguments: M, N, K of a matmul, n of a reduction); 1 when there is none."""
+    ints = [abs(int(v)) for v in values
+            if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)]
+    return max(ints, default=1) or 1
+
+
+def rounding_bound(want: np.ndarray, reduction: int, atol: float) -> float:
+    """How far two correct results of a `reduction`-term sum may lie apart: each is within
+    gamma_K * sum|terms| of the exact (float64) value, gamma_K ~ K * eps (Higham, *Accuracy and
+    Stability of Numerical Algorithms*, 2nd ed., section 3.1), the tensor's largest magnitude
+    standing for sum|terms|; so they differ by at most twice that (the triangle inequality), and
+    a config further than this from the reference is further than the bound from the exact
+    result. `eps`: the result dtype's machine epsilon."""
+    import ml_dtypes
+
+    finite = np.abs(want[np.isfinite(want)].astype(np.float64))
+    scale = float(finite.max()) if finite.size else 0.0
+    eps = float(ml_dtypes.finfo(want.dtype).eps)
+    return atol + 2.0 * reduction * eps * scale
+
+
 def compare(got: np.ndarray, want: np.ndarray, tolerances: dict[str, tuple[float, float]],
-            param: str, position: int, reference: dict[str, Any]) -> str:
+            param: str, position: int, reference: dict[str, Any], reduction: int = 1) -> str:
     """'' when `got` matches `want`, else the first differing element, both values and how
-    many differ."""
+    many differ. Floats match within `rtol` / `atol` per element, or within the rounding bound
+    of a `reduction`-term sum (`rounding_bound`): a config that only sums in another order is
+    never wrong."""
     if _is_float(got):
         rtol, atol = tolerances.get(got.dtype.name, DEFAULT_TOLERANCES["float32"])
         g, w = got.astype(np.float64), want.astype(np.float64)
-        close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
-        rule = f" (rtol={rtol:g}, atol={atol:g})"
+        bound = rounding_bound(want, reduction, atol)
+        close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True) | (np.abs(g - w) <= bound)
+        rule = (f" (rtol={rtol:g}, atol={atol:g}; rounding bound of a {reduction}-term sum "
+                f"{bound:.3g})")
     else:
         close = got == want
         rule = ""

@@ -385,3 +385,46 @@ def test_launch_takes_a_pipeline() -> None:
     assert np.array_equal(out, np.arange(n, dtype=np.float32) * 3)
     with pytest.raises(pto.CompileError, match="bad pipeline"):
         pto.launch(scale, grid=1, block=64, args=(x, y, n, 3.0, 1), pipeline="no-such-pass")
+
+
+def test_a_config_that_only_sums_in_another_order_is_not_wrong() -> None:
+    """Issue 31: tile_k=128 sums K=512 in another order than the reference's tile_k=32; one
+    element differs from the reference's by more than rtol 1e-4 / atol 1e-5, yet both are within
+    K * eps * max|C| of the exact float64 product, so the faster config is accepted."""
+    m = n = 128
+    k = 512
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    d_a = pto.alloc_tensor(a.nbytes, dtype=np.float16)
+    d_b = pto.alloc_tensor(b.nbytes, dtype=np.float16)
+    d_c = pto.alloc_tensor(m * n * 4, dtype=np.float32)
+    pto.memcpy_h2d(d_a, a)
+    pto.memcpy_h2d(d_b, b)
+    configs = [dict(tile_m=64, tile_n=64, tile_k=32), dict(tile_m=64, tile_n=64, tile_k=128)]
+    r = pto.autotune(tiled_matmul, configs, grid=lambda c: (n // c["tile_n"], m // c["tile_m"]),
+                     block=64, args=(d_a, d_b, d_c, m, n, k), check="all", cache=False)
+    assert [row["status"] for row in r.table()] == ["ok", "ok"]
+    assert r.winner.index == 1 and r.records[1].cycles < r.records[0].cycles
+    pto.launch(tiled_matmul, **r.launch_args)
+    got = np.empty(m * n, np.float32)
+    pto.memcpy_d2h(got, d_c)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    err = np.abs(got.reshape(m, n) - exact).max()
+    assert err <= k * np.finfo(np.float32).eps * np.abs(exact).max()
+    # the same sums in NumPy, tile_k 32 vs 128: the old per-element rule tells them apart
+    def chunked(tk: int) -> np.ndarray:
+        c = np.zeros((m, n), np.float32)
+        for k0 in range(0, k, tk):
+            c += a[:, k0:k0 + tk].astype(np.float32) @ b[k0:k0 + tk].astype(np.float32)
+        return c.ravel()  # flat, as the check reads tensors back
+    assert not np.isclose(chunked(128), chunked(32), rtol=1e-4, atol=1e-5).all()
+    assert compare(chunked(128), chunked(32), {"float32": (1e-4, 1e-5)}, "C", 2, {}, k) == ""
+    wrong = chunked(128)
+    wrong[5 * n + 7] += 0.05  # a real error: far beyond 2 * K * eps * max|C|
+    assert "element 647" in compare(wrong, chunked(32), {"float32": (1e-4, 1e-5)}, "C", 2, {}, k)
+
+
+def test_reduction_must_be_a_positive_int(inputs: Inputs) -> None:
+    with pytest.raises(pto.UsageError, match="reduction must be a positive int"):
+        tune(inputs, CONFIGS[:1], reduction=0)

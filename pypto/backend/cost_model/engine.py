@@ -119,17 +119,18 @@ _PRIORITY = {"dispatch": 0, "pipe": 1}
 _ROOTS = ("wait", "barrier", "sync-copy")
 
 
-def copy_duration(copy_bytes: int, p: ModelParams) -> int:
+def copy_duration(copy_bytes: int, p: ModelParams, to_cube: bool = False) -> int:
     """Cycles from a copy's start until its last byte has landed: start-up + repeats - 1."""
-    return max(1, p.latency_of("COPY_IN", "MTE_IN") + copy_occupancy(copy_bytes, p) - 1)
+    return max(1, p.latency_of("COPY_IN", "MTE_IN") + copy_occupancy(copy_bytes, p, to_cube)
+               - 1)
 
 
-def copy_occupancy(copy_bytes: int, p: ModelParams) -> int:
+def copy_occupancy(copy_bytes: int, p: ModelParams, to_cube: bool = False) -> int:
     """Cycles a copy holds its MTE pipe: its bytes over the copy bandwidth (`copy_repeats`).
     The start-up (latency) of the next copy overlaps this one's transfer, as a DMA engine with
     several requests in flight does; the copy's data is there `copy_duration` after its
     start."""
-    return copy_repeats(copy_bytes, p)
+    return copy_repeats(copy_bytes, p, to_cube)
 
 
 def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
@@ -143,9 +144,9 @@ def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
         repeats = cube_repeats(f.mma_shape or (f.macs, 1, 1), f.elem_bytes, f.cube_fp32, p)
         if f.copy_bytes:  # the fused load streams its operand into the Cube as it computes:
             # the Cube cannot finish before the copy's last byte has landed
-            return max(latency + repeats - 1, copy_duration(f.copy_bytes, p))
+            return max(latency + repeats - 1, copy_duration(f.copy_bytes, p, True))
     elif f.pipe in ("MTE_IN", "MTE_OUT"):
-        return copy_occupancy(f.copy_bytes, p)
+        return copy_occupancy(f.copy_bytes, p, f.to_cube)
     elif f.pipe == "VECTOR":
         rate = p.vector_class(f.vector_class)
         if rate is not None:  # a tile vector instruction: head + slope x 256-byte repeats
@@ -402,7 +403,7 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         pipe_last[pipe] = ev.op_id
         held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
         if fused_copy:
-            copy_end = start + copy_occupancy(f.copy_bytes, params)
+            copy_end = start + copy_occupancy(f.copy_bytes, params, True)
             out.slices.append(Slice(ev.op_id, "MTE_IN", start, copy_end, ev.lanes, t_disp,
                                     None, part=True))
             out.busy["MTE_IN"] += copy_end - start
@@ -412,7 +413,7 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         # start), a lane access's data arrived from its memory level
         is_copy = pipe in ("MTE_IN", "MTE_OUT") and not f.macs
         if is_copy:
-            done = start + copy_duration(f.copy_bytes, params)
+            done = start + copy_duration(f.copy_bytes, params, f.to_cube)
         elif f.address is not None:
             done = end + params.memory_latency(f.space)
         else:

@@ -76,6 +76,7 @@ class OpFacts:
     atomic: bool = False          # a read-modify-write (same-address lanes serialise)
     loads: bool = False           # its result is data read from memory (ready after latency)
     vector_class: str | None = None  # a tile vector instruction's cost class (VECTOR_CLASSES)
+    to_cube: bool = False         # a copy into an MMA operand's buffer (the GM->L1 path)
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,25 @@ def _is_structure(op: Operation) -> bool:
             or signals_completion(op))
 
 
-def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) -> OpFacts:
+def cube_buffers(op: Operation) -> set[object]:
+    """The `pto.alloc_local` results an MMA of the kernel holding `op` reads as its A or B:
+    a copy into one of them takes the GM->L1 path (`mte_l1_bytes_per_cycle`)."""
+    kernel = kernel_of(op)
+    if kernel is None:
+        return set()
+    out: set[object] = set()
+    for inner in kernel.walk():
+        if getattr(inner, "shape", None) is not None and tile_footprint(inner, constant_int) \
+                is not None and len(inner.operands) >= 3:
+            out.update(buffer_of(inner.operands[i]) for i in (1, 2))
+    out.discard(ANY_L1)
+    return out
+
+
+def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None,
+             cube: set[object] | None = None) -> OpFacts:
     """`varying`: the kernel's lane-varying values; arithmetic on uniform values runs on the
-    scalar unit, on varying ones on the vector unit."""
+    scalar unit, on varying ones on the vector unit. `cube`: `cube_buffers` of the kernel."""
     kind = kind_of(op)
     pipe = pipe_of(op)
     if varying is not None and op.name.split(".", 1)[0] in ("arith", "math") and \
@@ -169,7 +186,7 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
     tensor: int | None = None
     address: SSAValue | None = None
     space: str | None = None
-    atomic = loads = False
+    atomic = loads = to_cube = False
     accesses = declared_accesses(op)
     footprint = tile_footprint(op, constant_int)
     waits = waits_on(op)
@@ -222,6 +239,9 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
                 op.operands[a.operand] for a in accesses if a.space == "local")
             copy = _copy_bytes(op.nbytes, l1_side)  # type: ignore[attr-defined]
             tensor = tensor_of(hbm_side)
+            reads_hbm = any(a.space == "global" and a.kind == "read" for a in accesses)
+            to_cube = bool(macs) or (reads_hbm and cube is not None
+                                     and buffer_of(l1_side) in cube)
         elif tile_vector(op) is not None:  # a tile vector instruction: its largest tile
             # streams through the vector unit (docs/cost-model.md#tile-vector-instructions)
             copy = vector_work_bytes(op)
@@ -245,7 +265,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
                    elem, hbm, copy, macs, fp32, blocking, tensor,
                    tuple(op.shape) if macs else None,  # type: ignore[attr-defined]
                    address, space, uniform, atomic, loads,
-                   (trait.cost_class if (trait := tile_vector(op)) is not None else None))
+                   (trait.cost_class if (trait := tile_vector(op)) is not None else None),
+                   to_cube)
 
 
 def varying_of(op: Operation) -> set[SSAValue] | None:
@@ -259,4 +280,5 @@ def varying_of(op: Operation) -> set[SSAValue] | None:
 def table_facts(ops: Iterable[tuple[int, Operation]]) -> dict[int, OpFacts]:
     ops = list(ops)
     varying = varying_of(ops[0][1]) if ops else None
-    return {op_id: facts_of(op_id, op, varying) for op_id, op in ops}
+    cube = cube_buffers(ops[0][1]) if ops else None
+    return {op_id: facts_of(op_id, op, varying, cube) for op_id, op in ops}

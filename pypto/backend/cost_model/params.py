@@ -36,6 +36,7 @@ class ModelParams:
     cube_macs_per_cycle: float = 4096.0
     cube_fp32_rate: float = 0.5
     mte_bytes_per_cycle: float = 128.0
+    mte_l1_bytes_per_cycle: float = 0.0  # GM->L1 copies (Cube operands); default: mte_bytes_per_cycle
     l2_bytes: int = 0
     # [cost.launch]: what a launch and each block cost before any instruction runs
     launch_cycles: int = 0
@@ -101,6 +102,8 @@ class ModelParams:
             cube_macs_per_cycle=float(number("cube_macs_per_cycle", 4096)),
             cube_fp32_rate=float(number("cube_fp32_rate", 0.5)),
             mte_bytes_per_cycle=float(number("mte_bytes_per_cycle", 128)),
+            mte_l1_bytes_per_cycle=float(number("mte_l1_bytes_per_cycle",
+                                                cost.get("mte_bytes_per_cycle", 128))),
             l2_bytes=int(cost.get("l2_bytes", 0)),
             launch_cycles=count(launch, "launch", "launch_cycles"),
             block_cycles=count(launch, "launch", "block_cycles"),

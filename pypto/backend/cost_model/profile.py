@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.backend.cost_model.engine import BlockSchedule, pipe_work
-from pypto.backend.cost_model.facts import OpFacts, facts_of, varying_of
+from pypto.backend.cost_model.facts import OpFacts, cube_buffers, facts_of, varying_of
 from pypto.backend.cost_model.launch import LaunchResult, simulate_launch
 from pypto.backend.cost_model.params import HBM, PIPES, RESOURCES, ModelParams
 from pypto.backend.interpreter.instruments import OpTable
@@ -334,12 +334,13 @@ class _KnownFacts:
     def __init__(self, ops: Sequence[Any]) -> None:
         self.ops = ops
         self.varying = varying_of(ops[0].op) if len(ops) else None
+        self.cube = cube_buffers(ops[0].op) if len(ops) else None
         self.facts: dict[int, OpFacts] = {}
 
     def of(self, ids: set[int]) -> dict[int, OpFacts]:
         known = self.facts
         for i in ids.difference(known):
-            known[i] = facts_of(i, self.ops[i].op, self.varying)
+            known[i] = facts_of(i, self.ops[i].op, self.varying, self.cube)
         return {i: known[i] for i in ids}
 
 

@@ -9,7 +9,8 @@ a figure fitted per case), used by the engine's `duration`:
   `cube_macs_per_cycle` (x `cube_fp32_rate` for 32-bit inputs).
 - `vector_repeats`: the Vector unit works in repeats of `vector_repeat_bytes`, each taking
   `vector_cycles_per_repeat` cycles; a partial last repeat (the tail) costs a whole one.
-- `copy_repeats`: a copy streams `mte_bytes_per_cycle`.
+- `copy_repeats`: a copy streams `mte_bytes_per_cycle`, or `mte_l1_bytes_per_cycle` when it
+  fills a Cube operand (GM->L1, another path than GM->UB on Ascend; 0: the same rate).
 
 The head of each (the start-up before the first repeat) is the instruction's latency in the
 model's table (`[cost.<model>.latency]`, `[cost.default_latency]`): duration = latency +
@@ -42,6 +43,9 @@ def vector_repeats(work_bytes: int, p: ModelParams) -> int:
     return max(1, math.ceil(work_bytes / p.vector_repeat_bytes)) * p.vector_cycles_per_repeat
 
 
-def copy_repeats(nbytes: int, p: ModelParams) -> int:
-    """Cycles a copy streams `nbytes` through its MTE pipe for."""
-    return max(1, math.ceil(nbytes / p.mte_bytes_per_cycle))
+def copy_repeats(nbytes: int, p: ModelParams, to_cube: bool = False) -> int:
+    """Cycles a copy streams `nbytes` through its MTE pipe for; `to_cube`: the copy fills an
+    MMA operand (the GM->L1 path, `mte_l1_bytes_per_cycle` when the target sets it)."""
+    rate = p.mte_l1_bytes_per_cycle if to_cube and p.mte_l1_bytes_per_cycle else \
+        p.mte_bytes_per_cycle
+    return max(1, math.ceil(nbytes / rate))

@@ -121,3 +121,44 @@ def test_mma_figures_are_the_910b3_measurements():
 def test_tile_load_figures_are_within_one_percent_of_the_910b3_measurements():
     for name, shape, measured, (b910, _), _ in calibrate.load_rows():
         assert abs(b910 - measured) <= 0.01 * measured, (name, shape, b910)
+
+
+@pto.kernel
+def _copy_then_use(src, C, cube: pto.constexpr):
+    """One 64 x 64 fp16 copy (8 KiB), then an MMA that reads it (`cube`) or a vector fill of
+    another buffer: the copy is the same instruction either way."""
+    a = pto.alloc_local(64 * 64, dtype=src.dtype)
+    b = pto.alloc_local(64 * 64, dtype=src.dtype)
+    c = pto.alloc_local(64 * 64)
+    pto.fill(b, 1.0, 64 * 64)
+    pto.fill(c, 0.0, 64 * 64)
+    pto.wait(pto.async_load(a, src, 64 * 64 * 2))
+    if cube:
+        pto.mma(c, a, b, 64, 64, 64)
+    pto.store(C, c, 64 * 64 * 4)
+
+
+@pytest.mark.parametrize("model", ["table", "fused"])
+@pytest.mark.parametrize("target", ["default", "ascend910b"])
+def test_a_copy_into_an_mma_operand_takes_the_gm_to_l1_path(target, model):
+    """Issue 31: the 910B file separates GM->UB (128 B/cycle, pto-isa's measured TLOAD) from
+    GM->L1 (64 B/cycle, CANN's GEMM tiling model); a copy whose buffer an MMA reads streams at
+    the GM->L1 rate, the same copy into a buffer only the vector unit uses at the GM->UB rate.
+    The default target sets one rate for both."""
+    import numpy as np
+
+    t = resolve_target(None if target == "default" else target)
+    p = ModelParams.of(t, model)
+    src = pto.alloc_tensor(64 * 64 * 2, dtype=np.float16)
+    out = pto.alloc_tensor(64 * 64 * 4, dtype=np.float32)
+    pto.memcpy_h2d(src, np.ones(64 * 64, np.float16))
+    cycles = {}
+    for cube in (False, True):
+        prof = pto.profile(_copy_then_use, grid=1, block=1, args=(src, out, cube), model=model,
+                           target=t)
+        (copy,) = [e for e in prof.timeline if e.pipe == "MTE_IN"]  # or the fused load's copy
+        cycles[cube] = copy.cycles
+    assert cycles[False] == 8192 // p.mte_bytes_per_cycle
+    assert cycles[True] == 8192 // (64 if target == "ascend910b" else p.mte_bytes_per_cycle)
+    if target == "ascend910b":
+        assert (p.mte_bytes_per_cycle, p.mte_l1_bytes_per_cycle) == (128, 64)

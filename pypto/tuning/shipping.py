@@ -37,6 +37,7 @@ import numpy as np
 from pypto.dtypes import DType, as_dtype
 from pypto.errors import PtoError, UsageError
 from pypto.frontend.kernel import Kernel
+from pypto.frontend.python_ast import parse_python
 
 _LIVE: weakref.WeakValueDictionary[str, Kernel] = weakref.WeakValueDictionary()
 """Kernels being tuned in this process, by token: a task running here (or in a fork of this
@@ -175,7 +176,7 @@ def kernel_fingerprint(kernel: Kernel) -> str:
                 outer[name] = cell.cell_contents
             except ValueError:  # pragma: no cover - an empty cell
                 pass
-        names = sorted({n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)})
+        names = sorted({n.id for n in ast.walk(parse_python(source)) if isinstance(n, ast.Name)})
         for name in names:
             if name not in outer:
                 continue

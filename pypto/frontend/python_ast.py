@@ -7,7 +7,8 @@ then one of them fails with `SystemError: AST constructor recursion depth mismat
 parses kernel sources while compiling; two threads compiling fresh kernels hit this within a
 few hundred compilations (tests/test_thread_safety.py). Every parse pypto does on a compile,
 launch or autotune path goes through this lock (docs/reliability.md#threads); parses outside
-pypto, in the user's own threads, are not covered.
+pypto, in the user's own threads, are not covered. The lock is re-entrant: a finaliser that
+parses on the thread holding it must not wait for itself.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import ast
 import os
 import threading
 
-_PARSE_LOCK = threading.Lock()
+_PARSE_LOCK = threading.RLock()
 
 
 def parse_python(source: str, mode: str = "exec") -> ast.AST:
@@ -28,7 +29,7 @@ def parse_python(source: str, mode: str = "exec") -> ast.AST:
 def _after_fork_in_child() -> None:
     """A fork while another thread was parsing leaves the lock held in the child: a new one."""
     global _PARSE_LOCK
-    _PARSE_LOCK = threading.Lock()
+    _PARSE_LOCK = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -22,6 +22,14 @@ SHORT = {"literals": 40, "emit": 20, "debugger": 10, "forksignal": 20}
 """CI inputs of the newer targets (each runs in a few seconds)."""
 
 
+def _no_crashes(crashes: list) -> None:
+    """Fail with every crash in full (an assertion's repr is cut short by pytest)."""
+    if crashes:
+        pytest.fail("\n\n".join(f"{c.kind} (input {c.index}, {c.argv}):\n{c.detail[-3000:]}\n"
+                                  f"--- input:\n{c.reproducer[:3000]}" for c in crashes[:5]),
+                    pytrace=False)
+
+
 def _count(target: str) -> int:
     return COUNT if LONG not in ("", "0") else SHORT.get(target, COUNT)
 
@@ -34,13 +42,13 @@ def seeds():
 def test_mlir_through_every_registered_pass(tmp_path, seeds):
     crashes = [c for i in range(_count("mlir"))
                if (c := fuzz.run_one("mlir", SEED, i, tmp_path, seeds)) is not None]
-    assert not crashes, [(c.kind, c.detail[-500:], c.argv) for c in crashes]
+    _no_crashes(crashes)
 
 
 def test_generated_kernels_compile_launch_and_match_numpy(tmp_path):
     crashes = [c for i in range(_count("kernels"))
                if (c := fuzz.run_one("kernels", SEED, i, tmp_path)) is not None]
-    assert not crashes, [(c.kind, c.detail[-500:], c.reproducer) for c in crashes]
+    _no_crashes(crashes)
 
 
 def test_host_api_misuse_then_a_good_launch(tmp_path):
@@ -54,13 +62,13 @@ def test_host_api_misuse_then_a_good_launch(tmp_path):
                    if (c := fuzz.run_one("misuse", SEED, i, tmp_path)) is not None]
     finally:
         gc.unfreeze()
-    assert not crashes, [(c.kind, c.detail[-500:], c.reproducer) for c in crashes]
+    _no_crashes(crashes)
 
 
 def test_extreme_literals_in_every_builtin_argument_position(tmp_path):
     crashes = [c for i in range(_count("literals"))
                if (c := fuzz.run_one("literals", SEED, i, tmp_path)) is not None]
-    assert not crashes, [(c.kind, c.detail[-500:], c.reproducer) for c in crashes]
+    _no_crashes(crashes)
 
 
 def test_every_builtin_call_shape_is_drawn():
@@ -74,20 +82,20 @@ def test_every_builtin_call_shape_is_drawn():
 def test_emit_outputs_are_json_and_svg(tmp_path, seeds):
     crashes = [c for i in range(_count("emit"))
                if (c := fuzz.run_one("emit", SEED, i, tmp_path, seeds)) is not None]
-    assert not crashes, [(c.kind, c.detail[-500:], c.argv) for c in crashes]
+    _no_crashes(crashes)
 
 
 def test_debugger_commands_through_stdin(tmp_path):
     crashes = [c for i in range(_count("debugger"))
                if (c := fuzz.run_one("debugger", SEED, i, tmp_path)) is not None]
-    assert not crashes, [(c.kind, c.detail[-500:], c.reproducer, c.argv) for c in crashes]
+    _no_crashes(crashes)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
 def test_fork_and_sigint_at_random_moments(tmp_path):
     crashes = [c for i in range(_count("forksignal"))
                if (c := fuzz.run_one("forksignal", SEED, i, tmp_path)) is not None]
-    assert not crashes, [(c.kind, c.detail[-500:], c.reproducer) for c in crashes]
+    _no_crashes(crashes)
 
 
 def test_the_new_oracles_fire(tmp_path):

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import random
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -284,3 +286,61 @@ def test_eight_threads_of_mixed_operations(fast_switching: None) -> None:
     assert kinds == {op.__name__ for op in workers[0].operations()}
     pto.sync()
     gc.collect()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_locks_held_by_another_thread_at_a_fork_are_free_in_the_child() -> None:
+    """A fork copies only the forking thread; a lock another thread held stays held in the
+    child for ever. Every process-wide lock of pypto is made anew in a forked child
+    (docs/reliability.md#threads): the child takes each one at once, and compiles."""
+    from pypto.frontend import lowering, python_ast
+    from pypto.tuning import shipping, worker
+
+    holders = {"parse": lambda: python_ast._PARSE_LOCK, "recursion": lambda: lowering._RECURSION_LOCK,
+               "autotune": lambda: worker._LOCK, "load": lambda: shipping._LOAD_LOCK}
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        locks = [get() for get in holders.values()]
+        for lock in locks:
+            lock.acquire()
+        held.set()
+        release.wait(30)
+        for lock in locks:
+            lock.release()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(30)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: every lock free, and a compile works
+            code = 0
+            try:
+                for get in holders.values():
+                    if not get().acquire(timeout=5):
+                        code = 3
+                    else:
+                        get().release()
+                ck = pto.compile(make_affine(2.0, 1.0), args=(pto.empty(8, np.float32),
+                                                               pto.empty(8, np.float32), 8),
+                                 block=32)
+                if "affine" not in ck.mlir:
+                    code = 4
+            except BaseException:  # noqa: BLE001 - reported by the exit status
+                code = 5
+            os._exit(code)
+        waited = 0.0
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if waited > 60:
+                os.kill(pid, 9)
+                pytest.fail("the forked child deadlocked on a lock held by a parent's thread")
+            time.sleep(0.05)
+            waited += 0.05
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        release.set()
+        thread.join(30)

@@ -49,6 +49,16 @@ _LOADED: dict[str, Any] = {}
 _LOAD_LOCK = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A lock another thread held at a fork stays held in the child: a new one
+    (docs/reliability.md#threads)."""
+    global _LOAD_LOCK
+    _LOAD_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 @dataclass(frozen=True)
 class KernelRef:
     """A `@pto.kernel` named by value: where it is defined and its source text."""

@@ -233,6 +233,50 @@ def _simt_loop(d: KernelDraft) -> None:
     d.names.append(acc)
 
 
+def _subscripts_supported() -> bool:
+    """Subscripts on pointers (docs/language.md#subscripts) exist in this pypto."""
+    import pypto as pto
+
+    return hasattr(pto, "static_range")  # landed together with subscripts (issue 30)
+
+
+@generator_unit("subscript", weight=1.5, requires=_subscripts_supported)
+def _subscript(d: KernelDraft) -> None:
+    """`t = x[i] op y[n - 1 - i]`: subscript loads (`p[i]` is `pto.load(p + i)`), one of them
+    reversed, read by every active lane (i < n)."""
+    op = d.rng.choice(["+", "-", "*"] + (["^"] if not d.is_float else []))
+    t = d.new_name()
+    d.body.append(f"{t} = x[i] {op} y[n - 1 - i]")
+    ufunc = {"+": np.add, "-": np.subtract, "*": np.multiply, "^": np.bitwise_xor}[op]
+    dtype = d.dtype
+
+    def step(env: Env) -> None:
+        env[t] = ufunc(env["a"], env["b"][::-1], dtype=dtype)
+
+    d.steps.append(step)
+    d.names.append(t)
+
+
+@generator_unit("static_loop", weight=1, requires=_has("static_range"))
+def _static_loop(d: KernelDraft) -> None:
+    """A loop the frontend unrolls: `for c in (c0, c1, ...)` or `pto.static_range(a, b, s)`,
+    `acc = acc * c + x` with the loop value a compile-time constant."""
+    rng, x, acc = d.rng, d.names[-1], d.new_name("acc")
+    if rng.random() < 0.5:
+        values = [rng.choice([1, 2, 3, -1]) for _ in range(rng.randint(1, 3))]
+        header = f"for c in ({', '.join(map(str, values))},):"
+    else:
+        start, step_ = rng.randint(-2, 1), rng.randint(1, 2)
+        stop = start + step_ * rng.randint(1, 3)
+        values = list(range(start, stop, step_))
+        header = f"for c in pto.static_range({start}, {stop}, {step_}):"
+    d.body += [f"{acc} = {x}", header, f"    {acc} = {acc} * c + {x}"]
+    d.assign_step(acc, x)
+    for c in values:
+        d.assign_step(acc, f"{acc} * {c} + {x}")
+    d.names.append(acc)
+
+
 _REDUCTIONS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
                "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 

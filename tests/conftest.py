@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -59,15 +60,24 @@ def run() -> Callable[..., list[np.ndarray]]:
     return run_kernel
 
 
+def sync_or_fail(when: str) -> None:
+    """`pto.sync()`; a failure of the work it ran fails the current test with its message.
+
+    Asynchronous work that a test launched and never synchronised used to be drained here
+    with every error thrown away: a launch that failed disappeared. The error (its kernel,
+    source line and where it was enqueued: the exception's notes) is the test's now."""
+    try:
+        pto.sync()
+    except Exception as exc:  # noqa: BLE001 - re-raised as the test's failure, never dropped
+        message = "".join(traceback.format_exception_only(exc)).rstrip()
+        pytest.fail(f"{when} failed:\n{message}", pytrace=False)
+
+
 @pytest.fixture(autouse=True)
 def _drain_streams() -> Iterator[None]:
-    """No test inherits queued work (or a pending error) from another."""
-    try:
-        pto.sync()
-    except pto.PtoError:
-        pass
+    """No test inherits queued work from another, and work a test launched without
+    synchronising it runs at its teardown: if it fails, the test errors with the message
+    (pytest reports "ERROR at teardown of <test>")."""
+    sync_or_fail("work queued before this test started (by a fixture or an earlier test)")
     yield
-    try:
-        pto.sync()
-    except pto.PtoError:
-        pass
+    sync_or_fail("work this test launched and never synchronised")

@@ -38,6 +38,7 @@ from pypto import dtypes
 from pypto.dialects import pto
 from pypto.frontend import builtins as kernel_builtins
 from pypto.frontend.common import _describe_value, _is_float, _is_int
+from pypto.frontend.python_ast import parse_python
 
 OPS = ("sum", "max", "min")
 SCOPES = ("warp", "block")
@@ -88,7 +89,7 @@ def block_source(op: str, slots: int, warp_size: int, one_d: bool) -> list[str]:
 
 
 def _located(lines: list[str], node: ast.AST) -> list[ast.stmt]:
-    tree = ast.parse("\n".join(lines))
+    tree = parse_python("\n".join(lines))
     for sub in ast.walk(tree):
         if hasattr(sub, "lineno"):
             sub.lineno = sub.end_lineno = node.lineno  # type: ignore[attr-defined]

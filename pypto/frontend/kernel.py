@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.errors import PtoError, public_api
+from pypto.frontend.python_ast import parse_python
 
 
 @dataclass
@@ -139,7 +140,7 @@ def _read_source(fn: Callable[..., Any]) -> KernelSource:
     dedented = textwrap.dedent(text)
     first = src_lines[0]
     col_offset = len(first) - len(first.lstrip()) if dedented != text else 0
-    tree = ast.parse(dedented)
+    tree = parse_python(dedented)
     fdef = tree.body[0]
     assert isinstance(fdef, ast.FunctionDef | ast.AsyncFunctionDef)
     try:

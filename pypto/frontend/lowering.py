@@ -16,6 +16,7 @@ import builtins as py_builtins
 import contextlib
 import math as _math_module
 import copy
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -816,6 +817,17 @@ lowering, the limit is raised to this (never lowered); deeper input is a located
 _RECURSION_LOCK = threading.Lock()
 _RECURSION_USERS = 0
 _RECURSION_SAVED = 0
+
+
+def _after_fork_in_child() -> None:
+    """A fork copies only the forking thread: a lock another thread held stays held in the
+    child (docs/reliability.md#threads). (A count of lowering threads that are gone only
+    keeps the raised recursion limit raised in the child.)"""
+    global _RECURSION_LOCK
+    _RECURSION_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextlib.contextmanager

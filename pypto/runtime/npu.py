@@ -35,7 +35,9 @@ def register_backend(name: str, factory: Callable[[], DeviceBackend]) -> None:
 
 
 def available_backend() -> tuple[str, DeviceBackend] | None:
-    for name, factory in BACKENDS.items():
+    # a copy (dict.copy is atomic): a factory runs Python code, during which another thread
+    # may register a backend; iterating BACKENDS itself would then raise RuntimeError
+    for name, factory in BACKENDS.copy().items():
         backend = factory()
         if backend.available():
             return name, backend

@@ -37,6 +37,7 @@ import numpy as np
 from pypto.dtypes import DType, as_dtype
 from pypto.errors import PtoError, UsageError
 from pypto.frontend.kernel import Kernel
+from pypto.frontend.python_ast import parse_python
 
 _LIVE: weakref.WeakValueDictionary[str, Kernel] = weakref.WeakValueDictionary()
 """Kernels being tuned in this process, by token: a task running here (or in a fork of this
@@ -46,6 +47,16 @@ _LOADED: dict[str, Any] = {}
 """Scripts loaded by file in this (worker) process, by path."""
 
 _LOAD_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A lock another thread held at a fork stays held in the child: a new one
+    (docs/reliability.md#threads)."""
+    global _LOAD_LOCK
+    _LOAD_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass(frozen=True)
@@ -175,7 +186,7 @@ def kernel_fingerprint(kernel: Kernel) -> str:
                 outer[name] = cell.cell_contents
             except ValueError:  # pragma: no cover - an empty cell
                 pass
-        names = sorted({n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)})
+        names = sorted({n.id for n in ast.walk(parse_python(source)) if isinstance(n, ast.Name)})
         for name in names:
             if name not in outer:
                 continue

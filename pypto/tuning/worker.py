@@ -12,6 +12,7 @@ one after another (it gives no speed-up; processes and Dask workers do).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,16 @@ from pypto.errors import (
 from pypto.tuning.shipping import HostArgs, KernelRef, read_back
 
 _LOCK = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """A lock another thread held at a fork stays held in the child: a new one
+    (docs/reliability.md#threads)."""
+    global _LOCK
+    _LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 # statuses of a config (the table's `status` column)
 OK = "ok"

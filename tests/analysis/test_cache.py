@@ -122,3 +122,69 @@ def test_passes_that_change_no_value_keep_the_analyses() -> None:
     assert uniformity.varying_values(kernel) is first
     run_pipeline(module, parse_pipeline("canonicalize"), ctx)
     assert uniformity.varying_values(kernel) is not first
+
+
+def test_invalidate_while_another_thread_compiles() -> None:
+    """The reported failure: `invalidate` (after every pass) iterated a process-wide weak
+    dictionary while another thread's compile added an entry to it: `RuntimeError: dictionary
+    changed size during iteration`. Switching threads every microsecond, the old code failed
+    within a few hundred invalidations; now nothing is iterated."""
+    import sys
+    import threading
+
+    _, module, kernel = _kernel()
+    uniformity.varying_values(kernel)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def compile_others() -> None:
+        try:
+            while not stop.is_set():
+                _, _, other = _kernel()
+                uniformity.varying_values(other)  # adds an entry, drops it with the kernel
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    other = threading.Thread(target=compile_others)
+    other.start()
+    try:
+        for _ in range(2000):
+            cache.invalidate(module)
+            assert cache.cached_keys(kernel) == []
+            per_block = uniformity.varying_values(kernel)
+            assert cache.cached_keys(kernel) == [("varying_values", True)]
+            assert uniformity.varying_values(kernel) is per_block
+    finally:
+        stop.set()
+        other.join(60)
+        sys.setswitchinterval(before)
+    assert not errors, errors
+
+
+def test_analyses_die_with_their_kernel() -> None:
+    """A `LaneModel` refers to its kernel: under the process-wide weak dictionary this kept
+    the key alive, and every compiled block kernel's module leaked."""
+    import gc
+    import weakref
+
+    _, module, kernel = _kernel()
+    lane_values.lane_model(kernel, lane_space(64))
+    uniformity.varying_values(kernel)
+    gone = weakref.ref(kernel)
+    del module, kernel
+    gc.collect()
+    assert gone() is None
+
+
+def test_invalidating_one_kernel_keeps_the_others() -> None:
+    text = TEXT + TEXT.replace("@k(", "@k2(")
+    module, _ = parse_module(make_context(), text, "<two kernels>")
+    first, second = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    a, b = uniformity.varying_values(first), uniformity.varying_values(second)
+    cache.invalidate(first)
+    assert uniformity.varying_values(first) is not a
+    assert uniformity.varying_values(second) is b
+    cache.invalidate(module)
+    assert uniformity.varying_values(second) is not b

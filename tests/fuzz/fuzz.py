@@ -11,9 +11,12 @@ Targets (each input is a pure function of (target, seed, index), so a crash is r
   arith kernels) through `pypto-opt` with a random pipeline drawn from the pass *registry*
   (`pypto.passes.PASSES`: passes added later are fuzzed without editing this file) with random
   option values, and random driver flags;
-- `kernels`: generated elementwise Python kernels (float32 / int32 arithmetic, comparisons,
-  `pto.select`, branches, loops, casts; sometimes deliberately ill-typed) through `pto.compile()`
-  with a random registry pipeline, then launched and compared bit for bit with NumPy;
+- `kernels`: generated Python kernels built from *generator units* (tests/fuzz/kernels.py: float32 /
+  int32 arithmetic, comparisons, `pto.select`, branches, uniform, SIMT and static loops,
+  subscripts, warp reductions; a new language form is one more unit; sometimes deliberately ill-typed) through
+  `pto.compile()` with a random registry pipeline, then launched on every selected backend
+  (`--backends` / PYPTO_FUZZ_BACKENDS, default the interpreter) and compared bit for bit with
+  NumPy and with each other;
 - `misuse`: random sequences of host-API calls with bad arguments (sizes, dtypes, grids, freed
   tensors, streams, argument order), each allowed to raise only a `PtoError`, followed by a good
   launch whose result is checked and a check that device memory is all given back;
@@ -278,212 +281,8 @@ def run_mlir(text: str, argv: list[str], workdir: Path) -> tuple[str, str] | Non
 # target 2: generated Python kernels through compile() and launch
 # ---------------------------------------------------------------------------------------------
 
-@dataclass
-class KernelCase:
-    source: str
-    reference: Callable[[np.ndarray, np.ndarray, int], np.ndarray] | None  # None: expect error
-    dtype: Any
-    n: int
-    block: int
-    pipeline: str | None
-
-
-def _expr(rng: random.Random, names: list[str], is_float: bool, depth: int = 0) -> str:
-    if depth > 3 or rng.random() < 0.3:
-        if rng.random() < 0.3:
-            return rng.choice(["1.5", "0.25", "-3.0", "2.0"] if is_float else
-                              ["1", "3", "-7", "100"])
-        return rng.choice(names)
-    op = rng.choice(["+", "-", "*", "select", "neg"] + (["&", "^", "|"] if not is_float else []))
-    a = _expr(rng, names, is_float, depth + 1)
-    b = _expr(rng, names, is_float, depth + 1)
-    if op == "select":
-        cmp = rng.choice(["<", ">", "<=", ">=", "==", "!="])
-        return f"pto.select({a} {cmp} {b}, {a}, {b})"
-    if op == "neg":
-        return f"(-{a})"
-    return f"({a} {op} {b})"
-
-
-def _np_eval(expr: str, env: dict[str, Any], dtype: Any) -> Any:
-    """Evaluate a generated expression with NumPy: literals are weak (take `dtype`)."""
-    import ast
-
-    tree = ast.parse(expr, mode="eval").body
-
-    def ev(node: ast.AST) -> Any:
-        if isinstance(node, ast.Constant):
-            return dtype(node.value)
-        if isinstance(node, ast.Name):
-            return env[node.id]
-        if isinstance(node, ast.UnaryOp):
-            return -ev(node.operand)
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            return {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
-                    ast.BitAnd: np.bitwise_and, ast.BitOr: np.bitwise_or,
-                    ast.BitXor: np.bitwise_xor}[type(node.op)](a, b, dtype=dtype)
-        if isinstance(node, ast.Compare):
-            a, b = ev(node.left), ev(node.comparators[0])
-            return {ast.Lt: np.less, ast.Gt: np.greater, ast.LtE: np.less_equal,
-                    ast.GtE: np.greater_equal, ast.Eq: np.equal,
-                    ast.NotEq: np.not_equal}[type(node.ops[0])](a, b)
-        if isinstance(node, ast.Call):
-            c, a, b = (ev(arg) for arg in node.args)
-            return np.where(c, a, b).astype(dtype)
-        raise AssertionError(ast.dump(node))
-
-    return ev(tree)
-
-
-def kernel_case(seed: int, index: int) -> KernelCase:
-    rng = random.Random(f"kernels:{seed}:{index}")
-    is_float = rng.random() < 0.6
-    dtype = np.float32 if is_float else np.int32
-    names = ["a", "b"]
-    body: list[str] = []
-    steps: list[tuple[str, str, str | None]] = []  # (target, expr, condition)
-    for k in range(rng.randint(1, 6)):
-        target = f"t{k}"
-        expr = _expr(rng, names, is_float)
-        cond = None
-        if rng.random() < 0.3 and k > 0:
-            cond = f"{rng.choice(names)} {rng.choice(['<', '>='])} {rng.choice(names)}"
-            prev = rng.choice(names)
-            body.append(f"{target} = {prev}")
-            body.append(f"if {cond}:")
-            body.append(f"    {target} = {expr}")
-            steps.append((target, prev, None))
-            steps.append((target, expr, cond))
-        else:
-            body.append(f"{target} = {expr}")
-            steps.append((target, expr, None))
-        names.append(target)
-    loops = rng.random() < 0.25
-    if loops:
-        body.append("acc = a")
-        body.append("for j in range(3):")
-        body.append(f"    acc = acc + {names[-1]}")
-        steps.append(("acc", "a", None))
-        for _ in range(3):
-            steps.append(("acc", f"acc + {names[-1]}", None))
-        names.append("acc")
-    simt_mod = rng.randint(2, 5) if not loops and rng.random() < 0.25 else 0
-    if simt_mod:  # a SIMT loop: lane i runs (m - i % m) iterations, as a range or a while/break
-        x = names[-1]
-        body.append(f"acc2 = {x}")
-        if rng.random() < 0.5:
-            body.append(f"for j in range(i % {simt_mod}, {simt_mod}):")
-        else:
-            body.append("j = i % " + str(simt_mod))
-            body.append("while True:")
-            body.append(f"    if j >= {simt_mod}:")
-            body.append("        break")
-            body.append("    j += 1")
-        body.append(f"    acc2 = acc2 + {x}")
-        steps.append(("acc2", x, None))
-        for k in range(simt_mod):
-            steps.append(("acc2", f"acc2 + {x}", f"lane_mod <= {k}"))
-        names.append("acc2")
-    result = names[-1]
-    bad = rng.random() < 0.1
-    if bad:  # a deliberately wrong kernel: must be a located CompileError, never a crash
-        body.append(rng.choice(["t99 = undefined_name + 1", "t99 = a + 1.5j",
-                                "t99 = pto.load(a)", "t99 = a[0]",
-                                "while a < b:\n    pass\nelse:\n    pass",
-                                "t99 = pto.cast(a, 'nope')", "t99 = a @ b", "import os"]))
-    indented = textwrap.indent("\n".join(body), " " * 8)
-    source = textwrap.dedent("""\
-        import pypto as pto
-
-        @pto.kernel
-        def gen(x, y, o, n):
-            i = pto.get_global_id()
-            if i < n:
-                a = pto.load(x + i)
-                b = pto.load(y + i)
-        {body}
-                pto.store(o + i, {result})
-        """).format(body=indented, result=result)
-
-    def reference(xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            env: dict[str, Any] = {"a": xs[:n], "b": ys[:n]}
-            if simt_mod:
-                env["lane_mod"] = (np.arange(n) % simt_mod).astype(dtype)
-            for target, expr, cond in steps:
-                value = _np_eval(expr, env, dtype)
-                if cond is None:
-                    env[target] = np.broadcast_to(np.asarray(value, dtype), (n,)).copy()
-                else:
-                    mask = _np_eval(cond, env, dtype)
-                    env[target] = np.where(mask, value, env[target]).astype(dtype)
-            return env[result]
-
-    from pypto.passes import LOWERING_PASSES, PASSES
-
-    pipeline = None
-    if rng.random() < 0.5:
-        safe = [p for p in sorted(PASSES) if p not in LOWERING_PASSES]
-        pipeline = ",".join(rng.choice(safe) for _ in range(rng.randint(1, 3)))
-    return KernelCase(source, None if bad else reference, dtype, rng.choice([1, 37, 64, 200]),
-                      rng.choice([32, 64, 128]), pipeline)
-
-
-def run_kernel_case(case: KernelCase, workdir: Path, index: int) -> tuple[str, str] | None:
-    import pypto as pto
-
-    path = workdir / f"fuzz_kernel_{index}.py"
-    path.write_text(case.source)
-    rng = np.random.default_rng(index)
-    size = 256
-    if case.dtype == np.float32:
-        xs = rng.uniform(-4, 4, size).astype(np.float32)
-        ys = rng.uniform(-4, 4, size).astype(np.float32)
-    else:
-        xs = rng.integers(-1000, 1000, size).astype(np.int32)
-        ys = rng.integers(-1000, 1000, size).astype(np.int32)
-    try:
-        with time_limit(TIME_LIMIT):
-            namespace: dict[str, Any] = {}
-            exec(compile(case.source, str(path), "exec"), namespace)  # noqa: S102
-            kernel = namespace["gen"]
-            dx, dy, do = (pto.alloc_tensor(size * 4, case.dtype) for _ in range(3))
-            try:
-                pto.memcpy_h2d(dx, xs)
-                pto.memcpy_h2d(dy, ys)
-                pto.memcpy_h2d(do, np.zeros(size, case.dtype))
-                grid = (case.n + case.block - 1) // case.block
-                ck = pto.compile(kernel, args=(dx, dy, do, case.n), block=case.block,
-                                 pipeline=case.pipeline)
-                pto.launch(ck, grid=grid, block=case.block, args=(dx, dy, do, case.n))
-                out = np.empty(size, case.dtype)
-                pto.memcpy_d2h(out, do)
-            finally:
-                for t in (dx, dy, do):
-                    with contextlib.suppress(pto.PtoError):
-                        t.free()
-    except Hang as hang:
-        return "hang", str(hang)
-    except pto.PtoError as exc:
-        if case.reference is None:
-            return None
-        if isinstance(exc, pto.CompileError) and "cast" in str(exc):
-            return None  # e.g. a comparison of mixed types the generator did not foresee
-        return "unexpected error", f"{type(exc).__name__}: {exc}"
-    except BaseException:  # noqa: BLE001
-        return "traceback", traceback.format_exc()
-    if case.reference is None:
-        return "accepted a bad kernel", "a deliberately wrong kernel compiled and ran"
-    expected = case.reference(xs, ys, case.n)
-    got = out[:case.n]
-    same = (got.view(np.uint32) == expected.astype(case.dtype).view(np.uint32)) | (
-        np.isnan(got.astype(np.float64)) & np.isnan(expected.astype(np.float64)))
-    if not same.all() or not (out[case.n:] == 0).all():
-        at = int(np.argmin(same)) if not same.all() else case.n
-        return "wrong answer", (f"element {at}: got {got[at] if at < case.n else out[at]!r}, "
-                                f"NumPy {expected[at] if at < case.n else 0!r}")
-    return None
+# generated kernels: tests/fuzz/kernels.py (generator units, backends)
+from tests.fuzz.kernels import KernelCase, kernel_case, run_kernel_case  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1180,7 +979,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="fuzz-crashes")
+    parser.add_argument("--backends", default=None,
+                        help="backends the kernels target runs every kernel on, compared bit "
+                             "for bit (e.g. interpreter,native; default: "
+                             "$PYPTO_FUZZ_BACKENDS, else interpreter)")
     args = parser.parse_args(argv)
+    if args.backends is not None:
+        from tests.fuzz.kernels import BACKENDS_ENV, backends
+
+        backends(args.backends)  # an unknown or unavailable backend fails here, not per input
+        os.environ[BACKENDS_ENV] = args.backends
     targets = TARGETS if args.target == "all" else tuple(args.target.split(","))
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:

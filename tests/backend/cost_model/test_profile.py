@@ -345,6 +345,32 @@ def test_profile_on_npu_uses_a_registered_backend_and_otherwise_points_to_the_mo
         del npu_runtime.BACKENDS["fake"]
 
 
+def test_a_backend_registered_while_backends_are_being_tried(monkeypatch):
+    """A factory runs Python code while `profile_on_npu` tries the registered backends; another
+    thread (here: the factory itself) registering one meanwhile made the loop over the registry
+    raise `RuntimeError: dictionary changed size during iteration`."""
+    monkeypatch.setattr(npu_runtime, "BACKENDS", {})
+
+    class Registers:
+        def available(self) -> bool:
+            return False
+
+    class Late:
+        def available(self) -> bool:
+            return True
+
+        def profile(self, kernel, *, grid, block, args):
+            return "late"
+
+    def registering() -> Registers:
+        npu_runtime.register_backend("late", Late)
+        return Registers()
+
+    npu_runtime.register_backend("registering", registering)
+    assert npu_runtime.available_backend() is None  # the registry as it was when asked
+    assert npu_runtime.available_backend()[0] == "late"  # the next call sees the new one
+
+
 def test_the_double_buffered_matmul_computes_the_product():
     from tests.conftest import run_kernel
 

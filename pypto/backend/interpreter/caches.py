@@ -13,17 +13,18 @@ Two kinds of table:
   (`windows.warp_window`); each entry holds its mask, so no other array can have its id while
   the entry exists.
 
-Launches of one Executable from several threads share its RunCache: a lookup is one dict read
-(atomic under the GIL); a miss computes its value outside the lock and stores it under the
-lock, clearing the table first when it is full, so a table never exceeds its bound
-(`LIMITS`). Two threads missing at once compute the same value; one of them is kept, and
-either is correct (values are pure functions of their keys, read-only arrays).
+Launches of one Executable from several threads share its RunCache without a lock (so a fork
+can never inherit one held by another thread): a lookup is one dict read and a store one
+`dict.setdefault`, each atomic under the GIL; a miss computes its value first, and a full table
+is cleared before the store, so a table stays near its bound (`LIMITS`; two threads clearing
+at once clear twice). Two threads missing at once compute the same value; the first stored is
+kept and returned to both, and either is correct (values are pure functions of their keys,
+read-only arrays).
 """
 
 from __future__ import annotations
 
 import itertools
-import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -39,11 +40,10 @@ LIMITS = {"outcomes": MAX_ENTRIES, "windows": MAX_ENTRIES, "warp_windows": MAX_E
 class RunCache:
     """Every run-time memo of the launches of one Executable."""
 
-    __slots__ = ("lock", "outcomes", "windows", "warp_windows", "offsets", "shapes", "ramps",
+    __slots__ = ("outcomes", "windows", "warp_windows", "offsets", "shapes", "ramps",
                  "full", "views", "summaries", "patterns", "box_ids", "numbers")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.outcomes: dict[int, tuple[Any, Any]] = {}  # id(mask) -> (mask, mask_and(None, mask))
         self.windows: dict[int, tuple[Any, Any]] = {}  # id(mask) -> (mask, lane window)
         # id(mask) -> (mask, (warps x lanes-in-warp window, the mask on it)): windows.py
@@ -75,10 +75,9 @@ class RunCache:
         return entry[1] if entry is not None and entry[0] is mask else None
 
     def remember(self, table: dict[int, tuple[Any, Any]], mask: Any, value: Any) -> None:
-        with self.lock:
-            if len(table) >= MAX_ENTRIES:
-                table.clear()
-            table[id(mask)] = (mask, value)
+        if len(table) >= MAX_ENTRIES:
+            table.clear()
+        table[id(mask)] = (mask, value)
 
     # by value ---------------------------------------------------------------------------------
 
@@ -86,14 +85,9 @@ class RunCache:
                        limit: int = MAX_ENTRIES) -> Any:
         """`table[key] = value` for a table keyed by value, bounded by `limit`; returns the
         value now stored (another thread's, if it stored one first)."""
-        with self.lock:
-            stored = table.get(key, table)
-            if stored is not table:
-                return stored
-            if len(table) >= limit:
-                table.clear()
-            table[key] = value
-        return value
+        if len(table) >= limit and key not in table:
+            table.clear()
+        return table.setdefault(key, value)
 
     def geometry(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         """A per-lane array (or tuple of them) that depends only on the shape of a lane vector

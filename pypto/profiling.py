@@ -1,4 +1,4 @@
-"""`pto.profile()`: modelled cycles of one launch (SPEC §3, §6).
+"""`pto.profile()`: modelled cycles of one launch (docs/cost-model.md#quick-start).
 
 The kernel is compiled for the model's IR level (`table`: the pto level, as the simulator's
 latency table sees it; `fused`: the npu firmware level, after `convert-pto-to-npu` and

@@ -140,7 +140,7 @@ def test_the_check_sees_imports_inside_functions_but_not_type_checking_ones() ->
     assert _imports_in(source) == {"pypto.compiler"}
 
 
-# Op facts are traits (CRAFT.md): the analyses, the cost model, the debugger and the
+# Op facts are traits (docs/adding-an-op.md): the analyses, the cost model, the debugger and the
 # interpreter's instruments and executor ask `pypto.dialects.traits`, never name an op class.
 # (Rewriting passes, the frontend and the emitters build and match ops, and may name them.)
 TRAIT_ONLY = ["analysis", "backend/cost_model", "debug", "backend/interpreter/instruments.py",

@@ -1,4 +1,4 @@
-"""`import pypto.debug as dbg`: the instruction-level debugger (SPEC §7).
+"""`import pypto.debug as dbg`: the instruction-level debugger (docs/debugging.md).
 
     ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n))
     ctx.step()                       # [Lanes 0-255] LOAD d_a[0..255] -> L1[0..255] (4 bytes each)

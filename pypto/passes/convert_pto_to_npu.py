@@ -1,4 +1,4 @@
-"""`convert-pto-to-npu`: lower the virtual ISA to the firmware level (SPEC §5, dialect `npu`).
+"""`convert-pto-to-npu`: lower the virtual ISA to the firmware level (docs/cost-model.md#the-firmware-level-npu-dialect).
 
 What changes, op by op (everything else stays a `pto` op, see `pypto.dialects.npu`):
 

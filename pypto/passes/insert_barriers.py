@@ -1,5 +1,5 @@
 """`pto-insert-barriers`: make a kernel's L1 accesses race-free between warps with the fewest
-`pto.barrier_block`s, and drop the block barriers that order nothing (SPEC §5)."""
+`pto.barrier_block`s, and drop the block barriers that order nothing (docs/barriers.md#pto-insert-barriers)."""
 
 from __future__ import annotations
 

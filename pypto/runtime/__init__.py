@@ -1,4 +1,4 @@
-"""The host runtime (SPEC §3): device memory, copies, streams, asynchronous launch, lifetime.
+"""The host runtime (docs/runtime.md): device memory, copies, streams, asynchronous launch, lifetime.
 
 Execution model in one sentence: asynchronous like CUDA; the CPU executes the queued work when
 you synchronise (`sync`, `memcpy_d2h`, `Tensor.free` / end of `with`, `Stream.synchronize`).

@@ -1,4 +1,4 @@
-"""`pto.autotune` (SPEC §10): configs ranked by the cost model, checked on the interpreter.
+"""`pto.autotune` (docs/autotune.md): configs ranked by the cost model, checked on the interpreter.
 
 The sweep, step by step (docs/autotune.md):
 

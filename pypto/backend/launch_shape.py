@@ -56,7 +56,8 @@ class LaunchShape:
         here; `fits` checks it later). `what`: how the message names the launch (default
         "launch of kernel 'NAME'").
         """
-        memo = target is None and _exact(grid) and _exact(block)
+        memo = target is None and (type(grid) is int or _exact(grid)) and \
+            (type(block) is int or _exact(block))
         if memo:
             found = _SHAPES.get((grid, block))  # a shape given as exact ints: memoised
             if found is not None:

@@ -18,7 +18,7 @@ LAYERS = [
     {"pypto.ir"},
     {"pypto.analysis"},
     {"pypto.passes", "pypto.frontend", "pypto.backend.targets"},
-    {"pypto.backend.interpreter", "pypto.backend"},
+    {"pypto.backend.interpreter", "pypto.backend.native", "pypto.backend"},
     {"pypto.runtime"},
     {"pypto.compiler"},
     {"pypto.tools", "pypto"},
@@ -140,11 +140,14 @@ def test_the_check_sees_imports_inside_functions_but_not_type_checking_ones() ->
     assert _imports_in(source) == {"pypto.compiler"}
 
 
-# Op facts are traits (docs/adding-an-op.md): the analyses, the cost model, the debugger and the
-# interpreter's instruments and executor ask `pypto.dialects.traits`, never name an op class.
-# (Rewriting passes, the frontend and the emitters build and match ops, and may name them.)
+# Op facts are traits (docs/adding-an-op.md): the analyses, the cost model, the debugger, the
+# autotuner and the interpreter's instruments, executor, access planner and strategies ask
+# `pypto.dialects.traits`, never name an op class. (Rewriting passes, the frontend and the
+# emitters build and match ops, and may name them.)
 TRAIT_ONLY = ["analysis", "backend/cost_model", "debug", "backend/interpreter/instruments.py",
-              "backend/interpreter/executor.py", "tuning"]
+              "backend/interpreter/executor.py", "backend/interpreter/planning.py",
+              "backend/interpreter/plan.py", "backend/interpreter/affine.py",
+              "backend/interpreter/strategies", "tuning"]
 
 # Passes build and match ops, so they name op classes; but an op-by-op rewrite is an xDSL
 # `RewritePattern` on the op type it rewrites (`op_type_rewrite_pattern`, as canonicalize.py and

@@ -24,7 +24,6 @@ from pypto import dtypes
 from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.executor import parse_schedule
 from pypto.backend.targets import Target, resolve_target
-from pypto.backend.launch_shape import check_launch_shape
 from pypto.dialects import pto
 from pypto.errors import (
     CompileError,
@@ -42,8 +41,9 @@ from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
 from pypto.runtime.env import flag as env_flag, setting as env_setting
-from pypto.runtime.launcher import (check_scalar, enqueue_planned, launch as runtime_launch,
-                                    plan_launch)
+from pypto.backend.launch_shape import LaunchShape
+from pypto.runtime import launcher
+from pypto.runtime.launcher import check_scalar, enqueue_planned, plan_launch
 from pypto.runtime.stream import Stream, caller_site
 
 if TYPE_CHECKING:
@@ -89,25 +89,6 @@ class Remark:
     def __str__(self) -> str:
         return f"{self.location}: remark: {self.message}" if self.location else \
             f"remark: {self.message}"
-
-
-def normalize_dims(value: Any, what: str) -> tuple[int, int, int]:
-    """`n` -> (n, 1, 1); tuples of 1-3 positive ints padded with 1 (CUDA's dim3)."""
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
-        dims = [int(value)]
-    elif isinstance(value, tuple | list) and 1 <= len(value) <= 3:
-        dims = []
-        for v in value:
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                raise LaunchError(f"{what} must contain ints, got {value!r}")
-            dims.append(int(v))
-    else:
-        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
-    if any(d <= 0 for d in dims):
-        raise LaunchError(f"every {what} dimension must be positive, got {tuple(dims)}")
-    while len(dims) < 3:
-        dims.append(1)
-    return (dims[0], dims[1], dims[2])
 
 
 def _is_device_tensor(value: Any) -> bool:
@@ -257,7 +238,8 @@ def _native(compiled: CompiledKernel, required: bool) -> Any:
 def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
             block: tuple[int, int, int], args: Sequence[Any]) -> None:
     """Run on the interpreter, natively, or ("auto") natively when the kernel compiles and no
-    instrument needs the interpreter (validation, uninitialised-memory checks)."""
+    instrument needs the interpreter (validation, uninitialised-memory checks). `grid` /
+    `block` are a checked `LaunchShape`'s triples (docs/runtime.md#launch-shape)."""
     executable = compiled.executable
     if backend == "interpreter" or backend == "auto" and (
             executable.check_uninitialized or _VALIDATE_SETTING()[0]):
@@ -267,7 +249,6 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
     if native is None:
         executable.run(grid, block, args)
         return
-    grid, block = check_launch_shape(grid, block, kernel=compiled.name, target=compiled.target)
     refused = native.unsupported_launch(grid, block)
     if refused is not None:
         if backend == "native":
@@ -331,6 +312,8 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     "native" or "auto" for this launch (default: `pto.set_backend` / PYPTO_BACKEND).
     """
     try:
+        # the launch's one shape check (a `LaunchShape` is what every layer below is given)
+        shape = LaunchShape.of(grid, block, kernel=_launch_name(kernel))
         if backend is not None:
             if backend not in BACKENDS:
                 raise LaunchError(f"unknown backend {backend!r}; choose one of "
@@ -343,12 +326,13 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
 
             target = kernel if hasattr(kernel, "execute") and not isinstance(kernel, Kernel) \
                 else None
-            runtime_launch(_OnBackend(target, backend) if target is not None else kernel,
-                           grid, block, args, stream, compile=compile_on, origin=caller_site(2))
+            launcher.launch_shaped(_OnBackend(target, backend) if target is not None else kernel,
+                                   shape, args, stream, compile=compile_on,
+                                   origin=caller_site(2))
             return
         if pipeline is None:
             if stream is None and type(kernel) is Kernel and type(args) is tuple:
-                found = _plan_key(kernel, grid, block, args)
+                found = _plan_key(kernel, shape, args)
                 if found is not None:
                     key, tensors = found
                     plan = kernel.__dict__.get("_launch_plans", _NO_PLANS).get(key)
@@ -357,16 +341,16 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                                                  plan[0].folded_globals)):
                         enqueue_planned(plan, args, tensors, key[1], caller_site(2))
                         return
-                    _launch_and_plan(kernel, grid, block, args, key)
+                    _launch_and_plan(kernel, shape, args, key)
                     return
-            runtime_launch(kernel, grid, block, args, stream, compile=_compile_for_launch,
-                           origin=caller_site(2))
+            launcher.launch_shaped(kernel, shape, args, stream, compile=_compile_for_launch,
+                                   origin=caller_site(2))
         else:
             def compile_with(k: Any, **options: Any) -> CompiledKernel:
                 return compile(k, pipeline=pipeline, **options)
 
-            runtime_launch(kernel, grid, block, args, stream, compile=compile_with,
-                           origin=caller_site(2))
+            launcher.launch_shaped(kernel, shape, args, stream, compile=compile_with,
+                                   origin=caller_site(2))
     except PtoError as exc:  # (inline rather than @public_api: a launch is a hot path)
         hide_internal_frames(exc)
         raise
@@ -378,29 +362,29 @@ MAX_LAUNCH_PLANS = 64
 """Launch plans kept per kernel (then the memo starts over)."""
 
 
-def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> Any:
+def _launch_name(kernel: Any) -> str:
+    """The kernel's name for the shape's message (`launch_shaped` rejects a non-kernel)."""
+    name = getattr(kernel, "name", None)
+    return name if type(name) is str else "?"
+
+
+def _plan_key(kernel: Kernel, shape: LaunchShape, args: tuple[Any, ...]) -> Any:
     """The key of a cached launch's plan and the tensors among `args`, or None when the
     launch needs the general path.
 
     The plan (`_launch_and_plan`) holds what the runtime's checks and the compile cache found
     for a launch: the compiled kernel, the normalised grid and block, the label of its errors.
-    This key determines all of it. Grid and block count only as plain ints (or tuples of
-    ints): `4.0` hashes like `4` but must still be rejected. Every argument is a live tensor
+    This key determines all of it: the launch's checked `shape` (normalised, so `4` and
+    `(4, 1, 1)` share a plan). Every argument is a live tensor
     (its dtype name and device count, the device fixes the stream and the target), an int in
     int32 range (its value if a compile-time constant) or a float (likewise); a tensor
     passed twice makes its parameters alias (`_shared_tensors`). The environment's
     PYPTO_VALIDATE and PYPTO_RACE_CHECK are read at every launch and are part of the key."""
-    if type(grid) is not int and (type(grid) is not tuple or
-                                  any(type(g) is not int for g in grid)):
-        return None
-    if type(block) is not int and (type(block) is not tuple or
-                                   any(type(b) is not int for b in block)):
-        return None
     memo = kernel.__dict__.get("_constexpr_memo")  # _constexpr_positions, the hit inline
     const = memo[1] if memo is not None and memo[0] == len(kernel.auto_constexpr) else \
         _constexpr_positions(kernel)
     tensor = _TENSOR or _tensor_class()
-    parts: list[Any] = [grid, None, block, const, _VALIDATE_SETTING(), _race_check_default()]
+    parts: list[Any] = [shape.grid, None, shape.block, const, _VALIDATE_SETTING(), _race_check_default()]
     device = None
     tensors: list[Any] = []
     for position, value in enumerate(args):
@@ -430,7 +414,7 @@ def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> A
     return tuple(parts), tensors
 
 
-def _launch_and_plan(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...],
+def _launch_and_plan(kernel: Kernel, shape: LaunchShape, args: tuple[Any, ...],
                      key: Any) -> None:
     """The general launch (every check, the compile cache), then the plan of the next
     launches with the same key: what that launch found, reused as long as the compiled
@@ -439,18 +423,16 @@ def _launch_and_plan(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...
 
     def compile_noted(k: Any, **options: Any) -> Any:
         compiled = _compile_for_launch(k, **options)
-        found.append((compiled, options["block"]))
+        found.append(compiled)
         return compiled
 
-    runtime_launch(kernel, grid, block, args, None, compile=compile_noted,
-                   origin=caller_site(3))
+    launcher.launch_shaped(kernel, shape, args, None, compile=compile_noted,
+                           origin=caller_site(3))
     if len(found) == 1:
-        compiled, block3 = found[0]
-        grid3 = (grid, 1, 1) if type(grid) is int else normalize_dims(grid, "grid")
         plans = kernel.__dict__.setdefault("_launch_plans", {})
         if len(plans) >= MAX_LAUNCH_PLANS:
             plans.clear()
-        plans[key] = plan_launch(compiled, kernel.name, grid3, block3)
+        plans[key] = plan_launch(found[0], kernel.name, shape.grid, shape.block)
 
 
 def _compile_for_launch(kernel: Any, *, args: tuple[Any, ...], block: tuple[int, int, int],
@@ -556,8 +538,9 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
     if len(args) != kernel.num_params:
         raise LaunchError(f"kernel '{kernel.name}' takes {kernel.num_params} arguments "
                           f"({', '.join(kernel.params)}), got {len(args)}")
-    block_dims = normalize_dims(block, "block")
     resolved = resolve_target(target)
+    block_dims = LaunchShape.of(1, block, kernel=kernel.name, target=resolved,
+                                what=f"pto.compile of kernel '{kernel.name}'").block
     pipeline_text = _pipeline_text(pipeline, extra_passes)
     options = (block_dims, pipeline_text, resolved, check_uninitialized, schedule, race_check,
                validate)
@@ -664,9 +647,6 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
                   schedule: str | None, race_check: bool,
                   validate: bool = False) -> CompiledKernel:
     """The full cache lookup, then lowering and the pipeline on a miss."""
-    if block_dims[0] * block_dims[1] * block_dims[2] > resolved.max_block_lanes:
-        raise LaunchError(f"block {block_dims} has {block_dims[0] * block_dims[1] * block_dims[2]} "
-                          f"lanes; the target allows at most {resolved.max_block_lanes}")
     types = tuple(arg_type(a, i, kernel) for i, a in enumerate(args))
     while True:
         names = _constexpr_params(kernel)

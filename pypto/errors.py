@@ -1,4 +1,4 @@
-"""The exception hierarchy of pypto (SPEC §9).
+"""The exception hierarchy of pypto (docs/runtime.md#errors, docs/language.md#errors).
 
 Every error a user can see is a subclass of `PtoError`, so `except pto.PtoError` catches anything
 pypto raises on purpose. Messages always say *where* (Python `file:line:col`, or `.mlir line:col`)
@@ -157,7 +157,7 @@ def _is_internal(tb: TracebackType) -> bool:
 
 def hide_internal_frames(exc: BaseException) -> None:
     """Drop pypto's own frames (and the interpreter's generated kernel code) from
-    `exc.__traceback__`, so that the traceback ends at the user's line (SPEC §3). Frames of the
+    `exc.__traceback__`, so that the traceback ends at the user's line (docs/runtime.md#errors). Frames of the
     user's code called back by pypto (a `grid` callable) are kept. Nothing is dropped when
     `PYPTO_FULL_TRACEBACK=1`."""
     if os.environ.get(FULL_TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes", "on"):

@@ -1,4 +1,4 @@
-"""`pto.profile()`: modelled cycles of one launch (SPEC §3, §6).
+"""`pto.profile()`: modelled cycles of one launch (docs/cost-model.md#quick-start).
 
 The kernel is compiled for the model's IR level (`table`: the pto level, as the simulator's
 latency table sees it; `fused`: the npu firmware level, after `convert-pto-to-npu` and
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pypto.backend.targets import Target, resolve_target
-from pypto.backend.launch_shape import check_launch_shape
+from pypto.backend.launch_shape import LaunchShape
 from pypto.compiler import DEFAULT_PIPELINE, compile
 from pypto.errors import public_api
 
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from pypto.backend.cost_model import Profile
 
 
-def model_pipeline(model: str, target: Target, block: tuple[int, int, int] | None = None,
-                   pipeline: str | None = None) -> str:
+def model_pipeline(model: str, target: Target, pipeline: str | None = None) -> str:
     """The pass pipeline that produces the IR level a model costs: `pipeline` (default: the
     default pipeline) and, for `model="fused"`, the lowering to the npu level with load/mma
     fusion when `pipeline` does not lower already — the same passes `pypto-opt --emit=cost
@@ -35,7 +34,7 @@ def model_pipeline(model: str, target: Target, block: tuple[int, int, int] | Non
     text = DEFAULT_PIPELINE if pipeline is None else pipeline
     if model != "fused" or lowers_to_npu(text):
         return text
-    lowering = model_lowering(block, target)
+    lowering = model_lowering(target)
     return f"{text},{lowering}" if text.strip() else lowering
 
 
@@ -71,11 +70,12 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
         raise ModelError(f"unknown cost model {model!r}; models: {', '.join(MODELS)}")
     resolved = resolve_target(target)
     params = ModelParams.of(resolved, model)
-    grid3, block3 = check_launch_shape(grid, block, kernel=getattr(kernel, "name", "?"),
-                                       target=resolved,
-                                       what=f"pto.profile of kernel '{getattr(kernel, 'name', '?')}'")
+    name = getattr(kernel, "name", "?")
+    shape = LaunchShape.of(grid, block, kernel=name, target=resolved,
+                           what=f"pto.profile of kernel '{name}'")
+    block3 = shape.block
     base = DEFAULT_PIPELINE if pipeline is None else pipeline
-    text = model_pipeline(model, resolved, block3, pipeline)
+    text = model_pipeline(model, resolved, pipeline)
     compiled = compile(kernel, args=args, block=block3, pipeline=text, target=resolved)
 
     def pto_level() -> Any:
@@ -87,5 +87,5 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     from pypto.runtime import sync
 
     sync()  # earlier launches on the tensors complete first, as under a device profiler
-    return run_and_cost(compiled.executable, grid3, block3, tuple(args), params,
+    return run_and_cost(compiled.executable, shape.grid, block3, tuple(args), params,
                         launch=pto_level if text != base else None)

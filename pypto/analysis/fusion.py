@@ -1,4 +1,4 @@
-"""Which tile loads of a pipelined loop the firmware would fuse with their MMA (SPEC §6).
+"""Which tile loads of a pipelined loop the firmware would fuse with their MMA (docs/cost-model.md#the-firmware-level-npu-dialect).
 
 `npu-fuse-load-mma` fuses an MMA with the `copy_in` feeding one of its inputs when the two sit
 in straight-line code with at most the target's `max_distance` instructions between them (flag

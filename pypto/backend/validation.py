@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from pypto import dtypes
-from pypto.backend.launch_shape import check_launch_shape
+from pypto.backend.launch_shape import LaunchShape
 from pypto.backend.targets import resolve_target
 from pypto.diagnostics import op_location, source_loc
 from pypto.dialects import pto
@@ -199,9 +199,10 @@ def validate_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Conte
     """Apply `passes` to `module` one by one with `apply(module, pass)`, running every kernel
     before and after each; raise `TranslationValidationError` at the first pass that changes a
     result. The module ends transformed, as without validation."""
-    grid, block = check_launch_shape(grid, block, target=resolve_target(target),
-                                     what="the translation validation's launch (pypto-opt: --validate-block N)")
-    lanes = block[0] * block[1] * block[2] * grid[0] * grid[1] * grid[2]
+    shape = LaunchShape.of(grid, block, target=resolve_target(target),
+                           what="the translation validation's launch (pypto-opt: "
+                                "--validate-block N)")
+    grid, block, lanes = shape.grid, shape.block, shape.lanes
     elements = tensor_elements if tensor_elements is not None else max(4096, 4 * lanes)
     report = Report()
     references: dict[str, tuple[list[Any], Outcome, list[str], tuple[int, int, int]]] = {}

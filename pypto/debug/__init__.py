@@ -1,4 +1,4 @@
-"""`import pypto.debug as dbg`: the instruction-level debugger (SPEC §7).
+"""`import pypto.debug as dbg`: the instruction-level debugger (docs/debugging.md).
 
     ctx = dbg.debug_kernel(vector_add, args=(d_a, d_b, d_o, n))
     ctx.step()                       # [Lanes 0-255] LOAD d_a[0..255] -> L1[0..255] (4 bytes each)
@@ -31,7 +31,7 @@ def default_pipeline(model: str = "fused", target: Any = None,
     from pypto.backend.targets import resolve_target
     from pypto.profiling import model_pipeline
 
-    return model_pipeline(model, resolve_target(target), block)
+    return model_pipeline(model, resolve_target(target))
 
 
 def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any = None,
@@ -58,16 +58,17 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
     Only the chosen block runs: the output tensors hold that block's results when the session
     finishes.
     """
-    from pypto.backend.launch_shape import check_launch_shape
+    from pypto.backend.launch_shape import LaunchShape
     from pypto.backend.targets import resolve_target
     from pypto.compiler import compile as pto_compile
     from pypto.runtime import sync
 
     name = getattr(kernel, "name", "?")
-    grid3, block3 = check_launch_shape((1, 1, 1) if grid is None else grid,
-                                       DEFAULT_BLOCK if block is None else block, kernel=name,
-                                       target=resolve_target(target),
-                                       what=f"dbg.debug_kernel of kernel '{name}'")
+    shape = LaunchShape.of((1, 1, 1) if grid is None else grid,
+                           DEFAULT_BLOCK if block is None else block, kernel=name,
+                           target=resolve_target(target),
+                           what=f"dbg.debug_kernel of kernel '{name}'")
+    grid3, block3 = shape.grid, shape.block
     from pypto.profiling import lowers_to_npu, model_pipeline
 
     if model is None:
@@ -76,7 +77,7 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
         raise DebugError(f"unknown cost model {model!r}; use one of: {', '.join(MODELS)}")
 
     # the IR pto.profile(model=model, pipeline=pipeline) costs, so the timeline agrees with it
-    text = model_pipeline(model, resolve_target(target), block3, pipeline)
+    text = model_pipeline(model, resolve_target(target), pipeline)
     args = tuple(args)
     compiled = pto_compile(kernel, args=args, block=block3, pipeline=text, target=target,
                            schedule=schedule, check_uninitialized=check_uninitialized)

@@ -2,7 +2,8 @@
 
 `python -m pypto.debug examples/vector_add.py:vector_add` needs the tensors and launch
 configuration the script builds. Rather than asking the user to restate them, the script runs
-as `__main__` with `pto.launch` replaced: launches of other kernels go through unchanged, and
+as `__main__` with the runtime's one launch function (`pypto.runtime.launcher.launch_shaped`,
+which `pto.launch`, `kernel[grid, block](...)` and a compiled kernel's call all end in) wrapped: launches of other kernels go through unchanged, and
 the first launch of the named kernel is captured (after its inputs' queued copies complete)
 and stops the script there, so nothing after it runs against an output the debugger has not
 produced yet.
@@ -23,8 +24,8 @@ from pypto.debug.session import DebugError
 @dataclass
 class CapturedLaunch:
     kernel: Any                        # the @pto.kernel (or compiled kernel) launched
-    grid: Any
-    block: Any
+    grid: tuple[int, int, int]         # the launch's checked shape
+    block: tuple[int, int, int]
     args: tuple[Any, ...]
     names: dict[int, str]              # argument position -> the script's variable name
     site: str                          # "script.py:42", where the launch was
@@ -48,23 +49,21 @@ def parse_target(text: str) -> tuple[str, str]:
 
 def capture_launch(path: str, kernel_name: str, argv: list[str] | None = None) -> CapturedLaunch:
     """Run `path` as `__main__` until its first launch of kernel `kernel_name`."""
-    import pypto
-    import pypto.compiler as compiler
     import pypto.runtime as runtime
     from pypto.debug import caller_names
+    from pypto.runtime import launcher
 
     if not os.path.isfile(path):
         raise DebugError(f"no such script: {path}")
-    real_launch = compiler.launch  # pto.launch: compiles a @pto.kernel, then enqueues
+    real_launch = launcher.launch_shaped
     captured: list[CapturedLaunch] = []
     launched: list[str] = []
 
-    def launch(kernel: Any, grid: Any, block: Any, args: Any, stream: Any = None,
-               **_: Any) -> None:
+    def launch(kernel: Any, shape: Any, args: Any, stream: Any = None, **options: Any) -> None:
         name = getattr(kernel, "name", None)
         if name != kernel_name:
             launched.append(str(name))
-            return real_launch(kernel, grid=grid, block=block, args=args, stream=stream)
+            return real_launch(kernel, shape, args, stream, **options)
         runtime.sync()
         frame = sys._getframe(1)
         while frame.f_back is not None and \
@@ -72,13 +71,14 @@ def capture_launch(path: str, kernel_name: str, argv: list[str] | None = None) -
             frame = frame.f_back  # out of pypto (CompiledKernel.__call__): the script's line
         args = tuple(args)
         site = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        captured.append(CapturedLaunch(getattr(kernel, "kernel", kernel), grid, block, args,
+        captured.append(CapturedLaunch(getattr(kernel, "kernel", kernel), shape.grid,
+                                       shape.block, args,
                                        caller_names(args, frame), site))
         raise _Captured()
 
-    # every way in: pto.launch, CompiledKernel.__call__ (compiler.launch), the runtime's
-    saved = (pypto.launch, compiler.launch, runtime.launch, sys.argv[:], sys.path[:])
-    pypto.launch = compiler.launch = runtime.launch = launch  # type: ignore[assignment]
+    # the one way in (a kernel's first launch never takes a cached plan: nothing launched it)
+    saved = (launcher.launch_shaped, sys.argv[:], sys.path[:])
+    launcher.launch_shaped = launch  # type: ignore[assignment]
     sys.argv = [path, *(argv or [])]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     namespace: dict[str, Any] = {}
@@ -97,9 +97,9 @@ def capture_launch(path: str, kernel_name: str, argv: list[str] | None = None) -
         raise DebugError(f"{path} raised {type(exc).__name__}{at} before launching "
                          f"'{kernel_name}': {exc}") from None
     finally:
-        pypto.launch, compiler.launch, runtime.launch = saved[0], saved[1], saved[2]
-        sys.argv[:] = saved[3]
-        sys.path[:] = saved[4]
+        launcher.launch_shaped = saved[0]
+        sys.argv[:] = saved[1]
+        sys.path[:] = saved[2]
     from pypto.frontend.kernel import Kernel
 
     defined = sorted(k for k, v in namespace.items() if isinstance(v, Kernel))

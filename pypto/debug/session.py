@@ -37,7 +37,7 @@ from pypto.debug.view import Executed, render, source_context
 from pypto.errors import KernelError
 
 MODELS = ("fused", "table")
-"""The cost models a session's timeline can use (SPEC §6)."""
+"""The cost models a session's timeline can use (docs/cost-model.md#two-models-the-articles-pitfall-1)."""
 
 DEFAULT_BLOCK = (256, 1, 1)
 """The article's launch: one block of 256 lanes."""

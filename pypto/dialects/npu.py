@@ -1,4 +1,4 @@
-"""The `npu` dialect: the firmware level below `pto` (SPEC §1, §5 `convert-pto-to-npu`).
+"""The `npu` dialect: the firmware level below `pto` (docs/cost-model.md#the-firmware-level-npu-dialect, `convert-pto-to-npu`).
 
 The PTO virtual ISA hides three things the firmware makes explicit, and this dialect shows them:
 
@@ -9,7 +9,7 @@ The PTO virtual ISA hides three things the firmware makes explicit, and this dia
   pipe and a `npu.wait_flag` on the consumer pipe (Ascend C's SetFlag / WaitFlag); a synchronous
   tile store is a copy followed by its flag pair; `pto.barrier_block` is a `npu.pipe_barrier`;
 - **staging**: the vector unit works on L1, so a lane load from HBM lands in an L1 slot
-  (`LOAD d_a[0] -> L1[0]`, SPEC §1) and a lane store to HBM leaves from one. A slot is an L1
+  (`LOAD d_a[0] -> L1[0]`, docs/passes.md#the-l1-map) and a lane store to HBM leaves from one. A slot is an L1
   buffer (`pto.alloc_local`, placed by `pto-allocate-l1` or, without it, by the interpreter)
   with one element per lane of the block: lane k stages its value in element k.
 

@@ -1,4 +1,4 @@
-"""The `pto` dialect: one op per instruction of the PTO virtual instruction set (SPEC §2, §4).
+"""The `pto` dialect: one op per instruction of the PTO virtual instruction set (docs/isa.md, docs/language.md#instructions).
 
 Values are per lane (SPMD, as in CUDA): every scalar SSA value of a kernel holds one value for each
 lane that executes it. Kernels are `func.func` ops carrying the unit attribute `pto.kernel`;

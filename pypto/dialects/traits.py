@@ -1,6 +1,6 @@
 """Op facts as xDSL traits: the pipe an op issues on, the memory it touches, block collectives.
 
-These are the one source of truth for what an instruction *is* (SPEC §1, §2), declared on each
+These are the one source of truth for what an instruction *is* (docs/isa.md, docs/adding-an-op.md), declared on each
 op class of the `pto` dialect (and of any later dialect, such as `npu`) in its `traits_def(...)`.
 Code generation, the analyses, the passes and the ISA reference read them through the three
 accessors below instead of keeping their own lists of op classes:
@@ -71,7 +71,7 @@ Space = Literal["global", "local", "any"]
 Kind = Literal["read", "write"]
 
 PIPES: tuple[str, ...] = ("SCALAR", "VECTOR", "CUBE", "MTE_IN", "MTE_OUT")
-"""The pipes of the PTO machine (SPEC §1): instructions of different pipes overlap."""
+"""The pipes of the PTO machine (docs/cost-model.md#the-machine-the-engine-models): instructions of different pipes overlap."""
 
 SPACES: tuple[str, ...] = ("global", "local", "any")
 KINDS: tuple[str, ...] = ("read", "write")
@@ -403,7 +403,7 @@ LAUNCH_IDS: dict[str, str | None] = {
     "global_id": "lane", "local_id": "lane", "warp_id": "lane", "lane_id": "lane",
     "block_id": "block", "block_dim": None, "grid_dim": None,
 }
-"""The ids of a launch (SPEC §2), and what they differ between: the lanes of a block, the
+"""The ids of a launch (docs/isa.md#ids), and what they differ between: the lanes of a block, the
 blocks of the grid, or nothing (the same for the whole launch)."""
 
 

@@ -1,4 +1,4 @@
-"""Which launch argument a type error comes from (SPEC §3: errors that blame the right thing).
+"""Which launch argument a type error comes from (docs/language.md#errors: errors that blame the right thing).
 
 A kernel is specialised on the types of its launch arguments, so a wrong argument (a float where
 a pointer is used, swapped arguments, an int32 tensor given to a float kernel) shows up as a type

@@ -627,7 +627,7 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
         raise self.type_error(f"{describe_type(t)} cannot be used as a condition", node, (value,))
 
     def unify(self, a: Any, b: Any, node: ast.AST, what: str) -> tuple[SSAValue, SSAValue]:
-        """Bring two operands to a common type (SPEC §2 promotion rules)."""
+        """Bring two operands to a common type (docs/language.md#types-literals-and-promotion)."""
         for v in (a, b):
             if not isinstance(v, SSAValue | bool | int | float):
                 raise self.error(f"{what} is not defined on {v!r}", node)

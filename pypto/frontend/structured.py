@@ -197,8 +197,8 @@ class StructuredLowering:
 
     def _lower_static_for(self, stmt: ast.For) -> None:
         """`for x in (16, 8, 4)`, `for k in pto.static_range(4)`: the body is lowered once per
-        value, with the loop variable bound to that compile-time value (docs/language.md#static-
-        loops). Nothing of the loop is left in the IR: every pass sees straight-line code."""
+        value, with the loop variable bound to that compile-time value
+        (docs/language.md#static-loops). Nothing of the loop is left in the IR: every pass sees straight-line code."""
         it = stmt.iter
         values = self.expr(it)
         self.node = stmt

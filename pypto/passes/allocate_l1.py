@@ -1,6 +1,6 @@
 """Place every L1 buffer at a byte offset, sharing bytes between buffers never live together.
 
-`pto-allocate-l1` (SPEC §5) writes each `pto.alloc_local`'s `offset` property (bytes into the
+`pto-allocate-l1` (docs/passes.md#pto-allocate-l1) writes each `pto.alloc_local`'s `offset` property (bytes into the
 block's L1), which the interpreter honours. Offsets and sizes are multiples of the target's
 `l1_align_bytes`. Live ranges and the rules for sharing bytes (a block-level synchronisation
 point between two buffers' lives) are in `pypto.analysis.l1_liveness`. The peak usage is

@@ -1,4 +1,4 @@
-"""`convert-pto-to-npu`: lower the virtual ISA to the firmware level (SPEC §5, dialect `npu`).
+"""`convert-pto-to-npu`: lower the virtual ISA to the firmware level (docs/cost-model.md#the-firmware-level-npu-dialect).
 
 What changes, op by op (everything else stays a `pto` op, see `pypto.dialects.npu`):
 
@@ -32,7 +32,14 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from pypto.analysis.ir_utils import kernels, yielded
 from pypto.analysis.l1_liveness import while_arg_sources, while_result_sources
@@ -43,6 +50,7 @@ from pypto.dialects.traits import (
     declared_accesses,
     pipe_of,
     starts_copy,
+    waits_on,
 )
 from pypto.passes.verify_barriers import BlockShapeOptions
 
@@ -103,13 +111,13 @@ def waiting_wait_all(copy: Operation) -> Operation | None:
         nxt = op.next_op
         while nxt is not None:
             for inner in walk([nxt]):
-                if isinstance(inner, pto.WaitAllOp):
+                if waits_on(inner) == "all":
                     return inner
             nxt = nxt.next_op
         parent = op.parent_op()
         if isinstance(parent, scf.ForOp):
             for inner in walk(parent.body.block.ops):
-                if isinstance(inner, pto.WaitAllOp):
+                if waits_on(inner) == "all":
                     return inner
         op = parent if parent is not None and not isinstance(parent, func.FuncOp) else None
     return None
@@ -142,80 +150,152 @@ class ConvertPtoToNpu(BlockShapeOptions, ModulePass):
 
 
 class _Lowering:
+    """What the patterns share while lowering one kernel: the block's lanes, the staging slots
+    made so far, and the pipes each flag holds back, found on the pto-level kernel before any
+    op is rewritten (so the order the patterns run in does not matter)."""
+
     def __init__(self, kernel: func.FuncOp, lanes: int):
         self.kernel = kernel
         self.lanes = lanes
-        self.rewriter = Rewriter()
         self.last_slot: Operation | None = None
+        ops = list(walk(kernel.body.block.ops))
+        self.flags = {op: consumer_pipe(op, copy_pipe(op.operands[0])) for op in ops
+                      if waits_on(op) == "token"}
+        """Each `pto.wait`'s flag: the pipe after it that its copy's flag holds back."""
+        self.copy_flags = {op: _copy_consumer(op) for op in ops if starts_copy(op)}
+        """Each async copy's flag: the pipe of the instruction after the waits for it."""
 
-    def slot(self, element_type: Attribute, like: Operation) -> SSAValue:
+    def slot(self, element_type: Attribute, like: Operation, rewriter: PatternRewriter
+             ) -> SSAValue:
         """A new staging slot at the top of the kernel (one per staged instruction)."""
         alloc = pto.AllocLocalOp(self.lanes, element_type)
         alloc.location = like.location
         entry = self.kernel.body.block
         point = (InsertPoint.after(self.last_slot) if self.last_slot is not None
                  else InsertPoint.at_start(entry))
-        self.rewriter.insert_op(alloc, point)
+        rewriter.insert(alloc, point)
         self.last_slot = alloc
         alloc.result.name_hint = "slot"
         return alloc.result
 
-    def staged(self, address: SSAValue, like: Operation) -> SSAValue | None:
+    def staged(self, address: SSAValue, like: Operation, rewriter: PatternRewriter
+               ) -> SSAValue | None:
         if pto.memory_space_of(address.type) != "global":
             return None
-        return self.slot(pto.element_type_of(address.type), like)
-
-    def replace(self, old: Operation, new: list[Operation],
-                results: list[SSAValue] | None = None) -> None:
-        for n in new:
-            n.location = old.location
-        self.rewriter.replace_op(old, new, results)
+        return self.slot(pto.element_type_of(address.type), like, rewriter)
 
     def run(self) -> None:
-        ops = list(walk(self.kernel.body.block.ops))
-        flags = {op: consumer_pipe(op, copy_pipe(op.token)) for op in ops
-                 if isinstance(op, pto.WaitOp)}
-        for op in ops:
-            self.lower(op, flags)
+        patterns: list[RewritePattern] = [
+            LowerLoad(self), LowerStore(self), LowerFma(self), LowerAsyncCopy(self),
+            LowerTileStore(self), LowerWait(self), LowerWaitAll(self),
+            LowerBlockBarrier(self), LowerWarpBarrier(self), LowerMma(self)]
+        # (no dead-code elimination: a lowering keeps every instruction, used or not)
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False),
+                             apply_recursively=False
+                             ).rewrite_region(self.kernel.body)
 
-    def lower(self, op: Operation, flags: dict[Operation, str]) -> None:
-        if isinstance(op, pto.LoadOp):
-            new = npu.LoadOp(op.ptr, self.staged(op.ptr, op))
-            new.result.name_hint = op.result.name_hint
-            self.replace(op, [new])
-        elif isinstance(op, pto.StoreOp):
-            self.replace(op, [npu.StoreOp(op.value, op.ptr, self.staged(op.ptr, op))])
-        elif isinstance(op, pto.FmaOp):
-            self.replace(op, [npu.FmaOp(op.dst, op.a, op.b, op.c, self.staged(op.dst, op))])
-        elif isinstance(op, pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp):
-            self.lower_copy(op)
-        elif isinstance(op, pto.WaitOp):
-            src = copy_pipe(op.token)
-            self.replace(op, [npu.WaitFlagOp(op.token, src, flags[op])])
-        elif isinstance(op, pto.WaitAllOp):
-            self.replace(op, [npu.WaitFlagAllOp()])
-        elif isinstance(op, pto.BarrierBlockOp):
-            self.replace(op, [npu.PipeBarrierOp()])
-        elif isinstance(op, pto.BarrierOp):
-            self.replace(op, [npu.WarpBarrierOp()])
-        elif isinstance(op, pto.MmaOp):
-            self.replace(op, [npu.MmaOp(op.c, op.a, op.b, *op.shape)])
 
-    def lower_copy(self, op: pto.AsyncLoadOp | pto.AsyncStoreOp | pto.TileStoreOp) -> None:
-        cls = npu.CopyInOp if isinstance(op, pto.AsyncLoadOp) else npu.CopyOutOp
+def _copy_consumer(op: Operation) -> str:
+    """The pipe an async copy's flag holds back: the consumer pipe of the waits for it (of the
+    `wait_all` that waits for it when no `wait` does), SCALAR when they disagree or none."""
+    src = pipe_of(op)
+    waits = [use.operation for use in op.results[0].uses
+             if waits_on(use.operation) == "token"]
+    if not waits:  # waited for by a wait_all: the pipe after that one
+        wait_all = waiting_wait_all(op)
+        waits = [wait_all] if wait_all is not None else []
+    pipes = {consumer_pipe(w, src) for w in waits}
+    return pipes.pop() if len(pipes) == 1 else "SCALAR"
+
+
+def _replace(rewriter: PatternRewriter, old: Operation, new: list[Operation],
+             results: list[SSAValue | None] | None = None) -> None:
+    """`old` replaced by `new` (which take its location)."""
+    for n in new:
+        n.location = old.location
+    rewriter.replace(old, new, results)
+
+
+@dataclass
+class _Pattern(RewritePattern):
+    """A lowering pattern of one kernel's `_Lowering`."""
+
+    lowering: _Lowering
+
+
+class LowerLoad(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.LoadOp, rewriter: PatternRewriter, /) -> None:
+        new = npu.LoadOp(op.ptr, self.lowering.staged(op.ptr, op, rewriter))
+        new.result.name_hint = op.result.name_hint
+        _replace(rewriter, op, [new])
+
+
+class LowerStore(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.StoreOp, rewriter: PatternRewriter, /) -> None:
+        _replace(rewriter, op, [npu.StoreOp(op.value, op.ptr,
+                                            self.lowering.staged(op.ptr, op, rewriter))])
+
+
+class LowerFma(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.FmaOp, rewriter: PatternRewriter, /) -> None:
+        _replace(rewriter, op, [npu.FmaOp(op.dst, op.a, op.b, op.c,
+                                          self.lowering.staged(op.dst, op, rewriter))])
+
+
+class LowerAsyncCopy(_Pattern):
+    """`pto.async_load` / `async_store` -> `npu.copy_in` / `copy_out` and its flag."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.AsyncLoadOp | pto.AsyncStoreOp,
+                          rewriter: PatternRewriter, /) -> None:
+        cls = npu.CopyInOp if pipe_of(op) == pipe_of(npu.CopyInOp) else npu.CopyOutOp
         copy = cls(op.dst, op.src, op.nbytes, op.rows, op.src_stride, op.dst_stride)
-        src = pipe_of(cls)
-        if isinstance(op, pto.TileStoreOp):
-            # synchronous: the copy, its flag and the wait for it, back to back
-            dst = consumer_pipe(op, src)
-            self.replace(op, [copy, npu.SetFlagOp(copy.token, src, dst),
-                              npu.WaitFlagOp(copy.token, src, dst)], [])
-            return
-        waits = [use.operation for use in op.token.uses if isinstance(use.operation, pto.WaitOp)]
-        if not waits:  # waited for by a wait_all: the pipe after that one
-            wait_all = waiting_wait_all(op)
-            waits = [wait_all] if wait_all is not None else []
-        pipes = {consumer_pipe(w, src) for w in waits}
-        dst = pipes.pop() if len(pipes) == 1 else "SCALAR"
         copy.token.name_hint = op.token.name_hint
-        self.replace(op, [copy, npu.SetFlagOp(copy.token, src, dst)], [copy.token])
+        flag = npu.SetFlagOp(copy.token, pipe_of(cls), self.lowering.copy_flags[op])
+        _replace(rewriter, op, [copy, flag], [copy.token])
+
+
+class LowerTileStore(_Pattern):
+    """`pto.tile_store` -> `npu.copy_out`, its flag and the wait for it, back to back."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.TileStoreOp, rewriter: PatternRewriter, /) -> None:
+        copy = npu.CopyOutOp(op.dst, op.src, op.nbytes, op.rows, op.src_stride, op.dst_stride)
+        src = pipe_of(npu.CopyOutOp)
+        dst = consumer_pipe(op, src)
+        _replace(rewriter, op, [copy, npu.SetFlagOp(copy.token, src, dst),
+                                npu.WaitFlagOp(copy.token, src, dst)], [])
+
+
+class LowerWait(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.WaitOp, rewriter: PatternRewriter, /) -> None:
+        _replace(rewriter, op, [npu.WaitFlagOp(op.token, copy_pipe(op.token),
+                                               self.lowering.flags[op])])
+
+
+class LowerWaitAll(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.WaitAllOp, rewriter: PatternRewriter, /) -> None:
+        _replace(rewriter, op, [npu.WaitFlagAllOp()])
+
+
+class LowerBlockBarrier(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.BarrierBlockOp, rewriter: PatternRewriter, /) -> None:
+        _replace(rewriter, op, [npu.PipeBarrierOp()])
+
+
+class LowerWarpBarrier(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.BarrierOp, rewriter: PatternRewriter, /) -> None:
+        _replace(rewriter, op, [npu.WarpBarrierOp()])
+
+
+class LowerMma(_Pattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pto.MmaOp, rewriter: PatternRewriter, /) -> None:
+        _replace(rewriter, op, [npu.MmaOp(op.c, op.a, op.b, *op.shape)])

@@ -1,6 +1,6 @@
 """Overlap the loads of later iterations with the compute of this one in pipelined loops.
 
-`pto-double-buffer` (SPEC §5) rewrites an `scf.for` whose body is a `pto.pipeline`. Stages whose
+`pto-double-buffer` (docs/passes.md#pto-double-bufferstagesn) rewrites an `scf.for` whose body is a `pto.pipeline`. Stages whose
 only effects are `pto.async_load`s into buffers they allocate are *load stages*; the others are
 *compute stages*. With `stages=N` (default 2) every load-stage buffer becomes one
 `pto.alloc_local` of N slots (N times the elements, tagged `pto.slots = N`), and the loads of
@@ -32,7 +32,7 @@ buffer written by a compute stage or used outside the pipeline, a token used oth
 them), fewer stages are used and a remark says so; if not even two fit, the loop stays as it
 is. The rewrite assumes the trip-count arithmetic does not overflow the counter's type.
 
-Fusion-aware (SPEC §6): a load that the target's firmware would fuse with the MMA it feeds
+Fusion-aware (docs/passes.md#pto-double-bufferstagesn): a load that the target's firmware would fuse with the MMA it feeds
 (`npu-fuse-load-mma`, the target's `[fusion]` table) is not prefetched — an iteration ahead it
 would no longer fuse. It stays in its own iteration, issued right before the wait in front of
 its MMA, into one buffer; the other loads are prefetched, and in the kernel loop the compute
@@ -831,7 +831,7 @@ def _waits_for(op: Operation, load: pto.AsyncLoadOp) -> bool:
 
 def keep_fusable_loads(plan: Plan, target: str = "") -> Plan:
     """`plan` with the loads that the target's firmware would fuse with their MMA taken out of
-    the prefetched ones (SPEC §6): prefetching such a load an iteration ahead would separate it
+    the prefetched ones (docs/cost-model.md#the-firmware-level-npu-dialect): prefetching such a load an iteration ahead would separate it
     from its MMA and lose the fusion. They stay in their iteration, issued right before the
     wait in front of their MMA (one buffer), while the other operands are prefetched. The
     plan's remarks say which loads were kept and why (pypto.analysis.fusion)."""

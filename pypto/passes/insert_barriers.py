@@ -1,5 +1,5 @@
 """`pto-insert-barriers`: make a kernel's L1 accesses race-free between warps with the fewest
-`pto.barrier_block`s, and drop the block barriers that order nothing (SPEC §5)."""
+`pto.barrier_block`s, and drop the block barriers that order nothing (docs/barriers.md#pto-insert-barriers)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pypto.analysis.barrier_report import Hazard, condition_op, divergent_parent
 from pypto.analysis.barriers import BarrierAnalysis, kernels, lane_space
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
+from pypto.dialects.traits import sync_scope
 from pypto.errors import BarrierError
 from pypto.diagnostics import attach_op
 from pypto.passes.verify_barriers import BlockShapeOptions
@@ -77,7 +78,7 @@ class _Repair:
             outer = _ancestor_in(block, first)
             if outer is not None and ops.index(outer) < at:
                 lower = max(lower, ops.index(outer) + 1)
-        candidates = [op for op in ops[lower:at] if isinstance(op, pto.BarrierOp)]
+        candidates = [op for op in ops[lower:at] if sync_scope(op) == "warp"]
         barrier = pto.BarrierBlockOp()
         if candidates:
             warp_barrier = candidates[-1]
@@ -116,7 +117,7 @@ class _Repair:
         while changed:
             changed = False
             for op in list(walk(self.kernel.body.block.ops)):
-                if not isinstance(op, pto.BarrierBlockOp) or op in removed:
+                if sync_scope(op) != "block" or op in removed:
                     continue
                 keys = {h.key for h in analysis.hazards(disabled=frozenset(removed | {op}))}
                 if keys <= baseline:

@@ -1,5 +1,5 @@
 """`pto-verify-barriers`: report L1 races between warps, in-flight async copies and divergent
-block barriers at compile time (SPEC §5; semantics in docs/barriers.md)."""
+block barriers at compile time (docs/barriers.md#how-it-decides)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The host runtime (SPEC §3): device memory, copies, streams, asynchronous launch, lifetime.
+"""The host runtime (docs/runtime.md): device memory, copies, streams, asynchronous launch, lifetime.
 
 Execution model in one sentence: asynchronous like CUDA; the CPU executes the queued work when
 you synchronise (`sync`, `memcpy_d2h`, `Tensor.free` / end of `with`, `Stream.synchronize`).
@@ -7,7 +7,8 @@ See docs/runtime.md.
 
 from pypto.runtime.copy import memcpy_d2h, memcpy_h2d, tensor
 from pypto.runtime.device import Device, default_device
-from pypto.runtime.launcher import check_launch_shape, launch
+from pypto.backend.launch_shape import LaunchShape
+from pypto.runtime.launcher import launch
 from pypto.runtime.memory import Tensor, alloc_tensor, empty, poison_value, zeros
 from pypto.runtime.npu import profile_on_npu
 from pypto.runtime.stream import LAUNCH_BLOCKING_ENV, Stream, default_stream, sync
@@ -15,5 +16,5 @@ from pypto.runtime.stream import LAUNCH_BLOCKING_ENV, Stream, default_stream, sy
 __all__ = [
     "Tensor", "alloc_tensor", "tensor", "empty", "zeros", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
     "default_stream", "Device", "default_device", "profile_on_npu", "poison_value",
-    "LAUNCH_BLOCKING_ENV", "check_launch_shape",
+    "LAUNCH_BLOCKING_ENV", "LaunchShape",
 ]

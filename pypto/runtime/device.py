@@ -3,8 +3,8 @@
 pypto has no physical NPU; device memory lives in host NumPy arrays. What makes it *device*
 memory is the accounting here: every allocation is charged against the target's `hbm_bytes`, so
 a program that would not fit on the modelled chip fails with `DeviceOutOfMemoryError` on the CPU
-too, instead of silently using host RAM. The capacity is a target parameter (CRAFT: never
-hard-code a machine number).
+too, instead of silently using host RAM. The capacity is a target parameter (machine facts come from target
+files, docs/compiler.md#targets).
 """
 
 from __future__ import annotations

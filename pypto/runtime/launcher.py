@@ -26,8 +26,7 @@ import numpy as np
 
 from pypto import dtypes
 
-from pypto.backend.launch_shape import (MAX_LANES, Dim3, check_block_size, check_lane_count,
-                                        check_launch_shape, normalize_dims)
+from pypto.backend.launch_shape import Dim3, LaunchShape
 from pypto.backend.targets import Target
 from pypto.errors import LaunchError
 from pypto.runtime.device import Device, default_device
@@ -52,20 +51,27 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     The launch keeps every tensor argument alive until the kernel has run.
     """
     name = _kernel_name(kernel)
-    if type(grid) is int and type(block) is int and 0 < grid and 0 < block and \
-            grid * block < MAX_LANES:  # 1-D launch of fewer than 2^31 lanes: nothing to check
-        grid3, block3 = (grid, 1, 1), (block, 1, 1)
-    else:
-        grid3, block3 = check_launch_shape(grid, block, kernel=name)
+    launch_shaped(kernel, LaunchShape.of(grid, block, kernel=name), args, stream,
+                  compile=compile, origin=caller_site(2) if origin is _FIND_SITE else origin)
+
+
+def launch_shaped(kernel: Any, shape: LaunchShape, args: tuple[Any, ...] | list[Any],
+                  stream: Stream | None = None, *, compile: Compiler | None = None,
+                  origin: str | None = None) -> None:
+    """`launch` of a checked `shape`: the one function every launch goes through (`launch`,
+    `pto.launch`, `kernel[grid, block](...)` and a compiled kernel's call, except the repeats
+    `enqueue_planned` takes), so the debugger wraps this one function to take a script's
+    launch (pypto/debug/script.py). Callers look it up on this module at each call."""
+    name = _kernel_name(kernel)
     arguments, tensors, plain = _check_args(kernel, name, args)
     queue = _launch_stream(name, tensors, stream)
     if not plain and any(isinstance(a, np.ndarray) for a in arguments):
-        _launch_with_host_arrays(kernel, name, grid3, block3, arguments, queue, compile,
-                                 caller_site(2) if origin is _FIND_SITE else origin)
+        _launch_with_host_arrays(kernel, name, shape, arguments, queue, compile, origin)
         return
     target = queue.device.target
-    if block3[0] * block3[1] * block3[2] > target.max_block_lanes:
-        _check_block_size(name, block3, target)
+    if shape.block_lanes > target.max_block_lanes:
+        shape.fits(target, kernel=name)
+    grid3, block3 = shape.grid, shape.block
     if hasattr(kernel, "execute"):
         compiled = kernel
     elif compile is None:
@@ -83,8 +89,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
         job.clear()
         kernel_.execute(grid3, block3, args_)
 
-    site = caller_site(2) if origin is _FIND_SITE else origin
-    queue.enqueue(_label(name, grid3, block3), run, tensors, site, api="pto.launch()")
+    queue.enqueue(_label(name, grid3, block3), run, tensors, origin, api="pto.launch()")
 
 
 Plan = tuple[Any, Dim3, Dim3, str]
@@ -116,7 +121,7 @@ def enqueue_planned(plan: Plan, args: tuple[Any, ...], tensors: tuple[Tensor, ..
     device.default_stream.enqueue(label, run, tensors, site, api="pto.launch()")
 
 
-def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
+def _launch_with_host_arrays(kernel: Any, name: str, shape: LaunchShape,
                              arguments: tuple[Any, ...], queue: Stream,
                              compile: Compiler | None, origin: str | None) -> None:
     """A launch with NumPy arrays among its arguments (Numba CUDA's automatic transfer): each
@@ -144,7 +149,7 @@ def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
             memcpy_h2d(temp, arg, stream=queue)
             staged.append((arg, temp))
             device_args[position] = temp
-    launch(kernel, grid, block, tuple(device_args), queue, compile=compile, origin=origin)
+    launch_shaped(kernel, shape, tuple(device_args), queue, compile=compile, origin=origin)
     for array, temp in staged:
         if array.flags.writeable:
             memcpy_d2h(array, temp, stream=queue)
@@ -183,10 +188,6 @@ def _kernel_name(kernel: Any) -> str:
                           f"with @pto.kernel to launch it")
     raise LaunchError(f"launch: expected a @pto.kernel function or a compiled kernel "
                       f"(pto.compile(...)), got {type(kernel).__name__} {kernel!r}")
-
-
-def _check_block_size(name: str, block: Dim3, target: Target) -> None:
-    check_block_size(block, target, name)
 
 
 def _check_args(kernel: Any, name: str, args: Any

@@ -14,6 +14,7 @@ figure for the same kernel.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -27,8 +28,8 @@ from pypto import dtypes
 from pypto.backend.cost_model import ModelParams
 from pypto.backend.cost_model.run import is_npu_level, model_lowering, run_and_cost
 from pypto.backend.interpreter import Executable
-from pypto.backend.launch_shape import check_launch_shape
-from pypto.backend.targets import resolve_target
+from pypto.backend.launch_shape import LaunchShape
+from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
 from pypto.errors import KernelError
 
@@ -47,19 +48,36 @@ class _HostTensor:
         self.freed = False
 
 
-def parse_dims(text: str | None, what: str) -> tuple[int, int, int]:
+def parse_dims(text: str | None, what: str) -> tuple[int, ...]:
+    """The integers of `--grid` / `--block` text (`4`, `4,2,1`, `4x2`); the `LaunchShape`
+    made from them checks their number and signs."""
     if text is None:
         return (1, 1, 1)
     try:
-        dims = [int(x) for x in text.replace("x", ",").split(",") if x.strip()]
+        return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
     except ValueError:
         raise EmitError(f"--{what} takes 1 to 3 positive integers like 4 or 4,2,1; got "
                         f"{text!r}") from None
-    if not 1 <= len(dims) <= 3 or any(d <= 0 for d in dims):
-        raise EmitError(f"--{what} takes 1 to 3 positive integers like 4 or 4,2,1; got {text!r}")
-    while len(dims) < 3:
-        dims.append(1)
-    return (dims[0], dims[1], dims[2])
+
+
+def model_lowering_passes(shape: LaunchShape, target: Target) -> list[Any]:
+    """`model_lowering`'s passes for IR that `pto.compile` does not compile (a pto-level
+    file): parsed, with the launch's block set on the block-shaped ones, as `pto.compile`
+    sets it for `pto.profile`."""
+    from pypto.passes import parse_pipeline
+
+    passes = parse_pipeline(model_lowering(target))
+    return [dataclasses.replace(p, block_dims=shape.block)
+            if getattr(p, "block_dims", None) == () else p for p in passes]
+
+
+def _spec_text(p: Any) -> str:
+    """`p` as pipeline text (`name{opt-name=value ...}`), for the note of what ran."""
+    spec = p.pipeline_pass_spec()
+    text = str(spec)
+    for key in spec.parameters:
+        text = text.replace(f"{key}=", f"{key.replace('_', '-')}=", 1)
+    return text
 
 
 def _kernel(module: ModuleOp, name: str | None) -> func.FuncOp:
@@ -111,7 +129,7 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
     """The `kind` output for `module` (raises EmitError / PtoError with a user message)."""
     resolved = resolve_target(target)
     params = ModelParams.of(resolved, model)
-    grid3, block3 = parse_dims(grid, "grid"), parse_dims(block, "block")
+    grid_dims, block_dims = parse_dims(grid, "grid"), parse_dims(block, "block")
     values: dict[str, str] = {}
     for item in arg_values:
         name, sep, value = item.partition("=")
@@ -119,17 +137,19 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
             raise EmitError(f"--arg takes NAME=VALUE, got {item!r}")
         values[name] = value
     kernel = _kernel(module, kernel_name)
-    check_launch_shape(grid3, block3, kernel=kernel.sym_name.data, target=resolved,
-                       what=f"--grid/--block of kernel '{kernel.sym_name.data}'")
+    shape = LaunchShape.of(grid_dims, block_dims, kernel=kernel.sym_name.data, target=resolved,
+                           what=f"--grid/--block of kernel '{kernel.sym_name.data}'")
+    grid3, block3 = shape.grid, shape.block
     note = ""
     if model == "fused" and not is_npu_level(kernel.walk()):
         from pypto.ir import make_context
-        from pypto.passes import parse_pipeline, run_pipeline
+        from pypto.passes import run_pipeline
 
-        text = model_lowering(block3, resolved)
-        run_pipeline(module, parse_pipeline(text), make_context())
+        passes = model_lowering_passes(shape, resolved)
+        run_pipeline(module, passes, make_context())
+        text = ",".join(_spec_text(p) for p in passes)
         note = f"# the pto-level input was lowered first: {text}\n"
-    lanes_total = grid3[0] * grid3[1] * grid3[2] * block3[0] * block3[1] * block3[2]
+    lanes_total = shape.lanes
     args = _arguments(kernel, values, lanes_total)
     try:
         # stdout carries the machine output alone (JSON, the table): the kernel's pto.printf

@@ -1,6 +1,6 @@
 """Generate the ISA reference, `docs/isa.md`, from the `pto` dialect.
 
-The dialect is the single source of truth for the instruction set (CRAFT.md): every section of
+The dialect is the single source of truth for the instruction set (docs/adding-an-op.md): every section of
 the reference is read off an op or type class of `pypto/dialects/pto.py` -- the summary, prose and
 `semantics:` / `syntax:` / `python:` / `example:` fields of its docstring, and its traits (the
 pipe it issues on, the memory it reads and writes, whether it is a block collective; see
@@ -37,7 +37,7 @@ REGENERATE = "python -m pypto.tools.isa_doc > docs/isa.md"
 
 GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
     ("Ids",
-     "Where a lane is in its block and grid (SPEC §2 *Ids*). All are int32 and per lane; "
+     "Where a lane is in its block and grid (docs/language.md#instructions). All are int32 and per lane; "
      "`get_global_id(d) == get_block_id(d) * get_block_dim(d) + get_local_id(d)`.",
      (pto.GetGlobalIdOp, pto.GetLocalIdOp, pto.GetBlockIdOp, pto.GetBlockDimOp,
       pto.GetGridDimOp, pto.GetWarpIdOp, pto.GetLaneIdOp)),
@@ -198,7 +198,7 @@ def render() -> str:
         "change the op's docstring and regenerate. -->",
         "",
         "One section per instruction of the `pto` dialect, the virtual ISA that `@pto.kernel` "
-        "functions lower to (SPEC §2). Scalar values are per lane (SPMD, as in CUDA); "
+        "functions lower to (docs/language.md). Scalar values are per lane (SPMD, as in CUDA); "
         "arithmetic is `arith` / `math`, control flow `scf`, kernels are `func.func` ops marked "
         "`attributes {pto.kernel}`. Every op carries the Python source location it came from "
         "(`loc(\"k.py\":12:8)`, shown by `pypto-opt --mlir-print-debuginfo`).",

@@ -1,4 +1,4 @@
-"""`pypto-opt`: parse, verify, transform and print pto IR, as `mlir-opt` does for MLIR (SPEC §4).
+"""`pypto-opt`: parse, verify, transform and print pto IR, as `mlir-opt` does for MLIR (docs/pypto-opt.md).
 
     pypto-opt kernel.mlir -p canonicalize,cse
     pypto-opt kernel.mlir --pass-pipeline='builtin.module(canonicalize,cse)' -o out.mlir

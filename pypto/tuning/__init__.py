@@ -1,4 +1,4 @@
-"""`pto.autotune` (SPEC §10): configs of a kernel ranked by the cost model, the winner checked
+"""`pto.autotune` (docs/autotune.md): configs of a kernel ranked by the cost model, the winner checked
 on the interpreter, the sweep run on any `concurrent.futures.Executor` and cached on disk.
 
 autotune.py (the sweep) -> shipping.py (what crosses to workers, by value) -> worker.py (the

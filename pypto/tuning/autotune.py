@@ -1,4 +1,4 @@
-"""`pto.autotune` (SPEC §10): configs ranked by the cost model, checked on the interpreter.
+"""`pto.autotune` (docs/autotune.md): configs ranked by the cost model, checked on the interpreter.
 
 The sweep, step by step (docs/autotune.md):
 
@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from pypto.backend.launch_shape import check_launch_shape
+from pypto.backend.launch_shape import LaunchShape
 from pypto.backend.targets import Target, resolve_target
-from pypto.compiler import DEFAULT_PIPELINE, normalize_dims
+from pypto.compiler import DEFAULT_PIPELINE
 from pypto.errors import LaunchError, PtoError, UsageError
 from pypto.frontend.kernel import Kernel
 from pypto.profiling import model_pipeline
@@ -273,9 +273,9 @@ def _job(kernel: Kernel, ref: KernelRef, index: int, config: dict[str, Any], bas
         return Record(index, config, grid3, block3, status, None, "", None, "", reason)
 
     try:
-        grid3 = _dims(grid, config, "grid")
-        block3 = _dims(block, config, "block")
-        check_launch_shape(grid3, block3, kernel=kernel.name, target=target)
+        shape = LaunchShape.of(_dims(grid, config, "grid"), _dims(block, config, "block"),
+                               kernel=kernel.name, target=target)
+        grid3, block3 = shape.grid, shape.block
     except LaunchError as err:
         return rejected(BAD_LAUNCH, str(err))
     options = {}
@@ -298,13 +298,15 @@ def _job(kernel: Kernel, ref: KernelRef, index: int, config: dict[str, Any], bas
                costed, stages, model, target)
 
 
-def _dims(value: Any, config: dict[str, Any], what: str) -> tuple[int, int, int]:
+def _dims(value: Any, config: dict[str, Any], what: str) -> Any:
+    """`value`, or what it gives for `config` when it is a function of the config (the
+    `LaunchShape` checks it)."""
     if callable(value):
         try:
             value = value(dict(config))
         except Exception as err:
             raise LaunchError(f"{what}({config}) raised {type(err).__name__}: {err}") from None
-    return normalize_dims(value, what)
+    return value
 
 
 def with_options(pipeline: str, options: dict[tuple[str, str], Any]) -> str:

@@ -98,7 +98,7 @@ class TuneStats:
 
 
 class TuneResult:
-    """The outcome of `pto.autotune` (SPEC §10).
+    """The outcome of `pto.autotune` (docs/autotune.md#the-result).
 
     `config` / `cycles`: the winner (lowest modelled cycles among the configs that compile,
     fit, run and pass their check; ties go to the earlier config). `launch_args`: a dict for

@@ -149,10 +149,10 @@ def _refusal(ck: Any, stages: int | None) -> str:
     if stages is None or stages < 2:
         return ""
     from pypto.analysis.l1_liveness import SLOTS_ATTR
-    from pypto.dialects import pto
+    from pypto.dialects.traits import declares_buffer
 
     slots = [op.attributes[SLOTS_ATTR] for op in ck.module.walk()
-             if isinstance(op, pto.AllocLocalOp) and SLOTS_ATTR in op.attributes]
+             if declares_buffer(op) and SLOTS_ATTR in op.attributes]
     got = max((int(s.value.data) for s in slots), default=1)
     if got >= stages:
         return ""

@@ -177,7 +177,7 @@ def test_capture_launch_takes_the_first_launch_of_the_kernel(script):
 
     # restored
     assert pypto.launch is pypto.compiler.launch and pypto.launch.__module__ == "pypto.compiler"
-    assert pypto.runtime.launch.__module__ == "pypto.runtime.launcher"
+    assert pypto.runtime.launcher.launch_shaped.__module__ == "pypto.runtime.launcher"
 
 
 def test_parse_helpers():

@@ -23,7 +23,7 @@ from pypto.tools.parsing import parse_module
 
 OPS = {op.name: op for op in pto.PTO_OPS}
 
-# The machine model (SPEC §1-§2), written out by hand: pipe, block collective, accesses as
+# The machine model (docs/cost-model.md#the-machine-the-engine-models, docs/isa.md), written out by hand: pipe, block collective, accesses as
 # (operand name, space, kind).
 EXPECTED = {
     "pto.load": ("VECTOR", False, [("ptr", "any", "read")]),
@@ -135,7 +135,7 @@ def test_xdsl_effects_follow_the_declared_accesses() -> None:
     assert writes_memory(_ops()["pto.tile_store"][0])
 
 
-# The remaining facts, written out by hand from the ISA (SPEC §1-§4, docs/isa.md):
+# The remaining facts, written out by hand from the ISA (docs/isa.md):
 # (instruction kind or None for bookkeeping, barrier scope, starts an async copy, copies
 # synchronously, waits on, declares a buffer, offsets an address, forwards its region's yield,
 # varies per).

@@ -1,4 +1,4 @@
-"""Errors that blame the right thing (SPEC §3): a type error caused by a launch argument names
+"""Errors that blame the right thing (docs/language.md#errors): a type error caused by a launch argument names
 the parameter and the argument; no message suggests casting a pointer; NumPy calls, print and
 comprehensions name their replacement."""
 

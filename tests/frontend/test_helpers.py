@@ -1,4 +1,4 @@
-"""Helper functions called from kernels (SPEC §2): plain Python functions and `@pto.func`,
+"""Helper functions called from kernels (docs/language.md#helper-functions): plain Python functions and `@pto.func`,
 inlined with their own source locations; errors name the helper's line with the call site as
 a note; values returned; helpers calling helpers; recursion is a CompileError."""
 

@@ -1,4 +1,4 @@
-"""Language semantics (SPEC §2) checked against NumPy: loops, early return, specialisation,
+"""Language semantics (docs/language.md) checked against NumPy: loops, early return, specialisation,
 promotion, casts, math."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`pto.reduce` (SPEC §2 "Collectives"): the documented fixed tree, computed with NumPy in the
+"""`pto.reduce` (docs/language.md#collectives): the documented fixed tree, computed with NumPy in the
 same order and dtype, for f32 / f16 / int32, warp and block scope, with partial activity."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""SIMT loops (SPEC §2 "Control flow"): `range` with per-lane bounds and a run-time uniform
+"""SIMT loops (docs/language.md#loops-are-simt-loops): `range` with per-lane bounds and a run-time uniform
 step, `while`, `break` / `continue` under lane-dependent conditions, nested; checked against
 NumPy / plain Python references, in every execution mode and through every pass."""
 

@@ -1,4 +1,4 @@
-"""Weak typing of Python literals (SPEC §2, NumPy 2 / JAX) where it is easy to get wrong:
+"""Weak typing of Python literals (docs/language.md#types-literals-and-promotion, NumPy 2 / JAX) where it is easy to get wrong:
 a literal given an explicit dtype with `pto.cast` is typed, and a loop-carried variable
 initialised with a literal takes the type the loop body gives it, as in straight-line code."""
 

@@ -1,7 +1,7 @@
 """Zoo helpers: run a kernel compiled with interpreter options (warp schedule, uninitialised-L1
 checks), so that the L1 kernels can be re-run under other warp orders than lockstep; and the
 `run` fixture of the zoo, which runs every kernel at both IR levels (pto, and npu after
-`convert-pto-to-npu`) and requires bit-identical outputs and printed text (SPEC §1: both levels
+`convert-pto-to-npu`) and requires bit-identical outputs and printed text (docs/cost-model.md#the-firmware-level-npu-dialect: both levels
 are interpreted with identical results)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The NumPy-friendly host API (SPEC §3): pto.tensor / empty / zeros, t.shape, t.dtype,
+"""The NumPy-friendly host API (docs/runtime.md#api): pto.tensor / empty / zeros, t.shape, t.dtype,
 t.numpy(), kernel[grid, block](*args), NumPy arrays as launch arguments; checked against NumPy."""
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""One launch-shape validation (`pypto.backend.launch_shape.check_launch_shape`, also
-`pto.runtime.check_launch_shape`) for every entry point that runs a kernel: `pto.launch`,
-`pto.profile`, `dbg.debug_kernel` (tests/debug), `pypto-opt --emit=cost|timeline|trace`,
-`pypto-opt --validate`, and `Executable.run`, where they all end (issue 22: profile and the
-debugger skipped it: an OverflowError, or minutes of simulation)."""
+"""One launch-shape value (`pypto.backend.launch_shape.LaunchShape`, also
+`pto.runtime.LaunchShape`) made where every entry point that runs a kernel takes its grid and
+block: `pto.launch`, `kernel[grid, block]`, `pto.compile` (its block), `pto.profile`,
+`dbg.debug_kernel` (tests/debug), `pto.autotune`, `pypto-opt --emit=cost|timeline|trace`,
+`pypto-opt --validate` (issue 22: profile and the debugger skipped the check: an OverflowError,
+or minutes of simulation; issue 28: one value, one wording)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import numpy as np
 import pytest
 
 import pypto as pto
-from pypto.backend.interpreter import Executable
-from pypto.backend.launch_shape import MAX_LANES, check_launch_shape
+from pypto.backend.launch_shape import MAX_LANES, LaunchShape
 from pypto.backend.targets import default_target
 from pypto.tools.opt import main as opt_main
 
@@ -29,18 +29,57 @@ def fill(o, n):
 
 def test_the_shared_check():
     target = default_target()
-    assert check_launch_shape(4, (32, 2), target=target) == ((4, 1, 1), (32, 2, 1))
-    assert check_launch_shape((2**31 // 1024, 1), 1024) == ((2**21, 1, 1), (1024, 1, 1))
-    assert pto.runtime.check_launch_shape is check_launch_shape  # for the autotuner & co
+    shape = LaunchShape.of(4, (32, 2), target=target)
+    assert (shape.grid, shape.block) == ((4, 1, 1), (32, 2, 1))
+    assert (shape.block_lanes, shape.blocks, shape.lanes) == (64, 4, 256)
+    big = LaunchShape.of((2**31 // 1024, 1), 1024)
+    assert (big.grid, big.block, big.lanes) == ((2**21, 1, 1), (1024, 1, 1), 2**31)
+    assert pto.runtime.LaunchShape is LaunchShape  # for the autotuner & co
     for grid, block in TOO_MANY:
         with pytest.raises(pto.LaunchError, match="2\\^31"):
-            check_launch_shape(grid, block, kernel="k")
+            LaunchShape.of(grid, block, kernel="k")
     with pytest.raises(pto.LaunchError, match="max_block_lanes"):
-        check_launch_shape(1, 2048, target=target)
-    for bad in (0, -1, 1.5, "2", None, (1, 1, 1, 1), (), True):
+        LaunchShape.of(1, 2048, target=target)
+    with pytest.raises(pto.LaunchError, match="max_block_lanes"):
+        LaunchShape.of(1, 2048).fits(target)  # the runtime learns the target later
+    for bad in (0, -1, 1.5, "2", None, (1, 1, 1, 1), (), True, 4.0, (4.0,), np.float64(2)):
         with pytest.raises(pto.LaunchError, match="my launch: grid"):
-            check_launch_shape(bad, 1, what="my launch")
+            LaunchShape.of(bad, 1, what="my launch")
     assert MAX_LANES == 2**31
+
+
+@pytest.mark.parametrize("given, expected", [
+    (4, (4, 1, 1)), ((4,), (4, 1, 1)), ((4, 2), (4, 2, 1)), ([4, 2, 3], (4, 2, 3)),
+    (np.int64(5), (5, 1, 1)), ((np.int32(2), 3), (2, 3, 1)),
+])
+def test_dims_are_padded_to_three(given, expected):
+    for shape in (LaunchShape.of(given, 1), LaunchShape.of(given, 1)):  # (the memo's too)
+        assert shape.grid == expected and all(type(d) is int for d in shape.grid)
+
+
+def test_a_float_grid_never_takes_the_memoised_int_shape():
+    assert LaunchShape.of(4, 32).grid == (4, 1, 1)
+    for bad in (4.0, (4.0,), (4, 32.0)):
+        with pytest.raises(pto.LaunchError, match="must be an int"):
+            LaunchShape.of(bad, 32)
+
+
+def test_one_wording_everywhere():
+    """pto.launch, kernel[grid, block], pto.compile, pto.profile and the autotuner's record
+    word a bad dimension the same way: "<where>: grid=<value>: the x dimension must be ..."."""
+    o = pto.alloc_tensor(256)
+    expected = "grid=0: the x dimension must be positive, got 0"
+    for call in (lambda: pto.launch(fill, grid=0, block=64, args=(o, 64)),
+                 lambda: fill[0, 64](o, 64),
+                 lambda: pto.profile(fill, grid=0, block=64, args=(o, 64))):
+        with pytest.raises(pto.LaunchError) as err:
+            call()
+        assert expected in str(err.value)
+    with pytest.raises(pto.LaunchError,
+                       match="pto.compile of kernel 'fill': block=0: the x dimension must be "
+                             "positive, got 0"):
+        pto.compile(fill, args=(o, 64), block=0)
+    o.free()
 
 
 @pytest.mark.parametrize("grid, block", TOO_MANY)
@@ -57,21 +96,6 @@ def test_profile_checks_the_block_against_the_target():
     o = pto.alloc_tensor(256)
     with pytest.raises(pto.LaunchError, match="max_block_lanes"):
         pto.profile(fill, grid=1, block=2048, args=(o, 64))
-    o.free()
-
-
-def test_the_executor_checks_every_new_shape():
-    o = pto.alloc_tensor(256)
-    compiled = pto.compile(fill, args=(o, 64), block=64)
-    exe: Executable = compiled.executable
-    for grid, block in TOO_MANY:
-        with pytest.raises(pto.LaunchError, match="kernel 'fill'"):
-            grid3 = ((*grid, 1, 1) if isinstance(grid, tuple) else (grid, 1, 1))[:3]
-            exe.run(grid3, (block, 1, 1), (o, 64))
-    exe.run((1, 1, 1), (64, 1, 1), (o, 64))  # and runs a good one
-    out = np.empty(64, np.float32)
-    pto.memcpy_d2h(out, o)
-    assert (out == 1).all()
     o.free()
 
 

@@ -11,17 +11,6 @@ import pytest
 
 from pypto.errors import CompileError, LaunchError, TensorFreedError
 from pypto.runtime import Device, Stream, Tensor, alloc_tensor, default_device, launch, sync
-from pypto.runtime.launcher import normalize_dims
-
-
-@pytest.mark.parametrize("given, expected", [
-    (4, (4, 1, 1)), ((4,), (4, 1, 1)), ((4, 2), (4, 2, 1)), ([4, 2, 3], (4, 2, 3)),
-    (np.int64(5), (5, 1, 1)), ((np.int32(2), 3), (2, 3, 1)),
-])
-def test_dims_are_padded_to_three(given: Any, expected: tuple[int, int, int]) -> None:
-    dims = normalize_dims(given, "grid")
-    assert dims == expected
-    assert all(type(d) is int for d in dims)
 
 
 def test_kernel_receives_normalised_grid_block_and_args(fakes) -> None:

@@ -1,4 +1,4 @@
-"""Errors shown to the user end at the user's line (SPEC §3): pypto's frames are hidden from a
+"""Errors shown to the user end at the user's line (docs/runtime.md#errors): pypto's frames are hidden from a
 PtoError's traceback unless PYPTO_FULL_TRACEBACK=1, and run-time KernelErrors show the source
 line with a caret, as compile errors do."""
 

@@ -1,4 +1,4 @@
-"""`pto.autotune` (SPEC §10): configs, rejections with their reasons, the interpreter check,
+"""`pto.autotune` (docs/autotune.md): configs, rejections with their reasons, the interpreter check,
 executors, the disk cache, the progress bar and the plot."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The cost model: modelled cycles of a launch from the executor's trace (SPEC §6).
+"""The cost model: modelled cycles of a launch from the executor's trace (docs/cost-model.md).
 
 params.py (the numbers, from the target file) -> facts.py (what each op is) -> engine.py (one
 block, event by event) -> launch.py (blocks over cores, HBM roofline) -> profile.py (what users

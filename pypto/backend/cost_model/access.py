@@ -1,6 +1,6 @@
 """What a lane memory access costs beyond its lanes: memory sectors, L1 banks, one address.
 
-Hardware pays for the addresses a warp's lanes touch, not for the lanes alone (SPEC §6): a
+Hardware pays for the addresses a warp's lanes touch, not for the lanes alone (docs/cost-model.md#the-machine-the-engine-models): a
 warp whose lanes read 32 consecutive floats moves four 32-byte sectors, one whose lanes read
 every 32nd float moves 32; lanes of a warp that hit different words of one L1 bank are served
 one after the other; atomics on one address serialise. The executor knows the addresses only

@@ -1,4 +1,4 @@
-"""Per-block event simulation: the heart of the cost model (SPEC §6).
+"""Per-block event simulation: the heart of the cost model (docs/cost-model.md#the-machine-the-engine-models).
 
 Input: one block's executed instructions in program order (events of the executor's trace:
 op id, active lanes, "exec" / "issue" (an async copy, with its token) / "wait" (for a token)),

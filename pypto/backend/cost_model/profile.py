@@ -1,4 +1,4 @@
-"""`Profile`: what `pto.profile()` returns (SPEC §6) — modelled cycles, never measurements.
+"""`Profile`: what `pto.profile()` returns (docs/cost-model.md#quick-start) — modelled cycles, never measurements.
 
 Built from a launch's trace (the executor's `Trace` instrument) and the op table of the kernel
 that ran: every instruction of every distinct block behaviour is scheduled once by the engine,

@@ -29,12 +29,12 @@ from pypto.backend.targets import Target, default_target
 from pypto.errors import KernelError
 
 
-def model_lowering(block: tuple[int, int, int] | None, target: Target) -> str:
+def model_lowering(target: Target) -> str:
     """The passes after which pto-level IR is at the level `model="fused"` costs: the npu
-    level for this launch's block (None: the block `pto.compile` gives the passes), with the
-    target's warp and load/mma fusion rules."""
-    dims = "" if block is None else "block-dims=" + ",".join(str(d) for d in block) + " "
-    lower = (f"convert-pto-to-npu{{{dims}warp-size={target.warp_size} "
+    level, with the target's warp and load/mma fusion rules. No block: `pto.compile` gives
+    every block-shaped pass the launch's block (`pto.profile` hands it its `LaunchShape`),
+    and `pypto-opt --emit` sets its `--block` on the parsed passes (tools/emit_cost.py)."""
+    lower = (f"convert-pto-to-npu{{warp-size={target.warp_size} "
              f"max-block-lanes={target.max_block_lanes}}}")
     fuse = "npu-fuse-load-mma"
     if target.path and target.path != default_target().path:

@@ -682,7 +682,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             self.transfer(self.name(result), value)
 
     def op_pto_pipeline(self, op: pto.PipelineOp) -> None:
-        self._inline_region(op)  # stages run in program order (SPEC §2)
+        self._inline_region(op)  # stages run in program order (docs/language.md#pipelines)
 
     def op_pto_stage(self, op: pto.StageOp) -> None:
         self._inline_region(op)

@@ -33,7 +33,6 @@ from pypto.backend.interpreter.codegen import (
     generate,
 )
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
-from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.l1 import L1Layout
@@ -389,11 +388,10 @@ class Executable:
         of the launch, each as its own lane vector with the ids it has in the whole grid (the
         debugger's focus on one block); None runs every block.
 
-        A launch shape not run before is checked first by `check_launch_shape` (lane ids in
-        int32, the target's block size): every entry point that runs a kernel ends here."""
+        `grid` / `block` are a checked `LaunchShape`'s triples: every entry point that runs a
+        kernel makes its shape where the user's grid / block come in (docs/runtime.md#launch-shape)
+        and nothing here checks them again."""
         chunks = self._chunks.get((grid, block, FAST_PATHS.on))
-        if chunks is None:
-            grid, block = check_launch_shape(grid, block, kernel=self.name, target=self.target)
         binder = self._binder  # self.bind(args), inline once the binder exists
         bound = binder(args) if binder is not None and len(args) == self._arity else \
             self.bind(args)

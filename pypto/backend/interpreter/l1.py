@@ -220,7 +220,7 @@ class L1Arena:
 
 
 def poison_value(dtype: np.dtype) -> Any:
-    """Fresh L1 contents: NaN for floats, a recognisable pattern for ints (SPEC §2)."""
+    """Fresh L1 contents: NaN for floats, a recognisable pattern for ints (docs/interpreter.md#l1-one-address-space-per-block)."""
     if dtype.kind == "f" or dtype.name == "bfloat16":
         return np.nan
     if dtype.kind == "b":

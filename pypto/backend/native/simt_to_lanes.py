@@ -14,7 +14,7 @@ over its lanes. The kernel `@k` becomes
 
 Divergent `if` / `for` / `while` and early `return` need nothing: each lane runs its own control
 flow. Only kernels `pypto.backend.native.support` accepts are lowered (no barrier, no L1): the
-pass reports the reason otherwise. docs/native.md#the-lane-model.
+pass reports the reason otherwise. docs/native.md#the-pipeline.
 """
 
 from __future__ import annotations

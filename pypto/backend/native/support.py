@@ -1,6 +1,6 @@
 """Which kernels the native backend compiles, decided from op traits and types before lowering.
 
-The compiled lane model runs a block's lanes one after another (docs/native.md#the-lane-model),
+The compiled lane model runs a block's lanes one after another (docs/native.md#the-pipeline),
 while the interpreter runs every op for all lanes before the next op. The two agree whenever no
 lane can observe another lane's memory effects, which this check makes sure of statically:
 

@@ -1,4 +1,4 @@
-"""SPEC §6 "a model one can optimise against": the physics the cost model must obey, stated as
+""""A model one can optimise against" (docs/cost-model.md#what-the-model-guarantees-and-where-it-is-tested): the physics the cost model must obey, stated as
 properties and checked by hypothesis over generated kernels and the kernel zoo (tests/kernels).
 
 * more work never costs less: an added instruction, a byte of traffic or a block;

@@ -159,7 +159,7 @@ def test_double_buffered_matmul_takes_fewer_cycles_than_single_buffered(model):
 ])
 def test_the_default_pipeline_beats_single_buffering_under_both_models(size, tile, dtype,
                                                                        fused_speedup):
-    """SPEC §6: the fusion-aware pto-double-buffer prefetches A and keeps each B load next to
+    """docs/passes.md#pto-double-bufferstagesn: the fusion-aware pto-double-buffer prefetches A and keeps each B load next to
     its MMA, so the default pipeline is faster than the single-buffered kernel under both
     models and keeps the firmware's fusion (a LOAD_MMA per k-step)."""
     a, b = tensors(size * size, size * size, dtype=dtype)

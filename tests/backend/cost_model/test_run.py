@@ -84,12 +84,13 @@ def test_profile_and_pypto_opt_give_one_figure_for_the_pipelined_matmul(capsys, 
 
 def test_model_pipeline_appends_the_lowering_only_to_a_pto_level_pipeline():
     target = default_target()
-    lowered = model_pipeline("fused", target, (64, 1, 1), "pto-allocate-l1")
-    assert lowered.startswith("pto-allocate-l1,convert-pto-to-npu{block-dims=64,1,1 ")
+    lowered = model_pipeline("fused", target, "pto-allocate-l1")
+    assert lowered.startswith("pto-allocate-l1,convert-pto-to-npu{warp-size=")
+    assert "block" not in lowered.replace("max-block-lanes", "")  # pto.compile gives the block
     assert lowered.endswith(",npu-fuse-load-mma")
     already = "pto-allocate-l1,convert-pto-to-npu,npu-fuse-load-mma"
-    assert model_pipeline("fused", target, (64, 1, 1), already) == already
-    assert model_pipeline("table", target, (64, 1, 1), "pto-allocate-l1") == "pto-allocate-l1"
+    assert model_pipeline("fused", target, already) == already
+    assert model_pipeline("table", target, "pto-allocate-l1") == "pto-allocate-l1"
 
 
 # debugger == profile ---------------------------------------------------------------------------
@@ -162,7 +163,7 @@ def profiles_both_ways(kernel, grid, block, make_args, model="fused"):
         grid3 = (grid, 1, 1)
         block3 = (block, 1, 1)
         compiled = pto.compile(kernel, args=args, block=block3,
-                               pipeline=model_pipeline(model, target, block3))
+                               pipeline=model_pipeline(model, target))
         pto.sync()
         prof = run_and_cost(compiled.executable, grid3, block3, args, params,
                             by_class=by_class)
@@ -217,7 +218,7 @@ def test_the_pipelined_matmul_is_one_class_and_computes_the_product():
     for by_class in (True, False):
         _, _, args = matmul_args()
         compiled = pto.compile(matmul_tile, args=args, block=block3,
-                               pipeline=model_pipeline("fused", target, block3))
+                               pipeline=model_pipeline("fused", target))
         pto.sync()
         plan = plan_block_classes(compiled.executable, grid3, block3, args)
         assert plan is not None and len(plan) <= 4

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import calibrate  # noqa: E402
 
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^#]*?)\s*(#.*)?$")
-_SOURCED = re.compile(r"\[[A-Z0-9-]+|assumed|pypto's|SPEC")
+_SOURCED = re.compile(r"\[[A-Z0-9-]+|assumed|pypto's")
 
 
 def unsourced(text: str) -> list[str]:

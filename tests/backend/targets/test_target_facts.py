@@ -102,6 +102,6 @@ def test_l1_capacity_and_block_limit_come_from_the_target(small):
     with pytest.raises(pto.L1CapacityError,
                        match="needs 8192 bytes of L1 .* but the target has 4096"):
         pto.compile(big_l1, args=(o,), block=32, target=small)
-    with pytest.raises(pto.LaunchError, match="at most 512"):
+    with pytest.raises(pto.LaunchError, match="more than the 512 lanes per block"):
         pto.compile(ids, args=(o, o), block=1024, target=small)
     assert load_target(small).warp_size == 16

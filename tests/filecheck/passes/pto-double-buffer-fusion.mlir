@@ -9,7 +9,7 @@
 // RUN: pypto-opt %s -p 'pto-double-buffer{target="%S/Inputs/fusion-distance-0.toml"}' 2>&1 >/dev/null | filecheck %s --check-prefix=NEAR
 
 // The article's matmul under the default target, whose firmware fuses a tile load with the MMA
-// it feeds (SPEC §6): prefetching B an iteration ahead would separate it from its MMA and lose
+// it feeds (docs/passes.md#pto-double-bufferstagesn): prefetching B an iteration ahead would separate it from its MMA and lose
 // the fusion, so the pass prefetches A (two slots) and keeps B's load in its own iteration,
 // issued right before the waits in front of the MMA (one buffer, hoisted out of the loop). In
 // the kernel loop the compute comes first and the prefetch after it, so that B's copy does not

@@ -1,4 +1,4 @@
-"""L1, tile instructions, async copies, warp schedules: interpreter semantics (SPEC §2, §8)."""
+"""L1, tile instructions, async copies, warp schedules: interpreter semantics (docs/interpreter.md#l1-one-address-space-per-block, docs/interpreter.md#asynchronous-copies)."""
 
 from __future__ import annotations
 

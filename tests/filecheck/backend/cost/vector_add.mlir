@@ -2,7 +2,7 @@
 // RUN: pypto-opt %s --emit=timeline --grid 4 --block 256 --model table | filecheck %s --check-prefix=TABLE
 // RUN: pypto-opt %s --emit=cost --grid 4096 --block 256 | filecheck %s --check-prefix=COST
 
-// Golden timeline of the article's vector_add (SPEC §6): the firmware view ('fused', lowered to
+// Golden timeline of the article's vector_add (docs/cost-model.md#quick-start): the firmware view ('fused', lowered to
 // the npu level first) and the simulator's table. Each 256-lane LOAD is 4 repeats of 256 bytes
 // on the VECTOR pipe: latency + 3 cycles; the second LOAD queues behind the first, the FMA waits
 // for the second's value, which arrives the HBM latency (200 cycles) after its LOAD; the block

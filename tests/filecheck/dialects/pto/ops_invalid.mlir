@@ -30,7 +30,7 @@
 %0 = "pto.get_global_id"() : () -> i32
 
 // -----
-// Ids are i32 (SPEC §2): a wider result type is rejected.
+// Ids are i32 (docs/isa.md#ids): a wider result type is rejected.
 // expected-error @+1 {{'pto.get_global_id' op Expected attribute i32 but got i64}}
 %0 = pto.get_global_id 0 : i64
 

@@ -1,11 +1,13 @@
 // Bad cost-output requests are diagnostics (exit 1), never tracebacks.
 // RUN: not pypto-opt %s --emit=cost --grid 0 --block 32 2>&1 | filecheck %s --check-prefix=GRID
+// RUN: not pypto-opt %s --emit=cost --grid four --block 32 2>&1 | filecheck %s --check-prefix=TEXT
 // RUN: not pypto-opt %s --emit=cost --grid 1 --block 32 --arg m=4 2>&1 | filecheck %s --check-prefix=ARG
 // RUN: not pypto-opt %s --emit=cost --grid 1 --block 32 --arg a=8 2>&1 | filecheck %s --check-prefix=OOB
 // RUN: not pypto-opt %s --emit=cost --grid 1 --block 32 --target %s.missing.toml 2>&1 | filecheck %s --check-prefix=TARGET
 // RUN: pypto-opt %s --emit=cost --grid 1 --block 32 --model table | filecheck %s --check-prefix=OK
 
-// GRID: error: cannot emit cost: --grid takes 1 to 3 positive integers like 4 or 4,2,1; got '0'
+// GRID: error: cannot emit cost: --grid/--block of kernel 'copy': grid=(0,): the x dimension must be positive, got 0
+// TEXT: error: cannot emit cost: --grid takes 1 to 3 positive integers like 4 or 4,2,1; got 'four'
 // ARG: error: cannot emit cost: --arg names no parameter of 'copy': m; parameters: a, n
 // OOB: error: cannot emit cost: running the kernel on generated inputs failed: {{.*}}out-of-bounds npu.load of HBM buffer 'a' at element 8{{.*}}; give the sizes and values it needs with --arg NAME=VALUE
 // TARGET: error: cannot emit cost: {{.*}}cannot read the target file

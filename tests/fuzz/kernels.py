@@ -1,7 +1,7 @@
 """The `kernels` fuzz target: generated Python kernels, built from generator units, run on every
 selected backend and compared bit for bit with NumPy and with each other.
 
-**Generator units** (docs/reliability.md#fuzzing-tests-fuzz). A kernel is `i = get_global_id();
+**Generator units** (docs/reliability.md#the-kernel-generator-units-and-backends-testsfuzzkernelspy). A kernel is `i = get_global_id();
 if i < n: a = x[i]; b = y[i]; <statements>; o[i] = <last value>`; each statement group comes
 from a *unit*: a function that appends source lines to a `KernelDraft` and the NumPy steps that
 compute the same thing on lane arrays (one element per active lane). A new language form is

@@ -232,7 +232,7 @@ def _other_backend(name, corrupt=False, refuse=None):
 
 
 def test_every_kernel_runs_on_every_selected_backend_bit_for_bit(tmp_path):
-    """The backend hook (docs/reliability.md#fuzzing-tests-fuzz): a second backend that agrees
+    """The backend hook (docs/reliability.md#the-kernel-generator-units-and-backends-testsfuzzkernelspy): a second backend that agrees
     passes; one that differs in a single bit is a crash ("backends differ" when NumPy cannot
     tell, as for a float NaN payload, else "wrong answer"); a kernel a backend refuses as
     unsupported is counted, not a crash."""

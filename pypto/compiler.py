@@ -40,6 +40,7 @@ from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
+from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
 from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.runtime.launcher import (check_scalar, enqueue_planned, launch as runtime_launch,
                                     plan_launch)
@@ -120,10 +121,9 @@ def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
     if _is_device_tensor(value):
         return pto.PtrType(dtypes.as_dtype(value.dtype).mlir(), "global")
     if isinstance(value, np.ndarray):
-        raise LaunchError(f"argument '{pname}' of kernel '{kernel.name}' is a host NumPy array; "
-                          f"pto.compile and pto.profile take device tensors: make one with "
-                          f"pto.tensor(array) (a launch, kernel[grid, block](array), copies "
-                          f"NumPy arrays in and back itself)")
+        raise LaunchError(f"argument '{pname}' of kernel '{kernel.name}' is a 0-d NumPy "
+                          f"array; pass a scalar (a.item()) or an array of at least one "
+                          f"dimension (copied in as a tensor, docs/runtime.md#numpy-arrays)")
     if isinstance(value, bool | np.bool_):
         return IntegerType(1)
     if isinstance(value, np.integer | np.floating):
@@ -420,6 +420,13 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         raise UsageError(f"pto.compile: pipeline must be a string such as "
                          f"'canonicalize,cse' (or None for the default), got "
                          f"{type(pipeline).__name__} {pipeline!r}")
+    if isinstance(kernel, Kernel) and isinstance(args, tuple | list) and \
+            has_host_arrays(args):  # NumPy arrays stand for tensors of their dtype and shape
+        with stage_host_arrays(args, entry=f"pto.compile of kernel '{kernel.name}'",
+                               kernel=kernel, write_back=False) as staged:
+            return compile(kernel, args=staged.args, block=block, pipeline=pipeline,
+                           target=target, check_uninitialized=check_uninitialized,
+                           schedule=schedule, race_check=race_check, validate=validate)
     if validate is None:  # PYPTO_VALIDATE's default, and the passes it prepends
         validate, extra_passes = _VALIDATE_SETTING()
     else:

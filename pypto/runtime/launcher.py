@@ -123,34 +123,13 @@ def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
     array is copied into a temporary device tensor of its dtype, the kernel runs, and every
     writeable array gets the tensor's contents back. Synchronous: returns after the copy back,
     and a kernel error is raised here."""
-    from pypto.runtime.copy import memcpy_d2h, memcpy_h2d  # copy.py sits beside this module
+    from pypto.runtime.host_arrays import stage_host_arrays
 
-    staged: list[tuple[np.ndarray, Tensor]] = []
-    device_args = list(arguments)
-    for position, arg in enumerate(arguments):
-        if isinstance(arg, np.ndarray):
-            what = _describe_position(kernel, position)
-            try:
-                dt = dtypes.as_dtype(arg.dtype)
-            except Exception:
-                raise LaunchError(f"launch of kernel '{name}': {what} is a NumPy {arg.dtype} "
-                                  f"array; device tensors hold "
-                                  f"{', '.join(sorted(d.name for d in _SCALAR_DTYPES))}: convert "
-                                  f"it, e.g. a.astype(np.float32)") from None
-            if arg.size == 0:
-                raise LaunchError(f"launch of kernel '{name}': {what} is an empty NumPy array "
-                                  f"(shape {arg.shape}); a kernel needs at least one element")
-            temp = Tensor(arg.size * dt.itemsize, dt, device=queue.device, shape=arg.shape)
-            memcpy_h2d(temp, arg, stream=queue)
-            staged.append((arg, temp))
-            device_args[position] = temp
-    launch(kernel, grid, block, tuple(device_args), queue, compile=compile, origin=origin)
-    for array, temp in staged:
-        if array.flags.writeable:
-            memcpy_d2h(array, temp, stream=queue)
-        else:
-            queue.synchronize()
-        temp.free()
+    staged = stage_host_arrays(arguments, entry=f"launch of kernel '{name}'", kernel=kernel,
+                               device=queue.device, stream=queue)
+    with staged:
+        launch(kernel, grid, block, staged.args, queue, compile=compile, origin=origin)
+        queue.synchronize()
 
 
 def _describe_position(kernel: Any, position: int) -> str:

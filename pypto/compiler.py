@@ -232,8 +232,11 @@ def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> d
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
            args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
-           pipeline: str | None = None) -> None:
+           pipeline: str | None = None, timeout: float | None = None) -> None:
     """`pto.launch`: enqueue `kernel` (compiled here first if it is a `@pto.kernel`), async.
+
+    `timeout`: seconds after which a `while` loop of this launch still running is stopped with
+    a `KernelError` at its line (docs/runtime.md#the-watchdog); None: no time limit.
 
     The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
     docstring for the arguments. `pipeline` compiles a `@pto.kernel` with that pass pipeline
@@ -241,7 +244,14 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     carry the winner's, e.g. `pto-double-buffer{stages=3},...`).
     """
     try:
-        if pipeline is None:
+        if timeout is not None:  # the watchdog's time limit: the checked, unplanned path
+            def compile_timed(k: Any, **options: Any) -> CompiledKernel:
+                return compile(k, pipeline=pipeline, **options) if pipeline is not None else \
+                    _compile_for_launch(k, **options)
+
+            runtime_launch(kernel, grid, block, args, stream, compile=compile_timed,
+                           origin=caller_site(2), timeout=timeout)
+        elif pipeline is None:
             if stream is None and type(kernel) is Kernel and type(args) is tuple:
                 found = _plan_key(kernel, grid, block, args)
                 if found is not None:
@@ -381,13 +391,17 @@ class LaunchConfig:
         self.stream = config[2] if len(config) == 3 else None
 
     @public_api
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, timeout: float | None = None) -> None:
+        """Launch with `args`; `timeout=` seconds as `pto.launch`'s (docs/runtime.md#the-watchdog)."""
         grid = self.grid
         if callable(grid):
             params = getattr(self.kernel, "params", None) or \
                 getattr(getattr(self.kernel, "kernel", None), "params", [])
             grid = grid(dict(zip(params, args)))
-        launch(self.kernel, grid, self.block, args, self.stream)  # (the debugger patches it)
+        if timeout is None:
+            launch(self.kernel, grid, self.block, args, self.stream)  # (the debugger patches it)
+        else:
+            launch(self.kernel, grid, self.block, args, self.stream, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<launch of {getattr(self.kernel, 'name', '?')} grid={self.grid!r} " \

@@ -40,7 +40,8 @@ Compiler = Callable[..., Any]
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
            args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
-           compile: Compiler | None = None, origin: str | None = _FIND_SITE) -> None:
+           compile: Compiler | None = None, origin: str | None = _FIND_SITE,
+           timeout: float | None = None) -> None:
     """Enqueue `kernel` on `stream` over `grid` blocks of `block` lanes, and return at once.
 
     `grid` / `block`: an int `n` means `(n, 1, 1)`; tuples of 1 to 3 ints are padded with 1.
@@ -49,6 +50,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     `compile`: compiles a kernel that is not compiled yet (for the stream's device's target).
     `origin`: the user's `file:line` that errors of this launch name (found on the stack when
     not given; `pto.launch` passes it, having found it cheaply, see `caller_site`).
+    `timeout`: seconds of the watchdog's time limit for this launch (None: none).
     The launch keeps every tensor argument alive until the kernel has run.
     """
     name = _kernel_name(kernel)
@@ -61,8 +63,13 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     queue = _launch_stream(name, tensors, stream)
     if not plain and any(isinstance(a, np.ndarray) for a in arguments):
         _launch_with_host_arrays(kernel, name, grid3, block3, arguments, queue, compile,
-                                 caller_site(2) if origin is _FIND_SITE else origin)
+                                 caller_site(2) if origin is _FIND_SITE else origin, timeout)
         return
+    if timeout is not None:
+        from pypto.backend.interpreter.watchdog import time_limit
+
+        with time_limit(timeout):  # checks the value at the launch line
+            pass
     target = queue.device.target
     if block3[0] * block3[1] * block3[2] > target.max_block_lanes:
         _check_block_size(name, block3, target)
@@ -81,7 +88,13 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
         # function alive, and must not keep the launch's tensors charged (see stream._run_head)
         kernel_, args_ = job
         job.clear()
-        kernel_.execute(grid3, block3, args_)
+        if timeout is None:
+            kernel_.execute(grid3, block3, args_)
+        else:
+            from pypto.backend.interpreter.watchdog import time_limit
+
+            with time_limit(timeout):
+                kernel_.execute(grid3, block3, args_)
 
     site = caller_site(2) if origin is _FIND_SITE else origin
     queue.enqueue(_label(name, grid3, block3), run, tensors, site, api="pto.launch()")
@@ -118,7 +131,8 @@ def enqueue_planned(plan: Plan, args: tuple[Any, ...], tensors: tuple[Tensor, ..
 
 def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
                              arguments: tuple[Any, ...], queue: Stream,
-                             compile: Compiler | None, origin: str | None) -> None:
+                             compile: Compiler | None, origin: str | None,
+                             timeout: float | None = None) -> None:
     """A launch with NumPy arrays among its arguments (Numba CUDA's automatic transfer): each
     array is copied into a temporary device tensor of its dtype, the kernel runs, and every
     writeable array gets the tensor's contents back. Synchronous: returns after the copy back,
@@ -128,7 +142,8 @@ def _launch_with_host_arrays(kernel: Any, name: str, grid: Dim3, block: Dim3,
     staged = stage_host_arrays(arguments, entry=f"launch of kernel '{name}'", kernel=kernel,
                                device=queue.device, stream=queue)
     with staged:
-        launch(kernel, grid, block, staged.args, queue, compile=compile, origin=origin)
+        launch(kernel, grid, block, staged.args, queue, compile=compile, origin=origin,
+               timeout=timeout)
         queue.synchronize()
 
 

@@ -150,9 +150,10 @@ def test_calling_a_kernel_directly_says_how_to_launch():
         uses_while(1, 2)
 
 
-def test_host_array_argument_is_rejected_with_a_fix():
-    with pytest.raises(pto.LaunchError, match=r"pto\.tensor\(array\)"):
-        pto.compile(uses_while, args=(np.zeros(4, np.float32), 3))
+def test_a_0d_host_array_argument_is_rejected_with_a_fix():
+    # (arrays of one dimension or more are tensors: tests/runtime/test_host_arrays.py)
+    with pytest.raises(pto.LaunchError, match=r"0-d NumPy array; pass a scalar \(a\.item\(\)\)"):
+        pto.compile(uses_while, args=(np.array(4.0, np.float32), 3))
 
 
 def test_wrong_argument_count():

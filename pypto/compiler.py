@@ -318,6 +318,8 @@ def _plan_key(kernel: Kernel, grid: Any, block: Any, args: tuple[Any, ...]) -> A
                     return None  # tensors on several devices: the general path raises
                 device = value.device
             parts.append(value.dtype.name)
+            if kernel.uses_shapes:
+                parts.append(value.shape)  # t[r, c]: row-major strides are specialised
             tensors.append(value)
         elif kind is int:
             if not -(2**31) <= value < 2**31:
@@ -564,6 +566,15 @@ _race_check_default = env_flag(RACE_CHECK_ENV, True)
 """Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
 
 
+def _arg_shapes(kernel: Kernel, args: tuple[Any, ...]) -> tuple[tuple[int, ...] | None, ...]:
+    """The shapes of the tensor arguments, when the kernel indexes with `t[r, c]` (then they
+    are part of the specialisation); () otherwise (a shape never recompiles such a kernel)."""
+    if not kernel.uses_shapes:
+        return ()
+    return tuple(tuple(a.shape) if _is_device_tensor(a) and hasattr(a, "shape") else None
+                 for a in args)
+
+
 def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, int, int],
                   resolved: Target, pipeline_text: str, check_uninitialized: bool,
                   schedule: str | None, race_check: bool,
@@ -576,7 +587,8 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     while True:
         names = _constexpr_params(kernel)
         consts = _constexpr_values(kernel, names, args)
-        key = (types, _shared_tensors(args), tuple(sorted(consts.items())), block_dims,
+        shapes = _arg_shapes(kernel, args)
+        key = (types, shapes, _shared_tensors(args), tuple(sorted(consts.items())), block_dims,
                pipeline_text, resolved,
                check_uninitialized, schedule, race_check, validate)
         cached = kernel.cache.get(key)
@@ -584,7 +596,8 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
             return cached  # (a changed module-level constant compiles anew, as Triton does)
         folded: dict[str, Any] = {}
         try:
-            module = lower_kernel(kernel, types, consts, folded, block_dims, launch_args=args)
+            module = lower_kernel(kernel, types, consts, folded, block_dims, launch_args=args,
+                                  shapes=shapes)
             break
         except NeedsConstexpr as need:
             if need.params <= kernel.auto_constexpr:

@@ -44,6 +44,7 @@ from pypto.analysis.barrier_report import (
     lanes_hazard,
     same_instruction_hazard,
 )
+from pypto.analysis.guards import apart_under_guards
 from pypto.analysis.l1_access import (
     Conflict,
     Footprint,
@@ -70,6 +71,7 @@ from pypto.analysis.lane_values import (
 )
 from pypto.analysis.ir_utils import kernels
 from pypto.analysis.uniformity import walk
+from pypto.diagnostics import emit_remark
 from pypto.dialects import pto
 from pypto.dialects.traits import is_block_collective, starts_copy, sync_scope, waits_on
 
@@ -517,6 +519,11 @@ class BarrierAnalysis:
             if found is not None and not found.exact and \
                     self._apart_across_iterations(raw, fy, first, second, ex):
                 continue
+            if found is not None and not found.exact and fx is raw and \
+                    self._carried_by_none(first, second) and \
+                    apart_under_guards(self.model, self.space, fx, fy, first.op, second,
+                                       ex, ey, opaque, what):
+                continue  # apart for every value of the unknown term, by the guards
             if found is not None:
                 found.env_first, found.env_second = self._shown(first.op, ex), \
                     self._shown(second, ey)
@@ -569,6 +576,13 @@ class BarrierAnalysis:
                     self._shown(second, ey)
                 return found
         return None
+
+    @staticmethod
+    def _carried_by_none(first: Entry, second: Operation) -> bool:
+        """Both accesses in the same iteration of every loop around both (a term defined in
+        such a loop then has one value for both, and guards can be substituted into)."""
+        return not any(first.age(lp) for lp in enclosing_loops(first.op)
+                       if lp in enclosing_loops(second))
 
     def _shown(self, op: Operation, env: Env) -> dict[SSAValue, int]:
         """The loop values worth printing with a hazard: those the access depends on."""
@@ -824,9 +838,29 @@ def check_kernel(kernel: func.FuncOp, block: int | Sequence[int] | None = None,
     divergence = analysis.divergence()
     if divergence is not None:
         raise divergence.error()
-    found = analysis.hazards(stop_at_first=True)
-    if found:
-        raise found[0].error()
+    found = analysis.hazards()
+    proven = [h for h in found if is_proven(h)]
+    if proven:
+        raise proven[0].error()
+    for hazard in found:
+        defer(hazard)
+
+
+def is_proven(hazard: Hazard) -> bool:
+    """A hazard the analysis has shown (known indices meeting from different warps), as opposed
+    to one it cannot rule out (docs/barriers.md#prove-or-defer)."""
+    return hazard.conflict is None or hazard.conflict.exact
+
+
+def defer(hazard: Hazard) -> None:
+    """A hazard the analysis can neither prove nor rule out: a remark naming both accesses; the
+    run-time race detector (on by default) checks the launch."""
+    notes: list[tuple[str, Operation | None]] = []
+    if hazard.first is not None and hazard.first_note is not None:
+        notes.append((hazard.first_note, hazard.first))
+    emit_remark(hazard.second, f"{hazard.message} [not proven: left to the run-time race "
+                f"detector, on by default (pto.compile(..., race_check=True)); "
+                f"docs/barriers.md#prove-or-defer]", notes)
 
 def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None,
                  warp_size: int = pto.WARP_SIZE) -> list[Hazard]:
@@ -837,5 +871,5 @@ def find_hazards(kernel: func.FuncOp, block: int | Sequence[int] | None = None,
 
 
 __all__ = ["BarrierAnalysis", "Category", "DEFAULT_BLOCK_SIZE", "Entry", "Hazard", "UnrollPlan",
-           "check_kernel", "find_divergence", "find_hazards", "kernels", "lane_space",
+           "check_kernel", "defer", "find_divergence", "is_proven", "find_hazards", "kernels", "lane_space",
            "plan_unrolling"]

@@ -137,4 +137,22 @@ class constexpr:  # noqa: N801 - a marker used as an annotation, named like Trit
                         "parameter")
 
 
-__all__ = [*BUILTINS.values(), "constexpr"]
+def static_range(*args: int) -> range:
+    """`range(a, b, s)` over compile-time integers, unrolled by the frontend.
+
+    `for k in pto.static_range(4):` lowers the loop body once per value, with `k` a Python
+    constant in each copy (docs/language.md#static-loops); `for k in (16, 8, 4, 2, 1):` does the
+    same for a tuple. Outside a kernel it is `range(*args)`.
+    """
+    for value in args:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"pto.static_range takes compile-time integers, got {value!r}")
+    return range(*args)
+
+
+STATIC_LOOP_LIMIT = 4096
+"""A static loop unrolls its body once per value: more than this many copies is a compile error
+(a `range()` loop keeps one copy of its body and runs any number of trips)."""
+
+
+__all__ = [*BUILTINS.values(), "constexpr", "static_range"]

@@ -15,6 +15,11 @@ def op_doc(op: Any) -> str: ...
 class constexpr:
     """Annotation forcing a kernel parameter to be a compile-time constant."""
 
+STATIC_LOOP_LIMIT: int
+
+def static_range(*args: int) -> range:
+    """`range(a, b, s)` over compile-time integers, unrolled by the frontend."""
+
 
 def get_global_id(dim: Any=0) -> Any:
     """Global lane index along a dimension: `block_id * block_dim + local_id`.
@@ -426,4 +431,4 @@ def reduce(v: Any, op: Any='sum', scope: Any='warp') -> Any:
     """
     ...
 
-__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'constexpr']
+__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'constexpr', 'static_range']

@@ -83,6 +83,17 @@ class Kernel:
         return True
 
     @property
+    def uses_shapes(self) -> bool:
+        """Whether the kernel indexes with several subscripts (`t[r, c]`): then the shapes of
+        its tensor arguments are part of each specialisation (docs/language.md#subscripts)."""
+        found = self.__dict__.get("_uses_shapes")
+        if found is None:
+            found = any(isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)
+                        for node in ast.walk(self.source.tree))
+            self.__dict__["_uses_shapes"] = found
+        return found
+
+    @property
     def num_params(self) -> int:
         return len(self.params)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins as py_builtins
 import contextlib
+import math as _math_module
 import copy
 import sys
 import threading
@@ -40,10 +41,16 @@ from pypto import dtypes, exact
 from pypto.dialects import pto
 from pypto.errors import CompileError
 from pypto.frontend.blame import blame, describe_type, is_pointer
-from pypto.frontend.builtins import BUILTINS, ELEMENTWISE
+from pypto.frontend.builtins import BUILTINS, ELEMENTWISE, static_range
 from pypto.frontend.hints import call_replacement, expression_replacement
 from pypto.frontend.calls import CallLowering
-from pypto.frontend.common import _is_bool, _is_float, _is_int, _type_name
+from pypto.frontend.common import (
+    _describe_value,
+    _is_bool,
+    _is_float,
+    _is_int,
+    _type_name,
+)
 from pypto.frontend.early_return import (
     drop_trailing_returns,
     lift_loop_returns,
@@ -53,6 +60,7 @@ from pypto.frontend.collectives import MAX_BLOCK_LANES, CollectiveLowering
 from pypto.frontend.helpers import HelperLowering, helper_function
 from pypto.frontend.kernel import Kernel, KernelSource
 from pypto.frontend.simt_loops import convert_divergent_for_loops
+from pypto.frontend.subscripts import SubscriptLowering
 from pypto.frontend.structured import PipelineHandle, StructuredLowering, _Undefined
 from pypto.frontend.operators import (
     _BOOL_BINARY,
@@ -73,7 +81,8 @@ Value = SSAValue | int | float | bool
 _FLOAT_RANK = {16: 1, 32: 2, 64: 3}
 
 
-class KernelLowering(StructuredLowering, CallLowering, HelperLowering, CollectiveLowering):
+class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, HelperLowering,
+                     CollectiveLowering):
     """Lowers one specialisation of a kernel (fixed argument types) to a `builtin.module`."""
 
     def __init__(self, kernel: Kernel, arg_types: Sequence[Attribute],
@@ -94,6 +103,8 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
         self.folded: dict[str, Any] = {}  # module / closure constants folded in, by name
         self.function_block: Block | None = None
         self.launch_args: Sequence[Any] | None = None  # to blame arguments in type errors
+        self.arg_shapes: tuple[tuple[int, ...] | None, ...] = ()  # launch shapes (t[r, c])
+        self.value_shapes: dict[SSAValue, tuple[int, ...]] = {}
 
     # ---------------------------------------------------------------------------------------
     # errors and locations
@@ -162,7 +173,9 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
         if args.defaults:
             raise self.error("kernel parameters cannot have default values")
         body_block = Block(arg_types=self.arg_types)
-        for arg_node, block_arg in zip(args.args, body_block.args):
+        for position, (arg_node, block_arg) in enumerate(zip(args.args, body_block.args)):
+            if position < len(self.arg_shapes) and self.arg_shapes[position] is not None:
+                self.value_shapes[block_arg] = self.arg_shapes[position]
             block_arg.name_hint = arg_node.arg
             block_arg.location = self.loc(arg_node)
             if arg_node.arg in self.constexprs:
@@ -243,6 +256,9 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
         self.assign(stmt.target, value)
 
     def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        if isinstance(stmt.target, ast.Subscript):
+            self.augment_subscript(stmt)
+            return
         if not isinstance(stmt.target, ast.Name):
             raise self.error("only plain variables can be updated with an augmented assignment",
                              stmt.target)
@@ -264,9 +280,8 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
                 self.assign(elt, item)
             return
         if isinstance(target, ast.Subscript):
-            base, index = ast.unparse(target.value), ast.unparse(target.slice)
-            raise self.error(f"subscripts are not supported in kernels: write one element per "
-                             f"lane with pto.store({base} + {index}, value)", target)
+            self.store_subscript(target, value)
+            return
         raise self.error("only assignments to variables are supported (write through a pointer "
                          "with pto.store(ptr, value))", target)
 
@@ -367,13 +382,6 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
             raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'",
                              node) from None
 
-    def expr_Subscript(self, node: ast.Subscript) -> Any:
-        base = ast.unparse(node.value)
-        index = ast.unparse(node.slice)
-        raise self.error(f"subscripts are not supported in kernels: read one element per lane "
-                         f"with pto.load({base} + {index}) (and write with "
-                         f"pto.store({base} + {index}, value))", node)
-
     def expr_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self.expr(e) for e in node.elts)
 
@@ -464,6 +472,10 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
             if handler is None:  # an Elementwise op of the dialect: lowered by its declaration
                 return self.call_elementwise(node, handler_name, ELEMENTWISE[handler_name])
             return handler(node)
+        if callee is static_range:
+            return self.static_range_call(node)
+        if _is_math_function(callee) or callee in _FOLDABLE_BUILTINS:
+            return self.fold_call(callee, node)
         if callee is _PIPELINE_RUN:
             self.call_args(node, [], 0)
             return None  # the article's pl.run(): stages already run in order
@@ -479,6 +491,62 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
         raise self.error(f"call to '{ast.unparse(node.func)}' ({name}) is not supported in a "
                          f"kernel; only pto instructions and the builtins listed in "
                          f"docs/language.md can be called", node)
+
+    # ---------------------------------------------------------------------------------------
+    # compile-time calls (docs/language.md#compile-time-values)
+    # ---------------------------------------------------------------------------------------
+
+    def static_range_call(self, node: ast.Call) -> range:
+        """`pto.static_range(a, b, s)`: a range of compile-time integers (unrolled by `for`)."""
+        if node.keywords or not 1 <= len(node.args) <= 3:
+            raise self.error("pto.static_range() takes 1 to 3 positional arguments, as "
+                             "range()", node)
+        values = [self.expr(a) for a in node.args]
+        self.node = node
+        for arg, value in zip(node.args, values):
+            if isinstance(value, SSAValue):
+                raise self.error(f"pto.static_range() is unrolled at compile time: its "
+                                 f"arguments must be compile-time integers, but "
+                                 f"'{ast.unparse(arg)}' is a run-time value; loop with "
+                                 f"range() instead", arg)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(f"pto.static_range() takes integers, got "
+                                 f"'{ast.unparse(arg)}' = {value!r}", arg)
+        if len(values) == 3 and values[2] == 0:
+            raise self.error("the step of pto.static_range() is zero", node.args[2])
+        return range(*values)
+
+    def fold_call(self, callee: Any, node: ast.Call) -> Any:
+        """`math.sqrt(2.0 / math.pi)`, `int(n / 2)`: a call of a pure Python function on
+        compile-time values is evaluated now, exactly as Python computes it (the result is
+        rounded to the element type where it meets a typed value, as every literal)."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            raise self.error("* and ** arguments are not supported in a kernel", node)
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        self.node = node
+        spelled = ast.unparse(node.func)
+        for arg_node, value in [*zip(node.args, args),
+                                *((k.value, kwargs[k.arg]) for k in node.keywords)]:
+            if isinstance(value, SSAValue):
+                name = getattr(callee, "__name__", spelled)
+                instead = _RUNTIME_MATH.get(name)
+                use = f"; use {instead} for a run-time value" if instead else \
+                    " (see docs/language.md for the per-lane functions)"
+                raise self.error(f"{spelled}() is evaluated at compile time, but "
+                                 f"'{ast.unparse(arg_node)}' is a run-time value{use}",
+                                 arg_node)
+            if not isinstance(value, bool | int | float | str | tuple):
+                raise self.error(f"{spelled}() takes numbers at compile time, got "
+                                 f"'{ast.unparse(arg_node)}' = {_describe_value(value)}",
+                                 arg_node)
+        result = self.fold(lambda: callee(*args, **kwargs), node)
+        if callee in _SEQUENCE_BUILTINS:  # enumerate / zip / reversed: a compile-time tuple
+            result = self.fold(lambda: tuple(result), node)
+        if isinstance(result, bool | int | float | tuple):
+            return result
+        raise self.error(f"{spelled}() gave {result!r}, which is not a number", node)
 
     # ---------------------------------------------------------------------------------------
     # typing helpers
@@ -665,6 +733,27 @@ class KernelLowering(StructuredLowering, CallLowering, HelperLowering, Collectiv
         return self.emit(arith.SelectOp(cond, a, b)).results[0]
 
 
+_FOLDABLE_BUILTINS = frozenset({py_builtins.int, py_builtins.float, py_builtins.bool,
+                                py_builtins.round, py_builtins.pow, py_builtins.divmod,
+                                py_builtins.len, py_builtins.enumerate, py_builtins.zip,
+                                py_builtins.reversed})
+_SEQUENCE_BUILTINS = frozenset({py_builtins.enumerate, py_builtins.zip, py_builtins.reversed})
+"""Python builtins a kernel may call on compile-time values (folded, never lowered)."""
+
+_RUNTIME_MATH = {"sqrt": "pto.sqrt(x)", "exp": "pto.exp(x)", "log": "pto.log(x)",
+                 "tanh": "pto.tanh(x)", "fabs": "abs(x)", "floor": "pto.cast(x, pto.int32)",
+                 "int": "pto.cast(x, pto.int32)", "float": "pto.cast(x, pto.float32)",
+                 "pow": "x ** n", "round": "pto.cast", "trunc": "pto.cast(x, pto.int32)"}
+"""What a compile-time function is written as when its argument is a per-lane value."""
+
+
+def _is_math_function(callee: Any) -> bool:
+    """A function of Python's `math` module (pure: folded on compile-time arguments)."""
+    name = getattr(callee, "__name__", None)
+    return callable(callee) and isinstance(name, str) and \
+        getattr(_math_module, name, None) is callee
+
+
 _PY_BUILTIN_CALLS: dict[Any, str] = {
     py_builtins.min: "py_min",
     py_builtins.max: "py_max",
@@ -749,17 +838,20 @@ def lower_kernel(kernel: Kernel, arg_types: Sequence[Attribute],
                  constexprs: dict[str, Any] | None = None,
                  folded: dict[str, Any] | None = None,
                  block: Sequence[int] | None = None,
-                 launch_args: Sequence[Any] | None = None) -> ModuleOp:
+                 launch_args: Sequence[Any] | None = None,
+                 shapes: Sequence[tuple[int, ...] | None] = ()) -> ModuleOp:
     """Lower one specialisation of `kernel` to a `builtin.module` (verified by the caller).
 
     Raises `NeedsConstexpr` when a parameter must be specialised on its launch value. `folded`,
     when given, receives the module-level / closed-over values folded in (name -> value), so the
     caller can tell when a cached compilation went stale. `block` is the block shape (the
     scratch of `pto.reduce`). `launch_args`, when given, are the values the types come from:
-    type errors they cause name them (pypto.frontend.blame).
+    type errors they cause name them (pypto.frontend.blame). `shapes`, when given, are the
+    launch shapes of the tensor arguments (None for others), for `t[r, c]` subscripts.
     """
     lowering = KernelLowering(kernel, arg_types, constexprs, block)
     lowering.launch_args = launch_args
+    lowering.arg_shapes = tuple(shapes)
     with _deep_recursion():
         try:
             module = lowering.lower()

@@ -49,6 +49,20 @@ def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:
     return names
 
 
+def _loop_exit(stmts: Sequence[ast.stmt]) -> ast.stmt | None:
+    """The first `break` / `continue` of this loop body (not of a loop nested in it)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Break | ast.Continue):
+            return stmt
+        if isinstance(stmt, ast.For | ast.While | ast.FunctionDef):
+            continue
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            found = _loop_exit(getattr(stmt, field, []) or [])
+            if found is not None:
+                return found
+    return None
+
+
 def _hidden(kind: str, stmt: ast.stmt) -> str:
     """A synthetic variable of the loop at `stmt` (a name no Python code can spell)."""
     return f"{kind}.{stmt.lineno}.{stmt.col_offset}"
@@ -145,11 +159,12 @@ class StructuredLowering:
     def stmt_For(self, stmt: ast.For) -> None:
         if stmt.orelse:
             raise self.error("'for ... else' is not supported in kernels", stmt)
-        if not isinstance(stmt.target, ast.Name):
-            raise self.error("the loop variable must be a plain name", stmt.target)
         it = stmt.iter
         if not (isinstance(it, ast.Call) and self._is_range(it.func)):
-            raise self.error("kernels loop with 'for x in range(...)' only", it)
+            self._lower_static_for(stmt)
+            return
+        if not isinstance(stmt.target, ast.Name):
+            raise self.error("the loop variable must be a plain name", stmt.target)
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error("range() takes 1 to 3 positional arguments", it)
         bounds = [self.expr(a) for a in it.args]
@@ -179,6 +194,38 @@ class StructuredLowering:
         # Uniform bounds stay an scf.for; one whose start or stop differs between lanes is
         # turned into a masked scf.while after lowering (simt_loops.py).
         self._lower_for(stmt, start, stop, step, body)
+
+    def _lower_static_for(self, stmt: ast.For) -> None:
+        """`for x in (16, 8, 4)`, `for k in pto.static_range(4)`: the body is lowered once per
+        value, with the loop variable bound to that compile-time value (docs/language.md#static-
+        loops). Nothing of the loop is left in the IR: every pass sees straight-line code."""
+        it = stmt.iter
+        values = self.expr(it)
+        self.node = stmt
+        if isinstance(values, SSAValue) or not isinstance(values, tuple | range):
+            raise self.error(f"kernels loop with 'for x in range(...)' (a loop in the IR), or "
+                             f"over compile-time values: a tuple 'for x in (16, 8, 4)' or "
+                             f"'for k in pto.static_range(a, b, s)' (unrolled); "
+                             f"'{ast.unparse(it)}' is neither", it)
+        exit_stmt = _loop_exit(stmt.body)
+        if exit_stmt is not None:
+            word = "break" if isinstance(exit_stmt, ast.Break) else "continue"
+            raise self.error(f"'{word}' in a static (unrolled) loop is not supported: the loop "
+                             f"is unrolled at compile time; guard the rest of the body with an "
+                             f"'if', or loop with range()", exit_stmt)
+        from pypto.frontend.builtins import STATIC_LOOP_LIMIT
+
+        if len(values) > STATIC_LOOP_LIMIT:
+            raise self.error(f"this static loop would unroll {len(values)} copies of its body "
+                             f"(at most {STATIC_LOOP_LIMIT}); loop with range() instead", it)
+        self.loop_depth += 1
+        try:
+            for value in values:
+                self.node = stmt
+                self.assign(stmt.target, value)
+                self.lower_body(stmt.body)
+        finally:
+            self.loop_depth -= 1
 
     def _is_range(self, func_node: ast.expr) -> bool:
         try:

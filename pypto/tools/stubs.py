@@ -65,12 +65,17 @@ def render() -> str:
         "class constexpr:",
         '    """Annotation forcing a kernel parameter to be a compile-time constant."""',
         "",
+        "STATIC_LOOP_LIMIT: int",
+        "",
+        "def static_range(*args: int) -> range:",
+        '    """`range(a, b, s)` over compile-time integers, unrolled by the frontend."""',
+        "",
     ]
     names = []
     for name, (signature, doc) in declared().items():
         names.append(name)
         out += ["", f"def {name}({_parameters(signature)}) -> Any:", _docstring(doc), "    ..."]
-    out += ["", f"__all__ = {[*names, 'constexpr']!r}", ""]
+    out += ["", f"__all__ = {[*names, 'constexpr', 'static_range']!r}", ""]
     return "\n".join(out)
 
 

@@ -1,4 +1,5 @@
-"""Errors for constructs a CUDA / Triton author reaches for first (`x[i]`, `break`, `continue`):
+"""Errors for constructs a CUDA / Triton author reaches for first (`x[i, j]` on a pointer, a slice,
+`break`, `continue`):
 located at the construct, and saying what to write instead."""
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import pypto as pto
 def reads_subscript(x, n):
     i = pto.get_global_id()
     if i < n:
-        pto.store(x + i, x[i] * 2.0)
+        pto.store(x + i, x[i, 0] * 2.0)
 
 
 @pto.kernel
 def writes_subscript(x, n):
     i = pto.get_global_id()
-    x[i] = 1.0
+    x[0:i] = 1.0
 
 
 @pto.kernel
@@ -40,8 +41,11 @@ def uses_continue(x, n):
 
 
 @pytest.mark.parametrize("kernel,source,hint", [
-    (reads_subscript, "x[i]", "pto.load(x + i)"),
-    (writes_subscript, "x[i] = 1.0", "pto.store(x + i, value)"),
+    (reads_subscript, "x[i, 0]", "'x' was launched with shape (64,) (1 index) (a tensor "
+                                 "allocated in bytes is flat: launch a shaped one, "
+                                 "pto.tensor(array) or pto.empty(shape)): index it with one "
+                                 "flat offset, x[i * STRIDE0 + 0]"),
+    (writes_subscript, "x[0:i] = 1.0", "slices are not supported in kernels"),
     (uses_break, "break", "not inside a pipeline stage"),
     (uses_continue, "continue", "not inside a pipeline stage"),
 ])

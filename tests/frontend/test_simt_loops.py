@@ -376,8 +376,14 @@ def test_barrier_analysis_sees_a_lane_strided_loop_over_l1():
     out = pto.alloc_tensor(64 * 4)
     pto.compile(strided_by_block_dim, args=(out,), block=64)
     pto.compile(strided_over_l1, args=(out, 64), block=64)
-    with pytest.raises(pto.BarrierError, match="hazard on L1 buffer 'tile'"):
-        pto.compile(strided_over_l1, args=(out, 32), block=64)
+    # with a step of 32 the lanes meet in different iterations, which the analysis cannot
+    # prove (docs/barriers.md#prove-or-defer): a remark, and the race detector at run time
+    racy = pto.compile(strided_over_l1, args=(out, 32), block=64)
+    assert any("possible" in r.message and "hazard on L1 buffer 'tile'" in r.message
+               for r in racy.remarks)
+    with pytest.raises(pto.RaceError):
+        pto.launch(racy, grid=1, block=64, args=(out, 32))
+        pto.sync()
     (res,) = _run(strided_by_block_dim, 1, 64, [np.zeros(64, np.float32)],
                   schedule="reverse", check_uninitialized=True)
     np.testing.assert_array_equal(res, np.arange(64, dtype=np.float32))

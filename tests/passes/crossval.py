@@ -31,15 +31,21 @@ def parse(text: str):
 
 
 def static_rejects(text: str) -> str | None:
-    """The static check's error message, or None when it accepts the kernel."""
+    """The static check's error message (a proven hazard), or its first remark about a hazard
+    it could not decide (docs/barriers.md#prove-or-defer: flagged, not silent), or None when
+    it accepts the kernel."""
+    from pypto.diagnostics import capture_diagnostics
     from pypto.passes.verify_barriers import VerifyBarriersPass
 
     module = parse(text)
+    deferred: list[str] = []
     try:
-        VerifyBarriersPass(block_size=BLOCK).apply(make_context(), module)
+        with capture_diagnostics(lambda d: deferred.append(d.message)
+                                 if d.severity == "remark" and "hazard" in d.message else None):
+            VerifyBarriersPass(block_size=BLOCK).apply(make_context(), module)
     except PtoError as exc:
         return str(exc)
-    return None
+    return deferred[0] if deferred else None
 
 
 def dynamic_rejects(text: str) -> str | None:

@@ -293,8 +293,9 @@ func.func @atomic_then_read(%bin: i32) attributes {pto.kernel} {
 
 // -----
 
-// An index loaded from memory: conservatively a possible hazard, saying why.
-// CHECK: error: possible RAW hazard on L1 buffer 'buf' (the analysis cannot show that the accesses touch different elements: the index of the write depends on a value that is not known
+// An index loaded from memory: not proven either way, so a remark saying why (the run-time
+// race detector checks the launch), not an error.
+// CHECK: remark: possible RAW hazard on L1 buffer 'buf' (the analysis cannot show that the accesses touch different elements: the index of the write depends on a value that is not known
 func.func @unknown_index(%v: f32, %idx: !pto.ptr<i32, global>) attributes {pto.kernel} {
   %buf = pto.alloc_local : !pto.l1buf<256xf32>
   %lid = pto.get_local_id 0 : i32
@@ -302,7 +303,7 @@ func.func @unknown_index(%v: f32, %idx: !pto.ptr<i32, global>) attributes {pto.k
   %i = pto.load %ip : !pto.ptr<i32, global> -> i32
   %p = pto.addptr %buf, %i : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
   pto.store %v, %p : f32, !pto.ptr<f32, local>
-  // expected-error @+1 {{possible RAW hazard}}
+  // expected-remark @+1 {{possible RAW hazard}}
   %w = pto.load %buf : !pto.l1buf<256xf32> -> f32
   func.return
 }
@@ -566,6 +567,73 @@ func.func @divergent_tile_op(%v: f32) attributes {pto.kernel} {
 func.func @uniform_barrier(%flag: i1) attributes {pto.kernel} {
   scf.if %flag {
     pto.barrier_block
+  }
+  func.return
+}
+
+// -----
+
+// The tree reduction with `s` unknown at compile time (a parameter halved by a SIMT loop):
+// `if t < s` keeps the written [0, s) and the read [s, 2s) apart for every s (guards.py).
+func.func @guarded_tree(%n: i32) attributes {pto.kernel} {
+  %t = pto.get_local_id 0 : i32
+  %buf = pto.alloc_local : !pto.l1buf<512xf32>
+  %two = arith.constant 2 : i32
+  %s0 = arith.floordivsi %n, %two : i32
+  %end = scf.while (%s = %s0) : (i32) -> i32 {
+    %zero = arith.constant 0 : i32
+    %go = arith.cmpi sgt, %s, %zero : i32
+    scf.condition(%go) %s : i32
+  } do {
+  ^bb0(%s1: i32):
+    %low = arith.cmpi slt, %t, %s1 : i32
+    scf.if %low {
+      %p = pto.addptr %buf, %t : !pto.l1buf<512xf32>, i32 -> !pto.ptr<f32, local>
+      %a = pto.load %p : !pto.ptr<f32, local> -> f32
+      %i = arith.addi %t, %s1 : i32
+      %q = pto.addptr %buf, %i : !pto.l1buf<512xf32>, i32 -> !pto.ptr<f32, local>
+      %b = pto.load %q : !pto.ptr<f32, local> -> f32
+      %c = arith.addf %a, %b : f32
+      pto.store %c, %p : f32, !pto.ptr<f32, local>
+    }
+    pto.barrier_block
+    %half = arith.floordivsi %s1, %two : i32
+    scf.yield %half : i32
+  }
+  func.return
+}
+
+// -----
+
+// The same with `t <= s`: lane s writes buf[s], which lane 0 reads, for some s the analysis
+// cannot rule out: not proven, a remark (the race detector checks the launch).
+// CHECK: remark: possible WAR hazard on L1 buffer 'buf' (the analysis cannot show that the accesses touch different elements: the indices differ by a value that is not known at compile time)
+// CHECK-SAME: [not proven: left to the run-time race detector
+func.func @off_by_one_tree(%n: i32) attributes {pto.kernel} {
+  %t = pto.get_local_id 0 : i32
+  %buf = pto.alloc_local : !pto.l1buf<512xf32>
+  %two = arith.constant 2 : i32
+  %s0 = arith.floordivsi %n, %two : i32
+  %end = scf.while (%s = %s0) : (i32) -> i32 {
+    %zero = arith.constant 0 : i32
+    %go = arith.cmpi sgt, %s, %zero : i32
+    scf.condition(%go) %s : i32
+  } do {
+  ^bb0(%s1: i32):
+    %low = arith.cmpi sle, %t, %s1 : i32
+    scf.if %low {
+      %p = pto.addptr %buf, %t : !pto.l1buf<512xf32>, i32 -> !pto.ptr<f32, local>
+      %a = pto.load %p : !pto.ptr<f32, local> -> f32
+      %i = arith.addi %t, %s1 : i32
+      %q = pto.addptr %buf, %i : !pto.l1buf<512xf32>, i32 -> !pto.ptr<f32, local>
+      %b = pto.load %q : !pto.ptr<f32, local> -> f32
+      %c = arith.addf %a, %b : f32
+      // expected-remark @+1 {{possible WAR hazard on L1 buffer 'buf'}}
+      pto.store %c, %p : f32, !pto.ptr<f32, local>
+    }
+    pto.barrier_block
+    %half = arith.floordivsi %s1, %two : i32
+    scf.yield %half : i32
   }
   func.return
 }

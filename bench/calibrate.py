@@ -9,7 +9,9 @@ models each as the difference between two kernels that differ only by that instr
 
 pypto has no int8 / int16 / uint8 tensors: int16 rows use float16 (same bytes), 8-bit rows are
 left out. A pypto lane instruction covers at most one block (1024 lanes), so a 4096-element
-vector instruction is four pypto instructions (four heads). docs/cost-model.md, "Calibration",
+vector instruction is four pypto instructions (four heads); the same rows written as tile
+vector instructions (`pto.tadd`, `pto.tmul`) are one instruction each. docs/cost-model.md,
+"Calibration",
 is this script's output.
 Run:  python bench/calibrate.py
 """
@@ -82,6 +84,21 @@ def lane_binary(X, elements, op):
             pto.store(c + j + tid, x)
 
 
+@pto.kernel
+def tile_binary(X, rows: pto.constexpr, cols: pto.constexpr, op):
+    """One tile vector instruction c = a op b on rows x cols L1 tiles (op 1: pto.tadd, 2:
+    pto.tmul, 0: none): the kernels differ only by that instruction."""
+    a = pto.alloc_tile(rows, cols, dtype=X.dtype)
+    b = pto.alloc_tile(rows, cols, dtype=X.dtype)
+    c = pto.alloc_tile(rows, cols, dtype=X.dtype)
+    pto.fill(a, 1.0, rows * cols)
+    pto.fill(b, 2.0, rows * cols)
+    if op == 1:
+        pto.tadd(c, a, b)
+    elif op == 2:
+        pto.tmul(c, a, b)
+
+
 def cycles(kernel, args, target, block=64) -> int:
     prof = pto.profile(kernel, grid=1, block=block, args=args, target=target)
     return int(prof.launch.block_cycles[0])
@@ -114,10 +131,23 @@ def vector_rows():
         yield name, f"{rows}x{cols}", measured, figures, test
 
 
+def tile_rows():
+    """The same instructions as tile vector instructions (`pto.tadd` / `pto.tmul` on whole
+    tiles): one instruction, one head, 256-byte repeats (docs/cost-model.md)."""
+    for name, (rows, cols), measured, dtype, test in VECTOR:
+        x = pto.alloc_tensor(64 * np.dtype(dtype).itemsize, dtype=dtype)
+        op = 1 if "ADD" in name else 2
+        figures = [cycles(tile_binary, (x, rows, cols, op), t) -
+                   cycles(tile_binary, (x, rows, cols, 0), t) for t in TARGETS]
+        yield f"{name} (pto.t{'add' if op == 1 else 'mul'})", f"{rows}x{cols}", measured, \
+            figures, test
+
+
 def rows():
     yield from mma_rows()
     yield from load_rows()
     yield from vector_rows()
+    yield from tile_rows()
 
 
 def main() -> None:

@@ -146,7 +146,10 @@ class Figures:
                               ("tests.kernels.test_saxpy", ["saxpy"]),
                               ("tests.kernels.test_softmax", ["softmax_rows"]),
                               ("tests.kernels.test_stencil", ["jacobi5"]),
-                              ("tests.kernels.test_transpose", ["transpose"])):
+                              ("tests.kernels.test_transpose", ["transpose"]),
+                              ("softmax_tiles", ["softmax_tiles"]),
+                              ("tests.kernels.test_tile_attention",
+                               ["flash_attention_tiles"])):
             try:
                 mod = importlib.import_module(module)
             except Exception:  # noqa: BLE001 - not in this checkout
@@ -185,6 +188,13 @@ class Figures:
         rows, cols = 64, 1024
         self.figure("zoo softmax 64x1024", k["softmax_rows"], rows, 128,
                     (t(rows * cols), t(rows * cols), t(rows), t(rows), cols))
+        # lanes or tiles? (docs/language.md#lanes-or-tiles): the same softmax written with
+        # the tile vector instructions, 8 rows a block
+        self.figure("zoo softmax 64x1024 with tile ops", k["softmax_tiles"], rows // 8, 64,
+                    (t(rows * cols), t(rows * cols), cols, 8, 8))
+        self.figure("zoo flash attention n256 d64 tile ops", k["flash_attention_tiles"], 4, 64,
+                    (t(256 * 64), t(256 * 64), t(256 * 64), t(256 * 64), 256, 64, 64, 64,
+                     0.125))
         self.figure("zoo layernorm 64x1024", k["layernorm_rows"], rows, 128,
                     (t(rows * cols), t(rows * cols), t(cols), t(cols), cols, 1e-5))
         h = w = 256

@@ -10,6 +10,11 @@ fast wrong answer cannot pass for a speed-up.
 Output: one markdown table, one row per kernel (the bench's "one line per figure").
 Run:  python bench/zoo.py [--quick] [--repeat N] [--only NAME[,...]] [--clock wall|cpu]
 (--quick uses small sizes, for a smoke test; figures in docs/performance.md are full size.)
+
+`--backend native`: another table, the native backend (docs/native.md) beside the interpreter
+(race detector off) and NumPy in the same repetitions, with the native code's first compile
+(lowering + LLVM + JIT, empty disk cache) and its load from the disk cache; kernels the native
+backend does not compile yet are listed with the reason.
 """
 
 from __future__ import annotations
@@ -82,6 +87,101 @@ def run_case(case: Case, repeat: int, seed: int, clock: str = "wall") -> dict[st
     return med
 
 
+def run_native_case(case: Case, repeat: int, seed: int, clock: str = "wall") -> dict[str, Any]:
+    """Times one case on both backends and NumPy (same inputs, same repetition); the native
+    code's first compile and its load from the disk cache. `{"unsupported": reason}` when the
+    native backend does not compile the kernel."""
+    import os
+    import tempfile
+
+    from pypto.backend.native.jit import NativeKernel, NativeUnsupported
+    from pypto.backend.native.support import unsupported_reason
+
+    now = CLOCKS[clock]
+    rng = np.random.default_rng(seed)
+    host = case.inputs(rng)
+    tensors = {k: pto.alloc_tensor(a.nbytes, dtype=a.dtype) for k, a in host.items()}
+    args = case.lead + tuple(tensors.values()) + tuple(case.scalars(host))
+    kernel = pto.compile(case.kernel, args=args, block=case.block, race_check=False)
+    reason = unsupported_reason(kernel.func)
+    if reason is not None:
+        for t in tensors.values():
+            t.free()
+        return {"unsupported": reason}
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["PYPTO_NATIVE_CACHE"] = cache
+        t0 = time.perf_counter()
+        NativeKernel(kernel.func, kernel.name)
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        NativeKernel(kernel.func, kernel.name)
+        cached = time.perf_counter() - t0
+        del os.environ["PYPTO_NATIVE_CACHE"]
+
+    def upload(arrays: Arrays) -> None:
+        for k, a in arrays.items():
+            pto.memcpy_h2d(tensors[k], a)
+        pto.sync()
+
+    def timed_launch(backend: str) -> float:
+        t0 = now()
+        pto.launch(kernel, grid=case.grid, block=case.block, args=args, backend=backend)
+        pto.sync()
+        return now() - t0
+
+    for backend in ("interpreter", "native"):  # warm-up (the native code compiles here)
+        upload(host)
+        timed_launch(backend)
+    times: dict[str, list[float]] = {"native": [], "interpreter": [], "numpy": []}
+    for _ in range(repeat):
+        host = case.inputs(rng)
+        for backend in ("interpreter", "native"):
+            upload(host)
+            times[backend].append(timed_launch(backend))
+        t0 = now()
+        case.numpy(host)
+        times["numpy"].append(now() - t0)
+    outs = {}
+    for k, t in tensors.items():
+        o = np.empty_like(host[k])
+        pto.memcpy_d2h(o, t)
+        outs[k] = o
+        t.free()
+    case.check(outs, host)  # the last native launch's outputs, against NumPy
+    med: dict[str, Any] = {k: statistics.median(v) for k, v in times.items()}
+    for k in ("native", "interpreter"):
+        med[f"ratio_{k}"] = statistics.median(a / b for a, b in zip(times[k], times["numpy"]))
+    med["first"], med["cached"] = first, cached
+    return med
+
+
+def main_native(opts: argparse.Namespace, only: list[str], skip: list[str]) -> None:
+    print(f"# pypto native backend vs interpreter vs NumPy: median of {opts.repeat} "
+          f"per-repetition ratios, launch + sync timed ({opts.clock} clock)")
+    print()
+    print("| kernel | size | native (ms) | interpreter (ms) | NumPy (ms) | native ÷ NumPy "
+          "| interpreter ÷ NumPy | first compile (ms) | from disk cache (ms) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    unsupported = []
+    for i, case in enumerate(cases("quick" if opts.quick else "full")):
+        if only and not any(case.name.startswith(p) for p in only):
+            continue
+        if any(case.name.startswith(p) for p in skip):
+            continue
+        m = run_native_case(case, opts.repeat, seed=1000 + i, clock=opts.clock)
+        if "unsupported" in m:
+            unsupported.append((case.name, m["unsupported"]))
+            continue
+        print(f"| {case.name} | {case.size} | {m['native'] * 1e3:.3f} | "
+              f"{m['interpreter'] * 1e3:.2f} | {m['numpy'] * 1e3:.3f} | "
+              f"{m['ratio_native']:.2f}× | {m['ratio_interpreter']:.1f}× | "
+              f"{m['first'] * 1e3:.0f} | {m['cached'] * 1e3:.1f} |", flush=True)
+    print()
+    print(f"Not compiled natively yet ({len(unsupported)}):")
+    for name, reason in unsupported:
+        print(f"- {name}: {reason.rsplit('/', 1)[-1]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -91,9 +191,14 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated name prefixes to leave out")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall (default) or cpu: this process's CPU time, robust to load")
+    parser.add_argument("--backend", choices=("interpreter", "native"), default="interpreter",
+                        help="native: the native backend beside the interpreter and NumPy")
     opts = parser.parse_args()
     only = [s.strip() for s in opts.only.split(",") if s.strip()]
     skip = [s.strip() for s in opts.skip.split(",") if s.strip()]
+    if opts.backend == "native":
+        main_native(opts, only, skip)
+        return
     print(f"# pypto kernel zoo vs NumPy: median of {opts.repeat} per-repetition ratios, "
           f"fresh inputs each repetition, launch + sync timed ({opts.clock} clock)")
     print()

@@ -8,7 +8,7 @@ This module's exports are the public API; everything else may change.
 import importlib as _importlib
 from typing import Any as _Any
 
-from pypto.compiler import CompiledKernel, compile, launch
+from pypto.compiler import CompiledKernel, compile, launch, set_backend
 from pypto.dialects.pto import WARP_SIZE
 from pypto.dtypes import DType, bfloat16, bool_, float16, float32, int32, int64
 from pypto.errors import (
@@ -73,7 +73,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     # kernels and compilation
-    "kernel", "Kernel", "compile", "CompiledKernel",
+    "kernel", "Kernel", "compile", "CompiledKernel", "set_backend",
     # host API
     "tensor", "empty", "zeros", "alloc_tensor", "Tensor", "memcpy_h2d", "memcpy_d2h", "launch", "sync", "Stream",
     "default_stream", "profile", "Profile", "profile_on_npu", "autotune", "TuneResult",

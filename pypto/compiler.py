@@ -24,6 +24,7 @@ from pypto import dtypes
 from pypto.backend.interpreter import Executable
 from pypto.backend.interpreter.executor import parse_schedule
 from pypto.backend.targets import Target, resolve_target
+from pypto.backend.launch_shape import check_launch_shape
 from pypto.dialects import pto
 from pypto.errors import (
     CompileError,
@@ -181,9 +182,10 @@ class CompiledKernel:
         return print_ir(self.module, debuginfo=debuginfo, generic=generic)
 
     def execute(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-                args: Sequence[Any]) -> None:
-        """Run synchronously in the interpreter (the runtime's stream calls this)."""
-        self.executable.run(grid, block, args)
+                args: Sequence[Any], backend: str | None = None) -> None:
+        """Run synchronously (the runtime's stream calls this) on `backend`, by default the
+        setting `pto.set_backend` / PYPTO_BACKEND chose (see `_run_on`)."""
+        _run_on(self, backend or _backend_setting(), grid, block, args)
 
     @public_api
     def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:
@@ -200,6 +202,93 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         return f"<pto.CompiledKernel {self.name} block={self.block}>"
+
+
+# --- choosing the backend (docs/native.md#choosing-a-backend) ---------------------------------
+
+BACKEND_ENV = "PYPTO_BACKEND"
+BACKENDS = ("interpreter", "native", "auto")
+
+
+def _parse_backend(value: str | None) -> str:
+    word = (value or "").strip().lower()
+    return word if word in BACKENDS else "interpreter"
+
+
+_BACKEND_ENV_SETTING = env_setting(BACKEND_ENV, _parse_backend)
+_BACKEND_CHOICE: list[str | None] = [None]
+
+
+def _backend_setting() -> str:
+    chosen = _BACKEND_CHOICE[0]
+    return chosen if chosen is not None else _BACKEND_ENV_SETTING()
+
+
+def set_backend(backend: str | None) -> str | None:
+    """`pto.set_backend("native" | "interpreter" | "auto")`: the backend of every following
+    launch (`kernel[grid, block](...)`, `pto.launch` without `backend=`); None goes back to
+    PYPTO_BACKEND (default "interpreter"). Returns the previous choice."""
+    if backend is not None and backend not in BACKENDS:
+        raise LaunchError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    previous = _BACKEND_CHOICE[0]
+    _BACKEND_CHOICE[0] = backend
+    return previous
+
+
+def _native(compiled: CompiledKernel, required: bool) -> Any:
+    """The compiled kernel's native code (compiled at its first native launch, then kept on
+    it: one per specialisation), or None when "auto" finds it unsupported."""
+    native = compiled.__dict__.get("_native")
+    if native is None:
+        from pypto.backend.native.jit import NativeKernel, NativeUnsupported
+
+        try:
+            native = NativeKernel(compiled.func, compiled.name)
+        except NativeUnsupported as exc:
+            native = exc
+        compiled.__dict__["_native"] = native
+    if isinstance(native, Exception):
+        if required:
+            raise native
+        return None
+    return native
+
+
+def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
+            block: tuple[int, int, int], args: Sequence[Any]) -> None:
+    """Run on the interpreter, natively, or ("auto") natively when the kernel compiles and no
+    instrument needs the interpreter (validation, uninitialised-memory checks)."""
+    executable = compiled.executable
+    if backend == "interpreter" or backend == "auto" and (
+            executable.check_uninitialized or _VALIDATE_SETTING()[0]):
+        executable.run(grid, block, args)
+        return
+    native = _native(compiled, required=backend == "native")
+    if native is None:
+        executable.run(grid, block, args)
+        return
+    grid, block = check_launch_shape(grid, block, kernel=compiled.name, target=compiled.target)
+    refused = native.unsupported_launch(grid, block)
+    if refused is not None:
+        if backend == "native":
+            raise refused
+        executable.run(grid, block, args)
+        return
+    native.run(grid, block, executable.bind(args))
+
+
+class _OnBackend:
+    """A compiled kernel launched on a given backend (`pto.launch(..., backend=...)`)."""
+
+    def __init__(self, compiled: Any, backend: str):
+        self.compiled = compiled
+        self.backend = backend
+        self.name = compiled.name
+        self.num_params = compiled.num_params
+
+    def execute(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                args: Sequence[Any]) -> None:
+        self.compiled.execute(grid, block, args, self.backend)
 
 
 def _kernel_func(module: ModuleOp, name: str) -> func.FuncOp:
@@ -232,7 +321,8 @@ def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> d
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
            args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
-           pipeline: str | None = None, timeout: float | None = None) -> None:
+           pipeline: str | None = None, backend: str | None = None,
+           timeout: float | None = None) -> None:
     """`pto.launch`: enqueue `kernel` (compiled here first if it is a `@pto.kernel`), async.
 
     `timeout`: seconds after which a `while` loop of this launch still running is stopped with
@@ -241,10 +331,27 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
     docstring for the arguments. `pipeline` compiles a `@pto.kernel` with that pass pipeline
     instead of the default (as `pto.compile(pipeline=...)`; `pto.autotune`'s `launch_args`
-    carry the winner's, e.g. `pto-double-buffer{stages=3},...`).
+    carry the winner's, e.g. `pto-double-buffer{stages=3},...`). `backend`: "interpreter",
+    "native" or "auto" for this launch (default: `pto.set_backend` / PYPTO_BACKEND).
     """
     try:
-        if timeout is not None:  # the watchdog's time limit: the checked, unplanned path
+        if backend is not None:
+            if backend not in BACKENDS:
+                raise LaunchError(f"unknown backend {backend!r}; choose one of "
+                                  f"{', '.join(BACKENDS)}")
+
+            def compile_on(k: Any, **options: Any) -> Any:
+                compiled = compile(k, pipeline=pipeline, **options) if pipeline else \
+                    _compile_for_launch(k, **options)
+                return _OnBackend(compiled, backend)
+
+            target = kernel if hasattr(kernel, "execute") and not isinstance(kernel, Kernel) \
+                else None
+            runtime_launch(_OnBackend(target, backend) if target is not None else kernel,
+                           grid, block, args, stream, compile=compile_on, origin=caller_site(2),
+                           timeout=timeout)
+            return
+        elif timeout is not None:  # the watchdog's time limit: the checked, unplanned path
             def compile_timed(k: Any, **options: Any) -> CompiledKernel:
                 return compile(k, pipeline=pipeline, **options) if pipeline is not None else \
                     _compile_for_launch(k, **options)
@@ -678,10 +785,18 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
     from pypto.passes import parse_pipeline, run_pipeline
     from pypto.diagnostics import OpDiagnostic, capture_diagnostics, op_location
 
+    from pypto.passes import LOWERING_PASSES
+
     try:
         passes = parse_pipeline(text)
     except Exception as exc:
         raise CompileError(f"bad pipeline {text!r}: {exc}") from exc
+    lowering = [p.name for p in passes if p.name in LOWERING_PASSES]
+    if lowering:
+        raise CompileError(f"bad pipeline {text!r}: '{lowering[0]}' lowers the kernel out of "
+                           f"pto (the native backend's pipeline, docs/native.md); compile() "
+                           f"takes pto-level passes; run a kernel natively with "
+                           f"pto.launch(..., backend='native')")
     for index, p in enumerate(passes):
         # the barrier passes reason about the lanes of one block: give them the real one, and
         # the target's machine facts

@@ -18,7 +18,7 @@ LAYERS = [
     {"pypto.ir"},
     {"pypto.analysis"},
     {"pypto.passes", "pypto.frontend", "pypto.backend.targets"},
-    {"pypto.backend.interpreter", "pypto.backend"},
+    {"pypto.backend.interpreter", "pypto.backend.native", "pypto.backend"},
     {"pypto.runtime"},
     {"pypto.compiler"},
     {"pypto.tools", "pypto"},
@@ -141,10 +141,13 @@ def test_the_check_sees_imports_inside_functions_but_not_type_checking_ones() ->
 
 
 # Op facts are traits (CRAFT.md): the analyses, the cost model, the debugger and the
-# interpreter's instruments and executor ask `pypto.dialects.traits`, never name an op class.
-# (Rewriting passes, the frontend and the emitters build and match ops, and may name them.)
+# interpreter's instruments, executor, access planner and strategies ask
+# `pypto.dialects.traits`, never name an op class. (Rewriting passes, the frontend and the
+# emitters build and match ops, and may name them.)
 TRAIT_ONLY = ["analysis", "backend/cost_model", "debug", "backend/interpreter/instruments.py",
-              "backend/interpreter/executor.py"]
+              "backend/interpreter/executor.py", "backend/interpreter/planning.py",
+              "backend/interpreter/plan.py", "backend/interpreter/affine.py",
+              "backend/interpreter/strategies"]
 
 
 def _op_classes() -> dict[str, set[str]]:

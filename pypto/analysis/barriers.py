@@ -43,6 +43,7 @@ from pypto.analysis.barrier_report import (
     is_declaration,
     lanes_hazard,
     same_instruction_hazard,
+    where,
 )
 from pypto.analysis.guards import apart_under_guards
 from pypto.analysis.l1_access import (
@@ -69,11 +70,18 @@ from pypto.analysis.lane_values import (
     enclosing_loops,
     lane_model,
 )
-from pypto.analysis.ir_utils import kernels
+from pypto.analysis.ir_utils import kernels, root_alloc
 from pypto.analysis.uniformity import walk
 from pypto.diagnostics import emit_remark
 from pypto.dialects import pto
-from pypto.dialects.traits import is_block_collective, starts_copy, sync_scope, waits_on
+from pypto.dialects.traits import (
+    declared_accesses,
+    is_block_collective,
+    starts_copy,
+    sync_scope,
+    tile_vector,
+    waits_on,
+)
 
 DEFAULT_BLOCK_SIZE = 256
 """Lanes per block assumed when the launch shape is not known (`pto.compile` passes the real one)."""
@@ -801,6 +809,8 @@ class _Walker:
                 if conflict is not None:
                     hazards.append(self._in_flight(copy, op, region.kind, region.ptr, conflict,
                                                    region.role))
+        if tile_vector(op) is not None:
+            hazards.extend(self._lanes_before_vector(op, state))
         self._record(hazards)
         state.open.clear()  # every warp reaches a tile instruction: it orders like a barrier
         waits = waits_on(op)
@@ -812,6 +822,42 @@ class _Walker:
                 del state.copies[entry]
         elif waits == "all":
             state.copies.clear()
+
+    def _lanes_before_vector(self, op: Operation, state: _State) -> list[Hazard]:
+        """A tile vector instruction reads (writes) its tiles through the vector unit, which
+        does not wait for the lanes' L1 stores (docs/barriers.md#tile-vector-instructions):
+        a lane write of one of its tiles (any lane access, for a tile it writes) with no
+        `pto.barrier_block()` in between is a hazard, at the tile instruction."""
+        trait = tile_vector(op)
+        assert trait is not None
+        tiles = trait.tiles(op, lambda v: None)
+        hazards: list[Hazard] = []
+        for entry in state.open:
+            access = lane_access(entry.op)
+            if access is None or access.space != "local":
+                continue
+            root = root_alloc(access.ptr)
+            for index in tiles:
+                reads = any(a.kind == "read" and a.operand == index
+                            for a in declared_accesses(op))
+                if not (access.kind.writes or not reads):
+                    continue
+                tile_root = root_alloc(op.operands[index])
+                if root is not None and tile_root is not None and root is not tile_root:
+                    continue
+                kind = "RAW" if access.kind.writes and reads else ("WAW" if access.kind.writes
+                                                                  else "WAR")
+                verb = "write" if access.kind.writes else "read"
+                name = op.operands[index].name_hint or "its tile"
+                message = (f"{kind} hazard on L1 tile '{name}': lanes {verb} it at "
+                           f"{where(entry.op)} and {op.name} at {where(op)} "
+                           f"{'reads' if reads else 'writes'} it through the vector unit, "
+                           f"which does not wait for lane stores; put pto.barrier_block() "
+                           f"between them (a tile vector instruction is not a barrier)")
+                hazards.append(Hazard(Category.WARPS, kind, op, entry.op, message,
+                                      f"the lane {verb} of '{name}'", None))
+                break
+        return hazards
 
     def _in_flight(self, copy: Entry, op: Operation, kind: Kind, ptr: SSAValue,
                    conflict: Conflict, role: str | None) -> Hazard:

@@ -213,7 +213,7 @@ class Inspector:
         starts)."""
         from pypto.backend.interpreter.l1 import poison_value
 
-        dt = dtypes.as_dtype(dtype).np_dtype
+        dt = np.dtype(dtype) if isinstance(dtype, np.dtype) else dtypes.as_dtype(dtype).np_dtype
         if block is not None and self._linear_block(block) != self.block_id:
             raise DebugError(f"this session runs block {self.block_coords} only; "
                              f"restart(block_id={self._linear_block(block)}) to look at "
@@ -243,6 +243,21 @@ class Inspector:
         written = live.reshape(count, dt.itemsize).all(axis=1) if count else live[:0]
         out[~written] = poison_value(dt)
         return out
+
+    def inspect_tile(self, name: str, block: Any = None) -> np.ndarray:
+        """The L1 buffer `name` as it is now: a tile (`pto.alloc_tile(rows, cols)`) as its
+        rows x cols matrix, any other buffer as its elements (its own dtype)."""
+        slots = [s for s in self.exe.layout.slots.values() if s.name == name]
+        if not slots:
+            names = ", ".join(sorted({s.name for s in self.exe.layout.slots.values()}))
+            raise DebugError(f"no L1 buffer named {name!r}; the kernel's: {names or 'none'}")
+        slot = slots[0]
+        if slot.offset % slot.dtype.itemsize:
+            raise DebugError(f"L1 buffer {name!r} starts at byte {slot.offset}, not a whole "
+                             f"number of {slot.dtype} elements")
+        values = self.inspect_l1(slot.offset // slot.dtype.itemsize, slot.count, block,
+                                 dtype=slot.dtype)
+        return values.reshape(slot.shape) if slot.shape is not None else values
 
     def l1_map(self) -> list[tuple[int, int, str, str]]:
         """(byte offset, bytes, name, allocated at) of every L1 buffer of the kernel."""

@@ -32,6 +32,7 @@ commands (abbreviations in brackets; an empty line repeats the last command):
   delete [N]       [d]   delete breakpoint N (all when no N)
   print NAME [LANES] [p] a kernel variable per lane; LANES: 5, 0-15, 0:16 or 1,3,8
   l1 OFFSET COUNT [DTYPE]  COUNT elements of the block's L1 from element OFFSET (float32)
+  l1 NAME                  the L1 buffer NAME (a tile as its rows x cols matrix)
   timeline [all]         which instruction issued on which cycle (focus block)
   where            [w]   the current instruction and source line
   list             [l]   more source around the current line
@@ -224,9 +225,16 @@ class DebuggerShell(cmd.Cmd):
 
     def do_l1(self, arg: str) -> None:
         parts = arg.split()
+        if len(parts) == 1 and not parts[0].lstrip("-").isdigit():  # l1 NAME: a whole buffer
+            values = self.session.inspect_tile(parts[0])
+            shape = " x ".join(str(n) for n in values.shape)
+            self.say(f"'{parts[0]}' ({shape} {values.dtype}):")
+            self.say(np.array2string(values, threshold=256, max_line_width=100))
+            return
         if len(parts) not in (2, 3):
             raise DebugError("l1 OFFSET COUNT [DTYPE]  (element offset and count; DTYPE "
-                             "defaults to float32)")
+                             "defaults to float32), or l1 NAME (a buffer; a tile as rows x "
+                             "cols)")
         dtype = parts[2] if len(parts) == 3 else "float32"
         try:
             offset, count = int(parts[0]), int(parts[1])

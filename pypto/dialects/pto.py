@@ -108,6 +108,8 @@ from pypto.dialects.traits import (
     OffsetsAddress,
     StartsCopy,
     Synchronizes,
+    TileVector,
+    tile_vector,
     Waits,
     WritesOutput,
     read,
@@ -790,12 +792,19 @@ class AllocLocalOp(IRDLOperation):
     `check_uninitialized=True` makes reading them an error. The element count is a
     compile-time value, part of the result type.
     syntax: `%buf = pto.alloc_local : !pto.l1buf<256xf32>`
-    python: `buf = pto.alloc_local(256, dtype=pto.float32)`
+    A tile (`pto.alloc_tile(rows, cols, dtype)`) is an `alloc_local` of `rows * cols`
+    elements with its static shape, `shape(rows, cols)`: the tile vector instructions
+    (`pto.tadd`, `pto.trowsum`, ...) take their shape from it; copies, `mma`, `fill` and lane
+    code use it as any L1 buffer (`t + r * cols + c`).
+    syntax: `%buf = pto.alloc_local : !pto.l1buf<256xf32>`, `%t = pto.alloc_local shape(64, 64) : !pto.l1buf<4096xf32>`
+    python: `buf = pto.alloc_local(256, dtype=pto.float32)`, `t = pto.alloc_tile(64, 64, dtype=pto.float32)`
     example:
-        // Two tiles: a 64 x 64 float accumulator and a half-precision operand.
+        // Two tiles: a 64 x 64 float accumulator and a half-precision operand; a 64 x 64
+        // tile with its shape, for the tile vector instructions.
         func.func @tiles() {
           %c = pto.alloc_local : !pto.l1buf<4096xf32>
           %a = pto.alloc_local : !pto.l1buf<4096xf16>
+          %t = pto.alloc_local shape(64, 64) : !pto.l1buf<4096xf32>
           func.return
         }
     """
@@ -807,13 +816,42 @@ class AllocLocalOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     """The buffer's byte offset in the block's L1 address space, set by `pto-allocate-l1`.
     Without it the interpreter places buffers one after another in allocation order."""
+    rows = opt_prop_def(IntegerAttr[I64])
+    cols = opt_prop_def(IntegerAttr[I64])
+    """A tile's static shape (`pto.alloc_tile(rows, cols)`): row-major, rows x cols = count.
+    The tile vector instructions carry their own shape; this one is for the frontend, which
+    takes a tile's shape from it, and for displays (the debugger shows the tile as a matrix)."""
 
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = ("(`shape` `(` $rows^ `,` $cols `)`)? attr-dict `:` type($result)")
     traits = traits_def(SCALAR, MemoryAllocEffect(), DeclaresBuffer(), KernelFunction("alloc_local", "(count, dtype=float32)"))
 
-    def __init__(self, count: int, element_type: Attribute, offset: int | None = None):
+    def __init__(self, count: int, element_type: Attribute, offset: int | None = None,
+                 shape: tuple[int, int] | None = None):
         props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        if shape is not None:
+            props["rows"] = IntegerAttr(shape[0], i64)
+            props["cols"] = IntegerAttr(shape[1], i64)
         super().__init__(result_types=[L1BufferType(count, element_type)], properties=props)
+
+    @property
+    def tile_shape(self) -> tuple[int, int] | None:
+        """(rows, cols) of a tile (`pto.alloc_tile`), None for a flat buffer."""
+        if self.rows is None or self.cols is None:
+            return None
+        return (self.rows.value.data, self.cols.value.data)
+
+    def verify_(self) -> None:
+        if (self.rows is None) != (self.cols is None):
+            raise VerifyException("a tile's shape needs both rows and cols")
+        shape = self.tile_shape
+        if shape is None:
+            return
+        rows, cols = shape
+        if rows <= 0 or cols <= 0:
+            raise VerifyException(f"a tile needs a positive shape, got {rows} x {cols}")
+        if self.result.type.size != rows * cols:
+            raise VerifyException(f"a {rows} x {cols} tile holds {rows * cols} elements, but "
+                                  f"its type {self.result.type} holds {self.result.type.size}")
 
     @property
     def l1_offset(self) -> int | None:
@@ -1587,6 +1625,335 @@ class PrintfOp(IRDLOperation):
                                   f"{len(samples)} value(s): {err}") from None
 
 
+# --------------------------------------------------------------------------------------------
+# Tile vector instructions (docs/language.md#tile-vector-instructions)
+# --------------------------------------------------------------------------------------------
+
+
+TILE_FLOATS = ("f32", "f16", "bf16")
+TILE_INTS = ("i32", "i64")
+TILE_NUMBERS = TILE_FLOATS + TILE_INTS
+TILE_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+TILE_ROUNDINGS = ("rne", "rz", "rp", "rm")
+"""`tcvt` rounding modes: to nearest even, toward zero, toward +inf, toward -inf."""
+
+
+def tile_shape_of(value: SSAValue) -> tuple[int, int] | None:
+    """The static shape of a tile: the `pto.alloc_tile` that made `value`, else None."""
+    owner = value.owner
+    if isinstance(owner, AllocLocalOp):
+        return owner.tile_shape
+    return None
+
+
+class TileVectorOp(IRDLOperation):
+    """Shared shape of the tile vector instructions: a static `rows x cols`, L1 operands.
+
+    Subclasses declare their operands in the order of their `TileVector` roles, `DTYPES` (the
+    element types of the `full` source tile), and an optional `RESULT_DTYPES` override for the
+    destination (`None`: the source's)."""
+
+    rows = prop_def(IntegerAttr[I64])
+    cols = prop_def(IntegerAttr[I64])
+    DTYPES: ClassVar[tuple[str, ...]] = TILE_NUMBERS
+    DST_DTYPES: ClassVar[tuple[str, ...] | None] = None
+    SOURCE: ClassVar[int] = 1
+    """Operand whose element type the op is typed by (the `full` source)."""
+
+    @property
+    def tile_shape(self) -> tuple[int, int]:
+        return (self.rows.value.data, self.cols.value.data)
+
+    def verify_(self) -> None:
+        rows, cols = self.tile_shape
+        if rows <= 0 or cols <= 0:
+            raise VerifyException(f"tile shape must be positive, got {rows} x {cols}")
+        trait = tile_vector(self)
+        assert trait is not None
+        tiles = trait.tiles(self, lambda v: None)
+        names = [n for n, _ in self.get_irdl_definition().operands]
+        for index, tile in tiles.items():
+            operand = self.operands[index]
+            _check_space(operand, "local", f"tile operand '{names[index]}'")
+            if tile is not None and isinstance(operand.type, L1BufferType) and \
+                    operand.type.size < tile.elements:
+                raise VerifyException(
+                    f"tile operand '{names[index]}' needs {tile.rows} x {tile.row_len} = "
+                    f"{tile.elements} elements but its buffer holds {operand.type.size}")
+        src_t = element_type_of(self.operands[self.SOURCE].type) \
+            if self.SOURCE in tiles else self.operands[self.SOURCE].type
+        if str(src_t) not in self.DTYPES:
+            raise VerifyException(f"{self.name} works on {', '.join(self.DTYPES)} tiles, "
+                                  f"got {src_t}")
+        for index in tiles:
+            if index == self.SOURCE or (index == 0 and self.DST_DTYPES is not None):
+                continue
+            if names[index] == "mask":
+                continue
+            t = element_type_of(self.operands[index].type)
+            if t != src_t:
+                raise VerifyException(f"tile operand '{names[index]}' holds {t} but "
+                                      f"'{names[self.SOURCE]}' holds {src_t}: a tile "
+                                      f"instruction does not convert (use pto.tcvt)")
+        if self.DST_DTYPES is not None:
+            t = element_type_of(self.operands[0].type)
+            if str(t) not in self.DST_DTYPES:
+                raise VerifyException(f"{self.name} writes {', '.join(self.DST_DTYPES)} "
+                                      f"tiles, got {t}")
+        for index, role in enumerate(trait.roles):
+            if role == "value" and self.operands[index].type != src_t:
+                raise VerifyException(f"the scalar '{names[index]}' is "
+                                      f"{self.operands[index].type} but the tile holds "
+                                      f"{src_t}")
+        mask = dict(zip(names, self.operands)).get("mask")
+        if mask is not None and not isinstance(element_type_of(mask.type), IntegerType):
+            raise VerifyException(f"a mask tile holds integers (1 = true), got "
+                                  f"{element_type_of(mask.type)}")
+        cmp = self.properties.get("cmp")
+        if isinstance(cmp, StringAttr) and cmp.data not in TILE_COMPARISONS:
+            raise VerifyException(f"comparison must be one of {', '.join(TILE_COMPARISONS)}, "
+                                  f"got {cmp.data!r}")
+        rounding = self.properties.get("rounding")
+        if isinstance(rounding, StringAttr) and rounding.data not in TILE_ROUNDINGS:
+            raise VerifyException(f"rounding must be one of {', '.join(TILE_ROUNDINGS)}, got "
+                                  f"{rounding.data!r}")
+
+
+_SHAPE_FMT = "`shape` `(` $rows `,` $cols `)`"
+
+
+@dataclass(frozen=True)
+class _TileFamily:
+    """Operands (name, role), extra string property, format, builtin signature, example
+    types for one family of tile vector instructions."""
+
+    operands: tuple[tuple[str, str], ...]
+    signature: str
+    prop: str | None = None
+    source: int = 1
+
+
+_FAMILIES = {
+    "binary": _TileFamily((("dst", "full"), ("a", "full"), ("b", "full")), "(dst, a, b)"),
+    "unary": _TileFamily((("dst", "full"), ("a", "full")), "(dst, a)"),
+    "scalar": _TileFamily((("dst", "full"), ("a", "full"), ("s", "value")), "(dst, a, s)"),
+    "fill": _TileFamily((("dst", "full"), ("s", "value")), "(dst, s)", source=0),
+    "cmp": _TileFamily((("mask", "full"), ("a", "full"), ("b", "full")), "(mask, a, b, op)",
+                       prop="cmp"),
+    "cmps": _TileFamily((("mask", "full"), ("a", "full"), ("s", "value")), "(mask, a, s, op)",
+                        prop="cmp"),
+    "sel": _TileFamily((("dst", "full"), ("mask", "full"), ("a", "full"), ("b", "full")),
+                       "(dst, mask, a, b)", source=2),
+    "cvt": _TileFamily((("dst", "full"), ("a", "full")), "(dst, a, rounding='rne')",
+                       prop="rounding"),
+    "rowred": _TileFamily((("dst", "row"), ("a", "full")), "(dst, a)"),
+    "colred": _TileFamily((("dst", "col"), ("a", "full")), "(dst, a)"),
+    "rowexpand": _TileFamily((("dst", "full"), ("v", "row")), "(dst, v)", source=0),
+    "colexpand": _TileFamily((("dst", "full"), ("v", "col")), "(dst, v)", source=0),
+    "rowexpandop": _TileFamily((("dst", "full"), ("a", "full"), ("v", "row")), "(dst, a, v)"),
+    "colexpandop": _TileFamily((("dst", "full"), ("a", "full"), ("v", "col")), "(dst, a, v)"),
+    "ci": _TileFamily((("dst", "full"), ("start", "value")), "(dst, start)", source=0),
+    "trans": _TileFamily((("dst", "trans"), ("a", "full")), "(dst, a)"),
+}
+
+_EXAMPLE_TYPES = {"f32": "f32", "i32": "i32"}
+
+
+def _tile_example(mnemonic: str, family: _TileFamily, dtype: str, dst_dtype: str,
+                  note: str) -> tuple[str, str, str]:
+    """(syntax, python, example) of a tile instruction on a 16 x 64 tile."""
+    rows, cols = 16, 64
+    sizes = {"full": rows * cols, "row": rows, "col": cols, "trans": rows * cols}
+    args, types, decls, py = [], [], [], []
+    for index, (name, role) in enumerate(family.operands):
+        elem = dst_dtype if index == 0 else dtype
+        if name == "mask":
+            elem = "i32"
+        if role == "value":
+            t = dtype
+            decls.append(f"%{name}: {t}")
+        else:
+            t = f"!pto.l1buf<{sizes[role]}x{elem}>"
+            decls.append(f"%{name}: {t}")
+        args.append(f"%{name}")
+        types.append(t)
+        py.append(name)
+    prop = ""
+    if family.prop == "cmp":
+        prop = ' "lt"'
+        py.append('"lt"')
+    elif family.prop == "rounding":
+        prop = ' "rz"'
+        py.append('rounding="rz"')
+    op = f"pto.{mnemonic} {', '.join(args)}{prop} shape({rows}, {cols}) : {', '.join(types)}"
+    syntax = f"`{op}`"
+    example = (f"        // {note}\n"
+               f"        func.func @{mnemonic}_example({', '.join(decls)}) {{\n"
+               f"          {op}\n"
+               f"          func.return\n"
+               f"        }}\n")
+    return syntax, f"`pto.{mnemonic}({', '.join(py)})`", example
+
+
+def _tile_op(mnemonic: str, family_name: str, semantics: str, cost_class: str,
+             dtypes: tuple[str, ...] = TILE_NUMBERS,
+             dst_dtypes: tuple[str, ...] | None = None) -> type[IRDLOperation]:
+    """Define the op class of one tile vector instruction (docstring, operands, traits)."""
+    family = _FAMILIES[family_name]
+    dtype = "f32" if "f32" in dtypes else dtypes[0]
+    dst_dtype = dst_dtypes[0] if dst_dtypes else dtype
+    if mnemonic == "tcvt":
+        dst_dtype = "i32"
+    summary = semantics.split(";")[0].split(". ")[0].rstrip(".")
+    syntax, python, example = _tile_example(mnemonic, family, dtype, dst_dtype,
+                                            f"{summary} on a 16 x 64 tile.")
+    types_text = ", ".join(dtypes)
+    doc = (f"{summary}.\n\n    semantics: {semantics} Element types: {types_text}. Executed "
+           f"once per block on the vector pipe, in uniform control flow; operands are L1 "
+           f"tiles of the op's static shape (docs/language.md#tile-vector-instructions).\n"
+           f"    syntax: {syntax}\n    python: {python}\n    example:\n{example}")
+    fields: dict[str, object] = {"name": f"pto.{mnemonic}", "__doc__": doc,
+                                 "__qualname__": f"T{mnemonic[1:].capitalize()}Op",
+                                 "__module__": __name__,
+                                 "DTYPES": dtypes, "DST_DTYPES": dst_dtypes,
+                                 "SOURCE": family.source,
+                                 "__annotations__": {"DTYPES": ClassVar, "DST_DTYPES": ClassVar,
+                                                     "SOURCE": ClassVar}}
+    accesses = []
+    for index, (name, role) in enumerate(family.operands):
+        fields[name] = operand_def(AnyAttr() if role == "value" else ADDRESS)
+        if role != "value" and index > 0:
+            accesses.append(read(index, "local"))
+    accesses.append(write(0, "local"))
+    prop = ""
+    if family.prop is not None:
+        fields[family.prop] = prop_def(StringAttr)
+        prop = f" ${family.prop}"
+    operands = " `,` ".join(f"${name}" for name, _ in family.operands)
+    types = " `,` ".join(f"type(${name})" for name, _ in family.operands)
+    fields["assembly_format"] = f"{operands}{prop} {_SHAPE_FMT} attr-dict `:` {types}"
+    roles = tuple(role for _, role in family.operands)
+    fields["traits"] = traits_def(VECTOR, AccessesMemory(*accesses), BlockCollective(),
+                                  TileVector(cost_class, roles), InstructionKind(),
+                                  KernelFunction(mnemonic, family.signature))
+    cls = type(f"T{mnemonic[1:].capitalize()}Op", (TileVectorOp,), fields)
+    return op_definition(cls)
+
+
+def _build_tile_ops() -> tuple[type[IRDLOperation], ...]:
+    ops: list[type[IRDLOperation]] = []
+    binary = {
+        "tadd": ("`dst = a + b` per element, rounded once.", TILE_NUMBERS, "simple"),
+        "tsub": ("`dst = a - b` per element, rounded once.", TILE_NUMBERS, "simple"),
+        "tmul": ("`dst = a * b` per element, rounded once.", TILE_NUMBERS, "simple"),
+        "tdiv": ("`dst = a / b` per element, correctly rounded (IEEE division).", TILE_FLOATS,
+                 "transcendental"),
+        "tmin": ("`dst = min(a, b)` per element; floats as `arith.minimumf` (NaN if either is "
+                 "NaN, -0 < +0).", TILE_NUMBERS, "simple"),
+        "tmax": ("`dst = max(a, b)` per element; floats as `arith.maximumf` (NaN if either is "
+                 "NaN, +0 > -0).", TILE_NUMBERS, "simple"),
+        "tand": ("`dst = a & b` per element (bitwise).", TILE_INTS, "simple"),
+        "tor": ("`dst = a | b` per element (bitwise).", TILE_INTS, "simple"),
+        "txor": ("`dst = a ^ b` per element (bitwise).", TILE_INTS, "simple"),
+        "tshl": ("`dst = a << b` per element (`arith.shli`).", TILE_INTS, "simple"),
+        "tshr": ("`dst = a >> b` per element, arithmetic (`arith.shrsi`).", TILE_INTS,
+                 "simple"),
+    }
+    for name, (sem, dts, cls) in binary.items():
+        ops.append(_tile_op(name, "binary", sem, cls, dts))
+    unary = {
+        "tabs": ("`dst = |a|` per element.", TILE_NUMBERS, "simple"),
+        "tneg": ("`dst = -a` per element.", TILE_NUMBERS, "simple"),
+        "tnot": ("`dst = ~a` per element (bitwise).", TILE_INTS, "simple"),
+        "texp": ("`dst = exp(a)` per element, evaluated in float64 and rounded once (as "
+                 "`pto.exp`).", TILE_FLOATS, "transcendental"),
+        "tlog": ("`dst = log(a)` per element, evaluated in float64 and rounded once (as "
+                 "`pto.log`).", TILE_FLOATS, "transcendental"),
+        "tsqrt": ("`dst = sqrt(a)` per element, correctly rounded.", TILE_FLOATS,
+                  "transcendental"),
+        "trsqrt": ("`dst = 1 / sqrt(a)` per element, evaluated in float64 and rounded once "
+                   "(as `pto.rsqrt`).", TILE_FLOATS, "transcendental"),
+        "trecip": ("`dst = 1 / a` per element, correctly rounded.", TILE_FLOATS,
+                   "transcendental"),
+        "trelu": ("`dst = max(a, 0)` per element (NaN stays NaN, -0 gives +0 for floats).",
+                  TILE_NUMBERS, "simple"),
+    }
+    for name, (sem, dts, cls) in unary.items():
+        ops.append(_tile_op(name, "unary", sem, cls, dts))
+    scalar = {
+        "tadds": ("`dst = a + s` per element, `s` a uniform value of the tile's type.",
+                  TILE_NUMBERS, "simple"),
+        "tsubs": ("`dst = a - s` per element, `s` a uniform value.", TILE_NUMBERS, "simple"),
+        "tmuls": ("`dst = a * s` per element, `s` a uniform value.", TILE_NUMBERS, "simple"),
+        "tdivs": ("`dst = a / s` per element, correctly rounded, `s` a uniform value.",
+                  TILE_FLOATS, "transcendental"),
+        "tmins": ("`dst = min(a, s)` per element, as `tmin`.", TILE_NUMBERS, "simple"),
+        "tmaxs": ("`dst = max(a, s)` per element, as `tmax`.", TILE_NUMBERS, "simple"),
+        "taxpy": ("`dst = s * a + dst` per element; floats as `pto.fma` (rounded once).",
+                  TILE_NUMBERS, "simple"),
+    }
+    for name, (sem, dts, cls) in scalar.items():
+        ops.append(_tile_op(name, "scalar", sem, cls, dts))
+    ops.append(_tile_op("texpands", "fill", "`dst = s` for every element (a fill with a "
+                        "uniform value).", "simple"))
+    ops.append(_tile_op("tcmp", "cmp", "`mask = a op b` per element, 1 where it holds, else 0; "
+                        "`op` is one of eq ne lt le gt ge (floats: ordered, so NaN compares "
+                        "false except with ne).", "simple", TILE_NUMBERS,
+                        ("i32", "i64", "i1")))
+    ops.append(_tile_op("tcmps", "cmps", "`mask = a op s` per element against a uniform value, "
+                        "as `tcmp`.", "simple", TILE_NUMBERS, ("i32", "i64", "i1")))
+    ops.append(_tile_op("tsel", "sel", "`dst = mask != 0 ? a : b` per element.", "simple"))
+    ops.append(_tile_op("tcvt", "cvt", "`dst = convert(a)` per element to the destination's "
+                        "element type, rounded once with `rounding`: rne (nearest even), rz "
+                        "(toward zero), rp (toward +inf), rm (toward -inf); float to int "
+                        "saturates to the int's range (NaN gives 0).", "conversion",
+                        TILE_NUMBERS, TILE_NUMBERS))
+    reductions = {
+        "sum": "the sum, accumulated in the tile's type in a fixed order (pairwise: "
+               "docs/language.md#tile-vector-instructions)",
+        "max": "the maximum (as `tmax`: NaN if any is NaN)",
+        "min": "the minimum (as `tmin`: NaN if any is NaN)",
+        "argmax": "the index (int32) of the first maximum (NaN counts as the maximum)",
+        "argmin": "the index (int32) of the first minimum (NaN counts as the minimum)",
+    }
+    for what, sem in reductions.items():
+        dst = ("i32",) if what.startswith("arg") else None
+        ops.append(_tile_op(f"trow{what}", "rowred", f"`dst[r] = ` {sem} of row r of `a`; "
+                            f"`dst` is a rows x 1 tile.", "reduction", TILE_NUMBERS, dst))
+        ops.append(_tile_op(f"tcol{what}", "colred", f"`dst[c] = ` {sem} of column c of `a`; "
+                            f"`dst` is a 1 x cols tile.", "reduction", TILE_NUMBERS, dst))
+    ops.append(_tile_op("trowexpand", "rowexpand", "`dst[r, c] = v[r]`: a rows x 1 tile "
+                        "broadcast along each row.", "simple"))
+    ops.append(_tile_op("tcolexpand", "colexpand", "`dst[r, c] = v[c]`: a 1 x cols tile "
+                        "broadcast down each column.", "simple"))
+    fused = {
+        "add": ("a + v", TILE_NUMBERS, "simple"), "sub": ("a - v", TILE_NUMBERS, "simple"),
+        "mul": ("a * v", TILE_NUMBERS, "simple"),
+        "div": ("a / v", TILE_FLOATS, "transcendental"),
+        "max": ("max(a, v)", TILE_NUMBERS, "simple"), "min": ("min(a, v)", TILE_NUMBERS,
+                                                             "simple"),
+        "expdif": ("exp(a - v)", TILE_FLOATS, "transcendental"),
+    }
+    for what, (expr, dts, cls) in fused.items():
+        rounding = (" (`a - v` rounded to the tile's type, then exp evaluated in float64 and "
+                    "rounded once)" if what == "expdif" else ", rounded once")
+        ops.append(_tile_op(f"trowexpand{what}", "rowexpandop",
+                            f"`dst[r, c] = {expr.replace('v', 'v[r]')}`{rounding}: `v` a "
+                            f"rows x 1 tile broadcast along each row.", cls, dts))
+        ops.append(_tile_op(f"tcolexpand{what}", "colexpandop",
+                            f"`dst[r, c] = {expr.replace('v', 'v[c]')}`{rounding}: `v` a "
+                            f"1 x cols tile broadcast down each column.", cls, dts))
+    ops.append(_tile_op("tci", "ci", "`dst[i] = start + i` over the row-major flattened "
+                        "tile (integers wrap).", "simple", TILE_INTS))
+    ops.append(_tile_op("ttrans", "trans", "`dst[c, r] = a[r, c]`: `dst` is the cols x rows "
+                        "transpose (it must not overlap `a`).", "simple"))
+    return tuple(ops)
+
+
+TILE_VECTOR_OPS: tuple[type[IRDLOperation], ...] = _build_tile_ops()
+"""The tile vector instructions, in reference order."""
+
+
 PTO_OPS: tuple[type[IRDLOperation], ...] = (
     GetGlobalIdOp,
     GetLocalIdOp,
@@ -1617,6 +1984,7 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     StageOp,
     YieldOp,
     PrintfOp,
+    *TILE_VECTOR_OPS,
 )
 
 PTO = Dialect("pto", list(PTO_OPS), [PtrType, L1BufferType, TokenType])

@@ -610,3 +610,66 @@ def fused_copy(op: Operation, value_of: ValueOf) -> tuple[int, Tile | None] | No
         return None
     index, tile, _ = trait.copy(op, value_of)
     return index, tile
+
+
+# --------------------------------------------------------------------------------------------
+# Tile vector instructions
+# --------------------------------------------------------------------------------------------
+
+VECTOR_CLASSES: tuple[str, ...] = ("simple", "transcendental", "reduction", "conversion")
+"""Cost classes of the tile vector instructions (docs/cost-model.md#tile-vector-instructions):
+each has its own head and cycles per 256-byte repeat in the target file."""
+
+TILE_ROLES: tuple[str, ...] = ("full", "row", "col", "trans", "value")
+"""What an operand of a tile vector instruction is, relative to the op's `rows x cols`: the
+whole tile, a `rows x 1` column vector, a `1 x cols` row vector, the `cols x rows` transpose,
+or a uniform value (not memory)."""
+
+
+@dataclass(frozen=True)
+class TileVector(TileFootprint):
+    """A tile vector instruction (`pto.tadd`, `pto.trowsum`, ...): executed once per block on a
+    row-major `rows x cols` tile (the op's `rows` / `cols` properties), its operand `i` being
+    `roles[i]` of `TILE_ROLES`, costed in `cost_class` of `VECTOR_CLASSES`. Its footprint is
+    the elements each address operand covers, from the static shape alone."""
+
+    cost_class: str
+    roles: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.cost_class not in VECTOR_CLASSES:
+            raise ValueError(f"cost class {self.cost_class!r} is not one of {VECTOR_CLASSES}")
+        for role in self.roles:
+            if role not in TILE_ROLES:
+                raise ValueError(f"tile role {role!r} is not one of {TILE_ROLES}")
+
+    def tiles(self, op: Operation, value_of: ValueOf) -> Mapping[int, Tile | None]:
+        rows, cols = tile_shape(op)
+        shapes = {"full": Tile(rows, cols, cols), "row": Tile(rows, 1, 1),
+                  "col": Tile(1, cols, cols), "trans": Tile(cols, rows, rows)}
+        return {i: shapes[role] for i, role in enumerate(self.roles) if role != "value"}
+
+
+def tile_shape(op: Operation) -> tuple[int, int]:
+    """(rows, cols) of a tile vector instruction: its `rows` and `cols` properties."""
+    return (op.properties["rows"].value.data,  # type: ignore[attr-defined]
+            op.properties["cols"].value.data)  # type: ignore[attr-defined]
+
+
+def tile_vector(op: OpOrClass) -> TileVector | None:
+    """The `TileVector` trait of a tile vector instruction, else None."""
+    trait = _trait(op, TileVector)
+    return trait if isinstance(trait, TileVector) else None
+
+
+def vector_work_bytes(op: Operation) -> int:
+    """Bytes a tile vector instruction streams through the vector unit: its largest tile
+    operand (the source of a reduction, the destination of a broadcast)."""
+    trait = tile_vector(op)
+    if trait is None:
+        return 0
+    best = 0
+    for index, tile in trait.tiles(op, lambda v: None).items():
+        if tile is not None:
+            best = max(best, tile.elements * element_bytes(op.operands[index]))
+    return best

@@ -50,8 +50,15 @@ LANGUAGE_FUNCTIONS: dict[str, tuple[str, str]] = {
                "\"min\"; `scope`: \"warp\" or \"block\"), lowered to ordinary loads, stores and "
                "barriers on a scratch buffer (pypto/frontend/collectives.py); every lane gets "
                "the result."),
+    "alloc_tile": ("(rows, cols, dtype=float32)",
+                   "Allocate a block-shared L1 tile of `rows x cols` elements, row-major: a "
+                   "`pto.alloc_local` of `rows * cols` elements with `shape(rows, cols)` "
+                   "(docs/isa.md), which the tile vector instructions (`pto.tadd`, "
+                   "`pto.trowsum`, ...) take their shape from; copies, `mma` and lane code "
+                   "use it as any L1 buffer (`t + r * cols + c`)."),
 }
-"""Functions of the language that lower to upstream ops: name -> (signature, docstring)."""
+"""Functions of the language that lower to other ops (upstream ones, or `pto.alloc_local`
+with a shape): name -> (signature, docstring)."""
 
 _ONLY_IN_KERNELS = "Only valid inside a @pto.kernel function."
 
@@ -116,6 +123,10 @@ ELEMENTWISE: dict[str, type[IRDLOperation]] = {
     trait.name: op for op in pto.PTO_OPS
     if (trait := kernel_function(op)) is not None and elementwise_reference(op) is not None}
 """Builtins that are `Elementwise` ops: lowered generically when no `call_<name>` exists."""
+
+TILE_VECTOR: dict[str, type[IRDLOperation]] = {
+    trait.name: op for op in pto.TILE_VECTOR_OPS if (trait := kernel_function(op)) is not None}
+"""Builtins that are tile vector instructions: lowered generically (`call_tile_vector`)."""
 
 BUILTINS: dict[Any, str] = {}
 for _name, (_sig, _doc) in declared().items():

@@ -204,7 +204,8 @@ def alloc_local(count: Any, dtype: Any=float32) -> Any:
     fills it with NaN (floats) or a poison pattern (ints), and `check_uninitialized=True` makes
     reading them an error. The element count is a compile-time value, part of the result type.
 
-    Python: `buf = pto.alloc_local(256, dtype=pto.float32)`
+    Python: `buf = pto.alloc_local(256, dtype=pto.float32)`, `t = pto.alloc_tile(64, 64,
+    dtype=pto.float32)`
 
     Lowers to `pto.alloc_local` (docs/isa.md).
 
@@ -367,6 +368,957 @@ def printf(fmt: Any, *values: Any) -> Any:
     """
     ...
 
+def tadd(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a + b` per element, rounded once.
+
+    Semantics: `dst = a + b` per element, rounded once. Element types: f32, f16, bf16, i32, i64.
+    Executed once per block on the vector pipe, in uniform control flow; operands are L1 tiles
+    of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tadd(dst, a, b)`
+
+    Lowers to `pto.tadd` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tsub(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a - b` per element, rounded once.
+
+    Semantics: `dst = a - b` per element, rounded once. Element types: f32, f16, bf16, i32, i64.
+    Executed once per block on the vector pipe, in uniform control flow; operands are L1 tiles
+    of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tsub(dst, a, b)`
+
+    Lowers to `pto.tsub` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tmul(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a * b` per element, rounded once.
+
+    Semantics: `dst = a * b` per element, rounded once. Element types: f32, f16, bf16, i32, i64.
+    Executed once per block on the vector pipe, in uniform control flow; operands are L1 tiles
+    of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tmul(dst, a, b)`
+
+    Lowers to `pto.tmul` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tdiv(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a / b` per element, correctly rounded (IEEE division).
+
+    Semantics: `dst = a / b` per element, correctly rounded (IEEE division). Element types: f32,
+    f16, bf16. Executed once per block on the vector pipe, in uniform control flow; operands are
+    L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tdiv(dst, a, b)`
+
+    Lowers to `pto.tdiv` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tmin(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = min(a, b)` per element.
+
+    Semantics: `dst = min(a, b)` per element; floats as `arith.minimumf` (NaN if either is NaN,
+    -0 < +0). Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector
+    pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tmin(dst, a, b)`
+
+    Lowers to `pto.tmin` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tmax(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = max(a, b)` per element.
+
+    Semantics: `dst = max(a, b)` per element; floats as `arith.maximumf` (NaN if either is NaN,
+    +0 > -0). Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector
+    pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tmax(dst, a, b)`
+
+    Lowers to `pto.tmax` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tand(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a & b` per element (bitwise).
+
+    Semantics: `dst = a & b` per element (bitwise). Element types: i32, i64. Executed once per
+    block on the vector pipe, in uniform control flow; operands are L1 tiles of the op's static
+    shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tand(dst, a, b)`
+
+    Lowers to `pto.tand` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tor(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a | b` per element (bitwise).
+
+    Semantics: `dst = a | b` per element (bitwise). Element types: i32, i64. Executed once per
+    block on the vector pipe, in uniform control flow; operands are L1 tiles of the op's static
+    shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tor(dst, a, b)`
+
+    Lowers to `pto.tor` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def txor(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a ^ b` per element (bitwise).
+
+    Semantics: `dst = a ^ b` per element (bitwise). Element types: i32, i64. Executed once per
+    block on the vector pipe, in uniform control flow; operands are L1 tiles of the op's static
+    shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.txor(dst, a, b)`
+
+    Lowers to `pto.txor` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tshl(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a << b` per element (`arith.shli`).
+
+    Semantics: `dst = a << b` per element (`arith.shli`). Element types: i32, i64. Executed once
+    per block on the vector pipe, in uniform control flow; operands are L1 tiles of the op's
+    static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tshl(dst, a, b)`
+
+    Lowers to `pto.tshl` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tshr(dst: Any, a: Any, b: Any) -> Any:
+    """`dst = a >> b` per element, arithmetic (`arith.shrsi`).
+
+    Semantics: `dst = a >> b` per element, arithmetic (`arith.shrsi`). Element types: i32, i64.
+    Executed once per block on the vector pipe, in uniform control flow; operands are L1 tiles
+    of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tshr(dst, a, b)`
+
+    Lowers to `pto.tshr` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tabs(dst: Any, a: Any) -> Any:
+    """`dst = |a|` per element.
+
+    Semantics: `dst = |a|` per element. Element types: f32, f16, bf16, i32, i64. Executed once
+    per block on the vector pipe, in uniform control flow; operands are L1 tiles of the op's
+    static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tabs(dst, a)`
+
+    Lowers to `pto.tabs` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tneg(dst: Any, a: Any) -> Any:
+    """`dst = -a` per element.
+
+    Semantics: `dst = -a` per element. Element types: f32, f16, bf16, i32, i64. Executed once
+    per block on the vector pipe, in uniform control flow; operands are L1 tiles of the op's
+    static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tneg(dst, a)`
+
+    Lowers to `pto.tneg` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tnot(dst: Any, a: Any) -> Any:
+    """`dst = ~a` per element (bitwise).
+
+    Semantics: `dst = ~a` per element (bitwise). Element types: i32, i64. Executed once per
+    block on the vector pipe, in uniform control flow; operands are L1 tiles of the op's static
+    shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tnot(dst, a)`
+
+    Lowers to `pto.tnot` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def texp(dst: Any, a: Any) -> Any:
+    """`dst = exp(a)` per element, evaluated in float64 and rounded once (as `pto.exp`).
+
+    Semantics: `dst = exp(a)` per element, evaluated in float64 and rounded once (as `pto.exp`).
+    Element types: f32, f16, bf16. Executed once per block on the vector pipe, in uniform
+    control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.texp(dst, a)`
+
+    Lowers to `pto.texp` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tlog(dst: Any, a: Any) -> Any:
+    """`dst = log(a)` per element, evaluated in float64 and rounded once (as `pto.log`).
+
+    Semantics: `dst = log(a)` per element, evaluated in float64 and rounded once (as `pto.log`).
+    Element types: f32, f16, bf16. Executed once per block on the vector pipe, in uniform
+    control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tlog(dst, a)`
+
+    Lowers to `pto.tlog` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tsqrt(dst: Any, a: Any) -> Any:
+    """`dst = sqrt(a)` per element, correctly rounded.
+
+    Semantics: `dst = sqrt(a)` per element, correctly rounded. Element types: f32, f16, bf16.
+    Executed once per block on the vector pipe, in uniform control flow; operands are L1 tiles
+    of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tsqrt(dst, a)`
+
+    Lowers to `pto.tsqrt` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trsqrt(dst: Any, a: Any) -> Any:
+    """`dst = 1 / sqrt(a)` per element, evaluated in float64 and rounded once (as `pto.rsqrt`).
+
+    Semantics: `dst = 1 / sqrt(a)` per element, evaluated in float64 and rounded once (as
+    `pto.rsqrt`). Element types: f32, f16, bf16. Executed once per block on the vector pipe, in
+    uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trsqrt(dst, a)`
+
+    Lowers to `pto.trsqrt` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trecip(dst: Any, a: Any) -> Any:
+    """`dst = 1 / a` per element, correctly rounded.
+
+    Semantics: `dst = 1 / a` per element, correctly rounded. Element types: f32, f16, bf16.
+    Executed once per block on the vector pipe, in uniform control flow; operands are L1 tiles
+    of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trecip(dst, a)`
+
+    Lowers to `pto.trecip` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trelu(dst: Any, a: Any) -> Any:
+    """`dst = max(a, 0)` per element (NaN stays NaN, -0 gives +0 for floats).
+
+    Semantics: `dst = max(a, 0)` per element (NaN stays NaN, -0 gives +0 for floats). Element
+    types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in uniform
+    control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trelu(dst, a)`
+
+    Lowers to `pto.trelu` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tadds(dst: Any, a: Any, s: Any) -> Any:
+    """`dst = a + s` per element, `s` a uniform value of the tile's type.
+
+    Semantics: `dst = a + s` per element, `s` a uniform value of the tile's type. Element types:
+    f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in uniform control
+    flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tadds(dst, a, s)`
+
+    Lowers to `pto.tadds` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tsubs(dst: Any, a: Any, s: Any) -> Any:
+    """`dst = a - s` per element, `s` a uniform value.
+
+    Semantics: `dst = a - s` per element, `s` a uniform value. Element types: f32, f16, bf16,
+    i32, i64. Executed once per block on the vector pipe, in uniform control flow; operands are
+    L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tsubs(dst, a, s)`
+
+    Lowers to `pto.tsubs` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tmuls(dst: Any, a: Any, s: Any) -> Any:
+    """`dst = a * s` per element, `s` a uniform value.
+
+    Semantics: `dst = a * s` per element, `s` a uniform value. Element types: f32, f16, bf16,
+    i32, i64. Executed once per block on the vector pipe, in uniform control flow; operands are
+    L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tmuls(dst, a, s)`
+
+    Lowers to `pto.tmuls` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tdivs(dst: Any, a: Any, s: Any) -> Any:
+    """`dst = a / s` per element, correctly rounded, `s` a uniform value.
+
+    Semantics: `dst = a / s` per element, correctly rounded, `s` a uniform value. Element types:
+    f32, f16, bf16. Executed once per block on the vector pipe, in uniform control flow;
+    operands are L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tdivs(dst, a, s)`
+
+    Lowers to `pto.tdivs` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tmins(dst: Any, a: Any, s: Any) -> Any:
+    """`dst = min(a, s)` per element, as `tmin`.
+
+    Semantics: `dst = min(a, s)` per element, as `tmin`. Element types: f32, f16, bf16, i32,
+    i64. Executed once per block on the vector pipe, in uniform control flow; operands are L1
+    tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tmins(dst, a, s)`
+
+    Lowers to `pto.tmins` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tmaxs(dst: Any, a: Any, s: Any) -> Any:
+    """`dst = max(a, s)` per element, as `tmax`.
+
+    Semantics: `dst = max(a, s)` per element, as `tmax`. Element types: f32, f16, bf16, i32,
+    i64. Executed once per block on the vector pipe, in uniform control flow; operands are L1
+    tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tmaxs(dst, a, s)`
+
+    Lowers to `pto.tmaxs` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def taxpy(dst: Any, a: Any, s: Any) -> Any:
+    """`dst = s * a + dst` per element.
+
+    Semantics: `dst = s * a + dst` per element; floats as `pto.fma` (rounded once). Element
+    types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in uniform
+    control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.taxpy(dst, a, s)`
+
+    Lowers to `pto.taxpy` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def texpands(dst: Any, s: Any) -> Any:
+    """`dst = s` for every element (a fill with a uniform value).
+
+    Semantics: `dst = s` for every element (a fill with a uniform value). Element types: f32,
+    f16, bf16, i32, i64. Executed once per block on the vector pipe, in uniform control flow;
+    operands are L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.texpands(dst, s)`
+
+    Lowers to `pto.texpands` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcmp(mask: Any, a: Any, b: Any, op: Any) -> Any:
+    """`mask = a op b` per element, 1 where it holds, else 0.
+
+    Semantics: `mask = a op b` per element, 1 where it holds, else 0; `op` is one of eq ne lt le
+    gt ge (floats: ordered, so NaN compares false except with ne). Element types: f32, f16,
+    bf16, i32, i64. Executed once per block on the vector pipe, in uniform control flow;
+    operands are L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcmp(mask, a, b, "lt")`
+
+    Lowers to `pto.tcmp` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcmps(mask: Any, a: Any, s: Any, op: Any) -> Any:
+    """`mask = a op s` per element against a uniform value, as `tcmp`.
+
+    Semantics: `mask = a op s` per element against a uniform value, as `tcmp`. Element types:
+    f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in uniform control
+    flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcmps(mask, a, s, "lt")`
+
+    Lowers to `pto.tcmps` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tsel(dst: Any, mask: Any, a: Any, b: Any) -> Any:
+    """`dst = mask != 0 ? a : b` per element.
+
+    Semantics: `dst = mask != 0 ? a : b` per element. Element types: f32, f16, bf16, i32, i64.
+    Executed once per block on the vector pipe, in uniform control flow; operands are L1 tiles
+    of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tsel(dst, mask, a, b)`
+
+    Lowers to `pto.tsel` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcvt(dst: Any, a: Any, rounding: Any='rne') -> Any:
+    """`dst = convert(a)` per element to the destination's element type, rounded once with
+    `rounding`: rne (nearest even), rz (toward zero), rp (toward +inf), rm (toward -inf).
+
+    Semantics: `dst = convert(a)` per element to the destination's element type, rounded once
+    with `rounding`: rne (nearest even), rz (toward zero), rp (toward +inf), rm (toward -inf);
+    float to int saturates to the int's range (NaN gives 0). Element types: f32, f16, bf16, i32,
+    i64. Executed once per block on the vector pipe, in uniform control flow; operands are L1
+    tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcvt(dst, a, rounding="rz")`
+
+    Lowers to `pto.tcvt` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowsum(dst: Any, a: Any) -> Any:
+    """`dst[r] = ` the sum, accumulated in the tile's type in a fixed order (pairwise:
+    docs/language.md#tile-vector-instructions) of row r of `a`.
+
+    Semantics: `dst[r] = ` the sum, accumulated in the tile's type in a fixed order (pairwise:
+    docs/language.md#tile-vector-instructions) of row r of `a`; `dst` is a rows x 1 tile.
+    Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in
+    uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowsum(dst, a)`
+
+    Lowers to `pto.trowsum` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolsum(dst: Any, a: Any) -> Any:
+    """`dst[c] = ` the sum, accumulated in the tile's type in a fixed order (pairwise:
+    docs/language.md#tile-vector-instructions) of column c of `a`.
+
+    Semantics: `dst[c] = ` the sum, accumulated in the tile's type in a fixed order (pairwise:
+    docs/language.md#tile-vector-instructions) of column c of `a`; `dst` is a 1 x cols tile.
+    Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in
+    uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolsum(dst, a)`
+
+    Lowers to `pto.tcolsum` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowmax(dst: Any, a: Any) -> Any:
+    """`dst[r] = ` the maximum (as `tmax`: NaN if any is NaN) of row r of `a`.
+
+    Semantics: `dst[r] = ` the maximum (as `tmax`: NaN if any is NaN) of row r of `a`; `dst` is
+    a rows x 1 tile. Element types: f32, f16, bf16, i32, i64. Executed once per block on the
+    vector pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowmax(dst, a)`
+
+    Lowers to `pto.trowmax` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolmax(dst: Any, a: Any) -> Any:
+    """`dst[c] = ` the maximum (as `tmax`: NaN if any is NaN) of column c of `a`.
+
+    Semantics: `dst[c] = ` the maximum (as `tmax`: NaN if any is NaN) of column c of `a`; `dst`
+    is a 1 x cols tile. Element types: f32, f16, bf16, i32, i64. Executed once per block on the
+    vector pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolmax(dst, a)`
+
+    Lowers to `pto.tcolmax` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowmin(dst: Any, a: Any) -> Any:
+    """`dst[r] = ` the minimum (as `tmin`: NaN if any is NaN) of row r of `a`.
+
+    Semantics: `dst[r] = ` the minimum (as `tmin`: NaN if any is NaN) of row r of `a`; `dst` is
+    a rows x 1 tile. Element types: f32, f16, bf16, i32, i64. Executed once per block on the
+    vector pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowmin(dst, a)`
+
+    Lowers to `pto.trowmin` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolmin(dst: Any, a: Any) -> Any:
+    """`dst[c] = ` the minimum (as `tmin`: NaN if any is NaN) of column c of `a`.
+
+    Semantics: `dst[c] = ` the minimum (as `tmin`: NaN if any is NaN) of column c of `a`; `dst`
+    is a 1 x cols tile. Element types: f32, f16, bf16, i32, i64. Executed once per block on the
+    vector pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolmin(dst, a)`
+
+    Lowers to `pto.tcolmin` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowargmax(dst: Any, a: Any) -> Any:
+    """`dst[r] = ` the index (int32) of the first maximum (NaN counts as the maximum) of row r of
+    `a`.
+
+    Semantics: `dst[r] = ` the index (int32) of the first maximum (NaN counts as the maximum) of
+    row r of `a`; `dst` is a rows x 1 tile. Element types: f32, f16, bf16, i32, i64. Executed
+    once per block on the vector pipe, in uniform control flow; operands are L1 tiles of the
+    op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowargmax(dst, a)`
+
+    Lowers to `pto.trowargmax` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolargmax(dst: Any, a: Any) -> Any:
+    """`dst[c] = ` the index (int32) of the first maximum (NaN counts as the maximum) of column c
+    of `a`.
+
+    Semantics: `dst[c] = ` the index (int32) of the first maximum (NaN counts as the maximum) of
+    column c of `a`; `dst` is a 1 x cols tile. Element types: f32, f16, bf16, i32, i64. Executed
+    once per block on the vector pipe, in uniform control flow; operands are L1 tiles of the
+    op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolargmax(dst, a)`
+
+    Lowers to `pto.tcolargmax` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowargmin(dst: Any, a: Any) -> Any:
+    """`dst[r] = ` the index (int32) of the first minimum (NaN counts as the minimum) of row r of
+    `a`.
+
+    Semantics: `dst[r] = ` the index (int32) of the first minimum (NaN counts as the minimum) of
+    row r of `a`; `dst` is a rows x 1 tile. Element types: f32, f16, bf16, i32, i64. Executed
+    once per block on the vector pipe, in uniform control flow; operands are L1 tiles of the
+    op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowargmin(dst, a)`
+
+    Lowers to `pto.trowargmin` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolargmin(dst: Any, a: Any) -> Any:
+    """`dst[c] = ` the index (int32) of the first minimum (NaN counts as the minimum) of column c
+    of `a`.
+
+    Semantics: `dst[c] = ` the index (int32) of the first minimum (NaN counts as the minimum) of
+    column c of `a`; `dst` is a 1 x cols tile. Element types: f32, f16, bf16, i32, i64. Executed
+    once per block on the vector pipe, in uniform control flow; operands are L1 tiles of the
+    op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolargmin(dst, a)`
+
+    Lowers to `pto.tcolargmin` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpand(dst: Any, v: Any) -> Any:
+    """`dst[r, c] = v[r]`: a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = v[r]`: a rows x 1 tile broadcast along each row. Element types: f32,
+    f16, bf16, i32, i64. Executed once per block on the vector pipe, in uniform control flow;
+    operands are L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpand(dst, v)`
+
+    Lowers to `pto.trowexpand` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpand(dst: Any, v: Any) -> Any:
+    """`dst[r, c] = v[c]`: a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = v[c]`: a 1 x cols tile broadcast down each column. Element types:
+    f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in uniform control
+    flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpand(dst, v)`
+
+    Lowers to `pto.tcolexpand` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpandadd(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a + v[r]`, rounded once: `v` a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = a + v[r]`, rounded once: `v` a rows x 1 tile broadcast along each
+    row. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in
+    uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpandadd(dst, a, v)`
+
+    Lowers to `pto.trowexpandadd` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpandadd(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a + v[c]`, rounded once: `v` a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = a + v[c]`, rounded once: `v` a 1 x cols tile broadcast down each
+    column. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe,
+    in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpandadd(dst, a, v)`
+
+    Lowers to `pto.tcolexpandadd` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpandsub(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a - v[r]`, rounded once: `v` a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = a - v[r]`, rounded once: `v` a rows x 1 tile broadcast along each
+    row. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in
+    uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpandsub(dst, a, v)`
+
+    Lowers to `pto.trowexpandsub` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpandsub(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a - v[c]`, rounded once: `v` a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = a - v[c]`, rounded once: `v` a 1 x cols tile broadcast down each
+    column. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe,
+    in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpandsub(dst, a, v)`
+
+    Lowers to `pto.tcolexpandsub` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpandmul(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a * v[r]`, rounded once: `v` a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = a * v[r]`, rounded once: `v` a rows x 1 tile broadcast along each
+    row. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe, in
+    uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpandmul(dst, a, v)`
+
+    Lowers to `pto.trowexpandmul` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpandmul(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a * v[c]`, rounded once: `v` a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = a * v[c]`, rounded once: `v` a 1 x cols tile broadcast down each
+    column. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe,
+    in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpandmul(dst, a, v)`
+
+    Lowers to `pto.tcolexpandmul` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpanddiv(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a / v[r]`, rounded once: `v` a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = a / v[r]`, rounded once: `v` a rows x 1 tile broadcast along each
+    row. Element types: f32, f16, bf16. Executed once per block on the vector pipe, in uniform
+    control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpanddiv(dst, a, v)`
+
+    Lowers to `pto.trowexpanddiv` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpanddiv(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = a / v[c]`, rounded once: `v` a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = a / v[c]`, rounded once: `v` a 1 x cols tile broadcast down each
+    column. Element types: f32, f16, bf16. Executed once per block on the vector pipe, in
+    uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpanddiv(dst, a, v)`
+
+    Lowers to `pto.tcolexpanddiv` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpandmax(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = max(a, v[r])`, rounded once: `v` a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = max(a, v[r])`, rounded once: `v` a rows x 1 tile broadcast along
+    each row. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector
+    pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpandmax(dst, a, v)`
+
+    Lowers to `pto.trowexpandmax` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpandmax(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = max(a, v[c])`, rounded once: `v` a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = max(a, v[c])`, rounded once: `v` a 1 x cols tile broadcast down each
+    column. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe,
+    in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpandmax(dst, a, v)`
+
+    Lowers to `pto.tcolexpandmax` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpandmin(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = min(a, v[r])`, rounded once: `v` a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = min(a, v[r])`, rounded once: `v` a rows x 1 tile broadcast along
+    each row. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector
+    pipe, in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpandmin(dst, a, v)`
+
+    Lowers to `pto.trowexpandmin` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpandmin(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = min(a, v[c])`, rounded once: `v` a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = min(a, v[c])`, rounded once: `v` a 1 x cols tile broadcast down each
+    column. Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe,
+    in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpandmin(dst, a, v)`
+
+    Lowers to `pto.tcolexpandmin` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def trowexpandexpdif(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = exp(a - v[r])` (`a - v` rounded to the tile's type, then exp evaluated in
+    float64 and rounded once): `v` a rows x 1 tile broadcast along each row.
+
+    Semantics: `dst[r, c] = exp(a - v[r])` (`a - v` rounded to the tile's type, then exp
+    evaluated in float64 and rounded once): `v` a rows x 1 tile broadcast along each row.
+    Element types: f32, f16, bf16. Executed once per block on the vector pipe, in uniform
+    control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.trowexpandexpdif(dst, a, v)`
+
+    Lowers to `pto.trowexpandexpdif` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tcolexpandexpdif(dst: Any, a: Any, v: Any) -> Any:
+    """`dst[r, c] = exp(a - v[c])` (`a - v` rounded to the tile's type, then exp evaluated in
+    float64 and rounded once): `v` a 1 x cols tile broadcast down each column.
+
+    Semantics: `dst[r, c] = exp(a - v[c])` (`a - v` rounded to the tile's type, then exp
+    evaluated in float64 and rounded once): `v` a 1 x cols tile broadcast down each column.
+    Element types: f32, f16, bf16. Executed once per block on the vector pipe, in uniform
+    control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tcolexpandexpdif(dst, a, v)`
+
+    Lowers to `pto.tcolexpandexpdif` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def tci(dst: Any, start: Any) -> Any:
+    """`dst[i] = start + i` over the row-major flattened tile (integers wrap).
+
+    Semantics: `dst[i] = start + i` over the row-major flattened tile (integers wrap). Element
+    types: i32, i64. Executed once per block on the vector pipe, in uniform control flow;
+    operands are L1 tiles of the op's static shape (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.tci(dst, start)`
+
+    Lowers to `pto.tci` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def ttrans(dst: Any, a: Any) -> Any:
+    """`dst[c, r] = a[r, c]`: `dst` is the cols x rows transpose (it must not overlap `a`).
+
+    Semantics: `dst[c, r] = a[r, c]`: `dst` is the cols x rows transpose (it must not overlap
+    `a`). Element types: f32, f16, bf16, i32, i64. Executed once per block on the vector pipe,
+    in uniform control flow; operands are L1 tiles of the op's static shape
+    (docs/language.md#tile-vector-instructions).
+
+    Python: `pto.ttrans(dst, a)`
+
+    Lowers to `pto.ttrans` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
 def exp(x: Any) -> Any:
     """Exponential per lane (`math.exp`): floats, evaluated in float64 and rounded once to the
     operand type (within 1 ulp).
@@ -431,4 +1383,14 @@ def reduce(v: Any, op: Any='sum', scope: Any='warp') -> Any:
     """
     ...
 
-__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'constexpr', 'static_range']
+def alloc_tile(rows: Any, cols: Any, dtype: Any=float32) -> Any:
+    """Allocate a block-shared L1 tile of `rows x cols` elements, row-major: a `pto.alloc_local` of
+    `rows * cols` elements with `shape(rows, cols)` (docs/isa.md), which the tile vector
+    instructions (`pto.tadd`, `pto.trowsum`, ...) take their shape from; copies, `mma` and lane
+    code use it as any L1 buffer (`t + r * cols + c`).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'tadd', 'tsub', 'tmul', 'tdiv', 'tmin', 'tmax', 'tand', 'tor', 'txor', 'tshl', 'tshr', 'tabs', 'tneg', 'tnot', 'texp', 'tlog', 'tsqrt', 'trsqrt', 'trecip', 'trelu', 'tadds', 'tsubs', 'tmuls', 'tdivs', 'tmins', 'tmaxs', 'taxpy', 'texpands', 'tcmp', 'tcmps', 'tsel', 'tcvt', 'trowsum', 'tcolsum', 'trowmax', 'tcolmax', 'trowmin', 'tcolmin', 'trowargmax', 'tcolargmax', 'trowargmin', 'tcolargmin', 'trowexpand', 'tcolexpand', 'trowexpandadd', 'tcolexpandadd', 'trowexpandsub', 'tcolexpandsub', 'trowexpandmul', 'tcolexpandmul', 'trowexpanddiv', 'tcolexpanddiv', 'trowexpandmax', 'tcolexpandmax', 'trowexpandmin', 'tcolexpandmin', 'trowexpandexpdif', 'tcolexpandexpdif', 'tci', 'ttrans', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'alloc_tile', 'constexpr', 'static_range']

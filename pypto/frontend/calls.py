@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IntegerAttr, IntegerType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute, SSAValue
 
 from pypto import dtypes, exact
+from pypto.analysis.ir_utils import root_alloc
 from pypto.dialects import pto
-from pypto.dialects.traits import elementwise_reference
+from pypto.dialects.traits import elementwise_reference, kernel_function, tile_vector
 from pypto.frontend.blame import describe_type, is_pointer
 from pypto.frontend.common import (
     NeedsConstexpr,
@@ -33,6 +34,20 @@ from pypto.frontend.common import (
 
 _COPY_KEYWORDS = ("rows", "src_stride", "dst_stride")
 _PRINTF_CONVERSION = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?[diouxXeEfFgGcrsa])")
+
+
+def _tile_shape(value: SSAValue) -> tuple[int, int] | None:
+    """The shape of a tile (an L1 buffer of `pto.alloc_tile`, maybe passed on by pipeline
+    stages), None for anything else (a flat buffer, a pointer into one)."""
+    if not isinstance(value.type, pto.L1BufferType):
+        return None
+    root = root_alloc(value)
+    return None if root is None else pto.tile_shape_of(root)
+
+
+def _signature_names(signature: str) -> list[str]:
+    """Parameter names of a builtin signature such as `"(dst, a, rounding='rne')"`."""
+    return [part.split("=")[0].strip() for part in signature[1:-1].split(",") if part.strip()]
 
 
 class CallLowering:
@@ -279,6 +294,82 @@ class CallLowering:
                              node)
         dt = self.dtype_arg(dtype, node)
         return self.emit(pto.AllocLocalOp(count, dt.mlir())).results[0]
+
+    def call_alloc_tile(self, node: ast.Call) -> SSAValue:
+        rows, cols, dtype = self.call_args(node, ["rows", "cols", "dtype"], 2,
+                                           {"dtype": dtypes.float32})
+        rows = self.const_int(rows, node, "the rows of pto.alloc_tile")
+        cols = self.const_int(cols, node, "the cols of pto.alloc_tile")
+        if rows <= 0 or cols <= 0:
+            raise self.error(f"pto.alloc_tile needs a positive shape, got {rows} x {cols}",
+                             node)
+        dt = self.dtype_arg(dtype, node)
+        return self.emit(pto.AllocLocalOp(rows * cols, dt.mlir(), shape=(rows, cols))).results[0]
+
+    def call_tile_vector(self, node: ast.Call, op_cls: type) -> None:
+        """A tile vector instruction (`pto.tadd(dst, a, b)`, ...), lowered from its
+        declaration: tile operands are tiles of `pto.alloc_tile` (the op's shape is the full
+        operand's), uniform values take the tile's element type, `op` / `rounding` are string
+        literals. The dialect's verifier reports the rest at the Python line."""
+        trait = tile_vector(op_cls)
+        fn = kernel_function(op_cls)
+        names = list(_signature_names(fn.signature))
+        props = [n for n in ("op", "rounding") if n in names]
+        operand_names = [n for n in names if n not in props]
+        defaults = {"rounding": "rne"}
+        values = self.call_args(node, names, len(operand_names) + (1 if "op" in props else 0),
+                                defaults)
+        bound = dict(zip(names, values))
+        where = f"pto.{fn.name}"
+        shape = None
+        tiles: list[SSAValue] = []
+        for name, role in zip(operand_names, trait.roles):
+            if role == "value":
+                continue
+            value = bound[name]
+            if not isinstance(value, SSAValue) or _tile_shape(value) is None:
+                raise self.error(f"{where}'s '{name}' must be a tile of pto.alloc_tile(rows, "
+                                 f"cols, dtype), got {_describe_value(value)}", node)
+            tiles.append(value)
+            rows, cols = _tile_shape(value)
+            full = {"full": (rows, cols), "row": None, "col": None, "trans": (cols, rows)}[role]
+            if full is not None and shape is None:
+                shape = full
+        if shape is None:
+            raise self.error(f"{where} needs a full tile operand", node)
+        for name, role in zip(operand_names, trait.roles):
+            if role == "value":
+                continue
+            want = {"full": shape, "row": (shape[0], 1), "col": (1, shape[1]),
+                    "trans": (shape[1], shape[0])}[role]
+            got = _tile_shape(bound[name])
+            if got != want:
+                raise self.error(f"{where}'s '{name}' is a {got[0]} x {got[1]} tile, but this "
+                                 f"instruction on a {shape[0]} x {shape[1]} tile needs "
+                                 f"{want[0]} x {want[1]}", node)
+        element = pto.element_type_of(
+            bound[operand_names[op_cls.SOURCE]].type) if trait.roles[op_cls.SOURCE] != "value" \
+            else pto.element_type_of(bound[operand_names[0]].type)
+        operands = []
+        for name, role in zip(operand_names, trait.roles):
+            value = bound[name]
+            if role == "value":
+                value = self.value_as(value, element, node, f"{where}'s '{name}'")
+            operands.append(value)
+        properties: dict[str, Any] = {"rows": IntegerAttr(shape[0], 64),
+                                      "cols": IntegerAttr(shape[1], 64)}
+        for name in props:
+            text = bound[name]
+            if not isinstance(text, str):
+                raise self.error(f"{where}'s '{name}' must be a string literal, got "
+                                 f"{_describe_value(text)}", node)
+            properties["cmp" if name == "op" else name] = StringAttr(text)
+        op = op_cls.create(operands=operands, properties=properties)
+        try:
+            op.verify()
+        except Exception as exc:  # the dialect's checks, reported at the Python line
+            raise self.error(str(exc).splitlines()[0], node) from None
+        self.emit(op)
 
     def dtype_arg(self, value: Any, node: ast.AST) -> dtypes.DType:
         if isinstance(value, SSAValue):

@@ -41,7 +41,7 @@ from pypto import dtypes, exact
 from pypto.dialects import pto
 from pypto.errors import CompileError
 from pypto.frontend.blame import blame, describe_type, is_pointer, scalar_used_as_pointer
-from pypto.frontend.builtins import BUILTINS, ELEMENTWISE, static_range
+from pypto.frontend.builtins import BUILTINS, ELEMENTWISE, TILE_VECTOR, static_range
 from pypto.frontend.hints import call_replacement, expression_replacement
 from pypto.frontend.calls import CallLowering
 from pypto.frontend.common import (
@@ -473,6 +473,8 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
             handler_name = None
         if handler_name is not None:
             handler = getattr(self, f"call_{handler_name}", None)
+            if handler is None and handler_name in TILE_VECTOR:  # by its declaration
+                return self.call_tile_vector(node, TILE_VECTOR[handler_name])
             if handler is None:  # an Elementwise op of the dialect: lowered by its declaration
                 return self.call_elementwise(node, handler_name, ELEMENTWISE[handler_name])
             return handler(node)

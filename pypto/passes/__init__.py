@@ -48,8 +48,16 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "pto-double-buffer": _lazy("pypto.passes.double_buffer", "DoubleBufferPass"),
     "pto-insert-barriers": _lazy("pypto.passes.insert_barriers", "InsertBarriersPass"),
     "pto-verify-barriers": _lazy("pypto.passes.verify_barriers", "VerifyBarriersPass"),
+    # the native backend's lowering to the llvm dialect (docs/native.md#the-pipeline):
+    "pto-simt-to-lanes": _lazy("pypto.backend.native.simt_to_lanes", "SimtToLanesPass"),
+    "convert-scf-to-cf": _lazy("pypto.backend.native.scf_to_cf", "ConvertScfToCfPass"),
+    "convert-pto-to-llvm": _lazy("pypto.backend.native.to_llvm", "ConvertPtoToLlvmPass"),
 }
 """Every pass `pypto-opt -p` and `pto.compile(pipeline=...)` accept, by name."""
+
+LOWERING_PASSES = frozenset({"pto-simt-to-lanes", "convert-scf-to-cf", "convert-pto-to-llvm"})
+"""The native backend's passes (docs/native.md#the-pipeline): they lower a kernel out of the pto
+level, so `pto.compile(pipeline=...)`, whose result runs on the interpreter, refuses them."""
 
 _SUMMARIES: dict[str, str] = {
     # xDSL's docstrings for these are missing or generic; say what they do on pto IR.

@@ -10,6 +10,9 @@ What changes, op by op (everything else stays a `pto` op, see `pypto.dialects.np
     pto.wait / pto.wait_all        ->  npu.wait_flag (pipes of its copy) / npu.wait_flag_all
     pto.barrier_block / barrier    ->  npu.pipe_barrier / npu.warp_barrier
     pto.mma                        ->  npu.mma
+    pto.tadd, pto.trowsum, ...     ->  unchanged: a tile vector instruction is already one
+                                       instruction of the vector pipe at the firmware level
+                                       (costed per 256-byte repeat, docs/cost-model.md)
 
 A slot is a `pto.alloc_local` of one element per lane of the block (the pass's `block-size` /
 `block-dims`, which `pto.compile` sets to the launch's block), allocated at the top of the kernel

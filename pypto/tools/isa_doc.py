@@ -56,6 +56,13 @@ GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
      "allowed anywhere. Sizes are compile-time values.",
      (pto.AllocLocalOp, pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.WaitOp,
       pto.WaitAllOp, pto.FillOp, pto.MmaOp)),
+    ("Tile vector instructions",
+     "The PTO instruction set's tile operations (docs/language.md#tile-vector-instructions): "
+     "each works on whole L1 tiles of a static `rows x cols` shape (`pto.alloc_tile`), once "
+     "per block, on the vector pipe, in uniform control flow. Results are exact as the lane "
+     "ops' (rounded once); reductions sum in a fixed pairwise order. Each is costed per "
+     "256-byte repeat (docs/cost-model.md#tile-vector-instructions).",
+     pto.TILE_VECTOR_OPS),
     ("Synchronisation",
      "Barriers between the lanes of a warp or of a block. Waits for async copies are with the "
      "tile instructions above.",

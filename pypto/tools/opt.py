@@ -66,7 +66,7 @@ EXIT_INTERNAL_ERROR = 70
 from pypto.backend.cost_model.params import MODELS  # noqa: E402
 from pypto.tools.emit_cost import EMITS, EmitError, emit  # noqa: E402
 
-EMIT_KINDS = ("mlir", "l1-map", "l1-map-svg", *(e for e in EMITS if e != "mlir"))
+EMIT_KINDS = ("mlir", "l1-map", "l1-map-svg", "llvm", *(e for e in EMITS if e != "mlir"))
 """What `--emit` can print instead of (or as) the IR: the L1 map, or the cost model's outputs."""
 
 PIPELINE_NAME = "<pass-pipeline>"
@@ -306,6 +306,12 @@ class _Driver:
             except (EmitError, PtoError, ValueError) as err:
                 result.diagnostics.append(locate.diagnostic(
                     "error", f"cannot emit {self.args.emit}: {error_message(err)}", None))
+        elif self.args.emit == "llvm":
+            try:
+                result.output = _llvm_ir(module)
+            except (PtoError, DiagnosticException) as err:
+                result.diagnostics.append(locate.diagnostic(
+                    "error", f"cannot emit llvm: {error_message(err)}", None))
         elif self.args.emit == "mlir":
             result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
                                      generic=self.args.print_op_generic)
@@ -313,7 +319,7 @@ class _Driver:
             result.output = _l1_maps(module, svg=self.args.emit == "l1-map-svg")
         return result
 
-    def _after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
+    def _after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:  # noqa: D102
         if self.args.print_ir_after_all:
             self.stderr.write(f"// -----// IR Dump After {module_pass} //----- //\n")
             self.stderr.write(print_ir(module, debuginfo=self.args.print_debuginfo,
@@ -431,3 +437,30 @@ def _format_pass_list() -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _llvm_ir(module: ModuleOp) -> str:
+    """`--emit=llvm`: LLVM IR of the native backend (docs/native.md): each pto kernel lowered
+    by its pipeline, or a module already in the llvm dialect translated as it is."""
+    from xdsl.backend.llvm.convert import convert_module
+    from xdsl.dialects import func as func_dialect
+    from xdsl.utils.exceptions import LLVMTranslationException
+
+    from pypto.backend.native.jit import llvm_ir
+
+    kernels = [op for op in module.ops
+               if isinstance(op, func_dialect.FuncOp) and "pto.kernel" in op.attributes]
+    if kernels:
+        return "\n".join(llvm_ir(k) for k in kernels)
+    from xdsl.dialects import llvm as llvm_dialect
+
+    for op in module.ops:
+        if not isinstance(op, llvm_dialect.FuncOp | llvm_dialect.GlobalOp):
+            raise DiagnosticException(
+                f"the input has no pto kernel and is not in the llvm dialect ('{op.name}' at "
+                f"the top level); give pto kernels, or lower with "
+                f"-p pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm")
+    try:
+        return str(convert_module(module, fallback_target_triple=None))
+    except (NotImplementedError, LLVMTranslationException) as exc:  # ops xDSL cannot translate
+        raise DiagnosticException(f"xDSL's llvm translation: {exc}") from exc

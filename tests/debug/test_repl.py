@@ -296,4 +296,41 @@ def test_a_script_that_launches_on_numpy_arrays(tmp_path, monkeypatch, capsys):
     assert "[Lanes 0-63] LOAD a[0..63]" in out
     assert "i = [3] 3" in out
     assert "Kernel finished (block (0, 0, 0))." in out
+
+
+TILE_SCRIPT = textwrap.dedent('''\
+    import numpy as np
+    import pypto as pto
+
+    @pto.kernel
+    def rowmax(x, o):
+        t = pto.alloc_tile(4, 8)
+        m = pto.alloc_tile(4, 1)
+        pto.wait(pto.async_load(t, x, 128))
+        pto.trowmax(m, t)
+        pto.store(o, m, 16)
+
+    def main():
+        x = np.arange(32, dtype=np.float32)
+        d_x, d_o = pto.alloc_tensor(128), pto.alloc_tensor(16)
+        pto.memcpy_h2d(d_x, x)
+        pto.launch(rowmax, grid=1, block=32, args=(d_x, d_o))
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_l1_name_shows_a_tile_as_rows_by_cols(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "tiles.py"
+    path.write_text(TILE_SCRIPT)
+    code, out, err = run_here([f"{path}:rowmax", "--pipeline", PTO_LEVEL],
+                              ["step", "step", "step", "l1 m", "l1 t", "l1 nope", "q"],
+                              monkeypatch, capsys, tmp_path)
+    assert code == 0, err
+    assert "TROWMAX" in out
+    assert "'m' (4 x 1 float32):" in out
+    assert "[[ 7.]\n [15.]\n [23.]\n [31.]]" in out
+    assert "'t' (4 x 8 float32):" in out
+    assert "error: no L1 buffer named 'nope'; the kernel's: m, t" in out
     assert "Traceback" not in out + err

@@ -170,6 +170,9 @@ FACTS = {
     "pto.stage": (None, None, False, False, None, False, False, True, None),
     "pto.yield": (None, None, False, False, None, False, False, True, None),
     "pto.printf": ("PRINTF", None, False, False, None, False, False, False, None),
+    # every tile vector instruction: an instruction named by its mnemonic, nothing else
+    **{op.name: (op.name.removeprefix("pto.").upper(), None, False, False, None, False,
+                 False, False, None) for op in pto.TILE_VECTOR_OPS},
     "npu.copy_in": ("COPY_IN", None, True, False, None, False, False, False, None),
     "npu.copy_out": ("COPY_OUT", None, True, False, None, False, False, False, None),
     "npu.wait_flag": ("WAIT_FLAG", None, False, False, "token", False, False, False, None),

@@ -109,7 +109,7 @@ def class_in_kernel(a, n):
     (one_branch, "pto.store(a + i, y)", "assigned only on some paths"),
     (returns_value, "return n", "cannot return a value"),
     (store_wrong_type, "pto.store(a, n)", "pto.int32 but the pointer holds pto.float32"),
-    (load_non_pointer, "pto.load(n)", "must be a pointer"),
+    (load_non_pointer, "pto.load(n)", "parameter 'n' is used as a pointer but launch argument 1 is the int 5"),
     (bad_arity, "pto.fma(a, 1.0, 2.0)", "missing required argument 'c'"),
     (float_literal_int, "n + 1.5", "float literal 1.5 cannot take the integer type"),
     (class_in_kernel, "class X", "class definition"),

@@ -420,11 +420,11 @@ def kernel_case(seed: int, index: int) -> KernelCase:
                     env[target] = np.where(mask, value, env[target]).astype(dtype)
             return env[result]
 
-    from pypto.passes import PASSES
+    from pypto.passes import LOWERING_PASSES, PASSES
 
     pipeline = None
     if rng.random() < 0.5:
-        safe = [p for p in sorted(PASSES)]
+        safe = [p for p in sorted(PASSES) if p not in LOWERING_PASSES]
         pipeline = ",".join(rng.choice(safe) for _ in range(rng.randint(1, 3)))
     return KernelCase(source, None if bad else reference, dtype, rng.choice([1, 37, 64, 200]),
                       rng.choice([32, 64, 128]), pipeline)

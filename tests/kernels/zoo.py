@@ -8,6 +8,7 @@ test_fast_paths.py runs them with the fast paths switched on and off.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,11 +23,13 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import pypto as pto  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
+from softmax_tiles import softmax_tiles  # noqa: E402
 from tests.kernels import (test_bitwise as kb, test_double_buffer as kd,  # noqa: E402
                            test_half_precision as kh, test_histogram as khist,
                            test_language_features as kl, test_layernorm as kln,
                            test_reduction as kr, test_saxpy as ks, test_softmax as ksm, test_stencil as kst,
                            test_transpose as kt, test_users_zoo as ku)
+from tests.kernels import test_tile_attention as katt  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 
 Arrays = dict[str, np.ndarray]
@@ -302,8 +305,42 @@ def cases(scale: str = "full") -> list[Case]:
                    "bins": np.zeros(nbins, np.int32)},
         lambda d: (mid, nbins, 256), lambda d: np.bincount(d["data"] % nbins, minlength=nbins),
         hist_check)
+    tiles(add, side)
     users(add, big, mid, side, mm)
     return out
+
+
+def tiles(add: Callable[..., None], side: int) -> None:
+    """Kernels written with the tile vector instructions (docs/language.md#lanes-or-tiles)."""
+    tile_rows, blocks = 8, max(1, side // 32)
+
+    def softmax_np(d: Arrays) -> np.ndarray:
+        x = d["x"]
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def softmax_check(o: Arrays, d: Arrays) -> None:
+        x = d["x"].astype(np.float64)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        close(o["y"], (e / e.sum(axis=1, keepdims=True)).astype(np.float32), 1e-5, 1e-7)
+    add("softmax (tile ops, double-buffered)", f"{side}x{side}", softmax_tiles, blocks, 64,
+        lambda r: {"x": (r.standard_normal((side, side)) * 3).astype(np.float32),
+                   "y": np.zeros((side, side), np.float32)},
+        lambda d: (side, tile_rows, side // blocks), softmax_np, softmax_check)
+    n, dim = side, 64
+    br = min(64, side // 2)
+
+    def attention_np(d: Arrays) -> np.ndarray:
+        s = d["q"] @ d["k"].T / np.float32(math.sqrt(dim))
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        return (p / p.sum(axis=1, keepdims=True)) @ d["v"]
+    add("flash attention (tile ops + mma)", f"n{n} d{dim}", katt.flash_attention_tiles,
+        n // br, 64,
+        lambda r: {name: r.standard_normal((n, dim)).astype(np.float32) for name in "qkv"}
+        | {"o": np.zeros((n, dim), np.float32)},
+        lambda d: (n, dim, br, br, 1.0 / math.sqrt(dim)), attention_np,
+        lambda o, d: close(o["o"], katt.attention_reference(d["q"], d["k"], d["v"])
+                           .astype(np.float32), 1e-4, 1e-5))
 
 
 PAIRS = [  # (style as users write it, its tuned twin): docs/performance.md's table of pairs

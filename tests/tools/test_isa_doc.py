@@ -117,7 +117,7 @@ def test_rendered_section_has_every_part() -> None:
     assert "- **Memory:** reads `ptr` (HBM or L1)" in load
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings == ["## Types", "## Ids", "## Lane memory", "## Arithmetic",
-                        "## L1 and tile instructions",
+                        "## L1 and tile instructions", "## Tile vector instructions",
                         "## Synchronisation", "## Control flow", "## Pipelines", "## Debug"]
 
 

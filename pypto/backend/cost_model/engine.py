@@ -22,6 +22,7 @@ before an instruction that was held back is a bubble, attributed to what held it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +147,11 @@ def duration(f: OpFacts, lanes: int, p: ModelParams, work: int | None = None,
     elif f.pipe in ("MTE_IN", "MTE_OUT"):
         return copy_occupancy(f.copy_bytes, p)
     elif f.pipe == "VECTOR":
+        rate = p.vector_class(f.vector_class)
+        if rate is not None:  # a tile vector instruction: head + slope x 256-byte repeats
+            head, slope = rate
+            repeats = max(1, math.ceil(f.copy_bytes / p.vector_repeat_bytes)) * slope
+            return max(1, head + repeats - 1) + extra
         repeats = vector_repeats(f.copy_bytes if f.copy_bytes else
                                  max(lanes * f.elem_bytes, work or 0), p)
     else:

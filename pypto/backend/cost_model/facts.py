@@ -32,6 +32,8 @@ from pypto.dialects.traits import (
     signals_completion,
     sync_scope,
     tile_footprint,
+    tile_vector,
+    vector_work_bytes,
     waits_on,
 )
 
@@ -73,6 +75,7 @@ class OpFacts:
     uniform_address: bool = False # every lane of the block on one address (a broadcast)
     atomic: bool = False          # a read-modify-write (same-address lanes serialise)
     loads: bool = False           # its result is data read from memory (ready after latency)
+    vector_class: str | None = None  # a tile vector instruction's cost class (VECTOR_CLASSES)
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,10 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
                 op.operands[a.operand] for a in accesses if a.space == "local")
             copy = _copy_bytes(op.nbytes, l1_side)  # type: ignore[attr-defined]
             tensor = tensor_of(hbm_side)
+        elif tile_vector(op) is not None:  # a tile vector instruction: its largest tile
+            # streams through the vector unit (docs/cost-model.md#tile-vector-instructions)
+            copy = vector_work_bytes(op)
+            elem = element_bytes(op.operands[0])
         elif shape is None:  # a fill: its elements, written by the vector unit
             dst = op.operands[accesses[0].operand]
             elem = element_bytes(dst)
@@ -237,7 +244,8 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None) ->
                    tuple(op.operands), tuple(op.results), tuple(l1_reads), tuple(l1_writes),
                    elem, hbm, copy, macs, fp32, blocking, tensor,
                    tuple(op.shape) if macs else None,  # type: ignore[attr-defined]
-                   address, space, uniform, atomic, loads)
+                   address, space, uniform, atomic, loads,
+                   (trait.cost_class if (trait := tile_vector(op)) is not None else None))
 
 
 def varying_of(op: Operation) -> set[SSAValue] | None:

@@ -53,6 +53,10 @@ class ModelParams:
     cube_fractal_k_bytes: int = 0        # 0: K is not padded
     vector_repeat_bytes: int = 256
     vector_cycles_per_repeat: int = 1
+    # [cost.vector_classes]: a tile vector instruction's head and cycles per repeat, by its
+    # class (simple, transcendental, reduction, conversion); a class not listed is costed as
+    # any vector instruction (the VECTOR head, vector_cycles_per_repeat)
+    vector_classes: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @staticmethod
     def of(target: Target, model: str) -> ModelParams:
@@ -115,7 +119,13 @@ class ModelParams:
             vector_repeat_bytes=int(number("vector_repeat_bytes",
                                            number("vector_bytes_per_cycle", 256))),
             vector_cycles_per_repeat=int(number("vector_cycles_per_repeat", 1)),
+            vector_classes=_vector_classes(target),
         )
+
+    def vector_class(self, name: str | None) -> tuple[int, int] | None:
+        """(head, cycles per repeat) of a tile vector instruction's class, if the target
+        gives them (docs/cost-model.md#tile-vector-instructions)."""
+        return None if name is None else self.vector_classes.get(name)
 
     @property
     def warp_size(self) -> int:
@@ -139,3 +149,22 @@ class ModelParams:
         """The line every output starts with: modelled, by which model, from which target."""
         return (f"modelled by the pypto cost model (not measured): model '{self.model}' "
                 f"({self.source or self.level + ' level'}), target {self.target.described}")
+
+
+def _vector_classes(target: Target) -> dict[str, tuple[int, int]]:
+    """`[cost.vector_classes]`: class = { head = H, cycles_per_repeat = S }."""
+    from pypto.dialects.traits import VECTOR_CLASSES
+
+    out: dict[str, tuple[int, int]] = {}
+    for name, entry in target.section("cost", "vector_classes").items():
+        if name not in VECTOR_CLASSES:
+            raise ModelError(f"target {target.described}: [cost.vector_classes] has no class "
+                             f"{name!r}; classes: {', '.join(VECTOR_CLASSES)}")
+        head = entry.get("head") if isinstance(entry, dict) else None
+        slope = entry.get("cycles_per_repeat") if isinstance(entry, dict) else None
+        if not isinstance(head, int) or head < 0 or not isinstance(slope, int) or slope <= 0:
+            raise ModelError(f"target {target.described}: [cost.vector_classes] {name} must "
+                             f"be {{ head = <cycles >= 0>, cycles_per_repeat = <cycles > 0> }}, "
+                             f"got {entry!r}")
+        out[name] = (head, slope)
+    return out

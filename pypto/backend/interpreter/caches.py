@@ -1,28 +1,46 @@
-"""Per-`Executable` memos of facts about the shared read-only masks its launches use.
+"""Every memo of the interpreter's run time, per `Executable` (`RunCache`): nothing is cached
+process-wide, so one kernel's launches never see another's entries and dropping an Executable
+drops them all.
 
-Comparisons of block-local ids (`StructuredAccess.local_cmp`, `PlannedAccess.form_cmp`) give
-the same mask in every lane vector of a launch shape, so that mask is made once and shared
-(geometry.py, a value cache: keyed by the shape, bounded). What is worked out about such a
-mask — whether a branch on it runs on no lane, some or every lane (`lanes.mask_and`), and its
-lane window (`StructuredAccess.lane_window`) and its window of warps times lanes in the
-warp (`windows.warp_window`) — is remembered here, by the mask's identity:
-each entry holds its mask, so no other array can have its id while the entry exists. One
-`RunCache` per `Executable` (launches from several threads share it: updates take its lock),
-at most `MAX_ENTRIES` per table (then the table starts over).
+Two kinds of table:
+- **by value**: arrays and facts that depend only on the shape of a lane vector or access
+  (lane ramps, all-True / all-False masks, per-block id patterns and masks: `geometry`;
+  planned views, race patterns and their summaries, block-copy offsets), shared read-only by
+  every vector and launch of that shape;
+- **by identity**: what is worked out about such a shared read-only mask — whether a branch
+  on it runs on no lane, some or every lane (`lanes.mask_and`), its lane window
+  (`StructuredAccess.lane_window`) and its window of warps times lanes in the warp
+  (`windows.warp_window`); each entry holds its mask, so no other array can have its id while
+  the entry exists.
+
+Launches of one Executable from several threads share its RunCache: a lookup is one dict read
+(atomic under the GIL); a miss computes its value outside the lock and stores it under the
+lock, clearing the table first when it is full, so a table never exceeds its bound
+(`LIMITS`). Two threads missing at once compute the same value; one of them is kept, and
+either is correct (values are pure functions of their keys, read-only arrays).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
-from typing import Any
+from typing import Any, Callable
+
+import numpy as np
 
 MAX_ENTRIES = 64
 
+LIMITS = {"outcomes": MAX_ENTRIES, "windows": MAX_ENTRIES, "warp_windows": MAX_ENTRIES,
+          "offsets": MAX_ENTRIES, "shapes": MAX_ENTRIES, "ramps": MAX_ENTRIES, "full": 16,
+          "views": 4096, "summaries": 256, "patterns": 256, "box_ids": 256}
+"""Entries each table holds at most (then it starts over)."""
+
 
 class RunCache:
-    """Facts about shared masks, for the launches of one Executable."""
+    """Every run-time memo of the launches of one Executable."""
 
-    __slots__ = ("lock", "outcomes", "windows", "warp_windows", "offsets")
+    __slots__ = ("lock", "outcomes", "windows", "warp_windows", "offsets", "shapes", "ramps",
+                 "full", "views", "summaries", "patterns", "box_ids", "numbers")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -33,6 +51,23 @@ class RunCache:
         # (parts, grid, first lane, count) -> a block-level operand's offsets (read-only),
         # views.PlannedAccess.block_offset: keyed by value, not by identity
         self.offsets: dict[Any, Any] = {}
+        # per-lane arrays that depend only on the shape of a lane vector (`geometry`)
+        self.shapes: dict[tuple[Any, ...], Any] = {}
+        self.ramps: dict[int, np.ndarray] = {}  # n -> arange(n) as int32, read-only
+        # n -> (all False, all True) read-only masks, recognised by identity (lanes.mask_and)
+        self.full: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # views.PlannedAccess._plan_view by forms, block-copy stride and box
+        self.views: dict[tuple[Any, ...], Any] = {}
+        # races.pattern_summary by the pattern's bytes (views._summary)
+        self.summaries: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
+        # race patterns of planned accesses (PlannedAccess._known_pattern), and the numbers of
+        # the vector boxes seen; numbers (`numbers`) are never reused within the Executable,
+        # whose arenas' race shadows remember them
+        self.patterns: dict[tuple[Any, ...], Any] = {}
+        self.box_ids: dict[tuple[Any, ...], int] = {}
+        self.numbers = itertools.count(1)
+
+    # by identity ------------------------------------------------------------------------------
 
     def known(self, table: dict[int, tuple[Any, Any]], mask: Any) -> Any:
         """What `table` holds for `mask`, or None."""
@@ -45,14 +80,55 @@ class RunCache:
                 table.clear()
             table[id(mask)] = (mask, value)
 
-    def remember_value(self, table: dict[Any, Any], key: Any, value: Any) -> None:
-        """`table[key] = value` for a table keyed by value (`offsets`), bounded likewise."""
+    # by value ---------------------------------------------------------------------------------
+
+    def remember_value(self, table: dict[Any, Any], key: Any, value: Any,
+                       limit: int = MAX_ENTRIES) -> Any:
+        """`table[key] = value` for a table keyed by value, bounded by `limit`; returns the
+        value now stored (another thread's, if it stored one first)."""
         with self.lock:
-            if len(table) >= MAX_ENTRIES:
+            stored = table.get(key, table)
+            if stored is not table:
+                return stored
+            if len(table) >= limit:
                 table.clear()
             table[key] = value
+        return value
+
+    def geometry(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """A per-lane array (or tuple of them) that depends only on the shape of a lane vector
+        (its length, block shape, position within a block, warp size), not on which blocks it
+        holds: made once and shared, read-only, by every lane vector (and launch) of that
+        shape. Vectors of one shape share one block's id pattern repeated instead of each
+        computing `//` and `%` over every lane."""
+        value = self.shapes.get(key)
+        if value is None:
+            value = make()
+            for array in value if isinstance(value, tuple) else (value,):
+                array.flags.writeable = False
+            value = self.remember_value(self.shapes, key, value, MAX_ENTRIES + 1)
+        return value
+
+    def ramp(self, n: int) -> np.ndarray:
+        """`arange(n)` as int32, read-only: lane indices, needed by every vector of that size."""
+        r = self.ramps.get(n)
+        if r is None:
+            r = np.arange(n, dtype=np.int32)
+            r.flags.writeable = False
+            r = self.remember_value(self.ramps, n, r, MAX_ENTRIES + 1)
+        return r
+
+    def uniform_masks(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(all False, all True) bool vectors of `n` lanes, read-only: what a comparison whose
+        outcome is the same on every lane returns, recognised by identity (`lanes.mask_and`)."""
+        full = self.full.get(n)
+        if full is None:
+            no, every = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
+            no.flags.writeable = every.flags.writeable = False
+            full = self.remember_value(self.full, n, (no, every), LIMITS["full"] + 1)
+        return full
 
     def sizes(self) -> dict[str, int]:
-        """Entries per table (tests check they stay bounded)."""
-        return {"outcomes": len(self.outcomes), "windows": len(self.windows),
-                "warp_windows": len(self.warp_windows), "offsets": len(self.offsets)}
+        """Entries per table (tests check they stay within `LIMITS`, plus one where a table
+        is cleared only once it has grown past its bound)."""
+        return {name: len(getattr(self, name)) for name in LIMITS}

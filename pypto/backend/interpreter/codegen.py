@@ -15,7 +15,8 @@ module reads and never second-guesses):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    StringAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -42,7 +44,10 @@ from pypto.backend.interpreter.optables import (
     _MATH_UNARY,
     _STORE_UFUNCS,
 )
-from pypto.backend.interpreter.plan import poly_expr
+from pypto.backend.interpreter.affine import poly_expr
+from pypto.backend.interpreter import strategies
+from pypto.backend.interpreter.caches import RunCache
+from pypto.backend.interpreter.strategies import atomics, merge_sides
 from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
@@ -55,7 +60,7 @@ from pypto.backend.interpreter.planning import (  # the modes: also imported fro
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import elementwise_reference
+from pypto.dialects.traits import elementwise_reference, tile_vector
 
 SYNC_BARRIER = 0
 SYNC_TILE = 1
@@ -75,8 +80,9 @@ class GeneratedKernel:
     op_table: OpTable
     instrumented: bool = False
     fn: Any = None
-    fast: bool = True  # planned (fast paths on); False: the general path only (the oracle)
-    steps: frozenset[str] = frozenset()  # the run-time steps its plan selects (planning.STEPS)
+    # the plan's strategy decisions by kind (strategies.by_kind), what each lane vector gets
+    # as `ctx.decisions`; empty (fast paths off): the general path only (the oracle)
+    decisions: dict[type, Any] = field(default_factory=dict)
     tail_bounds: tuple[tuple[int, int], ...] = ()  # where active lanes end (_split_at_tail)
     plan: KernelPlan | None = None  # the plan the source was emitted from (planning.py)
     # grid mode: the lane vector length the plan chose (KernelPlan.vector_lanes), None: default
@@ -164,7 +170,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.table.local = set(self.an.local)
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
                                self.constants, self.table, self.instrumented,
-                               fast=self.an.fast, steps=self.an.steps,
+                               decisions=strategies.by_kind(self.an.decisions),
                                tail_bounds=tuple(self.an.tail_bounds), plan=self.an,
                                vector_lanes=self.an.vector_lanes)
 
@@ -228,6 +234,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
+            return
+        if tile_vector(op) is not None:
+            self.tile_vector_op(op)
             return
         if type(op) in _ARITH_BINARY:
             if self.reuse(op):
@@ -583,7 +592,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
                 self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
-                if "merge_sides" in self.an.steps:  # a side every lane took: no where()
+                if self.an.decides(merge_sides.Decision):  # a side every lane took: no where()
                     self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
                               f"{r in self.an.views})")
                 else:
@@ -747,11 +756,27 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.tile(None, f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
                         f"{m}, {n}, {k}, _m, {s})", s)
 
+    def tile_vector_op(self, op: Operation) -> None:
+        """A tile vector instruction (`TileVector` trait): `_ctx.tile_vector` with each
+        address operand's tile geometry from the trait (tile_ops.py runs it)."""
+        trait = tile_vector(op)
+        assert trait is not None
+        tiles = trait.tiles(op, lambda v: None)
+        geometry = tuple((t.rows, t.row_len, t.stride) for _, t in sorted(tiles.items())
+                         if t is not None)
+        addrs = ", ".join(f"({self._addr(op.operands[i])})" for i in sorted(tiles))
+        scalars = [self.name(op.operands[i]) for i, role in enumerate(trait.roles)
+                   if role == "value"]
+        props = {k: v.data for k, v in op.properties.items() if isinstance(v, StringAttr)}
+        s = self.site(op)
+        name = op.name.removeprefix("pto.")
+        self.tile(None, f"_ctx.tile_vector({name!r}, {geometry!r}, ({addrs},), "
+                        f"{scalars[0] if scalars else None}, {props!r}, _m, {s})", s)
+
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
-        # planned: `old` never read (nor observed), integer totals in any order
-        unused = op in self.an.atomic_totals
+        extra = atomics.call_arguments(self.an.decision(op, atomics.Decision))  # strategies/
         self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
-                  f"{self.name(op.value)}, _m, {self.site(op)}{', False' if unused else ''})")
+                  f"{self.name(op.value)}, _m, {self.site(op)}{extra})")
 
     def op_pto_printf(self, op: pto.PrintfOp) -> None:
         values = ", ".join(self.name(v) for v in op.values)
@@ -814,7 +839,7 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_bound32": lanes.bound32,
         "_addptr": lanes.addptr,
         "_window": windows.window,
-        "_ramp_cmp": lanes.ramp_compare,
+        "_ramp_cmp": MethodType(lanes.ramp_compare, RunCache()),  # Executable.variant binds its own
         "_F64": np.dtype(np.float64),
         "_wrap32": _wrap32,
         "_wrap64": _wrap64,

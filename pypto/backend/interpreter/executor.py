@@ -37,7 +37,8 @@ from pypto.backend.launch_shape import check_launch_shape
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.l1 import L1Layout
-from pypto.backend.interpreter.lanes import Buffer, LaneContext, mask_and_cached
+from pypto.backend.interpreter.lanes import (Buffer, LaneContext, mask_and_cached,
+                                             mask_andnot_cached, ramp_compare)
 from pypto.backend.targets import resolve_target
 from pypto.dialects import pto
 from pypto.dialects.traits import accesses_space, is_block_collective, sync_scope
@@ -265,8 +266,12 @@ class Executable:
         gen = self._variants.get(key)
         if gen is None:
             gen = generate(self.func, self.mode, one_d, instrumented)
-            # branches on shared masks decide their outcome once per Executable
-            gen.fn.__globals__["_mask_and"] = MethodType(mask_and_cached, self.cache)
+            # branches on shared masks decide their outcome once per Executable; its masks
+            # and ramps are the Executable's (caches.py)
+            space = gen.fn.__globals__
+            space["_mask_and"] = MethodType(mask_and_cached, self.cache)
+            space["_mask_andnot"] = MethodType(mask_andnot_cached, self.cache)
+            space["_ramp_cmp"] = MethodType(ramp_compare, self.cache)
             self._variants[key] = gen
         return gen
 
@@ -405,7 +410,7 @@ class Executable:
                     token = _ignore_fp_errors()
                 try:
                     pool = self._arenas
-                    sites, steps = gen.sites, gen.steps
+                    sites, decisions = gen.sites, gen.decisions
                     vectors = chunks[1] if not gen.tail_bounds else \
                         _split_at_tail(gen, chunks[1], bound, grid, block)
                     for first_lane, count in vectors:  # _run_vector and _context, inline
@@ -417,7 +422,7 @@ class Executable:
                                       target=self.target, layout=self.layout,
                                       check_uninitialized=self.check_uninitialized,
                                       race_check=self.race_check, cache=self.cache)
-                        ctx.steps = steps  # the run-time steps the variant's plan selects
+                        ctx.decisions = decisions  # the strategies the variant's plan decided
                         free = pool.get(count)
                         if free:
                             state = _take(free)
@@ -522,7 +527,7 @@ class Executable:
                           check_uninitialized=self.check_uninitialized, share_block_with=share,
                           race_check=self.race_check, warp_index=warp, cache=self.cache)
         ctx.ins = instrument
-        ctx.steps = gen.steps  # the run-time steps the variant's plan selects
+        ctx.decisions = gen.decisions  # the strategies the variant's plan decided
         return ctx
 
     # warp mode --------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ class L1Slot:
     dtype: np.dtype
     location: str       # "file.py:12" of the alloc_local
     loc: tuple[str, int, int] | None = None  # (file, line, column) for CompileErrors
+    shape: tuple[int, int] | None = None     # a tile's (rows, cols) (pto.alloc_tile)
 
     @property
     def nbytes(self) -> int:
@@ -138,7 +139,8 @@ def _slot(i: int, op: pto.AllocLocalOp, offset: int) -> L1Slot:
     loc = source_loc(op)
     where = op_location(op, column=False)
     pos = None if loc is None else (loc.file, loc.line, loc.column)
-    return L1Slot(i, name, offset, t.size, dtypes.np_dtype_of(t.element_type), where, pos)
+    return L1Slot(i, name, offset, t.size, dtypes.np_dtype_of(t.element_type), where, pos,
+                  op.tile_shape)
 
 
 def _capacity_error(message: str, slot: L1Slot) -> L1CapacityError:
@@ -165,7 +167,8 @@ class L1Arena:
         n = blocks * self.granules_per_block
         self.init = np.zeros(n, dtype=bool) if track_init else None
         self.shadow = Shadow(n, self.granules_per_block) if race_check else None
-        # the tile instructions' plans (tiles.py `_CopyPlan`, `_MmaPlan`), kept with the arena
+        # the tile instructions' plans (strategies/batch_copy.py `CopyPlan`, tiles.py
+        # `_MmaPlan`), kept with the arena
         # for the lane vectors that reuse it (the launches of one shape)
         self.plans: dict[tuple[Any, ...], Any] = {}
 

@@ -18,9 +18,11 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.geometry import geometry
-from pypto.backend.interpreter.races import RaceChecker
+from pypto.backend.interpreter.affine import same_outcome
+from pypto.backend.interpreter.races import RaceChecker, Races
+from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
 from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
+from pypto.backend.interpreter.tile_ops import TileVectorOps
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.backend.interpreter.views import PlannedAccess
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
@@ -35,21 +37,6 @@ class Site:
 
     op: str
     location: str  # "file.py:12:8" (or "<unknown>")
-
-
-_RAMP_CACHE: dict[int, np.ndarray] = {}
-
-
-def ramp(n: int) -> np.ndarray:
-    """`arange(n)` as int32, cached: lane indices are needed by every launch of that size."""
-    r = _RAMP_CACHE.get(n)
-    if r is None:
-        if len(_RAMP_CACHE) > 64:
-            _RAMP_CACHE.clear()
-        r = np.arange(n, dtype=np.int32)
-        r.flags.writeable = False
-        _RAMP_CACHE[n] = r
-    return r
 
 
 _SMALL_MASK = 1 << 14
@@ -73,40 +60,48 @@ def _none_or_all(r: np.ndarray, whole: bool) -> Mask:
     return r
 
 
-def mask_and(m: Mask, c: Any, cache: Any = None) -> Mask:
+def mask_and(m: Mask, c: Any, cache: RunCache | None = None) -> Mask:
     """Active lanes of the `then` side of a branch on `c`. `cache` (the Executable's
-    caches.RunCache; generated code gets it bound) remembers the outcome for shared read-only
-    masks (StructuredAccess.local_cmp), which every lane vector of a launch shape reuses."""
+    caches.RunCache; generated code gets it bound) recognises its all-True / all-False masks
+    and remembers the outcome for shared read-only masks (StructuredAccess.local_cmp), which
+    every lane vector of a launch shape reuses."""
     return mask_and_cached(cache, m, c)
 
 
-def mask_and_cached(cache: Any, m: Mask, c: Any) -> Mask:
+def mask_and_cached(cache: RunCache | None, m: Mask, c: Any) -> Mask:
     """`mask_and(m, c, cache)`, with the cache first: what generated code calls, as a method
     bound to its Executable's cache (types.MethodType: no dict of keywords per call, as a
     `functools.partial` with `cache=` would build)."""
     if isinstance(c, np.ndarray):
-        full = _FULL.get(c.size)
-        if full is not None:  # a comparison that held on no lane / every lane (ramp_compare)
-            if c is full[0]:
-                return False
-            if c is full[1] and m is None:
-                return None
-        if m is None and cache is not None and not c.flags.writeable:  # decided once
-            table = cache.outcomes
-            entry = table.get(id(c))
-            if entry is not None and entry[0] is c:
-                return entry[1]
-            outcome = _none_or_all(c, True)
-            cache.remember(table, c, outcome)
-            return outcome
+        if cache is not None:
+            full = cache.full.get(c.size)
+            if full is not None:  # a comparison that held on no lane / every lane (ramp_compare)
+                if c is full[0]:
+                    return False
+                if c is full[1] and m is None:
+                    return None
+            if m is None and not c.flags.writeable:  # decided once
+                table = cache.outcomes
+                entry = table.get(id(c))
+                if entry is not None and entry[0] is c:
+                    return entry[1]
+                outcome = _none_or_all(c, True)
+                cache.remember(table, c, outcome)
+                return outcome
         return _none_or_all(c if m is None else (m & c), m is None)
     return m if c else False
 
 
-def mask_andnot(m: Mask, c: Any) -> Mask:
+def mask_andnot(m: Mask, c: Any, cache: RunCache | None = None) -> Mask:
     """Active lanes of the `else` side of a branch on `c`."""
+    return mask_andnot_cached(cache, m, c)
+
+
+def mask_andnot_cached(cache: RunCache | None, m: Mask, c: Any) -> Mask:
+    """`mask_andnot(m, c, cache)` with the cache first, bound for generated code as
+    `mask_and_cached` is."""
     if isinstance(c, np.ndarray):
-        full = _FULL.get(c.size)
+        full = cache.full.get(c.size) if cache is not None else None
         if full is not None:
             if c is full[1]:
                 return False
@@ -116,58 +111,26 @@ def mask_andnot(m: Mask, c: Any) -> Mask:
     return False if c else m
 
 
-_FULL: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-"""Per lane count, read-only all-False and all-True masks: what `ramp_compare` returns when the
-comparison's outcome is the same on every lane, recognised by identity in `mask_and`."""
-
-
-def uniform_masks(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(all False, all True) bool vectors of `n` lanes, cached and read-only."""
-    full = _FULL.get(n)
-    if full is None:
-        if len(_FULL) > 16:
-            _FULL.clear()
-        no, every = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
-        no.flags.writeable = every.flags.writeable = False
-        full = _FULL[n] = (no, every)
-    return full
-
-
-def ramp_compare(ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
+def ramp_compare(cache: RunCache, ramp_: np.ndarray, op: str, u: Any, base: Any) -> np.ndarray:
     """`(ramp + base) OP u` for a uniform `u`, as `ramp OP (u - base)` (codegen emits this for
-    an affine lane value compared with a uniform one: no array for the affine side is made).
-    `u - base` is computed as the int64 subtraction it stands for (wrapping like NumPy's), then
-    clamped to int32 (`bound32`). When the outcome is the same on every lane (the bounds check
-    `i < n` of a launch that covers exactly n lanes) it returns a cached read-only all-True /
-    all-False mask, which `mask_and` recognises without looking at the lanes."""
+    an affine lane value compared with a uniform one: no array for the affine side is made;
+    generated code gets it bound to its Executable's `cache`). `u - base` is computed as the
+    int64 subtraction it stands for (wrapping like NumPy's), then clamped to int32 (`bound32`).
+    When the outcome is the same on every lane (the bounds check `i < n` of a launch that
+    covers exactly n lanes) it returns the cache's read-only all-True / all-False mask, which
+    `mask_and` recognises without looking at the lanes."""
     bound = int(u) - int(base)
     if not -(2**63) <= bound < 2**63:
         bound = (bound + 2**63) % 2**64 - 2**63  # NumPy's int64 wrap-around
     n = ramp_.size
-    if n and ramp_ is _RAMP_CACHE.get(n):  # lanes 0..n-1 (`ramp(n)`)
+    if n and ramp_ is cache.ramps.get(n):  # lanes 0..n-1 (`cache.ramp(n)`)
         if op == "<" and bound > n - 1:  # the bounds check `i < n` of a launch of n lanes
-            full = _FULL.get(n)
-            return full[1] if full is not None else uniform_masks(n)[True]
-        outcome = _same_on_every_lane(op, bound, n)
+            full = cache.full.get(n)
+            return full[1] if full is not None else cache.uniform_masks(n)[True]
+        outcome = same_outcome(op, 0, n - 1, bound)
         if outcome is not None:
-            return uniform_masks(n)[outcome]
+            return cache.uniform_masks(n)[outcome]
     return COMPARE[op](ramp_, bound32(bound))
-
-
-def _same_on_every_lane(op: str, b: int, n: int) -> bool | None:
-    """The outcome of `k OP b` if it is the same for every lane k in 0..n-1, else None."""
-    last = n - 1
-    if op == "<":
-        return True if b > last else False if b <= 0 else None
-    if op == "<=":
-        return True if b >= last else False if b < 0 else None
-    if op == ">":
-        return True if b < 0 else False if b >= last else None
-    if op == ">=":
-        return True if b <= 0 else False if b > last else None
-    if b < 0 or b > last:
-        return op == "!="
-    return None
 
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
@@ -224,7 +187,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
+class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -232,9 +195,9 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     """
 
     ins: Any = None  # the attached instrument (instrumented code variants only)
-    # the run-time steps the variant's plan selects (planning.STEPS: ids from per-block
-    # patterns, sparse masked gathers, batched copies, ...); none: the general path only
-    steps: frozenset[str] = frozenset()
+    # the variant's strategy decisions by kind (strategies/: ids from per-block patterns,
+    # sparse masked gathers, batched copies, ...); empty: the general path only
+    decisions: dict[type, Any] = {}
 
     def __init__(self, *, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  first_lane: int, count: int, sites: list[Site], target: Any, layout: Any,
@@ -257,10 +220,11 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         self.first_lane = first_lane  # linear launch lane of vector position 0
         self.count = count
         self.sites = sites
-        r = _RAMP_CACHE.get(count)  # ramp(count), the common case inline
-        self.ramp = r if r is not None else ramp(count)
+        r = self.cache.ramps.get(count)  # cache.ramp(count), the common case inline
+        self.ramp = r if r is not None else self.cache.ramp(count)
         self._ids: dict[str, Any] = {}
         self._mask_cache: tuple[Any, dict[str, np.ndarray]] | None = None
+        self.races: Races = RaceChecker(self)  # the race checks, a part (races.py)
 
     # ids ------------------------------------------------------------------------------------
 
@@ -294,8 +258,8 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
 
     def _whole_blocks(self) -> bool:
         """The vector holds whole blocks (grid and batch modes): ids are per-block patterns."""
-        return "whole_blocks" in self.steps and self.first_lane % self.block_lanes == 0 and \
-            self.count % self.block_lanes == 0 and self.count > self.block_lanes
+        return whole_blocks.applies(self.decisions.get(whole_blocks.Decision), self.first_lane,
+                                    self.count, self.block_lanes)
 
     def _block_coords(self, dim: int) -> np.ndarray:
         """Coordinate `dim` of each block of the vector (one entry per block)."""
@@ -314,7 +278,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
         key = f"l{dim}"
         if key not in self._ids and self._whole_blocks():
             # one block's pattern repeated: a single pass instead of // and % over every lane
-            self._ids[key] = geometry(
+            self._ids[key] = self.cache.geometry(
                 ("local", dim, self.block, self.count),
                 lambda: np.tile(self._local_pattern(dim).astype(np.int32),
                                 self.count // self.block_lanes))
@@ -382,7 +346,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def same_mask(self, outcome: bool) -> np.ndarray:
         """The cached read-only all-True / all-False mask of this vector's length, which
         `mask_and` / `mask_andnot` recognise by identity (see `ramp_compare`)."""
-        return uniform_masks(self.count)[outcome]
+        return self.cache.uniform_masks(self.count)[outcome]
 
     def _warp_or_lane(self, key: str) -> Any:
         """Warp number (`w`) or lane in the warp (`n`) per lane, once per vector; for vectors
@@ -392,7 +356,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
             ws = self.warp_size
             if self._whole_blocks():
                 lanes = self.block_lanes
-                value = geometry(
+                value = self.cache.geometry(
                     ("warp_lane", key, lanes, ws, self.count),
                     lambda: np.tile((np.arange(lanes, dtype=np.int32) // ws if key == "w" else
                                      np.arange(lanes, dtype=np.int32) % ws),
@@ -412,6 +376,24 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
             w = (lin // self.block_lanes) * per_block + (lin % self.block_lanes) // self.warp_size
             self._ids["vector_warps"] = w
         return w
+
+    def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Block-local linear ids of the active lanes and their warps. (Block-local ids, not
+        vector positions: in warp mode each warp is its own lane vector, and a report names
+        an access another warp made.)"""
+        cached = getattr(self, "_race_lanes", None)
+        if cached is None:
+            lanes, ws, base = self.block_lanes, self.warp_size, self.local_base  # type: ignore
+
+            def make() -> tuple[np.ndarray, np.ndarray]:
+                local = (np.arange(self.count, dtype=np.int64) + base) % lanes
+                return local, (local // ws).astype(np.int16)
+            cached = self.cache.geometry(("race_lanes", self.count, lanes, base, ws), make)
+            self._race_lanes = cached
+        if mask is None or mask is True:
+            return cached
+        return (self.masked("race_pos", cached[0], mask),  # type: ignore[attr-defined]
+                self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
 
     # errors ---------------------------------------------------------------------------------
 
@@ -485,7 +467,7 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     def block_base(self, stride: int) -> np.ndarray:
         """Per vector position, `lane_block * stride`: where its block's copy of an L1 buffer
         with `stride` elements per block starts (batch mode); computed once per stride."""
-        return geometry(("base", stride, self.count, self.block_lanes, self.local_base),
+        return self.cache.geometry(("base", stride, self.count, self.block_lanes, self.local_base),
                         lambda: self.lane_block * stride)
 
     def mask_facts(self, mask: np.ndarray) -> dict[str, Any]:
@@ -517,13 +499,13 @@ class LaneContext(StructuredAccess, PlannedAccess, BlockMemory, RaceChecker):
     @property
     def lane_block(self) -> np.ndarray:
         """Per vector position, the index of its block within the vector (batch mode)."""
-        return geometry(("lane_block", self.count, self.block_lanes, self.local_base),
+        return self.cache.geometry(("lane_block", self.count, self.block_lanes, self.local_base),
                         lambda: (self.ramp + np.int64(self.local_base)) // self.block_lanes)
 
     def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         data = buf.data
         if mask is not None and isinstance(off, np.ndarray):
-            if "sparse_gather" in self.steps and self.sparse(mask):
+            if sparse_gather.Decision in self.decisions and self.sparse(mask):
                 # few active lanes: select them, gather those, scatter back (zeros elsewhere;
                 # an inactive lane's value is never used)
                 idx = self._checked(buf, off, mask, site)

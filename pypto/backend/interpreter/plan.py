@@ -44,109 +44,9 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, IndexType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from pypto.backend.interpreter.affine import Form, Poly, const_form, sym_form
 from pypto.dialects import pto
-
-SYMBOLS = ("l0", "l1", "l2", "b0", "b1", "b2", "w", "n")
-"""Lane symbols, in the order the run time receives their coefficients."""
-
-Poly = dict[tuple[str, ...], int]
-"""A polynomial of uniform values: monomial (sorted leaf expressions) -> integer coefficient."""
-
-
-def _add_term(out: Poly, m: tuple[str, ...], c: int) -> None:
-    """out += c * m, keeping no zero coefficient."""
-    v = out.get(m, 0) + c
-    if v:
-        out[m] = v
-    else:
-        out.pop(m, None)
-
-
-def _padd(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for m, c in b.items():
-        _add_term(out, m, sign * c)
-    return out
-
-
-def _pmul(a: Poly, b: Poly) -> Poly:
-    out: Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            _add_term(out, tuple(sorted(ma + mb)), ca * cb)
-    return out
-
-
-def poly_expr(p: Poly) -> str:
-    """Python source computing the polynomial exactly (Python ints) in generated code."""
-    if not p:
-        return "0"
-    terms = []
-    for m, c in sorted(p.items()):
-        factors = [str(c)] if c != 1 or not m else []
-        factors += [f"int({leaf})" for leaf in m]
-        terms.append("*".join(factors))
-    return " + ".join(terms)
-
-
-@dataclass(frozen=True)
-class Form:
-    """`rest + sum(coef[s] * s)`: an exact linear form over the lane symbols."""
-    rest: tuple[tuple[tuple[str, ...], int], ...]
-    coef: tuple[tuple[str, tuple[tuple[tuple[str, ...], int], ...]], ...]
-
-    @staticmethod
-    def make(rest: Poly, coef: dict[str, Poly]) -> Form:
-        return Form(tuple(sorted(rest.items())),
-                    tuple(sorted((s, tuple(sorted(p.items()))) for s, p in coef.items() if p)))
-
-    @property
-    def rest_poly(self) -> Poly:
-        return dict(self.rest)
-
-    @property
-    def coef_polys(self) -> dict[str, Poly]:
-        return {s: dict(p) for s, p in self.coef}
-
-    @property
-    def uniform(self) -> bool:
-        return not self.coef
-
-    def __add__(self, o: Form) -> Form:
-        coef = self.coef_polys
-        for s, p in o.coef_polys.items():
-            coef[s] = _padd(coef.get(s, {}), p)
-        return Form.make(_padd(self.rest_poly, o.rest_poly), coef)
-
-    def __sub__(self, o: Form) -> Form:
-        coef = self.coef_polys
-        for s, p in o.coef_polys.items():
-            coef[s] = _padd(coef.get(s, {}), p, -1)
-        return Form.make(_padd(self.rest_poly, o.rest_poly, -1), coef)
-
-    def scaled(self, k: Poly) -> Form:
-        return Form.make(_pmul(self.rest_poly, k),
-                         {s: _pmul(p, k) for s, p in self.coef_polys.items()})
-
-    def leaves(self) -> set[str]:
-        out = {leaf for m, _ in self.rest for leaf in m}
-        out.update(leaf for _, p in self.coef for m, _ in p for leaf in m)
-        return out
-
-    def source(self) -> str:
-        """`(rest, c_l0, ..., c_n)` as Python source (exact ints)."""
-        coef = self.coef_polys
-        return "(" + ", ".join([poly_expr(self.rest_poly)] +
-                               [poly_expr(coef.get(s, {})) for s in SYMBOLS]) + ")"
-
-
-def _const(value: int) -> Form:
-    return Form.make({(): value} if value else {}, {})
-
-
-def _sym(name: str, k: Poly | None = None) -> Form:
-    return Form.make({}, {name: k or {(): 1}})
-
+from pypto.dialects.traits import declares_buffer, launch_id, offset_base
 
 @dataclass
 class AccessPlan:
@@ -195,10 +95,11 @@ class Planner:
             return None
         op = v.owner
         if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-            return _const(op.value.value.data)
-        if isinstance(op, pto.GetBlockDimOp | pto.GetGridDimOp):  # launch constants
-            kind = "block" if isinstance(op, pto.GetBlockDimOp) else "grid"
-            return Form.make({(f"_ctx.{kind}[{op.dim_index}]",): 1}, {})
+            return const_form(op.value.value.data)
+        which = launch_id(op) if isinstance(op, Operation) else None
+        if which in ("block_dim", "grid_dim"):  # launch constants
+            kind = "block" if which == "block_dim" else "grid"
+            return Form.make({(f"_ctx.{kind}[{op.dim_index}]",): 1}, {})  # type: ignore
         if self.uniform(v):
             name = self.name(v)
             self.leaf_values[name] = v
@@ -208,19 +109,19 @@ class Planner:
         if not isinstance(op, Operation):
             return None
         d = getattr(op, "dim_index", None)
-        if isinstance(op, pto.GetLocalIdOp):
-            return _sym(f"l{d}")
-        if isinstance(op, pto.GetBlockIdOp):
-            return _sym(f"b{d}") if self.block_ids_vary else None
-        if isinstance(op, pto.GetGlobalIdOp):
+        if which == "local_id":
+            return sym_form(f"l{d}")
+        if which == "block_id":
+            return sym_form(f"b{d}") if self.block_ids_vary else None
+        if which == "global_id":
             if not self.block_ids_vary:
                 return Form.make({tuple(sorted((f"_ctx.block_id({d})", f"_ctx.block[{d}]"))): 1},
                                  {f"l{d}": {(): 1}})
             return Form.make({}, {f"b{d}": {(f"_ctx.block[{d}]",): 1}, f"l{d}": {(): 1}})
-        if isinstance(op, pto.GetWarpIdOp):
-            return _sym("w")
-        if isinstance(op, pto.GetLaneIdOp):
-            return _sym("n")
+        if which == "warp_id":
+            return sym_form("w")
+        if which == "lane_id":
+            return sym_form("n")
         if isinstance(op, arith.AddiOp | arith.SubiOp):
             a, b = (self.form(x) for x in op.operands)
             if a is None or b is None:
@@ -300,12 +201,12 @@ class Planner:
         out = None
         if isinstance(p, BlockArgument) and isinstance(p.owner.parent_op(), func.FuncOp):
             out = (p, [])
-        elif isinstance(op, pto.AllocLocalOp):
+        elif isinstance(op, Operation) and declares_buffer(op):
             out = (p, [])
-        elif isinstance(op, pto.AddPtrOp):
-            base = self.pointer(op.ptr)
-            f = self.form(op.offset)
-            width = _width(op.offset.type)
+        elif isinstance(op, Operation) and offset_base(op) is not None:
+            base = self.pointer(op.operands[0])
+            f = self.form(op.operands[1])
+            width = _width(op.operands[1].type)
             if base is not None and f is not None and width is not None:
                 out = (base[0], base[1] + [(f, width)])
         self.pointers[p] = out
@@ -379,10 +280,14 @@ def _width(t: object) -> int | None:
     return None
 
 
-PURE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, arith.ConstantOp,
-        pto.AddPtrOp, pto.GetLocalIdOp, pto.GetBlockIdOp, pto.GetGlobalIdOp, pto.GetWarpIdOp,
-        pto.GetLaneIdOp, pto.GetBlockDimOp, pto.GetGridDimOp)
-"""Ops that compute addresses and cannot fail: left out when only planned accesses use them."""
+PURE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, arith.ConstantOp)
+"""Arithmetic that computes addresses and cannot fail (`pure_address_op`)."""
+
+
+def pure_address_op(op: Operation) -> bool:
+    """Computes an address and cannot fail (integer arithmetic, pointer offsets, launch ids):
+    left out when only planned accesses use it."""
+    return isinstance(op, PURE) or offset_base(op) is not None or launch_id(op) is not None
 
 
 def dead_ops(ops: Iterable[Operation], virtual: Callable[[Operation, int], bool],
@@ -396,7 +301,7 @@ def dead_ops(ops: Iterable[Operation], virtual: Callable[[Operation, int], bool]
     while changed:
         changed = False
         for op in reversed(walked):
-            if op in dead or not isinstance(op, PURE) or op.regions:
+            if op in dead or not pure_address_op(op) or op.regions:
                 continue
             needed = False
             for r in op.results:

@@ -7,8 +7,9 @@ fast paths on) and decides, per op, how the generated code runs it: a lane-affin
 (`load_rows` / `store_rows` / `rows_op`), a store computing `a op b` into the slice
 (`store_ramp_op`), a windowed branch, a planned access through the affine forms of plan.py
 (`load_plan` / `store_plan`: slice, strided view, broadcast, or the gather), a comparison on
-the vector's box (`form_cmp`), a per-block copy address (`block_offset`), and which run-time
-steps of the tile instructions and atomics the variant may take (`steps`). Codegen inspects
+the vector's box (`form_cmp`), a per-block copy address (`block_offset`), and the decisions
+of the access strategies (strategies/: batched copies, lazy fills, atomics, ...; op ->
+decisions, `KernelPlan.decisions`), whose run-time parts receive them. Codegen inspects
 no op shape to choose a path: it emits what the plan says. `PYPTO_FAST_PATHS=0` gives the
 empty plan, the general path (the oracle).
 """
@@ -24,7 +25,6 @@ from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
-from pypto import dtypes
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter.codegen_loops import _is_address
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
@@ -36,46 +36,23 @@ from pypto.backend.interpreter.optables import (
     _MATH_UNARY,
     _STORE_UFUNCS,
 )
+from pypto.backend.interpreter import strategies
+from pypto.backend.interpreter.modes import BATCH, BLOCK, GRID, WARP  # noqa: F401 (re-exported)
 from pypto.backend.interpreter.plan import AccessPlan, Planner, dead_ops, vector_lanes
-from pypto.dialects import npu, pto
+from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import (
+    CopyFootprint,
     declared_accesses,
     elementwise_reference,
+    has_tile_footprint,
     is_block_collective,
+    kernel_function,
     launch_id,
     offset_base,
     sync_scope,
     writes_memory,
 )
-
-GRID = "grid"
-"""Mode: one lane vector holds every lane of the launch (no L1, no barriers)."""
-BLOCK = "block"
-"""Mode: one lane vector per block, all warps in lockstep."""
-WARP = "warp"
-"""Mode: one lane vector per warp; the kernel is a generator that yields at block-level sync
-points (barrier_block, tile instructions) so a scheduler can interleave warps."""
-
-BATCH = "batch"
-"""Mode: one lane vector holds several whole blocks that run in lockstep, each with its own
-copy of every L1 buffer (kernels whose block-level instructions are barriers, fills and
-allocations in control flow uniform across the whole vector)."""
-
-STEPS = {
-    "merge_sides": "a branch's result is the side every lane took, not a where() (codegen)",
-    "whole_blocks": "ids of a vector of whole blocks as per-block patterns (lanes.py)",
-    "sparse_gather": "a gather under a sparse mask selects its active lanes first (lanes.py)",
-    "lazy_l1": "a batch's L1 starts unpoisoned, poisoned lazily (tiles.py FreshL1)",
-    "planned_copy": "a batch's copies of an affine block grid as one view (tiles.py)",
-    "uniform_fill": "a batch's fill of one value everywhere as one lazy fill (tiles.py)",
-    "batched_mma": "a batch's mma at one offset as one batched matmul (tiles.py)",
-    "atomic_unique": "atomics hitting distinct addresses as one gather/scatter (tiles.py)",
-    "atomic_prefix": "integer atomics' old values from one running sum (tiles.py)",
-    "uniform_broadcast": "a broadcast read (one element per block) whose blocks all hold the "
-                         "same bits is that element, a scalar, not a repeated array (views.py)",
-}
-"""The run-time steps a plan may select: each gives the bits of the general path it skips."""
 
 
 class _Uniform:
@@ -139,18 +116,23 @@ class KernelPlan:
     fma_adds: dict[Operation, tuple[SSAValue, SSAValue]] = field(default_factory=dict)
     # load results (and branch results) that may alias memory: a view, not a copy
     views: set[SSAValue] = field(default_factory=set)
-    # atomic_add ops whose totals alone matter (result unused, integer element): the
-    # additions in any order (np.add.at)
-    atomic_totals: set[Operation] = field(default_factory=set)
-    # the run-time steps this variant's plan selects (STEPS); each one checks at run time
-    # only what depends on the data (e.g. "all values equal" for a uniform fill)
-    steps: frozenset[str] = frozenset()
+    # the strategies (strategies/): op -> the decisions they made for it (the kernel's
+    # func.func for kernel-wide ones); each run-time part checks only what depends on the
+    # data (e.g. "all values equal" for a uniform fill). Empty: the general path
+    decisions: dict[Operation, tuple[strategies.Decision, ...]] = field(default_factory=dict)
     # scf.for body -> its ops computed once, before the loop (pure, loop-invariant)
     hoisted: dict[Block, list[Operation]] = field(default_factory=dict)
-    fast: bool = False  # planned at all (PYPTO_FAST_PATHS on when the variant was generated)
     # grid mode: lane vectors of this many lanes (plan.vector_lanes: a kernel that makes many
     # passes over its lanes runs on cache-sized vectors); None: the executor's default
     vector_lanes: int | None = None
+
+    def decision(self, op: Operation, kind: type) -> Any:
+        """The decision of kind `kind` (a strategy's Decision class) made for `op`, or None."""
+        return next((d for d in self.decisions.get(op, ()) if isinstance(d, kind)), None)
+
+    def decides(self, kind: type) -> bool:
+        """Did some op get a decision of this kind (a strategy's Decision class)?"""
+        return any(isinstance(d, kind) for found in self.decisions.values() for d in found)
 
 
 class KernelPlanner:
@@ -166,18 +148,17 @@ class KernelPlanner:
         self.fast = fast
         self.name = name
         self.fresh = fresh
-        self.an = KernelPlan(fast=fast)
+        self.an = KernelPlan()
 
     def build(self) -> KernelPlan:
         ops = list(self.kernel.body.block.ops)
         self.analyse(ops)
-        # code motion, not an access path: hoisted with the fast paths off too
-        for op in _walk(ops):
-            if isinstance(op, scf.ForOp):
-                hoisted = self._loop_invariants(op.body.block)
-                if hoisted:
-                    self.an.hoisted[op.body.block] = hoisted
-        if self.fast:
+        if self.fast:  # else the empty plan: the general path, no code motion either
+            for op in _walk(ops):
+                if isinstance(op, scf.ForOp):
+                    hoisted = self._loop_invariants(op.body.block)
+                    if hoisted:
+                        self.an.hoisted[op.body.block] = hoisted
             self._decide_emission(ops)
             if self.mode == GRID:
                 self.an.vector_lanes = vector_lanes(
@@ -191,7 +172,8 @@ class KernelPlanner:
         value computed, or stored; not the address arithmetic the plan leaves out or the
         ramps it computes without arrays)"""
         an = self.an
-        if op in an.dead or isinstance(op, pto.AddPtrOp | scf.YieldOp | func.ReturnOp):
+        if op in an.dead or offset_base(op) is not None or \
+                isinstance(op, scf.YieldOp | func.ReturnOp):
             return False
         if op.results:
             return any(r not in an.uniform and r not in an.affine for r in op.results)
@@ -213,7 +195,7 @@ class KernelPlanner:
             if isinstance(op, scf.IfOp) and self._windowable(op):
                 an.windowed.add(op)
             in_window = bool(an.windowed) and self.in_window(op)
-            if promote and isinstance(op, _PROMOTABLE) and op.results[0] not in an.affine \
+            if promote and _promotable(op) and op.results[0] not in an.affine \
                     and op.results[0] not in an.uniform and not in_window:
                 ramp = self.planner.ramp_base(op.results[0], self.mode)
                 if ramp is not None:
@@ -222,14 +204,15 @@ class KernelPlanner:
                     if ramp[2]:
                         an.local.add(op.results[0])
                     continue
-            if isinstance(op, pto.GetGlobalIdOp | pto.GetLocalIdOp) and self.one_d:
-                if op.dim_index == 0 and (isinstance(op, pto.GetGlobalIdOp) or
+            which = launch_id(op)
+            if which in ("global_id", "local_id") and self.one_d:
+                if op.dim_index == 0 and (which == "global_id" or  # type: ignore[attr-defined]
                                           self.mode in (BLOCK, WARP)):
                     an.affine[op.results[0]] = self.fresh("rb")
-                elif op.dim_index == 0 and self.mode == BATCH:
+                elif op.dim_index == 0 and self.mode == BATCH:  # type: ignore[attr-defined]
                     an.affine[op.results[0]] = self.fresh("rb")
                     an.local.add(op.results[0])
-            elif isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+            elif isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None:
                 a, b = op.operands
                 if in_window and not (a in an.local or b in an.local):
                     continue  # a window's lanes are not a ramp: only block-local ids stay affine
@@ -243,28 +226,28 @@ class KernelPlanner:
                         an.local.add(op.results[0])
         if not self.instrumented:  # instruments observe every op's value: no fusion then
             for op in _walk(ops):
-                if isinstance(op, pto.StoreOp) and op.ptr in an.affine and \
-                        op.ptr not in an.local and not self.in_window(op):
-                    owner = op.value.owner
+                if _lane_store(op) and op.operands[1] in an.affine and \
+                        op.operands[1] not in an.local and not self.in_window(op):
+                    owner = op.operands[0].owner
                     # only `a op b` right before the store, used by it alone, on plain values
                     if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
-                            op.value.has_one_use() and \
+                            op.operands[0].has_one_use() and \
                             not any(x in an.affine for x in owner.operands):
                         an.fused.add(owner)
-                elif isinstance(op, pto.StoreOp) and op.ptr in an.local:
+                elif _lane_store(op) and op.operands[1] in an.local:
                     loads = self._row_operands(op)
                     if loads is not None:
                         an.row_ops[op] = loads
-                        an.fused.update((op.value.owner, *loads))
+                        an.fused.update((op.operands[0].owner, *loads))
         self._ramp_cmps(ops)
         self._plan(ops)
         if not self.instrumented:
             for op in _walk(ops):
-                if isinstance(op, pto.StoreOp) and op in an.planned:
+                if _lane_store(op) and op in an.planned:
                     loads = self._row_operands(op, an.planned)
                     if loads is not None:
                         an.plan_ops[op] = loads
-                        an.fused.update((op.value.owner, *loads))
+                        an.fused.update((op.operands[0].owner, *loads))
         # which affine values must also exist as arrays?
         for op in _walk(ops):
             if op in an.dead:
@@ -309,7 +292,8 @@ class KernelPlanner:
                 sym not in ("<", "<=", ">=", ">") or x in an.local:
             return
         owner = x.owner
-        gid = isinstance(owner, pto.GetGlobalIdOp) and owner.dim_index == 0 or \
+        gid = isinstance(owner, Operation) and launch_id(owner) == "global_id" and \
+            owner.dim_index == 0 or \
             owner in an.promoted and an.promoted[owner][:2] == ({}, "_ctx.first_lane")
         body = self.kernel.body.block
         if gid and isinstance(u, BlockArgument) and u.owner is body and \
@@ -328,9 +312,10 @@ class KernelPlanner:
         self._cmp_leaves: set[SSAValue] = set()
         walked = list(_walk(ops))
         for op in walked:
-            if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or op in an.row_ops:
-                continue
-            if isinstance(op, pto.StoreOp) and op.value.owner in an.fused:
+            if _kernel_fn(op) not in ("load", "store", "fma") or has_tile_footprint(op) or \
+                    op in an.row_ops:
+                continue  # lane loads, stores and fmas only
+            if _lane_store(op) and op.operands[0].owner in an.fused:
                 continue
             ptr = op.operands[_ptr_index(op)]
             if ptr in an.affine:
@@ -340,7 +325,7 @@ class KernelPlanner:
                 an.planned[op] = plan
         if self.mode == BATCH:
             for op in walked:
-                if not isinstance(op, pto.BulkCopyOp):
+                if not op.has_trait(CopyFootprint):  # a bulk copy
                     continue
                 for index in (0, 1):
                     plan = planner.block_plan(op.operands[index])
@@ -380,7 +365,7 @@ class KernelPlanner:
                     user in an.promoted or user in an.form_cmps or (user, index) in an.block_addrs
             an.dead = dead_ops(walked, virtual, leaves)
 
-    def _row_operands(self, store: pto.StoreOp, planned: Any = None) -> \
+    def _row_operands(self, store: Operation, planned: Any = None) -> \
             tuple[Operation, Operation] | None:
         """For `store(p, load(q) op load(r))` with p, q, r block-local addresses (the tree
         reduction's `buf[tid] = buf[tid] + buf[tid + s]`), where each intermediate value has no
@@ -388,15 +373,16 @@ class KernelPlanner:
         loads, which then run at the store as one ufunc over rows (StructuredAccess.rows_op).
         With `planned` (the planned accesses): the same for loads that are planned accesses
         (PlannedAccess.plan_op, one ufunc over the three views)."""
-        owner = store.value.owner
+        value = store.operands[0]  # a lane store: (value, address)
+        owner = value.owner
         if type(owner) not in _STORE_UFUNCS or owner.next_op is not store or \
-                not store.value.has_one_use():
+                not value.has_one_use():
             return None
         loads = []
         for v in owner.operands:
             load = v.owner
-            if not (isinstance(load, pto.LoadOp) and
-                    (load.ptr in self.an.local if planned is None else load in planned) and
+            if not (isinstance(load, Operation) and _kernel_fn(load) == "load" and
+                    (load.operands[0] in self.an.local if planned is None else load in planned) and
                     v.has_one_use() and load.parent_block() is store.parent_block()):
                 return None
             loads.append(load)
@@ -404,7 +390,7 @@ class KernelPlanner:
         op = first.next_op
         while op is not owner:
             if op is None or op.regions or op.name in DIVISIONS or \
-                    not (op in loads or type(op) in _ARITH_BINARY or isinstance(op, pto.AddPtrOp)
+                    not (op in loads or type(op) in _ARITH_BINARY or offset_base(op) is not None
                          or isinstance(op, arith.ConstantOp | arith.CmpiOp | arith.CmpfOp)):
                 return None  # only the two loads and pure arithmetic that cannot fail
             op = op.next_op
@@ -436,7 +422,7 @@ class KernelPlanner:
             # block-local ids, the warp number in the block, or any value the planner finds
             # affine in local ids / warp / lane only (`2 * s * tid`, `lane`): the same lanes
             # of every block then pass the test, the window of one block is every block's
-            if v in an.local or isinstance(v.owner, pto.GetWarpIdOp):
+            if v in an.local or isinstance(v.owner, Operation) and launch_id(v.owner) == "warp_id":
                 return True
             form = self.planner.form(v) if self.fast else None
             return form is not None and not form.uniform and \
@@ -476,13 +462,10 @@ class KernelPlanner:
 
     def _consumes_affine(self, op: Operation, index: int) -> bool:
         an = self.an
-        if isinstance(op, arith.AddiOp | arith.SubiOp | pto.AddPtrOp):
+        if isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None:
             return op.results[0] in an.affine
-        if isinstance(op, pto.LoadOp) and index == 0:
-            return True
-        if isinstance(op, pto.StoreOp) and index == 1:
-            return True
-        if isinstance(op, pto.FmaOp) and index == 0:
+        if _kernel_fn(op) in ("load", "store", "fma") and not has_tile_footprint(op) and \
+                index == _ptr_index(op):  # the address of a lane load, store or fma
             return True
         if isinstance(op, arith.CmpiOp) and op.results[0] not in an.uniform:
             other = op.operands[1 - index]
@@ -511,46 +494,27 @@ class KernelPlanner:
 
     def _decide_emission(self, ops: Iterable[Operation]) -> None:
         """The remaining per-op choices: window inputs, fma additions into slices, which
-        values may be views, integer atomic totals, and the run-time steps."""
+        values may be views, integer atomic totals, and the strategies' decisions."""
         an = self.an
-        kinds: set[type[Operation]] = set()
         for op in _walk(ops):
-            kinds.add(type(op))
             if op in an.windowed:
                 for region in op.regions:
                     for block in region.blocks:
                         an.window_inputs[block] = self._window_inputs(block)
-            if isinstance(op, pto.FmaOp) and op.dst in an.affine and op.dst not in an.local:
-                if _is_const(op.b, 1.0):
-                    an.fma_adds[op] = (op.a, op.c)
-                elif _is_const(op.a, 1.0):
-                    an.fma_adds[op] = (op.b, op.c)
-            if isinstance(op, pto.LoadOp | scf.IfOp):
+            if _kernel_fn(op) == "fma" and op.operands[0] in an.affine and \
+                    op.operands[0] not in an.local:
+                _, a, b, c = op.operands  # fma(dst, a, b, c)
+                if _is_const(b, 1.0):
+                    an.fma_adds[op] = (a, c)
+                elif _is_const(a, 1.0):
+                    an.fma_adds[op] = (b, c)
+            if _kernel_fn(op) == "load" or isinstance(op, scf.IfOp):
                 for r in op.results:
                     if _view_safe(r):
                         an.views.add(r)
-            if isinstance(op, pto.AtomicAddOp) and op.result.first_use is None and \
-                    not self.instrumented and _element_kind(op.ptr.type) in "iu":
-                an.atomic_totals.add(op)
-        steps = {"merge_sides", "whole_blocks", "sparse_gather"}
-        if pto.AllocLocalOp in kinds and self.mode == BATCH:
-            steps.add("lazy_l1")
-        if any(issubclass(k, pto.BulkCopyOp | npu.LoadMmaOp) for k in kinds):
-            steps.add("planned_copy")
-        if pto.FillOp in kinds:
-            steps.add("uniform_fill")
-        if any(issubclass(k, pto.MmaOp | npu.MmaOp | npu.LoadMmaOp) for k in kinds):
-            steps.add("batched_mma")
-        if pto.AtomicAddOp in kinds:
-            steps.update(("atomic_unique", "atomic_prefix"))
-        if any(isinstance(op, pto.LoadOp) and _broadcast(plan) for op, plan in an.planned.items()):
-            steps.add("uniform_broadcast")
-        an.steps = frozenset(steps)
-
-
-def _broadcast(plan: AccessPlan) -> bool:
-    """Does every lane of a block read one address (forms in the block ids at most)?"""
-    return all(sym in ("b0", "b1", "b2") for f, _ in plan.parts for sym, _ in f.coef)
+        an.decisions = strategies.decide(
+            [self.kernel, *_walk(ops)],
+            strategies.Facts(self.mode, self.one_d, self.instrumented, an.planned))
 
 
 def plan_kernel(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,
@@ -560,20 +524,29 @@ def plan_kernel(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,
     return KernelPlanner(kernel, mode, one_d, instrumented, FAST_PATHS.on, name, fresh).build()
 
 
-_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp, pto.GetGlobalIdOp,
-               pto.GetLocalIdOp)
-"""Integer ops whose value the planner may recognise as `lane ramp + uniform`."""
+_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp)
+
+
+def _promotable(op: Operation) -> bool:
+    """An integer op whose value the planner may recognise as `lane ramp + uniform`."""
+    return isinstance(op, _PROMOTABLE) or launch_id(op) in ("global_id", "local_id")
+
+
+def _kernel_fn(op: Operation) -> str | None:
+    """Which `pto.<name>` of the kernel language `op` is ("load", "store", ...), or None: the
+    planner's lane accesses are the kernel language's, not the npu dialect's."""
+    fn = kernel_function(op)
+    return fn.name if fn is not None else None
+
+
+def _lane_store(op: Operation) -> bool:
+    """`pto.store(ptr, value)` of one value per lane (operands: value, address), not the
+    bulk tile store that shares its name."""
+    return _kernel_fn(op) == "store" and not has_tile_footprint(op)
 
 
 def _int_width(t: Attribute) -> int:
     return t.width.data if isinstance(t, IntegerType) else 64
-
-
-def _element_kind(t: Attribute) -> str:
-    """NumPy kind of a pointer's element type ('i', 'u', 'f', ...; '?' for other types)."""
-    if isinstance(t, pto.PtrType | pto.L1BufferType):
-        return dtypes.np_dtype_of(t.element_type).kind
-    return "?"
 
 
 def _is_const(v: SSAValue, value: float) -> bool:
@@ -584,8 +557,9 @@ def _is_const(v: SSAValue, value: float) -> bool:
 
 
 def _ptr_index(op: Operation) -> int:
-    """Operand index of the address of a load (0), store (1) or fma (its dst, 0)."""
-    return 1 if isinstance(op, pto.StoreOp) else 0
+    """Operand index of the address of a lane load (0), store (1) or fma (its dst, 0): the
+    operand its one declared memory access goes through."""
+    return declared_accesses(op)[0].operand
 
 
 def _writes_memory(op: Operation) -> bool:

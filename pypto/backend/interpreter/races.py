@@ -18,13 +18,12 @@ accesses. All checks are a handful of vectorised NumPy operations per access.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from pypto.backend.interpreter.geometry import geometry
 from pypto.errors import RaceError
 
 _LANE_BITS = 24  # packed (instruction << 24) | block-local lane id
@@ -171,34 +170,32 @@ class ShadowView:
         return self
 
 
+class Races(Protocol):
+    """What the rest of the lane context asks of its race checker (`ctx.races`)."""
+
+    def race_read(self, buf: Any, idx: Any, mask: Any, site: int) -> None: ...
+
+    def race_write(self, buf: Any, idx: Any, mask: Any, site: int) -> None: ...
+
+    def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
+                  write: bool) -> None: ...
+
+    def race_pattern(self, buf: Any, pattern: tuple[Any, ...], site: int, write: bool,
+                     key: Any = None) -> bool: ...
+
+    def race_pattern_masked(self, buf: Any, pattern: tuple[Any, ...], order: np.ndarray,
+                            mask: np.ndarray, site: int, write: bool,
+                            key: Any = None) -> bool: ...
+
+
 class RaceChecker:
-    """Race checks of one lane vector; mixed into `LaneContext` (uses its ids and sites)."""
+    """Race checks of one lane vector: a part of its `lanes.LaneContext` (`ctx.races`), which
+    gives it the vector's ids, sites and L1 (`ctx`)."""
 
-    # provided by LaneContext / BlockMemory
-    count: int
-    counters: dict[str, int]
-    sites: list[Any]
-    kernel: str
-    local_base: int
-    warp_size: int
+    __slots__ = ("ctx",)
 
-    def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Block-local linear ids of the active lanes and their warps. (Block-local ids, not
-        vector positions: in warp mode each warp is its own lane vector, and a report names
-        an access another warp made.)"""
-        cached = getattr(self, "_race_lanes", None)
-        if cached is None:
-            lanes, ws, base = self.block_lanes, self.warp_size, self.local_base  # type: ignore
-
-            def make() -> tuple[np.ndarray, np.ndarray]:
-                local = (np.arange(self.count, dtype=np.int64) + base) % lanes
-                return local, (local // ws).astype(np.int16)
-            cached = geometry(("race_lanes", self.count, lanes, base, ws), make)
-            self._race_lanes = cached
-        if mask is None or mask is True:
-            return cached
-        return (self.masked("race_pos", cached[0], mask),  # type: ignore[attr-defined]
-                self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
 
     @staticmethod
     def _index(idx: Any, n: int) -> Any:
@@ -213,10 +210,10 @@ class RaceChecker:
     def _access(self, buf: Any, idx: Any, mask: Any) -> Any:
         """(lanes, warps, element index, shadow at this epoch) of an access, or None when
         no lane is active."""
-        lanes, warps = self._lanes_and_warps(mask)
+        lanes, warps = self.ctx._lanes_and_warps(mask)
         if lanes.size == 0:
             return None
-        sh = buf.shadow.at_epoch(self.counters["epoch"])
+        sh = buf.shadow.at_epoch(self.ctx.counters["epoch"])
         self._materialise(sh.arena)
         return lanes, warps, self._index(idx, lanes.size), sh
 
@@ -310,14 +307,14 @@ class RaceChecker:
         it would."""
         sh = buf.shadow
         arena = sh.arena
-        epoch = self.counters["epoch"]
+        epoch = self.ctx.counters["epoch"]
         if arena.epoch != epoch:
             arena.at_epoch(epoch)
         if arena.deferred:
             self._settle_reads(arena)
-        ws = self.warp_size
+        ws = self.ctx.warp_size
         if active is not None and not arena.dirty:
-            narrow = _narrowed(self, active)
+            narrow = _narrowed(self.ctx, active)
             if narrow is not None:
                 # the same lanes in every block (`if tid < s` inside a window): fewer columns
                 if narrow[0] == narrow[1]:
@@ -337,13 +334,13 @@ class RaceChecker:
                 _advance(arena, key)
                 return
             if arena.rowq:
-                _lift(arena, ws)
-            warps = _row_warps(base, lo, hi, ws)
+                _lift(arena, ws, self.ctx.cache)
+            warps = _row_warps(self.ctx.cache, base, lo, hi, ws)
             if self._summarised(buf, slice(lo, hi), warps, warps, active, write, True, key):
                 (arena.writes if write else arena.reads).append(
                     (site, buf, _ROWS, (base, lo, hi, active), ws))
                 return
-        warps = _row_warps(base, lo, hi, ws)
+        warps = _row_warps(self.ctx.cache, base, lo, hi, ws)
         self._materialise(arena)
         arena.dirty = True  # this access goes into the arrays
         w_rows, r_rows, m_rows = _shadow_rows(buf)
@@ -361,8 +358,8 @@ class RaceChecker:
                 bad &= active
             if bad.any():
                 mask = self._rows_mask(base, lo, hi, active)
-                idx = self.local_id(0) + np.int64(base)  # type: ignore[attr-defined]
-                idx = self._checked(buf, idx, mask, site)  # type: ignore[attr-defined]
+                idx = self.ctx.local_id(0) + np.int64(base)  # type: ignore[attr-defined]
+                idx = self.ctx._checked(buf, idx, mask, site)  # type: ignore[attr-defined]
                 (self.race_write if write else self.race_read)(buf, idx, mask, site)
                 raise AssertionError("race_rows: the general path found no race")  # pragma: no cover
         log = sh.writes if write else sh.reads
@@ -395,13 +392,13 @@ class RaceChecker:
         runs the general check, which reports it exactly as it would."""
         sh = buf.shadow
         arena = sh.arena
-        epoch = self.counters["epoch"]
+        epoch = self.ctx.counters["epoch"]
         if arena.epoch != epoch:
             arena.at_epoch(epoch)
-        ws = self.warp_size
+        ws = self.ctx.warp_size
         local, lanes, elems, wmin, wmax = pattern
         if arena.rowq and not arena.dirty:
-            _lift(arena, ws)
+            _lift(arena, ws, self.ctx.cache)
         if not arena.dirty and not arena.deferred and \
                 self._summarised(buf, elems, wmin, wmax, None, write, wmin is wmax,
                                  None if key is None else (buf.gran, key, write)):
@@ -448,14 +445,14 @@ class RaceChecker:
         runs the general check)."""
         sh = buf.shadow
         arena = sh.arena
-        epoch = self.counters["epoch"]
+        epoch = self.ctx.counters["epoch"]
         if arena.epoch != epoch:
             arena.at_epoch(epoch)
         if arena.dirty or arena.deferred:
             return False
-        ws = self.warp_size
+        ws = self.ctx.warp_size
         if arena.rowq:
-            _lift(arena, ws)
+            _lift(arena, ws, self.ctx.cache)
         local, lanes, elems, wmin, wmax = pattern
         active = mask if order is None else mask[:, order]
         if not self._summarised(buf, elems, wmin, wmax, active, write, wmin is wmax,
@@ -513,7 +510,7 @@ class RaceChecker:
         by a general write and by settled reads, so an epoch (or a reused arena) whose
         accesses never reached them needs no clearing."""
         if arena.rowq:
-            _lift(arena, self.warp_size)
+            _lift(arena, self.ctx.warp_size, self.ctx.cache)
         if not arena.pending:
             return
         for buf, elems, wlo, whi, active, write in arena.pending:
@@ -547,11 +544,11 @@ class RaceChecker:
 
     def _rows_mask(self, base: int, lo: int, hi: int, active: Any) -> Any:
         """The lane mask of a row access, for the general path."""
-        width = self.row_width  # type: ignore[attr-defined]
+        width = self.ctx.row_width  # type: ignore[attr-defined]
         if active is None and hi - lo == width:
             return None
-        mask = np.zeros((self.count // width, width), dtype=bool)
-        j = lo - base - self.local_base
+        mask = np.zeros((self.ctx.count // width, width), dtype=bool)
+        j = lo - base - self.ctx.local_base
         mask[:, j:j + hi - lo] = True if active is None else active
         return mask.reshape(-1)
 
@@ -560,20 +557,20 @@ class RaceChecker:
         mask = (1 << _LANE_BITS) - 1
         site1, lane1 = first >> _LANE_BITS, first & mask
         site2, lane2 = second >> _LANE_BITS, second & mask
-        block = self.block_of_element(buf, element)  # type: ignore[attr-defined]
+        block = self.ctx.block_of_element(buf, element)  # type: ignore[attr-defined]
         element = buf.local_element(element)
-        s1, s2 = self.sites[site1], self.sites[site2]
+        s1, s2 = self.ctx.sites[site1], self.ctx.sites[site2]
         msg = (f"{kind} race on L1 buffer '{buf.name}' element {element} in block {block}: "
-               f"{what1} by lane {self._lane_name(lane1)} (warp {lane1 // self.warp_size}) at "
+               f"{what1} by lane {self._lane_name(lane1)} (warp {lane1 // self.ctx.warp_size}) at "
                f"{s1.location} (pto.{s1.op}), then {what2} by lane {self._lane_name(lane2)} "
-               f"(warp {lane2 // self.warp_size}) at {s2.location} (pto.{s2.op}) with no "
+               f"(warp {lane2 // self.ctx.warp_size}) at {s2.location} (pto.{s2.op}) with no "
                f"pto.barrier_block() in between (pto.barrier() orders only its own warp); "
                f"use pto.barrier_block()")
-        raise RaceError(msg, kernel=self.kernel, location=s2.location)
+        raise RaceError(msg, kernel=self.ctx.kernel, location=s2.location)
 
     def _lane_name(self, linear: int) -> Any:
         """A lane's printable id: its linear local id when the block is 1-D, else (x, y, z)."""
-        bx, by, bz = self.block  # type: ignore[attr-defined]
+        bx, by, bz = self.ctx.block  # type: ignore[attr-defined]
         if by * bz == 1:
             return linear
         return (linear % bx, (linear // bx) % by, linear // (bx * by))
@@ -674,11 +671,11 @@ def _narrowed(ctx: Any, active: np.ndarray) -> tuple[int, int] | None:
     return result
 
 
-def _lift(arena: Shadow, ws: int) -> None:
+def _lift(arena: Shadow, ws: int, cache: Any) -> None:
     """Move the queued row accesses (Shadow.rowq, consistent with each other) to the pending
     list, in order (applied to the summary when a check needs it)."""
     for buf, base, lo, hi, write in arena.rowq:
-        warps = _row_warps(base, lo, hi, ws)
+        warps = _row_warps(cache, base, lo, hi, ws)
         arena.pending.append((buf, slice(lo, hi), warps, warps, None, write))
     arena.rowq = []
 
@@ -717,10 +714,10 @@ def _advance(arena: Shadow, key: Any) -> None:
     arena.state = nxt
 
 
-def _row_warps(base: int, lo: int, hi: int, ws: int) -> np.ndarray:
+def _row_warps(cache: Any, base: int, lo: int, hi: int, ws: int) -> np.ndarray:
     """The warp of the lane touching each column lo..hi of a row access."""
-    return geometry(("row_warps", lo - base, hi - base, ws),
-                    lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
+    return cache.geometry(("row_warps", lo - base, hi - base, ws),
+                          lambda: (np.arange(lo - base, hi - base) // ws).astype(np.int16))
 
 
 def _shadow_rows(buf: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

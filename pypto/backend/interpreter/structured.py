@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.geometry import geometry
 
 Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 
@@ -58,6 +57,7 @@ class StructuredAccess:
     whole_vector = True  # a vector of whole blocks' lanes (False: a windows.WindowContext)
 
     # provided by LaneContext and its other mixins
+    races: Any  # races.Races: the lane context's race checker (a part)
     count: int
     block: tuple[int, int, int]
     block_lanes: int
@@ -65,6 +65,7 @@ class StructuredAccess:
     first_lane: int
     inflight: dict[int, Any]
     local_base: int
+    cache: Any  # caches.RunCache (the Executable's)
 
     def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """For an access where lane k of every block touches element `base + k` of its
@@ -114,7 +115,7 @@ class StructuredAccess:
                 self.block[2] != 1:
             return COMPARE[op](self.local_id(0), bound)
         lanes = self.block_lanes
-        return geometry(("local_cmp", op, int(bound), lanes, self.count),
+        return self.cache.geometry(("local_cmp", op, int(bound), lanes, self.count),
                         lambda: np.tile(COMPARE[op](np.arange(lanes, dtype=np.int32), bound),
                                         self.count // lanes))
 
@@ -164,7 +165,7 @@ class StructuredAccess:
         lo, hi, active = cols
         base = int(base)
         if buf.shadow is not None:
-            self.race_rows(buf, base, lo, hi, active, site, write=False)
+            self.races.race_rows(buf, base, lo, hi, active, site, write=False)
         if self.inflight:
             self.rows_inflight(buf, lo, hi, active, site, write=False)
         rows = buf.grid()[:, lo:hi]
@@ -202,7 +203,7 @@ class StructuredAccess:
         for buf, at, cols, s, write in (reads if a_first else reads[::-1]) + \
                 ((dst, base, cd, site, True),):
             if buf.shadow is not None:
-                self.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
+                self.races.race_rows(buf, int(at), cols[0], cols[1], None, s, write=write)
             if self.inflight:
                 self.rows_inflight(buf, cols[0], cols[1], None, s, write=write)
         ufunc(a.grid()[:, ca[0]:ca[1]], b.grid()[:, cb[0]:cb[1]],
@@ -221,7 +222,7 @@ class StructuredAccess:
         lo, hi, active = cols
         base = int(base)
         if buf.shadow is not None:
-            self.race_rows(buf, base, lo, hi, active, site, write=True)
+            self.races.race_rows(buf, base, lo, hi, active, site, write=True)
         if self.inflight:
             self.rows_inflight(buf, lo, hi, active, site, write=True)
         rows = buf.grid()[:, lo:hi]

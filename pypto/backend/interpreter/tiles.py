@@ -9,7 +9,8 @@ destination, writing an in-flight region, or reading HBM that an in-flight store
 `RaceError` naming both instructions — so a kernel that forgets a `wait` fails loudly instead of
 reading whatever happened to be there.
 
-In batch mode a load whose blocks' HBM tiles form an affine grid is *lazy* (`LazyLoad`): its
+In batch mode a load whose blocks' HBM tiles form an affine grid is *lazy*
+(`strategies.batch_copy.LazyLoad`): its
 tiles stay in HBM, and `mma` multiplies them there (each block's product is still one BLAS call
 of the tile's shape, on a view with the HBM row stride instead of the L1 one). Anything else
 that touches the loaded L1 bytes, or writes HBM, first moves the tiles into L1 as the eager
@@ -26,77 +27,18 @@ from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
 from pypto.backend.interpreter.buffers import Buffer, outside
+from pypto.backend.interpreter.copies import NO_TOKEN as _NO_TOKEN
+from pypto.backend.interpreter.copies import InFlight, Region
+from pypto.backend.interpreter.copies import byte_region as _byte_region
+from pypto.backend.interpreter.copies import distinct as _distinct
+from pypto.backend.interpreter.copies import l1_in_flight as _l1_in_flight
+from pypto.backend.interpreter.copies import span_key as _span_key
+from pypto.backend.interpreter.copies import view as _view
 from pypto.backend.interpreter.l1 import L1Arena
 from pypto.backend.interpreter.races import ShadowView
+from pypto.backend.interpreter.strategies import (atomics, batch_copy, batched_mma, lazy_l1,
+                                                  uniform_fill)
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError, RaceError
-
-
-class Region:
-    """The elements a bulk copy touches in one buffer: `rows` rows of `row_len` from `base`,
-    `stride` apart. `[lo, hi)` is its hull."""
-
-    __slots__ = ("base", "rows", "row_len", "stride", "lo", "hi")
-
-    def __init__(self, base: int, rows: int, row_len: int, stride: int):
-        self.base = base
-        self.rows = rows
-        self.row_len = row_len
-        self.stride = stride
-        self.lo = base
-        self.hi = base + (rows - 1) * stride + row_len if rows else base
-
-    def hits(self, idx: Any) -> Any:
-        """Which of `idx` (int, slice or index array) lie in the region (bool or bool array)."""
-        if isinstance(idx, slice):
-            idx = np.arange(idx.start, idx.stop)
-        rel = np.asarray(idx, dtype=np.int64) - self.base
-        inside = (rel >= 0) & (rel < self.hi - self.base)
-        if self.stride != self.row_len:
-            inside &= (rel % max(self.stride, 1)) < self.row_len
-        return inside
-
-    def overlaps(self, other: Region) -> bool:
-        if self.hi <= other.lo or other.hi <= self.lo:
-            return False
-        if self.stride == self.row_len and other.stride == other.row_len:
-            return True
-        common = np.arange(max(self.lo, other.lo), min(self.hi, other.hi))
-        return bool(np.any(self.hits(common) & other.hits(common)))
-
-
-class InFlight:
-    """An asynchronous copy issued and not yet waited for.
-
-    `hbm_regions` may be given as a function that builds the list: the batched fast path of a
-    load knows its HBM tiles as a few numbers, and a load's HBM regions are consulted only by
-    hazard checks against stores, so most loads never need them as Region objects."""
-
-    __slots__ = ("token", "kind", "site", "l1", "l1_regions", "hbm", "_hbm_regions")
-
-    def __init__(self, token: int, kind: str, site: int, l1: Any, l1_regions: list[Region],
-                 hbm: Any, hbm_regions: list[Region] | Callable[[], list[Region]]):
-        self.token = token
-        self.kind = kind  # "async_load" | "async_store"
-        self.site = site
-        self.l1 = l1  # Buffer: destination of a load, source of a store
-        # in block-local L1 *bytes* (one per distinct block region in batch mode): any buffer
-        # covering those bytes is hit, whatever its name
-        self.l1_regions = l1_regions
-        self.hbm = hbm
-        self._hbm_regions = hbm_regions
-
-    @property
-    def hbm_regions(self) -> list[Region]:
-        """The HBM element regions the copy touches (one per distinct block tile)."""
-        if callable(self._hbm_regions):
-            self._hbm_regions = self._hbm_regions()
-        return self._hbm_regions
-
-    def l1_hits(self, byte_idx: Any) -> bool:
-        return any(np.any(r.hits(byte_idx)) for r in self.l1_regions)
-
-    def hbm_hits(self, idx: Any) -> bool:
-        return any(np.any(r.hits(idx)) for r in self.hbm_regions)
 
 
 class CopyState(dict):
@@ -112,7 +54,7 @@ class CopyState(dict):
 
     def __init__(self) -> None:
         super().__init__()
-        self.lazy: list[LazyLoad] = []
+        self.lazy: list[batch_copy.LazyLoad] = []
         self.fresh: FreshL1 | None = None  # L1 not poisoned yet (tile-only kernels)
 
     def __bool__(self) -> bool:
@@ -164,53 +106,6 @@ class _MmaPlan:
                                  (n2 * bstride, bstride, cols * step, step)))
             self._stacks[grid] = out
         return out
-
-
-class LazyLoad:
-    """A batch-mode `async_load` (fast path, affine block grid) whose data has not moved: until
-    something other than `mma` touches its L1 bytes or anything writes HBM, every block's L1
-    tile *is* its HBM tile. `mma` reads the HBM tile in place (`operand`); `materialise` does
-    the copy the eager path does, with the same source bytes (no HBM write happened since)."""
-
-    __slots__ = ("geo", "span", "key")
-
-    def __init__(self, geo: _CopyGeometry, span: Region):
-        self.geo = geo
-        self.span = span  # the block-local L1 bytes the load writes
-        self.key = (_span_key(span), geo.l1.data.dtype)
-
-    @property
-    def source(self) -> np.ndarray:
-        """The HBM the tiles come from."""
-        return self.geo.hbm.data
-
-    def materialise(self) -> None:
-        geo = self.geo
-        geo.l1_view(geo.l1.data, geo.grid[1])[...] = _distinct_tiles(geo.hbm_view(), geo.grid)
-
-    def operand(self, rows: int, cols: int, grid: tuple[int, int]) -> np.ndarray | None:
-        """Every block's tile as an (n1, n2, rows, cols) view of HBM over the block grid
-        `grid` = (n1, n2), for an mma operand that reads exactly the loaded bytes as a rows x
-        cols tile; None when the tiles cannot be seen that way (another shape over HBM rows
-        that are not back to back, or a grid their starts are not affine in)."""
-        geo = self.geo
-        data = geo.hbm.data
-        step = data.strides[0]
-        if geo.rows == rows and geo.row_len == cols and rows > 1:
-            row_stride = geo.hbm_stride
-        elif geo.rows == 1 or geo.hbm_stride == geo.row_len:  # one contiguous run per block
-            row_stride = cols
-        else:
-            return None
-        if row_stride >= 1 << 31:  # beyond a BLAS leading dimension: NumPy would not call BLAS
-            return None
-        n1, n2, s0, d1, d2 = geo.grid  # type: ignore[misc]
-        if (n1, n2) != grid:
-            if n1 != 1:
-                return None
-            (n1, n2), d1 = grid, grid[1] * d2  # starts s0 + b * d2, b = i * n2 + j
-        return _view(data, s0, (n1, n2, rows, cols),
-                     (d1 * step, d2 * step, row_stride * step, step))
 
 
 class FreshL1:
@@ -284,25 +179,9 @@ class LazyFill:
         self.buf.grid()[:, self.start:self.start + self.n] = self.value
 
 
-def _plan_key(kind: str, dst_b: Any, src_b: Any, raw: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The key of a copy's plan: the instruction, where and how big its buffers are, and every
-    operand but the HBM offset (None when one of them differs between lanes: no plan then)."""
-    rest = raw[:1] + raw[2:] if kind == "async_load" else raw[1:]
-    if any(isinstance(v, np.ndarray) for v in rest):
-        return None
-    return (kind, _geometry_key(dst_b), _geometry_key(src_b)) + tuple(int(v) for v in rest)
-
-
 def _geometry_key(buf: Any) -> tuple[Any, ...]:
     """A buffer as far as a tile instruction's plan depends on it (`Buffer.geometry_key`)."""
     return buf.geometry_key()
-
-
-def _span_key(r: Region) -> tuple[int, ...]:
-    """A region's bytes in a canonical form (one row or back-to-back rows: their hull)."""
-    if r.rows == 1 or r.stride == r.row_len:
-        return (r.lo, r.hi)
-    return (r.base, r.rows, r.row_len, r.stride)
 
 
 def _buffer_span(buf: Any) -> Region:
@@ -340,253 +219,11 @@ def _blocks_of(buf: Any) -> int:
     return buf.blocks
 
 
-def _byte_region(buf: Any, region: Region) -> Region:
-    """An element region of L1 buffer `buf` as a region of block-local L1 bytes."""
-    isz = buf.data.itemsize
-    return Region(buf.offset + region.base * isz, region.rows, region.row_len * isz,
-                  region.stride * isz)
-
-
-class _CopyGeometry:
-    """A bulk copy of a batch of blocks, as far as it is the same for all of them: the L1 tile
-    (one block-local offset and row stride) and the HBM tile shape; `starts` holds each
-    block's HBM start and `grid` their affine form (`_affine_grid`) when they have one. Only
-    built for well-formed, in-bounds copies (`of`)."""
-
-    __slots__ = ("l1", "hbm", "blocks", "l1_o", "starts", "grid", "rows", "row_len",
-                 "l1_stride", "hbm_stride")
-
-    def __init__(self, l1: Any, hbm: Any, blocks: int, l1_o: int, starts: list[int] | None,
-                 grid: tuple[int, int, int, int, int] | None, rows: int, row_len: int,
-                 l1_stride: int, hbm_stride: int):
-        self.l1, self.hbm, self.blocks, self.l1_o = l1, hbm, blocks, l1_o
-        self.starts, self.grid = starts, grid
-        self.rows, self.row_len = rows, row_len
-        self.l1_stride, self.hbm_stride = l1_stride, hbm_stride
-
-    @staticmethod
-    def of(kind: str, dst_b: Any, src_b: Any, ops: list[Any], blocks: int) -> _CopyGeometry | None:
-        """The geometry of a copy with per-block operands `ops`, or None when it is not one L1
-        tile for all blocks, or anything about it is unusual (the general path reports that)."""
-        dst_o, src_o, nbytes, rows, src_stride, dst_stride = ops
-        load = kind == "async_load"
-        l1, hbm = (dst_b, src_b) if load else (src_b, dst_b)
-        l1_o, hbm_o = (dst_o, src_o) if load else (src_o, dst_o)
-        l1_stride, hbm_stride = (dst_stride, src_stride) if load else (src_stride, dst_stride)
-        if l1.space != "local" or hbm.space != "global" or l1.data.dtype != hbm.data.dtype or \
-                isinstance(nbytes, np.ndarray) or isinstance(rows, np.ndarray) or \
-                isinstance(src_stride, np.ndarray) or isinstance(dst_stride, np.ndarray) or \
-                isinstance(l1_o, np.ndarray):
-            return None
-        nbytes, rows, l1_o = int(nbytes), int(rows), int(l1_o)
-        l1_stride, hbm_stride = int(l1_stride), int(hbm_stride)
-        itemsize = l1.data.itemsize
-        if rows <= 0 or nbytes <= 0 or nbytes % (rows * itemsize):
-            return None
-        row_len = nbytes // (rows * itemsize)
-        if rows > 1 and min(l1_stride, hbm_stride) < row_len:
-            return None
-        if l1_o < 0 or l1_o + (rows - 1) * l1_stride + row_len > l1.count:
-            return None
-        starts = hbm_o.tolist() if isinstance(hbm_o, np.ndarray) else [int(hbm_o)] * blocks
-        grid = _affine_grid(starts)
-        if grid is None:
-            lo, hi = min(starts), max(starts)
-        else:
-            n1, n2, lo, d1, d2 = grid
-            hi = lo + max(0, (n1 - 1) * d1) + max(0, (n2 - 1) * d2)
-            lo += min(0, (n1 - 1) * d1) + min(0, (n2 - 1) * d2)
-        if lo < 0 or hi + (rows - 1) * hbm_stride + row_len > hbm.count:
-            return None
-        return _CopyGeometry(l1, hbm, blocks, l1_o, starts, grid, rows, row_len, l1_stride,
-                             hbm_stride)
-
-    def l1_view(self, array: np.ndarray, split: int = 1) -> np.ndarray:
-        """Every block's L1 tile in `array` (the buffer's data, or its initialised flags,
-        indexed alike): (blocks, rows, row_len), or with `split` = n2 the blocks as an
-        (n1, n2) grid."""
-        step = array.strides[0]
-        bstride = self.l1.stride * step
-        shape = (self.rows, self.row_len)
-        strides = (self.l1_stride * step, step)
-        if split > 1:
-            shape = (self.blocks // split, split) + shape
-            strides = (split * bstride, bstride) + strides
-        else:
-            shape = (self.blocks,) + shape
-            strides = (bstride,) + strides
-        return _view(array, self.l1_o, shape, strides)
-
-    def hbm_dims(self) -> list[tuple[int, int]]:
-        """(extent, element stride) of each axis of the HBM tiles of the affine block grid."""
-        assert self.grid is not None
-        n1, n2, _, d1, d2 = self.grid
-        return [(n1, d1), (n2, d2), (self.rows, self.hbm_stride), (self.row_len, 1)]
-
-    def hbm_view(self) -> np.ndarray:
-        """(n1, n2, rows, row_len) view of the blocks' HBM tiles (block i * n2 + j at [i, j]),
-        strides possibly 0 or negative."""
-        data = self.hbm.data
-        step = data.strides[0]
-        dims = self.hbm_dims()
-        return _view(data, self.grid[2], tuple(e for e, _ in dims),  # type: ignore[index]
-                     tuple(s * step for _, s in dims))
-
-    def hbm_tile(self, start: int) -> np.ndarray:
-        """One block's (rows, row_len) HBM tile."""
-        data = self.hbm.data
-        step = data.strides[0]
-        return _view(data, start, (self.rows, self.row_len), (self.hbm_stride * step, step))
-
-    def hbm_regions(self) -> list[Region]:
-        return _distinct([Region(o, self.rows, self.row_len, self.hbm_stride)
-                          for o in self.block_starts()])
-
-    def block_starts(self) -> list[int]:
-        """Each block's HBM start (from the grid when a copy plan made the geometry)."""
-        if self.starts is None:
-            n1, n2, s0, d1, d2 = self.grid  # type: ignore[misc]
-            self.starts = [s0 + i * d1 + j * d2 for i in range(n1) for j in range(n2)]
-        return self.starts
-
-
-class _CopyPlan:
-    """What a batch copy instruction found the last time it ran with operands of this geometry
-    (buffers' places and sizes, every operand but the HBM offset): the copy's shape, its block
-    grid without the start, and the HBM offsets per lane relative to lane 0's (`lane_rel`,
-    None for a uniform offset). A later run whose per-lane offsets are the same pattern from
-    another start (the next k step, the next launch) skips `_per_block` and `_affine_grid`:
-    one comparison checks both that the offset is uniform in each block and that the blocks'
-    starts are the same affine grid. Plain numbers only: it holds no buffer."""
-
-    __slots__ = ("l1_o", "rows", "row_len", "l1_stride", "hbm_stride", "dims", "lane_rel",
-                 "lo_rel", "hi_rel", "l1_region", "span", "starts")
-
-    def __init__(self, geo: _CopyGeometry, lane_rel: np.ndarray | None, s0: int):
-        self.l1_o, self.rows, self.row_len = geo.l1_o, geo.rows, geo.row_len
-        self.l1_stride, self.hbm_stride = geo.l1_stride, geo.hbm_stride
-        self.lane_rel = lane_rel
-        n1, n2, g0, d1, d2 = geo.grid  # type: ignore[misc]
-        self.dims = (n1, n2, g0 - s0, d1, d2)
-        lo = g0 + min(0, (n1 - 1) * d1) + min(0, (n2 - 1) * d2)
-        hi = g0 + max(0, (n1 - 1) * d1) + max(0, (n2 - 1) * d2)
-        self.lo_rel = lo - s0
-        self.hi_rel = hi + (geo.rows - 1) * geo.hbm_stride + geo.row_len - s0
-        self.l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
-        self.span = _byte_region(geo.l1, self.l1_region)
-        # read-only offset vectors found to be the pattern (views.block_offset's, the same
-        # objects at every launch): id -> (the vector, its start); the entry holds the vector
-        self.starts: dict[int, tuple[np.ndarray, int]] = {}
-
-    def geometry(self, l1: Any, hbm: Any, blocks: int, hbm_o: Any) -> _CopyGeometry | None:
-        """The geometry for HBM offsets `hbm_o` (per lane or uniform), or None when they are
-        not the plan's pattern or leave the tensor."""
-        rel = self.lane_rel
-        if isinstance(hbm_o, np.ndarray):
-            known = self.starts.get(id(hbm_o))
-            if known is not None and known[0] is hbm_o:  # read-only: checked before
-                s0 = known[1]
-            else:
-                if rel is None or hbm_o.shape != rel.shape:
-                    return None
-                s0 = int(hbm_o[0])
-                if not (hbm_o - s0 == rel).all():
-                    return None
-                if not hbm_o.flags.writeable:
-                    if len(self.starts) >= 64:
-                        self.starts.clear()
-                    self.starts[id(hbm_o)] = (hbm_o, s0)
-        elif rel is not None:
-            return None
-        else:
-            s0 = int(hbm_o)
-        if s0 + self.lo_rel < 0 or s0 + self.hi_rel > hbm.count:
-            return None
-        n1, n2, g0, d1, d2 = self.dims
-        return _CopyGeometry(l1, hbm, blocks, self.l1_o, None, (n1, n2, s0 + g0, d1, d2),
-                             self.rows, self.row_len, self.l1_stride, self.hbm_stride)
-
-
-def _view(base: np.ndarray, start: int, shape: tuple[int, ...],
-          strides: tuple[int, ...]) -> np.ndarray:
-    """A writeable view of 1-D `base` from element `start` with byte `strides`. Through the
-    buffer protocol when `base` is contiguous: cheaper than `as_strided`, and NumPy checks that
-    every element lies inside `base`."""
-    if base.ndim == 1 and base.flags.c_contiguous:
-        return np.ndarray(shape, base.dtype, buffer=base, offset=start * base.itemsize,
-                          strides=strides)
-    return as_strided(base[start:], shape=shape, strides=strides, writeable=True)
-
-
-def _affine_grid(starts: list[int]) -> tuple[int, int, int, int, int] | None:
-    """(n1, n2, s0, d1, d2) with `starts[i * n2 + j] == s0 + i * d1 + j * d2`, or None.
-
-    The blocks of a batch come in row-major grid order, so HBM offsets computed from block ids
-    (`row0 * K + k0`, `k0 * N + col0`) are affine in (block row, block column): n2 is where the
-    first step of `starts` stops repeating. Plain Python: a batch has tens of blocks, too few
-    for NumPy's per-call cost to pay off."""
-    n = len(starts)
-    s0 = starts[0]
-    if n == 1:
-        return 1, 1, s0, 0, 0
-    d2 = starts[1] - s0
-    n2 = 2
-    while n2 < n and starts[n2] - starts[n2 - 1] == d2:
-        n2 += 1
-    if n2 == n:
-        return 1, n, s0, 0, d2
-    if n % n2:
-        return None
-    d1 = starts[n2] - s0
-    row = starts[:n2]
-    if starts != [x + i * d1 for i in range(n // n2) for x in row]:
-        return None
-    return n // n2, n2, s0, d1, d2
-
-
-def _l1_in_flight(inflight: dict[int, InFlight], byte_region: Region,
-                  access: str) -> InFlight | None:
-    """The first in-flight copy (in issue order) that an `access` ("read" / "write") of the
-    block-local L1 bytes `byte_region` conflicts with: a read conflicts with a load still
-    writing them, a write with any copy still using them."""
-    for copy in inflight.values():
-        if (access == "write" or copy.kind == "async_load") and \
-                any(r.overlaps(byte_region) for r in copy.l1_regions):
-            return copy
-    return None
-
-
-def _distinct_tiles(hbm_tiles: np.ndarray, grid: tuple[int, int, int, int, int]) -> np.ndarray:
-    """The (n1, n2, rows, row_len) HBM tiles of a load, or, when blocks share tiles (a grid
-    axis of stride 0: a row of C tiles shares its A tile), the distinct ones gathered into a
-    small contiguous array that broadcasts along that axis: the assignment into L1 then
-    copies whole contiguous tiles instead of one HBM row at a time."""
-    n1, n2, _, d1, d2 = grid
-    shared = (n1 > 1 and d1 == 0, n2 > 1 and d2 == 0)
-    if not any(shared):
-        return hbm_tiles
-    return np.ascontiguousarray(hbm_tiles[tuple(slice(0, 1) if s else slice(None)
-                                                for s in shared)])
-
-
-def _injective(dims: list[tuple[int, int]]) -> bool:
-    """Do the index tuples of a grid of (extent, stride) axes reach distinct addresses?
-
-    A sufficient test: taken by increasing stride, each axis (of extent > 1) must step past
-    every address the smaller axes reach (a mixed-radix numbering). Zero or negative strides
-    fail it."""
-    reach = 1  # addresses 0 .. reach - 1 are reachable by the axes taken so far
-    for extent, stride in sorted((d for d in dims if d[0] > 1), key=lambda d: d[1]):
-        if stride < reach:
-            return False
-        reach += (extent - 1) * stride
-    return True
-
-
 class BlockMemory:
     """L1, tile instructions and the other block-level operations of a lane vector."""
 
     # set by LaneContext.__init__
+    races: Any  # races.Races: the lane context's race checker (a part)
     count: int
     sites: list[Any]
     layout: Any
@@ -612,7 +249,8 @@ class BlockMemory:
         reset to fresh: saves allocating the arena, its shadow and the buffer views again."""
         self.l1_buffers, self.arenas = state
         for arena in self.arenas:
-            lazy = arena.blocks > 1 and arena.layout.tile_only and "lazy_l1" in self.steps
+            lazy = lazy_l1.applies(self.decisions.get(lazy_l1.Decision), arena.blocks,
+                                  arena.layout.tile_only)
             arena.reset(poison=not lazy)
             if lazy:
                 self.inflight.fresh = FreshL1(arena)
@@ -722,7 +360,7 @@ class BlockMemory:
             self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
-                self.race_read(buf, idx, mask, site)
+                self.races.race_read(buf, idx, mask, site)
             if self.inflight:
                 byte = _bytes(buf, idx)
                 for copy in list(self.inflight.values()):
@@ -744,7 +382,7 @@ class BlockMemory:
             self._settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
-                self.race_write(buf, idx, mask, site)
+                self.races.race_write(buf, idx, mask, site)
             if self.inflight:
                 byte = _bytes(buf, idx)
                 for copy in list(self.inflight.values()):
@@ -811,24 +449,17 @@ class BlockMemory:
                                       src_stride, dst_stride, site)]
         else:  # batch mode: every block of the vector copies its own tile
             raw = (dst_o, src_o, nbytes, rows, src_stride, dst_stride)
-            fast = None
-            planned = "planned_copy" in self.steps  # the plan selects the batched copy
-            if planned:
-                key = _plan_key(kind, dst_b, src_b, raw)
-                plan = self.arena.plans.get(key) if key is not None else None
-                geo = None
-                if plan is not None:
-                    l1, hbm, hbm_o = (dst_b, src_b, raw[1]) if kind == "async_load" else \
-                        (src_b, dst_b, raw[0])
-                    geo = plan.geometry(l1, hbm, blocks, hbm_o)
-                if geo is not None:
-                    fast = self._copy_geometry(kind, geo, plan.l1_region, plan.span, site)
-                    if fast is not None:
-                        return None if fast is _NO_TOKEN else fast
+            decision = self.decisions.get(batch_copy.Decision)  # the plan selects it
+            if decision is not None:
+                fast = batch_copy.copy_again(decision, self, kind, dst_b, src_b, raw, blocks,
+                                             site)
+                if fast is not None:
+                    return None if fast is _NO_TOKEN else fast
             ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
                    for v in raw]
-            if planned:
-                fast = self._copy_blocks_fast(kind, blocks, dst_b, src_b, ops, site, raw)
+            if decision is not None:
+                fast = batch_copy.copy_blocks(decision, self, kind, blocks, dst_b, src_b, ops,
+                                              site, raw)
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
             if self.inflight.lazy or self.inflight.fresh is not None:
@@ -854,85 +485,6 @@ class BlockMemory:
                             [_byte_region(src_b, r) for r in src_regions], dst_b, dst_regions)
         self.inflight[token] = copy
         return token
-
-    def _copy_blocks_fast(self, kind: str, blocks: int, dst_b: Any, src_b: Any, ops: list[Any],
-                          site: int, raw: tuple[Any, ...] | None = None) -> Any:
-        """Batch mode, the common shape: every block copies a tile of one geometry between the
-        same L1 offset and its own HBM offset. The checks run once for all blocks; the data
-        moves in one strided NumPy assignment when the blocks' HBM tiles form an affine grid
-        (`_affine_grid`; for a store also only if no two blocks write one element), otherwise
-        block by block.
-
-        Returns the token (`_NO_TOKEN` for tile_store), or None, having changed nothing, when
-        the shape is unusual or a check would fail: the general path then does the copy, or
-        reports the error, exactly as it always does."""
-        geo = _CopyGeometry.of(kind, dst_b, src_b, ops, blocks)
-        if geo is None:
-            return None
-        l1_region = Region(geo.l1_o, geo.rows, geo.row_len, geo.l1_stride)
-        span = _byte_region(geo.l1, l1_region)
-        key = _plan_key(kind, dst_b, src_b, raw) if raw is not None else None
-        hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
-        if key is not None and geo.grid is not None and \
-                (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (self.count,) or
-                 hbm_o.shape == (blocks,)):  # per lane, or per block (views.block_offset)
-            plans = self.arena.plans
-            if len(plans) >= 64:
-                plans.clear()
-            s0 = int(hbm_o[0]) if isinstance(hbm_o, np.ndarray) else int(hbm_o)  # type: ignore
-            rel = hbm_o - s0 if isinstance(hbm_o, np.ndarray) else None
-            plans[key] = _CopyPlan(geo, rel, s0)
-        return self._copy_geometry(kind, geo, l1_region, span, site)
-
-    def _copy_geometry(self, kind: str, geo: _CopyGeometry, l1_region: Region, span: Region,
-                       site: int) -> Any:
-        """The fast path's copy of a checked geometry (`_copy_blocks_fast`)."""
-        l1, load = geo.l1, kind == "async_load"
-        if len(self.inflight) and self._blocks_copy_hazard(geo, l1_region, load):
-            return None  # (len: copies in flight, not the lazy work)
-        if not load and l1.init is not None and not geo.l1_view(l1.init).all():
-            return None
-        lazy = self.inflight.lazy
-        if load and self.inflight.fresh is not None:
-            self.inflight.fresh.overwrite(span)
-        if lazy or self.inflight.fresh is not None:
-            if load:  # a lazy load of exactly these bytes is overwritten whole: forget it
-                key = _span_key(span)
-                lazy[:] = [lz for lz in lazy if lz.key[0] != key]
-                self._settle(span)
-            else:  # a store reads its L1 tile and writes HBM a lazy load may come from
-                self._settle(span, geo.hbm.data)
-        if geo.grid is not None and load:
-            lazy.append(LazyLoad(geo, span))
-        elif geo.grid is not None and _injective(geo.hbm_dims()):
-            geo.hbm_view()[...] = geo.l1_view(l1.data, geo.grid[1])
-        else:  # block by block, in block order (for stores: the last block's write wins)
-            l1_tiles = geo.l1_view(l1.data)
-            for b, start in enumerate(geo.block_starts()):
-                if load:
-                    l1_tiles[b] = geo.hbm_tile(start)
-                else:
-                    geo.hbm_tile(start)[...] = l1_tiles[b]
-        if load and l1.init is not None:
-            geo.l1_view(l1.init)[...] = True
-        if kind == "tile_store":
-            return _NO_TOKEN
-        token = self.counters["next_token"]
-        self.counters["next_token"] = token + 1
-        self.inflight[token] = InFlight(token, kind, site, l1, [span], geo.hbm, geo.hbm_regions)
-        return token
-
-    def _blocks_copy_hazard(self, geo: _CopyGeometry, l1_region: Region, load: bool) -> bool:
-        """Would some block's copy hit an in-flight copy (the general path's `_check_region`
-        on both sides)? Every block's L1 tile is at the same block-local bytes, so block 0's
-        stands for all; the HBM tiles matter only if a store to that tensor is in flight."""
-        if _l1_in_flight(self.inflight, _byte_region(geo.l1, l1_region),
-                         "write" if load else "read"):
-            return True
-        stores = [c for c in self.inflight.values()
-                  if c.kind == "async_store" and c.hbm is geo.hbm]
-        return bool(stores) and any(r.overlaps(h) for h in geo.hbm_regions() for c in stores
-                                    for r in c.hbm_regions)
 
     def _copy_one(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
                   rows: Any, src_stride: Any, dst_stride: Any, site: int,
@@ -1044,7 +596,8 @@ class BlockMemory:
         vals = np.broadcast_to(np.asarray(vals, dtype=buf.data.dtype), (blocks,))
         uniform = bool((starts == starts[0]).all())
         lazy = self.inflight.lazy
-        if uniform and "uniform_fill" in self.steps and n > 0 and (vals == vals[0]).all():
+        if uniform and uniform_fill.Decision in self.decisions and n > 0 and \
+                (vals == vals[0]).all():
             # every block fills the same elements with one value: a lazy fill, which replaces
             # lazy work on exactly these bytes and moves what overlaps them partly
             fill = LazyFill(buf, int(starts[0]), n, vals[0])
@@ -1084,7 +637,7 @@ class BlockMemory:
             return
         offs = [self._per_block(o, site, "operand") if isinstance(o, np.ndarray) else o
                 for o in (c_o, a_o, b_o)]
-        if "batched_mma" in self.steps and \
+        if batched_mma.Decision in self.decisions and \
                 not any(isinstance(o, np.ndarray) for o in offs) and \
                 self._mma_batched(blocks, (c_b, a_b, b_b), offs, m, n, k):
             return
@@ -1153,10 +706,11 @@ class BlockMemory:
             lazy.remove(fill)  # the mma writes every element of it and reads none
             start = fill.value
         self._settle(regions[0])  # C is read and written
-        found: dict[int, LazyLoad] = {}
+        found: dict[int, batch_copy.LazyLoad] = {}
         for i in (1, 2):
             key = (plan.keys[i], plan.dtypes[i])
-            lz = next((lz for lz in lazy if lz.key == key and isinstance(lz, LazyLoad)), None)
+            lz = next((lz for lz in lazy
+                       if lz.key == key and isinstance(lz, batch_copy.LazyLoad)), None)
             if lz is None:
                 self._settle(regions[i])
             else:
@@ -1195,8 +749,8 @@ class BlockMemory:
                    need_old: bool = True) -> Any:
         """Serialised in lane order: each lane sees the lower lanes' additions in `old`.
 
-        `need_old=False` (the plan's `atomic_totals`: the result has no use, the element an
-        integer) on an integer buffer: only the totals matter, and wrap-around integer
+        `need_old=False` (the atomics strategy's `totals_only`: the result has no use, the
+        element an integer) on an integer buffer: only the totals matter, and wrap-around integer
         addition is associative and commutative, so the additions are applied in any order
         (`np.add.at`); the result is then None. Floats keep the lane order, whose rounding the
         totals depend on."""
@@ -1223,7 +777,8 @@ class BlockMemory:
         # atomics do not race with each other: only in-flight / uninitialised checks apply
         self.check_read(buf, idx, None, site, race=False)
         self.check_write(buf, idx, None, site, race=False)
-        return _serialised_add(data, idx, vals[lanes], lanes, old, self.steps)
+        return atomics.serialised_add(data, idx, vals[lanes], lanes, old,
+                                      self.decisions.get(atomics.Decision))
 
     def _atomic_totals(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> None:
         """An integer atomic_add whose `old` values are not used: the same bounds, in-flight
@@ -1301,87 +856,6 @@ class BlockMemory:
             sys.stdout.write("\n".join(out) + "\n")
 
 
-_NO_TOKEN = object()
-
-
-def _serialised_add(data: np.ndarray, idx: np.ndarray, vals: np.ndarray, lanes: np.ndarray,
-                    old: np.ndarray, steps: frozenset[str] = frozenset()) -> np.ndarray:
-    """`data[idx[k]] += vals[k]` for k in lane order, one addition at a time, recording in
-    `old[lanes[k]]` the value each addition found; O(m log m) in the m = idx.size hits (a radix
-    sort: O(m) for addresses spanning fewer than 2^32 elements).
-
-    A stable sort groups the hits by address, lane order inside a group. Uncontended hits are
-    one gather and one scatter. For integers a running sum over all the sorted hits, minus its
-    value at each group's start, is each hit's offset from its address's value: exact, because
-    wrap-around addition is associative (arithmetic modulo 2^bits). Floating-point addition is
-    not, so contended groups are laid out as rows of a matrix, the address's current value in
-    column 0 and its additions after it in lane order, and `np.add.accumulate(axis=1)` computes
-    the rows' running sums: accumulate applies the element type's addition one step at a time
-    (no reassociation, no wider accumulator: float16 rounds at every step), so each prefix is
-    bit for bit what the sequential additions give. Rows are bucketed by length rounded up to a
-    power of two, so padding at most doubles the work and there are at most log2(m) + 1 buckets.
-    """
-    order = _stable_order(idx)
-    s_idx = idx[order]
-    new_group = np.empty(s_idx.size, dtype=bool)
-    new_group[0] = True
-    np.not_equal(s_idx[1:], s_idx[:-1], out=new_group[1:])
-    starts = np.flatnonzero(new_group)
-    # `steps`: the run-time steps the plan selected (planning.STEPS); each is checked here
-    # against the data (every address hit once; an integer element)
-    if "atomic_unique" in steps and starts.size == s_idx.size:  # no order to respect
-        old[lanes] = data[idx]
-        data[idx] = data[idx] + vals
-        return old
-    s_val = vals[order]
-    s_lane = lanes[order]
-    addr = s_idx[starts]
-    dtype = data.dtype
-    if "atomic_prefix" in steps and dtype.kind in "iu":
-        running = np.cumsum(s_val, dtype=dtype)           # wraps like the additions do
-        before = running - s_val                          # sum of the earlier sorted hits
-        group = np.cumsum(new_group) - 1
-        at_start = before[starts]
-        old[s_lane] = data[s_idx] + (before - at_start[group])
-        ends = np.append(starts[1:], s_idx.size) - 1
-        data[addr] = data[addr] + (running[ends] - at_start)
-        return old
-    lengths = np.diff(np.append(starts, s_idx.size))
-    group = np.cumsum(new_group) - 1                     # group of each sorted hit
-    rank = np.arange(s_idx.size) - starts[group]         # position in its group (lane order)
-    width_class = np.zeros(lengths.size, dtype=np.int64)  # ceil(log2(length))
-    np.ceil(np.log2(lengths), out=width_class, casting="unsafe")
-    hit_class = width_class[group]
-    row_of = np.empty(lengths.size, dtype=np.int64)
-    for w in np.unique(width_class):
-        groups = np.flatnonzero(width_class == w)
-        row_of[groups] = np.arange(groups.size)
-        width = (1 << int(w)) + 1
-        rows = np.zeros(groups.size * width, dtype=dtype)  # row-major (groups, width)
-        rows[::width] = data[addr[groups]]
-        hits = np.flatnonzero(hit_class == w)
-        at = row_of[group[hits]] * width + rank[hits]
-        rows[at + 1] = s_val[hits]
-        sums = np.add.accumulate(rows.reshape(groups.size, width), axis=1, dtype=dtype).ravel()
-        old[s_lane[hits]] = sums[at]
-        data[addr[groups]] = sums[np.arange(groups.size) * width + lengths[groups]]
-    return old
-
-
-def _stable_order(idx: np.ndarray) -> np.ndarray:
-    """`np.argsort(idx, kind="stable")`, through 16-bit keys (NumPy radix-sorts those) when
-    the addresses span fewer than 2^32 elements: one or two O(m) passes instead of a merge."""
-    lo = int(idx.min())
-    span = int(idx.max()) - lo
-    if span >= 1 << 32:
-        return np.argsort(idx, kind="stable")
-    key = idx - lo
-    if span < 1 << 16:
-        return np.argsort(key.astype(np.uint16), kind="stable")
-    low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
-    return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
-
-
 def _mma_result(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """C + A @ B in the accumulator type (f16/bf16 inputs widened exactly; f16 accumulators
     computed in f32 and rounded once). Works on single tiles and on stacks of tiles."""
@@ -1401,14 +875,6 @@ def _mma_accumulate(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
         np.add(c, a @ b, out=c)
     else:
         c[...] = _mma_result(c, a, b)
-
-
-def _distinct(regions: list[Region]) -> list[Region]:
-    """Regions without repeats (every block of a batch usually copies the same L1 slots)."""
-    seen: dict[tuple[int, int, int, int], Region] = {}
-    for r in regions:
-        seen.setdefault((r.base, r.rows, r.row_len, r.stride), r)
-    return list(seen.values())
 
 
 def _py(v: Any) -> Any:

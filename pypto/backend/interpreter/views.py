@@ -27,68 +27,27 @@ indices, as from the general path.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.edges import store_edges
-from pypto.backend.interpreter.geometry import box_injective, box_size, geometry
+from pypto.backend.interpreter.caches import LIMITS, RunCache
+from pypto.backend.interpreter.affine import (Box, Part, box_injective, box_size, box_view,
+                                              same_outcome, vector_box, wrap64)
+from pypto.backend.interpreter.strategies import broadcast, tail2d
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.races import pattern_summary
 
 Mask = Any
-
-Part = tuple[tuple[int, int, int, int, int, int, int, int, int], int]
-"""((rest, c_l0, c_l1, c_l2, c_b0, c_b1, c_b2, c_w, c_n), width in bits)."""
-
-Box = tuple[list[tuple[str, int, int, int]], tuple[int, int, int], tuple[int, int, int]]
-"""(axes, first block's coords, first lane's local coords): each axis is (kind "b"/"l",
-coordinate, length, block-index step), slowest first."""
-
-_M64 = 1 << 64
-
-
-def _wrap64(x: int) -> int:
-    return (x + (1 << 63)) % _M64 - (1 << 63)
-
-
-def subbox(start: int, count: int, dims: tuple[int, int, int]) -> \
-        tuple[list[tuple[int, int]], tuple[int, int, int]] | None:
-    """Linear positions start..start+count-1 of a row-major box of `dims` (x fastest) as a
-    sub-box: ([(coordinate, length)] slowest first, coordinates of `start`), or None when they
-    are not one."""
-    coords = (start % dims[0], (start // dims[0]) % dims[1], start // (dims[0] * dims[1]))
-    axes: list[tuple[int, int]] = []
-    inner = 1
-    for i, d in enumerate(dims):
-        if inner == count:
-            break
-        if d == 1:
-            continue
-        if start % (inner * d) == 0 and count % (inner * d) == 0:
-            axes.append((i, d))
-            inner *= d
-            continue
-        if count % inner or start % inner:
-            return None
-        m = count // inner
-        if coords[i] + m > d:
-            return None
-        axes.append((i, m))
-        inner *= m
-        break
-    if inner != count:
-        return None
-    return axes[::-1], coords
 
 
 class PlannedAccess:
     """Loads and stores of planned accesses (plan.py); mixed into `LaneContext`."""
 
     # provided by LaneContext and its other mixins
+    races: Any  # races.Races: the lane context's race checker (a part)
     count: int
     block: tuple[int, int, int]
     grid: tuple[int, int, int]
@@ -97,8 +56,9 @@ class PlannedAccess:
     local_base: int
     warp_size: int
     inflight: dict[int, Any]
+    cache: RunCache
     _ids: dict[str, Any]
-    steps: frozenset[str]
+    decisions: dict[type, Any]  # the variant's strategy decisions by kind (strategies/)
 
     def plan_box(self) -> Box | None:
         """The vector's lanes as a box (see the module docstring), computed once per vector;
@@ -109,33 +69,7 @@ class PlannedAccess:
         return box
 
     def _make_box(self) -> Box | None:
-        lanes = self.block_lanes
-        if self.first_lane % lanes == 0 and self.count % lanes == 0:
-            blocks = subbox(self.first_lane // lanes, self.count // lanes, self.grid)
-            if blocks is None:
-                return None
-            b_axes, b0 = blocks
-            l_axes = [(i, d) for i, d in ((2, self.block[2]), (1, self.block[1]),
-                                          (0, self.block[0])) if d > 1]
-            l0 = (0, 0, 0)
-        elif self.local_base + self.count <= lanes:
-            b = self.first_lane // lanes
-            gx, gy, _ = self.grid
-            b_axes, b0 = [], (b % gx, (b // gx) % gy, b // (gx * gy))
-            inner = subbox(self.local_base, self.count, self.block)
-            if inner is None:
-                return None
-            l_axes, l0 = inner
-        else:
-            return None
-        axes: list[tuple[str, int, int, int]] = []
-        step = 1
-        for i, n in reversed(b_axes):
-            axes.append(("b", i, n, step))
-            step *= n
-        axes.reverse()
-        axes += [("l", i, n, 0) for i, n in l_axes]
-        return axes, b0, l0
+        return vector_box(self.first_lane, self.count, self.grid, self.block)
 
     def _plan_view(self, buf: Buffer, parts: tuple[Part, ...]) -> \
             tuple[int, list[int], list[int], int, int] | None:
@@ -147,76 +81,16 @@ class PlannedAccess:
         if box is None:
             return None
         key = (parts, buf.stride, box[1], box[2], tuple(box[0]), self.block, self.warp_size)
-        known = _VIEWS.get(key, False)
+        views = self.cache.views
+        known = views.get(key, False)
         if known is False:
-            if len(_VIEWS) >= _VIEWS_MAX:
-                _VIEWS.clear()
-            known = _VIEWS[key] = self._make_view(box, buf.stride, parts)
+            known = self.cache.remember_value(
+                views, key, box_view(box, buf.stride, parts, self.block, self.warp_size),
+                LIMITS["views"])
         if known is None:
             return None
         base, shape, strides, lo, hi = known
         return base, list(shape), list(strides), lo, hi
-
-    def _make_view(self, box: Box, stride: int, parts: tuple[Part, ...]) -> \
-            tuple[int, tuple[int, ...], tuple[int, ...], int, int] | None:
-        """`_plan_view` for buffers whose blocks' copies are `stride` elements apart."""
-        axes, b0, l0 = box
-        if axes and axes[-1][0] == "n":
-            return _warp_window_view(box, stride, parts, self.warp_size)
-        bx, by, _ = self.block
-        ws = self.warp_size
-        lin = (1, bx, bx * by)
-        # the box's local linear ids span [first, last]: warp and lane-in-warp bounds
-        first = l0[0] + bx * l0[1] + bx * by * l0[2]
-        last = first + sum(lin[i] * (n - 1) for kind, i, n, _ in axes if kind == "l")
-        w_lo, w_hi = first // ws, last // ws
-        n_lo, n_hi = (first % ws, last % ws) if w_lo == w_hi else (0, ws - 1)
-        strides = [0] * len(axes)
-        base = 0
-        cw_all = cn_all = 0
-        for (rest, c0, c1, c2, d0, d1, d2, cw, cn), width in parts:
-            cl = (c0, c1, c2)
-            cb = (d0, d1, d2)
-            pbase = rest + cb[0] * b0[0] + cb[1] * b0[1] + cb[2] * b0[2] + \
-                cl[0] * l0[0] + cl[1] * l0[1] + cl[2] * l0[2]
-            lo = hi = pbase
-            for j, (kind, i, n, _) in enumerate(axes):
-                s = cb[i] if kind == "b" else cl[i]
-                strides[j] += s
-                ext = s * (n - 1)
-                if ext < 0:
-                    lo += ext
-                else:
-                    hi += ext
-            for c, a, b in ((cw, w_lo, w_hi), (cn, n_lo, n_hi)):  # bounds, for the wrap test
-                lo += min(c * a, c * b)
-                hi += max(c * a, c * b)
-            lim = 1 << (width - 1)
-            if lo < -lim or hi >= lim:
-                return None  # the program's offset may wrap: let it
-            base += pbase
-            cw_all += cw
-            cn_all += cn
-        shape = [n for _, _, n, _ in axes]
-        if cw_all or cn_all:  # warp * ws + lane is the linear local id
-            if cw_all == ws * cn_all:
-                base += cn_all * first
-                for j, (kind, i, _, _) in enumerate(axes):
-                    if kind == "l":
-                        strides[j] += cn_all * lin[i]
-            else:
-                # other multiples of warp and lane (`red + warp * 32`, `sums + warp`): the
-                # lanes of a 1-D block seen as (warps, lanes in the warp), one axis each
-                last_l = axes[-1] if axes else None
-                n_l = sum(1 for kind, *_ in axes if kind == "l")
-                if n_l != 1 or last_l is None or last_l[0] != "l" or \
-                        self.block[1] * self.block[2] != 1 or first % ws or last_l[2] % ws:
-                    return None
-                c = strides[-1]
-                strides = strides[:-1] + [c * ws + cw_all, c + cn_all]
-                shape = shape[:-1] + [last_l[2] // ws, ws]
-                base += cw_all * (first // ws)
-        return _finish_box(base, shape, strides, axes, stride)
 
     def _indices(self, base: int, shape: list[int], strides: list[int],
                  dtype: Any = np.int64) -> np.ndarray:
@@ -245,12 +119,12 @@ class PlannedAccess:
                     cached = facts.get(("pattern", key))  # the branch's accesses share its mask
                     if cached is None:
                         local, lanes = known[0][row], known[1][row]
-                        summary = _summary(local, lanes, self.warp_size)
+                        summary = _summary(self.cache, local, lanes, self.warp_size)
                         cached = facts[("pattern", key)] = ((local, lanes, *summary),
                                                             (key, row.tobytes()))
                     known, key = cached
                 if known is not False and \
-                        self.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
+                        self.races.race_pattern(buf, known, site, write, key):  # type: ignore[attr-defined]
                     return
             elif self._masked_pattern(buf, base, shape, strides, mask, site, write):
                 return
@@ -275,7 +149,7 @@ class PlannedAccess:
         if order is False:
             return False  # two lanes on one element
         nb = self.count // local.size
-        return self.race_pattern_masked(  # type: ignore[attr-defined]
+        return self.races.race_pattern_masked(  # type: ignore[attr-defined]
             buf, known, order, mask.reshape(nb, local.size), site, write, key)
 
     def _mask_row(self, mask: Mask, shape: list[int]) -> Any:
@@ -324,7 +198,7 @@ class PlannedAccess:
         local = self._indices(base, l_shape, l_strides)
         lanes = self._indices(first, l_shape, l_steps)
         ws = self.warp_size
-        summary = _summary(local, lanes, ws)
+        summary = _summary(self.cache, local, lanes, ws)
         return (local, lanes, *summary)
 
     def plan_offsets(self, parts: tuple[Part, ...]) -> Any:
@@ -332,10 +206,10 @@ class PlannedAccess:
         to its width, exactly the values the program's arithmetic gives."""
         total: Any = np.int64(0)
         for (rest, *coef), width in parts:
-            acc: Any = np.int64(_wrap64(rest))
+            acc: Any = np.int64(wrap64(rest))
             for c, sym in zip(coef, ("l0", "l1", "l2", "b0", "b1", "b2", "w", "n")):
                 if c:
-                    acc = acc + np.int64(_wrap64(c)) * self._symbol(sym)
+                    acc = acc + np.int64(wrap64(c)) * self._symbol(sym)
             if width == 32:
                 acc = acc.astype(np.int32) if isinstance(acc, np.ndarray) else np.int32(acc)
             total = total + acc
@@ -374,10 +248,10 @@ class PlannedAccess:
         coords = (blin % gx, (blin // gx) % gy, blin // (gx * gy))
         total: Any = np.int64(0)
         for (rest, _, _, _, d0, d1, d2, _, _), width in parts:
-            acc: Any = np.int64(_wrap64(rest))
+            acc: Any = np.int64(wrap64(rest))
             for c, coord in zip((d0, d1, d2), coords):
                 if c:
-                    acc = acc + np.int64(_wrap64(c)) * coord
+                    acc = acc + np.int64(wrap64(c)) * coord
             if width == 32:
                 acc = acc.astype(np.int32) if isinstance(acc, np.ndarray) else np.int32(acc)
             total = total + acc
@@ -403,13 +277,13 @@ class PlannedAccess:
             # every vector of this shape, so its outcome and lane window are found once
             lanes = self.block_lanes
             if max(abs(c) for c in (rest, c0, c1, c2, cw, cn)) < 2**40 and lanes < 2**20:
-                return geometry(("form_cmp", op, part, bound, self.block, self.count,
+                return self.cache.geometry(("form_cmp", op, part, bound, self.block, self.count,
                                  self.warp_size),
                                 lambda: np.tile(self._block_cmp(op, part, bound),
                                                 self.count // lanes))
         if pv is not None:
             lo, hi, base, shape, strides = pv
-            outcome = _same_outcome(op, lo, hi, bound)
+            outcome = same_outcome(op, lo, hi, bound)
             if outcome is not None:
                 return self.same_mask(outcome)  # type: ignore[attr-defined]
             dtype = np.int32 if -2**31 <= lo and hi < 2**31 else np.int64
@@ -570,10 +444,13 @@ class PlannedAccess:
             if buf.watched() or self.inflight:
                 self._check(buf, base, shape, strides, mask, site, False)
             v = _view(data, base, shape, strides, False)
-            if "uniform_broadcast" in self.steps and 0 in strides:
-                one = _one_value(v, strides, max(1, self.count // self.block_lanes))
-                if one is not None:
-                    return one
+            if 0 in strides:
+                decision = self.decisions.get(broadcast.Decision)
+                if decision is not None:
+                    one = broadcast.one_value(decision, v, strides,
+                                              max(1, self.count // self.block_lanes))
+                    if one is not None:
+                        return one
             out = v.reshape(-1)
             if not view and np.may_share_memory(out, data):
                 out = out.copy()
@@ -712,12 +589,12 @@ class PlannedAccess:
         if buf.shadow is None or buf.init is not None or self.inflight:
             return False
         local, lanes = known[0][cols], known[1][cols]
-        summary = _summary(local, lanes, self.warp_size)
+        summary = _summary(self.cache, local, lanes, self.warp_size)
         order = _order(local, summary[0])
         if order is False:
             return False
         nb = mask.size // cols.size
-        return self.race_pattern_masked(  # type: ignore[attr-defined]
+        return self.races.race_pattern_masked(  # type: ignore[attr-defined]
             buf, (local, lanes, *summary), order, mask.reshape(nb, -1)[:, cols], site, True,
             ("active", local.tobytes(), lanes.tobytes()))
 
@@ -733,18 +610,19 @@ class PlannedAccess:
             box = self.plan_box()
             assert box is not None
             box_key = (tuple(box[0]), box[2], self.block, self.warp_size)
-            box_id = _BOX_IDS.get(box_key)
+            cache = self.cache
+            box_id = cache.box_ids.get(box_key)
             if box_id is None:
-                if len(_BOX_IDS) >= _SUMMARIES_MAX:
-                    _BOX_IDS.clear()
-                box_id = _BOX_IDS[box_key] = next(_NUMBERS)
+                box_id = cache.remember_value(cache.box_ids, box_key, next(cache.numbers),
+                                              LIMITS["box_ids"])
             self._ids["box_id"] = box_id
         key = (base, tuple(shape), tuple(strides), buf.stride, box_id)
-        entry = _PATTERNS.get(key)
+        patterns = self.cache.patterns
+        entry = patterns.get(key)
         if entry is None:
-            if len(_PATTERNS) >= _SUMMARIES_MAX:
-                _PATTERNS.clear()
-            entry = _PATTERNS[key] = (self._pattern(buf, base, shape, strides), next(_NUMBERS))
+            entry = self.cache.remember_value(
+                patterns, key, (self._pattern(buf, base, shape, strides), next(self.cache.numbers)),
+                LIMITS["patterns"])
         return entry
 
     def store_plan(self, buf: Buffer, parts: tuple[Part, ...], value: Any, mask: Mask,
@@ -761,7 +639,9 @@ class PlannedAccess:
         if not box_injective(shape, strides):  # lanes collide, unless the mask keeps them apart
             trimmed = self._trim(pv, mask, buf)
             if trimmed is None or not box_injective(trimmed[1], trimmed[2]):
-                if not store_edges(self, buf, pv, value, mask, site):  # 2-D tails (edges.py)
+                decision = self.decisions.get(tail2d.Decision)  # 2-D tails (strategies/tail2d.py)
+                if decision is None or \
+                        not tail2d.store_edges(decision, self, buf, pv, value, mask, site):
                     self.store(buf, self.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
             self._store_cut(buf, pv, trimmed, value, mask, site)
@@ -823,67 +703,6 @@ class PlannedAccess:
                 data[idx[r][sel]] = vals[r][sel] if isinstance(value, np.ndarray) else value
 
 
-_VIEWS: dict[tuple[Any, ...], Any] = {}
-"""`PlannedAccess._plan_view` by forms, block-copy stride and box: the same in every vector
-and launch of one shape (a loop's accesses repeat it every trip)."""
-_VIEWS_MAX = 4096
-_SUMMARIES: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
-_SUMMARIES_MAX = 256
-_PATTERNS: dict[tuple[Any, ...], Any] = {}
-_BOX_IDS: dict[tuple[Any, ...], int] = {}
-"""Numbers of the vector boxes (plan_box) seen, by value; with _NUMBERS, never reused."""
-_NUMBERS = itertools.count(1)
-"""Race patterns of planned accesses (PlannedAccess._pattern) by access and vector shape."""
-
-
-def _warp_window_view(box: Box, stride: int, parts: tuple[Part, ...], ws: int) -> \
-        tuple[int, tuple[int, ...], tuple[int, ...], int, int] | None:
-    """`_make_view` for the box of a 2-D lane window (windows.WarpWindowContext: block axes,
-    then warps, then lanes in the warp, in 1-D blocks): the local id is `warp * ws + lane`,
-    so each part's stride is `c_l0 * ws + c_w` along the warps and `c_l0 + c_n` along the
-    lanes; the same bounds (wrap-around) test as `_make_view`."""
-    axes, b0, l0 = box
-    w0, n0 = divmod(l0[0], ws)
-    strides = [0] * len(axes)
-    base = 0
-    for (rest, c0, _, _, d0, d1, d2, cw, cn), width in parts:
-        cb = (d0, d1, d2)
-        pbase = rest + d0 * b0[0] + d1 * b0[1] + d2 * b0[2] + c0 * l0[0] + cw * w0 + cn * n0
-        lo = hi = pbase
-        for j, (kind, i, n, _) in enumerate(axes):
-            s = cb[i] if kind == "b" else c0 * ws + cw if kind == "w" else c0 + cn
-            strides[j] += s
-            ext = s * (n - 1)
-            if ext < 0:
-                lo += ext
-            else:
-                hi += ext
-        lim = 1 << (width - 1)
-        if lo < -lim or hi >= lim:
-            return None  # the program's offset may wrap: let it
-        base += pbase
-    return _finish_box(base, [n for _, _, n, _ in axes], strides, axes, stride)
-
-
-def _finish_box(base: int, shape: list[int], strides: list[int], axes: Any,
-                stride: int) -> tuple[int, tuple[int, ...], tuple[int, ...], int, int]:
-    """A box's (base, shape, strides, lowest, highest element): the bounds from the strides
-    within one block's copy, then each block axis moved by the copies' `stride` (batch mode,
-    L1: block b's copy starts at element b * stride)."""
-    lo = hi = base
-    for s, n in zip(strides, shape):
-        ext = s * (n - 1)
-        if ext < 0:
-            lo += ext
-        else:
-            hi += ext
-    if stride:
-        for j, (kind, _, _, step) in enumerate(axes):
-            if kind == "b":
-                strides[j] += stride * step
-    return base, tuple(shape), tuple(strides), lo, hi
-
-
 def _view(data: np.ndarray, base: int, shape: Any, strides: Any, writeable: bool) -> np.ndarray:
     """`as_strided(data[base:], shape, strides in elements, writeable)`, made directly as an
     ndarray over `data`'s buffer (a third of as_strided's cost; a view is made for every
@@ -913,30 +732,16 @@ def _order(local: np.ndarray, elems: Any) -> Any:
     return np.argsort(local, kind="stable")
 
 
-def _summary(local: np.ndarray, lanes: np.ndarray, ws: int) -> tuple[np.ndarray, ...]:
+def _summary(cache: RunCache, local: np.ndarray, lanes: np.ndarray,
+             ws: int) -> tuple[np.ndarray, ...]:
     """races.pattern_summary, memoised by content (a kernel has few distinct patterns; every
     vector and launch of the same shape reuses them)."""
     key = (local.tobytes(), lanes.tobytes(), ws)
-    value = _SUMMARIES.get(key)
+    value = cache.summaries.get(key)
     if value is None:
-        if len(_SUMMARIES) >= _SUMMARIES_MAX:
-            _SUMMARIES.clear()
-        value = _SUMMARIES[key] = pattern_summary(local, lanes, ws)
+        value = cache.remember_value(cache.summaries, key, pattern_summary(local, lanes, ws),
+                                     LIMITS["summaries"])
     return value
-
-
-def _one_value(v: np.ndarray, strides: list[int], blocks: int) -> Any:
-    """The element every lane of view `v` reads, as a scalar of its dtype, when its distinct
-    elements (the axes of nonzero stride) are at most one per block (`blocks` of them) and all
-    hold the same bits (NaN payloads and the sign of zero included); else None."""
-    sub = v[tuple(slice(None) if s else 0 for s in strides)]
-    if sub.size > blocks or sub.size * 8 > v.size or v.dtype.itemsize not in (1, 2, 4, 8):
-        return None
-    first = sub.reshape(-1)[:1]
-    bits = np.dtype(f"u{v.dtype.itemsize}")
-    if sub.size > 1 and not (sub.view(bits) == first.view(bits)[0]).all():
-        return None
-    return first[0]
 
 
 class PerBlock(np.ndarray):
@@ -950,22 +755,3 @@ class _NoBuffer:
 
 
 _NO_BUFFER: Any = _NoBuffer()
-
-
-def _same_outcome(op: str, lo: int, hi: int, u: int) -> bool | None:
-    """The outcome of `x OP u` if it is the same for every x in lo..hi, else None."""
-    if op == "<":
-        return True if hi < u else False if lo >= u else None
-    if op == "<=":
-        return True if hi <= u else False if lo > u else None
-    if op == ">":
-        return True if lo > u else False if hi <= u else None
-    if op == ">=":
-        return True if lo >= u else False if hi < u else None
-    if u < lo or u > hi:
-        return op == "!="
-    if op == "==" and lo == hi == u:
-        return True
-    if op == "!=" and lo == hi == u:
-        return False
-    return None

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
-from pypto.backend.interpreter.geometry import geometry
-from pypto.backend.interpreter.lanes import LaneContext, Mask, _i32, ramp
+from pypto.backend.interpreter.lanes import LaneContext, Mask, _i32
+from pypto.backend.interpreter.races import RaceChecker
 
 WINDOW_MIN_SAVING = 2
 """Run a branch on a window of lanes only when it holds at most 1/WINDOW_MIN_SAVING of them."""
@@ -113,10 +113,11 @@ class WindowContext(LaneContext):
         self.width = last - first
         self.blocks = parent.count // parent.block_lanes
         self.count = self.blocks * self.width
-        self.ramp = ramp(self.count)
+        self.ramp = self.cache.ramp(self.count)
         self._ids = {}
         self._mask_cache = None
         self.__dict__.pop("_race_lanes", None)
+        self.races = RaceChecker(self)  # its own: the window's lanes and ids
 
     @property
     def arena(self) -> Any:
@@ -132,7 +133,7 @@ class WindowContext(LaneContext):
 
     def _pos_local(self) -> tuple[np.ndarray, np.ndarray]:
         """(block index within the vector, block-local lane id) per position."""
-        return geometry(("window", self.blocks, self.block_lanes, self.first, self.width),
+        return self.cache.geometry(("window", self.blocks, self.block_lanes, self.first, self.width),
                         lambda: (np.repeat(np.arange(self.blocks, dtype=np.int64), self.width),
                                  np.tile(np.arange(self.first, self.first + self.width,
                                                    dtype=np.int64), self.blocks)))
@@ -165,7 +166,7 @@ class WindowContext(LaneContext):
         return self._pos_local()[0]
 
     def block_base(self, stride: int) -> np.ndarray:
-        return geometry(("wbase", stride, self.blocks, self.block_lanes, self.first, self.width),
+        return self.cache.geometry(("wbase", stride, self.blocks, self.block_lanes, self.first, self.width),
                         lambda: self.lane_block * stride)
 
     def _lanes_and_warps(self, mask: Mask) -> tuple[np.ndarray, np.ndarray]:
@@ -248,7 +249,7 @@ class WarpWindowContext(WindowContext):
         self.lanes_in_warp = (n_lo, n_hi)
         self.width = (w_hi - w_lo) * (n_hi - n_lo)
         self.count = self.blocks * self.width
-        self.ramp = ramp(self.count)
+        self.ramp = self.cache.ramp(self.count)
 
     def _cols(self) -> np.ndarray:
         """Block-local ids of the window's lanes, in order."""
@@ -257,13 +258,13 @@ class WarpWindowContext(WindowContext):
                 np.arange(n_lo, n_hi, dtype=np.int64)).reshape(-1)
 
     def _pos_local(self) -> tuple[np.ndarray, np.ndarray]:
-        return geometry(("warp_window", self.blocks, self.block_lanes, self.warps,
+        return self.cache.geometry(("warp_window", self.blocks, self.block_lanes, self.warps,
                          self.lanes_in_warp, self.warp_size),
                         lambda: (np.repeat(np.arange(self.blocks, dtype=np.int64), self.width),
                                  np.tile(self._cols(), self.blocks)))
 
     def block_base(self, stride: int) -> np.ndarray:
-        return geometry(("wwbase", stride, self.blocks, self.block_lanes, self.warps,
+        return self.cache.geometry(("wwbase", stride, self.blocks, self.block_lanes, self.warps,
                          self.lanes_in_warp), lambda: self.lane_block * stride)
 
     def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

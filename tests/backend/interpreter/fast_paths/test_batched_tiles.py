@@ -17,14 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from tests.profiles import examples
 
 import pypto as pto
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
-from pypto.backend.interpreter.tiles import _affine_grid, _injective
 from tests.conftest import from_device, to_device
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "examples"))
@@ -239,39 +235,6 @@ def test_batched_mma_is_the_tiled_reference_bit_for_bit(m, n, k, t, pipeline, fa
     out = from_device(tensors)[2]
     ref = tiled_matmul_reference(a, b, t)
     assert np.array_equal(out.view(np.uint32), ref.view(np.uint32))
-
-
-# the pure helpers ------------------------------------------------------------------------------
-
-@settings(max_examples=examples(60, 200), deadline=None)
-@given(st.integers(1, 6), st.integers(1, 6), st.integers(-50, 50), st.integers(-9, 9),
-       st.integers(-9, 9), st.one_of(st.none(), st.integers(0, 35), ), st.integers(-3, 3))
-def test_affine_grid_finds_the_grid_or_refuses(n1, n2, s0, d1, d2, poke, delta):
-    starts = [s0 + i * d1 + j * d2 for i in range(n1) for j in range(n2)]
-    if poke is not None and poke < len(starts):
-        starts[poke] += delta
-    grid = _affine_grid(starts)
-    if grid is None:  # refused: then no (n1', n2') split describes the list
-        for a in range(1, len(starts) + 1):
-            if len(starts) % a:
-                continue
-            b = len(starts) // a
-            e1 = starts[b] - starts[0] if a > 1 else 0
-            e2 = starts[1] - starts[0] if b > 1 else 0
-            assert starts != [starts[0] + i * e1 + j * e2 for i in range(a) for j in range(b)]
-        return
-    g1, g2, t0, e1, e2 = grid
-    assert g1 * g2 == len(starts)
-    assert starts == [t0 + i * e1 + j * e2 for i in range(g1) for j in range(g2)]
-
-
-@settings(max_examples=examples(100, 300), deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 4), st.integers(-6, 12)), min_size=1, max_size=4))
-def test_injective_never_claims_a_collision_free_grid_that_collides(dims):
-    addresses = [sum(i * s for i, (_, s) in zip(idx, dims))
-                 for idx in itertools.product(*(range(e) for e, _ in dims))]
-    if _injective(dims):
-        assert len(set(addresses)) == len(addresses)
 
 
 @pto.kernel

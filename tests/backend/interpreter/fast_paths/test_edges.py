@@ -1,4 +1,4 @@
-"""2-D tails (edges.py): a 2-D launch whose last block column / row is partial, guarded by
+"""2-D tails (strategies/tail2d.py): a 2-D launch whose last block column / row is partial, guarded by
 `if r < h and c < w`, stores its whole blocks as one unmasked view and scatters the partial
 edge blocks. Checked: the split is taken (no general-path offsets), and every result equals
 NumPy and the general path (`FAST_PATHS.on = False`) bit for bit, under every schedule;
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import pypto as pto
-from pypto.backend.interpreter import edges, views
+from pypto.backend.interpreter import views
+from pypto.backend.interpreter.strategies import tail2d
 from pypto.backend.interpreter import executor as executor_mod
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from tests.conftest import run_kernel
@@ -32,13 +33,13 @@ def taken(monkeypatch):
     """Records what the planned stores did: store_edges' outcomes, and how many times the
     general path's offsets were computed."""
     seen = {"edges": [], "offsets": 0}
-    orig = edges.store_edges
+    orig = tail2d.store_edges
 
     def store_edges(*a, **kw):
         done = orig(*a, **kw)
         seen["edges"].append(done)
         return done
-    monkeypatch.setattr(views, "store_edges", store_edges)
+    monkeypatch.setattr(tail2d, "store_edges", store_edges)
     orig_offsets = views.PlannedAccess.plan_offsets
 
     def plan_offsets(self, parts):
@@ -85,13 +86,13 @@ def test_scale2d_edges(fast_paths, taken, kernel, h, w, schedule):
 def test_edge_split_is_the_leading_rectangle_of_whole_blocks(fast_paths, taken, monkeypatch):
     """37 x 70 with 16 x 8 blocks: 5 x 5 blocks, of which rows 0..3 x columns 0..3 are whole."""
     splits = []
-    orig = edges.edge_split
+    orig = tail2d.edge_split
 
     def edge_split(ctx, shape, mask):
         out = orig(ctx, shape, mask)
         splits.append((list(shape), out))
         return out
-    monkeypatch.setattr(edges, "edge_split", edge_split)
+    monkeypatch.setattr(tail2d, "edge_split", edge_split)
     x = np.ones((37, 70), np.float32)
     run_kernel(scale2d_ids, (5, 5), (BX, BY), [x, np.zeros_like(x), 37, 70, 1.5, -0.25])
     assert splits and all(s == ([5, 5, BY, BX], (4, 4)) for s in splits)

@@ -1,4 +1,4 @@
-"""Lazy loads (tiles.py `LazyLoad`, `FreshL1`) against NumPy references.
+"""Lazy loads (strategies/batch_copy.py `LazyLoad`, tiles.py `FreshL1`) against NumPy references.
 
 In batch mode an `async_load` whose blocks' HBM tiles form an affine grid leaves its tiles in
 HBM; `mma` multiplies them there, and anything else that touches the loaded L1 bytes (a lane
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pypto as pto
-from pypto.backend.interpreter import tiles
+from pypto.backend.interpreter.strategies import batch_copy
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.instruments import Instrument
 from tests.conftest import from_device, to_device
@@ -155,13 +155,13 @@ def test_a_lazily_loaded_tile_reads_as_loaded(mode, pipeline, schedule, fast_pat
 def count_materialised(monkeypatch) -> list[int]:
     """How often a lazy load moved its tiles into L1."""
     calls = [0]
-    real = tiles.LazyLoad.materialise
+    real = batch_copy.LazyLoad.materialise
 
     def counted(self):
         calls[0] += 1
         real(self)
 
-    monkeypatch.setattr(tiles.LazyLoad, "materialise", counted)
+    monkeypatch.setattr(batch_copy.LazyLoad, "materialise", counted)
     return calls
 
 

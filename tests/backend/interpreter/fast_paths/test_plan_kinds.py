@@ -155,12 +155,12 @@ def test_bulk_copies_take_one_offset_per_block(fast_paths, general, schedule):
 def test_per_block_copy_offsets_reuse_the_copy_plan(fast_paths, monkeypatch):
     # the copies' one-offset-per-block operands (block_offset) find their batched copy's plan
     # again on the next k step: the blocks' affine grid is not searched for each copy
-    from pypto.backend.interpreter import tiles
+    from pypto.backend.interpreter.strategies import batch_copy
     blocks, ntiles = 8, 4
     x = np.random.default_rng(8).random(blocks * ntiles * T, dtype=np.float32)
     calls = []
-    orig = tiles._affine_grid
-    monkeypatch.setattr(tiles, "_affine_grid", lambda starts: calls.append(1) or orig(starts))
+    orig = batch_copy.affine_grid
+    monkeypatch.setattr(batch_copy, "affine_grid", lambda starts: calls.append(1) or orig(starts))
     fast_paths.on = True
     (y,) = run_kernel(staged_scale, blocks, T, [x, np.zeros_like(x), ntiles])[1:2]
     assert len(calls) == 2  # the first load and the first store; every later copy: the plan
@@ -268,8 +268,8 @@ PLANNED = ("load_ramp", "store_ramp", "load_rows", "store_rows", "rows_op", "loa
 def test_an_empty_plan_generates_only_the_general_path(fast_paths):
     """With fast paths off (PYPTO_FAST_PATHS=0) no module pattern-matches: the generated code
     of every zoo kernel makes its accesses through the general gather / scatter only, and its
-    `fast` flag, which the run time's data-dependent steps read (executor sets it on each lane
-    vector), is off."""
+    strategy decisions, which the run time's data-dependent parts read (executor sets them on
+    each lane vector), are empty."""
     from tests.kernels.zoo import cases
     seen = 0
     for case in cases("tiny"):
@@ -281,7 +281,7 @@ def test_an_empty_plan_generates_only_the_general_path(fast_paths):
             fast_paths.on = on
             ck = pto.compile(case.kernel, args=args, block=case.block)
             gen = ck.executable.variant(one_d)
-            assert gen.fast is on
+            assert bool(gen.decisions) is on
             if not on:
                 assert not [p for p in PLANNED if p in gen.source], (case.name, gen.source)
             elif any(p in gen.source for p in PLANNED):
@@ -422,16 +422,16 @@ def scale_by_staged(x, taps, y, S):
 @pytest.mark.parametrize("S,taps", [(0, [2.5]), (1, [2.5] * 8), (1, [0.0, -0.0] * 4),
                                     (1, [np.nan] * 8), (1, [1.0] * 7 + [3.0])])
 def test_a_broadcast_read_all_blocks_agree_on_is_one_scalar(fast_paths, monkeypatch, S, taps):
-    from pypto.backend.interpreter import views
+    from pypto.backend.interpreter.strategies import broadcast
     blocks = 8
     x = np.random.default_rng(9).standard_normal(blocks * T).astype(np.float32)
     taps = np.array(taps, np.float32)
     device = [pto.alloc_tensor(a.nbytes, dtype=a.dtype) for a in (x, taps, x)] + [S]
     ck = pto.compile(scale_by_staged, args=device, block=T)
-    assert "uniform_broadcast" in ck.executable.variant(True).steps
+    assert broadcast.Decision in ck.executable.variant(True).decisions
     scalars = []
-    orig = views._one_value
-    monkeypatch.setattr(views, "_one_value",
+    orig = broadcast.one_value
+    monkeypatch.setattr(broadcast, "one_value",
                         lambda *a: (lambda r: scalars.append(r) or r)(orig(*a)))
     y = both_ways(fast_paths, scale_by_staged, blocks, T, [x, taps, np.zeros_like(x), S])[2]
     per_block = taps[np.arange(blocks) * S]

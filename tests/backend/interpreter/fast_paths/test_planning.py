@@ -11,6 +11,7 @@ import pytest
 import pypto as pto
 from pypto.backend.interpreter import executor as executor_mod
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.strategies import atomics, lazy_l1, merge_sides, whole_blocks
 from pypto.backend.interpreter.lanes import LaneContext
 from pypto.dialects import pto as pto_ops
 from tests.conftest import run_kernel
@@ -93,14 +94,17 @@ def test_plan_decides_every_path():
     assert plan.views  # loads whose values may be views of memory
     plan = variant(tree_sum, (x, np.zeros(4, np.float32)), BLOCK).plan
     assert plan.row_ops and plan.windowed and plan.local  # rows of L1, windowed `tid < s`
-    assert {"merge_sides", "whole_blocks", "lazy_l1"} <= plan.steps
+    assert all(plan.decides(s.Decision) for s in (merge_sides, whole_blocks, lazy_l1))
     side = 8
     xs = np.arange(side * side, dtype=np.float32)
     plan = variant(strided_count, (xs, xs.copy(), np.zeros(4, np.int32), side), (4, 4)).plan
     planned = list(plan.planned)
     assert len(ops_of(planned, pto_ops.LoadOp)) == 1 and len(ops_of(planned, pto_ops.StoreOp)) == 1
-    assert ops_of(plan.atomic_totals, pto_ops.AtomicAddOp)  # int32, `old` unused
-    assert {"atomic_unique", "atomic_prefix"} <= plan.steps
+    atomic, = ops_of(plan.decisions, pto_ops.AtomicAddOp)  # int32, `old` unused: totals only
+    assert plan.decision(atomic, atomics.Decision).totals_only
+    assert [op for op, ds in plan.decisions.items()
+            if any(isinstance(d, atomics.Decision) for d in ds)] == \
+        ops_of(plan.decisions, pto_ops.AtomicAddOp)  # the atomic, and nothing else
 
 
 def test_empty_plan_is_the_general_path(fast_paths):
@@ -114,8 +118,8 @@ def test_empty_plan_is_the_general_path(fast_paths):
         gen = variant(kernel, args, block)
         plan = gen.plan
         assert not (plan.affine or plan.planned or plan.row_ops or plan.windowed or plan.fused
-                    or plan.fma_adds or plan.atomic_totals or plan.tail_bounds)
-        assert plan.steps == frozenset() and gen.steps == frozenset()
+                    or plan.fma_adds or plan.decisions or plan.tail_bounds)
+        assert plan.decisions == {} and gen.decisions == {} and plan.hoisted == {}
         for call in ("load_ramp", "store_ramp", "load_rows", "rows_op", "load_plan",
                      "store_plan", "form_cmp", "_ramp_cmp"):
             assert call not in gen.source

@@ -13,6 +13,7 @@ import pytest
 
 import pypto as pto
 from pypto.backend.interpreter import lanes
+from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -130,7 +131,8 @@ def test_both_sides_of_a_branch(n, fast_paths):
 
 def test_ramp_compare_is_numpy_comparison_of_the_int64_difference():
     """The helper against NumPy's own int64 arithmetic (wrapping included) and comparison."""
-    ramp = lanes.ramp(100)
+    cache = RunCache()
+    ramp = cache.ramp(100)
     rng = np.random.default_rng(3)
     values = [0, 1, 50, 99, 100, 101, -1, -100, 2**31, -(2**31) - 7, 2**63 - 1, -(2**63)]
     values += [int(v) for v in rng.integers(-300, 300, 40)]
@@ -144,7 +146,7 @@ def test_ramp_compare_is_numpy_comparison_of_the_int64_difference():
                         with np.errstate(over="ignore"):
                             bound = np.int64(u) - np.int64(base)
                         want = fn(ramp.astype(np.int64), bound)
-                        got = lanes.ramp_compare(ramp, op, np.int64(u), np.int64(base))
+                        got = lanes.ramp_compare(cache, ramp, op, np.int64(u), np.int64(base))
                         assert got.dtype == np.bool_ and np.array_equal(got, want), \
                             (op, u, base, on)
     finally:
@@ -152,17 +154,21 @@ def test_ramp_compare_is_numpy_comparison_of_the_int64_difference():
 
 
 def test_uniform_masks_are_recognised_and_read_only():
-    no, every = lanes.uniform_masks(64)
+    cache = RunCache()
+    no, every = cache.uniform_masks(64)
     assert not no.any() and every.all()
     assert not no.flags.writeable and not every.flags.writeable
-    assert lanes.mask_and(None, every) is None
-    assert lanes.mask_and(None, no) is False
-    assert lanes.mask_andnot(None, no) is None
-    assert lanes.mask_andnot(None, every) is False
-    partial = np.arange(64) < 10
-    got = lanes.mask_and(partial, every)  # an outer mask stays what it was
-    assert np.array_equal(got, partial)
-    assert lanes.mask_and(partial, no) is False
+    assert cache.uniform_masks(64)[1] is every  # one pair per Executable and size
+    assert RunCache().uniform_masks(64)[1] is not every  # nothing shared between Executables
+    for c in (cache, None):  # with the cache: by identity; without: by looking at the lanes
+        assert lanes.mask_and(None, every, c) is None
+        assert lanes.mask_and(None, no, c) is False
+        assert lanes.mask_andnot(None, no, c) is None
+        assert lanes.mask_andnot(None, every, c) is False
+        partial = np.arange(64) < 10
+        got = lanes.mask_and(partial, every, c)  # an outer mask stays what it was
+        assert np.array_equal(got, partial)
+        assert lanes.mask_and(partial, no, c) is False
 
 
 @pytest.mark.parametrize("size", [1, 100, 1 << 14, (1 << 14) + 1, 1 << 16])

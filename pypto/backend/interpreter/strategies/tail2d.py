@@ -1,5 +1,5 @@
-"""Planned stores of a vector whose partial edge blocks make the box collide or leave the
-buffer: the 2-D tails (see docs/interpreter.md, "The access planner", Tails).
+"""The 2-D tails: planned stores of a vector whose partial edge blocks make the box collide or
+leave the buffer (see docs/interpreter.md, "The access planner", 2-D tails).
 
 A 2-D launch over a `h x w` matrix with 16x8 blocks and the guard `if r < h and c < w`
 covers `ceil(w / 16) * 16` columns: when w is not a multiple of 16, the box of the vector
@@ -26,12 +26,30 @@ the general path reports) returns False and the general path runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from pypto.backend.interpreter.geometry import box_injective, box_size
+from xdsl.ir import Operation
+
+from pypto.backend.interpreter.affine import box_injective, box_size
+from pypto.backend.interpreter.strategies import base
+from pypto.dialects.traits import lane_reads_memory, writes_memory
+
+
+@dataclass(frozen=True)
+class Decision(base.Decision):
+    """A planned store whose box collides may write its whole blocks as one view and scatter
+    its edge lanes."""
+
+
+def match(op: Operation, facts: base.Facts) -> Decision | None:
+    """A planned lane store (writes memory, reads none): its box may be a 2-D tail's."""
+    if op in facts.planned and writes_memory(op) and not lane_reads_memory(op):
+        return Decision()
+    return None
 
 
 def edge_split(ctx: Any, shape: list[int], mask: np.ndarray) -> tuple[int, ...] | None:
@@ -62,8 +80,9 @@ def edge_split(ctx: Any, shape: list[int], mask: np.ndarray) -> tuple[int, ...] 
     return out
 
 
-def store_edges(ctx: Any, buf: Any, pv: tuple[int, list[int], list[int], int, int],
-                value: Any, mask: Any, site: int) -> bool:
+def store_edges(decision: Decision, ctx: Any, buf: Any,
+                pv: tuple[int, list[int], list[int], int, int], value: Any, mask: Any,
+                site: int) -> bool:
     """A masked planned store whose box collides or leaves the buffer, split into its whole
     blocks (one unmasked view) and its partial edge blocks (scattered); False when it cannot
     be done exactly (see the module docstring), and then nothing has been written."""

@@ -1,0 +1,349 @@
+"""The tile vector instructions (`pto.tadd`, `pto.trowsum`, `pto.tcvt`, ...): exact semantics,
+one vectorised NumPy operation per instruction (docs/language.md#tile-vector-instructions).
+
+Two parts:
+- `compute(name, ins, scalar, props, dst_dtype)`: the semantics, a pure function of NumPy
+  arrays (the operands' `rows x cols` views), shared by the interpreter and the exactness
+  suite's references' checks. Elementwise results are the lane ops' (the same NumPy calls and
+  `pypto.exact` helpers, rounded once); reductions fold halves (`fold`), one documented order;
+  `tcvt` rounds once in each of its four modes (`convert`).
+- `TileVectorOps`: a mixin of the interpreter's block context (lanes.py's `LaneContext`):
+  `tile_vector(...)` takes the operands' buffers and offsets, checks them as `mma` does (all
+  lanes present, bounds, in-flight copies, uninitialised reads, races) and writes the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pypto import exact
+from pypto.backend.interpreter.copies import Region
+from pypto.backend.interpreter.copies import byte_region as _byte_region
+from pypto.backend.interpreter.copies import l1_in_flight as _l1_in_flight
+from pypto.backend.interpreter.tiles import _BlockSlice, _blocks_of
+
+_F64 = np.dtype(np.float64)
+
+
+def _is_float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or dt == exact.BFLOAT16
+
+
+def fold(x: np.ndarray, op: Any, axis: int) -> np.ndarray:
+    """Reduce `x` along `axis` (-1: along each row, -2: down each column) by folding halves: while more than one
+    column (row) remains, the first half is combined elementwise with the second, an odd last
+    one carried to the next step. For 8 columns: ((c0+c4)+(c2+c6)) + ((c1+c5)+(c3+c7)). One
+    NumPy operation per step, log2(n) steps; every intermediate is rounded to the tile's type,
+    as the vector unit's folding reduction does."""
+    x = np.moveaxis(x, axis, 1)
+    while x.shape[1] > 1:
+        n = x.shape[1]
+        h = n // 2
+        y = op(x[:, :h], x[:, h:2 * h])
+        x = np.concatenate([y, x[:, 2 * h:]], axis=1) if n % 2 else y
+    return np.moveaxis(x, 1, axis)
+
+
+def _extreme(x: np.ndarray, biggest: bool, axis: int) -> np.ndarray:
+    """The maximum (minimum) along `axis` as `tmax` (`tmin`) folds it: IEEE maximum is
+    associative and commutative (NaN if any is NaN, +0 above -0), so any order gives these
+    bits; NumPy's reduction propagates NaN, and only the sign of a zero result needs fixing."""
+    r = (np.maximum if biggest else np.minimum).reduce(x, axis=axis, keepdims=True)
+    if _is_float(x.dtype):
+        zero = r == 0
+        if zero.any():
+            wanted = (x == 0) & (np.signbit(x) != biggest)  # +0 for max, -0 for min
+            has = wanted.any(axis=axis, keepdims=True)
+            z = x.dtype.type(0.0) if biggest else x.dtype.type(-0.0)
+            other = x.dtype.type(-0.0) if biggest else x.dtype.type(0.0)
+            r = np.where(zero, np.where(has, z, other), r).astype(x.dtype)
+    return r
+
+
+def _min(a: Any, b: Any) -> Any:
+    return exact.minimum(a, b) if _is_float(np.asarray(a).dtype) else np.minimum(a, b)
+
+
+def _max(a: Any, b: Any) -> Any:
+    return exact.maximum(a, b) if _is_float(np.asarray(a).dtype) else np.maximum(a, b)
+
+
+def _div(a: Any, b: Any) -> Any:
+    return np.divide(a, b)
+
+
+def _rsqrt(a: np.ndarray) -> np.ndarray:
+    return (1.0 / np.sqrt(a.astype(_F64))).astype(a.dtype)  # as the lanes' math.rsqrt
+
+
+def _relu(a: np.ndarray) -> np.ndarray:
+    if _is_float(a.dtype):
+        zero = a.dtype.type(0)
+        return np.where(a > 0, a, np.where(np.isnan(a), a, zero)).astype(a.dtype)
+    return np.maximum(a, 0).astype(a.dtype)
+
+
+def _shl(a: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """As the lanes' `<<`: counts outside 0..width-1 shift every bit out (0)."""
+    bits = a.dtype.itemsize * 8
+    inside = (n >= 0) & (n < bits)
+    return np.where(inside, np.left_shift(a, np.where(inside, n, 0)), 0).astype(a.dtype)
+
+
+def _shr(a: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """As the lanes' `>>` (arithmetic): counts outside 0..width-1 give the sign fill."""
+    bits = a.dtype.itemsize * 8
+    inside = (n >= 0) & (n < bits)
+    fill = np.where(a < 0, -1, 0).astype(a.dtype)
+    return np.where(inside, np.right_shift(a, np.where(inside, n, 0)), fill).astype(a.dtype)
+
+
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div, "min": _min,
+    "max": _max, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "shl": _shl, "shr": _shr,
+}
+_UNARY = {
+    "abs": np.abs, "neg": np.negative, "not": np.invert,
+    "exp": lambda a: exact.MATH["exp"](a), "log": lambda a: exact.MATH["log"](a),
+    "sqrt": np.sqrt, "rsqrt": _rsqrt, "recip": lambda a: np.divide(a.dtype.type(1), a),
+    "relu": _relu,
+}
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+        "gt": np.greater, "ge": np.greater_equal}
+
+
+def _expdif(a: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return exact.MATH["exp"](np.subtract(a, v))
+
+
+_FUSED = {**_BINARY, "expdif": _expdif}
+
+
+def _step(r: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """`r` moved one representable value up (where `up`) or down (elsewhere), in place of
+    its IEEE encoding (from ±inf: to ±max finite; from ±0: to ±the smallest subnormal)."""
+    bits_dt = {2: np.uint16, 4: np.uint32, 8: np.uint64}[r.dtype.itemsize]
+    bits = r.view(bits_dt).copy()
+    sign = (bits >> (bits.dtype.itemsize * 8 - 1)).astype(bool)
+    zero = (bits << 1) == 0
+    away = up != sign  # moving away from zero: magnitude grows
+    out = np.where(away, bits + 1, bits - 1).astype(bits_dt)
+    # from a zero, the step is away from zero whichever way: the sign is the direction's
+    tiny = np.where(up, 1, (1 << (bits.dtype.itemsize * 8 - 1)) | 1).astype(bits_dt)
+    out = np.where(zero, tiny, out)
+    return out.view(r.dtype)
+
+
+def convert(a: np.ndarray, dst: np.dtype, rounding: str) -> np.ndarray:
+    """`a` converted to `dst`, rounded once with `rounding` (rne, rz, rp, rm); float to int
+    saturates to the int's range (NaN gives 0); int to int wraps."""
+    src = a.dtype
+    if not _is_float(dst):
+        if not _is_float(src):
+            return a.astype(dst)  # wraps, as arith.trunci / extsi
+        x = a.astype(_F64)
+        r = {"rne": np.rint, "rz": np.trunc, "rp": np.ceil, "rm": np.floor}[rounding](x)
+        info = np.iinfo(dst)
+        r = np.where(np.isnan(r), 0, r)
+        big = r >= float(info.max) + 1.0  # 2**(bits-1) is exact in float64
+        r = np.clip(r, float(info.min), float(info.max))
+        out = r.astype(dst)
+        return np.where(big, dst.type(info.max), out).astype(dst)
+    r = exact.cast(a, dst)  # round to nearest even, once
+    if rounding == "rne" or a.size == 0:
+        return np.asarray(r, dtype=dst)
+    r = np.asarray(r, dtype=dst)
+    if _is_float(src):
+        if src.itemsize <= dst.itemsize and not (src == np.float16 and dst == exact.BFLOAT16) \
+                and not (src == exact.BFLOAT16 and dst == np.float16):
+            return r  # widening is exact
+        x = a.astype(_F64)  # exact for f16 / bf16 / f32 sources
+        above = r.astype(_F64) > x
+        below = r.astype(_F64) < x
+    else:
+        xi = a.astype(object)
+        ri = np.array([_int_of(v) for v in r.astype(_F64).ravel()], dtype=object
+                      ).reshape(r.shape)
+        finite = np.isfinite(r.astype(_F64))
+        above = np.where(finite, ri > xi, r.astype(_F64) > 0).astype(bool)
+        below = np.where(finite, ri < xi, r.astype(_F64) < 0).astype(bool)
+    nan = np.isnan(r.astype(_F64))
+    if rounding == "rz":
+        negative = np.signbit(r.astype(_F64))
+        down, up = above & ~negative, below & negative
+    elif rounding == "rp":
+        down, up = np.zeros_like(above), below
+    else:  # rm
+        down, up = above, np.zeros_like(below)
+    fix = (down | up) & ~nan
+    if fix.any():
+        r = np.where(fix, _step(r, up), r).astype(dst)
+    return r
+
+
+def _int_of(v: float) -> Any:
+    return int(v) if np.isfinite(v) else 0
+
+
+def _scalar(value: Any, dtype: np.dtype) -> Any:
+    """A uniform value in the tile's type: one for all blocks, or one per block (an array,
+    shaped to broadcast over each block's tile)."""
+    if isinstance(value, np.ndarray) and value.size > 1:
+        return value.astype(dtype).reshape(-1, 1, 1)
+    return dtype.type(np.asarray(value).reshape(-1)[0])
+
+
+def compute(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str],
+            dst_dtype: np.dtype, dst_old: np.ndarray) -> np.ndarray:
+    """The result of tile instruction `name` ("tadd", "trowsum", ...) on its input tiles
+    `ins` (in operand order, the destination excluded), `scalar` (a uniform value, or one per
+    block, or None), its string properties; `dst_old`: the destination's current contents
+    (taxpy reads it). Tiles are (blocks, rows, cols) arrays: one instruction on every block at
+    once."""
+    op = name[1:]
+    with np.errstate(all="ignore"):
+        if op in _BINARY and len(ins) == 2:
+            return _BINARY[op](ins[0], ins[1])
+        if op in _UNARY:
+            return _UNARY[op](ins[0])
+        if op.endswith("s") and op[:-1] in _BINARY and scalar is not None:
+            return _BINARY[op[:-1]](ins[0], _scalar(scalar, ins[0].dtype))
+        if op == "axpy":
+            a = ins[0]
+            s = np.broadcast_to(_scalar(scalar, a.dtype), a.shape)
+            if _is_float(a.dtype):
+                flat = exact.fma(np.ascontiguousarray(s).reshape(-1), a.reshape(-1),
+                                 np.ascontiguousarray(dst_old).reshape(-1), a.dtype)
+                return np.asarray(flat, dtype=a.dtype).reshape(a.shape)
+            return s * a + dst_old
+        if op == "expands":
+            return np.broadcast_to(_scalar(scalar, dst_dtype), dst_old.shape)
+        if op in ("cmp", "cmps"):
+            b = ins[1] if op == "cmp" else _scalar(scalar, ins[0].dtype)
+            return _CMP[props["cmp"]](ins[0], b).astype(dst_dtype)
+        if op == "sel":
+            mask, a, b = ins
+            return np.where(mask != 0, a, b)
+        if op == "cvt":
+            return convert(ins[0], dst_dtype, props["rounding"])
+        for axis, prefix in ((-1, "row"), (-2, "col")):
+            if not op.startswith(prefix):
+                continue
+            what = op[len(prefix):]
+            if what == "sum":
+                return fold(ins[0], np.add, axis)
+            if what in ("max", "min"):
+                return _extreme(ins[0], what == "max", axis)
+            if what in ("argmax", "argmin"):
+                fn = np.argmax if what == "argmax" else np.argmin
+                return np.expand_dims(fn(ins[0], axis=axis), axis).astype(dst_dtype)
+            if what == "expand":
+                return np.broadcast_to(ins[0], dst_old.shape)
+            if what.startswith("expand"):
+                return _FUSED[what[len("expand"):]](ins[0], ins[1])
+        if op == "ci":
+            per_block = dst_old.shape[-2] * dst_old.shape[-1]
+            start = np.asarray(scalar, dtype=np.int64).reshape(-1, 1)
+            values = np.arange(per_block, dtype=np.int64)[None, :] + start
+            return values.astype(dst_dtype).reshape(-1, *dst_old.shape[-2:])
+        if op == "trans":
+            return np.swapaxes(ins[0], -1, -2).copy()
+    raise ValueError(f"no semantics for tile instruction pto.{name}")
+
+
+class TileVectorOps:
+    """`tile_vector(...)`: a tile vector instruction on the block's L1 (a mixin of the
+    interpreter's block context; see the module docstring)."""
+
+    def tile_vector(self, name: str, tiles: tuple[tuple[int, int, int], ...],
+                    addrs: tuple[Any, ...], scalar: Any, props: dict[str, str],
+                    mask: Any, site: int) -> None:
+        """`tiles`: per address operand (destination first), its (rows, row_len, stride);
+        `addrs`: per address operand, (buffer, offset)."""
+        self._require_all_lanes(mask, site, f"pto.{name}")  # type: ignore[attr-defined]
+        if self.inflight.lazy or self.inflight.fresh is not None:  # type: ignore[attr-defined]
+            self._settle()  # type: ignore[attr-defined]
+        bufs = [b for b, _ in addrs]
+        blocks = max(_blocks_of(b) for b in bufs)
+        if blocks == 1:
+            if isinstance(scalar, np.ndarray) and scalar.size > 1:
+                if not (scalar == scalar.reshape(-1)[0]).all():
+                    raise self.fail(f"pto.{name}'s value must be uniform across the "  # type: ignore[attr-defined]
+                                    f"block", site)
+                scalar = scalar.reshape(-1)[0]
+            self._tile_vector_one(name, tiles, addrs, scalar, props, site)
+            return
+        offs = [self._per_block(o, site, "operand")  # type: ignore[attr-defined]
+                if isinstance(o, np.ndarray) else o for _, o in addrs]
+        scalars = self._per_block(scalar, site, "value") \
+            if isinstance(scalar, np.ndarray) else scalar  # type: ignore[attr-defined]
+        if self._tile_vector_batched(name, tiles, bufs, offs, scalars, props, blocks):
+            return
+        for b in range(blocks):
+            block_addrs = tuple((_BlockSlice(buf, b), o[b] if isinstance(o, np.ndarray) else o)
+                                for buf, o in zip(bufs, offs))
+            s = scalars[b] if isinstance(scalars, np.ndarray) else scalars
+            self._tile_vector_one(name, tiles, block_addrs, s, props, site, b)
+
+    def _tile_vector_batched(self, name: str, tiles: tuple[tuple[int, int, int], ...],
+                             bufs: list[Any], offs: list[Any], scalar: Any,
+                             props: dict[str, str], blocks: int) -> bool:
+        """Batch mode, every block's tiles at the same offsets, nothing watched (no race or
+        initialisation tracking) and no copy in flight: one NumPy operation over
+        (blocks, rows, cols) views of every block's L1. Returns False, having changed
+        nothing, when the general path (block by block, with its checks) must run."""
+        inflight = self.inflight  # type: ignore[attr-defined]
+        if inflight.lazy or any(isinstance(o, np.ndarray) for o in offs):
+            return False
+        views = []
+        for index, (buf, off, (rows, row_len, stride)) in enumerate(zip(bufs, offs, tiles)):
+            if buf.watched() or _blocks_of(buf) != blocks:
+                return False
+            off = int(off)
+            extent = (rows - 1) * stride + row_len
+            if off < 0 or off + extent > buf.count or (rows > 1 and stride < row_len):
+                return False  # the general path reports it
+            if len(inflight):  # a copy in flight on these bytes: the general path reports it
+                region = _byte_region(buf, Region(off, rows, row_len, stride))
+                if _l1_in_flight(inflight, region, "write" if index == 0 else "read"):
+                    return False
+            grid = buf.grid()
+            g0, g1 = grid.strides
+            views.append(np.lib.stride_tricks.as_strided(
+                grid[:, off:], shape=(blocks, rows, row_len), strides=(g0, stride * g1, g1),
+                writeable=True))
+        dst = views[0]
+        dst[...] = compute(name, views[1:], scalar, props, dst.dtype, dst)
+        return True
+
+    def _tile_vector_one(self, name: str, tiles: tuple[tuple[int, int, int], ...],
+                         addrs: tuple[Any, ...], scalar: Any, props: dict[str, str],
+                         site: int, block: int = 0) -> None:
+        views = []
+        regions = []
+        for index, ((buf, off), (rows, row_len, stride)) in enumerate(zip(addrs, tiles)):
+            what = "destination" if index == 0 else f"operand {index}"
+            view, region = self._region(buf, off, rows, row_len, stride,  # type: ignore
+                                        site, what, block)
+            views.append(view)
+            regions.append(region)
+        reads_dst = name in ("taxpy",)
+        for index, ((buf, _), region) in enumerate(zip(addrs, regions)):
+            if index == 0 and not reads_dst:
+                continue
+            if buf.watched() or self.inflight:  # type: ignore[attr-defined]
+                self._check_region(buf, region, site, "read")  # type: ignore[attr-defined]
+        dst_buf = addrs[0][0]
+        if dst_buf.watched() or self.inflight:  # type: ignore[attr-defined]
+            self._check_region(dst_buf, regions[0], site, "write")  # type: ignore
+        if isinstance(scalar, np.ndarray):
+            scalar = scalar.reshape(-1)[0]
+        dst = views[0]
+        result = compute(name, [v[None] for v in views[1:]], scalar, props, dst.dtype,
+                         dst[None])
+        dst[...] = result[0]
+        if dst_buf.init is not None:
+            self._mark_init(dst_buf, regions[0])  # type: ignore[attr-defined]

@@ -1,0 +1,244 @@
+"""Compile a kernel's IR to machine code once, cache the object code on disk, and run it.
+
+`llvm_ir(kernel_func)` runs the native pipeline (`NATIVE_PIPELINE`) on a copy of the kernel and
+translates the `llvm` dialect to LLVM IR text with `xdsl.backend.llvm.convert`
+(`pypto-opt --emit=llvm` prints it). `NativeKernel` compiles that IR with llvmlite (optimised at
+O3, for the host CPU) into an object file kept under `cache_dir()`, keyed by the kernel's IR with
+locations, the pypto and llvmlite versions and the target (triple, CPU, features): a new process
+loads it without running LLVM again. docs/native.md#the-cache.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Operation
+
+from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native.support import needs_1d, unsupported_reason
+from pypto.backend.native.to_llvm import OOB, SITE_ATTR, WATCHDOG
+from pypto.diagnostics import op_location
+from pypto.dialects import pto
+from pypto.errors import KernelError, MemoryAccessError
+
+NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
+"""The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
+
+ERR_SLOTS = 10
+"""The error record: code, site, element, parameter, block x/y/z, lane x/y/z (i64 each)."""
+
+CACHE_ENV = "PYPTO_NATIVE_CACHE"
+
+
+class NativeUnsupported(KernelError):
+    """The kernel uses something the native backend does not compile yet (the reason says what)."""
+
+
+def cache_dir() -> Path:
+    """`$PYPTO_NATIVE_CACHE`, else `$XDG_CACHE_HOME/pypto/native` (~/.cache/pypto/native)."""
+    given = os.environ.get(CACHE_ENV)
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pypto" / "native"
+
+
+def _checked_ops(kernel: Operation) -> list[Operation]:
+    """The accesses the lowering bounds-checks, in walk order: site `i` is op `i`."""
+    return [op for op in kernel.walk()
+            if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp | pto.AtomicAddOp)]
+
+
+def llvm_module(kernel: func.FuncOp) -> Any:
+    """The kernel (a `func.func` with `pto.kernel`) lowered to an llvmlite `ir.Module`."""
+    from xdsl.backend.llvm.convert import convert_module
+
+    from pypto.ir import make_context
+    from pypto.passes import parse_pipeline, run_pipeline
+
+    module = ModuleOp([kernel.clone()])
+    copy = next(iter(module.ops))
+    for site, op in enumerate(_checked_ops(copy)):
+        op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
+    run_pipeline(module, parse_pipeline(NATIVE_PIPELINE), make_context())
+    result = convert_module(module, fallback_target_triple=None)
+    for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
+        if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
+            fn.linkage = "internal"
+            fn.attributes.add("alwaysinline")
+    return result
+
+
+def llvm_ir(kernel: func.FuncOp) -> str:
+    """The LLVM IR text of the kernel's native code (before LLVM's optimisations)."""
+    return str(llvm_module(kernel))
+
+
+_TARGET: Any = None
+
+
+def _target() -> tuple[Any, str]:
+    """The host target machine (created once) and its description for cache keys."""
+    global _TARGET
+    if _TARGET is None:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        triple = llvm.get_process_triple()
+        cpu = llvm.get_host_cpu_name()
+        features = llvm.get_host_cpu_features().flatten()
+        machine = llvm.Target.from_triple(triple).create_target_machine(
+            cpu=cpu, features=features, opt=3, jit=True)
+        _TARGET = (machine, f"{triple}|{cpu}|{features}")
+    return _TARGET
+
+
+def _new_machine() -> Any:
+    import llvmlite.binding as llvm
+
+    _target()
+    return llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3,
+        jit=True)
+
+
+def _versions() -> str:
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "?"
+    return f"pypto {version('pypto')} llvmlite {version('llvmlite')} xdsl {version('xdsl')}"
+
+
+def _compile_object(kernel: func.FuncOp) -> bytes:
+    import llvmlite.binding as llvm
+
+    machine, _ = _target()
+    mod = llvm.parse_assembly(str(llvm_module(kernel)))
+    mod.triple = machine.triple
+    mod.data_layout = str(machine.target_data)
+    mod.verify()
+    options = llvm.PipelineTuningOptions(speed_level=3)
+    options.loop_vectorization = True
+    options.slp_vectorization = True
+    with options, llvm.create_pass_builder(machine, options) as builder, \
+            builder.getModulePassManager() as manager:
+        manager.run(mod, builder)
+    return bytes(machine.emit_object(mod))
+
+
+def _ctype(t: Any) -> Any:
+    name = str(t)
+    return {"i1": ctypes.c_bool, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
+            "f32": ctypes.c_float, "f64": ctypes.c_double}[name]
+
+
+class NativeKernel:
+    """One specialisation compiled to machine code; `run` executes a launch synchronously."""
+
+    def __init__(self, kernel: func.FuncOp, name: str):
+        reason = unsupported_reason(kernel)
+        if reason is not None:
+            raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
+                                    f"{reason}; run it on the interpreter "
+                                    f"(backend='interpreter' or 'auto')", kernel=name)
+        import llvmlite.binding as llvm
+
+        self.name = name
+        self.sites = [(op.name.removeprefix("pto."), op_location(op))
+                      for op in _checked_ops(kernel)]
+        self.loops = [op_location(op) for op in watchdog_loops(kernel)]
+        self.params = list(kernel.body.block.args)
+        self.needs_1d = needs_1d(kernel)
+        machine, target = _target()
+        from pypto.ir import print_ir
+
+        text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
+        key = hashlib.sha256(f"{_versions()}\n{target}\n{text}".encode()).hexdigest()[:32]
+        path = cache_dir() / f"{name[:40]}-{key}.o"
+        self.cached = path.exists()
+        if self.cached:
+            obj = path.read_bytes()
+        else:
+            obj = _compile_object(kernel)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+                with os.fdopen(fd, "wb") as f:
+                    f.write(obj)
+                os.replace(tmp, path)  # atomic: concurrent processes never read half a file
+            except OSError:
+                pass  # a read-only cache only costs the next process a compile
+        # the engine takes ownership of its target machine (freed with it): a fresh one each
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
+        self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
+        self.engine.add_object_file(self._object)
+        self.engine.finalize_object()
+        address = self.engine.get_function_address(name)
+        argtypes: list[Any] = []
+        for p in self.params:
+            if isinstance(p.type, pto.PtrType):
+                argtypes += [ctypes.c_void_p, ctypes.c_int64]
+            else:
+                argtypes.append(_ctype(p.type))
+        argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p]
+        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
+        self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
+        self._err_address = self.err.ctypes.data
+
+    def unsupported_launch(self, grid: tuple[int, int, int],
+                           block: tuple[int, int, int]) -> NativeUnsupported | None:
+        """Why this launch shape cannot run natively (None: it can): a kernel whose written
+        tensors are lane-private by `get_global_id(0)` needs a 1-D launch."""
+        if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
+            return NativeUnsupported(
+                f"the native backend runs kernel '{self.name}' only in 1-D launches (its "
+                f"tensors read and written at get_global_id(0) are lane-private only there); "
+                f"run it on the interpreter (backend='interpreter' or 'auto')", kernel=self.name)
+        return None
+
+    def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+            bound: Sequence[Any]) -> None:
+        """Run every block of the launch; `bound` are the interpreter's bound arguments
+        (Buffers for tensors, typed scalars), so both backends check arguments alike."""
+        args: list[Any] = []
+        for p, value in zip(self.params, bound):
+            if isinstance(p.type, pto.PtrType):  # (__array_interface__: a third of .ctypes)
+                args += [value.data.__array_interface__["data"][0], value.count]
+            else:
+                args.append(value.item() if isinstance(value, np.generic) else value)
+        blocks = grid[0] * grid[1] * grid[2]
+        status = self.fn(*args, *grid, *block, 0, blocks, self._err_address)
+        if status:
+            raise self._error(grid, bound)
+
+    def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
+        code, site, address, param, *coords = (int(v) for v in self.err)
+        block, lane = tuple(coords[:3]), tuple(coords[3:])
+        if code == WATCHDOG:
+            from_loop = self.loops[site]
+            return KernelError(
+                f"this loop has run {10_000_000:,} iterations without ending on some lane; "
+                f"check that its condition changes (the interpreter stops a loop after "
+                f"pypto.backend.interpreter.codegen_loops.MAX_TRIPS iterations)",
+                kernel=self.name, location=from_loop)
+        assert code == OOB, code
+        op, location = self.sites[site]
+        buf = bound[param]
+        size = buf.count
+        msg = (f"out-of-bounds {op} of HBM buffer '{buf.name}' at element {address} "
+               f"(valid elements 0..{size - 1}, {size} x {buf.data.dtype}) by block {block}, "
+               f"lane {lane}")
+        return MemoryAccessError(msg, kernel=self.name, location=location, block=block,
+                                 lane=lane, address=address, bounds=(0, size), buffer=buf.name)

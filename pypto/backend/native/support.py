@@ -1,0 +1,265 @@
+"""Which kernels the native backend compiles, decided from op traits and types before lowering.
+
+The compiled lane model runs a block's lanes one after another (docs/native.md#the-lane-model),
+while the interpreter runs every op for all lanes before the next op. The two agree whenever no
+lane can observe another lane's memory effects, which this check makes sure of statically:
+
+- only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM, `pto.fma`,
+  `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits, structured control
+  flow); no barrier, L1, copy, atomic, printf or tile op yet;
+- a tensor written by the kernel is written by one op, outside any loop, and never read; or
+  else every access to it is *lane-private*: at element `get_global_id(0) + u` (u a parameter or
+  constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
+  where no two lanes share an element; the others are only read; parameters that may alias
+  (one tensor passed twice) are not written;
+- a tensor updated by `pto.atomic_add` is only updated so (no load, store, alias), and either
+  every update is an integer total whose old value is unused (any order gives the same bits),
+  or there is one atomic op outside loops (lanes then update in the interpreter's lane order);
+- pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
+  results), so every access names its tensor and is bounds-checked against it;
+- value types i1, i32, i64, f16, f32, f64 (not bf16: xDSL 0.74's llvm translation has no
+  bfloat type; not an f16 fma, which LLVM computes in f32 and rounds twice); no transcendental
+  `math` function (libm and NumPy may differ in the last bit: docs/native.md#exactness).
+
+`unsupported_reason` returns None for a kernel it accepts, else the first reason, with the
+op's location, why it stays on the interpreter.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func, math, scf
+from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerAttr,
+                                   IntegerType)
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+
+from pypto.diagnostics import op_location
+from pypto.dialects import pto
+from pypto.dialects.traits import launch_id, memory_accesses, offset_base
+
+SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
+INT_WIDTHS = (1, 32, 64)
+MEMORY_ELEMENTS = ("f16", "f32", "f64", "i32", "i64")
+
+LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim")
+"""Launch ids the lane function computes from its block and lane coordinates."""
+
+ARITH_OPS: frozenset[str] = frozenset({
+    "arith.constant", "arith.addi", "arith.subi", "arith.muli", "arith.andi", "arith.ori",
+    "arith.xori", "arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui", "arith.shli",
+    "arith.shrsi", "arith.shrui", "arith.addf", "arith.subf", "arith.mulf", "arith.divf",
+    "arith.negf", "arith.cmpi", "arith.cmpf", "arith.select", "arith.extsi", "arith.extui",
+    "arith.trunci", "arith.extf", "arith.truncf", "arith.sitofp", "arith.minimumf",
+    "arith.maximumf",
+})
+"""`arith` ops whose LLVM instruction computes exactly what pypto.dialects.arith_semantics and
+pypto/exact.py define (IEEE correctly rounded float arithmetic and casts, wrapping integers;
+shifts outside [0, width) are given their defined value by the lowering)."""
+
+DIVISIONS_BY_CONSTANT: frozenset[str] = frozenset({
+    "arith.divsi", "arith.remsi", "arith.divui", "arith.remui", "arith.floordivsi"})
+"""Compiled when the divisor is a non-zero constant (no division-by-zero error to raise)."""
+
+MATH_OPS: frozenset[str] = frozenset({
+    "math.sqrt", "math.floor", "math.ceil", "math.absf", "math.trunc", "math.roundeven",
+    "math.copysign", "math.fma", "math.absi",
+})
+"""Correctly rounded (or exact) functions: LLVM's intrinsic and NumPy's ufunc agree on every
+input. exp, log, sin, ... are not here: libm and NumPy's own implementations may differ in the
+last bit (docs/native.md#exactness)."""
+
+STRUCTURE = frozenset({"scf.if", "scf.while", "scf.for", "scf.yield", "scf.condition",
+                       "func.return"})
+
+
+def _type_ok(t: Attribute) -> bool:
+    if isinstance(t, IntegerType):
+        return t.width.data in INT_WIDTHS
+    if isinstance(t, pto.PtrType):
+        return t.space == "global" and str(t.element_type) in MEMORY_ELEMENTS
+    return isinstance(t, SCALAR_TYPES)
+
+
+def _where(op: Operation) -> str:
+    return op_location(op, unknown="here")
+
+
+def root_param(value: SSAValue) -> BlockArgument | None:
+    """The kernel parameter a pointer value offsets (through `pto.addptr` only), else None."""
+    while True:
+        if isinstance(value, BlockArgument):
+            owner = value.block.parent_op()
+            return value if isinstance(owner, func.FuncOp) else None
+        base = offset_base(value.owner)
+        if base is None:
+            return None
+        value = base
+
+
+def _in_loop(op: Operation, kernel: func.FuncOp) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not kernel:
+        if isinstance(parent, scf.WhileOp | scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _nonzero_constant(value: SSAValue) -> bool:
+    owner = value.owner
+    return isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr) and \
+        owner.value.value.data != 0
+
+
+def _lane_private_offset(ptr: SSAValue) -> SSAValue | None:
+    """`v` when `ptr` is `addptr(parameter, v)` with `v = get_global_id(0) [+ u]`, u a
+    parameter or a constant: an element no other lane of a 1-D launch touches."""
+    owner = ptr.owner
+    if not isinstance(owner, pto.AddPtrOp) or not isinstance(owner.ptr, BlockArgument):
+        return None
+    v = owner.offset
+
+    def gid0(x: SSAValue) -> bool:
+        return isinstance(x.owner, Operation) and launch_id(x.owner) == "global_id" and \
+            x.owner.properties["dim"].value.data == 0
+
+    def uniform(x: SSAValue) -> bool:
+        return isinstance(x, BlockArgument) and isinstance(x.block.parent_op(), func.FuncOp) or \
+            isinstance(x.owner, arith.ConstantOp)
+
+    if gid0(v):
+        return v
+    if isinstance(v.owner, arith.AddiOp):
+        a, b = v.owner.operands
+        if gid0(a) and uniform(b) or gid0(b) and uniform(a):
+            return v
+    return None
+
+
+def needs_1d(kernel: func.FuncOp) -> bool:
+    """Does the kernel (accepted by `unsupported_reason`) rely on a 1-D launch, its written
+    tensors being lane-private by `get_global_id(0)`?"""
+    return _analyse(kernel)[1]
+
+
+def unsupported_reason(kernel: func.FuncOp) -> str | None:
+    """None when the native backend compiles `kernel` with the interpreter's results, else why
+    not (the first obstacle found, with its location)."""
+    return _analyse(kernel)[0]
+
+
+def unsupported_op(kernel: func.FuncOp) -> Operation | None:
+    """The op `unsupported_reason` is about (for tools to point at), None if none or supported."""
+    culprit: list[Operation] = []
+    return culprit[0] if _check(kernel, [], culprit) is not None and culprit else None
+
+
+def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
+    private: list[bool] = []
+    reason = _check(kernel, private, [])
+    return reason, bool(private) and reason is None
+
+
+def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule after another
+           culprit: list[Operation]) -> str | None:
+    if len(kernel.body.blocks) != 1:
+        return "the kernel's body has several blocks (unstructured control flow); the " \
+               "lowering starts from structured scf control flow"
+    for arg in kernel.body.block.args:
+        if not _type_ok(arg.type):
+            return f"parameter of type {arg.type} (compiled: {', '.join(MEMORY_ELEMENTS)} " \
+                   f"HBM pointers and i32/i64/f32/f64 scalars)"
+    writers: dict[BlockArgument, list[Operation]] = {}
+    readers: set[BlockArgument] = set()
+    offsets: dict[BlockArgument, set[SSAValue | None]] = {}
+    atomics: dict[BlockArgument, list[Operation]] = {}
+    for op in kernel.walk():
+        if op is kernel:
+            continue
+        culprit[:] = [op]
+        for result in op.results:
+            if not _type_ok(result.type):
+                return f"{_where(op)}: a value of type {result.type} is not compiled yet"
+        for region in op.regions:
+            for block in region.blocks:
+                for barg in block.args:
+                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType):
+                        return f"{_where(op)}: a loop or branch carries a {barg.type} value"
+        name = op.name
+        if name in STRUCTURE or name in ARITH_OPS or name in MATH_OPS:
+            if isinstance(op, scf.IfOp | scf.WhileOp | scf.ForOp) and \
+                    any(isinstance(r.type, pto.PtrType) for r in op.results):
+                return f"{_where(op)}: a pointer chosen by control flow is not compiled yet"
+            if isinstance(op, arith.SelectOp) and isinstance(op.results[0].type, pto.PtrType):
+                return f"{_where(op)}: a pointer chosen by select is not compiled yet"
+            continue
+        if name in DIVISIONS_BY_CONSTANT:
+            if not _nonzero_constant(op.operands[1]):
+                return f"{_where(op)}: '{name}' by a run-time divisor (its division-by-zero " \
+                       f"error is not compiled yet)"
+            continue
+        if name == "arith.truncf" and isinstance(op.results[0].type, Float16Type) and \
+                isinstance(op.operands[0].type, Float64Type):
+            return f"{_where(op)}: a float64 -> float16 cast (not yet proven rounded once by " \
+                   f"LLVM on every target)"
+        if name in ("pto.fma", "math.fma") and isinstance(op.operands[-1].type, Float16Type):
+            return f"{_where(op)}: a float16 fma (LLVM computes it in float32 and rounds twice; " \
+                   f"the interpreter rounds once)"
+        if launch_id(op) is not None:
+            if launch_id(op) not in LANE_IDS:
+                return f"{_where(op)}: '{name}' is not compiled yet"
+            continue
+        if isinstance(op, pto.AddPtrOp):
+            if root_param(op.results[0]) is None:
+                return f"{_where(op)}: a pointer not derived from a kernel parameter"
+            continue
+        if isinstance(op, pto.AtomicAddOp):
+            root = root_param(op.ptr)
+            if root is None:
+                return f"{_where(op)}: an atomic through a pointer not derived from a parameter"
+            atomics.setdefault(root, []).append(op)
+            continue
+        if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp):
+            for access in memory_accesses(op):
+                root = root_param(op.operands[access.operand])
+                if root is None or access.space != "global":
+                    return f"{_where(op)}: an access through a pointer not derived from a " \
+                           f"kernel parameter"
+                offsets.setdefault(root, set()).add(
+                    _lane_private_offset(op.operands[access.operand]))
+                if access.kind == "write":
+                    writers.setdefault(root, []).append(op)
+                else:
+                    readers.add(root)
+            continue
+        return f"{_where(op)}: '{name}' is not compiled by the native backend yet"
+    for root, ops in atomics.items():
+        culprit[:] = [ops[0]]
+        pname = kernel.body.block.args.index(root)
+        attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}
+        if root in readers or root in writers or "pto.noalias" not in attrs:
+            return f"{_where(ops[0])}: parameter {pname} is updated by atomics and also loaded, " \
+                   f"stored or aliased"
+        totals = all(isinstance(op.value.type, IntegerType) and not op.result.uses
+                     for op in ops)
+        if not totals and (len(ops) > 1 or _in_loop(ops[0], kernel)):
+            return f"{_where(ops[0])}: atomics whose order shows (float, or the old value " \
+                   f"used) from several ops or in a loop: the interpreter's order is op by op"
+    for root, ops in writers.items():
+        culprit[:] = [ops[-1]]
+        pname = kernel.body.block.args.index(root)
+        attrs = kernel.arg_attrs.data[pname].data if kernel.arg_attrs is not None else {}
+        seen = offsets[root]
+        if len(seen) == 1 and None not in seen and "pto.noalias" in attrs:
+            private.append(True)  # every access at one lane-private element
+            continue
+        if root in readers:
+            return f"{_where(ops[0])}: the kernel reads and writes parameter {pname} (lanes " \
+                   f"may communicate through it: the interpreter's lane order is not compiled yet)"
+        if len(ops) > 1:
+            return f"{_where(ops[1])}: parameter {pname} is written by more than one op"
+        if _in_loop(ops[0], kernel):
+            return f"{_where(ops[0])}: a store inside a loop (its order across lanes is the " \
+                   f"interpreter's, not compiled yet)"
+        if "pto.noalias" not in attrs:
+            return f"parameter {pname} is written and may alias another parameter"
+    return None

@@ -1,0 +1,396 @@
+"""`convert-pto-to-llvm`: the lane and grid functions (after `convert-scf-to-cf`) in the `llvm`
+dialect, ready for `xdsl.backend.llvm.convert`.
+
+- A `!pto.ptr<T, global>` parameter becomes two: the tensor's first element (`!llvm.ptr`) and
+  its element count (i64). Pointer values are that tensor plus an i64 element offset
+  (`pto.addptr` adds to it), so every `pto.load` / `pto.store` / `pto.fma` is checked against its
+  tensor: an offset outside `[0, count)` writes an error record at the lane function's `err`
+  argument (code 1, the access's site number, the offset, the parameter, the block and lane) and
+  returns 1; the runtime turns it into the interpreter's `MemoryAccessError`.
+- `cf.assert` (the loop watchdog `pto-simt-to-lanes` puts in every `scf.while`) records code 2.
+- `arith` / `math` ops become the LLVM instructions or intrinsics with exactly the interpreter's
+  semantics (pypto.dialects.arith_semantics, pypto/exact.py): wrapping integers, shifts outside
+  `[0, width)` given their defined value, `INT_MIN / -1` wrapping, bool casts as NumPy's
+  (`True` is 1, an int is true when non-zero), `pto.fma` as one `llvm.fma`.
+- `func` / `cf` become `llvm.func`, `llvm.call`, `llvm.return`, `llvm.br`, `llvm.cond_br`.
+
+docs/native.md#the-pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, cf, func, llvm, math
+from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
+                                   i1, i32, i64)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR
+from pypto.dialects import pto
+
+OOB = 1
+WATCHDOG = 2
+SITE_ATTR = "pto.native_site"
+"""Site number of a checked op (set by the JIT to index its table of locations); without it the
+ops are numbered in order."""
+
+_INT_BIN = {arith.AddiOp: llvm.AddOp, arith.SubiOp: llvm.SubOp, arith.MuliOp: llvm.MulOp,
+            arith.AndIOp: llvm.AndOp, arith.OrIOp: llvm.OrOp, arith.XOrIOp: llvm.XOrOp}
+_FLOAT_BIN = {arith.AddfOp: llvm.FAddOp, arith.SubfOp: llvm.FSubOp, arith.MulfOp: llvm.FMulOp,
+              arith.DivfOp: llvm.FDivOp}
+_CASTS = {arith.ExtUIOp: llvm.ZExtOp, arith.ExtFOp: llvm.FPExtOp, arith.TruncFOp: llvm.FPTruncOp}
+_MINMAX = {arith.MinSIOp: "slt", arith.MaxSIOp: "sgt", arith.MinUIOp: "ult",
+           arith.MaxUIOp: "ugt"}
+_UNARY_INTRINSICS = {math.SqrtOp: "sqrt", math.FloorOp: "floor", math.CeilOp: "ceil",
+                     math.AbsFOp: "fabs", math.TruncOp: "trunc", math.RoundEvenOp: "roundeven"}
+_BINARY_INTRINSICS = {math.CopySignOp: "copysign", arith.MinimumfOp: "minimum",
+                      arith.MaximumfOp: "maximum"}
+
+
+def _suffix(t: Attribute) -> str:
+    return {"f32": "f32", "f64": "f64"}.get(str(t), str(t))
+
+
+@dataclass
+class _Ptr:
+    param: int  # index among the original parameters
+    base: SSAValue
+    count: SSAValue
+    offset: SSAValue
+
+
+class _FunctionLowering:
+    """One func.func (lane or grid function) rewritten into an llvm.func."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+        self.is_lane = LANE_ATTR in fn.attributes
+        self.ptrs: dict[SSAValue, _Ptr] = {}
+        self.expanded: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
+        self.next_site = 0
+
+    # helpers --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _before(anchor: Operation, *ops: Operation) -> SSAValue:
+        anchor.parent_block().insert_ops_before(list(ops), anchor)
+        return ops[-1].results[0] if ops[-1].results else None  # type: ignore[return-value]
+
+    @staticmethod
+    def _const(value: int | float, t: Attribute) -> llvm.ConstantOp:
+        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
+        return llvm.ConstantOp(attr, t)
+
+    def _replace(self, op: Operation, *new: Operation, result: SSAValue | None = None) -> None:
+        if new:
+            op.parent_block().insert_ops_before(list(new), op)
+        if op.results:
+            op.results[0].replace_all_uses_with(result if result is not None else
+                                                new[-1].results[0])
+        op.detach()
+        op.erase()
+
+    # signature ------------------------------------------------------------------------------
+
+    def lower(self) -> llvm.FuncOp:
+        entry = self.fn.body.blocks[0]
+        first = entry.first_op
+        original = list(entry.args)
+        param = 0
+        for arg in original:
+            if isinstance(arg.type, pto.PtrType):
+                index = arg.index
+                base = entry.insert_arg(llvm.LLVMPointerType(), index)
+                count = entry.insert_arg(i64, index + 1)
+                zero = self._const(0, i64)
+                entry.insert_op_before(zero, first)
+                self.ptrs[arg] = _Ptr(param, base, count, zero.result)
+                self.expanded[arg] = (base, count)
+            param += 1
+        self.params = param
+        self.ids = None
+        if self.is_lane:
+            n = len(original) - ID_ARGS - 1
+            self.ids = original[n:n + 6]
+        for op in list(self.fn.body.walk()):
+            self._lower_op(op)
+        for op in [o for o in self.fn.body.walk() if isinstance(o, pto.AddPtrOp)][::-1]:
+            op.detach()
+            op.erase()
+        for arg in list(entry.args):
+            if isinstance(arg.type, pto.PtrType):
+                entry.erase_arg(arg)
+        inputs = [a.type for a in entry.args]
+        ftype = llvm.LLVMFunctionType(inputs, i32)
+        linkage = llvm.LinkageAttr("internal" if self.is_lane else "external")
+        new = llvm.FuncOp(self.fn.sym_name.data, ftype, linkage=linkage, body=Region())
+        self.fn.body.move_blocks(new.body)
+        return new
+
+    # pointers and memory --------------------------------------------------------------------
+
+    def ptr(self, value: SSAValue) -> _Ptr:
+        found = self.ptrs.get(value)
+        if found is not None:
+            return found
+        op = value.owner
+        if not isinstance(op, pto.AddPtrOp):
+            raise DiagnosticException(f"convert-pto-to-llvm: pointer {value} is not a parameter "
+                                      f"offset by pto.addptr (run pto-simt-to-lanes first)")
+        parent = self.ptr(op.ptr)
+        off = op.offset
+        if off.type != i64:
+            off = self._before(op, llvm.SExtOp(off, i64))
+        total = self._before(op, llvm.AddOp(parent.offset, off))
+        found = _Ptr(parent.param, parent.base, parent.count, total)
+        self.ptrs[value] = found
+        return found
+
+    def _checked_address(self, op: Operation, address: SSAValue, elem: Attribute) -> SSAValue:
+        """The checked element address of `op`'s access through `address`: the block is split,
+        an out-of-range offset branches to a block recording the error."""
+        p = self.ptr(address)
+        attr = op.attributes.get(SITE_ATTR)
+        site = attr.value.data if isinstance(attr, IntegerAttr) else self.next_site
+        self.next_site += 1
+        inside = self._before(op, llvm.ICmpOp(p.offset, p.count, IntegerAttr(6, i64)))  # ult
+        self._fail_unless(op, inside, OOB, site, p.offset, p.param)
+        return self._before(op, llvm.GEPOp.from_mixed_indices(p.base, [p.offset], elem))
+
+    def _fail_unless(self, op: Operation, ok: SSAValue, code: int, site: int,
+                     detail: SSAValue | None, param: int) -> None:
+        """Split `op`'s block before `op`: continue when `ok`, else record the error and return."""
+        if not self.is_lane:
+            raise DiagnosticException("convert-pto-to-llvm: a checked op outside a lane function")
+        block = op.parent_block()
+        rest = block.split_before(op)
+        fail = Block()
+        block.parent.insert_block_after(fail, block)
+        err = self.fn.body.blocks[0].args[-1]
+        values: list[SSAValue] = []
+        for value in (code, site, detail, param):
+            if isinstance(value, int):
+                c = self._const(value, i64)
+                fail.add_op(c)
+                values.append(c.result)
+            elif value is None:
+                c = self._const(0, i64)
+                fail.add_op(c)
+                values.append(c.result)
+            else:
+                values.append(value)
+        for coord in self.ids or ():
+            ext = llvm.SExtOp(coord, i64)
+            fail.add_op(ext)
+            values.append(ext.results[0])
+        for index, value in enumerate(values):
+            slot = llvm.GEPOp.from_mixed_indices(err, [index], i64)
+            fail.add_op(slot)
+            fail.add_op(llvm.StoreOp(value, slot.results[0]))
+        one = self._const(code, i32)
+        fail.add_op(one)
+        fail.add_op(llvm.ReturnOp(one.result))
+        block.add_op(llvm.CondBrOp(ok, rest, [], fail, []))
+
+    # ops ------------------------------------------------------------------------------------
+
+    def _lower_op(self, op: Operation) -> None:  # noqa: C901 - one case per op kind
+        kind = type(op)
+        if isinstance(op, pto.AddPtrOp):
+            self.ptr(op.results[0])
+        elif isinstance(op, pto.LoadOp):
+            t = op.results[0].type
+            address = self._checked_address(op, op.ptr, t)
+            self._replace(op, llvm.LoadOp(address, t))
+        elif isinstance(op, pto.StoreOp):
+            address = self._checked_address(op, op.ptr, op.value.type)
+            self._replace(op, llvm.StoreOp(op.value, address))
+        elif isinstance(op, pto.FmaOp):
+            address = self._checked_address(op, op.dst, op.a.type)
+            if isinstance(op.a.type, IntegerType):  # integers: a * b + c, wrapping
+                mul = llvm.MulOp(op.a, op.b)
+                fma: Operation = llvm.AddOp(mul.results[0], op.c)
+                self._replace(op, mul, fma, llvm.StoreOp(fma.results[0], address), result=None)
+            else:
+                fma = llvm.FMAOp(op.a, op.b, op.c)
+                self._replace(op, fma, llvm.StoreOp(fma.results[0], address), result=None)
+        elif isinstance(op, pto.AtomicAddOp):  # lanes run one at a time: load, add, store
+            t = op.value.type
+            address = self._checked_address(op, op.ptr, t)
+            old = llvm.LoadOp(address, t)
+            add = (llvm.AddOp if isinstance(t, IntegerType) else llvm.FAddOp)(
+                old.results[0], op.value)
+            self._replace(op, old, add, llvm.StoreOp(add.results[0], address),
+                          result=old.results[0])
+        elif isinstance(op, arith.ConstantOp):
+            t = op.results[0].type
+            v = op.value.value.data
+            self._replace(op, self._const(int(v) if isinstance(t, IntegerType) else v, t))
+        elif kind in _INT_BIN:
+            self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1]))
+        elif kind in _FLOAT_BIN:
+            self._replace(op, _FLOAT_BIN[kind](op.operands[0], op.operands[1]))
+        elif isinstance(op, arith.NegfOp):
+            self._replace(op, llvm.FNegOp(op.operands[0]))
+        elif kind in _MINMAX:
+            a, b = op.operands
+            pred = llvm.ICmpPredicateFlag(_MINMAX[kind]).to_int()
+            cmp = llvm.ICmpOp(a, b, IntegerAttr(pred, i64))
+            self._replace(op, cmp, llvm.SelectOp(cmp, a, b))
+        elif isinstance(op, arith.ShLIOp | arith.ShRUIOp | arith.ShRSIOp):
+            self._shift(op)
+        elif isinstance(op, arith.DivSIOp | arith.RemSIOp | arith.DivUIOp | arith.RemUIOp |
+                        arith.FloorDivSIOp):
+            self._division(op)
+        elif isinstance(op, arith.CmpiOp):
+            self._replace(op, llvm.ICmpOp(op.lhs, op.rhs, IntegerAttr(op.predicate.value.data,
+                                                                       i64)))
+        elif isinstance(op, arith.CmpfOp):
+            name = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+            if name in ("false", "true"):
+                self._replace(op, self._const(int(name == "true"), i1))
+            else:
+                self._replace(op, llvm.FCmpOp(op.lhs, op.rhs, name))
+        elif isinstance(op, arith.SelectOp):
+            self._replace(op, llvm.SelectOp(*op.operands))
+        elif kind in _CASTS:
+            self._replace(op, _CASTS[kind](op.operands[0], op.results[0].type))
+        elif isinstance(op, arith.ExtSIOp):
+            src = op.operands[0]
+            cast = llvm.ZExtOp if src.type == i1 else llvm.SExtOp  # NumPy: True is 1
+            self._replace(op, cast(src, op.results[0].type))
+        elif isinstance(op, arith.TruncIOp):
+            src, t = op.operands[0], op.results[0].type
+            if t == i1:  # NumPy: an integer is True when non-zero
+                zero = self._const(0, src.type)
+                self._replace(op, zero, llvm.ICmpOp(src, zero.result, IntegerAttr(1, i64)))
+            else:
+                self._replace(op, llvm.TruncOp(src, t))
+        elif isinstance(op, arith.SIToFPOp):
+            src = op.operands[0]
+            if src.type == i1:
+                wide = llvm.ZExtOp(src, i32)
+                self._replace(op, wide, llvm.SIToFPOp(wide.results[0], op.results[0].type))
+            else:
+                self._replace(op, llvm.SIToFPOp(src, op.results[0].type))
+        elif kind in _UNARY_INTRINSICS:
+            t = op.results[0].type
+            self._replace(op, llvm.CallIntrinsicOp(
+                f"llvm.{_UNARY_INTRINSICS[kind]}.{_suffix(t)}", [op.operands[0]], [t]))
+        elif kind in _BINARY_INTRINSICS:
+            t = op.results[0].type
+            self._replace(op, llvm.CallIntrinsicOp(
+                f"llvm.{_BINARY_INTRINSICS[kind]}.{_suffix(t)}", list(op.operands), [t]))
+        elif isinstance(op, math.FmaOp):
+            self._replace(op, llvm.FMAOp(*op.operands))
+        elif isinstance(op, math.AbsIOp):
+            t = op.results[0].type
+            no = self._const(0, i1)
+            self._replace(op, no, llvm.CallIntrinsicOp(f"llvm.abs.{t}", [op.operands[0],
+                                                                         no.result], [t]))
+        elif isinstance(op, func.CallOp):
+            args: list[SSAValue] = []
+            for a in op.arguments:
+                if isinstance(a.type, pto.PtrType):
+                    p = self.ptr(a)
+                    args += [p.base, p.count]
+                else:
+                    args.append(a)
+            self._replace(op, llvm.CallOp(op.callee, *args, return_type=i32))
+        elif isinstance(op, func.ReturnOp):
+            self._replace(op, llvm.ReturnOp(op.operands[0]))
+        elif isinstance(op, cf.BranchOp):
+            self._replace(op, llvm.BrOp(op.successor, *op.arguments))
+        elif isinstance(op, cf.ConditionalBranchOp):
+            self._replace(op, llvm.CondBrOp(op.cond, op.then_block, op.then_arguments,
+                                            op.else_block, op.else_arguments))
+        elif isinstance(op, cf.AssertOp):
+            site = int(op.msg.data.rpartition(":")[2])  # pto-watchdog:<loop number>
+            self._fail_unless(op, op.arg, WATCHDOG, site, None, -1)
+            op.detach()
+            op.erase()
+        elif op.dialect_name() == "llvm":
+            pass
+        else:
+            raise DiagnosticException(f"convert-pto-to-llvm: '{op.name}' has no lowering to the "
+                                      f"llvm dialect (run pto-simt-to-lanes first, which checks)")
+
+    def _shift(self, op: Operation) -> None:
+        a, b = op.operands
+        t = a.type
+        width = self._const(t.width.data, t)
+        in_range = llvm.ICmpOp(b, width.result, IntegerAttr(6, i64))  # ult: [0, width)
+        if isinstance(op, arith.ShRSIOp):  # shifted one bit at a time: the sign in the end
+            top = self._const(t.width.data - 1, t)
+            amount = llvm.SelectOp(in_range, b, top)
+            self._replace(op, width, in_range, top, amount, llvm.AShrOp(a, amount.results[0]))
+            return
+        shifted = (llvm.ShlOp if isinstance(op, arith.ShLIOp) else llvm.LShrOp)(a, b)
+        zero = self._const(0, t)
+        self._replace(op, width, in_range, shifted, zero,
+                      llvm.SelectOp(in_range, shifted.results[0], zero.result))
+
+    def _division(self, op: Operation) -> None:
+        """Signed: `INT_MIN / -1` wraps to INT_MIN, its remainder is 0 (LLVM: undefined), so a
+        divisor of -1 is computed as negation. The support check admits only non-zero constant
+        divisors from kernels; the grid function divides by launch dimensions (positive)."""
+        a, b = op.operands
+        if isinstance(op, arith.DivUIOp | arith.RemUIOp):
+            cls = llvm.UDivOp if isinstance(op, arith.DivUIOp) else llvm.URemOp
+            self._replace(op, cls(a, b))
+            return
+        t = a.type
+        minus_one = self._const(-1, t)
+        one = self._const(1, t)
+        is_m1 = llvm.ICmpOp(b, minus_one.result, IntegerAttr(0, i64))
+        safe = llvm.SelectOp(is_m1, one.result, b)
+        if isinstance(op, arith.FloorDivSIOp):  # C's quotient, minus one when inexact and
+            zero = self._const(0, t)               # the signs differ (NumPy's floor_divide)
+            q = llvm.SDivOp(a, safe.results[0])
+            r = llvm.SRemOp(a, safe.results[0])
+            inexact = llvm.ICmpOp(r.results[0], zero.result, IntegerAttr(1, i64))  # ne
+            a_neg = llvm.ICmpOp(a, zero.result, IntegerAttr(2, i64))  # slt
+            b_neg = llvm.ICmpOp(b, zero.result, IntegerAttr(2, i64))
+            differ = llvm.XOrOp(a_neg.results[0], b_neg.results[0])
+            adjust = llvm.AndOp(inexact.results[0], differ.results[0])
+            down = llvm.SubOp(q.results[0], one.result)
+            floor = llvm.SelectOp(adjust.results[0], down.results[0], q.results[0])
+            neg = llvm.SubOp(zero.result, a)
+            self._replace(op, minus_one, one, is_m1, safe, zero, q, r, inexact, a_neg, b_neg,
+                          differ, adjust, down, floor, neg,
+                          llvm.SelectOp(is_m1, neg.results[0], floor.results[0]))
+        elif isinstance(op, arith.DivSIOp):
+            zero = self._const(0, t)
+            q = llvm.SDivOp(a, safe.results[0])
+            neg = llvm.SubOp(zero.result, a)
+            self._replace(op, minus_one, one, is_m1, safe, zero, q, neg,
+                          llvm.SelectOp(is_m1, neg.results[0], q.results[0]))
+        else:
+            zero = self._const(0, t)
+            r = llvm.SRemOp(a, safe.results[0])
+            self._replace(op, minus_one, one, is_m1, safe, zero, r,
+                          llvm.SelectOp(is_m1, zero.result, r.results[0]))
+
+
+@dataclass(frozen=True)
+class ConvertPtoToLlvmPass(ModulePass):
+    """Lower the lane and grid functions (in cf form) to the llvm dialect, accesses checked."""
+
+    name = "convert-pto-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in list(op.ops):
+            if not isinstance(fn, func.FuncOp):
+                continue
+            if LANE_ATTR not in fn.attributes and GRID_ATTR not in fn.attributes:
+                raise DiagnosticException(
+                    f"convert-pto-to-llvm: function '{fn.sym_name.data}' is not a lane or grid "
+                    f"function; run pto-simt-to-lanes and convert-scf-to-cf first")
+            new = _FunctionLowering(fn).lower()
+            op.body.block.insert_op_before(new, fn)
+            fn.detach()
+            fn.erase()

@@ -40,6 +40,7 @@ from pypto.frontend.builtins import constexpr
 from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
+from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
 from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.backend.launch_shape import LaunchShape
 from pypto.runtime import launcher
@@ -102,10 +103,9 @@ def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
     if _is_device_tensor(value):
         return pto.PtrType(dtypes.as_dtype(value.dtype).mlir(), "global")
     if isinstance(value, np.ndarray):
-        raise LaunchError(f"argument '{pname}' of kernel '{kernel.name}' is a host NumPy array; "
-                          f"pto.compile and pto.profile take device tensors: make one with "
-                          f"pto.tensor(array) (a launch, kernel[grid, block](array), copies "
-                          f"NumPy arrays in and back itself)")
+        raise LaunchError(f"argument '{pname}' of kernel '{kernel.name}' is a 0-d NumPy "
+                          f"array; pass a scalar (a.item()) or an array of at least one "
+                          f"dimension (copied in as a tensor, docs/runtime.md#numpy-arrays)")
     if isinstance(value, bool | np.bool_):
         return IntegerType(1)
     if isinstance(value, np.integer | np.floating):
@@ -302,8 +302,12 @@ def _constexpr_values(kernel: Kernel, names: set[str], args: Sequence[Any]) -> d
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
            args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
-           pipeline: str | None = None, backend: str | None = None) -> None:
+           pipeline: str | None = None, backend: str | None = None,
+           timeout: float | None = None) -> None:
     """`pto.launch`: enqueue `kernel` (compiled here first if it is a `@pto.kernel`), async.
+
+    `timeout`: seconds after which a `while` loop of this launch still running is stopped with
+    a `KernelError` at its line (docs/runtime.md#the-watchdog); None: no time limit.
 
     The runtime's `launch` (`pypto.runtime.launch`) with this module's `compile`; see its
     docstring for the arguments. `pipeline` compiles a `@pto.kernel` with that pass pipeline
@@ -328,9 +332,16 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                 else None
             launcher.launch_shaped(_OnBackend(target, backend) if target is not None else kernel,
                                    shape, args, stream, compile=compile_on,
-                                   origin=caller_site(2))
+                                   origin=caller_site(2), timeout=timeout)
             return
-        if pipeline is None:
+        elif timeout is not None:  # the watchdog's time limit: the checked, unplanned path
+            def compile_timed(k: Any, **options: Any) -> CompiledKernel:
+                return compile(k, pipeline=pipeline, **options) if pipeline is not None else \
+                    _compile_for_launch(k, **options)
+
+            launcher.launch_shaped(kernel, shape, args, stream, compile=compile_timed,
+                                   origin=caller_site(2), timeout=timeout)
+        elif pipeline is None:
             if stream is None and type(kernel) is Kernel and type(args) is tuple:
                 found = _plan_key(kernel, shape, args)
                 if found is not None:
@@ -470,13 +481,17 @@ class LaunchConfig:
         self.stream = config[2] if len(config) == 3 else None
 
     @public_api
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, timeout: float | None = None) -> None:
+        """Launch with `args`; `timeout=` seconds as `pto.launch`'s (docs/runtime.md#the-watchdog)."""
         grid = self.grid
         if callable(grid):
             params = getattr(self.kernel, "params", None) or \
                 getattr(getattr(self.kernel, "kernel", None), "params", [])
             grid = grid(dict(zip(params, args)))
-        launch(self.kernel, grid, self.block, args, self.stream)  # (the debugger patches it)
+        if timeout is None:
+            launch(self.kernel, grid, self.block, args, self.stream)  # (the debugger patches it)
+        else:
+            launch(self.kernel, grid, self.block, args, self.stream, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<launch of {getattr(self.kernel, 'name', '?')} grid={self.grid!r} " \
@@ -509,6 +524,13 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         raise UsageError(f"pto.compile: pipeline must be a string such as "
                          f"'canonicalize,cse' (or None for the default), got "
                          f"{type(pipeline).__name__} {pipeline!r}")
+    if isinstance(kernel, Kernel) and isinstance(args, tuple | list) and \
+            has_host_arrays(args):  # NumPy arrays stand for tensors of their dtype and shape
+        with stage_host_arrays(args, entry=f"pto.compile of kernel '{kernel.name}'",
+                               kernel=kernel, write_back=False) as staged:
+            return compile(kernel, args=staged.args, block=block, pipeline=pipeline,
+                           target=target, check_uninitialized=check_uninitialized,
+                           schedule=schedule, race_check=race_check, validate=validate)
     if validate is None:  # PYPTO_VALIDATE's default, and the passes it prepends
         validate, extra_passes = _VALIDATE_SETTING()
     else:

@@ -64,7 +64,6 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     """
     # the cost model is imported at the first profile, not by `import pypto` (~8 ms)
     from pypto.backend.cost_model import MODELS, ModelError, ModelParams
-    from pypto.backend.cost_model.run import run_and_cost
 
     if model not in MODELS:
         raise ModelError(f"unknown cost model {model!r}; models: {', '.join(MODELS)}")
@@ -73,9 +72,23 @@ def profile(kernel: Any, *, grid: Any, block: Any, args: Sequence[Any], model: s
     name = getattr(kernel, "name", "?")
     shape = LaunchShape.of(grid, block, kernel=name, target=resolved,
                            what=f"pto.profile of kernel '{name}'")
-    block3 = shape.block
     base = DEFAULT_PIPELINE if pipeline is None else pipeline
     text = model_pipeline(model, resolved, pipeline)
+    from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
+
+    if has_host_arrays(args):  # NumPy arrays: copied in, and back after the traced run
+        with stage_host_arrays(args, entry=f"pto.profile of kernel '{name}'",
+                               kernel=kernel) as staged:
+            return _profile(kernel, shape, staged.args, params, resolved, base, text)
+    return _profile(kernel, shape, args, params, resolved, base, text)
+
+
+def _profile(kernel: Any, shape: LaunchShape, args: Sequence[Any], params: Any,
+             resolved: Target, base: str, text: str) -> Profile:
+    """Compile, run once traced and cost (`profile` once its arguments are device values)."""
+    from pypto.backend.cost_model.run import run_and_cost
+
+    block3 = shape.block
     compiled = compile(kernel, args=args, block=block3, pipeline=text, target=resolved)
 
     def pto_level() -> Any:

@@ -23,7 +23,8 @@ def slug(heading: str) -> str:
 
 
 def anchors(doc: Path) -> set[str]:
-    """The anchors of `doc`'s headings (outside code fences), with GitHub's -1, -2 suffixes."""
+    """The anchors of `doc`'s headings (outside code fences), with GitHub's -1, -2 suffixes,
+    and its explicit `<a id="...">` anchors (a place inside a section, e.g. runtime.md#numpy-arrays)."""
     found: set[str] = set()
     seen: dict[str, int] = {}
     fenced = False
@@ -35,6 +36,8 @@ def anchors(doc: Path) -> set[str]:
             count = seen.get(base, 0)
             seen[base] = count + 1
             found.add(base if count == 0 else f"{base}-{count}")
+        if not fenced:
+            found.update(re.findall(r'<a id="([^"]+)"></a>', line))
     return found
 
 

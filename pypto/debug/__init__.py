@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+import numpy as np
+
 from pypto.debug.session import DEFAULT_BLOCK, MODELS, Breakpoint, DebugError, Pointer, Session
 from pypto.debug.timeline import TimelineEntry
 from pypto.debug.view import Lanes
@@ -79,13 +81,22 @@ def debug_kernel(kernel: Any, args: Sequence[Any], grid: Any = None, block: Any 
     # the IR pto.profile(model=model, pipeline=pipeline) costs, so the timeline agrees with it
     text = model_pipeline(model, resolve_target(target), pipeline)
     args = tuple(args)
+    from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
+
+    staged = None
+    if has_host_arrays(args):  # NumPy arrays: device copies, copied back when the block ends
+        if names is None:
+            names = caller_names(args, sys._getframe(1))
+        staged = stage_host_arrays(args, entry=f"dbg.debug_kernel of kernel '{name}'",
+                                   kernel=kernel)
+        args = staged.args
     compiled = pto_compile(kernel, args=args, block=block3, pipeline=text, target=target,
                            schedule=schedule, check_uninitialized=check_uninitialized)
     sync()  # the tensors' pending copies (memcpy_h2d is queued, like a launch)
     if names is None:
         names = caller_names(args, sys._getframe(1))
     return Session(compiled, args, grid3, block3, block_id=block_id, warp=warp, model=model,
-                   names=names, fold=fold, out=out)
+                   names=names, fold=fold, out=out, host_arrays=staged)
 
 
 def caller_names(args: Sequence[Any], frame: Any) -> dict[int, str]:
@@ -96,7 +107,7 @@ def caller_names(args: Sequence[Any], frame: Any) -> dict[int, str]:
     out: dict[int, str] = {}
     scopes = [frame.f_locals, frame.f_globals] if frame is not None else []
     for i, arg in enumerate(args):
-        if not isinstance(arg, Tensor):
+        if not isinstance(arg, Tensor | np.ndarray):
             continue
         for scope in scopes:
             name = next((k for k, v in scope.items() if v is arg and not k.startswith("_")),

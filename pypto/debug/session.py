@@ -131,8 +131,11 @@ class Session(Inspector, Describer):
     def __init__(self, compiled: Any, args: Sequence[Any], grid: tuple[int, int, int],
                  block: tuple[int, int, int], *, block_id: int = 0, warp: int | None = None,
                  model: str = "fused", names: dict[int, str] | None = None, fold: bool = True,
-                 out: TextIO | None = None):
+                 out: TextIO | None = None, host_arrays: Any = None):
         self.compiled = compiled
+        self.host_arrays = host_arrays
+        """NumPy arrays the caller passed (`pypto.runtime.host_arrays.StagedArgs`): `args`
+        holds their device copies, copied back each time the focus block finishes."""
         self.exe = compiled.executable
         self.args = tuple(args)
         self.grid = grid
@@ -279,6 +282,8 @@ class Session(Inspector, Describer):
         w.recording = None
         if step.error is not None and self.error is None:
             self._fail(step.error)
+        if self.host_arrays is not None and self.error is None and step.finished:
+            self.host_arrays.copy_back()
         return w.records
 
     def _go(self, step: Step) -> None:

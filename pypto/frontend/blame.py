@@ -12,6 +12,7 @@ the same type, or a pointer to it (`pto.load(a + i)` is int32 because `a` points
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,3 +104,53 @@ def blame(values: Sequence[Any], function_block: Block | None, params: Sequence[
             if sentence not in sentences:
                 sentences.append(sentence)
     return sentences
+
+
+_POINTER_CALLS = frozenset({"load", "store", "atomic_add", "atomic_max", "atomic_min",
+                            "atomic_and", "atomic_or", "atomic_xor", "atomic_exch",
+                            "atomic_cas"})
+"""`pto.<name>(p + i, ...)`: calls whose first argument is an address."""
+
+
+def pointer_use(tree: ast.AST, name: str) -> ast.AST | None:
+    """The first place the kernel source uses parameter `name` as a pointer — `name[i]`, or
+    `name` / `name + i` as the address of `pto.load` / `pto.store` / an atomic — or None."""
+    def is_name(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == name
+
+    def is_address(node: ast.AST) -> bool:
+        return is_name(node) or isinstance(node, ast.BinOp) and \
+            isinstance(node.op, ast.Add | ast.Sub) and (is_name(node.left) or is_name(node.right))
+
+    found: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and is_name(node.value):
+            found.append(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in _POINTER_CALLS and node.args and is_address(node.args[0]):
+            found.append(node)
+    return min(found, key=lambda n: (n.lineno, n.col_offset)) if found else None
+
+
+def scalar_used_as_pointer(values: Sequence[Any], function_block: Block | None,
+                           params: Sequence[str], launch_args: Sequence[Any] | None,
+                           tree: ast.AST) -> tuple[str, ast.AST] | None:
+    """When a type error's values come from a parameter whose launch argument is a number
+    although the kernel uses the parameter as a pointer: the sentence that says so (`parameter
+    'b' is used as a pointer but launch argument 1 is the float 1.5`) and the use's node."""
+    if function_block is None or launch_args is None:
+        return None
+    for value in values:
+        if not isinstance(value, SSAValue):
+            continue
+        for arg in parameters_of(value, function_block):
+            if arg.index >= len(launch_args) or arg.index >= len(params) or \
+                    not isinstance(launch_args[arg.index], bool | int | float):
+                continue
+            use = pointer_use(tree, params[arg.index])
+            if use is not None:
+                return (f"parameter '{params[arg.index]}' is used as a pointer but launch "
+                        f"argument {arg.index} is {describe_argument(launch_args[arg.index])}: "
+                        f"pass a device tensor (pto.tensor(array)) or a NumPy array there",
+                        use)
+    return None

@@ -41,7 +41,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from pypto import dtypes, exact
 from pypto.dialects import pto
 from pypto.errors import CompileError
-from pypto.frontend.blame import blame, describe_type, is_pointer
+from pypto.frontend.blame import blame, describe_type, is_pointer, scalar_used_as_pointer
 from pypto.frontend.builtins import BUILTINS, ELEMENTWISE, TILE_VECTOR, static_range
 from pypto.frontend.hints import call_replacement, expression_replacement
 from pypto.frontend.calls import CallLowering
@@ -124,6 +124,10 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
         """A type error about `values`: names the parameters (and launch arguments) their types
         come from, and gives `hint` (a conversion of `converts`, default `values`) only when it
         would not convert a pointer."""
+        misuse = scalar_used_as_pointer(values, self.function_block, self.kernel.params,
+                                        self.launch_args, self.src.tree)
+        if misuse is not None:  # the cause, at the use that needs a pointer
+            return self.error(misuse[0], misuse[1])
         pointer = any(isinstance(v, SSAValue) and is_pointer(v.type)
                       for v in (values if converts is None else converts))
         sentences = blame(values, self.function_block, self.kernel.params, self.launch_args)

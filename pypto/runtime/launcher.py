@@ -39,7 +39,8 @@ Compiler = Callable[..., Any]
 
 def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...],
            args: tuple[Any, ...] | list[Any], stream: Stream | None = None, *,
-           compile: Compiler | None = None, origin: str | None = _FIND_SITE) -> None:
+           compile: Compiler | None = None, origin: str | None = _FIND_SITE,
+           timeout: float | None = None) -> None:
     """Enqueue `kernel` on `stream` over `grid` blocks of `block` lanes, and return at once.
 
     `grid` / `block`: an int `n` means `(n, 1, 1)`; tuples of 1 to 3 ints are padded with 1.
@@ -48,16 +49,18 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     `compile`: compiles a kernel that is not compiled yet (for the stream's device's target).
     `origin`: the user's `file:line` that errors of this launch name (found on the stack when
     not given; `pto.launch` passes it, having found it cheaply, see `caller_site`).
+    `timeout`: seconds of the watchdog's time limit for this launch (None: none).
     The launch keeps every tensor argument alive until the kernel has run.
     """
     name = _kernel_name(kernel)
     launch_shaped(kernel, LaunchShape.of(grid, block, kernel=name), args, stream,
-                  compile=compile, origin=caller_site(2) if origin is _FIND_SITE else origin)
+                  compile=compile, origin=caller_site(2) if origin is _FIND_SITE else origin,
+                  timeout=timeout)
 
 
 def launch_shaped(kernel: Any, shape: LaunchShape, args: tuple[Any, ...] | list[Any],
                   stream: Stream | None = None, *, compile: Compiler | None = None,
-                  origin: str | None = None) -> None:
+                  origin: str | None = None, timeout: float | None = None) -> None:
     """`launch` of a checked `shape`: the one function every launch goes through (`launch`,
     `pto.launch`, `kernel[grid, block](...)` and a compiled kernel's call, except the repeats
     `enqueue_planned` takes), so the debugger wraps this one function to take a script's
@@ -66,8 +69,14 @@ def launch_shaped(kernel: Any, shape: LaunchShape, args: tuple[Any, ...] | list[
     arguments, tensors, plain = _check_args(kernel, name, args)
     queue = _launch_stream(name, tensors, stream)
     if not plain and any(isinstance(a, np.ndarray) for a in arguments):
-        _launch_with_host_arrays(kernel, name, shape, arguments, queue, compile, origin)
+        _launch_with_host_arrays(kernel, name, shape, arguments, queue, compile, origin,
+                                 timeout)
         return
+    if timeout is not None:
+        from pypto.backend.interpreter.watchdog import time_limit
+
+        with time_limit(timeout):  # checks the value at the launch line
+            pass
     target = queue.device.target
     if shape.block_lanes > target.max_block_lanes:
         shape.fits(target, kernel=name)
@@ -87,7 +96,13 @@ def launch_shaped(kernel: Any, shape: LaunchShape, args: tuple[Any, ...] | list[
         # function alive, and must not keep the launch's tensors charged (see stream._run_head)
         kernel_, args_ = job
         job.clear()
-        kernel_.execute(grid3, block3, args_)
+        if timeout is None:
+            kernel_.execute(grid3, block3, args_)
+        else:
+            from pypto.backend.interpreter.watchdog import time_limit
+
+            with time_limit(timeout):
+                kernel_.execute(grid3, block3, args_)
 
     queue.enqueue(_label(name, grid3, block3), run, tensors, origin, api="pto.launch()")
 
@@ -123,39 +138,20 @@ def enqueue_planned(plan: Plan, args: tuple[Any, ...], tensors: tuple[Tensor, ..
 
 def _launch_with_host_arrays(kernel: Any, name: str, shape: LaunchShape,
                              arguments: tuple[Any, ...], queue: Stream,
-                             compile: Compiler | None, origin: str | None) -> None:
+                             compile: Compiler | None, origin: str | None,
+                             timeout: float | None = None) -> None:
     """A launch with NumPy arrays among its arguments (Numba CUDA's automatic transfer): each
     array is copied into a temporary device tensor of its dtype, the kernel runs, and every
     writeable array gets the tensor's contents back. Synchronous: returns after the copy back,
     and a kernel error is raised here."""
-    from pypto.runtime.copy import memcpy_d2h, memcpy_h2d  # copy.py sits beside this module
+    from pypto.runtime.host_arrays import stage_host_arrays
 
-    staged: list[tuple[np.ndarray, Tensor]] = []
-    device_args = list(arguments)
-    for position, arg in enumerate(arguments):
-        if isinstance(arg, np.ndarray):
-            what = _describe_position(kernel, position)
-            try:
-                dt = dtypes.as_dtype(arg.dtype)
-            except Exception:
-                raise LaunchError(f"launch of kernel '{name}': {what} is a NumPy {arg.dtype} "
-                                  f"array; device tensors hold "
-                                  f"{', '.join(sorted(d.name for d in _SCALAR_DTYPES))}: convert "
-                                  f"it, e.g. a.astype(np.float32)") from None
-            if arg.size == 0:
-                raise LaunchError(f"launch of kernel '{name}': {what} is an empty NumPy array "
-                                  f"(shape {arg.shape}); a kernel needs at least one element")
-            temp = Tensor(arg.size * dt.itemsize, dt, device=queue.device, shape=arg.shape)
-            memcpy_h2d(temp, arg, stream=queue)
-            staged.append((arg, temp))
-            device_args[position] = temp
-    launch_shaped(kernel, shape, tuple(device_args), queue, compile=compile, origin=origin)
-    for array, temp in staged:
-        if array.flags.writeable:
-            memcpy_d2h(array, temp, stream=queue)
-        else:
-            queue.synchronize()
-        temp.free()
+    staged = stage_host_arrays(arguments, entry=f"launch of kernel '{name}'", kernel=kernel,
+                               device=queue.device, stream=queue)
+    with staged:
+        launch_shaped(kernel, shape, staged.args, queue, compile=compile, origin=origin,
+                      timeout=timeout)
+        queue.synchronize()
 
 
 def _describe_position(kernel: Any, position: int) -> str:

@@ -168,12 +168,14 @@ class Tensor:
         self.free()
 
     def __repr__(self) -> str:
+        # the host shape, as NumPy shows it: pto.tensor of a (64, 50) array is float32[64, 50]
+        what = f"{self.dtype!r}[{', '.join(map(str, self._shape))}] ({self.nbytes} bytes)"
         where = f"on '{self.device.name}'"
         if self._data is None:
-            return f"<pto.Tensor {self.dtype!r}[{self.size}] ({self.nbytes} bytes) {where}, freed>"
+            return f"<pto.Tensor {what} {where}, freed>"
         pending = _stream.pending_uses(self)
         busy = f", used by {pending} pending operation(s)" if pending else ""
-        return f"<pto.Tensor {self.dtype!r}[{self.size}] ({self.nbytes} bytes) {where}{busy}>"
+        return f"<pto.Tensor {what} {where}{busy}>"
 
 
 @public_api

@@ -335,11 +335,19 @@ def _annotate(exc: Exception, op: Operation, stream: Stream, discarded: int, sur
         pass
 
 
-def sync() -> None:
+def sync(timeout: float | None = None) -> None:
     """Wait for every stream of every device (like `cudaDeviceSynchronize`).
 
     Raises the first error of the drained work, after every stream has run as far as it can.
+    `timeout`: seconds after which a `while` loop of the drained work still running is stopped
+    with a `KernelError` at its line (docs/runtime.md#the-watchdog).
     """
+    if timeout is not None:
+        from pypto.backend.interpreter.watchdog import time_limit
+
+        with time_limit(timeout):
+            sync()
+        return
     try:  # (`drain_all` inline, and `public_api`'s hiding of frames: the common sync)
         with _LOCK:
             if not _BUSY:
@@ -409,12 +417,22 @@ def _run_pending_at_exit() -> None:
     with _LOCK:
         if not _BUSY:
             return
-        pending = sum(len(s._queue) for s in _BUSY.values())
+        ops = [op for s in _BUSY.values() for op in s._queue]
+    # an interrupted launch *was* being synchronised (Ctrl-C arrived during pto.sync() or
+    # another synchronising call): say so, and count only the rest as never synchronised
+    interrupted = sum(op.label.startswith("interrupted ") for op in ops)
+    never = len(ops) - interrupted
+    parts = []
+    if interrupted:
+        parts.append(f"{interrupted} launch(es) interrupted part-way while being synchronised")
+    if never:
+        parts.append(f"{never} operation(s) never synchronised with pto.sync()")
+    what = " and ".join(parts)
     try:
-        drain_all(surfaced_at="interpreter exit (work never synchronised)")
+        drain_all(surfaced_at=f"interpreter exit ({what})")
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the program is ending
-        sys.stderr.write(f"pypto: {pending} operation(s) were still queued at interpreter exit "
-                         f"(never synchronised with pto.sync()); running them raised:\n")
+        sys.stderr.write(f"pypto: at interpreter exit the queues held {what}; running them "
+                         f"raised:\n")
         import traceback
 
         sys.stderr.write("".join(traceback.format_exception_only(exc)))

@@ -284,6 +284,7 @@ def snapshot(kernel: Kernel, args: Sequence[Any], skip: Any = None) -> list[Any]
     arrays copied as they are, scalars checked (`skip` kept as it is); `UsageError` naming the
     argument otherwise."""
     from pypto.runtime import memcpy_d2h
+    from pypto.runtime.host_arrays import array_dtype
 
     out: list[Any] = []
     copies: dict[int, TensorArg] = {}  # one copy per tensor: aliased arguments stay aliased
@@ -297,11 +298,13 @@ def snapshot(kernel: Kernel, args: Sequence[Any], skip: Any = None) -> list[Any]
                 memcpy_d2h(host, value)
                 copies[id(value)] = TensorArg(host, value.dtype.name)
             out.append(copies[id(value)])
-        elif isinstance(value, np.ndarray):
-            raise UsageError(f"pto.autotune of kernel '{kernel.name}': the argument for "
-                             f"parameter '{kernel.params[i]}' is a NumPy array; autotune takes "
-                             f"device tensors (its runs must not write your arrays back): "
-                             f"d = pto.tensor(a)")
+        elif isinstance(value, np.ndarray) and value.ndim > 0:  # read only: never written back
+            if id(value) not in copies:
+                dt = array_dtype(value, entry=f"pto.autotune of kernel '{kernel.name}'",
+                                 kernel=kernel, position=i)
+                host = np.array(value, dtype=dt.np_dtype, copy=True, order="C").reshape(-1)
+                copies[id(value)] = TensorArg(host, dt.name)
+            out.append(copies[id(value)])
         elif isinstance(value, np.generic):
             out.append(value.item())
         elif isinstance(value, bool | int | float):

@@ -268,6 +268,36 @@ def test_hostile_commands_are_error_lines_and_the_session_goes_on(script, tmp_pa
     assert "\x00" not in history
 
 
+NUMPY_SCRIPT = '''
+import numpy as np
+import pypto as pto
+
+@pto.kernel
+def add(a, b, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(a + i) + pto.load(b + i))
+
+a = np.arange(64, dtype=np.float32)
+b = np.full(64, 0.5, np.float32)
+o = np.zeros(64, np.float32)
+add[1, 64](a, b, o, 64)
+'''
+
+
+def test_a_script_that_launches_on_numpy_arrays(tmp_path, monkeypatch, capsys):
+    """The launch's NumPy arrays reach the debugger as device copies named as in the script."""
+    path = tmp_path / "np_prog.py"
+    path.write_text(NUMPY_SCRIPT)
+    code, out, err = run_here([f"{path}:add", "--pipeline", PTO_LEVEL],
+                              ["step", "print i 3", "continue", "q"], monkeypatch, capsys,
+                              tmp_path)
+    assert code == 0, err
+    assert "[Lanes 0-63] LOAD a[0..63]" in out
+    assert "i = [3] 3" in out
+    assert "Kernel finished (block (0, 0, 0))." in out
+
+
 TILE_SCRIPT = textwrap.dedent('''\
     import numpy as np
     import pypto as pto

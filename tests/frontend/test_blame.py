@@ -67,8 +67,23 @@ def _error(kernel, *args) -> str:
 
 def test_float_where_a_pointer_is_used():
     text = _error(vector_add, _f32(), 1.5, _f32(), N)
-    assert "parameter 'b' is float32 because launch argument 1 was the float 1.5" in text
+    assert "parameter 'b' is used as a pointer but launch argument 1 is the float 1.5: pass " \
+        "a device tensor" in text
     assert text.splitlines()[0].startswith(__file__)
+    assert "pto.load(b" in text.splitlines()[1]  # the caret line: the use that needs a pointer
+
+
+@pto.kernel
+def subscripted(a, b, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        o[i] = a[i] + b[i]
+
+
+def test_a_scalar_subscripted_as_a_pointer():
+    text = _error(subscripted, _f32(), 2, _f32(), N)
+    assert "parameter 'b' is used as a pointer but launch argument 1 is the int 2" in text
+    assert "b[i]" in text.splitlines()[1]
 
 
 def test_swapped_arguments_blame_the_pointer_parameter_and_suggest_no_cast():

@@ -188,6 +188,28 @@ def test_multiprocessing_children_run_or_report_work_never_synchronised(tmp_path
         assert f"] kernel ran, tag {10 + tag}\n" in out, (method, out, err)
         for kind in ("good", "bad"):
             assert f"{method} {kind} exit 0" in out, (method, out, err)
-    reports = err.count("were still queued at interpreter exit")
+    reports = err.count("never synchronised with pto.sync(); running them raised")
     assert reports == 3 and err.count("MemoryAccessError") == 3, err
     assert "Traceback" not in err, err
+
+
+def test_ctrl_c_in_sync_then_exit_says_the_launch_was_being_synchronised(tmp_path):
+    """The interrupted launch was synchronised (the script called pto.sync()): the report at
+    interpreter exit says so, and does not call it "never synchronised"."""
+    path = _script(tmp_path, """\
+        o = pto.alloc_tensor(1024 * 4)
+        pto.compile(slow, args=(o, 10**9), block=256)
+        pto.launch(slow, grid=4, block=256, args=(o, 10**9))
+        try:
+            pto.sync()
+        except KeyboardInterrupt:
+            print("interrupted")
+        """)
+    proc = _start(path)
+    assert proc.stdout.readline().endswith("started\n")
+    proc.send_signal(signal.SIGINT)
+    out, err = _finish(proc)
+    assert out.startswith("interrupted"), (out, err)
+    assert "1 launch(es) interrupted part-way while being synchronised" in err, err
+    assert "KeyboardInterrupt arrived during pto.sync()" in err, err
+    assert "never synchronised" not in err, err

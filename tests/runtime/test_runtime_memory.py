@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import pypto as pto
 from pypto import dtypes
 from pypto.errors import DeviceOutOfMemoryError, TensorFreedError
 from pypto.runtime import Device, Tensor, alloc_tensor, default_device, poison_value
@@ -162,3 +163,12 @@ def test_entering_a_freed_tensor_raises() -> None:
     with pytest.raises(TensorFreedError):
         with t:
             pass
+
+
+def test_repr_shows_the_host_shape_as_numpy_does() -> None:
+    a = np.arange(64 * 50, dtype=np.float32).reshape(64, 50)
+    t = pto.tensor(a)
+    assert t.shape == a.shape and t.ndim == 2
+    assert repr(t).startswith("<pto.Tensor pto.float32[64, 50] (12800 bytes) on 'pto-default'")
+    assert np.array_equal(t.numpy(), a)
+    assert repr(pto.empty((2, 3, 4), np.int32)).startswith("<pto.Tensor pto.int32[2, 3, 4] ")

@@ -123,6 +123,6 @@ def test_script_traceback_is_short(tmp_path):
                             env=env)
     err = result.stderr
     assert result.returncode == 1
-    assert "parameter 'b' is float32 because launch argument 1 was the float 1.5" in err
+    assert "parameter 'b' is used as a pointer but launch argument 1 is the float 1.5" in err
     assert PYPTO_DIR not in err, err
     assert len(err.splitlines()) <= 8, err

@@ -339,8 +339,13 @@ def test_aliased_tensor_arguments_stay_one_tensor_in_a_worker() -> None:
         scale_run.execute((1, 1, 1), (64, 1, 1), args)
         out = read_back(args)
     assert np.array_equal(out[0], np.arange(n, dtype=np.float32) * 2)
-    with pytest.raises(pto.UsageError, match="NumPy array"):
-        snapshot(scale, [np.zeros(4, np.float32), x, n, 2.0, 1])
+    host = np.arange(4, dtype=np.float32)
+    shipped = snapshot(scale, [host, host, 4, 2.0, 1])  # a NumPy array: copied, aliasing kept
+    assert shipped[0] is shipped[1] and np.array_equal(shipped[0].data, host)
+    host[0] = 7.0
+    assert shipped[0].data[0] == 0.0  # a copy: autotune never writes the caller's array
+    with pytest.raises(pto.LaunchError, match="NumPy complex128 array"):
+        snapshot(scale, [np.zeros(4, np.complex128), x, n, 2.0, 1])
 
 
 def test_compare_names_the_first_differing_element() -> None:

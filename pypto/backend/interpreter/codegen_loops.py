@@ -27,18 +27,8 @@ import numpy as np
 from xdsl.dialects import scf
 
 from pypto import dtypes
+from pypto.backend.interpreter import watchdog
 from pypto.dialects import pto
-
-
-MAX_TRIPS = 10_000_000
-"""Trips after which a SIMT loop is reported as never ending (`KernelError` at its line): a
-kernel that loops forever on a device hangs it; the interpreter says so instead."""
-
-
-def too_many_trips(ctx: Any, site: int) -> Exception:
-    return ctx.fail(f"this loop has run {MAX_TRIPS:,} iterations without ending on some lane; "
-                    f"check that its condition changes (the interpreter stops a loop after "
-                    f"pypto.backend.interpreter.codegen_loops.MAX_TRIPS iterations)", site)
 
 
 def loop_exit(result: Any, value: Any, exiting: Any, dtype: Any) -> Any:
@@ -88,7 +78,8 @@ def loop_step(ctx: Any, step: Any, mask: Any, site: int) -> Any:
     return active[0]
 
 
-NAMESPACE = {"_codegen_loops": sys.modules[__name__], "_loop_exit": loop_exit, "_loop_step": loop_step, "_too_many_trips": too_many_trips}
+NAMESPACE = {"_codegen_loops": sys.modules[__name__], "_loop_exit": loop_exit,
+             "_loop_step": loop_step, "_watchdog": watchdog}
 """Names the generated code of this mixin uses."""
 
 
@@ -117,13 +108,17 @@ class SimtLoopEmitters:
                 self.emit(f"{self.name(r)} = {self._zero_of(r.type)}")
                 if _is_address(r.type):
                     self.emit(f"{self.name(r)}_b = None")
-        trips = self.fresh("trips")
+        # the watchdog (watchdog.py): PYPTO_MAX_TRIPS, and the clock under a timeout=
+        trips, limit = self.fresh("trips"), self.fresh("limit")
         self.emit(f"{trips} = 0")
+        self.emit(f"{limit} = _watchdog.max_trips()")
         self.emit("while True:")
         self.indent += 1
         self.emit(f"{trips} += 1")
-        self.emit(f"if {trips} > _codegen_loops.MAX_TRIPS:")
-        self.emit(f"    raise _too_many_trips(_ctx, {self.site(op)})")
+        self.emit(f"if {trips} > {limit}:")
+        self.emit(f"    raise _watchdog.too_many_trips(_ctx, {self.site(op)}, {limit})")
+        self.emit(f"if not {trips} & {watchdog.CLOCK_EVERY - 1} and _watchdog._deadline:")
+        self.emit(f"    _watchdog.check_clock(_ctx, {self.site(op)})")
         self.cse.append({})
         for inner in list(before.ops)[:-1]:
             self.op(inner)

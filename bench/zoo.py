@@ -37,6 +37,17 @@ from tests.kernels.zoo import Arrays, Case, cases  # noqa: E402  (the zoo's kern
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
+def check_and_free(case: Case, tensors: dict[str, Any], host: Arrays) -> None:
+    """Copy every output tensor back, free it, and check the outputs against NumPy's."""
+    outs = {}
+    for k, t in tensors.items():
+        o = np.empty_like(host[k])
+        pto.memcpy_d2h(o, t)
+        outs[k] = o
+        t.free()
+    case.check(outs, host)
+
+
 def run_case(case: Case, repeat: int, seed: int, clock: str = "wall") -> dict[str, float]:
     """Times one case; returns medians (seconds and ratios). `clock="cpu"` times with this
     process's CPU time (all its threads), which descheduling on a loaded machine does not
@@ -73,13 +84,7 @@ def run_case(case: Case, repeat: int, seed: int, clock: str = "wall") -> dict[st
         t0 = now()
         case.numpy(host)
         times["numpy"].append(now() - t0)
-    outs = {}
-    for k, t in tensors.items():
-        o = np.empty_like(host[k])
-        pto.memcpy_d2h(o, t)
-        outs[k] = o
-        t.free()
-    case.check(outs, host)
+    check_and_free(case, tensors, host)
     med = {k: statistics.median(v) for k, v in times.items()}
     med["ratio_on"] = statistics.median(a / b for a, b in zip(times["on"], times["numpy"]))
     med["ratio_off"] = statistics.median(a / b for a, b in zip(times["off"], times["numpy"]))
@@ -141,13 +146,7 @@ def run_native_case(case: Case, repeat: int, seed: int, clock: str = "wall") -> 
         t0 = now()
         case.numpy(host)
         times["numpy"].append(now() - t0)
-    outs = {}
-    for k, t in tensors.items():
-        o = np.empty_like(host[k])
-        pto.memcpy_d2h(o, t)
-        outs[k] = o
-        t.free()
-    case.check(outs, host)  # the last native launch's outputs, against NumPy
+    check_and_free(case, tensors, host)  # the last native launch's outputs, against NumPy
     med: dict[str, Any] = {k: statistics.median(v) for k, v in times.items()}
     for k in ("native", "interpreter"):
         med[f"ratio_{k}"] = statistics.median(a / b for a, b in zip(times[k], times["numpy"]))

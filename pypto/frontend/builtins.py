@@ -46,10 +46,17 @@ LANGUAGE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "cast": ("(x, dtype)", "Convert `x` to `dtype` per lane (`arith` casts): floats round to "
                            "nearest even, float to int truncates toward zero."),
     "reduce": ("(v, op=\"sum\", scope=\"warp\")",
-               "Reduce `v` across the lanes of a warp or of a block (`op`: \"sum\", \"max\" or "
-               "\"min\"; `scope`: \"warp\" or \"block\"), lowered to ordinary loads, stores and "
+               "Reduce `v` across the lanes of a warp or of a block (`op`: \"sum\", \"prod\", "
+               "\"max\", \"min\", or for ints \"and\", \"or\", \"xor\"; `scope`: \"warp\" or "
+               "\"block\") in a documented fixed tree, lowered to ordinary loads, stores and "
                "barriers on a scratch buffer (pypto/frontend/collectives.py); every lane gets "
                "the result."),
+    "reduce_arg": ("(v, op, scope=\"warp\")",
+                   "`(value, index)` of the largest (`op=\"max\"`) or smallest (\"min\") `v` "
+                   "across the lanes of a warp or block, to every lane: the index is the lane "
+                   "in the warp (`scope=\"warp\"`) or the linear local id (`\"block\"`), int32; "
+                   "ties go to the lowest index, a NaN wins (as np.argmax); inactive lanes never "
+                   "win (docs/language.md#collectives)."),
     "alloc_tile": ("(rows, cols, dtype=float32)",
                    "Allocate a block-shared L1 tile of `rows x cols` elements, row-major: a "
                    "`pto.alloc_local` of `rows * cols` elements with `shape(rows, cols)` "

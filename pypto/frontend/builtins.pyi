@@ -1375,9 +1375,20 @@ def cast(x: Any, dtype: Any) -> Any:
     ...
 
 def reduce(v: Any, op: Any='sum', scope: Any='warp') -> Any:
-    """Reduce `v` across the lanes of a warp or of a block (`op`: "sum", "max" or "min"; `scope`:
-    "warp" or "block"), lowered to ordinary loads, stores and barriers on a scratch buffer
-    (pypto/frontend/collectives.py); every lane gets the result.
+    """Reduce `v` across the lanes of a warp or of a block (`op`: "sum", "prod", "max", "min", or
+    for ints "and", "or", "xor"; `scope`: "warp" or "block") in a documented fixed tree, lowered
+    to ordinary loads, stores and barriers on a scratch buffer (pypto/frontend/collectives.py);
+    every lane gets the result.
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def reduce_arg(v: Any, op: Any, scope: Any='warp') -> Any:
+    """`(value, index)` of the largest (`op="max"`) or smallest ("min") `v` across the lanes of a
+    warp or block, to every lane: the index is the lane in the warp (`scope="warp"`) or the
+    linear local id (`"block"`), int32; ties go to the lowest index, a NaN wins (as np.argmax);
+    inactive lanes never win (docs/language.md#collectives).
 
     Only valid inside a @pto.kernel function.
     """
@@ -1393,4 +1404,4 @@ def alloc_tile(rows: Any, cols: Any, dtype: Any=float32) -> Any:
     """
     ...
 
-__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'tadd', 'tsub', 'tmul', 'tdiv', 'tmin', 'tmax', 'tand', 'tor', 'txor', 'tshl', 'tshr', 'tabs', 'tneg', 'tnot', 'texp', 'tlog', 'tsqrt', 'trsqrt', 'trecip', 'trelu', 'tadds', 'tsubs', 'tmuls', 'tdivs', 'tmins', 'tmaxs', 'taxpy', 'texpands', 'tcmp', 'tcmps', 'tsel', 'tcvt', 'trowsum', 'tcolsum', 'trowmax', 'tcolmax', 'trowmin', 'tcolmin', 'trowargmax', 'tcolargmax', 'trowargmin', 'tcolargmin', 'trowexpand', 'tcolexpand', 'trowexpandadd', 'tcolexpandadd', 'trowexpandsub', 'tcolexpandsub', 'trowexpandmul', 'tcolexpandmul', 'trowexpanddiv', 'tcolexpanddiv', 'trowexpandmax', 'tcolexpandmax', 'trowexpandmin', 'tcolexpandmin', 'trowexpandexpdif', 'tcolexpandexpdif', 'tci', 'ttrans', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'alloc_tile', 'constexpr', 'static_range']
+__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'tadd', 'tsub', 'tmul', 'tdiv', 'tmin', 'tmax', 'tand', 'tor', 'txor', 'tshl', 'tshr', 'tabs', 'tneg', 'tnot', 'texp', 'tlog', 'tsqrt', 'trsqrt', 'trecip', 'trelu', 'tadds', 'tsubs', 'tmuls', 'tdivs', 'tmins', 'tmaxs', 'taxpy', 'texpands', 'tcmp', 'tcmps', 'tsel', 'tcvt', 'trowsum', 'tcolsum', 'trowmax', 'tcolmax', 'trowmin', 'tcolmin', 'trowargmax', 'tcolargmax', 'trowargmin', 'tcolargmin', 'trowexpand', 'tcolexpand', 'trowexpandadd', 'tcolexpandadd', 'trowexpandsub', 'tcolexpandsub', 'trowexpandmul', 'tcolexpandmul', 'trowexpanddiv', 'tcolexpanddiv', 'trowexpandmax', 'tcolexpandmax', 'trowexpandmin', 'tcolexpandmin', 'trowexpandexpdif', 'tcolexpandexpdif', 'tci', 'ttrans', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'reduce_arg', 'alloc_tile', 'constexpr', 'static_range']

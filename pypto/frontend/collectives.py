@@ -40,21 +40,40 @@ from pypto.frontend import builtins as kernel_builtins
 from pypto.frontend.common import _describe_value, _is_float, _is_int
 from pypto.frontend.python_ast import parse_python
 
-OPS = ("sum", "max", "min")
+OPS = ("sum", "prod", "max", "min", "and", "or", "xor")
+INT_ONLY_OPS = ("and", "or", "xor")
+ARG_OPS = ("max", "min")
 SCOPES = ("warp", "block")
 MAX_BLOCK_LANES = 1024
+NO_INDEX = 2**31 - 1
+"""The index slot of a lane that does not take part in `pto.reduce_arg` (larger than every lane
+index, so it loses every tie: an inactive or missing lane never wins)."""
 
 
 def identity(op: str, dtype: np.dtype) -> int | float:
     """The neutral element of `op` in `dtype` (what a missing lane contributes)."""
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
-        return {"sum": 0, "max": int(info.min), "min": int(info.max)}[op]
-    return {"sum": -0.0, "max": -np.inf, "min": np.inf}[op]
+        return {"sum": 0, "prod": 1, "max": int(info.min), "min": int(info.max),
+                "and": -1, "or": 0, "xor": 0}[op]
+    return {"sum": -0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[op]
 
 
 def _combine(op: str, a: str, b: str) -> str:
-    return {"sum": f"{a} + {b}", "max": f"max({a}, {b})", "min": f"min({a}, {b})"}[op]
+    return {"sum": f"{a} + {b}", "prod": f"{a} * {b}", "max": f"max({a}, {b})",
+            "min": f"min({a}, {b})", "and": f"{a} & {b}", "or": f"{a} | {b}",
+            "xor": f"{a} ^ {b}"}[op]
+
+
+def _wins(op: str, floating: bool, b: str, kb: str, a: str, ka: str) -> str:
+    """Whether (value `b`, index `kb`) beats (`a`, `ka`) in `reduce_arg`: a strictly better
+    value, or an equal one at a lower index; a NaN beats every number (as `np.argmax` and
+    `np.argmin` return the first NaN). A total order, so any tree picks the same winner."""
+    better = f"{b} > {a}" if op == "max" else f"{b} < {a}"
+    if not floating:
+        return f"({better}) or ({b} == {a} and {kb} < {ka})"
+    return (f"({better}) or ({b} != {b} and {a} == {a}) or "
+            f"(({b} == {a} or ({b} != {b} and {a} != {a})) and {kb} < {ka})")
 
 
 def warp_source(op: str, warp_size: int) -> list[str]:
@@ -70,11 +89,14 @@ def warp_source(op: str, warp_size: int) -> list[str]:
     return lines
 
 
-def block_source(op: str, slots: int, warp_size: int, one_d: bool) -> list[str]:
+def _tid(warp_size: int, one_d: bool) -> str:
     # the linear local id (a 1-D block's local id: the interpreter's fast paths know it)
-    tid = "_pto.get_local_id()" if one_d else \
+    return "_pto.get_local_id()" if one_d else \
         f"_pto.get_warp_id() * {warp_size} + _pto.get_lane_id()"
-    lines = [f"_tid = {tid}",
+
+
+def block_source(op: str, slots: int, warp_size: int, one_d: bool) -> list[str]:
+    lines = [f"_tid = {_tid(warp_size, one_d)}",
              "_slot = _buf + _tid",
              "_pto.store(_slot, _v)",
              "_pto.barrier_block()"]
@@ -88,6 +110,56 @@ def block_source(op: str, slots: int, warp_size: int, one_d: bool) -> list[str]:
     return lines
 
 
+def warp_arg_source(op: str, floating: bool, warp_size: int) -> list[str]:
+    """`reduce_arg` in a warp: values and lane indices side by side, the same tree, each step
+    keeping the winner of its pair (`_wins`)."""
+    lines = ["_lane = _pto.get_lane_id()",
+             "_w = _pto.get_warp_id() * " + str(warp_size),
+             "_slot = _buf + (_w + _lane)",
+             "_islot = _ibuf + (_w + _lane)",
+             "_pto.store(_slot, _v)",
+             "_pto.store(_islot, _lane)"]
+    lines += [f"_t{j} = _pto.load(_buf + (_w + {j}))" for j in range(warp_size)]
+    lines += [f"_k{j} = _pto.load(_ibuf + (_w + {j}))" for j in range(warp_size)]
+    s = warp_size // 2
+    while s:
+        for j in range(s):
+            c = _wins(op, floating, f"_t{j + s}", f"_k{j + s}", f"_t{j}", f"_k{j}")
+            lines += [f"_c = {c}",
+                      f"_t{j} = _pto.select(_c, _t{j + s}, _t{j})",
+                      f"_k{j} = _pto.select(_c, _k{j + s}, _k{j})"]
+        s //= 2
+    lines += ["_pto.store(_slot, _ident)", "_pto.store(_islot, _noindex)", "_r = _t0",
+              "_ri = _k0"]
+    return lines
+
+
+def block_arg_source(op: str, floating: bool, slots: int, warp_size: int,
+                     one_d: bool) -> list[str]:
+    """`reduce_arg` in a block: the halving tree of `block_source` on (value, index) pairs."""
+    lines = [f"_tid = {_tid(warp_size, one_d)}",
+             "_slot = _buf + _tid",
+             "_islot = _ibuf + _tid",
+             "_pto.store(_slot, _v)",
+             "_pto.store(_islot, _tid)",
+             "_pto.barrier_block()"]
+    s = slots // 2
+    while s:
+        c = _wins(op, floating, f"_b{s}", f"_kb{s}", f"_a{s}", f"_ka{s}")
+        lines += [f"if _tid < {s}:",
+                  f"    _a{s} = _pto.load(_slot)",
+                  f"    _b{s} = _pto.load(_slot + {s})",
+                  f"    _ka{s} = _pto.load(_islot)",
+                  f"    _kb{s} = _pto.load(_islot + {s})",
+                  f"    _c{s} = {c}",
+                  f"    _pto.store(_slot, _pto.select(_c{s}, _b{s}, _a{s}))",
+                  f"    _pto.store(_islot, _pto.select(_c{s}, _kb{s}, _ka{s}))",
+                  "_pto.barrier_block()"]
+        s //= 2
+    lines += ["_r = _pto.load(_buf)", "_ri = _pto.load(_ibuf)", "_pto.barrier_block()"]
+    return lines
+
+
 def _located(lines: list[str], node: ast.AST) -> list[ast.stmt]:
     tree = parse_python("\n".join(lines))
     for sub in ast.walk(tree):
@@ -98,7 +170,8 @@ def _located(lines: list[str], node: ast.AST) -> list[ast.stmt]:
 
 
 class CollectiveLowering:
-    """`call_reduce`: a mixin of `KernelLowering` (see the module docstring)."""
+    """`call_reduce` and `call_reduce_arg`: a mixin of `KernelLowering` (see the module
+    docstring)."""
 
     def call_reduce(self: Any, node: ast.Call) -> SSAValue:
         value, op, scope = self.call_args(node, ["v", "op", "scope"], 1,
@@ -107,41 +180,81 @@ class CollectiveLowering:
         if op not in OPS:
             raise self.error(f"pto.reduce's op must be one of {', '.join(map(repr, OPS))}, "
                              f"got {op!r}", node)
+        value = self.reduce_operand("pto.reduce", value, scope, node)
+        if op in INT_ONLY_OPS and not _is_int(value.type):
+            raise self.error(f"pto.reduce's op {op!r} is bitwise: it takes an int32 or int64 "
+                             f"value, got {_describe_value(value)}; reduce an integer (for "
+                             f"example pto.cast(v, pto.int32)) or use 'sum', 'prod', 'max' or "
+                             f"'min'", node)
+        dt = dtypes.from_mlir(value.type)
+        np_dt = dtypes.np_dtype_of(value.type)
+        slots, warp, one_d = self.reduce_slots(scope)
+        lines = warp_source(op, warp) if scope == "warp" else \
+            block_source(op, slots, warp, one_d)
+        buf = self.reduce_scratch(scope, op, dt, slots, identity(op, np_dt), node)
+        env = {"_pto": kernel_builtins, "_buf": buf, "_v": value, "_ident": identity(op, np_dt),
+               "max": py_builtins.max, "min": py_builtins.min}
+        (result,) = self.lower_collective(lines, env, ["_r"], node)
+        return result
+
+    def call_reduce_arg(self: Any, node: ast.Call) -> tuple[SSAValue, SSAValue]:
+        value, op, scope = self.call_args(node, ["v", "op", "scope"], 2, {"scope": "warp"})
+        self.node = node
+        if op not in ARG_OPS:
+            raise self.error(f"pto.reduce_arg's op must be 'max' or 'min', got {op!r}", node)
+        value = self.reduce_operand("pto.reduce_arg", value, scope, node)
+        dt = dtypes.from_mlir(value.type)
+        np_dt = dtypes.np_dtype_of(value.type)
+        floating = _is_float(value.type)
+        slots, warp, one_d = self.reduce_slots(scope)
+        lines = warp_arg_source(op, floating, warp) if scope == "warp" else \
+            block_arg_source(op, floating, slots, warp, one_d)
+        buf = self.reduce_scratch(scope, f"arg{op}", dt, slots, identity(op, np_dt), node)
+        ibuf = self.reduce_scratch(scope, f"arg{op}_index", dtypes.int32, slots, NO_INDEX, node)
+        env = {"_pto": kernel_builtins, "_buf": buf, "_ibuf": ibuf, "_v": value,
+               "_ident": identity(op, np_dt), "_noindex": NO_INDEX}
+        result, index = self.lower_collective(lines, env, ["_r", "_ri"], node)
+        return result, index
+
+    def reduce_operand(self: Any, what: str, value: Any, scope: Any, node: ast.Call
+                       ) -> SSAValue:
+        """The checked value of a reduction (a Python number becomes a constant)."""
         if scope not in SCOPES:
-            raise self.error(f"pto.reduce's scope must be 'warp' or 'block', got {scope!r}",
-                             node)
+            raise self.error(f"{what}'s scope must be 'warp' or 'block', got {scope!r}", node)
         value = self.materialize(value) if isinstance(value, int | float) and \
             not isinstance(value, bool) else value
         if not isinstance(value, SSAValue) or not (_is_float(value.type) or
                                                    (_is_int(value.type) and
                                                     value.type.width.data in (32, 64))):
-            raise self.error(f"pto.reduce reduces a number (float16, bfloat16, float32, int32, "
+            raise self.error(f"{what} reduces a number (float16, bfloat16, float32, int32, "
                              f"int64), got {_describe_value(value)}", node)
-        dt = dtypes.from_mlir(value.type)
-        np_dt = dtypes.np_dtype_of(value.type)
+        return value
+
+    def reduce_slots(self: Any, scope: str) -> tuple[int, int, bool]:
+        """(slots of the scratch buffer, warp size, whether the block is 1-D)."""
         warp = pto.WARP_SIZE
         lanes = self.block_lanes() if hasattr(self, "block_lanes") else MAX_BLOCK_LANES
         if scope == "warp":
-            slots = -(-lanes // warp) * warp
-            lines = warp_source(op, warp)
-        else:
-            slots = 1
-            while slots < lanes:
-                slots *= 2
-            dims = getattr(self, "block_dims", None)
-            lines = block_source(op, slots, warp, dims is not None and tuple(dims[1:]) == (1, 1))
-        buf = self.reduce_scratch(scope, op, dt, slots, identity(op, np_dt), node)
-        env = {"_pto": kernel_builtins, "_buf": buf, "_v": value, "_ident": identity(op, np_dt),
-               "max": py_builtins.max, "min": py_builtins.min}
+            return -(-lanes // warp) * warp, warp, False
+        slots = 1
+        while slots < lanes:
+            slots *= 2
+        dims = getattr(self, "block_dims", None)
+        return slots, warp, dims is not None and tuple(dims[1:]) == (1, 1)
+
+    def lower_collective(self: Any, lines: list[str], env: dict[str, Any], results: list[str],
+                         node: ast.Call) -> list[SSAValue]:
+        """Lower the generated source, located at `node`; the values of `results`."""
         saved_env, saved_node, saved_stmt = self.env, self.node, self.statement
         self.env = env
         try:
             self.lower_body(_located(lines, node))
-            result = self.env["_r"]
+            values = [self.env[name] for name in results]
         finally:
             self.env, self.node, self.statement = saved_env, saved_node, saved_stmt
-        result.name_hint = None
-        return result
+        for v in values:
+            v.name_hint = None
+        return values
 
     def reduce_scratch(self: Any, scope: str, op: str, dt: Any, slots: int, ident: Any,
                        node: ast.AST) -> SSAValue:

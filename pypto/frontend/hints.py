@@ -50,8 +50,10 @@ def call_replacement(callee: Any, func: ast.expr) -> str | None:
     spelled = ast.unparse(func)
     replacement = _NUMPY_REPLACEMENTS.get(name)
     if name in ("sum", "max", "min", "mean", "prod") and _reduce_available():
-        replacement = f"pto.reduce(v, \"{'add' if name in ('sum', 'mean') else name}\", " \
+        replacement = f"pto.reduce(v, \"{'sum' if name in ('sum', 'mean') else name}\", " \
                       f"scope=\"block\")"
+    if name in ("argmax", "argmin") and _reduce_available():
+        replacement = f"pto.reduce_arg(v, \"{name[3:]}\", scope=\"block\")"
     if replacement is None:
         return (f"{spelled}() is not supported in a kernel: NumPy functions cannot run there, "
                 f"a kernel computes one element per lane with the pto instructions "

@@ -1,4 +1,5 @@
-"""`pto.reduce(v, op="sum"|"max"|"min", scope="warp"|"block")`, lowered to ordinary `pto` ops.
+"""`pto.reduce(v, op="sum"|"prod"|"max"|"min"|"and"|"or"|"xor", scope="warp"|"block")` and
+`pto.reduce_arg(v, "max"|"min", scope)`, lowered to ordinary `pto` ops (docs/language.md#collectives).
 
 A reduction is what an author would write by hand, generated as Python source and lowered by
 the same frontend (so the barrier passes, the race detector, the cost model and the debugger see
@@ -7,7 +8,8 @@ plain loads, stores and barriers, located at the `pto.reduce` call):
 - one L1 scratch buffer per (scope, op, dtype) used by the kernel, one slot per lane (rounded up
   to whole warps, or to a power of two for the block), allocated and filled with the op's
   *identity* at the kernel's entry (`-0.0` for a float sum, so `x + identity == x` bit for bit,
-  `0` for an int sum, `-inf` / `+inf` or the int extremes for max / min);
+  `0` for an int sum, `1` for prod, `-inf` / `+inf` or the int extremes for max / min, `-1` for
+  and, `0` for or / xor);
 - **warp scope** (legal under lane-dependent control flow): each active lane stores its value in
   its slot, then every active lane reads its warp's 32 slots and combines them with the fixed
   tree below, and puts the identity back in its slot. The lanes of a warp run in lockstep, so
@@ -23,6 +25,11 @@ The tree (both scopes): with `P` slots (32 for a warp; the block's lane count ro
 power of two), `x[i] = x[i] op x[i + s]` for `s = P/2, P/4, ..., 1` and `i < s`; the result is
 `x[0]`. Slots of missing or inactive lanes hold the identity. Each `op` rounds once in the value's
 dtype, so the result is exact and reproducible (tests compute the same tree with NumPy).
+
+`reduce_arg` runs the same tree on (value, index) pairs, with a second int32 scratch buffer of
+indices (`NO_INDEX` in the slots of missing and inactive lanes): each step keeps the pair that
+wins under a total order (better value, then lower index; NaN beats numbers), so its result is
+`np.argmax` / `np.argmin` of the participating lanes whatever the tree's shape.
 """
 
 from __future__ import annotations

@@ -690,6 +690,7 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
                 raise  # pragma: no cover - cannot make progress (a frontend bug)
             kernel.auto_constexpr.update(need.params)
     _mark_noalias(_kernel_func(module, kernel.name), args)
+    _record_launch(module, kernel, args, block_dims)
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
     check_uniform_control(_kernel_func(module, kernel.name))
     remarks: list[Remark] = []
@@ -703,6 +704,28 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     compiled.folded_globals = folded
     kernel.cache[key] = compiled
     return compiled
+
+
+def _record_launch(module: ModuleOp, kernel: Kernel, args: Sequence[Any],
+                   block: tuple[int, int, int]) -> None:
+    """Record the launch in the IR (`pypto.ir.LAUNCH_ATTR`): the block and, per parameter the
+    kernel function still has, its tensor's element count or its scalar value, so that
+    `pypto-opt --emit=cost` on `ck.mlir` costs the same launch without `--arg`."""
+    from pypto.ir import record_launch
+
+    tensor = _TENSOR or _tensor_class()
+    kept = {a.name_hint for a in _kernel_func(module, kernel.name).body.block.args}
+    values: dict[str, int | float] = {}
+    for name, value in zip(kernel.params, args):
+        if name not in kept:
+            continue  # a constexpr parameter, folded into the IR
+        if isinstance(value, tensor):
+            values[name] = int(value.data.size)
+        elif isinstance(value, (bool, int, np.integer)):
+            values[name] = int(value)
+        elif isinstance(value, (float, np.floating)):
+            values[name] = float(value)
+    record_launch(module, block, values)
 
 
 def _shared_tensors(args: Sequence[Any]) -> tuple[int, ...]:

@@ -35,7 +35,7 @@ LAUNCH_ATTR = "pto.launch"
 """The module attribute where `pto.compile` records the launch it specialised the kernel for:
 `{block = array<i64: X, Y, Z>, args = {name = value, ...}}`, a pointer parameter's value being
 its tensor's element count and a scalar's its value. `pypto-opt --emit=cost` takes the sizes
-it needs from it when no `--arg` / `--block` is given (docs/pypto-opt.md#cost-model-outputs).
+it needs from it when no `--arg` / `--block` is given (docs/pypto-opt.md#the-recorded-launch).
 Discardable: the interpreter and the passes never read it."""
 
 

@@ -134,3 +134,13 @@ def test_emit_cost_without_arg_uses_the_recorded_launch(capsys, monkeypatch):
     assert code == EXIT_OK, err
     assert "pto.launch" not in explicit
     assert total_cycles(recorded) == total_cycles(explicit) == profiled
+
+
+def test_a_cached_compile_records_the_launch_it_was_asked_for():
+    """One specialisation serves every size of the same types: the record follows the call."""
+    small = pto.compile(matmul_tile, args=(pto.zeros(64 * 64), pto.zeros(64 * 64),
+                                           pto.zeros(64 * 64), 64, 64, 64, *TILE), block=BLOCK)
+    assert "A = 4096 : i64" in small.mlir and "M = 64 : i64" in small.mlir
+    big = pto.compile(matmul_tile, args=matmul_args(), block=BLOCK)
+    assert big is small  # the cached specialisation...
+    assert "A = 16384 : i64" in big.mlir and "M = 128 : i64" in big.mlir  # ...this launch's

@@ -59,7 +59,8 @@ def recorded_launch(module: builtin.ModuleOp) -> tuple[tuple[int, ...], dict[str
         return None
     block = record.data.get("block")
     args = record.data.get("args")
-    if not isinstance(block, builtin.DenseArrayBase) or not isinstance(args, builtin.DictionaryAttr):
+    if not isinstance(block, builtin.DenseArrayBase) or \
+            not isinstance(args, builtin.DictionaryAttr):
         return None
     values: dict[str, str] = {}
     for name, attr in args.data.items():

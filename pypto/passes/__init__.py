@@ -331,7 +331,8 @@ def record_pass(module: ModuleOp, module_pass: ModulePass) -> None:
     module.attributes[PASSES_ATTR] = ArrayAttr([*done, StringAttr(pass_text(module_pass))])
 
 
-def passes_run_again(module: ModuleOp, passes: Sequence[ModulePass]) -> list[tuple[ModulePass, str]]:
+def passes_run_again(module: ModuleOp,
+                     passes: Sequence[ModulePass]) -> list[tuple[ModulePass, str]]:
     """The passes of `passes` (not `rerun_safe`) that already ran on `module` by its record, or
     earlier in `passes`, each with the text of the earlier run."""
     earlier: dict[str, str] = {}

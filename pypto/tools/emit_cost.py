@@ -5,7 +5,8 @@ the trace instrument on generated inputs — pointer parameters get zero-filled 
 `--arg NAME=ELEMENTS` elements (default: one per lane of the launch), integer parameters
 `--arg NAME=VALUE` (default: the lanes of the launch, the usual `n`), float parameters 1.0 —
 unless the IR carries the launch `pto.compile` recorded (`pypto.ir.LAUNCH_ATTR`): then the block
-and the arguments the command line does not give are that launch's — and the trace is costed by `run_and_cost`, the entry point `pto.profile()` uses. With
+and the arguments the command line does not give are that launch's — and the trace is costed
+by `run_and_cost`, the entry point `pto.profile()` uses. With
 `--model=fused` (the default) IR that is still at the pto level is first lowered with the
 passes `pto.profile(model="fused", pipeline=...)` appends (`model_lowering`: `convert-pto-to-npu`
 for the launch's block, `npu-fuse-load-mma` with the target's rules), so the two give the same

@@ -382,7 +382,8 @@ def _rerun_message(name: str, earlier: str, strict: bool) -> str:
     """Why running pass `name` again (after `earlier`, its recorded run) is suspect, and the
     fix (docs/pypto-opt.md#passes-already-run)."""
     return (f"pass '{name}' already ran on this IR (recorded in {PASSES_ATTR} as '{earlier}'); "
-            f"a second run works on its output instead of redoing it with the new options; to get the IR before "
+            f"a second run works on its output instead of redoing it with the new options; "
+            f"to get the IR before "
             f"the pipeline, use pto.compile(..., pipeline=\"\").mlir and run the passes on "
             f"that" + ("" if strict else " (--strict makes this an error)"))
 

@@ -546,6 +546,7 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         hit = None if key is None else kernel.fast_cache.get(key)
         if hit is not None and (not hit.folded_globals or
                                 kernel.outer_values_unchanged(hit.folded_globals)):
+            _record_launch(hit.module, kernel, args, hit.block)
             return hit
     parse_schedule(schedule)
     if isinstance(kernel, CompiledKernel):
@@ -571,12 +572,14 @@ def compile(kernel: Kernel | CompiledKernel, *, args: Sequence[Any], block: Any 
         hit = kernel.fast_cache.get(fast_key)
         if hit is not None and (not hit.folded_globals or
                                 kernel.outer_values_unchanged(hit.folded_globals)):
+            _record_launch(hit.module, kernel, args, hit.block)
             return hit
     compiled = _compile_slow(kernel, args, block_dims, resolved, pipeline_text,
                              check_uninitialized, schedule, race_check, validate)
     fast_key = _fast_key(kernel, args, options)  # the constexpr set may have grown
     if fast_key is not None:
         kernel.fast_cache[fast_key] = compiled
+    _record_launch(compiled.module, kernel, args, compiled.block)  # a cached one: this launch's
     return compiled
 
 
@@ -690,6 +693,7 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
                 raise  # pragma: no cover - cannot make progress (a frontend bug)
             kernel.auto_constexpr.update(need.params)
     _mark_noalias(_kernel_func(module, kernel.name), args)
+    _record_launch(module, kernel, args, block_dims)
     _verify(module, f"the frontend's output for kernel '{kernel.name}'")
     check_uniform_control(_kernel_func(module, kernel.name))
     remarks: list[Remark] = []
@@ -703,6 +707,36 @@ def _compile_slow(kernel: Kernel, args: tuple[Any, ...], block_dims: tuple[int, 
     compiled.folded_globals = folded
     kernel.cache[key] = compiled
     return compiled
+
+
+def _record_launch(module: ModuleOp, kernel: Kernel, args: Sequence[Any],
+                   block: tuple[int, int, int]) -> None:
+    """Record the launch in the IR (`pypto.ir.LAUNCH_ATTR`): the block and, per parameter the
+    kernel function still has, its tensor's element count or its scalar value, so that
+    `pypto-opt --emit=cost` on `ck.mlir` costs the same launch without `--arg`. A cached
+    specialisation serves other sizes too: `compile` rewrites the record of the one it returns
+    with the launch it was asked for (only when it differs)."""
+    from pypto.ir import record_launch, recorded_launch
+
+    tensor = _TENSOR or _tensor_class()
+    kept = {a.name_hint for a in _kernel_func(module, kernel.name).body.block.args}
+    values: dict[str, int | float] = {}
+    for name, value in zip(kernel.params, args):
+        if name not in kept:
+            continue  # a constexpr parameter, folded into the IR
+        if isinstance(value, tensor):
+            values[name] = int(value.data.size)
+        elif isinstance(value, (bool, int, np.integer)):
+            values[name] = int(value)
+        elif isinstance(value, np.ndarray):  # a host array standing for a tensor
+            values[name] = int(value.size)
+        elif isinstance(value, (float, np.floating)):
+            values[name] = float(value)
+    before = recorded_launch(module)
+    if before is None or before[0] != tuple(block) or \
+            before[1] != {k: (repr(v) if isinstance(v, float) else str(v))
+                          for k, v in values.items()}:
+        record_launch(module, block, values)
 
 
 def _shared_tensors(args: Sequence[Any]) -> tuple[int, ...]:

@@ -29,3 +29,43 @@ def print_ir(op: Operation, *, debuginfo: bool = False, generic: bool = False) -
     printer.print_op(op)
     stream.write("\n")
     return stream.getvalue()
+
+
+LAUNCH_ATTR = "pto.launch"
+"""The module attribute where `pto.compile` records the launch it specialised the kernel for:
+`{block = array<i64: X, Y, Z>, args = {name = value, ...}}`, a pointer parameter's value being
+its tensor's element count and a scalar's its value. `pypto-opt --emit=cost` takes the sizes
+it needs from it when no `--arg` / `--block` is given (docs/pypto-opt.md#the-recorded-launch).
+Discardable: the interpreter and the passes never read it."""
+
+
+def record_launch(module: builtin.ModuleOp, block: tuple[int, int, int],
+                  args: dict[str, int | float]) -> None:
+    """Write the `pto.launch` record of a compile's launch (see `LAUNCH_ATTR`)."""
+    values: dict[str, builtin.IntegerAttr | builtin.FloatAttr] = {}
+    for name, value in args.items():
+        values[name] = (builtin.FloatAttr(float(value), builtin.f64) if isinstance(value, float)
+                        else builtin.IntegerAttr(int(value), builtin.i64))
+    module.attributes[LAUNCH_ATTR] = builtin.DictionaryAttr({
+        "block": builtin.DenseArrayBase.from_list(builtin.i64, list(block)),
+        "args": builtin.DictionaryAttr(values)})
+
+
+def recorded_launch(module: builtin.ModuleOp) -> tuple[tuple[int, ...], dict[str, str]] | None:
+    """The block and the `--arg`-style values (`name -> text`) of the module's `pto.launch`
+    record, or None when it has none (or not in the form `record_launch` writes)."""
+    record = module.attributes.get(LAUNCH_ATTR)
+    if not isinstance(record, builtin.DictionaryAttr):
+        return None
+    block = record.data.get("block")
+    args = record.data.get("args")
+    if not isinstance(block, builtin.DenseArrayBase) or \
+            not isinstance(args, builtin.DictionaryAttr):
+        return None
+    values: dict[str, str] = {}
+    for name, attr in args.data.items():
+        if isinstance(attr, builtin.IntegerAttr):
+            values[name] = str(attr.value.data)
+        elif isinstance(attr, builtin.FloatAttr):
+            values[name] = repr(attr.value.data)
+    return tuple(int(x) for x in block.get_values()), values

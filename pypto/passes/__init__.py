@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable, Sequence
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline as _parse_arg_specs
 from xdsl.utils.arg_spec import _convert_arg_to_type  # the checker from_spec uses; pinned xDSL
@@ -292,6 +292,60 @@ def parse_pipeline(text: str) -> list[ModulePass]:
     return passes
 
 
+PASSES_ATTR = "pto.passes"
+"""The module attribute listing, in order, every pass `run_pipeline` applied to the IR, as
+pipeline text (`["pto-double-buffer{stages=2 ...}", ...]`): `pypto-opt` reads it to warn when a
+pass runs again on IR it already transformed (docs/pypto-opt.md#passes-already-run). It is a
+discardable attribute: the interpreter and the cost model never look at it."""
+
+
+def pass_text(module_pass: ModulePass) -> str:
+    """`module_pass` as pipeline text with every option (`name{opt-name=value ...}`), as
+    `parse_pipeline` reads it back."""
+    spec = module_pass.pipeline_pass_spec()
+    text = str(spec)
+    for key in spec.parameters:
+        text = text.replace(f"{key}=", f"{key.replace('_', '-')}=", 1)
+    return text
+
+
+def rerun_safe(module_pass: ModulePass) -> bool:
+    """Whether running `module_pass` again on IR it already ran on is harmless (a cleanup such
+    as canonicalize or cse, or a check): the pass class says so with `rerun_safe = True`. The
+    others transform the IR so that a second run does not do what its options say (a second
+    `pto-double-buffer{stages=3}` finds the loops already pipelined and keeps 2 slots)."""
+    return bool(getattr(module_pass, "rerun_safe", False))
+
+
+def recorded_passes(module: ModuleOp) -> list[str]:
+    """The passes the module's `pto.passes` attribute says already ran on it (pipeline text)."""
+    attr = module.attributes.get(PASSES_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return []
+    return [item.data for item in attr.data if isinstance(item, StringAttr)]
+
+
+def record_pass(module: ModuleOp, module_pass: ModulePass) -> None:
+    """Append `module_pass` to the module's `pto.passes` record."""
+    done = [StringAttr(text) for text in recorded_passes(module)]
+    module.attributes[PASSES_ATTR] = ArrayAttr([*done, StringAttr(pass_text(module_pass))])
+
+
+def passes_run_again(module: ModuleOp,
+                     passes: Sequence[ModulePass]) -> list[tuple[ModulePass, str]]:
+    """The passes of `passes` (not `rerun_safe`) that already ran on `module` by its record, or
+    earlier in `passes`, each with the text of the earlier run."""
+    earlier: dict[str, str] = {}
+    for text in recorded_passes(module):
+        earlier.setdefault(text.split("{", 1)[0].strip(), text)
+    again: list[tuple[ModulePass, str]] = []
+    for module_pass in passes:
+        if not rerun_safe(module_pass) and module_pass.name in earlier:
+            again.append((module_pass, earlier[module_pass.name]))
+        earlier.setdefault(module_pass.name, pass_text(module_pass))
+    return again
+
+
 AfterPassCallback = Callable[[ModulePass, ModuleOp], None]
 
 
@@ -304,10 +358,12 @@ def run_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context, *
     raises on purpose (e.g. `BarrierError`) propagate unchanged. `after_pass(pass, module)` is
     called after each pass has run and verified (`--print-ir-after-all`). Analyses cached
     on the module (`pypto.analysis.cache`) are dropped after every pass that does not declare
-    `preserves_analyses = True`.
+    `preserves_analyses = True`. Each pass is appended to the module's `pto.passes` record
+    (`PASSES_ATTR`) before the IR is verified and shown.
     """
     for module_pass in passes:
         module_pass.apply(ctx, module)
+        record_pass(module, module_pass)
         if not getattr(module_pass, "preserves_analyses", False):
             invalidate(module)  # the pass may have changed the IR: cached analyses are stale
         verify_after(module, module_pass)
@@ -334,5 +390,6 @@ def verify_after(module: ModuleOp, module_pass: ModulePass) -> None:
         f"not verify)"), op) from None
 
 
-__all__ = ["PASSES", "PassOption", "PipelineError", "list_passes", "parse_pipeline",
-           "pass_options", "run_pipeline", "verify_after"]
+__all__ = ["PASSES", "PASSES_ATTR", "PassOption", "PipelineError", "list_passes",
+           "parse_pipeline", "pass_options", "pass_text", "passes_run_again", "record_pass",
+           "recorded_passes", "rerun_safe", "run_pipeline", "verify_after"]

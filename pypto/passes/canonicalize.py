@@ -57,6 +57,7 @@ class CanonicalizePass(ModulePass):
     """Fold constants, apply every op's canonicalization patterns and erase dead pure ops."""
 
     name = "canonicalize"
+    rerun_safe = True  # a cleanup: re-running it is harmless (docs/pypto-opt.md#passes-already-run)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         pattern = GreedyRewritePatternApplier(

@@ -232,6 +232,7 @@ class CSEPass(ModulePass):
     """Common subexpression elimination: merge identical side-effect-free ops (ids, pointer arithmetic, arith) and repeated loads with no write in between."""
 
     name = "cse"
+    rerun_safe = True  # a cleanup: re-running it is harmless (docs/pypto-opt.md#passes-already-run)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _Driver().run(op)

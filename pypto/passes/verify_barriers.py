@@ -90,6 +90,7 @@ class VerifyBarriersPass(BlockShapeOptions, ModulePass):
 
     preserves_analyses: ClassVar[bool] = True  # reads the IR only (pypto.analysis.cache)
     name = "pto-verify-barriers"
+    rerun_safe: ClassVar[bool] = True  # a check: re-running it is the point
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in kernels(op):

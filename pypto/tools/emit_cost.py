@@ -4,7 +4,9 @@ The kernel (the only `pto.kernel` function, or `--kernel NAME`) is run once by t
 the trace instrument on generated inputs — pointer parameters get zero-filled tensors of
 `--arg NAME=ELEMENTS` elements (default: one per lane of the launch), integer parameters
 `--arg NAME=VALUE` (default: the lanes of the launch, the usual `n`), float parameters 1.0 —
-and the trace is costed by `run_and_cost`, the entry point `pto.profile()` uses. With
+unless the IR carries the launch `pto.compile` recorded (`pypto.ir.LAUNCH_ATTR`): then the block
+and the arguments the command line does not give are that launch's — and the trace is costed
+by `run_and_cost`, the entry point `pto.profile()` uses. With
 `--model=fused` (the default) IR that is still at the pto level is first lowered with the
 passes `pto.profile(model="fused", pipeline=...)` appends (`model_lowering`: `convert-pto-to-npu`
 for the launch's block, `npu-fuse-load-mma` with the target's rules), so the two give the same
@@ -32,6 +34,7 @@ from pypto.backend.launch_shape import LaunchShape
 from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
 from pypto.errors import KernelError
+from pypto.ir import LAUNCH_ATTR, recorded_launch
 
 EMITS = ("mlir", "cost", "timeline", "trace")
 
@@ -69,15 +72,6 @@ def model_lowering_passes(shape: LaunchShape, target: Target) -> list[Any]:
     passes = parse_pipeline(model_lowering(target))
     return [dataclasses.replace(p, block_dims=shape.block)
             if getattr(p, "block_dims", None) == () else p for p in passes]
-
-
-def _spec_text(p: Any) -> str:
-    """`p` as pipeline text (`name{opt-name=value ...}`), for the note of what ran."""
-    spec = p.pipeline_pass_spec()
-    text = str(spec)
-    for key in spec.parameters:
-        text = text.replace(f"{key}=", f"{key.replace('_', '-')}=", 1)
-    return text
 
 
 def _kernel(module: ModuleOp, name: str | None) -> func.FuncOp:
@@ -137,18 +131,33 @@ def emit(module: ModuleOp, kind: str, *, grid: str | None, block: str | None, mo
             raise EmitError(f"--arg takes NAME=VALUE, got {item!r}")
         values[name] = value
     kernel = _kernel(module, kernel_name)
+    recorded = recorded_launch(module)
+    launch_note = ""
+    if recorded is not None and (not values or block is None):
+        # what pto.compile specialised this IR for (pypto.ir.LAUNCH_ATTR), for what the
+        # command line does not give
+        taken: list[str] = []
+        if block is None:
+            block_dims = recorded[0]
+            taken.append(f"block={','.join(map(str, block_dims))}")
+        if not values:
+            values = dict(recorded[1])
+            taken += [f"{k}={v}" for k, v in values.items()]
+        launch_note = (f"# from the launch pto.compile recorded ({LAUNCH_ATTR}): "
+                       f"{' '.join(taken)}\n")
     shape = LaunchShape.of(grid_dims, block_dims, kernel=kernel.sym_name.data, target=resolved,
                            what=f"--grid/--block of kernel '{kernel.sym_name.data}'")
     grid3, block3 = shape.grid, shape.block
     note = ""
     if model == "fused" and not is_npu_level(kernel.walk()):
         from pypto.ir import make_context
-        from pypto.passes import run_pipeline
+        from pypto.passes import pass_text, run_pipeline
 
         passes = model_lowering_passes(shape, resolved)
         run_pipeline(module, passes, make_context())
-        text = ",".join(_spec_text(p) for p in passes)
+        text = ",".join(pass_text(p) for p in passes)
         note = f"# the pto-level input was lowered first: {text}\n"
+    note = launch_note + note
     lanes_total = shape.lanes
     args = _arguments(kernel, values, lanes_total)
     try:

@@ -30,9 +30,11 @@ from pypto.ir import make_context, print_ir
 from pypto.passes import (
     PASSES,
     PipelineError,
+    PASSES_ATTR,
     list_passes,
     parse_pipeline,
     pass_options,
+    passes_run_again,
     run_pipeline,
 )
 from pypto.diagnostics import (
@@ -109,6 +111,9 @@ def _argument_parser() -> argparse.ArgumentParser:
                              "the first pass that changes a result")
     parser.add_argument("--validate-block", type=int, default=64, metavar="N",
                         help="lanes per block of the --validate runs (2 blocks; default 64)")
+    parser.add_argument("--strict", action="store_true",
+                        help="make running a pass again on IR that its pto.passes record says "
+                             "it already went through an error (default: a warning)")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
                         help="accept ops of dialects pypto does not know")
     cost = parser.add_argument_group("cost model outputs (--emit=cost|timeline|trace; "
@@ -270,6 +275,13 @@ class _Driver:
             result.diagnostics.append(locate.diagnostic("error", f"'{op.name}' op {message}", op))
             return result
 
+        severity: Severity = "error" if self.args.strict else "warning"
+        for again, earlier in passes_run_again(module, passes):
+            result.diagnostics.append(locate.diagnostic(severity, _rerun_message(
+                again.name, earlier, self.args.strict), None))
+        if result.failed:
+            return result
+
         def collect(diag: OpDiagnostic) -> None:
             result.diagnostics.append(
                 locate.diagnostic(diag.severity, diag.message, diag.op, diag.notes))
@@ -364,6 +376,16 @@ class _OpLocator:
                 note.message += f" (Python source {where})"
             diag.notes.append(note)
         return diag
+
+
+def _rerun_message(name: str, earlier: str, strict: bool) -> str:
+    """Why running pass `name` again (after `earlier`, its recorded run) is suspect, and the
+    fix (docs/pypto-opt.md#passes-already-run)."""
+    return (f"pass '{name}' already ran on this IR (recorded in {PASSES_ATTR} as '{earlier}'); "
+            f"a second run works on its output instead of redoing it with the new options; "
+            f"to get the IR before "
+            f"the pipeline, use pto.compile(..., pipeline=\"\").mlir and run the passes on "
+            f"that" + ("" if strict else " (--strict makes this an error)"))
 
 
 def _python_source(op: Operation | None) -> str | None:

@@ -23,6 +23,7 @@ from xdsl.dialects import scf
 import pypto as pto
 from pypto.backend.interpreter import Executable
 from pypto.dialects import pto as dialect
+from pypto.ir import print_ir
 from tests.conftest import from_device, to_device
 from tests.kernels.pipelined import NOT_DOUBLE_BUFFERED, PIPELINED, Case, matmul_case, matmul_tile
 
@@ -153,7 +154,9 @@ def test_refused_loop_is_left_unchanged_with_a_remark(name, reason, caplog):
 
 def test_stages_one_leaves_loops_alone():
     case = PIPELINED["matmul_tile"](2)
-    assert compiled(case, "pto-double-buffer{stages=1}").mlir == compiled(case, "").mlir
+    # the kernels are the same; only the modules' pto.passes records differ
+    assert print_ir(compiled(case, "pto-double-buffer{stages=1}").func) == \
+        print_ir(compiled(case, "").func)
 
 
 def test_fewer_stages_when_l1_would_overflow():

@@ -2,14 +2,15 @@
 // RUN: pypto-opt %s -p canonicalize,cse --print-ir-after-all -o %t 2>&1 | filecheck %s
 
 // After canonicalize the constants are folded but the duplicate id is still there...
+// Each dump's module records the passes run so far (pto.passes).
 // CHECK:      // -----// IR Dump After canonicalize //----- //
-// CHECK-NEXT: builtin.module {
+// CHECK-NEXT: builtin.module attributes {pto.passes = ["canonicalize"]} {
 // CHECK:        arith.constant 3 : i32
 // CHECK:        pto.get_global_id 0
 // CHECK:        pto.get_global_id 0
 // ...and cse merges it.
 // CHECK:      // -----// IR Dump After cse //----- //
-// CHECK-NEXT: builtin.module {
+// CHECK-NEXT: builtin.module attributes {pto.passes = ["canonicalize", "cse"]} {
 // CHECK:        pto.get_global_id 0
 // CHECK-NOT:    pto.get_global_id
 // CHECK:      }

@@ -9,7 +9,9 @@ models each as the difference between two kernels that differ only by that instr
 
 pypto has no int8 / int16 / uint8 tensors: int16 rows use float16 (same bytes), 8-bit rows are
 left out. A pypto lane instruction covers at most one block (1024 lanes), so a 4096-element
-vector instruction is four pypto instructions (four heads); the same rows written as tile
+vector instruction is four pypto instructions (four heads; under `fused` the lane loads and
+the store are the add's operand fetch and result write, docs/cost-model.md#the-lane-rule);
+the same rows written as tile
 vector instructions (`pto.tadd`, `pto.tmul`) are one instruction each. docs/cost-model.md,
 "Calibration",
 is this script's output.
@@ -64,8 +66,9 @@ def tile_loads(src, rows: pto.constexpr, cols: pto.constexpr, count):
 
 @pto.kernel
 def lane_binary(X, elements, op):
-    """elements / 1024 rounds of c = a op b on L1 tiles, one element a lane (op 0: copy a, 1:
-    add, 2: multiply): the kernels differ only by the arithmetic instruction."""
+    """elements / 1024 rounds of c = a op b on L1 tiles, one element a lane (op 1: add, 2:
+    multiply, 0: no rounds): the kernels differ only by the lane-written instruction, its
+    operand loads and its store (a TADD's UB operands and UB result)."""
     tid = pto.get_local_id()
     a = pto.alloc_local(elements, dtype=X.dtype)
     b = pto.alloc_local(elements, dtype=X.dtype)
@@ -73,15 +76,14 @@ def lane_binary(X, elements, op):
     pto.fill(a, 1.0, elements)
     pto.fill(b, 2.0, elements)
     pto.barrier_block()
-    for j in range(0, elements, 1024):
-        x = pto.load(a + j + tid)
-        y = pto.load(b + j + tid)
-        if op == 1:
-            pto.store(c + j + tid, x + y)
-        elif op == 2:
-            pto.store(c + j + tid, x * y)
-        else:
-            pto.store(c + j + tid, x)
+    if op != 0:
+        for j in range(0, elements, 1024):
+            x = pto.load(a + j + tid)
+            y = pto.load(b + j + tid)
+            if op == 1:
+                pto.store(c + j + tid, x + y)
+            else:
+                pto.store(c + j + tid, x * y)
 
 
 @pto.kernel

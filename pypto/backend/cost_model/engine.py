@@ -38,6 +38,8 @@ from pypto.backend.cost_model.facts import (
     BLOCKING_BARRIER,
     BLOCKING_SYNC_COPY,
     BLOCKING_WAIT,
+    FOLD_OPERAND,
+    FOLD_RESULT,
     OpFacts,
 )
 from pypto.backend.cost_model.params import PIPES, ModelParams
@@ -312,6 +314,9 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
     retired = 0                    # the block's memory accesses have all completed
     held_back: dict[int, Cause | None] = {}
     access: dict[tuple[SSAValue, str], int] = {}
+    lane_rule = params.model == "fused"  # docs/cost-model.md#the-lane-rule
+    fetched: dict[SSAValue, tuple[OpFacts, int]] = {}  # a folded load's value: (load, lanes)
+    spans: dict[int, int] = {}     # op id -> cycles its last execution held its pipe
 
     def dispatch() -> tuple[int, Cause | None]:
         nonlocal front, issued
@@ -336,6 +341,32 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
             access[(f.writes[0], ev.kind)] = ev.lanes
             continue
         if f.free:
+            continue
+        if lane_rule and f.fold == FOLD_OPERAND:
+            # an operand fetch of the instructions that use the value: costed in them
+            fetched[f.writes[0]] = (f, ev.lanes)
+            continue
+        if lane_rule and f.fold == FOLD_RESULT:
+            # the producer's write to UB: ordered in L1 like a store, no head, no pipe time
+            # the write lands when the producer ends; and, as if the producer had waited for
+            # the store's address and destination, no earlier than its duration after those
+            # (so that a store folded into an added instruction never finishes sooner than
+            # the store alone would: docs/cost-model.md#the-lane-rule)
+            value = next((v for v in f.reads if v is not f.address), None)
+            produced, producer = ready.get(value) if value is not None else (0, None)
+            span = spans.get(producer, 0) if producer is not None else 0
+            after = max([ready.get(v)[0] for v in f.reads if v is not value] + [0])
+            regions = [l1.region(ref) for ref in f.l1_writes]
+            for region in regions:
+                for table in (l1.read, l1.written):
+                    hit = l1.latest(table, region)
+                    if hit:
+                        after = max(after, hit[0])
+            done = max(produced, after + span)
+            for region in regions:
+                l1.written.append((*region, done, ev.op_id))
+            retired = max(retired, done + params.memory_latency(f.space))
+            drained = max(drained, done)
             continue
         t_disp, disp_cause = dispatch()
         if f.blocking == BLOCKING_WAIT:
@@ -373,7 +404,14 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
                 # a producer that was itself held back by a wait or barrier: name that root
                 root = held_back.get(producer) if producer is not None else None
                 constraints.append((t, root if root is not None else dep))
-        reads = [l1.region(ref) for ref in f.l1_reads]
+        operands = [fetched[v] for v in f.reads if v in fetched] if lane_rule else []
+        for load, _ in operands:  # folded loads: their address and their L1 reads are this one's
+            for value in load.reads:
+                t, producer = ready.get(value)
+                if t:
+                    constraints.append((t, Cause("dependency", producer, "its operand's address")))
+        reads = [l1.region(ref) for ref in f.l1_reads] + \
+            [l1.region(ref) for load, _ in operands for ref in load.l1_reads]
         writes = [l1.region(ref) for ref in f.l1_writes]
         l1.forget_before(t_disp)
         for region in reads:
@@ -390,6 +428,13 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
         start, cause = max(constraints, key=lambda c: (c[0], _PRIORITY.get(c[1].kind, 2)
                                                         if c[1] else 0))
         moved, extra, hbm_moved = lane_access(f, ev.lanes, access, params)
+        for load, lanes in operands:  # each operand streams through the unit as the result does
+            fetch, more, _ = lane_access(load, lanes, access, params)
+            moved = max(moved or 0, fetch or 0, lanes * load.elem_bytes)
+            extra += more
+        if operands:  # its head is no shorter than a fetch's alone would be (a load's)
+            extra += max(0, max(params.latency_of(load.kind, load.pipe) for load, _ in operands)
+                         - params.latency_of(f.kind, f.pipe))
         end = start + duration(f, ev.lanes, params, moved, extra)
         if start > pipe_free[pipe] and cause is not None and cause.kind not in ("pipe",
                                                                                  "dispatch"):
@@ -399,6 +444,7 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
                                 cause if cause is not None and cause.kind != "dispatch"
                                 else None))
         out.busy[pipe] += end - start
+        spans[ev.op_id] = end - start
         pipe_free[pipe] = end
         pipe_last[pipe] = ev.op_id
         held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None

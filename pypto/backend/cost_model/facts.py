@@ -77,6 +77,13 @@ class OpFacts:
     loads: bool = False           # its result is data read from memory (ready after latency)
     vector_class: str | None = None  # a tile vector instruction's cost class (VECTOR_CLASSES)
     to_cube: bool = False         # a copy into an MMA operand's buffer (the GM->L1 path)
+    fold: str | None = None       # the lane rule (docs/cost-model.md#the-lane-rule): FOLD_OPERAND,
+                                  # an L1 lane load that is its consumers' operand fetch;
+                                  # FOLD_RESULT, an L1 lane store that is its producer's write
+
+
+FOLD_OPERAND = "operand"
+FOLD_RESULT = "result"
 
 
 @dataclass(frozen=True)
@@ -266,7 +273,58 @@ def facts_of(op_id: int, op: Operation, varying: set[SSAValue] | None = None,
                    tuple(op.shape) if macs else None,  # type: ignore[attr-defined]
                    address, space, uniform, atomic, loads,
                    (trait.cost_class if (trait := tile_vector(op)) is not None else None),
-                   to_cube)
+                   to_cube, fold_of(op, varying))
+
+
+def _arithmetic(op: Operation, varying: set[SSAValue] | None) -> bool:
+    """A lane arithmetic instruction on the vector unit: an `arith` / `math` op on lane-varying
+    values that computes a number (not a compare: its i1 feeds control flow or a select)."""
+    if op.name.split(".", 1)[0] not in ("arith", "math") or not op.results:
+        return False
+    if varying is not None and not any(r in varying for r in op.results):
+        return False  # uniform: the scalar unit's
+    return pipe_of(op) == "VECTOR" and not any(
+        getattr(r.type, "width", None) is not None and r.type.width.data == 1  # type: ignore
+        for r in op.results)
+
+
+def _lane_l1(op: Operation) -> tuple[SSAValue, bool, bool] | None:
+    """(address, reads, writes) of a non-atomic lane access to L1, else None."""
+    accesses = declared_accesses(op)
+    if not accesses or tile_footprint(op, constant_int) is not None or \
+            is_block_collective(op) or getattr(op, "slot", None) is not None:
+        return None
+    address = op.operands[accesses[0].operand]
+    reads = any(a.kind == "read" for a in accesses)
+    writes = any(a.kind == "write" for a in accesses)
+    if _space(address) != "local" or (reads and writes):
+        return None
+    return address, reads, writes
+
+
+def fold_of(op: Operation, varying: set[SSAValue] | None) -> str | None:
+    """The lane rule (docs/cost-model.md#the-lane-rule): an L1 lane load whose every use is a
+    vector arithmetic op is those instructions' operand fetch; an L1 lane store of a vector
+    arithmetic op's result, or of an L1 lane load's (a UB-to-UB copy), is that instruction's
+    write to UB. Neither is an instruction of its own under the `fused` model."""
+    lane = _lane_l1(op)
+    if lane is None:
+        return None
+    address, reads, writes = lane
+    if reads and len(op.results) == 1:
+        uses = list(op.results[0].uses)
+        if uses and all(_arithmetic(use.operation, varying) for use in uses):
+            return FOLD_OPERAND
+        return None
+    if writes:
+        values = [v for v in op.operands if v is not address]
+        producer = values[0].owner if len(values) == 1 else None
+        if isinstance(producer, Operation) and (
+                _arithmetic(producer, varying) or
+                ((lane := _lane_l1(producer)) is not None and lane[1]
+                 and fold_of(producer, varying) is None)):
+            return FOLD_RESULT
+    return None
 
 
 def varying_of(op: Operation) -> set[SSAValue] | None:

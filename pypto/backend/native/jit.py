@@ -23,6 +23,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 
+from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, spill_slots
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import needs_1d, unsupported_reason
 from pypto.backend.native.to_llvm import OOB, SITE_ATTR, WATCHDOG
@@ -161,6 +162,11 @@ class NativeKernel:
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.params = list(kernel.body.block.args)
         self.needs_1d = needs_1d(kernel)
+        self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
+        self.arena = arena_template(self.l1)
+        self._arena_address = self.arena.ctypes.data
+        self.slots = spill_slots(kernel)
+        self._spill: np.ndarray = np.zeros(1, np.uint64)
         machine, target = _target()
         from pypto.ir import print_ir
 
@@ -192,7 +198,7 @@ class NativeKernel:
                 argtypes += [ctypes.c_void_p, ctypes.c_int64]
             else:
                 argtypes.append(_ctype(p.type))
-        argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p]
+        argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p] * 3
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
@@ -219,7 +225,12 @@ class NativeKernel:
             else:
                 args.append(value.item() if isinstance(value, np.generic) else value)
         blocks = grid[0] * grid[1] * grid[2]
-        status = self.fn(*args, *grid, *block, 0, blocks, self._err_address)
+        lanes = block[0] * block[1] * block[2]
+        if self._spill.size < self.slots * lanes:
+            self._spill = np.zeros(self.slots * lanes, np.uint64)
+        self.err[0] = 0
+        status = self.fn(*args, *grid, *block, 0, blocks, self._arena_address,
+                         self._spill.ctypes.data, self._err_address)
         if status:
             raise self._error(grid, bound)
 
@@ -235,10 +246,31 @@ class NativeKernel:
                 kernel=self.name, location=from_loop)
         assert code == OOB, code
         op, location = self.sites[site]
+        if param < 0:  # L1 buffer -1 - param
+            return self._l1_error(op, location, self.l1[-1 - param], address, block, lane)
         buf = bound[param]
         size = buf.count
         msg = (f"out-of-bounds {op} of HBM buffer '{buf.name}' at element {address} "
                f"(valid elements 0..{size - 1}, {size} x {buf.data.dtype}) by block {block}, "
                f"lane {lane}")
+        return MemoryAccessError(msg, kernel=self.name, location=location, block=block,
+                                 lane=lane, address=address, bounds=(0, size), buffer=buf.name)
+
+    def _l1_error(self, op: str, location: str, buf: L1Buffer, address: int,
+                  block: tuple[int, ...], lane: tuple[int, ...]) -> MemoryAccessError:
+        """The interpreter's message for an out-of-bounds L1 access (lanes.py `oob`, with its
+        note on the neighbouring buffer the address falls in)."""
+        size = buf.count
+        msg = (f"out-of-bounds {op} of L1 buffer '{buf.name}' at element {address} "
+               f"(valid elements 0..{size - 1}, {size} x {buf.dtype}) by block {block}, "
+               f"lane {lane}")
+        byte = buf.offset + address * buf.dtype.itemsize
+        other = next((b for b in sorted(self.l1, key=lambda b: b.offset)
+                      if b.offset <= byte < b.end), None)
+        if other is not None and not (other.name == buf.name and other.offset == buf.offset):
+            msg += (f"; that address is L1 byte {byte}, inside buffer '{other.name}' (bytes "
+                    f"{other.offset}..{other.end - 1}, allocated at {other.location}): the "
+                    f"access overruns '{buf.name}' (bytes {buf.offset}..{buf.end - 1}) into "
+                    f"its neighbour")
         return MemoryAccessError(msg, kernel=self.name, location=location, block=block,
                                  lane=lane, address=address, bounds=(0, size), buffer=buf.name)

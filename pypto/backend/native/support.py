@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, Intege
                                    IntegerType)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
+from pypto.backend.native.phases import needs_phases, refusal
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses, offset_base
@@ -40,7 +41,7 @@ SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
 MEMORY_ELEMENTS = ("f16", "f32", "f64", "i32", "i64")
 
-LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim")
+LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim", "warp_id", "lane_id")
 """Launch ids the lane function computes from its block and lane coordinates."""
 
 ARITH_OPS: frozenset[str] = frozenset({
@@ -75,7 +76,9 @@ def _type_ok(t: Attribute) -> bool:
     if isinstance(t, IntegerType):
         return t.width.data in INT_WIDTHS
     if isinstance(t, pto.PtrType):
-        return t.space == "global" and str(t.element_type) in MEMORY_ELEMENTS
+        return str(t.element_type) in MEMORY_ELEMENTS
+    if isinstance(t, pto.L1BufferType):
+        return str(t.element_type) in MEMORY_ELEMENTS
     return isinstance(t, SCALAR_TYPES)
 
 
@@ -89,6 +92,19 @@ def root_param(value: SSAValue) -> BlockArgument | None:
         if isinstance(value, BlockArgument):
             owner = value.block.parent_op()
             return value if isinstance(owner, func.FuncOp) else None
+        base = offset_base(value.owner)
+        if base is None:
+            return None
+        value = base
+
+
+def root_alloc(value: SSAValue) -> pto.AllocLocalOp | None:
+    """The L1 buffer (`pto.alloc_local`) a local pointer offsets, else None."""
+    while True:
+        if isinstance(value.owner, pto.AllocLocalOp):
+            return value.owner
+        if isinstance(value, BlockArgument):
+            return None
         base = offset_base(value.owner)
         if base is None:
             return None
@@ -208,9 +224,27 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             if launch_id(op) not in LANE_IDS:
                 return f"{_where(op)}: '{name}' is not compiled yet"
             continue
+        if isinstance(op, pto.AllocLocalOp):
+            if op.l1_offset is None:
+                return f"{_where(op)}: an L1 buffer without a placed offset (the native " \
+                       f"backend lays out L1 as pto-allocate-l1 did)"
+            continue
+        if isinstance(op, pto.BarrierOp | pto.BarrierBlockOp):
+            continue
+        if isinstance(op, pto.AddPtrOp) and isinstance(op.results[0].type, pto.PtrType) and \
+                op.results[0].type.space == "local":
+            if root_alloc(op.results[0]) is None:
+                return f"{_where(op)}: an L1 pointer not derived from a pto.alloc_local"
+            continue
         if isinstance(op, pto.AddPtrOp):
             if root_param(op.results[0]) is None:
                 return f"{_where(op)}: a pointer not derived from a kernel parameter"
+            continue
+        if isinstance(op, pto.AtomicAddOp | pto.LoadOp | pto.StoreOp | pto.FmaOp) and \
+                all(a.space == "local" for a in memory_accesses(op)):
+            # L1: a write is a phase of its own, in lane order (phases.py)
+            if any(root_alloc(op.operands[a.operand]) is None for a in memory_accesses(op)):
+                return f"{_where(op)}: an L1 access not through a pto.alloc_local buffer"
             continue
         if isinstance(op, pto.AtomicAddOp):
             root = root_param(op.ptr)
@@ -262,4 +296,9 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                    f"interpreter's, not compiled yet)"
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
+    if needs_phases(kernel):
+        refused = refusal(kernel)
+        if refused is not None:
+            culprit[:] = [refused[1]] if refused[1] is not None else []
+            return refused[0]
     return None

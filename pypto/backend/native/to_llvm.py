@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
-                                   i1, i32, i64)
+                                   i1, i8, i32, i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
 from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR
 from pypto.dialects import pto
 
@@ -113,12 +114,15 @@ class _FunctionLowering:
             param += 1
         self.params = param
         self.ids = None
+        arena = self.fn.attributes.get(ARENA_ATTR)  # phase functions: the L1 arena argument
+        self.arena = original[arena.value.data] if isinstance(arena, IntegerAttr) else None
         if self.is_lane:
             n = len(original) - ID_ARGS - 1
             self.ids = original[n:n + 6]
         for op in list(self.fn.body.walk()):
             self._lower_op(op)
-        for op in [o for o in self.fn.body.walk() if isinstance(o, pto.AddPtrOp)][::-1]:
+        for op in [o for o in self.fn.body.walk()
+                   if isinstance(o, pto.AddPtrOp | pto.AllocLocalOp)][::-1]:
             op.detach()
             op.erase()
         for arg in list(entry.args):
@@ -138,6 +142,16 @@ class _FunctionLowering:
         if found is not None:
             return found
         op = value.owner
+        if isinstance(op, pto.AllocLocalOp) and self.arena is not None:  # an L1 buffer: the
+            index = op.attributes.get(L1_INDEX_ATTR)                     # arena + its offset
+            k = index.value.data if isinstance(index, IntegerAttr) else 0
+            base = self._before(op, llvm.GEPOp.from_mixed_indices(
+                self.arena, [op.l1_offset or 0], i8))
+            count = self._before(op, self._const(op.result.type.size, i64))
+            zero = self._before(op, self._const(0, i64))
+            found = _Ptr(-1 - k, base, count, zero)  # (parameter -1 - k: L1 buffer k)
+            self.ptrs[value] = found
+            return found
         if not isinstance(op, pto.AddPtrOp):
             raise DiagnosticException(f"convert-pto-to-llvm: pointer {value} is not a parameter "
                                       f"offset by pto.addptr (run pto-simt-to-lanes first)")
@@ -200,7 +214,7 @@ class _FunctionLowering:
 
     def _lower_op(self, op: Operation) -> None:  # noqa: C901 - one case per op kind
         kind = type(op)
-        if isinstance(op, pto.AddPtrOp):
+        if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):
             t = op.results[0].type

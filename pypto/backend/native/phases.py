@@ -1,0 +1,751 @@
+"""Phase splitting: barriers and L1 writes cut a block's code into phases run lane by lane.
+
+The interpreter runs every op for all lanes of a block before the next op (lockstep); compiled
+code runs a *phase* for lane 0, then for lane 1, ... (docs/native.md#phases). The two agree
+when no lane sees, within one phase, what another lane did in that phase. So a phase ends at
+
+- `pto.barrier` / `pto.barrier_block` (loop fission, as POCL / CuPBoP / COX compile CUDA and
+  OpenCL for CPUs); a warp barrier is treated as a block barrier, which gives the same result
+  for every program the warp barrier makes well defined;
+- every L1 write (`pto.store` / `pto.fma` / `pto.atomic_add` to L1): it is a phase of its own,
+  so within a phase L1 is only read, and in a write phase the lanes write in the interpreter's
+  lane order. Lanes of one warp may therefore exchange data through L1 without a barrier, as
+  the interpreter (lockstep) allows.
+
+Structured control flow around a cut becomes block-level control flow when it is uniform: an
+`scf.for` whose bounds are uniform runs once per block with each phase of its body a lane loop
+inside it; an `scf.if` on a uniform condition likewise. An `scf.if` on a lane-dependent
+condition is *guard-split*: each phase of its body runs under the condition (carried per lane),
+so lanes that did not take the branch skip it (a `barrier_block` there is refused: it would
+deadlock on the device). What cannot be split — a cut inside a `while` or inside a `for`
+whose trip count depends on the lane, a `barrier_block` under a lane-dependent condition — is
+refused by `plan` with its reason and location (the interpreter runs those kernels).
+
+Values: *uniform* values (parameters, constants, block ids and dimensions, arithmetic on them,
+the counters and uniform carried values of block-level loops) live in the block-level code and
+are recomputed or passed to the phases that use them. Pure lane-level arithmetic, lane ids and
+pointer offsets are recomputed where used. Every other lane value live across a cut is carried
+in a per-lane *spill slot* (8 bytes per lane per slot, one array per launch); a lane-dependent
+value carried by a block-level loop or produced by a split `if` is a slot as well, written by a
+small copy phase.
+
+L1 is a per-block arena (`arena_layout`): the buffers at their `pto.alloc_local` offsets,
+refilled with the interpreter's poison (NaN, 0x7FBADBAD) from a template before every block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
+                                   IntegerType, UnitAttr, i1, i32, i64)
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+
+from pypto import dtypes
+from pypto.diagnostics import op_location
+from pypto.dialects import pto
+from pypto.dialects.traits import launch_id, memory_accesses
+
+ARENA_ATTR = "pto.native_arena"
+"""On a phase function: the index of its L1 arena argument (`!llvm.ptr`)."""
+L1_INDEX_ATTR = "pto.native_l1"
+"""On a `pto.alloc_local`: its buffer number in `arena_layout` (walk order)."""
+
+LANE_LEVEL_IDS = ("global_id", "local_id", "warp_id", "lane_id")
+UNIFORM_IDS = ("block_id", "block_dim", "grid_dim")
+_NOT_FLOATING = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
+                 "arith.ceildivsi", "arith.ceildivui")
+
+
+class Refused(Exception):
+    """The kernel's structure cannot be split into phases (reason, op)."""
+
+    def __init__(self, reason: str, op: Operation | None):
+        super().__init__(reason)
+        self.reason = reason
+        self.op = op
+
+
+# --- the L1 arena ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class L1Buffer:
+    """One `pto.alloc_local` in the block's arena (for error messages and the poison)."""
+
+    name: str
+    offset: int  # bytes
+    count: int
+    dtype: np.dtype
+    location: str
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.count * self.dtype.itemsize
+
+
+def allocs(kernel: func.FuncOp) -> list[pto.AllocLocalOp]:
+    return [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
+
+
+def arena_layout(kernel: func.FuncOp) -> list[L1Buffer]:
+    """The kernel's L1 buffers, at the offsets `pto-allocate-l1` gave them (the interpreter's
+    placement, docs/interpreter.md#l1-one-address-space-per-block)."""
+    out = []
+    for i, op in enumerate(allocs(kernel)):
+        t = op.result.type
+        out.append(L1Buffer(op.result.name_hint or f"l1_{i}", int(op.l1_offset or 0), t.size,
+                            np.dtype(dtypes.np_dtype_of(t.element_type)),
+                            op_location(op, column=False)))
+    return out
+
+
+def arena_words(layout: list[L1Buffer]) -> int:
+    """8-byte words of one block's arena (0 without L1)."""
+    end = max((b.end for b in layout), default=0)
+    return -(-end // 8)
+
+
+def arena_template(layout: list[L1Buffer]) -> np.ndarray:
+    """The arena buffer of a launch: one block's arena, then the poisoned template it is
+    refilled from before every block (as the interpreter poisons fresh L1)."""
+    words = arena_words(layout)
+    data = np.zeros(2 * max(words, 1), dtype=np.uint64)
+    raw = data.view(np.uint8)
+    base = words * 8
+    for b in layout:
+        if b.dtype.kind == "f" or b.dtype.name == "bfloat16":
+            value = np.array(np.nan, dtype=b.dtype)
+        elif b.dtype.kind == "b":
+            value = np.array(True)
+        else:
+            value = np.array(0x7FBADBAD).astype(b.dtype)
+        raw[base + b.offset:base + b.end].view(b.dtype)[...] = value
+    return data
+
+
+# --- the plan ------------------------------------------------------------------------------
+
+
+@dataclass
+class Phase:
+    """Lane-level ops run under `guards` ((condition, taken) pairs), then slot copies."""
+
+    guards: tuple[tuple[SSAValue, bool], ...]
+    ops: list[Operation] = field(default_factory=list)
+    copies: list[tuple[SSAValue, SSAValue]] = field(default_factory=list)  # (value, slot key)
+
+
+@dataclass
+class Loop:
+    op: scf.ForOp
+    lane: list[int]  # indices of iter args carried per lane (slots)
+    body: list["Item"]
+    guards: tuple[tuple[SSAValue, bool], ...]
+
+
+@dataclass
+class If:
+    op: scf.IfOp
+    lane: list[int]  # indices of results carried per lane (slots)
+    then: list["Item"]
+    other: list["Item"]
+    guards: tuple[tuple[SSAValue, bool], ...]
+
+
+Item = Union[Phase, Loop, If]
+
+
+def _floating(op: Operation) -> bool:
+    """Pure, region-free ops recomputed wherever they are needed (never spilled)."""
+    if op.regions or op.name in _NOT_FLOATING:
+        return False
+    if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp) or launch_id(op) is not None:
+        return True
+    return op.dialect_name() in ("arith", "math")
+
+
+def _is_l1_write(op: Operation) -> bool:
+    return any(a.kind == "write" and a.space == "local" for a in memory_accesses(op))
+
+
+def _is_cut(op: Operation) -> bool:
+    return isinstance(op, pto.BarrierOp | pto.BarrierBlockOp) or _is_l1_write(op)
+
+
+def needs_phases(kernel: func.FuncOp) -> bool:
+    """Does the kernel use L1 or barriers (the phase-split lowering)?"""
+    return any(isinstance(op, pto.AllocLocalOp | pto.BarrierOp | pto.BarrierBlockOp)
+               for op in kernel.walk())
+
+
+class Plan:
+    """The kernel's phases and block-level structure (see the module doc)."""
+
+    def __init__(self, kernel: func.FuncOp):
+        self.kernel = kernel
+        self.structural: set[Operation] = set()
+        self.lane_args: set[SSAValue] = set()     # lane-level iter args of block-level loops
+        self.split_ifs: set[Operation] = set()    # ifs on a lane-dependent condition
+        self._memo: dict[SSAValue, bool] = {}
+        self._mark(kernel.body.block)
+        self._fixpoint()
+        self.items = self._build(kernel.body.block, ())
+
+    # which structured ops run at block level ---------------------------------------------
+
+    def _has_cut(self, op: Operation) -> bool:
+        return any(_is_cut(o) for o in op.walk())
+
+    def _mark(self, block: Block) -> None:
+        for op in block.ops:
+            if not op.regions or not self._has_cut(op):
+                continue
+            if isinstance(op, scf.WhileOp):
+                raise Refused(f"{op_location(op, unknown='here')}: a barrier or L1 write inside "
+                              f"a while loop (its trip count may differ between lanes: the "
+                              f"loop cannot be split into phases)", op)
+            if not isinstance(op, scf.ForOp | scf.IfOp):
+                raise Refused(f"{op_location(op, unknown='here')}: a barrier or L1 write inside "
+                              f"'{op.name}'", op)
+            self.structural.add(op)
+            for region in op.regions:
+                for b in region.blocks:
+                    self._mark(b)
+
+    def uniform(self, v: SSAValue) -> bool:
+        """Is `v` the same for every lane of a block (computable at block level)?"""
+        known = self._memo.get(v)
+        if known is not None:
+            return known
+        result = self._uniform(v)
+        self._memo[v] = result
+        return result
+
+    def _uniform(self, v: SSAValue) -> bool:
+        if isinstance(v, BlockArgument):
+            owner = v.block.parent_op()
+            if owner is self.kernel:
+                return True
+            if isinstance(owner, scf.ForOp) and owner in self.structural:
+                return v.index == 0 or v not in self.lane_args
+            return False
+        op = v.owner
+        if op in self.structural:
+            if isinstance(op, scf.ForOp):
+                return op.body.block.args[v.index + 1] not in self.lane_args
+            if op in self.split_ifs:
+                return False
+            return all(self.uniform(y.operands[v.index]) for y in _yields(op))
+        name = launch_id(op)
+        if name is not None:
+            return name in UNIFORM_IDS
+        if isinstance(op, pto.AllocLocalOp):
+            return True
+        if _floating(op) and not isinstance(op, pto.AddPtrOp):
+            return all(self.uniform(o) for o in op.operands)
+        return False
+
+    def _fixpoint(self) -> None:
+        while True:
+            self._memo.clear()
+            changed = False
+            for op in self.structural:
+                if isinstance(op, scf.IfOp):
+                    if op not in self.split_ifs and not self.uniform(op.cond):
+                        self.split_ifs.add(op)
+                        changed = True
+                    continue
+                assert isinstance(op, scf.ForOp)
+                yield_op = op.body.block.last_op
+                for i, arg in enumerate(op.body.block.args[1:]):
+                    if arg in self.lane_args:
+                        continue
+                    if not self.uniform(op.iter_args[i]) or \
+                            not self.uniform(yield_op.operands[i]):
+                        self.lane_args.add(arg)
+                        changed = True
+            if not changed:
+                self._memo.clear()
+                return
+
+    # the schedule --------------------------------------------------------------------------
+
+    def _build(self, block: Block, guards: tuple[tuple[SSAValue, bool], ...]) -> list[Item]:
+        items: list[Item] = []
+        cur: list[Operation] = []
+
+        def flush() -> None:
+            if any(not _floating(o) for o in cur):  # (pure ops alone: nothing to run)
+                items.append(Phase(guards, list(cur)))
+            cur.clear()
+
+        for op in block.ops:
+            where = op_location(op, unknown="here")
+            if isinstance(op, scf.YieldOp):
+                continue
+            if isinstance(op, func.ReturnOp):
+                if op.parent_op() is not self.kernel:
+                    raise Refused(f"{where}: a return inside control flow", op)
+                continue
+            if isinstance(op, pto.BarrierOp | pto.BarrierBlockOp):
+                if isinstance(op, pto.BarrierBlockOp) and guards:
+                    raise Refused(f"{where}: pto.barrier_block under a lane-dependent "
+                                  f"condition (every lane of the block must reach it)", op)
+                flush()
+                continue
+            if op in self.structural:
+                flush()
+                if isinstance(op, scf.ForOp):
+                    for bound in (op.lb, op.ub, op.step):
+                        if not self.uniform(bound):
+                            raise Refused(f"{where}: a barrier or L1 write inside a for loop "
+                                          f"whose bounds depend on the lane", op)
+                    args = op.body.block.args[1:]
+                    lane = [i for i, a in enumerate(args) if a in self.lane_args]
+                    items.append(Loop(op, lane, self._build(op.body.block, guards), guards))
+                    continue
+                assert isinstance(op, scf.IfOp)
+                then_b = op.true_region.blocks[0] if op.true_region.blocks else None
+                else_b = op.false_region.blocks[0] if op.false_region.blocks else None
+                if op in self.split_ifs:
+                    for b, taken in ((then_b, True), (else_b, False)):
+                        if b is None:
+                            continue
+                        inner = (*guards, (op.cond, taken))
+                        items.extend(self._build(b, inner))
+                        if op.results:
+                            items.append(Phase(inner, [], [
+                                (y, r) for y, r in zip(b.last_op.operands, op.results)]))
+                    continue
+                lane = [i for i, r in enumerate(op.results) if not self.uniform(r)]
+                items.append(If(op, lane,
+                                self._build(then_b, guards) if then_b else [],
+                                self._build(else_b, guards) if else_b else [], guards))
+                continue
+            if _is_l1_write(op):
+                if op.regions:
+                    raise Refused(f"{where}: an L1 write inside '{op.name}'", op)
+                flush()
+                items.append(Phase(guards, [op]))
+                continue
+            if _floating(op) and all(self.uniform(r) for r in op.results):
+                continue  # recomputed where needed
+            cur.append(op)
+        flush()
+        return items
+
+
+def _yields(op: scf.IfOp) -> list[Operation]:
+    return [r.blocks[0].last_op for r in op.regions if r.blocks]
+
+
+def plan(kernel: func.FuncOp) -> Plan:
+    """The kernel's phase plan; raises `Refused` for what cannot be split."""
+    return Plan(kernel)
+
+
+def refusal(kernel: func.FuncOp) -> tuple[str, Operation | None] | None:
+    """(reason, op) when the kernel's structure cannot be split into phases, else None."""
+    try:
+        Plan(kernel)
+    except Refused as exc:
+        return exc.reason, exc.op
+    return None
+
+
+# --- code generation ---------------------------------------------------------------------------
+
+Guards = tuple[tuple[SSAValue, bool], ...]
+
+
+def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:
+    op = arith.ConstantOp(IntegerAttr(value, t))
+    block.add_op(op)
+    return op.result
+
+
+def _add(block: Block, op: Operation) -> SSAValue:
+    block.add_op(op)
+    return op.results[0]
+
+
+class _PhaseFn:
+    """One phase function: a prologue (the outside values it uses, recomputed, passed or
+    loaded from spill slots), then its ops under its guards (nested `scf.if`)."""
+
+    def __init__(self, emitter: "_Emitter", index: int, phase: Phase):
+        self.em = emitter
+        self.index = index
+        self.phase = phase
+        params = list(emitter.plan.kernel.body.block.args)
+        self.entry = Block(arg_types=[a.type for a in params])
+        self.sources: list[tuple[str, object]] = [("param", i) for i in range(len(params))]
+        self.map: dict[SSAValue, SSAValue] = dict(zip(params, self.entry.args))
+        self.spill = self._arg(llvm.LLVMPointerType(), ("spill", None))
+        self.arena = self._arg(llvm.LLVMPointerType(), ("arena", None))
+        self._lin: tuple[SSAValue, SSAValue] | None = None
+        self.clones: dict[Operation, Operation] = {}
+
+    def _arg(self, t: object, source: tuple[str, object]) -> SSAValue:
+        arg = self.entry.insert_arg(t, len(self.entry.args))  # type: ignore[arg-type]
+        self.sources.append(source)
+        return arg
+
+    def _lanes(self) -> tuple[SSAValue, SSAValue]:
+        """(linear lane id, lanes per block), computed once in the prologue."""
+        if self._lin is None:
+            b = self.entry
+            lx, ly, lz = (_add(b, pto.GetLocalIdOp(d)) for d in range(3))
+            bx, by, bz = (_add(b, pto.GetBlockDimOp(d)) for d in range(3))
+            inner = _add(b, arith.AddiOp(ly, _add(b, arith.MuliOp(by, lz))))
+            lin = _add(b, arith.AddiOp(lx, _add(b, arith.MuliOp(bx, inner))))
+            lanes = _add(b, arith.MuliOp(_add(b, arith.MuliOp(bx, by)), bz))
+            self._lin = (lin, lanes)
+        return self._lin
+
+    def slot_ops(self, slot: int) -> tuple[list[Operation], SSAValue]:
+        """Ops computing the address of this lane's entry of spill slot `slot`."""
+        lin, lanes = self._lanes()
+        s = arith.ConstantOp(IntegerAttr(slot, i32))
+        row = arith.MuliOp(s, lanes)
+        index = arith.AddiOp(row, lin)
+        wide = arith.ExtSIOp(index, i64)
+        gep = llvm.GEPOp.from_mixed_indices(self.spill, [wide], i64)
+        return [s, row, index, wide, gep], gep.results[0]
+
+    def resolve(self, v: SSAValue) -> SSAValue:
+        """`v` (a kernel value) inside this phase function."""
+        found = self.map.get(v)
+        if found is not None:
+            return found
+        plan = self.em.plan
+        owner = v.owner
+        if isinstance(owner, Operation) and _floating(owner):
+            operands = [self.resolve(o) for o in owner.operands]
+            clone = owner.clone(value_mapper=dict(zip(owner.operands, operands)))
+            self.entry.add_op(clone)
+            for old, new in zip(owner.results, clone.results):
+                self.map[old] = new
+            return self.map[v]
+        if plan.uniform(v):
+            arg = self._arg(v.type, ("extra", v))
+            self.map[v] = arg
+            return arg
+        ops, address = self.slot_ops(self.em.slot(v))
+        load = llvm.LoadOp(address, v.type)
+        self.entry.add_ops([*ops, load])
+        self.map[v] = load.results[0]
+        return load.results[0]
+
+    def build(self) -> func.FuncOp:
+        phase = self.phase
+        self._lanes()  # first: spill addresses may be needed anywhere below
+        inside: set[SSAValue] = set()
+        for op in phase.ops:
+            for o in op.walk():
+                inside.update(o.results)
+                for r in o.regions:
+                    for b in r.blocks:
+                        inside.update(b.args)
+        for op in phase.ops:
+            for o in op.walk():
+                for operand in o.operands:
+                    if operand not in inside:
+                        self.resolve(operand)
+        conds = [(self.resolve(c), taken) for c, taken in phase.guards]
+        values = [self.resolve(src) for src, _ in phase.copies]
+        body = self.entry
+        nest: list[Block] = []
+        for cond, taken in conds:
+            if not taken:
+                one = arith.ConstantOp(IntegerAttr(1, i1))
+                flip = arith.XOrIOp(cond, one)
+                body.add_ops([one, flip])
+                cond = flip.result
+            inner = Block()
+            body.add_op(scf.IfOp(cond, [], Region(inner), None))
+            nest.append(body)
+            body = inner
+        mapper = dict(self.map)
+        for op in phase.ops:
+            clone = op.clone(value_mapper=mapper)
+            body.add_op(clone)
+            self.clones[op] = clone
+            mapper.update(zip(op.results, clone.results))
+        for (_, key), value in zip(phase.copies, values):
+            ops, address = self.slot_ops(self.em.slot(key))
+            body.add_ops([*ops, llvm.StoreOp(value, address)])
+        if nest:
+            body.add_op(scf.YieldOp())
+            for outer in reversed(nest[1:]):
+                outer.add_op(scf.YieldOp())
+        self.entry.add_op(func.ReturnOp())
+        kernel = self.em.plan.kernel
+        inputs = [a.type for a in self.entry.args]
+        fn = func.FuncOp(f"{self.em.name}.p{self.index}", FunctionType.from_lists(inputs, []),
+                         Region(self.entry))
+        n = len(kernel.body.block.args)
+        if kernel.arg_attrs is not None:
+            fn.arg_attrs = ArrayAttr([*kernel.arg_attrs.data,
+                                      *[DictionaryAttr({})] * (len(inputs) - n)])
+        fn.attributes["pto.kernel"] = UnitAttr()
+        fn.attributes[ARENA_ATTR] = IntegerAttr(self.arena.index, i64)
+        self.func = fn
+        return fn
+
+    def spill_store(self, value: SSAValue, slot: int) -> None:
+        """Store this phase's `value` (a result of one of its ops) in its slot, right after
+        the op."""
+        clone = self.clones[value.owner]  # type: ignore[index]
+        ops, address = self.slot_ops(slot)
+        block = clone.parent_block()
+        assert block is not None and clone.next_op is not None
+        block.insert_ops_before([*ops, llvm.StoreOp(clone.results[value.index], address)],
+                                clone.next_op)
+
+
+@dataclass
+class _Grid:
+    """The grid function's values during emission."""
+
+    params: list[SSAValue]
+    block_ids: list[SSAValue]
+    grid_dims: list[SSAValue]
+    block_dims: list[SSAValue]
+    arena: SSAValue
+    spill: SSAValue
+    err: SSAValue
+
+
+class _Emitter:
+    """Builds the phase functions and the grid function of a phase-split kernel."""
+
+    def __init__(self, plan: Plan, name: str):
+        self.plan = plan
+        self.name = name
+        self.slots: dict[SSAValue, int] = {}
+        self.phases: list[_PhaseFn] = []
+        self.defined_in: dict[Operation, _PhaseFn] = {}
+        self.requests: dict[SSAValue, int] = {}
+        self.scopes: list[dict[SSAValue, SSAValue]] = []
+
+    # slots ----------------------------------------------------------------------------------
+
+    def slot(self, v: SSAValue) -> int:
+        owner = v.owner
+        key = v
+        if isinstance(owner, scf.ForOp) and owner in self.plan.structural:
+            key = owner.body.block.args[v.index + 1]  # a loop's result: its iter arg's slot
+        if key not in self.slots:
+            self.slots[key] = len(self.slots)
+        slot = self.slots[key]
+        if isinstance(owner, Operation) and owner not in self.plan.structural:
+            self.requests[v] = slot  # an op's result: its phase stores it
+        return slot
+
+    # the grid function ----------------------------------------------------------------------
+
+    def grid(self) -> tuple[list[func.FuncOp], func.FuncOp]:
+        """(phase functions, grid function); the phase functions still have pto launch ids
+        (`pto-simt-to-lanes` turns them into lane functions)."""
+        kernel = self.plan.kernel
+        params = [a.type for a in kernel.body.block.args]
+        ptr = llvm.LLVMPointerType()
+        inputs = [*params, *[i32] * 8, ptr, ptr, ptr]
+        entry = Block(arg_types=inputs)
+        a = entry.args
+        n = len(params)
+        gx, gy, gz, bx, by, bz, first, end = a[n:n + 8]
+        arena, spill, err = a[n + 8:n + 11]
+        c0, c1 = _c(entry, 0), _c(entry, 1)
+
+        before = Block(arg_types=[i32, i32])
+        b, st = before.args
+        go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(b, end, "slt")),
+                                      _add(before, arith.CmpiOp(st, c0, "eq"))))
+        before.add_op(scf.ConditionOp(go, b, st))
+        body = Block(arg_types=[i32, i32])
+        b1 = body.args[0]
+        cbx = _add(body, arith.RemUIOp(b1, gx))
+        rest = _add(body, arith.DivUIOp(b1, gx))
+        cby = _add(body, arith.RemUIOp(rest, gy))
+        cbz = _add(body, arith.DivUIOp(rest, gy))
+        g = _Grid(list(a[:n]), [cbx, cby, cbz], [gx, gy, gz], [bx, by, bz], arena, spill, err)
+        self._refill_arena(body, arena)
+        self.scopes = [dict(zip(kernel.body.block.args, a[:n]))]
+        self._emit(self.plan.items, body, g)
+        status = _add(body, arith.TruncIOp(_add(body, llvm.LoadOp(err, i64)), i32))
+        body.add_op(scf.YieldOp(_add(body, arith.AddiOp(b1, c1)), status))
+        outer = scf.WhileOp([first, c0], [i32, i32], Region(before), Region(body))
+        entry.add_op(outer)
+        entry.add_op(func.ReturnOp(outer.results[1]))
+        grid = func.FuncOp(self.name, (inputs, [i32]), Region(entry))
+        for value, slot in self.requests.items():
+            self.defined_in[value.owner].spill_store(value, slot)  # type: ignore[index]
+        return [p.func for p in self.phases], grid
+
+    def _refill_arena(self, block: Block, arena: SSAValue) -> None:
+        """Copy the poisoned template (the arena's second half) over the block's arena."""
+        words = arena_words(arena_layout(self.plan.kernel))
+        if not words:
+            return
+        loop_body = Block(arg_types=[i32])
+        w = loop_body.args[0]
+        wide = _add(loop_body, arith.ExtSIOp(w, i64))
+        src_index = _add(loop_body, arith.AddiOp(wide, _c(loop_body, words, i64)))
+        src = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [src_index], i64))
+        value = _add(loop_body, llvm.LoadOp(src, i64))
+        dst = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [wide], i64))
+        loop_body.add_op(llvm.StoreOp(value, dst))
+        loop_body.add_op(scf.YieldOp())
+        block.add_op(scf.ForOp(_c(block, 0), _c(block, words), _c(block, 1), [],
+                               Region(loop_body)))
+
+    def gresolve(self, v: SSAValue, block: Block, g: _Grid) -> SSAValue:
+        """A uniform kernel value in the grid function (recomputed at `block` if needed)."""
+        for scope in reversed(self.scopes):
+            if v in scope:
+                return scope[v]
+        op = v.owner
+        assert isinstance(op, Operation), v
+        name = launch_id(op)
+        if name in UNIFORM_IDS:
+            d = op.properties["dim"].value.data  # type: ignore[union-attr]
+            result = {"block_id": g.block_ids, "block_dim": g.block_dims,
+                      "grid_dim": g.grid_dims}[name][d]
+        else:
+            assert _floating(op) and self.plan.uniform(v), op
+            operands = [self.gresolve(o, block, g) for o in op.operands]
+            clone = op.clone(value_mapper=dict(zip(op.operands, operands)))
+            block.add_op(clone)
+            result = clone.results[v.index]  # type: ignore[union-attr]
+        self.scopes[-1][v] = result
+        return result
+
+    def _phase(self, phase: Phase, block: Block, g: _Grid) -> None:
+        fn = _PhaseFn(self, len(self.phases), phase)
+        fn.build()
+        for op in phase.ops:
+            self.defined_in[op] = fn
+        self.phases.append(fn)
+        args: list[SSAValue] = []
+        for kind, what in fn.sources:
+            if kind == "param":
+                args.append(g.params[what])  # type: ignore[index]
+            elif kind == "spill":
+                args.append(g.spill)
+            elif kind == "arena":
+                args.append(g.arena)
+            else:
+                args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
+        _lane_loop(block, fn.func.sym_name.data, args, g)
+
+    def _emit(self, items: list[Item], block: Block, g: _Grid) -> None:
+        for item in items:
+            if isinstance(item, Phase):
+                self._phase(item, block, g)
+            elif isinstance(item, Loop):
+                self._loop(item, block, g)
+            else:
+                self._if(item, block, g)
+
+    def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
+        op = item.op
+        args = op.body.block.args
+        uniform = [i for i in range(len(op.iter_args)) if i not in item.lane]
+        if item.lane:
+            self._phase(Phase(item.guards, [], [(op.iter_args[i], args[i + 1])
+                                                for i in item.lane]), block, g)
+        lb, ub, step = (self.gresolve(x, block, g) for x in (op.lb, op.ub, op.step))
+        inits = [self.gresolve(op.iter_args[i], block, g) for i in uniform]
+        body = Block(arg_types=[args[0].type, *[args[i + 1].type for i in uniform]])
+        self.scopes.append({args[0]: body.args[0]})
+        for k, i in enumerate(uniform):
+            self.scopes[-1][args[i + 1]] = body.args[k + 1]
+        self._emit(item.body, body, g)
+        y = op.body.block.last_op
+        if item.lane:
+            self._phase(Phase(item.guards, [], [(y.operands[i], args[i + 1])
+                                                for i in item.lane]), body, g)
+        body.add_op(scf.YieldOp(*[self.gresolve(y.operands[i], body, g) for i in uniform]))
+        self.scopes.pop()
+        new = scf.ForOp(lb, ub, step, inits, Region(body))
+        block.add_op(new)
+        for k, i in enumerate(uniform):
+            self.scopes[-1][op.results[i]] = new.results[k]
+
+    def _if(self, item: If, block: Block, g: _Grid) -> None:
+        op = item.op
+        uniform = [i for i in range(len(op.results)) if i not in item.lane]
+        cond = self.gresolve(op.cond, block, g)
+        regions = []
+        for region, items in ((op.true_region, item.then), (op.false_region, item.other)):
+            inner = Block()
+            self.scopes.append({})
+            self._emit(items, inner, g)
+            if region.blocks:
+                y = region.blocks[0].last_op
+                if item.lane:
+                    self._phase(Phase(item.guards, [], [(y.operands[i], op.results[i])
+                                                        for i in item.lane]), inner, g)
+                inner.add_op(scf.YieldOp(*[self.gresolve(y.operands[i], inner, g)
+                                           for i in uniform]))
+            else:
+                inner.add_op(scf.YieldOp())
+            self.scopes.pop()
+            regions.append(Region(inner))
+        new = scf.IfOp(cond, [op.results[i].type for i in uniform], regions[0], regions[1])
+        block.add_op(new)
+        for k, i in enumerate(uniform):
+            self.scopes[-1][op.results[i]] = new.results[k]
+
+
+def _lane_loop(block: Block, callee: str, args: list[SSAValue], g: _Grid) -> None:
+    """Run lane function `callee + ".lane"` for every lane of the block (x fastest), unless an
+    error is recorded at `err` (then it stops)."""
+    from pypto.backend.native.simt_to_lanes import LANE_SUFFIX
+
+    c0, c1 = _c(block, 0), _c(block, 1)
+    bx, by, bz = g.block_dims
+    lanes = _add(block, arith.MuliOp(_add(block, arith.MuliOp(bx, by)), bz))
+    status = _add(block, arith.TruncIOp(_add(block, llvm.LoadOp(g.err, i64)), i32))
+    ib = Block(arg_types=[i32] * 5)
+    l, _, _, _, s = ib.args
+    more = _add(ib, arith.CmpiOp(l, lanes, "slt"))
+    ok = _add(ib, arith.CmpiOp(s, c0, "eq"))
+    ib.add_op(scf.ConditionOp(_add(ib, arith.AndIOp(more, ok)), *ib.args))
+    ia = Block(arg_types=[i32] * 5)
+    l2, tx, ty, tz, _ = ia.args
+    call = func.CallOp(callee + LANE_SUFFIX, [*args, *g.block_ids, tx, ty, tz, *g.grid_dims,
+                                              *g.block_dims, g.err], [i32])
+    ia.add_op(call)
+    nl = _add(ia, arith.AddiOp(l2, c1))
+    nx = _add(ia, arith.AddiOp(tx, c1))
+    wrap_x = _add(ia, arith.CmpiOp(nx, bx, "eq"))
+    ny = _add(ia, arith.SelectOp(wrap_x, _add(ia, arith.AddiOp(ty, c1)), ty))
+    wrap_y = _add(ia, arith.AndIOp(wrap_x, _add(ia, arith.CmpiOp(ny, by, "eq"))))
+    nz = _add(ia, arith.SelectOp(wrap_y, _add(ia, arith.AddiOp(tz, c1)), tz))
+    ia.add_op(scf.YieldOp(nl, _add(ia, arith.SelectOp(wrap_x, c0, nx)),
+                          _add(ia, arith.SelectOp(wrap_y, c0, ny)), nz, call.results[0]))
+    block.add_op(scf.WhileOp([c0, c0, c0, c0, status], [i32] * 5, Region(ib), Region(ia)))
+
+
+def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
+    """(phase functions, grid function, spill slots) of a kernel that `plan` accepts (its
+    `pto.alloc_local` ops get their buffer numbers, `L1_INDEX_ATTR`, for error records)."""
+    for i, op in enumerate(allocs(kernel)):
+        op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
+    emitter = _Emitter(plan(kernel), kernel.sym_name.data)
+    phases, grid = emitter.grid()
+    return phases, grid, len(emitter.slots)
+
+
+def spill_slots(kernel: func.FuncOp) -> int:
+    """Spill slots per lane the kernel's phase functions use (0 without phases)."""
+    if not needs_phases(kernel):
+        return 0
+    return split(kernel.clone())[2]

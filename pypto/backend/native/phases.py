@@ -161,8 +161,12 @@ Item = Union[Phase, Loop, If]
 
 def _floating(op: Operation) -> bool:
     """Pure, region-free ops recomputed wherever they are needed (never spilled)."""
-    if op.regions or op.name in _NOT_FLOATING:
+    if op.regions:
         return False
+    if op.name in _NOT_FLOATING:  # a division may raise unless by a non-zero constant
+        d = op.operands[1].owner
+        return isinstance(d, arith.ConstantOp) and isinstance(d.value, IntegerAttr) and \
+            d.value.value.data != 0
     if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp) or launch_id(op) is not None:
         return True
     return op.dialect_name() in ("arith", "math")

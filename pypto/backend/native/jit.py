@@ -26,7 +26,10 @@ from xdsl.ir import Operation
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, spill_slots
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import needs_1d, unsupported_reason
-from pypto.backend.native.to_llvm import OOB, SITE_ATTR, WATCHDOG
+from pypto.backend.native import collectives
+from pypto.backend.native.collectives import Operand, Site
+from pypto.backend.native.to_llvm import (COLLECTIVE, COLLECTIVE_OPS, COLLECTIVE_SYMBOL, OOB,
+                                          SITE_ATTR, WATCHDOG)
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.errors import KernelError, MemoryAccessError
@@ -56,7 +59,35 @@ def cache_dir() -> Path:
 def _checked_ops(kernel: Operation) -> list[Operation]:
     """The accesses the lowering bounds-checks, in walk order: site `i` is op `i`."""
     return [op for op in kernel.walk()
-            if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp | pto.AtomicAddOp)]
+            if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
+                               *COLLECTIVE_OPS))]
+
+
+def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site]:
+    """What the collectives callback needs to know of each block-level instruction."""
+    from pypto import dtypes
+    from pypto.backend.native.support import root_alloc, root_param
+
+    allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
+    sites: dict[int, Site] = {}
+    for index, op in enumerate(_checked_ops(kernel)):
+        if not isinstance(op, COLLECTIVE_OPS):
+            continue
+        operands = []
+        for v in op.operands:
+            if not isinstance(v.type, pto.PtrType | pto.L1BufferType):
+                continue
+            dtype = np.dtype(dtypes.np_dtype_of(v.type.element_type))
+            alloc = root_alloc(v)
+            if alloc is not None:
+                operands.append(Operand(dtype, None, l1[allocs.index(alloc)]))
+            else:
+                root = root_param(v)
+                operands.append(Operand(dtype, None if root is None else root.index, None))
+        shape = op.shape if isinstance(op, pto.MmaOp) else None
+        sites[index] = Site(op.name.removeprefix("pto."), op_location(op), tuple(operands),
+                            shape)
+    return sites
 
 
 def llvm_module(kernel: func.FuncOp) -> Any:
@@ -166,6 +197,9 @@ class NativeKernel:
         self.arena = arena_template(self.l1)
         self._arena_address = self.arena.ctypes.data
         self.slots = spill_slots(kernel)
+        self.collective_sites = _collective_sites(kernel, self.l1)
+        self.collective_error: KernelError | None = None
+        self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
         machine, target = _target()
         from pypto.ir import print_ir
@@ -187,6 +221,8 @@ class NativeKernel:
             except OSError:
                 pass  # a read-only cache only costs the next process a compile
         # the engine takes ownership of its target machine (freed with it): a fresh one each
+        if self.collective_sites:  # (resolved by name when the object is linked)
+            llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
@@ -202,6 +238,8 @@ class NativeKernel:
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
+        if self.collective_sites:
+            collectives.register(self._err_address, self)
 
     def unsupported_launch(self, grid: tuple[int, int, int],
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
@@ -229,6 +267,7 @@ class NativeKernel:
         if self._spill.size < self.slots * lanes:
             self._spill = np.zeros(self.slots * lanes, np.uint64)
         self.err[0] = 0
+        self.bound = bound
         status = self.fn(*args, *grid, *block, 0, blocks, self._arena_address,
                          self._spill.ctypes.data, self._err_address)
         if status:
@@ -236,6 +275,9 @@ class NativeKernel:
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
         code, site, address, param, *coords = (int(v) for v in self.err)
+        if code == COLLECTIVE and self.collective_error is not None:
+            error, self.collective_error = self.collective_error, None
+            return error
         block, lane = tuple(coords[:3]), tuple(coords[3:])
         if code == WATCHDOG:
             from_loop = self.loops[site]
@@ -264,13 +306,18 @@ class NativeKernel:
         msg = (f"out-of-bounds {op} of L1 buffer '{buf.name}' at element {address} "
                f"(valid elements 0..{size - 1}, {size} x {buf.dtype}) by block {block}, "
                f"lane {lane}")
+        msg += self.l1_neighbour(buf, address)
+        return MemoryAccessError(msg, kernel=self.name, location=location, block=block,
+                                 lane=lane, address=address, bounds=(0, size), buffer=buf.name)
+
+    def l1_neighbour(self, buf: L1Buffer, address: int) -> str:
+        """The interpreter's note on the buffer an out-of-bounds L1 address falls in."""
         byte = buf.offset + address * buf.dtype.itemsize
         other = next((b for b in sorted(self.l1, key=lambda b: b.offset)
                       if b.offset <= byte < b.end), None)
-        if other is not None and not (other.name == buf.name and other.offset == buf.offset):
-            msg += (f"; that address is L1 byte {byte}, inside buffer '{other.name}' (bytes "
-                    f"{other.offset}..{other.end - 1}, allocated at {other.location}): the "
-                    f"access overruns '{buf.name}' (bytes {buf.offset}..{buf.end - 1}) into "
-                    f"its neighbour")
-        return MemoryAccessError(msg, kernel=self.name, location=location, block=block,
-                                 lane=lane, address=address, bounds=(0, size), buffer=buf.name)
+        if other is None or other.name == buf.name and other.offset == buf.offset:
+            return ""
+        return (f"; that address is L1 byte {byte}, inside buffer '{other.name}' (bytes "
+                f"{other.offset}..{other.end - 1}, allocated at {other.location}): the "
+                f"access overruns '{buf.name}' (bytes {buf.offset}..{buf.end - 1}) into "
+                f"its neighbour")

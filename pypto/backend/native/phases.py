@@ -156,7 +156,12 @@ class If:
     guards: tuple[tuple[SSAValue, bool], ...]
 
 
-Item = Union[Phase, Loop, If]
+@dataclass
+class Collective:
+    op: Operation
+
+
+Item = Union[Phase, Loop, If, Collective]
 
 
 def _floating(op: Operation) -> bool:
@@ -176,8 +181,15 @@ def _is_l1_write(op: Operation) -> bool:
     return any(a.kind == "write" and a.space == "local" for a in memory_accesses(op))
 
 
+COLLECTIVES = (pto.FillOp, pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.MmaOp,
+               pto.WaitOp, pto.WaitAllOp)
+"""Block-level instructions run once per block between phases (docs/native.md#collectives)."""
+ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
+
+
 def _is_cut(op: Operation) -> bool:
-    return isinstance(op, pto.BarrierOp | pto.BarrierBlockOp) or _is_l1_write(op)
+    return isinstance(op, (pto.BarrierOp, pto.BarrierBlockOp, *COLLECTIVES)) or \
+        _is_l1_write(op)
 
 
 def needs_phases(kernel: func.FuncOp) -> bool:
@@ -249,7 +261,7 @@ class Plan:
             return name in UNIFORM_IDS
         if isinstance(op, pto.AllocLocalOp):
             return True
-        if _floating(op) and not isinstance(op, pto.AddPtrOp):
+        if _floating(op):
             return all(self.uniform(o) for o in op.operands)
         return False
 
@@ -275,6 +287,48 @@ class Plan:
             if not changed:
                 self._memo.clear()
                 return
+
+    def _waited_at_once(self, copy: Operation, where: str) -> None:
+        """An async copy is compiled when it is waited for before any other work: the copies
+        issued together (then `pto.wait` / `pto.wait_all`) touch disjoint L1 buffers and
+        no HBM tensor one of them writes. The interpreter's copy happens at issue and its
+        in-flight hazard checks (docs/isa.md#ptoasync_load) then never fire; they are not
+        compiled, so a copy left in flight across other work is refused."""
+        refuse = Refused(f"{where}: an async copy in flight across other work (the "
+                         f"interpreter's in-flight hazard checks are not compiled: wait for "
+                         f"it right after issuing it)", copy)
+        for use in copy.results[0].uses:
+            if not isinstance(use.operation, pto.WaitOp):
+                raise refuse
+        pending: list[Operation] = [copy]
+        group: list[Operation] = [copy]
+        op = copy.next_op
+        while pending:
+            if op is None:
+                raise refuse
+            if isinstance(op, ASYNC):
+                pending.append(op)
+                group.append(op)
+            elif isinstance(op, pto.WaitAllOp):
+                pending.clear()
+            elif isinstance(op, pto.WaitOp):
+                pending = [p for p in pending if p.results[0] is not op.token]
+            elif not _floating(op):
+                raise refuse
+            op = op.next_op
+        spans = [s for c in group for s in (_l1_span(c.operands[0]), _l1_span(c.operands[1]))
+                 if s is not None]
+        for i, a in enumerate(spans):
+            for b in spans[i + 1:]:
+                if a[0] < b[1] and b[0] < a[1]:
+                    raise refuse
+        written = [_hbm_root(c.operands[0]) for c in group if isinstance(c, pto.AsyncStoreOp)]
+        for c in group:
+            for v in c.operands[:2]:
+                root = _hbm_root(v)
+                if root is not None and written.count(root) > (
+                        1 if isinstance(c, pto.AsyncStoreOp) and v is c.operands[0] else 0):
+                    raise refuse
 
     # the schedule --------------------------------------------------------------------------
 
@@ -330,6 +384,20 @@ class Plan:
                                 self._build(then_b, guards) if then_b else [],
                                 self._build(else_b, guards) if else_b else [], guards))
                 continue
+            if isinstance(op, COLLECTIVES):
+                if guards:
+                    raise Refused(f"{where}: '{op.name}' under a lane-dependent condition (a "
+                                  f"block-level instruction must be reached by every lane)", op)
+                for operand in op.operands:
+                    if not isinstance(operand.type, pto.TokenType) and \
+                            not self.uniform(operand):
+                        raise Refused(f"{where}: an operand of '{op.name}' differs between "
+                                      f"lanes (it must be uniform across the block)", op)
+                if isinstance(op, ASYNC):
+                    self._waited_at_once(op, where)
+                flush()
+                items.append(Collective(op))
+                continue
             if _is_l1_write(op):
                 if op.regions:
                     raise Refused(f"{where}: an L1 write inside '{op.name}'", op)
@@ -341,6 +409,24 @@ class Plan:
             cur.append(op)
         flush()
         return items
+
+
+def _l1_span(value: SSAValue) -> tuple[int, int] | None:
+    """Byte range of the L1 buffer a pointer points into, None for HBM."""
+    while not isinstance(value.owner, pto.AllocLocalOp):
+        if not isinstance(value.owner, pto.AddPtrOp):
+            return None
+        value = value.owner.ptr
+    op = value.owner
+    t = op.result.type
+    start = int(op.l1_offset or 0)
+    return start, start + t.size * np.dtype(dtypes.np_dtype_of(t.element_type)).itemsize
+
+
+def _hbm_root(value: SSAValue) -> SSAValue | None:
+    while isinstance(value.owner, pto.AddPtrOp):
+        value = value.owner.ptr
+    return value if isinstance(value, BlockArgument) else None
 
 
 def _yields(op: scf.IfOp) -> list[Operation]:
@@ -579,6 +665,10 @@ class _Emitter:
         cby = _add(body, arith.RemUIOp(rest, gy))
         cbz = _add(body, arith.DivUIOp(rest, gy))
         g = _Grid(list(a[:n]), [cbx, cby, cbz], [gx, gy, gz], [bx, by, bz], arena, spill, err)
+        for slot, coord in zip((4, 5, 6), (cbx, cby, cbz)):  # the block, for collectives'
+            wide = _add(body, arith.ExtSIOp(coord, i64))       # error messages
+            where = _add(body, llvm.GEPOp.from_mixed_indices(err, [slot], i64))
+            body.add_op(llvm.StoreOp(wide, where))
         self._refill_arena(body, arena)
         self.scopes = [dict(zip(kernel.body.block.args, a[:n]))]
         self._emit(self.plan.items, body, g)
@@ -588,6 +678,7 @@ class _Emitter:
         entry.add_op(outer)
         entry.add_op(func.ReturnOp(outer.results[1]))
         grid = func.FuncOp(self.name, (inputs, [i32]), Region(entry))
+        grid.attributes[ARENA_ATTR] = IntegerAttr(n + 8, i64)
         for value, slot in self.requests.items():
             self.defined_in[value.owner].spill_store(value, slot)  # type: ignore[index]
         return [p.func for p in self.phases], grid
@@ -621,6 +712,10 @@ class _Emitter:
             d = op.properties["dim"].value.data  # type: ignore[union-attr]
             result = {"block_id": g.block_ids, "block_dim": g.block_dims,
                       "grid_dim": g.grid_dims}[name][d]
+        elif isinstance(op, pto.AllocLocalOp):
+            clone = op.clone()
+            block.add_op(clone)
+            result = clone.results[0]
         else:
             assert _floating(op) and self.plan.uniform(v), op
             operands = [self.gresolve(o, block, g) for o in op.operands]
@@ -654,8 +749,18 @@ class _Emitter:
                 self._phase(item, block, g)
             elif isinstance(item, Loop):
                 self._loop(item, block, g)
+            elif isinstance(item, Collective):
+                self._collective(item.op, block, g)
             else:
                 self._if(item, block, g)
+
+    def _collective(self, op: Operation, block: Block, g: _Grid) -> None:
+        """Once per block, between lane loops: the copy itself (complete at issue, as the
+        interpreter's; waits then have nothing left to do), fill or mma."""
+        if isinstance(op, pto.WaitOp | pto.WaitAllOp):
+            return
+        operands = [self.gresolve(v, block, g) for v in op.operands]
+        block.add_op(op.clone(value_mapper=dict(zip(op.operands, operands))))
 
     def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
         op = item.op

@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, Intege
                                    IntegerType)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
-from pypto.backend.native.phases import needs_phases, refusal
+from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses, offset_base
@@ -79,6 +79,8 @@ def _type_ok(t: Attribute) -> bool:
         return str(t.element_type) in MEMORY_ELEMENTS
     if isinstance(t, pto.L1BufferType):
         return str(t.element_type) in MEMORY_ELEMENTS
+    if isinstance(t, pto.TokenType):
+        return True
     return isinstance(t, SCALAR_TYPES)
 
 
@@ -198,7 +200,8 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         for region in op.regions:
             for block in region.blocks:
                 for barg in block.args:
-                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType):
+                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType |
+                                                                            pto.TokenType):
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
         if name in STRUCTURE or name in ARITH_OPS or name in MATH_OPS:
@@ -229,7 +232,23 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: an L1 buffer without a placed offset (the native " \
                        f"backend lays out L1 as pto-allocate-l1 did)"
             continue
-        if isinstance(op, pto.BarrierOp | pto.BarrierBlockOp):
+        if isinstance(op, pto.BarrierOp | pto.BarrierBlockOp | pto.WaitOp | pto.WaitAllOp):
+            continue
+        if isinstance(op, COLLECTIVES):  # block level (phases.py): HBM operands by the rules
+            for access in memory_accesses(op):
+                value = op.operands[access.operand]
+                if access.space == "local":
+                    if root_alloc(value) is None:
+                        return f"{_where(op)}: an L1 operand not a pto.alloc_local buffer"
+                    continue
+                root = root_param(value)
+                if root is None:
+                    return f"{_where(op)}: an HBM operand not derived from a kernel parameter"
+                offsets.setdefault(root, set()).add(None)
+                if access.kind == "write":
+                    writers.setdefault(root, []).append(op)
+                else:
+                    readers.add(root)
             continue
         if isinstance(op, pto.AddPtrOp) and isinstance(op.results[0].type, pto.PtrType) and \
                 op.results[0].type.space == "local":

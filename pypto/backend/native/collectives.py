@@ -133,7 +133,7 @@ def _region(kernel: Any, site: Site, operand: Operand, data: np.ndarray, base: i
         block = tuple(int(v) for v in kernel.err[4:7])
         size = data.size
         raise _Failed(MemoryAccessError(
-            f"out-of-bounds pto.{site.kind} {what}: {space} buffer '{name}' element {address} "
+            f"out-of-bounds {site.kind} {what}: {space} buffer '{name}' element {address} "
             f"(valid elements 0..{size - 1}) in block {block}"
             f"{kernel.l1_neighbour(operand.l1, address) if operand.l1 is not None else ''}",
             kernel=kernel.name, location=site.location, block=block, lane=None,

@@ -216,3 +216,110 @@ def test_l1_atomics_and_uniform_if_around_barriers():
     for b in range(grid):
         expect[b] = np.bincount(keys[b * block:(b + 1) * block] % 16, minlength=16)
     assert np.array_equal(native[1].reshape(grid, 16), expect)
+
+
+@pto.kernel
+def tile_scale(x, y, N, ROWS: pto.constexpr, COLS: pto.constexpr):
+    """A strided 2-D async copy into L1, lanes computing on it, an async copy back."""
+    t = pto.alloc_local(ROWS * COLS)
+    o = pto.alloc_local(ROWS * COLS)
+    col0 = pto.get_block_id() * COLS
+    tok = pto.async_load(t, x + col0, ROWS * COLS * 4, rows=ROWS, src_stride=N)
+    pto.wait(tok)
+    tid = pto.get_local_id()
+    pto.store(o + tid, pto.load(t + tid) * 3.0 + 1.0)
+    pto.barrier_block()
+    pto.async_store(y + col0, o, ROWS * COLS * 4, rows=ROWS, dst_stride=N)
+    pto.wait_all()
+
+
+def test_async_copies_with_strides_bit_exact():
+    rows, cols, blocks = 8, 16, 5
+    n = cols * blocks
+    x = np.random.default_rng(3).standard_normal((rows, n)).astype(np.float32)
+    interp, native = both(tile_scale, blocks, rows * cols, [x.reshape(-1), np.zeros(rows * n,
+                                                                                 np.float32)],
+                          (n, rows, cols))
+    assert same_bits(interp, native)
+    assert np.array_equal(native[1].reshape(rows, n), x * np.float32(3) + np.float32(1))
+
+
+@pto.kernel
+def tile_mm(A, B, C, K: pto.constexpr, T: pto.constexpr):
+    """C (T x T) = A (T x K) @ B (K x T): fill, copies waited at once, mma per k-tile, then a
+    synchronous tile store."""
+    a = pto.alloc_local(T * T, dtype=A.dtype)
+    b = pto.alloc_local(T * T, dtype=B.dtype)
+    c = pto.alloc_local(T * T)
+    pto.fill(c, 0.0, T * T)
+    for k0 in range(0, K, T):
+        pto.async_load(a, A + k0, T * T * A.itemsize, rows=T, src_stride=K)
+        pto.async_load(b, B + k0 * T, T * T * B.itemsize, rows=T, src_stride=T)
+        pto.wait_all()
+        pto.mma(c, a, b, T, T, T)
+    pto.store(C, c, T * T * 4, rows=T, dst_stride=T)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_mma_gives_the_interpreters_bits(dtype):
+    t, k = 16, 64
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((t, k)).astype(dtype)
+    b = rng.standard_normal((k, t)).astype(dtype)
+    interp, native = both(tile_mm, 1, 32, [a.reshape(-1), b.reshape(-1),
+                                           np.zeros(t * t, np.float32)], (k, t))
+    assert same_bits(interp, native)
+    expect = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(native[2].reshape(t, t), expect, rtol=1e-4, atol=1e-4)
+
+
+def test_copy_out_of_bounds_error_matches_the_interpreter():
+    rows, cols = 8, 16
+    x = np.zeros(rows * cols - 1, np.float32)  # one element short
+    errors = []
+    for backend in ("interpreter", "native"):
+        with pytest.raises(MemoryAccessError) as info:
+            pto.launch(tile_scale, 1, rows * cols, (x, np.zeros(rows * cols, np.float32), cols,
+                                                    rows, cols), backend=backend)
+        errors.append(info.value)
+    assert str(errors[0]) == str(errors[1])
+    assert "out-of-bounds async_load source: HBM buffer 'x' element 127" in str(errors[1])
+
+
+@pto.kernel
+def in_flight(x, y):
+    t = pto.alloc_local(64)
+    o = pto.alloc_local(64)
+    tok = pto.async_load(t, x, 256, rows=1)
+    tid = pto.get_local_id()
+    pto.store(o + tid, 1.0)
+    pto.wait(tok)
+    pto.store(y + tid, pto.load(t + tid) + pto.load(o + tid))
+
+
+def test_a_copy_in_flight_across_work_is_refused():
+    with pytest.raises(NativeUnsupported, match=r"test_phases.py:\d+:\d+: an async copy in "
+                                                r"flight across other work"):
+        pto.launch(in_flight, 1, 64, (np.ones(64, np.float32), np.zeros(64, np.float32)),
+                   backend="native")
+
+
+def test_auto_keeps_race_checked_kernels_on_the_interpreter(monkeypatch):
+    """The race detector is the interpreter's (docs/native.md#choosing-a-backend): with it on,
+    "auto" runs an L1 kernel there; with it off, natively."""
+    from pypto.backend.native import jit
+
+    runs = []
+    real = jit.NativeKernel.run
+    monkeypatch.setattr(jit.NativeKernel, "run",
+                        lambda self, *a: (runs.append(self.name), real(self, *a))[1])
+    n = 256
+    x = np.arange(n, dtype=np.float32)
+    pto.launch(warp_pairs, 1, n, (x, np.zeros(n, np.float32), n), backend="auto")
+    assert runs == []
+    monkeypatch.setenv("PYPTO_RACE_CHECK", "0")
+    y = np.zeros(n, np.float32)
+    ck = pto.compile(warp_pairs, args=(x, y, n), block=n, race_check=False)
+    pto.launch(ck, 1, n, (x, y, n), backend="auto")
+    assert runs == ["warp_pairs"]
+    assert np.array_equal(y, x[np.arange(n) ^ 1] * 2 + x)

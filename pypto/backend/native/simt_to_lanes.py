@@ -13,8 +13,11 @@ over its lanes. The kernel `@k` becomes
   first non-zero status, which it returns.
 
 Divergent `if` / `for` / `while` and early `return` need nothing: each lane runs its own control
-flow. Only kernels `pypto.backend.native.support` accepts are lowered (no barrier, no L1): the
-pass reports the reason otherwise. docs/native.md#the-pipeline.
+flow. A kernel with L1 or barriers is split into phases first (phases.py): one lane function
+`@k.pN.lane` per phase and a grid function running the block-level code (uniform loops, block
+instructions) with a lane loop per phase. Only kernels `pypto.backend.native.support` accepts
+are lowered: the pass reports the reason otherwise. docs/native.md#the-pipeline,
+docs/native.md#phases.
 """
 
 from __future__ import annotations

@@ -4,9 +4,12 @@ The compiled lane model runs a block's lanes one after another (docs/native.md#t
 while the interpreter runs every op for all lanes before the next op. The two agree whenever no
 lane can observe another lane's memory effects, which this check makes sure of statically:
 
-- only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM, `pto.fma`,
-  `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits, structured control
-  flow); no barrier, L1, copy, atomic, printf or tile op yet;
+- only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
+  `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
+  structured control flow, barriers, L1 atomics, fill / copies / mma at block level); no
+  printf or tile vector instruction yet. L1 and barriers are exact through the phase plan
+  (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
+  which is asked last and refuses what it cannot split;
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or
   else every access to it is *lane-private*: at element `get_global_id(0) + u` (u a parameter or
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),

@@ -68,7 +68,7 @@ builtin.module {
 // PHASES: scf.if
 // PHASES-NEXT: pto.store %sum
 // PHASES: func.func private @tree.p4.lane(
-// PHASES: func.func @tree({{.*}}) -> i32 attributes {pto.native_grid}
+// PHASES: func.func @tree({{.*}}) -> i32 attributes {pto.native_arena = {{[0-9]+}} : i64, pto.native_grid}
 // PHASES: func.call @tree.p0.lane
 // PHASES: func.call @tree.p1.lane
 // PHASES: scf.for {{.*}} iter_args

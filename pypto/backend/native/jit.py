@@ -25,7 +25,7 @@ from xdsl.ir import Operation
 
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, spill_slots
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
-from pypto.backend.native.support import needs_1d, unsupported_reason
+from pypto.backend.native.support import analyse
 from pypto.backend.native import collectives
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.to_llvm import (COLLECTIVE, COLLECTIVE_OPS, COLLECTIVE_SYMBOL, OOB,
@@ -170,6 +170,27 @@ def _compile_object(kernel: func.FuncOp) -> bytes:
     return bytes(machine.emit_object(mod))
 
 
+def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
+    """Spill slots per lane of the kernel's phases, kept beside its object code
+    (`<object>.slots`): computing them splits the kernel again (phases.py), which a load from
+    the disk cache should not pay."""
+    side = path.with_suffix(".slots")
+    try:
+        return int(side.read_text())
+    except (OSError, ValueError):
+        pass
+    slots = spill_slots(kernel)
+    try:
+        side.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=side.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(str(slots))
+        os.replace(tmp, side)
+    except OSError:
+        pass
+    return slots
+
+
 def _ctype(t: Any) -> Any:
     name = str(t)
     return {"i1": ctypes.c_bool, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
@@ -180,7 +201,7 @@ class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
     def __init__(self, kernel: func.FuncOp, name: str):
-        reason = unsupported_reason(kernel)
+        reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "
@@ -192,11 +213,9 @@ class NativeKernel:
                       for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.params = list(kernel.body.block.args)
-        self.needs_1d = needs_1d(kernel)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
         self.arena = arena_template(self.l1)
         self._arena_address = self.arena.ctypes.data
-        self.slots = spill_slots(kernel)
         self.collective_sites = _collective_sites(kernel, self.l1)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
@@ -208,6 +227,7 @@ class NativeKernel:
         key = hashlib.sha256(f"{_versions()}\n{target}\n{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
+        self.slots = _cached_slots(path, kernel)
         if self.cached:
             obj = path.read_bytes()
         else:

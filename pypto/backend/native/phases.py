@@ -207,6 +207,7 @@ class Plan:
         self.lane_args: set[SSAValue] = set()     # lane-level iter args of block-level loops
         self.split_ifs: set[Operation] = set()    # ifs on a lane-dependent condition
         self._memo: dict[SSAValue, bool] = {}
+        self._around_cuts = self._ancestors_of_cuts()
         self._mark(kernel.body.block)
         self._fixpoint()
         self.items = self._build(kernel.body.block, ())
@@ -214,7 +215,18 @@ class Plan:
     # which structured ops run at block level ---------------------------------------------
 
     def _has_cut(self, op: Operation) -> bool:
-        return any(_is_cut(o) for o in op.walk())
+        return op in self._around_cuts
+
+    def _ancestors_of_cuts(self) -> set[Operation]:
+        """Every op enclosing a cut (one walk, instead of one per structured op)."""
+        around: set[Operation] = set()
+        for op in self.kernel.walk():
+            if _is_cut(op):
+                parent = op.parent_op()
+                while parent is not None and parent is not self.kernel and parent not in around:
+                    around.add(parent)
+                    parent = parent.parent_op()
+        return around
 
     def _mark(self, block: Block) -> None:
         for op in block.ops:

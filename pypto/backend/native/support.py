@@ -174,6 +174,11 @@ def unsupported_op(kernel: func.FuncOp) -> Operation | None:
     return culprit[0] if _check(kernel, [], culprit) is not None and culprit else None
 
 
+def analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
+    """(`unsupported_reason`, `needs_1d`) in one pass over the kernel."""
+    return _analyse(kernel)
+
+
 def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
     private: list[bool] = []
     reason = _check(kernel, private, [])

@@ -323,3 +323,26 @@ def test_auto_keeps_race_checked_kernels_on_the_interpreter(monkeypatch):
     pto.launch(ck, 1, n, (x, y, n), backend="auto")
     assert runs == ["warp_pairs"]
     assert np.array_equal(y, x[np.arange(n) ^ 1] * 2 + x)
+
+
+def test_emit_llvm_of_a_kernel_with_phases_and_collectives(tmp_path):
+    import contextlib
+    import io
+
+    from pypto.tools.opt import main
+
+    a = pto.empty(16 * 64, np.float32)
+    ck = pto.compile(tile_mm, args=(a, a, pto.empty(256, np.float32), 64, 16), block=32)
+    path = tmp_path / "k.mlir"
+    path.write_text(ck.as_text())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([str(path), "--emit=llvm"]) == 0
+    text = out.getvalue()
+    assert "declare i32 @\"pypto_native_collective\"" in text or \
+        "declare i32 @pypto_native_collective" in text
+    assert 'define i32 @"tile_mm"' in text
+    import re
+
+    calls = re.findall(r'call [^\n]*@"pypto_native_collective"', text)
+    assert len(calls) == 5  # fill, two loads, mma, the tile store

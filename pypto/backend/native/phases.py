@@ -7,9 +7,10 @@ when no lane sees, within one phase, what another lane did in that phase. So a p
 - `pto.barrier` / `pto.barrier_block` (loop fission, as POCL / CuPBoP / COX compile CUDA and
   OpenCL for CPUs); a warp barrier is treated as a block barrier, which gives the same result
   for every program the warp barrier makes well defined;
-- every L1 write (`pto.store` / `pto.fma` / `pto.atomic_add` to L1): it is a phase of its own,
-  so within a phase L1 is only read, and in a write phase the lanes write in the interpreter's
-  lane order. Lanes of one warp may therefore exchange data through L1 without a barrier, as
+- every L1 write (`pto.store` / `pto.fma` / `pto.atomic_add` to L1): it is the last op of its
+  phase, and a phase with an L1 write reads no L1 (the write gets a phase of its own when the
+  code before it reads L1), so the lanes write in the interpreter's lane order and no lane reads
+  what another wrote in the same phase. Lanes of one warp may therefore exchange data through L1 without a barrier, as
   the interpreter (lockstep) allows.
 
 Structured control flow around a cut becomes block-level control flow when it is uniform: an
@@ -190,6 +191,11 @@ ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
 def _is_cut(op: Operation) -> bool:
     return isinstance(op, (pto.BarrierOp, pto.BarrierBlockOp, *COLLECTIVES)) or \
         _is_l1_write(op)
+
+
+def _reads_l1(op: Operation) -> bool:
+    return any(a.space == "local" and a.kind == "read"
+               for o in op.walk() for a in memory_accesses(o))
 
 
 def needs_phases(kernel: func.FuncOp) -> bool:
@@ -413,6 +419,10 @@ class Plan:
             if _is_l1_write(op):
                 if op.regions:
                     raise Refused(f"{where}: an L1 write inside '{op.name}'", op)
+                if not any(_reads_l1(o) for o in cur):
+                    cur.append(op)  # ends the phase before it, which reads no L1 (below)
+                    flush()
+                    continue
                 flush()
                 items.append(Phase(guards, [op]))
                 continue

@@ -1,10 +1,11 @@
 // RUN: pypto-opt %s -p pto-simt-to-lanes | filecheck %s --check-prefix=PHASES
 // RUN: pypto-opt %s -p pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm | filecheck %s --check-prefix=LLVM
 
-// Phase splitting (docs/native.md#phases): the L1 store is a phase of its own (p1), the
-// barrier ends the phase before it; the tree loop has uniform bounds, so it runs at block
+// Phase splitting (docs/native.md#phases): the L1 store ends the first phase (p0, which
+// reads no L1), the barrier ends the next; the tree loop has uniform bounds, so it runs at block
 // level in the grid function with each phase of its body a lane loop; `tid < s` is
-// lane-dependent, so its body is guard-split (p2 loads, p3 stores, both under the condition).
+// lane-dependent, so its body is guard-split (p1 loads, p2 stores — a phase of its own, since
+// p1 reads L1 — both under the condition).
 // The loaded values cross phases in spill slots (the addition, pure, is recomputed where
 // used); `s` (uniform) is carried by the
 // block-level loop and passed to the phases that use it.
@@ -51,34 +52,30 @@ builtin.module {
 
 // PHASES: func.func private @tree.p0.lane({{.*}}, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, {{.*}}) -> i32 attributes {pto.native_arena = {{[0-9]+}} : i64, pto.native_lane}
 // PHASES: pto.load
-// PHASES: llvm.store
-// PHASES: func.func private @tree.p1.lane(
-// PHASES: llvm.load
 // PHASES: pto.store
-// PHASES: func.func private @tree.p2.lane(
+// PHASES: func.func private @tree.p1.lane(
 // PHASES: scf.if
 // PHASES: pto.load
 // PHASES: llvm.store
 // PHASES: pto.load
 // PHASES: llvm.store
-// PHASES: func.func private @tree.p3.lane(
+// PHASES: func.func private @tree.p2.lane(
 // PHASES: llvm.load
 // PHASES: llvm.load
 // PHASES: %sum = arith.addf
 // PHASES: scf.if
 // PHASES-NEXT: pto.store %sum
-// PHASES: func.func private @tree.p4.lane(
+// PHASES: func.func private @tree.p3.lane(
 // PHASES: func.func @tree({{.*}}) -> i32 attributes {pto.native_arena = {{[0-9]+}} : i64, pto.native_grid}
 // PHASES: func.call @tree.p0.lane
-// PHASES: func.call @tree.p1.lane
 // PHASES: scf.for {{.*}} iter_args
+// PHASES: func.call @tree.p1.lane
 // PHASES: func.call @tree.p2.lane
-// PHASES: func.call @tree.p3.lane
 // PHASES: arith.divui
 // PHASES: scf.yield
-// PHASES: func.call @tree.p4.lane
+// PHASES: func.call @tree.p3.lane
 
-// LLVM: llvm.func internal @tree.p1.lane(
+// LLVM: llvm.func internal @tree.p0.lane(
 // LLVM: llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
 // LLVM: llvm.icmp "ult"
 // LLVM: llvm.store

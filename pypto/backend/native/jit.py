@@ -150,7 +150,22 @@ def _versions() -> str:
             return metadata.version(name)
         except metadata.PackageNotFoundError:
             return "?"
-    return f"pypto {version('pypto')} llvmlite {version('llvmlite')} xdsl {version('xdsl')}"
+    return f"pypto {version('pypto')} llvmlite {version('llvmlite')} xdsl {version('xdsl')} " \
+           f"native {_source_hash()}"
+
+
+_SOURCE_HASH: list[str] = []
+
+
+def _source_hash() -> str:
+    """A hash of this backend's own modules: the object code (and the spill-slot count kept
+    beside it) depend on them, and an edited checkout keeps its version number."""
+    if not _SOURCE_HASH:
+        digest = hashlib.sha256()
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(path.read_bytes())
+        _SOURCE_HASH.append(digest.hexdigest()[:16])
+    return _SOURCE_HASH[0]
 
 
 def _compile_object(kernel: func.FuncOp) -> bytes:

@@ -346,3 +346,16 @@ def test_emit_llvm_of_a_kernel_with_phases_and_collectives(tmp_path):
 
     calls = re.findall(r'call [^\n]*@"pypto_native_collective"', text)
     assert len(calls) == 5  # fill, two loads, mma, the tile store
+
+
+def test_the_disk_cache_is_keyed_by_the_backends_own_source(monkeypatch):
+    """An edited native backend (same version number) must not load object code compiled by
+    the previous one: its phases and spill slots may differ."""
+    from pypto.backend.native import jit
+
+    x = pto.empty(256, np.float32)
+    ck = pto.compile(warp_pairs, args=(x, x, 256), block=256)
+    assert not jit.NativeKernel(ck.func, ck.name).cached
+    assert jit.NativeKernel(ck.func, ck.name).cached
+    monkeypatch.setattr(jit, "_SOURCE_HASH", ["edited"])
+    assert not jit.NativeKernel(ck.func, ck.name).cached

@@ -353,8 +353,8 @@ def test_the_disk_cache_is_keyed_by_the_backends_own_source(monkeypatch):
     the previous one: its phases and spill slots may differ."""
     from pypto.backend.native import jit
 
-    x = pto.empty(256, np.float32)
-    ck = pto.compile(warp_pairs, args=(x, x, 256), block=256)
+    ck = pto.compile(warp_pairs, args=(pto.empty(256, np.float32), pto.empty(256, np.float32),
+                                       256), block=256)
     assert not jit.NativeKernel(ck.func, ck.name).cached
     assert jit.NativeKernel(ck.func, ck.name).cached
     monkeypatch.setattr(jit, "_SOURCE_HASH", ["edited"])

@@ -32,6 +32,7 @@ from pypto.dialects.traits import (
     launch_id,
     sync_scope,
     varies_per,
+    warp_collective,
 )
 from pypto.errors import BarrierError, CompileError
 
@@ -80,12 +81,16 @@ _DEPENDENCE_SOURCES = {"data": lane_reads_memory, "block": _is_block_id}
 
 
 def _classify(op: Operation, block_ids_uniform: bool,
-              is_source: Callable[[Operation], bool] | None = None) -> int:
+              is_source: Callable[[Operation], bool] | None = None,
+              is_uniform: Callable[[Operation], bool] | None = None) -> int:
     varies = varies_per(op)
+    if is_uniform is not None and is_uniform(op):
+        return _NONE
     if is_source is not None:
         if is_source(op):
             return _SOURCE
-    elif varies == "lane" or lane_reads_memory(op):
+    elif varies == "lane" or lane_reads_memory(op) or warp_collective(op) == "warp":
+        # a vote's result is one value per warp: it differs between the warps of a block
         return _SOURCE
     if varies == "block" and is_source is None:
         return _NONE if block_ids_uniform else _SOURCE
@@ -103,12 +108,28 @@ def _classify(op: Operation, block_ids_uniform: bool,
     return _GENERIC if op.results else _NONE
 
 
+def warp_varying_values(kernel: func.FuncOp) -> frozenset[SSAValue]:
+    """Values that may differ between the lanes of one warp: as `varying_values`, but the warp
+    id (and anything computed from it and block ids) is uniform across a warp, and so is a
+    vote's result (`pto.ballot`, `pto.vote_any`, `pto.vote_all`); a shuffle's result varies
+    (each lane reads another lane's value). What a warp collective's control flow must not
+    depend on."""
+    return cached(kernel, ("warp_varying_values",),
+                  lambda: _compute_varying(kernel, True, _varies_in_warp,
+                                           lambda op: warp_collective(op) == "warp"))
+
+
+def _varies_in_warp(op: Operation) -> bool:
+    return (varies_per(op) == "lane" and launch_id(op) != "warp_id") or lane_reads_memory(op)
+
+
 def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool,
-                     is_source: Callable[[Operation], bool] | None = None
+                     is_source: Callable[[Operation], bool] | None = None,
+                     is_uniform: Callable[[Operation], bool] | None = None
                      ) -> frozenset[SSAValue]:
     varying: set[SSAValue] = set()
     ops = [(op, kind) for op in walk(kernel.body.block.ops)
-           if (kind := _classify(op, block_ids_uniform, is_source)) != _NONE]
+           if (kind := _classify(op, block_ids_uniform, is_source, is_uniform)) != _NONE]
     changed = True
     while changed:
         changed = False
@@ -219,9 +240,43 @@ def _describe(op: Operation) -> str:
     return op_location(op, unknown="an unknown location")
 
 
+def warp_divergence(kernel: func.FuncOp) -> tuple[Operation, Operation, SSAValue] | None:
+    """The first warp collective (a shuffle or a vote) under control flow that may differ
+    between the lanes of a warp: (the op, the `if` or loop, its condition), else None."""
+    varying: frozenset[SSAValue] | None = None
+    for op in walk(kernel.body.block.ops):
+        if warp_collective(op) is None:
+            continue
+        if varying is None:
+            varying = warp_varying_values(kernel)
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            cond = divergent_condition(parent, varying)
+            if cond is not None:
+                return op, parent, cond
+            parent = parent.parent_op()
+    return None
+
+
+def warp_divergence_message(op: Operation, control: Operation, cond: SSAValue) -> str:
+    """What is wrong with a warp collective under warp-divergent control flow, and the fix."""
+    cond_op = cond.owner if isinstance(cond.owner, Operation) else control
+    construct = "a loop whose trip count" if isinstance(control, scf.WhileOp) else "an 'if' whose condition"
+    return (f"warp divergence: {op.name} is a warp collective (every lane of the warp executes "
+            f"it together) but sits in {construct} at {_describe(cond_op)} may differ between "
+            f"the lanes of a warp, so some lanes would not reach it; compute the value under "
+            f"the condition and shuffle or vote outside it (pto.select keeps a lane's own "
+            f"value), or make the condition uniform across the warp (warp ids, block ids, "
+            f"parameters, constants, or a vote: pto.vote_any / pto.vote_all)")
+
+
 def check_uniform_control(kernel: func.FuncOp) -> None:
-    """Reject block-level instructions under lane-dependent control flow, and loops whose
-    bounds differ between lanes."""
+    """Reject block-level instructions under lane-dependent control flow, warp collectives
+    under control flow that differs within a warp, and loops whose bounds differ between
+    lanes."""
+    diverged = warp_divergence(kernel)
+    if diverged is not None:
+        raise located_error(BarrierError, warp_divergence_message(*diverged), diverged[0])
     varying = varying_values(kernel)
     for op in walk(kernel.body.block.ops):
         if checks_uniform(op) and op.operands[0] in varying and _from_lane_ids(op.operands[0]):

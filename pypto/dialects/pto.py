@@ -809,7 +809,7 @@ class _ShuffleOp(IRDLOperation):
 def _shuffle_traits(python: str, signature: str) -> tuple:
     # NoMemoryEffect, not Pure: a warp collective must not be speculated into (or hoisted
     # out of) control flow, which would change the lanes that reach it together
-    return (NoMemoryEffect(), VECTOR, InstructionKind("SHFL"), WarpCollective("lane"),
+    return (NoMemoryEffect(), VECTOR, InstructionKind(), WarpCollective("lane"),
             KernelFunction(python, signature))
 
 
@@ -944,7 +944,7 @@ class BallotOp(_VoteOp):
     RESULT: ClassVar[Attribute] = i32
     result = result_def(i32)
     assembly_format = "$pred attr-dict `:` type($result)"
-    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind("VOTE"),
+    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind(),
                         WarpCollective("warp"), KernelFunction("ballot", "(pred)"))
 
 
@@ -969,7 +969,7 @@ class VoteAnyOp(_VoteOp):
     name = "pto.vote_any"
     result = result_def(IntegerType(1))
     assembly_format = "$pred attr-dict `:` type($result)"
-    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind("VOTE"),
+    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind(),
                         WarpCollective("warp"), KernelFunction("vote_any", "(pred)"))
 
 
@@ -996,7 +996,7 @@ class VoteAllOp(_VoteOp):
     name = "pto.vote_all"
     result = result_def(IntegerType(1))
     assembly_format = "$pred attr-dict `:` type($result)"
-    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind("VOTE"),
+    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind(),
                         WarpCollective("warp"), KernelFunction("vote_all", "(pred)"))
 
 

@@ -263,7 +263,8 @@ def warp_divergence_message(op: Operation, control: Operation, cond: SSAValue) -
     cond_op = cond.owner if isinstance(cond.owner, Operation) else control
     construct = "a loop whose trip count" if isinstance(control, scf.WhileOp) else "an 'if' whose condition"
     return (f"warp divergence: {op.name} is a warp collective (every lane of the warp executes "
-            f"it together) but sits in {construct} at {_describe(cond_op)} may differ between "
+            f"it together) but sits in {construct} at "
+            f"{op_location(cond_op, unknown=repr(cond_op.name) + ' (noted below)')} may differ between "
             f"the lanes of a warp, so some lanes would not reach it; compute the value under "
             f"the condition and shuffle or vote outside it (pto.select keeps a lane's own "
             f"value), or make the condition uniform across the warp (warp ids, block ids, "

@@ -112,11 +112,85 @@ def warp_varying_values(kernel: func.FuncOp) -> frozenset[SSAValue]:
     """Values that may differ between the lanes of one warp: as `varying_values`, but the warp
     id (and anything computed from it and block ids) is uniform across a warp, and so is a
     vote's result (`pto.ballot`, `pto.vote_any`, `pto.vote_all`); a shuffle's result varies
-    (each lane reads another lane's value). What a warp collective's control flow must not
-    depend on."""
-    return cached(kernel, ("warp_varying_values",),
-                  lambda: _compute_varying(kernel, True, _varies_in_warp,
-                                           lambda op: warp_collective(op) == "warp"))
+    (each lane reads another lane's value). In a kernel whose launch records a 1-D block, a
+    comparison of the local id with a constant on a warp boundary (`t < 32`, `t >= 64`,
+    `t <= 31`) and the local id divided by a multiple of 32 (`t // 32`, `t >> 5`) are uniform
+    across a warp too (so is the global id's, when the block is a whole number of warps). What
+    a warp collective's control flow must not depend on."""
+    def compute() -> frozenset[SSAValue]:
+        linear = _linear_local_ids(kernel)
+        return _compute_varying(kernel, True, _varies_in_warp,
+                                lambda op: warp_collective(op) == "warp" or
+                                _splits_at_warps(op, linear))
+    return cached(kernel, ("warp_varying_values",), compute)
+
+
+def _linear_local_ids(kernel: func.FuncOp) -> frozenset[SSAValue]:
+    """Values equal to the lane's linear local id plus a multiple of 32 the same for a whole
+    warp: the local id along x of a 1-D block, and the global id along x when the block is also
+    a whole number of warps (from the launch the module records; none without a record)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from pypto.ir import recorded_launch
+
+    module = kernel.parent_op()
+    record = recorded_launch(module) if isinstance(module, ModuleOp) else None
+    if record is None:
+        return frozenset()
+    block = tuple(int(d) for d in record[0]) + (1, 1)
+    if block[1] * block[2] != 1:
+        return frozenset()
+    found: set[SSAValue] = set()
+    for op in walk(kernel.body.block.ops):
+        which = launch_id(op)
+        dim = op.properties.get("dim") if which is not None else None
+        if dim is None or getattr(dim, "value", None) is None or dim.value.data != 0:
+            continue
+        if which == "local_id" or (which == "global_id" and block[0] % 32 == 0):
+            found.add(op.results[0])
+    return frozenset(found)
+
+
+_ON_WARP_BOUNDARY = {"slt": 0, "sge": 0, "ult": 0, "uge": 0, "sle": 31, "sgt": 31, "ule": 31,
+                     "ugt": 31}
+"""`x PRED c` splits the lanes at warp boundaries when `c % 32` is this (x: a linear id)."""
+_SWAPPED = {"slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle",
+            "ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule"}
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IntegerAttr
+
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _splits_at_warps(op: Operation, linear: frozenset[SSAValue]) -> bool:
+    """Is `op` a comparison of a linear id with a constant on a warp boundary, or a linear id
+    divided by (shifted right by) a multiple of 32 (at least 5 bits)? Its result is then the
+    same on every lane of a warp."""
+    if not linear or len(op.operands) != 2:
+        return False
+    from xdsl.dialects import arith
+
+    a, b = op.operands
+    if isinstance(op, arith.CmpiOp):
+        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        if a not in linear:
+            a, b, pred = b, a, _SWAPPED.get(pred, "")
+        c = _constant_int(b)
+        return a in linear and c is not None and pred in _ON_WARP_BOUNDARY and \
+            c % 32 == _ON_WARP_BOUNDARY[pred]
+    if a not in linear or (c := _constant_int(b)) is None:
+        return False
+    if isinstance(op, arith.DivSIOp | arith.DivUIOp | arith.FloorDivSIOp):
+        return c > 0 and c % 32 == 0
+    if isinstance(op, arith.ShRSIOp | arith.ShRUIOp):
+        return c >= 5
+    return False
 
 
 def _varies_in_warp(op: Operation) -> bool:

@@ -312,6 +312,58 @@ def test_warp_uniform_conditions_are_accepted():
     assert np.array_equal(o, ref)
 
 
+@pto.kernel
+def on_warp_boundaries(x, o):
+    t = pto.get_local_id()
+    i = pto.get_global_id()
+    v = x[i]
+    if t < 32:                                       # warp 0 of a 1-D block
+        v += pto.shfl_down(v, 1)
+    if t >= 64:
+        v += pto.shfl_up(v, 2)
+    if t // 32 == 1:                                 # t // 32 is the warp id
+        v = pto.shfl(v, 3)
+    if (t >> 5) == 2:
+        v = pto.shfl_xor(v, 4)
+    if i <= 95:                                      # the global id: blocks of whole warps
+        v = v + pto.cast(pto.ballot(v > 50.0), pto.float32)
+    o[i] = v
+
+
+def test_comparisons_of_the_local_id_on_warp_boundaries_are_warp_uniform():
+    n = 256
+    x = np.arange(n, dtype=np.float32)
+    o = np.zeros(n, np.float32)
+    on_warp_boundaries[2, 128](x, o)
+    pto.sync()
+    t, i = np.arange(n) % 128, np.arange(n)
+    ref = x.copy()
+    for cond, mode, k in ((t < 32, "down", 1), (t >= 64, "up", 2), (t // 32 == 1, "idx", 3),
+                          ((t >> 5) == 2, "xor", 4)):
+        moved = ref_shuffle(mode, ref, np.full(n, k), 2, 128)
+        ref = np.where(cond, moved + ref if mode in ("down", "up") else moved, ref)
+    ballot, _, _ = ref_votes(ref > 50.0, 2, 128)
+    ref = np.where(i <= 95, ref + ballot.astype(np.float32), ref)
+    assert np.array_equal(o, ref)
+
+
+@pto.kernel
+def splits_a_warp(x, o):
+    t = pto.get_local_id()
+    v = x[t]
+    if t < 40:                                       # lanes 32..39 of warp 1 only
+        v += pto.shfl_down(v, 1)  # divergent
+    o[t] = v
+
+
+@pytest.mark.parametrize("block", [64, (32, 2)])
+def test_comparisons_that_split_a_warp_or_a_2d_block_are_rejected(block):
+    x = np.zeros(64, np.float32)
+    with pytest.raises(BarrierError, match="warp divergence") as info:
+        pto.compile(splits_a_warp, args=(x, x.copy()), block=block)
+    assert info.value.line == _line_of(splits_a_warp, "# divergent")
+
+
 DIVERGENT_IR = """
 func.func @k(%x: !pto.ptr<f32, global>, %o: !pto.ptr<f32, global>) attributes {pto.kernel} {
   %i = pto.get_global_id 0 : i32

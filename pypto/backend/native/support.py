@@ -186,10 +186,11 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
         if warp_collective(op) is not None:
+            see = "docs/native.md#what-is-compiled-the-support-check"
             return f"{_where(op)}: '{name}' is a warp shuffle or vote (lanes of a warp exchange " \
                    f"values), and the compiled lane model runs a block's lanes one after " \
-                   f"another; warp collectives are not compiled yet (docs/native.md#what-is-" \
-                   f"compiled-the-support-check): the interpreter runs this kernel"
+                   f"another; warp collectives are not compiled yet ({see}): the interpreter " \
+                   f"runs this kernel"
         if name in STRUCTURE or name in ARITH_OPS or name in MATH_OPS:
             if isinstance(op, scf.IfOp | scf.WhileOp | scf.ForOp) and \
                     any(isinstance(r.type, pto.PtrType) for r in op.results):

@@ -19,7 +19,8 @@ from __future__ import annotations
 import linecache
 from collections.abc import Callable, Iterable
 
-from xdsl.dialects import func, scf
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.cache import cached
@@ -35,6 +36,7 @@ from pypto.dialects.traits import (
     warp_collective,
 )
 from pypto.errors import BarrierError, CompileError
+from pypto.ir import recorded_launch
 
 
 def walk(ops: Iterable[Operation]) -> Iterable[Operation]:
@@ -129,10 +131,6 @@ def _linear_local_ids(kernel: func.FuncOp) -> frozenset[SSAValue]:
     """Values equal to the lane's linear local id plus a multiple of 32 the same for a whole
     warp: the local id along x of a 1-D block, and the global id along x when the block is also
     a whole number of warps (from the launch the module records; none without a record)."""
-    from xdsl.dialects.builtin import ModuleOp
-
-    from pypto.ir import recorded_launch
-
     module = kernel.parent_op()
     record = recorded_launch(module) if isinstance(module, ModuleOp) else None
     if record is None:
@@ -159,9 +157,6 @@ _SWAPPED = {"slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle",
 
 
 def _constant_int(value: SSAValue) -> int | None:
-    from xdsl.dialects import arith
-    from xdsl.dialects.builtin import IntegerAttr
-
     owner = value.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
         return owner.value.value.data
@@ -174,8 +169,6 @@ def _splits_at_warps(op: Operation, linear: frozenset[SSAValue]) -> bool:
     same on every lane of a warp."""
     if not linear or len(op.operands) != 2:
         return False
-    from xdsl.dialects import arith
-
     a, b = op.operands
     if isinstance(op, arith.CmpiOp):
         pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]

@@ -50,6 +50,8 @@ from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses
 
+LANE_SUFFIX = ".lane"
+"""A lane function is named after its kernel or phase with this suffix (simt_to_lanes.py)."""
 ARENA_ATTR = "pto.native_arena"
 """On a phase function: the index of its L1 arena argument (`!llvm.ptr`)."""
 L1_INDEX_ATTR = "pto.native_l1"
@@ -838,8 +840,6 @@ class _Emitter:
 def _lane_loop(block: Block, callee: str, args: list[SSAValue], g: _Grid) -> None:
     """Run lane function `callee + ".lane"` for every lane of the block (x fastest), unless an
     error is recorded at `err` (then it stops)."""
-    from pypto.backend.native.simt_to_lanes import LANE_SUFFIX
-
     c0, c1 = _c(block, 0), _c(block, 1)
     bx, by, bz = g.block_dims
     lanes = _add(block, arith.MuliOp(_add(block, arith.MuliOp(bx, by)), bz))

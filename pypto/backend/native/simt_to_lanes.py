@@ -32,7 +32,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from pypto.backend.native.phases import needs_phases, split
+from pypto.backend.native.phases import LANE_SUFFIX, needs_phases, split
 from pypto.backend.native.support import unsupported_op, unsupported_reason
 from pypto.diagnostics import attach_op
 from pypto.dialects import pto
@@ -42,7 +42,6 @@ MAX_TRIPS = 10_000_000
 """The interpreter's loop watchdog (pypto.backend.interpreter.codegen_loops.MAX_TRIPS, not
 imported: the interpreter sits beside this backend, not below it; a test checks they agree)."""
 
-LANE_SUFFIX = ".lane"
 LANE_ATTR = "pto.native_lane"
 GRID_ATTR = "pto.native_grid"
 ID_ARGS = 12

@@ -23,7 +23,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 
-from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, spill_slots
+from pypto.backend.native.phase_codegen import spill_slots
+from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import analyse
 from pypto.backend.native import collectives

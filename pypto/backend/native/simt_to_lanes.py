@@ -32,7 +32,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from pypto.backend.native.phases import LANE_SUFFIX, needs_phases, split
+from pypto.backend.native.phase_codegen import split
+from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
 from pypto.backend.native.support import unsupported_op, unsupported_reason
 from pypto.diagnostics import attach_op
 from pypto.dialects import pto

@@ -47,14 +47,14 @@ from pypto.backend.interpreter.optables import (
 from pypto.backend.interpreter.affine import poly_expr
 from pypto.backend.interpreter import strategies
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.strategies import atomics, merge_sides
+from pypto.backend.interpreter.strategies import alias, atomics, base, hoist, merge_sides
+from pypto.backend.interpreter.strategies import tail1d
 from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
     GRID,
     WARP,
     KernelPlan,
-    _int_width,
     plan_kernel,
 )
 from pypto.backend.interpreter.lanes import Site
@@ -83,7 +83,7 @@ class GeneratedKernel:
     # the plan's strategy decisions by kind (strategies.by_kind), what each lane vector gets
     # as `ctx.decisions`; empty (fast paths off): the general path only (the oracle)
     decisions: dict[type, Any] = field(default_factory=dict)
-    tail_bounds: tuple[tuple[int, int], ...] = ()  # where active lanes end (_split_at_tail)
+    tail_bounds: tuple[tail1d.Decision, ...] = ()  # where active lanes end (tail1d.cut)
     plan: KernelPlan | None = None  # the plan the source was emitted from (planning.py)
     # grid mode: the lane vector length the plan chose (KernelPlan.vector_lanes), None: default
     vector_lanes: int | None = None
@@ -118,6 +118,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         # pure expressions already computed, per enclosing region (innermost last): the frontend
         # re-derives `buf + tid` at every use, and each copy costs a pass over the lanes
         self.cse: list[dict[tuple[Any, ...], str]] = [{}]
+        self.windows = 0  # depth of lane windows being emitted (window.Decision.emit_side)
 
     # ----------------------------------------------------------------------------------------
 
@@ -166,12 +167,12 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             self.emit("return None")
         source = "\n".join(header + self.lines) + "\n"
         self.table.names = dict(self.names)
-        self.table.affine = dict(self.an.affine)
-        self.table.local = set(self.an.local)
+        self.table.affine = self.an.affine
+        self.table.local = self.an.local
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
                                self.constants, self.table, self.instrumented,
                                decisions=strategies.by_kind(self.an.decisions),
-                               tail_bounds=tuple(self.an.tail_bounds), plan=self.an,
+                               tail_bounds=self.an.tail_bounds, plan=self.an,
                                vector_lanes=self.an.vector_lanes)
 
     def block_ops(self, block: Block) -> None:
@@ -202,8 +203,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         if not op.results:
             return "None"
         r = op.results[0]
-        if r in self.an.affine and r not in self.an.needs_array:
-            return f"({self.ramp_of(r)} + {self.an.affine[r]})"
+        value = self.an.value(r)
+        if value is not None and not value.array:
+            pattern = "_ctx.local_id(0)" if value.local else "_ctx.ramp"
+            return f"({pattern} + {value.base})"
         return self.name(r)
 
     def reuse(self, op: Operation, extra: Any = None) -> bool:
@@ -223,14 +226,31 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.cse[-1][key] = self.name(res)
         return False
 
+    def decided(self, op: Operation, method: str) -> Any:
+        """The first decision of the plan for `op` that emits `method` (strategies/base.py:
+        `emit`, `load`, `store`, `compare`, `copy_address`, `emit_side`), or None."""
+        for d in self.an.decisions.get(op, ()):
+            if hasattr(d, method):
+                return d
+        return None
+
+    def base(self, v: SSAValue) -> str | None:
+        """The variable holding lane-affine `v`'s scalar base (the ramp kind's `Value`), or
+        None; inside a lane window only block-local values are affine."""
+        value = self.an.value(v)
+        if value is None or self.windows and not value.local:
+            return None
+        return value.base
+
     def dispatch(self, op: Operation) -> None:
-        if op in self.an.fused or op in self.an.dead:
-            return  # computed by the store that follows (store_ramp_op) / by a planned access
-        if op in self.an.promoted:
-            rest, offset, _ = self.an.promoted[op]
-            width = _int_width(op.results[0].type)
-            self.define_affine(op.results[0], f"_wrap{width}({poly_expr(rest)} + {offset})")
-            return
+        found = self.an.decisions.get(op)
+        if found:  # the plan's decisions (strategies/): one that emits the whole op wins
+            if any(isinstance(d, base.NoCode) for d in found):
+                return  # computed by the access after it, or by a planned access's forms
+            d = self.decided(op, "emit")
+            if d is not None:
+                d.emit(self, op)
+                return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
@@ -262,28 +282,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         raise UnsupportedOp(f"the interpreter cannot execute '{op.name}' "
                             f"(at {location_of(op)})")
 
-    def ramp_of(self, v: SSAValue) -> str:
-        """The lane pattern an affine value adds its base to: the vector's ramp, or in batch
-        mode for block-local values each block's local ids."""
-        return "_ctx.local_id(0)" if v in self.an.local else "_ctx.ramp"
-
-    def define_affine(self, v: SSAValue, base_expr: str) -> None:
-        rb = self.an.affine[v]
-        self.emit(f"{rb} = {base_expr}")
-        if v in self.an.needs_array:
-            self.emit(f"{self.name(v)} = {self.ramp_of(v)} + {rb}")
-
     def op_id(self, op: Operation) -> None:
         assert isinstance(op, pto._DimIdOp)
         res = op.results[0]
         kind = _ID_OPS[type(op)]
-        if res in self.an.affine:
-            if res in self.an.local:  # the local ids themselves: the pattern, base 0
-                self.define_affine(res, "_np.int32(0)")
-                return
-            base = "_ctx.first_lane" if isinstance(op, pto.GetGlobalIdOp) else "_ctx.local_base"
-            self.define_affine(res, f"_np.int32({base})")
-            return
         self.emit(f"{self.name(res)} = _ctx.{kind}({op.dim_index})")
 
     def op_pto_get_warp_id(self, op: pto.GetWarpIdOp) -> None:
@@ -316,25 +318,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
     def _cmp(self, op: Operation, pred: str) -> None:
         if pred not in _CMP:
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
-        lhs, rhs = op.operands
-        an = self.an
-        if op in an.form_cmps:
-            src, width, u, sym = an.form_cmps[op]
-            self.emit(f"{self.name(op.results[0])} = _ctx.form_cmp({sym!r}, ({src}, {width}), "
-                      f"{self.name(u)})")
-            return
-        if op in an.ramp_cmps:
-            # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
-            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made);
-            # block-local ids compare the same in every block: a cached mask (local_cmp); on
-            # the ramp, a test that passes on every lane or on none skips the lanes (_ramp_cmp)
-            x, u, sym = an.ramp_cmps[op]
-            if x in an.local:
-                expr = (f"_ctx.local_cmp({sym!r}, "
-                        f"_bound32(_np.int64({self.name(u)}) - {an.affine[x]}))")
-            else:
-                expr = f"_ramp_cmp(_ctx.ramp, {sym!r}, {self.name(u)}, {an.affine[x]})"
-            self.emit(f"{self.name(op.results[0])} = {expr}")
+        d = self.decided(op, "compare")  # on the ramp, rows or the box (strategies/)
+        if d is not None:
+            self.emit(f"{self.name(op.results[0])} = {d.compare(self, op)}")
             return
         if self.reuse(op, pred):
             return
@@ -389,16 +375,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
-        if res not in self.an.affine and self.reuse(op):
+        if self.reuse(op):
             return
         self.emit(f"{rn}_b = {pn}_b")
-        if res in self.an.affine:
-            # ramp + base: one side is affine, the other uniform
-            if p in self.an.affine:
-                self.define_affine(res, f"{self.an.affine[p]} + {on}")
-            else:
-                self.define_affine(res, f"{pn} + {self.an.affine[off]}")
-            return
         self.emit(f"{rn} = _addptr({pn}, {on})")
 
     def op_arith_addi(self, op: arith.AddiOp) -> None:
@@ -410,90 +389,34 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
     def _affine_arith(self, op: Operation, sym: str) -> None:
         res = op.results[0]
         a, b = op.operands
-        if res in self.an.affine:
-            if a in self.an.affine:
-                self.define_affine(res, f"{self.an.affine[a]} {sym} {self.name(b)}")
-            else:
-                self.define_affine(res, f"{self.name(a)} {sym} {self.an.affine[b]}")
-            return
         if self.reuse(op):
             return
         self.emit(f"{self.name(res)} = ({self.name(a)} {sym} {self.name(b)})")
 
     def op_pto_load(self, op: pto.LoadOp) -> None:
         s = self.site(op)
-        p = op.ptr
         res = self.name(op.results[0])
-        if op in self.an.planned:
-            plan = self.an.planned[op]
-            view = "True" if op.results[0] in self.an.views else "False"
-            self.emit(f"{res} = _ctx.load_plan({self.name(plan.root)}_b, {plan.source()}, _m, "
-                      f"{s}, {view})")
-        elif p in self.an.local:
-            self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
-        elif p in self.an.affine:
-            view = "True" if op.results[0] in self.an.views else "False"
-            self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s}, "
-                      f"{view})")
-        else:
-            self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")
+        self.emit(f"{res} = {self.load_expr(op, op.ptr, s)}")
 
-    def _store(self, ptr: SSAValue, value_expr: str, s: int,
-               value: SSAValue | None = None) -> None:
-        if value is not None and value.owner in self.an.fused:
-            ufunc = _STORE_UFUNCS[type(value.owner)]
-            a, b = value.owner.operands
-            self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
-                      f"{self.name(a)}, {self.name(b)}, _m, {s})")
+    def load_expr(self, op: Operation, p: SSAValue, s: int) -> str:
+        """A lane load's value: as its access kind says (a ramp, rows, a planned view), else
+        the general path's gather."""
+        d = self.decided(op, "load")
+        if d is not None:
+            return d.load(self, op, s)  # type: ignore[no-any-return]
+        return f"_ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})"
+
+    def _store(self, op: Operation, ptr: SSAValue, value_expr: str, s: int) -> None:
+        """A lane store (or fma) of `value_expr`: as its access kind says, else the general
+        path's scatter."""
+        d = self.decided(op, "store")
+        if d is not None:
+            self.emit(d.store(self, op, value_expr, s))
             return
-        if ptr in self.an.local:
-            self.emit(f"_ctx.store_rows({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
-                      f"_m, {s})")
-        elif ptr in self.an.affine:
-            self.emit(f"_ctx.store_ramp({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
-                      f"_m, {s})")
-        else:
-            self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
-
-    def row_op(self, store: pto.StoreOp) -> None:
-        """`store(p, load(q) op load(r))` on rows (see _row_operands)."""
-        a, b = self.an.row_ops[store]
-        ufunc = _STORE_UFUNCS[type(store.value.owner)]
-        sa, sb = self.site(a), self.site(b)
-        af = self.an.affine
-        block = store.parent_block()
-        assert block is not None
-        a_first = block.get_operation_index(a) < block.get_operation_index(b)
-        self.emit(f"_ctx.rows_op({self.name(store.ptr)}_b, {af[store.ptr]}, {ufunc}, "
-                  f"{self.name(a.ptr)}_b, {af[a.ptr]}, {self.name(b.ptr)}_b, {af[b.ptr]}, _m, "
-                  f"{sa}, {sb}, {self.site(store)}, {a_first})")
-
-    def plan_op(self, store: pto.StoreOp) -> None:
-        """`store(p, load(q) op load(r))` through three planned views (KernelPlan.plan_ops)."""
-        a, b = self.an.plan_ops[store]
-        ufunc = _STORE_UFUNCS[type(store.value.owner)]
-        block = store.parent_block()
-        assert block is not None
-        a_first = block.get_operation_index(a) < block.get_operation_index(b)
-        pd, pa, pb = (self.an.planned[x] for x in (store, a, b))
-        self.emit(f"_ctx.plan_op({self.name(pd.root)}_b, {pd.source()}, {ufunc}, "
-                  f"{self.name(pa.root)}_b, {pa.source()}, {self.name(pb.root)}_b, "
-                  f"{pb.source()}, _m, {self.site(a)}, {self.site(b)}, {self.site(store)}, "
-                  f"{a_first})")
+        self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
     def op_pto_store(self, op: pto.StoreOp) -> None:
-        if op in self.an.row_ops:
-            self.row_op(op)
-            return
-        if op in self.an.plan_ops:
-            self.plan_op(op)
-            return
-        if op in self.an.planned:
-            plan = self.an.planned[op]
-            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, "
-                      f"{self.name(op.value)}, _m, {self.site(op)})")
-            return
-        self._store(op.ptr, self.name(op.value), self.site(op), op.value)
+        self._store(op, op.ptr, self.name(op.value), self.site(op))
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:
         s = self.site(op)
@@ -501,11 +424,6 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         t = a.type
         # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
         # (for binary formats, rounding a+c through float64 first gives the same result).
-        if op in self.an.fma_adds:  # planned: the addition computed into the slice
-            x, y = self.an.fma_adds[op]
-            self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
-                      f"_np.add, {self.name(x)}, {self.name(y)}, _m, {s})")
-            return
         if _is_const(b, 1.0):
             value = f"({self.name(a)} + {self.name(c)})"
         elif _is_const(a, 1.0):
@@ -515,12 +433,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
-        if op in self.an.planned:
-            plan = self.an.planned[op]
-            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, {value}, _m, "
-                      f"{s})")
-            return
-        self._store(op.dst, value, s)
+        self._store(op, op.dst, value, s)
 
     def op_pto_barrier(self, op: pto.BarrierOp) -> None:
         self.emit(f"_ctx.barrier_warp(_m, {self.site(op)})")
@@ -561,8 +474,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             body = list(region_block.ops)
             if len(body) == 1 and not names:
                 continue  # an empty branch: nothing to run
-            if op in self.an.windowed:
-                self.windowed_branch(region_block, mask, names)
+            window = self.decided(op, "emit_side")  # on a lane window (strategies/window.py)
+            if window is not None:
+                window.emit_side(self, op, region_block, mask, names)
                 continue
             self.emit(f"if {mask} is not False:")
             self.indent += 1
@@ -593,42 +507,11 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             else:
                 dt = self.const(dtypes.np_dtype_of(r.type))
                 if self.an.decides(merge_sides.Decision):  # a side every lane took: no where()
-                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
-                              f"{r in self.an.views})")
+                    views = self.an.decision(op, alias.Decision)  # may it be a view?
+                    view = views is not None and views.views[r.index]
+                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, {view})")
                 else:
                     self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
-
-    def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
-        """A branch of a windowed `scf.if`: its body becomes a local function of the lane
-        vector, the mask and the per-lane values it uses, called on the window of lanes the
-        mask keeps (`_window`: narrowed values in, widened yields out) or, when the window is
-        not narrow enough, on the whole vector."""
-        fn, win, res = self.fresh("_wb"), self.fresh("w"), self.fresh("r")
-        inputs = [self.name(v) for v in self.an.window_inputs[block]]
-        ops = list(block.ops)
-        self.emit(f"if {mask} is not False:")
-        self.indent += 1
-        self.emit(f"def {fn}(_ctx, _m{''.join(', ' + n for n in inputs)}):")
-        self.indent += 1
-        saved_cse, self.cse = self.cse, [{}]  # outer values are not visible narrowed
-        saved_affine = self.an.affine  # outside the window, only block-local ids stay affine
-        self.an.affine = {v: rb for v, rb in saved_affine.items() if v in self.an.local}
-        for inner in ops[:-1]:
-            self.op(inner)
-        self.an.affine, self.cse = saved_affine, saved_cse
-        term = ops[-1]
-        yields = [self.name(v) for v in term.operands] if isinstance(term, scf.YieldOp) else []
-        self.emit(f"return ({''.join(y + ', ' for y in yields)})")
-        self.indent -= 1
-        self.emit(f"{win} = _window(_ctx, {mask})")
-        self.emit(f"if {win} is None:")
-        self.emit(f"    {res} = {fn}(_ctx, {mask}{''.join(', ' + n for n in inputs)})")
-        self.emit("else:")
-        narrowed = "".join(f", {win}[0].narrow({n})" for n in inputs)
-        self.emit(f"    {res} = [{win}[0].widen(x) for x in {fn}({win}[0], {win}[1]{narrowed})]")
-        for i, n in enumerate(names):
-            self.emit(f"{n} = {res}[{i}]")
-        self.indent -= 1
 
     def _zero_of(self, t: Attribute) -> str:
         if _is_address(t):
@@ -651,7 +534,8 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         for arg, init in zip(iter_args, op.iter_args):
             self.transfer(self.name(arg), init)
         lb, ub, step = (self.name(v) for v in (op.lb, op.ub, op.step))
-        hoisted = self.an.hoisted.get(body, [])  # the plan's loop-invariant ops
+        motion = self.an.decision(op, hoist.Decision)  # the plan's loop-invariant ops
+        hoisted = list(motion.ops) if motion is not None else []
         for inner in hoisted:  # computed once, before the loop
             self.op(inner)
         counter = self.fresh("k")
@@ -729,12 +613,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         target = self.name(op.results[0]) if op.results else None
         s = self.site(op)
         addrs = []
+        per_block = self.decided(op, "copy_address")  # each block's offset from the forms
         for index, v in ((0, dst), (1, src)):
-            plan = self.an.block_addrs.get((op, index))
-            if plan is None:
-                addrs.append(self._addr(v))
-            else:  # each block's offset from the forms (plan.py block_plan)
-                addrs.append(f"{self.name(plan.root)}_b, _ctx.block_offset({plan.source()})")
+            addr = per_block.copy_address(self, op, index) if per_block is not None else None
+            addrs.append(addr if addr is not None else self._addr(v))
         self.tile(target, f"_ctx.copy({kind!r}, {addrs[0]}, {addrs[1]}, {args}, _m, {s})", s)
 
     def op_pto_wait(self, op: pto.WaitOp) -> None:

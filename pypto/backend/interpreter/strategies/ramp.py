@@ -1,0 +1,293 @@
+"""The contiguous ramp (docs/interpreter.md, "Compile once, run on lane vectors"): a value
+known to be `ramp + base` (lane k holds `base + k`: a global id in a 1-D launch, plus uniform
+offsets, however it is written) is kept as its scalar `base`, and the accesses through it are
+contiguous slices, bounds-checked once.
+
+- planner: `match` decides, in the kernel's order, `Value` for each lane-affine integer or
+  pointer (ids, `+`/`-` with a uniform value, `addptr`, and any arithmetic plan.py normalises
+  to `ramp + uniform`; block-local ones, `local`, are the `rows` kind's), then `Load`,
+  `Store`, `StoreOp` (a store computing `a op b` straight into its slice, the arithmetic
+  `Fused`), `FmaAdd` (`fma(a, 1.0, c)` into the slice) and `Compare` (`ramp OP uniform`) for
+  the ops that use a non-local one; inside a lane window only block-local values are affine;
+- emission: each Decision's `emit` / `load` / `store` / `compare`;
+- run time: `LaneContext.load_ramp`, `store_ramp`, `store_ramp_op` (lanes.py) and
+  `lanes.ramp_compare`, each checking the data (bounds, masks, watched memory) first and
+  taking the general path when it does not allow the slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IntegerType
+from xdsl.ir import Operation, SSAValue
+
+from pypto.backend.interpreter.affine import poly_expr
+from pypto.backend.interpreter.modes import BATCH, BLOCK, WARP
+from pypto.backend.interpreter.optables import _CMP, _CMP_SIGNED, _FLIP, _STORE_UFUNCS
+from pypto.backend.interpreter.strategies import base
+from pypto.dialects.traits import (
+    declared_accesses,
+    has_tile_footprint,
+    kernel_function,
+    launch_id,
+    offset_base,
+)
+
+
+@dataclass(frozen=True)
+class Decision(base.Decision):
+    """Base of this kind's decisions."""
+
+
+@dataclass(frozen=True)
+class Value(Decision):
+    """The op's result is lane-affine, kept as the scalar `base` (a generated variable): lane
+    k holds `base + k` of the vector's ramp or, `local`, of each block's local ids (batch
+    mode: the `rows` kind). `array`: some use also needs it as an array. `promoted`: (the
+    uniform part, the vector's offset) of a value normalised from another spelling."""
+    base: str
+    local: bool = False
+    array: bool = False
+    promoted: tuple[Any, str] | None = None
+
+    def emit(self, gen: Any, op: Operation) -> None:
+        res = op.results[0]
+        which = launch_id(op)
+        if self.promoted is not None:
+            rest, offset = self.promoted
+            expr = f"_wrap{_int_width(res.type)}({poly_expr(rest)} + {offset})"
+        elif which is not None:  # the ids themselves
+            start = "0" if self.local else \
+                "_ctx.first_lane" if which == "global_id" else "_ctx.local_base"
+            expr = f"_np.int32({start})"
+        else:  # `a + b`, `a - b`, `addptr(a, b)`: one side affine, the other uniform
+            a, b = op.operands
+            sym = "-" if isinstance(op, arith.SubiOp) else "+"
+            if offset_base(op) is not None:
+                gen.emit(f"{gen.name(res)}_b = {gen.name(a)}_b")
+            ba = gen.base(a)
+            expr = f"{ba} {sym} {gen.name(b)}" if ba is not None else \
+                f"{gen.name(a)} {sym} {gen.base(b)}"
+        gen.emit(f"{self.base} = {expr}")
+        if self.array:
+            pattern = "_ctx.local_id(0)" if self.local else "_ctx.ramp"
+            gen.emit(f"{gen.name(res)} = {pattern} + {self.base}")
+
+
+@dataclass(frozen=True)
+class Load(Decision):
+    """A lane load through a ramp: `load_ramp` (`view`: may return the slice itself; None for
+    the npu load, which always copies)."""
+    view: bool | None = None
+
+    def load(self, gen: Any, op: Operation, site: int) -> str:
+        p = op.operands[lane_address(op)]
+        view = "" if self.view is None else f", {self.view}"
+        return f"_ctx.load_ramp({gen.name(p)}_b, {gen.base(p)}, _m, {site}{view})"
+
+
+@dataclass(frozen=True)
+class Store(Decision):
+    """A lane store (or fma) through a ramp: `store_ramp`."""
+
+    def store(self, gen: Any, op: Operation, value: str, site: int) -> str:
+        p = op.operands[lane_address(op)]
+        return f"_ctx.store_ramp({gen.name(p)}_b, {gen.base(p)}, {value}, _m, {site})"
+
+
+@dataclass(frozen=True)
+class StoreOp(Decision):
+    """A store of `a op b` (the op right before it, used by it alone) through a ramp: the
+    result computed straight into the stored slice (`store_ramp_op`)."""
+
+    def emit(self, gen: Any, op: Operation) -> None:
+        p, value = op.operands[lane_address(op)], op.operands[0]
+        owner = value.owner
+        a, b = owner.operands  # type: ignore[union-attr]
+        gen.emit(f"_ctx.store_ramp_op({gen.name(p)}_b, {gen.base(p)}, "
+                 f"{_STORE_UFUNCS[type(owner)]}, {gen.name(a)}, {gen.name(b)}, _m, "
+                 f"{gen.site(op)})")
+
+
+@dataclass(frozen=True, eq=False)
+class FmaAdd(Decision):
+    """`fma(a, 1.0, c)` / `fma(1.0, b, c)` through a ramp: the addition `x + c` (exact: one
+    rounding, as the fma's) computed into the stored slice."""
+    x: SSAValue
+    c: SSAValue
+
+    def emit(self, gen: Any, op: Operation) -> None:
+        p = op.operands[lane_address(op)]
+        gen.emit(f"_ctx.store_ramp_op({gen.name(p)}_b, {gen.base(p)}, _np.add, "
+                 f"{gen.name(self.x)}, {gen.name(self.c)}, _m, {gen.site(op)})")
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Decision):
+    """`x OP u` with x on the ramp and u uniform (signed): `ramp OP u - base`, no array for x
+    (`lanes.ramp_compare`, which skips the lanes when the outcome is the same on all)."""
+    x: SSAValue
+    u: SSAValue
+    sym: str
+
+    def compare(self, gen: Any, op: Operation) -> str:
+        return f"_ramp_cmp(_ctx.ramp, {self.sym!r}, {gen.name(self.u)}, {gen.base(self.x)})"
+
+
+def match(op: Operation, facts: base.Facts) -> Decision | None:
+    """Lane-affine values first (each op sees those before it), then the accesses and
+    comparisons through non-local ones."""
+    value = affine_value(op, facts)
+    if value is not None:
+        return value
+    if _is_lane_store(op) and not facts.instrumented:
+        fused = _fused_store(op, facts)
+        if fused is not None:
+            return fused
+    index = lane_address_or_none(op)
+    if index is not None:
+        d = base_of(facts, op.operands[index])
+        if d is None or d.local or facts.in_window(op):
+            return None
+        if _kernel_fn(op) == "fma":
+            _, a, b, c = op.operands
+            if _is_const(b, 1.0):
+                return FmaAdd(a, c)
+            if _is_const(a, 1.0):
+                return FmaAdd(b, c)
+        if declared_accesses(op)[0].kind == "read":
+            return Load(view=_view_flag(op))
+        return Store()
+    cmp = signed_compare(op, facts)
+    if cmp is not None:
+        x, u, sym = cmp
+        if not base_of(facts, x).local and not facts.in_window(op):  # type: ignore[union-attr]
+            return Compare(x, u, sym)
+    return None
+
+
+def affine_value(op: Operation, facts: base.Facts) -> Value | None:
+    """`Value` when op's result is lane-affine (see the module docstring)."""
+    if not op.results or facts.fresh is None:
+        return None
+    res = op.results[0]
+    in_window = facts.in_window(op)
+    if facts.one_d and _promotable(op) and res not in facts.uniform and not in_window:
+        ramp = facts.planner.ramp_base(res, facts.mode)
+        if ramp is not None:
+            rest, offset, local = ramp
+            return Value(facts.fresh("rb"), local=local, promoted=(rest, offset))
+    which = launch_id(op)
+    if which in ("global_id", "local_id") and facts.one_d:
+        if op.dim_index == 0 and (which == "global_id" or  # type: ignore[attr-defined]
+                                  facts.mode in (BLOCK, WARP)):
+            return Value(facts.fresh("rb"))
+        if op.dim_index == 0 and facts.mode == BATCH:  # type: ignore[attr-defined]
+            return Value(facts.fresh("rb"), local=True)
+        return None
+    if isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None:
+        a, b = op.operands
+        da, db = base_of(facts, a), base_of(facts, b)
+        if in_window and not (da is not None and da.local or db is not None and db.local):
+            return None  # a window's lanes are not a ramp: only block-local ids stay affine
+        if da is not None and b in facts.uniform:
+            return Value(facts.fresh("rb"), local=da.local)
+        if db is not None and a in facts.uniform and not isinstance(op, arith.SubiOp):
+            return Value(facts.fresh("rb"), local=db.local)
+    return None
+
+
+def base_of(facts: base.Facts, v: SSAValue) -> Value | None:
+    """The `Value` decision of `v` (None: not lane-affine)."""
+    owner = v.owner
+    if not isinstance(owner, Operation):
+        return None
+    return facts.decision(owner, Value)
+
+
+def signed_compare(op: Operation, facts: base.Facts) -> tuple[SSAValue, SSAValue, str] | None:
+    """For a signed integer comparison of a lane-affine value with a uniform one: (the affine
+    operand, the uniform one, the predicate as `x OP u`)."""
+    if not isinstance(op, arith.CmpiOp):
+        return None
+    pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+    if pred not in _CMP_SIGNED:
+        return None
+    lhs, rhs = op.operands
+    if base_of(facts, lhs) is not None and rhs in facts.uniform:
+        return lhs, rhs, _CMP[pred]
+    if base_of(facts, rhs) is not None and lhs in facts.uniform:
+        return rhs, lhs, _FLIP[_CMP[pred]]
+    return None
+
+
+def _fused_store(op: Operation, facts: base.Facts) -> StoreOp | None:
+    """A store through a non-local ramp of `a op b` computed right before it, used by it
+    alone, on plain (not affine) values: `StoreOp`, the arithmetic `Fused`."""
+    d = base_of(facts, op.operands[1])
+    if d is None or d.local or facts.in_window(op):
+        return None
+    owner = op.operands[0].owner
+    if type(owner) in _STORE_UFUNCS and owner.next_op is op and \
+            op.operands[0].has_one_use() and \
+            not any(base_of(facts, x) is not None for x in owner.operands):
+        facts.add(owner, base.Fused())  # type: ignore[arg-type]
+        return StoreOp()
+    return None
+
+
+def lane_address_or_none(op: Operation) -> int | None:
+    """The address operand of a lane load, store or fma (pto's or npu's: one declared access,
+    no tile footprint), or None."""
+    accesses = declared_accesses(op)
+    if len(accesses) != 1 or has_tile_footprint(op):
+        return None
+    return accesses[0].operand
+
+
+def lane_address(op: Operation) -> int:
+    index = lane_address_or_none(op)
+    assert index is not None
+    return index
+
+
+_PROMOTABLE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp)
+
+
+def _promotable(op: Operation) -> bool:
+    """An integer op whose value the planner may recognise as `lane ramp + uniform`."""
+    return isinstance(op, _PROMOTABLE) or launch_id(op) in ("global_id", "local_id")
+
+
+def _kernel_fn(op: Operation) -> str | None:
+    fn = kernel_function(op)
+    return fn.name if fn is not None else None
+
+
+def _is_lane_store(op: Operation) -> bool:
+    """`pto.store(ptr, value)` of one value per lane (not the bulk tile store)."""
+    return _kernel_fn(op) == "store" and not has_tile_footprint(op)
+
+
+def _view_flag(op: Operation) -> bool | None:
+    """pto.load's view argument (None for the npu load, whose emission has none)."""
+    if _kernel_fn(op) != "load":
+        return None
+    from pypto.backend.interpreter.strategies.alias import view_safe
+    return view_safe(op.results[0])
+
+
+def _is_const(v: SSAValue, value: float) -> bool:
+    owner = v.owner
+    return isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr) and \
+        owner.value.value.data == value
+
+
+def _int_width(t: Any) -> int:
+    return t.width.data if isinstance(t, IntegerType) else 64
+
+
+__all__ = ["Compare", "Decision", "FmaAdd", "Load", "Store", "StoreOp", "Value", "match"]

@@ -727,6 +727,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_wrap64": _wrap64,
     }
     namespace.update(_LOOP_NAMESPACE)
+    # every strategy module, for its emission's calls of its run-time part (`_s_ramp.load`)
+    namespace.update({f"_s_{s.__name__.rsplit('.', 1)[1]}": s for s in strategies.REGISTRY})
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})
     namespace.update(gen.constants)
     label = f"{mode}, instrumented" if instrumented else mode

@@ -541,47 +541,6 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
             return value  # a uniform address loads a uniform value
         return np.full(self.count, value, dtype=data.dtype)
 
-    def load_ramp(self, buf: Buffer, base: Any, mask: Mask, site: int, view: bool = False) -> Any:
-        """Load where lane k reads element `base + k`: a contiguous slice when all lanes run.
-
-        `view=True` (decided by codegen: no write can happen while the value is alive) returns
-        the slice itself instead of a copy.
-        """
-        if mask is None and not buf.stride:
-            base = int(base)
-            size = buf.count
-            if base < 0 or base + self.count > size:
-                raise self.oob(buf, self.ramp + np.int64(base), None, site)
-            if buf.watched() or self.inflight:
-                self.check_read(buf, slice(base, base + self.count), None, site)
-            chunk = buf.data[base:base + self.count]
-            return chunk if view else chunk.copy()
-        cut = self._ramp_cut(buf, base, mask)
-        if cut is not None:  # a masked vector (a partial tail): the slice of lanes in bounds
-            lo, hi = cut
-            b = int(base)
-            chunk = buf.data[b + lo:b + hi]
-            if lo == 0 and hi == self.count:
-                return chunk if view else chunk.copy()
-            out = np.zeros(self.count, dtype=buf.data.dtype)
-            out[lo:hi] = chunk  # lanes outside are inactive: their value is never used
-            return out
-        return self.load(buf, self.ramp + np.int64(base), mask, site)
-
-    def _ramp_cut(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int] | None:
-        """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
-        whose element lies in the buffer, when every active lane is among them (else None:
-        the general path runs and reports the lane out of bounds); also None when checks need
-        the active lanes' indices (L1, copies in flight)."""
-        if not (isinstance(mask, np.ndarray) and not buf.stride and
-                not buf.watched() and not self.inflight):
-            return None
-        b = int(base)
-        lo, hi = max(0, -b), min(self.count, buf.count - b)
-        if lo >= hi or (lo and mask[:lo].any()) or (hi < self.count and mask[hi:].any()):
-            return None
-        return lo, hi
-
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
         data = buf.data
         idx = self._checked(buf, off, mask, site)
@@ -593,45 +552,6 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
             data[idx] = value
         else:
             data[idx] = value[-1]  # every lane stores to one address: the last lane wins
-
-    def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        if mask is None and not buf.stride:
-            base = int(base)
-            if base < 0 or base + self.count > buf.count:
-                raise self.oob(buf, self.ramp + np.int64(base), None, site)
-            if buf.watched() or self.inflight:
-                self.check_write(buf, slice(base, base + self.count), None, site)
-            buf.data[base:base + self.count] = value
-            return
-        cut = self._ramp_cut(buf, base, mask)
-        if cut is not None:  # a masked vector: the active lanes' elements, in place
-            lo, hi = cut
-            b = int(base)
-            if isinstance(value, np.ndarray):
-                value = value[lo:hi]
-            np.copyto(buf.data[b + lo:b + hi], value, casting="unsafe", where=mask[lo:hi])
-            return
-        self.store(buf, self.ramp + np.int64(base), value, mask, site)
-
-    def store_ramp_op(self, buf: Buffer, base: Any, ufunc: Any, a: Any, b: Any, mask: Mask,
-                      site: int) -> None:
-        """`store_ramp(buf, base, ufunc(a, b), ...)` with the result computed straight into the
-        stored slice when every lane is active and the result already has the buffer's dtype
-        (one pass over memory instead of a temporary and a copy; ufuncs handle operands that
-        overlap the output as if they had been copied first)."""
-        if mask is None and not buf.stride:
-            data = buf.data
-            dt = data.dtype  # (two arrays of the buffer's dtype: no type promotion to ask for)
-            if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is dt and
-                    b.dtype is dt) or np.result_type(a, b) == dt:
-                base = int(base)
-                if base < 0 or base + self.count > buf.count:
-                    raise self.oob(buf, self.ramp + np.int64(base), None, site)
-                if buf.watched() or self.inflight:
-                    self.check_write(buf, slice(base, base + self.count), None, site)
-                ufunc(a, b, out=data[base:base + self.count])
-                return
-        self.store_ramp(buf, base, ufunc(a, b), mask, site)
 
     # arithmetic with failure modes ---------------------------------------------------------------
 

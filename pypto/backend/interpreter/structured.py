@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
+from pypto.backend.interpreter.strategies import ramp
 
 Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 
@@ -153,7 +154,7 @@ class StructuredAccess:
         cols = self._rows(buf, base, mask)
         if cols is None:
             if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
-                return self.load_ramp(buf, base, mask, site)  # one block: the ramp itself
+                return ramp.load(self, buf, base, mask, site)  # one block: the ramp itself
             width = self.row_width
             lo = int(base) + self.local_base
             if buf.space == "global" and not self.inflight and \
@@ -215,7 +216,7 @@ class StructuredAccess:
         cols = self._rows(buf, base, mask)
         if cols is None:
             if not buf.stride and self.local_base == 0 and self.count == self.block_lanes:
-                self.store_ramp(buf, base, value, mask, site)
+                ramp.store(self, buf, base, value, mask, site)
                 return
             self.store(buf, self.local_id(0) + np.int64(base), value, mask, site)
             return

@@ -10,15 +10,18 @@ contiguous slices, bounds-checked once.
   `Fused`), `FmaAdd` (`fma(a, 1.0, c)` into the slice) and `Compare` (`ramp OP uniform`) for
   the ops that use a non-local one; inside a lane window only block-local values are affine;
 - emission: each Decision's `emit` / `load` / `store` / `compare`;
-- run time: `LaneContext.load_ramp`, `store_ramp`, `store_ramp_op` (lanes.py) and
-  `lanes.ramp_compare`, each checking the data (bounds, masks, watched memory) first and
-  taking the general path when it does not allow the slice.
+- run time: `load`, `store`, `store_op` below (the generated code calls them as
+  `_s_ramp.load(_ctx, ...)`) and `lanes.ramp_compare`, each checking the data (bounds, masks,
+  watched memory) first and taking the general path (`ctx.load`, `ctx.store`) when it does
+  not allow the slice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerType
@@ -86,7 +89,7 @@ class Load(Decision):
     def load(self, gen: Any, op: Operation, site: int) -> str:
         p = op.operands[lane_address(op)]
         view = "" if self.view is None else f", {self.view}"
-        return f"_ctx.load_ramp({gen.name(p)}_b, {gen.base(p)}, _m, {site}{view})"
+        return f"_s_ramp.load(_ctx, {gen.name(p)}_b, {gen.base(p)}, _m, {site}{view})"
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,7 @@ class Store(Decision):
 
     def store(self, gen: Any, op: Operation, value: str, site: int) -> str:
         p = op.operands[lane_address(op)]
-        return f"_ctx.store_ramp({gen.name(p)}_b, {gen.base(p)}, {value}, _m, {site})"
+        return f"_s_ramp.store(_ctx, {gen.name(p)}_b, {gen.base(p)}, {value}, _m, {site})"
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class StoreOp(Decision):
         p, value = op.operands[lane_address(op)], op.operands[0]
         owner = value.owner
         a, b = owner.operands  # type: ignore[union-attr]
-        gen.emit(f"_ctx.store_ramp_op({gen.name(p)}_b, {gen.base(p)}, "
+        gen.emit(f"_s_ramp.store_op(_ctx, {gen.name(p)}_b, {gen.base(p)}, "
                  f"{_STORE_UFUNCS[type(owner)]}, {gen.name(a)}, {gen.name(b)}, _m, "
                  f"{gen.site(op)})")
 
@@ -121,7 +124,7 @@ class FmaAdd(Decision):
 
     def emit(self, gen: Any, op: Operation) -> None:
         p = op.operands[lane_address(op)]
-        gen.emit(f"_ctx.store_ramp_op({gen.name(p)}_b, {gen.base(p)}, _np.add, "
+        gen.emit(f"_s_ramp.store_op(_ctx, {gen.name(p)}_b, {gen.base(p)}, _np.add, "
                  f"{gen.name(self.x)}, {gen.name(self.c)}, _m, {gen.site(op)})")
 
 
@@ -291,3 +294,86 @@ def _int_width(t: Any) -> int:
 
 
 __all__ = ["Compare", "Decision", "FmaAdd", "Load", "Store", "StoreOp", "Value", "match"]
+
+
+# the run-time part: what the generated code calls (`_s_ramp.load(_ctx, ...)`) ----------
+
+def load(ctx: Any, buf: Any, base: Any, mask: Any, site: int, view: bool = False) -> Any:
+    """Load where lane k reads element `base + k`: a contiguous slice when all lanes run.
+
+    `view=True` (decided by codegen: no write can happen while the value is alive) returns
+    the slice itself instead of a copy.
+    """
+    if mask is None and not buf.stride:
+        base = int(base)
+        size = buf.count
+        if base < 0 or base + ctx.count > size:
+            raise ctx.oob(buf, ctx.ramp + np.int64(base), None, site)
+        if buf.watched() or ctx.inflight:
+            ctx.check_read(buf, slice(base, base + ctx.count), None, site)
+        chunk = buf.data[base:base + ctx.count]
+        return chunk if view else chunk.copy()
+    span = cut(ctx, buf, base, mask)
+    if span is not None:  # a masked vector (a partial tail): the slice of lanes in bounds
+        lo, hi = span
+        b = int(base)
+        chunk = buf.data[b + lo:b + hi]
+        if lo == 0 and hi == ctx.count:
+            return chunk if view else chunk.copy()
+        out = np.zeros(ctx.count, dtype=buf.data.dtype)
+        out[lo:hi] = chunk  # lanes outside are inactive: their value is never used
+        return out
+    return ctx.load(buf, ctx.ramp + np.int64(base), mask, site)
+
+def cut(ctx: Any, buf: Any, base: Any, mask: Any) -> tuple[int, int] | None:
+    """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
+    whose element lies in the buffer, when every active lane is among them (else None:
+    the general path runs and reports the lane out of bounds); also None when checks need
+    the active lanes' indices (L1, copies in flight)."""
+    if not (isinstance(mask, np.ndarray) and not buf.stride and
+            not buf.watched() and not ctx.inflight):
+        return None
+    b = int(base)
+    lo, hi = max(0, -b), min(ctx.count, buf.count - b)
+    if lo >= hi or (lo and mask[:lo].any()) or (hi < ctx.count and mask[hi:].any()):
+        return None
+    return lo, hi
+
+def store(ctx: Any, buf: Any, base: Any, value: Any, mask: Any, site: int) -> None:
+    if mask is None and not buf.stride:
+        base = int(base)
+        if base < 0 or base + ctx.count > buf.count:
+            raise ctx.oob(buf, ctx.ramp + np.int64(base), None, site)
+        if buf.watched() or ctx.inflight:
+            ctx.check_write(buf, slice(base, base + ctx.count), None, site)
+        buf.data[base:base + ctx.count] = value
+        return
+    span = cut(ctx, buf, base, mask)
+    if span is not None:  # a masked vector: the active lanes' elements, in place
+        lo, hi = span
+        b = int(base)
+        if isinstance(value, np.ndarray):
+            value = value[lo:hi]
+        np.copyto(buf.data[b + lo:b + hi], value, casting="unsafe", where=mask[lo:hi])
+        return
+    ctx.store(buf, ctx.ramp + np.int64(base), value, mask, site)
+
+def store_op(ctx: Any, buf: Any, base: Any, ufunc: Any, a: Any, b: Any, mask: Any,
+             site: int) -> None:
+    """`store(ctx, buf, base, ufunc(a, b), ...)` with the result computed straight into the
+    stored slice when every lane is active and the result already has the buffer's dtype
+    (one pass over memory instead of a temporary and a copy; ufuncs handle operands that
+    overlap the output as if they had been copied first)."""
+    if mask is None and not buf.stride:
+        data = buf.data
+        dt = data.dtype  # (two arrays of the buffer's dtype: no type promotion to ask for)
+        if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is dt and
+                b.dtype is dt) or np.result_type(a, b) == dt:
+            base = int(base)
+            if base < 0 or base + ctx.count > buf.count:
+                raise ctx.oob(buf, ctx.ramp + np.int64(base), None, site)
+            if buf.watched() or ctx.inflight:
+                ctx.check_write(buf, slice(base, base + ctx.count), None, site)
+            ufunc(a, b, out=data[base:base + ctx.count])
+            return
+    store(ctx, buf, base, ufunc(a, b), mask, site)

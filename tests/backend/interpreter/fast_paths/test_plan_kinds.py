@@ -261,7 +261,7 @@ def test_colliding_warp_stores_keep_the_highest_lane(fast_paths):
 
 # --- an empty plan is the general path ----------------------------------------------------------
 
-PLANNED = ("load_ramp", "store_ramp", "load_rows", "store_rows", "rows_op", "load_plan",
+PLANNED = ("_s_", "load_rows", "store_rows", "rows_op", "load_plan",
            "store_plan", "form_cmp", "local_cmp", "_ramp_cmp", "_window(", "block_offset")
 
 

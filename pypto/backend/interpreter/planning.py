@@ -17,17 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from xdsl.dialects import arith, func
+from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.uniformity import varying_values, walk
 from pypto.backend.interpreter import strategies
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.modes import BATCH, BLOCK, GRID, WARP  # noqa: F401 (re-exported)
-from pypto.backend.interpreter.optables import _CMP_SIGNED
 from pypto.backend.interpreter.plan import AccessPlan, Planner
 from pypto.backend.interpreter.strategies import cache_sized, planned_view, ramp, tail1d
-from pypto.dialects.traits import has_tile_footprint, offset_base
 
 
 class _Uniform:
@@ -143,15 +141,5 @@ def _mark_arrays(plan: KernelPlan, facts: strategies.Facts, ops: list[Operation]
 
 def _takes_base(plan: KernelPlan, op: Operation, index: int) -> bool:
     """Does the generated code of `op` use its operand `index`, a lane-affine value, through
-    its scalar base only?"""
-    if isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None:
-        return plan.value(op.results[0]) is not None
-    fn = ramp._kernel_fn(op)
-    if fn in ("load", "store", "fma") and not has_tile_footprint(op) and \
-            index == ramp.lane_address(op):  # the address of a lane load, store or fma
-        return True
-    if isinstance(op, arith.CmpiOp) and op.results[0] not in plan.uniform:
-        other = op.operands[1 - index]
-        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-        return other in plan.uniform and pred in _CMP_SIGNED
-    return False
+    its scalar base only (as its decisions say)?"""
+    return any(d.takes_base(op, index) for d in plan.decisions.get(op, ()))

@@ -25,6 +25,11 @@ class Decision:
     and runs the general path when none has it.
     """
 
+    def takes_base(self, op: Operation, index: int) -> bool:
+        """Does this decision's emission read operand `index` of `op`, a lane-affine value,
+        through its scalar base only (so that value needs no array for it)?"""
+        return False
+
 
 @dataclass(frozen=True)
 class NoCode(Decision):

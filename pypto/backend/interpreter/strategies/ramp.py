@@ -42,7 +42,10 @@ from pypto.dialects.traits import (
 
 @dataclass(frozen=True)
 class Decision(base.Decision):
-    """Base of this kind's decisions."""
+    """Base of this kind's decisions: the accesses read their address through its base."""
+
+    def takes_base(self, op: Operation, index: int) -> bool:
+        return index == lane_address_or_none(op)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,10 @@ class Value(Decision):
     local: bool = False
     array: bool = False
     promoted: tuple[Any, str] | None = None
+
+    def takes_base(self, op: Operation, index: int) -> bool:
+        """`+`, `-` and `addptr` add a uniform value to an affine operand's base."""
+        return isinstance(op, arith.AddiOp | arith.SubiOp) or offset_base(op) is not None
 
     def emit(self, gen: Any, op: Operation) -> None:
         res = op.results[0]
@@ -135,6 +142,9 @@ class Compare(Decision):
     x: SSAValue
     u: SSAValue
     sym: str
+
+    def takes_base(self, op: Operation, index: int) -> bool:
+        return op.operands[index] is self.x
 
     def compare(self, gen: Any, op: Operation) -> str:
         return f"_ramp_cmp(_ctx.ramp, {self.sym!r}, {gen.name(self.u)}, {gen.base(self.x)})"

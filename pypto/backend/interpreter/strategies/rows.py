@@ -36,7 +36,10 @@ from pypto.dialects.traits import declared_accesses, offset_base
 
 @dataclass(frozen=True)
 class Decision(base.Decision):
-    """Base of this kind's decisions."""
+    """Base of this kind's decisions: the accesses read their address through its base."""
+
+    def takes_base(self, op: Operation, index: int) -> bool:
+        return index == lane_address_or_none(op)
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,9 @@ class Compare(Decision):
     x: Any
     u: Any
     sym: str
+
+    def takes_base(self, op: Operation, index: int) -> bool:
+        return op.operands[index] is self.x
 
     def compare(self, gen: Any, op: Operation) -> str:
         return (f"_ctx.local_cmp({self.sym!r}, "

@@ -21,7 +21,7 @@ from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.affine import same_outcome
 from pypto.backend.interpreter.races import RaceChecker, Races
 from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
-from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
+from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.tile_ops import TileVectorOps
 from pypto.backend.interpreter.tiles import BlockMemory
 from pypto.backend.interpreter.views import PlannedAccess
@@ -187,7 +187,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
+class LaneContext(PlannedAccess, TileVectorOps, BlockMemory):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -195,6 +195,8 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
     """
 
     ins: Any = None  # the attached instrument (instrumented code variants only)
+    whole_vector = True  # a vector of whole blocks' lanes (False: a windows.WindowContext)
+    row_runs = True  # each block's lanes are one run of columns (False: a warp window)
     # the variant's strategy decisions by kind (strategies/: ids from per-block patterns,
     # sparse masked gathers, batched copies, ...); empty: the general path only
     decisions: dict[type, Any] = {}
@@ -394,6 +396,74 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
             return cached
         return (self.masked("race_pos", cached[0], mask),  # type: ignore[attr-defined]
                 self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
+
+    # block-local rows (the rows kind's geometry, strategies/rows.py) --------------------------
+
+    def row_span(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+        """For an access where lane k of every block touches element `base + k` of its
+        block's copy of L1 buffer `buf` (batch mode): (lo, hi, active) — the columns lo..hi of
+        the block's copy that active lanes touch and, unless every lane of those columns is
+        active, their (blocks, hi - lo) mask — or None when the general path must run (fast
+        paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
+        which the general path reports). Copies in flight are checked on the columns
+        (`rows_inflight`): their regions are block-local bytes."""
+        if not (buf.stride and buf.init is None and
+                mask is not False and self.local_base == 0):
+            return None
+        base = int(base)
+        first, last = 0, self.block_lanes  # the lanes of a block that may be active
+        if mask is not None:
+            first, last, dense = self.lane_window(mask)
+        lo, hi = base + first, base + last
+        if lo < 0 or hi > buf.count:
+            return None
+        if mask is None or dense:
+            return lo, hi, None
+        return lo, hi, mask.reshape(-1, self.block_lanes)[:, first:last]
+
+    @property
+    def row_width(self) -> int:
+        """Lanes of one block in the vector (batch mode: a row of the (blocks, lanes) view)."""
+        return self.block_lanes
+
+    def local_cmp(self, op: str, bound: np.int32) -> Any:
+        """`local_id(0) op bound` (1-D blocks): one block's comparison repeated, shared by
+        every lane vector of this shape (and its lane window computed once)."""
+        if not self.whole_vector or not self._whole_blocks() or self.block[1] * \
+                self.block[2] != 1:
+            return COMPARE[op](self.local_id(0), bound)
+        lanes = self.block_lanes
+        return self.cache.geometry(("local_cmp", op, int(bound), lanes, self.count),
+                        lambda: np.tile(COMPARE[op](np.arange(lanes, dtype=np.int32), bound),
+                                        self.count // lanes))
+
+    def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
+        """(first, last, dense): the block-local lanes first..last-1 hold every active lane of
+        every block, and `dense` says whether all of them are active. Branches such as
+        `if tid < s` keep a prefix of each block active; accesses then touch only those
+        columns. Computed once per mask object."""
+        shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
+        cache = self.cache  # the Executable's (caches.py)
+        if shared:
+            known = cache.known(cache.windows, mask)
+            if known is not None:
+                return known  # type: ignore[no-any-return]
+        facts = self.mask_facts(mask)
+        window = facts.get("window")
+        if window is None:
+            rows = mask.reshape(-1, self.block_lanes)
+            cols = np.flatnonzero(rows.any(axis=0))
+            if cols.size == 0:
+                window = (0, 0, True)
+            else:
+                first, last = int(cols[0]), int(cols[-1]) + 1
+                dense = np.count_nonzero(mask) == rows.shape[0] * (last - first)
+                window = (first, last, bool(dense))
+            facts["window"] = window
+            if shared:
+                cache.remember(cache.windows, mask, window)
+        return window  # type: ignore[return-value]
+
 
     # errors ---------------------------------------------------------------------------------
 

@@ -193,7 +193,7 @@ class WindowContext(LaneContext):
             axes.append(("l", 0, self.width, 0))
         return axes, box[1], (self.first, 0, 0)
 
-    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+    def row_span(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """Row accesses in the window: lane j of a block touches `base + first + j`."""
         if not (buf.stride and buf.init is None and mask is not False):
             return None
@@ -281,14 +281,10 @@ class WarpWindowContext(WindowContext):
         axes += [("w", 0, w_hi - w_lo, 0), ("n", 0, n_hi - n_lo, 0)]
         return axes, box[1], (self.first, 0, 0)
 
-    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> None:
-        return None  # the window's lanes are not one run of columns
+    row_runs = False  # the window's lanes are not one run of columns: rows take the general path
 
-    def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
-        return self.load(buf, self.local_id(0) + np.int64(base), mask, site)
-
-    def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        self.store(buf, self.local_id(0) + np.int64(base), value, mask, site)
+    def row_span(self, buf: Buffer, base: Any, mask: Mask) -> None:
+        return None
 
     def barrier_warp(self, mask: Mask, site: int) -> None:
         if mask is False:

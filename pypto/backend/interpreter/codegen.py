@@ -20,13 +20,12 @@ from types import MethodType
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, func, math, scf
+from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
     IntegerAttr,
     IntegerType,
-    StringAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -35,6 +34,13 @@ from pypto.analysis.uniformity import walk
 from pypto.backend.interpreter.codegen_loops import NAMESPACE as _LOOP_NAMESPACE
 from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters, _is_address
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
+from pypto.backend.interpreter.codegen_regions import (  # noqa: F401 (re-exported)
+    SYNC_BARRIER,
+    SYNC_TILE,
+    RegionEmitters,
+    UnsupportedOp,
+)
+from pypto.backend.interpreter.codegen_tiles import TileEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, windows
@@ -42,12 +48,10 @@ from pypto.backend.interpreter.optables import (
     _ARITH_BINARY,
     _CMP,
     _MATH_UNARY,
-    _STORE_UFUNCS,
 )
-from pypto.backend.interpreter.affine import poly_expr
 from pypto.backend.interpreter import strategies
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.strategies import alias, atomics, base, hoist, merge_sides
+from pypto.backend.interpreter.strategies import base
 from pypto.backend.interpreter.strategies import tail1d
 from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
@@ -62,12 +66,6 @@ from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import elementwise_reference, tile_vector
 
-SYNC_BARRIER = 0
-SYNC_TILE = 1
-
-
-class UnsupportedOp(Exception):
-    """The interpreter has no lowering for an op (reported as a VerificationError upstream)."""
 
 
 @dataclass
@@ -96,7 +94,7 @@ _ID_OPS: dict[type[Operation], str] = {
 }
 
 
-class KernelCodegen(NpuEmitters, SimtLoopEmitters):
+class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters):
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
@@ -434,236 +432,6 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
         self._store(op, op.dst, value, s)
-
-    def op_pto_barrier(self, op: pto.BarrierOp) -> None:
-        self.emit(f"_ctx.barrier_warp(_m, {self.site(op)})")
-
-    def op_pto_barrier_block(self, op: pto.BarrierBlockOp) -> None:
-        s = self.site(op)
-        self.emit(f"_ctx.barrier_block(_m, {s})")
-        if self.mode == WARP:
-            self.emit(f"yield ({SYNC_BARRIER}, {s}, None)")
-
-    def op_func_return(self, op: func.ReturnOp) -> None:
-        self.emit("return None")
-
-    def op_scf_yield(self, op: scf.YieldOp) -> None:
-        raise UnsupportedOp("scf.yield outside of scf.if")  # handled by op_scf_if
-
-    def op_scf_if(self, op: scf.IfOp) -> None:
-        cond = self.name(op.cond)
-        saved = self.fresh("ms")
-        mt, mf = self.fresh("mt"), self.fresh("mf")
-        results = list(op.results)
-        then_names = [self.fresh("yt") for _ in results]
-        else_names = [self.fresh("yf") for _ in results]
-        self.emit(f"{saved} = _m")
-        self.emit(f"{mt} = _mask_and(_m, {cond})")
-        if results or (op.false_region.blocks and len(op.false_region.block.ops) > 1):
-            self.emit(f"{mf} = _mask_andnot(_m, {cond})")
-        for r, tn, fn in zip(results, then_names, else_names):
-            zero = self._zero_of(r.type)
-            self.emit(f"{tn} = {fn} = {zero}")
-            if _is_address(r.type):
-                self.emit(f"{tn}_b = {fn}_b = None")
-        for region_block, mask, names in ((op.true_region.block, mt, then_names),
-                                          (op.false_region.blocks[0] if op.false_region.blocks
-                                           else None, mf, else_names)):
-            if region_block is None:
-                continue
-            body = list(region_block.ops)
-            if len(body) == 1 and not names:
-                continue  # an empty branch: nothing to run
-            window = self.decided(op, "emit_side")  # on a lane window (strategies/window.py)
-            if window is not None:
-                window.emit_side(self, op, region_block, mask, names)
-                continue
-            self.emit(f"if {mask} is not False:")
-            self.indent += 1
-            self.emit(f"_m = {mask}")
-            self.cse.append({})
-            for inner in body[:-1]:
-                self.op(inner)
-            term = body[-1] if body else None
-            if isinstance(term, scf.YieldOp):
-                for value, n in zip(term.operands, names):
-                    self.transfer(n, value)
-            elif term is not None:
-                self.op(term)
-            self.cse.pop()
-            self.emit("pass")
-            self.indent -= 1
-        self.emit(f"_m = {saved}")
-        for r, tn, fn in zip(results, then_names, else_names):
-            if not r.uses and not self.instrumented:
-                continue  # nothing reads it: no merge (instruments see every value)
-            rn = self.name(r)
-            if _is_address(r.type):
-                self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond}, {saved}, "
-                          f"{self.site(op)})")
-                self.emit(f"{rn} = _select({cond}, {tn}, {fn})")
-            elif isinstance(r.type, pto.TokenType):
-                self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
-            else:
-                dt = self.const(dtypes.np_dtype_of(r.type))
-                if self.an.decides(merge_sides.Decision):  # a side every lane took: no where()
-                    views = self.an.decision(op, alias.Decision)  # may it be a view?
-                    view = views is not None and views.views[r.index]
-                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, {view})")
-                else:
-                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
-
-    def _zero_of(self, t: Attribute) -> str:
-        if _is_address(t):
-            return "_I64_0"
-        if isinstance(t, pto.TokenType):
-            return "None"
-        return self.const(dtypes.np_dtype_of(t).type(0))
-
-    def transfer(self, dst: str, src: SSAValue) -> None:
-        """`dst = src` for a value of any type (addresses carry their buffer in `_b`)."""
-        self.emit(f"{dst} = {self.name(src)}")
-        if _is_address(src.type):
-            self.emit(f"{dst}_b = {self.name(src)}_b")
-
-    # loops and regions -----------------------------------------------------------------------
-
-    def op_scf_for(self, op: scf.ForOp) -> None:
-        body = op.body.block
-        iv, *iter_args = body.args
-        for arg, init in zip(iter_args, op.iter_args):
-            self.transfer(self.name(arg), init)
-        lb, ub, step = (self.name(v) for v in (op.lb, op.ub, op.step))
-        motion = self.an.decision(op, hoist.Decision)  # the plan's loop-invariant ops
-        hoisted = list(motion.ops) if motion is not None else []
-        for inner in hoisted:  # computed once, before the loop
-            self.op(inner)
-        counter = self.fresh("k")
-        itype = self.const(dtypes.np_dtype_of(iv.type).type)
-        s = self.site(op)
-        self.emit(f"for {counter} in _ctx.loop_range({lb}, {ub}, {step}, {s}):")
-        self.indent += 1
-        self.emit(f"{self.name(iv)} = {itype}({counter})")
-        ops = list(body.ops)
-        self.cse.append({})
-        for inner in ops[:-1]:
-            if inner not in hoisted:
-                self.op(inner)
-        self.yield_into(ops[-1], iter_args)
-        self.cse.pop()
-        self.emit("pass")
-        self.indent -= 1
-        for arg, result in zip(iter_args, op.results):
-            self.transfer(self.name(result), arg)
-
-    def _inline_region(self, op: Operation) -> None:
-        block = op.regions[0].block
-        ops = list(block.ops)
-        for inner in ops[:-1]:
-            self.op(inner)
-        term = ops[-1]
-        for value, result in zip(term.operands, op.results):
-            self.transfer(self.name(result), value)
-
-    def op_pto_pipeline(self, op: pto.PipelineOp) -> None:
-        self._inline_region(op)  # stages run in program order (docs/language.md#pipelines)
-
-    def op_pto_stage(self, op: pto.StageOp) -> None:
-        self._inline_region(op)
-
-    # L1 and tile instructions -------------------------------------------------------------------
-
-    def op_pto_alloc_local(self, op: pto.AllocLocalOp) -> None:
-        n = self.name(op.result)
-        s = self.site(op)
-        # keyed by op id: the static L1 layout (l1.py) places each alloc_local
-        self.tile(f"{n}_b", f"_ctx.alloc_local({self.table.id_of(op)}, _m, {s})", s)
-        self.emit(f"{n} = _I64_0")
-
-    def tile(self, target: str | None, call: str, s: int) -> None:
-        """A block-level instruction: executed once per block.
-
-        In warp mode every warp stops at it; the scheduler runs `call` once when all warps have
-        arrived and sends its result back to each warp.
-        """
-        prefix = f"{target} = " if target else ""
-        if self.mode != WARP or call.startswith("_ctx.alloc_local("):
-            self.emit(prefix + call)  # alloc_local is a static declaration, not a sync point
-            return
-        self.emit(f"_ctx.tile_entry(_m, {s})")
-        if self.instrumented:
-            call = f"_ins.tile({self.current_id}, _ctx, _m, lambda: {call})"
-        self.emit(f"{prefix}(yield ({SYNC_TILE}, {s}, lambda: {call}))")
-
-    def _addr(self, v: SSAValue) -> str:
-        return f"{self.name(v)}_b, {self.name(v)}"
-
-    def op_pto_async_load(self, op: pto.AsyncLoadOp) -> None:
-        self._copy(op, "async_load")
-
-    def op_pto_async_store(self, op: pto.AsyncStoreOp) -> None:
-        self._copy(op, "async_store")
-
-    def op_pto_tile_store(self, op: pto.TileStoreOp) -> None:
-        self._copy(op, "tile_store")
-
-    def _copy(self, op: Operation, kind: str) -> None:
-        dst, src, nbytes, rows, ss, ds = op.operands
-        args = ", ".join(self.name(v) for v in (nbytes, rows, ss, ds))
-        target = self.name(op.results[0]) if op.results else None
-        s = self.site(op)
-        addrs = []
-        per_block = self.decided(op, "copy_address")  # each block's offset from the forms
-        for index, v in ((0, dst), (1, src)):
-            addr = per_block.copy_address(self, op, index) if per_block is not None else None
-            addrs.append(addr if addr is not None else self._addr(v))
-        self.tile(target, f"_ctx.copy({kind!r}, {addrs[0]}, {addrs[1]}, {args}, _m, {s})", s)
-
-    def op_pto_wait(self, op: pto.WaitOp) -> None:
-        s = self.site(op)
-        self.tile(None, f"_ctx.wait({self.name(op.token)}, _m, {s})", s)
-
-    def op_pto_wait_all(self, op: pto.WaitAllOp) -> None:
-        s = self.site(op)
-        self.tile(None, f"_ctx.wait_all(_m, {s})", s)
-
-    def op_pto_fill(self, op: pto.FillOp) -> None:
-        s = self.site(op)
-        self.tile(None, f"_ctx.fill({self._addr(op.dst)}, {self.name(op.value)}, "
-                        f"{self.name(op.count)}, _m, {s})", s)
-
-    def op_pto_mma(self, op: pto.MmaOp) -> None:
-        m, n, k = op.shape
-        s = self.site(op)
-        self.tile(None, f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
-                        f"{m}, {n}, {k}, _m, {s})", s)
-
-    def tile_vector_op(self, op: Operation) -> None:
-        """A tile vector instruction (`TileVector` trait): `_ctx.tile_vector` with each
-        address operand's tile geometry from the trait (tile_ops.py runs it)."""
-        trait = tile_vector(op)
-        assert trait is not None
-        tiles = trait.tiles(op, lambda v: None)
-        geometry = tuple((t.rows, t.row_len, t.stride) for _, t in sorted(tiles.items())
-                         if t is not None)
-        addrs = ", ".join(f"({self._addr(op.operands[i])})" for i in sorted(tiles))
-        scalars = [self.name(op.operands[i]) for i, role in enumerate(trait.roles)
-                   if role == "value"]
-        props = {k: v.data for k, v in op.properties.items() if isinstance(v, StringAttr)}
-        s = self.site(op)
-        name = op.name.removeprefix("pto.")
-        self.tile(None, f"_ctx.tile_vector({name!r}, {geometry!r}, ({addrs},), "
-                        f"{scalars[0] if scalars else None}, {props!r}, _m, {s})", s)
-
-    def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
-        extra = atomics.call_arguments(self.an.decision(op, atomics.Decision))  # strategies/
-        self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
-                  f"{self.name(op.value)}, _m, {self.site(op)}{extra})")
-
-    def op_pto_printf(self, op: pto.PrintfOp) -> None:
-        values = ", ".join(self.name(v) for v in op.values)
-        self.emit(f"_ctx.printf({op.format.data!r}, ({values}{',' if op.values else ''}), _m, "
-                  f"{self.site(op)})")
 
     def op_math_rsqrt(self, op: math.RsqrtOp) -> None:
         x = self.name(op.operands[0])

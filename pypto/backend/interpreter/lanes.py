@@ -12,19 +12,20 @@ array. Keeping "all active" as `None` is what lets the common case run on contig
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.affine import same_outcome
+from pypto.backend.interpreter.affine import Box, same_outcome, vector_box
 from pypto.backend.interpreter.races import RaceChecker, Races
 from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.tile_ops import TileVectorOps
 from pypto.backend.interpreter.tiles import BlockMemory
-from pypto.backend.interpreter.views import PlannedAccess
+from pypto.backend.interpreter.views import PlannedViews
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 Mask = Any  # None | False | np.ndarray[bool]
@@ -63,7 +64,7 @@ def _none_or_all(r: np.ndarray, whole: bool) -> Mask:
 def mask_and(m: Mask, c: Any, cache: RunCache | None = None) -> Mask:
     """Active lanes of the `then` side of a branch on `c`. `cache` (the Executable's
     caches.RunCache; generated code gets it bound) recognises its all-True / all-False masks
-    and remembers the outcome for shared read-only masks (StructuredAccess.local_cmp), which
+    and remembers the outcome for shared read-only masks (LaneContext.local_cmp), which
     every lane vector of a launch shape reuses."""
     return mask_and_cached(cache, m, c)
 
@@ -187,7 +188,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(PlannedAccess, TileVectorOps, BlockMemory):
+class LaneContext(TileVectorOps, BlockMemory):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -396,6 +397,24 @@ class LaneContext(PlannedAccess, TileVectorOps, BlockMemory):
             return cached
         return (self.masked("race_pos", cached[0], mask),  # type: ignore[attr-defined]
                 self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
+
+    # the vector's box (planned accesses: views.py) --------------------------------------------
+
+    @cached_property
+    def planned(self) -> PlannedViews:
+        """The planned accesses of this vector, a part (views.py)."""
+        return PlannedViews(self)
+
+    def plan_box(self) -> Box | None:
+        """The vector's lanes as a box (see the module docstring), computed once per vector;
+        None when they are not one (the general path runs)."""
+        box = self._ids.get("box", False)
+        if box is False:
+            box = self._ids["box"] = self._make_box()
+        return box
+
+    def _make_box(self) -> Box | None:
+        return vector_box(self.first_lane, self.count, self.grid, self.block)
 
     # block-local rows (the rows kind's geometry, strategies/rows.py) --------------------------
 

@@ -75,7 +75,7 @@ def warp_window(ctx: LaneContext, mask: np.ndarray) -> tuple[WarpWindowContext, 
         facts = ctx.mask_facts(mask)
         known = facts.get("warp_window_cut")
         if known is None:
-            w_lo, w_hi, n_lo, n_hi = ctx._warp_window(mask)
+            w_lo, w_hi, n_lo, n_hi = ctx.planned._warp_window(mask)
             width = (w_hi - w_lo) * (n_hi - n_lo)
             sub_mask = None
             if width == 0 or n_hi - n_lo == ws or width * WINDOW_MIN_SAVING > lanes:
@@ -117,6 +117,7 @@ class WindowContext(LaneContext):
         self._ids = {}
         self._mask_cache = None
         self.__dict__.pop("_race_lanes", None)
+        self.__dict__.pop("planned", None)  # its own, over the window's lanes
         self.races = RaceChecker(self)  # its own: the window's lanes and ids
 
     @property

@@ -9,7 +9,8 @@ these used is left out (`Dead`).
 - planner: `match` decides `Access` (its `PlanOp` when the store computes `a op b` of two
   planned loads), `Compare` and `BlockAddress`; `finish` the `Dead` ops and the `PlanOp`s;
 - emission: each Decision's `load` / `store` / `emit` / `compare` / `copy_address`;
-- run time: `PlannedAccess` (views.py) checks what depends on data (the view inside the
+- run time: the lane context's part `planned` (views.py `PlannedViews`, with its `stores`
+  and `forms`) checks what depends on data (the view inside the
   buffer, no wrap-around, stores without colliding lanes, the mask's window) and takes the
   general path, with offsets computed from the same forms, when it does not hold.
 """
@@ -44,12 +45,12 @@ class Access(Decision):
     plans_access = True  # what `Facts.planned` collects
 
     def load(self, gen: Any, op: Operation, site: int) -> str:
-        return (f"_ctx.load_plan({gen.name(self.plan.root)}_b, {self.plan.source()}, _m, "
+        return (f"_ctx.planned.load_plan({gen.name(self.plan.root)}_b, {self.plan.source()}, _m, "
                 f"{site}, {self.view})")
 
     def store(self, gen: Any, op: Operation, value: str, site: int) -> str:
-        return (f"_ctx.store_plan({gen.name(self.plan.root)}_b, {self.plan.source()}, "
-                f"{value}, _m, {site})")
+        return (f"_ctx.planned.stores.store_plan({gen.name(self.plan.root)}_b, "
+                f"{self.plan.source()}, {value}, _m, {site})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +69,7 @@ class PlanOp(Decision):
         assert block is not None
         a_first = block.get_operation_index(a) < block.get_operation_index(b)
         pd, pa, pb = self.planned
-        gen.emit(f"_ctx.plan_op({gen.name(pd.root)}_b, {pd.source()}, {ufunc}, "
+        gen.emit(f"_ctx.planned.stores.plan_op({gen.name(pd.root)}_b, {pd.source()}, {ufunc}, "
                  f"{gen.name(pa.root)}_b, {pa.source()}, {gen.name(pb.root)}_b, "
                  f"{pb.source()}, _m, {gen.site(a)}, {gen.site(b)}, {gen.site(op)}, "
                  f"{a_first})")
@@ -84,7 +85,7 @@ class Compare(Decision):
     sym: str
 
     def compare(self, gen: Any, op: Operation) -> str:
-        return (f"_ctx.form_cmp({self.sym!r}, ({self.form.source()}, {self.width}), "
+        return (f"_ctx.planned.forms.form_cmp({self.sym!r}, ({self.form.source()}, {self.width}), "
                 f"{gen.name(self.u)})")
 
 
@@ -98,7 +99,7 @@ class BlockAddress(Decision):
         plan = dict(self.plans).get(index)
         if plan is None:
             return None
-        return f"{gen.name(plan.root)}_b, _ctx.block_offset({plan.source()})"
+        return f"{gen.name(plan.root)}_b, _ctx.planned.forms.block_offset({plan.source()})"
 
 
 @dataclass(frozen=True)

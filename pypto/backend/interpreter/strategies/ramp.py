@@ -10,10 +10,10 @@ contiguous slices, bounds-checked once.
   `Fused`), `FmaAdd` (`fma(a, 1.0, c)` into the slice) and `Compare` (`ramp OP uniform`) for
   the ops that use a non-local one; inside a lane window only block-local values are affine;
 - emission: each Decision's `emit` / `load` / `store` / `compare`;
-- run time: `load`, `store`, `store_op` below (the generated code calls them as
-  `_s_ramp.load(_ctx, ...)`) and `lanes.ramp_compare`, each checking the data (bounds, masks,
-  watched memory) first and taking the general path (`ctx.load`, `ctx.store`) when it does
-  not allow the slice.
+- run time: `load_ramp`, `store_ramp`, `store_ramp_op` below (the generated code calls
+  them as `_s_ramp.load_ramp(_ctx, ...)`) and `lanes.ramp_compare`, each checking the data
+  (bounds, masks, watched memory) first and taking the general path (`ctx.load`,
+  `ctx.store`) when it does not allow the slice.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class Load(Decision):
     def load(self, gen: Any, op: Operation, site: int) -> str:
         p = op.operands[lane_address(op)]
         view = "" if self.view is None else f", {self.view}"
-        return f"_s_ramp.load(_ctx, {gen.name(p)}_b, {gen.base(p)}, _m, {site}{view})"
+        return f"_s_ramp.load_ramp(_ctx, {gen.name(p)}_b, {gen.base(p)}, _m, {site}{view})"
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Store(Decision):
 
     def store(self, gen: Any, op: Operation, value: str, site: int) -> str:
         p = op.operands[lane_address(op)]
-        return f"_s_ramp.store(_ctx, {gen.name(p)}_b, {gen.base(p)}, {value}, _m, {site})"
+        return f"_s_ramp.store_ramp(_ctx, {gen.name(p)}_b, {gen.base(p)}, {value}, _m, {site})"
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class StoreOp(Decision):
         p, value = op.operands[lane_address(op)], op.operands[0]
         owner = value.owner
         a, b = owner.operands  # type: ignore[union-attr]
-        gen.emit(f"_s_ramp.store_op(_ctx, {gen.name(p)}_b, {gen.base(p)}, "
+        gen.emit(f"_s_ramp.store_ramp_op(_ctx, {gen.name(p)}_b, {gen.base(p)}, "
                  f"{_STORE_UFUNCS[type(owner)]}, {gen.name(a)}, {gen.name(b)}, _m, "
                  f"{gen.site(op)})")
 
@@ -131,7 +131,7 @@ class FmaAdd(Decision):
 
     def emit(self, gen: Any, op: Operation) -> None:
         p = op.operands[lane_address(op)]
-        gen.emit(f"_s_ramp.store_op(_ctx, {gen.name(p)}_b, {gen.base(p)}, _np.add, "
+        gen.emit(f"_s_ramp.store_ramp_op(_ctx, {gen.name(p)}_b, {gen.base(p)}, _np.add, "
                  f"{gen.name(self.x)}, {gen.name(self.c)}, _m, {gen.site(op)})")
 
 
@@ -306,9 +306,9 @@ def _int_width(t: Any) -> int:
 __all__ = ["Compare", "Decision", "FmaAdd", "Load", "Store", "StoreOp", "Value", "match"]
 
 
-# the run-time part: what the generated code calls (`_s_ramp.load(_ctx, ...)`) ----------
+# the run-time part: what the generated code calls (`_s_ramp.load_ramp(_ctx, ...)`) ----------
 
-def load(ctx: Any, buf: Any, base: Any, mask: Any, site: int, view: bool = False) -> Any:
+def load_ramp(ctx: Any, buf: Any, base: Any, mask: Any, site: int, view: bool = False) -> Any:
     """Load where lane k reads element `base + k`: a contiguous slice when all lanes run.
 
     `view=True` (decided by codegen: no write can happen while the value is alive) returns
@@ -349,7 +349,10 @@ def cut(ctx: Any, buf: Any, base: Any, mask: Any) -> tuple[int, int] | None:
         return None
     return lo, hi
 
-def store(ctx: Any, buf: Any, base: Any, value: Any, mask: Any, site: int) -> None:
+def store_ramp(ctx: Any, buf: Any, base: Any, value: Any, mask: Any, site: int) -> None:
+    """Store where lane k writes element `base + k`: a slice assignment when all lanes run,
+    the active lanes' elements in place for a masked vector inside the buffer, else the
+    general path (which reports a lane out of bounds)."""
     if mask is None and not buf.stride:
         base = int(base)
         if base < 0 or base + ctx.count > buf.count:
@@ -368,9 +371,9 @@ def store(ctx: Any, buf: Any, base: Any, value: Any, mask: Any, site: int) -> No
         return
     ctx.store(buf, ctx.ramp + np.int64(base), value, mask, site)
 
-def store_op(ctx: Any, buf: Any, base: Any, ufunc: Any, a: Any, b: Any, mask: Any,
+def store_ramp_op(ctx: Any, buf: Any, base: Any, ufunc: Any, a: Any, b: Any, mask: Any,
              site: int) -> None:
-    """`store(ctx, buf, base, ufunc(a, b), ...)` with the result computed straight into the
+    """`store_ramp(ctx, buf, base, ufunc(a, b), ...)` with the result computed straight into the
     stored slice when every lane is active and the result already has the buffer's dtype
     (one pass over memory instead of a temporary and a copy; ufuncs handle operands that
     overlap the output as if they had been copied first)."""
@@ -386,4 +389,4 @@ def store_op(ctx: Any, buf: Any, base: Any, ufunc: Any, a: Any, b: Any, mask: An
                 ctx.check_write(buf, slice(base, base + ctx.count), None, site)
             ufunc(a, b, out=data[base:base + ctx.count])
             return
-    store(ctx, buf, base, ufunc(a, b), mask, site)
+    store_ramp(ctx, buf, base, ufunc(a, b), mask, site)

@@ -186,7 +186,7 @@ def load_rows(ctx: Any, buf: Any, base: Any, mask: Mask, site: int) -> Any:
     cols = ctx.row_span(buf, base, mask)
     if cols is None:
         if not buf.stride and ctx.local_base == 0 and ctx.count == ctx.block_lanes:
-            return ramp.load(ctx, buf, base, mask, site)  # one block: the ramp itself
+            return ramp.load_ramp(ctx, buf, base, mask, site)  # one block: the ramp itself
         width = ctx.row_width
         lo = int(base) + ctx.local_base
         if buf.space == "global" and not ctx.inflight and \
@@ -251,7 +251,7 @@ def store_rows(ctx: Any, buf: Any, base: Any, value: Any, mask: Mask, site: int)
     cols = ctx.row_span(buf, base, mask)
     if cols is None:
         if not buf.stride and ctx.local_base == 0 and ctx.count == ctx.block_lanes:
-            ramp.store(ctx, buf, base, value, mask, site)
+            ramp.store_ramp(ctx, buf, base, value, mask, site)
             return
         ctx.store(buf, ctx.local_id(0) + np.int64(base), value, mask, site)
         return

@@ -165,12 +165,12 @@ def vectors(monkeypatch):
         seen["split"].append(out)
         return out
     monkeypatch.setattr(tail1d, "cut", split)
-    orig_load = ramp.load
+    orig_load = ramp.load_ramp
 
     def load_ramp(ctx, buf, base, mask, *a, **kw):
         seen["masked"].append((ctx.first_lane, ctx.count, mask is not None))
         return orig_load(ctx, buf, base, mask, *a, **kw)
-    monkeypatch.setattr(ramp, "load", load_ramp)
+    monkeypatch.setattr(ramp, "load_ramp", load_ramp)
     return seen
 
 

@@ -236,7 +236,10 @@ class AddressType(Protocol):
 
 
 def _space_of(t: Attribute) -> str | None:
-    return t.space if isinstance(t, AddressType) else None
+    # the attribute, not `isinstance(t, AddressType)`: a runtime Protocol check walks the
+    # protocol's members on every call, and the barrier analysis asks this per pair of accesses
+    space = getattr(t, "space", None)
+    return space if isinstance(space, str) else None
 
 
 def writes_memory(op: OpOrClass) -> bool:

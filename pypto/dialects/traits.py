@@ -457,6 +457,23 @@ def kernel_function(op: OpOrClass) -> KernelFunction | None:
 
 
 @dataclass(frozen=True)
+class AtomicUpdate(OpTrait):
+    """A lane instruction that updates one element per lane indivisibly and returns the value
+    it held before: `kind` is how it combines the old value with the lane's operand(s) ("add",
+    "max", "min", "and", "or", "xor", "exch", "cas"); `update` is how the debugger shows it
+    ("+= v"). Lanes on one address serialise in the interpreter's documented order
+    (docs/language.md#atomics); the memory facts are its `AccessesMemory(read, write)`."""
+
+    kind: str
+    update: str
+
+
+def atomic_update(op: OpOrClass) -> AtomicUpdate | None:
+    trait = _trait(op, AtomicUpdate)
+    return trait if isinstance(trait, AtomicUpdate) else None
+
+
+@dataclass(frozen=True)
 class Elementwise(OpTrait):
     """A pure function of its operands, lane by lane, with the operand's type; its exact
     reference is `pypto.exact.MATH[reference]`, which the interpreter runs (table-driven: an

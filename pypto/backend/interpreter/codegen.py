@@ -60,7 +60,7 @@ from pypto.backend.interpreter.planning import (  # the modes: also imported fro
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import elementwise_reference, tile_vector
+from pypto.dialects.traits import atomic_update, elementwise_reference, tile_vector
 
 SYNC_BARRIER = 0
 SYNC_TILE = 1
@@ -234,6 +234,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
+            return
+        update = atomic_update(op)
+        if update is not None:  # the atomics besides atomic_add (docs/language.md#atomics)
+            self.atomic_rmw(op, update.kind)
             return
         if tile_vector(op) is not None:
             self.tile_vector_op(op)
@@ -777,6 +781,13 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         extra = atomics.call_arguments(self.an.decision(op, atomics.Decision))  # strategies/
         self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
                   f"{self.name(op.value)}, _m, {self.site(op)}{extra})")
+
+    def atomic_rmw(self, op: Operation, kind: str) -> None:
+        """`pto.atomic_<kind>`: its operands are the address, [the compared value,] the value."""
+        ptr, *rest = op.operands
+        compare = self.name(rest[0]) if len(rest) == 2 else None
+        self.emit(f"{self.name(op.results[0])} = _ctx.atomic_rmw({kind!r}, {self._addr(ptr)}, "
+                  f"{self.name(rest[-1])}, {compare}, _m, {self.site(op)})")
 
     def op_pto_printf(self, op: pto.PrintfOp) -> None:
         values = ", ".join(self.name(v) for v in op.values)

@@ -6,7 +6,7 @@ lane can observe another lane's memory effects, which this check makes sure of s
 
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM, `pto.fma`,
   `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits, structured control
-  flow); no barrier, L1, copy, atomic, printf or tile op yet;
+  flow); no barrier, L1, copy, printf or tile op yet, and of the atomics only `pto.atomic_add`;
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or
   else every access to it is *lane-private*: at element `get_global_id(0) + u` (u a parameter or
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
@@ -34,7 +34,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.dialects.traits import launch_id, memory_accesses, offset_base
+from pypto.dialects.traits import atomic_update, launch_id, memory_accesses, offset_base
 
 SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
@@ -218,6 +218,10 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: an atomic through a pointer not derived from a parameter"
             atomics.setdefault(root, []).append(op)
             continue
+        if atomic_update(op) is not None:  # the atomics besides atomic_add
+            return f"{_where(op)}: '{name}' is not compiled by the native backend yet (of the " \
+                   f"atomics only pto.atomic_add is); run it with backend='interpreter' " \
+                   f"(backend='auto' does)"
         if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp):
             for access in memory_accesses(op):
                 root = root_param(op.operands[access.operand])

@@ -2,7 +2,7 @@
 lane order, as one sort instead of one update per lane (docs/language.md#atomics).
 
 Every lane that hits an address sees in `old` the value after the updates of the lower lanes on
-that address (docs/interpreter.md#block-level-semantics). A stable sort groups the hits by
+that address (docs/language.md#atomics). A stable sort groups the hits by
 address, lane order inside a group; then, per kind:
 
 - `max`, `min`, `and`, `or`, `xor` are associative and commutative, also on floats (IEEE

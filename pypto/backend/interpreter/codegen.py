@@ -36,6 +36,7 @@ from pypto.backend.interpreter.codegen_loops import NAMESPACE as _LOOP_NAMESPACE
 from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters, _is_address
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable
+from pypto.diagnostics import call_sites
 from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, windows
 from pypto.backend.interpreter.optables import (
@@ -136,7 +137,8 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.lines.append("    " * self.indent + line)
 
     def site(self, op: Operation) -> int:
-        self.sites.append(Site(op.name.removeprefix("pto."), location_of(op)))
+        self.sites.append(Site(op.name.removeprefix("pto."), location_of(op),
+                               tuple(c.text() for c in call_sites(op))))
         return len(self.sites) - 1
 
     def const(self, value: Any) -> str:

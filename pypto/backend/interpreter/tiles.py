@@ -435,7 +435,7 @@ class BlockMemory:
             f"out-of-bounds {s.op} {what}: {space} buffer '{buf.name}' element {address} "
             f"(valid elements 0..{size - 1}) in block {block}"
             f"{self.neighbour(buf, address)}", kernel=self.kernel,
-            location=s.location, block=block, lane=None, address=address, bounds=(0, size),
+            location=s.location, called_from=s.called_from, block=block, lane=None, address=address, bounds=(0, size),
             buffer=buf.name)
 
     def copy(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,

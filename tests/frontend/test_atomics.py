@@ -330,3 +330,41 @@ def test_the_native_backend_refuses_the_new_atomics_with_a_reason():
     reason = unsupported_reason(kernel)
     assert reason is not None and "'pto.atomic_max' is not compiled by the native backend yet" \
         in reason and "backend='interpreter'" in reason
+
+
+def test_lanes_of_several_blocks_go_in_global_lane_order():
+    rng = np.random.default_rng(1)
+    n = 1000
+    v = rng.integers(0, 100, 1024).astype(np.int32)
+    idx = rng.integers(0, 5, 1024).astype(np.int32)
+    p, o = np.zeros(5, np.int32), np.zeros(1024, np.int32)
+    a_exch[8, 128](p, v, idx, o, n)
+    pto.sync()
+    p_ref, old_ref = _sequential(_REFERENCE[a_exch], np.zeros(5, np.int32), v, idx, n)
+    np.testing.assert_array_equal(p, p_ref)
+    np.testing.assert_array_equal(o[:n], old_ref[:n])
+
+
+@pto.kernel
+def l1_exch(out, olds):
+    buf = pto.alloc_local(1, dtype=pto.int32)
+    t = pto.get_local_id()
+    if t == 0:
+        buf[0] = -1
+    pto.barrier_block()
+    olds[t] = pto.atomic_exch(buf, t)
+    pto.barrier_block()
+    if t == 0:
+        out[0] = buf[0]
+
+
+def test_under_the_reverse_schedule_warps_go_last_first():
+    from tests.conftest import run_kernel
+
+    args = (np.zeros(1, np.int32), np.zeros(64, np.int32))
+    out, old = run_kernel(l1_exch, 1, 64, args)  # lockstep: lane order across the block
+    assert out[0] == 63 and old[0] == -1 and old[32] == 31
+    out, old = run_kernel(l1_exch, 1, 64, args, schedule="reverse")
+    # warp 1 (lanes 32..63) first, in lane order, then warp 0: lane 0 sees lane 63's value
+    assert out[0] == 31
+    assert old[32] == -1 and old[33] == 32 and old[0] == 63 and old[1] == 0

@@ -305,6 +305,22 @@ def _warp_reduce(d: KernelDraft) -> None:
     d.names.append(target)
 
 
+@generator_unit("tile_subscript", weight=0.6, requires=_has("alloc_tile"))
+def _tile_subscript(d: KernelDraft) -> None:
+    """`t[r, c] = x; t[r, c] += y; s = t[r, c]` on an 8 x 16 tile of pto.alloc_tile (2-D
+    subscripts by its static shape), each lane on its own element (r, c from its local id:
+    blocks have at most 128 lanes), so no barrier is needed."""
+    x, y = d.rng.choice(d.names), d.rng.choice(d.names)
+    tile, target = d.new_name("tile"), d.new_name()
+    dtype = "pto.float32" if d.is_float else "pto.int32"
+    where = "pto.get_local_id() // 16, pto.get_local_id() % 16"
+    d.body += [f"{tile} = pto.alloc_tile(8, 16, dtype={dtype})",
+               f"{tile}[{where}] = {x}", f"{tile}[{where}] += {y}",
+               f"{target} = {tile}[{where}]"]
+    d.assign_step(target, f"{x} + {y}")
+    d.names.append(target)
+
+
 def _ieee(pick: Callable[[Any, Any], Any], zero_first: bool) -> Callable[[Any, Any], Any]:
     """IEEE 754 maximum / minimum: NaN propagates, and of two zeros the +0 (max) / -0 (min)."""
     def combine(a: Any, b: Any) -> Any:

@@ -808,11 +808,12 @@ class _Walker:
             conflict = a.same_instruction(access.op)
             if conflict is not None:
                 hazards.append(self._same_instruction(access, conflict))
-        for entry, warp_barrier in state.open.items():
-            other = self.a.access(entry.op)
+        access_of, space, reads_only = a.access, access.space, access.kind is Kind.READ
+        for entry, warp_barrier in state.open.items():  # every open access: keep this lean
+            other = access_of(entry.op)
             assert other is not None
-            if other.space != access.space or not (other.kind.writes or access.kind.writes):
-                continue
+            if other.space != space or (reads_only and other.kind is Kind.READ):
+                continue  # two reads never conflict
             if other.kind is Kind.ATOMIC and access.kind is Kind.ATOMIC:
                 continue  # atomics do not race with each other
             conflict = a.lane_pair(entry, access.op, self._fixed())

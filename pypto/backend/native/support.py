@@ -225,7 +225,8 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: an atomic through a pointer not derived from a parameter"
             atomics.setdefault(root, []).append(op)
             continue
-        if atomic_update(op) is not None:  # the atomics besides atomic_add
+        update = atomic_update(op)
+        if update is not None and update.kind != "add":  # the atomics besides atomic_add
             return f"{_where(op)}: '{name}' is not compiled by the native backend yet (of the " \
                    f"atomics only pto.atomic_add is); run it with backend='interpreter' " \
                    f"(backend='auto' does)"

@@ -421,7 +421,8 @@ def _plan_key(kernel: Kernel, shape: LaunchShape, args: tuple[Any, ...]) -> Any:
             parts.append(("f", value) if position in const else 0.0)
         else:
             return None
-    if device is None or len(tensors) > 1 and len({*tensors}) < len(tensors):
+    if device is None or len(tensors) > 1 and \
+            len({id(t.storage) for t in tensors}) < len(tensors):
         return None  # no tensor (the default device decides), or a tensor passed twice
     parts[1] = device
     return tuple(parts), tensors
@@ -602,7 +603,7 @@ def _fast_key(kernel: Kernel, args: tuple[Any, ...], options: tuple[Any, ...]) -
         kind = type(value)
         if kind is tensor:
             parts.append(value.dtype.name)  # the name fixes the pointer type (and hashes fast)
-            ids.append(id(value))
+            ids.append(id(value.storage))  # a reshape view is its base's memory
         elif kind is int:
             parts.append(value if position in const else -(2**31) <= value < 2**31)
         elif kind is float:
@@ -742,14 +743,15 @@ def _record_launch(module: ModuleOp, kernel: Kernel, args: Sequence[Any],
 
 
 def _shared_tensors(args: Sequence[Any]) -> tuple[int, ...]:
-    """Positions of device tensors passed more than once in one launch (usually none): their
-    parameters may alias, the others are `pto.noalias` (pypto.analysis.alias)."""
+    """Positions of device tensors passed more than once in one launch (usually none; a tensor
+    and a `reshape` view of it count as one): their parameters may alias, the others are
+    `pto.noalias` (pypto.analysis.alias)."""
     tensor = _TENSOR or _tensor_class()
     seen: dict[int, int] = {}
     shared: list[int] = []
     for position, value in enumerate(args):
         if type(value) is tensor or isinstance(value, tensor):
-            first = seen.setdefault(id(value), position)
+            first = seen.setdefault(id(value.storage), position)  # a view aliases its base
             if first != position:
                 shared.extend((first, position))
     return tuple(sorted(set(shared)))

@@ -24,8 +24,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from xdsl.dialects.builtin import FileLineColLoc
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import CallSiteLoc, FileLineColLoc
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import DiagnosticException
 
 Severity = Literal["error", "warning", "note", "remark"]
@@ -48,12 +48,34 @@ class SourceLoc:
         return f"{name}:{self.line}:{self.column}" if column else f"{name}:{self.line}"
 
 
-def source_loc(op: Operation) -> SourceLoc | None:
-    """The source location of `op`, or None when it has none (IR built without locations)."""
-    loc = op.location
+def _file_loc(loc: Attribute) -> SourceLoc | None:
+    """The file location a location attribute names: itself, or the callee of a call site."""
+    while isinstance(loc, CallSiteLoc):
+        loc = loc.callee
     if isinstance(loc, FileLineColLoc):
         return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
     return None
+
+
+def source_loc(op: Operation) -> SourceLoc | None:
+    """The source location of `op`, or None when it has none (IR built without locations).
+    For an op inlined from a helper (`loc(callsite("h.py":3:5 at "k.py":10:4))`) it is the
+    helper's line; `call_sites` gives the calls."""
+    return _file_loc(op.location)
+
+
+def call_sites(op: Operation) -> list[SourceLoc]:
+    """The calls `op` was inlined through, innermost first: for a helper `h` called from the
+    kernel at k.py:10:4, `[k.py:10:4]`; for `h2` called from `h` called from the kernel, the
+    call in `h`, then the one in the kernel. Empty for an op of the kernel's own body."""
+    out: list[SourceLoc] = []
+    loc = op.location
+    while isinstance(loc, CallSiteLoc):
+        loc = loc.caller
+        found = _file_loc(loc)
+        if found is not None:
+            out.append(found)
+    return out
 
 
 def op_location(op: Operation, *, short: bool = False, column: bool = True,

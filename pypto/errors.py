@@ -11,7 +11,7 @@ import functools
 import linecache
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -58,16 +58,20 @@ class KernelError(PtoError):
     """A kernel failed while running; names the kernel and the Python source line, and shows
     that line with a caret under the column, as a `CompileError` does."""
 
-    def __init__(self, message: str, *, kernel: str | None = None, location: str | None = None):
+    def __init__(self, message: str, *, kernel: str | None = None, location: str | None = None,
+                 called_from: Sequence[str] = ()):
         self.kernel = kernel
         self.location = location
         self.bare_message = message
+        self.called_from = tuple(called_from)  # an inlined helper's calls, innermost first
         prefix = ""
         if location:
             prefix += f"{location}: "
         if kernel:
             prefix += f"in kernel '{kernel}': "
-        super().__init__(prefix + message + source_caret(location))
+        notes = "".join(f"\n{call}: note: called from here{source_caret(call)}"
+                        for call in self.called_from)
+        super().__init__(prefix + message + source_caret(location) + notes)
 
 
 _LOCATION = re.compile(r"^(.*):(\d+):(\d+)$")
@@ -92,13 +96,13 @@ class MemoryAccessError(KernelError):
     def __init__(self, message: str, *, kernel: str | None = None, location: str | None = None,
                  block: tuple[int, int, int] | None = None, lane: tuple[int, int, int] | None = None,
                  address: int | None = None, bounds: tuple[int, int] | None = None,
-                 buffer: str | None = None):
+                 buffer: str | None = None, called_from: Sequence[str] = ()):
         self.block = block
         self.lane = lane
         self.address = address
         self.bounds = bounds
         self.buffer = buffer
-        super().__init__(message, kernel=kernel, location=location)
+        super().__init__(message, kernel=kernel, location=location, called_from=called_from)
 
 
 class RaceError(KernelError):

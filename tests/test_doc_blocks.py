@@ -92,6 +92,22 @@ def test_every_block_says_what_it_is(page):
                 f"{block.where}: a pycon block must be a doctest (<!-- doctest --> above it)"
 
 
+EXAMPLES = {path.stem for path in (ROOT / "examples").glob("*.py")}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_a_block_importing_an_example_says_how_to_run_it(page):
+    """`from vector_add import ...` works only with examples/ on the path: the import line
+    says so (README's "Documentation" section gives the rule)."""
+    bad = []
+    for block in blocks(page):
+        for line in block.body.splitlines():
+            m = re.match(r"\s*(?:from|import)\s+(\w+)", line)
+            if m and m.group(1) in EXAMPLES and "PYTHONPATH=examples" not in line:
+                bad.append(f"{block.where}: {line.strip()}")
+    assert not bad, f"add '# examples/<name>.py (PYTHONPATH=examples)' to: {bad}"
+
+
 def _expected_outputs(page_blocks: list[Block]) -> dict[int, list[Block]]:
     """Index of a runnable block -> the `text output` blocks that show what it prints."""
     owners: dict[int, list[Block]] = {}

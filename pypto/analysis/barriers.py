@@ -277,6 +277,19 @@ class BarrierAnalysis:
         self._copy_pairs: dict[tuple[Entry, Operation, int, Fixed], Conflict | None] = {}
         self._trips: dict[scf.ForOp, int] = {}
         self._plans: dict[tuple[scf.ForOp, tuple[int | None, ...]], UnrollPlan] = {}
+        self._accesses: dict[Operation, LaneAccess | None] = {}
+        self._footprints: dict[tuple[Operation, frozenset[tuple[SSAValue, int]],
+                                     frozenset[scf.IfOp]], Footprint] = {}
+        self._roots: dict[SSAValue, frozenset[SSAValue] | None] = {}
+        self._dep_cache: dict[Operation, tuple[SSAValue, ...]] = {}
+        self._needed: dict[Operation, frozenset[scf.ForOp]] = {}
+
+    def access(self, op: Operation) -> LaneAccess | None:
+        """`lane_access(op)`, cached: the walk asks it of every open access for every new one
+        (quadratic in the accesses between two block barriers, e.g. warp reductions)."""
+        if op not in self._accesses:
+            self._accesses[op] = lane_access(op)
+        return self._accesses[op]
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -297,12 +310,26 @@ class BarrierAnalysis:
 
     def lane_footprint(self, access: LaneAccess, env: Env,
                        opaque: frozenset[scf.IfOp] = frozenset()) -> Footprint:
-        model = self.model
-        roots = model.roots(access.ptr)
-        offset = model.offset(access.ptr, env)
-        why = None if offset is not None else "depends on a value that is not known " \
-            "(a loaded value, a lane-dependent loop-carried value, or an unsupported operation)"
-        return Footprint(roots, offset, model.mask(access.op, env, opaque), why=why)
+        """Cached per (access, env, opaque): every open access is paired with every later one
+        between two block barriers, and its footprint is the same each time (never mutated)."""
+        key = (access.op, frozenset(env.items()), opaque)
+        found = self._footprints.get(key)
+        if found is None:
+            model = self.model
+            offset = model.offset(access.ptr, env)
+            why = None if offset is not None else "depends on a value that is not known " \
+                "(a loaded value, a lane-dependent loop-carried value, or an unsupported " \
+                "operation)"
+            found = Footprint(self.roots(access.ptr), offset, model.mask(access.op, env, opaque),
+                              why=why)
+            self._footprints[key] = found
+        return found
+
+    def roots(self, ptr: SSAValue) -> frozenset[SSAValue] | None:
+        """`model.roots(ptr)`, cached (asked for both sides of every pair)."""
+        if ptr not in self._roots:
+            self._roots[ptr] = self.model.roots(ptr)
+        return self._roots[ptr]
 
     def region_footprint(self, region: TileRegion, env: Env) -> Footprint:
         model = self.model
@@ -313,10 +340,21 @@ class BarrierAnalysis:
                          elements=region_elements(region, model, env),
                          why=None if offset is not None else "is not known")
 
+    def _loops_needed(self, op: Operation) -> frozenset[scf.ForOp]:
+        """The loops whose values `op`'s address and mask depend on, cached per op."""
+        if op not in self._needed:
+            self._needed[op] = frozenset(self.model.loops_needed(self._deps(op)))
+        return self._needed[op]
+
     def _deps(self, op: Operation) -> tuple[SSAValue, ...]:
+        if op not in self._dep_cache:
+            self._dep_cache[op] = self._deps_of(op)
+        return self._dep_cache[op]
+
+    def _deps_of(self, op: Operation) -> tuple[SSAValue, ...]:
         model = self.model
         values: list[SSAValue] = []
-        access = lane_access(op)
+        access = self.access(op)
         if access is not None:
             values.append(access.ptr)
         for region in tile_regions(op):
@@ -343,8 +381,9 @@ class BarrierAnalysis:
         model = self.model
         pinned = dict(fixed)
         ops = (first.op, second)
-        dx, dy = self._deps(first.op), self._deps(second)
-        need_x, need_y = set(model.loops_needed(dx)), set(model.loops_needed(dy))
+        need_x, need_y = self._loops_needed(first.op), self._loops_needed(second)
+        if not need_x and not need_y:
+            return [({}, {})], frozenset()  # no loop value to enumerate
         around_x, around_y = enclosing_loops(first.op), enclosing_loops(second)
         common = [loop for loop in around_x if loop in around_y]
         crossed = next((loop for loop in common if first.age(loop)), None)
@@ -513,10 +552,10 @@ class BarrierAnalysis:
         return self._pairs[key]
 
     def _lane_pair(self, first: Entry, second: Operation, fixed: Fixed) -> Conflict | None:
-        ax, ay = lane_access(first.op), lane_access(second)
+        ax, ay = self.access(first.op), self.access(second)
         assert ax is not None and ay is not None
         what = (f"{ax.kind.name.lower()}", f"{ay.kind.name.lower()}")
-        if not may_alias(self.model.roots(ax.ptr), self.model.roots(ay.ptr)):
+        if not may_alias(self.roots(ax.ptr), self.roots(ay.ptr)):
             return None
         envs, opaque = self.pair_envs(first, second, fixed)
         for ex, ey in envs:
@@ -544,7 +583,7 @@ class BarrierAnalysis:
         return self._selves[op]
 
     def _same_instruction(self, op: Operation) -> Conflict | None:
-        access = lane_access(op)
+        access = self.access(op)
         assert access is not None
         model = self.model
         envs = model.enumerate(model.loops_needed(self._deps(op)), {}, PAIR_LIMIT) or [{}]
@@ -569,7 +608,7 @@ class BarrierAnalysis:
     def _copy_pair(self, copy: Entry, second: Operation, index: int, fixed: Fixed
                    ) -> Conflict | None:
         region = tile_regions(copy.op)[0]
-        access = lane_access(second) if index < 0 else None
+        access = self.access(second) if index < 0 else None
         other = tile_regions(second)[index] if index >= 0 else None
         if region.kind is Kind.READ and (access or other).kind is Kind.READ:  # type: ignore
             return None
@@ -665,7 +704,7 @@ class _Walker:
                 state.open[entry] = True
         elif is_block_collective(op) and not is_declaration(op):
             self._tile(op, state)
-        elif (access := lane_access(op)) is not None:
+        elif (access := self.a.access(op)) is not None:
             self._lane(access, state)
         elif isinstance(op, scf.IfOp):
             taken = self.decided.get(op)
@@ -769,11 +808,12 @@ class _Walker:
             conflict = a.same_instruction(access.op)
             if conflict is not None:
                 hazards.append(self._same_instruction(access, conflict))
-        for entry, warp_barrier in state.open.items():
-            other = lane_access(entry.op)
+        access_of, space, reads_only = a.access, access.space, access.kind is Kind.READ
+        for entry, warp_barrier in state.open.items():  # every open access: keep this lean
+            other = access_of(entry.op)
             assert other is not None
-            if other.space != access.space or not (other.kind.writes or access.kind.writes):
-                continue
+            if other.space != space or (reads_only and other.kind is Kind.READ):
+                continue  # two reads never conflict
             if other.kind is Kind.ATOMIC and access.kind is Kind.ATOMIC:
                 continue  # atomics do not race with each other
             conflict = a.lane_pair(entry, access.op, self._fixed())
@@ -833,7 +873,7 @@ class _Walker:
         tiles = trait.tiles(op, lambda v: None)
         hazards: list[Hazard] = []
         for entry in state.open:
-            access = lane_access(entry.op)
+            access = self.a.access(entry.op)
             if access is None or access.space != "local":
                 continue
             root = root_alloc(access.ptr)

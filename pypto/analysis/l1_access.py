@@ -131,6 +131,9 @@ class Footprint:
     mask: np.ndarray | None = None  # lane accesses: lanes that may execute it
     elements: np.ndarray | None = None  # tile regions: covered offsets from `offset`
     why: str | None = None  # why the offset is unknown
+    summary: tuple[np.ndarray, ...] | None = field(default=None, compare=False, repr=False)
+    """`_summary`'s per-address warp ranges, computed once (a footprint is paired with every
+    other open access)."""
 
 @dataclass
 
@@ -178,6 +181,36 @@ def _warp_stats(inv: np.ndarray, warps: np.ndarray, k: int) -> tuple[np.ndarray,
     np.maximum.at(hi, inv, warps)
     return lo, hi
 
+def _summary(space: LaneSpace, fp: Footprint) -> tuple[np.ndarray, ...]:
+    """The distinct concrete offsets of `fp`'s active lanes, sorted, with the lowest and the
+    highest warp touching each."""
+    if fp.summary is None:
+        assert fp.offset is not None and fp.mask is not None
+        addresses = _full(fp.offset.lanes, space.size)[fp.mask]
+        uniq, inv = np.unique(addresses, return_inverse=True)
+        lo, hi = _warp_stats(inv, space.warp[fp.mask], len(uniq))
+        fp.summary = (uniq, lo, hi)
+    return fp.summary
+
+
+def _may_share(space: LaneSpace, fx: Footprint, fy: Footprint) -> bool:
+    """Is there an element both footprints (an exact pair: the same symbolic terms) touch
+    from more than one warp in all? Per footprint summaries make this one merge of two sorted
+    arrays, where the full check below sorts both footprints' lanes again for every pair:
+    the barrier walk pairs each access with every open one (quadratic between two block
+    barriers, e.g. a kernel of warp reductions)."""
+    ux, xlo, xhi = _summary(space, fx)
+    uy, ylo, yhi = _summary(space, fy)
+    if not ux.size or not uy.size or ux[-1] < uy[0] or uy[-1] < ux[0]:
+        return False
+    _, ix, iy = np.intersect1d(ux, uy, assume_unique=True, return_indices=True)
+    if not ix.size:
+        return False
+    lo = np.minimum(xlo[ix], ylo[iy])
+    hi = np.maximum(xhi[ix], yhi[iy])
+    return bool((lo != hi).any())
+
+
 def lanes_conflict(space: LaneSpace, fx: Footprint, fy: Footprint, *,
                    same_instruction: bool = False, what: tuple[str, str] = ("first", "second")
                    ) -> Conflict | None:
@@ -187,6 +220,8 @@ def lanes_conflict(space: LaneSpace, fx: Footprint, fy: Footprint, *,
     mx, my = fx.mask, fy.mask
     if not mx.any() or not my.any() or not may_alias(fx.roots, fy.roots):
         return None
+    if not same_instruction and _exact_pair(fx, fy) and not _may_share(space, fx, fy):
+        return None  # no element that lanes of two warps touch (the exact path agrees)
     wx, wy = np.unique(warp[mx]), np.unique(warp[my])
     if len(np.union1d(wx, wy)) <= 1:
         return None  # one warp only: lockstep lanes never race

@@ -17,6 +17,7 @@ from pypto.backend.interpreter.instruments import OpInfo
 from pypto.debug.instructions import kind_of
 from pypto.debug.view import Access, Executed, Lanes, value_name
 from pypto.dialects import pto
+from pypto.dialects.traits import atomic_update
 
 
 class Describer:
@@ -93,9 +94,12 @@ class Describer:
             else:
                 rec.expr = ", ".join(value_name(v) for v in values)
             rec.dst = ([slot] if slot is not None and len(values) != 1 else []) + [acc]
-        else:  # read-modify-write: atomic_add
+        else:  # read-modify-write: an atomic (`+= v`, `max= v`, `cas(c, v)`, ...)
             rec.src = acc
-            rec.update = "+= " + ", ".join(value_name(v) for v in values)
+            update = atomic_update(op)
+            shown = ", ".join(value_name(v) for v in values)
+            sign = update.update if update is not None else "+="
+            rec.update = f"cas({shown})" if sign == "cas" else f"{sign} {shown}"
             if op.results:
                 rec.expr = value_name(op.results[0])
         return rec

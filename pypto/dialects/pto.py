@@ -92,6 +92,7 @@ from pypto.dialects.traits import (
     SCALAR,
     VECTOR,
     AccessesMemory,
+    AtomicUpdate,
     BlockCollective,
     CopiesSynchronously,
     CopyFootprint,
@@ -765,7 +766,8 @@ class AtomicAddOp(IRDLOperation):
     result = result_def(T)
 
     assembly_format = "$ptr `,` $value attr-dict `:` type($ptr) `,` type($value)"
-    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind(), KernelFunction("atomic_add", "(ptr, value)"))
+    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind(),
+                        AtomicUpdate("add", "+="), KernelFunction("atomic_add", "(ptr, value)"))
 
     def __init__(self, ptr: SSAValue, value: SSAValue):
         super().__init__(operands=[ptr, value], result_types=[value.type])
@@ -774,6 +776,164 @@ class AtomicAddOp(IRDLOperation):
         _check_ptr_elem(self, self.ptr, self.value.type, "added value")
         if isinstance(self.value.type, IntegerType) and self.value.type.width.data == 1:
             raise VerifyException("is not defined on i1 (booleans)")
+
+
+_ATOMIC_ORDER = ("Lanes that hit the same address are serialised in lane order (lowest lane "
+                 "first), so each lane's `old` is the value after the lower lanes' updates "
+                 "(docs/language.md#atomics).")
+
+
+@dataclass(frozen=True)
+class _AtomicSpec:
+    """One atomic read-modify-write besides `atomic_add`: its kind, the value it stores
+    (`new`, code) with a note on the types, which element types it takes, and its
+    docstring's example."""
+
+    kind: str
+    summary: str
+    new: str
+    note: str
+    update: str
+    types: str  # "numbers" (ints and floats), "ints", "any"
+    example_comment: str
+    elem: str = "i32"
+
+
+_ATOMIC_SPECS = (
+    _AtomicSpec("max", "Atomically keep the larger of an element and a value per lane; return "
+                "the old element.", "*ptr = max(old, value)",
+                "on floats IEEE 754 `maximum` (NaN if either is NaN, +0 > -0), as `max()` in "
+                "kernels; on ints signed", "max=", "numbers", "Keep the best score of slot s."),
+    _AtomicSpec("min", "Atomically keep the smaller of an element and a value per lane; return "
+                "the old element.", "*ptr = min(old, value)",
+                "on floats IEEE 754 `minimum` (NaN if either is NaN, -0 < +0), as `min()` in "
+                "kernels; on ints signed", "min=", "numbers",
+                "Keep the earliest time of slot s."),
+    _AtomicSpec("and", "Atomically AND a value into an element per lane; return the old "
+                "element.", "*ptr = old & value", "bitwise", "&=", "ints",
+                "Clear flag bits of word s."),
+    _AtomicSpec("or", "Atomically OR a value into an element per lane; return the old element.",
+                "*ptr = old | value", "bitwise", "|=", "ints", "Set flag bits of word s."),
+    _AtomicSpec("xor", "Atomically XOR a value into an element per lane; return the old "
+                "element.", "*ptr = old ^ value", "bitwise", "^=", "ints",
+                "Toggle flag bits of word s."),
+    _AtomicSpec("exch", "Atomically replace an element per lane; return the old element.",
+                "*ptr = value", "bit for bit, NaN payloads and -0 included", "=", "any",
+                "Swap a new value into slot s.", "f32"),
+)
+
+
+def _atomic_doc(spec: _AtomicSpec) -> str:
+    name = f"atomic_{spec.kind}"
+    ptr = f"!pto.ptr<{spec.elem}, global>"
+    types = {"numbers": "float16, bfloat16, float32, int32, int64",
+             "ints": "int32, int64 (a float is rejected)",
+             "any": "every element type but i1"}[spec.types]
+    return (f"""{spec.summary}
+
+    semantics: `old = *ptr; {spec.new}` as one indivisible step per lane ({spec.note}).
+    {_ATOMIC_ORDER} Element types: {types}.
+    syntax: `%old = pto.{name} %p, %v : {ptr}, {spec.elem}`
+    python: `old = pto.{name}(p + s, v)`
+    example:
+        // {spec.example_comment}
+        func.func @{name}_example(%base: {ptr}, %s: i32, %v: {spec.elem}) -> {spec.elem} {{
+          %p = pto.addptr %base, %s : {ptr}, i32 -> {ptr}
+          %old = pto.{name} %p, %v : {ptr}, {spec.elem}
+          func.return %old : {spec.elem}
+        }}
+    """)
+
+
+def _verify_atomic_types(op: IRDLOperation, value_type: Attribute, types: str,
+                         name: str) -> None:
+    if isinstance(value_type, IntegerType) and value_type.width.data == 1:
+        raise VerifyException("is not defined on i1 (booleans)")
+    if types == "ints" and not isinstance(value_type, IntegerType):
+        raise VerifyException(f"is bitwise: its element type must be an integer (i32 or i64), "
+                              f"got {value_type}")
+    if types == "numbers" and not isinstance(value_type, IntegerType | AnyFloat):
+        raise VerifyException(f"takes a number, got {value_type}")
+
+
+def _atomic_op(spec: _AtomicSpec) -> type[IRDLOperation]:
+    """The op class of one atomic read-modify-write (operands `ptr`, `value`; result `old`)."""
+    name = f"atomic_{spec.kind}"
+
+    def __init__(self: IRDLOperation, ptr: SSAValue, value: SSAValue) -> None:
+        IRDLOperation.__init__(self, operands=[ptr, value], result_types=[value.type])
+
+    def verify_(self: IRDLOperation) -> None:
+        _check_ptr_elem(self, self.operands[0], self.operands[1].type, "value")
+        _verify_atomic_types(self, self.operands[1].type, spec.types, name)
+
+    fields: dict[str, object] = {
+        "name": f"pto.{name}", "__doc__": _atomic_doc(spec),
+        "__qualname__": f"Atomic{spec.kind.capitalize()}Op", "__module__": __name__,
+        "T": VarConstraint("T", AnyAttr()), "__annotations__": {"T": ClassVar},
+        "ptr": operand_def(ADDRESS), "value": operand_def(VarConstraint("T", AnyAttr())),
+        "result": result_def(VarConstraint("T", AnyAttr())),
+        "assembly_format": "$ptr `,` $value attr-dict `:` type($ptr) `,` type($value)",
+        "traits": traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind(),
+                             AtomicUpdate(spec.kind, spec.update),
+                             KernelFunction(name, "(ptr, value)")),
+        "__init__": __init__, "verify_": verify_,
+    }
+    cls = type(f"Atomic{spec.kind.capitalize()}Op", (IRDLOperation,), fields)
+    return op_definition(cls)
+
+
+AtomicMaxOp, AtomicMinOp, AtomicAndOp, AtomicOrOp, AtomicXorOp, AtomicExchOp = (
+    _atomic_op(spec) for spec in _ATOMIC_SPECS)
+
+
+@op_definition
+class AtomicCasOp(IRDLOperation):
+    """Atomically compare an element with a value and, if equal, replace it; return the old element.
+
+    semantics: `old = *ptr; if old == compare: *ptr = value` as one indivisible step per lane
+    (CUDA's `atomicCAS`): the lane swapped iff the returned `old` equals `compare`. On integers
+    only (int32, int64), compared exactly. Lanes that hit the same address are serialised in
+    lane order (lowest lane first), so each lane compares against the value the lower lanes
+    left (docs/language.md#atomics). A spin lock (`while atomic_cas(lock, 0, 1) != 0`) never
+    ends: the lanes of a warp run in lockstep, so the winner cannot release the lock while the
+    others spin (as on pre-Volta GPUs).
+    syntax: `%old = pto.atomic_cas %p, %cmp, %v : !pto.ptr<i32, global>, i32`
+    python: `old = pto.atomic_cas(p + s, compare, value)`
+    example:
+        // Claim slot s for lane id me if it is still free (-1).
+        func.func @claim(%owner: !pto.ptr<i32, global>, %s: i32, %me: i32) -> i32 {
+          %free = arith.constant -1 : i32
+          %p = pto.addptr %owner, %s : !pto.ptr<i32, global>, i32 -> !pto.ptr<i32, global>
+          %old = pto.atomic_cas %p, %free, %me : !pto.ptr<i32, global>, i32
+          func.return %old : i32
+        }
+    """
+
+    name = "pto.atomic_cas"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    ptr = operand_def(ADDRESS)
+    compare = operand_def(T)
+    value = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$ptr `,` $compare `,` $value attr-dict `:` type($ptr) `,` type($value)"
+    traits = traits_def(VECTOR, AccessesMemory(read(0), write(0)), InstructionKind(),
+                        AtomicUpdate("cas", "cas"),
+                        KernelFunction("atomic_cas", "(ptr, compare, value)"))
+
+    def __init__(self, ptr: SSAValue, compare: SSAValue, value: SSAValue):
+        super().__init__(operands=[ptr, compare, value], result_types=[value.type])
+
+    def verify_(self) -> None:
+        _check_ptr_elem(self, self.ptr, self.value.type, "value")
+        _verify_atomic_types(self, self.value.type, "ints", "atomic_cas")
+
+
+ATOMIC_OPS: tuple[type[IRDLOperation], ...] = (
+    AtomicMaxOp, AtomicMinOp, AtomicAndOp, AtomicOrOp, AtomicXorOp, AtomicExchOp, AtomicCasOp)
+"""The atomics besides `atomic_add` (docs/language.md#atomics)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -2197,6 +2357,7 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     StoreOp,
     FmaOp,
     AtomicAddOp,
+    *ATOMIC_OPS,
     FmodOp,
     SigmoidOp,
     LoopStepOp,

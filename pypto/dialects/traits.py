@@ -270,7 +270,10 @@ class AddressType(Protocol):
 
 
 def _space_of(t: Attribute) -> str | None:
-    return t.space if isinstance(t, AddressType) else None
+    # the attribute, not `isinstance(t, AddressType)`: a runtime Protocol check walks the
+    # protocol's members on every call, and the barrier analysis asks this per pair of accesses
+    space = getattr(t, "space", None)
+    return space if isinstance(space, str) else None
 
 
 def writes_memory(op: OpOrClass) -> bool:
@@ -485,6 +488,23 @@ class KernelFunction(OpTrait):
 def kernel_function(op: OpOrClass) -> KernelFunction | None:
     trait = _trait(op, KernelFunction)
     return trait if isinstance(trait, KernelFunction) else None
+
+
+@dataclass(frozen=True)
+class AtomicUpdate(OpTrait):
+    """A lane instruction that updates one element per lane indivisibly and returns the value
+    it held before: `kind` is how it combines the old value with the lane's operand(s) ("add",
+    "max", "min", "and", "or", "xor", "exch", "cas"); `update` is how the debugger shows it
+    ("+= v"). Lanes on one address serialise in the interpreter's documented order
+    (docs/language.md#atomics); the memory facts are its `AccessesMemory(read, write)`."""
+
+    kind: str
+    update: str
+
+
+def atomic_update(op: OpOrClass) -> AtomicUpdate | None:
+    trait = _trait(op, AtomicUpdate)
+    return trait if isinstance(trait, AtomicUpdate) else None
 
 
 @dataclass(frozen=True)

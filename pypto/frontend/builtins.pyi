@@ -179,6 +179,124 @@ def atomic_add(ptr: Any, value: Any) -> Any:
     """
     ...
 
+def atomic_max(ptr: Any, value: Any) -> Any:
+    """Atomically keep the larger of an element and a value per lane; return the old element.
+
+    Semantics: `old = *ptr; *ptr = max(old, value)` as one indivisible step per lane (on floats
+    IEEE 754 `maximum` (NaN if either is NaN, +0 > -0), as `max()` in kernels; on ints signed).
+    Lanes that hit the same address are serialised in lane order (lowest lane first), so each
+    lane's `old` is the value after the lower lanes' updates (docs/language.md#atomics). Element
+    types: float16, bfloat16, float32, int32, int64.
+
+    Python: `old = pto.atomic_max(p + s, v)`
+
+    Lowers to `pto.atomic_max` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def atomic_min(ptr: Any, value: Any) -> Any:
+    """Atomically keep the smaller of an element and a value per lane; return the old element.
+
+    Semantics: `old = *ptr; *ptr = min(old, value)` as one indivisible step per lane (on floats
+    IEEE 754 `minimum` (NaN if either is NaN, -0 < +0), as `min()` in kernels; on ints signed).
+    Lanes that hit the same address are serialised in lane order (lowest lane first), so each
+    lane's `old` is the value after the lower lanes' updates (docs/language.md#atomics). Element
+    types: float16, bfloat16, float32, int32, int64.
+
+    Python: `old = pto.atomic_min(p + s, v)`
+
+    Lowers to `pto.atomic_min` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def atomic_and(ptr: Any, value: Any) -> Any:
+    """Atomically AND a value into an element per lane; return the old element.
+
+    Semantics: `old = *ptr; *ptr = old & value` as one indivisible step per lane (bitwise).
+    Lanes that hit the same address are serialised in lane order (lowest lane first), so each
+    lane's `old` is the value after the lower lanes' updates (docs/language.md#atomics). Element
+    types: int32, int64 (a float is rejected).
+
+    Python: `old = pto.atomic_and(p + s, v)`
+
+    Lowers to `pto.atomic_and` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def atomic_or(ptr: Any, value: Any) -> Any:
+    """Atomically OR a value into an element per lane; return the old element.
+
+    Semantics: `old = *ptr; *ptr = old | value` as one indivisible step per lane (bitwise).
+    Lanes that hit the same address are serialised in lane order (lowest lane first), so each
+    lane's `old` is the value after the lower lanes' updates (docs/language.md#atomics). Element
+    types: int32, int64 (a float is rejected).
+
+    Python: `old = pto.atomic_or(p + s, v)`
+
+    Lowers to `pto.atomic_or` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def atomic_xor(ptr: Any, value: Any) -> Any:
+    """Atomically XOR a value into an element per lane; return the old element.
+
+    Semantics: `old = *ptr; *ptr = old ^ value` as one indivisible step per lane (bitwise).
+    Lanes that hit the same address are serialised in lane order (lowest lane first), so each
+    lane's `old` is the value after the lower lanes' updates (docs/language.md#atomics). Element
+    types: int32, int64 (a float is rejected).
+
+    Python: `old = pto.atomic_xor(p + s, v)`
+
+    Lowers to `pto.atomic_xor` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def atomic_exch(ptr: Any, value: Any) -> Any:
+    """Atomically replace an element per lane; return the old element.
+
+    Semantics: `old = *ptr; *ptr = value` as one indivisible step per lane (bit for bit, NaN
+    payloads and -0 included). Lanes that hit the same address are serialised in lane order
+    (lowest lane first), so each lane's `old` is the value after the lower lanes' updates
+    (docs/language.md#atomics). Element types: every element type but i1.
+
+    Python: `old = pto.atomic_exch(p + s, v)`
+
+    Lowers to `pto.atomic_exch` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def atomic_cas(ptr: Any, compare: Any, value: Any) -> Any:
+    """Atomically compare an element with a value and, if equal, replace it; return the old
+    element.
+
+    Semantics: `old = *ptr; if old == compare: *ptr = value` as one indivisible step per lane
+    (CUDA's `atomicCAS`): the lane swapped iff the returned `old` equals `compare`. On integers
+    only (int32, int64), compared exactly. Lanes that hit the same address are serialised in
+    lane order (lowest lane first), so each lane compares against the value the lower lanes left
+    (docs/language.md#atomics). A spin lock (`while atomic_cas(lock, 0, 1) != 0`) never ends:
+    the lanes of a warp run in lockstep, so the winner cannot release the lock while the others
+    spin (as on pre-Volta GPUs).
+
+    Python: `old = pto.atomic_cas(p + s, compare, value)`
+
+    Lowers to `pto.atomic_cas` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
 def sigmoid(x: Any) -> Any:
     """Logistic sigmoid per lane: `1 / (1 + exp(-x))`.
 
@@ -1512,4 +1630,4 @@ def alloc_tile(rows: Any, cols: Any, dtype: Any=float32) -> Any:
     """
     ...
 
-__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'shfl', 'shfl_up', 'shfl_down', 'shfl_xor', 'ballot', 'vote_any', 'vote_all', 'pipeline', 'printf', 'tadd', 'tsub', 'tmul', 'tdiv', 'tmin', 'tmax', 'tand', 'tor', 'txor', 'tshl', 'tshr', 'tabs', 'tneg', 'tnot', 'texp', 'tlog', 'tsqrt', 'trsqrt', 'trecip', 'trelu', 'tadds', 'tsubs', 'tmuls', 'tdivs', 'tmins', 'tmaxs', 'taxpy', 'texpands', 'tcmp', 'tcmps', 'tsel', 'tcvt', 'trowsum', 'tcolsum', 'trowmax', 'tcolmax', 'trowmin', 'tcolmin', 'trowargmax', 'tcolargmax', 'trowargmin', 'tcolargmin', 'trowexpand', 'tcolexpand', 'trowexpandadd', 'tcolexpandadd', 'trowexpandsub', 'tcolexpandsub', 'trowexpandmul', 'tcolexpandmul', 'trowexpanddiv', 'tcolexpanddiv', 'trowexpandmax', 'tcolexpandmax', 'trowexpandmin', 'tcolexpandmin', 'trowexpandexpdif', 'tcolexpandexpdif', 'tci', 'ttrans', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'reduce_arg', 'alloc_tile', 'constexpr', 'static_range']
+__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'atomic_max', 'atomic_min', 'atomic_and', 'atomic_or', 'atomic_xor', 'atomic_exch', 'atomic_cas', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'shfl', 'shfl_up', 'shfl_down', 'shfl_xor', 'ballot', 'vote_any', 'vote_all', 'pipeline', 'printf', 'tadd', 'tsub', 'tmul', 'tdiv', 'tmin', 'tmax', 'tand', 'tor', 'txor', 'tshl', 'tshr', 'tabs', 'tneg', 'tnot', 'texp', 'tlog', 'tsqrt', 'trsqrt', 'trecip', 'trelu', 'tadds', 'tsubs', 'tmuls', 'tdivs', 'tmins', 'tmaxs', 'taxpy', 'texpands', 'tcmp', 'tcmps', 'tsel', 'tcvt', 'trowsum', 'tcolsum', 'trowmax', 'tcolmax', 'trowmin', 'tcolmin', 'trowargmax', 'tcolargmax', 'trowargmin', 'tcolargmin', 'trowexpand', 'tcolexpand', 'trowexpandadd', 'tcolexpandadd', 'trowexpandsub', 'tcolexpandsub', 'trowexpandmul', 'tcolexpandmul', 'trowexpanddiv', 'tcolexpanddiv', 'trowexpandmax', 'tcolexpandmax', 'trowexpandmin', 'tcolexpandmin', 'trowexpandexpdif', 'tcolexpandexpdif', 'tci', 'ttrans', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'reduce_arg', 'alloc_tile', 'constexpr', 'static_range']

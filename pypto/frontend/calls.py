@@ -344,6 +344,52 @@ class CallLowering:
         value = self.value_as(value, ptr.type.element_type, node, "the added value", ptr)
         return self.emit(pto.AtomicAddOp(ptr, value)).results[0]
 
+    def atomic_operand(self, ptr: Any, value: Any, node: ast.Call, name: str, what: str
+                       ) -> tuple[SSAValue, SSAValue]:
+        """The pointer and a value of its element type for `pto.<name>`, whose element types
+        are checked here, at the call (docs/language.md#atomics)."""
+        ptr = self.expect_ptr(ptr, node, f"pto.{name}'s first argument")
+        elem = ptr.type.element_type
+        if isinstance(elem, IntegerType) and elem.width.data == 1:
+            raise self.error(f"pto.{name} is not defined on bool elements; use an int32 "
+                             f"buffer (0 / 1)", node)
+        bitwise = name in ("atomic_and", "atomic_or", "atomic_xor", "atomic_cas")
+        if bitwise and not _is_int(elem):
+            how = "compares integers exactly" if name == "atomic_cas" else "is bitwise"
+            raise self.error(f"pto.{name} {how}: the pointer holds {_type_name(elem)}, it "
+                             f"needs int32 or int64 elements", node)
+        return ptr, self.value_as(value, elem, node, what, ptr)
+
+    def atomic_rmw(self, node: ast.Call, name: str, op_class: type) -> SSAValue:
+        ptr, value = self.call_args(node, ["ptr", "value"], 2)
+        ptr, value = self.atomic_operand(ptr, value, node, name, "the value")
+        return self.emit(op_class(ptr, value)).results[0]
+
+    def call_atomic_max(self, node: ast.Call) -> SSAValue:
+        return self.atomic_rmw(node, "atomic_max", pto.AtomicMaxOp)
+
+    def call_atomic_min(self, node: ast.Call) -> SSAValue:
+        return self.atomic_rmw(node, "atomic_min", pto.AtomicMinOp)
+
+    def call_atomic_and(self, node: ast.Call) -> SSAValue:
+        return self.atomic_rmw(node, "atomic_and", pto.AtomicAndOp)
+
+    def call_atomic_or(self, node: ast.Call) -> SSAValue:
+        return self.atomic_rmw(node, "atomic_or", pto.AtomicOrOp)
+
+    def call_atomic_xor(self, node: ast.Call) -> SSAValue:
+        return self.atomic_rmw(node, "atomic_xor", pto.AtomicXorOp)
+
+    def call_atomic_exch(self, node: ast.Call) -> SSAValue:
+        return self.atomic_rmw(node, "atomic_exch", pto.AtomicExchOp)
+
+    def call_atomic_cas(self, node: ast.Call) -> SSAValue:
+        ptr, compare, value = self.call_args(node, ["ptr", "compare", "value"], 3)
+        ptr, compare = self.atomic_operand(ptr, compare, node, "atomic_cas",
+                                           "the compared value")
+        value = self.value_as(value, ptr.type.element_type, node, "the new value", ptr)
+        return self.emit(pto.AtomicCasOp(ptr, compare, value)).results[0]
+
     def call_alloc_local(self, node: ast.Call) -> SSAValue:
         count, dtype = self.call_args(node, ["count", "dtype"], 1, {"dtype": dtypes.float32})
         count = self.const_int(count, node, "the element count of pto.alloc_local")

@@ -160,8 +160,10 @@ class HelperLowering:
             raise self.error(f"call to '{name}': {exc}", node) from None
         bound.apply_defaults()
         call_site = self.error("", node)  # where the call is, for the note
+        call_loc = self.loc(node)  # and for the IR: the helper's ops are located "at" it
         saved = (self.src, self.globals, self.env, self.node, self.statement, self.loop_depth,
-                 self.region_depth, self.block_saved_folding())
+                 self.region_depth, self.block_saved_folding(), getattr(self, "call_loc", None))
+        self.call_loc = call_loc
         self.src = src
         self.globals = _outer_values(fn)
         self.env = dict(bound.arguments)
@@ -176,7 +178,7 @@ class HelperLowering:
         finally:
             stack.pop()
             (self.src, self.globals, self.env, self.node, self.statement, self.loop_depth,
-             self.region_depth, folding) = saved
+             self.region_depth, folding, self.call_loc) = saved
             self.restore_folding(folding)
         if isinstance(result, _Undefined):
             raise self.error(f"'{name}' returns a value on some paths only (at line "

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
+    CallSiteLoc,
     FileLineColLoc,
     FloatAttr,
     FunctionType,
@@ -144,11 +145,16 @@ class KernelLowering(SubscriptLowering, StructuredLowering, CallLowering, Helper
             text += "; a pointer cannot be converted to a number"
         return self.error(text, node)
 
-    def loc(self, node: ast.AST | None = None) -> FileLineColLoc:
+    def loc(self, node: ast.AST | None = None) -> FileLineColLoc | CallSiteLoc:
+        """The source location of `node`; inside an inlined helper, `callsite(<line in the
+        helper> at <the call>)` (nested for helpers calling helpers), so that run-time errors
+        name the call site too (pypto.diagnostics.call_sites)."""
         node = node or self.node
         line = getattr(node, "lineno", self.src.first_line)
         col = getattr(node, "col_offset", 0) + self.src.col_offset + 1
-        return FileLineColLoc(StringAttr(self.src.filename), IntAttr(line), IntAttr(col))
+        here = FileLineColLoc(StringAttr(self.src.filename), IntAttr(line), IntAttr(col))
+        caller = getattr(self, "call_loc", None)
+        return here if caller is None else CallSiteLoc(here, caller)
 
     def emit(self, op: Operation) -> Operation:
         assert self.block is not None

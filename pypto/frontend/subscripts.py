@@ -9,7 +9,8 @@ them as they see the spelled-out form, and an out-of-bounds access names the sub
 
 The base is a pointer (a tensor parameter, `p + k`) or an L1 buffer (`pto.alloc_local`). A
 multi-index `t[r, c]` needs the base's shape: `row_major_strides` is the one place that gives
-it, so a shaped type (a 2-D L1 tile) only has to answer there.
+it: a shaped type, a tile of `pto.alloc_tile` (its alloc's static shape), or a tensor
+parameter's launch shape.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from xdsl.ir import SSAValue
 
+from pypto.analysis.ir_utils import root_alloc
 from pypto.dialects import pto
 from pypto.frontend.common import _describe_value, _is_int
 
@@ -100,6 +102,7 @@ class SubscriptLowering:
             offset = values[0]
         else:
             strides = self.row_major_strides(base, len(values), node)
+            self.check_constant_indices(base, values, indices, node)
             offset = self.linear_offset(values, strides, node)
         return self.ptr_offset(base, offset, ast.Add(), node)
 
@@ -107,6 +110,9 @@ class SubscriptLowering:
         """The element strides of a `rank`-index subscript of `base`: known only for a base
         with a static shape (the hook a shaped tile type answers)."""
         shape = getattr(base.type, "shape", None)
+        if shape is None and isinstance(base.type, pto.L1BufferType):
+            root = root_alloc(base)  # a tile of pto.alloc_tile (maybe passed on by stages)
+            shape = None if root is None else pto.tile_shape_of(root)
         if shape is None:
             shape = self.value_shapes.get(base)  # a tensor parameter: its launch shape
         if isinstance(shape, tuple) and len(shape) == rank:
@@ -123,7 +129,8 @@ class SubscriptLowering:
                 what += (" (a tensor allocated in bytes is flat: launch a shaped one, "
                          "pto.tensor(array) or pto.empty(shape))")
         elif isinstance(base.type, pto.L1BufferType):
-            what = "an L1 buffer of pto.alloc_local is one-dimensional"
+            what = ("an L1 buffer of pto.alloc_local is one-dimensional (pto.alloc_tile(rows, "
+                    "cols) makes one with a shape)")
         elif base in self.function_block.args:
             what = ("the shapes of tensor arguments are specialised only for kernels that "
                     "index with several subscripts in their own body (not only in a helper)")
@@ -134,6 +141,24 @@ class SubscriptLowering:
                           for k, i in enumerate(node.slice.elts))  # type: ignore[attr-defined]
         raise self.error(f"'{ast.unparse(node)}' has {rank} indices but {what}: index it with "
                          f"one flat offset, {name}[{flat}]", node)
+
+    def check_constant_indices(self, base: SSAValue, values: list[Any],
+                               indices: list[ast.expr], node: ast.Subscript) -> None:
+        """A compile-time index outside its extent of a tile's static shape is a compile
+        error at the subscript (run-time indices are checked as the flat element:
+        docs/language.md#subscripts)."""
+        if not isinstance(base.type, pto.L1BufferType):
+            return
+        root = root_alloc(base)
+        shape = None if root is None else pto.tile_shape_of(root)
+        if shape is None:
+            return
+        for k, (value, extent, index) in enumerate(zip(values, shape, indices)):
+            if isinstance(value, int) and not 0 <= value < extent:
+                raise self.error(f"index {k} of '{ast.unparse(node)}' is "
+                                 f"'{ast.unparse(index)}' = {value}, outside the tile's "
+                                 f"{shape[0]} x {shape[1]} shape (0 .. {extent - 1} along "
+                                 f"that axis)", node)
 
     def linear_offset(self, values: list[Any], strides: list[int], node: ast.AST) -> Any:
         """sum(index * stride), folded when every index is a compile-time integer."""

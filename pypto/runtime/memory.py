@@ -86,6 +86,8 @@ class Tensor:
         # what the interpreter derived from `data` (its global Buffer per kernel parameter
         # name), kept for the next launches; emptied when the tensor is freed
         self.views: dict[str, Any] = {}
+        self._base: Tensor | None = None  # a reshaped view: the tensor that owns the memory
+        self._reshaped: weakref.WeakSet[Tensor] = weakref.WeakSet()  # views of this memory
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -111,6 +113,44 @@ class Tensor:
     @property
     def ndim(self) -> int:
         return len(self._shape)
+
+    @property
+    def storage(self) -> Tensor:
+        """The tensor that owns this memory: `self`, or for a view made by `reshape` the
+        tensor it was made from. Streams order work and launches detect aliasing by it."""
+        return self._base if self._base is not None else self
+
+    @property
+    def base(self) -> Tensor | None:
+        """As NumPy's `.base`: the tensor a `reshape` view shares its memory with, else None."""
+        return self._base
+
+    @public_api
+    def reshape(self, *shape: Any) -> Tensor:
+        """A view of the same device memory with another shape, as NumPy's `reshape` of a
+        contiguous array: no copy, writes through either (by a kernel, `memcpy_h2d`) are seen
+        by both, and work using either is ordered as work on one tensor. `shape` is ints or
+        one tuple; one dimension may be -1 (inferred). A size that differs is a `UsageError`.
+
+        The view owns no memory: freeing it releases nothing (it only becomes unusable); the
+        memory goes when the tensor it was made from is freed, which frees its views too. A
+        view keeps that tensor alive, as NumPy's `.base` does (docs/runtime.md#tensors)."""
+        self.check_alive("the tensor of .reshape()")
+        dims = _reshape_dims(shape, self.size, self._shape)
+        view = Tensor.__new__(Tensor)
+        owner = self.storage
+        view._shape = dims
+        view.dtype = self.dtype
+        view.nbytes = self.nbytes
+        view.size = self.size
+        view.device = self.device
+        view._data = owner.data
+        view._release = _owns_nothing
+        view.views = {}
+        view._base = owner
+        view._reshaped = weakref.WeakSet()
+        owner._reshaped.add(view)
+        return view
 
     @public_api
     def numpy(self) -> np.ndarray:
@@ -157,6 +197,9 @@ class Tensor:
         self._data = None
         self.views.clear()
         self._release()
+        for view in list(self._reshaped):  # the memory is gone: its views are freed too
+            view._data = None
+            view.views.clear()
 
     @public_api
     def __enter__(self) -> Tensor:
@@ -170,6 +213,8 @@ class Tensor:
     def __repr__(self) -> str:
         # the host shape, as NumPy shows it: pto.tensor of a (64, 50) array is float32[64, 50]
         what = f"{self.dtype!r}[{', '.join(map(str, self._shape))}] ({self.nbytes} bytes)"
+        if self._base is not None:
+            what += f", a view of {self._base.dtype!r}[{', '.join(map(str, self._base.shape))}]"
         where = f"on '{self.device.name}'"
         if self._data is None:
             return f"<pto.Tensor {what} {where}, freed>"
@@ -201,6 +246,41 @@ def zeros(shape: int | tuple[int, ...], dtype: Any = float32, *,
     result = empty(shape, dtype, device=device)
     result.data[...] = 0  # fresh: no queued work can use it yet, so no stream order to keep
     return result
+
+
+def _owns_nothing() -> None:
+    """The release of a view: its memory belongs to the tensor it was made from."""
+
+
+def _reshape_dims(shape: tuple[Any, ...], size: int, current: tuple[int, ...]
+                  ) -> tuple[int, ...]:
+    """`Tensor.reshape`'s arguments as a shape of `size` elements (NumPy's rules: ints or one
+    tuple, at most one -1, the same element count)."""
+    items = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+    shown = tuple(items)
+    if not items or any(isinstance(d, bool) or not isinstance(d, int | np.integer)
+                        for d in items):
+        raise UsageError(f"Tensor.reshape: the shape {shown!r} must be ints or one tuple of "
+                         f"ints, as NumPy's (e.g. t.reshape(64, 50) or t.reshape((64, -1)))")
+    dims = [int(d) for d in items]
+    unknown = [k for k, d in enumerate(dims) if d == -1]
+    if len(unknown) > 1 or any(d < -1 or d == 0 for d in dims):
+        raise UsageError(f"Tensor.reshape: the shape {shown!r} may have one -1 (inferred) and "
+                         f"positive dimensions otherwise")
+    known = 1
+    for d in dims:
+        if d != -1:
+            known *= d
+    if unknown:
+        if size % known:
+            raise UsageError(f"Tensor.reshape: cannot reshape a tensor of {size} elements "
+                             f"(shape {current}) into shape {shown}: {size} is not a multiple "
+                             f"of {known}")
+        dims[unknown[0]] = size // known
+    elif known != size:
+        raise UsageError(f"Tensor.reshape: cannot reshape a tensor of {size} elements (shape "
+                         f"{current}) into shape {shown} ({known} elements)")
+    return tuple(dims)
 
 
 def _shape_tuple(shape: Any, api: str) -> tuple[int, ...]:

@@ -112,7 +112,9 @@ class Operation:
     origin: str | None              # user file:line that enqueued it
 
     def uses(self, tensor: Tensor) -> bool:
-        return any(t is tensor for t in self.tensors)
+        """Does this work touch `tensor`'s memory (itself, or a `reshape` view of it)?"""
+        storage = tensor.storage
+        return any(t.storage is storage for t in self.tensors)
 
 
 class Stream:
@@ -212,13 +214,13 @@ def _with_dependencies(limits: dict[Stream, int | None]) -> dict[Stream, int | N
     for stream in busy:
         for index, op in enumerate(stream._queue):
             for tensor in op.tensors:
-                users.setdefault(id(tensor), []).append((op.seq, stream, index))
+                users.setdefault(id(tensor.storage), []).append((op.seq, stream, index))
     work = [(stream, index) for stream, count in counts.items() for index in range(count)]
     while work:
         stream, index = work.pop()
         op = stream._queue[index]
         for tensor in op.tensors:
-            for seq, other, other_index in users.get(id(tensor), ()):
+            for seq, other, other_index in users.get(id(tensor.storage), ()):
                 if seq < op.seq and other_index >= counts.get(other, 0):
                     start = counts.get(other, 0)
                     counts[other] = other_index + 1

@@ -45,7 +45,7 @@ GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
     ("Lane memory",
      "One element per lane, through a pointer into HBM or L1 (an L1 buffer stands for a pointer "
      "to its first element).",
-     (pto.AddPtrOp, pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)),
+     (pto.AddPtrOp, pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, *pto.ATOMIC_OPS)),
     ("Arithmetic",
      "Scalar arithmetic is `arith`/`math`; pto adds what they lack: `pto.fmod` and the "
      "elementwise functions (every op with the `Elementwise` trait is listed here).",

@@ -30,6 +30,8 @@ EXPECTED = {
     "pto.store": ("VECTOR", False, [("ptr", "any", "write")]),
     "pto.fma": ("VECTOR", False, [("dst", "any", "write")]),
     "pto.atomic_add": ("VECTOR", False, [("ptr", "any", "read"), ("ptr", "any", "write")]),
+    **{f"pto.atomic_{k}": ("VECTOR", False, [("ptr", "any", "read"), ("ptr", "any", "write")])
+       for k in ("max", "min", "and", "or", "xor", "exch", "cas")},
     "pto.async_load": ("MTE_IN", True, [("dst", "local", "write"), ("src", "global", "read")]),
     "pto.async_store": ("MTE_OUT", True, [("dst", "global", "write"), ("src", "local", "read")]),
     "pto.tile_store": ("MTE_OUT", True, [("dst", "global", "write"), ("src", "local", "read")]),
@@ -154,6 +156,9 @@ FACTS = {
     "pto.store": ("STORE", None, False, False, None, False, False, False, None),
     "pto.fma": ("FMA", None, False, False, None, False, False, False, None),
     "pto.atomic_add": ("ATOMIC_ADD", None, False, False, None, False, False, False, None),
+    **{f"pto.atomic_{k}": (f"ATOMIC_{k.upper()}", None, False, False, None, False, False,
+                           False, None)
+       for k in ("max", "min", "and", "or", "xor", "exch", "cas")},
     "pto.fmod": ("FMOD", None, False, False, None, False, False, False, None),
     "pto.sigmoid": ("SIGMOID", None, False, False, None, False, False, False, None),
     "pto.loop_step": ("LOOP_STEP", None, False, False, None, False, False, False, None),

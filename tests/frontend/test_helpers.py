@@ -181,3 +181,52 @@ def test_lambdas_and_library_functions_are_not_inlined():
         pto.compile(uses_lambda, args=(t,), block=32)
     with pytest.raises(pto.CompileError, match="np.clip"):
         pto.compile(uses_numpy, args=(t,), block=32)
+
+
+def load_next(p, k):
+    return p[k + 1]                    # past the end for the last lane
+
+
+def doubled_next(p, k):
+    return load_next(p, k) * 2.0
+
+
+@pto.kernel
+def overruns_in_a_helper(x, o):
+    i = pto.get_global_id()
+    o[i] = doubled_next(x, i)
+
+
+def test_a_run_time_error_in_a_helper_adds_every_call_site():
+    with pytest.raises(pto.MemoryAccessError) as info:
+        overruns_in_a_helper[1, 4](np.arange(4, dtype=np.float32), np.zeros(4, np.float32))
+        pto.sync()
+    err = info.value
+    lines = str(err).splitlines()
+    inner = load_next.__code__.co_firstlineno + 1
+    middle = doubled_next.__code__.co_firstlineno + 1
+    outer = overruns_in_a_helper.fn.__code__.co_firstlineno + 3
+    assert lines[0].startswith(f"{__file__}:{inner}:12: in kernel 'overruns_in_a_helper': "
+                               f"out-of-bounds load of HBM buffer 'x' at element 4")
+    assert lines[1].strip() == "return p[k + 1]                    # past the end for the last lane"
+    assert lines[3] == f"{__file__}:{middle}:12: note: called from here"
+    assert lines[4].strip() == "return load_next(p, k) * 2.0"
+    assert lines[6] == f"{__file__}:{outer}:12: note: called from here"
+    assert lines[7].strip() == "o[i] = doubled_next(x, i)"
+    assert err.called_from == (f"{__file__}:{middle}:12", f"{__file__}:{outer}:12")
+    assert err.lane == (3, 0, 0)
+
+
+def test_the_ir_records_the_call_site_of_inlined_ops():
+    ck = pto.compile(overruns_in_a_helper, args=(pto.tensor(np.zeros(4, np.float32)),
+                                                 pto.tensor(np.zeros(4, np.float32))), block=4)
+    from pypto.diagnostics import call_sites, source_loc
+    from pypto.analysis.uniformity import walk
+
+    loads = [op for op in walk(ck.module.ops) if op.name == "pto.load"]
+    assert len(loads) == 1
+    assert source_loc(loads[0]).line == load_next.__code__.co_firstlineno + 1
+    assert [c.line for c in call_sites(loads[0])] == [
+        doubled_next.__code__.co_firstlineno + 1,
+        overruns_in_a_helper.fn.__code__.co_firstlineno + 3]
+    assert "callsite(" in pto.ir.print_ir(ck.module, debuginfo=True)

@@ -218,3 +218,94 @@ def test_two_index_subscript_errors_say_what_shape_is_known():
 
     msg = _error(offset_pointer, pto.tensor(np.zeros((2, 3), np.float32)))
     assert "a pointer has no shape (only a tensor parameter itself" in msg
+
+
+# ---- t[r, c] on a tile of pto.alloc_tile (a static shape) ------------------------------------
+
+
+@pto.kernel
+def tile_rows(x, o, sums, rows: pto.constexpr, cols: pto.constexpr):
+    t = pto.alloc_tile(rows, cols, dtype=pto.float32)
+    s = pto.alloc_tile(rows, 1, dtype=pto.float32)
+    lane = pto.get_local_id()
+    r = lane // cols
+    c = lane % cols
+    t[r, c] = x[lane] * 2.0
+    t[r, c] += 1.0
+    pto.barrier_block()
+    pto.trowsum(s, t)                      # a tile instruction reads what the lanes wrote
+    pto.barrier_block()
+    o[c * rows + r] = t[r, c]              # the transpose, through the subscript
+    if c == 0:
+        sums[r] = s[r, 0]
+
+
+def test_two_index_subscripts_on_a_tile_everywhere():
+    rows, cols = 4, 8
+    x = np.arange(rows * cols, dtype=np.float32) - 11.5
+    _, o, sums = run_everywhere(tile_rows, rows * cols,
+                                (x, np.zeros(rows * cols, np.float32), np.zeros(rows, np.float32),
+                                 rows, cols))
+    t = x.reshape(rows, cols) * np.float32(2) + np.float32(1)
+    np.testing.assert_array_equal(o, t.T.ravel())
+    np.testing.assert_array_equal(sums, t.sum(axis=1))  # small integers: exact in any order
+
+
+def test_a_tile_subscript_is_the_same_ir_as_the_flat_pointer():
+    @pto.kernel
+    def indexed(o):
+        t = pto.alloc_tile(4, 8, dtype=pto.float32)
+        r = pto.get_local_id()
+        t[r, 3] = 1.0
+        o[r] = t[r, 3]
+
+    @pto.kernel
+    def spelled(o):
+        t = pto.alloc_tile(4, 8, dtype=pto.float32)
+        r = pto.get_local_id()
+        pto.store(t + (r * 8 + 3), 1.0)
+        v = pto.load(t + (r * 8 + 3))  # Python evaluates `o[r] = t[r, 3]`'s value first
+        pto.store(o + r, v)
+
+    def ops(kernel):
+        ir = pto.compile(kernel, args=(pto.tensor(np.zeros(4, np.float32)),), block=4,
+                         pipeline="").mlir
+        body = [line.strip() for line in ir.splitlines()]
+        # each op and, for constants, the value (SSA names differ: `%v` is named)
+        return [line.split(" = ")[-1].split(" loc(")[0].split(" %")[0] for line in body
+                if line.startswith(("%", "pto."))]
+
+    assert ops(indexed) == ops(spelled)
+
+
+def test_a_constant_index_outside_the_tile_is_a_compile_error_at_the_subscript():
+    @pto.kernel
+    def past_the_row(o):
+        t = pto.alloc_tile(4, 8, dtype=pto.float32)
+        r = pto.get_local_id()
+        t[r, 8] = 1.0
+
+    msg = _error(past_the_row, pto.tensor(np.zeros(4, np.float32)))
+    assert "index 1 of 't[r, 8]' is '8' = 8, outside the tile's 4 x 8 shape (0 .. 7 along " \
+        "that axis)" in msg
+    assert f"{__file__}:" in msg.splitlines()[0]
+    assert "t[r, 8] = 1.0" in msg
+
+
+@pto.kernel
+def tile_overrun(o, rows: pto.constexpr):
+    t = pto.alloc_tile(4, 8, dtype=pto.float32)
+    r = pto.get_local_id()
+    t[r, 0] = 1.0
+    o[r] = t[r, 0]
+
+
+def test_a_run_time_index_outside_the_tile_names_the_subscript_block_lane_and_element():
+    with pytest.raises(pto.MemoryAccessError) as info:
+        tile_overrun[1, 6](np.zeros(6, np.float32), 4)
+        pto.sync()
+    first = str(info.value).splitlines()[0]
+    assert f"{__file__}:" in first
+    assert "out-of-bounds store of L1 buffer" in first and "at element 32" in first
+    assert "lane (4, 0, 0)" in first
+    assert str(info.value).splitlines()[1].strip() == "t[r, 0] = 1.0"

@@ -13,7 +13,7 @@ Targets (each input is a pure function of (target, seed, index), so a crash is r
   option values, and random driver flags;
 - `kernels`: generated Python kernels built from *generator units* (tests/fuzz/kernels.py: float32 /
   int32 arithmetic, comparisons, `pto.select`, branches, uniform, SIMT and static loops,
-  subscripts, warp reductions; a new language form is one more unit; sometimes deliberately ill-typed) through
+  subscripts, warp reductions, atomics; a new language form is one more unit; sometimes deliberately ill-typed) through
   `pto.compile()` with a random registry pipeline, then launched on every selected backend
   (`--backends` / PYPTO_FUZZ_BACKENDS, default the interpreter) and compared bit for bit with
   NumPy and with each other;

@@ -311,6 +311,71 @@ def _warp_reduce(d: KernelDraft) -> None:
     d.names.append(target)
 
 
+@generator_unit("tile_subscript", weight=0.6, requires=_has("alloc_tile"))
+def _tile_subscript(d: KernelDraft) -> None:
+    """`t[r, c] = x; t[r, c] += y; s = t[r, c]` on an 8 x 16 tile of pto.alloc_tile (2-D
+    subscripts by its static shape), each lane on its own element (r, c from its local id:
+    blocks have at most 128 lanes), so no barrier is needed."""
+    x, y = d.rng.choice(d.names), d.rng.choice(d.names)
+    tile, target = d.new_name("tile"), d.new_name()
+    dtype = "pto.float32" if d.is_float else "pto.int32"
+    where = "pto.get_local_id() // 16, pto.get_local_id() % 16"
+    d.body += [f"{tile} = pto.alloc_tile(8, 16, dtype={dtype})",
+               f"{tile}[{where}] = {x}", f"{tile}[{where}] += {y}",
+               f"{target} = {tile}[{where}]"]
+    d.assign_step(target, f"{x} + {y}")
+    d.names.append(target)
+
+
+def _ieee(pick: Callable[[Any, Any], Any], zero_first: bool) -> Callable[[Any, Any], Any]:
+    """IEEE 754 maximum / minimum: NaN propagates, and of two zeros the +0 (max) / -0 (min)."""
+    def combine(a: Any, b: Any) -> Any:
+        zeros = (a == b) & (a == 0)
+        signed = np.signbit(a) == zero_first
+        return np.where(zeros, np.where(signed, a, b), pick(a, b))
+    return combine
+
+
+_ATOMICS: dict[str, Callable[[Any, Any], Any]] = {
+    "max": _ieee(np.maximum, False), "min": _ieee(np.minimum, True),
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "exch": lambda old, v: v,
+}
+
+
+@generator_unit("atomic", weight=0.8, applies=lambda d: d.guarded,
+                requires=_has("atomic_max"))
+def _atomic(d: KernelDraft) -> None:
+    """`t = pto.atomic_<op>(o + (i - i % 4), x)` (and `atomic_cas(..., c, x)` on int32): lanes
+    4g .. 4g+3 (one warp) update element 4g of the output in lane order, each getting the
+    value the lower lanes left; the kernel's final store to `o` then overwrites the elements,
+    so the old values are what is checked (docs/language.md#atomics)."""
+    kinds = ["max", "min", "exch"] + ([] if d.is_float else ["and", "or", "xor", "cas"])
+    kind = d.rng.choice(kinds)
+    x, c, target = d.rng.choice(d.names), d.rng.choice(d.names), d.new_name()
+    if kind == "cas":
+        d.body.append(f"{target} = pto.atomic_cas(o + (i - i % 4), {c}, {x})")
+    else:
+        d.body.append(f"{target} = pto.atomic_{kind}(o + (i - i % 4), {x})")
+    dtype = d.dtype
+
+    def step(env: Env) -> None:
+        values, compare = env[x], env[c]
+        n = values.size
+        memory = env.setdefault("o memory", np.zeros(n, dtype))  # the output, zeros at launch
+        old = np.zeros(n, dtype)
+        for rank in range(4):  # lane order inside each group of four
+            lanes = np.arange(rank, n, 4)
+            current = memory[lanes - rank].copy()
+            old[lanes] = current
+            if kind == "cas":
+                new = np.where(current == compare[lanes], values[lanes], current)
+            else:
+                new = _ATOMICS[kind](current, values[lanes])
+            memory[lanes - rank] = np.asarray(new, dtype)
+        env[target] = old
+
+
 def _warp_unit_available() -> bool:
     import pypto as pto
 

@@ -42,6 +42,7 @@ from pypto.backend.interpreter.codegen_regions import (  # noqa: F401 (re-export
 )
 from pypto.backend.interpreter.codegen_tiles import TileEmitters
 from pypto.backend.interpreter.instruments import OpTable
+from pypto.diagnostics import call_sites
 from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, warp_ops, windows
 from pypto.backend.interpreter.optables import (
@@ -64,7 +65,7 @@ from pypto.backend.interpreter.planning import (  # the modes: also imported fro
 from pypto.backend.interpreter.lanes import Site
 from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import elementwise_reference, tile_vector
+from pypto.dialects.traits import atomic_update, elementwise_reference, tile_vector
 
 
 
@@ -135,7 +136,8 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         self.lines.append("    " * self.indent + line)
 
     def site(self, op: Operation) -> int:
-        self.sites.append(Site(op.name.removeprefix("pto."), location_of(op)))
+        self.sites.append(Site(op.name.removeprefix("pto."), location_of(op),
+                               tuple(c.text() for c in call_sites(op))))
         return len(self.sites) - 1
 
     def const(self, value: Any) -> str:
@@ -252,6 +254,10 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
+            return
+        update = atomic_update(op)
+        if update is not None:  # the atomics besides atomic_add (docs/language.md#atomics)
+            self.atomic_rmw(op, update.kind)
             return
         if tile_vector(op) is not None:
             self.tile_vector_op(op)

@@ -108,6 +108,13 @@ class TileEmitters:
         self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
                   f"{self.name(op.value)}, _m, {self.site(op)}{extra})")
 
+    def atomic_rmw(self, op: Operation, kind: str) -> None:
+        """`pto.atomic_<kind>`: its operands are the address, [the compared value,] the value."""
+        ptr, *rest = op.operands
+        compare = self.name(rest[0]) if len(rest) == 2 else None
+        self.emit(f"{self.name(op.results[0])} = _ctx.atomic_rmw({kind!r}, {self._addr(ptr)}, "
+                  f"{self.name(rest[-1])}, {compare}, _m, {self.site(op)})")
+
     def op_pto_printf(self, op: pto.PrintfOp) -> None:
         values = ", ".join(self.name(v) for v in op.values)
         self.emit(f"_ctx.printf({op.format.data!r}, ({values}{',' if op.values else ''}), _m, "

@@ -566,4 +566,4 @@ class Executable:
         raise DeadlockError(
             f"deadlock in block {block}: warps {at} wait at pto.{s.op} but warps {others} "
             f"{what}; every warp of the block must reach the same block-level barrier or tile "
-            f"instruction", kernel=self.name, location=s.location)
+            f"instruction", kernel=self.name, location=s.location, called_from=s.called_from)

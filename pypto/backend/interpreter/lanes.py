@@ -38,6 +38,7 @@ class Site:
 
     op: str
     location: str  # "file.py:12:8" (or "<unknown>")
+    called_from: tuple[str, ...] = ()  # inlined from helpers: the calls, innermost first
 
 
 _SMALL_MASK = 1 << 14
@@ -522,12 +523,14 @@ class LaneContext(TileVectorOps, BlockMemory):
         msg = (f"out-of-bounds {site.op} of {space} buffer '{buf.name}' at element {address} "
                f"(valid elements 0..{size - 1}, {size} x {buf.data.dtype}) by block {block}, "
                f"lane {lane}{self.neighbour(buf, address)}")
-        return MemoryAccessError(msg, kernel=self.kernel, location=site.location, block=block,
+        return MemoryAccessError(msg, kernel=self.kernel, location=site.location,
+                                 called_from=site.called_from, block=block,
                                  lane=lane, address=address, bounds=(0, size), buffer=buf.name)
 
     def fail(self, message: str, site_index: int, cls: type[KernelError] = KernelError) -> KernelError:
         site = self.sites[site_index]
-        return cls(message, kernel=self.kernel, location=site.location)
+        return cls(message, kernel=self.kernel, location=site.location,
+                   called_from=site.called_from)
 
     # memory ---------------------------------------------------------------------------------
 

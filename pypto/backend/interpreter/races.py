@@ -566,7 +566,8 @@ class RaceChecker:
                f"(warp {lane2 // self.ctx.warp_size}) at {s2.location} (pto.{s2.op}) with no "
                f"pto.barrier_block() in between (pto.barrier() orders only its own warp); "
                f"use pto.barrier_block()")
-        raise RaceError(msg, kernel=self.ctx.kernel, location=s2.location)
+        raise RaceError(msg, kernel=self.ctx.kernel, location=s2.location,
+                        called_from=s2.called_from)
 
     def _lane_name(self, linear: int) -> Any:
         """A lane's printable id: its linear local id when the block is 1-D, else (x, y, z)."""

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto import exact
+from pypto.backend.interpreter import atomic_rmw
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.copies import NO_TOKEN as _NO_TOKEN
 from pypto.backend.interpreter.copies import InFlight, Region
@@ -434,7 +435,7 @@ class BlockMemory:
             f"out-of-bounds {s.op} {what}: {space} buffer '{buf.name}' element {address} "
             f"(valid elements 0..{size - 1}) in block {block}"
             f"{self.neighbour(buf, address)}", kernel=self.kernel,
-            location=s.location, block=block, lane=None, address=address, bounds=(0, size),
+            location=s.location, called_from=s.called_from, block=block, lane=None, address=address, bounds=(0, size),
             buffer=buf.name)
 
     def copy(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
@@ -779,6 +780,34 @@ class BlockMemory:
         self.check_write(buf, idx, None, site, race=False)
         return atomics.serialised_add(data, idx, vals[lanes], lanes, old,
                                       self.decisions.get(atomics.Decision))
+
+    def atomic_rmw(self, kind: str, buf: Any, off: Any, value: Any, compare: Any, mask: Any,
+                   site: int) -> Any:
+        """`pto.atomic_<kind>` (max, min, and, or, xor, exch, cas): serialised in lane order
+        as `atomic_add` is, with the same bounds, in-flight and uninitialised checks (atomics
+        do not race with each other); the updates are `atomic_rmw.serialised`'s."""
+        data = buf.data
+        n = self.count
+        offs = np.broadcast_to(off, (n,)) if not isinstance(off, np.ndarray) else off
+        vals = np.broadcast_to(np.asarray(value, dtype=data.dtype), (n,))
+        lanes = np.nonzero(mask)[0] if mask is not None else np.arange(n)
+        old = np.zeros(n, dtype=data.dtype)
+        if lanes.size == 0:
+            return old
+        idx = offs[lanes].astype(np.int64)
+        if idx.min() < 0 or idx.max() >= buf.count:
+            full = np.full(n, 0, dtype=np.int64)
+            full[lanes] = idx
+            sel = np.zeros(n, dtype=bool)
+            sel[lanes] = True
+            raise self.oob(buf, full, sel, site)
+        if buf.stride:  # batch mode: each lane's block has its own copy of L1
+            idx = idx + self.lane_block[lanes] * buf.stride  # type: ignore[attr-defined]
+        self.check_read(buf, idx, None, site, race=False)
+        self.check_write(buf, idx, None, site, race=False)
+        cmp = None if compare is None else \
+            np.broadcast_to(np.asarray(compare, dtype=data.dtype), (n,))[lanes]
+        return atomic_rmw.serialised(kind, data, idx, vals[lanes], cmp, lanes, old)
 
     def _atomic_totals(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> None:
         """An integer atomic_add whose `old` values are not used: the same bounds, in-flight

@@ -7,7 +7,8 @@ lane can observe another lane's memory effects, which this check makes sure of s
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
   `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
   structured control flow, barriers, L1 atomics, fill / copies / mma at block level); no
-  printf or tile vector instruction yet. L1 and barriers are exact through the phase plan
+  printf or tile vector instruction yet, and of the atomics only
+  `pto.atomic_add`. L1 and barriers are exact through the phase plan
   (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
   which is asked last and refuses what it cannot split;
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or
@@ -38,7 +39,8 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.dialects.traits import launch_id, memory_accesses, offset_base, warp_collective
+from pypto.dialects.traits import (atomic_update, launch_id, memory_accesses, offset_base,
+                                     warp_collective)
 
 SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
@@ -285,6 +287,11 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: an atomic through a pointer not derived from a parameter"
             atomics.setdefault(root, []).append(op)
             continue
+        update = atomic_update(op)
+        if update is not None and update.kind != "add":  # the atomics besides atomic_add
+            return f"{_where(op)}: '{name}' is not compiled by the native backend yet (of the " \
+                   f"atomics only pto.atomic_add is); run it with backend='interpreter' " \
+                   f"(backend='auto' does)"
         if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp):
             for access in memory_accesses(op):
                 root = root_param(op.operands[access.operand])

@@ -23,6 +23,7 @@ from pypto.backend.interpreter.copies import Region
 from pypto.backend.interpreter.copies import byte_region as _byte_region
 from pypto.backend.interpreter.copies import l1_in_flight as _l1_in_flight
 from pypto.backend.interpreter.tiles import _BlockSlice, _blocks_of
+from pypto.errors import DeadlockError
 
 _F64 = np.dtype(np.float64)
 
@@ -263,7 +264,9 @@ class TileVectorOps:
                     mask: Any, site: int) -> None:
         """`tiles`: per address operand (destination first), its (rows, row_len, stride);
         `addrs`: per address operand, (buffer, offset)."""
-        self._require_all_lanes(mask, site, f"pto.{name}")  # type: ignore[attr-defined]
+        if mask is not None:  # a block-level instruction, but not a barrier: no new race epoch
+            raise self.fail(f"pto.{name} is a block-level instruction but not every lane of "  # type: ignore[attr-defined]
+                            f"the block reached it", site, DeadlockError)
         if self.inflight.lazy or self.inflight.fresh is not None:  # type: ignore[attr-defined]
             self._settle()  # type: ignore[attr-defined]
         bufs = [b for b, _ in addrs]
@@ -319,6 +322,20 @@ class TileVectorOps:
         dst[...] = compute(name, views[1:], scalar, props, dst.dtype, dst)
         return True
 
+    def _race_tile(self, buf: Any, region: Region, block: int, site: int,
+                   write: bool) -> None:
+        """The race detector's tile rule for one operand (races.RaceChecker.race_tile): the
+        elements of `region` in block `block`'s copy of the buffer, as the shadow indexes
+        them."""
+        owner = getattr(buf, "owner", buf)  # a _BlockSlice's buffer
+        if owner.shadow is None or owner.space != "local" or region.rows == 0 \
+                or region.row_len == 0:
+            return
+        start = block * owner.stride + region.base
+        index = (start + np.arange(region.rows, dtype=np.int64)[:, None] * region.stride
+                 + np.arange(region.row_len, dtype=np.int64)[None, :]).reshape(-1)
+        self.races.race_tile(owner, index, site, write)  # type: ignore[attr-defined]
+
     def _tile_vector_one(self, name: str, tiles: tuple[tuple[int, int, int], ...],
                          addrs: tuple[Any, ...], scalar: Any, props: dict[str, str],
                          site: int, block: int = 0) -> None:
@@ -339,6 +356,10 @@ class TileVectorOps:
         dst_buf = addrs[0][0]
         if dst_buf.watched() or self.inflight:  # type: ignore[attr-defined]
             self._check_region(dst_buf, regions[0], site, "write")  # type: ignore
+        for index, ((buf, _), region) in enumerate(zip(addrs, regions)):
+            if index or reads_dst:
+                self._race_tile(buf, region, block, site, False)
+        self._race_tile(dst_buf, regions[0], block, site, True)
         if isinstance(scalar, np.ndarray):
             scalar = scalar.reshape(-1)[0]
         dst = views[0]

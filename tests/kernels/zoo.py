@@ -310,6 +310,10 @@ def cases(scale: str = "full") -> list[Case]:
     return out
 
 
+TILE_KERNELS = ("softmax (tile ops, double-buffered)", "flash attention (tile ops + mma)")
+"""The zoo's kernels written with tile vector instructions (bench/tiles.py times them)."""
+
+
 def tiles(add: Callable[..., None], side: int) -> None:
     """Kernels written with the tile vector instructions (docs/language.md#lanes-or-tiles)."""
     tile_rows, blocks = 8, max(1, side // 32)

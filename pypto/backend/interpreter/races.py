@@ -183,7 +183,8 @@ class Races(Protocol):
     def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
                   write: bool) -> None: ...
 
-    def race_tile(self, buf: Any, index: np.ndarray, site: int, write: bool) -> None: ...
+    def race_tile(self, buf: Any, index: np.ndarray, site: int, write: bool,
+                  stable: bool = False) -> None: ...
 
     def race_pattern(self, buf: Any, pattern: tuple[Any, ...], site: int, write: bool,
                      key: Any = None) -> bool: ...
@@ -300,26 +301,35 @@ class RaceChecker:
                          (site << _LANE_BITS) | int(lanes[at[-1]]),
                          "written by the same instruction")
 
-    def race_tile(self, buf: Any, index: np.ndarray, site: int, write: bool) -> None:
+    def race_tile(self, buf: Any, index: np.ndarray, site: int, write: bool,
+                  stable: bool = False) -> None:
         """The race checks of a tile vector instruction's operand (tile_ops.py): it reads
-        (writes) elements `index` of `buf` (indexed like the buffer's data, every block's copy)
-        through the vector unit, which does not wait for the lanes' L1 accesses nor they for
-        it (docs/barriers.md#tile-vector-instructions). The vector unit is one more agent in
-        the epoch, `VECTOR_WARP`: any lane access of these elements in the same epoch (since
-        the last `pto.barrier_block()`), at least one a write, is a race, before the
-        instruction or after it; two tile instructions never race (the vector unit runs them
-        in order). A tile instruction does not advance the epoch: it is not a barrier."""
-        sh = buf.shadow.at_epoch(self.ctx.counters["epoch"])
-        arena = sh.arena
-        self._materialise(arena)
+        (writes) elements `index` of `buf` (indexed like the buffer's data, every block's copy;
+        increasing) through the vector unit, which does not wait for the lanes' L1 accesses
+        nor they for it (docs/barriers.md#tile-vector-instructions). The vector unit is one
+        more agent in the epoch, `VECTOR_WARP`: any lane access of these elements in the same
+        epoch (since the last `pto.barrier_block()`), at least one a write, is a race, before
+        the instruction or after it; two tile instructions never race (the vector unit runs
+        them in order). A tile instruction does not advance the epoch: it is not a barrier.
+        `stable`: `index` is never changed (tile_ops.py caches it), so the logs keep it as is."""
         n = index.size
         if n == 0:
             return
-        lanes = np.full(n, VECTOR_LANE, dtype=np.int64)
-        warps = np.full(n, VECTOR_WARP, dtype=np.int16)
-        what = "written again" if write else "read"
-        self._against_writes(buf, sh, index, lanes, warps, site, "WAW" if write else "RAW", what)
-        kept = arena.keep(index)
+        sh = buf.shadow.at_epoch(self.ctx.counters["epoch"])
+        arena = sh.arena
+        self._materialise(arena)
+        me = (site << _LANE_BITS) | VECTOR_LANE
+        if sh.writes:
+            writer = sh.w_warp[index]
+            bad = (writer >= 0) & (writer != VECTOR_WARP)
+            if bad.any():
+                e = int(index[int(np.argmax(bad))])
+                self._report("WAW" if write else "RAW", buf, e,
+                             _find(sh.writes, buf, e, VECTOR_WARP), "written", me,
+                             "written again" if write else "read")
+        kept = index if stable else arena.keep(index)
+        lanes = np.broadcast_to(np.int64(VECTOR_LANE), (n,))
+        warps = np.broadcast_to(np.int16(VECTOR_WARP), (n,))
         if not write:
             sh.reads.append((site, buf, kept, lanes, warps))
             arena.deferred.append((sh.r_warp, sh.r_multi, kept, warps))
@@ -330,10 +340,9 @@ class RaceChecker:
             reader = sh.r_warp[index]
             war = ((reader >= 0) & (reader != VECTOR_WARP)) | sh.r_multi[index]
             if war.any():
-                k = int(np.argmax(war))
-                e = int(index[k])
-                self._report("WAR", buf, e, _find(sh.reads, buf, e, VECTOR_WARP), "read",
-                             (site << _LANE_BITS) | VECTOR_LANE, "written")
+                e = int(index[int(np.argmax(war))])
+                self._report("WAR", buf, e, _find(sh.reads, buf, e, VECTOR_WARP), "read", me,
+                             "written")
         sh.writes.append((site, buf, kept, lanes, warps))
         arena.dirty = True
         sh.w_warp[index] = VECTOR_WARP

@@ -336,8 +336,9 @@ class TileVectorOps:
         """`tiles`: per address operand (destination first), its (rows, row_len, stride);
         `addrs`: per address operand, (buffer, offset)."""
         if mask is not None:  # a block-level instruction, but not a barrier: no new race epoch
-            raise self.fail(f"pto.{name} is a block-level instruction but not every lane of "  # type: ignore[attr-defined]
-                            f"the block reached it", site, DeadlockError)
+            fail = self.fail  # type: ignore[attr-defined]
+            raise fail(f"pto.{name} is a block-level instruction but not every lane of the "
+                       f"block reached it", site, DeadlockError)
         if self.inflight.lazy or self.inflight.fresh is not None:  # type: ignore[attr-defined]
             self._settle()  # type: ignore[attr-defined]
         bufs = [b for b, _ in addrs]

@@ -1,8 +1,9 @@
 """Tile vector instructions in batch mode (several blocks per lane vector: one NumPy operation
 over every block's tiles, results written straight into the destination tile) give the bits of
-an independent NumPy emulation of the documented semantics (docs/language.md#tile-vector-instructions:
-elementwise ops rounded once, `texp` through float64, reductions folding halves), with the race
-detector on and off, in batch and block mode, with destinations that alias their operands.
+an independent NumPy emulation of the documented semantics
+(docs/language.md#tile-vector-instructions: elementwise ops rounded once, `texp` through
+float64, reductions folding halves), with the race detector on and off, in batch and block
+mode, with destinations that alias their operands.
 """
 
 from __future__ import annotations

@@ -811,7 +811,11 @@ class _Walker:
         access_of, space, reads_only = a.access, access.space, access.kind is Kind.READ
         for entry, warp_barrier in state.open.items():  # every open access: keep this lean
             other = access_of(entry.op)
-            assert other is not None
+            if other is None:  # a tile vector instruction (_tile)
+                hazard = _vector_then_lane(entry.op, access)
+                if hazard is not None:
+                    hazards.append(hazard)
+                continue
             if other.space != space or (reads_only and other.kind is Kind.READ):
                 continue  # two reads never conflict
             if other.kind is Kind.ATOMIC and access.kind is Kind.ATOMIC:
@@ -851,6 +855,11 @@ class _Walker:
                                                    region.role))
         if tile_vector(op) is not None:
             hazards.extend(self._lanes_before_vector(op, state))
+            self._record(hazards)
+            # not a barrier: the lanes' accesses stay open, and so do the vector unit's own
+            # (a later lane access of its tiles needs a barrier_block too)
+            state.open[Entry(op)] = False
+            return
         self._record(hazards)
         state.open.clear()  # every warp reaches a tile instruction: it orders like a barrier
         waits = waits_on(op)
@@ -868,30 +877,20 @@ class _Walker:
         does not wait for the lanes' L1 stores (docs/barriers.md#tile-vector-instructions):
         a lane write of one of its tiles (any lane access, for a tile it writes) with no
         `pto.barrier_block()` in between is a hazard, at the tile instruction."""
-        trait = tile_vector(op)
-        assert trait is not None
-        tiles = trait.tiles(op, lambda v: None)
         hazards: list[Hazard] = []
         for entry in state.open:
             access = self.a.access(entry.op)
             if access is None or access.space != "local":
-                continue
-            root = root_alloc(access.ptr)
-            for index in tiles:
-                reads = any(a.kind == "read" and a.operand == index
-                            for a in declared_accesses(op))
-                if not (access.kind.writes or not reads):
+                continue  # (another tile vector instruction: the vector unit runs them in order)
+            for index, reads, writes in _vector_tiles(op):
+                kind = _vector_kind(access.kind.writes, reads, writes, lanes_first=True)
+                if kind is None or not _same_tile(access.ptr, op.operands[index]):
                     continue
-                tile_root = root_alloc(op.operands[index])
-                if root is not None and tile_root is not None and root is not tile_root:
-                    continue
-                kind = "RAW" if access.kind.writes and reads else ("WAW" if access.kind.writes
-                                                                  else "WAR")
                 verb = "write" if access.kind.writes else "read"
                 name = op.operands[index].name_hint or "its tile"
                 message = (f"{kind} hazard on L1 tile '{name}': lanes {verb} it at "
                            f"{where(entry.op)} and {op.name} at {where(op)} "
-                           f"{'reads' if reads else 'writes'} it through the vector unit, "
+                           f"{'writes' if writes else 'reads'} it through the vector unit, "
                            f"which does not wait for lane stores; put pto.barrier_block() "
                            f"between them (a tile vector instruction is not a barrier)")
                 hazards.append(Hazard(Category.WARPS, kind, op, entry.op, message,
@@ -905,6 +904,58 @@ class _Walker:
         copy_writes = tile_regions(copy.op)[0].kind is Kind.WRITE
         return in_flight_hazard(copy.op, copy_writes, op, kind, ptr, conflict, role,
                                 self.a.model, self.a.space, loop=loop, age=age)
+
+def _vector_tiles(op: Operation) -> list[tuple[int, bool, bool]]:
+    """(operand index, read, written) of each tile of a tile vector instruction."""
+    trait = tile_vector(op)
+    assert trait is not None
+    declared = declared_accesses(op)
+    out = []
+    for index in trait.tiles(op, lambda v: None):
+        reads = any(a.kind == "read" and a.operand == index for a in declared)
+        writes = any(a.kind != "read" and a.operand == index for a in declared) or not reads
+        out.append((index, reads, writes))
+    return out
+
+
+def _vector_kind(lane_writes: bool, reads: bool, writes: bool, lanes_first: bool) -> str | None:
+    """The hazard between a lane access and a tile vector instruction's access of one tile
+    (`lanes_first`: the lane access comes first), or None (both only read)."""
+    if lane_writes and writes:
+        return "WAW"
+    if lane_writes and reads:
+        return "RAW" if lanes_first else "WAR"
+    if writes:
+        return "WAR" if lanes_first else "RAW"
+    return None
+
+
+def _same_tile(ptr: SSAValue, tile: SSAValue) -> bool:
+    """May a lane address point into a tile operand's buffer? (Per buffer; an address whose
+    buffer cannot be told may point anywhere.)"""
+    root, tile_root = root_alloc(ptr), root_alloc(tile)
+    return root is None or tile_root is None or root is tile_root
+
+
+def _vector_then_lane(op: Operation, access: LaneAccess) -> Hazard | None:
+    """A lane access after a tile vector instruction with no `pto.barrier_block()` in between:
+    the lanes do not wait for the vector unit either (docs/barriers.md#tile-vector-instructions)."""
+    if access.space != "local":
+        return None
+    for index, reads, writes in _vector_tiles(op):
+        kind = _vector_kind(access.kind.writes, reads, writes, lanes_first=False)
+        if kind is None or not _same_tile(access.ptr, op.operands[index]):
+            continue
+        verb = "write" if access.kind.writes else "read"
+        name = op.operands[index].name_hint or "its tile"
+        message = (f"{kind} hazard on L1 tile '{name}': {op.name} at {where(op)} "
+                   f"{'writes' if writes else 'reads'} it through the vector unit and lanes "
+                   f"{verb} it at {where(access.op)}, which do not wait for the vector unit; "
+                   f"put pto.barrier_block() between them (a tile vector instruction is not a "
+                   f"barrier)")
+        return Hazard(Category.WARPS, kind, access.op, op, message,
+                      f"{op.name} on '{name}'", None)
+    return None
 
 # --------------------------------------------------------------------------------------------
 # Entry points

@@ -111,6 +111,7 @@ class KernelDraft:
     dtype: Any
     names: list[str] = field(default_factory=lambda: ["a", "b"])
     body: list[str] = field(default_factory=list)
+    prologue: list[str] = field(default_factory=list)  # block-level lines before `if i < n:`
     steps: list[Step] = field(default_factory=list)
     units: list[str] = field(default_factory=list)  # the units drawn, in order
     counter: int = 0
@@ -375,6 +376,138 @@ def _atomic(d: KernelDraft) -> None:
             memory[lanes - rank] = np.asarray(new, dtype)
         env[target] = old
 
+    d.steps.append(step)
+    d.names.append(target)
+
+
+def fold_halves(x: np.ndarray, axis: int) -> np.ndarray:
+    """The tile reductions' documented order (docs/language.md#tile-vector-instructions): the
+    first half combined with the second, an odd last element carried; written here element
+    list by element list, independently of the interpreter."""
+    parts = [np.take(x, [j], axis=axis) for j in range(x.shape[axis])]
+    while len(parts) > 1:
+        h = len(parts) // 2
+        parts = [np.add(parts[j], parts[j + h], dtype=x.dtype) for j in range(h)] + parts[2 * h:]
+    return parts[0]
+
+
+def _relu(a: np.ndarray) -> np.ndarray:
+    return np.where(a > 0, a, np.zeros_like(a)).astype(a.dtype)
+
+
+_TILE_BINARY = {"tadd": np.add, "tsub": np.subtract, "tmul": np.multiply, "tmin": np.minimum,
+                "tmax": np.maximum, "tdiv": np.divide, "tand": np.bitwise_and,
+                "tor": np.bitwise_or, "txor": np.bitwise_xor}
+_TILE_FLOAT_ONLY = {"tdiv", "texp", "tsqrt", "expdif", "div"}
+_TILE_INT_ONLY = {"tand", "tor", "txor", "tnot"}
+_TILE_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "tabs": np.abs, "tneg": np.negative, "trelu": _relu, "tnot": np.invert,
+    "texp": lambda a: np.exp(a.astype(np.float64)).astype(a.dtype),  # once, through float64
+    "tsqrt": np.sqrt}
+_TILE_REDUCE = {"sum": lambda x, axis: fold_halves(x, axis),
+                "max": lambda x, axis: np.max(x, axis=axis, keepdims=True),
+                "min": lambda x, axis: np.min(x, axis=axis, keepdims=True)}
+_TILE_FUSED = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
+               "min": np.minimum, "div": np.divide,
+               "expdif": lambda a, v: np.exp(np.subtract(a, v).astype(np.float64))}
+
+
+def _tile_supported() -> bool:
+    """The tile vector instructions (docs/language.md#tile-vector-instructions) exist."""
+    import pypto as pto
+
+    return all(hasattr(pto, name) for name in ("alloc_tile", "tadd", "trowsum",
+                                                "trowexpandsub"))
+
+
+@generator_unit("tile", weight=1.2, requires=_tile_supported)
+def _tile(d: KernelDraft) -> None:
+    """Tile vector instructions on a random rows x cols tile (rows * cols <= 256) of the
+    kernel's dtype, loaded from the first elements of x and y: an elementwise op (tile-tile or
+    unary), a tile ⊕ scalar op, a row or column reduction, or a reduction broadcast back by a
+    fused expand op. They run once per block before `if i < n:` (uniform control flow), then
+    `pto.barrier_block()` (a tile instruction is not a barrier) and every active lane reads
+    element `i % size` of the result tile."""
+    rng, is_float = d.rng, d.is_float
+    dt = "pto.float32" if is_float else "pto.int32"
+    rows = rng.choice([1, 2, 3, 4, 5, 8])
+    cols = rng.choice([c for c in (1, 2, 3, 7, 8, 13, 16, 24, 32) if rows * c <= 256])
+    k = d.new_name("tile")
+    ta, tb, tr = f"{k}a", f"{k}b", f"{k}r"
+
+    def ok(name: str) -> bool:
+        return (is_float or name not in _TILE_FLOAT_ONLY) and \
+            (not is_float or name not in _TILE_INT_ONLY)
+
+    lines = [f"{ta} = pto.alloc_tile({rows}, {cols}, dtype={dt})",
+             f"{tb} = pto.alloc_tile({rows}, {cols}, dtype={dt})",
+             f"pto.wait(pto.async_load({ta}, x, {rows * cols * 4}))",
+             f"pto.wait(pto.async_load({tb}, y, {rows * cols * 4}))"]
+    kind = rng.choice(["binary", "unary", "scalar", "reduce", "expand"])
+    scalar = rng.choice(["1.5", "-0.75", "3.0"] if is_float else ["3", "-7", "100"])
+    if kind == "binary":
+        op = rng.choice([o for o in _TILE_BINARY if ok(o)])
+        shape = (rows, cols)
+        lines += [f"{tr} = pto.alloc_tile({rows}, {cols}, dtype={dt})",
+                  f"pto.{op}({tr}, {ta}, {tb})"]
+
+        def compute(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return _TILE_BINARY[op](a, b).astype(a.dtype)
+    elif kind == "unary":
+        op = rng.choice([o for o in _TILE_UNARY if ok(o)])
+        shape = (rows, cols)
+        lines += [f"{tr} = pto.alloc_tile({rows}, {cols}, dtype={dt})", f"pto.{op}({tr}, {ta})"]
+
+        def compute(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return _TILE_UNARY[op](a).astype(a.dtype)
+    elif kind == "scalar":
+        op = rng.choice([o for o in ("tadd", "tsub", "tmul", "tmin", "tmax", "tdiv") if ok(o)])
+        shape = (rows, cols)
+        lines += [f"{tr} = pto.alloc_tile({rows}, {cols}, dtype={dt})",
+                  f"pto.{op}s({tr}, {ta}, {scalar})"]
+
+        def compute(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return _TILE_BINARY[op](a, a.dtype.type(float(scalar) if is_float
+                                                    else int(scalar))).astype(a.dtype)
+    else:
+        what = rng.choice(sorted(_TILE_REDUCE))
+        axis = rng.choice([1, 0])  # 1: along each row (trow...), 0: down each column
+        prefix = "row" if axis == 1 else "col"
+        vshape = (rows, 1) if axis == 1 else (1, cols)
+        tv = f"{k}v"
+        lines += [f"{tv} = pto.alloc_tile({vshape[0]}, {vshape[1]}, dtype={dt})",
+                  f"pto.t{prefix}{what}({tv}, {tb})"]
+        if kind == "reduce":
+            shape, tr = vshape, tv
+
+            def compute(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                return _TILE_REDUCE[what](b, axis).astype(b.dtype)
+        else:
+            fused = rng.choice([f for f in sorted(_TILE_FUSED) if ok(f)])
+            shape = (rows, cols)
+            lines += [f"{tr} = pto.alloc_tile({rows}, {cols}, dtype={dt})",
+                      f"pto.t{prefix}expand{fused}({tr}, {ta}, {tv})"]
+
+            def compute(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                v = _TILE_REDUCE[what](b, axis).astype(b.dtype)
+                return _TILE_FUSED[fused](a, v).astype(a.dtype)
+    lines.append("pto.barrier_block()")
+    d.prologue += lines
+    size = shape[0] * shape[1]
+    t = d.new_name()
+    d.body.append(f"{t} = pto.load({tr} + i % {size})")
+    dtype = d.dtype
+
+    def step(env: Env) -> None:
+        n = rows * cols
+        a = env["x"][:n].reshape(rows, cols)
+        b = env["y"][:n].reshape(rows, cols)
+        result = np.ascontiguousarray(compute(a, b), dtype=dtype).reshape(-1)
+        env[t] = result[np.arange(env["lane"].size) % size]
+
+    d.steps.append(step)
+    d.names.append(t)
+
 
 def _warp_unit_available() -> bool:
     import pypto as pto
@@ -482,6 +615,7 @@ def kernel_case(seed: int, index: int) -> KernelCase:
     if bad:
         draft.body.append(rng.choice(BAD_FORMS))
         draft.units.append("bad")
+    prologue = textwrap.indent("".join(line + "\n" for line in draft.prologue), " " * 4)
     if draft.guarded:
         indented = textwrap.indent("\n".join(draft.body), " " * 8)
         source = textwrap.dedent("""\
@@ -490,12 +624,12 @@ def kernel_case(seed: int, index: int) -> KernelCase:
             @pto.kernel
             def gen(x, y, o, n):
                 i = pto.get_global_id()
-                if i < n:
+            {prologue}    if i < n:
                     a = pto.load(x + i)
                     b = pto.load(y + i)
             {body}
                     pto.store(o + i, {result})
-            """).format(body=indented, result=result)
+            """).format(prologue=prologue, body=indented, result=result)
     else:  # every lane of the launch runs the body (the inputs cover the whole launch)
         indented = textwrap.indent("\n".join(draft.body), " " * 4)
         source = textwrap.dedent("""\
@@ -504,19 +638,19 @@ def kernel_case(seed: int, index: int) -> KernelCase:
             @pto.kernel
             def gen(x, y, o, n):
                 i = pto.get_global_id()
-                a = pto.load(x + i)
+            {prologue}    a = pto.load(x + i)
                 b = pto.load(y + i)
             {body}
                 if i < n:
                     pto.store(o + i, {result})
-            """).format(body=indented, result=result)
+            """).format(prologue=prologue, body=indented, result=result)
     dtype, steps, guarded = draft.dtype, list(draft.steps), draft.guarded
 
     def reference(xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
         active = n if guarded else lanes
         with np.errstate(all="ignore"):
             env: Env = {"a": xs[:active], "b": ys[:active],
-                        "lane": np.arange(active, dtype=dtype)}
+                        "lane": np.arange(active, dtype=dtype), "x": xs, "y": ys}
             for step in steps:
                 step(env)
             return env[result][:n]

@@ -30,6 +30,7 @@ from tests.kernels import (test_bitwise as kb, test_double_buffer as kd,  # noqa
                            test_reduction as kr, test_saxpy as ks, test_softmax as ksm, test_stencil as kst,
                            test_transpose as kt, test_users_zoo as ku)
 from tests.kernels import test_tile_attention as katt  # noqa: E402
+from tests.kernels import test_tile_layernorm as ktln  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 
 Arrays = dict[str, np.ndarray]
@@ -310,6 +311,11 @@ def cases(scale: str = "full") -> list[Case]:
     return out
 
 
+TILE_KERNELS = ("softmax (tile ops, double-buffered)", "flash attention (tile ops + mma)",
+                "layernorm (tile ops)")
+"""The zoo's kernels written with tile vector instructions (bench/tiles.py times them)."""
+
+
 def tiles(add: Callable[..., None], side: int) -> None:
     """Kernels written with the tile vector instructions (docs/language.md#lanes-or-tiles)."""
     tile_rows, blocks = 8, max(1, side // 32)
@@ -341,6 +347,19 @@ def tiles(add: Callable[..., None], side: int) -> None:
         lambda d: (n, dim, br, br, 1.0 / math.sqrt(dim)), attention_np,
         lambda o, d: close(o["o"], katt.attention_reference(d["q"], d["k"], d["v"])
                            .astype(np.float32), 1e-4, 1e-5))
+
+    def layernorm_np(d: Arrays) -> np.ndarray:
+        x = d["x"]
+        m = x.mean(1, keepdims=True)
+        return (x - m) / np.sqrt(x.var(1, keepdims=True) + ktln.EPS) * d["gamma"] + d["beta"]
+    add("layernorm (tile ops)", f"{side}x{side}", ktln.layernorm_tiles, side // tile_rows, 32,
+        lambda r: {"x": r.standard_normal((side, side)).astype(np.float32),
+                   "y": np.zeros((side, side), np.float32),
+                   "gamma": (1 + 0.5 * r.standard_normal(side)).astype(np.float32),
+                   "beta": r.standard_normal(side).astype(np.float32)},
+        lambda d: (side, tile_rows, ktln.EPS), layernorm_np,
+        lambda o, d: eq(o["y"], ktln.emulated_layernorm_tiles(d["x"], d["gamma"], d["beta"],
+                                                              ktln.EPS)))
 
 
 PAIRS = [  # (style as users write it, its tuned twin): docs/performance.md's table of pairs

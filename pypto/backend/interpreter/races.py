@@ -2,11 +2,14 @@
 
 Model (as compute-sanitizer's racecheck, specialised to the PTO machine): lanes are grouped in
 warps (the target's `warp_size`, 32 by default); a warp runs in lockstep, so lanes of one warp
-never race. The block's *epoch* advances at every `pto.barrier_block` and every tile instruction (a block-level collective), and
-orders everything before it against everything after it. `pto.barrier()` orders only its own warp
-and does not advance the epoch. Two accesses to one L1 element in the same epoch, by different
-warps, at least one a write, are a race — whatever order the warps happened to run in, so the
-detector finds races in lockstep execution as well as under any warp schedule.
+never race. The block's *epoch* advances at every `pto.barrier_block` and every block-level
+collective except the tile vector instructions (copies, waits, `fill`, `mma`), and orders
+everything before it against everything after it. A tile vector instruction is not a barrier:
+its accesses are the vector unit's, one more agent in the epoch (`race_tile`). `pto.barrier()`
+orders only its own warp and does not advance the epoch. Two accesses to one L1 element in the
+same epoch, by different warps, at least one a write, are a race — whatever order the warps
+happened to run in, so the detector finds races in lockstep execution as well as under any warp
+schedule.
 
 The shadow follows L1 addresses, not buffer names: it is kept per granule of the block's L1 arena
 (see l1.py), so two buffers placed over the same bytes are checked against each other. Per
@@ -180,6 +183,9 @@ class Races(Protocol):
     def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
                   write: bool) -> None: ...
 
+    def race_tile(self, buf: Any, index: np.ndarray, site: int, write: bool,
+                  stable: bool = False) -> None: ...
+
     def race_pattern(self, buf: Any, pattern: tuple[Any, ...], site: int, write: bool,
                      key: Any = None) -> bool: ...
 
@@ -294,6 +300,52 @@ class RaceChecker:
             self._report("WAW", buf, e, (site << _LANE_BITS) | int(lanes[first]), "written",
                          (site << _LANE_BITS) | int(lanes[at[-1]]),
                          "written by the same instruction")
+
+    def race_tile(self, buf: Any, index: np.ndarray, site: int, write: bool,
+                  stable: bool = False) -> None:
+        """The race checks of a tile vector instruction's operand (tile_ops.py): it reads
+        (writes) elements `index` of `buf` (indexed like the buffer's data, every block's copy;
+        increasing) through the vector unit, which does not wait for the lanes' L1 accesses
+        nor they for it (docs/barriers.md#tile-vector-instructions). The vector unit is one
+        more agent in the epoch, `VECTOR_WARP`: any lane access of these elements in the same
+        epoch (since the last `pto.barrier_block()`), at least one a write, is a race, before
+        the instruction or after it; two tile instructions never race (the vector unit runs
+        them in order). A tile instruction does not advance the epoch: it is not a barrier.
+        `stable`: `index` is never changed (tile_ops.py caches it), so the logs keep it as is."""
+        n = index.size
+        if n == 0:
+            return
+        sh = buf.shadow.at_epoch(self.ctx.counters["epoch"])
+        arena = sh.arena
+        self._materialise(arena)
+        me = (site << _LANE_BITS) | VECTOR_LANE
+        if sh.writes:
+            writer = sh.w_warp[index]
+            bad = (writer >= 0) & (writer != VECTOR_WARP)
+            if bad.any():
+                e = int(index[int(np.argmax(bad))])
+                self._report("WAW" if write else "RAW", buf, e,
+                             _find(sh.writes, buf, e, VECTOR_WARP), "written", me,
+                             "written again" if write else "read")
+        kept = index if stable else arena.keep(index)
+        lanes = np.broadcast_to(np.int64(VECTOR_LANE), (n,))
+        warps = np.broadcast_to(np.int16(VECTOR_WARP), (n,))
+        if not write:
+            sh.reads.append((site, buf, kept, lanes, warps))
+            arena.deferred.append((sh.r_warp, sh.r_multi, kept, warps))
+            return
+        if arena.deferred:
+            self._settle_reads(arena)
+        if sh.reads:
+            reader = sh.r_warp[index]
+            war = ((reader >= 0) & (reader != VECTOR_WARP)) | sh.r_multi[index]
+            if war.any():
+                e = int(index[int(np.argmax(war))])
+                self._report("WAR", buf, e, _find(sh.reads, buf, e, VECTOR_WARP), "read", me,
+                             "written")
+        sh.writes.append((site, buf, kept, lanes, warps))
+        arena.dirty = True
+        sh.w_warp[index] = VECTOR_WARP
 
     def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
                   write: bool) -> None:
@@ -560,6 +612,13 @@ class RaceChecker:
         block = self.ctx.block_of_element(buf, element)  # type: ignore[attr-defined]
         element = buf.local_element(element)
         s1, s2 = self.ctx.sites[site1], self.ctx.sites[site2]
+        if VECTOR_LANE in (lane1, lane2):
+            msg = (f"{kind} race on L1 tile '{buf.name}' element {element} in block {block}: "
+                   f"{what1} {self._agent(lane1, s1)}, then {what2} {self._agent(lane2, s2)} "
+                   f"with no pto.barrier_block() in between (a tile vector instruction is not "
+                   f"a barrier: the vector unit does not wait for the lanes' L1 accesses, nor "
+                   f"they for it); put pto.barrier_block() between them")
+            raise RaceError(msg, kernel=self.ctx.kernel, location=s2.location)
         msg = (f"{kind} race on L1 buffer '{buf.name}' element {element} in block {block}: "
                f"{what1} by lane {self._lane_name(lane1)} (warp {lane1 // self.ctx.warp_size}) at "
                f"{s1.location} (pto.{s1.op}), then {what2} by lane {self._lane_name(lane2)} "
@@ -568,6 +627,13 @@ class RaceChecker:
                f"use pto.barrier_block()")
         raise RaceError(msg, kernel=self.ctx.kernel, location=s2.location,
                         called_from=s2.called_from)
+
+    def _agent(self, lane: int, site: Any) -> str:
+        """Who made an access, for a report: a lane (and its warp) or the vector unit."""
+        if lane == VECTOR_LANE:
+            return f"by pto.{site.op} (the vector unit) at {site.location}"
+        return (f"by lane {self._lane_name(lane)} (warp {lane // self.ctx.warp_size}) at "
+                f"{site.location} (pto.{site.op})")
 
     def _lane_name(self, linear: int) -> Any:
         """A lane's printable id: its linear local id when the block is 1-D, else (x, y, z)."""
@@ -763,6 +829,11 @@ def _agree(lo: np.ndarray, hi: np.ndarray, wlo: Any, whi: Any, single: bool) -> 
 
 
 _NO_WARP = np.iinfo(np.int16).max
+VECTOR_WARP = _NO_WARP - 1
+"""The 'warp' of the vector unit's accesses (tile vector instructions, `race_tile`): another
+agent than every lane warp, the same for every tile instruction."""
+VECTOR_LANE = 1 << (_LANE_BITS - 1)
+"""The 'lane' logged for a vector-unit access (no lane id is that large)."""
 _PENDING_MAX = 64
 _TRIE_MAX = 4096
 """Summarised accesses an epoch keeps pending at most (then the arrays take over)."""

@@ -23,6 +23,7 @@ from pypto.backend.interpreter.copies import Region
 from pypto.backend.interpreter.copies import byte_region as _byte_region
 from pypto.backend.interpreter.copies import l1_in_flight as _l1_in_flight
 from pypto.backend.interpreter.tiles import _BlockSlice, _blocks_of
+from pypto.errors import DeadlockError
 
 _F64 = np.dtype(np.float64)
 
@@ -36,14 +37,32 @@ def fold(x: np.ndarray, op: Any, axis: int) -> np.ndarray:
     column (row) remains, the first half is combined elementwise with the second, an odd last
     one carried to the next step. For 8 columns: ((c0+c4)+(c2+c6)) + ((c1+c5)+(c3+c7)). One
     NumPy operation per step, log2(n) steps; every intermediate is rounded to the tile's type,
-    as the vector unit's folding reduction does."""
-    x = np.moveaxis(x, axis, 1)
-    while x.shape[1] > 1:
-        n = x.shape[1]
+    as the vector unit's folding reduction does. The halves are slices along `axis` itself
+    (contiguous runs for a row sum) folded in place in one scratch array: no transposed
+    copies, no allocation per step."""
+    axis %= x.ndim
+    n = x.shape[axis]
+    if n == 1:
+        return x
+
+    def part(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        return a[(slice(None),) * axis + (slice(lo, hi),)]
+
+    h = n // 2
+    shape = list(x.shape)
+    shape[axis] = n - h
+    s = np.empty(shape, dtype=x.dtype)
+    op(part(x, 0, h), part(x, h, 2 * h), out=part(s, 0, h))
+    if n % 2:
+        part(s, h, h + 1)[...] = part(x, 2 * h, n)
+    n -= h
+    while n > 1:
         h = n // 2
-        y = op(x[:, :h], x[:, h:2 * h])
-        x = np.concatenate([y, x[:, 2 * h:]], axis=1) if n % 2 else y
-    return np.moveaxis(x, 1, axis)
+        op(part(s, 0, h), part(s, h, 2 * h), out=part(s, 0, h))
+        if n % 2:
+            part(s, h, h + 1)[...] = part(s, 2 * h, n)
+        n -= h
+    return part(s, 0, 1)
 
 
 def _extreme(x: np.ndarray, biggest: bool, axis: int) -> np.ndarray:
@@ -254,6 +273,59 @@ def compute(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str]
     raise ValueError(f"no semantics for tile instruction pto.{name}")
 
 
+_INTO_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+                "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+_INTO_UNARY = {"abs": np.abs, "neg": np.negative, "not": np.invert, "sqrt": np.sqrt}
+_INTO_F64 = {"exp": np.exp, "log": np.log}
+_NATIVE_FLOATS = (np.dtype(np.float16), np.dtype(np.float32))
+
+
+def compute_into(name: str, ins: list[np.ndarray], scalar: Any, props: dict[str, str],
+                 dst: np.ndarray) -> None:
+    """`dst[...] = compute(name, ins, scalar, props, dst.dtype, dst)`, the same bits, with the
+    common instructions written straight into the destination (`out=`): no temporary the
+    size of a tile, no second pass to copy it (the interpreter's hot path; the exactness
+    suite checks both). Operands may alias the destination: elementwise ufuncs read each
+    element before they write it."""
+    op = name[1:]
+    dt = dst.dtype
+    if dt not in _NATIVE_FLOATS and (op.endswith(("div", "divs")) or dt == exact.BFLOAT16):
+        dst[...] = compute(name, ins, scalar, props, dt, dst)  # true division of integers
+        return
+    with np.errstate(all="ignore"):
+        if op.startswith(("row", "col")) and op[3:].startswith("expand") and len(ins) == 2:
+            what = op[3 + len("expand"):]
+            a, v = ins
+            if a.dtype == dt == v.dtype:
+                if what in _INTO_BINARY:
+                    _INTO_BINARY[what](a, v, out=dst)
+                    return
+                if what == "expdif" and dt in _NATIVE_FLOATS:
+                    np.subtract(a, v, out=dst)  # rounded to the tile's type, as the lanes' sub
+                    np.exp(dst, out=dst, dtype=_F64, casting="same_kind")  # as exact.MATH
+                    return
+        elif len(ins) == 2 and op in _INTO_BINARY and ins[0].dtype == dt == ins[1].dtype:
+            _INTO_BINARY[op](ins[0], ins[1], out=dst)
+            return
+        elif len(ins) == 1 and ins[0].dtype == dt:
+            if op in _INTO_UNARY:
+                _INTO_UNARY[op](ins[0], out=dst)
+                return
+            if op in _INTO_F64 and dt in _NATIVE_FLOATS:
+                _INTO_F64[op](ins[0], out=dst, dtype=_F64, casting="same_kind")
+                return
+            if op.endswith("s") and op[:-1] in _INTO_BINARY and scalar is not None:
+                _INTO_BINARY[op[:-1]](ins[0], _scalar(scalar, dt), out=dst)
+                return
+            if op == "rowsum":
+                dst[...] = fold(ins[0], np.add, -1)
+                return
+            if op == "colsum":
+                dst[...] = fold(ins[0], np.add, -2)
+                return
+    dst[...] = compute(name, ins, scalar, props, dt, dst)
+
+
 class TileVectorOps:
     """`tile_vector(...)`: a tile vector instruction on the block's L1 (a mixin of the
     interpreter's block context; see the module docstring)."""
@@ -263,7 +335,10 @@ class TileVectorOps:
                     mask: Any, site: int) -> None:
         """`tiles`: per address operand (destination first), its (rows, row_len, stride);
         `addrs`: per address operand, (buffer, offset)."""
-        self._require_all_lanes(mask, site, f"pto.{name}")  # type: ignore[attr-defined]
+        if mask is not None:  # a block-level instruction, but not a barrier: no new race epoch
+            fail = self.fail  # type: ignore[attr-defined]
+            raise fail(f"pto.{name} is a block-level instruction but not every lane of the "
+                       f"block reached it", site, DeadlockError)
         if self.inflight.lazy or self.inflight.fresh is not None:  # type: ignore[attr-defined]
             self._settle()  # type: ignore[attr-defined]
         bufs = [b for b, _ in addrs]
@@ -280,7 +355,7 @@ class TileVectorOps:
                 if isinstance(o, np.ndarray) else o for _, o in addrs]
         scalars = self._per_block(scalar, site, "value") \
             if isinstance(scalar, np.ndarray) else scalar  # type: ignore[attr-defined]
-        if self._tile_vector_batched(name, tiles, bufs, offs, scalars, props, blocks):
+        if self._tile_vector_batched(name, tiles, bufs, offs, scalars, props, blocks, site):
             return
         for b in range(blocks):
             block_addrs = tuple((_BlockSlice(buf, b), o[b] if isinstance(o, np.ndarray) else o)
@@ -290,34 +365,87 @@ class TileVectorOps:
 
     def _tile_vector_batched(self, name: str, tiles: tuple[tuple[int, int, int], ...],
                              bufs: list[Any], offs: list[Any], scalar: Any,
-                             props: dict[str, str], blocks: int) -> bool:
-        """Batch mode, every block's tiles at the same offsets, nothing watched (no race or
-        initialisation tracking) and no copy in flight: one NumPy operation over
-        (blocks, rows, cols) views of every block's L1. Returns False, having changed
-        nothing, when the general path (block by block, with its checks) must run."""
+                             props: dict[str, str], blocks: int, site: int = 0) -> bool:
+        """Batch mode, every block's tiles at the same offsets, no initialisation tracking and
+        no copy in flight on the tiles: one NumPy operation over (blocks, rows, cols) views of
+        every block's L1, the race detector's tile rule checked for all blocks at once. Each
+        operand's view (and its elements for the race check) is made once per buffer, offset
+        and shape and kept with the lane vector (`_tile_views`), so an instruction in a loop
+        pays a dictionary look-up, not a bounds check and a strided view. Returns False,
+        having changed nothing, when the general path (block by block, with its checks) must
+        run."""
         inflight = self.inflight  # type: ignore[attr-defined]
-        if inflight.lazy or any(isinstance(o, np.ndarray) for o in offs):
+        if inflight.lazy:
             return False
-        views = []
-        for index, (buf, off, (rows, row_len, stride)) in enumerate(zip(bufs, offs, tiles)):
-            if buf.watched() or _blocks_of(buf) != blocks:
+        cache = self.__dict__.get("_tile_views")
+        if cache is None:
+            cache = self.__dict__["_tile_views"] = {}
+        entries = []
+        for index, (buf, off, geometry) in enumerate(zip(bufs, offs, tiles)):
+            if isinstance(off, np.ndarray):
                 return False
-            off = int(off)
-            extent = (rows - 1) * stride + row_len
-            if off < 0 or off + extent > buf.count or (rows > 1 and stride < row_len):
-                return False  # the general path reports it
+            key = (id(buf), int(off), geometry)
+            entry = cache.get(key)
+            if entry is None or entry[0] is not buf:
+                entry = self._tile_view(buf, int(off), geometry, blocks)
+                if entry is None:
+                    return False  # the general path reports it
+                if len(cache) > 256:
+                    cache.clear()
+                cache[key] = entry
             if len(inflight):  # a copy in flight on these bytes: the general path reports it
-                region = _byte_region(buf, Region(off, rows, row_len, stride))
+                rows, row_len, stride = geometry
+                region = _byte_region(buf, Region(int(off), rows, row_len, stride))
                 if _l1_in_flight(inflight, region, "write" if index == 0 else "read"):
                     return False
-            grid = buf.grid()
-            g0, g1 = grid.strides
-            views.append(np.lib.stride_tricks.as_strided(
-                grid[:, off:], shape=(blocks, rows, row_len), strides=(g0, stride * g1, g1),
-                writeable=True))
-        dst = views[0]
-        dst[...] = compute(name, views[1:], scalar, props, dst.dtype, dst)
+            entries.append(entry)
+        if any(e[2] is not None for e in entries):  # the race detector is on
+            races = self.races  # type: ignore[attr-defined]
+            for index, (buf, _, elements) in enumerate(entries):
+                if elements is not None and (index or name == "taxpy"):
+                    races.race_tile(buf, elements, site, False, stable=True)
+            if entries[0][2] is not None:
+                races.race_tile(entries[0][0], entries[0][2], site, True, stable=True)
+        compute_into(name, [e[1] for e in entries[1:]], scalar, props, entries[0][1])
         return True
+
+    @staticmethod
+    def _tile_view(buf: Any, off: int, geometry: tuple[int, int, int],
+                   blocks: int) -> tuple[Any, np.ndarray, Any] | None:
+        """(buffer, (blocks, rows, cols) view, element indices for the race detector or None)
+        of a tile operand in batch mode; None when the general path must run (initialisation
+        tracking, another block count, out of bounds, overlapping rows)."""
+        rows, row_len, stride = geometry
+        if buf.init is not None or _blocks_of(buf) != blocks:
+            return None
+        extent = (rows - 1) * stride + row_len
+        if off < 0 or off + extent > buf.count or (rows > 1 and stride < row_len):
+            return None
+        grid = buf.grid()
+        g0, g1 = grid.strides
+        view = np.lib.stride_tricks.as_strided(
+            grid[:, off:], shape=(blocks, rows, row_len), strides=(g0, stride * g1, g1),
+            writeable=True)
+        elements = None
+        if buf.shadow is not None and rows and row_len:
+            elements = (np.arange(blocks, dtype=np.int64)[:, None, None] * buf.stride + off
+                        + np.arange(rows, dtype=np.int64)[None, :, None] * stride
+                        + np.arange(row_len, dtype=np.int64)[None, None, :]).reshape(-1)
+        return buf, view, elements
+
+    def _race_tile(self, buf: Any, region: Region, block: int, site: int,
+                   write: bool) -> None:
+        """The race detector's tile rule for one operand (races.RaceChecker.race_tile): the
+        elements of `region` in block `block`'s copy of the buffer, as the shadow indexes
+        them."""
+        owner = getattr(buf, "owner", buf)  # a _BlockSlice's buffer
+        if owner.shadow is None or owner.space != "local" or region.rows == 0 \
+                or region.row_len == 0:
+            return
+        start = block * owner.stride + region.base
+        index = (start + np.arange(region.rows, dtype=np.int64)[:, None] * region.stride
+                 + np.arange(region.row_len, dtype=np.int64)[None, :]).reshape(-1)
+        self.races.race_tile(owner, index, site, write)  # type: ignore[attr-defined]
 
     def _tile_vector_one(self, name: str, tiles: tuple[tuple[int, int, int], ...],
                          addrs: tuple[Any, ...], scalar: Any, props: dict[str, str],
@@ -339,11 +467,12 @@ class TileVectorOps:
         dst_buf = addrs[0][0]
         if dst_buf.watched() or self.inflight:  # type: ignore[attr-defined]
             self._check_region(dst_buf, regions[0], site, "write")  # type: ignore
+        for index, ((buf, _), region) in enumerate(zip(addrs, regions)):
+            if index or reads_dst:
+                self._race_tile(buf, region, block, site, False)
+        self._race_tile(dst_buf, regions[0], block, site, True)
         if isinstance(scalar, np.ndarray):
             scalar = scalar.reshape(-1)[0]
-        dst = views[0]
-        result = compute(name, [v[None] for v in views[1:]], scalar, props, dst.dtype,
-                         dst[None])
-        dst[...] = result[0]
+        compute_into(name, [v[None] for v in views[1:]], scalar, props, views[0][None])
         if dst_buf.init is not None:
             self._mark_init(dst_buf, regions[0])  # type: ignore[attr-defined]

@@ -36,3 +36,22 @@ func.func @other_tile(%v: f32) attributes {pto.kernel} {
   func.return
 }
 
+
+// The other way round: the lanes do not wait for the vector unit either. pto.tadds writes u,
+// then lanes read it: a barrier before the load (a tile instruction is not a barrier).
+// CHECK-LABEL: func.func @tile_then_lanes
+// CHECK:         pto.tadds %u, %t, %v shape(8, 32)
+// CHECK-NEXT:    %p = pto.addptr %u, %lid
+// CHECK-NEXT:    pto.barrier_block
+// CHECK-NEXT:    %x = pto.load %p
+func.func @tile_then_lanes(%v: f32, %out: !pto.ptr<f32, global>) attributes {pto.kernel} {
+  %t = pto.alloc_local shape(8, 32) : !pto.l1buf<256xf32>
+  %u = pto.alloc_local shape(8, 32) : !pto.l1buf<256xf32>
+  %lid = pto.get_local_id 0 : i32
+  pto.tadds %u, %t, %v shape(8, 32) : !pto.l1buf<256xf32>, !pto.l1buf<256xf32>, f32
+  %p = pto.addptr %u, %lid : !pto.l1buf<256xf32>, i32 -> !pto.ptr<f32, local>
+  %x = pto.load %p : !pto.ptr<f32, local> -> f32
+  %q = pto.addptr %out, %lid : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+  pto.store %x, %q : f32, !pto.ptr<f32, global>
+  func.return
+}

@@ -55,6 +55,9 @@ class LaunchResult:
     launch_cycles: int = 0         # the launch's fixed cost, before the first block starts
     block_wait: np.ndarray | None = None  # per linear block: cycles it waits for HBM at its end
     block_core: np.ndarray | None = None  # per linear block: the AI core it runs on
+    hbm_share: float = 0.0         # HBM bandwidth one block may draw at any moment (B/cycle)
+    l2_miss: float = 1.0           # the share of the moved bytes that reach HBM (the L2 rule)
+    shared: bool = False           # some block class was re-simulated within its HBM share
 
     @property
     def total_cycles(self) -> int:
@@ -62,7 +65,11 @@ class LaunchResult:
 
     @property
     def bound(self) -> str:
-        return "HBM bandwidth" if self.roofline_cycles > self.compute_cycles else "compute"
+        """What sets the launch's time: HBM (its roofline, or the share of it each block of a
+        wave may draw, which stretched some copies) or the cores' compute."""
+        if self.roofline_cycles > self.compute_cycles:
+            return "HBM bandwidth"
+        return "HBM bandwidth (each block's share)" if self.shared else "compute"
 
     @property
     def hbm_stretch(self) -> float:
@@ -115,15 +122,29 @@ def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
     cores = params.target.ai_cores
     classes = [BlockClass(list(blocks), simulate_block(events, facts, params))
                for blocks, events in block_classes]
-    cycles = np.full(n_blocks, params.block_cycles, dtype=np.int64)  # (an empty block too)
     by_tensor: dict[int | None, int] = {}
     for c in classes:
-        cycles[np.asarray(c.blocks, dtype=np.int64)] = c.schedule.cycles + params.block_cycles
         for t, moved in c.schedule.hbm_by_tensor.items():
             by_tensor[t] = by_tensor.get(t, 0) + moved * len(c.blocks)
     used = min(cores, n_blocks)
     hbm, resident = hbm_traffic(by_tensor, tensor_bytes, params.l2_bytes,
                                 used / n_blocks if n_blocks else 1.0)
+    # HBM shared by the blocks of a wave (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave):
+    # at most `used` blocks run at once, so a block drawing no more than peak / used at any
+    # moment keeps the chip within its peak; a class whose schedule draws more is simulated
+    # again within that share (its copies stretched)
+    traffic = sum(by_tensor.values())
+    miss = min(1.0, hbm / traffic) if traffic else 1.0
+    share = params.target.hbm_bytes_per_cycle / max(1, used)
+    shared = False
+    for k, (blocks, events) in enumerate(block_classes):
+        if classes[k].schedule.hbm_peak(miss) > share + 1e-9:
+            classes[k] = BlockClass(list(blocks), simulate_block(events, facts, params,
+                                                                 share, miss))
+            shared = shared or any(s.hbm_extra for s in classes[k].schedule.slices)
+    cycles = np.full(n_blocks, params.block_cycles, dtype=np.int64)  # (an empty block too)
+    for c in classes:
+        cycles[np.asarray(c.blocks, dtype=np.int64)] = c.schedule.cycles + params.block_cycles
     start, core, compute = distribute(cycles, cores)
     roofline = math.ceil(hbm / params.target.hbm_bytes_per_cycle)
     # HBM-bound: every block waits for its share of the bandwidth (stretched alike), so the
@@ -135,7 +156,8 @@ def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
         start, core, _ = distribute(cycles + wait, cores)
     return LaunchResult(classes, n_blocks, used, math.ceil(n_blocks / cores), cycles,
                         start + params.launch_cycles, compute, hbm, roofline,
-                        sum(by_tensor.values()), resident, params.launch_cycles, wait, core)
+                        traffic, resident, params.launch_cycles, wait, core, share, miss,
+                        shared)
 
 
 def distribute(cycles: np.ndarray, cores: int) -> tuple[np.ndarray, np.ndarray, int]:

@@ -40,6 +40,7 @@ class TimelineEntry:
     op: str               # IR op name
     op_id: int
     block_lanes: int
+    hbm_extra: int = 0    # cycles the block's share of HBM added to this transfer
 
     @property
     def lane(self) -> str:
@@ -204,7 +205,8 @@ class Profile:
         for s in sorted(schedule.slices, key=lambda s: (s.start, RESOURCES.index(s.pipe))):
             f = self.facts[s.op_id]
             out.append(TimelineEntry(s.start, s.end, s.pipe, s.lanes, f.kind,
-                                     short_source(f.source), f.name, s.op_id, self.block_lanes))
+                                     short_source(f.source), f.name, s.op_id, self.block_lanes,
+                                     s.hbm_extra))
         last = max((e.end for e in out), default=0)
         if schedule.cycles > last:  # accesses still landing after the last instruction
             out.append(TimelineEntry(last, schedule.cycles, HBM, self.block_lanes,
@@ -255,6 +257,12 @@ class Profile:
                 f = self.facts[b.op_id]
                 out.append(BubbleEntry(b.pipe, b.start, b.end, f.kind, short_source(f.source),
                                        b.cause.describe(self.facts), len(c.blocks), b.leading))
+            for s in c.schedule.slices:  # a copy stretched by the block's share of HBM
+                if s.hbm_extra:
+                    f = self.facts[s.op_id]
+                    out.append(BubbleEntry(HBM, s.end - s.hbm_extra, s.end, f.kind,
+                                           short_source(f.source), self._share_cause(s),
+                                           len(c.blocks)))
             wait = self.hbm_wait(c.blocks[0]) if c.blocks else 0
             if wait > 0:
                 end = c.schedule.cycles
@@ -263,6 +271,15 @@ class Profile:
         # stalls between instructions first (longest, weighted by blocks), then the fill-up
         out.sort(key=lambda b: (b.leading, -b.cycles * b.blocks, b.start))
         return out
+
+    def _share_cause(self, s: Any) -> str:
+        lr = self.launch
+        f = self.facts[s.op_id]
+        own = s.end - s.start - s.hbm_extra
+        return (f"HBM share: {lr.cores_used} blocks run at once and share "
+                f"{self.params.target.hbm_bytes_per_cycle:g} B/cycle of HBM ({lr.hbm_share:g} "
+                f"B/cycle each, {lr.l2_miss:.0%} of the bytes missing in L2): this copy of "
+                f"{f.copy_bytes} bytes streams in {s.end - s.start} cycles instead of {own}")
 
     def _hbm_cause(self) -> str:
         lr = self.launch
@@ -298,6 +315,11 @@ class Profile:
                 first = work
             pipe = max(work, key=lambda k: work[k])
             need = p.block_cycles + work[pipe]
+            # its bytes that reach HBM, at its share of the bandwidth (blocks of a wave)
+            if lr.hbm_share > 0:
+                hbm = math.ceil(c.schedule.hbm_bytes * lr.l2_miss / lr.hbm_share - 1e-9)
+                if p.block_cycles + hbm > need:
+                    pipe, need = HBM, p.block_cycles + hbm
             share += need * len(c.blocks)
             shortest = need if shortest is None else min(shortest, need)
             if need > longest:

@@ -86,17 +86,22 @@ class LaunchResult:
 
 
 def hbm_traffic(by_tensor: dict[int | None, int], tensor_bytes: dict[int, int] | None,
-                l2_bytes: int, wave_fraction: float = 1.0) -> tuple[int, bool]:
+                l2_bytes: int, wave_fraction: float = 1.0,
+                footprints: dict[int, int] | None = None) -> tuple[int, bool]:
     """(bytes that reach HBM, whether the wave's working set fits in L2).
 
     `by_tensor`: bytes moved per tensor argument (None: an address pypto cannot attribute);
-    `wave_fraction`: the share of the launch's blocks that run at once. Per tensor, the
-    compulsory bytes are min(its size, what was moved of it) (all of it when the tensor is
-    unknown); the rest are repeats. A wave touches (per tensor) min(size, moved x
-    wave_fraction); when that working set fits in L2 every repeat hits, else the fraction
-    l2_bytes / working set of them does. Monotone: more traffic never means fewer HBM bytes.
+    `wave_fraction`: the share of the launch's blocks that run at once; `footprints`: the
+    bytes of each tensor the launch touches (footprint.py), preferred to its size (a tensor
+    without one falls back on its size). Per tensor, the compulsory bytes are min(its
+    footprint, what was moved of it) (all of it when the tensor is unknown); the rest are
+    repeats. A wave touches (per tensor) min(footprint, moved x wave_fraction); when that
+    working set fits in L2 every repeat hits, else the fraction l2_bytes / working set of them
+    does. Monotone: more traffic never means fewer HBM bytes.
     """
-    sizes = tensor_bytes or {}
+    sizes = dict(tensor_bytes or {})
+    for t, touched in (footprints or {}).items():
+        sizes[t] = min(touched, sizes.get(t, touched))
     compulsory = 0
     working = 0.0
     total = 0
@@ -118,7 +123,8 @@ def hbm_traffic(by_tensor: dict[int | None, int], tensor_bytes: dict[int, int] |
 
 def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
                     facts: dict[int, OpFacts], params: ModelParams,
-                    n_blocks: int, tensor_bytes: dict[int, int] | None = None) -> LaunchResult:
+                    n_blocks: int, tensor_bytes: dict[int, int] | None = None,
+                    footprints: dict[int, int] | None = None) -> LaunchResult:
     cores = params.target.ai_cores
     classes = [BlockClass(list(blocks), simulate_block(events, facts, params))
                for blocks, events in block_classes]
@@ -128,7 +134,7 @@ def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
             by_tensor[t] = by_tensor.get(t, 0) + moved * len(c.blocks)
     used = min(cores, n_blocks)
     hbm, resident = hbm_traffic(by_tensor, tensor_bytes, params.l2_bytes,
-                                used / n_blocks if n_blocks else 1.0)
+                                used / n_blocks if n_blocks else 1.0, footprints)
     # HBM shared by the blocks of a wave (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave):
     # at most `used` blocks run at once, so a block drawing no more than peak / used at any
     # moment keeps the chip within its peak; a class whose schedule draws more is simulated

@@ -369,9 +369,11 @@ class _KnownFacts:
 def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                   params: ModelParams, ops: Sequence[Any],
                   block_classes: Sequence[tuple[list[int], Sequence[Any]]],
-                  tensor_bytes: dict[int, int] | None = None) -> Profile:
+                  tensor_bytes: dict[int, int] | None = None,
+                  footprints: dict[int, int] | None = None) -> Profile:
     """A Profile from an op table (`.op` per op id) and the trace's block classes;
-    `tensor_bytes`: the size of each tensor argument, by parameter index (for the L2 rule)."""
+    `tensor_bytes`: the size of each tensor argument, by parameter index; `footprints`: the
+    bytes of each the launch touches (footprint.py), which the L2 rule prefers."""
     used = {ev.op_id for _, events in block_classes for ev in events}
     # an executable's op table keeps the facts asked of its ops' traits for the next profiles
     known = ops.derived("cost-facts", _KnownFacts) if isinstance(ops, OpTable) else \
@@ -379,4 +381,5 @@ def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int
     facts = known.of(used)
     n_blocks = grid[0] * grid[1] * grid[2]
     return Profile(kernel, grid, block, params, facts,
-                   simulate_launch(block_classes, facts, params, n_blocks, tensor_bytes))
+                   simulate_launch(block_classes, facts, params, n_blocks, tensor_bytes,
+                                   footprints))

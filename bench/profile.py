@@ -53,7 +53,7 @@ def bench_vector_add(n: int, repeat: int) -> float:
     target = default_target()
     params = ModelParams.of(target, "fused")
     compiled = pto.compile(vector_add, args=args, block=block,
-                           pipeline=model_pipeline("fused", target, (block, 1, 1)))
+                           pipeline=model_pipeline("fused", target))
     exe = compiled.executable
     t_full = best_of(lambda: run_and_cost(exe, (grid, 1, 1), (block, 1, 1), args, params,
                                           by_class=False), repeat)

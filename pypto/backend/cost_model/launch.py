@@ -99,9 +99,7 @@ def hbm_traffic(by_tensor: dict[int | None, int], tensor_bytes: dict[int, int] |
     working set fits in L2 every repeat hits, else the fraction l2_bytes / working set of them
     does. Monotone: more traffic never means fewer HBM bytes.
     """
-    sizes = dict(tensor_bytes or {})
-    for t, touched in (footprints or {}).items():
-        sizes[t] = min(touched, sizes.get(t, touched))
+    sizes = {**(tensor_bytes or {}), **(footprints or {})}
     compulsory = 0
     working = 0.0
     total = 0

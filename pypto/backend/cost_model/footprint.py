@@ -68,22 +68,27 @@ class Footprints:
         return out
 
 
-def union_bytes(lo: np.ndarray, hi: np.ndarray) -> int:
-    """Length of the union of the intervals [lo, hi)."""
+def union_runs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the intervals [lo, hi) as disjoint runs (starts, ends), in order."""
     keep = hi > lo
     lo, hi = lo[keep], hi[keep]
     if lo.size == 0:
-        return 0
+        return lo, hi
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)
     # an interval starts a new run when it begins past everything before it
     new = np.ones(lo.size, dtype=bool)
     new[1:] = lo[1:] > reach[:-1]
-    run = np.cumsum(new) - 1
-    starts = lo[new]
-    ends = np.zeros(starts.size, dtype=np.int64)
-    np.maximum.at(ends, run, reach)
+    # a run ends where the next one starts (or at the last interval): its reach there
+    last = np.ones(lo.size, dtype=bool)
+    last[:-1] = new[1:]
+    return lo[new], reach[last]
+
+
+def union_bytes(lo: np.ndarray, hi: np.ndarray) -> int:
+    """Length of the union of the intervals [lo, hi)."""
+    starts, ends = union_runs(lo, hi)
     return int((ends - starts).sum())
 
 
@@ -213,6 +218,18 @@ class CopyRecorder(Instrument):
         rows = np.arange(max(0, tile.rows), dtype=np.int64) * tile.stride
         lo = (base[:, None] + rows[None, :]) * elem
         self.footprints.add(tensor, lo, lo + tile.row_len * elem)
+
+
+def lane_runs(spans: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], table: Any,
+              plan: Sequence[tuple[int, list[int]]] | None,
+              shifts: dict[SSAValue, np.ndarray] | None
+              ) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
+    """`lane_footprints`, merged per tensor into disjoint byte runs (a few, however many
+    blocks: a class plan's result is cached with it, run.py)."""
+    found = Footprints()
+    lane_footprints(spans, table, plan, shifts, found)
+    return {t: union_runs(np.concatenate(found.lo[t]), np.concatenate(found.hi[t]))
+            for t in found.lo}
 
 
 def lane_footprints(spans: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],

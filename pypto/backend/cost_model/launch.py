@@ -148,7 +148,11 @@ def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
             shared = shared or any(s.hbm_extra for s in classes[k].schedule.slices)
     cycles = np.full(n_blocks, params.block_cycles, dtype=np.int64)  # (an empty block too)
     for c in classes:
-        cycles[np.asarray(c.blocks, dtype=np.int64)] = c.schedule.cycles + params.block_cycles
+        value = c.schedule.cycles + params.block_cycles
+        if len(c.blocks) == n_blocks:  # one class: every block (no index array of them all)
+            cycles[:] = value
+        else:
+            cycles[np.asarray(c.blocks, dtype=np.int64)] = value
     start, core, compute = distribute(cycles, cores)
     roofline = math.ceil(hbm / params.target.hbm_bytes_per_cycle)
     # HBM-bound: every block waits for its share of the bandwidth (stretched alike), so the

@@ -26,7 +26,9 @@ from pypto.backend.cost_model.footprint import (
     Footprints,
     has_global_copies,
     lane_footprints,
+    lane_runs,
 )
+from pypto.analysis.cache import cached
 from pypto.backend.cost_model.params import ModelParams
 from pypto.backend.cost_model.profile import Profile, build_profile
 from pypto.backend.cost_model.trace import CostTrace
@@ -135,9 +137,17 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
         watch = copies if has_global_copies(runner.op_table) else None
         runner.run(grid, block, args, instrument=watch)
         executable.run(grid, block, side, instrument=trace, blocks=[rep for rep, _ in plan])
-        lane_footprints(trace.lane_spans(), trace.table, plan,
-                        lane_shifts(executable, grid, block, args, geometry.global_period),
-                        footprints)
+        # the lanes' footprint follows from the plan (addresses depend on the ids and the
+        # integer arguments only) and the representatives' intervals: kept with the plan
+        spans = trace.lane_spans()
+        key = ("cost.lane-footprints", grid, block, geometry.global_period,
+               tuple(int(a) if isinstance(a, bool | int | np.integer) else None for a in args),
+               tuple((op, *(a.tobytes() for a in parts)) for op, parts in sorted(spans.items())))
+        runs = cached(executable.func, key, lambda: lane_runs(
+            spans, trace.table, plan,
+            lane_shifts(executable, grid, block, args, geometry.global_period)))
+        for tensor, (lo, hi) in runs.items():
+            footprints.add(tensor, lo, hi)
         # classes the plan kept apart (e.g. by an access's alignment) that ran alike: one
         merged: dict[tuple[Any, ...], list[int]] = {}
         for rep, members in plan:

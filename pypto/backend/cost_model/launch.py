@@ -65,11 +65,15 @@ class LaunchResult:
 
     @property
     def bound(self) -> str:
-        """What sets the launch's time: HBM (its roofline, or the share of it each block of a
-        wave may draw, which stretched some copies) or the cores' compute."""
+        """What sets the launch's time: HBM (its roofline; or the share of it each block of a
+        wave may draw, when that stretched copies and HBM is busy at least half the cores'
+        time: the bandwidth, not the latencies around it, is what the blocks wait for) or the
+        cores' compute."""
         if self.roofline_cycles > self.compute_cycles:
             return "HBM bandwidth"
-        return "HBM bandwidth (each block's share)" if self.shared else "compute"
+        if self.shared and 2 * self.roofline_cycles >= self.compute_cycles:
+            return "HBM bandwidth (each block's share)"
+        return "compute"
 
     @property
     def hbm_stretch(self) -> float:

@@ -14,7 +14,10 @@ over the MTE bandwidth, MACs over the Cube rate; a fused load+MMA streams its op
 computes: the larger of the two, and its copy occupies MTE_IN meanwhile, as every copy does).
 A lane access's data is ready its memory level's latency after the instruction (HBM farther
 than L1); its work is the memory sectors its lanes touch (global), its L1 bank passes (local),
-and lanes of a block on one address serialise for atomics (access.py). Async copies run on
+and lanes of a block on one address serialise for atomics (access.py). A copy's data lands
+HBM's latency (the same a lane load pays) plus its MTE set-up after its start, and every
+transfer to or from HBM books the block's share of the chip's bandwidth (`HbmChannel`: the
+blocks of a wave never draw more than the peak together). Async copies run on
 their MTE pipe while the front end goes on; a wait stalls the front end until its copy has
 completed, a barrier until every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
 before an instruction that was held back is a bubble, attributed to what held it back.

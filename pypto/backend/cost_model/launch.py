@@ -11,6 +11,11 @@ it, whichever is smaller); the repeats (another block reading the same A band of
 in L2 when the wave's working set fits, and in proportion to how much of it fits otherwise.
 An argument no instruction touches has no traffic and so no say.
 
+Each block draws at most peak / (cores in use) of HBM at any moment (`engine.HbmChannel`): a
+class whose free-running schedule draws more is simulated again within that share, its copies
+stretched (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave). The L2 rule reads each
+tensor's footprint, the bytes its accesses touch (footprint.py), when the run measured it.
+
 When the roofline is longer than the cores' compute, the HBM binds: every block is stretched
 by the same factor (it waits for its share of the bandwidth), which the timeline, the Chrome
 trace (an HBM track per core) and `bubbles()` show. The cost is one simulation per distinct

@@ -54,6 +54,10 @@ class TimelineEntry:
         return self.end - self.cycle
 
 
+_SHARE = "HBM share: "
+"""How a bubble entry of a copy stretched by its block's share of HBM starts its cause."""
+
+
 @dataclass(frozen=True)
 class BubbleEntry:
     """A pipe idle while its next instruction was held back, and why."""
@@ -73,6 +77,9 @@ class BubbleEntry:
 
     def __str__(self) -> str:
         unit = "cycle" if self.cycles == 1 else "cycles"
+        if self.cause.startswith(_SHARE):  # not idle: a copy streaming slower than its pipe
+            return (f"{self.inst} at {self.source} stretched by {self.cycles} {unit} "
+                    f"({self.start}-{self.end}): {self.cause}")
         first = " (its first)" if self.leading else ""
         return (f"{self.pipe} idle for {self.cycles} {unit} ({self.start}-{self.end}) before "
                 f"{self.inst}{first} at {self.source}: {self.cause}")
@@ -276,7 +283,7 @@ class Profile:
         lr = self.launch
         f = self.facts[s.op_id]
         own = s.end - s.start - s.hbm_extra
-        return (f"HBM share: {lr.cores_used} blocks run at once and share "
+        return (f"{_SHARE}{lr.cores_used} blocks run at once and share "
                 f"{self.params.target.hbm_bytes_per_cycle:g} B/cycle of HBM ({lr.hbm_share:g} "
                 f"B/cycle each, {lr.l2_miss:.0%} of the bytes missing in L2): this copy of "
                 f"{f.copy_bytes} bytes streams in {s.end - s.start} cycles instead of {own}")

@@ -134,7 +134,7 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
         runner = executable if launch is None else launch()
         # a kernel that copies to or from HBM runs its launch with the copy recorder: every
         # block's copies are in the footprints (the lanes' come from the representatives)
-        watch = copies if has_global_copies(runner.op_table) else None
+        watch = copies if has_global_copies(executable.op_table) else None
         runner.run(grid, block, args, instrument=watch)
         executable.run(grid, block, side, instrument=trace, blocks=[rep for rep, _ in plan])
         # the lanes' footprint follows from the plan (addresses depend on the ids and the

@@ -238,11 +238,13 @@ def _native(compiled: CompiledKernel, required: bool) -> Any:
 def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
             block: tuple[int, int, int], args: Sequence[Any]) -> None:
     """Run on the interpreter, natively, or ("auto") natively when the kernel compiles and no
-    instrument needs the interpreter (validation, uninitialised-memory checks). `grid` /
+    instrument needs the interpreter (validation, uninitialised-memory checks, race checking). `grid` /
     `block` are a checked `LaunchShape`'s triples (docs/runtime.md#launch-shape)."""
     executable = compiled.executable
+    # the race detector (on by default for kernels whose lanes access L1) is an instrument of
+    # the interpreter: "auto" keeps such kernels there (docs/native.md#choosing-a-backend)
     if backend == "interpreter" or backend == "auto" and (
-            executable.check_uninitialized or _VALIDATE_SETTING()[0]):
+            executable.check_uninitialized or executable.race_check or _VALIDATE_SETTING()[0]):
         executable.run(grid, block, args)
         return
     native = _native(compiled, required=backend == "native")

@@ -9,7 +9,7 @@ Two kinds of table:
   every vector and launch of that shape;
 - **by identity**: what is worked out about such a shared read-only mask — whether a branch
   on it runs on no lane, some or every lane (`lanes.mask_and`), its lane window
-  (`StructuredAccess.lane_window`) and its window of warps times lanes in the warp
+  (`LaneContext.lane_window`) and its window of warps times lanes in the warp
   (`windows.warp_window`); each entry holds its mask, so no other array can have its id while
   the entry exists.
 
@@ -49,19 +49,19 @@ class RunCache:
         # id(mask) -> (mask, (warps x lanes-in-warp window, the mask on it)): windows.py
         self.warp_windows: dict[int, tuple[Any, Any]] = {}
         # (parts, grid, first lane, count) -> a block-level operand's offsets (read-only),
-        # views.PlannedAccess.block_offset: keyed by value, not by identity
+        # views_forms.BoxForms.block_offset: keyed by value, not by identity
         self.offsets: dict[Any, Any] = {}
         # per-lane arrays that depend only on the shape of a lane vector (`geometry`)
         self.shapes: dict[tuple[Any, ...], Any] = {}
         self.ramps: dict[int, np.ndarray] = {}  # n -> arange(n) as int32, read-only
         # n -> (all False, all True) read-only masks, recognised by identity (lanes.mask_and)
         self.full: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        # views.PlannedAccess._plan_view by forms, block-copy stride and box
+        # views.PlannedViews._plan_view by forms, block-copy stride and box
         self.views: dict[tuple[Any, ...], Any] = {}
-        # races.pattern_summary by the pattern's bytes (views._summary)
+        # races.pattern_summary by the pattern's bytes (views_common._summary)
         self.summaries: dict[tuple[bytes, bytes, int], tuple[np.ndarray, ...]] = {}
-        # race patterns of planned accesses (PlannedAccess._known_pattern), and the numbers of
-        # the vector boxes seen; numbers (`numbers`) are never reused within the Executable,
+        # race patterns of planned accesses (views_store.PlannedStores._known_pattern), and
+        # the numbers of the vector boxes seen; numbers (`numbers`) are never reused within the Executable,
         # whose arenas' race shadows remember them
         self.patterns: dict[tuple[Any, ...], Any] = {}
         self.box_ids: dict[tuple[Any, ...], int] = {}

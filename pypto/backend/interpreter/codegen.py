@@ -20,13 +20,12 @@ from types import MethodType
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, func, math, scf
+from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
     IntegerAttr,
     IntegerType,
-    StringAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -35,6 +34,13 @@ from pypto.analysis.uniformity import walk
 from pypto.backend.interpreter.codegen_loops import NAMESPACE as _LOOP_NAMESPACE
 from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters, _is_address
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
+from pypto.backend.interpreter.codegen_regions import (  # noqa: F401 (re-exported)
+    SYNC_BARRIER,
+    SYNC_TILE,
+    RegionEmitters,
+    UnsupportedOp,
+)
+from pypto.backend.interpreter.codegen_tiles import TileEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
 from pypto.backend.interpreter import lanes, warp_ops, windows
@@ -42,19 +48,17 @@ from pypto.backend.interpreter.optables import (
     _ARITH_BINARY,
     _CMP,
     _MATH_UNARY,
-    _STORE_UFUNCS,
 )
-from pypto.backend.interpreter.affine import poly_expr
 from pypto.backend.interpreter import strategies
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.strategies import atomics, merge_sides
+from pypto.backend.interpreter.strategies import base
+from pypto.backend.interpreter.strategies import tail1d
 from pypto.backend.interpreter.planning import (  # the modes: also imported from here
     BATCH,
     BLOCK,
     GRID,
     WARP,
     KernelPlan,
-    _int_width,
     plan_kernel,
 )
 from pypto.backend.interpreter.lanes import Site
@@ -62,12 +66,6 @@ from pypto.dialects import npu, pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
 from pypto.dialects.traits import elementwise_reference, tile_vector
 
-SYNC_BARRIER = 0
-SYNC_TILE = 1
-
-
-class UnsupportedOp(Exception):
-    """The interpreter has no lowering for an op (reported as a VerificationError upstream)."""
 
 
 @dataclass
@@ -83,7 +81,7 @@ class GeneratedKernel:
     # the plan's strategy decisions by kind (strategies.by_kind), what each lane vector gets
     # as `ctx.decisions`; empty (fast paths off): the general path only (the oracle)
     decisions: dict[type, Any] = field(default_factory=dict)
-    tail_bounds: tuple[tuple[int, int], ...] = ()  # where active lanes end (_split_at_tail)
+    tail_bounds: tuple[tail1d.Decision, ...] = ()  # where active lanes end (tail1d.cut)
     plan: KernelPlan | None = None  # the plan the source was emitted from (planning.py)
     # grid mode: the lane vector length the plan chose (KernelPlan.vector_lanes), None: default
     vector_lanes: int | None = None
@@ -96,7 +94,7 @@ _ID_OPS: dict[type[Operation], str] = {
 }
 
 
-class KernelCodegen(NpuEmitters, SimtLoopEmitters):
+class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters):
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
@@ -118,6 +116,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         # pure expressions already computed, per enclosing region (innermost last): the frontend
         # re-derives `buf + tid` at every use, and each copy costs a pass over the lanes
         self.cse: list[dict[tuple[Any, ...], str]] = [{}]
+        self.windows = 0  # depth of lane windows being emitted (window.Decision.emit_side)
 
     # ----------------------------------------------------------------------------------------
 
@@ -166,12 +165,12 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             self.emit("return None")
         source = "\n".join(header + self.lines) + "\n"
         self.table.names = dict(self.names)
-        self.table.affine = dict(self.an.affine)
-        self.table.local = set(self.an.local)
+        self.table.affine = self.an.affine
+        self.table.local = self.an.local
         return GeneratedKernel(self.kernel.sym_name.data, self.mode, source, self.sites,
                                self.constants, self.table, self.instrumented,
                                decisions=strategies.by_kind(self.an.decisions),
-                               tail_bounds=tuple(self.an.tail_bounds), plan=self.an,
+                               tail_bounds=self.an.tail_bounds, plan=self.an,
                                vector_lanes=self.an.vector_lanes)
 
     def block_ops(self, block: Block) -> None:
@@ -202,8 +201,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         if not op.results:
             return "None"
         r = op.results[0]
-        if r in self.an.affine and r not in self.an.needs_array:
-            return f"({self.ramp_of(r)} + {self.an.affine[r]})"
+        value = self.an.value(r)
+        if value is not None and not value.array:
+            pattern = "_ctx.local_id(0)" if value.local else "_ctx.ramp"
+            return f"({pattern} + {value.base})"
         return self.name(r)
 
     def reuse(self, op: Operation, extra: Any = None) -> bool:
@@ -223,14 +224,31 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         self.cse[-1][key] = self.name(res)
         return False
 
+    def decided(self, op: Operation, method: str) -> Any:
+        """The first decision of the plan for `op` that emits `method` (strategies/base.py:
+        `emit`, `load`, `store`, `compare`, `copy_address`, `emit_side`), or None."""
+        for d in self.an.decisions.get(op, ()):
+            if hasattr(d, method):
+                return d
+        return None
+
+    def base(self, v: SSAValue) -> str | None:
+        """The variable holding lane-affine `v`'s scalar base (the ramp kind's `Value`), or
+        None; inside a lane window only block-local values are affine."""
+        value = self.an.value(v)
+        if value is None or self.windows and not value.local:
+            return None
+        return value.base
+
     def dispatch(self, op: Operation) -> None:
-        if op in self.an.fused or op in self.an.dead:
-            return  # computed by the store that follows (store_ramp_op) / by a planned access
-        if op in self.an.promoted:
-            rest, offset, _ = self.an.promoted[op]
-            width = _int_width(op.results[0].type)
-            self.define_affine(op.results[0], f"_wrap{width}({poly_expr(rest)} + {offset})")
-            return
+        found = self.an.decisions.get(op)
+        if found:  # the plan's decisions (strategies/): one that emits the whole op wins
+            if any(isinstance(d, base.NoCode) for d in found):
+                return  # computed by the access after it, or by a planned access's forms
+            d = self.decided(op, "emit")
+            if d is not None:
+                d.emit(self, op)
+                return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op)
@@ -262,28 +280,10 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         raise UnsupportedOp(f"the interpreter cannot execute '{op.name}' "
                             f"(at {location_of(op)})")
 
-    def ramp_of(self, v: SSAValue) -> str:
-        """The lane pattern an affine value adds its base to: the vector's ramp, or in batch
-        mode for block-local values each block's local ids."""
-        return "_ctx.local_id(0)" if v in self.an.local else "_ctx.ramp"
-
-    def define_affine(self, v: SSAValue, base_expr: str) -> None:
-        rb = self.an.affine[v]
-        self.emit(f"{rb} = {base_expr}")
-        if v in self.an.needs_array:
-            self.emit(f"{self.name(v)} = {self.ramp_of(v)} + {rb}")
-
     def op_id(self, op: Operation) -> None:
         assert isinstance(op, pto._DimIdOp)
         res = op.results[0]
         kind = _ID_OPS[type(op)]
-        if res in self.an.affine:
-            if res in self.an.local:  # the local ids themselves: the pattern, base 0
-                self.define_affine(res, "_np.int32(0)")
-                return
-            base = "_ctx.first_lane" if isinstance(op, pto.GetGlobalIdOp) else "_ctx.local_base"
-            self.define_affine(res, f"_np.int32({base})")
-            return
         self.emit(f"{self.name(res)} = _ctx.{kind}({op.dim_index})")
 
     def op_pto_get_warp_id(self, op: pto.GetWarpIdOp) -> None:
@@ -316,25 +316,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
     def _cmp(self, op: Operation, pred: str) -> None:
         if pred not in _CMP:
             raise UnsupportedOp(f"comparison predicate '{pred}' at {location_of(op)}")
-        lhs, rhs = op.operands
-        an = self.an
-        if op in an.form_cmps:
-            src, width, u, sym = an.form_cmps[op]
-            self.emit(f"{self.name(op.results[0])} = _ctx.form_cmp({sym!r}, ({src}, {width}), "
-                      f"{self.name(u)})")
-            return
-        if op in an.ramp_cmps:
-            # (ramp + base) < u  <=>  ramp < u - base: no array for the affine side is needed
-            # (the bound clamped to int32: the ramp is int32, so no int64 copy of it is made);
-            # block-local ids compare the same in every block: a cached mask (local_cmp); on
-            # the ramp, a test that passes on every lane or on none skips the lanes (_ramp_cmp)
-            x, u, sym = an.ramp_cmps[op]
-            if x in an.local:
-                expr = (f"_ctx.local_cmp({sym!r}, "
-                        f"_bound32(_np.int64({self.name(u)}) - {an.affine[x]}))")
-            else:
-                expr = f"_ramp_cmp(_ctx.ramp, {sym!r}, {self.name(u)}, {an.affine[x]})"
-            self.emit(f"{self.name(op.results[0])} = {expr}")
+        d = self.decided(op, "compare")  # on the ramp, rows or the box (strategies/)
+        if d is not None:
+            self.emit(f"{self.name(op.results[0])} = {d.compare(self, op)}")
             return
         if self.reuse(op, pred):
             return
@@ -389,16 +373,9 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         p, off = op.ptr, op.offset
         res = op.results[0]
         pn, on, rn = self.name(p), self.name(off), self.name(res)
-        if res not in self.an.affine and self.reuse(op):
+        if self.reuse(op):
             return
         self.emit(f"{rn}_b = {pn}_b")
-        if res in self.an.affine:
-            # ramp + base: one side is affine, the other uniform
-            if p in self.an.affine:
-                self.define_affine(res, f"{self.an.affine[p]} + {on}")
-            else:
-                self.define_affine(res, f"{pn} + {self.an.affine[off]}")
-            return
         self.emit(f"{rn} = _addptr({pn}, {on})")
 
     def op_arith_addi(self, op: arith.AddiOp) -> None:
@@ -410,90 +387,34 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
     def _affine_arith(self, op: Operation, sym: str) -> None:
         res = op.results[0]
         a, b = op.operands
-        if res in self.an.affine:
-            if a in self.an.affine:
-                self.define_affine(res, f"{self.an.affine[a]} {sym} {self.name(b)}")
-            else:
-                self.define_affine(res, f"{self.name(a)} {sym} {self.an.affine[b]}")
-            return
         if self.reuse(op):
             return
         self.emit(f"{self.name(res)} = ({self.name(a)} {sym} {self.name(b)})")
 
     def op_pto_load(self, op: pto.LoadOp) -> None:
         s = self.site(op)
-        p = op.ptr
         res = self.name(op.results[0])
-        if op in self.an.planned:
-            plan = self.an.planned[op]
-            view = "True" if op.results[0] in self.an.views else "False"
-            self.emit(f"{res} = _ctx.load_plan({self.name(plan.root)}_b, {plan.source()}, _m, "
-                      f"{s}, {view})")
-        elif p in self.an.local:
-            self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
-        elif p in self.an.affine:
-            view = "True" if op.results[0] in self.an.views else "False"
-            self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s}, "
-                      f"{view})")
-        else:
-            self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")
+        self.emit(f"{res} = {self.load_expr(op, op.ptr, s)}")
 
-    def _store(self, ptr: SSAValue, value_expr: str, s: int,
-               value: SSAValue | None = None) -> None:
-        if value is not None and value.owner in self.an.fused:
-            ufunc = _STORE_UFUNCS[type(value.owner)]
-            a, b = value.owner.operands
-            self.emit(f"_ctx.store_ramp_op({self.name(ptr)}_b, {self.an.affine[ptr]}, {ufunc}, "
-                      f"{self.name(a)}, {self.name(b)}, _m, {s})")
+    def load_expr(self, op: Operation, p: SSAValue, s: int) -> str:
+        """A lane load's value: as its access kind says (a ramp, rows, a planned view), else
+        the general path's gather."""
+        d = self.decided(op, "load")
+        if d is not None:
+            return d.load(self, op, s)  # type: ignore[no-any-return]
+        return f"_ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})"
+
+    def _store(self, op: Operation, ptr: SSAValue, value_expr: str, s: int) -> None:
+        """A lane store (or fma) of `value_expr`: as its access kind says, else the general
+        path's scatter."""
+        d = self.decided(op, "store")
+        if d is not None:
+            self.emit(d.store(self, op, value_expr, s))
             return
-        if ptr in self.an.local:
-            self.emit(f"_ctx.store_rows({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
-                      f"_m, {s})")
-        elif ptr in self.an.affine:
-            self.emit(f"_ctx.store_ramp({self.name(ptr)}_b, {self.an.affine[ptr]}, {value_expr}, "
-                      f"_m, {s})")
-        else:
-            self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
-
-    def row_op(self, store: pto.StoreOp) -> None:
-        """`store(p, load(q) op load(r))` on rows (see _row_operands)."""
-        a, b = self.an.row_ops[store]
-        ufunc = _STORE_UFUNCS[type(store.value.owner)]
-        sa, sb = self.site(a), self.site(b)
-        af = self.an.affine
-        block = store.parent_block()
-        assert block is not None
-        a_first = block.get_operation_index(a) < block.get_operation_index(b)
-        self.emit(f"_ctx.rows_op({self.name(store.ptr)}_b, {af[store.ptr]}, {ufunc}, "
-                  f"{self.name(a.ptr)}_b, {af[a.ptr]}, {self.name(b.ptr)}_b, {af[b.ptr]}, _m, "
-                  f"{sa}, {sb}, {self.site(store)}, {a_first})")
-
-    def plan_op(self, store: pto.StoreOp) -> None:
-        """`store(p, load(q) op load(r))` through three planned views (KernelPlan.plan_ops)."""
-        a, b = self.an.plan_ops[store]
-        ufunc = _STORE_UFUNCS[type(store.value.owner)]
-        block = store.parent_block()
-        assert block is not None
-        a_first = block.get_operation_index(a) < block.get_operation_index(b)
-        pd, pa, pb = (self.an.planned[x] for x in (store, a, b))
-        self.emit(f"_ctx.plan_op({self.name(pd.root)}_b, {pd.source()}, {ufunc}, "
-                  f"{self.name(pa.root)}_b, {pa.source()}, {self.name(pb.root)}_b, "
-                  f"{pb.source()}, _m, {self.site(a)}, {self.site(b)}, {self.site(store)}, "
-                  f"{a_first})")
+        self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
     def op_pto_store(self, op: pto.StoreOp) -> None:
-        if op in self.an.row_ops:
-            self.row_op(op)
-            return
-        if op in self.an.plan_ops:
-            self.plan_op(op)
-            return
-        if op in self.an.planned:
-            plan = self.an.planned[op]
-            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, "
-                      f"{self.name(op.value)}, _m, {self.site(op)})")
-            return
-        self._store(op.ptr, self.name(op.value), self.site(op), op.value)
+        self._store(op, op.ptr, self.name(op.value), self.site(op))
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:
         s = self.site(op)
@@ -501,11 +422,6 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         t = a.type
         # a * 1.0 is exact, so fma(a, 1.0, c) is a single correctly rounded add in the type itself
         # (for binary formats, rounding a+c through float64 first gives the same result).
-        if op in self.an.fma_adds:  # planned: the addition computed into the slice
-            x, y = self.an.fma_adds[op]
-            self.emit(f"_ctx.store_ramp_op({self.name(op.dst)}_b, {self.an.affine[op.dst]}, "
-                      f"_np.add, {self.name(x)}, {self.name(y)}, _m, {s})")
-            return
         if _is_const(b, 1.0):
             value = f"({self.name(a)} + {self.name(c)})"
         elif _is_const(a, 1.0):
@@ -515,21 +431,7 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
             value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
-        if op in self.an.planned:
-            plan = self.an.planned[op]
-            self.emit(f"_ctx.store_plan({self.name(plan.root)}_b, {plan.source()}, {value}, _m, "
-                      f"{s})")
-            return
-        self._store(op.dst, value, s)
-
-    def op_pto_barrier(self, op: pto.BarrierOp) -> None:
-        self.emit(f"_ctx.barrier_warp(_m, {self.site(op)})")
-
-    def op_pto_barrier_block(self, op: pto.BarrierBlockOp) -> None:
-        s = self.site(op)
-        self.emit(f"_ctx.barrier_block(_m, {s})")
-        if self.mode == WARP:
-            self.emit(f"yield ({SYNC_BARRIER}, {s}, None)")
+        self._store(op, op.dst, value, s)
 
     # warp shuffles and votes (warp_ops.py) ------------------------------------------------------
 
@@ -563,258 +465,6 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
 
     def op_pto_vote_all(self, op: Operation) -> None:
         self._vote(op, "all")
-
-    def op_func_return(self, op: func.ReturnOp) -> None:
-        self.emit("return None")
-
-    def op_scf_yield(self, op: scf.YieldOp) -> None:
-        raise UnsupportedOp("scf.yield outside of scf.if")  # handled by op_scf_if
-
-    def op_scf_if(self, op: scf.IfOp) -> None:
-        cond = self.name(op.cond)
-        saved = self.fresh("ms")
-        mt, mf = self.fresh("mt"), self.fresh("mf")
-        results = list(op.results)
-        then_names = [self.fresh("yt") for _ in results]
-        else_names = [self.fresh("yf") for _ in results]
-        self.emit(f"{saved} = _m")
-        self.emit(f"{mt} = _mask_and(_m, {cond})")
-        if results or (op.false_region.blocks and len(op.false_region.block.ops) > 1):
-            self.emit(f"{mf} = _mask_andnot(_m, {cond})")
-        for r, tn, fn in zip(results, then_names, else_names):
-            zero = self._zero_of(r.type)
-            self.emit(f"{tn} = {fn} = {zero}")
-            if _is_address(r.type):
-                self.emit(f"{tn}_b = {fn}_b = None")
-        for region_block, mask, names in ((op.true_region.block, mt, then_names),
-                                          (op.false_region.blocks[0] if op.false_region.blocks
-                                           else None, mf, else_names)):
-            if region_block is None:
-                continue
-            body = list(region_block.ops)
-            if len(body) == 1 and not names:
-                continue  # an empty branch: nothing to run
-            if op in self.an.windowed:
-                self.windowed_branch(region_block, mask, names)
-                continue
-            self.emit(f"if {mask} is not False:")
-            self.indent += 1
-            self.emit(f"_m = {mask}")
-            self.cse.append({})
-            for inner in body[:-1]:
-                self.op(inner)
-            term = body[-1] if body else None
-            if isinstance(term, scf.YieldOp):
-                for value, n in zip(term.operands, names):
-                    self.transfer(n, value)
-            elif term is not None:
-                self.op(term)
-            self.cse.pop()
-            self.emit("pass")
-            self.indent -= 1
-        self.emit(f"_m = {saved}")
-        for r, tn, fn in zip(results, then_names, else_names):
-            if not r.uses and not self.instrumented:
-                continue  # nothing reads it: no merge (instruments see every value)
-            rn = self.name(r)
-            if _is_address(r.type):
-                self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond}, {saved}, "
-                          f"{self.site(op)})")
-                self.emit(f"{rn} = _select({cond}, {tn}, {fn})")
-            elif isinstance(r.type, pto.TokenType):
-                self.emit(f"{rn} = {tn} if {tn} is not None else {fn}")
-            else:
-                dt = self.const(dtypes.np_dtype_of(r.type))
-                if self.an.decides(merge_sides.Decision):  # a side every lane took: no where()
-                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt}, {mt}, {mf}, "
-                              f"{r in self.an.views})")
-                else:
-                    self.emit(f"{rn} = _merge({cond}, {tn}, {fn}, {dt})")
-
-    def windowed_branch(self, block: Block, mask: str, names: list[str]) -> None:
-        """A branch of a windowed `scf.if`: its body becomes a local function of the lane
-        vector, the mask and the per-lane values it uses, called on the window of lanes the
-        mask keeps (`_window`: narrowed values in, widened yields out) or, when the window is
-        not narrow enough, on the whole vector."""
-        fn, win, res = self.fresh("_wb"), self.fresh("w"), self.fresh("r")
-        inputs = [self.name(v) for v in self.an.window_inputs[block]]
-        ops = list(block.ops)
-        self.emit(f"if {mask} is not False:")
-        self.indent += 1
-        self.emit(f"def {fn}(_ctx, _m{''.join(', ' + n for n in inputs)}):")
-        self.indent += 1
-        saved_cse, self.cse = self.cse, [{}]  # outer values are not visible narrowed
-        saved_affine = self.an.affine  # outside the window, only block-local ids stay affine
-        self.an.affine = {v: rb for v, rb in saved_affine.items() if v in self.an.local}
-        for inner in ops[:-1]:
-            self.op(inner)
-        self.an.affine, self.cse = saved_affine, saved_cse
-        term = ops[-1]
-        yields = [self.name(v) for v in term.operands] if isinstance(term, scf.YieldOp) else []
-        self.emit(f"return ({''.join(y + ', ' for y in yields)})")
-        self.indent -= 1
-        self.emit(f"{win} = _window(_ctx, {mask})")
-        self.emit(f"if {win} is None:")
-        self.emit(f"    {res} = {fn}(_ctx, {mask}{''.join(', ' + n for n in inputs)})")
-        self.emit("else:")
-        narrowed = "".join(f", {win}[0].narrow({n})" for n in inputs)
-        self.emit(f"    {res} = [{win}[0].widen(x) for x in {fn}({win}[0], {win}[1]{narrowed})]")
-        for i, n in enumerate(names):
-            self.emit(f"{n} = {res}[{i}]")
-        self.indent -= 1
-
-    def _zero_of(self, t: Attribute) -> str:
-        if _is_address(t):
-            return "_I64_0"
-        if isinstance(t, pto.TokenType):
-            return "None"
-        return self.const(dtypes.np_dtype_of(t).type(0))
-
-    def transfer(self, dst: str, src: SSAValue) -> None:
-        """`dst = src` for a value of any type (addresses carry their buffer in `_b`)."""
-        self.emit(f"{dst} = {self.name(src)}")
-        if _is_address(src.type):
-            self.emit(f"{dst}_b = {self.name(src)}_b")
-
-    # loops and regions -----------------------------------------------------------------------
-
-    def op_scf_for(self, op: scf.ForOp) -> None:
-        body = op.body.block
-        iv, *iter_args = body.args
-        for arg, init in zip(iter_args, op.iter_args):
-            self.transfer(self.name(arg), init)
-        lb, ub, step = (self.name(v) for v in (op.lb, op.ub, op.step))
-        hoisted = self.an.hoisted.get(body, [])  # the plan's loop-invariant ops
-        for inner in hoisted:  # computed once, before the loop
-            self.op(inner)
-        counter = self.fresh("k")
-        itype = self.const(dtypes.np_dtype_of(iv.type).type)
-        s = self.site(op)
-        self.emit(f"for {counter} in _ctx.loop_range({lb}, {ub}, {step}, {s}):")
-        self.indent += 1
-        self.emit(f"{self.name(iv)} = {itype}({counter})")
-        ops = list(body.ops)
-        self.cse.append({})
-        for inner in ops[:-1]:
-            if inner not in hoisted:
-                self.op(inner)
-        self.yield_into(ops[-1], iter_args)
-        self.cse.pop()
-        self.emit("pass")
-        self.indent -= 1
-        for arg, result in zip(iter_args, op.results):
-            self.transfer(self.name(result), arg)
-
-    def _inline_region(self, op: Operation) -> None:
-        block = op.regions[0].block
-        ops = list(block.ops)
-        for inner in ops[:-1]:
-            self.op(inner)
-        term = ops[-1]
-        for value, result in zip(term.operands, op.results):
-            self.transfer(self.name(result), value)
-
-    def op_pto_pipeline(self, op: pto.PipelineOp) -> None:
-        self._inline_region(op)  # stages run in program order (docs/language.md#pipelines)
-
-    def op_pto_stage(self, op: pto.StageOp) -> None:
-        self._inline_region(op)
-
-    # L1 and tile instructions -------------------------------------------------------------------
-
-    def op_pto_alloc_local(self, op: pto.AllocLocalOp) -> None:
-        n = self.name(op.result)
-        s = self.site(op)
-        # keyed by op id: the static L1 layout (l1.py) places each alloc_local
-        self.tile(f"{n}_b", f"_ctx.alloc_local({self.table.id_of(op)}, _m, {s})", s)
-        self.emit(f"{n} = _I64_0")
-
-    def tile(self, target: str | None, call: str, s: int) -> None:
-        """A block-level instruction: executed once per block.
-
-        In warp mode every warp stops at it; the scheduler runs `call` once when all warps have
-        arrived and sends its result back to each warp.
-        """
-        prefix = f"{target} = " if target else ""
-        if self.mode != WARP or call.startswith("_ctx.alloc_local("):
-            self.emit(prefix + call)  # alloc_local is a static declaration, not a sync point
-            return
-        self.emit(f"_ctx.tile_entry(_m, {s})")
-        if self.instrumented:
-            call = f"_ins.tile({self.current_id}, _ctx, _m, lambda: {call})"
-        self.emit(f"{prefix}(yield ({SYNC_TILE}, {s}, lambda: {call}))")
-
-    def _addr(self, v: SSAValue) -> str:
-        return f"{self.name(v)}_b, {self.name(v)}"
-
-    def op_pto_async_load(self, op: pto.AsyncLoadOp) -> None:
-        self._copy(op, "async_load")
-
-    def op_pto_async_store(self, op: pto.AsyncStoreOp) -> None:
-        self._copy(op, "async_store")
-
-    def op_pto_tile_store(self, op: pto.TileStoreOp) -> None:
-        self._copy(op, "tile_store")
-
-    def _copy(self, op: Operation, kind: str) -> None:
-        dst, src, nbytes, rows, ss, ds = op.operands
-        args = ", ".join(self.name(v) for v in (nbytes, rows, ss, ds))
-        target = self.name(op.results[0]) if op.results else None
-        s = self.site(op)
-        addrs = []
-        for index, v in ((0, dst), (1, src)):
-            plan = self.an.block_addrs.get((op, index))
-            if plan is None:
-                addrs.append(self._addr(v))
-            else:  # each block's offset from the forms (plan.py block_plan)
-                addrs.append(f"{self.name(plan.root)}_b, _ctx.block_offset({plan.source()})")
-        self.tile(target, f"_ctx.copy({kind!r}, {addrs[0]}, {addrs[1]}, {args}, _m, {s})", s)
-
-    def op_pto_wait(self, op: pto.WaitOp) -> None:
-        s = self.site(op)
-        self.tile(None, f"_ctx.wait({self.name(op.token)}, _m, {s})", s)
-
-    def op_pto_wait_all(self, op: pto.WaitAllOp) -> None:
-        s = self.site(op)
-        self.tile(None, f"_ctx.wait_all(_m, {s})", s)
-
-    def op_pto_fill(self, op: pto.FillOp) -> None:
-        s = self.site(op)
-        self.tile(None, f"_ctx.fill({self._addr(op.dst)}, {self.name(op.value)}, "
-                        f"{self.name(op.count)}, _m, {s})", s)
-
-    def op_pto_mma(self, op: pto.MmaOp) -> None:
-        m, n, k = op.shape
-        s = self.site(op)
-        self.tile(None, f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
-                        f"{m}, {n}, {k}, _m, {s})", s)
-
-    def tile_vector_op(self, op: Operation) -> None:
-        """A tile vector instruction (`TileVector` trait): `_ctx.tile_vector` with each
-        address operand's tile geometry from the trait (tile_ops.py runs it)."""
-        trait = tile_vector(op)
-        assert trait is not None
-        tiles = trait.tiles(op, lambda v: None)
-        geometry = tuple((t.rows, t.row_len, t.stride) for _, t in sorted(tiles.items())
-                         if t is not None)
-        addrs = ", ".join(f"({self._addr(op.operands[i])})" for i in sorted(tiles))
-        scalars = [self.name(op.operands[i]) for i, role in enumerate(trait.roles)
-                   if role == "value"]
-        props = {k: v.data for k, v in op.properties.items() if isinstance(v, StringAttr)}
-        s = self.site(op)
-        name = op.name.removeprefix("pto.")
-        self.tile(None, f"_ctx.tile_vector({name!r}, {geometry!r}, ({addrs},), "
-                        f"{scalars[0] if scalars else None}, {props!r}, _m, {s})", s)
-
-    def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
-        extra = atomics.call_arguments(self.an.decision(op, atomics.Decision))  # strategies/
-        self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
-                  f"{self.name(op.value)}, _m, {self.site(op)}{extra})")
-
-    def op_pto_printf(self, op: pto.PrintfOp) -> None:
-        values = ", ".join(self.name(v) for v in op.values)
-        self.emit(f"_ctx.printf({op.format.data!r}, ({values}{',' if op.values else ''}), _m, "
-                  f"{self.site(op)})")
 
     def op_math_rsqrt(self, op: math.RsqrtOp) -> None:
         x = self.name(op.operands[0])
@@ -880,6 +530,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_warp_vote": warp_ops.vote,
     }
     namespace.update(_LOOP_NAMESPACE)
+    # every strategy module, for its emission's calls of its run-time part (`_s_ramp.load`)
+    namespace.update({f"_s_{s.__name__.rsplit('.', 1)[1]}": s for s in strategies.REGISTRY})
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})
     namespace.update(gen.constants)
     label = f"{mode}, instrumented" if instrumented else mode

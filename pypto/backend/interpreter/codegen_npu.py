@@ -75,19 +75,14 @@ class NpuEmitters:
         s = self.site(op)
         p = op.ptr
         res = self.name(op.results[0])
-        if p in self.an.local:
-            self.emit(f"{res} = _ctx.load_rows({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
-        elif p in self.an.affine:
-            self.emit(f"{res} = _ctx.load_ramp({self.name(p)}_b, {self.an.affine[p]}, _m, {s})")
-        else:
-            self.emit(f"{res} = _ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})")
+        self.emit(f"{res} = {self.load_expr(op, p, s)}")
         self._stage(op.slot, res, s)
 
     def op_npu_store(self, op: npu.StoreOp) -> None:
         s = self.site(op)
         value = self.name(op.value)
         self._stage(op.slot, value, s)
-        self._store(op.ptr, value, s)
+        self._store(op, op.ptr, value, s)
 
     def op_npu_fma(self, op: npu.FmaOp) -> None:
         s = self.site(op)
@@ -107,7 +102,7 @@ class NpuEmitters:
             self.emit(f"{tmp} = {value}")
             value = tmp
             self._stage(op.slot, value, s)
-        self._store(op.dst, value, s)
+        self._store(op, op.dst, value, s)
 
     def op_npu_copy_in(self, op: npu.CopyInOp) -> None:
         self._copy(op, "async_load")
@@ -156,7 +151,8 @@ class NpuEmitters:
         def const(self, value: Any) -> str: ...
         def tile(self, target: str | None, call: str, s: int) -> None: ...
         def _addr(self, v: SSAValue) -> str: ...
-        def _store(self, ptr: SSAValue, value_expr: str, s: int) -> None: ...
+        def _store(self, op: Any, ptr: SSAValue, value_expr: str, s: int) -> None: ...
+        def load_expr(self, op: Any, p: SSAValue, s: int) -> str: ...
         def _copy(self, op: Any, kind: str) -> None: ...
         def op_pto_wait(self, op: Any) -> None: ...
         def op_pto_wait_all(self, op: Any) -> None: ...

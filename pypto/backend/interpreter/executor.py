@@ -36,6 +36,7 @@ from pypto.backend.interpreter.fastpaths import FAST_PATHS
 from pypto.backend.interpreter.instruments import Instrument, OpTable
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.l1 import L1Layout
+from pypto.backend.interpreter.strategies import tail1d
 from pypto.backend.interpreter.lanes import (Buffer, LaneContext, mask_and_cached,
                                              mask_andnot_cached, ramp_compare)
 from pypto.backend.targets import resolve_target
@@ -82,12 +83,6 @@ _CHUNKS_MEMO = 64
 _SHAPES_MEMO = 16
 """At most this many launch shapes are memoised per Executable (then the memo starts over)."""
 
-TAIL_SPLIT_MIN_LANES = 1 << 13
-"""A tail cut costs one more lane vector (~20 us of CPU); measured on axpy and gather with
-n = 2^k + 77, it pays from 2^14 lanes (0.9x of one masked vector; 0.5-0.7x at 2^17, ~0.1x at
-2^20) and not below 2^13 (1.15-1.3x at 2^10-2^12)."""
-
-
 def _whole_grid_rows(per_chunk: int, grid: tuple[int, int, int]) -> int:
     """Blocks per chunk of a 2-D / 3-D grid, rounded down to whole rows of the grid (whole
     planes when a chunk holds more than one): each chunk's blocks are then a sub-box of the
@@ -96,37 +91,6 @@ def _whole_grid_rows(per_chunk: int, grid: tuple[int, int, int]) -> int:
     if grid[1] * grid[2] > 1 and per_chunk > row:
         return per_chunk - per_chunk % row
     return per_chunk
-
-
-def _split_at_tail(gen: GeneratedKernel, vectors: list[tuple[int, int]], bound: list[Any],
-                   grid: tuple[int, int, int], block: tuple[int, int, int]
-                   ) -> list[tuple[int, int]]:
-    """The lane vectors (first lane, count) of a launch, cut where the plan's tail test
-    `global id < n` (planning: KernelPlan.tail_bounds; n a kernel argument) turns lanes off:
-    the whole blocks below n run as vectors of their own, on which the test passes on every
-    lane (no mask: slices and planned views), the partial block as a small vector of its own,
-    and the blocks above it apart again (the test fails on every lane: nothing runs). Cuts
-    fall on block boundaries, as the chunks' do, so blocks (and their L1) stay whole; a cut
-    is made only when the part it frees from the mask has TAIL_SPLIT_MIN_LANES lanes."""
-    index, adjust = gen.tail_bounds[0]
-    limit = int(bound[index]) + adjust
-    block_lanes = block[0] * block[1] * block[2]
-    total = grid[0] * grid[1] * grid[2] * block_lanes
-    if not 0 < limit < total:
-        return vectors
-    cut = limit - limit % block_lanes
-    out = []
-    for first, count in vectors:
-        end = first + count
-        if first < cut < end and cut - first >= TAIL_SPLIT_MIN_LANES:
-            out.append((first, cut - first))  # whole blocks: the test passes on every lane
-            first = cut
-        above = cut + block_lanes if limit % block_lanes else cut
-        if first < above < end and end - above >= TAIL_SPLIT_MIN_LANES:
-            out.append((first, above - first))  # the partial block
-            first = above
-        out.append((first, end - first))
-    return out
 
 
 def _take(free: list[Any]) -> Any:
@@ -410,7 +374,7 @@ class Executable:
                     pool = self._arenas
                     sites, decisions = gen.sites, gen.decisions
                     vectors = chunks[1] if not gen.tail_bounds else \
-                        _split_at_tail(gen, chunks[1], bound, grid, block)
+                        tail1d.cut(gen.tail_bounds[0], chunks[1], bound, grid, block)
                     for first_lane, count in vectors:  # _run_vector and _context, inline
                         # (__init__ called as a function: a class call with keywords would
                         # build a dict of them, ~10 % of a small cached launch)
@@ -472,7 +436,7 @@ class Executable:
                             min(per_chunk, n_blocks - first_block) * block_lanes)
                            for first_block in range(0, n_blocks, per_chunk)]
                 if gen.tail_bounds:
-                    vectors = _split_at_tail(gen, vectors, bound, grid, block)
+                    vectors = tail1d.cut(gen.tail_bounds[0], vectors, bound, grid, block)
                 for first_lane, count in vectors:
                     ctx = self._context(gen, grid, block, first_lane, count,
                                         instrument=instrument)

@@ -12,19 +12,20 @@ array. Keeping "all active" as `None` is what lets the common case run on contig
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer, outside
 from pypto.backend.interpreter.caches import RunCache
-from pypto.backend.interpreter.affine import same_outcome
+from pypto.backend.interpreter.affine import Box, same_outcome, vector_box
 from pypto.backend.interpreter.races import RaceChecker, Races
 from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
-from pypto.backend.interpreter.structured import COMPARE, StructuredAccess
+from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.tile_ops import TileVectorOps
 from pypto.backend.interpreter.tiles import BlockMemory
-from pypto.backend.interpreter.views import PlannedAccess
+from pypto.backend.interpreter.views import PlannedViews
 from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 Mask = Any  # None | False | np.ndarray[bool]
@@ -63,7 +64,7 @@ def _none_or_all(r: np.ndarray, whole: bool) -> Mask:
 def mask_and(m: Mask, c: Any, cache: RunCache | None = None) -> Mask:
     """Active lanes of the `then` side of a branch on `c`. `cache` (the Executable's
     caches.RunCache; generated code gets it bound) recognises its all-True / all-False masks
-    and remembers the outcome for shared read-only masks (StructuredAccess.local_cmp), which
+    and remembers the outcome for shared read-only masks (LaneContext.local_cmp), which
     every lane vector of a launch shape reuses."""
     return mask_and_cached(cache, m, c)
 
@@ -187,7 +188,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
+class LaneContext(TileVectorOps, BlockMemory):
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -195,6 +196,8 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
     """
 
     ins: Any = None  # the attached instrument (instrumented code variants only)
+    whole_vector = True  # a vector of whole blocks' lanes (False: a windows.WindowContext)
+    row_runs = True  # each block's lanes are one run of columns (False: a warp window)
     # the variant's strategy decisions by kind (strategies/: ids from per-block patterns,
     # sparse masked gathers, batched copies, ...); empty: the general path only
     decisions: dict[type, Any] = {}
@@ -395,6 +398,92 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
         return (self.masked("race_pos", cached[0], mask),  # type: ignore[attr-defined]
                 self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
 
+    # the vector's box (planned accesses: views.py) --------------------------------------------
+
+    @cached_property
+    def planned(self) -> PlannedViews:
+        """The planned accesses of this vector, a part (views.py)."""
+        return PlannedViews(self)
+
+    def plan_box(self) -> Box | None:
+        """The vector's lanes as a box (see the module docstring), computed once per vector;
+        None when they are not one (the general path runs)."""
+        box = self._ids.get("box", False)
+        if box is False:
+            box = self._ids["box"] = self._make_box()
+        return box
+
+    def _make_box(self) -> Box | None:
+        return vector_box(self.first_lane, self.count, self.grid, self.block)
+
+    # block-local rows (the rows kind's geometry, strategies/rows.py) --------------------------
+
+    def row_span(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+        """For an access where lane k of every block touches element `base + k` of its
+        block's copy of L1 buffer `buf` (batch mode): (lo, hi, active) — the columns lo..hi of
+        the block's copy that active lanes touch and, unless every lane of those columns is
+        active, their (blocks, hi - lo) mask — or None when the general path must run (fast
+        paths off, initialisation or in-flight tracking on, or an active lane out of bounds,
+        which the general path reports). Copies in flight are checked on the columns
+        (`rows_inflight`): their regions are block-local bytes."""
+        if not (buf.stride and buf.init is None and
+                mask is not False and self.local_base == 0):
+            return None
+        base = int(base)
+        first, last = 0, self.block_lanes  # the lanes of a block that may be active
+        if mask is not None:
+            first, last, dense = self.lane_window(mask)
+        lo, hi = base + first, base + last
+        if lo < 0 or hi > buf.count:
+            return None
+        if mask is None or dense:
+            return lo, hi, None
+        return lo, hi, mask.reshape(-1, self.block_lanes)[:, first:last]
+
+    @property
+    def row_width(self) -> int:
+        """Lanes of one block in the vector (batch mode: a row of the (blocks, lanes) view)."""
+        return self.block_lanes
+
+    def local_cmp(self, op: str, bound: np.int32) -> Any:
+        """`local_id(0) op bound` (1-D blocks): one block's comparison repeated, shared by
+        every lane vector of this shape (and its lane window computed once)."""
+        if not self.whole_vector or not self._whole_blocks() or self.block[1] * \
+                self.block[2] != 1:
+            return COMPARE[op](self.local_id(0), bound)
+        lanes = self.block_lanes
+        return self.cache.geometry(("local_cmp", op, int(bound), lanes, self.count),
+                        lambda: np.tile(COMPARE[op](np.arange(lanes, dtype=np.int32), bound),
+                                        self.count // lanes))
+
+    def lane_window(self, mask: np.ndarray) -> tuple[int, int, bool]:
+        """(first, last, dense): the block-local lanes first..last-1 hold every active lane of
+        every block, and `dense` says whether all of them are active. Branches such as
+        `if tid < s` keep a prefix of each block active; accesses then touch only those
+        columns. Computed once per mask object."""
+        shared = not mask.flags.writeable  # a shared mask (local_cmp): its window is too
+        cache = self.cache  # the Executable's (caches.py)
+        if shared:
+            known = cache.known(cache.windows, mask)
+            if known is not None:
+                return known  # type: ignore[no-any-return]
+        facts = self.mask_facts(mask)
+        window = facts.get("window")
+        if window is None:
+            rows = mask.reshape(-1, self.block_lanes)
+            cols = np.flatnonzero(rows.any(axis=0))
+            if cols.size == 0:
+                window = (0, 0, True)
+            else:
+                first, last = int(cols[0]), int(cols[-1]) + 1
+                dense = np.count_nonzero(mask) == rows.shape[0] * (last - first)
+                window = (first, last, bool(dense))
+            facts["window"] = window
+            if shared:
+                cache.remember(cache.windows, mask, window)
+        return window  # type: ignore[return-value]
+
+
     # errors ---------------------------------------------------------------------------------
 
     def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -541,47 +630,6 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
             return value  # a uniform address loads a uniform value
         return np.full(self.count, value, dtype=data.dtype)
 
-    def load_ramp(self, buf: Buffer, base: Any, mask: Mask, site: int, view: bool = False) -> Any:
-        """Load where lane k reads element `base + k`: a contiguous slice when all lanes run.
-
-        `view=True` (decided by codegen: no write can happen while the value is alive) returns
-        the slice itself instead of a copy.
-        """
-        if mask is None and not buf.stride:
-            base = int(base)
-            size = buf.count
-            if base < 0 or base + self.count > size:
-                raise self.oob(buf, self.ramp + np.int64(base), None, site)
-            if buf.watched() or self.inflight:
-                self.check_read(buf, slice(base, base + self.count), None, site)
-            chunk = buf.data[base:base + self.count]
-            return chunk if view else chunk.copy()
-        cut = self._ramp_cut(buf, base, mask)
-        if cut is not None:  # a masked vector (a partial tail): the slice of lanes in bounds
-            lo, hi = cut
-            b = int(base)
-            chunk = buf.data[b + lo:b + hi]
-            if lo == 0 and hi == self.count:
-                return chunk if view else chunk.copy()
-            out = np.zeros(self.count, dtype=buf.data.dtype)
-            out[lo:hi] = chunk  # lanes outside are inactive: their value is never used
-            return out
-        return self.load(buf, self.ramp + np.int64(base), mask, site)
-
-    def _ramp_cut(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int] | None:
-        """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
-        whose element lies in the buffer, when every active lane is among them (else None:
-        the general path runs and reports the lane out of bounds); also None when checks need
-        the active lanes' indices (L1, copies in flight)."""
-        if not (isinstance(mask, np.ndarray) and not buf.stride and
-                not buf.watched() and not self.inflight):
-            return None
-        b = int(base)
-        lo, hi = max(0, -b), min(self.count, buf.count - b)
-        if lo >= hi or (lo and mask[:lo].any()) or (hi < self.count and mask[hi:].any()):
-            return None
-        return lo, hi
-
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
         data = buf.data
         idx = self._checked(buf, off, mask, site)
@@ -593,45 +641,6 @@ class LaneContext(StructuredAccess, PlannedAccess, TileVectorOps, BlockMemory):
             data[idx] = value
         else:
             data[idx] = value[-1]  # every lane stores to one address: the last lane wins
-
-    def store_ramp(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        if mask is None and not buf.stride:
-            base = int(base)
-            if base < 0 or base + self.count > buf.count:
-                raise self.oob(buf, self.ramp + np.int64(base), None, site)
-            if buf.watched() or self.inflight:
-                self.check_write(buf, slice(base, base + self.count), None, site)
-            buf.data[base:base + self.count] = value
-            return
-        cut = self._ramp_cut(buf, base, mask)
-        if cut is not None:  # a masked vector: the active lanes' elements, in place
-            lo, hi = cut
-            b = int(base)
-            if isinstance(value, np.ndarray):
-                value = value[lo:hi]
-            np.copyto(buf.data[b + lo:b + hi], value, casting="unsafe", where=mask[lo:hi])
-            return
-        self.store(buf, self.ramp + np.int64(base), value, mask, site)
-
-    def store_ramp_op(self, buf: Buffer, base: Any, ufunc: Any, a: Any, b: Any, mask: Mask,
-                      site: int) -> None:
-        """`store_ramp(buf, base, ufunc(a, b), ...)` with the result computed straight into the
-        stored slice when every lane is active and the result already has the buffer's dtype
-        (one pass over memory instead of a temporary and a copy; ufuncs handle operands that
-        overlap the output as if they had been copied first)."""
-        if mask is None and not buf.stride:
-            data = buf.data
-            dt = data.dtype  # (two arrays of the buffer's dtype: no type promotion to ask for)
-            if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is dt and
-                    b.dtype is dt) or np.result_type(a, b) == dt:
-                base = int(base)
-                if base < 0 or base + self.count > buf.count:
-                    raise self.oob(buf, self.ramp + np.int64(base), None, site)
-                if buf.watched() or self.inflight:
-                    self.check_write(buf, slice(base, base + self.count), None, site)
-                ufunc(a, b, out=data[base:base + self.count])
-                return
-        self.store_ramp(buf, base, ufunc(a, b), mask, site)
 
     # arithmetic with failure modes ---------------------------------------------------------------
 

@@ -16,9 +16,9 @@ on `l0`), so any arrangement of `+ - *` and shifts by constants gives the same f
 A pointer is a root (a kernel argument or an L1 buffer) plus one form per `addptr` offset
 ("parts"; each part wraps in its own integer width in the program, so each is range-checked
 on its own at run time). For a load or store through such a pointer the planner emits a
-*planned access* (`_ctx.load_plan` / `_ctx.store_plan`, views.py) with the forms'
-coefficients evaluated as exact Python ints; at run time the lane vector's ids are laid out as
-a box (blocks x lanes, one axis per id that varies), so the addresses of the whole vector are
+*planned access* (`_ctx.planned.load_plan` / `_ctx.planned.stores.store_plan`, views.py) with
+the forms' coefficients evaluated as exact Python ints; at run time the lane vector's ids are
+laid out as a box (blocks x lanes, one axis per id that varies), so the addresses of the whole vector are
 a strided N-D view of the buffer: a contiguous slice, a strided view, a broadcast (stride 0:
 one address for every lane), rows, a window — or, when the box does not fit (a partial tail,
 a form that wraps, a store whose lanes collide), the general gather, with the offsets computed

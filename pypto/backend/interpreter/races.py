@@ -297,7 +297,7 @@ class RaceChecker:
 
     def race_rows(self, buf: Any, base: int, lo: int, hi: int, active: Any, site: int,
                   write: bool) -> None:
-        """The race checks of a row access (`StructuredAccess.load_rows` / `store_rows`): lane k of
+        """The race checks of a row access (strategies/rows.py `load_rows` / `store_rows`): lane k of
         every block touches element `base + k` of its block's copy, for the columns lo..hi
         (`active`: which of those lanes are active, None for all). First against the epoch's
         summary (`_summarised`), per column of one block; else the same checks as

@@ -75,7 +75,7 @@ def warp_window(ctx: LaneContext, mask: np.ndarray) -> tuple[WarpWindowContext, 
         facts = ctx.mask_facts(mask)
         known = facts.get("warp_window_cut")
         if known is None:
-            w_lo, w_hi, n_lo, n_hi = ctx._warp_window(mask)
+            w_lo, w_hi, n_lo, n_hi = ctx.planned._warp_window(mask)
             width = (w_hi - w_lo) * (n_hi - n_lo)
             sub_mask = None
             if width == 0 or n_hi - n_lo == ws or width * WINDOW_MIN_SAVING > lanes:
@@ -117,6 +117,7 @@ class WindowContext(LaneContext):
         self._ids = {}
         self._mask_cache = None
         self.__dict__.pop("_race_lanes", None)
+        self.__dict__.pop("planned", None)  # its own, over the window's lanes
         self.races = RaceChecker(self)  # its own: the window's lanes and ids
 
     @property
@@ -193,7 +194,7 @@ class WindowContext(LaneContext):
             axes.append(("l", 0, self.width, 0))
         return axes, box[1], (self.first, 0, 0)
 
-    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
+    def row_span(self, buf: Buffer, base: Any, mask: Mask) -> tuple[int, int, Any] | None:
         """Row accesses in the window: lane j of a block touches `base + first + j`."""
         if not (buf.stride and buf.init is None and mask is not False):
             return None
@@ -281,14 +282,10 @@ class WarpWindowContext(WindowContext):
         axes += [("w", 0, w_hi - w_lo, 0), ("n", 0, n_hi - n_lo, 0)]
         return axes, box[1], (self.first, 0, 0)
 
-    def _rows(self, buf: Buffer, base: Any, mask: Mask) -> None:
-        return None  # the window's lanes are not one run of columns
+    row_runs = False  # the window's lanes are not one run of columns: rows take the general path
 
-    def load_rows(self, buf: Buffer, base: Any, mask: Mask, site: int) -> Any:
-        return self.load(buf, self.local_id(0) + np.int64(base), mask, site)
-
-    def store_rows(self, buf: Buffer, base: Any, value: Any, mask: Mask, site: int) -> None:
-        self.store(buf, self.local_id(0) + np.int64(base), value, mask, site)
+    def row_span(self, buf: Buffer, base: Any, mask: Mask) -> None:
+        return None
 
     def barrier_warp(self, mask: Mask, site: int) -> None:
         if mask is False:

@@ -23,9 +23,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 
+from pypto.backend.native.phase_codegen import spill_slots
+from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
-from pypto.backend.native.support import needs_1d, unsupported_reason
-from pypto.backend.native.to_llvm import OOB, SITE_ATTR, WATCHDOG
+from pypto.backend.native.support import analyse
+from pypto.backend.native import collectives
+from pypto.backend.native.collectives import Operand, Site
+from pypto.backend.native.to_llvm import (COLLECTIVE, COLLECTIVE_OPS, COLLECTIVE_SYMBOL, OOB,
+                                          SITE_ATTR, WATCHDOG)
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.errors import KernelError, MemoryAccessError
@@ -55,7 +60,35 @@ def cache_dir() -> Path:
 def _checked_ops(kernel: Operation) -> list[Operation]:
     """The accesses the lowering bounds-checks, in walk order: site `i` is op `i`."""
     return [op for op in kernel.walk()
-            if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp | pto.AtomicAddOp)]
+            if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
+                               *COLLECTIVE_OPS))]
+
+
+def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site]:
+    """What the collectives callback needs to know of each block-level instruction."""
+    from pypto import dtypes
+    from pypto.backend.native.support import root_alloc, root_param
+
+    allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
+    sites: dict[int, Site] = {}
+    for index, op in enumerate(_checked_ops(kernel)):
+        if not isinstance(op, COLLECTIVE_OPS):
+            continue
+        operands = []
+        for v in op.operands:
+            if not isinstance(v.type, pto.PtrType | pto.L1BufferType):
+                continue
+            dtype = np.dtype(dtypes.np_dtype_of(v.type.element_type))
+            alloc = root_alloc(v)
+            if alloc is not None:
+                operands.append(Operand(dtype, None, l1[allocs.index(alloc)]))
+            else:
+                root = root_param(v)
+                operands.append(Operand(dtype, None if root is None else root.index, None))
+        shape = op.shape if isinstance(op, pto.MmaOp) else None
+        sites[index] = Site(op.name.removeprefix("pto."), op_location(op), tuple(operands),
+                            shape)
+    return sites
 
 
 def llvm_module(kernel: func.FuncOp) -> Any:
@@ -118,7 +151,22 @@ def _versions() -> str:
             return metadata.version(name)
         except metadata.PackageNotFoundError:
             return "?"
-    return f"pypto {version('pypto')} llvmlite {version('llvmlite')} xdsl {version('xdsl')}"
+    return f"pypto {version('pypto')} llvmlite {version('llvmlite')} xdsl {version('xdsl')} " \
+           f"native {_source_hash()}"
+
+
+_SOURCE_HASH: list[str] = []
+
+
+def _source_hash() -> str:
+    """A hash of this backend's own modules: the object code (and the spill-slot count kept
+    beside it) depend on them, and an edited checkout keeps its version number."""
+    if not _SOURCE_HASH:
+        digest = hashlib.sha256()
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(path.read_bytes())
+        _SOURCE_HASH.append(digest.hexdigest()[:16])
+    return _SOURCE_HASH[0]
 
 
 def _compile_object(kernel: func.FuncOp) -> bytes:
@@ -138,6 +186,27 @@ def _compile_object(kernel: func.FuncOp) -> bytes:
     return bytes(machine.emit_object(mod))
 
 
+def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
+    """Spill slots per lane of the kernel's phases, kept beside its object code
+    (`<object>.slots`): computing them splits the kernel again (phases.py), which a load from
+    the disk cache should not pay."""
+    side = path.with_suffix(".slots")
+    try:
+        return int(side.read_text())
+    except (OSError, ValueError):
+        pass
+    slots = spill_slots(kernel)
+    try:
+        side.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=side.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(str(slots))
+        os.replace(tmp, side)
+    except OSError:
+        pass
+    return slots
+
+
 def _ctype(t: Any) -> Any:
     name = str(t)
     return {"i1": ctypes.c_bool, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
@@ -148,7 +217,7 @@ class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
     def __init__(self, kernel: func.FuncOp, name: str):
-        reason = unsupported_reason(kernel)
+        reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "
@@ -160,7 +229,13 @@ class NativeKernel:
                       for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.params = list(kernel.body.block.args)
-        self.needs_1d = needs_1d(kernel)
+        self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
+        self.arena = arena_template(self.l1)
+        self._arena_address = self.arena.ctypes.data
+        self.collective_sites = _collective_sites(kernel, self.l1)
+        self.collective_error: KernelError | None = None
+        self.bound: Sequence[Any] = ()
+        self._spill: np.ndarray = np.zeros(1, np.uint64)
         machine, target = _target()
         from pypto.ir import print_ir
 
@@ -168,6 +243,7 @@ class NativeKernel:
         key = hashlib.sha256(f"{_versions()}\n{target}\n{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
+        self.slots = _cached_slots(path, kernel)
         if self.cached:
             obj = path.read_bytes()
         else:
@@ -181,6 +257,8 @@ class NativeKernel:
             except OSError:
                 pass  # a read-only cache only costs the next process a compile
         # the engine takes ownership of its target machine (freed with it): a fresh one each
+        if self.collective_sites:  # (resolved by name when the object is linked)
+            llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
@@ -192,10 +270,12 @@ class NativeKernel:
                 argtypes += [ctypes.c_void_p, ctypes.c_int64]
             else:
                 argtypes.append(_ctype(p.type))
-        argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p]
+        argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p] * 3
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
+        if self.collective_sites:
+            collectives.register(self._err_address, self)
 
     def unsupported_launch(self, grid: tuple[int, int, int],
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
@@ -219,12 +299,21 @@ class NativeKernel:
             else:
                 args.append(value.item() if isinstance(value, np.generic) else value)
         blocks = grid[0] * grid[1] * grid[2]
-        status = self.fn(*args, *grid, *block, 0, blocks, self._err_address)
+        lanes = block[0] * block[1] * block[2]
+        if self._spill.size < self.slots * lanes:
+            self._spill = np.zeros(self.slots * lanes, np.uint64)
+        self.err[0] = 0
+        self.bound = bound
+        status = self.fn(*args, *grid, *block, 0, blocks, self._arena_address,
+                         self._spill.ctypes.data, self._err_address)
         if status:
             raise self._error(grid, bound)
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
         code, site, address, param, *coords = (int(v) for v in self.err)
+        if code == COLLECTIVE and self.collective_error is not None:
+            error, self.collective_error = self.collective_error, None
+            return error
         block, lane = tuple(coords[:3]), tuple(coords[3:])
         if code == WATCHDOG:
             from_loop = self.loops[site]
@@ -235,6 +324,8 @@ class NativeKernel:
                 kernel=self.name, location=from_loop)
         assert code == OOB, code
         op, location = self.sites[site]
+        if param < 0:  # L1 buffer -1 - param
+            return self._l1_error(op, location, self.l1[-1 - param], address, block, lane)
         buf = bound[param]
         size = buf.count
         msg = (f"out-of-bounds {op} of HBM buffer '{buf.name}' at element {address} "
@@ -242,3 +333,27 @@ class NativeKernel:
                f"lane {lane}")
         return MemoryAccessError(msg, kernel=self.name, location=location, block=block,
                                  lane=lane, address=address, bounds=(0, size), buffer=buf.name)
+
+    def _l1_error(self, op: str, location: str, buf: L1Buffer, address: int,
+                  block: tuple[int, ...], lane: tuple[int, ...]) -> MemoryAccessError:
+        """The interpreter's message for an out-of-bounds L1 access (lanes.py `oob`, with its
+        note on the neighbouring buffer the address falls in)."""
+        size = buf.count
+        msg = (f"out-of-bounds {op} of L1 buffer '{buf.name}' at element {address} "
+               f"(valid elements 0..{size - 1}, {size} x {buf.dtype}) by block {block}, "
+               f"lane {lane}")
+        msg += self.l1_neighbour(buf, address)
+        return MemoryAccessError(msg, kernel=self.name, location=location, block=block,
+                                 lane=lane, address=address, bounds=(0, size), buffer=buf.name)
+
+    def l1_neighbour(self, buf: L1Buffer, address: int) -> str:
+        """The interpreter's note on the buffer an out-of-bounds L1 address falls in."""
+        byte = buf.offset + address * buf.dtype.itemsize
+        other = next((b for b in sorted(self.l1, key=lambda b: b.offset)
+                      if b.offset <= byte < b.end), None)
+        if other is None or other.name == buf.name and other.offset == buf.offset:
+            return ""
+        return (f"; that address is L1 byte {byte}, inside buffer '{other.name}' (bytes "
+                f"{other.offset}..{other.end - 1}, allocated at {other.location}): the "
+                f"access overruns '{buf.name}' (bytes {buf.offset}..{buf.end - 1}) into "
+                f"its neighbour")

@@ -13,8 +13,11 @@ over its lanes. The kernel `@k` becomes
   first non-zero status, which it returns.
 
 Divergent `if` / `for` / `while` and early `return` need nothing: each lane runs its own control
-flow. Only kernels `pypto.backend.native.support` accepts are lowered (no barrier, no L1): the
-pass reports the reason otherwise. docs/native.md#the-pipeline.
+flow. A kernel with L1 or barriers is split into phases first (phases.py): one lane function
+`@k.pN.lane` per phase and a grid function running the block-level code (uniform loops, block
+instructions) with a lane loop per phase. Only kernels `pypto.backend.native.support` accepts
+are lowered: the pass reports the reason otherwise. docs/native.md#the-pipeline,
+docs/native.md#phases.
 """
 
 from __future__ import annotations
@@ -29,15 +32,17 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from pypto.backend.native.phase_codegen import split
+from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
 from pypto.backend.native.support import unsupported_op, unsupported_reason
 from pypto.diagnostics import attach_op
+from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
 
 MAX_TRIPS = 10_000_000
 """The interpreter's loop watchdog (pypto.backend.interpreter.codegen_loops.MAX_TRIPS, not
 imported: the interpreter sits beside this backend, not below it; a test checks they agree)."""
 
-LANE_SUFFIX = ".lane"
 LANE_ATTR = "pto.native_lane"
 GRID_ATTR = "pto.native_grid"
 ID_ARGS = 12
@@ -71,6 +76,18 @@ def _lane_function(kernel: func.FuncOp) -> None:
                 op.parent_block().insert_op_before(func.ReturnOp(zero), op)
                 op.detach()
                 op.erase()
+            continue
+        if name in ("warp_id", "lane_id"):  # linear lane id // or % pto.WARP_SIZE
+            inner = arith.AddiOp(lid[1], arith.MuliOp(bdim[1], lid[2]))
+            outer = arith.MuliOp(bdim[0], inner)
+            linear = arith.AddiOp(lid[0], outer)
+            size = arith.ConstantOp(IntegerAttr(pto.WARP_SIZE, i32))
+            split = (arith.DivUIOp if name == "warp_id" else arith.RemUIOp)(linear, size)
+            new_ops: list[Operation] = [inner.operands[1].owner, inner, outer, linear, size, split]
+            op.parent_block().insert_ops_before(new_ops, op)
+            op.results[0].replace_all_uses_with(split.results[0])
+            op.detach()
+            op.erase()
             continue
         d = op.properties["dim"].value.data
         if name == "global_id":
@@ -142,7 +159,7 @@ def watchdog_loops(kernel: func.FuncOp) -> list[scf.WhileOp]:
 
 def _grid_function(name: str, params: list, ) -> func.FuncOp:
     """The loop over blocks and lanes that calls `name + LANE_SUFFIX` (see the module doc)."""
-    inputs = [*params, *[i32] * 8, llvm.LLVMPointerType()]
+    inputs = [*params, *[i32] * 8, *[llvm.LLVMPointerType()] * 3]  # (arena, spill: unused)
     entry = Block(arg_types=inputs)
     args = entry.args
     p = args[:len(params)]
@@ -213,6 +230,15 @@ class SimtToLanesPass(ModulePass):
                     f"kernel '{kernel.sym_name.data}' is not compiled by the native backend: "
                     f"{reason}; run it on the interpreter (backend='interpreter')"),
                     unsupported_op(kernel) or kernel)
+            if needs_phases(kernel):
+                phases, grid, _ = split(kernel)
+                grid.attributes[GRID_ATTR] = UnitAttr()
+                for fn in phases:
+                    _lane_function(fn)
+                op.body.block.insert_ops_after([*phases, grid], kernel)
+                kernel.detach()
+                kernel.erase()
+                continue
             name = kernel.sym_name.data
             params = [a.type for a in kernel.body.block.args]
             _lane_function(kernel)

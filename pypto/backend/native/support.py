@@ -4,9 +4,12 @@ The compiled lane model runs a block's lanes one after another (docs/native.md#t
 while the interpreter runs every op for all lanes before the next op. The two agree whenever no
 lane can observe another lane's memory effects, which this check makes sure of statically:
 
-- only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM, `pto.fma`,
-  `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits, structured control
-  flow); no barrier, L1, copy, atomic, printf or tile op yet;
+- only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
+  `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
+  structured control flow, barriers, L1 atomics, fill / copies / mma at block level); no
+  printf or tile vector instruction yet. L1 and barriers are exact through the phase plan
+  (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
+  which is asked last and refuses what it cannot split;
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or
   else every access to it is *lane-private*: at element `get_global_id(0) + u` (u a parameter or
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
@@ -32,6 +35,7 @@ from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, Intege
                                    IntegerType)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
+from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses, offset_base, warp_collective
@@ -40,7 +44,7 @@ SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
 MEMORY_ELEMENTS = ("f16", "f32", "f64", "i32", "i64")
 
-LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim")
+LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim", "warp_id", "lane_id")
 """Launch ids the lane function computes from its block and lane coordinates."""
 
 ARITH_OPS: frozenset[str] = frozenset({
@@ -75,7 +79,11 @@ def _type_ok(t: Attribute) -> bool:
     if isinstance(t, IntegerType):
         return t.width.data in INT_WIDTHS
     if isinstance(t, pto.PtrType):
-        return t.space == "global" and str(t.element_type) in MEMORY_ELEMENTS
+        return str(t.element_type) in MEMORY_ELEMENTS
+    if isinstance(t, pto.L1BufferType):
+        return str(t.element_type) in MEMORY_ELEMENTS
+    if isinstance(t, pto.TokenType):
+        return True
     return isinstance(t, SCALAR_TYPES)
 
 
@@ -89,6 +97,19 @@ def root_param(value: SSAValue) -> BlockArgument | None:
         if isinstance(value, BlockArgument):
             owner = value.block.parent_op()
             return value if isinstance(owner, func.FuncOp) else None
+        base = offset_base(value.owner)
+        if base is None:
+            return None
+        value = base
+
+
+def root_alloc(value: SSAValue) -> pto.AllocLocalOp | None:
+    """The L1 buffer (`pto.alloc_local`) a local pointer offsets, else None."""
+    while True:
+        if isinstance(value.owner, pto.AllocLocalOp):
+            return value.owner
+        if isinstance(value, BlockArgument):
+            return None
         base = offset_base(value.owner)
         if base is None:
             return None
@@ -153,6 +174,11 @@ def unsupported_op(kernel: func.FuncOp) -> Operation | None:
     return culprit[0] if _check(kernel, [], culprit) is not None and culprit else None
 
 
+def analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
+    """(`unsupported_reason`, `needs_1d`) in one pass over the kernel."""
+    return _analyse(kernel)
+
+
 def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
     private: list[bool] = []
     reason = _check(kernel, private, [])
@@ -182,7 +208,8 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         for region in op.regions:
             for block in region.blocks:
                 for barg in block.args:
-                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType):
+                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType |
+                                                                            pto.TokenType):
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
         if warp_collective(op) is not None:
@@ -214,9 +241,43 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             if launch_id(op) not in LANE_IDS:
                 return f"{_where(op)}: '{name}' is not compiled yet"
             continue
+        if isinstance(op, pto.AllocLocalOp):
+            if op.l1_offset is None:
+                return f"{_where(op)}: an L1 buffer without a placed offset (the native " \
+                       f"backend lays out L1 as pto-allocate-l1 did)"
+            continue
+        if isinstance(op, pto.BarrierOp | pto.BarrierBlockOp | pto.WaitOp | pto.WaitAllOp):
+            continue
+        if isinstance(op, COLLECTIVES):  # block level (phases.py): HBM operands by the rules
+            for access in memory_accesses(op):
+                value = op.operands[access.operand]
+                if access.space == "local":
+                    if root_alloc(value) is None:
+                        return f"{_where(op)}: an L1 operand not a pto.alloc_local buffer"
+                    continue
+                root = root_param(value)
+                if root is None:
+                    return f"{_where(op)}: an HBM operand not derived from a kernel parameter"
+                offsets.setdefault(root, set()).add(None)
+                if access.kind == "write":
+                    writers.setdefault(root, []).append(op)
+                else:
+                    readers.add(root)
+            continue
+        if isinstance(op, pto.AddPtrOp) and isinstance(op.results[0].type, pto.PtrType) and \
+                op.results[0].type.space == "local":
+            if root_alloc(op.results[0]) is None:
+                return f"{_where(op)}: an L1 pointer not derived from a pto.alloc_local"
+            continue
         if isinstance(op, pto.AddPtrOp):
             if root_param(op.results[0]) is None:
                 return f"{_where(op)}: a pointer not derived from a kernel parameter"
+            continue
+        if isinstance(op, pto.AtomicAddOp | pto.LoadOp | pto.StoreOp | pto.FmaOp) and \
+                all(a.space == "local" for a in memory_accesses(op)):
+            # L1: a write is a phase of its own, in lane order (phases.py)
+            if any(root_alloc(op.operands[a.operand]) is None for a in memory_accesses(op)):
+                return f"{_where(op)}: an L1 access not through a pto.alloc_local buffer"
             continue
         if isinstance(op, pto.AtomicAddOp):
             root = root_param(op.ptr)
@@ -268,4 +329,9 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                    f"interpreter's, not compiled yet)"
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
+    if needs_phases(kernel):
+        refused = refusal(kernel)
+        if refused is not None:
+            culprit[:] = [refused[1]] if refused[1] is not None else []
+            return refused[0]
     return None

@@ -24,16 +24,27 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
-                                   i1, i32, i64)
+                                   f64, i1, i8, i32, i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
 from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR
 from pypto.dialects import pto
 
 OOB = 1
 WATCHDOG = 2
+COLLECTIVE = 3
+"""Error codes of the record (COLLECTIVE: the runtime's callback raised; it kept the error)."""
+COLLECTIVE_SYMBOL = "pypto_native_collective"
+COLLECTIVE_OPS = (pto.FillOp, pto.BulkCopyOp, pto.MmaOp)
+
+
+def collective_signature() -> llvm.LLVMFunctionType:
+    """(err, site, 3 x (pointer, count, offset), 4 x i64, f64) -> i32."""
+    ptr = llvm.LLVMPointerType()
+    return llvm.LLVMFunctionType([ptr, i64, *[ptr, i64, i64] * 3, *[i64] * 4, f64], i32)
 SITE_ATTR = "pto.native_site"
 """Site number of a checked op (set by the JIT to index its table of locations); without it the
 ops are numbered in order."""
@@ -72,6 +83,7 @@ class _FunctionLowering:
         self.ptrs: dict[SSAValue, _Ptr] = {}
         self.expanded: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
         self.next_site = 0
+        self.calls_collective = False
 
     # helpers --------------------------------------------------------------------------------
 
@@ -113,12 +125,15 @@ class _FunctionLowering:
             param += 1
         self.params = param
         self.ids = None
+        arena = self.fn.attributes.get(ARENA_ATTR)  # phase functions: the L1 arena argument
+        self.arena = original[arena.value.data] if isinstance(arena, IntegerAttr) else None
         if self.is_lane:
             n = len(original) - ID_ARGS - 1
             self.ids = original[n:n + 6]
         for op in list(self.fn.body.walk()):
             self._lower_op(op)
-        for op in [o for o in self.fn.body.walk() if isinstance(o, pto.AddPtrOp)][::-1]:
+        for op in [o for o in self.fn.body.walk()
+                   if isinstance(o, pto.AddPtrOp | pto.AllocLocalOp)][::-1]:
             op.detach()
             op.erase()
         for arg in list(entry.args):
@@ -138,6 +153,16 @@ class _FunctionLowering:
         if found is not None:
             return found
         op = value.owner
+        if isinstance(op, pto.AllocLocalOp) and self.arena is not None:  # an L1 buffer: the
+            index = op.attributes.get(L1_INDEX_ATTR)                     # arena + its offset
+            k = index.value.data if isinstance(index, IntegerAttr) else 0
+            base = self._before(op, llvm.GEPOp.from_mixed_indices(
+                self.arena, [op.l1_offset or 0], i8))
+            count = self._before(op, self._const(op.result.type.size, i64))
+            zero = self._before(op, self._const(0, i64))
+            found = _Ptr(-1 - k, base, count, zero)  # (parameter -1 - k: L1 buffer k)
+            self.ptrs[value] = found
+            return found
         if not isinstance(op, pto.AddPtrOp):
             raise DiagnosticException(f"convert-pto-to-llvm: pointer {value} is not a parameter "
                                       f"offset by pto.addptr (run pto-simt-to-lanes first)")
@@ -200,7 +225,7 @@ class _FunctionLowering:
 
     def _lower_op(self, op: Operation) -> None:  # noqa: C901 - one case per op kind
         kind = type(op)
-        if isinstance(op, pto.AddPtrOp):
+        if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):
             t = op.results[0].type
@@ -313,11 +338,66 @@ class _FunctionLowering:
             self._fail_unless(op, op.arg, WATCHDOG, site, None, -1)
             op.detach()
             op.erase()
+        elif isinstance(op, COLLECTIVE_OPS):
+            self._collective(op)
         elif op.dialect_name() == "llvm":
             pass
         else:
             raise DiagnosticException(f"convert-pto-to-llvm: '{op.name}' has no lowering to the "
                                       f"llvm dialect (run pto-simt-to-lanes first, which checks)")
+
+    def _collective(self, op: Operation) -> None:
+        """A block-level instruction in the grid function: a call to the runtime's
+        `COLLECTIVE_SYMBOL` (pypto.backend.native.collectives), which does it with NumPy as
+        the interpreter does (the same copies, the same matmul: the same bits, the same
+        errors). Arguments: err record, site, three (element pointer, count, offset) operands,
+        four integers, one float (fill's value)."""
+        attr = op.attributes.get(SITE_ATTR)
+        site = attr.value.data if isinstance(attr, IntegerAttr) else self.next_site
+        self.next_site += 1
+        err = self.fn.body.blocks[0].args[-1]
+        new: list[Operation] = []
+
+        def const(v: int | float, t: Attribute = i64) -> SSAValue:
+            c = self._const(v, t)
+            new.append(c)
+            return c.result
+
+        def wide(v: SSAValue) -> SSAValue:
+            ext = llvm.SExtOp(v, i64)
+            new.append(ext)
+            return ext.results[0]
+
+        pointers: list[SSAValue] = []
+        for v in op.operands:
+            if isinstance(v.type, pto.PtrType | pto.L1BufferType):
+                p = self.ptr(v)
+                pointers += [p.base, p.count, p.offset]
+        while len(pointers) < 9:
+            pointers += [err, const(0), const(0)]
+        ints: list[SSAValue] = []
+        fval = const(0.0, f64)
+        if isinstance(op, pto.FillOp):
+            ints.append(wide(op.count))
+            value = op.value
+            if isinstance(value.type, IntegerType):
+                ints.append(wide(value) if value.type != i64 else value)
+            else:
+                ext = llvm.FPExtOp(value, f64) if value.type != f64 else None
+                if ext is not None:
+                    new.append(ext)
+                    fval = ext.results[0]
+                else:
+                    fval = value
+        elif isinstance(op, pto.BulkCopyOp):
+            ints += [wide(v) for v in (op.nbytes, op.rows, op.src_stride, op.dst_stride)]
+        while len(ints) < 4:
+            ints.append(const(0))
+        call = llvm.CallOp(COLLECTIVE_SYMBOL, err, const(site), *pointers, *ints, fval,
+                           return_type=i32)
+        new.append(call)
+        self._replace(op, *new, result=None)
+        self.calls_collective = True
 
     def _shift(self, op: Operation) -> None:
         a, b = op.operands
@@ -390,7 +470,15 @@ class ConvertPtoToLlvmPass(ModulePass):
                 raise DiagnosticException(
                     f"convert-pto-to-llvm: function '{fn.sym_name.data}' is not a lane or grid "
                     f"function; run pto-simt-to-lanes and convert-scf-to-cf first")
-            new = _FunctionLowering(fn).lower()
+            lowering = _FunctionLowering(fn)
+            new = lowering.lower()
             op.body.block.insert_op_before(new, fn)
             fn.detach()
             fn.erase()
+            if lowering.calls_collective and not any(
+                    isinstance(o, llvm.FuncOp) and o.sym_name.data == COLLECTIVE_SYMBOL
+                    for o in op.ops):
+                op.body.block.insert_op_before(llvm.FuncOp(
+                    COLLECTIVE_SYMBOL, collective_signature(),
+                    linkage=llvm.LinkageAttr("external"), body=Region()),
+                    op.body.block.first_op)

@@ -4,15 +4,25 @@
 // RUN: not pypto-opt %s --emit=llvm 2>&1 | filecheck %s --check-prefix=NOTCOMPILED
 // RUN: not pypto-opt %s -p convert-pto-to-llvm 2>&1 | filecheck %s --check-prefix=ORDER
 
-// NOTCOMPILED: :{{[0-9]+}}:{{[0-9]+}}: error: {{.*}}kernel 'block_reverse' is not compiled by the native backend: here: 'pto.barrier_block' is not compiled by the native backend yet; run it on the interpreter
-// ORDER: error: convert-pto-to-llvm: function 'block_reverse' is not a lane or grid function; run pto-simt-to-lanes and convert-scf-to-cf first
+// A barrier inside a `while` loop cannot be split into phases (its trip count may differ
+// between lanes): the kernel stays on the interpreter, with the reason at the loop.
+// NOTCOMPILED: :{{[0-9]+}}:{{[0-9]+}}: error: {{.*}}kernel 'spin' is not compiled by the native backend: here: a barrier or L1 write inside a while loop (its trip count may differ between lanes: the loop cannot be split into phases); run it on the interpreter
+// ORDER: error: convert-pto-to-llvm: function 'spin' is not a lane or grid function; run pto-simt-to-lanes and convert-scf-to-cf first
 
-func.func @block_reverse(%a: !pto.ptr<f32, global> {pto.noalias}, %o: !pto.ptr<f32, global> {pto.noalias}) attributes {pto.kernel} {
+func.func @spin(%a: !pto.ptr<i32, global> {pto.noalias}, %n: i32) attributes {pto.kernel} {
   %i = pto.get_global_id 0 : i32
-  %p = pto.addptr %a, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
-  %v = pto.load %p : !pto.ptr<f32, global> -> f32
-  pto.barrier_block
-  %q = pto.addptr %o, %i : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
-  pto.store %v, %q : f32, !pto.ptr<f32, global>
+  %z = arith.constant 0 : i32
+  %r = scf.while (%v = %z) : (i32) -> i32 {
+    %more = arith.cmpi slt, %v, %i : i32
+    scf.condition(%more) %v : i32
+  } do {
+  ^bb0(%w: i32):
+    pto.barrier
+    %one = arith.constant 1 : i32
+    %next = arith.addi %w, %one : i32
+    scf.yield %next : i32
+  }
+  %p = pto.addptr %a, %i : !pto.ptr<i32, global>, i32 -> !pto.ptr<i32, global>
+  pto.store %r, %p : i32, !pto.ptr<i32, global>
   func.return
 }

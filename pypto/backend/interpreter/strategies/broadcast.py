@@ -9,9 +9,9 @@ is data, so that check stays at run time (`one_value`): one comparison over one 
 block.
 
 - planner: `match` picks planned loads whose forms vary with the block ids at most;
-- emission: none of its own (the load is a planned access, `_ctx.load_plan`);
-- run time: `PlannedAccess.load_plan` calls `one_value` with this Decision when its view has a
-  zero stride; without a Decision (fast paths off) the view is read as an array, as before.
+- emission: none of its own (the load is a planned access, `_ctx.planned.load_plan`);
+- run time: `PlannedViews.load_plan` (views.py) calls `one_value` with this Decision when its
+  view has a zero stride; without a Decision (fast paths off) the view is read as an array, as before.
 """
 
 from __future__ import annotations

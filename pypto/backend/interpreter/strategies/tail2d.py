@@ -116,7 +116,7 @@ def store_edges(decision: Decision, ctx: Any, buf: Any,
         m = full[sel]
         if not m.any():
             continue
-        idx = ctx._indices(base + ks[j] * strides[j], pshape, strides).reshape(pshape)[m]
+        idx = ctx.planned._indices(base + ks[j] * strides[j], pshape, strides).reshape(pshape)[m]
         distinct = distinct and not edge_idx and box_injective(pshape, strides)
         edge_idx.append(idx)
         if vals is not None:
@@ -129,7 +129,7 @@ def store_edges(decision: Decision, ctx: Any, buf: Any,
                 _in_view(active, base, rect_shape, strides).any():
             return False  # two active lanes on one element: the general path's order
     if buf.watched() or ctx.inflight:
-        ctx._check(buf, base, shape, strides, mask, site, True)
+        ctx.planned._check(buf, base, shape, strides, mask, site, True)
     data = buf.data
     rect = tuple(slice(0, k) for k in ks)
     if not empty:

@@ -40,12 +40,13 @@ def taken(monkeypatch):
         seen["edges"].append(done)
         return done
     monkeypatch.setattr(tail2d, "store_edges", store_edges)
-    orig_offsets = views.PlannedAccess.plan_offsets
+    from pypto.backend.interpreter import views_forms
+    orig_offsets = views_forms.BoxForms.plan_offsets
 
     def plan_offsets(self, parts):
         seen["offsets"] += 1
         return orig_offsets(self, parts)
-    monkeypatch.setattr(views.PlannedAccess, "plan_offsets", plan_offsets)
+    monkeypatch.setattr(views_forms.BoxForms, "plan_offsets", plan_offsets)
     return seen
 
 

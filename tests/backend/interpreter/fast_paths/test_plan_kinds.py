@@ -141,7 +141,7 @@ def test_bulk_copies_take_one_offset_per_block(fast_paths, general, schedule):
     blocks, ntiles = 6, 3
     x = np.random.default_rng(7).random(blocks * ntiles * T, dtype=np.float32)
     src = source(staged_scale, [x, x, ntiles], T)
-    assert src.count("_ctx.block_offset(") == 2, src
+    assert src.count("_ctx.planned.forms.block_offset(") == 2, src
     options = {"schedule": schedule} if schedule else {}
     fast_paths.on = True
     run_kernel(staged_scale, blocks, T, [x, np.zeros_like(x), ntiles], **options)
@@ -261,7 +261,7 @@ def test_colliding_warp_stores_keep_the_highest_lane(fast_paths):
 
 # --- an empty plan is the general path ----------------------------------------------------------
 
-PLANNED = ("load_ramp", "store_ramp", "load_rows", "store_rows", "rows_op", "load_plan",
+PLANNED = ("_s_", "load_rows", "store_rows", "rows_op", "load_plan",
            "store_plan", "form_cmp", "local_cmp", "_ramp_cmp", "_window(", "block_offset")
 
 
@@ -714,20 +714,22 @@ def mirror_add(x, out, WARPS: pto.constexpr, SYNC: pto.constexpr):
 
 def test_planned_ufunc_stores_run_as_one_ufunc(fast_paths, monkeypatch):
     """`p[...] = q[...] op r[...]` through planned views: one ufunc into the stored view
-    (views.plan_op), bit-exact both ways, races reported as by the general path."""
+    (views_store.PlannedStores.plan_op), bit-exact both ways, races reported as by the general
+    path."""
     from pypto.backend.interpreter import views
     fused = []
-    orig = views.PlannedAccess.load_plan
+    orig = views.PlannedViews.load_plan
 
     def counted(self, *a, **kw):
         fused.append(a[-2] if len(a) > 3 else None)
         return orig(self, *a, **kw)
-    monkeypatch.setattr(views.PlannedAccess, "load_plan", counted)
+    monkeypatch.setattr(views.PlannedViews, "load_plan", counted)
     warps, blocks = 4, 64
     x = np.random.default_rng(51).random(blocks * warps * 32, dtype=np.float32)
     args = [x, np.zeros_like(x), warps, True]
-    assert "_ctx.plan_op(" in source(mirror_add, args, warps * 32)
-    assert "_ctx.plan_op(" in source(warp_sums, [x, np.zeros_like(x), warps], warps * 32)
+    assert "_ctx.planned.stores.plan_op(" in source(mirror_add, args, warps * 32)
+    assert "_ctx.planned.stores.plan_op(" in source(warp_sums, [x, np.zeros_like(x), warps],
+                                                   warps * 32)
     fast_paths.on = True
     run_kernel(mirror_add, blocks, warps * 32, args)
     assert len(fused) == 1  # only the last load: the product's operands are views

@@ -1,6 +1,6 @@
 """The planner is the only decider (planning.py): per op, the access kind the generated code
 takes, read by codegen; the run-time steps of tile instructions and atomics it selects; and the
-tail split of a launch whose last block is partial (executor._split_at_tail). Every result is
+tail split of a launch whose last block is partial (strategies/tail1d.py `cut`). Every result is
 compared with NumPy and with the general path (`FAST_PATHS.on = False`: the empty plan)."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 import pypto as pto
 from pypto.backend.interpreter import executor as executor_mod
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
-from pypto.backend.interpreter.strategies import atomics, lazy_l1, merge_sides, whole_blocks
-from pypto.backend.interpreter.lanes import LaneContext
+from pypto.backend.interpreter.strategies import (alias, atomics, base, hoist, lazy_l1,
+                                                  merge_sides, planned_view, ramp, rows,
+                                                  tail1d, whole_blocks, window)
 from pypto.dialects import pto as pto_ops
 from tests.conftest import run_kernel
 from tests.kernels.test_users_zoo import axpy_tail, gather_idx
@@ -89,11 +90,14 @@ def test_plan_decides_every_path():
     plan = variant(saxpy_fma, (x, x.copy(), 2.0), BLOCK).plan
     # the global id and `x + i`, `y + i` are lane-affine; the store of `a*x + y` computes the
     # addition into the slice; fma(x, 1.0, y) through an affine dst is a slice addition
-    assert len(plan.affine) >= 3 and len(plan.fused) == 1
-    assert ops_of(plan.fma_adds, pto_ops.FmaOp)
-    assert plan.views  # loads whose values may be views of memory
+    assert len(plan.affine) >= 3 and len(plan.ops_with(base.Fused)) == 1
+    assert len(plan.ops_with(ramp.StoreOp)) == 1
+    assert ops_of(plan.ops_with(ramp.FmaAdd), pto_ops.FmaOp)
+    loads = plan.ops_with(ramp.Load)  # loads whose values may be views of memory
+    assert loads and all(plan.decision(op, ramp.Load).view for op in loads)
     plan = variant(tree_sum, (x, np.zeros(4, np.float32)), BLOCK).plan
-    assert plan.row_ops and plan.windowed and plan.local  # rows of L1, windowed `tid < s`
+    # rows of L1, windowed `tid < s`
+    assert plan.ops_with(rows.RowOp) and plan.ops_with(window.Decision) and plan.local
     assert all(plan.decides(s.Decision) for s in (merge_sides, whole_blocks, lazy_l1))
     side = 8
     xs = np.arange(side * side, dtype=np.float32)
@@ -117,10 +121,12 @@ def test_empty_plan_is_the_general_path(fast_paths):
                                                  8), (4, 4))):
         gen = variant(kernel, args, block)
         plan = gen.plan
-        assert not (plan.affine or plan.planned or plan.row_ops or plan.windowed or plan.fused
-                    or plan.fma_adds or plan.decisions or plan.tail_bounds)
-        assert plan.decisions == {} and gen.decisions == {} and plan.hoisted == {}
-        for call in ("load_ramp", "store_ramp", "load_rows", "rows_op", "load_plan",
+        assert not (plan.affine or plan.planned or plan.decisions or plan.tail_bounds)
+        assert plan.decisions == {} and gen.decisions == {} and plan.vector_lanes is None
+        assert not any(plan.decides(kind) for kind in (
+            ramp.Decision, rows.Decision, window.Decision, planned_view.Decision,
+            tail1d.Decision, hoist.Decision, alias.Decision, base.Fused))
+        for call in ("_s_ramp.", "load_rows", "rows_op", "load_plan",
                      "store_plan", "form_cmp", "_ramp_cmp"):
             assert call not in gen.source
 
@@ -151,20 +157,20 @@ def vectors(monkeypatch):
     """Records the lane vectors (first lane, count) the tail split gives, and for each vector
     ran whether its planned slices ran without a mask."""
     seen = {"split": [], "masked": []}
-    monkeypatch.setattr(executor_mod, "TAIL_SPLIT_MIN_LANES", 0)  # small launches cut too
-    orig = executor_mod._split_at_tail
+    monkeypatch.setattr(tail1d, "TAIL_SPLIT_MIN_LANES", 0)  # small launches cut too
+    orig = tail1d.cut
 
     def split(*a, **kw):
         out = orig(*a, **kw)
         seen["split"].append(out)
         return out
-    monkeypatch.setattr(executor_mod, "_split_at_tail", split)
-    orig_load = LaneContext.load_ramp
+    monkeypatch.setattr(tail1d, "cut", split)
+    orig_load = ramp.load_ramp
 
-    def load_ramp(self, buf, base, mask, *a, **kw):
-        seen["masked"].append((self.first_lane, self.count, mask is not None))
-        return orig_load(self, buf, base, mask, *a, **kw)
-    monkeypatch.setattr(LaneContext, "load_ramp", load_ramp)
+    def load_ramp(ctx, buf, base, mask, *a, **kw):
+        seen["masked"].append((ctx.first_lane, ctx.count, mask is not None))
+        return orig_load(ctx, buf, base, mask, *a, **kw)
+    monkeypatch.setattr(ramp, "load_ramp", load_ramp)
     return seen
 
 
@@ -175,7 +181,7 @@ def test_axpy_tail_splits_at_the_partial_block(fast_paths, vectors, n):
     y = rng.standard_normal(n).astype(np.float32)
     grid = (n + 255) // 256
     gen = variant(axpy_tail, (x, y, n, 0.75), 256)
-    assert gen.tail_bounds == ((2, 0),)  # `i < n`, n the third argument
+    assert gen.tail_bounds == (tail1d.Decision(2, 0),)  # `i < n`, n the third argument
     out = both_ways(fast_paths, axpy_tail, grid, 256, [x, y, n, 0.75])[1]
     assert out.tobytes() == (np.float32(0.75) * x + y).tobytes()
     full = n - n % 256
@@ -230,7 +236,7 @@ def test_flipped_and_inclusive_guards(fast_paths, vectors):
     n = 1000
     x = np.arange(1024, dtype=np.float32)
     gen = variant(guarded_forms, (x, x.copy(), n, n - 1), 128)
-    assert gen.tail_bounds == ((2, 0), (3, 1))
+    assert gen.tail_bounds == (tail1d.Decision(2, 0), tail1d.Decision(3, 1))
     out = both_ways(fast_paths, guarded_forms, 8, 128, [x, np.zeros(1024, np.float32), n,
                                                          n - 1])[1]
     expect = np.zeros(1024, np.float32)
@@ -321,7 +327,7 @@ def test_early_return_guard_is_a_tail_bound(fast_paths, vectors):
     n, nbins = 5 * 256 + 77, 16
     data = np.random.default_rng(2).integers(-1000, 1000, n).astype(np.int32)
     assert variant(early_return, (data, np.zeros(nbins, np.int32), np.zeros(n, np.int32), n,
-                                  nbins), 256).tail_bounds == ((3, 0),)
+                                  nbins), 256).tail_bounds == (tail1d.Decision(3, 0),)
     bins, olds = both_ways(fast_paths, early_return, 6, 256,
                            [data, np.zeros(nbins, np.int32), np.zeros(n, np.int32), n,
                             nbins])[1:]
@@ -335,12 +341,12 @@ def test_early_return_guard_is_a_tail_bound(fast_paths, vectors):
 def test_small_launches_are_not_cut(fast_paths, monkeypatch):
     """Below TAIL_SPLIT_MIN_LANES whole-block lanes one more vector costs more than the mask."""
     seen = []
-    orig = executor_mod._split_at_tail
+    orig = tail1d.cut
 
     def split(*a, **kw):
         seen.append(orig(*a, **kw))
         return seen[-1]
-    monkeypatch.setattr(executor_mod, "_split_at_tail", split)
+    monkeypatch.setattr(tail1d, "cut", split)
     for n, expect in ((2**12 + 77, [(0, 2**12 + 256)]),
                       (2**14 + 77, [(0, 2**14), (2**14, 256)])):
         rng = np.random.default_rng(n)

@@ -99,3 +99,64 @@ def test_an_empty_mapping_is_the_general_path(fast_paths):
     gen = ck.variant(True)
     assert gen.plan.decisions == {} and gen.decisions == {}
     np.testing.assert_array_equal(y, want)
+
+
+COMPILE_TIME = ("window", "ramp", "rows", "tail1d", "planned_view", "hoist", "alias")
+ZOO = ("vector_add", "saxpy (fma)", "block_sum (L1 tree)", "transpose (L1 tile)", "argmin block",
+       "axpy masked tail", "scale2d ids", "dot interleaved tree", "warp_sync_sum", "popcount")
+
+
+@pytest.mark.parametrize("kind", COMPILE_TIME)
+def test_a_compile_time_kind_out_of_the_registry_changes_no_result(fast_paths, monkeypatch,
+                                                                    kind):
+    """Each compile-time kind is one module too: out of the registry, no op gets its
+    decisions, its calls vanish from the generated code, and zoo kernels that used it still
+    pass their NumPy checks (the general path, or another kind, runs those ops)."""
+    from tests.kernels.zoo import cases
+    module = getattr(strategies, kind)
+    monkeypatch.setattr(strategies, "REGISTRY",
+                        tuple(s for s in strategies.REGISTRY if s is not module))
+    ran = 0
+    executables = []
+    # variants are cached per Executable (and compiles per process): drop them before and
+    # after, so neither this test nor a later one runs code planned with another registry
+    monkeypatch.setattr(Executable, "variant", _fresh_variants(executables))
+    for case in cases("tiny"):
+        if not case.name.startswith(ZOO):
+            continue
+        host = case.inputs(np.random.default_rng(5))
+        tensors = {k: pto.tensor(a) for k, a in host.items()}
+        args = case.lead + tuple(tensors.values()) + tuple(case.scalars(host))
+        ck = pto.compile(case.kernel, args=args, block=case.block)
+        one_d = isinstance(case.grid, int) and isinstance(case.block, int)
+        plan = ck.executable.variant(one_d).plan
+        assert not plan.decides(module.Decision)
+        assert f"_s_{kind}." not in ck.executable.variant(one_d).source
+        pto.launch(case.kernel, case.grid, case.block, args)
+        pto.sync()
+        outs = {k: t.numpy() for k, t in tensors.items()}
+        case.check(outs, host)
+        ran += 1
+    assert ran >= 5
+
+
+def _fresh_variants(seen: list) -> object:
+    real = Executable.variant
+
+    def variant(self, *a, **kw):  # type: ignore[no-untyped-def]
+        if self not in seen:
+            seen.append(self)
+            self._variants.clear()
+            self._chunks.clear()  # launch shapes memoised with their variant
+        return real(self, *a, **kw)
+    return variant
+
+
+@pytest.fixture(autouse=True)
+def _forget_variants():
+    yield
+    import gc
+    for obj in gc.get_objects():
+        if isinstance(obj, Executable):
+            obj._variants.clear()
+            obj._chunks.clear()

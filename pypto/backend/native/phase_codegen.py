@@ -1,0 +1,431 @@
+"""Code generation of the phase plan (phases.py): phase functions and the grid function.
+
+`split(kernel)` turns a kernel the plan accepts into one function per phase (the lane-level ops
+of the phase under its guards, with a prologue that recomputes, receives or loads from spill
+slots the values it uses) and a grid function running the block-level code: the loop over
+blocks, the L1 arena's refill, block-level loops and ifs, block-level instructions, and a lane
+loop per phase. docs/native.md#phases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
+                                   IntegerType, UnitAttr, i1, i32, i64)
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
+                                         Collective, If, Item, Loop, Phase, Plan, _floating,
+                                         allocs, arena_layout, arena_words, needs_phases, plan)
+from pypto.dialects import pto
+from pypto.dialects.traits import launch_id
+
+Guards = tuple[tuple[SSAValue, bool], ...]
+
+
+def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:
+    op = arith.ConstantOp(IntegerAttr(value, t))
+    block.add_op(op)
+    return op.result
+
+
+def _add(block: Block, op: Operation) -> SSAValue:
+    block.add_op(op)
+    return op.results[0]
+
+
+class _PhaseFn:
+    """One phase function: a prologue (the outside values it uses, recomputed, passed or
+    loaded from spill slots), then its ops under its guards (nested `scf.if`)."""
+
+    def __init__(self, emitter: "_Emitter", index: int, phase: Phase):
+        self.em = emitter
+        self.index = index
+        self.phase = phase
+        params = list(emitter.plan.kernel.body.block.args)
+        self.entry = Block(arg_types=[a.type for a in params])
+        self.sources: list[tuple[str, object]] = [("param", i) for i in range(len(params))]
+        self.map: dict[SSAValue, SSAValue] = dict(zip(params, self.entry.args))
+        self.spill = self._arg(llvm.LLVMPointerType(), ("spill", None))
+        self.arena = self._arg(llvm.LLVMPointerType(), ("arena", None))
+        self._lin: tuple[SSAValue, SSAValue] | None = None
+        self.clones: dict[Operation, Operation] = {}
+
+    def _arg(self, t: object, source: tuple[str, object]) -> SSAValue:
+        arg = self.entry.insert_arg(t, len(self.entry.args))  # type: ignore[arg-type]
+        self.sources.append(source)
+        return arg
+
+    def _lanes(self) -> tuple[SSAValue, SSAValue]:
+        """(linear lane id, lanes per block), computed once in the prologue."""
+        if self._lin is None:
+            b = self.entry
+            lx, ly, lz = (_add(b, pto.GetLocalIdOp(d)) for d in range(3))
+            bx, by, bz = (_add(b, pto.GetBlockDimOp(d)) for d in range(3))
+            inner = _add(b, arith.AddiOp(ly, _add(b, arith.MuliOp(by, lz))))
+            lin = _add(b, arith.AddiOp(lx, _add(b, arith.MuliOp(bx, inner))))
+            lanes = _add(b, arith.MuliOp(_add(b, arith.MuliOp(bx, by)), bz))
+            self._lin = (lin, lanes)
+        return self._lin
+
+    def slot_ops(self, slot: int) -> tuple[list[Operation], SSAValue]:
+        """Ops computing the address of this lane's entry of spill slot `slot`."""
+        lin, lanes = self._lanes()
+        s = arith.ConstantOp(IntegerAttr(slot, i32))
+        row = arith.MuliOp(s, lanes)
+        index = arith.AddiOp(row, lin)
+        wide = arith.ExtSIOp(index, i64)
+        gep = llvm.GEPOp.from_mixed_indices(self.spill, [wide], i64)
+        return [s, row, index, wide, gep], gep.results[0]
+
+    def resolve(self, v: SSAValue) -> SSAValue:
+        """`v` (a kernel value) inside this phase function."""
+        found = self.map.get(v)
+        if found is not None:
+            return found
+        plan = self.em.plan
+        owner = v.owner
+        if isinstance(owner, Operation) and _floating(owner):
+            operands = [self.resolve(o) for o in owner.operands]
+            clone = owner.clone(value_mapper=dict(zip(owner.operands, operands)))
+            self.entry.add_op(clone)
+            for old, new in zip(owner.results, clone.results):
+                self.map[old] = new
+            return self.map[v]
+        if plan.uniform(v):
+            arg = self._arg(v.type, ("extra", v))
+            self.map[v] = arg
+            return arg
+        ops, address = self.slot_ops(self.em.slot(v))
+        load = llvm.LoadOp(address, v.type)
+        self.entry.add_ops([*ops, load])
+        self.map[v] = load.results[0]
+        return load.results[0]
+
+    def build(self) -> func.FuncOp:
+        phase = self.phase
+        self._lanes()  # first: spill addresses may be needed anywhere below
+        inside: set[SSAValue] = set()
+        for op in phase.ops:
+            for o in op.walk():
+                inside.update(o.results)
+                for r in o.regions:
+                    for b in r.blocks:
+                        inside.update(b.args)
+        for op in phase.ops:
+            for o in op.walk():
+                for operand in o.operands:
+                    if operand not in inside:
+                        self.resolve(operand)
+        conds = [(self.resolve(c), taken) for c, taken in phase.guards]
+        values = [self.resolve(src) for src, _ in phase.copies]
+        body = self.entry
+        nest: list[Block] = []
+        for cond, taken in conds:
+            if not taken:
+                one = arith.ConstantOp(IntegerAttr(1, i1))
+                flip = arith.XOrIOp(cond, one)
+                body.add_ops([one, flip])
+                cond = flip.result
+            inner = Block()
+            body.add_op(scf.IfOp(cond, [], Region(inner), None))
+            nest.append(body)
+            body = inner
+        mapper = dict(self.map)
+        for op in phase.ops:
+            clone = op.clone(value_mapper=mapper)
+            body.add_op(clone)
+            self.clones[op] = clone
+            mapper.update(zip(op.results, clone.results))
+        for (_, key), value in zip(phase.copies, values):
+            ops, address = self.slot_ops(self.em.slot(key))
+            body.add_ops([*ops, llvm.StoreOp(value, address)])
+        if nest:
+            body.add_op(scf.YieldOp())
+            for outer in reversed(nest[1:]):
+                outer.add_op(scf.YieldOp())
+        self.entry.add_op(func.ReturnOp())
+        kernel = self.em.plan.kernel
+        inputs = [a.type for a in self.entry.args]
+        fn = func.FuncOp(f"{self.em.name}.p{self.index}", FunctionType.from_lists(inputs, []),
+                         Region(self.entry))
+        n = len(kernel.body.block.args)
+        if kernel.arg_attrs is not None:
+            fn.arg_attrs = ArrayAttr([*kernel.arg_attrs.data,
+                                      *[DictionaryAttr({})] * (len(inputs) - n)])
+        fn.attributes["pto.kernel"] = UnitAttr()
+        fn.attributes[ARENA_ATTR] = IntegerAttr(self.arena.index, i64)
+        self.func = fn
+        return fn
+
+    def spill_store(self, value: SSAValue, slot: int) -> None:
+        """Store this phase's `value` (a result of one of its ops) in its slot, right after
+        the op."""
+        clone = self.clones[value.owner]  # type: ignore[index]
+        ops, address = self.slot_ops(slot)
+        block = clone.parent_block()
+        assert block is not None and clone.next_op is not None
+        block.insert_ops_before([*ops, llvm.StoreOp(clone.results[value.index], address)],
+                                clone.next_op)
+
+
+@dataclass
+class _Grid:
+    """The grid function's values during emission."""
+
+    params: list[SSAValue]
+    block_ids: list[SSAValue]
+    grid_dims: list[SSAValue]
+    block_dims: list[SSAValue]
+    arena: SSAValue
+    spill: SSAValue
+    err: SSAValue
+
+
+class _Emitter:
+    """Builds the phase functions and the grid function of a phase-split kernel."""
+
+    def __init__(self, plan: Plan, name: str):
+        self.plan = plan
+        self.name = name
+        self.slots: dict[SSAValue, int] = {}
+        self.phases: list[_PhaseFn] = []
+        self.defined_in: dict[Operation, _PhaseFn] = {}
+        self.requests: dict[SSAValue, int] = {}
+        self.scopes: list[dict[SSAValue, SSAValue]] = []
+
+    # slots ----------------------------------------------------------------------------------
+
+    def slot(self, v: SSAValue) -> int:
+        owner = v.owner
+        key = v
+        if isinstance(owner, scf.ForOp) and owner in self.plan.structural:
+            key = owner.body.block.args[v.index + 1]  # a loop's result: its iter arg's slot
+        if key not in self.slots:
+            self.slots[key] = len(self.slots)
+        slot = self.slots[key]
+        if isinstance(owner, Operation) and owner not in self.plan.structural:
+            self.requests[v] = slot  # an op's result: its phase stores it
+        return slot
+
+    # the grid function ----------------------------------------------------------------------
+
+    def grid(self) -> tuple[list[func.FuncOp], func.FuncOp]:
+        """(phase functions, grid function); the phase functions still have pto launch ids
+        (`pto-simt-to-lanes` turns them into lane functions)."""
+        kernel = self.plan.kernel
+        params = [a.type for a in kernel.body.block.args]
+        ptr = llvm.LLVMPointerType()
+        inputs = [*params, *[i32] * 8, ptr, ptr, ptr]
+        entry = Block(arg_types=inputs)
+        a = entry.args
+        n = len(params)
+        gx, gy, gz, bx, by, bz, first, end = a[n:n + 8]
+        arena, spill, err = a[n + 8:n + 11]
+        c0, c1 = _c(entry, 0), _c(entry, 1)
+
+        before = Block(arg_types=[i32, i32])
+        b, st = before.args
+        go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(b, end, "slt")),
+                                      _add(before, arith.CmpiOp(st, c0, "eq"))))
+        before.add_op(scf.ConditionOp(go, b, st))
+        body = Block(arg_types=[i32, i32])
+        b1 = body.args[0]
+        cbx = _add(body, arith.RemUIOp(b1, gx))
+        rest = _add(body, arith.DivUIOp(b1, gx))
+        cby = _add(body, arith.RemUIOp(rest, gy))
+        cbz = _add(body, arith.DivUIOp(rest, gy))
+        g = _Grid(list(a[:n]), [cbx, cby, cbz], [gx, gy, gz], [bx, by, bz], arena, spill, err)
+        for slot, coord in zip((4, 5, 6), (cbx, cby, cbz)):  # the block, for collectives'
+            wide = _add(body, arith.ExtSIOp(coord, i64))       # error messages
+            where = _add(body, llvm.GEPOp.from_mixed_indices(err, [slot], i64))
+            body.add_op(llvm.StoreOp(wide, where))
+        self._refill_arena(body, arena)
+        self.scopes = [dict(zip(kernel.body.block.args, a[:n]))]
+        self._emit(self.plan.items, body, g)
+        status = _add(body, arith.TruncIOp(_add(body, llvm.LoadOp(err, i64)), i32))
+        body.add_op(scf.YieldOp(_add(body, arith.AddiOp(b1, c1)), status))
+        outer = scf.WhileOp([first, c0], [i32, i32], Region(before), Region(body))
+        entry.add_op(outer)
+        entry.add_op(func.ReturnOp(outer.results[1]))
+        grid = func.FuncOp(self.name, (inputs, [i32]), Region(entry))
+        grid.attributes[ARENA_ATTR] = IntegerAttr(n + 8, i64)
+        for value, slot in self.requests.items():
+            self.defined_in[value.owner].spill_store(value, slot)  # type: ignore[index]
+        return [p.func for p in self.phases], grid
+
+    def _refill_arena(self, block: Block, arena: SSAValue) -> None:
+        """Copy the poisoned template (the arena's second half) over the block's arena."""
+        words = arena_words(arena_layout(self.plan.kernel))
+        if not words:
+            return
+        loop_body = Block(arg_types=[i32])
+        w = loop_body.args[0]
+        wide = _add(loop_body, arith.ExtSIOp(w, i64))
+        src_index = _add(loop_body, arith.AddiOp(wide, _c(loop_body, words, i64)))
+        src = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [src_index], i64))
+        value = _add(loop_body, llvm.LoadOp(src, i64))
+        dst = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [wide], i64))
+        loop_body.add_op(llvm.StoreOp(value, dst))
+        loop_body.add_op(scf.YieldOp())
+        block.add_op(scf.ForOp(_c(block, 0), _c(block, words), _c(block, 1), [],
+                               Region(loop_body)))
+
+    def gresolve(self, v: SSAValue, block: Block, g: _Grid) -> SSAValue:
+        """A uniform kernel value in the grid function (recomputed at `block` if needed)."""
+        for scope in reversed(self.scopes):
+            if v in scope:
+                return scope[v]
+        op = v.owner
+        assert isinstance(op, Operation), v
+        name = launch_id(op)
+        if name in UNIFORM_IDS:
+            d = op.properties["dim"].value.data  # type: ignore[union-attr]
+            result = {"block_id": g.block_ids, "block_dim": g.block_dims,
+                      "grid_dim": g.grid_dims}[name][d]
+        elif isinstance(op, pto.AllocLocalOp):
+            clone = op.clone()
+            block.add_op(clone)
+            result = clone.results[0]
+        else:
+            assert _floating(op) and self.plan.uniform(v), op
+            operands = [self.gresolve(o, block, g) for o in op.operands]
+            clone = op.clone(value_mapper=dict(zip(op.operands, operands)))
+            block.add_op(clone)
+            result = clone.results[v.index]  # type: ignore[union-attr]
+        self.scopes[-1][v] = result
+        return result
+
+    def _phase(self, phase: Phase, block: Block, g: _Grid) -> None:
+        fn = _PhaseFn(self, len(self.phases), phase)
+        fn.build()
+        for op in phase.ops:
+            self.defined_in[op] = fn
+        self.phases.append(fn)
+        args: list[SSAValue] = []
+        for kind, what in fn.sources:
+            if kind == "param":
+                args.append(g.params[what])  # type: ignore[index]
+            elif kind == "spill":
+                args.append(g.spill)
+            elif kind == "arena":
+                args.append(g.arena)
+            else:
+                args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
+        _lane_loop(block, fn.func.sym_name.data, args, g)
+
+    def _emit(self, items: list[Item], block: Block, g: _Grid) -> None:
+        for item in items:
+            if isinstance(item, Phase):
+                self._phase(item, block, g)
+            elif isinstance(item, Loop):
+                self._loop(item, block, g)
+            elif isinstance(item, Collective):
+                self._collective(item.op, block, g)
+            else:
+                self._if(item, block, g)
+
+    def _collective(self, op: Operation, block: Block, g: _Grid) -> None:
+        """Once per block, between lane loops: the copy itself (complete at issue, as the
+        interpreter's; waits then have nothing left to do), fill or mma."""
+        if isinstance(op, pto.WaitOp | pto.WaitAllOp):
+            return
+        operands = [self.gresolve(v, block, g) for v in op.operands]
+        block.add_op(op.clone(value_mapper=dict(zip(op.operands, operands))))
+
+    def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
+        op = item.op
+        args = op.body.block.args
+        uniform = [i for i in range(len(op.iter_args)) if i not in item.lane]
+        if item.lane:
+            self._phase(Phase(item.guards, [], [(op.iter_args[i], args[i + 1])
+                                                for i in item.lane]), block, g)
+        lb, ub, step = (self.gresolve(x, block, g) for x in (op.lb, op.ub, op.step))
+        inits = [self.gresolve(op.iter_args[i], block, g) for i in uniform]
+        body = Block(arg_types=[args[0].type, *[args[i + 1].type for i in uniform]])
+        self.scopes.append({args[0]: body.args[0]})
+        for k, i in enumerate(uniform):
+            self.scopes[-1][args[i + 1]] = body.args[k + 1]
+        self._emit(item.body, body, g)
+        y = op.body.block.last_op
+        if item.lane:
+            self._phase(Phase(item.guards, [], [(y.operands[i], args[i + 1])
+                                                for i in item.lane]), body, g)
+        body.add_op(scf.YieldOp(*[self.gresolve(y.operands[i], body, g) for i in uniform]))
+        self.scopes.pop()
+        new = scf.ForOp(lb, ub, step, inits, Region(body))
+        block.add_op(new)
+        for k, i in enumerate(uniform):
+            self.scopes[-1][op.results[i]] = new.results[k]
+
+    def _if(self, item: If, block: Block, g: _Grid) -> None:
+        op = item.op
+        uniform = [i for i in range(len(op.results)) if i not in item.lane]
+        cond = self.gresolve(op.cond, block, g)
+        regions = []
+        for region, items in ((op.true_region, item.then), (op.false_region, item.other)):
+            inner = Block()
+            self.scopes.append({})
+            self._emit(items, inner, g)
+            if region.blocks:
+                y = region.blocks[0].last_op
+                if item.lane:
+                    self._phase(Phase(item.guards, [], [(y.operands[i], op.results[i])
+                                                        for i in item.lane]), inner, g)
+                inner.add_op(scf.YieldOp(*[self.gresolve(y.operands[i], inner, g)
+                                           for i in uniform]))
+            else:
+                inner.add_op(scf.YieldOp())
+            self.scopes.pop()
+            regions.append(Region(inner))
+        new = scf.IfOp(cond, [op.results[i].type for i in uniform], regions[0], regions[1])
+        block.add_op(new)
+        for k, i in enumerate(uniform):
+            self.scopes[-1][op.results[i]] = new.results[k]
+
+
+def _lane_loop(block: Block, callee: str, args: list[SSAValue], g: _Grid) -> None:
+    """Run lane function `callee + ".lane"` for every lane of the block (x fastest), unless an
+    error is recorded at `err` (then it stops)."""
+    c0, c1 = _c(block, 0), _c(block, 1)
+    bx, by, bz = g.block_dims
+    lanes = _add(block, arith.MuliOp(_add(block, arith.MuliOp(bx, by)), bz))
+    status = _add(block, arith.TruncIOp(_add(block, llvm.LoadOp(g.err, i64)), i32))
+    ib = Block(arg_types=[i32] * 5)
+    l, _, _, _, s = ib.args
+    more = _add(ib, arith.CmpiOp(l, lanes, "slt"))
+    ok = _add(ib, arith.CmpiOp(s, c0, "eq"))
+    ib.add_op(scf.ConditionOp(_add(ib, arith.AndIOp(more, ok)), *ib.args))
+    ia = Block(arg_types=[i32] * 5)
+    l2, tx, ty, tz, _ = ia.args
+    call = func.CallOp(callee + LANE_SUFFIX, [*args, *g.block_ids, tx, ty, tz, *g.grid_dims,
+                                              *g.block_dims, g.err], [i32])
+    ia.add_op(call)
+    nl = _add(ia, arith.AddiOp(l2, c1))
+    nx = _add(ia, arith.AddiOp(tx, c1))
+    wrap_x = _add(ia, arith.CmpiOp(nx, bx, "eq"))
+    ny = _add(ia, arith.SelectOp(wrap_x, _add(ia, arith.AddiOp(ty, c1)), ty))
+    wrap_y = _add(ia, arith.AndIOp(wrap_x, _add(ia, arith.CmpiOp(ny, by, "eq"))))
+    nz = _add(ia, arith.SelectOp(wrap_y, _add(ia, arith.AddiOp(tz, c1)), tz))
+    ia.add_op(scf.YieldOp(nl, _add(ia, arith.SelectOp(wrap_x, c0, nx)),
+                          _add(ia, arith.SelectOp(wrap_y, c0, ny)), nz, call.results[0]))
+    block.add_op(scf.WhileOp([c0, c0, c0, c0, status], [i32] * 5, Region(ib), Region(ia)))
+
+
+def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
+    """(phase functions, grid function, spill slots) of a kernel that `plan` accepts (its
+    `pto.alloc_local` ops get their buffer numbers, `L1_INDEX_ATTR`, for error records)."""
+    for i, op in enumerate(allocs(kernel)):
+        op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
+    emitter = _Emitter(plan(kernel), kernel.sym_name.data)
+    phases, grid = emitter.grid()
+    return phases, grid, len(emitter.slots)
+
+
+def spill_slots(kernel: func.FuncOp) -> int:
+    """Spill slots per lane the kernel's phase functions use (0 without phases)."""
+    if not needs_phases(kernel):
+        return 0
+    return split(kernel.clone())[2]

@@ -1,7 +1,8 @@
 """The cost model: modelled cycles of a launch from the executor's trace (docs/cost-model.md).
 
 params.py (the numbers, from the target file) -> facts.py (what each op is) -> engine.py (one
-block, event by event) -> launch.py (blocks over cores, HBM roofline) -> profile.py (what users
+block, event by event, within its share of HBM) -> launch.py (blocks over cores, the L2 rule on
+footprint.py's footprints, HBM roofline) -> profile.py (what users
 read), report.py (text) and chrome.py (Chrome / Perfetto trace). `pto.profile()` (pypto/
 profiling.py) runs the kernel with the trace instrument and builds the Profile.
 """

@@ -72,7 +72,8 @@ def chrome_trace(prof: Profile, path: str | Path | None, *, max_slices: int) -> 
                     "tid": RESOURCES.index(s.pipe), "ts": (base + s.start) * us_per_cycle,
                     "dur": (s.end - s.start) * us_per_cycle,
                     "args": {"op": f.name, "source": f.source, "block": b, "lanes": s.lanes,
-                             "cycles": s.end - s.start}})
+                             "cycles": s.end - s.start,
+                             **({"hbm_share_cycles": s.hbm_extra} if s.hbm_extra else {})}})
             count += len(slices)
     trace = {
         "traceEvents": events,

@@ -131,6 +131,23 @@ def plan_block_classes(executable: Any, grid: tuple[int, int, int],
     """[(representative block, member blocks)] in order of first block, or None when the
     classes cannot be proven (trace every block instead). `global_alignment`: bytes modulo
     which the start of a global access pattern counts (see `_ALIGNMENT`)."""
+    found = _planned(executable, grid, block, args, global_alignment)
+    return None if found is None else found[0]
+
+
+def lane_shifts(executable: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                args: Sequence[Any], global_alignment: int = _ALIGNMENT
+                ) -> dict[SSAValue, np.ndarray]:
+    """Per block-dependent global lane address of the plan, the element offset lane 0 of
+    each block points at (footprint.py shifts the traced representative's interval by it);
+    an address not listed points alike in every block. {} without a plan."""
+    found = _planned(executable, grid, block, args, global_alignment)
+    return {} if found is None else found[1]
+
+
+def _planned(executable: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+             args: Sequence[Any], global_alignment: int
+             ) -> tuple[list[tuple[int, list[int]]], dict[SSAValue, np.ndarray]] | None:
     n_blocks = grid[0] * grid[1] * grid[2]
     if n_blocks < 2 or executable.schedule is not None:
         return None
@@ -156,15 +173,16 @@ def _proof(kernel: func.FuncOp) -> list[SSAValue] | None:
 
 def _plan(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, int, int],
           args: Sequence[Any], global_alignment: int = _ALIGNMENT
-          ) -> list[tuple[int, list[int]]] | None:
+          ) -> tuple[list[tuple[int, list[int]]], dict[SSAValue, np.ndarray]] | None:
     n_blocks = grid[0] * grid[1] * grid[2]
     varying = cached(kernel, "block_classes.proof", lambda: _proof(kernel))
     if varying is None:
         return None
     if not varying:
-        return [(0, list(range(n_blocks)))]
+        return [(0, list(range(n_blocks)))], {}
+    shifts: dict[SSAValue, np.ndarray] = {}
     try:
-        labels = _class_labels(kernel, varying, grid, block, args, global_alignment)
+        labels = _class_labels(kernel, varying, grid, block, args, global_alignment, shifts)
     except _Unknown:
         return None
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
@@ -172,21 +190,32 @@ def _plan(kernel: func.FuncOp, grid: tuple[int, int, int], block: tuple[int, int
         return None  # nothing to gain over tracing every block
     order = np.argsort(first)
     members = [np.flatnonzero(inverse == k).tolist() for k in order]
-    return [(int(first[k]), blocks) for k, blocks in zip(order, members)]
+    return [(int(first[k]), blocks) for k, blocks in zip(order, members)], shifts
 
 
 def _class_labels(kernel: func.FuncOp, roots: list[SSAValue], grid: tuple[int, int, int],
                   block: tuple[int, int, int], args: Sequence[Any],
-                  global_alignment: int = _ALIGNMENT) -> np.ndarray:
-    """A label per block: equal labels iff every root has equal values over the lanes."""
+                  global_alignment: int = _ALIGNMENT,
+                  shifts: dict[SSAValue, np.ndarray] | None = None) -> np.ndarray:
+    """A label per block: equal labels iff every root has equal values over the lanes.
+    `shifts`, when given, gets per global address root the element offset of each block's
+    lane 0 (`lane_shifts`)."""
     n_blocks = grid[0] * grid[1] * grid[2]
     lanes = block[0] * block[1] * block[2]
     per_chunk = max(1, _CHUNK_LANES // lanes)
     keys: dict[bytes, int] = {}
     labels = np.empty(n_blocks, dtype=np.int64)
+    addresses = [r for r in roots if isinstance(r.type, pto.PtrType)
+                 and r.type.space == "global"] if shifts is not None else []
+    for r in addresses:
+        shifts[r] = np.empty(n_blocks, dtype=np.int64)  # type: ignore[index]
     for first in range(0, n_blocks, per_chunk):
         ids = np.arange(first, min(n_blocks, first + per_chunk), dtype=np.int64)
         ev = _Evaluator(kernel, grid, block, ids, args, global_alignment)
+        for r in addresses:
+            offset = np.asarray(ev.offset(r))
+            lane0 = offset[:, 0] if offset.ndim == 2 else offset.reshape(-1)[:1]
+            shifts[r][ids] = np.broadcast_to(lane0, ids.shape)  # type: ignore[index]
         columns = [np.broadcast_to(c, (len(ids), lanes)) for r in roots for c in ev.key(r)]
         rows = columns[0] if len(columns) == 1 else np.concatenate(
             [np.asarray(c, dtype=np.int64) for c in columns], axis=1)

@@ -14,7 +14,10 @@ over the MTE bandwidth, MACs over the Cube rate; a fused load+MMA streams its op
 computes: the larger of the two, and its copy occupies MTE_IN meanwhile, as every copy does).
 A lane access's data is ready its memory level's latency after the instruction (HBM farther
 than L1); its work is the memory sectors its lanes touch (global), its L1 bank passes (local),
-and lanes of a block on one address serialise for atomics (access.py). Async copies run on
+and lanes of a block on one address serialise for atomics (access.py). A copy's data lands
+HBM's latency (the same a lane load pays) plus its MTE set-up after its start, and every
+transfer to or from HBM books the block's share of the chip's bandwidth (`HbmChannel`: the
+blocks of a wave never draw more than the peak together). Async copies run on
 their MTE pipe while the front end goes on; a wait stalls the front end until its copy has
 completed, a barrier until every pipe has drained, a synchronous tile store until its copy has. Time the pipe spends idle
 before an instruction that was held back is a bubble, attributed to what held it back.
@@ -90,6 +93,8 @@ class Slice:
     cause: Cause | None       # what set its start (None: only the in-order front end)
     part: bool = False        # a further resource the instruction occupies (a fused load's
                               # copy on MTE_IN): not a second instruction
+    hbm_extra: int = 0        # cycles the block's share of HBM bandwidth added to its
+                              # transfer (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave)
 
 
 @dataclass(frozen=True)
@@ -115,16 +120,106 @@ class BlockSchedule:
     hbm_by_tensor: dict[int | None, int] = field(default_factory=dict)
     busy: dict[str, int] = field(default_factory=lambda: {p: 0 for p in PIPES})
     traffic: dict[int, int] = field(default_factory=dict)  # op id -> HBM bytes it moved
+    # every transfer to or from global memory: (op id, start, end, bytes moved); the bytes
+    # flow in [start, end) (a copy while it streams, a lane access until its data is there)
+    hbm_use: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def hbm_peak(self, miss: float = 1.0) -> float:
+        """The most HBM bandwidth (bytes per cycle) the block draws at any moment, counting
+        `miss` of each transfer's bytes (the share that misses in L2)."""
+        return peak_rate([(s, e, b * miss) for _, s, e, b in self.hbm_use])
+
+
+def peak_rate(transfers: Sequence[tuple[int, int, float]]) -> float:
+    """The largest sum of rates (bytes / (end - start)) of the transfers in flight at one
+    moment: a sweep over their starts and ends."""
+    points: list[tuple[int, float]] = []
+    for start, end, nbytes in transfers:
+        if end > start and nbytes > 0:
+            rate = nbytes / (end - start)
+            points.append((start, rate))
+            points.append((end, -rate))
+    points.sort(key=lambda p: (p[0], p[1]))  # an end before a start at the same cycle
+    best = level = 0.0
+    for _, delta in points:
+        level += delta
+        best = max(best, level)
+    return best
+
+
+class HbmChannel:
+    """The block's share of HBM bandwidth as a resource with a capacity (llvm-mca's resource
+    occupancy, in bytes per cycle): the blocks of a wave run at once on the AI cores, and
+    their transfers together never draw more than the chip's peak, so each core's draws at
+    most `share` = peak / cores in use at any moment (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave).
+    A transfer gets what the block's earlier transfers leave of the share over its span; when
+    that is less than its pipe's own rate it streams slower (it is stretched), and when
+    nothing is left it starts once a transfer in flight ends. `miss`: the share of a
+    transfer's bytes that reach HBM (the launch's L2 rule; hits are served by the L2)."""
+
+    def __init__(self, share: float | None, miss: float = 1.0) -> None:
+        self.share = share
+        self.miss = miss
+        self.booked: list[tuple[int, int, float]] = []   # (start, end, HBM bytes per cycle)
+
+    def level(self, lo: int, hi: int) -> float:
+        """The most bandwidth already booked at any moment of [lo, hi)."""
+        points: list[tuple[int, float]] = []
+        for s, e, rate in self.booked:
+            if s < hi and lo < e:
+                points.append((max(s, lo), rate))
+                points.append((min(e, hi), -rate))
+        points.sort(key=lambda p: (p[0], p[1]))
+        best = level = 0.0
+        for _, delta in points:
+            level += delta
+            best = max(best, level)
+        return best
+
+    def place(self, start: int, nbytes: int, span: int, settled: int = 0) -> tuple[int, int]:
+        """(start, span) of a transfer of `nbytes` that would take `span` cycles at its own
+        rate, from `start` on, within the share; booked. It starts at `start` when anything
+        is left of the share there, else when a transfer in flight ends; its span grows until
+        its rate fits in what is left over the whole span."""
+        if self.share is None or nbytes <= 0:
+            return start, span
+        need = nbytes * self.miss
+        # transfers that ended by `settled` (the front end's cycle: nothing later starts
+        # earlier) cannot overlap this one or any later one
+        self.booked = [b for b in self.booked if b[1] > settled]
+        candidates = [start] + sorted({e for _, e, _ in self.booked if e > start})
+        for t in candidates:
+            length = max(span, math.ceil(need / self.share - 1e-9))
+            while True:  # a longer span may overlap more transfers: to a fixed point
+                free = self.share - self.level(t, t + length)
+                if free <= 1e-9:
+                    break
+                longer = max(length, math.ceil(need / free - 1e-9))
+                if longer == length:
+                    self.booked.append((t, t + length, need / length))
+                    return t, length
+                length = longer
+        raise AssertionError("unreachable: after every booked transfer the share is free")
+
+    def describe(self) -> str:
+        return (f"this block may draw {self.share:g} B/cycle of HBM while its wave runs "
+                f"({self.miss:.0%} of its bytes miss in L2)")
 
 
 _PRIORITY = {"dispatch": 0, "pipe": 1}
 _ROOTS = ("wait", "barrier", "sync-copy")
 
 
-def copy_duration(copy_bytes: int, p: ModelParams, to_cube: bool = False) -> int:
-    """Cycles from a copy's start until its last byte has landed: start-up + repeats - 1."""
-    return max(1, p.latency_of("COPY_IN", "MTE_IN") + copy_occupancy(copy_bytes, p, to_cube)
-               - 1)
+def copy_duration(copy_bytes: int, p: ModelParams, to_cube: bool = False,
+                  pipe: str = "MTE_IN") -> int:
+    """Cycles from a copy's start until its last byte has landed: the latency of the memory
+    level it reaches (HBM: `[cost.memory] hbm_latency`, the very figure a lane load from HBM
+    pays, docs/cost-model.md#one-latency-per-memory-level), then its MTE pipe's own set-up
+    (`[cost.default_latency]` MTE_IN or MTE_OUT), then its repeats: latency + head +
+    repeats - 1."""
+    head = p.default_latency.get(pipe, p.latency_of("COPY_IN", "MTE_IN"))
+    return max(1, p.memory_latency("global") + head +
+               copy_occupancy(copy_bytes, p, to_cube) - 1)
 
 
 def copy_occupancy(copy_bytes: int, p: ModelParams, to_cube: bool = False) -> int:
@@ -176,8 +271,8 @@ def pipe_work(schedule: BlockSchedule, facts: dict[int, OpFacts],
             repeats = cube_repeats(f.mma_shape or (f.macs, 1, 1), f.elem_bytes, f.cube_fp32,
                                    params)
             work[s.pipe] += max(1, params.latency_of(f.kind, f.pipe) + repeats - 1)
-        else:
-            work[s.pipe] += s.end - s.start
+        else:  # (a copy's own rate: the HBM share's stretch depends on the schedule)
+            work[s.pipe] += s.end - s.start - s.hbm_extra
     return work
 
 
@@ -297,9 +392,15 @@ class _L1Tracker:
 
 
 def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
-                   params: ModelParams) -> BlockSchedule:
-    """Schedule one block's instructions (events with .op_id .lanes .token .kind)."""
+                   params: ModelParams, hbm_share: float | None = None,
+                   l2_miss: float = 1.0) -> BlockSchedule:
+    """Schedule one block's instructions (events with .op_id .lanes .token .kind).
+
+    `hbm_share`: the HBM bandwidth (bytes per cycle) this block may draw at any moment (its
+    core's share while the other blocks of its wave run; `HbmChannel`), None: unlimited;
+    `l2_miss`: the share of its transfers' bytes that reach HBM (the launch's L2 rule)."""
     out = BlockSchedule()
+    channel = HbmChannel(hbm_share, l2_miss)
     width = params.dispatch_width
     front = 0                      # earliest dispatch cycle of the next instruction
     issued = 0                     # instructions dispatched in cycle `front`
@@ -436,34 +537,53 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
             extra += max(0, max(params.latency_of(load.kind, load.pipe) for load, _ in operands)
                          - params.latency_of(f.kind, f.pipe))
         end = start + duration(f, ev.lanes, params, moved, extra)
+        # the block's share of HBM (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave): a
+        # copy (or a fused load's copy) streams no faster than what is left of it, and starts
+        # when some is left; a lane access's data comes no faster either
+        is_copy = pipe in ("MTE_IN", "MTE_OUT") and not f.macs
+        stretched = 0
+        if (is_copy or fused_copy) and f.copy_bytes:
+            own = copy_occupancy(f.copy_bytes, params, f.to_cube or fused_copy)
+            at, span = channel.place(start, f.copy_bytes, own, t_disp)
+            stretched = span - own
+            if at > start:
+                cause = Cause("hbm", None, f"HBM share: {channel.describe()}")
+                start = at
+            end = start + (span if is_copy else
+                           max(duration(f, ev.lanes, params, moved, extra),
+                               copy_duration(f.copy_bytes, params, True) + stretched))
+            out.hbm_use.append((ev.op_id, start, start + span, f.copy_bytes))
         if start > pipe_free[pipe] and cause is not None and cause.kind not in ("pipe",
                                                                                  "dispatch"):
             out.bubbles.append(Bubble(pipe, pipe_free[pipe], start, ev.op_id, cause,
                                       pipe_last[pipe] is None))
         out.slices.append(Slice(ev.op_id, pipe, start, end, ev.lanes, t_disp,
                                 cause if cause is not None and cause.kind != "dispatch"
-                                else None))
+                                else None, hbm_extra=stretched if is_copy else 0))
         out.busy[pipe] += end - start
         spans[ev.op_id] = end - start
         pipe_free[pipe] = end
         pipe_last[pipe] = ev.op_id
         held_back[ev.op_id] = cause if cause is not None and cause.kind in _ROOTS else None
         if fused_copy:
-            copy_end = start + copy_occupancy(f.copy_bytes, params, True)
+            copy_end = start + copy_occupancy(f.copy_bytes, params, True) + stretched
             out.slices.append(Slice(ev.op_id, "MTE_IN", start, copy_end, ev.lanes, t_disp,
-                                    None, part=True))
+                                    None, part=True, hbm_extra=stretched))
             out.busy["MTE_IN"] += copy_end - start
             pipe_free["MTE_IN"] = copy_end
             pipe_last["MTE_IN"] = ev.op_id
         # when its effects are complete: a copy's data has landed (its start-up after its
         # start), a lane access's data arrived from its memory level
-        is_copy = pipe in ("MTE_IN", "MTE_OUT") and not f.macs
         if is_copy:
-            done = start + copy_duration(f.copy_bytes, params, f.to_cube)
+            done = start + copy_duration(f.copy_bytes, params, f.to_cube, pipe) + stretched
         elif f.address is not None:
             done = end + params.memory_latency(f.space)
         else:
             done = end
+        if hbm_moved and not f.copy_bytes:  # a lane access's bytes flow until its data is
+            at, span = channel.place(start, hbm_moved, max(1, done - start), t_disp)
+            done = max(done, at + span)     # there, within the share
+            out.hbm_use.append((ev.op_id, at, at + span, hbm_moved))
         retired = max(retired, done)
         for value in f.writes:
             ready.times[value] = (done if f.loads or is_copy else end, ev.op_id)

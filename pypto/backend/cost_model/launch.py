@@ -11,6 +11,11 @@ it, whichever is smaller); the repeats (another block reading the same A band of
 in L2 when the wave's working set fits, and in proportion to how much of it fits otherwise.
 An argument no instruction touches has no traffic and so no say.
 
+Each block draws at most peak / (cores in use) of HBM at any moment (`engine.HbmChannel`): a
+class whose free-running schedule draws more is simulated again within that share, its copies
+stretched (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave). The L2 rule reads each
+tensor's footprint, the bytes its accesses touch (footprint.py), when the run measured it.
+
 When the roofline is longer than the cores' compute, the HBM binds: every block is stretched
 by the same factor (it waits for its share of the bandwidth), which the timeline, the Chrome
 trace (an HBM track per core) and `bubbles()` show. The cost is one simulation per distinct
@@ -55,6 +60,9 @@ class LaunchResult:
     launch_cycles: int = 0         # the launch's fixed cost, before the first block starts
     block_wait: np.ndarray | None = None  # per linear block: cycles it waits for HBM at its end
     block_core: np.ndarray | None = None  # per linear block: the AI core it runs on
+    hbm_share: float = 0.0         # HBM bandwidth one block may draw at any moment (B/cycle)
+    l2_miss: float = 1.0           # the share of the moved bytes that reach HBM (the L2 rule)
+    shared: bool = False           # some block class was re-simulated within its HBM share
 
     @property
     def total_cycles(self) -> int:
@@ -62,7 +70,15 @@ class LaunchResult:
 
     @property
     def bound(self) -> str:
-        return "HBM bandwidth" if self.roofline_cycles > self.compute_cycles else "compute"
+        """What sets the launch's time: HBM (its roofline; or the share of it each block of a
+        wave may draw, when that stretched copies and HBM is busy at least half the cores'
+        time: the bandwidth, not the latencies around it, is what the blocks wait for) or the
+        cores' compute."""
+        if self.roofline_cycles > self.compute_cycles:
+            return "HBM bandwidth"
+        if self.shared and 2 * self.roofline_cycles >= self.compute_cycles:
+            return "HBM bandwidth (each block's share)"
+        return "compute"
 
     @property
     def hbm_stretch(self) -> float:
@@ -79,17 +95,20 @@ class LaunchResult:
 
 
 def hbm_traffic(by_tensor: dict[int | None, int], tensor_bytes: dict[int, int] | None,
-                l2_bytes: int, wave_fraction: float = 1.0) -> tuple[int, bool]:
+                l2_bytes: int, wave_fraction: float = 1.0,
+                footprints: dict[int, int] | None = None) -> tuple[int, bool]:
     """(bytes that reach HBM, whether the wave's working set fits in L2).
 
     `by_tensor`: bytes moved per tensor argument (None: an address pypto cannot attribute);
-    `wave_fraction`: the share of the launch's blocks that run at once. Per tensor, the
-    compulsory bytes are min(its size, what was moved of it) (all of it when the tensor is
-    unknown); the rest are repeats. A wave touches (per tensor) min(size, moved x
-    wave_fraction); when that working set fits in L2 every repeat hits, else the fraction
-    l2_bytes / working set of them does. Monotone: more traffic never means fewer HBM bytes.
+    `wave_fraction`: the share of the launch's blocks that run at once; `footprints`: the
+    bytes of each tensor the launch touches (footprint.py), preferred to its size (a tensor
+    without one falls back on its size). Per tensor, the compulsory bytes are min(its
+    footprint, what was moved of it) (all of it when the tensor is unknown); the rest are
+    repeats. A wave touches (per tensor) min(footprint, moved x wave_fraction); when that
+    working set fits in L2 every repeat hits, else the fraction l2_bytes / working set of them
+    does. Monotone: more traffic never means fewer HBM bytes.
     """
-    sizes = tensor_bytes or {}
+    sizes = {**(tensor_bytes or {}), **(footprints or {})}
     compulsory = 0
     working = 0.0
     total = 0
@@ -111,19 +130,38 @@ def hbm_traffic(by_tensor: dict[int | None, int], tensor_bytes: dict[int, int] |
 
 def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
                     facts: dict[int, OpFacts], params: ModelParams,
-                    n_blocks: int, tensor_bytes: dict[int, int] | None = None) -> LaunchResult:
+                    n_blocks: int, tensor_bytes: dict[int, int] | None = None,
+                    footprints: dict[int, int] | None = None) -> LaunchResult:
     cores = params.target.ai_cores
     classes = [BlockClass(list(blocks), simulate_block(events, facts, params))
                for blocks, events in block_classes]
-    cycles = np.full(n_blocks, params.block_cycles, dtype=np.int64)  # (an empty block too)
     by_tensor: dict[int | None, int] = {}
     for c in classes:
-        cycles[np.asarray(c.blocks, dtype=np.int64)] = c.schedule.cycles + params.block_cycles
         for t, moved in c.schedule.hbm_by_tensor.items():
             by_tensor[t] = by_tensor.get(t, 0) + moved * len(c.blocks)
     used = min(cores, n_blocks)
     hbm, resident = hbm_traffic(by_tensor, tensor_bytes, params.l2_bytes,
-                                used / n_blocks if n_blocks else 1.0)
+                                used / n_blocks if n_blocks else 1.0, footprints)
+    # HBM shared by the blocks of a wave (docs/cost-model.md#hbm-shared-by-the-blocks-of-a-wave):
+    # at most `used` blocks run at once, so a block drawing no more than peak / used at any
+    # moment keeps the chip within its peak; a class whose schedule draws more is simulated
+    # again within that share (its copies stretched)
+    traffic = sum(by_tensor.values())
+    miss = min(1.0, hbm / traffic) if traffic else 1.0
+    share = params.target.hbm_bytes_per_cycle / max(1, used)
+    shared = False
+    for k, (blocks, events) in enumerate(block_classes):
+        if classes[k].schedule.hbm_peak(miss) > share + 1e-9:
+            classes[k] = BlockClass(list(blocks), simulate_block(events, facts, params,
+                                                                 share, miss))
+            shared = shared or any(s.hbm_extra for s in classes[k].schedule.slices)
+    cycles = np.full(n_blocks, params.block_cycles, dtype=np.int64)  # (an empty block too)
+    for c in classes:
+        value = c.schedule.cycles + params.block_cycles
+        if len(c.blocks) == n_blocks:  # one class: every block (no index array of them all)
+            cycles[:] = value
+        else:
+            cycles[np.asarray(c.blocks, dtype=np.int64)] = value
     start, core, compute = distribute(cycles, cores)
     roofline = math.ceil(hbm / params.target.hbm_bytes_per_cycle)
     # HBM-bound: every block waits for its share of the bandwidth (stretched alike), so the
@@ -135,7 +173,8 @@ def simulate_launch(block_classes: Sequence[tuple[list[int], Sequence[Any]]],
         start, core, _ = distribute(cycles + wait, cores)
     return LaunchResult(classes, n_blocks, used, math.ceil(n_blocks / cores), cycles,
                         start + params.launch_cycles, compute, hbm, roofline,
-                        sum(by_tensor.values()), resident, params.launch_cycles, wait, core)
+                        traffic, resident, params.launch_cycles, wait, core, share, miss,
+                        shared)
 
 
 def distribute(cycles: np.ndarray, cores: int) -> tuple[np.ndarray, np.ndarray, int]:

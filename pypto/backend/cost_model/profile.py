@@ -40,6 +40,7 @@ class TimelineEntry:
     op: str               # IR op name
     op_id: int
     block_lanes: int
+    hbm_extra: int = 0    # cycles the block's share of HBM added to this transfer
 
     @property
     def lane(self) -> str:
@@ -51,6 +52,10 @@ class TimelineEntry:
     @property
     def cycles(self) -> int:
         return self.end - self.cycle
+
+
+_SHARE = "HBM share: "
+"""How a bubble entry of a copy stretched by its block's share of HBM starts its cause."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,9 @@ class BubbleEntry:
 
     def __str__(self) -> str:
         unit = "cycle" if self.cycles == 1 else "cycles"
+        if self.cause.startswith(_SHARE):  # not idle: a copy streaming slower than its pipe
+            return (f"{self.inst} at {self.source} stretched by {self.cycles} {unit} "
+                    f"({self.start}-{self.end}): {self.cause}")
         first = " (its first)" if self.leading else ""
         return (f"{self.pipe} idle for {self.cycles} {unit} ({self.start}-{self.end}) before "
                 f"{self.inst}{first} at {self.source}: {self.cause}")
@@ -204,7 +212,8 @@ class Profile:
         for s in sorted(schedule.slices, key=lambda s: (s.start, RESOURCES.index(s.pipe))):
             f = self.facts[s.op_id]
             out.append(TimelineEntry(s.start, s.end, s.pipe, s.lanes, f.kind,
-                                     short_source(f.source), f.name, s.op_id, self.block_lanes))
+                                     short_source(f.source), f.name, s.op_id, self.block_lanes,
+                                     s.hbm_extra))
         last = max((e.end for e in out), default=0)
         if schedule.cycles > last:  # accesses still landing after the last instruction
             out.append(TimelineEntry(last, schedule.cycles, HBM, self.block_lanes,
@@ -255,6 +264,12 @@ class Profile:
                 f = self.facts[b.op_id]
                 out.append(BubbleEntry(b.pipe, b.start, b.end, f.kind, short_source(f.source),
                                        b.cause.describe(self.facts), len(c.blocks), b.leading))
+            for s in c.schedule.slices:  # a copy stretched by the block's share of HBM
+                if s.hbm_extra:
+                    f = self.facts[s.op_id]
+                    out.append(BubbleEntry(HBM, s.end - s.hbm_extra, s.end, f.kind,
+                                           short_source(f.source), self._share_cause(s),
+                                           len(c.blocks)))
             wait = self.hbm_wait(c.blocks[0]) if c.blocks else 0
             if wait > 0:
                 end = c.schedule.cycles
@@ -263,6 +278,15 @@ class Profile:
         # stalls between instructions first (longest, weighted by blocks), then the fill-up
         out.sort(key=lambda b: (b.leading, -b.cycles * b.blocks, b.start))
         return out
+
+    def _share_cause(self, s: Any) -> str:
+        lr = self.launch
+        f = self.facts[s.op_id]
+        own = s.end - s.start - s.hbm_extra
+        return (f"{_SHARE}{lr.cores_used} blocks run at once and share "
+                f"{self.params.target.hbm_bytes_per_cycle:g} B/cycle of HBM ({lr.hbm_share:g} "
+                f"B/cycle each, {lr.l2_miss:.0%} of the bytes missing in L2): this copy of "
+                f"{f.copy_bytes} bytes streams in {s.end - s.start} cycles instead of {own}")
 
     def _hbm_cause(self) -> str:
         lr = self.launch
@@ -298,6 +322,11 @@ class Profile:
                 first = work
             pipe = max(work, key=lambda k: work[k])
             need = p.block_cycles + work[pipe]
+            # its bytes that reach HBM, at its share of the bandwidth (blocks of a wave)
+            if lr.hbm_share > 0:
+                hbm = math.ceil(c.schedule.hbm_bytes * lr.l2_miss / lr.hbm_share - 1e-9)
+                if p.block_cycles + hbm > need:
+                    pipe, need = HBM, p.block_cycles + hbm
             share += need * len(c.blocks)
             shortest = need if shortest is None else min(shortest, need)
             if need > longest:
@@ -347,9 +376,11 @@ class _KnownFacts:
 def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                   params: ModelParams, ops: Sequence[Any],
                   block_classes: Sequence[tuple[list[int], Sequence[Any]]],
-                  tensor_bytes: dict[int, int] | None = None) -> Profile:
+                  tensor_bytes: dict[int, int] | None = None,
+                  footprints: dict[int, int] | None = None) -> Profile:
     """A Profile from an op table (`.op` per op id) and the trace's block classes;
-    `tensor_bytes`: the size of each tensor argument, by parameter index (for the L2 rule)."""
+    `tensor_bytes`: the size of each tensor argument, by parameter index; `footprints`: the
+    bytes of each the launch touches (footprint.py), which the L2 rule prefers."""
     used = {ev.op_id for _, events in block_classes for ev in events}
     # an executable's op table keeps the facts asked of its ops' traits for the next profiles
     known = ops.derived("cost-facts", _KnownFacts) if isinstance(ops, OpTable) else \
@@ -357,4 +388,5 @@ def build_profile(kernel: str, grid: tuple[int, int, int], block: tuple[int, int
     facts = known.of(used)
     n_blocks = grid[0] * grid[1] * grid[2]
     return Profile(kernel, grid, block, params, facts,
-                   simulate_launch(block_classes, facts, params, n_blocks, tensor_bytes))
+                   simulate_launch(block_classes, facts, params, n_blocks, tensor_bytes,
+                                   footprints))

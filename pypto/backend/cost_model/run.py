@@ -21,6 +21,14 @@ from typing import Any
 import numpy as np
 
 from pypto.backend.cost_model.access import AccessGeometry
+from pypto.backend.cost_model.footprint import (
+    CopyRecorder,
+    Footprints,
+    has_global_copies,
+    lane_footprints,
+    lane_runs,
+)
+from pypto.analysis.cache import cached
 from pypto.backend.cost_model.params import ModelParams
 from pypto.backend.cost_model.profile import Profile, build_profile
 from pypto.backend.cost_model.trace import CostTrace
@@ -107,6 +115,8 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
     geometry = AccessGeometry.of(params.target)
     trace = CostTrace(geometry)  # sectors, banks: the target's
     sizes = tensor_sizes(args) if tensor_bytes is None else tensor_bytes
+    footprints = Footprints()    # the bytes each tensor's accesses touch (the L2 rule)
+    copies = CopyRecorder(args, footprints)
     plan = None
     if blocks is None and by_class and not instruments:
         from pypto.backend.cost_model.classes import plan_block_classes
@@ -116,13 +126,28 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
         # the launch itself, untraced (outputs written, fast paths on), then one block per
         # class traced; the representatives write again only what the launch wrote (tensors
         # they would read back or update atomically are copies)
-        from pypto.backend.cost_model.classes import tensors_to_copy
+        from pypto.backend.cost_model.classes import lane_shifts, tensors_to_copy
 
         data = [id(d) for d in map(_tensor_data, args) if d is not None]
         copy = tensors_to_copy(executable.func) if len(set(data)) == len(data) else None
         side = scratch_args(args, copy)  # (a tensor passed twice: copies of all)
-        (executable if launch is None else launch()).run(grid, block, args)
+        runner = executable if launch is None else launch()
+        # a kernel that copies to or from HBM runs its launch with the copy recorder: every
+        # block's copies are in the footprints (the lanes' come from the representatives)
+        watch = copies if has_global_copies(executable.op_table) else None
+        runner.run(grid, block, args, instrument=watch)
         executable.run(grid, block, side, instrument=trace, blocks=[rep for rep, _ in plan])
+        # the lanes' footprint follows from the plan (addresses depend on the ids and the
+        # integer arguments only) and the representatives' intervals: kept with the plan
+        spans = trace.lane_spans()
+        key = ("cost.lane-footprints", grid, block, geometry.global_period,
+               tuple(int(a) if isinstance(a, bool | int | np.integer) else None for a in args),
+               tuple((op, *(a.tobytes() for a in parts)) for op, parts in sorted(spans.items())))
+        runs = cached(executable.func, key, lambda: lane_runs(
+            spans, trace.table, plan,
+            lane_shifts(executable, grid, block, args, geometry.global_period)))
+        for tensor, (lo, hi) in runs.items():
+            footprints.add(tensor, lo, hi)
         # classes the plan kept apart (e.g. by an access's alignment) that ran alike: one
         merged: dict[tuple[Any, ...], list[int]] = {}
         for rep, members in plan:
@@ -130,11 +155,13 @@ def run_and_cost(executable: Any, grid: tuple[int, int, int], block: tuple[int, 
         classes = sorted(((sorted(members), list(events)) for events, members in merged.items()),
                          key=lambda c: c[0][0])
     else:
-        instrument: Instrument = Chain(trace, *instruments) if instruments else trace
+        instrument: Instrument = Chain(trace, copies, *instruments)
         try:
             executable.run(grid, block, args, instrument=instrument, blocks=blocks)
         except KernelError:
             if not partial:
                 raise
         classes = trace.block_classes()
-    return build_profile(executable.name, grid, block, params, trace.table, classes, sizes)
+        lane_footprints(trace.lane_spans(), trace.table, None, None, footprints)
+    return build_profile(executable.name, grid, block, params, trace.table, classes, sizes,
+                         footprints.bytes(geometry.sector_bytes) if blocks is None else None)

@@ -22,6 +22,7 @@ import numpy as np
 from xdsl.ir import Operation
 
 from pypto.backend.cost_model.access import AccessGeometry, access_stats
+from pypto.backend.cost_model.footprint import lane_spans
 from pypto.backend.interpreter.instruments import OpTable, Trace
 from pypto.dialects import pto
 from pypto.dialects.traits import (
@@ -73,6 +74,9 @@ class CostTrace(Trace):
         super().__init__()
         self.geometry = geometry or AccessGeometry()
         self._stats: dict[int, tuple[tuple[str, ...], int]] = {}
+        # op id of a global lane address -> per traced block: (block, lowest, highest element
+        # offset its active lanes touch) (footprint.py: the L2 rule's footprints)
+        self.spans: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
 
     def begin(self, table: OpTable, grid: tuple[int, int, int],
               block: tuple[int, int, int]) -> None:
@@ -82,8 +86,28 @@ class CostTrace(Trace):
     def after(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
         super().after(op_id, ctx, mask, value)
         wanted = self._stats.get(op_id)
+        if wanted is not None and "sectors" in wanted[0] and value is not None:
+            self._record_span(op_id, ctx, mask, value)
         if wanted is not None and np.ndim(value) > 0:
             self._record_access(op_id, ctx, mask, value, *wanted)
+
+    def _record_span(self, op_id: int, ctx: Any, mask: Any, value: Any) -> None:
+        bl = ctx.block_lanes if ctx.count >= ctx.block_lanes else ctx.count
+        try:
+            found = lane_spans(value, mask, ctx.count, bl)
+        except (TypeError, ValueError):
+            found = None
+        if found is None:
+            return
+        blocks, lo, hi = found
+        first = ctx.first_lane // ctx.block_lanes
+        self.spans.setdefault(op_id, []).append((blocks + first, lo, hi))
+
+    def lane_spans(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per global lane address (op id): (blocks, lowest, highest element offset), every
+        traced execution (footprint.py)."""
+        return {op: tuple(np.concatenate(parts) for parts in zip(*runs))  # type: ignore[misc]
+                for op, runs in self.spans.items()}
 
     def _record_access(self, op_id: int, ctx: Any, mask: Any, value: Any,
                        kinds: tuple[str, ...], elem: int) -> None:

@@ -104,11 +104,12 @@ def test_wait_stalls_until_the_copy_completes_and_barrier_drains_every_pipe():
               Ev(ids["pto.barrier_block"], 64), Ev(ids["pto.fill"], 64)]
     s = simulate_block(events, facts, params("table"))
     copy, mma, fill = s.slices
-    # 16384 B at 128 B/cycle = 128 cycles on MTE_IN; after a start-up of 20 the last byte
-    # lands at 20 + 128 - 1 = 147 (the next copy's start-up could overlap this transfer)
+    # 16384 B at 128 B/cycle = 128 cycles on MTE_IN; after HBM's latency (200, the same a
+    # lane load pays) and the copy engine's start-up (20) the last byte lands at
+    # 200 + 20 + 128 - 1 = 347 (the next copy's start-up could overlap this transfer)
     assert (copy.pipe, copy.start, copy.end) == ("MTE_IN", 0, 128)
     # FP32 64x64x64 = 262144 MAC at 2048/cycle = 128 repeats, latency 8
-    assert (mma.pipe, mma.start, mma.end) == ("CUBE", 147, 147 + 135)
+    assert (mma.pipe, mma.start, mma.end) == ("CUBE", 347, 347 + 135)
     assert mma.cause.kind == "wait"
     # the barrier waits for the CUBE to drain; the fill (VECTOR) starts after it
     assert fill.start == mma.end and fill.cause.kind == "barrier"

@@ -127,9 +127,13 @@ def test_the_articles_breakdown_lines():
 
 
 def test_fused_is_faster_than_table_where_fusion_applies():
+    """Where only the instructions' heads differ (vector_add) `fused` is faster. On the
+    single-buffered matmul the fused B copy starts with its MMA, after the A tile has landed,
+    so it pays HBM's latency after A's where the table's kernel overlaps both copies'
+    latencies (docs/cost-model.md#one-latency-per-memory-level): the two models' totals are
+    not compared there, their instructions are."""
     fused, table = (mm_profile(matmul_tile, 128, 128, 128, model=m, pipeline=single_buffered(m))
                     for m in ("fused", "table"))
-    assert fused.total_cycles < table.total_cycles
     assert "LOAD_MMA" in {k.kind for k in fused.cycle_breakdown()}
     assert "LOAD_MMA" not in {k.kind for k in table.cycle_breakdown()}
     assert va_profile(1024).total_cycles < va_profile(1024, model="table").total_cycles
@@ -178,13 +182,13 @@ def test_the_default_pipeline_beats_single_buffering_under_both_models(size, til
             assert "MMA" not in kinds
 
 
-def test_the_512_cubed_f32_matmul_is_copy_bound_so_no_schedule_gains_1_3x_under_fused():
-    """Issue 19 asked the default pipeline for >= 1.3x over the single-buffered kernel under
-    `fused` on the article's 512^3 f32 matmul with 64^3 tiles. The model's own roofline rules
-    it out: every k-step copies two 16 KiB tiles through MTE_IN (2 x 128 cycles at 128 B/cycle)
-    for one 132-cycle fp32 MMA, so a block needs MTE_IN for 8 x 256 = 2048 cycles whatever the
-    schedule, and the single-buffered kernel (which already streams each fused B tile under
-    its MMA) is within 19% of that bound. The default pipeline and three stages get closer."""
+def test_the_512_cubed_f32_matmul_is_copy_bound_and_deeper_pipelines_approach_the_bound():
+    """The article's 512^3 f32 matmul with 64^3 tiles under `fused`: every k-step copies two
+    16 KiB tiles through MTE_IN (2 x 128 cycles at 128 B/cycle) for one 132-cycle fp32 MMA,
+    so a block needs MTE_IN for 8 x 256 = 2048 cycles whatever the schedule (the bound). The
+    single-buffered kernel also waits HBM's latency (200 cycles, as a lane load does) twice
+    per k-step; double buffering hides part of it (>= 1.3x, issue 19's goal) and a third
+    stage more."""
     size, tile = 512, (64, 64, 64)
     a, b = tensors(size * size, size * size)
     (c,) = tensors(size * size)
@@ -209,8 +213,7 @@ def test_the_512_cubed_f32_matmul_is_copy_bound_so_no_schedule_gains_1_3x_under_
     for prof in (default, three):  # the same copies and MMAs: the same bound
         assert prof.resource_bound().cycles == bound.cycles
     assert bound.cycles <= three.total_cycles < default.total_cycles < single.total_cycles
-    # no schedule of these copies and MMAs beats the bound: 1.3x is out of reach (6094 / 5128)
-    assert single.total_cycles / bound.cycles < 1.3
+    assert single.total_cycles / default.total_cycles >= 1.3
 
 
 # data, not code ------------------------------------------------------------------------------------
@@ -241,30 +244,38 @@ def test_tensors_fitting_in_l2_reach_hbm_once(tmp_path):
     no_l2 = tmp_path / "no_l2.toml"
     no_l2.write_text("[cost]\nl2_bytes = 0\n")
     uncached = mm_profile(matmul_tile, 512, 512, 512, target=str(no_l2))
-    assert uncached.hbm_bytes == 17 * 2 ** 20 and uncached.launch.bound == "HBM bandwidth"
-    assert uncached.total_cycles == uncached.params.launch_cycles + -(-17 * 2 ** 20 // 1200)
+    assert uncached.hbm_bytes == 17 * 2 ** 20 and uncached.launch.bound.startswith("HBM")
+    # the blocks of a wave share HBM at every moment: no faster than the roofline
+    assert uncached.total_cycles >= uncached.params.launch_cycles + -(-17 * 2 ** 20 // 1200)
+    assert uncached.total_cycles > cached.total_cycles
 
 
 def test_the_binding_hbm_shows_in_the_timeline_the_trace_and_the_bubbles(tmp_path):
+    """Without an L2 the 512^3 matmul's 64 blocks (32 at once) draw 37.5 B/cycle of HBM each
+    at most: their copies stream slower than the copy engine's 128 B/cycle, and that shows."""
     no_l2 = tmp_path / "no_l2.toml"
     no_l2.write_text("[cost]\nl2_bytes = 0\n")
     prof = mm_profile(matmul_tile, 512, 512, 512, target=str(no_l2))
-    assert prof.launch.bound == "HBM bandwidth"
-    # bubbles: the HBM wait comes first and names the bandwidth
-    first = prof.bubbles()[0]
-    assert first.pipe == "HBM" and "HBM bandwidth" in first.cause and first.blocks == 64
-    # timeline: block 0 ends with its wait for HBM
-    last = prof.timeline[-1]
-    assert (last.pipe, last.inst) == ("HBM", "HBM_WAIT") and last.cycles == first.cycles
-    # Chrome trace: the last slice ends at the modelled total, on an HBM track
+    assert prof.launch.bound.startswith("HBM bandwidth") and prof.launch.shared
+    assert prof.launch.hbm_share == 1200 / 32
+    # bubbles: the stretched copies name the share
+    share = [b for b in prof.bubbles() if b.pipe == "HBM"]
+    assert share and all("HBM share" in b.cause and b.blocks == 64 for b in share)
+    # timeline: block 0's copies are stretched
+    stretched = [e for e in prof.timeline if e.hbm_extra]
+    assert stretched and all(e.pipe in ("MTE_IN", "MTE_OUT") for e in stretched)
+    # Chrome trace: valid, ends at the modelled total, the stretched copies say so
     trace = prof.to_chrome_trace()
     assert validate_chrome_trace(trace) == []
     us = 1e-3 / prof.params.target.clock_ghz
     slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     end = max(e["ts"] + e["dur"] for e in slices)
     assert end == pytest.approx(prof.total_cycles * us, rel=1e-3)
-    assert any(e["name"] == "HBM_WAIT" for e in slices)
-    assert prof.utilization()["HBM"] == pytest.approx(1.0, abs=0.1)
+    assert any(e["args"].get("hbm_share_cycles") for e in slices)
+    assert prof.utilization()["HBM"] > 0.5
+    # no moment above the peak: 32 blocks at 37.5 B/cycle each
+    for c in prof.launch.classes:
+        assert c.schedule.hbm_peak(prof.launch.l2_miss) <= prof.launch.hbm_share + 1e-6
 
 
 def test_every_output_says_modelled_by_which_model_and_target():

@@ -41,7 +41,11 @@ comes before the prefetch (see `keep_fusable_loads` and pypto.analysis.fusion).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -53,7 +57,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from pypto.analysis.alias import Footprint, Linear, Ranges, footprints, may_overlap
+from pypto.analysis.alias import Footprint, Linear, Ranges, conflict, footprints, may_overlap
 from pypto.analysis.cache import invalidate
 from pypto.analysis.fusion import fusion_decisions, root_buffer, waits_for
 from pypto.analysis.l1_liveness import (
@@ -67,7 +71,8 @@ from pypto.analysis.ir_utils import constant_int
 from pypto.analysis.lane_values import defined_inside
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
-from pypto.dialects.traits import memory_accesses, starts_copy
+from pypto.dialects.traits import declares_buffer, memory_accesses, starts_copy
+from pypto.ir import recorded_launch
 from pypto.passes.allocate_l1 import L1Options, kib
 from pypto.backend.targets import resolve_target
 from pypto.diagnostics import emit_remark
@@ -719,6 +724,96 @@ def _candidate_loops(kernel: func.FuncOp) -> list[scf.ForOp]:
             and any(isinstance(inner, pto.PipelineOp) for inner in op.body.block.ops)]
 
 
+# --------------------------------------------------------------------------------------------
+# Choosing by the model: candidate schedules, costed (docs/passes.md#choosing-by-the-cost-model)
+# --------------------------------------------------------------------------------------------
+
+
+class ScheduleCostError(Exception):
+    """A candidate schedule could not be costed (no recorded launch, the kernel faults on it):
+    the pass falls back to the fusion-aware default and says why in a remark."""
+
+
+ScheduleCoster = Callable[[ModuleOp, str, str, str, tuple[int, ...]], int]
+"""`coster(module, kernel, model, target, block) -> cycles`: the modelled cycles of `kernel` in
+`module` (a trial copy holding one candidate schedule) under cost model `model` on the target
+file `target` (empty: the default target) for one block of shape `block` of the launch the
+module records; raises `ScheduleCostError` when it cannot say. The cost model lives above the
+passes (pypto.backend.cost_model.schedule); `pto.compile` and `pypto-opt` install it with
+`costing_schedules`, and without one the pass keeps the fusion-aware default."""
+
+_coster: ContextVar[ScheduleCoster | None] = ContextVar("pypto_schedule_coster", default=None)
+
+
+@contextmanager
+def costing_schedules(coster: ScheduleCoster | None) -> Iterator[None]:
+    """Let `pto-double-buffer` cost its candidate schedules with `coster` within the block."""
+    token = _coster.set(coster)
+    try:
+        yield
+    finally:
+        _coster.reset(token)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One way to double-buffer a loop: which loads stay in their own iteration (issued right
+    before their first wait, into one buffer) rather than prefetched, and how many slots the
+    prefetched ones get."""
+
+    stay: frozenset[int]
+    """Indices into the analysed plan's loads."""
+    stages: int
+
+    def describe(self, plan: Plan) -> str:
+        names = [f"'{_buffer_name(load)}'" for i, load in enumerate(plan.loads)
+                 if i not in self.stay]
+        kept = [f"'{_buffer_name(load)}'" for i, load in enumerate(plan.loads)
+                if i in self.stay]
+        text = f"prefetch {', '.join(names)} with {self.stages} stages"
+        return text + (f", {', '.join(kept)} in {'its' if len(kept) == 1 else 'their'} own "
+                       f"iteration" if kept else "")
+
+
+MAX_SUBSET_LOADS = 4
+"""Up to this many loads that may stay, every subset is a candidate; beyond, only "prefetch
+every load" and the fusion-aware default (the candidates stay few: each is one costed run)."""
+
+
+def _first_wait(load: pto.AsyncLoadOp, plan: Plan) -> int | None:
+    ops = [op for s in plan.compute_stages for op in s.body.block.ops]
+    return next((i for i, op in enumerate(ops)
+                 if any(_waits_for(inner, load) for inner in op.walk())), None)
+
+
+def _may_stay(load: pto.AsyncLoadOp, plan: Plan) -> bool:
+    """Can `load` be issued right before the compute op that first waits for it, instead of at
+    the start of its iteration? Only when one waits for it and nothing before that wait may
+    touch the memory it reads or writes (the shared alias query)."""
+    ops = [op for s in plan.compute_stages for op in s.body.block.ops]
+    wait = _first_wait(load, plan)
+    if wait is None:
+        return False
+    mine = footprints(load)
+    return not any(conflict(a, b) for op in walk(ops[:wait]) for a in mine
+                   for b in footprints(op))
+
+
+def with_stay(plan: Plan, stay: frozenset[int]) -> Plan:
+    """`plan` with the loads of `stay` (indices into `plan.loads`) kept in their iteration."""
+    kept = [load for i, load in enumerate(plan.loads) if i in stay]
+    loads = [load for i, load in enumerate(plan.loads) if i not in stay]
+    if not loads:
+        raise Refusal("every load stays next to the MMA it feeds, where the target's firmware "
+                      "fuses them (npu-fuse-load-mma): nothing left to prefetch", plan.loop)
+    buffers = [b for b in plan.buffers if any(_root_buffer(l.dst, plan.load_stages) is b
+                                              for l in loads)]
+    kept_buffers = [b for b in plan.buffers if b not in buffers]
+    return Plan(plan.loop, plan.pipeline, plan.step, plan.load_stages, plan.compute_stages,
+                buffers, loads, plan.compute_copies, plan.wait_before, kept, kept_buffers,
+                list(plan.remarks))
+
+
 @dataclass(frozen=True)
 class DoubleBufferPass(L1Options, ModulePass):
     """Give load-stage buffers of pipelined loops N slots and issue loads N-1 iterations ahead.
@@ -727,10 +822,13 @@ class DoubleBufferPass(L1Options, ModulePass):
     form (see the module docstring); `pto.wait_all` in compute stages becomes waits on the
     tokens of the slot in use. Loops it cannot rewrite stay unchanged with a remark saying why;
     when N slots would not fit L1 (`l1-bytes`, default: the target's), fewer are used and a
-    remark says so. Fusion-aware: a load the target's firmware fuses with the MMA it feeds
-    (`[fusion]` of `target`, default the package's target) stays next to that MMA, and the
-    other operand is prefetched (`keep_fusable_loads`). Options: `stages` (slots per buffer,
-    default 2; 1 leaves loops as they are), `target`.
+    remark says so. Which loads to prefetch and how many stages (2..`stages`) it chooses by the
+    cost model (`model` on `target`, one block of the launch `pto.compile` recorded), when a
+    coster is installed (`costing_schedules`: `pto.compile` and `pypto-opt` do) and the module
+    records a launch; otherwise fusion-aware: a load the target's firmware fuses with the MMA
+    it feeds (`[fusion]` of `target`) stays next to that MMA, the other operand is prefetched
+    (`keep_fusable_loads`). Options: `stages` (most slots per buffer, default 2; 1 leaves loops
+    as they are), `model`, `target`.
     """
 
     name = "pto-double-buffer"
@@ -742,7 +840,10 @@ class DoubleBufferPass(L1Options, ModulePass):
     max_block_lanes: int = 1024
     target: str = ""
     """A target TOML file whose `[fusion]` table says which loads to keep next to their MMA
-    (default: the package's default target)."""
+    and whose machine the candidates are costed on (default: the package's default target)."""
+    model: str = "fused"
+    """The cost model the candidate schedules are costed with ("fused" or "table";
+    `pto.profile(model=...)` sets its own)."""
     # The analyses of pypto.analysis.cache are dropped for a kernel whose loop it rewrites
     # (`_rewrite`); a kernel it leaves alone keeps them.
     preserves_analyses: ClassVar[bool] = True
@@ -751,38 +852,168 @@ class DoubleBufferPass(L1Options, ModulePass):
         super().__post_init__()
         if not 1 <= self.stages <= 8:
             raise ValueError(f"stages must be between 1 and 8, got {self.stages}")
+        if self.model not in ("fused", "table"):
+            raise ValueError(f"model must be 'fused' or 'table', got {self.model!r}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.stages < 2:
             return
         for kernel in functions(op):
             for loop in _candidate_loops(kernel):
+                coster = _coster.get() if recorded_launch(op) is not None else None
                 try:
-                    ahead, why = safe_distance(self._plan(loop), self.stages - 1,
-                                               self._ranges())
+                    base = analyse(loop)
+                    try:
+                        default = self._default(base)
+                    except Refusal:
+                        if coster is None:
+                            raise
+                        default = None  # another schedule may still be possible
+                    if coster is None or not self._choose(op, kernel, loop, base, default,
+                                                          coster):
+                        if default is None:
+                            self._default(base)  # raises its Refusal
+                        assert default is not None
+                        self._apply_default(kernel, loop, base, default)
                 except Refusal as refusal:
                     emit_remark(refusal.op or loop, f"pto-double-buffer: loop{_at(loop)} left "
                                 f"as it is: {refusal.reason}")
-                    continue
-                if ahead < self.stages - 1:
-                    emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
-                                f"{self.stages} stages, using {ahead + 1}: {why}")
-                self._rewrite(kernel, loop, ahead + 1)
+
+    # the fusion-aware default ------------------------------------------------------------------
+
+    def _default(self, base: Plan) -> tuple[Plan, int, str]:
+        """The fusion-aware plan, how many iterations ahead its loads may run, and why not
+        further (a `Refusal` when the loop cannot be double-buffered this way)."""
+        plan = keep_fusable_loads(_copy_plan(base), self.target)
+        ahead, why = safe_distance(plan, self.stages - 1, self._ranges())
+        return plan, ahead, why
+
+    def _apply_default(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan,
+                       default: tuple[Plan, int, str]) -> None:
+        plan, ahead, why = default
+        if ahead < self.stages - 1:
+            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
+                        f"{self.stages} stages, using {ahead + 1}: {why}")
+        stay = frozenset(base.loads.index(load) for load in plan.kept)
+        chosen = self._fit(kernel, loop, base, stay, ahead + 1, remark=True)
+        if chosen < 2:
+            return
+        self._rewrite(kernel, loop, base, Schedule(stay, chosen), plan.remarks)
+
+    # the model's choice ------------------------------------------------------------------------
+
+    def _choose(self, module: ModuleOp, kernel: func.FuncOp, loop: scf.ForOp, base: Plan,
+                default: tuple[Plan, int, str] | None, coster: ScheduleCoster) -> bool:
+        """Cost every candidate schedule of `loop` and rewrite it with the cheapest; False
+        (nothing rewritten) when there is no candidate or they cannot be costed."""
+        default_stay = frozenset() if default is None else \
+            frozenset(base.loads.index(load) for load in default[0].kept)
+        candidates: list[Schedule] = []
+        limits: dict[frozenset[int], tuple[int, str]] = {}
+        for stay in self._stay_sets(base, default_stay):
+            try:
+                ahead, why = safe_distance(with_stay(base, stay), self.stages - 1,
+                                           self._ranges())
+            except Refusal:
+                continue
+            fit = self._fit(kernel, loop, base, stay, ahead + 1, remark=False)
+            limits[stay] = (fit, why)
+            candidates.extend(Schedule(stay, n) for n in range(2, fit + 1))
+        if not candidates:
+            return False
+        index = list(module.walk()).index(loop)
+        name = kernel.sym_name.data
+        costs: list[tuple[int, Schedule]] = []
+        for schedule in candidates:
+            trial = module.clone()
+            trial_loop = list(trial.walk())[index]
+            assert isinstance(trial_loop, scf.ForOp)
+            _Rewrite(with_stay(analyse(trial_loop), schedule.stay), schedule.stages).apply()
+            try:
+                cycles = coster(trial, name, self.model, self.target, tuple(self.block_dims))
+            except ScheduleCostError as error:
+                trial.erase()
+                emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: the candidate "
+                            f"schedules could not be costed ({error}); using the "
+                            f"fusion-aware default")
+                return False
+            trial.erase()
+            costs.append((cycles, schedule))
+        preferred = max((s.stages for s in candidates if s.stay == default_stay), default=0)
+
+        def rank(entry: tuple[int, Schedule]) -> tuple[int, int, int, int, list[int]]:
+            cycles, s = entry  # ties: the fusion-aware default, fewer slots, fewer prefetches
+            return (cycles, 0 if (s.stay, s.stages) == (default_stay, preferred) else 1,
+                    s.stages, -len(s.stay), sorted(s.stay))
+
+        costs.sort(key=rank)
+        (best_cycles, best), where = costs[0], _at(loop)
+        text = (f"pto-double-buffer: loop{where}: chose {best.describe(base)} "
+                f"({best_cycles} cycles, model '{self.model}', one block of the recorded "
+                f"launch)")
+        if len(costs) > 1:
+            cycles, runner = costs[1]
+            text += f"; runner-up {runner.describe(base)} ({cycles} cycles)"
+        emit_remark(loop, text + f"; {len(costs)} candidate{'s' if len(costs) > 1 else ''}")
+        fit, why = limits[best.stay]
+        if why and best.stages == fit:
+            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {self.stages} "
+                        f"stages, using at most {fit}: {why}")
+        plan = with_stay(base, best.stay)
+        self._rewrite(kernel, loop, base, best, self._stay_remarks(plan))
+        return True
+
+    def _stay_sets(self, base: Plan, default_stay: frozenset[int]) -> list[frozenset[int]]:
+        """The sets of loads that may stay in their iteration: every subset of those that can
+        (`_may_stay`), leaving at least one load to prefetch; beyond `MAX_SUBSET_LOADS` such
+        loads, only none and the fusion-aware default's."""
+        able = [i for i, load in enumerate(base.loads) if _may_stay(load, base)]
+        if len(able) > MAX_SUBSET_LOADS:
+            sets = [frozenset[int](), default_stay]
+        else:
+            sets = [frozenset(c) for r in range(len(able) + 1)
+                    for c in itertools.combinations(able, r)]
+        if default_stay not in sets:
+            sets.append(default_stay)
+        return [s for s in dict.fromkeys(sets) if len(s) < len(base.loads)]
+
+    def _stay_remarks(self, plan: Plan) -> list[str]:
+        """What the target's firmware would do with the chosen schedule's loads."""
+        pairs, distance = fusion_rules(resolve_target(self.target or None))
+        if ("npu.copy_in", "npu.mma") not in pairs:
+            return []
+        remarks = []
+        every = plan.loads + plan.kept
+        for d in fusion_decisions(every, plan.compute_stages, distance,
+                                  compute_copies=plan.compute_copies):
+            what = f"the load of '{_buffer_name(d.load)}'{_at(d.load)}"
+            if d.load in plan.kept and d.keep:
+                remarks.append(f"{what} stays next to its MMA{_at(d.mma)} (operand "
+                               f"{d.operand.upper()}): {d.reason}")
+            elif d.keep:
+                remarks.append(f"{what} is prefetched although the firmware would fuse it "
+                               f"with the MMA{_at(d.mma)}: the model prices the prefetch "
+                               f"cheaper")
+        return remarks
+
+    # placing and rewriting ---------------------------------------------------------------------
 
     def _ranges(self) -> Ranges:
         dims = tuple(self.block_dims) + (1,) * (3 - len(self.block_dims))
         block = (dims[0], dims[1], dims[2]) if self.block_dims else None
         return Ranges(block, self.max_block_lanes)
 
-    def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp, stages: int) -> None:
-        invalidate(kernel)
+    def _fit(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan, stay: frozenset[int],
+             stages: int, *, remark: bool) -> int:
+        """The most stages (at most `stages`) whose slots fit L1 when the loads of `stay`
+        stay in their iteration; with `remark`, say so when fewer than asked for fit."""
         index = list(kernel.walk()).index(loop)
         needs: dict[int, int] = {}
         chosen = 1
         align = self.alignment
-        allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
+        allocs = [op for op in kernel.walk() if declares_buffer(op)]
         every = sum(_round_up(buffer_bytes(a), align) for a in allocs)
-        loaded = sum(_round_up(buffer_bytes(b), align) for b in self._plan(loop).buffers)
+        loaded = sum(_round_up(buffer_bytes(b), align) for b in with_stay(base, stay).buffers)
         for n in range(stages, 1, -1):
             if every + (n - 1) * loaded <= self.capacity:
                 chosen = n  # fits even with no byte shared: no need to place it to know
@@ -790,33 +1021,40 @@ class DoubleBufferPass(L1Options, ModulePass):
             trial = kernel.clone()
             trial_loop = list(trial.walk())[index]
             assert isinstance(trial_loop, scf.ForOp)
-            _Rewrite(self._plan(trial_loop), n).apply()
+            _Rewrite(with_stay(analyse(trial_loop), stay), n).apply()
             peak = plan_layout(trial, capacity=self.capacity, align=self.alignment).peak
             trial.erase()
             needs[n] = peak
             if peak <= self.capacity:
                 chosen = n
                 break
-        where = _at(loop)
-        if chosen < stages:
+        if remark and chosen < stages:
             wanted = f"{stages} stages need {kib(needs[stages])}"
-            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {stages} "
+            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested {stages} "
                         f"stages, only {chosen} fit{'s' if chosen == 1 else ''} in "
                         f"{kib(self.capacity)} of L1 ({wanted})"
                         + ("; the loop stays single-buffered" if chosen == 1 else ""))
-        if chosen < 2:
-            return
-        plan = self._plan(loop)
+        return chosen
+
+    def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan, schedule: Schedule,
+                 remarks: list[str]) -> None:
+        invalidate(kernel)
+        plan = with_stay(base, schedule.stay)
+        chosen = schedule.stages
         names = ", ".join(f"'{b.result.name_hint or '?'}'" for b in plan.buffers)
-        emit_remark(loop, f"pto-double-buffer: loop{where}: {chosen} slots for {names}; "
+        emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: {chosen} slots for {names}; "
                     f"loads run {chosen - 1} iteration{'s' if chosen > 2 else ''} ahead")
-        for remark in plan.remarks:
-            emit_remark(loop, f"pto-double-buffer: loop{where}: {remark}")
+        for remark in remarks:
+            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: {remark}")
         _Rewrite(plan, chosen).apply()
 
     def _plan(self, loop: scf.ForOp) -> Plan:
         """`analyse`, then the target's fusion rules: loads that would fuse stay put."""
         return keep_fusable_loads(analyse(loop), self.target)
+
+
+def _copy_plan(plan: Plan) -> Plan:
+    return dataclasses.replace(plan, remarks=list(plan.remarks))
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,11 +13,12 @@ Only a crash inside pypto itself prints one, after an "internal error" line, wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -130,6 +131,17 @@ def _argument_parser() -> argparse.ArgumentParser:
                       help="a kernel argument: elements of a pointer's tensor, or a scalar")
     cost.add_argument("--kernel", metavar="NAME", help="which kernel to cost")
     return parser
+
+
+def _costing(passes: Sequence[ModulePass]) -> Any:
+    """`pto-double-buffer` chooses its schedules by the cost model on IR that records its
+    launch (docs/passes.md#choosing-by-the-cost-model), as under `pto.compile`."""
+    if not any(p.name == "pto-double-buffer" for p in passes):
+        return contextlib.nullcontext()
+    from pypto.backend.cost_model.schedule import ScheduleCoster
+    from pypto.passes.double_buffer import costing_schedules
+
+    return costing_schedules(ScheduleCoster())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,7 +306,7 @@ class _Driver:
             except Exception as err:
                 raise _PassCrash(module_pass.name) from err
 
-        with capture_diagnostics(collect):
+        with capture_diagnostics(collect), _costing(passes):
             try:
                 if self.args.validate:
                     report = validate_pipeline(module, passes, ctx, apply,

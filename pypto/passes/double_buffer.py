@@ -844,6 +844,9 @@ class DoubleBufferPass(L1Options, ModulePass):
     model: str = "fused"
     """The cost model the candidate schedules are costed with ("fused" or "table";
     `pto.profile(model=...)` sets its own)."""
+    choose: str = "model"
+    """"model": cost the candidate schedules and keep the cheapest (when a coster is installed
+    and the module records a launch); "fusion": the fusion-aware default without costing."""
     # The analyses of pypto.analysis.cache are dropped for a kernel whose loop it rewrites
     # (`_rewrite`); a kernel it leaves alone keeps them.
     preserves_analyses: ClassVar[bool] = True
@@ -854,13 +857,16 @@ class DoubleBufferPass(L1Options, ModulePass):
             raise ValueError(f"stages must be between 1 and 8, got {self.stages}")
         if self.model not in ("fused", "table"):
             raise ValueError(f"model must be 'fused' or 'table', got {self.model!r}")
+        if self.choose not in ("model", "fusion"):
+            raise ValueError(f"choose must be 'model' or 'fusion', got {self.choose!r}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.stages < 2:
             return
         for kernel in functions(op):
             for loop in _candidate_loops(kernel):
-                coster = _coster.get() if recorded_launch(op) is not None else None
+                coster = _coster.get() if self.choose == "model" and \
+                    recorded_launch(op) is not None else None
                 try:
                     base = analyse(loop)
                     try:
@@ -895,7 +901,9 @@ class DoubleBufferPass(L1Options, ModulePass):
             emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
                         f"{self.stages} stages, using {ahead + 1}: {why}")
         stay = frozenset(base.loads.index(load) for load in plan.kept)
-        chosen = self._fit(kernel, loop, base, stay, ahead + 1, remark=True)
+        chosen, full = self._fit(kernel, loop, base, stay, ahead + 1)
+        if full:
+            emit_remark(loop, full)
         if chosen < 2:
             return
         self._rewrite(kernel, loop, base, Schedule(stay, chosen), plan.remarks)
@@ -909,15 +917,15 @@ class DoubleBufferPass(L1Options, ModulePass):
         default_stay = frozenset() if default is None else \
             frozenset(base.loads.index(load) for load in default[0].kept)
         candidates: list[Schedule] = []
-        limits: dict[frozenset[int], tuple[int, str]] = {}
+        limits: dict[frozenset[int], tuple[int, str, str | None]] = {}
         for stay in self._stay_sets(base, default_stay):
             try:
                 ahead, why = safe_distance(with_stay(base, stay), self.stages - 1,
                                            self._ranges())
             except Refusal:
                 continue
-            fit = self._fit(kernel, loop, base, stay, ahead + 1, remark=False)
-            limits[stay] = (fit, why)
+            fit, full = self._fit(kernel, loop, base, stay, ahead + 1)
+            limits[stay] = (fit, why, full)
             candidates.extend(Schedule(stay, n) for n in range(2, fit + 1))
         if not candidates:
             return False
@@ -955,12 +963,14 @@ class DoubleBufferPass(L1Options, ModulePass):
             cycles, runner = costs[1]
             text += f"; runner-up {runner.describe(base)} ({cycles} cycles)"
         emit_remark(loop, text + f"; {len(costs)} candidate{'s' if len(costs) > 1 else ''}")
-        fit, why = limits[best.stay]
+        fit, why, full = limits[best.stay]
+        if full and best.stages == fit:
+            emit_remark(loop, full)
         if why and best.stages == fit:
             emit_remark(loop, f"pto-double-buffer: loop{where}: requested {self.stages} "
                         f"stages, using at most {fit}: {why}")
         plan = with_stay(base, best.stay)
-        self._rewrite(kernel, loop, base, best, self._stay_remarks(plan))
+        self._rewrite(kernel, loop, base, best, self._stay_remarks(base, plan))
         return True
 
     def _stay_sets(self, base: Plan, default_stay: frozenset[int]) -> list[frozenset[int]]:
@@ -977,23 +987,32 @@ class DoubleBufferPass(L1Options, ModulePass):
             sets.append(default_stay)
         return [s for s in dict.fromkeys(sets) if len(s) < len(base.loads)]
 
-    def _stay_remarks(self, plan: Plan) -> list[str]:
-        """What the target's firmware would do with the chosen schedule's loads."""
+    def _stay_remarks(self, base: Plan, plan: Plan) -> list[str]:
+        """What the target's firmware does with the chosen schedule's loads (the fusion-aware
+        analysis, pypto.analysis.fusion), in the words of the fusion-aware default."""
         pairs, distance = fusion_rules(resolve_target(self.target or None))
         if ("npu.copy_in", "npu.mma") not in pairs:
             return []
         remarks = []
-        every = plan.loads + plan.kept
-        for d in fusion_decisions(every, plan.compute_stages, distance,
+        for d in fusion_decisions(base.loads, plan.compute_stages, distance,
                                   compute_copies=plan.compute_copies):
             what = f"the load of '{_buffer_name(d.load)}'{_at(d.load)}"
-            if d.load in plan.kept and d.keep:
+            stays = d.load in plan.kept
+            if stays and d.keep:
                 remarks.append(f"{what} stays next to its MMA{_at(d.mma)} (operand "
-                               f"{d.operand.upper()}): {d.reason}")
+                               f"{d.operand.upper()}): {d.reason}; the other operand is "
+                               f"prefetched")
             elif d.keep:
                 remarks.append(f"{what} is prefetched although the firmware would fuse it "
                                f"with the MMA{_at(d.mma)}: the model prices the prefetch "
                                f"cheaper")
+            elif stays:
+                remarks.append(f"{what} stays in its own iteration although it would not fuse "
+                               f"with the MMA{_at(d.mma)} ({d.reason}): the model prices it "
+                               f"cheaper")
+            else:
+                remarks.append(f"{what} is prefetched: it would not fuse with the MMA"
+                               f"{_at(d.mma)} ({d.reason})")
         return remarks
 
     # placing and rewriting ---------------------------------------------------------------------
@@ -1004,9 +1023,9 @@ class DoubleBufferPass(L1Options, ModulePass):
         return Ranges(block, self.max_block_lanes)
 
     def _fit(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan, stay: frozenset[int],
-             stages: int, *, remark: bool) -> int:
+             stages: int) -> tuple[int, str | None]:
         """The most stages (at most `stages`) whose slots fit L1 when the loads of `stay`
-        stay in their iteration; with `remark`, say so when fewer than asked for fit."""
+        stay in their iteration, and the remark saying so when fewer than asked for fit."""
         index = list(kernel.walk()).index(loop)
         needs: dict[int, int] = {}
         chosen = 1
@@ -1028,13 +1047,13 @@ class DoubleBufferPass(L1Options, ModulePass):
             if peak <= self.capacity:
                 chosen = n
                 break
-        if remark and chosen < stages:
-            wanted = f"{stages} stages need {kib(needs[stages])}"
-            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested {stages} "
+        if chosen == stages:
+            return chosen, None
+        wanted = f"{stages} stages need {kib(needs[stages])}"
+        return chosen, (f"pto-double-buffer: loop{_at(loop)}: requested {stages} "
                         f"stages, only {chosen} fit{'s' if chosen == 1 else ''} in "
                         f"{kib(self.capacity)} of L1 ({wanted})"
                         + ("; the loop stays single-buffered" if chosen == 1 else ""))
-        return chosen
 
     def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan, schedule: Schedule,
                  remarks: list[str]) -> None:

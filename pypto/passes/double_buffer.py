@@ -844,6 +844,9 @@ class DoubleBufferPass(L1Options, ModulePass):
     model: str = "fused"
     """The cost model the candidate schedules are costed with ("fused" or "table";
     `pto.profile(model=...)` sets its own)."""
+    prefetch: tuple[str, ...] = ()
+    """Names of the load-stage buffers to prefetch (the others' loads stay in their
+    iteration), instead of choosing: one candidate schedule, forced (tests, autotuning)."""
     choose: str = "model"
     """"model": cost the candidate schedules and keep the cheapest (when a coster is installed
     and the module records a launch); "fusion": the fusion-aware default without costing."""
@@ -869,6 +872,9 @@ class DoubleBufferPass(L1Options, ModulePass):
                     recorded_launch(op) is not None else None
                 try:
                     base = analyse(loop)
+                    if self.prefetch:
+                        self._apply_forced(kernel, loop, base)
+                        continue
                     try:
                         default = self._default(base)
                     except Refusal:
@@ -907,6 +913,31 @@ class DoubleBufferPass(L1Options, ModulePass):
         if chosen < 2:
             return
         self._rewrite(kernel, loop, base, Schedule(stay, chosen), plan.remarks)
+
+    def _apply_forced(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan) -> None:
+        """The schedule the `prefetch` option names."""
+        names = [_buffer_name(load) for load in base.loads]
+        unknown = [n for n in self.prefetch if n not in names]
+        if unknown:
+            raise Refusal(f"prefetch names {', '.join(map(repr, unknown))}, which no load of "
+                          f"the loop fills; its buffers: {', '.join(map(repr, names))}", loop)
+        stay = frozenset(i for i, n in enumerate(names) if n not in self.prefetch)
+        for i in stay:
+            if not _may_stay(base.loads[i], base):
+                raise Refusal(f"the load of '{names[i]}' cannot stay in its iteration (no "
+                              f"wait for it, or an access before its wait may touch its "
+                              f"memory): prefetch it too", base.loads[i])
+        plan = with_stay(base, stay)
+        ahead, why = safe_distance(plan, self.stages - 1, self._ranges())
+        if ahead < self.stages - 1:
+            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
+                        f"{self.stages} stages, using {ahead + 1}: {why}")
+        chosen, full = self._fit(kernel, loop, base, stay, ahead + 1)
+        if full:
+            emit_remark(loop, full)
+        if chosen < 2:
+            return
+        self._rewrite(kernel, loop, base, Schedule(stay, chosen), self._stay_remarks(base, plan))
 
     # the model's choice ------------------------------------------------------------------------
 

@@ -67,11 +67,23 @@ from pypto.analysis.l1_liveness import (
     location_text,
     plan_layout,
 )
-from pypto.analysis.ir_utils import constant_int
+from pypto.analysis.ir_utils import (
+    constant_int,
+    is_pipeline,
+    is_stage,
+    is_stage_yield,
+    is_tile_load,
+)
 from pypto.analysis.lane_values import defined_inside
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
-from pypto.dialects.traits import declares_buffer, memory_accesses, starts_copy
+from pypto.dialects.traits import (
+    declares_buffer,
+    memory_accesses,
+    offset_base,
+    starts_copy,
+    waits_on,
+)
 from pypto.ir import recorded_launch
 from pypto.passes.allocate_l1 import L1Options, kib
 from pypto.backend.targets import resolve_target
@@ -154,7 +166,7 @@ def _inside(op: Operation, stages: Sequence[pto.StageOp]) -> pto.StageOp | None:
 def analyse(loop: scf.ForOp) -> Plan:
     """The plan for double-buffering `loop`, or a `Refusal`."""
     body = loop.body.block
-    pipelines = [op for op in body.ops if isinstance(op, pto.PipelineOp)]
+    pipelines = [op for op in body.ops if is_pipeline(op)]
     if len(pipelines) != 1:
         raise Refusal("the loop body holds more than one pto.pipeline", loop)
     pipeline = pipelines[0]
@@ -167,7 +179,7 @@ def analyse(loop: scf.ForOp) -> Plan:
     if step is None or step <= 0:
         raise Refusal("the loop step is not a positive compile-time constant", loop)
     for op in pipeline.body.block.ops:
-        if not isinstance(op, pto.StageOp | pto.YieldOp) and not _is_pure(op):
+        if not (is_stage(op) or is_stage_yield(op)) and not _is_pure(op):
             raise Refusal(f"the pipeline has '{op.name}' outside its stages", op)
 
     stages = pipeline.stages()
@@ -185,7 +197,7 @@ def analyse(loop: scf.ForOp) -> Plan:
                               f"compute", stage)
 
     loads = [op for s in load_stages for op in walk(s.body.block.ops)
-             if isinstance(op, pto.AsyncLoadOp)]
+             if is_tile_load(op)]
     buffers: list[pto.AllocLocalOp] = []
     for load in loads:
         _check_load_operands(load, loop, load_stages)
@@ -201,14 +213,14 @@ def analyse(loop: scf.ForOp) -> Plan:
         _check_token_uses(load, load_stages, compute_stages)
     for stage in load_stages:  # every other value a load stage yields: pure, recomputable
         for op in stage.body.block.ops:
-            if isinstance(op, pto.AllocLocalOp) and op not in buffers:
+            if declares_buffer(op) and op not in buffers:
                 raise Refusal(f"buffer '{op.result.name_hint or '?'}' of load "
                               f"{_stage_text(stage)} is not filled by its loads", op)
 
     compute_copies = [op for s in compute_stages for op in walk(s.body.block.ops)
                       if starts_copy(op)]
     _check_compute_copies(compute_copies, compute_stages)
-    has_wait_all = any(isinstance(op, pto.WaitAllOp) for s in compute_stages
+    has_wait_all = any(waits_on(op) == "all" for s in compute_stages
                        for op in walk(s.body.block.ops))
     kernel = loop.parent_op()
     while kernel is not None and not isinstance(kernel, func.FuncOp):
@@ -222,9 +234,9 @@ def analyse(loop: scf.ForOp) -> Plan:
 def _is_load_stage(stage: pto.StageOp) -> bool:
     has_load = False
     for op in stage.body.block.ops:
-        if isinstance(op, pto.AsyncLoadOp):
+        if is_tile_load(op):
             has_load = True
-        elif not isinstance(op, pto.AllocLocalOp | pto.YieldOp) and not _is_pure(op):
+        elif not (declares_buffer(op) or is_stage_yield(op)) and not _is_pure(op):
             return False
     return has_load
 
@@ -258,13 +270,13 @@ def _check_load_operands(load: pto.AsyncLoadOp, loop: scf.ForOp,
                           f"'{value.name_hint or 'a loop-carried value'}', which the loop "
                           f"carries from one iteration to the next", load)
         op = value.op
-        if isinstance(op, pto.StageOp):
+        if is_stage(op):
             if op not in load_stages:
                 raise Refusal(f"the pto.async_load{_at(load)} uses a value of "
                               f"compute {_stage_text(op)}", load)
             todo.append(op.body.block.last_op.operands[value.index])  # type: ignore[union-attr]
             continue
-        if isinstance(op, pto.AllocLocalOp):
+        if declares_buffer(op):
             continue
         if not _is_pure(op):
             raise Refusal(f"the pto.async_load{_at(load)} depends on "
@@ -275,11 +287,11 @@ def _check_load_operands(load: pto.AsyncLoadOp, loop: scf.ForOp,
 def _root_buffer(value: SSAValue, load_stages: list[pto.StageOp]) -> pto.AllocLocalOp | None:
     while isinstance(value, OpResult):
         op = value.op
-        if isinstance(op, pto.AllocLocalOp):
+        if declares_buffer(op):
             return op if _inside(op, load_stages) else None
-        if isinstance(op, pto.AddPtrOp):
+        if offset_base(op) is not None:
             value = op.ptr
-        elif isinstance(op, pto.StageOp):
+        elif is_stage(op):
             value = op.body.block.last_op.operands[value.index]  # type: ignore[union-attr]
         else:
             return None
@@ -296,17 +308,17 @@ def _uses_through(value: SSAValue, load_stages: list[pto.StageOp],
         current = todo.pop()
         for use in list(current.uses):
             op = use.operation
-            if isinstance(op, pto.AddPtrOp) and use.index == 0:
+            if offset_base(op) is not None and use.index == 0:
                 todo.append(op.result)
-            elif isinstance(op, pto.YieldOp) and isinstance(op.parent_op(), pto.StageOp):
+            elif is_stage_yield(op) and is_stage(op.parent_op()):
                 stage = op.parent_op()
-                assert isinstance(stage, pto.StageOp)
+                assert stage is not None
                 if stage not in load_stages:
                     raise Refusal(f"{what} is handed on by compute {_stage_text(stage)}", op)
                 todo.append(stage.results[use.index])
-            elif isinstance(op, pto.YieldOp):  # the pipeline's own yield: follow its result
+            elif is_stage_yield(op):  # the pipeline's own yield: follow its result
                 pipeline = op.parent_op()
-                assert isinstance(pipeline, pto.PipelineOp)
+                assert pipeline is not None
                 todo.append(pipeline.results[use.index])
             elif isinstance(op, scf.YieldOp | arith.SelectOp | scf.ForOp | func.ReturnOp):
                 raise Refusal(f"{what} flows into '{op.name}'{_at(op)}, where "
@@ -322,7 +334,7 @@ def _check_buffer_uses(buffer: pto.AllocLocalOp, load_stages: list[pto.StageOp],
     for op, value in _uses_through(buffer.result, load_stages, name):
         stage = _inside(op, compute_stages)
         if stage is None:
-            if _inside(op, load_stages) and isinstance(op, pto.AsyncLoadOp):
+            if _inside(op, load_stages) and is_tile_load(op):
                 continue
             raise Refusal(f"{name} is used by '{op.name}'{_at(op)}, outside "
                           f"the compute stages", op)
@@ -336,7 +348,7 @@ def _check_token_uses(load: pto.AsyncLoadOp, load_stages: list[pto.StageOp],
                       compute_stages: list[pto.StageOp]) -> None:
     what = f"the token of the pto.async_load{_at(load)}"
     for op, _ in _uses_through(load.token, load_stages, what):
-        if not isinstance(op, pto.WaitOp) or _inside(op, compute_stages) is None:
+        if waits_on(op) != "token" or _inside(op, compute_stages) is None:
             raise Refusal(f"{what} is used by '{op.name}'{_at(op)}; only "
                           f"pto.wait in a compute stage can be redirected to its slot", op)
 
@@ -347,10 +359,10 @@ def _check_compute_copies(copies: list[Operation], compute_stages: list[pto.Stag
     iteration would have completed could stay in flight."""
     order = {op: i for i, op in enumerate(op for s in compute_stages
                                           for op in walk(s.body.block.ops))}
-    wait_alls = [op for op in order if isinstance(op, pto.WaitAllOp)]
+    wait_alls = [op for op in order if waits_on(op) == "all"]
     for copy in copies:
-        top_level = isinstance(copy.parent_op(), pto.StageOp)
-        waited = any(isinstance(use.operation, pto.WaitOp) for use in copy.results[0].uses)
+        top_level = is_stage(copy.parent_op())
+        waited = any(waits_on(use.operation) == "token" for use in copy.results[0].uses)
         later_wait_all = [w for w in wait_alls if order[w] > order[copy]]
         if later_wait_all and not top_level:
             raise Refusal(f"the '{copy.name}'{_at(copy)} is issued under control "
@@ -462,12 +474,12 @@ class _Copy:
         if not isinstance(v, OpResult):
             raise AssertionError(f"pto-double-buffer: unmapped block argument {v}")
         op = v.op
-        if isinstance(op, pto.StageOp | pto.PipelineOp):
+        if (is_stage(op) or is_pipeline(op)):
             yielded = op.body.block.last_op.operands[v.index]  # type: ignore[union-attr]
             found = self.value(yielded)
-        elif isinstance(op, pto.AllocLocalOp) and op in self.slot_ptrs:
+        elif declares_buffer(op) and op in self.slot_ptrs:
             found = self.slot_ptrs[op]
-        elif isinstance(op, pto.AsyncLoadOp) and op in self.tokens:
+        elif is_tile_load(op) and op in self.tokens:
             found = self.tokens[op]
         elif _is_pure(op):
             for operand in op.operands:
@@ -495,7 +507,7 @@ class _Copy:
         plan = self.rw.plan
         for stage in plan.compute_stages:
             for op in stage.body.block.ops:
-                if isinstance(op, pto.YieldOp):
+                if is_stage_yield(op):
                     continue
                 self._issue_kept_loads(op)
                 for inner in op.walk():
@@ -504,7 +516,7 @@ class _Copy:
                             self.value(operand)
                 clone = self.emit(op.clone(value_mapper=self.mapper))
                 for original, cloned in zip(list(op.walk()), list(clone.walk())):
-                    if isinstance(original, pto.WaitAllOp):
+                    if waits_on(original) == "all":
                         self._replace_wait_all(original, cloned)
 
     def _issue_kept_loads(self, op: Operation) -> None:
@@ -721,7 +733,7 @@ def _erase_dead(root: Operation) -> None:
 
 def _candidate_loops(kernel: func.FuncOp) -> list[scf.ForOp]:
     return [op for op in kernel.walk() if isinstance(op, scf.ForOp)
-            and any(isinstance(inner, pto.PipelineOp) for inner in op.body.block.ops)]
+            and any(is_pipeline(inner) for inner in op.body.block.ops)]
 
 
 # --------------------------------------------------------------------------------------------

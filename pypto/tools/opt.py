@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 import traceback
 from collections.abc import Sequence
@@ -202,6 +203,12 @@ class _Driver:
         except PipelineError as err:
             self._report_pipeline_error(err)
             return EXIT_FAILURE
+        if self.args.emit in ("cost", "timeline", "trace") and self.args.model != "fused":
+            # pto-double-buffer chooses its schedule under the model being costed, as
+            # pto.profile(model=...) has it (docs/passes.md#choosing-by-the-cost-model)
+            passes = [dataclasses.replace(p, model=self.args.model)
+                      if p.name == "pto-double-buffer" and getattr(p, "model", "") == "fused"
+                      else p for p in passes]
 
         filename, text = self._read_input()
         if text is None:

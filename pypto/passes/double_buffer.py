@@ -961,17 +961,24 @@ class DoubleBufferPass(L1Options, ModulePass):
             frozenset(base.loads.index(load) for load in default[0].kept)
         candidates: list[Schedule] = []
         limits: dict[frozenset[int], tuple[int, str, str | None]] = {}
-        for stay in self._stay_sets(base, default_stay):
-            try:
-                ahead, why = safe_distance(with_stay(base, stay), self.stages - 1,
-                                           self._ranges())
-            except Refusal:
-                continue
-            fit, full = self._fit(kernel, loop, base, stay, ahead + 1)
-            limits[stay] = (fit, why, full)
-            candidates.extend(Schedule(stay, n) for n in range(2, fit + 1))
-        if not candidates:
-            return False
+        fusable = self._fusable(base)
+        for wider in (False, True):
+            for stay in self._stay_sets(base, fusable, wider):
+                if stay in limits:
+                    continue
+                try:
+                    ahead, why = safe_distance(with_stay(base, stay), self.stages - 1,
+                                               self._ranges())
+                except Refusal:
+                    continue
+                fit, full = self._fit(kernel, loop, base, stay, ahead + 1)
+                limits[stay] = (fit, why, full)
+                candidates.extend(Schedule(stay, n) for n in range(2, fit + 1))
+            if candidates:
+                break
+        if not candidates or (len(candidates) == 1 and default is not None and
+                              candidates[0].stay == default_stay):
+            return False  # nothing to choose between: the fusion-aware default says it all
         index = list(module.walk()).index(loop)
         name = kernel.sym_name.data
         costs: list[tuple[int, Schedule]] = []
@@ -1016,18 +1023,29 @@ class DoubleBufferPass(L1Options, ModulePass):
         self._rewrite(kernel, loop, base, best, self._stay_remarks(base, plan))
         return True
 
-    def _stay_sets(self, base: Plan, default_stay: frozenset[int]) -> list[frozenset[int]]:
-        """The sets of loads that may stay in their iteration: every subset of those that can
-        (`_may_stay`), leaving at least one load to prefetch; beyond `MAX_SUBSET_LOADS` such
-        loads, only none and the fusion-aware default's."""
-        able = [i for i, load in enumerate(base.loads) if _may_stay(load, base)]
+    def _fusable(self, base: Plan) -> frozenset[int]:
+        """The loads the target's firmware would fuse with their MMA if they stayed next to it
+        (pypto.analysis.fusion; indices into `base.loads`)."""
+        pairs, distance = fusion_rules(resolve_target(self.target or None))
+        if ("npu.copy_in", "npu.mma") not in pairs:
+            return frozenset()
+        decisions = fusion_decisions(base.loads, base.compute_stages, distance,
+                                     compute_copies=base.compute_copies)
+        return frozenset(base.loads.index(d.load) for d in decisions if d.keep)
+
+    def _stay_sets(self, base: Plan, fusable: frozenset[int],
+                   wider: bool) -> list[frozenset[int]]:
+        """The sets of loads that stay in their iteration, at least one load left to prefetch:
+        every fusable pair kept together or not (the subsets of `fusable`); `wider`: every
+        subset of the loads that may stay (`_may_stay`), for when none of the first fits.
+        Beyond `MAX_SUBSET_LOADS` loads, only none and all of them."""
+        able = sorted(fusable) if not wider else \
+            [i for i, load in enumerate(base.loads) if _may_stay(load, base)]
         if len(able) > MAX_SUBSET_LOADS:
-            sets = [frozenset[int](), default_stay]
+            sets = [frozenset[int](), frozenset(able)]
         else:
             sets = [frozenset(c) for r in range(len(able) + 1)
                     for c in itertools.combinations(able, r)]
-        if default_stay not in sets:
-            sets.append(default_stay)
         return [s for s in dict.fromkeys(sets) if len(s) < len(base.loads)]
 
     def _stay_remarks(self, base: Plan, plan: Plan) -> list[str]:

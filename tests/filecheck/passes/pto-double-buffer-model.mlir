@@ -27,7 +27,7 @@
 // CHECK-NEXT:      pto.wait
 // CHECK-NEXT:      pto.mma
 
-// REMARK: remark: pto-double-buffer: loop: chose prefetch 'a_tile', 'b_tile' with 2 stages ({{[0-9]+}} cycles, model 'fused', one block of the recorded launch); runner-up prefetch {{.*}} ({{[0-9]+}} cycles); 3 candidates
+// REMARK: remark: pto-double-buffer: loop: chose prefetch 'a_tile', 'b_tile' with 2 stages ({{[0-9]+}} cycles, model 'fused', one block of the recorded launch); runner-up prefetch {{.*}} ({{[0-9]+}} cycles); 2 candidates
 // REMARK: remark: pto-double-buffer: loop: 2 slots for 'a_tile', 'b_tile'; loads run 1 iteration ahead
 // REMARK: remark: pto-double-buffer: loop: the load of 'a_tile' is prefetched: it would not fuse with the MMA (one load per MMA fuses, and the load of 'b_tile' is nearer)
 // REMARK: remark: pto-double-buffer: loop: the load of 'b_tile' is prefetched although the firmware would fuse it with the MMA: the model prices the prefetch cheaper

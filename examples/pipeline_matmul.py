@@ -3,11 +3,11 @@
 Each block computes one tile_m x tile_n tile of C. A k-loop walks the K dimension; inside it a
 `pto.pipeline` with four stages loads the A and B tiles (2-D strided async copies), waits and
 multiplies-accumulates on the matrix unit. The C tile is written back once at the end.
-The stages are written in program order; `pto.compile`'s default pipeline runs
-`pto-double-buffer`, which gives the A tile two L1 slots and loads tile k+1 of A while the mma of
-tile k runs, and keeps each B tile's load right before its mma, where the NPU firmware fuses the
-two (the target's `[fusion]` table; the remarks say so), then `pto-allocate-l1`, which places the
-buffers in L1. The example prints the remarks and the L1 map of the double-buffered kernel
+The stages are written in program order; `pto.compile`'s default pipeline runs `pto-double-buffer`,
+which costs its candidate schedules by the cost model and keeps the cheapest (the remarks say so):
+here both tiles get two L1 slots, the tiles of step k+1 loading while the mma of step k runs (the
+runner-up keeps each B load next to its mma, where the firmware fuses the two), then
+`pto-allocate-l1`, which places the buffers in L1 (docs/passes.md#choosing-by-the-cost-model). The example prints the remarks and the L1 map of the double-buffered kernel
 (`--svg FILE` also draws it).
 
 Run:  python examples/pipeline_matmul.py [--svg l1.svg]

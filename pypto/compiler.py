@@ -9,6 +9,7 @@ takes the compile function as a parameter).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -792,6 +793,25 @@ def _verify(module: ModuleOp, what: str) -> None:
                                 f"{exc}") from exc
 
 
+_SCHEDULE_COSTER: Any = None
+"""`pto-double-buffer`'s coster (pypto.backend.cost_model.schedule), made at the first compile
+whose pipeline double-buffers; its cache serves every later compile of the process."""
+
+
+def _costing(passes: Sequence[Any]) -> Any:
+    """Let `pto-double-buffer` choose its schedules by the cost model
+    (docs/passes.md#choosing-by-the-cost-model); nothing to install for other pipelines."""
+    global _SCHEDULE_COSTER
+    if not any(p.name == "pto-double-buffer" for p in passes):
+        return contextlib.nullcontext()
+    from pypto.backend.cost_model.schedule import ScheduleCoster
+    from pypto.passes.double_buffer import costing_schedules
+
+    if _SCHEDULE_COSTER is None:
+        _SCHEDULE_COSTER = ScheduleCoster()
+    return costing_schedules(_SCHEDULE_COSTER)
+
+
 def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
                   target: Target, validate: bool = False,
                   like: Sequence[Any] | None = None) -> list[Remark]:
@@ -847,7 +867,7 @@ def _run_pipeline(module: ModuleOp, text: str, block: tuple[int, int, int],
 
         logging.getLogger(LOGGER_NAME).info("%s", remark)
 
-    with capture_diagnostics(collect):
+    with capture_diagnostics(collect), _costing(passes):
         if not validate:
             run_pipeline(module, passes, make_context())
             return remarks

@@ -10,6 +10,7 @@ is costed by `pypto.backend.cost_model` — through `run_and_cost`, the entry po
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,10 +33,30 @@ def model_pipeline(model: str, target: Target, pipeline: str | None = None) -> s
     from pypto.backend.cost_model.run import model_lowering
 
     text = DEFAULT_PIPELINE if pipeline is None else pipeline
-    if model != "fused" or lowers_to_npu(text):
+    if model != "fused":
+        return _double_buffer_for(model, text)
+    if lowers_to_npu(text):
         return text
     lowering = model_lowering(target)
     return f"{text},{lowering}" if text.strip() else lowering
+
+
+@functools.lru_cache(maxsize=64)
+def _double_buffer_for(model: str, text: str) -> str:
+    """`text` with `pto-double-buffer` choosing its schedule under `model` (it costs its
+    candidates under "fused" unless told: docs/passes.md#choosing-by-the-cost-model)."""
+    from pypto.passes import parse_pipeline, pass_text
+
+    try:
+        passes = parse_pipeline(text)
+    except Exception:  # noqa: BLE001 - a bad pipeline: compile() reports it with the fix
+        return text
+    if not any(p.name == "pto-double-buffer" and getattr(p, "model", model) == "fused"
+               for p in passes):
+        return text
+    return ",".join(pass_text(dataclasses.replace(p, model=model))
+                    if p.name == "pto-double-buffer" and p.model == "fused"  # type: ignore
+                    else pass_text(p) for p in passes)
 
 
 @functools.lru_cache(maxsize=64)

@@ -7,6 +7,10 @@
     constant_int(value)       the int of an `arith.constant`, else None
     kernels(root)             the functions with a body under a module (or any op)
     kernel_of(op)             the `func.func` holding an op
+    is_pipeline(op)           a `pto.pipeline` (structure whose body holds stages)
+    is_stage(op)              a `pto.stage` (structure inside a pipeline)
+    is_stage_yield(op)        the terminator of a pipeline or a stage
+    is_tile_load(op)          an async copy into L1 (`pto.async_load`, `npu.copy_in`)
 
 Op facts come from the traits (`pypto.dialects.traits`), never from a list of op classes.
 """
@@ -19,7 +23,14 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from pypto.dialects.traits import declares_buffer, forwards_yield, offset_base
+from pypto.dialects.traits import (
+    declares_buffer,
+    forwards_yield,
+    offset_base,
+    pipe_of,
+    starts_copy,
+)
+from xdsl.traits import IsTerminator
 
 
 def yielded(op: Operation, index: int) -> list[SSAValue]:
@@ -90,3 +101,29 @@ def kernel_of(op: Operation | None) -> func.FuncOp | None:
 
 
 __all__ = ["constant_int", "kernel_of", "kernels", "passes_yield", "root_alloc", "yielded"]
+
+
+def _structure(op: Operation | None) -> bool:
+    """Structure whose results are what its single region yields (pipeline, stage)."""
+    return op is not None and bool(op.regions) and forwards_yield(op)
+
+
+def is_stage(op: Operation | None) -> bool:
+    """A `pto.stage`: structure (`ForwardsYield`, with a region) inside another such op."""
+    return _structure(op) and _structure(op.parent_op())  # type: ignore[union-attr]
+
+
+def is_pipeline(op: Operation | None) -> bool:
+    """A `pto.pipeline`: structure (`ForwardsYield`, with a region) that is not a stage."""
+    return _structure(op) and not is_stage(op)
+
+
+def is_stage_yield(op: Operation) -> bool:
+    """The terminator that hands a pipeline's or a stage's values out (`pto.yield`)."""
+    return op.has_trait(IsTerminator) and forwards_yield(op)
+
+
+def is_tile_load(op: Operation) -> bool:
+    """An asynchronous copy into L1 (`pto.async_load`, `npu.copy_in`): starts a copy on
+    MTE_IN."""
+    return starts_copy(op) and pipe_of(op) == "MTE_IN"

@@ -103,7 +103,10 @@ def _copy_pattern(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
     if rows <= 0 or row_elems <= 0 or rows * row_elems > 1 << 22:
         return None
     starts = np.arange(rows, dtype=np.int64) * stride
-    return np.unique((starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel())
+    elements = (starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel()
+    if stride >= row_elems:  # rows disjoint and in order: already sorted and unique
+        return elements
+    return np.unique(elements)
 
 def region_elements(region: TileRegion, model: LaneModel, env: Env) -> np.ndarray | None:
     """The element offsets (relative to `region.ptr`) the region covers; None if unknown.

@@ -41,7 +41,11 @@ comes before the prefetch (see `keep_fusable_loads` and pypto.analysis.fusion).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -53,7 +57,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from pypto.analysis.alias import Footprint, Linear, Ranges, footprints, may_overlap
+from pypto.analysis.alias import Footprint, Linear, Ranges, conflict, footprints, may_overlap
 from pypto.analysis.cache import invalidate
 from pypto.analysis.fusion import fusion_decisions, root_buffer, waits_for
 from pypto.analysis.l1_liveness import (
@@ -63,11 +67,24 @@ from pypto.analysis.l1_liveness import (
     location_text,
     plan_layout,
 )
-from pypto.analysis.ir_utils import constant_int
+from pypto.analysis.ir_utils import (
+    constant_int,
+    is_pipeline,
+    is_stage,
+    is_stage_yield,
+    is_tile_load,
+)
 from pypto.analysis.lane_values import defined_inside
 from pypto.analysis.uniformity import walk
 from pypto.dialects import pto
-from pypto.dialects.traits import memory_accesses, starts_copy
+from pypto.dialects.traits import (
+    declares_buffer,
+    memory_accesses,
+    offset_base,
+    starts_copy,
+    waits_on,
+)
+from pypto.ir import recorded_launch
 from pypto.passes.allocate_l1 import L1Options, kib
 from pypto.backend.targets import resolve_target
 from pypto.diagnostics import emit_remark
@@ -149,7 +166,7 @@ def _inside(op: Operation, stages: Sequence[pto.StageOp]) -> pto.StageOp | None:
 def analyse(loop: scf.ForOp) -> Plan:
     """The plan for double-buffering `loop`, or a `Refusal`."""
     body = loop.body.block
-    pipelines = [op for op in body.ops if isinstance(op, pto.PipelineOp)]
+    pipelines = [op for op in body.ops if is_pipeline(op)]
     if len(pipelines) != 1:
         raise Refusal("the loop body holds more than one pto.pipeline", loop)
     pipeline = pipelines[0]
@@ -162,7 +179,7 @@ def analyse(loop: scf.ForOp) -> Plan:
     if step is None or step <= 0:
         raise Refusal("the loop step is not a positive compile-time constant", loop)
     for op in pipeline.body.block.ops:
-        if not isinstance(op, pto.StageOp | pto.YieldOp) and not _is_pure(op):
+        if not (is_stage(op) or is_stage_yield(op)) and not _is_pure(op):
             raise Refusal(f"the pipeline has '{op.name}' outside its stages", op)
 
     stages = pipeline.stages()
@@ -180,7 +197,7 @@ def analyse(loop: scf.ForOp) -> Plan:
                               f"compute", stage)
 
     loads = [op for s in load_stages for op in walk(s.body.block.ops)
-             if isinstance(op, pto.AsyncLoadOp)]
+             if is_tile_load(op)]
     buffers: list[pto.AllocLocalOp] = []
     for load in loads:
         _check_load_operands(load, loop, load_stages)
@@ -196,14 +213,14 @@ def analyse(loop: scf.ForOp) -> Plan:
         _check_token_uses(load, load_stages, compute_stages)
     for stage in load_stages:  # every other value a load stage yields: pure, recomputable
         for op in stage.body.block.ops:
-            if isinstance(op, pto.AllocLocalOp) and op not in buffers:
+            if declares_buffer(op) and op not in buffers:
                 raise Refusal(f"buffer '{op.result.name_hint or '?'}' of load "
                               f"{_stage_text(stage)} is not filled by its loads", op)
 
     compute_copies = [op for s in compute_stages for op in walk(s.body.block.ops)
                       if starts_copy(op)]
     _check_compute_copies(compute_copies, compute_stages)
-    has_wait_all = any(isinstance(op, pto.WaitAllOp) for s in compute_stages
+    has_wait_all = any(waits_on(op) == "all" for s in compute_stages
                        for op in walk(s.body.block.ops))
     kernel = loop.parent_op()
     while kernel is not None and not isinstance(kernel, func.FuncOp):
@@ -217,9 +234,9 @@ def analyse(loop: scf.ForOp) -> Plan:
 def _is_load_stage(stage: pto.StageOp) -> bool:
     has_load = False
     for op in stage.body.block.ops:
-        if isinstance(op, pto.AsyncLoadOp):
+        if is_tile_load(op):
             has_load = True
-        elif not isinstance(op, pto.AllocLocalOp | pto.YieldOp) and not _is_pure(op):
+        elif not (declares_buffer(op) or is_stage_yield(op)) and not _is_pure(op):
             return False
     return has_load
 
@@ -253,13 +270,13 @@ def _check_load_operands(load: pto.AsyncLoadOp, loop: scf.ForOp,
                           f"'{value.name_hint or 'a loop-carried value'}', which the loop "
                           f"carries from one iteration to the next", load)
         op = value.op
-        if isinstance(op, pto.StageOp):
+        if is_stage(op):
             if op not in load_stages:
                 raise Refusal(f"the pto.async_load{_at(load)} uses a value of "
                               f"compute {_stage_text(op)}", load)
             todo.append(op.body.block.last_op.operands[value.index])  # type: ignore[union-attr]
             continue
-        if isinstance(op, pto.AllocLocalOp):
+        if declares_buffer(op):
             continue
         if not _is_pure(op):
             raise Refusal(f"the pto.async_load{_at(load)} depends on "
@@ -270,11 +287,11 @@ def _check_load_operands(load: pto.AsyncLoadOp, loop: scf.ForOp,
 def _root_buffer(value: SSAValue, load_stages: list[pto.StageOp]) -> pto.AllocLocalOp | None:
     while isinstance(value, OpResult):
         op = value.op
-        if isinstance(op, pto.AllocLocalOp):
+        if declares_buffer(op):
             return op if _inside(op, load_stages) else None
-        if isinstance(op, pto.AddPtrOp):
+        if offset_base(op) is not None:
             value = op.ptr
-        elif isinstance(op, pto.StageOp):
+        elif is_stage(op):
             value = op.body.block.last_op.operands[value.index]  # type: ignore[union-attr]
         else:
             return None
@@ -291,17 +308,17 @@ def _uses_through(value: SSAValue, load_stages: list[pto.StageOp],
         current = todo.pop()
         for use in list(current.uses):
             op = use.operation
-            if isinstance(op, pto.AddPtrOp) and use.index == 0:
+            if offset_base(op) is not None and use.index == 0:
                 todo.append(op.result)
-            elif isinstance(op, pto.YieldOp) and isinstance(op.parent_op(), pto.StageOp):
+            elif is_stage_yield(op) and is_stage(op.parent_op()):
                 stage = op.parent_op()
-                assert isinstance(stage, pto.StageOp)
+                assert stage is not None
                 if stage not in load_stages:
                     raise Refusal(f"{what} is handed on by compute {_stage_text(stage)}", op)
                 todo.append(stage.results[use.index])
-            elif isinstance(op, pto.YieldOp):  # the pipeline's own yield: follow its result
+            elif is_stage_yield(op):  # the pipeline's own yield: follow its result
                 pipeline = op.parent_op()
-                assert isinstance(pipeline, pto.PipelineOp)
+                assert pipeline is not None
                 todo.append(pipeline.results[use.index])
             elif isinstance(op, scf.YieldOp | arith.SelectOp | scf.ForOp | func.ReturnOp):
                 raise Refusal(f"{what} flows into '{op.name}'{_at(op)}, where "
@@ -317,7 +334,7 @@ def _check_buffer_uses(buffer: pto.AllocLocalOp, load_stages: list[pto.StageOp],
     for op, value in _uses_through(buffer.result, load_stages, name):
         stage = _inside(op, compute_stages)
         if stage is None:
-            if _inside(op, load_stages) and isinstance(op, pto.AsyncLoadOp):
+            if _inside(op, load_stages) and is_tile_load(op):
                 continue
             raise Refusal(f"{name} is used by '{op.name}'{_at(op)}, outside "
                           f"the compute stages", op)
@@ -331,7 +348,7 @@ def _check_token_uses(load: pto.AsyncLoadOp, load_stages: list[pto.StageOp],
                       compute_stages: list[pto.StageOp]) -> None:
     what = f"the token of the pto.async_load{_at(load)}"
     for op, _ in _uses_through(load.token, load_stages, what):
-        if not isinstance(op, pto.WaitOp) or _inside(op, compute_stages) is None:
+        if waits_on(op) != "token" or _inside(op, compute_stages) is None:
             raise Refusal(f"{what} is used by '{op.name}'{_at(op)}; only "
                           f"pto.wait in a compute stage can be redirected to its slot", op)
 
@@ -342,10 +359,10 @@ def _check_compute_copies(copies: list[Operation], compute_stages: list[pto.Stag
     iteration would have completed could stay in flight."""
     order = {op: i for i, op in enumerate(op for s in compute_stages
                                           for op in walk(s.body.block.ops))}
-    wait_alls = [op for op in order if isinstance(op, pto.WaitAllOp)]
+    wait_alls = [op for op in order if waits_on(op) == "all"]
     for copy in copies:
-        top_level = isinstance(copy.parent_op(), pto.StageOp)
-        waited = any(isinstance(use.operation, pto.WaitOp) for use in copy.results[0].uses)
+        top_level = is_stage(copy.parent_op())
+        waited = any(waits_on(use.operation) == "token" for use in copy.results[0].uses)
         later_wait_all = [w for w in wait_alls if order[w] > order[copy]]
         if later_wait_all and not top_level:
             raise Refusal(f"the '{copy.name}'{_at(copy)} is issued under control "
@@ -457,12 +474,12 @@ class _Copy:
         if not isinstance(v, OpResult):
             raise AssertionError(f"pto-double-buffer: unmapped block argument {v}")
         op = v.op
-        if isinstance(op, pto.StageOp | pto.PipelineOp):
+        if (is_stage(op) or is_pipeline(op)):
             yielded = op.body.block.last_op.operands[v.index]  # type: ignore[union-attr]
             found = self.value(yielded)
-        elif isinstance(op, pto.AllocLocalOp) and op in self.slot_ptrs:
+        elif declares_buffer(op) and op in self.slot_ptrs:
             found = self.slot_ptrs[op]
-        elif isinstance(op, pto.AsyncLoadOp) and op in self.tokens:
+        elif is_tile_load(op) and op in self.tokens:
             found = self.tokens[op]
         elif _is_pure(op):
             for operand in op.operands:
@@ -490,7 +507,7 @@ class _Copy:
         plan = self.rw.plan
         for stage in plan.compute_stages:
             for op in stage.body.block.ops:
-                if isinstance(op, pto.YieldOp):
+                if is_stage_yield(op):
                     continue
                 self._issue_kept_loads(op)
                 for inner in op.walk():
@@ -499,7 +516,7 @@ class _Copy:
                             self.value(operand)
                 clone = self.emit(op.clone(value_mapper=self.mapper))
                 for original, cloned in zip(list(op.walk()), list(clone.walk())):
-                    if isinstance(original, pto.WaitAllOp):
+                    if waits_on(original) == "all":
                         self._replace_wait_all(original, cloned)
 
     def _issue_kept_loads(self, op: Operation) -> None:
@@ -716,7 +733,97 @@ def _erase_dead(root: Operation) -> None:
 
 def _candidate_loops(kernel: func.FuncOp) -> list[scf.ForOp]:
     return [op for op in kernel.walk() if isinstance(op, scf.ForOp)
-            and any(isinstance(inner, pto.PipelineOp) for inner in op.body.block.ops)]
+            and any(is_pipeline(inner) for inner in op.body.block.ops)]
+
+
+# --------------------------------------------------------------------------------------------
+# Choosing by the model: candidate schedules, costed (docs/passes.md#choosing-by-the-cost-model)
+# --------------------------------------------------------------------------------------------
+
+
+class ScheduleCostError(Exception):
+    """A candidate schedule could not be costed (no recorded launch, the kernel faults on it):
+    the pass falls back to the fusion-aware default and says why in a remark."""
+
+
+ScheduleCoster = Callable[[ModuleOp, str, str, str, tuple[int, ...]], int]
+"""`coster(module, kernel, model, target, block) -> cycles`: the modelled cycles of `kernel` in
+`module` (a trial copy holding one candidate schedule) under cost model `model` on the target
+file `target` (empty: the default target) for one block of shape `block` of the launch the
+module records; raises `ScheduleCostError` when it cannot say. The cost model lives above the
+passes (pypto.backend.cost_model.schedule); `pto.compile` and `pypto-opt` install it with
+`costing_schedules`, and without one the pass keeps the fusion-aware default."""
+
+_coster: ContextVar[ScheduleCoster | None] = ContextVar("pypto_schedule_coster", default=None)
+
+
+@contextmanager
+def costing_schedules(coster: ScheduleCoster | None) -> Iterator[None]:
+    """Let `pto-double-buffer` cost its candidate schedules with `coster` within the block."""
+    token = _coster.set(coster)
+    try:
+        yield
+    finally:
+        _coster.reset(token)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One way to double-buffer a loop: which loads stay in their own iteration (issued right
+    before their first wait, into one buffer) rather than prefetched, and how many slots the
+    prefetched ones get."""
+
+    stay: frozenset[int]
+    """Indices into the analysed plan's loads."""
+    stages: int
+
+    def describe(self, plan: Plan) -> str:
+        names = [f"'{_buffer_name(load)}'" for i, load in enumerate(plan.loads)
+                 if i not in self.stay]
+        kept = [f"'{_buffer_name(load)}'" for i, load in enumerate(plan.loads)
+                if i in self.stay]
+        text = f"prefetch {', '.join(names)} with {self.stages} stages"
+        return text + (f", {', '.join(kept)} in {'its' if len(kept) == 1 else 'their'} own "
+                       f"iteration" if kept else "")
+
+
+MAX_SUBSET_LOADS = 4
+"""Up to this many loads that may stay, every subset is a candidate; beyond, only "prefetch
+every load" and the fusion-aware default (the candidates stay few: each is one costed run)."""
+
+
+def _first_wait(load: pto.AsyncLoadOp, plan: Plan) -> int | None:
+    ops = [op for s in plan.compute_stages for op in s.body.block.ops]
+    return next((i for i, op in enumerate(ops)
+                 if any(_waits_for(inner, load) for inner in op.walk())), None)
+
+
+def _may_stay(load: pto.AsyncLoadOp, plan: Plan) -> bool:
+    """Can `load` be issued right before the compute op that first waits for it, instead of at
+    the start of its iteration? Only when one waits for it and nothing before that wait may
+    touch the memory it reads or writes (the shared alias query)."""
+    ops = [op for s in plan.compute_stages for op in s.body.block.ops]
+    wait = _first_wait(load, plan)
+    if wait is None:
+        return False
+    mine = footprints(load)
+    return not any(conflict(a, b) for op in walk(ops[:wait]) for a in mine
+                   for b in footprints(op))
+
+
+def with_stay(plan: Plan, stay: frozenset[int]) -> Plan:
+    """`plan` with the loads of `stay` (indices into `plan.loads`) kept in their iteration."""
+    kept = [load for i, load in enumerate(plan.loads) if i in stay]
+    loads = [load for i, load in enumerate(plan.loads) if i not in stay]
+    if not loads:
+        raise Refusal("every load stays next to the MMA it feeds, where the target's firmware "
+                      "fuses them (npu-fuse-load-mma): nothing left to prefetch", plan.loop)
+    buffers = [b for b in plan.buffers if any(_root_buffer(l.dst, plan.load_stages) is b
+                                              for l in loads)]
+    kept_buffers = [b for b in plan.buffers if b not in buffers]
+    return Plan(plan.loop, plan.pipeline, plan.step, plan.load_stages, plan.compute_stages,
+                buffers, loads, plan.compute_copies, plan.wait_before, kept, kept_buffers,
+                list(plan.remarks))
 
 
 @dataclass(frozen=True)
@@ -727,10 +834,13 @@ class DoubleBufferPass(L1Options, ModulePass):
     form (see the module docstring); `pto.wait_all` in compute stages becomes waits on the
     tokens of the slot in use. Loops it cannot rewrite stay unchanged with a remark saying why;
     when N slots would not fit L1 (`l1-bytes`, default: the target's), fewer are used and a
-    remark says so. Fusion-aware: a load the target's firmware fuses with the MMA it feeds
-    (`[fusion]` of `target`, default the package's target) stays next to that MMA, and the
-    other operand is prefetched (`keep_fusable_loads`). Options: `stages` (slots per buffer,
-    default 2; 1 leaves loops as they are), `target`.
+    remark says so. Which loads to prefetch and how many stages (2..`stages`) it chooses by the
+    cost model (`model` on `target`, one block of the launch `pto.compile` recorded), when a
+    coster is installed (`costing_schedules`: `pto.compile` and `pypto-opt` do) and the module
+    records a launch; otherwise fusion-aware: a load the target's firmware fuses with the MMA
+    it feeds (`[fusion]` of `target`) stays next to that MMA, the other operand is prefetched
+    (`keep_fusable_loads`). Options: `stages` (most slots per buffer, default 2; 1 leaves loops
+    as they are), `model`, `target`.
     """
 
     name = "pto-double-buffer"
@@ -742,7 +852,16 @@ class DoubleBufferPass(L1Options, ModulePass):
     max_block_lanes: int = 1024
     target: str = ""
     """A target TOML file whose `[fusion]` table says which loads to keep next to their MMA
-    (default: the package's default target)."""
+    and whose machine the candidates are costed on (default: the package's default target)."""
+    model: str = "fused"
+    """The cost model the candidate schedules are costed with ("fused" or "table";
+    `pto.profile(model=...)` sets its own)."""
+    prefetch: tuple[str, ...] = ()
+    """Names of the load-stage buffers to prefetch (the others' loads stay in their
+    iteration), instead of choosing: one candidate schedule, forced (tests, autotuning)."""
+    choose: str = "model"
+    """"model": cost the candidate schedules and keep the cheapest (when a coster is installed
+    and the module records a launch); "fusion": the fusion-aware default without costing."""
     # The analyses of pypto.analysis.cache are dropped for a kernel whose loop it rewrites
     # (`_rewrite`); a kernel it leaves alone keeps them.
     preserves_analyses: ClassVar[bool] = True
@@ -751,38 +870,230 @@ class DoubleBufferPass(L1Options, ModulePass):
         super().__post_init__()
         if not 1 <= self.stages <= 8:
             raise ValueError(f"stages must be between 1 and 8, got {self.stages}")
+        if self.model not in ("fused", "table"):
+            raise ValueError(f"model must be 'fused' or 'table', got {self.model!r}")
+        if self.choose not in ("model", "fusion"):
+            raise ValueError(f"choose must be 'model' or 'fusion', got {self.choose!r}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.stages < 2:
             return
         for kernel in functions(op):
             for loop in _candidate_loops(kernel):
+                coster = _coster.get() if self.choose == "model" and \
+                    recorded_launch(op) is not None else None
                 try:
-                    ahead, why = safe_distance(self._plan(loop), self.stages - 1,
-                                               self._ranges())
+                    base = analyse(loop)
+                    if self.prefetch:
+                        self._apply_forced(kernel, loop, base)
+                        continue
+                    try:
+                        default = self._default(base)
+                    except Refusal:
+                        if coster is None:
+                            raise
+                        default = None  # another schedule may still be possible
+                    if coster is None or not self._choose(op, kernel, loop, base, default,
+                                                          coster):
+                        if default is None:
+                            self._default(base)  # raises its Refusal
+                        assert default is not None
+                        self._apply_default(kernel, loop, base, default)
                 except Refusal as refusal:
                     emit_remark(refusal.op or loop, f"pto-double-buffer: loop{_at(loop)} left "
                                 f"as it is: {refusal.reason}")
+
+    # the fusion-aware default ------------------------------------------------------------------
+
+    def _default(self, base: Plan) -> tuple[Plan, int, str]:
+        """The fusion-aware plan, how many iterations ahead its loads may run, and why not
+        further (a `Refusal` when the loop cannot be double-buffered this way)."""
+        plan = keep_fusable_loads(_copy_plan(base), self.target)
+        ahead, why = safe_distance(plan, self.stages - 1, self._ranges())
+        return plan, ahead, why
+
+    def _apply_default(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan,
+                       default: tuple[Plan, int, str]) -> None:
+        plan, ahead, why = default
+        if ahead < self.stages - 1:
+            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
+                        f"{self.stages} stages, using {ahead + 1}: {why}")
+        stay = frozenset(base.loads.index(load) for load in plan.kept)
+        chosen, full = self._fit(kernel, loop, base, stay, ahead + 1)
+        if full:
+            emit_remark(loop, full)
+        if chosen < 2:
+            return
+        self._rewrite(kernel, loop, base, Schedule(stay, chosen), plan.remarks)
+
+    def _apply_forced(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan) -> None:
+        """The schedule the `prefetch` option names."""
+        names = [_buffer_name(load) for load in base.loads]
+        unknown = [n for n in self.prefetch if n not in names]
+        if unknown:
+            raise Refusal(f"prefetch names {', '.join(map(repr, unknown))}, which no load of "
+                          f"the loop fills; its buffers: {', '.join(map(repr, names))}", loop)
+        stay = frozenset(i for i, n in enumerate(names) if n not in self.prefetch)
+        for i in stay:
+            if not _may_stay(base.loads[i], base):
+                raise Refusal(f"the load of '{names[i]}' cannot stay in its iteration (no "
+                              f"wait for it, or an access before its wait may touch its "
+                              f"memory): prefetch it too", base.loads[i])
+        plan = with_stay(base, stay)
+        ahead, why = safe_distance(plan, self.stages - 1, self._ranges())
+        if ahead < self.stages - 1:
+            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
+                        f"{self.stages} stages, using {ahead + 1}: {why}")
+        chosen, full = self._fit(kernel, loop, base, stay, ahead + 1)
+        if full:
+            emit_remark(loop, full)
+        if chosen < 2:
+            return
+        self._rewrite(kernel, loop, base, Schedule(stay, chosen), self._stay_remarks(base, plan))
+
+    # the model's choice ------------------------------------------------------------------------
+
+    def _choose(self, module: ModuleOp, kernel: func.FuncOp, loop: scf.ForOp, base: Plan,
+                default: tuple[Plan, int, str] | None, coster: ScheduleCoster) -> bool:
+        """Cost every candidate schedule of `loop` and rewrite it with the cheapest; False
+        (nothing rewritten) when there is no candidate or they cannot be costed."""
+        default_stay = frozenset() if default is None else \
+            frozenset(base.loads.index(load) for load in default[0].kept)
+        candidates: list[Schedule] = []
+        limits: dict[frozenset[int], tuple[int, str, str | None]] = {}
+        fusable = self._fusable(base)
+        for wider in (False, True):
+            for stay in self._stay_sets(base, fusable, wider):
+                if stay in limits:
                     continue
-                if ahead < self.stages - 1:
-                    emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: requested "
-                                f"{self.stages} stages, using {ahead + 1}: {why}")
-                self._rewrite(kernel, loop, ahead + 1)
+                try:
+                    ahead, why = safe_distance(with_stay(base, stay), self.stages - 1,
+                                               self._ranges())
+                except Refusal:
+                    continue
+                fit, full = self._fit(kernel, loop, base, stay, ahead + 1)
+                limits[stay] = (fit, why, full)
+                candidates.extend(Schedule(stay, n) for n in range(2, fit + 1))
+            if candidates:
+                break
+        if not candidates or (len(candidates) == 1 and default is not None and
+                              candidates[0].stay == default_stay):
+            return False  # nothing to choose between: the fusion-aware default says it all
+        index = list(module.walk()).index(loop)
+        name = kernel.sym_name.data
+        costs: list[tuple[int, Schedule]] = []
+        for schedule in candidates:
+            trial = module.clone()
+            trial_loop = list(trial.walk())[index]
+            assert isinstance(trial_loop, scf.ForOp)
+            _Rewrite(with_stay(analyse(trial_loop), schedule.stay), schedule.stages).apply()
+            try:
+                cycles = coster(trial, name, self.model, self.target, tuple(self.block_dims))
+            except ScheduleCostError as error:
+                trial.erase()
+                emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: the candidate "
+                            f"schedules could not be costed ({error}); using the "
+                            f"fusion-aware default")
+                return False
+            trial.erase()
+            costs.append((cycles, schedule))
+        preferred = max((s.stages for s in candidates if s.stay == default_stay), default=0)
+
+        def rank(entry: tuple[int, Schedule]) -> tuple[int, int, int, int, list[int]]:
+            cycles, s = entry  # ties: the fusion-aware default, fewer slots, fewer prefetches
+            return (cycles, 0 if (s.stay, s.stages) == (default_stay, preferred) else 1,
+                    s.stages, -len(s.stay), sorted(s.stay))
+
+        costs.sort(key=rank)
+        (best_cycles, best), where = costs[0], _at(loop)
+        text = (f"pto-double-buffer: loop{where}: chose {best.describe(base)} "
+                f"({best_cycles} cycles, model '{self.model}', one block of the recorded "
+                f"launch)")
+        if len(costs) > 1:
+            cycles, runner = costs[1]
+            text += f"; runner-up {runner.describe(base)} ({cycles} cycles)"
+        emit_remark(loop, text + f"; {len(costs)} candidate{'s' if len(costs) > 1 else ''}")
+        fit, why, full = limits[best.stay]
+        if full and best.stages == fit:
+            emit_remark(loop, full)
+        if why and best.stages == fit:
+            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {self.stages} "
+                        f"stages, using at most {fit}: {why}")
+        plan = with_stay(base, best.stay)
+        self._rewrite(kernel, loop, base, best, self._stay_remarks(base, plan))
+        return True
+
+    def _fusable(self, base: Plan) -> frozenset[int]:
+        """The loads the target's firmware would fuse with their MMA if they stayed next to it
+        (pypto.analysis.fusion; indices into `base.loads`)."""
+        pairs, distance = fusion_rules(resolve_target(self.target or None))
+        if ("npu.copy_in", "npu.mma") not in pairs:
+            return frozenset()
+        decisions = fusion_decisions(base.loads, base.compute_stages, distance,
+                                     compute_copies=base.compute_copies)
+        return frozenset(base.loads.index(d.load) for d in decisions if d.keep)
+
+    def _stay_sets(self, base: Plan, fusable: frozenset[int],
+                   wider: bool) -> list[frozenset[int]]:
+        """The sets of loads that stay in their iteration, at least one load left to prefetch:
+        every fusable pair kept together or not (the subsets of `fusable`); `wider`: every
+        subset of the loads that may stay (`_may_stay`), for when none of the first fits.
+        Beyond `MAX_SUBSET_LOADS` loads, only none and all of them."""
+        able = sorted(fusable) if not wider else \
+            [i for i, load in enumerate(base.loads) if _may_stay(load, base)]
+        if len(able) > MAX_SUBSET_LOADS:
+            sets = [frozenset[int](), frozenset(able)]
+        else:
+            sets = [frozenset(c) for r in range(len(able) + 1)
+                    for c in itertools.combinations(able, r)]
+        return [s for s in dict.fromkeys(sets) if len(s) < len(base.loads)]
+
+    def _stay_remarks(self, base: Plan, plan: Plan) -> list[str]:
+        """What the target's firmware does with the chosen schedule's loads (the fusion-aware
+        analysis, pypto.analysis.fusion), in the words of the fusion-aware default."""
+        pairs, distance = fusion_rules(resolve_target(self.target or None))
+        if ("npu.copy_in", "npu.mma") not in pairs:
+            return []
+        remarks = []
+        for d in fusion_decisions(base.loads, plan.compute_stages, distance,
+                                  compute_copies=plan.compute_copies):
+            what = f"the load of '{_buffer_name(d.load)}'{_at(d.load)}"
+            stays = d.load in plan.kept
+            if stays and d.keep:
+                remarks.append(f"{what} stays next to its MMA{_at(d.mma)} (operand "
+                               f"{d.operand.upper()}): {d.reason}; the other operand is "
+                               f"prefetched")
+            elif d.keep:
+                remarks.append(f"{what} is prefetched although the firmware would fuse it "
+                               f"with the MMA{_at(d.mma)}: the model prices the prefetch "
+                               f"cheaper")
+            elif stays:
+                remarks.append(f"{what} stays in its own iteration although it would not fuse "
+                               f"with the MMA{_at(d.mma)} ({d.reason}): the model prices it "
+                               f"cheaper")
+            else:
+                remarks.append(f"{what} is prefetched: it would not fuse with the MMA"
+                               f"{_at(d.mma)} ({d.reason})")
+        return remarks
+
+    # placing and rewriting ---------------------------------------------------------------------
 
     def _ranges(self) -> Ranges:
         dims = tuple(self.block_dims) + (1,) * (3 - len(self.block_dims))
         block = (dims[0], dims[1], dims[2]) if self.block_dims else None
         return Ranges(block, self.max_block_lanes)
 
-    def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp, stages: int) -> None:
-        invalidate(kernel)
+    def _fit(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan, stay: frozenset[int],
+             stages: int) -> tuple[int, str | None]:
+        """The most stages (at most `stages`) whose slots fit L1 when the loads of `stay`
+        stay in their iteration, and the remark saying so when fewer than asked for fit."""
         index = list(kernel.walk()).index(loop)
         needs: dict[int, int] = {}
         chosen = 1
         align = self.alignment
-        allocs = [op for op in kernel.walk() if isinstance(op, pto.AllocLocalOp)]
+        allocs = [op for op in kernel.walk() if declares_buffer(op)]
         every = sum(_round_up(buffer_bytes(a), align) for a in allocs)
-        loaded = sum(_round_up(buffer_bytes(b), align) for b in self._plan(loop).buffers)
+        loaded = sum(_round_up(buffer_bytes(b), align) for b in with_stay(base, stay).buffers)
         for n in range(stages, 1, -1):
             if every + (n - 1) * loaded <= self.capacity:
                 chosen = n  # fits even with no byte shared: no need to place it to know
@@ -790,33 +1101,40 @@ class DoubleBufferPass(L1Options, ModulePass):
             trial = kernel.clone()
             trial_loop = list(trial.walk())[index]
             assert isinstance(trial_loop, scf.ForOp)
-            _Rewrite(self._plan(trial_loop), n).apply()
+            _Rewrite(with_stay(analyse(trial_loop), stay), n).apply()
             peak = plan_layout(trial, capacity=self.capacity, align=self.alignment).peak
             trial.erase()
             needs[n] = peak
             if peak <= self.capacity:
                 chosen = n
                 break
-        where = _at(loop)
-        if chosen < stages:
-            wanted = f"{stages} stages need {kib(needs[stages])}"
-            emit_remark(loop, f"pto-double-buffer: loop{where}: requested {stages} "
+        if chosen == stages:
+            return chosen, None
+        wanted = f"{stages} stages need {kib(needs[stages])}"
+        return chosen, (f"pto-double-buffer: loop{_at(loop)}: requested {stages} "
                         f"stages, only {chosen} fit{'s' if chosen == 1 else ''} in "
                         f"{kib(self.capacity)} of L1 ({wanted})"
                         + ("; the loop stays single-buffered" if chosen == 1 else ""))
-        if chosen < 2:
-            return
-        plan = self._plan(loop)
+
+    def _rewrite(self, kernel: func.FuncOp, loop: scf.ForOp, base: Plan, schedule: Schedule,
+                 remarks: list[str]) -> None:
+        invalidate(kernel)
+        plan = with_stay(base, schedule.stay)
+        chosen = schedule.stages
         names = ", ".join(f"'{b.result.name_hint or '?'}'" for b in plan.buffers)
-        emit_remark(loop, f"pto-double-buffer: loop{where}: {chosen} slots for {names}; "
+        emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: {chosen} slots for {names}; "
                     f"loads run {chosen - 1} iteration{'s' if chosen > 2 else ''} ahead")
-        for remark in plan.remarks:
-            emit_remark(loop, f"pto-double-buffer: loop{where}: {remark}")
+        for remark in remarks:
+            emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: {remark}")
         _Rewrite(plan, chosen).apply()
 
     def _plan(self, loop: scf.ForOp) -> Plan:
         """`analyse`, then the target's fusion rules: loads that would fuse stay put."""
         return keep_fusable_loads(analyse(loop), self.target)
+
+
+def _copy_plan(plan: Plan) -> Plan:
+    return dataclasses.replace(plan, remarks=list(plan.remarks))
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,21 +28,41 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import Pure
 
 from pypto.analysis.alias import conflict, footprints
+from pypto.analysis.ir_utils import is_pipeline, is_stage, is_stage_yield, is_tile_load
 from pypto.analysis.l1_liveness import location_text
 from pypto.diagnostics import emit_remark
 from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import npu, pto
+from pypto.dialects.traits import declares_buffer, signals_completion, waits_on
 
 _FUSED_FORMS = {("npu.copy_in", "npu.mma"): npu.LoadMmaOp}
 """The fused instructions the npu dialect has, by (producer, consumer) op name."""
 
-_STRUCTURE = (pto.YieldOp, arith.ConstantOp, pto.AllocLocalOp)
-"""Not instructions (terminators, immediates, declarations): they do not count as distance."""
-_PASSIVE = (npu.SetFlagOp, npu.WaitFlagOp, npu.WaitFlagAllOp, pto.AllocLocalOp, npu.CopyInOp)
+def _structure(op: Operation) -> bool:
+    """Not instructions (terminators, immediates, declarations): they do not count as
+    distance."""
+    return is_stage_yield(op) or isinstance(op, arith.ConstantOp) or declares_buffer(op)
+
+
+def _passive(op: Operation) -> bool:
+    """Flag handshakes, declarations and other tile loads: what the firmware fuses across."""
+    return (signals_completion(op) or waits_on(op) is not None or declares_buffer(op)
+            or is_tile_load(op))
+
+
+def _flag(op: Operation) -> bool:
+    """A copy's own flag op (`npu.set_flag` / `npu.wait_flag` on its token)."""
+    return signals_completion(op) or waits_on(op) == "token"
 
 
 def fusion_rules(target: Target) -> tuple[set[tuple[str, str]], int]:
@@ -63,7 +83,7 @@ def fusion_rules(target: Target) -> tuple[set[tuple[str, str]], int]:
 
 def origin(value: SSAValue) -> SSAValue:
     """The value a pipeline stage (or pipeline) result stands for: what its region yields."""
-    while isinstance(value.owner, pto.StageOp | pto.PipelineOp):
+    while (is_stage(value.owner) or is_pipeline(value.owner)):
         owner = value.owner
         index = list(owner.results).index(value)
         value = owner.regions[0].block.last_op.operands[index]
@@ -82,7 +102,7 @@ def preceding(op: Operation) -> Iterator[Operation | None]:
     while current is not None:
         prev = current.prev_op
         while prev is not None:
-            if isinstance(prev, pto.StageOp | pto.PipelineOp):
+            if (is_stage(prev) or is_pipeline(prev)):
                 for inner in _backwards(prev):
                     yield inner
                     if inner is None:
@@ -94,7 +114,7 @@ def preceding(op: Operation) -> Iterator[Operation | None]:
                 yield prev
             prev = prev.prev_op
         parent = current.parent_op()
-        if not isinstance(parent, pto.StageOp | pto.PipelineOp):
+        if not (is_stage(parent) or is_pipeline(parent)):
             yield None
             return
         current = parent
@@ -105,7 +125,7 @@ def _backwards(region_op: Operation) -> Iterator[Operation | None]:
     (and the end) at an op with regions of another kind."""
     op = region_op.regions[0].block.last_op
     while op is not None:
-        if isinstance(op, pto.StageOp | pto.PipelineOp):
+        if (is_stage(op) or is_pipeline(op)):
             for inner in _backwards(op):
                 yield inner
                 if inner is None:
@@ -119,7 +139,7 @@ def _backwards(region_op: Operation) -> Iterator[Operation | None]:
 
 
 def _own_flag(op: Operation, token: SSAValue) -> bool:
-    return isinstance(op, npu.SetFlagOp | npu.WaitFlagOp) and op.token == token
+    return _flag(op) and op.operands[0] == token
 
 
 def _only_flags(value: SSAValue) -> bool:
@@ -127,10 +147,10 @@ def _only_flags(value: SSAValue) -> bool:
     results are used the same way?"""
     for use in value.uses:
         user = use.operation
-        if isinstance(user, npu.SetFlagOp | npu.WaitFlagOp):
+        if _flag(user):
             continue
         parent = user.parent_op()
-        if isinstance(user, pto.YieldOp) and isinstance(parent, pto.StageOp | pto.PipelineOp):
+        if is_stage_yield(user) and (is_stage(parent) or is_pipeline(parent)):
             if _only_flags(parent.results[use.index]):
                 continue
         return False
@@ -141,27 +161,27 @@ def _fusable_token(copy: npu.CopyInOp) -> bool:
     return _only_flags(copy.token)
 
 
-def _drop_token(value: SSAValue, rewriter: Rewriter) -> None:
+def _drop_token(value: SSAValue, rewriter: PatternRewriter) -> None:
     """Erase the flag ops of a token and the stage/pipeline results that hand it on."""
     for use in list(value.uses):
         user = use.operation
-        if isinstance(user, npu.SetFlagOp | npu.WaitFlagOp):
-            rewriter.erase_op(user)
+        if _flag(user):
+            rewriter.erase(user)
         else:
             _drop_result(user.parent_op(), use.index, rewriter)
 
 
-def _drop_result(op: Operation, index: int, rewriter: Rewriter) -> None:
+def _drop_result(op: Operation, index: int, rewriter: PatternRewriter) -> None:
     """Rebuild a stage or pipeline without its result `index` (a token nobody waits for)."""
     _drop_token(op.results[index], rewriter)
     old_yield = op.regions[0].block.last_op
     kept = [v for i, v in enumerate(old_yield.operands) if i != index]
     new_yield = pto.YieldOp(*kept)
     new_yield.location = old_yield.location
-    rewriter.replace_op(old_yield, new_yield, [])
+    rewriter.replace(old_yield, new_yield, [])
     types = [r.type for i, r in enumerate(op.results) if i != index]
     region = Rewriter.move_region_contents_to_new_regions(op.regions[0])
-    if isinstance(op, pto.StageOp):
+    if is_stage(op):
         new: Operation = pto.StageOp(op.stage_name, op.after_names, types, region)
     else:
         new = pto.PipelineOp(types, region)
@@ -171,7 +191,7 @@ def _drop_result(op: Operation, index: int, rewriter: Rewriter) -> None:
     results.insert(index, None)
     for old, fresh in zip([r for i, r in enumerate(op.results) if i != index], new.results):
         fresh.name_hint = old.name_hint
-    rewriter.replace_op(op, new, results)
+    rewriter.replace(op, new, results)
 
 
 def find_feeding_load(mma: npu.MmaOp, max_distance: int) -> tuple[npu.CopyInOp, str] | None:
@@ -186,9 +206,9 @@ def find_feeding_load(mma: npu.MmaOp, max_distance: int) -> tuple[npu.CopyInOp, 
     for op in preceding(mma):
         if op is None:
             return None
-        if isinstance(op, _STRUCTURE):
+        if _structure(op):
             continue
-        if isinstance(op, npu.CopyInOp):
+        if is_tile_load(op):
             dst = origin(op.dst)
             for name, value in inputs.items():
                 if dst != value or not _fusable_token(op):
@@ -196,7 +216,7 @@ def find_feeding_load(mma: npu.MmaOp, max_distance: int) -> tuple[npu.CopyInOp, 
                 others = [x for x in between if not _own_flag(x, op.token)]
                 if len(others) > max_distance:
                     return None
-                if not all(x.has_trait(Pure) or isinstance(x, _PASSIVE) for x in others):
+                if not all(x.has_trait(Pure) or _passive(x) for x in others):
                     return None
                 crossed = next((x for x in others if _crosses(op, x)), None)
                 if crossed is not None:
@@ -239,25 +259,36 @@ class NpuFuseLoadMma(ModulePass):
         pairs, distance = fusion_rules(target)
         if ("npu.copy_in", "npu.mma") not in pairs:
             return
-        rewriter = Rewriter()
-        for mma in [o for o in op.walk() if isinstance(o, npu.MmaOp)]:
-            found = find_feeding_load(mma, distance)
-            if found is None:
-                continue
-            copy, operand = found
-            clones: list[Operation] = []
-            operands = [_materialize(v, mma, clones) for v in copy.operands[1:]]
-            if any(v is None for v in operands):
-                continue  # the copy's operands are not computable at the MMA
-            for clone in clones:
-                rewriter.insert_op(clone, InsertPoint.before(mma))
-            fused = npu.LoadMmaOp(mma.c, mma.a, mma.b, *operands, operand, mma.shape)
-            fused.location = mma.location
-            rewriter.replace_op(mma, fused)
-            _drop_token(copy.token, rewriter)
-            dead = list(copy.operands)
-            rewriter.erase_op(copy)
-            _erase_dead(dead, rewriter)
+        PatternRewriteWalker(FuseLoadMma(distance), apply_recursively=False).rewrite_module(op)
+
+
+class FuseLoadMma(RewritePattern):
+    """`npu.mma` whose feeding `npu.copy_in` is within `distance` -> `npu.load_mma` (the copy
+    and its flags erased, its address computation re-materialised at the MMA)."""
+
+    def __init__(self, distance: int):
+        super().__init__()
+        self.distance = distance
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, mma: npu.MmaOp, rewriter: PatternRewriter, /) -> None:
+        found = find_feeding_load(mma, self.distance)
+        if found is None:
+            return
+        copy, operand = found
+        clones: list[Operation] = []
+        operands = [_materialize(v, mma, clones) for v in copy.operands[1:]]
+        if any(v is None for v in operands):
+            return  # the copy's operands are not computable at the MMA
+        for clone in clones:
+            rewriter.insert(clone, InsertPoint.before(mma))
+        fused = npu.LoadMmaOp(mma.c, mma.a, mma.b, *operands, operand, mma.shape)
+        fused.location = mma.location
+        rewriter.replace(mma, fused)
+        _drop_token(copy.token, rewriter)
+        dead = list(copy.operands)
+        rewriter.erase(copy)
+        _erase_dead(dead, rewriter)
 
 
 def _visible(value: SSAValue, at: Operation) -> bool:
@@ -291,7 +322,7 @@ def _materialize(value: SSAValue, at: Operation, clones: list[Operation]) -> SSA
     return clone.results[list(owner.results).index(value)]
 
 
-def _erase_dead(values: list[SSAValue], rewriter: Rewriter) -> None:
+def _erase_dead(values: list[SSAValue], rewriter: PatternRewriter) -> None:
     """Erase the pure ops that computed only the fused copy's operands."""
     work = list(values)
     while work:
@@ -300,4 +331,4 @@ def _erase_dead(values: list[SSAValue], rewriter: Rewriter) -> None:
         if isinstance(owner, Operation) and owner.parent is not None and \
                 owner.has_trait(Pure) and not any(r.uses for r in owner.results):
             work.extend(owner.operands)
-            rewriter.erase_op(owner)
+            rewriter.erase(owner)

@@ -13,11 +13,13 @@ Only a crash inside pypto itself prints one, after an "internal error" line, wit
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -132,6 +134,17 @@ def _argument_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _costing(passes: Sequence[ModulePass]) -> Any:
+    """`pto-double-buffer` chooses its schedules by the cost model on IR that records its
+    launch (docs/passes.md#choosing-by-the-cost-model), as under `pto.compile`."""
+    if not any(p.name == "pto-double-buffer" for p in passes):
+        return contextlib.nullcontext()
+    from pypto.backend.cost_model.schedule import ScheduleCoster
+    from pypto.passes.double_buffer import costing_schedules
+
+    return costing_schedules(ScheduleCoster())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run pypto-opt with `argv` (default: the process arguments); returns the exit status."""
     try:
@@ -190,6 +203,12 @@ class _Driver:
         except PipelineError as err:
             self._report_pipeline_error(err)
             return EXIT_FAILURE
+        if self.args.emit in ("cost", "timeline", "trace") and self.args.model != "fused":
+            # pto-double-buffer chooses its schedule under the model being costed, as
+            # pto.profile(model=...) has it (docs/passes.md#choosing-by-the-cost-model)
+            passes = [dataclasses.replace(p, model=self.args.model)
+                      if p.name == "pto-double-buffer" and getattr(p, "model", "") == "fused"
+                      else p for p in passes]
 
         filename, text = self._read_input()
         if text is None:
@@ -294,7 +313,7 @@ class _Driver:
             except Exception as err:
                 raise _PassCrash(module_pass.name) from err
 
-        with capture_diagnostics(collect):
+        with capture_diagnostics(collect), _costing(passes):
             try:
                 if self.args.validate:
                     report = validate_pipeline(module, passes, ctx, apply,

@@ -170,11 +170,34 @@ def test_fewer_stages_when_l1_would_overflow():
 
 
 def test_single_buffered_when_not_even_two_stages_fit():
+    """The fusion-aware default (the pass run without a coster: no cost model installed)
+    prefetches both tiles on a firmware without fusion; that does not fit 40 KiB, and the loop
+    stays single-buffered."""
+    from pypto.diagnostics import capture_diagnostics
+    from pypto.passes.double_buffer import DoubleBufferPass
+
     case = PIPELINED["matmul_tile"](3)
-    ck = compiled(case, f'pto-double-buffer{{l1-bytes=40960 target="{NO_FUSION}"}}')
-    assert "pto.pipeline" in ck.mlir and "pto.slots" not in ck.mlir
+    module = compiled(case, "").module.clone()
+    messages: list[str] = []
+    with capture_diagnostics(lambda d: messages.append(d.message)):
+        DoubleBufferPass(l1_bytes=40960, target=NO_FUSION,
+                         block_dims=(case.block, 1, 1)).apply(None, module)  # type: ignore
+    text = print_ir(module)
+    assert "pto.pipeline" in text and "pto.slots" not in text
     assert any("requested 2 stages, only 1 fits in 40 KiB of L1 (2 stages need 48 KiB); the "
-               "loop stays single-buffered" in r.message for r in ck.remarks)
+               "loop stays single-buffered" in m for m in messages)
+
+
+def test_the_model_finds_the_schedule_that_fits():
+    """Under `pto.compile` the pass costs every schedule that fits: in 40 KiB one tile gets two
+    slots and the other stays in its own iteration; the results are the sequential kernel's."""
+    case = PIPELINED["matmul_tile"](3)
+    pass_ = f'pto-double-buffer{{l1-bytes=40960 target="{NO_FUSION}"}}'
+    ck = compiled(case, pass_)
+    assert "pto.pipeline" not in ck.mlir and ck.mlir.count("pto.slots = 2") == 1
+    assert any("chose prefetch" in r.message and "in its own iteration" in r.message
+               for r in ck.remarks)
+    np.testing.assert_array_equal(run(case, pass_), run(case, BEFORE))
 
 
 def _drop_first_wait(ck: pto.CompiledKernel) -> None:
@@ -247,14 +270,15 @@ def test_trace_shows_the_next_tiles_loading_during_the_mma():
 
 
 def test_fusion_aware_double_buffering_overlaps_the_next_a_copy_with_the_mma():
-    """The default target: B's load stays in its k-step, right before the waits in front of
+    """The fusion-aware schedule (`choose=fusion`) on the default target: B's load stays in its k-step, right before the waits in front of
     its mma, so the program order is the sequential one (A, B, wait, wait, mma per step); what
     the pass changes is the slot: the next A tile goes to the other slot, so its copy runs
     while the mma reads this one. In the firmware's cost model every copy of A but the first
     overlaps a fused LOAD_MMA; single-buffered, none does (the copy waits for the mma to
     release the one A buffer)."""
     trips = 4
-    assert _issue_order(None, trips) == [(2 * (j + 1), 2 * (j + 1)) for j in range(trips)]
+    fusion = "pto-double-buffer{choose=fusion},pto-allocate-l1,pto-verify-barriers"
+    assert _issue_order(fusion, trips) == [(2 * (j + 1), 2 * (j + 1)) for j in range(trips)]
     case = PIPELINED["matmul_tile"](trips)
     device, _ = to_device(case.args)
 
@@ -266,6 +290,6 @@ def test_fusion_aware_double_buffering_overlaps_the_next_a_copy_with_the_mma():
         assert len(mmas) == trips  # every B load fused
         return sum(any(c.cycle < m.end and m.cycle < c.end for m in mmas) for c in copies)
 
-    assert overlapping(None) == trips - 1
+    assert overlapping(fusion) == trips - 1
     single = "pto-allocate-l1,pto-verify-barriers,convert-pto-to-npu,npu-fuse-load-mma"
     assert overlapping(single) == 0

@@ -24,7 +24,28 @@ class UnsupportedOp(Exception):
     """The interpreter has no lowering for an op (reported as a VerificationError upstream)."""
 
 
-class RegionEmitters:
+class CodegenAPI:
+    """What the emitter mixins (RegionEmitters, TileEmitters) use of KernelCodegen, declared
+    once for type checkers."""
+
+    if TYPE_CHECKING:
+        an: Any
+        mode: str
+        instrumented: bool
+        current_id: int
+        indent: int
+        cse: list[dict[tuple[Any, ...], str]]
+        table: Any
+        def emit(self, line: str) -> None: ...
+        def name(self, v: SSAValue) -> str: ...
+        def site(self, op: Any) -> int: ...
+        def fresh(self, prefix: str = "t") -> str: ...
+        def const(self, value: Any) -> str: ...
+        def op(self, op: Operation) -> None: ...
+        def decided(self, op: Operation, method: str) -> Any: ...
+
+
+class RegionEmitters(CodegenAPI):
     """`op_*` emitters of barriers, branches, loops and regions (looked up by op name)."""
 
     def op_pto_barrier(self, op: pto.BarrierOp) -> None:
@@ -162,20 +183,3 @@ class RegionEmitters:
 
     def op_pto_stage(self, op: pto.StageOp) -> None:
         self._inline_region(op)
-
-    # KernelCodegen's API, declared for type checkers only
-    if TYPE_CHECKING:
-        an: Any
-        mode: str
-        instrumented: bool
-        current_id: int
-        indent: int
-        cse: list[dict[tuple[Any, ...], str]]
-        table: Any
-        def emit(self, line: str) -> None: ...
-        def name(self, v: SSAValue) -> str: ...
-        def site(self, op: Any) -> int: ...
-        def fresh(self, prefix: str = "t") -> str: ...
-        def const(self, value: Any) -> str: ...
-        def op(self, op: Operation) -> None: ...
-        def decided(self, op: Operation, method: str) -> Any: ...

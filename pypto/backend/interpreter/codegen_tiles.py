@@ -6,19 +6,17 @@ scheduler runs once per block (`tile`). A mixin of `codegen.KernelCodegen`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 
-from pypto.backend.interpreter.codegen_regions import SYNC_TILE
+from pypto.backend.interpreter.codegen_regions import SYNC_TILE, CodegenAPI
 from pypto.backend.interpreter.modes import WARP
 from pypto.backend.interpreter.strategies import atomics
 from pypto.dialects import pto
 from pypto.dialects.traits import tile_vector
 
 
-class TileEmitters:
+class TileEmitters(CodegenAPI):
     """`op_*` emitters of L1 and tile instructions (looked up by op name)."""
 
     def op_pto_alloc_local(self, op: pto.AllocLocalOp) -> None:
@@ -119,20 +117,3 @@ class TileEmitters:
         values = ", ".join(self.name(v) for v in op.values)
         self.emit(f"_ctx.printf({op.format.data!r}, ({values}{',' if op.values else ''}), _m, "
                   f"{self.site(op)})")
-
-    # KernelCodegen's API, declared for type checkers only
-    if TYPE_CHECKING:
-        an: Any
-        mode: str
-        instrumented: bool
-        current_id: int
-        indent: int
-        cse: list[dict[tuple[Any, ...], str]]
-        table: Any
-        def emit(self, line: str) -> None: ...
-        def name(self, v: SSAValue) -> str: ...
-        def site(self, op: Any) -> int: ...
-        def fresh(self, prefix: str = "t") -> str: ...
-        def const(self, value: Any) -> str: ...
-        def op(self, op: Operation) -> None: ...
-        def decided(self, op: Operation, method: str) -> Any: ...

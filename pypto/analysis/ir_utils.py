@@ -103,9 +103,10 @@ def kernel_of(op: Operation | None) -> func.FuncOp | None:
 __all__ = ["constant_int", "kernel_of", "kernels", "passes_yield", "root_alloc", "yielded"]
 
 
-def _structure(op: Operation | None) -> bool:
-    """Structure whose results are what its single region yields (pipeline, stage)."""
-    return op is not None and bool(op.regions) and forwards_yield(op)
+def _structure(op: object) -> bool:
+    """Structure whose results are what its single region yields (pipeline, stage). `op` may
+    be any value's owner: a block (of a block argument) is no structure."""
+    return isinstance(op, Operation) and bool(op.regions) and forwards_yield(op)
 
 
 def is_stage(op: Operation | None) -> bool:

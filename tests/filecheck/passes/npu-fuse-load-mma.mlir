@@ -113,3 +113,12 @@ func.func @across_loop(%B: !pto.ptr<f32, global>, %k: i32) attributes {pto.kerne
   }
   func.return
 }
+
+// Operands that are block arguments (no op defines them) have no feeding load: the MMA stays.
+// (The fuzzer's case: the pass asked a block argument's owner, a Block, for its regions.)
+// CHECK-LABEL: func.func @block_argument_operands
+// CHECK-NEXT:    npu.mma %c, %a, %b
+func.func @block_argument_operands(%c: !pto.l1buf<256xf32>, %a: !pto.l1buf<256xf32>, %b: !pto.l1buf<256xf32>) {
+  npu.mma %c, %a, %b shape(16, 16, 16) : !pto.l1buf<256xf32>, !pto.l1buf<256xf32>, !pto.l1buf<256xf32>
+  func.return
+}

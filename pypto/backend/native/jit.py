@@ -112,13 +112,25 @@ def _new_machine() -> Any:
         jit=True)
 
 
+_VERSIONS: list[str] = []
+
+
 def _versions() -> str:
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "?"
-    return f"pypto {version('pypto')} llvmlite {version('llvmlite')} xdsl {version('xdsl')}"
+    """The versions the object code depends on: pypto's, llvmlite's, xDSL's, and a hash of the
+    native backend's own source (a changed lowering must not load an old object, even at one
+    pypto version: a development checkout, or two checkouts sharing a cache)."""
+    if not _VERSIONS:
+        def version(name: str) -> str:
+            try:
+                return metadata.version(name)
+            except metadata.PackageNotFoundError:
+                return "?"
+        source = hashlib.sha256()
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            source.update(path.read_bytes())
+        _VERSIONS.append(f"pypto {version('pypto')} llvmlite {version('llvmlite')} "
+                         f"xdsl {version('xdsl')} native {source.hexdigest()[:16]}")
+    return _VERSIONS[0]
 
 
 def _compile_object(kernel: func.FuncOp) -> bytes:

@@ -24,12 +24,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
-                                   i1, i32, i64)
+                                   UnrealizedConversionCastOp, i1, i32, i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR
+from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
+                                              add_fast_blocks)
+from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR, LANE_SUFFIX
 from pypto.dialects import pto
 
 OOB = 1
@@ -126,7 +128,8 @@ class _FunctionLowering:
                 entry.erase_arg(arg)
         inputs = [a.type for a in entry.args]
         ftype = llvm.LLVMFunctionType(inputs, i32)
-        linkage = llvm.LinkageAttr("internal" if self.is_lane else "external")
+        linkage = llvm.LinkageAttr("internal" if self.is_lane or RANGE_ATTR in self.fn.attributes
+                                   else "external")
         new = llvm.FuncOp(self.fn.sym_name.data, ftype, linkage=linkage, body=Region())
         self.fn.body.move_blocks(new.body)
         return new
@@ -154,6 +157,8 @@ class _FunctionLowering:
         """The checked element address of `op`'s access through `address`: the block is split,
         an out-of-range offset branches to a block recording the error."""
         p = self.ptr(address)
+        if UNCHECKED_ATTR in op.attributes:  # proven in range for the block (fast_blocks.py)
+            return self._before(op, llvm.GEPOp.from_mixed_indices(p.base, [p.offset], elem))
         attr = op.attributes.get(SITE_ATTR)
         site = attr.value.data if isinstance(attr, IntegerAttr) else self.next_site
         self.next_site += 1
@@ -231,7 +236,16 @@ class _FunctionLowering:
             v = op.value.value.data
             self._replace(op, self._const(int(v) if isinstance(t, IntegerType) else v, t))
         elif kind in _INT_BIN:
-            self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1]))
+            if NSW_ATTR in op.attributes:  # proven not to overflow (fast_blocks.py)
+                self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1], {},
+                                                 llvm.OverflowAttr([llvm.OverflowFlag
+                                                                    .NO_SIGNED_WRAP])))
+            else:
+                self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1]))
+        elif isinstance(op, UnrealizedConversionCastOp) and COUNT_ATTR in op.attributes:
+            op.results[0].replace_all_uses_with(self.ptr(op.inputs[0]).count)
+            op.detach()
+            op.erase()
         elif kind in _FLOAT_BIN:
             self._replace(op, _FLOAT_BIN[kind](op.operands[0], op.operands[1]))
         elif isinstance(op, arith.NegfOp):
@@ -382,11 +396,21 @@ class ConvertPtoToLlvmPass(ModulePass):
 
     name = "convert-pto-to-llvm"
 
+    fast_blocks: bool = True
+    """Add the per-block range check and the unchecked lane loops (fast_blocks.py)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        functions = {fn.sym_name.data: fn for fn in op.ops if isinstance(fn, func.FuncOp)}
+        for name, grid in functions.items():
+            lane = functions.get(name + LANE_SUFFIX)
+            if GRID_ATTR in grid.attributes and lane is not None and self.fast_blocks:
+                num_params = len(lane.body.blocks[0].args) - ID_ARGS - 1
+                add_fast_blocks(op, lane, grid, num_params)
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp):
                 continue
-            if LANE_ATTR not in fn.attributes and GRID_ATTR not in fn.attributes:
+            if LANE_ATTR not in fn.attributes and GRID_ATTR not in fn.attributes and \
+                    RANGE_ATTR not in fn.attributes:
                 raise DiagnosticException(
                     f"convert-pto-to-llvm: function '{fn.sym_name.data}' is not a lane or grid "
                     f"function; run pto-simt-to-lanes and convert-scf-to-cf first")

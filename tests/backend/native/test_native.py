@@ -278,3 +278,43 @@ def test_emit_llvm_prints_the_kernels_llvm_ir(tmp_path):
     text = out.getvalue()
     assert 'define i32 @"control"' in text and "@llvm.fma" not in text
     assert "fcmp ogt float" in text  # the while loop's condition, x > 1.0
+
+
+@pto.kernel
+def wrapping_offset(a, o, n, c):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(a + ((i + c) - c)))  # i + c wraps int32: still element i
+
+
+@pto.kernel
+def affine_2d(a, o, w, h):
+    x = pto.get_global_id(0)
+    y = pto.get_global_id(1)
+    if x < w and y < h:
+        pto.store(o + (y * w + x), pto.load(a + (y * w + x)) * 2.0 + 1.0)
+
+
+def test_fast_blocks_fall_back_to_checked_lanes_bit_exact():
+    """Blocks whose lane-affine accesses are in range run the unchecked (vectorised) lane
+    loop, the others (partial edge blocks, an offset whose int32 arithmetic wraps) the checked
+    one: the same bits, and the same out-of-bounds error as the interpreter."""
+    rng = np.random.default_rng(8)
+    w, h = 1000, 37
+    a = rng.standard_normal(w * h).astype(np.float32)
+    interp, native = both(affine_2d, (16, 10), (64, 4), [a, np.zeros(w * h, np.float32)],
+                          (w, h))
+    assert same_bits(interp, native)
+    assert np.array_equal(native[1], a * np.float32(2) + np.float32(1))
+    n = 4096
+    a = rng.standard_normal(n).astype(np.float32)
+    for c in (2**31 - 1, 7):
+        interp, native = both(wrapping_offset, 16, 256, [a, np.zeros(n, np.float32)], (n, c))
+        assert same_bits(interp, native) and np.array_equal(native[1], a)
+    errors = []
+    for backend in ("interpreter", "native"):
+        with pytest.raises(MemoryAccessError) as info:
+            pto.launch(affine_2d, (16, 10), (64, 4), (a, np.zeros(n, np.float32), 1000, 37),
+                       backend=backend)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
@@ -75,7 +75,60 @@ def llvm_module(kernel: func.FuncOp) -> Any:
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
             fn.attributes.add("alwaysinline")
+    grid = next(fn for fn in result.functions if fn.name == kernel.sym_name.data)
+    noalias = _noalias_params(kernel)
+    for index, arg in enumerate(grid.args):
+        if index in noalias:
+            arg.add_attribute("noalias")
+    _add_entry(result, grid)
     return result
+
+
+ENTRY_SUFFIX = ".entry"
+"""`@k.entry(ptr argv) -> i32`: the grid function's arguments read from one array of 8-byte
+slots (one ctypes argument per launch instead of one per parameter: a launch's marshalling)."""
+
+
+def _noalias_params(kernel: func.FuncOp) -> set[int]:
+    """Indices, among the grid function's LLVM arguments, of the base pointers of tensor
+    parameters marked `pto.noalias` (pypto.analysis.alias: passed once in this launch)."""
+    found: set[int] = set()
+    index = 0
+    attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
+    for i, arg in enumerate(kernel.body.block.args):
+        if isinstance(arg.type, pto.PtrType):
+            if i < len(attrs) and "pto.noalias" in attrs[i].data:
+                found.add(index)
+            index += 2
+        else:
+            index += 1
+    return found
+
+
+def _add_entry(module: Any, grid: Any) -> None:
+    """Add `@k.entry` (see ENTRY_SUFFIX): slot i holds argument i, an address or integer as
+    i64, a float as a double (float32 rounded by `fptrunc`, as ctypes' c_float rounds)."""
+    from llvmlite import ir
+
+    i64t = ir.IntType(64)
+    fn = ir.Function(module, ir.FunctionType(ir.IntType(32), [ir.PointerType()]),
+                     name=grid.name + ENTRY_SUFFIX)
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    argv = fn.args[0]
+    values = []
+    for index, arg in enumerate(grid.args):
+        slot = builder.gep(argv, [ir.Constant(i64t, index)], source_etype=i64t)
+        t = arg.type
+        if isinstance(t, ir.PointerType):
+            values.append(builder.inttoptr(builder.load(slot, typ=i64t), t))
+        elif isinstance(t, ir.IntType):
+            raw = builder.load(slot, typ=i64t)
+            values.append(raw if t.width == 64 else builder.trunc(raw, t))
+        elif isinstance(t, ir.DoubleType):
+            values.append(builder.load(slot, typ=t))
+        else:
+            values.append(builder.fptrunc(builder.load(slot, typ=ir.DoubleType()), t))
+    builder.ret(builder.call(grid, values))
 
 
 def llvm_ir(kernel: func.FuncOp) -> str:
@@ -150,12 +203,6 @@ def _compile_object(kernel: func.FuncOp) -> bytes:
     return bytes(machine.emit_object(mod))
 
 
-def _ctype(t: Any) -> Any:
-    name = str(t)
-    return {"i1": ctypes.c_bool, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
-            "f32": ctypes.c_float, "f64": ctypes.c_double}[name]
-
-
 class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
@@ -197,17 +244,55 @@ class NativeKernel:
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
-        address = self.engine.get_function_address(name)
-        argtypes: list[Any] = []
-        for p in self.params:
-            if isinstance(p.type, pto.PtrType):
-                argtypes += [ctypes.c_void_p, ctypes.c_int64]
-            else:
-                argtypes.append(_ctype(p.type))
-        argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p]
-        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
-        self._err_address = self.err.ctypes.data
+        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
+            self.engine.get_function_address(name + ENTRY_SUFFIX))
+        self.run = self._make_run()
+
+    def _make_run(self) -> Any:
+        """`run(grid, block, bound)` for this kernel as straight-line Python made once: it
+        writes the arguments into the slots `@k.entry` reads (an address only when the tensor's
+        Buffer changed: `__array_interface__` costs microseconds) and makes one ctypes call.
+        It keeps the last Buffer of each tensor parameter (a view: it does not keep the
+        tensor, whose accounting is by the Tensor object, docs/runtime.md)."""
+        slots = sum(2 if isinstance(p.type, pto.PtrType) else 1 for p in self.params) + 9
+        ints = (ctypes.c_int64 * slots)()
+        doubles = (ctypes.c_double * slots).from_buffer(ints)
+        ints[slots - 1] = self.err.ctypes.data
+        space: dict[str, Any] = {"A": ints, "D": doubles, "fn": self.fn, "P": ctypes.addressof(ints),
+                                 "last": [None] * (len(self.params) + 1), "error": self._error,
+                                 "_keep": (ints, doubles)}
+        names = [f"b{i}" for i in range(len(self.params))]
+        lines = ["def run(grid, block, bound):",
+                 f"    {', '.join(names)}{',' if len(names) == 1 else ''} = bound"
+                 if names else "    pass"]
+        slot = 0
+        for i, p in enumerate(self.params):
+            b = names[i]
+            if isinstance(p.type, pto.PtrType):
+                lines += [f"    if {b} is not last[{i}]:",
+                          f"        last[{i}] = {b}",
+                          f"        A[{slot}] = {b}.data.__array_interface__['data'][0]",
+                          f"        A[{slot + 1}] = {b}.count"]
+                slot += 2
+            elif isinstance(p.type, IntegerType):
+                lines.append(f"    A[{slot}] = {b}")
+                slot += 1
+            else:
+                lines.append(f"    D[{slot}] = {b}")
+                slot += 1
+        n = len(self.params)
+        lines += [f"    if grid != last[{n}]:",
+                  f"        last[{n}] = grid",
+                  f"        A[{slot}], A[{slot + 1}], A[{slot + 2}] = grid",
+                  f"        A[{slot + 6}] = 0",
+                  f"        A[{slot + 7}] = grid[0] * grid[1] * grid[2]",
+                  f"    A[{slot + 3}], A[{slot + 4}], A[{slot + 5}] = block",
+                  "    if fn(P):",
+                  "        raise error(grid, bound)"]
+        exec(compile("\n".join(lines) + "\n", f"<pto native run {self.name}>", "exec"),
+             space)
+        return space["run"]
 
     def unsupported_launch(self, grid: tuple[int, int, int],
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
@@ -219,21 +304,6 @@ class NativeKernel:
                 f"tensors read and written at get_global_id(0) are lane-private only there); "
                 f"run it on the interpreter (backend='interpreter' or 'auto')", kernel=self.name)
         return None
-
-    def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-            bound: Sequence[Any]) -> None:
-        """Run every block of the launch; `bound` are the interpreter's bound arguments
-        (Buffers for tensors, typed scalars), so both backends check arguments alike."""
-        args: list[Any] = []
-        for p, value in zip(self.params, bound):
-            if isinstance(p.type, pto.PtrType):  # (__array_interface__: a third of .ctypes)
-                args += [value.data.__array_interface__["data"][0], value.count]
-            else:
-                args.append(value.item() if isinstance(value, np.generic) else value)
-        blocks = grid[0] * grid[1] * grid[2]
-        status = self.fn(*args, *grid, *block, 0, blocks, self._err_address)
-        if status:
-            raise self._error(grid, bound)
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
         code, site, address, param, *coords = (int(v) for v in self.err)

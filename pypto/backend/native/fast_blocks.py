@@ -211,6 +211,21 @@ class _RangeBuilder:
         self.corner_memo[key] = result
         return result
 
+    def used_dims(self, values: list[SSAValue]) -> set[int]:
+        """The lane coordinates (0, 1, 2 for x, y, z) the lane-affine `values` depend on."""
+        found: set[int] = set()
+        stack, seen = list(values), set()
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in self.an.lane_coords:
+                found.add(self.an.lane_coords.index(v))
+            elif not isinstance(v, BlockArgument) and self.an.affine(v):
+                stack += [o for o in v.owner.operands if self.an.affine(o)]
+        return found
+
     def access(self, param: SSAValue, offsets: list[SSAValue]) -> None:
         """Check one access (through `param` plus `offsets`) at every corner."""
         count = self.add(UnrealizedConversionCastOp.get([self.map[param]], [i64]))
@@ -223,7 +238,9 @@ class _RangeBuilder:
                 if o.type == i64:
                     self.in_range(w, -_UNIFORM_I64_BOUND, _UNIFORM_I64_BOUND)
                 uniform_sum = self.add(arith.AddiOp(uniform_sum, w))
-        for corner in range(8 if lane else 1):
+        dims = sorted(self.used_dims(lane))
+        for pick in range(1 << len(dims)):  # the corners over the coordinates used
+            corner = sum(1 << d for k, d in enumerate(dims) if pick >> k & 1)
             total = uniform_sum
             for o in lane:
                 total = self.add(arith.AddiOp(total, self.at(o, corner)))

@@ -19,13 +19,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
+from pypto.backend.interpreter import watchdog
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import needs_1d, unsupported_reason
-from pypto.backend.native.to_llvm import OOB, SITE_ATTR, WATCHDOG
+from pypto.backend.native.to_llvm import (CAST_RANGE, DIVIDE_BY_ZERO, EXPIRED_SLOT, LIMIT_SLOT,
+                                          OOB, SITE_ATTR, TIME_LIMIT, WATCHDOG)
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.errors import KernelError, MemoryAccessError
@@ -33,8 +35,9 @@ from pypto.errors import KernelError, MemoryAccessError
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
 
-ERR_SLOTS = 10
-"""The error record: code, site, element, parameter, block x/y/z, lane x/y/z (i64 each)."""
+ERR_SLOTS = 12
+"""The error record: code, site, element (or a value's bits), parameter, block x/y/z, lane x/y/z
+(i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT)."""
 
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
@@ -52,10 +55,23 @@ def cache_dir() -> Path:
     return Path(base) / "pypto" / "native"
 
 
+_DIVISIONS = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp, arith.FloorDivSIOp)
+
+
+def _runtime_divisor(op: Operation) -> bool:
+    if not isinstance(op, _DIVISIONS):
+        return False
+    c = op.operands[1].owner
+    return not (isinstance(c, arith.ConstantOp) and isinstance(c.value, IntegerAttr) and
+                c.value.value.data != 0)
+
+
 def _checked_ops(kernel: Operation) -> list[Operation]:
-    """The accesses the lowering bounds-checks, in walk order: site `i` is op `i`."""
+    """The ops the lowering checks, in walk order: site `i` is op `i` (accesses: bounds;
+    divisions by a run-time divisor: zero; float-to-int casts: range)."""
     return [op for op in kernel.walk()
-            if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp | pto.AtomicAddOp)]
+            if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp | pto.AtomicAddOp |
+                          arith.FPToSIOp) or _runtime_divisor(op)]
 
 
 def llvm_module(kernel: func.FuncOp) -> Any:
@@ -218,8 +234,15 @@ class NativeKernel:
         import llvmlite.binding as llvm
 
         self.name = name
-        self.sites = [(op.name.removeprefix("pto."), op_location(op))
-                      for op in _checked_ops(kernel)]
+        from pypto.analysis.uniformity import varying_values
+
+        varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
+        self.sites = [(op.name.removeprefix("pto."), op_location(op))  # mode: its message
+                      for op in _checked_ops(kernel)]               # names the lane when the
+        self.lane_divisors = [_runtime_divisor(op) and op.operands[1] in varying  # divisor
+                              for op in _checked_ops(kernel)]                     # varies)
+        self.cast_types = [str(np.dtype(f"int{op.results[0].type.width.data}"))
+                           if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.params = list(kernel.body.block.args)
         self.needs_1d = needs_1d(kernel)
@@ -290,12 +313,38 @@ class NativeKernel:
                   f"        A[{slot}], A[{slot + 1}], A[{slot + 2}] = grid",
                   f"        A[{slot + 6}] = 0",
                   f"        A[{slot + 7}] = grid[0] * grid[1] * grid[2]",
-                  f"    A[{slot + 3}], A[{slot + 4}], A[{slot + 5}] = block",
+                  f"    A[{slot + 3}], A[{slot + 4}], A[{slot + 5}] = block"]
+        if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
+            space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
+                         timed=self._timed)
+            lines += [f"    E[{LIMIT_SLOT}] = max_trips()",
+                      "    if deadline:",
+                      "        return timed(grid, bound)"]
+        lines += ["    if fn(P):",
+                  "        raise error(grid, bound)"]
+        lines += ["def call(grid, bound):",
                   "    if fn(P):",
                   "        raise error(grid, bound)"]
         exec(compile("\n".join(lines) + "\n", f"<pto native run {self.name}>", "exec"),
              space)
+        self._call = space["call"]
         return space["run"]
+
+    def _timed(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> None:
+        """The rest of `run` under an open time limit (watchdog.time_limit): a timer thread
+        sets the flag every `while` loop reads each CLOCK_EVERY trips (ctypes releases the
+        GIL during the call, so the timer runs)."""
+        import threading
+        import time
+
+        self.err[EXPIRED_SLOT] = 0
+        remaining = watchdog._deadline[-1][0] - time.monotonic()
+        timer = threading.Timer(max(remaining, 0.0), self.err.__setitem__, (EXPIRED_SLOT, 1))
+        timer.start()
+        try:
+            self._call(grid, bound)
+        finally:
+            timer.cancel()
 
     def unsupported_launch(self, grid: tuple[int, int, int],
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
@@ -309,17 +358,31 @@ class NativeKernel:
         return None
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
-        code, site, address, param, *coords = (int(v) for v in self.err)
+        code, site, address, param, *coords = (int(v) for v in self.err[:10])
         block, lane = tuple(coords[:3]), tuple(coords[3:])
         if code == WATCHDOG:
-            from_loop = self.loops[site]
+            limit = int(self.err[LIMIT_SLOT])
             return KernelError(
-                f"this loop has run {10_000_000:,} iterations without ending on some lane; "
-                f"check that its condition changes (the interpreter stops a loop after "
-                f"pypto.backend.interpreter.codegen_loops.MAX_TRIPS iterations)",
-                kernel=self.name, location=from_loop)
-        assert code == OOB, code
+                f"this loop has run {limit:,} trips without ending on some lane; check that its "
+                f"condition changes (the interpreter stops a loop after "
+                f"{watchdog.MAX_TRIPS_ENV}={limit} trips in one launch; set it higher for a loop "
+                f"that really runs longer)", kernel=self.name, location=self.loops[site])
+        if code == TIME_LIMIT:
+            seconds = watchdog._deadline[-1][1] if watchdog._deadline else 0.0
+            return KernelError(
+                f"this loop was still running when the time limit of {seconds:g} s ran out "
+                f"(timeout= of pto.launch / pto.sync); check that its condition changes, or "
+                f"give a longer timeout", kernel=self.name, location=self.loops[site])
         op, location = self.sites[site]
+        if code == DIVIDE_BY_ZERO:
+            where = f" in block {block}, lane {lane}" if self.lane_divisors[site] else ""
+            return KernelError(f"integer division by zero{where}", kernel=self.name,
+                               location=location)
+        if code == CAST_RANGE:
+            value = np.int64(address).view(np.float64)
+            return KernelError(f"pto.cast of {value} to {self.cast_types[site]} is out of range "
+                               f"(or NaN)", kernel=self.name, location=location)
+        assert code == OOB, code
         buf = bound[param]
         size = buf.count
         msg = (f"out-of-bounds {op} of HBM buffer '{buf.name}' at element {address} "

@@ -28,8 +28,8 @@ op's location, why it stays on the interpreter.
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerAttr,
-                                   IntegerType)
+from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerType, i32,
+                                   i64)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pypto.diagnostics import op_location
@@ -55,9 +55,13 @@ ARITH_OPS: frozenset[str] = frozenset({
 pypto/exact.py define (IEEE correctly rounded float arithmetic and casts, wrapping integers;
 shifts outside [0, width) are given their defined value by the lowering)."""
 
-DIVISIONS_BY_CONSTANT: frozenset[str] = frozenset({
+DIVISIONS: frozenset[str] = frozenset({
     "arith.divsi", "arith.remsi", "arith.divui", "arith.remui", "arith.floordivsi"})
-"""Compiled when the divisor is a non-zero constant (no division-by-zero error to raise)."""
+"""Integer divisions (pypto.dialects.arith_semantics); a divisor that is not a non-zero constant
+is checked, zero raising the interpreter's division-by-zero error."""
+
+FLOAT_TO_INT = "arith.fptosi"
+"""Truncation toward zero, to i32 / i64; NaN or out of range is the interpreter's error."""
 
 MATH_OPS: frozenset[str] = frozenset({
     "math.sqrt", "math.floor", "math.ceil", "math.absf", "math.trunc", "math.roundeven",
@@ -102,12 +106,6 @@ def _in_loop(op: Operation, kernel: func.FuncOp) -> bool:
             return True
         parent = parent.parent_op()
     return False
-
-
-def _nonzero_constant(value: SSAValue) -> bool:
-    owner = value.owner
-    return isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr) and \
-        owner.value.value.data != 0
 
 
 def _lane_private_offset(ptr: SSAValue) -> SSAValue | None:
@@ -192,10 +190,11 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             if isinstance(op, arith.SelectOp) and isinstance(op.results[0].type, pto.PtrType):
                 return f"{_where(op)}: a pointer chosen by select is not compiled yet"
             continue
-        if name in DIVISIONS_BY_CONSTANT:
-            if not _nonzero_constant(op.operands[1]):
-                return f"{_where(op)}: '{name}' by a run-time divisor (its division-by-zero " \
-                       f"error is not compiled yet)"
+        if name in DIVISIONS:
+            continue
+        if name == FLOAT_TO_INT:
+            if op.results[0].type not in (i32, i64):
+                return f"{_where(op)}: a float -> {op.results[0].type} cast is not compiled yet"
             continue
         if name == "arith.truncf" and isinstance(op.results[0].type, Float16Type) and \
                 isinstance(op.operands[0].type, Float64Type):

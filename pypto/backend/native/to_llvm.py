@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
-                                   UnrealizedConversionCastOp, i1, i32, i64)
+                                   UnrealizedConversionCastOp, f64, i1, i32, i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -36,6 +36,16 @@ from pypto.dialects import pto
 
 OOB = 1
 WATCHDOG = 2
+DIVIDE_BY_ZERO = 3
+CAST_RANGE = 4
+TIME_LIMIT = 5
+LIMIT_SLOT = 10
+"""err[10]: the loop watchdog's trip limit (PYPTO_MAX_TRIPS, written by the runtime per launch)."""
+EXPIRED_SLOT = 11
+"""err[11]: non-zero once the launch's `timeout=` ran out (set by a timer thread, read by every
+`while` loop each CLOCK_EVERY trips)."""
+CLOCK_EVERY = 4096
+"""Trips between two reads of the time-limit flag (the interpreter's watchdog.CLOCK_EVERY)."""
 SITE_ATTR = "pto.native_site"
 """Site number of a checked op (set by the JIT to index its table of locations); without it the
 ops are numbered in order."""
@@ -323,15 +333,77 @@ class _FunctionLowering:
             self._replace(op, llvm.CondBrOp(op.cond, op.then_block, op.then_arguments,
                                             op.else_block, op.else_arguments))
         elif isinstance(op, cf.AssertOp):
-            site = int(op.msg.data.rpartition(":")[2])  # pto-watchdog:<loop number>
-            self._fail_unless(op, op.arg, WATCHDOG, site, None, -1)
-            op.detach()
-            op.erase()
+            self._watchdog(op)
+        elif isinstance(op, arith.FPToSIOp):
+            self._float_to_int(op)
         elif op.dialect_name() == "llvm":
             pass
         else:
             raise DiagnosticException(f"convert-pto-to-llvm: '{op.name}' has no lowering to the "
                                       f"llvm dialect (run pto-simt-to-lanes first, which checks)")
+
+    def _site(self, op: Operation) -> int:
+        attr = op.attributes.get(SITE_ATTR)
+        if isinstance(attr, IntegerAttr):
+            return attr.value.data
+        self.next_site += 1
+        return self.next_site - 1
+
+    def _slot(self, op: Operation, slot: int) -> SSAValue:
+        """Load err[slot] (i64) before `op`."""
+        err = self.fn.body.blocks[0].args[-1]
+        address = self._before(op, llvm.GEPOp.from_mixed_indices(err, [slot], i64))
+        return self._before(op, llvm.LoadOp(address, i64))
+
+    def _watchdog(self, op: cf.AssertOp) -> None:
+        """A `while` loop's watchdog (`pto-simt-to-lanes` asserts trips < its limit): the limit
+        is the launch's (err[LIMIT_SLOT]), and every CLOCK_EVERY trips err[EXPIRED_SLOT] is read
+        (after a compiler barrier, so the read stays in the loop) for the `timeout=`."""
+        site = int(op.msg.data.rpartition(":")[2])  # pto-watchdog:<loop number>
+        compare = op.arg.owner
+        if not isinstance(compare, llvm.ICmpOp):
+            raise DiagnosticException("convert-pto-to-llvm: a watchdog assert not on a trip "
+                                      "count comparison (run pto-simt-to-lanes)")
+        trips = compare.operands[0]
+        limit = self._slot(op, LIMIT_SLOT)
+        below = self._before(op, llvm.ICmpOp(trips, limit, IntegerAttr(6, i64)))  # ult
+        self._fail_unless(op, below, WATCHDOG, site, None, -1)
+        mask = self._const(CLOCK_EVERY - 1, i64)
+        zero = self._const(0, i64)
+        low = self._before(op, mask, zero, llvm.AndOp(trips, mask.result))
+        due = self._before(op, llvm.ICmpOp(low, zero.result, IntegerAttr(0, i64)))  # eq
+        block = op.parent_block()
+        rest = block.split_before(op)
+        check = Block()
+        block.parent.insert_block_after(check, block)
+        block.add_op(llvm.CondBrOp(due, check, [], rest, []))
+        check.add_op(llvm.BrOp(rest))
+        anchor = check.last_op
+        self._before(anchor, llvm.InlineAsmOp("", "~{memory}", [], has_side_effects=True))
+        expired = self._slot(anchor, EXPIRED_SLOT)
+        zero2 = self._const(0, i64)
+        ok = self._before(anchor, zero2, llvm.ICmpOp(expired, zero2.result,
+                                                      IntegerAttr(0, i64)))
+        self._fail_unless(anchor, ok, TIME_LIMIT, site, None, -1)
+        op.detach()
+        op.erase()
+
+    def _float_to_int(self, op: arith.FPToSIOp) -> None:
+        """Truncation toward zero; a NaN or a truncated value outside the integer type is the
+        interpreter's error (pypto/exact.py float_in_int_range), its value recorded as f64."""
+        x = op.operands[0]
+        t = op.results[0].type
+        wide = x if x.type == f64 else self._before(op, llvm.FPExtOp(x, f64))
+        trunc = self._before(op, llvm.CallIntrinsicOp("llvm.trunc.f64", [wide], [f64]))
+        bits = t.width.data
+        lo = self._const(-(2.0 ** (bits - 1)), f64)
+        hi = self._const(2.0 ** (bits - 1), f64)
+        ge = self._before(op, lo, hi, llvm.FCmpOp(trunc, lo.result, "oge"))
+        lt = self._before(op, llvm.FCmpOp(trunc, hi.result, "olt"))
+        ok = self._before(op, llvm.AndOp(ge, lt))
+        detail = self._before(op, llvm.BitcastOp(wide, i64))
+        self._fail_unless(op, ok, CAST_RANGE, self._site(op), detail, -1)
+        self._replace(op, llvm.CallIntrinsicOp(f"llvm.fptosi.sat.{t}.f64", [trunc], [t]))
 
     def _shift(self, op: Operation) -> None:
         a, b = op.operands
@@ -350,9 +422,17 @@ class _FunctionLowering:
 
     def _division(self, op: Operation) -> None:
         """Signed: `INT_MIN / -1` wraps to INT_MIN, its remainder is 0 (LLVM: undefined), so a
-        divisor of -1 is computed as negation. The support check admits only non-zero constant
-        divisors from kernels; the grid function divides by launch dimensions (positive)."""
+        divisor of -1 is computed as negation. In a lane function a divisor that is not a non-zero
+        constant is checked first: zero is the interpreter's division-by-zero error (the grid
+        function divides by launch dimensions, positive)."""
         a, b = op.operands
+        constant = b.owner
+        if self.is_lane and not (isinstance(constant, llvm.ConstantOp | arith.ConstantOp) and
+                                 isinstance(constant.value, IntegerAttr) and
+                                 constant.value.value.data != 0):
+            zero = self._const(0, b.type)
+            ok = self._before(op, zero, llvm.ICmpOp(b, zero.result, IntegerAttr(1, i64)))  # ne
+            self._fail_unless(op, ok, DIVIDE_BY_ZERO, self._site(op), None, -1)
         if isinstance(op, arith.DivUIOp | arith.RemUIOp):
             cls = llvm.UDivOp if isinstance(op, arith.DivUIOp) else llvm.URemOp
             self._replace(op, cls(a, b))

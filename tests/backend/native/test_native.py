@@ -128,7 +128,7 @@ def endless(o, n):
 
 
 def test_endless_loop_stopped_by_the_watchdog():
-    with pytest.raises(KernelError, match="iterations without ending"):
+    with pytest.raises(KernelError, match="trips without ending"):
         pto.launch(endless, 1, 1, (np.zeros(1, np.int32), 1), backend="native")
 
 
@@ -318,3 +318,94 @@ def test_fast_blocks_fall_back_to_checked_lanes_bit_exact():
                        backend=backend)
         errors.append(str(info.value))
     assert errors[0] == errors[1]
+
+
+@pto.kernel
+def divide(a, b, o, k, n):
+    i = pto.get_global_id()
+    if i < n:
+        x = pto.load(a + i)
+        y = pto.load(b + i)
+        pto.store(o + i, x // y + x % y + (x // k) * 3 + x % k)
+
+
+def _errors(kernel, grid, block, args):
+    """The messages each backend raises for one launch (None: no error)."""
+    found = []
+    for backend in ("interpreter", "native"):
+        copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        try:
+            pto.launch(kernel, grid, block, copies, backend=backend)
+            found.append(None)
+        except KernelError as exc:
+            found.append(str(exc))
+    return found
+
+
+def test_divisions_by_run_time_divisors_and_the_division_by_zero_error():
+    n = 1000
+    rng = np.random.default_rng(9)
+    a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-50, 50, n).astype(np.int32)
+    b[b == 0] = 3
+    a[:3], b[:3] = -2**31, [-1, 1, -7]
+    interp, native = both(divide, 4, 256, [a, b, np.zeros(n, np.int32)], (-5, n))
+    assert same_bits(interp, native)
+    with np.errstate(over="ignore"):  # (NumPy's // and % floor: pypto's too, on int32)
+        expect = a // b + a % b + (a // np.int32(-5)) * np.int32(3) + a % np.int32(-5)
+    assert np.array_equal(native[2][3:], expect[3:])
+    b[700] = 0  # a lane's divisor: the message names the lane
+    inter, nat = _errors(divide, 4, 256, (a, b, np.zeros(n, np.int32), -5, n))
+    assert inter == nat and "division by zero in block (2, 0, 0), lane (188, 0, 0)" in nat
+    b[700] = 1  # a uniform divisor: no lane named, as in the interpreter
+    inter, nat = _errors(divide, 4, 256, (a, b, np.zeros(n, np.int32), 0, n))
+    assert inter == nat and nat is not None and "division by zero" in nat
+
+
+@pto.kernel
+def to_int(x, o32, o64, n):
+    i = pto.get_global_id()
+    if i < n:
+        v = pto.load(x + i)
+        pto.store(o32 + i, pto.cast(v, pto.int32))
+        pto.store(o64 + i, pto.cast(v * 16.0, pto.int64))
+
+
+def test_float_to_int_truncates_and_raises_the_interpreters_range_error():
+    n = 600
+    rng = np.random.default_rng(10)
+    for dtype in (np.float32, np.float64, np.float16):
+        x = (rng.standard_normal(n) * 1000).astype(dtype)
+        x[:4] = [-0.0, 2.9, -2.9, 0.5]
+        interp, native = both(to_int, 3, 256, [x, np.zeros(n, np.int32), np.zeros(n, np.int64)],
+                              (n,))
+        assert same_bits(interp, native), dtype
+        assert np.array_equal(native[1], np.trunc(x.astype(np.float64)).astype(np.int32))
+    x = np.ones(n, np.float32)
+    for bad in (np.nan, 3e9, -np.inf):
+        x[300] = bad
+        inter, nat = _errors(to_int, 3, 256, (x, np.zeros(n, np.int32), np.zeros(n, np.int64), n))
+        assert inter == nat and "is out of range (or NaN)" in nat, (inter, nat)
+
+
+@pto.kernel
+def spin_native(o, n):
+    i = pto.get_global_id()
+    k = 0
+    while k < n:   # n > 0: never ends (k only decreases)
+        k = k - 1
+    pto.store(o + i, k)
+
+
+def test_watchdog_trip_limit_and_timeout_as_the_interpreter(monkeypatch):
+    monkeypatch.setenv("PYPTO_MAX_TRIPS", "500")
+    inter, nat = _errors(spin_native, 1, 32, (np.zeros(32, np.int32), 1))
+    assert inter == nat and "has run 500 trips without ending" in nat
+    monkeypatch.setenv("PYPTO_MAX_TRIPS", str(10**12))  # only the clock stops it
+    o = pto.empty(32, np.int32)
+    with pytest.raises(KernelError, match=r"time limit of 0.2 s ran out") as info:
+        pto.launch(spin_native, 1, 32, (o, 1), timeout=0.2, backend="native")
+        pto.sync()
+    assert "test_native.py" in str(info.value)
+    pto.launch(spin_native, 1, 32, (o, -3), timeout=5, backend="native")  # ends at once
+    assert np.array_equal(o.numpy(), np.zeros(32, np.int32))

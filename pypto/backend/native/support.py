@@ -38,7 +38,7 @@ from pypto.dialects.traits import launch_id, memory_accesses, offset_base
 
 SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
-MEMORY_ELEMENTS = ("f16", "f32", "f64", "i32", "i64")
+MEMORY_ELEMENTS = ("f16", "f32", "f64", "i1", "i32", "i64")
 
 LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim")
 """Launch ids the lane function computes from its block and lane coordinates."""

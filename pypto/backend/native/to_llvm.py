@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
-                                   UnrealizedConversionCastOp, f64, i1, i32, i64)
+                                   UnrealizedConversionCastOp, f64, i1, i8, i32,
+                                   i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -219,11 +220,23 @@ class _FunctionLowering:
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):
             t = op.results[0].type
-            address = self._checked_address(op, op.ptr, t)
-            self._replace(op, llvm.LoadOp(address, t))
+            if t == i1:  # a bool is a byte (NumPy's bool_): true when non-zero
+                address = self._checked_address(op, op.ptr, i8)
+                byte = llvm.LoadOp(address, i8)
+                zero = self._const(0, i8)
+                self._replace(op, byte, zero, llvm.ICmpOp(byte.results[0], zero.result,
+                                                          IntegerAttr(1, i64)))
+            else:
+                address = self._checked_address(op, op.ptr, t)
+                self._replace(op, llvm.LoadOp(address, t))
         elif isinstance(op, pto.StoreOp):
-            address = self._checked_address(op, op.ptr, op.value.type)
-            self._replace(op, llvm.StoreOp(op.value, address))
+            if op.value.type == i1:  # stored as the byte 0 or 1
+                address = self._checked_address(op, op.ptr, i8)
+                byte = llvm.ZExtOp(op.value, i8)
+                self._replace(op, byte, llvm.StoreOp(byte.results[0], address))
+            else:
+                address = self._checked_address(op, op.ptr, op.value.type)
+                self._replace(op, llvm.StoreOp(op.value, address))
         elif isinstance(op, pto.FmaOp):
             address = self._checked_address(op, op.dst, op.a.type)
             if isinstance(op.a.type, IntegerType):  # integers: a * b + c, wrapping

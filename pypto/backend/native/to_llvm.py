@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
-                                   UnrealizedConversionCastOp, f64, i1, i8, i32,
+                                   UnrealizedConversionCastOp, f16, f32, f64, i1, i8,
+                                   i32,
                                    i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -294,6 +295,12 @@ class _FunctionLowering:
                 self._replace(op, llvm.FCmpOp(op.lhs, op.rhs, name))
         elif isinstance(op, arith.SelectOp):
             self._replace(op, llvm.SelectOp(*op.operands))
+        elif isinstance(op, arith.TruncFOp) and op.operands[0].type == f64 and \
+                op.results[0].type == f16:
+            rounded = self._round_f64(op, op.operands[0], f16)
+            op.results[0].replace_all_uses_with(rounded)
+            op.detach()
+            op.erase()
         elif kind in _CASTS:
             self._replace(op, _CASTS[kind](op.operands[0], op.results[0].type))
         elif isinstance(op, arith.ExtSIOp):
@@ -349,6 +356,18 @@ class _FunctionLowering:
             self._watchdog(op)
         elif isinstance(op, arith.FPToSIOp):
             self._float_to_int(op)
+        elif isinstance(op, math.RsqrtOp):  # the interpreter's: 1 / sqrt(x) in float64,
+            x = op.operands[0]                 # rounded once to the type
+            wide = x if x.type == f64 else self._before(op, llvm.FPExtOp(x, f64))
+            root = self._before(op, llvm.CallIntrinsicOp("llvm.sqrt.f64", [wide], [f64]))
+            one = self._const(1.0, f64)
+            inverse = self._before(op, one, llvm.FDivOp(one.result, root))
+            rounded = self._round_f64(op, inverse, op.results[0].type)
+            op.results[0].replace_all_uses_with(rounded)
+            op.detach()
+            op.erase()
+        elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
+            self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":
             pass
         else:
@@ -400,6 +419,31 @@ class _FunctionLowering:
         self._fail_unless(anchor, ok, TIME_LIMIT, site, None, -1)
         op.detach()
         op.erase()
+
+    def _round_f64(self, op: Operation, x: SSAValue, t: Attribute) -> SSAValue:
+        """`x` (f64) rounded once to `t` (f64, f32 or f16), before `op`. To float16 through
+        float32 rounded to odd (truncated, its last bit set when inexact), then to nearest:
+        float32 keeps more than float16's 11 + 2 bits, so the two roundings are one (LLVM's
+        direct f64 -> f16 conversion is a runtime-library call MCJIT may not resolve)."""
+        if t == f64:
+            return x
+        near = self._before(op, llvm.FPTruncOp(x, f32))
+        if t == f32:
+            return near
+        back = self._before(op, llvm.FPExtOp(near, f64))
+        inexact = self._before(op, llvm.FCmpOp(back, x, "one"))  # (false for NaN)
+        bits = self._before(op, llvm.BitcastOp(near, i32))
+        abs_back = self._before(op, llvm.CallIntrinsicOp("llvm.fabs.f64", [back], [f64]))
+        abs_x = self._before(op, llvm.CallIntrinsicOp("llvm.fabs.f64", [x], [f64]))
+        away = self._before(op, llvm.FCmpOp(abs_back, abs_x, "ogt"))  # rounded up: step back
+        one = self._const(1, i32)
+        zero = self._const(0, i32)
+        step = self._before(op, one, zero, llvm.SelectOp(away, one.result, zero.result))
+        toward = self._before(op, llvm.SubOp(bits, step))
+        sticky = self._before(op, llvm.SelectOp(inexact, one.result, zero.result))
+        odd = self._before(op, llvm.OrOp(toward, sticky))
+        odd_f = self._before(op, llvm.BitcastOp(odd, f32))
+        return self._before(op, llvm.FPTruncOp(odd_f, t))
 
     def _float_to_int(self, op: arith.FPToSIOp) -> None:
         """Truncation toward zero; a NaN or a truncated value outside the integer type is the

@@ -409,3 +409,28 @@ def test_watchdog_trip_limit_and_timeout_as_the_interpreter(monkeypatch):
     assert "test_native.py" in str(info.value)
     pto.launch(spin_native, 1, 32, (o, -3), timeout=5, backend="native")  # ends at once
     assert np.array_equal(o.numpy(), np.zeros(32, np.int32))
+
+
+@pto.kernel
+def narrow(x, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.cast(pto.load(x + i), pto.float16))
+
+
+def test_float64_to_float16_rounds_once():
+    """Midpoints between float16 neighbours, nudged by less than float32 can hold: rounding to
+    float32 first would land on the midpoint and round to even (twice rounded); rounding to
+    odd then to nearest gives NumPy's single rounding."""
+    rng = np.random.default_rng(11)
+    h = rng.integers(0, 0x7BFF, 2000).astype(np.uint16).view(np.float16)
+    lo, hi = h.astype(np.float64), np.nextafter(h, np.float16(np.inf)).astype(np.float64)
+    mid = (lo + hi) / 2
+    x = np.concatenate([mid, mid + mid * 2.0**-40, mid - mid * 2.0**-40,
+                        [np.nan, np.inf, -0.0, 65520.0, 65519.99, 1e-8, -3e-8, 1e300]])
+    n = x.size
+    interp, native = both(narrow, (n + 255) // 256, 256, [x, np.zeros(n, np.float16)], (n,))
+    with np.errstate(over="ignore"):
+        expect = x.astype(np.float16)
+    assert np.array_equal(native[1].view(np.uint16), expect.view(np.uint16))
+    assert same_bits(interp, native)

@@ -22,10 +22,34 @@ def make_context() -> Context:
     return ctx
 
 
+class _Printer(Printer):
+    """xDSL 0.74's printer, with op locations only where the parser reads them back.
+
+    With `print_debuginfo`, xDSL prints `loc(...)` inside `print_operation_type`, which is right
+    for the generic format (the type ends the op) but wrong when a custom format calls it in the
+    middle of the op: `scf.while (...) : (i32) -> i32 loc(...) {` does not parse ("Expected
+    region!"). Custom formats already get their location after the whole op (`print_op`)."""
+
+    _generic_depth: int = 0
+
+    def print_op_with_default_format(self, op: Operation) -> None:
+        self._generic_depth += 1
+        try:
+            super().print_op_with_default_format(op)
+        finally:
+            self._generic_depth -= 1
+
+    def print_operation_type(self, op: Operation) -> None:
+        if self._generic_depth:
+            super().print_operation_type(op)
+        else:
+            self.print_function_type(op.operand_types, op.result_types)
+
+
 def print_ir(op: Operation, *, debuginfo: bool = False, generic: bool = False) -> str:
     """Print an op (usually a module) to a string, as `pypto-opt` would."""
     stream = io.StringIO()
-    printer = Printer(stream=stream, print_debuginfo=debuginfo, print_generic_format=generic)
+    printer = _Printer(stream=stream, print_debuginfo=debuginfo, print_generic_format=generic)
     printer.print_op(op)
     stream.write("\n")
     return stream.getvalue()

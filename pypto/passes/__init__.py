@@ -25,7 +25,7 @@ from xdsl.utils.arg_spec import _convert_arg_to_type  # the checker from_spec us
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from pypto.analysis.cache import invalidate
-from pypto.errors import PtoError, VerificationError
+from pypto.errors import CompileError, PtoError, VerificationError
 from pypto.diagnostics import attach_op, locate_verify_failure
 
 
@@ -58,6 +58,11 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 LOWERING_PASSES = frozenset({"pto-simt-to-lanes", "convert-scf-to-cf", "convert-pto-to-llvm"})
 """The native backend's passes (docs/native.md#the-pipeline): they lower a kernel out of the pto
 level, so `pto.compile(pipeline=...)`, whose result runs on the interpreter, refuses them."""
+
+UNSTRUCTURED_OK = LOWERING_PASSES | {"canonicalize", "cse"}
+"""The passes that accept functions whose bodies are blocks and `cf` branches (what
+`convert-scf-to-cf` leaves); every other pass reasons over structured `scf` regions and refuses
+such a function up front (`require_structured`) instead of failing inside."""
 
 _SUMMARIES: dict[str, str] = {
     # xDSL's docstrings for these are missing or generic; say what they do on pto IR.
@@ -362,6 +367,8 @@ def run_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context, *
     (`PASSES_ATTR`) before the IR is verified and shown.
     """
     for module_pass in passes:
+        if module_pass.name not in UNSTRUCTURED_OK:
+            require_structured(module, module_pass)
         module_pass.apply(ctx, module)
         record_pass(module, module_pass)
         if not getattr(module_pass, "preserves_analyses", False):
@@ -369,6 +376,19 @@ def run_pipeline(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context, *
         verify_after(module, module_pass)
         if after_pass is not None:
             after_pass(module_pass, module)
+
+
+def require_structured(module: ModuleOp, module_pass: ModulePass) -> None:
+    """Refuse a function lowered to blocks and branches before a pass that needs `scf` regions."""
+    from xdsl.dialects import func
+
+    for fn in module.walk():
+        if isinstance(fn, func.FuncOp) and len(fn.body.blocks) > 1:
+            raise attach_op(CompileError(
+                f"pass '{module_pass.name}' works on structured control flow (scf), but function "
+                f"@{fn.sym_name.data} has {len(fn.body.blocks)} blocks (lowered by "
+                f"convert-scf-to-cf?); put the pto passes before the native backend's lowering "
+                f"passes (docs/native.md#the-pipeline)"), fn)
 
 
 def verify_after(module: ModuleOp, module_pass: ModulePass) -> None:

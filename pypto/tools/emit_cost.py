@@ -105,9 +105,22 @@ def _arguments(kernel: func.FuncOp, values: dict[str, str], lanes: int) -> list[
         try:
             if isinstance(t, pto.PtrType):
                 count = int(given) if given is not None else lanes
-                args.append(_HostTensor(np.zeros(count, dtypes.np_dtype_of(t.element_type))))
+                if count < 0:
+                    raise EmitError(f"--arg {name}={given}: a pointer's value is its tensor's "
+                                    f"element count, which cannot be negative")
+                try:
+                    array = np.zeros(count, dtypes.np_dtype_of(t.element_type))
+                except (MemoryError, OverflowError):
+                    raise EmitError(f"--arg {name}={given}: a tensor of {count} elements "
+                                    f"cannot be allocated on this machine; give a smaller "
+                                    f"size") from None
+                args.append(_HostTensor(array))
             elif isinstance(t, IntegerType):
-                args.append(int(given) if given is not None else lanes)
+                value = int(given) if given is not None else lanes
+                if not -(2**63) <= value < 2**63:
+                    raise EmitError(f"--arg {name}={given}: does not fit in int64 (the widest "
+                                    f"kernel integer)")
+                args.append(value)
             elif isinstance(t, AnyFloat):
                 args.append(float(given) if given is not None else 1.0)
             else:

@@ -298,3 +298,20 @@ def test_backend_selection(monkeypatch):
     else:
         assert [b.name for b in kernels.backends("interpreter,native")] == \
             ["interpreter", "native"]
+
+
+def test_a_hang_counts_only_if_a_longer_second_try_hangs_too(monkeypatch, tmp_path):
+    limits: list[float] = []
+
+    def slow_once(target, seed, index, workdir, seeds=None):
+        limits.append(fuzz.TIME_LIMIT)
+        if len(limits) == 1 or index == 1:
+            return fuzz.Crash(target, seed, index, "hang", "no result after 20.0 s", "x")
+        return None
+
+    monkeypatch.setattr(fuzz, "_run_one", slow_once)
+    assert fuzz.run_one("kernels", 1, 0, tmp_path) is None  # slow once, then fine: no crash
+    assert limits == [fuzz.TIME_LIMIT, fuzz.TIME_LIMIT * fuzz.HANG_CONFIRM_FACTOR]
+    crash = fuzz.run_one("kernels", 1, 1, tmp_path)  # hangs both times: a hang
+    assert crash is not None and crash.kind == "hang"
+    assert limits[-1] == fuzz.TIME_LIMIT * fuzz.HANG_CONFIRM_FACTOR and fuzz.TIME_LIMIT == 20.0

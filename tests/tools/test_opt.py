@@ -157,6 +157,41 @@ def test_debuginfo_and_generic(capsys, monkeypatch, tmp_path):
     assert '"pto.load"(%q) : (!pto.ptr<f32, global>) -> f32' in result.out
 
 
+WHILE_LOOP = """\
+func.func @k(%o: !pto.ptr<i32, global>) attributes {pto.kernel} {
+  %i = pto.get_global_id 0 : i32 loc("k.py":4:9)
+  %x = scf.while (%a = %i) : (i32) -> i32 {
+    %one = arith.constant 1 : i32
+    %c = arith.cmpi sgt, %a, %one : i32
+    scf.condition(%c) %a : i32
+  } do {
+  ^bb0(%b: i32):
+    %two = arith.constant 2 : i32
+    %h = arith.floordivsi %b, %two : i32
+    scf.yield %h : i32
+  } loc("k.py":6:5)
+  %q = pto.addptr %o, %i : !pto.ptr<i32, global>, i32 -> !pto.ptr<i32, global>
+  pto.store %x, %q : i32, !pto.ptr<i32, global>
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("generic", [False, True])
+def test_debuginfo_output_parses_back(capsys, monkeypatch, tmp_path, generic):
+    # xDSL prints an op's loc inside print_operation_type, which scf.while's custom format calls
+    # before its regions: `scf.while (...) : (i32) -> i32 loc(...) {` did not parse back
+    argv = ["--mlir-print-debuginfo"] + (["--print-op-generic"] if generic else [])
+    first = run(capsys, monkeypatch, write(tmp_path, WHILE_LOOP), *argv)
+    assert first.code == 0, first.err
+    assert 'loc("k.py":6:5)' in first.out
+    again_path = tmp_path / "again.mlir"
+    again_path.write_text(first.out)
+    again = run(capsys, monkeypatch, str(again_path), *argv)
+    assert again.code == 0, again.err
+    assert again.out == first.out
+
+
 @pytest.mark.parametrize("argv", [[], ["-"]])
 def test_stdin(capsys, monkeypatch, argv):
     result = run(capsys, monkeypatch, *argv, stdin=VALID)

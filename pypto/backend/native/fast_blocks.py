@@ -80,6 +80,9 @@ class _Analysis:
         elif v.owner.dialect_name() == "arith" and not v.owner.regions and \
                 all(isinstance(r.type, IntegerType) for r in v.owner.results):
             op = v.owner
+            if isinstance(op, arith.FPToSIOp | arith.FPToUIOp):  # checked (may fail)
+                self.uniform_memo[v] = False
+                return False
             if isinstance(op, _CHECKED_DIVISIONS):
                 c = op.operands[1].owner
                 if not (isinstance(c, arith.ConstantOp) and c.value.value.data != 0):

@@ -434,3 +434,19 @@ def test_float64_to_float16_rounds_once():
         expect = x.astype(np.float16)
     assert np.array_equal(native[1].view(np.uint16), expect.view(np.uint16))
     assert same_bits(interp, native)
+
+
+@pto.kernel
+def offset_by_cast(a, o, s, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(a + (i + pto.cast(s, pto.int32) // 3)))
+
+
+def test_uniform_offsets_with_checked_ops_in_the_fast_path():
+    """An offset's uniform part computed by ops that can fail (a float -> int cast, a division
+    by a run-time value) stays in the lane function, checked, not in the range check."""
+    n = 512
+    a = np.arange(n + 10, dtype=np.float32)
+    interp, native = both(offset_by_cast, 2, 256, [a, np.zeros(n, np.float32)], (9.7, n))
+    assert same_bits(interp, native) and np.array_equal(native[1], a[3:n + 3])

@@ -280,7 +280,9 @@ class NativeKernel:
         writes the arguments into the slots `@k.entry` reads (an address only when the tensor's
         Buffer changed: `__array_interface__` costs microseconds) and makes one ctypes call.
         It keeps the last Buffer of each tensor parameter (a view: it does not keep the
-        tensor, whose accounting is by the Tensor object, docs/runtime.md)."""
+        tensor, whose accounting is by the Tensor object, docs/runtime.md). Launches of one
+        kernel from several threads take turns (a lock): they share the slots and the error
+        record."""
         slots = sum(2 if isinstance(p.type, pto.PtrType) else 1 for p in self.params) + 9
         ints = (ctypes.c_int64 * slots)()
         doubles = (ctypes.c_double * slots).from_buffer(ints)
@@ -289,7 +291,13 @@ class NativeKernel:
                                  "last": [None] * (len(self.params) + 1), "error": self._error,
                                  "_keep": (ints, doubles)}
         names = [f"b{i}" for i in range(len(self.params))]
+        import threading
+
+        space["lock"] = threading.Lock()  # one slot array and error record: one launch at a time
         lines = ["def run(grid, block, bound):",
+                 "    with lock:",
+                 "        return run1(grid, block, bound)",
+                 "def run1(grid, block, bound):",
                  f"    {', '.join(names)}{',' if len(names) == 1 else ''} = bound"
                  if names else "    pass"]
         slot = 0

@@ -16,7 +16,8 @@ from xdsl.ir import Operation, OpResult, SSAValue
 
 from pypto.analysis.l1_access import Conflict, Kind, LaneAccess
 from pypto.analysis.lane_values import Env, LaneModel, LaneSpace, value_name
-from pypto.analysis.uniformity import located_error, walk
+from pypto.analysis.uniformity import (located_error, walk, warp_divergence,
+                                       warp_divergence_message)
 from pypto.dialects.traits import declares_buffer, is_block_collective, sync_scope
 from pypto.errors import BarrierError
 from pypto.diagnostics import attach_op, op_location
@@ -240,7 +241,14 @@ def condition_op(control: Operation) -> Operation:
     return control
 
 def find_divergence(kernel: func.FuncOp, varying: AbstractSet[SSAValue]) -> Hazard | None:
-    """The first `barrier_block` or tile instruction under lane-dependent control flow."""
+    """The first warp collective under control flow that differs within a warp, else the
+    first `barrier_block` or tile instruction under lane-dependent control flow."""
+    diverged = warp_divergence(kernel)
+    if diverged is not None:
+        op, control, cond_value = diverged
+        return Hazard(Category.DIVERGENCE, "divergence", op, condition_op(control),
+                      warp_divergence_message(op, control, cond_value),
+                      "the condition that differs within a warp")
     for op in walk(kernel.body.block.ops):
         if not is_block_collective(op) or is_declaration(op):
             continue

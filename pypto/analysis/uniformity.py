@@ -19,7 +19,8 @@ from __future__ import annotations
 import linecache
 from collections.abc import Callable, Iterable
 
-from xdsl.dialects import func, scf
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from pypto.analysis.cache import cached
@@ -32,8 +33,10 @@ from pypto.dialects.traits import (
     launch_id,
     sync_scope,
     varies_per,
+    warp_collective,
 )
 from pypto.errors import BarrierError, CompileError
+from pypto.ir import recorded_launch
 
 
 def walk(ops: Iterable[Operation]) -> Iterable[Operation]:
@@ -80,12 +83,16 @@ _DEPENDENCE_SOURCES = {"data": lane_reads_memory, "block": _is_block_id}
 
 
 def _classify(op: Operation, block_ids_uniform: bool,
-              is_source: Callable[[Operation], bool] | None = None) -> int:
+              is_source: Callable[[Operation], bool] | None = None,
+              is_uniform: Callable[[Operation], bool] | None = None) -> int:
     varies = varies_per(op)
+    if is_uniform is not None and is_uniform(op):
+        return _NONE
     if is_source is not None:
         if is_source(op):
             return _SOURCE
-    elif varies == "lane" or lane_reads_memory(op):
+    elif varies == "lane" or lane_reads_memory(op) or warp_collective(op) == "warp":
+        # a vote's result is one value per warp: it differs between the warps of a block
         return _SOURCE
     if varies == "block" and is_source is None:
         return _NONE if block_ids_uniform else _SOURCE
@@ -103,12 +110,93 @@ def _classify(op: Operation, block_ids_uniform: bool,
     return _GENERIC if op.results else _NONE
 
 
+def warp_varying_values(kernel: func.FuncOp) -> frozenset[SSAValue]:
+    """Values that may differ between the lanes of one warp: as `varying_values`, but the warp
+    id (and anything computed from it and block ids) is uniform across a warp, and so is a
+    vote's result (`pto.ballot`, `pto.vote_any`, `pto.vote_all`); a shuffle's result varies
+    (each lane reads another lane's value). In a kernel whose launch records a 1-D block, a
+    comparison of the local id with a constant on a warp boundary (`t < 32`, `t >= 64`,
+    `t <= 31`) and the local id divided by a multiple of 32 (`t // 32`, `t >> 5`) are uniform
+    across a warp too (so is the global id's, when the block is a whole number of warps). What
+    a warp collective's control flow must not depend on."""
+    def compute() -> frozenset[SSAValue]:
+        linear = _linear_local_ids(kernel)
+        return _compute_varying(kernel, True, _varies_in_warp,
+                                lambda op: warp_collective(op) == "warp" or
+                                _splits_at_warps(op, linear))
+    return cached(kernel, ("warp_varying_values",), compute)
+
+
+def _linear_local_ids(kernel: func.FuncOp) -> frozenset[SSAValue]:
+    """Values equal to the lane's linear local id plus a multiple of 32 the same for a whole
+    warp: the local id along x of a 1-D block, and the global id along x when the block is also
+    a whole number of warps (from the launch the module records; none without a record)."""
+    module = kernel.parent_op()
+    record = recorded_launch(module) if isinstance(module, ModuleOp) else None
+    if record is None:
+        return frozenset()
+    block = tuple(int(d) for d in record[0]) + (1, 1)
+    if block[1] * block[2] != 1:
+        return frozenset()
+    found: set[SSAValue] = set()
+    for op in walk(kernel.body.block.ops):
+        which = launch_id(op)
+        dim = op.properties.get("dim") if which is not None else None
+        if dim is None or getattr(dim, "value", None) is None or dim.value.data != 0:
+            continue
+        if which == "local_id" or (which == "global_id" and block[0] % 32 == 0):
+            found.add(op.results[0])
+    return frozenset(found)
+
+
+_ON_WARP_BOUNDARY = {"slt": 0, "sge": 0, "ult": 0, "uge": 0, "sle": 31, "sgt": 31, "ule": 31,
+                     "ugt": 31}
+"""`x PRED c` splits the lanes at warp boundaries when `c % 32` is this (x: a linear id)."""
+_SWAPPED = {"slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle",
+            "ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule"}
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _splits_at_warps(op: Operation, linear: frozenset[SSAValue]) -> bool:
+    """Is `op` a comparison of a linear id with a constant on a warp boundary, or a linear id
+    divided by (shifted right by) a multiple of 32 (at least 5 bits)? Its result is then the
+    same on every lane of a warp."""
+    if not linear or len(op.operands) != 2:
+        return False
+    a, b = op.operands
+    if isinstance(op, arith.CmpiOp):
+        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        if a not in linear:
+            a, b, pred = b, a, _SWAPPED.get(pred, "")
+        c = _constant_int(b)
+        return a in linear and c is not None and pred in _ON_WARP_BOUNDARY and \
+            c % 32 == _ON_WARP_BOUNDARY[pred]
+    if a not in linear or (c := _constant_int(b)) is None:
+        return False
+    if isinstance(op, arith.DivSIOp | arith.DivUIOp | arith.FloorDivSIOp):
+        return c > 0 and c % 32 == 0
+    if isinstance(op, arith.ShRSIOp | arith.ShRUIOp):
+        return c >= 5
+    return False
+
+
+def _varies_in_warp(op: Operation) -> bool:
+    return (varies_per(op) == "lane" and launch_id(op) != "warp_id") or lane_reads_memory(op)
+
+
 def _compute_varying(kernel: func.FuncOp, block_ids_uniform: bool,
-                     is_source: Callable[[Operation], bool] | None = None
+                     is_source: Callable[[Operation], bool] | None = None,
+                     is_uniform: Callable[[Operation], bool] | None = None
                      ) -> frozenset[SSAValue]:
     varying: set[SSAValue] = set()
     ops = [(op, kind) for op in walk(kernel.body.block.ops)
-           if (kind := _classify(op, block_ids_uniform, is_source)) != _NONE]
+           if (kind := _classify(op, block_ids_uniform, is_source, is_uniform)) != _NONE]
     changed = True
     while changed:
         changed = False
@@ -219,9 +307,44 @@ def _describe(op: Operation) -> str:
     return op_location(op, unknown="an unknown location")
 
 
+def warp_divergence(kernel: func.FuncOp) -> tuple[Operation, Operation, SSAValue] | None:
+    """The first warp collective (a shuffle or a vote) under control flow that may differ
+    between the lanes of a warp: (the op, the `if` or loop, its condition), else None."""
+    varying: frozenset[SSAValue] | None = None
+    for op in walk(kernel.body.block.ops):
+        if warp_collective(op) is None:
+            continue
+        if varying is None:
+            varying = warp_varying_values(kernel)
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            cond = divergent_condition(parent, varying)
+            if cond is not None:
+                return op, parent, cond
+            parent = parent.parent_op()
+    return None
+
+
+def warp_divergence_message(op: Operation, control: Operation, cond: SSAValue) -> str:
+    """What is wrong with a warp collective under warp-divergent control flow, and the fix."""
+    cond_op = cond.owner if isinstance(cond.owner, Operation) else control
+    construct = "a loop whose trip count" if isinstance(control, scf.WhileOp) else "an 'if' whose condition"
+    return (f"warp divergence: {op.name} is a warp collective (every lane of the warp executes "
+            f"it together) but sits in {construct} at "
+            f"{op_location(cond_op, unknown=repr(cond_op.name) + ' (noted below)')} may differ between "
+            f"the lanes of a warp, so some lanes would not reach it; compute the value under "
+            f"the condition and shuffle or vote outside it (pto.select keeps a lane's own "
+            f"value), or make the condition uniform across the warp (warp ids, block ids, "
+            f"parameters, constants, or a vote: pto.vote_any / pto.vote_all)")
+
+
 def check_uniform_control(kernel: func.FuncOp) -> None:
-    """Reject block-level instructions under lane-dependent control flow, and loops whose
-    bounds differ between lanes."""
+    """Reject block-level instructions under lane-dependent control flow, warp collectives
+    under control flow that differs within a warp, and loops whose bounds differ between
+    lanes."""
+    diverged = warp_divergence(kernel)
+    if diverged is not None:
+        raise located_error(BarrierError, warp_divergence_message(*diverged), diverged[0])
     varying = varying_values(kernel)
     for op in walk(kernel.body.block.ops):
         if checks_uniform(op) and op.operands[0] in varying and _from_lane_ids(op.operands[0]):

@@ -109,6 +109,7 @@ from pypto.dialects.traits import (
     StartsCopy,
     Synchronizes,
     TileVector,
+    WarpCollective,
     tile_vector,
     Waits,
     WritesOutput,
@@ -773,6 +774,235 @@ class AtomicAddOp(IRDLOperation):
         _check_ptr_elem(self, self.ptr, self.value.type, "added value")
         if isinstance(self.value.type, IntegerType) and self.value.type.width.data == 1:
             raise VerifyException("is not defined on i1 (booleans)")
+
+
+# --------------------------------------------------------------------------------------------
+# Warp shuffles and votes (warp collectives; docs/language.md#warp-shuffles-and-votes)
+# --------------------------------------------------------------------------------------------
+
+SHUFFLE_TYPES = "i1, i32, i64, f16, bf16, f32, f64"
+"""The value types a shuffle moves (any scalar of the language)."""
+
+
+class _ShuffleOp(IRDLOperation):
+    """A shuffle: each lane of a warp reads `value` of another lane of its warp, named by
+    `lane` (a source lane, a delta or a mask, i32, taken modulo 32 as PTX's `shfl` takes its
+    low 5 bits); a lane whose source is past the warp's edge keeps its own value."""
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    lane = operand_def(i32)
+    result = result_def(T)
+    assembly_format = "$value `,` $lane attr-dict `:` type($result)"
+
+    def __init__(self, value: SSAValue, lane: SSAValue):
+        super().__init__(operands=[value, lane], result_types=[value.type])
+
+    def verify_(self) -> None:
+        if not _is_scalar_type(self.value.type) or (
+                isinstance(self.value.type, IntegerType) and
+                self.value.type.width.data not in (1, 32, 64)):
+            raise VerifyException(f"{self.name} moves a scalar ({SHUFFLE_TYPES}), got "
+                                  f"{self.value.type}")
+
+
+def _shuffle_traits(python: str, signature: str) -> tuple:
+    # NoMemoryEffect, not Pure: a warp collective must not be speculated into (or hoisted
+    # out of) control flow, which would change the lanes that reach it together
+    return (NoMemoryEffect(), VECTOR, InstructionKind(), WarpCollective("lane"),
+            KernelFunction(python, signature))
+
+
+@op_definition
+class ShflOp(_ShuffleOp):
+    """Read a value from a given lane of the warp (CUDA's `__shfl_sync`).
+
+    semantics: lane `l` of a warp gets `value` of lane `j = src_lane mod 32` of the same warp
+    (a source lane outside 0..31 wraps, as CUDA's `srcLane % width`); when lane `j` does not
+    exist (past the end of a partial warp) lane `l` keeps its own value. Every lane of the warp
+    must execute it together (control flow uniform across the warp; a warp collective, not a
+    barrier: it orders no memory).
+    syntax: `%r = pto.shfl %v, %src : f32`
+    python: `r = pto.shfl(v, src_lane)`
+    example:
+        // Broadcast lane 0's value to its warp.
+        func.func @broadcast(%v: f32) -> f32 {
+          %zero = arith.constant 0 : i32
+          %r = pto.shfl %v, %zero : f32
+          func.return %r : f32
+        }
+    """
+
+    name = "pto.shfl"
+    traits = traits_def(*_shuffle_traits("shfl", "(v, src_lane)"))
+
+
+@op_definition
+class ShflUpOp(_ShuffleOp):
+    """Read a value from the lane `delta` below in the warp (CUDA's `__shfl_up_sync`).
+
+    semantics: lane `l` gets `value` of lane `l - d`, `d = delta mod 32`; lanes `l < d` keep
+    their own value (the source is past the warp's lower edge). A warp collective: every lane
+    of the warp executes it together.
+    syntax: `%r = pto.shfl_up %v, %delta : f32`
+    python: `r = pto.shfl_up(v, delta)`
+    example:
+        // One step of an inclusive warp scan (Hillis-Steele): add the value 1 lane below.
+        func.func @scan_step(%v: i32) -> i32 {
+          %one = arith.constant 1 : i32
+          %lane = pto.get_lane_id : i32
+          %up = pto.shfl_up %v, %one : i32
+          %has = arith.cmpi sge, %lane, %one : i32
+          %sum = arith.addi %v, %up : i32
+          %r = arith.select %has, %sum, %v : i32
+          func.return %r : i32
+        }
+    """
+
+    name = "pto.shfl_up"
+    traits = traits_def(*_shuffle_traits("shfl_up", "(v, delta)"))
+
+
+@op_definition
+class ShflDownOp(_ShuffleOp):
+    """Read a value from the lane `delta` above in the warp (CUDA's `__shfl_down_sync`).
+
+    semantics: lane `l` gets `value` of lane `l + d`, `d = delta mod 32`; a lane whose source
+    `l + d` is past the warp's edge (31, or the last lane of a partial warp) keeps its own
+    value. A warp collective: every lane of the warp executes it together.
+    syntax: `%r = pto.shfl_down %v, %delta : f32`
+    python: `r = pto.shfl_down(v, delta)`
+    example:
+        // One step of a warp reduction: add the value 16 lanes above.
+        func.func @reduce_step(%v: f32) -> f32 {
+          %sixteen = arith.constant 16 : i32
+          %down = pto.shfl_down %v, %sixteen : f32
+          %r = arith.addf %v, %down : f32
+          func.return %r : f32
+        }
+    """
+
+    name = "pto.shfl_down"
+    traits = traits_def(*_shuffle_traits("shfl_down", "(v, delta)"))
+
+
+@op_definition
+class ShflXorOp(_ShuffleOp):
+    """Exchange values between lanes whose ids differ by a mask (CUDA's `__shfl_xor_sync`).
+
+    semantics: lane `l` gets `value` of lane `l ^ m`, `m = mask mod 32` (a butterfly); when
+    that lane does not exist (past the end of a partial warp) lane `l` keeps its own value. A
+    warp collective: every lane of the warp executes it together.
+    syntax: `%r = pto.shfl_xor %v, %mask : f32`
+    python: `r = pto.shfl_xor(v, mask)`
+    example:
+        // One butterfly step of an all-reduce: every lane ends with the pair's maximum.
+        func.func @butterfly(%v: f32) -> f32 {
+          %one = arith.constant 1 : i32
+          %other = pto.shfl_xor %v, %one : f32
+          %r = arith.maximumf %v, %other : f32
+          func.return %r : f32
+        }
+    """
+
+    name = "pto.shfl_xor"
+    traits = traits_def(*_shuffle_traits("shfl_xor", "(v, mask)"))
+
+
+class _VoteOp(IRDLOperation):
+    """A vote: one value for the whole warp from every lane's predicate (i1)."""
+
+    pred = operand_def(IntegerType(1))
+
+    def __init__(self, pred: SSAValue):
+        super().__init__(operands=[pred], result_types=[self.RESULT])
+
+    RESULT: ClassVar[Attribute] = IntegerType(1)
+
+
+@op_definition
+class BallotOp(_VoteOp):
+    """The warp's predicates as a bitmask (CUDA's `__ballot_sync`).
+
+    semantics: every lane of the warp gets the same int32 whose bit `k` is set when lane `k`
+    of the warp exists and its `pred` is true (bit 31 is the sign bit: a full warp of `true`
+    is `-1`). A warp collective: every lane of the warp executes it together.
+    syntax: `%m = pto.ballot %p : i32`
+    python: `m = pto.ballot(pred)`
+    example:
+        // How many lanes of the warp hold a positive value.
+        func.func @count_positive(%v: f32) -> i32 {
+          %zero = arith.constant 0.0 : f32
+          %p = arith.cmpf ogt, %v, %zero : f32
+          %m = pto.ballot %p : i32
+          %n = math.ctpop %m : i32
+          func.return %n : i32
+        }
+    """
+
+    name = "pto.ballot"
+    RESULT: ClassVar[Attribute] = i32
+    result = result_def(i32)
+    assembly_format = "$pred attr-dict `:` type($result)"
+    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind(),
+                        WarpCollective("warp"), KernelFunction("ballot", "(pred)"))
+
+
+@op_definition
+class VoteAnyOp(_VoteOp):
+    """Whether `pred` holds on some lane of the warp (CUDA's `__any_sync`).
+
+    semantics: every lane of the warp gets `true` when `pred` is true on at least one lane of
+    the warp. Named `vote_any` (PTX's `vote.any`) so that Python's `any` keeps its meaning in
+    `from pypto import *`. A warp collective: every lane of the warp executes it together.
+    syntax: `%r = pto.vote_any %p : i1`
+    python: `r = pto.vote_any(pred)`
+    example:
+        // Does any lane of the warp see a NaN?
+        func.func @any_nan(%v: f32) -> i1 {
+          %p = arith.cmpf uno, %v, %v : f32
+          %r = pto.vote_any %p : i1
+          func.return %r : i1
+        }
+    """
+
+    name = "pto.vote_any"
+    result = result_def(IntegerType(1))
+    assembly_format = "$pred attr-dict `:` type($result)"
+    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind(),
+                        WarpCollective("warp"), KernelFunction("vote_any", "(pred)"))
+
+
+@op_definition
+class VoteAllOp(_VoteOp):
+    """Whether `pred` holds on every lane of the warp (CUDA's `__all_sync`).
+
+    semantics: every lane of the warp gets `true` when `pred` is true on all lanes of the warp
+    (the lanes that exist, in a partial warp). Named `vote_all` (PTX's `vote.all`) so that
+    Python's `all` keeps its meaning. A warp collective: every lane of the warp executes it
+    together.
+    syntax: `%r = pto.vote_all %p : i1`
+    python: `r = pto.vote_all(pred)`
+    example:
+        // Are all the warp's values finite? (v - v is NaN exactly for inf and NaN)
+        func.func @all_finite(%v: f32) -> i1 {
+          %d = arith.subf %v, %v : f32
+          %p = arith.cmpf ord, %d, %d : f32
+          %r = pto.vote_all %p : i1
+          func.return %r : i1
+        }
+    """
+
+    name = "pto.vote_all"
+    result = result_def(IntegerType(1))
+    assembly_format = "$pred attr-dict `:` type($result)"
+    traits = traits_def(NoMemoryEffect(), VECTOR, InstructionKind(),
+                        WarpCollective("warp"), KernelFunction("vote_all", "(pred)"))
+
+
+WARP_OPS: tuple[type[IRDLOperation], ...] = (ShflOp, ShflUpOp, ShflDownOp, ShflXorOp,
+                                              BallotOp, VoteAnyOp, VoteAllOp)
+"""The warp shuffles and votes, in reference order."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1980,6 +2210,7 @@ PTO_OPS: tuple[type[IRDLOperation], ...] = (
     MmaOp,
     BarrierOp,
     BarrierBlockOp,
+    *WARP_OPS,
     PipelineOp,
     StageOp,
     YieldOp,

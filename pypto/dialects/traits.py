@@ -30,6 +30,8 @@ checks it):
                             the debugger (LOAD, MMA, COPY_IN, ...); ops without it (ids, address
                             arithmetic, declarations, pipeline structure) run in between
     Synchronizes(scope)     sync_scope(op) -> "warp" | "block" | None: a barrier
+    WarpCollective(result)  warp_collective(op) -> "lane" | "warp" | None: a shuffle or a vote,
+                            reached by every lane of the warp together (not a barrier)
     StartsCopy()            starts_copy(op): an asynchronous bulk copy; result 0 is its token,
                             it completes at a wait of it
     CopiesSynchronously()   copies_synchronously(op): a bulk copy complete when it retires
@@ -131,6 +133,38 @@ class BlockCollective(OpTrait):
     block (`pto-verify-barriers` and the frontend check this); the interpreter runs kernels
     containing one a block (or several blocks in lockstep) at a time.
     """
+
+
+WARP_RESULTS: tuple[str, ...] = ("lane", "warp")
+
+
+@dataclass(frozen=True)
+class WarpCollective(OpTrait):
+    """A warp-level collective (`pto.shfl_down`, `pto.ballot`, ...; docs/language.md#warp-shuffles-and-votes):
+    the lanes of a warp exchange register values, so every lane of the warp must reach it
+    together, in control flow uniform across the warp (conditions on warp ids, block ids,
+    parameters, constants, or a vote's result). The frontend's check and `pto-verify-barriers`
+    reject one under a condition that differs between the lanes of a warp; the interpreter
+    checks at run time that no lane of a warp that runs it is missing.
+
+    `result`: "lane" when each lane gets its own value (the shuffles), "warp" when the whole
+    warp gets one (the votes: a value uniform across the warp, so a branch on it is
+    warp-uniform). It is not a barrier: as CUDA's `__shfl_sync` / `__ballot_sync`, it implies
+    no memory ordering, so the barrier analysis and the race detector do not treat it as one.
+    """
+
+    result: str
+
+    def __post_init__(self) -> None:
+        if self.result not in WARP_RESULTS:
+            raise ValueError(f"unknown warp collective result {self.result!r}; expected one "
+                             f"of {WARP_RESULTS}")
+
+
+def warp_collective(op: OpOrClass) -> str | None:
+    """"lane" (a shuffle) or "warp" (a vote) for a warp collective, else None."""
+    trait = _trait(op, WarpCollective)
+    return trait.result if isinstance(trait, WarpCollective) else None
 
 
 @dataclass(frozen=True)

@@ -335,6 +335,114 @@ def barrier_block() -> Any:
     """
     ...
 
+def shfl(v: Any, src_lane: Any) -> Any:
+    """Read a value from a given lane of the warp (CUDA's `__shfl_sync`).
+
+    Semantics: lane `l` of a warp gets `value` of lane `j = src_lane mod 32` of the same warp (a
+    source lane outside 0..31 wraps, as CUDA's `srcLane % width`); when lane `j` does not exist
+    (past the end of a partial warp) lane `l` keeps its own value. Every lane of the warp must
+    execute it together (control flow uniform across the warp; a warp collective, not a barrier:
+    it orders no memory).
+
+    Python: `r = pto.shfl(v, src_lane)`
+
+    Lowers to `pto.shfl` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def shfl_up(v: Any, delta: Any) -> Any:
+    """Read a value from the lane `delta` below in the warp (CUDA's `__shfl_up_sync`).
+
+    Semantics: lane `l` gets `value` of lane `l - d`, `d = delta mod 32`; lanes `l < d` keep
+    their own value (the source is past the warp's lower edge). A warp collective: every lane of
+    the warp executes it together.
+
+    Python: `r = pto.shfl_up(v, delta)`
+
+    Lowers to `pto.shfl_up` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def shfl_down(v: Any, delta: Any) -> Any:
+    """Read a value from the lane `delta` above in the warp (CUDA's `__shfl_down_sync`).
+
+    Semantics: lane `l` gets `value` of lane `l + d`, `d = delta mod 32`; a lane whose source `l
+    + d` is past the warp's edge (31, or the last lane of a partial warp) keeps its own value. A
+    warp collective: every lane of the warp executes it together.
+
+    Python: `r = pto.shfl_down(v, delta)`
+
+    Lowers to `pto.shfl_down` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def shfl_xor(v: Any, mask: Any) -> Any:
+    """Exchange values between lanes whose ids differ by a mask (CUDA's `__shfl_xor_sync`).
+
+    Semantics: lane `l` gets `value` of lane `l ^ m`, `m = mask mod 32` (a butterfly); when that
+    lane does not exist (past the end of a partial warp) lane `l` keeps its own value. A warp
+    collective: every lane of the warp executes it together.
+
+    Python: `r = pto.shfl_xor(v, mask)`
+
+    Lowers to `pto.shfl_xor` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def ballot(pred: Any) -> Any:
+    """The warp's predicates as a bitmask (CUDA's `__ballot_sync`).
+
+    Semantics: every lane of the warp gets the same int32 whose bit `k` is set when lane `k` of
+    the warp exists and its `pred` is true (bit 31 is the sign bit: a full warp of `true` is
+    `-1`). A warp collective: every lane of the warp executes it together.
+
+    Python: `m = pto.ballot(pred)`
+
+    Lowers to `pto.ballot` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def vote_any(pred: Any) -> Any:
+    """Whether `pred` holds on some lane of the warp (CUDA's `__any_sync`).
+
+    Semantics: every lane of the warp gets `true` when `pred` is true on at least one lane of
+    the warp. Named `vote_any` (PTX's `vote.any`) so that Python's `any` keeps its meaning in
+    `from pypto import *`. A warp collective: every lane of the warp executes it together.
+
+    Python: `r = pto.vote_any(pred)`
+
+    Lowers to `pto.vote_any` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
+def vote_all(pred: Any) -> Any:
+    """Whether `pred` holds on every lane of the warp (CUDA's `__all_sync`).
+
+    Semantics: every lane of the warp gets `true` when `pred` is true on all lanes of the warp
+    (the lanes that exist, in a partial warp). Named `vote_all` (PTX's `vote.all`) so that
+    Python's `all` keeps its meaning. A warp collective: every lane of the warp executes it
+    together.
+
+    Python: `r = pto.vote_all(pred)`
+
+    Lowers to `pto.vote_all` (docs/isa.md).
+
+    Only valid inside a @pto.kernel function.
+    """
+    ...
+
 def pipeline() -> Any:
     """A software pipeline: a sequence of named `pto.stage`s with a dependency DAG.
 
@@ -1404,4 +1512,4 @@ def alloc_tile(rows: Any, cols: Any, dtype: Any=float32) -> Any:
     """
     ...
 
-__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'pipeline', 'printf', 'tadd', 'tsub', 'tmul', 'tdiv', 'tmin', 'tmax', 'tand', 'tor', 'txor', 'tshl', 'tshr', 'tabs', 'tneg', 'tnot', 'texp', 'tlog', 'tsqrt', 'trsqrt', 'trecip', 'trelu', 'tadds', 'tsubs', 'tmuls', 'tdivs', 'tmins', 'tmaxs', 'taxpy', 'texpands', 'tcmp', 'tcmps', 'tsel', 'tcvt', 'trowsum', 'tcolsum', 'trowmax', 'tcolmax', 'trowmin', 'tcolmin', 'trowargmax', 'tcolargmax', 'trowargmin', 'tcolargmin', 'trowexpand', 'tcolexpand', 'trowexpandadd', 'tcolexpandadd', 'trowexpandsub', 'tcolexpandsub', 'trowexpandmul', 'tcolexpandmul', 'trowexpanddiv', 'tcolexpanddiv', 'trowexpandmax', 'tcolexpandmax', 'trowexpandmin', 'tcolexpandmin', 'trowexpandexpdif', 'tcolexpandexpdif', 'tci', 'ttrans', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'reduce_arg', 'alloc_tile', 'constexpr', 'static_range']
+__all__ = ['get_global_id', 'get_local_id', 'get_block_id', 'get_block_dim', 'get_grid_dim', 'get_warp_id', 'get_lane_id', 'load', 'store', 'fma', 'atomic_add', 'sigmoid', 'alloc_local', 'async_load', 'async_store', 'wait', 'wait_all', 'fill', 'mma', 'barrier', 'barrier_block', 'shfl', 'shfl_up', 'shfl_down', 'shfl_xor', 'ballot', 'vote_any', 'vote_all', 'pipeline', 'printf', 'tadd', 'tsub', 'tmul', 'tdiv', 'tmin', 'tmax', 'tand', 'tor', 'txor', 'tshl', 'tshr', 'tabs', 'tneg', 'tnot', 'texp', 'tlog', 'tsqrt', 'trsqrt', 'trecip', 'trelu', 'tadds', 'tsubs', 'tmuls', 'tdivs', 'tmins', 'tmaxs', 'taxpy', 'texpands', 'tcmp', 'tcmps', 'tsel', 'tcvt', 'trowsum', 'tcolsum', 'trowmax', 'tcolmax', 'trowmin', 'tcolmin', 'trowargmax', 'tcolargmax', 'trowargmin', 'tcolargmin', 'trowexpand', 'tcolexpand', 'trowexpandadd', 'tcolexpandadd', 'trowexpandsub', 'tcolexpandsub', 'trowexpandmul', 'tcolexpandmul', 'trowexpanddiv', 'tcolexpanddiv', 'trowexpandmax', 'tcolexpandmax', 'trowexpandmin', 'tcolexpandmin', 'trowexpandexpdif', 'tcolexpandexpdif', 'tci', 'ttrans', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'select', 'cast', 'reduce', 'reduce_arg', 'alloc_tile', 'constexpr', 'static_range']

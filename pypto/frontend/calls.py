@@ -227,6 +227,64 @@ class CallLowering:
         self.emit(pto.BarrierBlockOp())
 
     # ---------------------------------------------------------------------------------------
+    # builtins: warp shuffles and votes (docs/language.md#warp-shuffles-and-votes)
+    # ---------------------------------------------------------------------------------------
+
+    def _shuffle(self, node: ast.Call, op_cls: type, second: str) -> SSAValue:
+        name = op_cls.name
+        value, lane = self.call_args(node, ["v", second], 2)
+        if isinstance(value, bool | int | float):
+            value = self.materialize(value)
+        if not isinstance(value, SSAValue) or is_pointer(value.type) or \
+                not (_is_float(value.type) or _is_int(value.type) or _is_bool(value.type)):
+            raise self.type_error(f"{name} moves a number or a bool between the lanes of a "
+                                  f"warp, got {_describe_value(value)}", node, (value,),
+                                  "shuffle the offset (an int) and add it to the pointer on "
+                                  "the receiving lane")
+        if isinstance(lane, bool) or isinstance(lane, float) or \
+                (isinstance(lane, SSAValue) and not (_is_int(lane.type) and
+                                                     lane.type.width.data == 32)):
+            raise self.type_error(f"{name}'s {second} must be an int32, got "
+                                  f"{_describe_value(lane)}", node, (lane,),
+                                  "convert it with pto.cast(x, pto.int32)")
+        if isinstance(lane, int):
+            lane = self.constant(lane, IntegerType(32))
+        if not isinstance(lane, SSAValue):
+            raise self.error(f"{name}'s {second} must be an int32, got "
+                             f"{_describe_value(lane)}", node)
+        return self.emit(op_cls(value, lane)).results[0]
+
+    def call_shfl(self, node: ast.Call) -> SSAValue:
+        return self._shuffle(node, pto.ShflOp, "src_lane")
+
+    def call_shfl_up(self, node: ast.Call) -> SSAValue:
+        return self._shuffle(node, pto.ShflUpOp, "delta")
+
+    def call_shfl_down(self, node: ast.Call) -> SSAValue:
+        return self._shuffle(node, pto.ShflDownOp, "delta")
+
+    def call_shfl_xor(self, node: ast.Call) -> SSAValue:
+        return self._shuffle(node, pto.ShflXorOp, "mask")
+
+    def _vote(self, node: ast.Call, op_cls: type) -> SSAValue:
+        (pred,) = self.call_args(node, ["pred"], 1)
+        if isinstance(pred, SSAValue) and is_pointer(pred.type) or \
+                not isinstance(pred, SSAValue | bool | int | float):
+            raise self.type_error(f"{op_cls.name} takes a condition (a bool, or a number: "
+                                  f"non-zero is true), got {_describe_value(pred)}", node,
+                                  (pred,))
+        return self.emit(op_cls(self.to_bool(pred, node))).results[0]
+
+    def call_ballot(self, node: ast.Call) -> SSAValue:
+        return self._vote(node, pto.BallotOp)
+
+    def call_vote_any(self, node: ast.Call) -> SSAValue:
+        return self._vote(node, pto.VoteAnyOp)
+
+    def call_vote_all(self, node: ast.Call) -> SSAValue:
+        return self._vote(node, pto.VoteAllOp)
+
+    # ---------------------------------------------------------------------------------------
     # Python builtins usable in kernels
     # ---------------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from pypto.dialects.traits import (
     elementwise_reference,
     is_block_collective,
     pipe_of,
+    warp_collective,
 )
 
 REGENERATE = "python -m pypto.tools.isa_doc > docs/isa.md"
@@ -67,6 +68,13 @@ GROUPS: tuple[tuple[str, str, tuple[type[IRDLOperation], ...]], ...] = (
      "Barriers between the lanes of a warp or of a block. Waits for async copies are with the "
      "tile instructions above.",
      (pto.BarrierOp, pto.BarrierBlockOp)),
+    ("Warp shuffles and votes",
+     "The lanes of a warp exchange register values (docs/language.md#warp-shuffles-and-votes). "
+     "Each is a warp collective: every lane of the warp executes it together, so it must sit in "
+     "control flow uniform across the warp (`pto-verify-barriers` and the frontend report one "
+     "under a condition that differs between a warp's lanes). They are not barriers: as CUDA's "
+     "`__shfl_sync`, they order no memory.",
+     pto.WARP_OPS),
     ("Control flow",
      "Structured control flow is `scf` (`scf.if`, `scf.for`, and `scf.while` for SIMT loops whose "
      "trip count may differ between lanes, see docs/language.md); pto adds the check of a "
@@ -170,6 +178,9 @@ def _render_instruction(inst: Instruction) -> list[str]:
     if inst.is_tile:
         tile = "yes: executed once per block, by all its lanes together; must be in uniform " \
                "control flow"
+    elif warp_collective(inst.op) is not None:
+        tile = "no: a warp collective, executed by all the lanes of a warp together; must be " \
+               "in control flow uniform across the warp"
     elif inst.has_regions:
         tile = "no: a region op; each op in its region follows its own rule"
     else:

@@ -44,6 +44,8 @@ EXPECTED = {
     "pto.addptr": ("SCALAR", False, []),
     "pto.fmod": ("VECTOR", False, []),
     "pto.alloc_local": ("SCALAR", False, []),
+    "pto.shfl_down": ("VECTOR", False, []),
+    "pto.ballot": ("VECTOR", False, []),
 }
 
 
@@ -170,6 +172,14 @@ FACTS = {
     "pto.stage": (None, None, False, False, None, False, False, True, None),
     "pto.yield": (None, None, False, False, None, False, False, True, None),
     "pto.printf": ("PRINTF", None, False, False, None, False, False, False, None),
+    # the warp shuffles and votes: instructions, not barriers (they order no memory)
+    "pto.shfl": ("SHFL", None, False, False, None, False, False, False, None),
+    "pto.shfl_up": ("SHFL_UP", None, False, False, None, False, False, False, None),
+    "pto.shfl_down": ("SHFL_DOWN", None, False, False, None, False, False, False, None),
+    "pto.shfl_xor": ("SHFL_XOR", None, False, False, None, False, False, False, None),
+    "pto.ballot": ("BALLOT", None, False, False, None, False, False, False, None),
+    "pto.vote_any": ("VOTE_ANY", None, False, False, None, False, False, False, None),
+    "pto.vote_all": ("VOTE_ALL", None, False, False, None, False, False, False, None),
     # every tile vector instruction: an instruction named by its mnemonic, nothing else
     **{op.name: (op.name.removeprefix("pto.").upper(), None, False, False, None, False,
                  False, False, None) for op in pto.TILE_VECTOR_OPS},
@@ -297,3 +307,20 @@ def test_tile_footprints_from_the_operands() -> None:
         0: Tile(16, 8, 8), 1: Tile(16, 32, 32), 2: Tile(32, 8, 8)}
     assert tile_footprint(ops["pto.wait"], known.get) is None
     assert not has_tile_footprint(pto.LoadOp)
+
+
+def test_warp_collectives_are_declared_by_their_trait() -> None:
+    """The shuffles give each lane its own value, the votes one value per warp; no other op is
+    a warp collective, and none of them is a block collective, a barrier or a memory access."""
+    from pypto.dialects.traits import (declared_accesses, is_block_collective, sync_scope,
+                                       warp_collective)
+
+    expected = {"pto.shfl": "lane", "pto.shfl_up": "lane", "pto.shfl_down": "lane",
+                "pto.shfl_xor": "lane", "pto.ballot": "warp", "pto.vote_any": "warp",
+                "pto.vote_all": "warp"}
+    assert {name: warp_collective(op) for name, op in OPS.items()
+            if warp_collective(op) is not None} == expected
+    for name in expected:
+        op = OPS[name]
+        assert not is_block_collective(op) and sync_scope(op) is None
+        assert declared_accesses(op) == ()

@@ -2,7 +2,9 @@
 selected backend and compared bit for bit with NumPy and with each other.
 
 **Generator units** (docs/reliability.md#the-kernel-generator-units-and-backends-testsfuzzkernelspy). A kernel is `i = get_global_id();
-if i < n: a = x[i]; b = y[i]; <statements>; o[i] = <last value>`; each statement group comes
+if i < n: a = x[i]; b = y[i]; <statements>; o[i] = <last value>` (or *unguarded*: the loads
+and statements on every lane of the launch, only the store under `if i < n`, where the warp
+shuffles and votes are drawn: a warp collective needs its whole warp); each statement group comes
 from a *unit*: a function that appends source lines to a `KernelDraft` and the NumPy steps that
 compute the same thing on lane arrays (one element per active lane). A new language form is
 one more unit, registered with `@generator_unit(name, weight, requires=...)`: `requires` says
@@ -112,6 +114,9 @@ class KernelDraft:
     steps: list[Step] = field(default_factory=list)
     units: list[str] = field(default_factory=list)  # the units drawn, in order
     counter: int = 0
+    # False: the statements run on every lane of the launch (a warp-uniform body, for the
+    # shuffles and votes: `if i < n` guards only the store); True: under `if i < n`
+    guarded: bool = True
 
     @property
     def is_float(self) -> bool:
@@ -240,7 +245,8 @@ def _subscripts_supported() -> bool:
     return hasattr(pto, "static_range")  # landed together with subscripts (issue 30)
 
 
-@generator_unit("subscript", weight=1.5, requires=_subscripts_supported)
+@generator_unit("subscript", weight=1.5, requires=_subscripts_supported,
+                applies=lambda d: d.guarded)
 def _subscript(d: KernelDraft) -> None:
     """`t = x[i] op y[n - 1 - i]`: subscript loads (`p[i]` is `pto.load(p + i)`), one of them
     reversed, read by every active lane (i < n)."""
@@ -305,6 +311,68 @@ def _warp_reduce(d: KernelDraft) -> None:
     d.names.append(target)
 
 
+def _warp_unit_available() -> bool:
+    import pypto as pto
+
+    return all(hasattr(pto, f) for f in ("shfl", "shfl_up", "shfl_down", "shfl_xor", "ballot",
+                                          "vote_any", "vote_all"))
+
+
+def _shuffle_reference(mode: str, values: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """CUDA's `__shfl*_sync` on whole warps of 32 consecutive lanes: lane l reads lane j of its
+    warp (idx k, up l - k, down l + k, xor l ^ k, k's low 5 bits); j outside 0..31 keeps the
+    lane's own value."""
+    lane = np.arange(values.size) % WARP
+    kk = np.broadcast_to(np.asarray(k).astype(np.int64) & 31, lane.shape)
+    j = {"idx": kk, "up": lane - kk, "down": lane + kk, "xor": lane ^ kk}[mode]
+    valid = (j >= 0) & (j < WARP)
+    return np.where(valid, values[np.arange(values.size) - lane + np.clip(j, 0, WARP - 1)],
+                    values)
+
+
+@generator_unit("warp_shuffle_vote", weight=1, applies=lambda d: not d.guarded,
+                requires=_warp_unit_available)
+def _warp_shuffle_vote(d: KernelDraft) -> None:
+    """A shuffle (`pto.shfl`, `shfl_up`, `shfl_down`, `shfl_xor` by a constant or, on ints, by
+    a lane's value: any int32, taken modulo 32) or a vote (`pto.ballot`, `vote_any`,
+    `vote_all` of a comparison), in a body every lane of the launch runs (a warp collective
+    must be reached by the whole warp)."""
+    rng, dtype = d.rng, d.dtype
+    x, target = rng.choice(d.names), d.new_name()
+    if rng.random() < 0.6:
+        mode = rng.choice(["idx", "up", "down", "xor"])
+        fn = "shfl" if mode == "idx" else f"shfl_{mode}"
+        by_lane = not d.is_float and rng.random() < 0.4
+        operand = rng.choice(d.names) if by_lane else str(rng.choice([0, 1, 2, 5, 16, 31, 33, -3]))
+        d.body.append(f"{target} = pto.{fn}({x}, {operand})")
+
+        def step(env: Env) -> None:
+            k = env[operand] if by_lane else int(operand)
+            env[target] = _shuffle_reference(mode, env[x], k).astype(dtype)
+    else:
+        y = rng.choice(d.names)
+        vote = rng.choice(["ballot", "vote_any", "vote_all"])
+        if vote == "ballot":
+            mask = f"pto.ballot({x} > {y})"
+            d.body.append(f"{target} = {mask}" if not d.is_float else
+                          f"{target} = pto.cast({mask}, pto.float32)")
+        else:
+            d.body.append(f"{target} = pto.select(pto.{vote}({x} > {y}), {x}, {y})")
+
+        def step(env: Env) -> None:
+            p = (env[x] > env[y]).reshape(-1, WARP)
+            if vote == "ballot":
+                weights = np.left_shift(np.uint64(1), np.arange(WARP, dtype=np.uint64))
+                per_warp = (p * weights).sum(axis=1).astype(np.uint32).view(np.int32)
+                env[target] = np.repeat(per_warp, WARP).astype(dtype)
+            else:
+                agree = p.any(axis=1) if vote == "vote_any" else p.all(axis=1)
+                env[target] = np.where(np.repeat(agree, WARP), env[x], env[y]).astype(dtype)
+
+    d.steps.append(step)
+    d.names.append(target)
+
+
 BAD_FORMS = ["t99 = undefined_name + 1", "t99 = a + 1.5j", "t99 = pto.load(a)",
              "t99 = a[0]", "while a < b:\n    pass\nelse:\n    pass",
              "t99 = pto.cast(a, 'nope')", "t99 = a @ b", "import os"]
@@ -336,6 +404,9 @@ def kernel_case(seed: int, index: int) -> KernelCase:
     is_float = rng.random() < 0.6
     draft = KernelDraft(rng, np.float32 if is_float else np.int32)
     units = available_units()
+    if any(u.name == "warp_shuffle_vote" for u in units):
+        # a separate draw (the main one's sequence stays as it was for guarded kernels)
+        draft.guarded = random.Random(f"kernels-warp:{seed}:{index}").random() >= 0.3
     for _ in range(rng.randint(1, 6)):
         fitting = [u for u in units if u.applies(draft)]
         unit = rng.choices(fitting, [u.weight for u in fitting])[0]
@@ -346,27 +417,44 @@ def kernel_case(seed: int, index: int) -> KernelCase:
     if bad:
         draft.body.append(rng.choice(BAD_FORMS))
         draft.units.append("bad")
-    indented = textwrap.indent("\n".join(draft.body), " " * 8)
-    source = textwrap.dedent("""\
-        import pypto as pto
+    if draft.guarded:
+        indented = textwrap.indent("\n".join(draft.body), " " * 8)
+        source = textwrap.dedent("""\
+            import pypto as pto
 
-        @pto.kernel
-        def gen(x, y, o, n):
-            i = pto.get_global_id()
-            if i < n:
+            @pto.kernel
+            def gen(x, y, o, n):
+                i = pto.get_global_id()
+                if i < n:
+                    a = pto.load(x + i)
+                    b = pto.load(y + i)
+            {body}
+                    pto.store(o + i, {result})
+            """).format(body=indented, result=result)
+    else:  # every lane of the launch runs the body (the inputs cover the whole launch)
+        indented = textwrap.indent("\n".join(draft.body), " " * 4)
+        source = textwrap.dedent("""\
+            import pypto as pto
+
+            @pto.kernel
+            def gen(x, y, o, n):
+                i = pto.get_global_id()
                 a = pto.load(x + i)
                 b = pto.load(y + i)
-        {body}
-                pto.store(o + i, {result})
-        """).format(body=indented, result=result)
-    dtype, steps = draft.dtype, list(draft.steps)
+            {body}
+                if i < n:
+                    pto.store(o + i, {result})
+            """).format(body=indented, result=result)
+    dtype, steps, guarded = draft.dtype, list(draft.steps), draft.guarded
 
     def reference(xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
+        active = n if guarded else lanes
         with np.errstate(all="ignore"):
-            env: Env = {"a": xs[:n], "b": ys[:n], "lane": np.arange(n, dtype=dtype)}
+            env: Env = {"a": xs[:active], "b": ys[:active],
+                        "lane": np.arange(active, dtype=dtype)}
             for step in steps:
                 step(env)
-            return env[result]
+            return env[result][:n]
 
     from pypto import passes
 
@@ -375,8 +463,10 @@ def kernel_case(seed: int, index: int) -> KernelCase:
         lowering = getattr(passes, "LOWERING_PASSES", ())  # out of pto: not compile() passes
         safe = [p for p in sorted(passes.PASSES) if p not in lowering]
         pipeline = ",".join(rng.choice(safe) for _ in range(rng.randint(1, 3)))
-    return KernelCase(source, None if bad else reference, dtype, rng.choice([1, 37, 64, 200]),
-                      rng.choice([32, 64, 128]), pipeline, tuple(draft.units))
+    n_case, block = rng.choice([1, 37, 64, 200]), rng.choice([32, 64, 128])
+    lanes = -(-n_case // block) * block  # the launch's lanes (a whole number of blocks)
+    return KernelCase(source, None if bad else reference, dtype, n_case, block, pipeline,
+                      tuple(draft.units))
 
 
 # ---------------------------------------------------------------------------------------------

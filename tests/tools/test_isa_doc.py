@@ -118,7 +118,8 @@ def test_rendered_section_has_every_part() -> None:
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings == ["## Types", "## Ids", "## Lane memory", "## Arithmetic",
                         "## L1 and tile instructions", "## Tile vector instructions",
-                        "## Synchronisation", "## Control flow", "## Pipelines", "## Debug"]
+                        "## Synchronisation", "## Warp shuffles and votes", "## Control flow",
+                        "## Pipelines", "## Debug"]
 
 
 def test_parse_docstring_fields() -> None:

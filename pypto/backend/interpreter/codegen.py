@@ -37,7 +37,7 @@ from pypto.backend.interpreter.codegen_loops import SimtLoopEmitters, _is_addres
 from pypto.backend.interpreter.codegen_npu import NpuEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import op_location as location_of
-from pypto.backend.interpreter import lanes, windows
+from pypto.backend.interpreter import lanes, warp_ops, windows
 from pypto.backend.interpreter.optables import (
     _ARITH_BINARY,
     _CMP,
@@ -531,6 +531,39 @@ class KernelCodegen(NpuEmitters, SimtLoopEmitters):
         if self.mode == WARP:
             self.emit(f"yield ({SYNC_BARRIER}, {s}, None)")
 
+    # warp shuffles and votes (warp_ops.py) ------------------------------------------------------
+
+    def _shuffle(self, op: Operation, mode: str) -> None:
+        value, lane = (self.name(x) for x in op.operands)
+        array = op.results[0] not in self.an.uniform
+        self.emit(f"{self.name(op.results[0])} = _warp_shuffle(_ctx, {mode!r}, {value}, {lane}, "
+                  f"_m, {self.site(op)}, {array})")
+
+    def op_pto_shfl(self, op: Operation) -> None:
+        self._shuffle(op, "idx")
+
+    def op_pto_shfl_up(self, op: Operation) -> None:
+        self._shuffle(op, "up")
+
+    def op_pto_shfl_down(self, op: Operation) -> None:
+        self._shuffle(op, "down")
+
+    def op_pto_shfl_xor(self, op: Operation) -> None:
+        self._shuffle(op, "xor")
+
+    def _vote(self, op: Operation, kind: str) -> None:
+        self.emit(f"{self.name(op.results[0])} = _warp_vote(_ctx, {kind!r}, "
+                  f"{self.name(op.operands[0])}, _m, {self.site(op)})")
+
+    def op_pto_ballot(self, op: Operation) -> None:
+        self._vote(op, "ballot")
+
+    def op_pto_vote_any(self, op: Operation) -> None:
+        self._vote(op, "any")
+
+    def op_pto_vote_all(self, op: Operation) -> None:
+        self._vote(op, "all")
+
     def op_func_return(self, op: func.ReturnOp) -> None:
         self.emit("return None")
 
@@ -843,6 +876,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_F64": np.dtype(np.float64),
         "_wrap32": _wrap32,
         "_wrap64": _wrap64,
+        "_warp_shuffle": warp_ops.shuffle,
+        "_warp_vote": warp_ops.vote,
     }
     namespace.update(_LOOP_NAMESPACE)
     namespace.update({f"_m_{name}": fn for name, fn in exact.MATH.items()})

@@ -34,7 +34,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.dialects.traits import launch_id, memory_accesses, offset_base
+from pypto.dialects.traits import launch_id, memory_accesses, offset_base, warp_collective
 
 SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
@@ -68,8 +68,9 @@ MATH_OPS: frozenset[str] = frozenset({
     "math.copysign", "math.fma", "math.absi", "math.rsqrt", "pto.fmod",
 })
 """Correctly rounded (or exact) functions: LLVM's intrinsic and NumPy's ufunc agree on every
-input (`rsqrt` is the interpreter's 1 / sqrt in float64 rounded once; `fmod` is exact). exp, log, sin, ... are not here: libm and NumPy's own implementations may differ in the
-last bit (docs/native.md#exactness)."""
+input (`rsqrt` is the interpreter's 1 / sqrt in float64 rounded once; `fmod` is exact).
+exp, log, sin, ... are not here: libm and NumPy's own implementations may differ in the last
+bit (docs/native.md#exactness)."""
 
 STRUCTURE = frozenset({"scf.if", "scf.while", "scf.for", "scf.yield", "scf.condition",
                        "func.return"})
@@ -183,6 +184,12 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                     if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType):
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
+        if warp_collective(op) is not None:
+            see = "docs/native.md#what-is-compiled-the-support-check"
+            return f"{_where(op)}: '{name}' is a warp shuffle or vote (lanes of a warp exchange " \
+                   f"values), and the compiled lane model runs a block's lanes one after " \
+                   f"another; warp collectives are not compiled yet ({see}): the interpreter " \
+                   f"runs this kernel"
         if name in STRUCTURE or name in ARITH_OPS or name in MATH_OPS:
             if isinstance(op, scf.IfOp | scf.WhileOp | scf.ForOp) and \
                     any(isinstance(r.type, pto.PtrType) for r in op.results):

@@ -232,6 +232,8 @@ def main() -> None:
     # CPU time counts every thread, and an idle BLAS thread spins: one BLAS thread then
     skip = ["--skip", opts.skip] if opts.skip else []
     zoo = run("zoo.py", "--clock", opts.clock, *quick, *skip, one_thread=opts.clock == "cpu")
+    native = run("zoo.py", "--clock", opts.clock, "--backend", "native", *quick, *skip,
+                 one_thread=opts.clock == "cpu")
     launch = run("launch.py", *quick)
     matmul = "" if opts.quick else run("matmul.py", "--clock", opts.clock, one_thread=True)
     rows = targets(zoo, launch)
@@ -264,7 +266,9 @@ def main() -> None:
         lines.append(f"| {name} | {limit:g} {unit} | {got} | {met} |")
     lines += [""] + issue20(zoo, launch) + ([SLOW_KERNELS] if not opts.quick else []) + \
         matmul_section(matmul)
-    lines += ["## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), "",
+    lines += ["## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), ""]
+    lines += native_section(native, launch)
+    lines += [
               "## Fixed cost and scaling (`python bench/launch.py`)", "", "```text",
               launch.strip(), "```", ""]
     fit_va = re.search(r"vector_add fit: fixed (-?[\d.]+) us \+ ([\d.]+) ns/element "
@@ -292,6 +296,18 @@ def main() -> None:
                      f"detector's bookkeeping), not by memory.")
     Path(opts.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {opts.out}")
+
+
+def native_section(native: str, launch: str) -> list[str]:
+    """The native backend's column: bench/zoo.py --backend native (native ÷ NumPy beside the
+    interpreter's, same repetitions) and bench/launch.py's native fixed cost and compile."""
+    fixed = re.findall(r"^native (?:fixed cost|compile).*$", launch, re.M)
+    return ["## The native backend (`python bench/zoo.py --backend native`)", "",
+            "The kernels the native backend compiles (docs/native.md), timed beside the "
+            "interpreter (race check off) and NumPy in the same repetitions; first compile is "
+            "lowering + LLVM + JIT with an empty disk cache, then the load from the disk "
+            "cache. The native fixed cost and compile time of vector_add are "
+            "`bench/launch.py`'s:", "", "```text", *fixed, "```", "", native.strip(), ""]
 
 
 if __name__ == "__main__":

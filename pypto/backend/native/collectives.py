@@ -28,7 +28,7 @@ import numpy as np
 
 from pypto.errors import KernelError, MemoryAccessError
 
-COLLECTIVE_CODE = 3
+COLLECTIVE_CODE = 6  # to_llvm.COLLECTIVE
 
 CALLBACK_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64,

@@ -19,18 +19,20 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
+from pypto.backend.interpreter import watchdog
+from pypto.backend.native import collectives
+from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import analyse
-from pypto.backend.native import collectives
-from pypto.backend.native.collectives import Operand, Site
-from pypto.backend.native.to_llvm import (COLLECTIVE, COLLECTIVE_OPS, COLLECTIVE_SYMBOL, OOB,
-                                          SITE_ATTR, WATCHDOG)
+from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
+                                          COLLECTIVE_SYMBOL, DIVIDE_BY_ZERO, EXPIRED_SLOT,
+                                          LIMIT_SLOT, OOB, SITE_ATTR, TIME_LIMIT, WATCHDOG)
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.errors import KernelError, MemoryAccessError
@@ -38,8 +40,9 @@ from pypto.errors import KernelError, MemoryAccessError
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
 
-ERR_SLOTS = 10
-"""The error record: code, site, element, parameter, block x/y/z, lane x/y/z (i64 each)."""
+ERR_SLOTS = 12
+"""The error record: code, site, element (or a value's bits), parameter, block x/y/z, lane x/y/z
+(i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT)."""
 
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
@@ -57,11 +60,24 @@ def cache_dir() -> Path:
     return Path(base) / "pypto" / "native"
 
 
+_DIVISIONS = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp, arith.FloorDivSIOp)
+
+
+def _runtime_divisor(op: Operation) -> bool:
+    if not isinstance(op, _DIVISIONS):
+        return False
+    c = op.operands[1].owner
+    return not (isinstance(c, arith.ConstantOp) and isinstance(c.value, IntegerAttr) and
+                c.value.value.data != 0)
+
+
 def _checked_ops(kernel: Operation) -> list[Operation]:
-    """The accesses the lowering bounds-checks, in walk order: site `i` is op `i`."""
+    """The ops the lowering checks, in walk order: site `i` is op `i` (accesses: bounds;
+    divisions by a run-time divisor: zero; float-to-int casts: range; block-level instructions:
+    the collectives callback's site, pypto.backend.native.collectives)."""
     return [op for op in kernel.walk()
             if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
-                               *COLLECTIVE_OPS))]
+                               arith.FPToSIOp, *COLLECTIVE_OPS)) or _runtime_divisor(op)]
 
 
 def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site]:
@@ -96,19 +112,75 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     from xdsl.backend.llvm.convert import convert_module
 
     from pypto.ir import make_context
-    from pypto.passes import parse_pipeline, run_pipeline
+    from pypto.passes import parse_pipeline
 
     module = ModuleOp([kernel.clone()])
     copy = next(iter(module.ops))
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
-    run_pipeline(module, parse_pipeline(NATIVE_PIPELINE), make_context())
+    ctx = make_context()
+    for native_pass in parse_pipeline(NATIVE_PIPELINE):  # (not verified after each pass, as
+        native_pass.apply(ctx, module)                   # run_pipeline does: a third of the
+    # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies the result)
     result = convert_module(module, fallback_target_triple=None)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
             fn.attributes.add("alwaysinline")
+    grid = next(fn for fn in result.functions if fn.name == kernel.sym_name.data)
+    noalias = _noalias_params(kernel)
+    for index, arg in enumerate(grid.args):
+        if index in noalias:
+            arg.add_attribute("noalias")
+    _add_entry(result, grid)
     return result
+
+
+ENTRY_SUFFIX = ".entry"
+"""`@k.entry(ptr argv) -> i32`: the grid function's arguments read from one array of 8-byte
+slots (one ctypes argument per launch instead of one per parameter: a launch's marshalling)."""
+
+
+def _noalias_params(kernel: func.FuncOp) -> set[int]:
+    """Indices, among the grid function's LLVM arguments, of the base pointers of tensor
+    parameters marked `pto.noalias` (pypto.analysis.alias: passed once in this launch)."""
+    found: set[int] = set()
+    index = 0
+    attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
+    for i, arg in enumerate(kernel.body.block.args):
+        if isinstance(arg.type, pto.PtrType):
+            if i < len(attrs) and "pto.noalias" in attrs[i].data:
+                found.add(index)
+            index += 2
+        else:
+            index += 1
+    return found
+
+
+def _add_entry(module: Any, grid: Any) -> None:
+    """Add `@k.entry` (see ENTRY_SUFFIX): slot i holds argument i, an address or integer as
+    i64, a float as a double (float32 rounded by `fptrunc`, as ctypes' c_float rounds)."""
+    from llvmlite import ir
+
+    i64t = ir.IntType(64)
+    fn = ir.Function(module, ir.FunctionType(ir.IntType(32), [ir.PointerType()]),
+                     name=grid.name + ENTRY_SUFFIX)
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    argv = fn.args[0]
+    values = []
+    for index, arg in enumerate(grid.args):
+        slot = builder.gep(argv, [ir.Constant(i64t, index)], source_etype=i64t)
+        t = arg.type
+        if isinstance(t, ir.PointerType):
+            values.append(builder.inttoptr(builder.load(slot, typ=i64t), t))
+        elif isinstance(t, ir.IntType):
+            raw = builder.load(slot, typ=i64t)
+            values.append(raw if t.width == 64 else builder.trunc(raw, t))
+        elif isinstance(t, ir.DoubleType):
+            values.append(builder.load(slot, typ=t))
+        else:
+            values.append(builder.fptrunc(builder.load(slot, typ=ir.DoubleType()), t))
+    builder.ret(builder.call(grid, values))
 
 
 def llvm_ir(kernel: func.FuncOp) -> str:
@@ -145,28 +217,25 @@ def _new_machine() -> Any:
         jit=True)
 
 
+_VERSIONS: list[str] = []
+
+
 def _versions() -> str:
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "?"
-    return f"pypto {version('pypto')} llvmlite {version('llvmlite')} xdsl {version('xdsl')} " \
-           f"native {_source_hash()}"
-
-
-_SOURCE_HASH: list[str] = []
-
-
-def _source_hash() -> str:
-    """A hash of this backend's own modules: the object code (and the spill-slot count kept
-    beside it) depend on them, and an edited checkout keeps its version number."""
-    if not _SOURCE_HASH:
-        digest = hashlib.sha256()
+    """The versions the object code depends on: pypto's, llvmlite's, xDSL's, and a hash of the
+    native backend's own source (a changed lowering must not load an old object, even at one
+    pypto version: a development checkout, or two checkouts sharing a cache)."""
+    if not _VERSIONS:
+        def version(name: str) -> str:
+            try:
+                return metadata.version(name)
+            except metadata.PackageNotFoundError:
+                return "?"
+        source = hashlib.sha256()
         for path in sorted(Path(__file__).parent.glob("*.py")):
-            digest.update(path.read_bytes())
-        _SOURCE_HASH.append(digest.hexdigest()[:16])
-    return _SOURCE_HASH[0]
+            source.update(path.read_bytes())
+        _VERSIONS.append(f"pypto {version('pypto')} llvmlite {version('llvmlite')} "
+                         f"xdsl {version('xdsl')} native {source.hexdigest()[:16]}")
+    return _VERSIONS[0]
 
 
 def _compile_object(kernel: func.FuncOp) -> bytes:
@@ -207,12 +276,6 @@ def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
     return slots
 
 
-def _ctype(t: Any) -> Any:
-    name = str(t)
-    return {"i1": ctypes.c_bool, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
-            "f32": ctypes.c_float, "f64": ctypes.c_double}[name]
-
-
 class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
@@ -225,8 +288,15 @@ class NativeKernel:
         import llvmlite.binding as llvm
 
         self.name = name
-        self.sites = [(op.name.removeprefix("pto."), op_location(op))
-                      for op in _checked_ops(kernel)]
+        from pypto.analysis.uniformity import varying_values
+
+        varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
+        self.sites = [(op.name.removeprefix("pto."), op_location(op))  # mode: its message
+                      for op in _checked_ops(kernel)]               # names the lane when the
+        self.lane_divisors = [_runtime_divisor(op) and op.operands[1] in varying  # divisor
+                              for op in _checked_ops(kernel)]                     # varies)
+        self.cast_types = [str(np.dtype(f"int{op.results[0].type.width.data}"))
+                           if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.params = list(kernel.body.block.args)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
@@ -263,19 +333,105 @@ class NativeKernel:
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
-        address = self.engine.get_function_address(name)
-        argtypes: list[Any] = []
-        for p in self.params:
-            if isinstance(p.type, pto.PtrType):
-                argtypes += [ctypes.c_void_p, ctypes.c_int64]
-            else:
-                argtypes.append(_ctype(p.type))
-        argtypes += [ctypes.c_int32] * 8 + [ctypes.c_void_p] * 3
-        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
         if self.collective_sites:
             collectives.register(self._err_address, self)
+        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
+            self.engine.get_function_address(name + ENTRY_SUFFIX))
+        self.run = self._make_run()
+
+    def _make_run(self) -> Any:
+        """`run(grid, block, bound)` for this kernel as straight-line Python made once: it
+        writes the arguments into the slots `@k.entry` reads (an address only when the tensor's
+        Buffer changed: `__array_interface__` costs microseconds) and makes one ctypes call.
+        It keeps the last Buffer of each tensor parameter (a view: it does not keep the
+        tensor, whose accounting is by the Tensor object, docs/runtime.md). Launches of one
+        kernel from several threads take turns (a lock): they share the slots and the error
+        record. The last three slots are the grid function's pointers: the L1 arena and the
+        spill slots (phases.py) and the error record."""
+        slots = sum(2 if isinstance(p.type, pto.PtrType) else 1 for p in self.params) + 11
+        ints = (ctypes.c_int64 * slots)()
+        doubles = (ctypes.c_double * slots).from_buffer(ints)
+        ints[slots - 3] = self._arena_address
+        ints[slots - 2] = self._spill.ctypes.data
+        ints[slots - 1] = self._err_address
+        space: dict[str, Any] = {"A": ints, "D": doubles, "fn": self.fn, "P": ctypes.addressof(ints),
+                                 "last": [None] * (len(self.params) + 1), "error": self._error,
+                                 "_keep": (ints, doubles)}
+        names = [f"b{i}" for i in range(len(self.params))]
+        import threading
+
+        space["lock"] = threading.Lock()  # one slot array and error record: one launch at a time
+        lines = ["def run(grid, block, bound):",
+                 "    with lock:",
+                 "        return run1(grid, block, bound)",
+                 "def run1(grid, block, bound):",
+                 f"    {', '.join(names)}{',' if len(names) == 1 else ''} = bound"
+                 if names else "    pass"]
+        slot = 0
+        for i, p in enumerate(self.params):
+            b = names[i]
+            if isinstance(p.type, pto.PtrType):
+                lines += [f"    if {b} is not last[{i}]:",
+                          f"        last[{i}] = {b}",
+                          f"        A[{slot}] = {b}.data.__array_interface__['data'][0]",
+                          f"        A[{slot + 1}] = {b}.count"]
+                slot += 2
+            elif isinstance(p.type, IntegerType):
+                lines.append(f"    A[{slot}] = {b}")
+                slot += 1
+            else:
+                lines.append(f"    D[{slot}] = {b}")
+                slot += 1
+        n = len(self.params)
+        lines += [f"    if grid != last[{n}]:",
+                  f"        last[{n}] = grid",
+                  f"        A[{slot}], A[{slot + 1}], A[{slot + 2}] = grid",
+                  f"        A[{slot + 6}] = 0",
+                  f"        A[{slot + 7}] = grid[0] * grid[1] * grid[2]",
+                  f"    A[{slot + 3}], A[{slot + 4}], A[{slot + 5}] = block"]
+        if self.slots:  # spill slots for the block's lanes (phase-split kernels)
+            space["spill_for"] = self._spill_for
+            lines += [f"    if block != last_block[0]:",
+                      f"        last_block[0] = block",
+                      f"        A[{slots - 2}] = spill_for(block)"]
+            space["last_block"] = [None]
+        if self.collective_sites:  # the callback reads the bound arguments and the record
+            space.update(E=self.err, me=self)
+            lines += ["    me.bound = bound",
+                      "    E[0] = 0"]
+        if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
+            space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
+                         timed=self._timed)
+            lines += [f"    E[{LIMIT_SLOT}] = max_trips()",
+                      "    if deadline:",
+                      "        return timed(grid, bound)"]
+        lines += ["    if fn(P):",
+                  "        raise error(grid, bound)"]
+        lines += ["def call(grid, bound):",
+                  "    if fn(P):",
+                  "        raise error(grid, bound)"]
+        exec(compile("\n".join(lines) + "\n", f"<pto native run {self.name}>", "exec"),
+             space)
+        self._call = space["call"]
+        return space["run"]
+
+    def _timed(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> None:
+        """The rest of `run` under an open time limit (watchdog.time_limit): a timer thread
+        sets the flag every `while` loop reads each CLOCK_EVERY trips (ctypes releases the
+        GIL during the call, so the timer runs)."""
+        import threading
+        import time
+
+        self.err[EXPIRED_SLOT] = 0
+        remaining = watchdog._deadline[-1][0] - time.monotonic()
+        timer = threading.Timer(max(remaining, 0.0), self.err.__setitem__, (EXPIRED_SLOT, 1))
+        timer.start()
+        try:
+            self._call(grid, bound)
+        finally:
+            timer.cancel()
 
     def unsupported_launch(self, grid: tuple[int, int, int],
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
@@ -288,42 +444,43 @@ class NativeKernel:
                 f"run it on the interpreter (backend='interpreter' or 'auto')", kernel=self.name)
         return None
 
-    def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-            bound: Sequence[Any]) -> None:
-        """Run every block of the launch; `bound` are the interpreter's bound arguments
-        (Buffers for tensors, typed scalars), so both backends check arguments alike."""
-        args: list[Any] = []
-        for p, value in zip(self.params, bound):
-            if isinstance(p.type, pto.PtrType):  # (__array_interface__: a third of .ctypes)
-                args += [value.data.__array_interface__["data"][0], value.count]
-            else:
-                args.append(value.item() if isinstance(value, np.generic) else value)
-        blocks = grid[0] * grid[1] * grid[2]
+    def _spill_for(self, block: tuple[int, int, int]) -> int:
+        """The address of spill slots for every lane of a block of shape `block` (phases.py:
+        values live across a barrier), grown when a launch has more lanes than the last."""
         lanes = block[0] * block[1] * block[2]
         if self._spill.size < self.slots * lanes:
             self._spill = np.zeros(self.slots * lanes, np.uint64)
-        self.err[0] = 0
-        self.bound = bound
-        status = self.fn(*args, *grid, *block, 0, blocks, self._arena_address,
-                         self._spill.ctypes.data, self._err_address)
-        if status:
-            raise self._error(grid, bound)
+        return self._spill.ctypes.data
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
-        code, site, address, param, *coords = (int(v) for v in self.err)
+        code, site, address, param, *coords = (int(v) for v in self.err[:10])
         if code == COLLECTIVE and self.collective_error is not None:
             error, self.collective_error = self.collective_error, None
             return error
         block, lane = tuple(coords[:3]), tuple(coords[3:])
         if code == WATCHDOG:
-            from_loop = self.loops[site]
+            limit = int(self.err[LIMIT_SLOT])
             return KernelError(
-                f"this loop has run {10_000_000:,} iterations without ending on some lane; "
-                f"check that its condition changes (the interpreter stops a loop after "
-                f"pypto.backend.interpreter.codegen_loops.MAX_TRIPS iterations)",
-                kernel=self.name, location=from_loop)
-        assert code == OOB, code
+                f"this loop has run {limit:,} trips without ending on some lane; check that its "
+                f"condition changes (the interpreter stops a loop after "
+                f"{watchdog.MAX_TRIPS_ENV}={limit} trips in one launch; set it higher for a loop "
+                f"that really runs longer)", kernel=self.name, location=self.loops[site])
+        if code == TIME_LIMIT:
+            seconds = watchdog._deadline[-1][1] if watchdog._deadline else 0.0
+            return KernelError(
+                f"this loop was still running when the time limit of {seconds:g} s ran out "
+                f"(timeout= of pto.launch / pto.sync); check that its condition changes, or "
+                f"give a longer timeout", kernel=self.name, location=self.loops[site])
         op, location = self.sites[site]
+        if code == DIVIDE_BY_ZERO:
+            where = f" in block {block}, lane {lane}" if self.lane_divisors[site] else ""
+            return KernelError(f"integer division by zero{where}", kernel=self.name,
+                               location=location)
+        if code == CAST_RANGE:
+            value = np.int64(address).view(np.float64)
+            return KernelError(f"pto.cast of {value} to {self.cast_types[site]} is out of range "
+                               f"(or NaN)", kernel=self.name, location=location)
+        assert code == OOB, code
         if param < 0:  # L1 buffer -1 - param
             return self._l1_error(op, location, self.l1[-1 - param], address, block, lane)
         buf = bound[param]

@@ -32,8 +32,8 @@ op's location, why it stays on the interpreter.
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerAttr,
-                                   IntegerType)
+from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerType, i32,
+                                   i64)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
@@ -44,7 +44,7 @@ from pypto.dialects.traits import (atomic_update, launch_id, memory_accesses, of
 
 SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
-MEMORY_ELEMENTS = ("f16", "f32", "f64", "i32", "i64")
+MEMORY_ELEMENTS = ("f16", "f32", "f64", "i1", "i32", "i64")
 
 LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim", "warp_id", "lane_id")
 """Launch ids the lane function computes from its block and lane coordinates."""
@@ -61,17 +61,22 @@ ARITH_OPS: frozenset[str] = frozenset({
 pypto/exact.py define (IEEE correctly rounded float arithmetic and casts, wrapping integers;
 shifts outside [0, width) are given their defined value by the lowering)."""
 
-DIVISIONS_BY_CONSTANT: frozenset[str] = frozenset({
+DIVISIONS: frozenset[str] = frozenset({
     "arith.divsi", "arith.remsi", "arith.divui", "arith.remui", "arith.floordivsi"})
-"""Compiled when the divisor is a non-zero constant (no division-by-zero error to raise)."""
+"""Integer divisions (pypto.dialects.arith_semantics); a divisor that is not a non-zero constant
+is checked, zero raising the interpreter's division-by-zero error."""
+
+FLOAT_TO_INT = "arith.fptosi"
+"""Truncation toward zero, to i32 / i64; NaN or out of range is the interpreter's error."""
 
 MATH_OPS: frozenset[str] = frozenset({
     "math.sqrt", "math.floor", "math.ceil", "math.absf", "math.trunc", "math.roundeven",
-    "math.copysign", "math.fma", "math.absi",
+    "math.copysign", "math.fma", "math.absi", "math.rsqrt", "pto.fmod",
 })
 """Correctly rounded (or exact) functions: LLVM's intrinsic and NumPy's ufunc agree on every
-input. exp, log, sin, ... are not here: libm and NumPy's own implementations may differ in the
-last bit (docs/native.md#exactness)."""
+input (`rsqrt` is the interpreter's 1 / sqrt in float64 rounded once; `fmod` is exact).
+exp, log, sin, ... are not here: libm and NumPy's own implementations may differ in the last
+bit (docs/native.md#exactness)."""
 
 STRUCTURE = frozenset({"scf.if", "scf.while", "scf.for", "scf.yield", "scf.condition",
                        "func.return"})
@@ -125,12 +130,6 @@ def _in_loop(op: Operation, kernel: func.FuncOp) -> bool:
             return True
         parent = parent.parent_op()
     return False
-
-
-def _nonzero_constant(value: SSAValue) -> bool:
-    owner = value.owner
-    return isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr) and \
-        owner.value.value.data != 0
 
 
 def _lane_private_offset(ptr: SSAValue) -> SSAValue | None:
@@ -227,15 +226,12 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             if isinstance(op, arith.SelectOp) and isinstance(op.results[0].type, pto.PtrType):
                 return f"{_where(op)}: a pointer chosen by select is not compiled yet"
             continue
-        if name in DIVISIONS_BY_CONSTANT:
-            if not _nonzero_constant(op.operands[1]):
-                return f"{_where(op)}: '{name}' by a run-time divisor (its division-by-zero " \
-                       f"error is not compiled yet)"
+        if name in DIVISIONS:
             continue
-        if name == "arith.truncf" and isinstance(op.results[0].type, Float16Type) and \
-                isinstance(op.operands[0].type, Float64Type):
-            return f"{_where(op)}: a float64 -> float16 cast (not yet proven rounded once by " \
-                   f"LLVM on every target)"
+        if name == FLOAT_TO_INT:
+            if op.results[0].type not in (i32, i64):
+                return f"{_where(op)}: a float -> {op.results[0].type} cast is not compiled yet"
+            continue
         if name in ("pto.fma", "math.fma") and isinstance(op.operands[-1].type, Float16Type):
             return f"{_where(op)}: a float16 fma (LLVM computes it in float32 and rounds twice; " \
                    f"the interpreter rounds once)"

@@ -24,19 +24,34 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
-                                   f64, i1, i8, i32, i64)
+                                   UnrealizedConversionCastOp, f16, f32, f64, i1, i8,
+                                   i32,
+                                   i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
+                                              add_fast_blocks)
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
-from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR
+from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR, LANE_SUFFIX
 from pypto.dialects import pto
 
 OOB = 1
 WATCHDOG = 2
-COLLECTIVE = 3
-"""Error codes of the record (COLLECTIVE: the runtime's callback raised; it kept the error)."""
+DIVIDE_BY_ZERO = 3
+CAST_RANGE = 4
+TIME_LIMIT = 5
+COLLECTIVE = 6
+"""Error codes of the record (COLLECTIVE: the runtime's callback raised; it kept the error;
+pypto.backend.native.collectives.COLLECTIVE_CODE is this number)."""
+LIMIT_SLOT = 10
+"""err[10]: the loop watchdog's trip limit (PYPTO_MAX_TRIPS, written by the runtime per launch)."""
+EXPIRED_SLOT = 11
+"""err[11]: non-zero once the launch's `timeout=` ran out (set by a timer thread, read by every
+`while` loop each CLOCK_EVERY trips)."""
+CLOCK_EVERY = 4096
+"""Trips between two reads of the time-limit flag (the interpreter's watchdog.CLOCK_EVERY)."""
 COLLECTIVE_SYMBOL = "pypto_native_collective"
 COLLECTIVE_OPS = (pto.FillOp, pto.BulkCopyOp, pto.MmaOp)
 
@@ -45,6 +60,8 @@ def collective_signature() -> llvm.LLVMFunctionType:
     """(err, site, 3 x (pointer, count, offset), 4 x i64, f64) -> i32."""
     ptr = llvm.LLVMPointerType()
     return llvm.LLVMFunctionType([ptr, i64, *[ptr, i64, i64] * 3, *[i64] * 4, f64], i32)
+
+
 SITE_ATTR = "pto.native_site"
 """Site number of a checked op (set by the JIT to index its table of locations); without it the
 ops are numbered in order."""
@@ -141,7 +158,8 @@ class _FunctionLowering:
                 entry.erase_arg(arg)
         inputs = [a.type for a in entry.args]
         ftype = llvm.LLVMFunctionType(inputs, i32)
-        linkage = llvm.LinkageAttr("internal" if self.is_lane else "external")
+        linkage = llvm.LinkageAttr("internal" if self.is_lane or RANGE_ATTR in self.fn.attributes
+                                   else "external")
         new = llvm.FuncOp(self.fn.sym_name.data, ftype, linkage=linkage, body=Region())
         self.fn.body.move_blocks(new.body)
         return new
@@ -179,6 +197,8 @@ class _FunctionLowering:
         """The checked element address of `op`'s access through `address`: the block is split,
         an out-of-range offset branches to a block recording the error."""
         p = self.ptr(address)
+        if UNCHECKED_ATTR in op.attributes:  # proven in range for the block (fast_blocks.py)
+            return self._before(op, llvm.GEPOp.from_mixed_indices(p.base, [p.offset], elem))
         attr = op.attributes.get(SITE_ATTR)
         site = attr.value.data if isinstance(attr, IntegerAttr) else self.next_site
         self.next_site += 1
@@ -229,11 +249,23 @@ class _FunctionLowering:
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):
             t = op.results[0].type
-            address = self._checked_address(op, op.ptr, t)
-            self._replace(op, llvm.LoadOp(address, t))
+            if t == i1:  # a bool is a byte (NumPy's bool_): true when non-zero
+                address = self._checked_address(op, op.ptr, i8)
+                byte = llvm.LoadOp(address, i8)
+                zero = self._const(0, i8)
+                self._replace(op, byte, zero, llvm.ICmpOp(byte.results[0], zero.result,
+                                                          IntegerAttr(1, i64)))
+            else:
+                address = self._checked_address(op, op.ptr, t)
+                self._replace(op, llvm.LoadOp(address, t))
         elif isinstance(op, pto.StoreOp):
-            address = self._checked_address(op, op.ptr, op.value.type)
-            self._replace(op, llvm.StoreOp(op.value, address))
+            if op.value.type == i1:  # stored as the byte 0 or 1
+                address = self._checked_address(op, op.ptr, i8)
+                byte = llvm.ZExtOp(op.value, i8)
+                self._replace(op, byte, llvm.StoreOp(byte.results[0], address))
+            else:
+                address = self._checked_address(op, op.ptr, op.value.type)
+                self._replace(op, llvm.StoreOp(op.value, address))
         elif isinstance(op, pto.FmaOp):
             address = self._checked_address(op, op.dst, op.a.type)
             if isinstance(op.a.type, IntegerType):  # integers: a * b + c, wrapping
@@ -256,7 +288,16 @@ class _FunctionLowering:
             v = op.value.value.data
             self._replace(op, self._const(int(v) if isinstance(t, IntegerType) else v, t))
         elif kind in _INT_BIN:
-            self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1]))
+            if NSW_ATTR in op.attributes:  # proven not to overflow (fast_blocks.py)
+                self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1], {},
+                                                 llvm.OverflowAttr([llvm.OverflowFlag
+                                                                    .NO_SIGNED_WRAP])))
+            else:
+                self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1]))
+        elif isinstance(op, UnrealizedConversionCastOp) and COUNT_ATTR in op.attributes:
+            op.results[0].replace_all_uses_with(self.ptr(op.inputs[0]).count)
+            op.detach()
+            op.erase()
         elif kind in _FLOAT_BIN:
             self._replace(op, _FLOAT_BIN[kind](op.operands[0], op.operands[1]))
         elif isinstance(op, arith.NegfOp):
@@ -282,6 +323,12 @@ class _FunctionLowering:
                 self._replace(op, llvm.FCmpOp(op.lhs, op.rhs, name))
         elif isinstance(op, arith.SelectOp):
             self._replace(op, llvm.SelectOp(*op.operands))
+        elif isinstance(op, arith.TruncFOp) and op.operands[0].type == f64 and \
+                op.results[0].type == f16:
+            rounded = self._round_f64(op, op.operands[0], f16)
+            op.results[0].replace_all_uses_with(rounded)
+            op.detach()
+            op.erase()
         elif kind in _CASTS:
             self._replace(op, _CASTS[kind](op.operands[0], op.results[0].type))
         elif isinstance(op, arith.ExtSIOp):
@@ -334,12 +381,23 @@ class _FunctionLowering:
             self._replace(op, llvm.CondBrOp(op.cond, op.then_block, op.then_arguments,
                                             op.else_block, op.else_arguments))
         elif isinstance(op, cf.AssertOp):
-            site = int(op.msg.data.rpartition(":")[2])  # pto-watchdog:<loop number>
-            self._fail_unless(op, op.arg, WATCHDOG, site, None, -1)
+            self._watchdog(op)
+        elif isinstance(op, arith.FPToSIOp):
+            self._float_to_int(op)
+        elif isinstance(op, math.RsqrtOp):  # the interpreter's: 1 / sqrt(x) in float64,
+            x = op.operands[0]                 # rounded once to the type
+            wide = x if x.type == f64 else self._before(op, llvm.FPExtOp(x, f64))
+            root = self._before(op, llvm.CallIntrinsicOp("llvm.sqrt.f64", [wide], [f64]))
+            one = self._const(1.0, f64)
+            inverse = self._before(op, one, llvm.FDivOp(one.result, root))
+            rounded = self._round_f64(op, inverse, op.results[0].type)
+            op.results[0].replace_all_uses_with(rounded)
             op.detach()
             op.erase()
         elif isinstance(op, COLLECTIVE_OPS):
             self._collective(op)
+        elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
+            self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":
             pass
         else:
@@ -352,9 +410,7 @@ class _FunctionLowering:
         the interpreter does (the same copies, the same matmul: the same bits, the same
         errors). Arguments: err record, site, three (element pointer, count, offset) operands,
         four integers, one float (fill's value)."""
-        attr = op.attributes.get(SITE_ATTR)
-        site = attr.value.data if isinstance(attr, IntegerAttr) else self.next_site
-        self.next_site += 1
+        site = self._site(op)
         err = self.fn.body.blocks[0].args[-1]
         new: list[Operation] = []
 
@@ -398,6 +454,93 @@ class _FunctionLowering:
         new.append(call)
         self._replace(op, *new, result=None)
         self.calls_collective = True
+    def _site(self, op: Operation) -> int:
+        attr = op.attributes.get(SITE_ATTR)
+        if isinstance(attr, IntegerAttr):
+            return attr.value.data
+        self.next_site += 1
+        return self.next_site - 1
+
+    def _slot(self, op: Operation, slot: int) -> SSAValue:
+        """Load err[slot] (i64) before `op`."""
+        err = self.fn.body.blocks[0].args[-1]
+        address = self._before(op, llvm.GEPOp.from_mixed_indices(err, [slot], i64))
+        return self._before(op, llvm.LoadOp(address, i64))
+
+    def _watchdog(self, op: cf.AssertOp) -> None:
+        """A `while` loop's watchdog (`pto-simt-to-lanes` asserts trips < its limit): the limit
+        is the launch's (err[LIMIT_SLOT]), and every CLOCK_EVERY trips err[EXPIRED_SLOT] is read
+        (after a compiler barrier, so the read stays in the loop) for the `timeout=`."""
+        site = int(op.msg.data.rpartition(":")[2])  # pto-watchdog:<loop number>
+        compare = op.arg.owner
+        if not isinstance(compare, llvm.ICmpOp):
+            raise DiagnosticException("convert-pto-to-llvm: a watchdog assert not on a trip "
+                                      "count comparison (run pto-simt-to-lanes)")
+        trips = compare.operands[0]
+        limit = self._slot(op, LIMIT_SLOT)
+        below = self._before(op, llvm.ICmpOp(trips, limit, IntegerAttr(6, i64)))  # ult
+        self._fail_unless(op, below, WATCHDOG, site, None, -1)
+        mask = self._const(CLOCK_EVERY - 1, i64)
+        zero = self._const(0, i64)
+        low = self._before(op, mask, zero, llvm.AndOp(trips, mask.result))
+        due = self._before(op, llvm.ICmpOp(low, zero.result, IntegerAttr(0, i64)))  # eq
+        block = op.parent_block()
+        rest = block.split_before(op)
+        check = Block()
+        block.parent.insert_block_after(check, block)
+        block.add_op(llvm.CondBrOp(due, check, [], rest, []))
+        check.add_op(llvm.BrOp(rest))
+        anchor = check.last_op
+        self._before(anchor, llvm.InlineAsmOp("", "~{memory}", [], has_side_effects=True))
+        expired = self._slot(anchor, EXPIRED_SLOT)
+        zero2 = self._const(0, i64)
+        ok = self._before(anchor, zero2, llvm.ICmpOp(expired, zero2.result,
+                                                      IntegerAttr(0, i64)))
+        self._fail_unless(anchor, ok, TIME_LIMIT, site, None, -1)
+        op.detach()
+        op.erase()
+
+    def _round_f64(self, op: Operation, x: SSAValue, t: Attribute) -> SSAValue:
+        """`x` (f64) rounded once to `t` (f64, f32 or f16), before `op`. To float16 through
+        float32 rounded to odd (truncated, its last bit set when inexact), then to nearest:
+        float32 keeps more than float16's 11 + 2 bits, so the two roundings are one (LLVM's
+        direct f64 -> f16 conversion is a runtime-library call MCJIT may not resolve)."""
+        if t == f64:
+            return x
+        near = self._before(op, llvm.FPTruncOp(x, f32))
+        if t == f32:
+            return near
+        back = self._before(op, llvm.FPExtOp(near, f64))
+        inexact = self._before(op, llvm.FCmpOp(back, x, "one"))  # (false for NaN)
+        bits = self._before(op, llvm.BitcastOp(near, i32))
+        abs_back = self._before(op, llvm.CallIntrinsicOp("llvm.fabs.f64", [back], [f64]))
+        abs_x = self._before(op, llvm.CallIntrinsicOp("llvm.fabs.f64", [x], [f64]))
+        away = self._before(op, llvm.FCmpOp(abs_back, abs_x, "ogt"))  # rounded up: step back
+        one = self._const(1, i32)
+        zero = self._const(0, i32)
+        step = self._before(op, one, zero, llvm.SelectOp(away, one.result, zero.result))
+        toward = self._before(op, llvm.SubOp(bits, step))
+        sticky = self._before(op, llvm.SelectOp(inexact, one.result, zero.result))
+        odd = self._before(op, llvm.OrOp(toward, sticky))
+        odd_f = self._before(op, llvm.BitcastOp(odd, f32))
+        return self._before(op, llvm.FPTruncOp(odd_f, t))
+
+    def _float_to_int(self, op: arith.FPToSIOp) -> None:
+        """Truncation toward zero; a NaN or a truncated value outside the integer type is the
+        interpreter's error (pypto/exact.py float_in_int_range), its value recorded as f64."""
+        x = op.operands[0]
+        t = op.results[0].type
+        wide = x if x.type == f64 else self._before(op, llvm.FPExtOp(x, f64))
+        trunc = self._before(op, llvm.CallIntrinsicOp("llvm.trunc.f64", [wide], [f64]))
+        bits = t.width.data
+        lo = self._const(-(2.0 ** (bits - 1)), f64)
+        hi = self._const(2.0 ** (bits - 1), f64)
+        ge = self._before(op, lo, hi, llvm.FCmpOp(trunc, lo.result, "oge"))
+        lt = self._before(op, llvm.FCmpOp(trunc, hi.result, "olt"))
+        ok = self._before(op, llvm.AndOp(ge, lt))
+        detail = self._before(op, llvm.BitcastOp(wide, i64))
+        self._fail_unless(op, ok, CAST_RANGE, self._site(op), detail, -1)
+        self._replace(op, llvm.CallIntrinsicOp(f"llvm.fptosi.sat.{t}.f64", [trunc], [t]))
 
     def _shift(self, op: Operation) -> None:
         a, b = op.operands
@@ -416,9 +559,17 @@ class _FunctionLowering:
 
     def _division(self, op: Operation) -> None:
         """Signed: `INT_MIN / -1` wraps to INT_MIN, its remainder is 0 (LLVM: undefined), so a
-        divisor of -1 is computed as negation. The support check admits only non-zero constant
-        divisors from kernels; the grid function divides by launch dimensions (positive)."""
+        divisor of -1 is computed as negation. In a lane function a divisor that is not a non-zero
+        constant is checked first: zero is the interpreter's division-by-zero error (the grid
+        function divides by launch dimensions, positive)."""
         a, b = op.operands
+        constant = b.owner
+        if self.is_lane and not (isinstance(constant, llvm.ConstantOp | arith.ConstantOp) and
+                                 isinstance(constant.value, IntegerAttr) and
+                                 constant.value.value.data != 0):
+            zero = self._const(0, b.type)
+            ok = self._before(op, zero, llvm.ICmpOp(b, zero.result, IntegerAttr(1, i64)))  # ne
+            self._fail_unless(op, ok, DIVIDE_BY_ZERO, self._site(op), None, -1)
         if isinstance(op, arith.DivUIOp | arith.RemUIOp):
             cls = llvm.UDivOp if isinstance(op, arith.DivUIOp) else llvm.URemOp
             self._replace(op, cls(a, b))
@@ -462,11 +613,21 @@ class ConvertPtoToLlvmPass(ModulePass):
 
     name = "convert-pto-to-llvm"
 
+    fast_blocks: bool = True
+    """Add the per-block range check and the unchecked lane loops (fast_blocks.py)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        functions = {fn.sym_name.data: fn for fn in op.ops if isinstance(fn, func.FuncOp)}
+        for name, grid in functions.items():
+            lane = functions.get(name + LANE_SUFFIX)
+            if GRID_ATTR in grid.attributes and lane is not None and self.fast_blocks:
+                num_params = len(lane.body.blocks[0].args) - ID_ARGS - 1
+                add_fast_blocks(op, lane, grid, num_params)
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp):
                 continue
-            if LANE_ATTR not in fn.attributes and GRID_ATTR not in fn.attributes:
+            if LANE_ATTR not in fn.attributes and GRID_ATTR not in fn.attributes and \
+                    RANGE_ATTR not in fn.attributes:
                 raise DiagnosticException(
                     f"convert-pto-to-llvm: function '{fn.sym_name.data}' is not a lane or grid "
                     f"function; run pto-simt-to-lanes and convert-scf-to-cf first")

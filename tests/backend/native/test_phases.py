@@ -310,9 +310,13 @@ def test_auto_keeps_race_checked_kernels_on_the_interpreter(monkeypatch):
     from pypto.backend.native import jit
 
     runs = []
-    real = jit.NativeKernel.run
-    monkeypatch.setattr(jit.NativeKernel, "run",
-                        lambda self, *a: (runs.append(self.name), real(self, *a))[1])
+    real = jit.NativeKernel._make_run  # (`run` is made per kernel: wrap what makes it)
+
+    def make_run(self):
+        run = real(self)
+        return lambda *a: (runs.append(self.name), run(*a))[1]
+
+    monkeypatch.setattr(jit.NativeKernel, "_make_run", make_run)
     n = 256
     x = np.arange(n, dtype=np.float32)
     pto.launch(warp_pairs, 1, n, (x, np.zeros(n, np.float32), n), backend="auto")
@@ -357,5 +361,7 @@ def test_the_disk_cache_is_keyed_by_the_backends_own_source(monkeypatch):
                                        256), block=256)
     assert not jit.NativeKernel(ck.func, ck.name).cached
     assert jit.NativeKernel(ck.func, ck.name).cached
-    monkeypatch.setattr(jit, "_SOURCE_HASH", ["edited"])
+    versions = jit._versions()
+    assert " native " in versions  # (the source hash is part of the key)
+    monkeypatch.setattr(jit, "_VERSIONS", [versions.rpartition(" native ")[0] + " native edited"])
     assert not jit.NativeKernel(ck.func, ck.name).cached

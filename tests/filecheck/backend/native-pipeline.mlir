@@ -40,8 +40,19 @@ builtin.module {
 // LLVM: llvm.func internal @k.lane(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %n: i32
 // LLVM: llvm.icmp "ult"
 // LLVM: llvm.load
-// LLVM: llvm.func @k(
+// The fast lane function: its lane-affine accesses unchecked, the offset's arithmetic nsw.
+// LLVM: llvm.func internal @k.fast.lane(
+// LLVM: llvm.add {{.*}} overflow<nsw> : i32
+// LLVM-NOT: llvm.icmp "ult"
+// LLVM: llvm.load
+// LLVM: llvm.func internal @k.range(
+// LLVM: llvm.func @k.checked(
 // LLVM: llvm.call @k.lane
+// The grid function: per block, the range check chooses the fast lanes or the checked block.
+// LLVM: llvm.func @k(
+// LLVM: llvm.call @k.range
+// LLVM: llvm.call @k.fast.lane
+// LLVM: llvm.call @k.checked
 
 // IR: define internal i32 @"k.lane"
 // IR: load float

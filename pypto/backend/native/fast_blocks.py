@@ -1,0 +1,394 @@
+"""Blocks whose accesses are proven in range run unchecked lane loops that LLVM vectorises.
+
+A checked access (`convert-pto-to-llvm`) ends the lane function early when out of range, and a
+loop with such exits is not vectorised. Most kernels address memory at *lane-affine* offsets:
+`get_global_id(0) + u`, `row * ncols + local_id(0)`, ... — sums of lane coordinates times
+block-uniform values. Over a block, such an offset takes its extreme values at the corners of the
+block's box of lane coordinates, so checking the 8 corners (one lane per corner) checks every lane.
+This module (called by `convert-pto-to-llvm` before it lowers the functions) adds, per kernel:
+
+- `@k.range(params..., block x/y/z, grid dims x/y/z, block dims x/y/z) -> i32`: 1 when, in this
+  block, every lane-affine access is in range at every corner and no lane-varying i32 value
+  of their offsets overflows (so the i32 arithmetic is the exact one, and `nsw` is true);
+- `@k.fast.lane`: the lane function with those accesses unchecked (and their offsets' lane-varying
+  arithmetic marked `nsw`, which lets LLVM see consecutive addresses); other checks (accesses at
+  data-dependent offsets, the loop watchdog, divisions) stay;
+- `@k` (the grid function): per block, `@k.range` decides between the lane loops `tz, ty, tx`
+  (x innermost, the interpreter's lane order) over `@k.fast.lane`, and the checked grid
+  function for that one block (renamed `@k.checked`), which raises the interpreter's error.
+
+Results are the same bits either way: the fast lane function is the checked one minus checks that
+cannot fail. docs/native.md#fast-blocks.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, cf, func
+from xdsl.dialects.builtin import (FunctionType, IntegerAttr, IntegerType, ModuleOp, StringAttr,
+                                   UnitAttr, UnrealizedConversionCastOp, i1, i32, i64)
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+
+from pypto.dialects import pto
+
+UNCHECKED_ATTR = "pto.native_unchecked"
+"""On an access of a fast lane function: its offset is proven in range by the block's check."""
+NSW_ATTR = "pto.native_nsw"
+"""On an i32 `addi` / `subi` / `muli` of a fast lane function: proven not to overflow."""
+COUNT_ATTR = "pto.native_count"
+"""On an `unrealized_conversion_cast` from a pointer parameter to i64 in a range function: the
+element count of that tensor (`convert-pto-to-llvm` substitutes it)."""
+RANGE_ATTR = "pto.native_range"
+FAST_SUFFIX = ".fast"
+CHECKED_SUFFIX = ".checked"
+
+_I32_MIN, _I32_MAX = -2 ** 31, 2 ** 31 - 1
+_UNIFORM_I64_BOUND = 2 ** 40
+"""A block-uniform i64 term of an offset must be within +-2^40 (checked per block): then sums of
+a few terms never wrap i64, and the corner bound holds for the sum."""
+
+_ACCESSES = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)
+_AFFINE_OPS = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ExtSIOp)
+_CHECKED_DIVISIONS = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp,
+                      arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp)
+
+
+def _access_ptr(op: Operation) -> SSAValue:
+    return op.dst if isinstance(op, pto.FmaOp) else op.ptr
+
+
+class _Analysis:
+    """Which values of a lane function are block-uniform, which lane-affine (see module doc)."""
+
+    def __init__(self, lane: func.FuncOp, num_params: int):
+        args = lane.body.blocks[0].args
+        self.entry_args = set(args[:num_params]) | set(args[num_params:num_params + 3]) | \
+            set(args[num_params + 6:num_params + 12])
+        self.lane_coords = list(args[num_params + 3:num_params + 6])
+        self.uniform_memo: dict[SSAValue, bool] = {}
+        self.affine_memo: dict[SSAValue, bool] = {}
+
+    def uniform(self, v: SSAValue) -> bool:
+        """Computable from parameters, block coordinates, dims and constants by pure arith ops
+        that cannot fail (no division by a run-time divisor)."""
+        if v in self.uniform_memo:
+            return self.uniform_memo[v]
+        ok = False
+        if isinstance(v, BlockArgument):
+            ok = v in self.entry_args and not isinstance(v.type, pto.PtrType)
+        elif isinstance(v.owner, arith.ConstantOp):
+            ok = isinstance(v.type, IntegerType)
+        elif v.owner.dialect_name() == "arith" and not v.owner.regions and \
+                all(isinstance(r.type, IntegerType) for r in v.owner.results):
+            op = v.owner
+            if isinstance(op, arith.FPToSIOp | arith.FPToUIOp):  # checked (may fail)
+                self.uniform_memo[v] = False
+                return False
+            if isinstance(op, _CHECKED_DIVISIONS):
+                c = op.operands[1].owner
+                if not (isinstance(c, arith.ConstantOp) and c.value.value.data != 0):
+                    self.uniform_memo[v] = False
+                    return False
+            ok = all(self.uniform(o) for o in op.operands)
+        self.uniform_memo[v] = ok
+        return ok
+
+    def affine(self, v: SSAValue) -> bool:
+        """Lane-varying and affine in the lane coordinates: a lane coordinate, or i32 add / sub
+        / mul-by-uniform of such values and uniform ones, or its sign extension to i64."""
+        if v in self.affine_memo:
+            return self.affine_memo[v]
+        ok = False
+        if v in self.lane_coords:
+            ok = True
+        elif not isinstance(v, BlockArgument) and isinstance(v.owner, _AFFINE_OPS):
+            op = v.owner
+            if isinstance(op, arith.ExtSIOp):
+                ok = op.operands[0].type == i32 and self.affine(op.operands[0])
+            elif v.type == i32:
+                a, b = op.operands
+                if isinstance(op, arith.MuliOp):
+                    ok = self.affine(a) and self.uniform(b) or self.uniform(a) and self.affine(b)
+                else:
+                    ok = (self.affine(a) or self.uniform(a)) and \
+                        (self.affine(b) or self.uniform(b)) and \
+                        (self.affine(a) or self.affine(b))
+        self.affine_memo[v] = ok
+        return ok
+
+    def offsets(self, ptr: SSAValue) -> list[SSAValue] | None:
+        """The offsets `pto.addptr` adds to a parameter to give `ptr` (outermost last), when each
+        is uniform or lane-affine; else None."""
+        chain: list[SSAValue] = []
+        while not isinstance(ptr, BlockArgument):
+            op = ptr.owner
+            if not isinstance(op, pto.AddPtrOp):
+                return None
+            if not (self.uniform(op.offset) or self.affine(op.offset)):
+                return None
+            chain.append(op.offset)
+            ptr = op.ptr
+        return chain[::-1]
+
+
+class _RangeBuilder:
+    """Emits the body of `@k.range`: uniform values cloned once, lane-affine ones evaluated at
+    each corner in exact i64 arithmetic, with the checks the module doc lists."""
+
+    def __init__(self, an: _Analysis, block: Block, lane_args: list[SSAValue],
+                 range_args: list[SSAValue], num_params: int):
+        self.an = an
+        self.block = block
+        self.map: dict[SSAValue, SSAValue] = {}
+        for i in range(num_params):
+            self.map[lane_args[i]] = range_args[i]
+        for j in range(3):  # block coords, grid dims, block dims
+            self.map[lane_args[num_params + j]] = range_args[num_params + j]
+            self.map[lane_args[num_params + 6 + j]] = range_args[num_params + 3 + j]
+            self.map[lane_args[num_params + 9 + j]] = range_args[num_params + 6 + j]
+        self.bdims = range_args[num_params + 6:num_params + 9]
+        self.checks: list[SSAValue] = []
+        self.corner_memo: dict[tuple[SSAValue, int], SSAValue] = {}
+        self.corner_coords: dict[int, list[SSAValue]] = {}
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def const(self, value: int, t: IntegerType = i64) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(value, t)))
+
+    def uniform(self, v: SSAValue) -> SSAValue:
+        found = self.map.get(v)
+        if found is not None:
+            return found
+        op = v.owner
+        operands = [self.uniform(o) for o in op.operands]
+        new = op.clone(value_mapper={o: m for o, m in zip(op.operands, operands)})
+        for name in list(new.attributes):
+            del new.attributes[name]
+        self.block.add_op(new)
+        self.map[v] = new.results[0]
+        return new.results[0]
+
+    def wide(self, v: SSAValue) -> SSAValue:
+        """A uniform value as i64 (sign-extended: the value the lane function computes with)."""
+        u = self.uniform(v)
+        return u if u.type == i64 else self.add(arith.ExtSIOp(u, i64))
+
+    def coords(self, corner: int) -> list[SSAValue]:
+        if corner not in self.corner_coords:
+            one = self.const(1, i32)
+            coords = []
+            for d in range(3):
+                if corner >> d & 1:
+                    last = self.add(arith.SubiOp(self.bdims[d], one))
+                    coords.append(self.add(arith.ExtSIOp(last, i64)))
+                else:
+                    coords.append(self.const(0))
+            self.corner_coords[corner] = coords
+        return self.corner_coords[corner]
+
+    def in_range(self, x: SSAValue, lo: int, hi: int) -> None:
+        ge = self.add(arith.CmpiOp(x, self.const(lo), "sge"))
+        le = self.add(arith.CmpiOp(x, self.const(hi), "sle"))
+        self.checks.append(self.add(arith.AndIOp(ge, le)))
+
+    def at(self, v: SSAValue, corner: int) -> SSAValue:
+        """The exact value of lane-affine `v` (i64) at `corner`."""
+        key = (v, corner)
+        if key in self.corner_memo:
+            return self.corner_memo[key]
+        if v in self.an.lane_coords:
+            result = self.coords(corner)[self.an.lane_coords.index(v)]
+        else:
+            op = v.owner
+            if isinstance(op, arith.ExtSIOp):
+                result = self.at(op.operands[0], corner)
+            else:
+                a, b = (self.at(o, corner) if self.an.affine(o) else self.wide(o)
+                        for o in op.operands)
+                cls = {arith.AddiOp: arith.AddiOp, arith.SubiOp: arith.SubiOp,
+                       arith.MuliOp: arith.MuliOp}[type(op)]
+                result = self.add(cls(a, b))
+                self.in_range(result, _I32_MIN, _I32_MAX)  # an i32 value: no overflow
+        self.corner_memo[key] = result
+        return result
+
+    def used_dims(self, values: list[SSAValue]) -> set[int]:
+        """The lane coordinates (0, 1, 2 for x, y, z) the lane-affine `values` depend on."""
+        found: set[int] = set()
+        stack, seen = list(values), set()
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in self.an.lane_coords:
+                found.add(self.an.lane_coords.index(v))
+            elif not isinstance(v, BlockArgument) and self.an.affine(v):
+                stack += [o for o in v.owner.operands if self.an.affine(o)]
+        return found
+
+    def access(self, param: SSAValue, offsets: list[SSAValue]) -> None:
+        """Check one access (through `param` plus `offsets`) at every corner."""
+        count = self.add(UnrealizedConversionCastOp.get([self.map[param]], [i64]))
+        count.owner.attributes[COUNT_ATTR] = UnitAttr()
+        uniform_sum = self.const(0)
+        lane = [o for o in offsets if self.an.affine(o)]
+        for o in offsets:
+            if not self.an.affine(o):
+                w = self.wide(o)
+                if o.type == i64:
+                    self.in_range(w, -_UNIFORM_I64_BOUND, _UNIFORM_I64_BOUND)
+                uniform_sum = self.add(arith.AddiOp(uniform_sum, w))
+        dims = sorted(self.used_dims(lane))
+        for pick in range(1 << len(dims)):  # the corners over the coordinates used
+            corner = sum(1 << d for k, d in enumerate(dims) if pick >> k & 1)
+            total = uniform_sum
+            for o in lane:
+                total = self.add(arith.AddiOp(total, self.at(o, corner)))
+            self.checks.append(self.add(arith.CmpiOp(total, count, "ult")))
+
+    def result(self) -> SSAValue:
+        ok = self.const(1, i1)
+        for c in self.checks:
+            ok = self.add(arith.AndIOp(ok, c))
+        return self.add(arith.ExtUIOp(ok, i32))
+
+
+def _range_function(lane: func.FuncOp, name: str, num_params: int,
+                    proven: list[tuple[Operation, BlockArgument, list[SSAValue]]],
+                    an: _Analysis) -> func.FuncOp:
+    lane_args = list(lane.body.blocks[0].args)
+    types = [a.type for a in lane_args[:num_params]] + [i32] * 9
+    block = Block(arg_types=types)
+    builder = _RangeBuilder(an, block, lane_args, list(block.args), num_params)
+    for _, param, offsets in proven:
+        builder.access(param, offsets)
+    block.add_op(func.ReturnOp(builder.result()))
+    fn = func.FuncOp(name + ".range", (types, [i32]), Region(block))
+    fn.attributes[RANGE_ATTR] = UnitAttr()
+    return fn
+
+
+def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
+    """The grid function choosing per block between the fast lane loops and `@k.checked`."""
+    inputs = list(grid.function_type.inputs.data)
+    entry = Block(arg_types=inputs)
+    a = list(entry.args)
+    params = a[:num_params]
+    gx, gy, gz, bx, by, bz, first, end = a[num_params:num_params + 8]
+    err = a[-1]  # (the pointers between, the L1 arena and spill slots, go to `@k.checked`)
+
+    def c(block: Block, v: int) -> SSAValue:
+        op = arith.ConstantOp(IntegerAttr(v, i32))
+        block.add_op(op)
+        return op.result
+
+    def add(block: Block, op: Operation) -> SSAValue:
+        block.add_op(op)
+        return op.results[0]
+
+    head, body, fast, slow, done = (Block(arg_types=[i32]), Block(), Block(), Block(),
+                                    Block(arg_types=[i32]))
+    zy, yx, xb, xnext = (Block(arg_types=[i32]), Block(arg_types=[i32, i32]),
+                         Block(arg_types=[i32, i32, i32]), Block(arg_types=[i32, i32, i32]))
+    nextb, ynext, znext = Block(), Block(arg_types=[i32, i32]), Block(arg_types=[i32])
+    region = Region([entry, head, body, fast, zy, yx, xb, xnext, ynext, znext, slow, nextb,
+                     done])
+    entry.add_op(cf.BranchOp(head, first))
+    b = head.args[0]
+    head.add_op(cf.ConditionalBranchOp(add(head, arith.CmpiOp(b, end, "slt")), body, [],
+                                       done, [c(head, 0)]))
+    cbx = add(body, arith.RemUIOp(b, gx))
+    rest = add(body, arith.DivUIOp(b, gx))
+    cby = add(body, arith.RemUIOp(rest, gy))
+    cbz = add(body, arith.DivUIOp(rest, gy))
+    ok = add(body, func.CallOp(name + ".range", [*params, cbx, cby, cbz, gx, gy, gz, bx, by, bz],
+                               [i32]))
+    body.add_op(cf.ConditionalBranchOp(add(body, arith.CmpiOp(ok, c(body, 0), "ne")), fast, [],
+                                       slow, []))
+    fast.add_op(cf.BranchOp(zy, c(fast, 0)))
+    # z loop head: tz < bz ? y loop : next block
+    tz = zy.args[0]
+    zy.add_op(cf.ConditionalBranchOp(add(zy, arith.CmpiOp(tz, bz, "slt")), yx,
+                                     [tz, c(zy, 0)], nextb, []))
+    tz1, ty = yx.args
+    yx.add_op(cf.ConditionalBranchOp(add(yx, arith.CmpiOp(ty, by, "slt")), xb,
+                                     [tz1, ty, c(yx, 0)], znext, [tz1]))
+    znext.add_op(cf.BranchOp(zy, add(znext, arith.AddiOp(znext.args[0],
+                                                         c(znext, 1)))))
+    tz2, ty2, tx = xb.args
+    inner = Block(arg_types=[i32, i32, i32])
+    region.insert_block_after(inner, xb)
+    xb.add_op(cf.ConditionalBranchOp(add(xb, arith.CmpiOp(tx, bx, "slt")), inner,
+                                     [tz2, ty2, tx], ynext, [tz2, ty2]))
+    iz, iy, ix = inner.args
+    st = add(inner, func.CallOp(name + FAST_SUFFIX + ".lane",
+                                [*params, cbx, cby, cbz, ix, iy, iz, gx, gy, gz, bx, by, bz, err],
+                                [i32]))
+    inner.add_op(cf.ConditionalBranchOp(add(inner, arith.CmpiOp(st, c(inner, 0), "eq")), xnext,
+                                        [iz, iy, ix], done, [st]))
+    nz, ny, nx = xnext.args
+    xnext.add_op(cf.BranchOp(xb, nz, ny, add(xnext, arith.AddiOp(nx, c(xnext, 1)))))
+    ynext.add_op(cf.BranchOp(yx, ynext.args[0], add(ynext, arith.AddiOp(ynext.args[1],
+                                                                       c(ynext, 1)))))
+    one = c(slow, 1)
+    st = add(slow, func.CallOp(name + CHECKED_SUFFIX,
+                               [*params, gx, gy, gz, bx, by, bz, b,
+                                add(slow, arith.AddiOp(b, one)), *a[num_params + 8:]], [i32]))
+    slow.add_op(cf.ConditionalBranchOp(add(slow, arith.CmpiOp(st, c(slow, 0), "eq")), nextb, [],
+                                       done, [st]))
+    nextb.add_op(cf.BranchOp(head, add(nextb, arith.AddiOp(b, c(nextb, 1)))))
+    done.add_op(func.ReturnOp(done.args[0]))
+    fn = func.FuncOp(name, FunctionType.from_lists(inputs, [i32]), region)
+    for key, value in grid.attributes.items():
+        if key not in ("sym_name", "function_type"):
+            fn.attributes[key] = value
+    return fn
+
+
+def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
+                    num_params: int) -> bool:
+    """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
+    function, fast lane function and choosing grid function, when at least one access is
+    lane-affine. Returns whether it did."""
+    an = _Analysis(lane, num_params)
+    proven: list[tuple[Operation, BlockArgument, list[SSAValue]]] = []
+    for op in lane.walk():
+        if isinstance(op, _ACCESSES):
+            offsets = an.offsets(_access_ptr(op))
+            if offsets is None or not any(an.affine(o) for o in offsets):
+                continue
+            root = _access_ptr(op)
+            while not isinstance(root, BlockArgument):
+                root = root.owner.ptr
+            proven.append((op, root, offsets))
+    if not proven:
+        return False
+    name = grid.sym_name.data
+    rng = _range_function(lane, name, num_params, proven, an)
+    fast = lane.clone()
+    fast.sym_name = StringAttr(name + FAST_SUFFIX + ".lane")
+    mapping = dict(zip(lane.walk(), fast.walk()))
+    proven_ops = {id(op) for op, _, _ in proven}
+    lane_varying: set[int] = set()
+    for op, _, offsets in proven:
+        stack = [o for o in offsets if an.affine(o)]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, BlockArgument) or id(v.owner) in lane_varying:
+                continue
+            lane_varying.add(id(v.owner))
+            stack += [o for o in v.owner.operands if an.affine(o)]
+    for old, new in mapping.items():
+        if id(old) in proven_ops:
+            new.attributes[UNCHECKED_ATTR] = UnitAttr()
+        if id(old) in lane_varying and not isinstance(old, arith.ExtSIOp):
+            new.attributes[NSW_ATTR] = UnitAttr()
+    wrapper = _wrapper(name, grid, num_params)
+    grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
+    module.body.block.insert_op_after(rng, lane)
+    module.body.block.insert_op_after(fast, lane)
+    module.body.block.insert_op_after(wrapper, grid)
+    return True

@@ -170,7 +170,7 @@ def test_l1_map_svg(tmp_path):
     assert titles[0].startswith("C_tile: offset 0, 16384 bytes")
     assert any(t.startswith("A_tile: offset 16384") for t in titles)
     dashed = [line for line in root.iter(f"{ns}line") if line.get("stroke-dasharray")]
-    assert len(dashed) == 1                    # one slot boundary in A's double buffer
+    assert len(dashed) == 2                    # one slot boundary in each of A's and B's double buffers
 
 
 def test_pypto_opt_emits_the_l1_map(tmp_path):

@@ -100,10 +100,13 @@ def test_article_matmul_bit_identical(m, n, k, tile, dtype, stages):
     np.testing.assert_array_equal(run(case, after(stages)), before)
 
 
-def test_default_pipeline_double_buffers_the_matmul():
-    """The default target's firmware fuses the B tile's load with its MMA: the pass prefetches
-    A (two slots) and keeps B's load next to its MMA (one buffer), and says so."""
-    ck = compiled(PIPELINED["matmul_tile"](2), None)
+def test_fusion_rule_double_buffers_the_matmul():
+    """The default target's firmware fuses the B tile's load with its MMA: the fusion-aware rule
+    (`choose=fusion`, what the pass does without a launch to cost) prefetches A (two slots) and
+    keeps B's load next to its MMA (one buffer), and says so. (The default pipeline costs the
+    candidates and may prefetch both: tests/passes/test_double_buffer_choice.py.)"""
+    ck = compiled(PIPELINED["matmul_tile"](2),
+                  "pto-double-buffer{choose=fusion},pto-allocate-l1,pto-verify-barriers")
     text = ck.mlir
     assert "pto.pipeline" not in text and "pto.wait_all" not in text
     assert text.count("pto.slots = 2") == 1             # A_tile only

@@ -44,6 +44,7 @@ from pypto.dialects.traits import (
     is_block_collective,
     offset_base,
     starts_copy,
+    tile_vector,
     waits_on,
 )
 
@@ -154,9 +155,11 @@ def _is_local_address(value: SSAValue) -> bool:
 
 
 def is_block_sync(op: Operation) -> bool:
-    """Ops every warp of a block reaches together: block barriers and tile instructions (not
-    `alloc_local`, a declaration)."""
-    return is_block_collective(op) and not declares_buffer(op)
+    """Ops every warp of a block reaches together and waits at: block barriers, copies, waits,
+    fills, `mma` (not `alloc_local`, a declaration; not a tile vector instruction, which the
+    vector unit runs without waiting for the lanes' L1 accesses nor they for it:
+    docs/barriers.md#tile-vector-instructions)."""
+    return is_block_collective(op) and not declares_buffer(op) and tile_vector(op) is None
 
 
 # --------------------------------------------------------------------------------------------

@@ -759,33 +759,18 @@ class BlockMemory:
         if not need_old and data.dtype.kind in "iu":
             self._atomic_totals(buf, off, value, mask, site)
             return None
-        n = self.count
-        offs = np.broadcast_to(off, (n,)) if not isinstance(off, np.ndarray) else off
-        vals = np.broadcast_to(np.asarray(value, dtype=data.dtype), (n,))
-        lanes = np.nonzero(mask)[0] if mask is not None else np.arange(n)
-        old = np.zeros(n, dtype=data.dtype)
-        if lanes.size == 0:
-            return old
-        idx = offs[lanes].astype(np.int64)
-        if idx.min() < 0 or idx.max() >= buf.count:
-            full = np.full(n, 0, dtype=np.int64)
-            full[lanes] = idx
-            sel = np.zeros(n, dtype=bool)
-            sel[lanes] = True
-            raise self.oob(buf, full, sel, site)
-        if buf.stride:  # batch mode: each lane's block has its own copy of L1
-            idx = idx + self.lane_block[lanes] * buf.stride  # type: ignore[attr-defined]
-        # atomics do not race with each other: only in-flight / uninitialised checks apply
-        self.check_read(buf, idx, None, site, race=False)
-        self.check_write(buf, idx, None, site, race=False)
-        return atomics.serialised_add(data, idx, vals[lanes], lanes, old,
+        found = self._atomic_lanes(buf, off, value, mask, site)
+        if isinstance(found, np.ndarray):
+            return found  # no lane active
+        lanes, idx, vals, old = found
+        return atomics.serialised_add(data, idx, vals, lanes, old,
                                       self.decisions.get(atomics.Decision))
 
-    def atomic_rmw(self, kind: str, buf: Any, off: Any, value: Any, compare: Any, mask: Any,
-                   site: int) -> Any:
-        """`pto.atomic_<kind>` (max, min, and, or, xor, exch, cas): serialised in lane order
-        as `atomic_add` is, with the same bounds, in-flight and uninitialised checks (atomics
-        do not race with each other); the updates are `atomic_rmw.serialised`'s."""
+    def _atomic_lanes(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> Any:
+        """The active lanes of an atomic, their element indices (bounds-checked, in the
+        block's copy of L1 in batch mode), their values and the zeroed old values; or those
+        old values alone when no lane is active. Atomics do not race with each other: only
+        the in-flight and uninitialised checks apply."""
         data = buf.data
         n = self.count
         offs = np.broadcast_to(off, (n,)) if not isinstance(off, np.ndarray) else off
@@ -805,9 +790,21 @@ class BlockMemory:
             idx = idx + self.lane_block[lanes] * buf.stride  # type: ignore[attr-defined]
         self.check_read(buf, idx, None, site, race=False)
         self.check_write(buf, idx, None, site, race=False)
+        return lanes, idx, vals[lanes], old
+
+    def atomic_rmw(self, kind: str, buf: Any, off: Any, value: Any, compare: Any, mask: Any,
+                   site: int) -> Any:
+        """`pto.atomic_<kind>` (max, min, and, or, xor, exch, cas): serialised in lane order
+        as `atomic_add` is, with the same bounds, in-flight and uninitialised checks (atomics
+        do not race with each other); the updates are `atomic_rmw.serialised`'s."""
+        data = buf.data
+        found = self._atomic_lanes(buf, off, value, mask, site)
+        if isinstance(found, np.ndarray):
+            return found  # no lane active
+        lanes, idx, vals, old = found
         cmp = None if compare is None else \
-            np.broadcast_to(np.asarray(compare, dtype=data.dtype), (n,))[lanes]
-        return atomic_rmw.serialised(kind, data, idx, vals[lanes], cmp, lanes, old)
+            np.broadcast_to(np.asarray(compare, dtype=data.dtype), (self.count,))[lanes]
+        return atomic_rmw.serialised(kind, data, idx, vals, cmp, lanes, old)
 
     def _atomic_totals(self, buf: Any, off: Any, value: Any, mask: Any, site: int) -> None:
         """An integer atomic_add whose `old` values are not used: the same bounds, in-flight

@@ -15,8 +15,11 @@ they share (the cores of a wave, HBM) does not depend on which loads a block pre
 A module without a recorded launch, or a kernel that fails on it, cannot be costed
 (`ScheduleCostError`): the pass then keeps its fusion-aware default and says why.
 
-Costs are kept per trial kernel text, launch, model, target and block (`CostCache`, one per
-coster): a second compile of the same kernel costs nothing again.
+Costs are kept per loop shape (the pass's `shape`: the module's text before the loop's
+rewrite, which holds the recorded launch, the loop's position and the schedule), kernel, model,
+target and block (`CostCache`, one per coster): a second compile of the same kernel costs
+nothing again, and builds no trial either. The module is printed once per loop, not once per
+candidate.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import contextlib
 import dataclasses
 import io
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -75,7 +78,7 @@ def launch_arguments(kernel: func.FuncOp, values: dict[str, str]) -> list[Any]:
 
 
 class CostCache:
-    """Cycles by (kernel text, launch, model, target, block): the last `size` costed."""
+    """Cycles by (loop shape, kernel, model, target, block): the last `size` costed."""
 
     def __init__(self, size: int = 64):
         self.size = size
@@ -102,22 +105,25 @@ class ScheduleCoster:
         self.costed = 0
         """How many candidates were run (not found in the cache): what tests count."""
 
-    def __call__(self, module: ModuleOp, kernel: str, model: str, target: str,
-                 block: Sequence[int]) -> int:
-        recorded = recorded_launch(module)
-        if recorded is None:
-            raise ScheduleCostError("the module records no launch (pto.compile records one)")
-        dims = tuple(block) or recorded[0]
-        block3 = tuple(dims) + (1,) * (3 - len(dims))
-        found = [op for op in module.ops if isinstance(op, func.FuncOp)
-                 and op.sym_name.data == kernel]
-        if not found:
-            raise ScheduleCostError(f"no kernel named '{kernel}'")
-        key = (str(found[0]), tuple(sorted(recorded[1].items())), model, target, block3)
+    def __call__(self, trial: Callable[[], ModuleOp], shape: Hashable, kernel: str, model: str,
+                 target: str, block: Sequence[int]) -> int:
+        key = (shape, kernel, model, target, tuple(block))
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        cycles = self._cost(module, kernel, model, target, block3, recorded[1])
+        module = trial()
+        try:
+            recorded = recorded_launch(module)
+            if recorded is None:
+                raise ScheduleCostError("the module records no launch (pto.compile records one)")
+            dims = tuple(block) or recorded[0]
+            block3 = tuple(dims) + (1,) * (3 - len(dims))
+            if not any(isinstance(op, func.FuncOp) and op.sym_name.data == kernel
+                       for op in module.ops):
+                raise ScheduleCostError(f"no kernel named '{kernel}'")
+            cycles = self._cost(module, kernel, model, target, block3, recorded[1])
+        finally:
+            module.erase()
         self.cache.put(key, cycles)
         return cycles
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import AnyFloat, IntegerType, ModuleOp
+from xdsl.passes import ModulePass
 
 from pypto import dtypes
 from pypto.backend.cost_model.params import ModelParams
@@ -96,6 +98,14 @@ class CostCache:
             self._cycles.popitem(last=False)
 
 
+@functools.lru_cache(maxsize=32)
+def _trial_passes(text: str, block: tuple[int, ...]) -> tuple[ModulePass, ...]:
+    """The passes a trial runs, parsed once per target, model and block (parsing a pipeline
+    costs about as much as running these passes on the matmul; passes are frozen)."""
+    return tuple(dataclasses.replace(p, block_dims=block)
+                 if getattr(p, "block_dims", None) == () else p for p in parse_pipeline(text))
+
+
 class ScheduleCoster:
     """`pto-double-buffer`'s coster (`pypto.passes.double_buffer.ScheduleCoster`), with its
     cache. `pto.compile` and `pypto-opt` install one per compilation."""
@@ -135,8 +145,7 @@ class ScheduleCoster:
         text = f"pto-allocate-l1{{l1-bytes={target.l1_bytes} align={target.l1_align_bytes}}}"
         if model == "fused" and not is_npu_level(module.walk()):
             text += "," + model_lowering(target)
-        passes = [dataclasses.replace(p, block_dims=block)
-                  if getattr(p, "block_dims", None) == () else p for p in parse_pipeline(text)]
+        passes = _trial_passes(text, block)
         try:
             # the trial's own remarks (its L1 peak, its fusions) are not the user's
             with capture_diagnostics(lambda diag: None), \

@@ -275,7 +275,7 @@ class Figures:
                         print(f"remark {target}/{model}: {remark}", flush=True)
 
     def stages(self) -> None:
-        """docs/cost-model.md#the-resource-bound: the 512^3 f32 matmul with 64^3 tiles under
+        """docs/cost-model.md ("The resource bound"): the 512^3 f32 matmul with 64^3 tiles under
         `fused` on each target: single-buffered, the default pipeline, three stages, and the
         resource bound."""
         t = self.tensor

@@ -156,7 +156,10 @@ class ScheduleCoster:
                 func_op = next(op for op in module.ops if isinstance(op, func.FuncOp)
                                and op.sym_name.data == kernel)
                 args = launch_arguments(func_op, values)
-                executable = Executable(func_op, target=target, race_check=False)
+                # (without fast paths: the same trace, and planning them costs more than
+                # they save in one traced block)
+                executable = Executable(func_op, target=target, race_check=False,
+                                        fast_paths=False)
                 prof = run_and_cost(executable, (1, 1, 1), (block[0], block[1], block[2]),
                                     args, params, by_class=False)
         except PtoError as error:

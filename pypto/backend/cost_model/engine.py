@@ -572,6 +572,14 @@ def simulate_block(events: Sequence[Any], facts: dict[int, OpFacts],
             out.busy["MTE_IN"] += copy_end - start
             pipe_free["MTE_IN"] = copy_end
             pipe_last["MTE_IN"] = ev.op_id
+            # the fusion absorbed the copy's wait, not what the wait did: the front end still
+            # stalls until the copy's data has landed (the Cube streams it in meanwhile), so an
+            # added MMA that fuses never lets later work start sooner than the wait alone did
+            # (docs/cost-model.md#what-the-model-guarantees-and-where-it-is-tested)
+            landed = start + copy_duration(f.copy_bytes, params, True) + stretched
+            if landed > stall_until:
+                stall_until = landed
+                stall_cause = Cause("wait", ev.op_id, "of the fused load")
         # when its effects are complete: a copy's data has landed (its start-up after its
         # start), a lane access's data arrived from its memory level
         if is_copy:

@@ -14,7 +14,8 @@ vector work per k-step.
    table rewards the move. On the firmware the work now sits between the load and its MMA, the
    pair is no longer fused, and every k-step pays a copy, a flag handshake that stalls the
    front end, and an MMA after it: the hoisted kernel is much slower than the one as written
-   (`mma_direct`), whose LOAD_MMA starts as soon as it is dispatched and overlaps the work.
+   (`mma_direct`), whose LOAD_MMA streams the B tile into the Cube as it lands: the front end
+   still waits for the copy (the wait the fusion absorbed), but the MMA overlaps the transfer.
 2. The table says padding is free. Three scalar instructions between the B load and its MMA
    (`mma_padded`) hide in the copy's shadow under the table; on the firmware they put the load
    beyond the fusion distance, and the MMA is no longer fused.

@@ -44,7 +44,7 @@ from pypto.backend.interpreter.codegen_tiles import TileEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import call_sites
 from pypto.diagnostics import op_location as location_of
-from pypto.backend.interpreter import lanes, warp_ops, windows
+from pypto.backend.interpreter import lane_ops, lanes, warp_ops, windows
 from pypto.backend.interpreter.optables import (
     _ARITH_BINARY,
     _CMP,
@@ -337,7 +337,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
     def op_arith_select(self, op: arith.SelectOp) -> None:
         c, a, b = (self.name(x) for x in op.operands)
         if _is_address(op.results[0].type):  # a pointer carries its buffer in `_b` too
-            self.emit(f"{self.name(op.results[0])}_b = _ctx.same_buffer({a}_b, {b}_b, {c}, _m, "
+            self.emit(f"{self.name(op.results[0])}_b = _same_buffer(_ctx, {a}_b, {b}_b, {c}, _m, "
                       f"{self.site(op)})")
         self.emit(f"{self.name(op.results[0])} = _select({c}, {a}, {b})")
 
@@ -365,7 +365,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         if op.name in DIVISIONS and not (isinstance(divisor, arith.ConstantOp) and
                                          isinstance(divisor.value, IntegerAttr) and
                                          divisor.value.value.data != 0):
-            self.emit(f"{self.name(op.results[0])} = _ctx.int_div({self.const(fn)}, {a}, {b}, "
+            self.emit(f"{self.name(op.results[0])} = _int_div(_ctx, {self.const(fn)}, {a}, {b}, "
                       f"_m, {self.site(op)})")
         else:
             self.emit(f"{self.name(op.results[0])} = {self.const(fn)}({a}, {b})")
@@ -373,7 +373,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
     def op_math_ipowi(self, op: math.IPowIOp) -> None:
         a, b = (self.name(x) for x in op.operands)
         s = self.site(op)
-        self.emit(f"{self.name(op.results[0])} = _ctx.int_pow({a}, {b}, _m, {s})")
+        self.emit(f"{self.name(op.results[0])} = _int_pow(_ctx, {a}, {b}, _m, {s})")
 
     def op_pto_addptr(self, op: pto.AddPtrOp) -> None:
         p, off = op.ptr, op.offset
@@ -408,7 +408,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         d = self.decided(op, "load")
         if d is not None:
             return d.load(self, op, s)  # type: ignore[no-any-return]
-        return f"_ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})"
+        return f"_ctx.lanes.load({self.name(p)}_b, {self.name(p)}, _m, {s})"
 
     def _store(self, op: Operation, ptr: SSAValue, value_expr: str, s: int) -> None:
         """A lane store (or fma) of `value_expr`: as its access kind says, else the general
@@ -417,7 +417,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         if d is not None:
             self.emit(d.store(self, op, value_expr, s))
             return
-        self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
+        self.emit(f"_ctx.lanes.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
     def op_pto_store(self, op: pto.StoreOp) -> None:
         self._store(op, op.ptr, self.name(op.value), self.site(op))
@@ -479,7 +479,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
 
     def op_arith_fptosi(self, op: arith.FPToSIOp) -> None:
         dt = self.const(dtypes.np_dtype_of(op.results[0].type))
-        self.emit(f"{self.name(op.results[0])} = _ctx.float_to_int({self.name(op.operands[0])}, "
+        self.emit(f"{self.name(op.results[0])} = _float_to_int(_ctx, {self.name(op.operands[0])}, "
                   f"{dt}, _m, {self.site(op)})")
 
 
@@ -535,6 +535,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool,
         "_warp_shuffle": warp_ops.shuffle,
         "_warp_vote": warp_ops.vote,
     }
+    # lane instructions with failure modes, functions of the lane context (lane_ops.py)
+    namespace.update({f"_{name}": getattr(lane_ops, name) for name in lane_ops.GENERATED})
     namespace.update(_LOOP_NAMESPACE)
     # every strategy module, for its emission's calls of its run-time part (`_s_ramp.load`)
     namespace.update({f"_s_{s.__name__.rsplit('.', 1)[1]}": s for s in strategies.REGISTRY})

@@ -56,7 +56,7 @@ def stage(ctx: Any, slot: Any, value: Any, mask: Any, site: int) -> None:
     index = ctx.local_id(0)
     if by * ctx.block[2] > 1:
         index = index + bx * (ctx.local_id(1) + by * ctx.local_id(2))
-    ctx.store(slot, index, value, mask, site)
+    ctx.lanes.store(slot, index, value, mask, site)
 
 
 class NpuEmitters:
@@ -134,13 +134,13 @@ class NpuEmitters:
         s = self.site(op)
         args = ", ".join(self.name(v) for v in (op.nbytes, op.rows, op.src_stride,
                                                 op.dst_stride))
-        copy = (f"_ctx.copy('async_load', {self._addr(op.loaded)}, {self._addr(op.src)}, {args}, "
+        copy = (f"_ctx.memory.copy('async_load', {self._addr(op.loaded)}, {self._addr(op.src)}, {args}, "
                 f"_m, {s})")
         m, n, k = op.shape
-        mma = (f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, {m}, {n}, "
+        mma = (f"_ctx.tiles.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, {m}, {n}, "
                f"{k}, _m, {s})")
         # one block-level instruction: the copy, the wait for it, the MMA, in that order
-        self.tile(None, f"(_ctx.wait({copy}, _m, {s}), {mma})", s)
+        self.tile(None, f"(_ctx.memory.wait({copy}, _m, {s}), {mma})", s)
 
     # KernelCodegen's API, declared for type checkers only
     if TYPE_CHECKING:

@@ -53,7 +53,7 @@ class RegionEmitters(CodegenAPI):
 
     def op_pto_barrier_block(self, op: pto.BarrierBlockOp) -> None:
         s = self.site(op)
-        self.emit(f"_ctx.barrier_block(_m, {s})")
+        self.emit(f"_barrier_block(_ctx, _m, {s})")
         if self.mode == WARP:
             self.emit(f"yield ({SYNC_BARRIER}, {s}, None)")
 
@@ -112,7 +112,7 @@ class RegionEmitters(CodegenAPI):
                 continue  # nothing reads it: no merge (instruments see every value)
             rn = self.name(r)
             if _is_address(r.type):
-                self.emit(f"{rn}_b = _ctx.same_buffer({tn}_b, {fn}_b, {cond}, {saved}, "
+                self.emit(f"{rn}_b = _same_buffer(_ctx, {tn}_b, {fn}_b, {cond}, {saved}, "
                           f"{self.site(op)})")
                 self.emit(f"{rn} = _select({cond}, {tn}, {fn})")
             elif isinstance(r.type, pto.TokenType):
@@ -154,7 +154,7 @@ class RegionEmitters(CodegenAPI):
         counter = self.fresh("k")
         itype = self.const(dtypes.np_dtype_of(iv.type).type)
         s = self.site(op)
-        self.emit(f"for {counter} in _ctx.loop_range({lb}, {ub}, {step}, {s}):")
+        self.emit(f"for {counter} in _loop_range(_ctx, {lb}, {ub}, {step}, {s}):")
         self.indent += 1
         self.emit(f"{self.name(iv)} = {itype}({counter})")
         ops = list(body.ops)

@@ -23,7 +23,7 @@ class TileEmitters(CodegenAPI):
         n = self.name(op.result)
         s = self.site(op)
         # keyed by op id: the static L1 layout (l1.py) places each alloc_local
-        self.tile(f"{n}_b", f"_ctx.alloc_local({self.table.id_of(op)}, _m, {s})", s)
+        self.tile(f"{n}_b", f"_ctx.memory.alloc_local({self.table.id_of(op)}, _m, {s})", s)
         self.emit(f"{n} = _I64_0")
 
     def tile(self, target: str | None, call: str, s: int) -> None:
@@ -33,10 +33,10 @@ class TileEmitters(CodegenAPI):
         arrived and sends its result back to each warp.
         """
         prefix = f"{target} = " if target else ""
-        if self.mode != WARP or call.startswith("_ctx.alloc_local("):
+        if self.mode != WARP or call.startswith("_ctx.memory.alloc_local("):
             self.emit(prefix + call)  # alloc_local is a static declaration, not a sync point
             return
-        self.emit(f"_ctx.tile_entry(_m, {s})")
+        self.emit(f"_tile_entry(_ctx, _m, {s})")
         if self.instrumented:
             call = f"_ins.tile({self.current_id}, _ctx, _m, lambda: {call})"
         self.emit(f"{prefix}(yield ({SYNC_TILE}, {s}, lambda: {call}))")
@@ -63,25 +63,25 @@ class TileEmitters(CodegenAPI):
         for index, v in ((0, dst), (1, src)):
             addr = per_block.copy_address(self, op, index) if per_block is not None else None
             addrs.append(addr if addr is not None else self._addr(v))
-        self.tile(target, f"_ctx.copy({kind!r}, {addrs[0]}, {addrs[1]}, {args}, _m, {s})", s)
+        self.tile(target, f"_ctx.memory.copy({kind!r}, {addrs[0]}, {addrs[1]}, {args}, _m, {s})", s)
 
     def op_pto_wait(self, op: pto.WaitOp) -> None:
         s = self.site(op)
-        self.tile(None, f"_ctx.wait({self.name(op.token)}, _m, {s})", s)
+        self.tile(None, f"_ctx.memory.wait({self.name(op.token)}, _m, {s})", s)
 
     def op_pto_wait_all(self, op: pto.WaitAllOp) -> None:
         s = self.site(op)
-        self.tile(None, f"_ctx.wait_all(_m, {s})", s)
+        self.tile(None, f"_ctx.memory.wait_all(_m, {s})", s)
 
     def op_pto_fill(self, op: pto.FillOp) -> None:
         s = self.site(op)
-        self.tile(None, f"_ctx.fill({self._addr(op.dst)}, {self.name(op.value)}, "
+        self.tile(None, f"_ctx.tiles.fill({self._addr(op.dst)}, {self.name(op.value)}, "
                         f"{self.name(op.count)}, _m, {s})", s)
 
     def op_pto_mma(self, op: pto.MmaOp) -> None:
         m, n, k = op.shape
         s = self.site(op)
-        self.tile(None, f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
+        self.tile(None, f"_ctx.tiles.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, "
                         f"{m}, {n}, {k}, _m, {s})", s)
 
     def tile_vector_op(self, op: Operation) -> None:
@@ -98,22 +98,22 @@ class TileEmitters(CodegenAPI):
         props = {k: v.data for k, v in op.properties.items() if isinstance(v, StringAttr)}
         s = self.site(op)
         name = op.name.removeprefix("pto.")
-        self.tile(None, f"_ctx.tile_vector({name!r}, {geometry!r}, ({addrs},), "
+        self.tile(None, f"_ctx.tiles.tile_vector({name!r}, {geometry!r}, ({addrs},), "
                         f"{scalars[0] if scalars else None}, {props!r}, _m, {s})", s)
 
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
         extra = atomics.call_arguments(self.an.decision(op, atomics.Decision))  # strategies/
-        self.emit(f"{self.name(op.result)} = _ctx.atomic_add({self._addr(op.ptr)}, "
+        self.emit(f"{self.name(op.result)} = _ctx.lanes.atomic_add({self._addr(op.ptr)}, "
                   f"{self.name(op.value)}, _m, {self.site(op)}{extra})")
 
     def atomic_rmw(self, op: Operation, kind: str) -> None:
         """`pto.atomic_<kind>`: its operands are the address, [the compared value,] the value."""
         ptr, *rest = op.operands
         compare = self.name(rest[0]) if len(rest) == 2 else None
-        self.emit(f"{self.name(op.results[0])} = _ctx.atomic_rmw({kind!r}, {self._addr(ptr)}, "
+        self.emit(f"{self.name(op.results[0])} = _ctx.lanes.atomic_rmw({kind!r}, {self._addr(ptr)}, "
                   f"{self.name(rest[-1])}, {compare}, _m, {self.site(op)})")
 
     def op_pto_printf(self, op: pto.PrintfOp) -> None:
         values = ", ".join(self.name(v) for v in op.values)
-        self.emit(f"_ctx.printf({op.format.data!r}, ({values}{',' if op.values else ''}), _m, "
+        self.emit(f"_printf(_ctx, {op.format.data!r}, ({values}{',' if op.values else ''}), _m, "
                   f"{self.site(op)})")

@@ -117,12 +117,12 @@ class WindowContext(LaneContext):
         self._ids = {}
         self._mask_cache = None
         self.__dict__.pop("_race_lanes", None)
-        self.__dict__.pop("planned", None)  # its own, over the window's lanes
+        # its own parts over the window's lanes (made at first use): planned accesses, lane
+        # accesses (which name the window's lanes and check races with its own checker); the
+        # block state (`memory`) is the parent's
+        for part in ("planned", "lanes", "tiles"):
+            self.__dict__.pop(part, None)
         self.races = RaceChecker(self)  # its own: the window's lanes and ids
-
-    @property
-    def arena(self) -> Any:
-        return self.parent.arena
 
     @property
     def local_base(self) -> int:

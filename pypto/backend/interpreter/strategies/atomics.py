@@ -44,7 +44,7 @@ def match(op: Operation, facts: base.Facts) -> Decision | None:
 
 
 def call_arguments(decision: Decision | None) -> str:
-    """The emission: the extra arguments of the generated `_ctx.atomic_add(...)` call
+    """The emission: the extra arguments of the generated `_ctx.lanes.atomic_add(...)` call
     (`need_old=False` for totals only; `BlockMemory.atomic_add` then adds in any order)."""
     return ", False" if decision is not None and decision.totals_only else ""
 

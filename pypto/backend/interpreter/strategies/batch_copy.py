@@ -7,7 +7,7 @@ other than the HBM offset), so the next k step or launch checks one comparison i
 searching the block grid again (`copy_again`).
 
 - planner: `match` picks the bulk copies (ops with a copy's tile footprint);
-- run time: `BlockMemory.copy` calls `copy_again` then `copy_blocks` with this Decision; each
+- run time: `BlockMemory.copy` (`ctx.memory`) calls `copy_again` then `copy_blocks` with this Decision and itself; each
   returns None, having changed nothing, when the shape is unusual or a check would fail, and
   the general path (block by block) then copies or reports the error, as it always does.
 """

@@ -141,16 +141,13 @@ class LaneMemory:
             if race and buf.shadow is not None:
                 self.ctx.races.race_read(buf, idx, mask, site)
             if self.inflight:
-                byte = _bytes(buf, idx)
-                for copy in list(self.inflight.values()):
-                    if copy.kind == "async_load" and copy.l1_hits(byte):
-                        self.memory._hazard_in_flight(buf, copy.token, site, "read")
+                self._l1_in_flight(buf, idx, site, "read")
             if buf.init is not None:
                 ok = buf.init[idx]
                 if not np.all(ok):
                     first = _first_index(idx, ok)
-                    raise self.ctx.fail(f"read of uninitialised L1: '{buf.name}'[{first}] was never "
-                                    f"written (check_uninitialized=True)", site)
+                    raise self.ctx.fail(f"read of uninitialised L1: '{buf.name}'[{first}] was "
+                                        f"never written (check_uninitialized=True)", site)
         elif self.inflight:
             for copy in self.inflight.values():
                 if copy.kind == "async_store" and copy.hbm is buf and copy.hbm_hits(idx):
@@ -163,12 +160,17 @@ class LaneMemory:
             if race and buf.shadow is not None:
                 self.ctx.races.race_write(buf, idx, mask, site)
             if self.inflight:
-                byte = _bytes(buf, idx)
-                for copy in list(self.inflight.values()):
-                    if copy.l1_hits(byte):
-                        self.memory._hazard_in_flight(buf, copy.token, site, "write")
+                self._l1_in_flight(buf, idx, site, "write")
             if buf.init is not None:
                 buf.init[idx] = True
+
+    def _l1_in_flight(self, buf: Any, idx: Any, site: int, access: str) -> None:
+        """Report a lane access of L1 elements `idx` that a copy in flight covers: a read
+        hits a load's destination, a write any copy's L1 side."""
+        byte = _bytes(buf, idx)
+        for copy in list(self.inflight.values()):
+            if (access == "write" or copy.kind == "async_load") and copy.l1_hits(byte):
+                self.memory._hazard_in_flight(buf, copy.token, site, access)
 
     # atomics ----------------------------------------------------------------------------------
 

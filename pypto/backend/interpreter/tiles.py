@@ -255,13 +255,13 @@ class BlockMemory:
         s = self.ctx.sites[site]
         size = buf.count  # one block's view (batch mode keeps a copy per block back to back)
         space = "HBM" if buf.space == "global" else "L1"
-        block, _ = self.ctx.describe_lane(block_index * self.ctx.block[0] * self.ctx.block[1] * self.ctx.block[2])
+        block, _ = self.ctx.describe_lane(block_index * self.ctx.block_lanes)
         return MemoryAccessError(
             f"out-of-bounds {s.op} {what}: {space} buffer '{buf.name}' element {address} "
             f"(valid elements 0..{size - 1}) in block {block}"
             f"{self.neighbour(buf, address)}", kernel=self.ctx.kernel,
-            location=s.location, called_from=s.called_from, block=block, lane=None, address=address, bounds=(0, size),
-            buffer=buf.name)
+            location=s.location, called_from=s.called_from, block=block, lane=None,
+            address=address, bounds=(0, size), buffer=buf.name)
 
     def copy(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
              rows: Any, src_stride: Any, dst_stride: Any, mask: Any, site: int) -> Any:
@@ -270,7 +270,8 @@ class BlockMemory:
         if blocks == 1:
             for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride):
                 if isinstance(v, np.ndarray):
-                    raise self.ctx.fail(f"pto.{kind} operands must be uniform across the block", site)
+                    raise self.ctx.fail(f"pto.{kind} operands must be uniform across the block",
+                                        site)
             regions = [self._copy_one(kind, dst_b, dst_o, src_b, src_o, nbytes, rows,
                                       src_stride, dst_stride, site)]
         else:  # batch mode: every block of the vector copies its own tile
@@ -387,8 +388,8 @@ class BlockMemory:
         changes = v[1:] != v[:-1]
         changes[bl - 1::bl] = False
         if changes.any():
-            raise self.ctx.fail(f"the {what} of a block-level instruction must be uniform across the "
-                            f"block", site)
+            raise self.ctx.fail(f"the {what} of a block-level instruction must be uniform "
+                                f"across the block", site)
         col = v[::bl]
         return col[0] if (col == col[0]).all() else col
 

@@ -7,9 +7,10 @@ other than the HBM offset), so the next k step or launch checks one comparison i
 searching the block grid again (`copy_again`).
 
 - planner: `match` picks the bulk copies (ops with a copy's tile footprint);
-- run time: `BlockMemory.copy` (`ctx.memory`) calls `copy_again` then `copy_blocks` with this Decision and itself; each
-  returns None, having changed nothing, when the shape is unusual or a check would fail, and
-  the general path (block by block) then copies or reports the error, as it always does.
+- run time: `BlockMemory.copy` (`ctx.memory`) calls `copy_again` then `copy_blocks` with this
+  Decision and itself (`memory`); each returns None, having changed nothing, when the shape is
+  unusual or a check would fail, and the general path (block by block) then copies or reports
+  the error, as it always does.
 """
 
 from __future__ import annotations
@@ -354,7 +355,8 @@ def copy_geometry(memory: Any, kind: str, geo: CopyGeometry, l1_region: copies.R
     return token
 
 
-def blocks_copy_hazard(memory: Any, geo: CopyGeometry, l1_region: copies.Region, load: bool) -> bool:
+def blocks_copy_hazard(memory: Any, geo: CopyGeometry, l1_region: copies.Region,
+                       load: bool) -> bool:
     """Would some block's copy hit an in-flight copy (the general path's `_check_region`
     on both sides)? Every block's L1 tile is at the same block-local bytes, so block 0's
     stands for all; the HBM tiles matter only if a store to that tensor is in flight."""

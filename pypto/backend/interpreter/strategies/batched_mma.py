@@ -1,5 +1,5 @@
 """A batch's `mma` at one offset in every block is one batched matmul over the blocks (`run`,
-the run-time part `tile_ops.TileUnit.mma` calls with this Decision), reading lazy HBM tiles in
+the run-time part `tile_unit.TileUnit.mma` calls with this Decision), reading lazy HBM tiles in
 place (`strategies.batch_copy.LazyLoad`) and a lazy fill of C as its starting value
 (`strategies.uniform_fill.LazyFill`). Whether every block uses one offset is data: the run time
 checks it. The operands' views are planned once per buffers, offsets and shape (`MmaPlan`) and
@@ -82,8 +82,8 @@ def run(decision: Decision, memory: Any, blocks: int, bufs: tuple[Any, Any, Any]
         m: int, n: int, k: int) -> bool:
     """Batch mode, every block's tiles at the same offsets: one batched matmul over
     (blocks, rows, cols) views of the arena, accumulated into C in place. The per-tile
-    products are the BLAS calls the general path (`tile_ops.TileUnit._mma_one`) makes (same shapes and strides), so the bits are
-    the general path's. Returns False, having changed nothing, when a check would fail (the
+    products are the BLAS calls the general path (`tile_unit.TileUnit._mma_one`) makes (same
+    shapes and strides), so the bits are the general path's. Returns False, having changed nothing, when a check would fail (the
     general path then reports it)."""
     key = ("mma", bufs[0].geometry_key(), bufs[1].geometry_key(), bufs[2].geometry_key(),
            int(offs[0]), int(offs[1]), int(offs[2]), m, n, k)
@@ -129,7 +129,8 @@ def _lazy_views(memory: Any, plan: MmaPlan) -> tuple[Any, list[np.ndarray]]:
     lazy = memory.inflight.lazy
     start = None
     key_c = (plan.keys[0], plan.dtypes[0])
-    fill = next((lz for lz in lazy if lz.key == key_c and isinstance(lz, uniform_fill.LazyFill)), None)
+    fill = next((lz for lz in lazy
+                 if lz.key == key_c and isinstance(lz, uniform_fill.LazyFill)), None)
     if fill is not None and plan.dtypes[0] == plan.dtypes[1] == plan.dtypes[2] == \
             np.float32 and not regions[0].overlaps(regions[1]) and \
             not regions[0].overlaps(regions[2]):

@@ -35,8 +35,8 @@ def applies(decision: Decision | None, blocks: int, tile_only: bool) -> bool:
 class FreshL1:
     """The poisoning of fresh L1 (l1.py `L1Arena.poison`), deferred. Only in batch mode for
     kernels whose L1 only tile instructions touch (`L1Layout.tile_only`): every access to L1
-    is then a tile instruction (tiles.py, tile_unit.py), which poisons the bytes it reads first (`materialise`), and
-    bytes a tile write covers whole never need it (`overwrite`). `ranges` holds, per buffer
+    is then a tile instruction (tiles.py, tile_unit.py), which poisons the bytes it reads
+    first (`materialise`), and bytes a tile write covers whole never need it (`overwrite`). `ranges` holds, per buffer
     slot in the order `poison` goes through them (where slots share bytes the later one's
     poison wins), the block-local byte ranges still to poison: whole elements of the slot."""
 

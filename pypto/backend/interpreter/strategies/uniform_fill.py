@@ -1,6 +1,6 @@
-"""A batch's fill of one value at one offset in every block is one lazy fill (`LazyFill`, its run-time part),
-moved into L1 only when something else needs those bytes. "All values equal" is data: the run
-time checks it (`tile_ops.TileUnit._fill_blocks`)."""
+"""A batch's fill of one value at one offset in every block is one lazy fill (`LazyFill`, its
+run-time part), moved into L1 only when something else needs those bytes. "All values equal" is
+data: the run time checks it (`tile_unit.TileUnit._fill_blocks`)."""
 
 from __future__ import annotations
 

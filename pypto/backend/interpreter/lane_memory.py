@@ -17,6 +17,7 @@ import numpy as np
 
 from pypto.backend.interpreter import atomic_rmw
 from pypto.backend.interpreter.buffers import Buffer, outside
+from pypto.backend.interpreter.parts import Memory, Vector
 from pypto.backend.interpreter.strategies import atomics, sparse_gather
 from pypto.errors import MemoryAccessError
 
@@ -29,9 +30,9 @@ class LaneMemory:
 
     __slots__ = ("ctx", "memory", "inflight")
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Vector) -> None:
         self.ctx = ctx
-        self.memory = ctx.memory  # the block state (tiles.BlockMemory)
+        self.memory: Memory = ctx.memory  # the block state (tiles.BlockMemory)
         self.inflight = ctx.memory.inflight  # its copies in flight: the gate of every check
 
     def oob(self, buf: Buffer, offsets: Any, mask: Mask, site_index: int) -> MemoryAccessError:
@@ -55,7 +56,7 @@ class LaneMemory:
                                  called_from=site.called_from, block=block,
                                  lane=lane, address=address, bounds=(0, size), buffer=buf.name)
 
-    def _checked(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
+    def checked(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
         """Element indices of the active lanes, bounds-checked against the block's view of the
         buffer; in batch mode L1 offsets are moved to each lane's own block copy."""
         size = buf.count
@@ -84,7 +85,7 @@ class LaneMemory:
             if sparse_gather.Decision in self.ctx.decisions and self.ctx.sparse(mask):
                 # few active lanes: select them, gather those, scatter back (zeros elsewhere;
                 # an inactive lane's value is never used)
-                idx = self._checked(buf, off, mask, site)
+                idx = self.checked(buf, off, mask, site)
                 if buf.watched() or self.inflight:
                     self.check_read(buf, idx, mask, site)
                 out = np.zeros(self.ctx.count, dtype=data.dtype)
@@ -101,7 +102,7 @@ class LaneMemory:
                 self.check_read(buf, safe[mask], mask, site)
             return data[safe]
         if isinstance(off, np.ndarray) or buf.stride:
-            idx = self._checked(buf, off, mask, site)
+            idx = self.checked(buf, off, mask, site)
             if buf.watched() or self.inflight:
                 self.check_read(buf, idx, mask, site)
             if mask is None:
@@ -109,7 +110,7 @@ class LaneMemory:
             out = np.zeros(self.ctx.count, dtype=data.dtype)
             out[mask] = data[idx]
             return out
-        self._checked(buf, off, mask, site)
+        self.checked(buf, off, mask, site)
         if buf.watched() or self.inflight:
             self.check_read(buf, off, mask, site)
         value = data[off]
@@ -119,7 +120,7 @@ class LaneMemory:
 
     def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
         data = buf.data
-        idx = self._checked(buf, off, mask, site)
+        idx = self.checked(buf, off, mask, site)
         if buf.watched() or self.inflight:
             self.check_write(buf, idx, mask, site)
         if mask is not None and isinstance(value, np.ndarray):
@@ -136,7 +137,7 @@ class LaneMemory:
         flight, uninitialised, or racing with another warp? A lane access first moves every
         lazy load into L1 (the fast paths, which skip these checks, then run again)."""
         if self.inflight.lazy or self.inflight.fresh is not None:
-            self.memory._settle()
+            self.memory.settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.ctx.races.race_read(buf, idx, mask, site)
@@ -151,11 +152,11 @@ class LaneMemory:
         elif self.inflight:
             for copy in self.inflight.values():
                 if copy.kind == "async_store" and copy.hbm is buf and copy.hbm_hits(idx):
-                    self.memory._hazard_in_flight(buf, copy.token, site, "read")
+                    self.memory.hazard_in_flight(buf, copy.token, site, "read")
 
     def check_write(self, buf: Any, idx: Any, mask: Any, site: int, race: bool = True) -> None:
         if self.inflight.lazy or self.inflight.fresh is not None:  # lazy loads move first
-            self.memory._settle()
+            self.memory.settle()
         if buf.space == "local":
             if race and buf.shadow is not None:
                 self.ctx.races.race_write(buf, idx, mask, site)
@@ -170,7 +171,7 @@ class LaneMemory:
         byte = _bytes(buf, idx)
         for copy in list(self.inflight.values()):
             if (access == "write" or copy.kind == "async_load") and copy.l1_hits(byte):
-                self.memory._hazard_in_flight(buf, copy.token, site, access)
+                self.memory.hazard_in_flight(buf, copy.token, site, access)
 
     # atomics ----------------------------------------------------------------------------------
 
@@ -244,7 +245,7 @@ class LaneMemory:
                 and not self.inflight and self._atomic_totals_masked(buf, off, value, mask):
             return
         offs = off if isinstance(off, np.ndarray) else np.broadcast_to(off, (self.ctx.count,))
-        idx = self._checked(buf, offs, mask, site)
+        idx = self.checked(buf, offs, mask, site)
         if idx.size == 0:
             return
         self.check_read(buf, idx, None, site, race=False)

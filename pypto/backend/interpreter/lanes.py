@@ -22,6 +22,7 @@ from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.affine import Box, same_outcome, vector_box
 from pypto.backend.interpreter import lane_ops
 from pypto.backend.interpreter.lane_memory import LaneMemory
+from pypto.backend.interpreter.parts import LaneAccess, Memory, Tiles
 from pypto.backend.interpreter.races import RaceChecker, Races
 from pypto.backend.interpreter.strategies import whole_blocks
 from pypto.backend.interpreter.structured import COMPARE
@@ -222,7 +223,7 @@ class LaneContext:
         # the block state, a part (tiles.py): L1, the copies in flight, the race epoch; the
         # warps of one block (warp mode) share it. `inflight` and `counters` are its state,
         # named here too because every lane access's fast path tests `ctx.inflight`.
-        self.memory = BlockMemory(self, None if share_block_with is None else
+        self.memory: Memory = BlockMemory(self, None if share_block_with is None else
                                   share_block_with.memory)
         self.inflight: CopyState = self.memory.inflight
         self.counters: dict[str, int] = self.memory.counters
@@ -389,7 +390,7 @@ class LaneContext:
             self._ids["vector_warps"] = w
         return w
 
-    def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+    def lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
         """Block-local linear ids of the active lanes and their warps. (Block-local ids, not
         vector positions: in warp mode each warp is its own lane vector, and a report names
         an access another warp made.)"""
@@ -415,12 +416,12 @@ class LaneContext:
         return PlannedViews(self)
 
     @cached_property
-    def lanes(self) -> LaneMemory:
+    def lanes(self) -> LaneAccess:
         """The lanes' loads, stores and atomics and their checks, a part (lane_memory.py)."""
         return LaneMemory(self)
 
     @cached_property
-    def tiles(self) -> TileUnit:
+    def tiles(self) -> Tiles:
         """Fill, mma and the tile vector instructions on `memory`'s tiles, a part
         (tile_unit.py)."""
         return TileUnit(self)

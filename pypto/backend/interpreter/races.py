@@ -21,7 +21,7 @@ accesses. All checks are a handful of vectorised NumPy operations per access.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,9 +33,13 @@ from pypto.backend.interpreter.shadow import (_LANE_BITS, _PATTERN, _ROWS, VECTO
                                               summarised)
 from pypto.errors import RaceError
 
+if TYPE_CHECKING:
+    from pypto.backend.interpreter.parts import Vector
+
 __all__ = ["RaceChecker", "Races", "Shadow", "ShadowView", "pattern_summary"]
 
 
+@runtime_checkable
 class Races(Protocol):
     """What the rest of the lane context asks of its race checker (`ctx.races`)."""
 
@@ -63,7 +67,7 @@ class RaceChecker:
 
     __slots__ = ("ctx",)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Vector) -> None:
         self.ctx = ctx
 
     @staticmethod
@@ -79,7 +83,7 @@ class RaceChecker:
     def _access(self, buf: Any, idx: Any, mask: Any) -> Any:
         """(lanes, warps, element index, shadow at this epoch) of an access, or None when
         no lane is active."""
-        lanes, warps = self.ctx._lanes_and_warps(mask)
+        lanes, warps = self.ctx.lanes_and_warps(mask)
         if lanes.size == 0:
             return None
         sh = buf.shadow.at_epoch(self.ctx.counters["epoch"])
@@ -253,7 +257,7 @@ class RaceChecker:
             if bad.any():
                 mask = self._rows_mask(base, lo, hi, active)
                 idx = self.ctx.local_id(0) + np.int64(base)  # type: ignore[attr-defined]
-                idx = self.ctx.lanes._checked(buf, idx, mask, site)  # type: ignore[attr-defined]
+                idx = self.ctx.lanes.checked(buf, idx, mask, site)  # type: ignore[attr-defined]
                 (self.race_write if write else self.race_read)(buf, idx, mask, site)
                 raise AssertionError("race_rows: the general path found no race")  # pragma: no cover
         log = sh.writes if write else sh.reads

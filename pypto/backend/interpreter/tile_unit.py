@@ -21,7 +21,8 @@ from pypto.backend.interpreter.copies import byte_region as _byte_region
 from pypto.backend.interpreter.copies import l1_in_flight as _l1_in_flight
 from pypto.backend.interpreter.strategies import batched_mma, uniform_fill
 from pypto.backend.interpreter.tile_ops import compute_into, mma_accumulate
-from pypto.backend.interpreter.tiles import BlockMemory, _BlockSlice, _blocks_of
+from pypto.backend.interpreter.parts import Memory, Vector
+from pypto.backend.interpreter.tiles import _BlockSlice, _blocks_of
 from pypto.errors import DeadlockError
 
 
@@ -37,30 +38,30 @@ class TileUnit:
 
     __slots__ = ("ctx", "memory", "_views")
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Vector) -> None:
         self.ctx = ctx
-        self.memory: BlockMemory = ctx.memory
+        self.memory: Memory = ctx.memory
         # batch-mode tile operands' views, by (buffer, offset, geometry): `_tile_vector_batched`
         self._views: dict[tuple[Any, ...], Any] = {}
 
     def fill(self, dst_b: Any, dst_o: Any, value: Any, count: Any, mask: Any, site: int) -> None:
-        self.memory._require_all_lanes(mask, site, "pto.fill")
+        self.memory.require_all_lanes(mask, site, "pto.fill")
         if dst_b.stride:  # batch mode: one copy of the buffer per block
             self._fill_blocks(dst_b, dst_o, value, int(count), site)
             return
         if isinstance(value, np.ndarray):
             raise self.ctx.fail("pto.fill's value must be uniform across the block", site)
-        view, region = self.memory._region(dst_b, dst_o, 1, int(count), int(count), site,
+        view, region = self.memory.region(dst_b, dst_o, 1, int(count), int(count), site,
                                     "destination")
         if dst_b.watched() or self.memory.inflight:
-            self.memory._check_region(dst_b, region, site, "write")
+            self.memory.check_region(dst_b, region, site, "write")
         view[...] = value
         if dst_b.init is not None:
-            self.memory._mark_init(dst_b, region)
+            self.memory.mark_init(dst_b, region)
 
     def _fill_blocks(self, buf: Any, off: Any, value: Any, n: int, site: int) -> None:
-        offs = self.memory._per_block(off, site, "destination offset")
-        vals = self.memory._per_block(value, site, "value")
+        offs = self.memory.per_block(off, site, "destination offset")
+        vals = self.memory.per_block(value, site, "value")
         blocks = buf.blocks
         grid = buf.grid()
         init = buf.init_grid() if buf.init is not None else None
@@ -81,7 +82,7 @@ class TileUnit:
                 self.memory.inflight.fresh.overwrite(fill.span)
             lazy[:] = [lz for lz in lazy if lz.key[0] != fill.key[0]]
             if lazy:
-                self.memory._settle(fill.span)
+                self.memory.settle(fill.span)
             lazy.append(fill)
             if init is not None:
                 init[:, fill.start:fill.start + n] = True
@@ -91,7 +92,7 @@ class TileUnit:
                 isz = buf.data.itemsize
                 self.memory.inflight.fresh.overwrite(Region(buf.offset + int(starts[0]) * isz, 1,
                                                      n * isz, n * isz))
-            self.memory._settle(_buffer_span(buf))
+            self.memory.settle(_buffer_span(buf))
         if uniform:
             s0 = int(starts[0])
             grid[:, s0:s0 + n] = vals[:, None]
@@ -106,19 +107,19 @@ class TileUnit:
 
     def mma(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int, n: int,
             k: int, mask: Any, site: int) -> None:
-        self.memory._require_all_lanes(mask, site, "pto.mma")
+        self.memory.require_all_lanes(mask, site, "pto.mma")
         blocks = max(_blocks_of(x) for x in (c_b, a_b, b_b))
         if blocks == 1:
             self._mma_one(c_b, c_o, a_b, a_o, b_b, b_o, m, n, k, site)
             return
-        offs = [self.memory._per_block(o, site, "operand") if isinstance(o, np.ndarray) else o
+        offs = [self.memory.per_block(o, site, "operand") if isinstance(o, np.ndarray) else o
                 for o in (c_o, a_o, b_o)]
         decision = self.ctx.decisions.get(batched_mma.Decision)
         if decision is not None and not any(isinstance(o, np.ndarray) for o in offs) and \
                 batched_mma.run(decision, self.memory, blocks, (c_b, a_b, b_b), offs, m, n, k):
             return
         if self.memory.inflight.lazy or self.memory.inflight.fresh is not None:
-            self.memory._settle()
+            self.memory.settle()
         for b in range(blocks):
             cb, ab, bb = (_BlockSlice(x, b) for x in (c_b, a_b, b_b))
             co, ao, bo = (o[b] if isinstance(o, np.ndarray) else o for o in offs)
@@ -126,17 +127,17 @@ class TileUnit:
 
     def _mma_one(self, c_b: Any, c_o: Any, a_b: Any, a_o: Any, b_b: Any, b_o: Any, m: int,
                  n: int, k: int, site: int, block: int = 0) -> None:
-        c, c_region = self.memory._region(c_b, c_o, m, n, n, site, "C", block)
-        a, a_region = self.memory._region(a_b, a_o, m, k, k, site, "A", block)
-        b, b_region = self.memory._region(b_b, b_o, k, n, n, site, "B", block)
+        c, c_region = self.memory.region(c_b, c_o, m, n, n, site, "C", block)
+        a, a_region = self.memory.region(a_b, a_o, m, k, k, site, "A", block)
+        b, b_region = self.memory.region(b_b, b_o, k, n, n, site, "B", block)
         for buf, region in ((a_b, a_region), (b_b, b_region), (c_b, c_region)):
             if buf.watched() or self.memory.inflight:
-                self.memory._check_region(buf, region, site, "read")
+                self.memory.check_region(buf, region, site, "read")
         if c_b.watched() or self.memory.inflight:
-            self.memory._check_region(c_b, c_region, site, "write")
+            self.memory.check_region(c_b, c_region, site, "write")
         mma_accumulate(c, a, b)
         if c_b.init is not None:
-            self.memory._mark_init(c_b, c_region)
+            self.memory.mark_init(c_b, c_region)
 
     def tile_vector(self, name: str, tiles: tuple[tuple[int, int, int], ...],
                     addrs: tuple[Any, ...], scalar: Any, props: dict[str, str],
@@ -148,7 +149,7 @@ class TileUnit:
             raise fail(f"pto.{name} is a block-level instruction but not every lane of the "
                        f"block reached it", site, DeadlockError)
         if self.memory.inflight.lazy or self.memory.inflight.fresh is not None:
-            self.memory._settle()
+            self.memory.settle()
         bufs = [b for b, _ in addrs]
         blocks = max(_blocks_of(b) for b in bufs)
         if blocks == 1:
@@ -159,9 +160,9 @@ class TileUnit:
                 scalar = scalar.reshape(-1)[0]
             self._tile_vector_one(name, tiles, addrs, scalar, props, site)
             return
-        offs = [self.memory._per_block(o, site, "operand")
+        offs = [self.memory.per_block(o, site, "operand")
                 if isinstance(o, np.ndarray) else o for _, o in addrs]
-        scalars = self.memory._per_block(scalar, site, "value") \
+        scalars = self.memory.per_block(scalar, site, "value") \
             if isinstance(scalar, np.ndarray) else scalar
         if self._tile_vector_batched(name, tiles, bufs, offs, scalars, props, blocks, site):
             return
@@ -260,7 +261,7 @@ class TileUnit:
         regions = []
         for index, ((buf, off), (rows, row_len, stride)) in enumerate(zip(addrs, tiles)):
             what = "destination" if index == 0 else f"operand {index}"
-            view, region = self.memory._region(buf, off, rows, row_len, stride,
+            view, region = self.memory.region(buf, off, rows, row_len, stride,
                                         site, what, block)
             views.append(view)
             regions.append(region)
@@ -269,10 +270,10 @@ class TileUnit:
             if index == 0 and not reads_dst:
                 continue
             if buf.watched() or self.memory.inflight:
-                self.memory._check_region(buf, region, site, "read")
+                self.memory.check_region(buf, region, site, "read")
         dst_buf = addrs[0][0]
         if dst_buf.watched() or self.memory.inflight:
-            self.memory._check_region(dst_buf, regions[0], site, "write")
+            self.memory.check_region(dst_buf, regions[0], site, "write")
         for index, ((buf, _), region) in enumerate(zip(addrs, regions)):
             if index or reads_dst:
                 self._race_tile(buf, region, block, site, False)
@@ -281,4 +282,4 @@ class TileUnit:
             scalar = scalar.reshape(-1)[0]
         compute_into(name, [v[None] for v in views[1:]], scalar, props, views[0][None])
         if dst_buf.init is not None:
-            self.memory._mark_init(dst_buf, regions[0])
+            self.memory.mark_init(dst_buf, regions[0])

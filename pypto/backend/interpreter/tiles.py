@@ -18,7 +18,7 @@ In batch mode a load whose blocks' HBM tiles form an affine grid is *lazy*
 (strategies/batched_mma.py: each block's product is still one BLAS call of the tile's shape, on
 a view with the HBM row stride instead of the L1 one). Anything else that touches the loaded L1
 bytes, or writes HBM, first moves the tiles into L1 as the eager copy would have
-(`BlockMemory._settle`), so every other reader sees L1 as the semantics say.
+(`BlockMemory.settle`), so every other reader sees L1 as the semantics say.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pypto.backend.interpreter.copies import byte_region as _byte_region
 from pypto.backend.interpreter.copies import distinct as _distinct
 from pypto.backend.interpreter.copies import l1_in_flight as _l1_in_flight
 from pypto.backend.interpreter.l1 import L1Arena
+from pypto.backend.interpreter.parts import Vector
 from pypto.backend.interpreter.shadow import ShadowView
 from pypto.backend.interpreter.strategies import batch_copy, lazy_l1
 from pypto.backend.interpreter.strategies.lazy_l1 import FreshL1
@@ -97,7 +98,7 @@ class BlockMemory:
 
     __slots__ = ("ctx", "l1_buffers", "inflight", "counters", "arenas")
 
-    def __init__(self, ctx: Any, share_with: BlockMemory | None = None) -> None:
+    def __init__(self, ctx: Vector, share_with: BlockMemory | None = None) -> None:
         """Fresh block state, or the state of `share_with` (the warps of one block share it)."""
         self.ctx = ctx
         if share_with is not None:
@@ -133,7 +134,7 @@ class BlockMemory:
 
     # helpers ----------------------------------------------------------------------------------
 
-    def _require_all_lanes(self, mask: Any, site: int, what: str) -> None:
+    def require_all_lanes(self, mask: Any, site: int, what: str) -> None:
         """Every tile instruction starts here: all lanes must be present, and as a block-level
         collective it orders lane accesses before it against those after (a new race epoch)."""
         if mask is not None:
@@ -185,7 +186,7 @@ class BlockMemory:
 
     # lazy loads ---------------------------------------------------------------------------------
 
-    def _settle(self, span: Region | None = None, hbm: np.ndarray | None = None) -> None:
+    def settle(self, span: Region | None = None, hbm: np.ndarray | None = None) -> None:
         """Move lazy loads into L1: those whose L1 bytes overlap `span`, those loaded from HBM
         that may share memory with `hbm`, or (neither given) all of them. Changes no value any
         instruction can observe, so it may run at any point."""
@@ -216,8 +217,8 @@ class BlockMemory:
         """Every lazy load moved into L1 and fresh L1 poisoned: the arena bytes are then what
         the semantics say (the debugger's `inspect_l1` reads them directly)."""
         if self.inflight.lazy or self.inflight.fresh is not None:
-            self._settle()
-    def _hazard_in_flight(self, buf: Any, token: int, site: int, access: str) -> None:
+            self.settle()
+    def hazard_in_flight(self, buf: Any, token: int, site: int, access: str) -> None:
         copy = self.inflight[token]
         space = "L1" if buf.space == "local" else "HBM"
         raise self.ctx.fail(
@@ -228,7 +229,7 @@ class BlockMemory:
 
     # bulk copies ------------------------------------------------------------------------------
 
-    def _region(self, buf: Any, base: Any, rows: int, row_len: int, stride: int, site: int,
+    def region(self, buf: Any, base: Any, rows: int, row_len: int, stride: int, site: int,
                 what: str, block: int = 0) -> tuple[np.ndarray, Region]:
         """A (rows, row_len) view of `buf` from element `base`, rows `stride` apart; checked
         (an error names `block`, the index of the block in the lane vector)."""
@@ -265,7 +266,7 @@ class BlockMemory:
 
     def copy(self, kind: str, dst_b: Any, dst_o: Any, src_b: Any, src_o: Any, nbytes: Any,
              rows: Any, src_stride: Any, dst_stride: Any, mask: Any, site: int) -> Any:
-        self._require_all_lanes(mask, site, f"pto.{kind}")
+        self.require_all_lanes(mask, site, f"pto.{kind}")
         blocks = max(_blocks_of(dst_b), _blocks_of(src_b))
         if blocks == 1:
             for v in (dst_o, src_o, nbytes, rows, src_stride, dst_stride):
@@ -282,7 +283,7 @@ class BlockMemory:
                                              site)
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
-            ops = [self._per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
+            ops = [self.per_block(v, site, "operand") if isinstance(v, np.ndarray) else v
                    for v in raw]
             if decision is not None:
                 fast = batch_copy.copy_blocks(decision, self, kind, blocks, dst_b, src_b, ops,
@@ -290,7 +291,7 @@ class BlockMemory:
                 if fast is not None:
                     return None if fast is _NO_TOKEN else fast
             if self.inflight.lazy or self.inflight.fresh is not None:
-                self._settle()
+                self.settle()
             regions = []
             for b in range(blocks):
                 dst = _BlockSlice(dst_b, b) if dst_b.space == "local" else dst_b
@@ -324,33 +325,33 @@ class BlockMemory:
             raise self.ctx.fail(f"pto.{kind}: nbytes={nbytes} is not a whole number of {rows} "
                             f"row(s) of {itemsize}-byte elements", site)
         row_len = nbytes // (rows * itemsize)
-        src_view, src_region = self._region(src_b, src_o, rows, row_len, int(src_stride), site,
+        src_view, src_region = self.region(src_b, src_o, rows, row_len, int(src_stride), site,
                                             "source", block)
-        dst_view, dst_region = self._region(dst_b, dst_o, rows, row_len, int(dst_stride), site,
+        dst_view, dst_region = self.region(dst_b, dst_o, rows, row_len, int(dst_stride), site,
                                             "destination", block)
         # the copy reads its source and writes its destination: check both against in-flight
         if src_b.watched() or dst_b.watched() or self.inflight:
-            self._check_region(src_b, src_region, site, "read")
-            self._check_region(dst_b, dst_region, site, "write")
+            self.check_region(src_b, src_region, site, "read")
+            self.check_region(dst_b, dst_region, site, "write")
         dst_view[...] = src_view
         if dst_b.init is not None:
-            self._mark_init(dst_b, dst_region)
+            self.mark_init(dst_b, dst_region)
         return dst_region, src_region
 
-    def _mark_init(self, buf: Any, region: Region) -> None:
+    def mark_init(self, buf: Any, region: Region) -> None:
         init = buf.init
         for r in range(region.rows):
             start = region.base + r * region.stride
             init[start:start + region.row_len] = True
 
-    def _check_region(self, buf: Any, region: Region, site: int, access: str) -> None:
+    def check_region(self, buf: Any, region: Region, site: int, access: str) -> None:
         if region.rows == 0 or region.row_len == 0:
             return
         if buf.space == "local":
             if self.inflight:
                 hit = _l1_in_flight(self.inflight, _byte_region(buf, region), access)
                 if hit is not None:
-                    self._hazard_in_flight(buf, hit.token, site, access)
+                    self.hazard_in_flight(buf, hit.token, site, access)
             if access == "read" and buf.init is not None:
                 for r in range(region.rows):
                     start = region.base + r * region.stride
@@ -361,21 +362,21 @@ class BlockMemory:
             for copy in list(self.inflight.values()):
                 if copy.kind == "async_store" and copy.hbm is buf and \
                         any(r.overlaps(region) for r in copy.hbm_regions):
-                    self._hazard_in_flight(buf, copy.token, site, access)
+                    self.hazard_in_flight(buf, copy.token, site, access)
 
     def wait(self, token: Any, mask: Any, site: int) -> None:
-        self._require_all_lanes(mask, site, "pto.wait")
+        self.require_all_lanes(mask, site, "pto.wait")
         if token is None:
             raise self.ctx.fail("pto.wait on a token whose copy was never issued (it would wait "
                             "forever)", site, DeadlockError)
         self.inflight.pop(int(token), None)
 
     def wait_all(self, mask: Any, site: int) -> None:
-        self._require_all_lanes(mask, site, "pto.wait_all")
+        self.require_all_lanes(mask, site, "pto.wait_all")
         self.inflight.clear()
     # tile compute -----------------------------------------------------------------------------
 
-    def _per_block(self, v: Any, site: int, what: str) -> Any:
+    def per_block(self, v: Any, site: int, what: str) -> Any:
         """Batch mode: the value each block gives a block-level operand (a scalar if the same
         for all). It must be uniform within each block."""
         if not isinstance(v, np.ndarray):

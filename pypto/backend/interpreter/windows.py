@@ -170,11 +170,11 @@ class WindowContext(LaneContext):
         return self.cache.geometry(("wbase", stride, self.blocks, self.block_lanes, self.first, self.width),
                         lambda: self.lane_block * stride)
 
-    def _lanes_and_warps(self, mask: Mask) -> tuple[np.ndarray, np.ndarray]:
+    def lanes_and_warps(self, mask: Mask) -> tuple[np.ndarray, np.ndarray]:
         if getattr(self, "_race_lanes", None) is None:
             local = self._pos_local()[1]
             self._race_lanes = (local, (local // self.warp_size).astype(np.int16))
-        return super()._lanes_and_warps(mask)
+        return super().lanes_and_warps(mask)
 
     def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         b, t = divmod(int(pos), self.width)

@@ -173,7 +173,7 @@ class CopyPlan:
     (buffers' places and sizes, every operand but the HBM offset): the copy's shape, its block
     grid without the start, and the HBM offsets per lane relative to lane 0's (`lane_rel`,
     None for a uniform offset). A later run whose per-lane offsets are the same pattern from
-    another start (the next k step, the next launch) skips `_per_block` and `affine.affine_grid`:
+    another start (the next k step, the next launch) skips `BlockMemory.per_block` and `affine.affine_grid`:
     one comparison checks both that the offset is uniform in each block and that the blocks'
     starts are the same affine grid. Plain numbers only: it holds no buffer."""
 
@@ -331,9 +331,9 @@ def copy_geometry(memory: Any, kind: str, geo: CopyGeometry, l1_region: copies.R
         if load:  # a lazy load of exactly these bytes is overwritten whole: forget it
             key = copies.span_key(span)
             lazy[:] = [lz for lz in lazy if lz.key[0] != key]
-            memory._settle(span)
+            memory.settle(span)
         else:  # a store reads its L1 tile and writes HBM a lazy load may come from
-            memory._settle(span, geo.hbm.data)
+            memory.settle(span, geo.hbm.data)
     if geo.grid is not None and load:
         lazy.append(LazyLoad(geo, span))
     elif geo.grid is not None and grid_injective(geo.hbm_dims()):
@@ -357,7 +357,7 @@ def copy_geometry(memory: Any, kind: str, geo: CopyGeometry, l1_region: copies.R
 
 def blocks_copy_hazard(memory: Any, geo: CopyGeometry, l1_region: copies.Region,
                        load: bool) -> bool:
-    """Would some block's copy hit an in-flight copy (the general path's `_check_region`
+    """Would some block's copy hit an in-flight copy (the general path's `check_region`
     on both sides)? Every block's L1 tile is at the same block-local bytes, so block 0's
     stands for all; the HBM tiles matter only if a store to that tensor is in flight."""
     if copies.l1_in_flight(memory.inflight, copies.byte_region(geo.l1, l1_region),

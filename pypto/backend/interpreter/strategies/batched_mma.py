@@ -136,14 +136,14 @@ def _lazy_views(memory: Any, plan: MmaPlan) -> tuple[Any, list[np.ndarray]]:
             not regions[0].overlaps(regions[2]):
         lazy.remove(fill)  # the mma writes every element of it and reads none
         start = fill.value
-    memory._settle(regions[0])  # C is read and written
+    memory.settle(regions[0])  # C is read and written
     found: dict[int, batch_copy.LazyLoad] = {}
     for i in (1, 2):
         key = (plan.keys[i], plan.dtypes[i])
         lz = next((lz for lz in lazy
                    if lz.key == key and isinstance(lz, batch_copy.LazyLoad)), None)
         if lz is None:
-            memory._settle(regions[i])
+            memory.settle(regions[i])
         else:
             found[i] = lz
     if not found:
@@ -154,7 +154,7 @@ def _lazy_views(memory: Any, plan: MmaPlan) -> tuple[Any, list[np.ndarray]]:
     for i, lz in found.items():
         hbm[i] = lz.operand(*plan.shapes[i], grid)
         if hbm[i] is None:
-            memory._settle(regions[i])
+            memory.settle(regions[i])
     if hbm[1] is None and hbm[2] is None:
         return start, plan.views
     stacked = plan.stacked(grid)

@@ -2,8 +2,12 @@
 
 A kernel is executed on a *lane vector*: a set of lanes (the whole grid, one block, or one warp)
 whose per-lane values are NumPy arrays of equal length, while uniform values stay NumPy scalars.
-`LaneContext` describes one such vector (its ids, its memory, how to name a lane in an error) and
-implements the memory instructions with bounds checks and per-lane masking.
+`LaneContext` describes one such vector (its ids, its masks, how to name a lane in an error) and
+holds the parts that run instructions on it (docs/interpreter.md#the-lane-context-and-its-parts):
+`memory` (the block state and bulk copies, tiles.py), `lanes` (loads, stores, atomics,
+lane_memory.py), `tiles` (fill, mma, tile vector instructions, tile_unit.py), `races` (races.py)
+and `planned` (views.py), each behind its protocol in parts.py. The module-level helpers below
+(masks, `ramp_compare`, `merge`, ...) are what generated code calls directly.
 
 Masks: `None` means every lane of the vector is active, `False` means none is, otherwise a bool
 array. Keeping "all active" as `None` is what lets the common case run on contiguous slices.

@@ -95,8 +95,13 @@ _ID_OPS: dict[type[Operation], str] = {
 }
 
 
-class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters):
-    """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
+class KernelCodegen:
+    """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`.
+
+    It owns naming, sites, constants, the plan and the lines emitted, and the emitters of
+    the ops it holds as parts (`regions`, `tiles`, `npu`, `loops`; their `op_<name>` methods
+    are looked up by op name, as its own are): see codegen_regions.CodegenAPI for what they
+    use of it."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
         self.kernel = kernel
@@ -118,6 +123,14 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         # re-derives `buf + tid` at every use, and each copy costs a pass over the lanes
         self.cse: list[dict[tuple[Any, ...], str]] = [{}]
         self.windows = 0  # depth of lane windows being emitted (window.Decision.emit_side)
+        self.regions = RegionEmitters(self)
+        self.tiles = TileEmitters(self)
+        self.npu = NpuEmitters(self)
+        self.loops = SimtLoopEmitters(self)
+        # `op_<name>` emitters by name: the parts', then this class's own
+        self.handlers: dict[str, Any] = {
+            name: getattr(part, name) for part in (self.regions, self.tiles, self.npu, self.loops)
+            for name in dir(type(part)) if name.startswith("op_")}
 
     # ----------------------------------------------------------------------------------------
 
@@ -251,16 +264,17 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
             if d is not None:
                 d.emit(self, op)
                 return
-        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+        key = "op_" + op.name.replace(".", "_")
+        handler = self.handlers.get(key) or getattr(self, key, None)
         if handler is not None:
             handler(op)
             return
         update = atomic_update(op)
         if update is not None:  # the atomics besides atomic_add (docs/language.md#atomics)
-            self.atomic_rmw(op, update.kind)
+            self.tiles.atomic_rmw(op, update.kind)
             return
         if tile_vector(op) is not None:
-            self.tile_vector_op(op)
+            self.tiles.tile_vector_op(op)
             return
         if type(op) in _ARITH_BINARY:
             if self.reuse(op):
@@ -410,7 +424,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
             return d.load(self, op, s)  # type: ignore[no-any-return]
         return f"_ctx.lanes.load({self.name(p)}_b, {self.name(p)}, _m, {s})"
 
-    def _store(self, op: Operation, ptr: SSAValue, value_expr: str, s: int) -> None:
+    def store_to(self, op: Operation, ptr: SSAValue, value_expr: str, s: int) -> None:
         """A lane store (or fma) of `value_expr`: as its access kind says, else the general
         path's scatter."""
         d = self.decided(op, "store")
@@ -420,7 +434,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         self.emit(f"_ctx.lanes.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
     def op_pto_store(self, op: pto.StoreOp) -> None:
-        self._store(op, op.ptr, self.name(op.value), self.site(op))
+        self.store_to(op, op.ptr, self.name(op.value), self.site(op))
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:
         s = self.site(op)
@@ -437,7 +451,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
             value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
-        self._store(op, op.dst, value, s)
+        self.store_to(op, op.dst, value, s)
 
     # warp shuffles and votes (warp_ops.py) ------------------------------------------------------
 

@@ -41,6 +41,7 @@ from pypto.backend.interpreter.codegen_regions import (  # noqa: F401 (re-export
     UnsupportedOp,
 )
 from pypto.backend.interpreter.codegen_tiles import TileEmitters
+from pypto.backend.interpreter.codegen_warp import WarpEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import call_sites
 from pypto.diagnostics import op_location as location_of
@@ -99,9 +100,9 @@ class KernelCodegen:
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`.
 
     It owns naming, sites, constants, the plan and the lines emitted, and the emitters of
-    the ops it holds as parts (`regions`, `tiles`, `npu`, `loops`; their `op_<name>` methods
-    are looked up by op name, as its own are): see codegen_regions.CodegenAPI for what they
-    use of it."""
+    the ops it holds as parts (`regions`, `tiles`, `npu`, `loops`, `warps`; their `op_<name>`
+    methods are looked up by op name, as its own are): see codegen_regions.CodegenAPI for what
+    they use of it."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
         self.kernel = kernel
@@ -127,9 +128,11 @@ class KernelCodegen:
         self.tiles = TileEmitters(self)
         self.npu = NpuEmitters(self)
         self.loops = SimtLoopEmitters(self)
+        self.warps = WarpEmitters(self)
         # `op_<name>` emitters by name: the parts', then this class's own
         self.handlers: dict[str, Any] = {
-            name: getattr(part, name) for part in (self.regions, self.tiles, self.npu, self.loops)
+            name: getattr(part, name)
+            for part in (self.regions, self.tiles, self.npu, self.loops, self.warps)
             for name in dir(type(part)) if name.startswith("op_")}
 
     # ----------------------------------------------------------------------------------------
@@ -452,39 +455,6 @@ class KernelCodegen:
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
         self.store_to(op, op.dst, value, s)
-
-    # warp shuffles and votes (warp_ops.py) ------------------------------------------------------
-
-    def _shuffle(self, op: Operation, mode: str) -> None:
-        value, lane = (self.name(x) for x in op.operands)
-        array = op.results[0] not in self.an.uniform
-        self.emit(f"{self.name(op.results[0])} = _warp_shuffle(_ctx, {mode!r}, {value}, {lane}, "
-                  f"_m, {self.site(op)}, {array})")
-
-    def op_pto_shfl(self, op: Operation) -> None:
-        self._shuffle(op, "idx")
-
-    def op_pto_shfl_up(self, op: Operation) -> None:
-        self._shuffle(op, "up")
-
-    def op_pto_shfl_down(self, op: Operation) -> None:
-        self._shuffle(op, "down")
-
-    def op_pto_shfl_xor(self, op: Operation) -> None:
-        self._shuffle(op, "xor")
-
-    def _vote(self, op: Operation, kind: str) -> None:
-        self.emit(f"{self.name(op.results[0])} = _warp_vote(_ctx, {kind!r}, "
-                  f"{self.name(op.operands[0])}, _m, {self.site(op)})")
-
-    def op_pto_ballot(self, op: Operation) -> None:
-        self._vote(op, "ballot")
-
-    def op_pto_vote_any(self, op: Operation) -> None:
-        self._vote(op, "any")
-
-    def op_pto_vote_all(self, op: Operation) -> None:
-        self._vote(op, "all")
 
     def op_math_rsqrt(self, op: math.RsqrtOp) -> None:
         x = self.name(op.operands[0])

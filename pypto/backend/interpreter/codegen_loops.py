@@ -94,8 +94,9 @@ class SimtLoopEmitters:
         self.gen = gen  # the kernel's codegen, which holds this part
 
     def op_pto_loop_step(self, op: pto.LoopStepOp) -> None:
-        self.gen.emit(f"{self.gen.name(op.result)} = _loop_step(_ctx, {self.gen.name(op.step)}, _m, "
-                  f"{self.gen.site(op)})")
+        gen = self.gen
+        gen.emit(f"{gen.name(op.result)} = _loop_step(_ctx, {gen.name(op.step)}, _m, "
+                 f"{gen.site(op)})")
 
     def op_scf_condition(self, op: scf.ConditionOp) -> None:
         raise AssertionError("scf.condition is emitted by op_scf_while")

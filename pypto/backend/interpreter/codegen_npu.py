@@ -1,8 +1,8 @@
 """Emitters for the `npu` dialect: the interpreter runs firmware-level IR as it runs pto IR.
 
 A part of `KernelCodegen` (`gen.npu`; the codegen owns naming, sites and the plan, and holds the
-pto emitters these reuse: `gen.tiles`, `gen.regions`). Each npu op means what the pto instruction it came from means, plus what the firmware
-makes visible:
+pto emitters these reuse: `gen.tiles`, `gen.regions`). Each npu op means what the pto
+instruction it came from means, plus what the firmware makes visible:
 - a lane access staged through an L1 slot also writes the lane's element of the slot (lane k of
   the block -> element k), so the slot's contents are observable (the debugger's `inspect_l1`
   after a LOAD); the value itself is the one loaded or stored, so results are bit-identical;
@@ -134,7 +134,7 @@ class NpuEmitters:
     def op_npu_load_mma(self, op: npu.LoadMmaOp) -> None:
         s = self.gen.site(op)
         args = ", ".join(self.gen.name(v) for v in (op.nbytes, op.rows, op.src_stride,
-                                                op.dst_stride))
+                                                    op.dst_stride))
         addr = self.gen.tiles.addr
         copy = (f"_ctx.memory.copy('async_load', {addr(op.loaded)}, {addr(op.src)}, {args}, "
                 f"_m, {s})")

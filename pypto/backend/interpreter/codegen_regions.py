@@ -26,9 +26,10 @@ class UnsupportedOp(Exception):
 
 
 class CodegenAPI(Protocol):
-    """What the emitter parts (RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
-    use of the `codegen.KernelCodegen` that holds them (`gen`): its state, its core emission
-    and the other parts (`gen.regions`, `gen.tiles`, `gen.npu`, `gen.loops`)."""
+    """What the emitter parts (RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters,
+    WarpEmitters) use of the `codegen.KernelCodegen` that holds them (`gen`): its state, its
+    core emission and the other parts (`gen.regions`, `gen.tiles`, `gen.npu`, `gen.loops`,
+    `gen.warps`)."""
 
     an: Any
     mode: str
@@ -42,6 +43,7 @@ class CodegenAPI(Protocol):
     tiles: Any  # codegen_tiles.TileEmitters
     npu: Any  # codegen_npu.NpuEmitters
     loops: Any  # codegen_loops.SimtLoopEmitters
+    warps: Any  # codegen_warp.WarpEmitters
 
     def emit(self, line: str) -> None: ...
 
@@ -134,7 +136,7 @@ class RegionEmitters:
             rn = self.gen.name(r)
             if _is_address(r.type):
                 self.gen.emit(f"{rn}_b = _same_buffer(_ctx, {tn}_b, {fn}_b, {cond}, {saved}, "
-                          f"{self.gen.site(op)})")
+                              f"{self.gen.site(op)})")
                 self.gen.emit(f"{rn} = _select({cond}, {tn}, {fn})")
             elif isinstance(r.type, pto.TokenType):
                 self.gen.emit(f"{rn} = {tn} if {tn} is not None else {fn}")

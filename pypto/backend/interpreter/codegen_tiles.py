@@ -108,16 +108,18 @@ class TileEmitters:
     def op_pto_atomic_add(self, op: pto.AtomicAddOp) -> None:
         extra = atomics.call_arguments(self.gen.an.decision(op, atomics.Decision))  # strategies/
         self.gen.emit(f"{self.gen.name(op.result)} = _ctx.lanes.atomic_add({self.addr(op.ptr)}, "
-                  f"{self.gen.name(op.value)}, _m, {self.gen.site(op)}{extra})")
+                      f"{self.gen.name(op.value)}, _m, {self.gen.site(op)}{extra})")
 
     def atomic_rmw(self, op: Operation, kind: str) -> None:
         """`pto.atomic_<kind>`: its operands are the address, [the compared value,] the value."""
         ptr, *rest = op.operands
         compare = self.gen.name(rest[0]) if len(rest) == 2 else None
-        self.gen.emit(f"{self.gen.name(op.results[0])} = _ctx.lanes.atomic_rmw({kind!r}, {self.addr(ptr)}, "
-                  f"{self.gen.name(rest[-1])}, {compare}, _m, {self.gen.site(op)})")
+        gen = self.gen
+        gen.emit(f"{gen.name(op.results[0])} = _ctx.lanes.atomic_rmw({kind!r}, {self.addr(ptr)}, "
+                 f"{gen.name(rest[-1])}, {compare}, _m, {gen.site(op)})")
 
     def op_pto_printf(self, op: pto.PrintfOp) -> None:
         values = ", ".join(self.gen.name(v) for v in op.values)
-        self.gen.emit(f"_printf(_ctx, {op.format.data!r}, ({values}{',' if op.values else ''}), _m, "
-                  f"{self.gen.site(op)})")
+        tail = "," if op.values else ""
+        self.gen.emit(f"_printf(_ctx, {op.format.data!r}, ({values}{tail}), _m, "
+                      f"{self.gen.site(op)})")

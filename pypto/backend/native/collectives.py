@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.backend.interpreter.tile_ops import mma_result
 from pypto.errors import KernelError, MemoryAccessError
 
 COLLECTIVE_CODE = 6  # to_llvm.COLLECTIVE
@@ -145,16 +146,6 @@ def _region(kernel: Any, site: Site, operand: Operand, data: np.ndarray, base: i
                                            writeable=True)
 
 
-def _mma_result(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C + A @ B in the accumulator type, as the interpreter (tiles.py `_mma_result`)."""
-    acc = c.dtype
-    if acc == np.float16:
-        return (c.astype(np.float32) + a.astype(np.float32) @ b.astype(np.float32)).astype(acc)
-    if a.dtype != acc:
-        a, b = a.astype(acc), b.astype(acc)
-    return c + a @ b
-
-
 def _run(kernel: Any, site: Site, pointers: list[tuple[int, int, int]],
          ints: tuple[int, int, int, int], fval: float) -> None:
     arrays = [_array(p, n, op.dtype) for (p, n, _), op in zip(pointers, site.operands)]
@@ -174,7 +165,7 @@ def _run(kernel: Any, site: Site, pointers: list[tuple[int, int, int]],
         if a.dtype == b.dtype == c.dtype and c.dtype != np.float16:
             np.add(c, a @ b, out=c)
         else:
-            c[...] = _mma_result(c, a, b)
+            c[...] = mma_result(c, a, b)  # the interpreter's accumulation (tile_ops.py)
         return
     nbytes, rows, src_stride, dst_stride = ints
     itemsize = site.operands[0].dtype.itemsize

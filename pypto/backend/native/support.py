@@ -87,8 +87,9 @@ def _type_ok(t: Attribute) -> bool:
         return t.width.data in INT_WIDTHS
     if isinstance(t, pto.PtrType):
         return str(t.element_type) in MEMORY_ELEMENTS
-    if isinstance(t, pto.L1BufferType):
-        return str(t.element_type) in MEMORY_ELEMENTS
+    if isinstance(t, pto.L1BufferType):  # (bf16 L1 tiles: only block-level instructions
+        return str(t.element_type) in (*MEMORY_ELEMENTS, "bf16")  # touch them, bf16 values
+        # are refused where lane code would load one)
     if isinstance(t, pto.TokenType):
         return True
     return isinstance(t, SCALAR_TYPES)

@@ -256,3 +256,97 @@ def test_every_tile_instruction_on_every_dtype_bit_exact(tmp_path):
     print(f"native: {len(compiled)} of {len(compiled) + len(refused)} tile instructions x "
           f"dtypes bit-exact ({kernels} kernels); refused: {sorted(refused)}")
     assert len(compiled) >= 1
+
+
+def test_the_callback_path_of_the_loop_compiled_instructions_bit_exact(tmp_path, monkeypatch):
+    """With the loop nests off (pypto/backend/native/tile_loops.py), the simple instructions
+    are calls into the interpreter's definition as well: the same bytes."""
+    from pypto.backend.native import tile_loops
+
+    monkeypatch.setattr(tile_loops, "ENABLED", False)
+    for dt_name in ("f32", "i32"):
+        dt = DTYPES[dt_name]
+        ins = _inputs(dt, seed=3)
+        calls = [c for c in _calls(dt_name) if c.name in (
+            "tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "txor", "tadds", "tmaxs",
+            "texpands", "trowexpandmul", "tcolexpandsub", "trowexpand", "ttrans")]
+        for start in range(0, len(calls), GROUP):
+            group = calls[start:start + GROUP]
+            scalar = any(c.scalar for c in group)
+            kernel = _load(_kernel_source(group, dt, ins["a"].shape[0], scalar), tmp_path,
+                           1000 + start + (0 if dt_name == "f32" else 500))
+            for s in (_scalars(dt) if scalar else [0]):
+                result = _run_group(group, dt, ins, kernel, s)
+                assert result is not None
+                for c, want, got in zip(group, *result):
+                    assert want.tobytes() == got.tobytes(), f"{c.id} {dt_name} s={s}"
+
+
+@pto.kernel
+def lanes_and_tiles(X, Y):
+    t = pto.alloc_tile(4, 8)
+    u = pto.alloc_tile(8, 4)
+    e = pto.alloc_tile(8, 4)
+    s = pto.alloc_tile(8, 1)
+    i = pto.get_local_id()
+    pto.store(t + i, pto.load(X + i) * 2.0)                          # lanes write the tile
+    pto.barrier_block()
+    pto.ttrans(u, t)                                                 # a loop nest
+    pto.texp(e, u)                                                   # a call
+    pto.barrier_block()
+    pto.store(e + i, pto.load(e + (31 - i)) + pto.load(u + i))       # lanes read both
+    pto.barrier_block()
+    pto.trowsum(s, e)                                                # a call reads lanes' data
+    pto.barrier_block()
+    pto.store(Y + i, pto.load(e + i) + pto.load(s + i // 4))
+
+
+def test_tile_instructions_and_lane_code_share_the_arena():
+    """Lane stores before a tile instruction are its input, its result is what lanes load
+    after it: in both backends (the arena is the memory the callback and the loops use)."""
+    x = np.random.default_rng(4).standard_normal(32).astype(np.float32)
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = pto.tensor(np.zeros(32, np.float32))
+        k = pto.compile(lanes_and_tiles, args=(pto.tensor(x), y), block=32, race_check=False)
+        pto.launch(k, 1, 32, (pto.tensor(x), y), backend=backend)
+        pto.sync()
+        outs.append(y.numpy())
+    assert outs[0].tobytes() == outs[1].tobytes()
+    u = (x * np.float32(2)).reshape(4, 8).T.reshape(-1)
+    e = np.exp(u.astype(np.float64)).astype(np.float32)
+    e2 = e[::-1] + u
+    s = e2.reshape(8, 4)
+    s = (s[:, 0] + s[:, 2]) + (s[:, 1] + s[:, 3])                     # the documented fold
+    want = e2 + np.repeat(s, 4)
+    assert outs[1].tobytes() == want.tobytes()
+
+
+def test_tile_kernels_of_the_zoo_and_the_example_run_natively():
+    """The zoo's flash attention and layernorm (tile instructions, mma, copies in a loop) run
+    natively, bit for bit; examples/softmax_tiles.py's double-buffered loop is refused with
+    its reason (a copy's token carried by the loop), and "auto" runs it on the interpreter."""
+    from tests.kernels import zoo
+
+    ran = []
+    for case in zoo.cases("tiny"):
+        if case.name not in zoo.TILE_KERNELS:
+            continue
+        arrays = case.inputs(np.random.default_rng(7))
+        results = []
+        for backend in ("interpreter", "native", "auto"):
+            copies = {k: v.copy() for k, v in arrays.items()}
+            args = (*case.lead, *copies.values(), *case.scalars(copies))
+            try:
+                pto.launch(case.kernel, case.grid, case.block, args, backend=backend)
+            except NativeUnsupported as exc:
+                assert case.name.startswith("softmax") and "token" in str(exc)
+                continue
+            results.append(copies)
+        for got in results[1:]:
+            for k in arrays:
+                assert got[k].tobytes() == results[0][k].tobytes(), (case.name, k)
+        case.check(results[-1], arrays)
+        if len(results) == 3:
+            ran.append(case.name)
+    assert sorted(ran) == ["flash attention (tile ops + mma)", "layernorm (tile ops)"]

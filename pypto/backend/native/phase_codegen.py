@@ -424,6 +424,7 @@ def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
         op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
     emitter = _Emitter(plan(kernel), kernel.sym_name.data)
     phases, grid = emitter.grid()
+    tile_loops.hoist_scratch(grid)  # (the tile reductions' scratch: once per launch)
     return phases, grid, len(emitter.slots)
 
 

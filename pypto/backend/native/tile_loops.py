@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (Float16Type, Float32Type, IntegerAttr, IntegerType,
-                                   UnitAttr, i32)
+                                   UnitAttr, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
@@ -65,6 +65,8 @@ def _form(op: Operation) -> tuple[str, str | None] | None:
         if name.startswith(prefix + "expand"):
             what = name[len(prefix) + len("expand"):]
             return (prefix, None) if not what else (prefix + "x", what)
+    if name in ("rowsum", "colsum"):
+        return name, "add"
     trait = tile_vector(op)
     assert trait is not None
     if trait.roles == ("full", "full", "full") and name in (*_FLOAT, *_INT):
@@ -100,15 +102,19 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
             return False
         if pto.element_type_of(value.type) != elem:
             return False
-        if index and role != "full" and value.owner is dst.owner:
-            return False  # a broadcast or transposed operand in the destination's buffer
+        if index and (role != "full" or kind in ("rowsum", "colsum")) and \
+                value.owner is dst.owner:
+            return False  # a broadcast, transposed or reduced operand in the destination's
     combine = _combine(what, elem) if what is not None else None
     if what is not None and combine is None:
         return False
     if isinstance(elem, Float16Type) and what in ("min", "max"):
         return False  # (LLVM's float16 minimum / maximum do not give NumPy's bits)
     rows, cols = tile_shape(op)
-    _loops(block, rows, cols, kind, combine, operands)
+    if kind in ("rowsum", "colsum"):
+        _fold_loops(block, rows, cols, kind == "rowsum", elem, operands)
+    else:
+        _loops(block, rows, cols, kind, combine, operands)
     return True
 
 
@@ -161,3 +167,95 @@ def _loops(block: Block, rows: int, cols: int, kind: str,
     outer.add_op(scf.ForOp(zero, _const(outer, cols), one, [], Region(inner)))
     outer.add_op(scf.YieldOp())
     block.add_op(scf.ForOp(zero, _const(block, rows), one, [], Region(outer)))
+
+
+HOIST_ATTR = "pto.native_hoist"
+"""On a scratch `llvm.alloca`: moved to the grid function's entry block by `hoist_scratch`
+(an alloca inside the loop over blocks would grow the stack each time round)."""
+
+
+def _scratch(block: Block, count: int, elem: Attribute) -> SSAValue:
+    """`count` elements of stack (allocated once: `hoist_scratch`)."""
+    size = arith.ConstantOp(IntegerAttr(count, i64))
+    alloca = llvm.AllocaOp(size.result, elem)
+    alloca.attributes[HOIST_ATTR] = UnitAttr()
+    block.add_op(size)
+    block.add_op(alloca)
+    return alloca.results[0]
+
+
+def hoist_scratch(grid: func.FuncOp) -> None:
+    """Move the scratch allocas of `grid` (a finished grid function) to its entry block."""
+    entry = grid.body.blocks[0]
+    for op in [o for o in grid.walk() if HOIST_ATTR in o.attributes]:
+        size = op.operands[0].owner
+        assert isinstance(size, Operation)
+        for moved in (size, op):
+            moved.detach()
+        entry.insert_ops_before([size, op], entry.first_op)
+
+
+def _for(block: Block, lo: int, hi: int, body: Callable[[Block, SSAValue], None]) -> None:
+    inner = Block(arg_types=[i32])
+    body(inner, inner.args[0])
+    inner.add_op(scf.YieldOp())
+    block.add_op(scf.ForOp(_const(block, lo), _const(block, hi), _const(block, 1), [],
+                           Region(inner)))
+
+
+def _fold_loops(block: Block, rows: int, cols: int, by_row: bool, elem: Attribute,
+                operands: list[SSAValue]) -> None:
+    """`trowsum` / `tcolsum` in tile_ops.fold's order: for each row (column), the first half
+    of its n elements added elementwise to the second into a scratch line, an odd last one
+    carried, then the same on the scratch until one remains. n is static, so the steps are
+    too: one loop per step, every sum rounded to the tile's type (arith.addf / addi)."""
+    lines, n = (rows, cols) if by_row else (cols, rows)
+    scratch = _scratch(block, max(1, (n + 1) // 2), elem)
+    add_op = arith.AddfOp if isinstance(elem, Float16Type | Float32Type) else arith.AddiOp
+
+    def line(b: Block, k: SSAValue) -> None:
+        def put(bb: Block, op: Operation) -> SSAValue:
+            bb.add_op(op)
+            return op.results[0]
+
+        def src(bb: Block, i: SSAValue) -> SSAValue:  # element i of line k
+            if by_row:
+                index = put(bb, arith.AddiOp(put(bb, arith.MuliOp(k, _const(bb, cols))), i))
+            else:
+                index = put(bb, arith.AddiOp(put(bb, arith.MuliOp(i, _const(bb, cols))), k))
+            ld = pto.LoadOp(put(bb, pto.AddPtrOp(operands[1], index)))
+            ld.attributes[UNCHECKED_ATTR] = UnitAttr()
+            return put(bb, ld)
+
+        def at(bb: Block, i: SSAValue) -> SSAValue:
+            return put(bb, llvm.GEPOp.from_mixed_indices(scratch, [i], elem))
+
+        def tmp(bb: Block, i: SSAValue) -> SSAValue:
+            return put(bb, llvm.LoadOp(at(bb, i), elem))
+
+        def plus(bb: Block, i: SSAValue, h: int) -> SSAValue:
+            return put(bb, arith.AddiOp(i, _const(bb, h)))
+
+        if n == 1:
+            result = src(b, _const(b, 0))
+        else:
+            m, first = n, True
+            while m > 1:
+                h = m // 2
+
+                def step(bb: Block, i: SSAValue, h: int = h, first: bool = first) -> None:
+                    get = src if first else tmp
+                    total = put(bb, add_op(get(bb, i), get(bb, plus(bb, i, h))))
+                    bb.add_op(llvm.StoreOp(total, at(bb, i)))
+                _for(b, 0, h, step)
+                if m % 2:
+                    get = src if first else tmp
+                    b.add_op(llvm.StoreOp(get(b, _const(b, 2 * h)), at(b, _const(b, h))))
+                m -= h
+                first = False
+            result = tmp(b, _const(b, 0))
+        st = pto.StoreOp(result, put(b, pto.AddPtrOp(operands[0], k)))
+        st.attributes[UNCHECKED_ATTR] = UnitAttr()
+        b.add_op(st)
+
+    _for(block, 0, lines, line)

@@ -256,7 +256,7 @@ def test_every_tile_instruction_on_every_dtype_bit_exact(tmp_path):
                 compiled += [f"{c.id}-{dt_name}-to-{DTYPE_NAMES[c.dst]}" for c in group]
     print(f"native: {len(compiled)} of {len(compiled) + len(refused)} tile instructions x "
           f"dtypes bit-exact ({kernels} kernels); refused: {sorted(refused)}")
-    assert len(compiled) >= 1
+    assert len(compiled) >= 406  # docs/native.md: 406 of 422 (bf16 scalars: refused)
 
 
 def test_the_callback_path_of_the_loop_compiled_instructions_bit_exact(tmp_path, monkeypatch):

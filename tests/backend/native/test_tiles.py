@@ -378,3 +378,49 @@ def test_sums_in_the_fold_order_on_odd_and_even_widths(shape, tmp_path):
             outs.append((copies[0], copies[2]))
         for want, got in zip(*outs):
             assert want.tobytes() == got.tobytes(), (shape, dt_name)
+
+
+OOB_IR = """
+builtin.module {
+  func.func @oob(%o: !pto.ptr<f32, global> {pto.noalias}, %k: i32) attributes {pto.kernel} {
+    %x = pto.alloc_local {offset = 0 : i64, shape = array<i64: 4, 8>} : !pto.l1buf<32xf32>
+    %y = pto.alloc_local {offset = 128 : i64, shape = array<i64: 4, 8>} : !pto.l1buf<32xf32>
+    %one = arith.constant 1.000000e+00 : f32
+    pto.texpands %x, %one shape(4, 8) : !pto.l1buf<32xf32>, f32
+    %p = pto.addptr %x, %k : !pto.l1buf<32xf32>, i32 -> !pto.ptr<f32, local>
+    pto.tadds %p, %x, %one shape(4, 8) : !pto.ptr<f32, local>, !pto.l1buf<32xf32>, f32
+    %bytes = arith.constant 128 : i32
+    %rows = arith.constant 1 : i32
+    %len = arith.constant 32 : i32
+    pto.tile_store %o, %x, %bytes rows %rows strides(%len, %len) : !pto.ptr<f32, global>, !pto.l1buf<32xf32>
+    func.return
+  }
+}
+"""
+
+
+def test_a_tile_operand_outside_its_buffer_raises_the_interpreters_message():
+    """IR may give a tile instruction a pointer into a buffer (the frontend passes tiles
+    only): at an offset that leaves the buffer, the call raises the interpreter's
+    MemoryAccessError (interpreter/tiles.py `oob_region`), its neighbour note included; in
+    range it computes."""
+    from types import SimpleNamespace
+
+    from xdsl.parser import Parser
+
+    from pypto.backend.native.jit import NativeKernel
+    from pypto.errors import MemoryAccessError
+    from pypto.ir import make_context
+
+    fn = next(iter(Parser(make_context(), OOB_IR).parse_module().ops))
+    native = NativeKernel(fn, "oob")
+    out = np.zeros(32, np.float32)
+    buf = SimpleNamespace(data=out, count=32, name="o")
+    native.run((1, 1, 1), (32, 1, 1), (buf, 0))
+    assert np.array_equal(out, np.full(32, 2, np.float32))
+    with pytest.raises(MemoryAccessError) as info:
+        native.run((1, 1, 1), (32, 1, 1), (buf, 8))
+    assert "out-of-bounds tadds destination: L1 buffer 'x' element 39 (valid elements " \
+           "0..31) in block (0, 0, 0); that address is L1 byte 156, inside buffer 'y' " \
+           "(bytes 128..255" in str(info.value)
+    assert info.value.address == 39

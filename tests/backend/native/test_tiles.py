@@ -424,3 +424,32 @@ def test_a_tile_operand_outside_its_buffer_raises_the_interpreters_message():
            "0..31) in block (0, 0, 0); that address is L1 byte 156, inside buffer 'y' " \
            "(bytes 128..255" in str(info.value)
     assert info.value.address == 39
+
+
+@pto.kernel
+def tiles_in_a_uniform_branch(Y, n, flag):
+    a = pto.alloc_tile(4, 8, dtype=pto.int32)
+    b = pto.alloc_tile(4, 8, dtype=pto.int32)
+    if flag > 0:                          # uniform: a block-level if
+        pto.tci(a, n)
+    else:
+        pto.texpands(a, n)
+    for k in range(3):                    # a block-level loop
+        pto.tadds(b, a, k)
+        pto.txor(a, a, b)
+    pto.store(Y, a, 4 * 8 * 4)
+
+
+@pytest.mark.parametrize("flag", [1, 0])
+def test_tile_instructions_under_uniform_control_flow(flag):
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = pto.tensor(np.zeros(32, np.int32))
+        pto.launch(tiles_in_a_uniform_branch, 1, 32, (y, 2**31 - 20, flag), backend=backend)
+        pto.sync()
+        outs.append(y.numpy())
+    a = (np.arange(32, dtype=np.int64) + 2**31 - 20 if flag else np.full(32, 2**31 - 20)
+         ).astype(np.int32)
+    for k in range(3):
+        a = a ^ (a + np.int32(k))
+    assert outs[0].tobytes() == outs[1].tobytes() == a.tobytes()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,10 @@ class TileSite:
     geometry: tuple[tuple[int, int, int], ...]
     scalar: str | None
     props: tuple[tuple[str, str], ...]
+
+    @cached_property
+    def prop_dict(self) -> dict[str, str]:
+        return dict(self.props)
 
 
 def tile_site(op: Operation, buffer_of: Any) -> TileSite:
@@ -228,7 +233,7 @@ def _run(kernel: Any, index: int, pointers: tuple[int, ...], ival: int, fval: fl
         scalar = ival
     elif site.scalar == "float":
         scalar = fval
-    compute_into("t" + site.name[1:], views[1:], scalar, dict(site.props), views[0])
+    compute_into(site.name, views[1:], scalar, site.prop_dict, views[0])
 
 
 def _callback(err: int, site: int, p0: int, o0: int, p1: int, o1: int, p2: int, o2: int,

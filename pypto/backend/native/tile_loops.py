@@ -5,7 +5,8 @@ A tile instruction in native code is a call into the interpreter's NumPy definit
 whose result per element is one IEEE operation or integer operation — add, sub, mul, div,
 min, max, and, or, xor on two tiles, with a uniform scalar (`tadds` ...), or with a row / column
 broadcast (`trowexpandmul` ...), the fill `texpands`, the broadcasts `trowexpand` /
-`tcolexpand`, and `ttrans` — the phase plan's grid function gets instead a loop nest over the
+`tcolexpand`, `ttrans`, and the sums `trowsum` / `tcolsum` in tile_ops.fold's order
+(`_fold_loops`) — the phase plan's grid function gets instead a loop nest over the
 tile (rows, then columns) of `pto.load`, the `arith` op and `pto.store` on the L1 arena: the
 ops the lanes use, lowered by convert-pto-to-llvm with the interpreter's semantics (exactly
 rounded IEEE arithmetic, `arith.maximumf` / `minimumf` as NaN-propagating with -0 < +0,
@@ -14,11 +15,12 @@ test_tiles.py compares both paths with the interpreter, byte for byte.
 
 Only when it is safe without the callback's checks: every tile operand is a `pto.alloc_local`
 itself (offset 0: the verifier has checked that it holds the tile, so no access can leave it),
-element type f32, f16, i32 or i64, and a broadcast or transposed operand is not the
+element type f32, f16, i32 or i64 (float16 min / max excepted: LLVM's float16 minimum and
+maximum did not give NumPy's bits), and a broadcast, transposed or reduced operand is not the
 destination's buffer (the loop would overwrite what it still reads; NumPy reads it all first).
 The accesses are marked unchecked (fast_blocks.UNCHECKED_ATTR): in range by construction.
-Everything else (reductions, exp, log, tcvt, compares, selects, bf16, operands at an offset)
-stays a call.
+Everything else (max / min / arg reductions, exp, log, tcvt, compares, selects, bf16,
+operands at an offset) stays a call.
 """
 
 from __future__ import annotations

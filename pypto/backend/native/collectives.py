@@ -146,9 +146,25 @@ def _region(kernel: Any, site: Site, operand: Operand, data: np.ndarray, base: i
                                            writeable=True)
 
 
+_ARRAYS: dict[tuple[int, int, np.dtype], np.ndarray] = {}
+"""(address, count, dtype) -> the array over that memory: a view made once (`from_address` costs
+microseconds, paid per block and instruction otherwise). The memory at an address a call passes
+is mapped during that call, so a view kept from an earlier call at the same address is valid."""
+
+
+def _cached_array(address: int, count: int, dtype: np.dtype) -> np.ndarray:
+    key = (address, count, dtype)
+    found = _ARRAYS.get(key)
+    if found is None:
+        if len(_ARRAYS) > 4096:
+            _ARRAYS.clear()
+        found = _ARRAYS[key] = _array(address, count, dtype)
+    return found
+
+
 def _run(kernel: Any, site: Site, pointers: list[tuple[int, int, int]],
          ints: tuple[int, int, int, int], fval: float) -> None:
-    arrays = [_array(p, n, op.dtype) for (p, n, _), op in zip(pointers, site.operands)]
+    arrays = [_cached_array(p, n, op.dtype) for (p, n, _), op in zip(pointers, site.operands)]
     offsets = [o for _, _, o in pointers]
     if site.kind == "fill":
         count = ints[0]

@@ -100,8 +100,8 @@ def breakdown(case, host: dict[str, np.ndarray], kernel, args, repeat: int, now)
           f"{t['exp float32']:.2f} ms, via float64 rounded once {t['exp via float64']:.2f} ms; "
           f"row sums np.sum {t['np.sum rows']:.2f} ms, folding halves {t['fold rows']:.2f} ms",
           flush=True)
-    from pypto.backend.interpreter import tile_ops
-    real = tile_ops.compute_into
+    from pypto.backend.interpreter import tile_unit
+    real = tile_unit.compute_into  # the tile unit's (interpreter/tile_unit.py) one entry
     per_op: dict[str, float] = {}
     launch_ops: dict[str, float] = {}
 
@@ -117,12 +117,12 @@ def breakdown(case, host: dict[str, np.ndarray], kernel, args, repeat: int, now)
         for name, v in launch_ops.items():
             per_op[name] = min(per_op.get(name, float("inf")), v)
     try:
-        tile_ops.compute_into = timed  # each instruction's arithmetic, summed per launch
+        tile_unit.compute_into = timed  # each instruction's arithmetic, summed per launch
         best_of(launch, repeat, now)
-        tile_ops.compute_into = lambda *a: None  # no arithmetic at all
+        tile_unit.compute_into = lambda *a: None  # no arithmetic at all
         bare = best_of(launch, repeat, now) * 1e3
     finally:
-        tile_ops.compute_into = real
+        tile_unit.compute_into = real
     ops = ", ".join(f"{name} {v * 1e3:.2f}" for name, v in per_op.items())
     print(f"  {case.name} per launch: each tile instruction's arithmetic (ms, summed over the "
           f"launch) {ops}; the launch with no tile arithmetic (copies, waits, interpreter) "

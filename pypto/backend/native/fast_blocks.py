@@ -7,9 +7,11 @@ block-uniform values. Over a block, such an offset takes its extreme values at t
 block's box of lane coordinates, so checking the 8 corners (one lane per corner) checks every lane.
 This module (called by `convert-pto-to-llvm` before it lowers the functions) adds, per kernel:
 
-- `@k.range(params..., block x/y/z, grid dims x/y/z, block dims x/y/z) -> i32`: 1 when, in this
-  block, every lane-affine access is in range at every corner and no lane-varying i32 value
-  of their offsets overflows (so the i32 arithmetic is the exact one, and `nsw` is true);
+- `@k.range(params..., block x/y/z, grid dims x/y/z, block dims x/y/z, x lo, x hi) -> i32`: 1
+  when, in this block, every lane-affine access is in range at every corner of the lanes
+  `[x lo, x hi) x [0, block dim y) x [0, block dim z)` and no lane-varying i32 value of their
+  offsets overflows there (so the i32 arithmetic is the exact one, and `nsw` is true); a
+  phase (phase_codegen.py) passes the lanes its guards admit, `@k` the whole block;
 - `@k.fast.lane`: the lane function with those accesses unchecked (and their offsets' lane-varying
   arithmetic marked `nsw`, which lets LLVM see consecutive addresses); other checks (accesses at
   data-dependent offsets, the loop watchdog, divisions) stay;
@@ -121,6 +123,8 @@ class _Analysis:
         chain: list[SSAValue] = []
         while not isinstance(ptr, BlockArgument):
             op = ptr.owner
+            if isinstance(op, pto.AllocLocalOp):  # an L1 buffer (a phase's): its own count
+                break
             if not isinstance(op, pto.AddPtrOp):
                 return None
             if not (self.uniform(op.offset) or self.affine(op.offset)):
@@ -146,6 +150,7 @@ class _RangeBuilder:
             self.map[lane_args[num_params + 6 + j]] = range_args[num_params + 3 + j]
             self.map[lane_args[num_params + 9 + j]] = range_args[num_params + 6 + j]
         self.bdims = range_args[num_params + 6:num_params + 9]
+        self.x_box = range_args[num_params + 9:num_params + 11]  # lanes [lo, hi) along x
         self.checks: list[SSAValue] = []
         self.corner_memo: dict[tuple[SSAValue, int], SSAValue] = {}
         self.corner_coords: dict[int, list[SSAValue]] = {}
@@ -181,8 +186,11 @@ class _RangeBuilder:
             coords = []
             for d in range(3):
                 if corner >> d & 1:
-                    last = self.add(arith.SubiOp(self.bdims[d], one))
+                    end = self.x_box[1] if d == 0 else self.bdims[d]
+                    last = self.add(arith.SubiOp(end, one))
                     coords.append(self.add(arith.ExtSIOp(last, i64)))
+                elif d == 0:
+                    coords.append(self.add(arith.ExtSIOp(self.x_box[0], i64)))
                 else:
                     coords.append(self.const(0))
             self.corner_coords[corner] = coords
@@ -231,8 +239,11 @@ class _RangeBuilder:
 
     def access(self, param: SSAValue, offsets: list[SSAValue]) -> None:
         """Check one access (through `param` plus `offsets`) at every corner."""
-        count = self.add(UnrealizedConversionCastOp.get([self.map[param]], [i64]))
-        count.owner.attributes[COUNT_ATTR] = UnitAttr()
+        if isinstance(param.owner, pto.AllocLocalOp):  # an L1 buffer: its element count
+            count = self.const(param.owner.result.type.size)
+        else:
+            count = self.add(UnrealizedConversionCastOp.get([self.map[param]], [i64]))
+            count.owner.attributes[COUNT_ATTR] = UnitAttr()
         uniform_sum = self.const(0)
         lane = [o for o in offsets if self.an.affine(o)]
         for o in offsets:
@@ -257,10 +268,10 @@ class _RangeBuilder:
 
 
 def _range_function(lane: func.FuncOp, name: str, num_params: int,
-                    proven: list[tuple[Operation, BlockArgument, list[SSAValue]]],
+                    proven: list[tuple[Operation, SSAValue, list[SSAValue]]],
                     an: _Analysis) -> func.FuncOp:
     lane_args = list(lane.body.blocks[0].args)
-    types = [a.type for a in lane_args[:num_params]] + [i32] * 9
+    types = [a.type for a in lane_args[:num_params]] + [i32] * 11
     block = Block(arg_types=types)
     builder = _RangeBuilder(an, block, lane_args, list(block.args), num_params)
     for _, param, offsets in proven:
@@ -304,8 +315,8 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
     rest = add(body, arith.DivUIOp(b, gx))
     cby = add(body, arith.RemUIOp(rest, gy))
     cbz = add(body, arith.DivUIOp(rest, gy))
-    ok = add(body, func.CallOp(name + ".range", [*params, cbx, cby, cbz, gx, gy, gz, bx, by, bz],
-                               [i32]))
+    ok = add(body, func.CallOp(name + ".range", [*params, cbx, cby, cbz, gx, gy, gz, bx, by, bz,
+                                                 c(body, 0), bx], [i32]))
     body.add_op(cf.ConditionalBranchOp(add(body, arith.CmpiOp(ok, c(body, 0), "ne")), fast, [],
                                        slow, []))
     fast.add_op(cf.BranchOp(zy, c(fast, 0)))
@@ -348,25 +359,27 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
     return fn
 
 
-def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
-                    num_params: int) -> bool:
-    """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
-    function, fast lane function and choosing grid function, when at least one access is
-    lane-affine. Returns whether it did."""
+def _root(ptr: SSAValue) -> SSAValue:
+    """The parameter or L1 buffer (`pto.alloc_local`) a pointer is an offset of."""
+    while not isinstance(ptr, BlockArgument) and isinstance(ptr.owner, pto.AddPtrOp):
+        ptr = ptr.owner.ptr
+    return ptr
+
+
+def fast_variants(lane: func.FuncOp, name: str,
+                  num_params: int) -> tuple[func.FuncOp, func.FuncOp, int]:
+    """(`@name.range`, `@name.fast.lane`, number of accesses proven) for lane function `lane`:
+    the range function checks the lane-affine accesses at the corners of a block, the fast lane
+    function is `lane` with those accesses unchecked. With nothing proven the range function
+    returns 1 and the fast lane function keeps every check."""
     an = _Analysis(lane, num_params)
-    proven: list[tuple[Operation, BlockArgument, list[SSAValue]]] = []
+    proven: list[tuple[Operation, SSAValue, list[SSAValue]]] = []
     for op in lane.walk():
         if isinstance(op, _ACCESSES):
             offsets = an.offsets(_access_ptr(op))
             if offsets is None or not any(an.affine(o) for o in offsets):
                 continue
-            root = _access_ptr(op)
-            while not isinstance(root, BlockArgument):
-                root = root.owner.ptr
-            proven.append((op, root, offsets))
-    if not proven:
-        return False
-    name = grid.sym_name.data
+            proven.append((op, _root(_access_ptr(op)), offsets))
     rng = _range_function(lane, name, num_params, proven, an)
     fast = lane.clone()
     fast.sym_name = StringAttr(name + FAST_SUFFIX + ".lane")
@@ -386,6 +399,18 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
             new.attributes[UNCHECKED_ATTR] = UnitAttr()
         if id(old) in lane_varying and not isinstance(old, arith.ExtSIOp):
             new.attributes[NSW_ATTR] = UnitAttr()
+    return rng, fast, len(proven)
+
+
+def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
+                    num_params: int) -> bool:
+    """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
+    function, fast lane function and choosing grid function, when at least one access is
+    lane-affine. Returns whether it did."""
+    name = grid.sym_name.data
+    rng, fast, proven = fast_variants(lane, name, num_params)
+    if not proven:
+        return False
     wrapper = _wrapper(name, grid, num_params)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)

@@ -132,6 +132,8 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for index, arg in enumerate(grid.args):
         if index in noalias:
             arg.add_attribute("noalias")
+    for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
+        arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
     _add_entry(result, grid)
     return result
 

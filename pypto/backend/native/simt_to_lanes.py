@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.fast_blocks import fast_variants
+from pypto.backend.native.idioms import rewrite_idioms
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
 from pypto.backend.native.support import unsupported_op, unsupported_reason
@@ -238,6 +239,7 @@ class SimtToLanesPass(ModulePass):
                 for fn in phases:
                     name = fn.sym_name.data
                     _lane_function(fn)
+                    rewrite_idioms(fn)
                     num_params = len(fn.body.block.args) - ID_ARGS - 1
                     rng, fast, _ = fast_variants(fn, name, num_params)  # docs/native.md#phases
                     functions += [fn, fast, rng]
@@ -248,5 +250,6 @@ class SimtToLanesPass(ModulePass):
             name = kernel.sym_name.data
             params = [a.type for a in kernel.body.block.args]
             _lane_function(kernel)
+            rewrite_idioms(kernel)
             grid = _grid_function(name, params)
             op.body.block.insert_op_after(grid, kernel)

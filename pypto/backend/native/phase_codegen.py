@@ -484,6 +484,14 @@ def _x_guard(cond: SSAValue, taken: bool, em: "_Emitter") -> tuple[str, SSAValue
     elif is_x(op.rhs) and em.plan.uniform(op.lhs):
         u, pred = op.lhs, _SWAPPED[pred]
     else:
+        scaled = op.lhs.owner
+        if taken and pred == "slt" and isinstance(scaled, arith.MuliOp) and \
+                em.plan.uniform(op.rhs):  # k * local_id(0) < u (CUDA's interleaved trees)
+            a, b = scaled.operands
+            if is_x(b) and em.plan.uniform(a):
+                return "scaled", (a, op.rhs)  # type: ignore[return-value]
+            if is_x(a) and em.plan.uniform(b):
+                return "scaled", (b, op.rhs)  # type: ignore[return-value]
         return None
     if not taken:
         negated = _NEGATED.get(pred)
@@ -513,6 +521,24 @@ def _x_bounds(em: "_Emitter", guards: Guards, block: Block,
         if found is None:
             continue
         pred, v = found
+        if pred == "scaled":  # x * k < u: x < ceil(u / k) when k, u > 0 and x * k cannot wrap
+            k, bound = (_add(block, arith.ExtSIOp(em.gresolve(w, block, g), i64))
+                        for w in v)  # type: ignore[union-attr]
+            zero64, one64 = _c(block, 0, i64), _c(block, 1, i64)
+            last = _add(block, arith.ExtSIOp(_add(block, arith.SubiOp(g.block_dims[0], one)),
+                                             i64))
+            fits = _add(block, arith.CmpiOp(_add(block, arith.MuliOp(k, last)),
+                                            _c(block, 2 ** 31 - 1, i64), "sle"))
+            usable = _add(block, arith.AndIOp(_add(block, arith.AndIOp(
+                _add(block, arith.CmpiOp(k, zero64, "sgt")),
+                _add(block, arith.CmpiOp(bound, zero64, "sgt")))), fits))
+            positive = _add(block, arith.SelectOp(usable, k, one64))  # (never 0: an LLVM
+            ceil = _add(block, llvm.SDivOp(_add(block, arith.SubiOp(    # division, unchecked)
+                _add(block, arith.AddiOp(bound, positive)), one64)), positive))
+            limit = _add(block, arith.TruncIOp(_add(block, arith.MinSIOp(
+                ceil, _add(block, arith.ExtSIOp(hi, i64)))), i32))
+            hi = sel(usable, limit, hi)
+            continue
         u = em.gresolve(v, block, g)
         if pred in ("slt", "ult"):      # x < u
             hi = sel(cmp(u, hi, pred), u, hi)

@@ -152,3 +152,16 @@ def test_guarded_phase_in_and_out_of_range():
                        backend=backend)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+def test_interleaved_tree_scaled_guard_exact():
+    """`2 * s * tid < BLOCK` admits lanes [0, ceil(BLOCK / 2s)): the fast loops run those."""
+    from tests.kernels.test_users_zoo import dot_interleaved, dot_interleaved_ref
+
+    n = 256 * 6
+    rng = np.random.default_rng(11)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    interp, native = both(dot_interleaved, 6, 256, [a, b, np.zeros(6, np.float32)],
+                          (n, 256, 8))
+    assert same_bits(interp, native)
+    np.testing.assert_array_equal(native[2], dot_interleaved_ref(a, b, 256))

@@ -380,8 +380,9 @@ class NativeKernel:
                           f"        A[{slot}] = {b}.data.__array_interface__['data'][0]",
                           f"        A[{slot + 1}] = {b}.count"]
                 slot += 2
-            elif isinstance(p.type, IntegerType):
-                lines.append(f"    A[{slot}] = {b}")
+            elif isinstance(p.type, IntegerType):  # (a bool constexpr: NumPy's bool_ is not
+                lines.append(f"    A[{slot}] = {b}" if p.type.width.data > 1 else  # an int)
+                             f"    A[{slot}] = 1 if {b} else 0")
                 slot += 1
             else:
                 lines.append(f"    D[{slot}] = {b}")

@@ -41,6 +41,12 @@ def _add(block: Block, op: Operation) -> SSAValue:
     return op.results[0]
 
 
+def _token(v: SSAValue) -> bool:
+    """Tokens compile to nothing: copies complete at issue, waits are proven exact
+    (tokens.py), so loops and ifs carry no token."""
+    return isinstance(v.type, pto.TokenType)
+
+
 def _nsw(op: Operation) -> Operation:
     """Mark lane-index arithmetic that cannot overflow (`slot * lanes + linear lane` stays
     below the spill array's length, allocated at launch): LLVM then sees consecutive slots."""
@@ -367,7 +373,8 @@ class _Emitter:
     def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
         op = item.op
         args = op.body.block.args
-        uniform = [i for i in range(len(op.iter_args)) if i not in item.lane]
+        uniform = [i for i in range(len(op.iter_args))
+                   if i not in item.lane and not _token(op.iter_args[i])]
         if item.lane:
             self._phase(Phase(item.guards, [], [(op.iter_args[i], args[i + 1])
                                                 for i in item.lane]), block, g)
@@ -391,7 +398,8 @@ class _Emitter:
 
     def _if(self, item: If, block: Block, g: _Grid) -> None:
         op = item.op
-        uniform = [i for i in range(len(op.results)) if i not in item.lane]
+        uniform = [i for i in range(len(op.results))
+                   if i not in item.lane and not _token(op.results[i])]
         cond = self.gresolve(op.cond, block, g)
         regions = []
         for region, items in ((op.true_region, item.then), (op.false_region, item.other)):

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto.backend.native.fast_blocks import FAST_SUFFIX, NSW_ATTR
+from pypto.backend.native.fast_blocks import FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
                                          Collective, If, Item, Loop, Phase, Plan, _floating,
                                          allocs, arena_layout, arena_words, needs_phases, plan)
@@ -468,45 +468,30 @@ def spill_slots(kernel: func.FuncOp) -> int:
     return split(kernel.clone())[2]
 
 
-_NEGATED = {"slt": "sge", "sge": "slt", "sle": "sgt", "sgt": "sle", "ult": "uge", "ule": "ugt",
-            "eq": "ne"}
-_SWAPPED = {"slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle", "ult": "ugt", "ugt": "ult",
-            "ule": "uge", "uge": "ule", "eq": "eq", "ne": "ne"}
-
-
 def _x_guard(cond: SSAValue, taken: bool, em: "_Emitter") -> tuple[str, SSAValue] | None:
     """(predicate, u) when guard `cond == taken` reads `local_id(0) <predicate> u` with `u`
     uniform across the block, else None."""
     op = cond.owner
     if not isinstance(op, arith.CmpiOp) or op.lhs.type != i32:
         return None
-    pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
 
     def is_x(v: SSAValue) -> bool:
         o = v.owner
         return isinstance(o, Operation) and launch_id(o) == "local_id" and \
             o.properties["dim"].value.data == 0  # type: ignore[union-attr]
 
-    if is_x(op.lhs) and em.plan.uniform(op.rhs):
-        u = op.rhs
-    elif is_x(op.rhs) and em.plan.uniform(op.lhs):
-        u, pred = op.lhs, _SWAPPED[pred]
-    else:
-        scaled = op.lhs.owner
-        if taken and pred == "slt" and isinstance(scaled, arith.MuliOp) and \
-                em.plan.uniform(op.rhs):  # k * local_id(0) < u (CUDA's interleaved trees)
-            a, b = scaled.operands
-            if is_x(b) and em.plan.uniform(a):
-                return "scaled", (a, op.rhs)  # type: ignore[return-value]
-            if is_x(a) and em.plan.uniform(b):
-                return "scaled", (b, op.rhs)  # type: ignore[return-value]
-        return None
-    if not taken:
-        negated = _NEGATED.get(pred)
-        if negated is None:
-            return None
-        pred = negated
-    return pred, u
+    found = x_guard(cond, taken, is_x, em.plan.uniform)
+    if found is not None:
+        return found
+    scaled = op.lhs.owner
+    if taken and op.predicate.value.data == 2 and isinstance(scaled, arith.MuliOp) and \
+            em.plan.uniform(op.rhs):  # k * local_id(0) < u (CUDA's interleaved trees)
+        a, b = scaled.operands
+        if is_x(b) and em.plan.uniform(a):
+            return "scaled", (a, op.rhs)  # type: ignore[return-value]
+        if is_x(a) and em.plan.uniform(b):
+            return "scaled", (b, op.rhs)  # type: ignore[return-value]
+    return None
 
 
 def _x_bounds(em: "_Emitter", guards: Guards, block: Block,
@@ -547,17 +532,7 @@ def _x_bounds(em: "_Emitter", guards: Guards, block: Block,
                 ceil, _add(block, arith.ExtSIOp(hi, i64)))), i32))
             hi = sel(usable, limit, hi)
             continue
-        u = em.gresolve(v, block, g)
-        if pred in ("slt", "ult"):      # x < u
-            hi = sel(cmp(u, hi, pred), u, hi)
-        if pred in ("sle", "ule", "eq"):  # x <= u
-            hi = sel(cmp(u, hi, "slt" if pred != "ule" else "ult"),
-                     _add(block, arith.AddiOp(u, one)), hi)
-        if pred in ("sge", "eq"):       # x >= u
-            lo = sel(cmp(u, lo, "sgt"), u, lo)
-        if pred == "sgt":               # x > u
-            lo = sel(cmp(u, lo, "sge"), sel(cmp(u, hi, "slt"), _add(block, arith.AddiOp(u, one)),
-                                               hi), lo)
+        lo, hi = clip_x(block, lo, hi, pred, em.gresolve(v, block, g))
     hi = sel(cmp(hi, lo, "slt"), lo, hi)  # empty: hi = lo
     return lo, hi
 

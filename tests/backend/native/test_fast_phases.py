@@ -165,3 +165,21 @@ def test_interleaved_tree_scaled_guard_exact():
                           (n, 256, 8))
     assert same_bits(interp, native)
     np.testing.assert_array_equal(native[2], dot_interleaved_ref(a, b, 256))
+
+
+@pytest.mark.parametrize("n", [2048, 2000])
+def test_scan_inner_guard_clips_the_checked_box(n):
+    """`if tid >= d: t += a[tid - d]` inside a phase: the range check takes the corners of
+    the lanes the `if` admits ([d, block)), so the phase runs unchecked; a partial last block
+    (n = 2000) takes the checked path for its `x + i` access. Bit for bit both ways."""
+    from tests.kernels.test_users_zoo import scan_block, scan_ref
+
+    block = 256
+    x = np.random.default_rng(n).integers(-1000, 1000, n, dtype=np.int32)
+    blocks = -(-n // block)
+    interp, native = both(scan_block, blocks, block, [x, np.zeros(n, np.int32)],
+                          (n, block, 4))
+    assert same_bits(interp, native)
+    padded = np.zeros(blocks * block, np.int32)
+    padded[:n] = x
+    np.testing.assert_array_equal(native[1], scan_ref(padded, block)[:n])

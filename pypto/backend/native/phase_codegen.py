@@ -142,7 +142,9 @@ class _PhaseFn:
                     if operand not in inside:
                         self.resolve(operand)
         conds = [(self.resolve(c), taken) for c, taken in phase.guards]
-        values = [self.resolve(src) for src, _ in phase.copies]
+        made = {r for op in phase.ops for r in op.results}  # (copies of this phase's values:
+        values = [None if src in made else self.resolve(src)   # taken after its ops, below)
+                  for src, _ in phase.copies]
         body = self.entry
         nest: list[Block] = []
         for cond, taken in conds:
@@ -161,7 +163,8 @@ class _PhaseFn:
             body.add_op(clone)
             self.clones[op] = clone
             mapper.update(zip(op.results, clone.results))
-        for (_, key), value in zip(phase.copies, values):
+        for (src, key), value in zip(phase.copies, values):
+            value = mapper[src] if value is None else value
             ops, address = self.slot_ops(self.em.slot(key), value.type)
             body.add_ops([*ops, llvm.StoreOp(value, address)])
         if nest:
@@ -384,11 +387,17 @@ class _Emitter:
         self.scopes.append({args[0]: body.args[0]})
         for k, i in enumerate(uniform):
             self.scopes[-1][args[i + 1]] = body.args[k + 1]
-        self._emit(item.body, body, g)
         y = op.body.block.last_op
-        if item.lane:
-            self._phase(Phase(item.guards, [], [(y.operands[i], args[i + 1])
-                                                for i in item.lane]), body, g)
+        copies = [(y.operands[i], args[i + 1]) for i in item.lane]
+        last = item.body[-1] if item.body else None
+        if copies and isinstance(last, Phase) and last.guards == item.guards:
+            # the next iteration's lane values are written at the end of the body's last
+            # phase (each lane its own slots, read in a phase's prologue): no phase of their own
+            item.body[-1] = Phase(last.guards, last.ops, [*last.copies, *copies])
+            copies = []
+        self._emit(item.body, body, g)
+        if copies:
+            self._phase(Phase(item.guards, [], copies), body, g)
         body.add_op(scf.YieldOp(*[self.gresolve(y.operands[i], body, g) for i in uniform]))
         self.scopes.pop()
         new = scf.ForOp(lb, ub, step, inits, Region(body))

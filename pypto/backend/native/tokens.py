@@ -32,9 +32,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects import func, scf
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
+from pypto import dtypes
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
@@ -291,9 +293,15 @@ def _l1_overlap(a: SSAValue, b: SSAValue) -> bool:
         return True
     if oa.l1_offset is None or ob.l1_offset is None:
         return True
-    from pypto.backend.native.phases import _l1_span  # (phases imports this module)
-    sa, sb = _l1_span(oa.result), _l1_span(ob.result)
-    return sa is None or sb is None or (sa[0] < sb[1] and sb[0] < sa[1])
+    sa, sb = _span(oa), _span(ob)
+    return sa[0] < sb[1] and sb[0] < sa[1]
+
+
+def _span(op: pto.AllocLocalOp) -> tuple[int, int]:
+    """The bytes of a placed L1 buffer."""
+    t = op.result.type
+    start = int(op.l1_offset or 0)
+    return start, start + t.size * np.dtype(dtypes.np_dtype_of(t.element_type)).itemsize
 
 
 def check_tokens(kernel: func.FuncOp) -> None:

@@ -13,6 +13,19 @@ of `LaneModel`s (lane roots, token instances) over both steps; analyses shared t
 compiles after one warm-up (the first compile also pays Python's imports and xDSL's caches).
 There is no NumPy equivalent of compiling: the ms figures stand alone.
 
+Then one line per shipped target for the cost of choosing schedules by the model
+(docs/passes.md#choosing-by-the-cost-model):
+
+    compile matmul 512^3 f16 128x128x64 <target>  default <ms> ms  choose=fusion <ms> ms  x<ratio>
+
+the article's pipelined matmul compiled cold (a fresh kernel and an empty schedule-cost cache:
+every candidate costed) with the default pipeline, whose `pto-double-buffer` costs its
+candidate schedules, and with `pto-double-buffer{choose=fusion}` (the fusion-aware rule, no
+costing), interleaved in the same run; CPU-time medians (the machine may be shared). The
+interpreter's MMAs in the candidates' trial runs use NumPy's BLAS: with a multi-threaded BLAS
+on a loaded machine a 128x64x128 product can take milliseconds instead of microseconds
+(`OPENBLAS_NUM_THREADS=1` shows the compiler's own cost).
+
 Run:  python bench/compile.py [--repeat 15]
 """
 
@@ -98,6 +111,37 @@ def main() -> None:
         print(f"compile {name}  compile {compile_ms:.1f} ms  +first launch {launch_ms:.1f} ms  "
               f"varying_values x{counts['varying']}  lane models x{counts['lane_model']}",
               flush=True)
+    choosing(args.repeat)
+
+def choosing(repeat: int) -> None:
+    """Cold compiles of the article's matmul: the default pipeline against choose=fusion."""
+    import numpy as np
+
+    from pypto import compiler
+
+    fusion = "pto-double-buffer{choose=fusion},pto-allocate-l1,pto-verify-barriers"
+    m, tile = 512, (128, 128, 64)
+
+    def cold(pipeline: str | None, target: str | None) -> float:
+        a = pto.alloc_tensor(m * m * 2, dtype=np.float16)
+        c = pto.alloc_tensor(m * m * 4, dtype=np.float32)
+        compiler._SCHEDULE_COSTER = None  # an empty cost cache: every candidate costed
+        fresh = pto.kernel(matmul_tile.fn)
+        t0 = time.process_time()
+        pto.compile(fresh, args=(a, a, c, m, m, m, *tile), block=64, pipeline=pipeline,
+                    target=target)
+        return time.process_time() - t0
+
+    for target in (None, "ascend910b"):
+        cold(None, target), cold(fusion, target)  # warm-up
+        default, rule = [], []
+        for _ in range(repeat):
+            default.append(cold(None, target))
+            rule.append(cold(fusion, target))
+        d, f = statistics.median(default) * 1e3, statistics.median(rule) * 1e3
+        print(f"compile matmul 512^3 f16 128x128x64 {target or 'default'}  default {d:.1f} ms  "
+              f"choose=fusion {f:.1f} ms  x{d / f:.2f}", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -14,6 +14,8 @@ address, strided lane loads, an untouched 32 MiB argument); `--zoo SCALE` adds e
 the kernel zoo (tests/kernels/zoo.py) at that scale.
 
 Run:  python bench/cost_figures.py [--quick] [--zoo quick] [--targets default,ascend910b] [--markdown]
+      python bench/cost_figures.py --choose   # how pto-double-buffer chooses (and its remarks)
+      python bench/cost_figures.py --stages   # the 512^3 f32 matmul's schedules, its bound
       python bench/cost_figures.py --root DIR   # pypto, examples/ and tests/ of another checkout
                                                  # (bench/cost_before_after.py uses it)
 """
@@ -65,6 +67,13 @@ def main() -> None:
     parser.add_argument("--no-curated", action="store_true",
                         help="only the zoo cases (with --zoo)")
     parser.add_argument("--debug", action="store_true", help="print why a figure is n/a")
+    parser.add_argument("--choose", action="store_true",
+                        help="only how pto-double-buffer chooses: the article's 512^3 f16 "
+                        "matmul with choose=fusion and with the default pipeline, and the "
+                        "pass's remark per target and model (docs/cost-model.md)")
+    parser.add_argument("--stages", action="store_true",
+                        help="only the 512^3 f32 matmul's schedules against its resource "
+                        "bound: single-buffered, default pipeline, stages=3 (fused)")
     parser.add_argument("--markdown", action="store_true",
                         help="a Markdown table (docs/cost-model.md) instead of lines")
     options = parser.parse_args()
@@ -83,9 +92,12 @@ class Figures:
     # one line ---------------------------------------------------------------------------------
 
     def figure(self, name: str, kernel: Any, grid: Any, block: Any, args: Any,
-               single: bool = False, bound: bool = False) -> None:
+               single: bool = False, bound: bool = False,
+               pipeline: dict[str, str] | None = None) -> None:
         """One line: `args` (a tuple, or a callable making fresh arguments) under every
-        target and model; `bound`: also the fused model's resource bound per target."""
+        target and model; `bound`: also the fused model's resource bound per target;
+        `pipeline`: the pipeline per model (default: the default pipeline, or the single-
+        buffered one with `single`)."""
         parts = []
         bounds = []
         for target in self.targets:
@@ -94,7 +106,8 @@ class Figures:
                     prof = self.pto.profile(
                         kernel, grid=grid, block=block,
                         args=args() if callable(args) else args, model=model,
-                        pipeline=SINGLE[model] if single else None,
+                        pipeline=SINGLE[model] if single else
+                        pipeline[model] if pipeline else None,
                         target=None if target == "default" else target)
                 except Exception:  # noqa: BLE001 - a figure the tree cannot make
                     parts.append(f"{target}/{model} n/a")
@@ -160,6 +173,12 @@ class Figures:
         return found
 
     def run(self) -> None:
+        if self.options.choose:
+            self.choosing()
+            return
+        if self.options.stages:
+            self.stages()
+            return
         if not self.options.no_curated:
             self.curated()
         if self.options.zoo:
@@ -227,6 +246,49 @@ class Figures:
         scratch = self.pto.alloc_tensor(32 << 20)
         self.figure(label + " + untouched 32 MiB arg", self.kernels["with_scratch"], grid, 64,
                     (*args, scratch))
+
+    def choosing(self) -> None:
+        """docs/cost-model.md#how-pto-double-buffer-chooses: the fusion-aware rule (no
+        costing) against the model's choice on the article's 512^3 f16 matmul (128 x 128 x 64
+        tiles, 16 blocks), then the pass's remark (one block of the recorded launch)."""
+        t = self.tensor
+        size, tile = 512, (128, 128, 64)
+        args = (t(size * size, np.float16), t(size * size, np.float16), t(size * size),
+                size, size, size, *tile)
+        grid, kernel = (size // tile[1], size // tile[0]), self.kernels["matmul_tile"]
+        label = "matmul 512^3 float16 128x128x64"
+        rule = "pto-double-buffer{choose=fusion},pto-allocate-l1,pto-verify-barriers"
+        self.figure(label + " choose=fusion", kernel, grid, 64, args,
+                    pipeline={m: rule for m in MODELS})
+        self.figure(label + " default pipeline", kernel, grid, 64, args)
+        if self.options.markdown:
+            return
+        for target in self.targets:
+            for model in MODELS:
+                ck = self.pto.compile(
+                    self.pto.kernel(kernel.fn), args=args, block=64,
+                    pipeline=f"pto-double-buffer{{model={model}}},pto-allocate-l1,"
+                             f"pto-verify-barriers",
+                    target=None if target == "default" else target)
+                for remark in ck.remarks:
+                    if "double-buffer" in remark.message:
+                        print(f"remark {target}/{model}: {remark}", flush=True)
+
+    def stages(self) -> None:
+        """docs/cost-model.md ("The resource bound"): the 512^3 f32 matmul with 64^3 tiles under
+        `fused` on each target: single-buffered, the default pipeline, three stages, and the
+        resource bound."""
+        t = self.tensor
+        size, tile = 512, (64, 64, 64)
+        args = (t(size * size), t(size * size), t(size * size), size, size, size, *tile)
+        grid, kernel = (size // tile[1], size // tile[0]), self.kernels["matmul_tile"]
+        label = "matmul 512^3 float32 64x64x64"
+        self.figure(label + " single-buffered", kernel, grid, 64, args, single=True,
+                    bound=True)
+        self.figure(label + " default pipeline", kernel, grid, 64, args)
+        three = "pto-double-buffer{stages=3},pto-allocate-l1,pto-verify-barriers"
+        self.figure(label + " pto-double-buffer{stages=3}", kernel, grid, 64, args,
+                    pipeline={m: three for m in MODELS})
 
     def zoo(self, scale: str) -> None:
         """Every case of the kernel zoo at `scale`, on fresh inputs (the zoo's own)."""

@@ -264,7 +264,10 @@ def _rows(rows: int, row_elems: int, stride: int) -> np.ndarray | None:
     if rows * row_elems > MAX_PATTERN:  # bounding interval: first to last element
         return np.array([0, (rows - 1) * stride + row_elems - 1], dtype=np.int64)
     starts = np.arange(rows, dtype=np.int64) * stride
-    return np.unique((starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel())
+    elements = (starts[:, None] + np.arange(row_elems, dtype=np.int64)[None, :]).ravel()
+    if stride >= row_elems:  # rows disjoint and in order: already sorted and unique
+        return elements
+    return np.unique(elements)
 
 
 def _elements(tile: Tile | None) -> np.ndarray | None:

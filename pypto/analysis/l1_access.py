@@ -278,6 +278,19 @@ def lanes_meet_at_multiple(space: LaneSpace, fx: Footprint, fy: Footprint, m: in
     return bool(hit.any())
 
 
+def _sorted_common(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """`np.intersect1d(x, y)` of two sorted arrays of unique offsets (`region_elements`'s):
+    nothing when their spans are apart (two slots of one buffer), else each element of the
+    shorter looked up in the longer by binary search, without the hashing and sorting of a
+    general intersection (the barrier check pairs every in-flight copy with every access)."""
+    if x.size == 0 or y.size == 0 or x[-1] < y[0] or y[-1] < x[0]:
+        return x[:0]
+    if x.size > y.size:
+        x, y = y, x
+    at = np.minimum(np.searchsorted(y, x), y.size - 1)
+    return x[y[at] == x]
+
+
 def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
                     what: tuple[str, str]) -> Conflict | None:
     """Does the region of an in-flight copy (`fr`) overlap an access (`fo`: lanes or region)?"""
@@ -302,7 +315,7 @@ def region_conflict(space: LaneSpace, fr: Footprint, fo: Footprint,
         return Conflict(True, None, lanes[fo.mask][hit], np.unique(addrs[hit]), fr.offset.terms)
     assert fo.elements is not None
     other = fo.elements + int(fo.offset.lanes)
-    common = np.intersect1d(covered, other)
+    common = _sorted_common(covered, other)
     if common.size == 0:
         return None
     return Conflict(True, None, None, common, fr.offset.terms)

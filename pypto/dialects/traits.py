@@ -211,8 +211,21 @@ class AccessesMemory(MemoryEffect):
 OpOrClass = Operation | type[Operation]
 
 
+_TRAITS: dict[tuple[type, type[OpTrait]], OpTrait | None] = {}
+"""`_trait`'s answers by (op class, trait kind). An op class's traits are fixed when it is
+defined (pypto never calls xDSL's `add_trait`), and xDSL's `get_trait` scans them with an
+isinstance per trait on every query: the passes ask the same few questions of every op many
+times over (a compile of the pipelined matmul asked ~18,000)."""
+
+
 def _trait(op: OpOrClass, kind: type[OpTrait]) -> OpTrait | None:
-    return op.get_trait(kind)  # works on classes and instances alike (a classmethod)
+    cls = op if isinstance(op, type) else type(op)
+    key = (cls, kind)
+    try:
+        return _TRAITS[key]
+    except KeyError:
+        found = _TRAITS[key] = cls.get_trait(kind)
+        return found
 
 
 def pipe_of(op: OpOrClass) -> str:

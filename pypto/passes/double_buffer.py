@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -746,12 +746,17 @@ class ScheduleCostError(Exception):
     the pass falls back to the fusion-aware default and says why in a remark."""
 
 
-ScheduleCoster = Callable[[ModuleOp, str, str, str, tuple[int, ...]], int]
-"""`coster(module, kernel, model, target, block) -> cycles`: the modelled cycles of `kernel` in
-`module` (a trial copy holding one candidate schedule) under cost model `model` on the target
-file `target` (empty: the default target) for one block of shape `block` of the launch the
-module records; raises `ScheduleCostError` when it cannot say. The cost model lives above the
-passes (pypto.backend.cost_model.schedule); `pto.compile` and `pypto-opt` install it with
+ScheduleCoster = Callable[[Callable[[], ModuleOp], Hashable, str, str, str, tuple[int, ...]],
+                          int]
+"""`coster(trial, shape, kernel, model, target, block) -> cycles`: the modelled cycles of
+`kernel` in the module `trial()` builds (a trial copy holding one candidate schedule, which
+the coster owns and erases) under cost model `model` on the target file `target` (empty: the
+default target) for one block of shape `block` of the launch the module records; raises
+`ScheduleCostError` when it cannot say. `shape` determines the trial: equal shapes build
+equal modules (the pass's: the module's text before the loop is rewritten, which holds the
+recorded launch, the loop's position and the schedule), so a coster that has costed one shape
+answers again without building it. The cost model lives above the passes
+(pypto.backend.cost_model.schedule); `pto.compile` and `pypto-opt` install it with
 `costing_schedules`, and without one the pass keeps the fusion-aware default."""
 
 _coster: ContextVar[ScheduleCoster | None] = ContextVar("pypto_schedule_coster", default=None)
@@ -981,21 +986,28 @@ class DoubleBufferPass(L1Options, ModulePass):
             return False  # nothing to choose between: the fusion-aware default says it all
         index = list(module.walk()).index(loop)
         name = kernel.sym_name.data
+        text = str(module)  # the loop's shape: printed once, whatever the number of candidates
+
+        def build(schedule: Schedule) -> Callable[[], ModuleOp]:
+            def trial() -> ModuleOp:
+                copy = module.clone()
+                trial_loop = list(copy.walk())[index]
+                assert isinstance(trial_loop, scf.ForOp)
+                _Rewrite(with_stay(analyse(trial_loop), schedule.stay), schedule.stages).apply()
+                return copy
+            return trial
+
         costs: list[tuple[int, Schedule]] = []
         for schedule in candidates:
-            trial = module.clone()
-            trial_loop = list(trial.walk())[index]
-            assert isinstance(trial_loop, scf.ForOp)
-            _Rewrite(with_stay(analyse(trial_loop), schedule.stay), schedule.stages).apply()
+            shape = (text, index, tuple(sorted(schedule.stay)), schedule.stages)
             try:
-                cycles = coster(trial, name, self.model, self.target, tuple(self.block_dims))
+                cycles = coster(build(schedule), shape, name, self.model, self.target,
+                                tuple(self.block_dims))
             except ScheduleCostError as error:
-                trial.erase()
                 emit_remark(loop, f"pto-double-buffer: loop{_at(loop)}: the candidate "
                             f"schedules could not be costed ({error}); using the "
                             f"fusion-aware default")
                 return False
-            trial.erase()
             costs.append((cycles, schedule))
         preferred = max((s.stages for s in candidates if s.stay == default_stay), default=0)
 

@@ -130,11 +130,20 @@ def _space(value: SSAValue) -> str | None:
         return None
 
 
+_BYTES: dict[object, int] = {}
+"""`_bytes_of` by type (types are immutable, hashable attributes): a type pypto has no dtype
+for (`index`, a pointer) would otherwise format its error message on every op it types."""
+
+
 def _bytes_of(t: object) -> int:
-    try:
-        return dtypes.np_dtype_of(t).itemsize
-    except Exception:  # noqa: BLE001
-        return 4
+    found = _BYTES.get(t)
+    if found is None:
+        try:
+            found = dtypes.np_dtype_of(t).itemsize  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001
+            found = 4
+        _BYTES[t] = found
+    return found
 
 
 def _extent(tile: Tile | None) -> int | None:

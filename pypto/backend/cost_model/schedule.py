@@ -15,22 +15,27 @@ they share (the cores of a wave, HBM) does not depend on which loads a block pre
 A module without a recorded launch, or a kernel that fails on it, cannot be costed
 (`ScheduleCostError`): the pass then keeps its fusion-aware default and says why.
 
-Costs are kept per trial kernel text, launch, model, target and block (`CostCache`, one per
-coster): a second compile of the same kernel costs nothing again.
+Costs are kept per loop shape (the pass's `shape`: the module's text before the loop's
+rewrite, which holds the recorded launch, the loop's position and the schedule), kernel, model,
+target and block (`CostCache`, one per coster): a second compile of the same kernel costs
+nothing again, and builds no trial either. The module is printed once per loop, not once per
+candidate.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import AnyFloat, IntegerType, ModuleOp
+from xdsl.passes import ModulePass
 
 from pypto import dtypes
 from pypto.backend.cost_model.params import ModelParams
@@ -75,7 +80,7 @@ def launch_arguments(kernel: func.FuncOp, values: dict[str, str]) -> list[Any]:
 
 
 class CostCache:
-    """Cycles by (kernel text, launch, model, target, block): the last `size` costed."""
+    """Cycles by (loop shape, kernel, model, target, block): the last `size` costed."""
 
     def __init__(self, size: int = 64):
         self.size = size
@@ -93,6 +98,14 @@ class CostCache:
             self._cycles.popitem(last=False)
 
 
+@functools.lru_cache(maxsize=32)
+def _trial_passes(text: str, block: tuple[int, ...]) -> tuple[ModulePass, ...]:
+    """The passes a trial runs, parsed once per target, model and block (parsing a pipeline
+    costs about as much as running these passes on the matmul; passes are frozen)."""
+    return tuple(dataclasses.replace(p, block_dims=block)
+                 if getattr(p, "block_dims", None) == () else p for p in parse_pipeline(text))
+
+
 class ScheduleCoster:
     """`pto-double-buffer`'s coster (`pypto.passes.double_buffer.ScheduleCoster`), with its
     cache. `pto.compile` and `pypto-opt` install one per compilation."""
@@ -102,22 +115,25 @@ class ScheduleCoster:
         self.costed = 0
         """How many candidates were run (not found in the cache): what tests count."""
 
-    def __call__(self, module: ModuleOp, kernel: str, model: str, target: str,
-                 block: Sequence[int]) -> int:
-        recorded = recorded_launch(module)
-        if recorded is None:
-            raise ScheduleCostError("the module records no launch (pto.compile records one)")
-        dims = tuple(block) or recorded[0]
-        block3 = tuple(dims) + (1,) * (3 - len(dims))
-        found = [op for op in module.ops if isinstance(op, func.FuncOp)
-                 and op.sym_name.data == kernel]
-        if not found:
-            raise ScheduleCostError(f"no kernel named '{kernel}'")
-        key = (str(found[0]), tuple(sorted(recorded[1].items())), model, target, block3)
+    def __call__(self, trial: Callable[[], ModuleOp], shape: Hashable, kernel: str, model: str,
+                 target: str, block: Sequence[int]) -> int:
+        key = (shape, kernel, model, target, tuple(block))
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        cycles = self._cost(module, kernel, model, target, block3, recorded[1])
+        module = trial()
+        try:
+            recorded = recorded_launch(module)
+            if recorded is None:
+                raise ScheduleCostError("the module records no launch (pto.compile records one)")
+            dims = tuple(block) or recorded[0]
+            block3 = tuple(dims) + (1,) * (3 - len(dims))
+            if not any(isinstance(op, func.FuncOp) and op.sym_name.data == kernel
+                       for op in module.ops):
+                raise ScheduleCostError(f"no kernel named '{kernel}'")
+            cycles = self._cost(module, kernel, model, target, block3, recorded[1])
+        finally:
+            module.erase()
         self.cache.put(key, cycles)
         return cycles
 
@@ -129,8 +145,7 @@ class ScheduleCoster:
         text = f"pto-allocate-l1{{l1-bytes={target.l1_bytes} align={target.l1_align_bytes}}}"
         if model == "fused" and not is_npu_level(module.walk()):
             text += "," + model_lowering(target)
-        passes = [dataclasses.replace(p, block_dims=block)
-                  if getattr(p, "block_dims", None) == () else p for p in parse_pipeline(text)]
+        passes = _trial_passes(text, block)
         try:
             # the trial's own remarks (its L1 peak, its fusions) are not the user's
             with capture_diagnostics(lambda diag: None), \
@@ -141,7 +156,10 @@ class ScheduleCoster:
                 func_op = next(op for op in module.ops if isinstance(op, func.FuncOp)
                                and op.sym_name.data == kernel)
                 args = launch_arguments(func_op, values)
-                executable = Executable(func_op, target=target, race_check=False)
+                # (without fast paths: the same trace, and planning them costs more than
+                # they save in one traced block)
+                executable = Executable(func_op, target=target, race_check=False,
+                                        fast_paths=False)
                 prof = run_and_cost(executable, (1, 1, 1), (block[0], block[1], block[2]),
                                     args, params, by_class=False)
         except PtoError as error:

@@ -98,10 +98,12 @@ _ID_OPS: dict[type[Operation], str] = {
 class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters):
     """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
 
-    def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False):
+    def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False,
+                 fast_paths: bool | None = None):
         self.kernel = kernel
         self.mode = mode
         self.instrumented = instrumented  # hooks around every op (see instruments.py)
+        self.fast_paths = fast_paths  # None: the process's switch (fastpaths.FAST_PATHS)
         self.table = OpTable.of(kernel)
         self.current_id = -1
         self.one_d = one_d  # the launch is 1-D in grid and block: ids along x are ramps
@@ -150,7 +152,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
     def generate(self) -> GeneratedKernel:
         block = self.kernel.body.block
         self.an = plan_kernel(self.kernel, self.mode, self.one_d, self.instrumented, self.name,
-                              self.fresh)
+                              self.fresh, self.fast_paths)
         header = ["def run(_ctx, _args):"]
         self.emit("_m = None")
         if self.instrumented:
@@ -510,10 +512,11 @@ def _is_const(v: SSAValue, value: float) -> bool:
 _walk = walk  # pre-order walk of ops and everything nested in them
 
 
-def generate(kernel: func.FuncOp, mode: str, one_d: bool,
-             instrumented: bool = False) -> GeneratedKernel:
-    """Translate `kernel` and compile the source to a Python function (`.fn`)."""
-    gen = KernelCodegen(kernel, mode, one_d, instrumented).generate()
+def generate(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False,
+             fast_paths: bool | None = None) -> GeneratedKernel:
+    """Translate `kernel` and compile the source to a Python function (`.fn`); `fast_paths`:
+    plan the fast paths or not (None: the process's `FAST_PATHS` switch)."""
+    gen = KernelCodegen(kernel, mode, one_d, instrumented, fast_paths).generate()
     namespace: dict[str, Any] = {
         "_np": np,
         "_I64_0": np.int64(0),

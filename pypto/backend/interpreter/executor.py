@@ -190,8 +190,14 @@ class Executable:
 
     def __init__(self, kernel: func.FuncOp, *, target: Any = None,
                  check_uninitialized: bool = False, schedule: str | None = None,
-                 race_check: bool = True, batch_blocks: bool = True):
+                 race_check: bool = True, batch_blocks: bool = True,
+                 fast_paths: bool | None = None):
         self.func = kernel
+        self.fast_paths = fast_paths
+        """Generate the fast paths (fastpaths.py) or not; None: the process's `FAST_PATHS`
+        switch. The schedule coster's trial runs turn them off: each gives the bits and the
+        trace of the general path, and planning them costs more than they save in one traced
+        block."""
         self.target = resolve_target(target)
         self.check_uninitialized = check_uninitialized
         # Races are between lane accesses: a kernel that touches L1 only through tile
@@ -225,10 +231,11 @@ class Executable:
     def variant(self, one_d: bool, instrumented: bool = False) -> GeneratedKernel:
         """The generated code for a launch shape (`one_d`: 1-D grid and block), with hooks
         for instruments or without (the plain variant has none)."""
-        key = (self.mode, one_d, instrumented, FAST_PATHS.on)  # fast paths off: no plans
+        fast = FAST_PATHS.on if self.fast_paths is None else self.fast_paths
+        key = (self.mode, one_d, instrumented, fast)  # fast paths off: no plans
         gen = self._variants.get(key)
         if gen is None:
-            gen = generate(self.func, self.mode, one_d, instrumented)
+            gen = generate(self.func, self.mode, one_d, instrumented, fast)
             # branches on shared masks decide their outcome once per Executable; its masks
             # and ramps are the Executable's (caches.py)
             space = gen.fn.__globals__

@@ -97,13 +97,15 @@ class KernelPlan:
 
 
 def plan_kernel(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool,
-                name: Callable[[SSAValue], str], fresh: Callable[[str], str]) -> KernelPlan:
+                name: Callable[[SSAValue], str], fresh: Callable[[str], str],
+                fast_paths: bool | None = None) -> KernelPlan:
     """The plan of `kernel` for one generated variant: no decisions when the fast paths are
-    off (`PYPTO_FAST_PATHS=0`, read here once per variant; the executor keys variants by it).
+    off (`fast_paths=False`, or None and `PYPTO_FAST_PATHS=0`, read here once per variant;
+    the executor keys variants by it).
     `name(v)` / `fresh(prefix)`: codegen's names for values and fresh variables (the plan
     names the bases of lane-affine values)."""
     plan = KernelPlan(_Uniform(varying_values(kernel, block_ids_uniform=mode in (BLOCK, WARP))))
-    if not FAST_PATHS.on:
+    if not (FAST_PATHS.on if fast_paths is None else fast_paths):
         return plan  # the empty plan: the general path, no code motion either
     uniform = plan.uniform
     facts = strategies.Facts(mode, one_d, instrumented, kernel=kernel, uniform=uniform,

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from pypto.backend.native import tile_loops
 from pypto.backend.native.fast_blocks import FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
                                          Collective, If, Item, Loop, Phase, Plan, _floating,
@@ -371,6 +372,8 @@ class _Emitter:
         if isinstance(op, pto.WaitOp | pto.WaitAllOp):
             return
         operands = [self.gresolve(v, block, g) for v in op.operands]
+        if tile_loops.emit(op, operands, block):  # a simple tile instruction: a loop nest
+            return
         block.add_op(op.clone(value_mapper=dict(zip(op.operands, operands))))
 
     def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
@@ -467,6 +470,7 @@ def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
         op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
     emitter = _Emitter(plan(kernel), kernel.sym_name.data)
     phases, grid = emitter.grid()
+    tile_loops.hoist_scratch(grid)  # (the tile reductions' scratch: once per launch)
     return phases, grid, len(emitter.slots)
 
 

@@ -187,8 +187,9 @@ def _is_l1_write(op: Operation) -> bool:
 
 
 COLLECTIVES = (pto.FillOp, pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.MmaOp,
-               pto.WaitOp, pto.WaitAllOp)
-"""Block-level instructions run once per block between phases (docs/native.md#collectives)."""
+               pto.WaitOp, pto.WaitAllOp, *pto.TILE_VECTOR_OPS)
+"""Block-level instructions run once per block between phases (docs/native.md#collectives;
+the tile vector instructions: docs/native.md#tile-vector-instructions)."""
 ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
 
 

@@ -6,8 +6,8 @@ lane can observe another lane's memory effects, which this check makes sure of s
 
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
   `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
-  structured control flow, barriers, L1 atomics, fill / copies / mma at block level); no
-  printf or tile vector instruction yet, and of the atomics only
+  structured control flow, barriers, L1 atomics, fill / copies / mma and the tile vector
+  instructions at block level, tiles.py); no printf yet, and of the atomics only
   `pto.atomic_add`. L1 and barriers are exact through the phase plan
   (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
   which is asked last and refuses what it cannot split;
@@ -87,8 +87,9 @@ def _type_ok(t: Attribute) -> bool:
         return t.width.data in INT_WIDTHS
     if isinstance(t, pto.PtrType):
         return str(t.element_type) in MEMORY_ELEMENTS
-    if isinstance(t, pto.L1BufferType):
-        return str(t.element_type) in MEMORY_ELEMENTS
+    if isinstance(t, pto.L1BufferType):  # (bf16 L1 tiles: only block-level instructions
+        return str(t.element_type) in (*MEMORY_ELEMENTS, "bf16")  # touch them, bf16 values
+        # are refused where lane code would load one)
     if isinstance(t, pto.TokenType):
         return True
     return isinstance(t, SCALAR_TYPES)

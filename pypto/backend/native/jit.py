@@ -134,6 +134,8 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for index, arg in enumerate(grid.args):
         if index in noalias:
             arg.add_attribute("noalias")
+    for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
+        arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
     _add_entry(result, grid)
     return result
 
@@ -384,8 +386,9 @@ class NativeKernel:
                           f"        A[{slot}] = {b}.data.__array_interface__['data'][0]",
                           f"        A[{slot + 1}] = {b}.count"]
                 slot += 2
-            elif isinstance(p.type, IntegerType):
-                lines.append(f"    A[{slot}] = {b}")
+            elif isinstance(p.type, IntegerType):  # (a bool constexpr: NumPy's bool_ is not
+                lines.append(f"    A[{slot}] = {b}" if p.type.width.data > 1 else  # an int)
+                             f"    A[{slot}] = 1 if {b} else 0")
                 slot += 1
             else:
                 lines.append(f"    D[{slot}] = {b}")

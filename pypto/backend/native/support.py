@@ -210,8 +210,8 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         for region in op.regions:
             for block in region.blocks:
                 for barg in block.args:
-                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType |
-                                                                            pto.TokenType):
+                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType):
+                        # (a token carried by a loop: phases.py / tokens.py decide)
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
         if warp_collective(op) is not None:
@@ -328,7 +328,9 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                    f"may communicate through it: the interpreter's lane order is not compiled yet)"
         if len(ops) > 1:
             return f"{_where(ops[1])}: parameter {pname} is written by more than one op"
-        if _in_loop(ops[0], kernel):
+        if _in_loop(ops[0], kernel) and not isinstance(ops[0], COLLECTIVES):
+            # (a block-level copy runs once per block per iteration, in program order, as in
+            # the interpreter; loops around it are block-level, phases.py)
             return f"{_where(ops[0])}: a store inside a loop (its order across lanes is the " \
                    f"interpreter's, not compiled yet)"
         if "pto.noalias" not in attrs:

@@ -326,7 +326,8 @@ def test_tile_instructions_and_lane_code_share_the_arena():
 def test_tile_kernels_of_the_zoo_and_the_example_run_natively():
     """The zoo's flash attention and layernorm (tile instructions, mma, copies in a loop) run
     natively, bit for bit; examples/softmax_tiles.py's double-buffered loop is refused with
-    its reason (a copy's token carried by the loop), and "auto" runs it on the interpreter."""
+    its reason (its epilogue stores Y by a second op; a carried copy's slot depends on the
+    iteration), and "auto" runs it on the interpreter."""
     from tests.kernels import zoo
 
     ran = []
@@ -341,7 +342,8 @@ def test_tile_kernels_of_the_zoo_and_the_example_run_natively():
             try:
                 pto.launch(case.kernel, case.grid, case.block, args, backend=backend)
             except NativeUnsupported as exc:
-                assert case.name.startswith("softmax") and "token" in str(exc)
+                assert case.name.startswith("softmax") and (
+                    "in flight" in str(exc) or "written by more than one op" in str(exc))
                 continue
             results.append(copies)
         for got in results[1:]:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import pypto as pto  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
-from pypto.backend.interpreter import tiles  # noqa: E402
+from pypto.backend.interpreter import tile_unit, tiles  # noqa: E402
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 SIZE, TILE = 512, 64
@@ -62,9 +62,9 @@ def by_part(clock: Callable[[], float]) -> tuple[Counter, Callable[[], None]]:
     returned function puts them back."""
     spent: Counter = Counter()
     saved = []
-    for owner, name, label in ((tiles.BlockMemory, "mma", "mma (BLAS, accumulation, checks)"),
+    for owner, name, label in ((tile_unit.TileUnit, "mma", "mma (BLAS, accumulation, checks)"),
                                (tiles.BlockMemory, "copy", "copies (16 loads, 1 store of C)"),
-                               (tiles.BlockMemory, "fill", "fill of C")):
+                               (tile_unit.TileUnit, "fill", "fill of C")):
         f = getattr(owner, name)
         saved.append((owner, name, f))
 

@@ -227,9 +227,9 @@ class Inspector:
         raw = np.zeros(hi - lo, dtype=np.uint8)
         live = np.zeros(hi - lo, dtype=bool)
         ctx = self._ctx()
-        if ctx is not None and ctx.arenas:
-            ctx.settle_l1()  # lazy loads (tiles.py) into L1 first: the bytes as they are now
-            arena = ctx.arenas[0]
+        if ctx is not None and ctx.memory.arenas:
+            ctx.memory.settle_l1()  # lazy loads (tiles.py) into L1 first: the bytes as they are now
+            arena = ctx.memory.arenas[0]
             layout = self.exe.layout
             base = 0
             if arena.blocks > 1:  # a batch vector: this block's arena

@@ -41,10 +41,11 @@ from pypto.backend.interpreter.codegen_regions import (  # noqa: F401 (re-export
     UnsupportedOp,
 )
 from pypto.backend.interpreter.codegen_tiles import TileEmitters
+from pypto.backend.interpreter.codegen_warp import WarpEmitters
 from pypto.backend.interpreter.instruments import OpTable
 from pypto.diagnostics import call_sites
 from pypto.diagnostics import op_location as location_of
-from pypto.backend.interpreter import lanes, warp_ops, windows
+from pypto.backend.interpreter import lane_ops, lanes, warp_ops, windows
 from pypto.backend.interpreter.optables import (
     _ARITH_BINARY,
     _CMP,
@@ -95,8 +96,13 @@ _ID_OPS: dict[type[Operation], str] = {
 }
 
 
-class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters):
-    """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`."""
+class KernelCodegen:
+    """Translate one `func.func` kernel into the source of `def run(_ctx, _args)`.
+
+    It owns naming, sites, constants, the plan and the lines emitted, and the emitters of
+    the ops it holds as parts (`regions`, `tiles`, `npu`, `loops`, `warps`; their `op_<name>`
+    methods are looked up by op name, as its own are): see codegen_regions.CodegenAPI for what
+    they use of it."""
 
     def __init__(self, kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = False,
                  fast_paths: bool | None = None):
@@ -120,6 +126,16 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         # re-derives `buf + tid` at every use, and each copy costs a pass over the lanes
         self.cse: list[dict[tuple[Any, ...], str]] = [{}]
         self.windows = 0  # depth of lane windows being emitted (window.Decision.emit_side)
+        self.regions = RegionEmitters(self)
+        self.tiles = TileEmitters(self)
+        self.npu = NpuEmitters(self)
+        self.loops = SimtLoopEmitters(self)
+        self.warps = WarpEmitters(self)
+        # `op_<name>` emitters by name: the parts', then this class's own
+        self.handlers: dict[str, Any] = {
+            name: getattr(part, name)
+            for part in (self.regions, self.tiles, self.npu, self.loops, self.warps)
+            for name in dir(type(part)) if name.startswith("op_")}
 
     # ----------------------------------------------------------------------------------------
 
@@ -253,16 +269,17 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
             if d is not None:
                 d.emit(self, op)
                 return
-        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+        key = "op_" + op.name.replace(".", "_")
+        handler = self.handlers.get(key) or getattr(self, key, None)
         if handler is not None:
             handler(op)
             return
         update = atomic_update(op)
         if update is not None:  # the atomics besides atomic_add (docs/language.md#atomics)
-            self.atomic_rmw(op, update.kind)
+            self.tiles.atomic_rmw(op, update.kind)
             return
         if tile_vector(op) is not None:
-            self.tile_vector_op(op)
+            self.tiles.tile_vector_op(op)
             return
         if type(op) in _ARITH_BINARY:
             if self.reuse(op):
@@ -339,7 +356,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
     def op_arith_select(self, op: arith.SelectOp) -> None:
         c, a, b = (self.name(x) for x in op.operands)
         if _is_address(op.results[0].type):  # a pointer carries its buffer in `_b` too
-            self.emit(f"{self.name(op.results[0])}_b = _ctx.same_buffer({a}_b, {b}_b, {c}, _m, "
+            self.emit(f"{self.name(op.results[0])}_b = _same_buffer(_ctx, {a}_b, {b}_b, {c}, _m, "
                       f"{self.site(op)})")
         self.emit(f"{self.name(op.results[0])} = _select({c}, {a}, {b})")
 
@@ -367,7 +384,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         if op.name in DIVISIONS and not (isinstance(divisor, arith.ConstantOp) and
                                          isinstance(divisor.value, IntegerAttr) and
                                          divisor.value.value.data != 0):
-            self.emit(f"{self.name(op.results[0])} = _ctx.int_div({self.const(fn)}, {a}, {b}, "
+            self.emit(f"{self.name(op.results[0])} = _int_div(_ctx, {self.const(fn)}, {a}, {b}, "
                       f"_m, {self.site(op)})")
         else:
             self.emit(f"{self.name(op.results[0])} = {self.const(fn)}({a}, {b})")
@@ -375,7 +392,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
     def op_math_ipowi(self, op: math.IPowIOp) -> None:
         a, b = (self.name(x) for x in op.operands)
         s = self.site(op)
-        self.emit(f"{self.name(op.results[0])} = _ctx.int_pow({a}, {b}, _m, {s})")
+        self.emit(f"{self.name(op.results[0])} = _int_pow(_ctx, {a}, {b}, _m, {s})")
 
     def op_pto_addptr(self, op: pto.AddPtrOp) -> None:
         p, off = op.ptr, op.offset
@@ -410,19 +427,19 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
         d = self.decided(op, "load")
         if d is not None:
             return d.load(self, op, s)  # type: ignore[no-any-return]
-        return f"_ctx.load({self.name(p)}_b, {self.name(p)}, _m, {s})"
+        return f"_ctx.lanes.load({self.name(p)}_b, {self.name(p)}, _m, {s})"
 
-    def _store(self, op: Operation, ptr: SSAValue, value_expr: str, s: int) -> None:
+    def store_to(self, op: Operation, ptr: SSAValue, value_expr: str, s: int) -> None:
         """A lane store (or fma) of `value_expr`: as its access kind says, else the general
         path's scatter."""
         d = self.decided(op, "store")
         if d is not None:
             self.emit(d.store(self, op, value_expr, s))
             return
-        self.emit(f"_ctx.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
+        self.emit(f"_ctx.lanes.store({self.name(ptr)}_b, {self.name(ptr)}, {value_expr}, _m, {s})")
 
     def op_pto_store(self, op: pto.StoreOp) -> None:
-        self._store(op, op.ptr, self.name(op.value), self.site(op))
+        self.store_to(op, op.ptr, self.name(op.value), self.site(op))
 
     def op_pto_fma(self, op: pto.FmaOp) -> None:
         s = self.site(op)
@@ -439,40 +456,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
             value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
         else:
             value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
-        self._store(op, op.dst, value, s)
-
-    # warp shuffles and votes (warp_ops.py) ------------------------------------------------------
-
-    def _shuffle(self, op: Operation, mode: str) -> None:
-        value, lane = (self.name(x) for x in op.operands)
-        array = op.results[0] not in self.an.uniform
-        self.emit(f"{self.name(op.results[0])} = _warp_shuffle(_ctx, {mode!r}, {value}, {lane}, "
-                  f"_m, {self.site(op)}, {array})")
-
-    def op_pto_shfl(self, op: Operation) -> None:
-        self._shuffle(op, "idx")
-
-    def op_pto_shfl_up(self, op: Operation) -> None:
-        self._shuffle(op, "up")
-
-    def op_pto_shfl_down(self, op: Operation) -> None:
-        self._shuffle(op, "down")
-
-    def op_pto_shfl_xor(self, op: Operation) -> None:
-        self._shuffle(op, "xor")
-
-    def _vote(self, op: Operation, kind: str) -> None:
-        self.emit(f"{self.name(op.results[0])} = _warp_vote(_ctx, {kind!r}, "
-                  f"{self.name(op.operands[0])}, _m, {self.site(op)})")
-
-    def op_pto_ballot(self, op: Operation) -> None:
-        self._vote(op, "ballot")
-
-    def op_pto_vote_any(self, op: Operation) -> None:
-        self._vote(op, "any")
-
-    def op_pto_vote_all(self, op: Operation) -> None:
-        self._vote(op, "all")
+        self.store_to(op, op.dst, value, s)
 
     def op_math_rsqrt(self, op: math.RsqrtOp) -> None:
         x = self.name(op.operands[0])
@@ -481,7 +465,7 @@ class KernelCodegen(RegionEmitters, TileEmitters, NpuEmitters, SimtLoopEmitters)
 
     def op_arith_fptosi(self, op: arith.FPToSIOp) -> None:
         dt = self.const(dtypes.np_dtype_of(op.results[0].type))
-        self.emit(f"{self.name(op.results[0])} = _ctx.float_to_int({self.name(op.operands[0])}, "
+        self.emit(f"{self.name(op.results[0])} = _float_to_int(_ctx, {self.name(op.operands[0])}, "
                   f"{dt}, _m, {self.site(op)})")
 
 
@@ -538,6 +522,8 @@ def generate(kernel: func.FuncOp, mode: str, one_d: bool, instrumented: bool = F
         "_warp_shuffle": warp_ops.shuffle,
         "_warp_vote": warp_ops.vote,
     }
+    # lane instructions with failure modes, functions of the lane context (lane_ops.py)
+    namespace.update({f"_{name}": getattr(lane_ops, name) for name in lane_ops.GENERATED})
     namespace.update(_LOOP_NAMESPACE)
     # every strategy module, for its emission's calls of its run-time part (`_s_ramp.load`)
     namespace.update({f"_s_{s.__name__.rsplit('.', 1)[1]}": s for s in strategies.REGISTRY})

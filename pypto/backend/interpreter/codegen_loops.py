@@ -1,6 +1,6 @@
 """Code generation for SIMT loops: `scf.while` with a per-lane condition, and `pto.loop_step`.
 
-A mixin of `KernelCodegen` (codegen.py), kept apart from it. An `scf.while` becomes a Python
+A part of `KernelCodegen` (codegen.py, `gen.loops`). An `scf.while` becomes a Python
 `while True:` over the lane vector:
 
     _m = <mask of the lanes entering the loop>
@@ -21,7 +21,7 @@ Python `while` whose results are the values at exit.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import scf
@@ -29,6 +29,9 @@ from xdsl.dialects import scf
 from pypto import dtypes
 from pypto.backend.interpreter import watchdog
 from pypto.dialects import pto
+
+if TYPE_CHECKING:
+    from pypto.backend.interpreter.codegen_regions import CodegenAPI
 
 
 def loop_exit(result: Any, value: Any, exiting: Any, dtype: Any) -> Any:
@@ -80,96 +83,101 @@ def loop_step(ctx: Any, step: Any, mask: Any, site: int) -> Any:
 
 NAMESPACE = {"_codegen_loops": sys.modules[__name__], "_loop_exit": loop_exit,
              "_loop_step": loop_step, "_watchdog": watchdog}
-"""Names the generated code of this mixin uses."""
+"""Names the generated code of these emitters uses."""
 
 
 class SimtLoopEmitters:
-    """`op_scf_while` and `op_pto_loop_step` (see the module docstring)."""
+    """`op_scf_while` and `op_pto_loop_step` (see the module docstring): a part of
+    `codegen.KernelCodegen` (`gen.loops`)."""
 
-    def op_pto_loop_step(self: Any, op: pto.LoopStepOp) -> None:
-        self.emit(f"{self.name(op.result)} = _loop_step(_ctx, {self.name(op.step)}, _m, "
-                  f"{self.site(op)})")
+    def __init__(self, gen: CodegenAPI) -> None:
+        self.gen = gen  # the kernel's codegen, which holds this part
 
-    def op_scf_condition(self: Any, op: scf.ConditionOp) -> None:
+    def op_pto_loop_step(self, op: pto.LoopStepOp) -> None:
+        gen = self.gen
+        gen.emit(f"{gen.name(op.result)} = _loop_step(_ctx, {gen.name(op.step)}, _m, "
+                 f"{gen.site(op)})")
+
+    def op_scf_condition(self, op: scf.ConditionOp) -> None:
         raise AssertionError("scf.condition is emitted by op_scf_while")
 
-    def op_scf_while(self: Any, op: scf.WhileOp) -> None:
+    def op_scf_while(self, op: scf.WhileOp) -> None:
         before, after = op.before_region.block, op.after_region.block
         condition = before.last_op
         assert isinstance(condition, scf.ConditionOp)
-        divergent = condition.condition not in self.an.uniform
+        divergent = condition.condition not in self.gen.an.uniform
         for arg, init in zip(before.args, op.arguments):
-            self.transfer(self.name(arg), init)
-        saved = self.fresh("ms")
-        self.emit(f"{saved} = _m")
+            self.gen.regions.transfer(self.gen.name(arg), init)
+        saved = self.gen.fresh("ms")
+        self.gen.emit(f"{saved} = _m")
         results = list(op.results)
         if divergent:
             for r in results:
-                self.emit(f"{self.name(r)} = {self._zero_of(r.type)}")
+                self.gen.emit(f"{self.gen.name(r)} = {self.gen.regions.zero_of(r.type)}")
                 if _is_address(r.type):
-                    self.emit(f"{self.name(r)}_b = None")
+                    self.gen.emit(f"{self.gen.name(r)}_b = None")
         # the watchdog (watchdog.py): PYPTO_MAX_TRIPS, and the clock under a timeout=
-        trips, limit = self.fresh("trips"), self.fresh("limit")
-        self.emit(f"{trips} = 0")
-        self.emit(f"{limit} = _watchdog.max_trips()")
-        self.emit("while True:")
-        self.indent += 1
-        self.emit(f"{trips} += 1")
-        self.emit(f"if {trips} > {limit}:")
-        self.emit(f"    raise _watchdog.too_many_trips(_ctx, {self.site(op)}, {limit})")
-        self.emit(f"if not {trips} & {watchdog.CLOCK_EVERY - 1} and _watchdog._deadline:")
-        self.emit(f"    _watchdog.check_clock(_ctx, {self.site(op)})")
-        self.cse.append({})
+        trips, limit = self.gen.fresh("trips"), self.gen.fresh("limit")
+        self.gen.emit(f"{trips} = 0")
+        self.gen.emit(f"{limit} = _watchdog.max_trips()")
+        self.gen.emit("while True:")
+        self.gen.indent += 1
+        self.gen.emit(f"{trips} += 1")
+        self.gen.emit(f"if {trips} > {limit}:")
+        self.gen.emit(f"    raise _watchdog.too_many_trips(_ctx, {self.gen.site(op)}, {limit})")
+        self.gen.emit(f"if not {trips} & {watchdog.CLOCK_EVERY - 1} and _watchdog._deadline:")
+        self.gen.emit(f"    _watchdog.check_clock(_ctx, {self.gen.site(op)})")
+        self.gen.cse.append({})
         for inner in list(before.ops)[:-1]:
-            self.op(inner)
-        c = self.name(condition.condition)
+            self.gen.op(inner)
+        c = self.gen.name(condition.condition)
         if divergent:
-            exiting = self.fresh("mx")
-            self.emit(f"{exiting} = _mask_andnot(_m, {c})")
+            exiting = self.gen.fresh("mx")
+            self.gen.emit(f"{exiting} = _mask_andnot(_m, {c})")
             for r, v in zip(results, condition.args):
-                rn, vn = self.name(r), self.name(v)
+                rn, vn = self.gen.name(r), self.gen.name(v)
                 if _is_address(r.type):
-                    self.emit(f"{rn} = _loop_exit({rn}, {vn}, {exiting}, None)")
-                    self.emit(f"if {exiting} is not False:")
-                    self.emit(f"    {rn}_b = {vn}_b")
+                    self.gen.emit(f"{rn} = _loop_exit({rn}, {vn}, {exiting}, None)")
+                    self.gen.emit(f"if {exiting} is not False:")
+                    self.gen.emit(f"    {rn}_b = {vn}_b")
                 elif isinstance(r.type, pto.TokenType):
-                    self.emit(f"if {exiting} is not False:")
-                    self.emit(f"    {rn} = {vn}")
+                    self.gen.emit(f"if {exiting} is not False:")
+                    self.gen.emit(f"    {rn} = {vn}")
                 else:
-                    dt = self.const(dtypes.np_dtype_of(r.type))
-                    self.emit(f"{rn} = _loop_exit({rn}, {vn}, {exiting}, {dt})")
-            self.emit(f"_m = _mask_and(_m, {c})")
-            self.emit("if _m is False:")
-            self.emit("    break")
+                    dt = self.gen.const(dtypes.np_dtype_of(r.type))
+                    self.gen.emit(f"{rn} = _loop_exit({rn}, {vn}, {exiting}, {dt})")
+            self.gen.emit(f"_m = _mask_and(_m, {c})")
+            self.gen.emit("if _m is False:")
+            self.gen.emit("    break")
         else:
-            self.emit(f"if not {c}:")
-            self.indent += 1
+            self.gen.emit(f"if not {c}:")
+            self.gen.indent += 1
             for r, v in zip(results, condition.args):
-                self.transfer(self.name(r), v)
-            self.emit("break")
-            self.indent -= 1
+                self.gen.regions.transfer(self.gen.name(r), v)
+            self.gen.emit("break")
+            self.gen.indent -= 1
         for arg, v in zip(after.args, condition.args):
-            self.transfer(self.name(arg), v)
+            self.gen.regions.transfer(self.gen.name(arg), v)
         ops = list(after.ops)
         for inner in ops[:-1]:
-            self.op(inner)
+            self.gen.op(inner)
         self.yield_into(ops[-1], before.args)
-        self.cse.pop()
-        self.indent -= 1
-        self.emit(f"_m = {saved}")
+        self.gen.cse.pop()
+        self.gen.indent -= 1
+        self.gen.emit(f"_m = {saved}")
 
     def yield_into(self, term: Any, args: Any) -> None:
         """Assign a loop body's `scf.yield` operands to the loop's carried values (through
         temporaries: a yield may swap them), with the buffer of each address."""
         if not (isinstance(term, scf.YieldOp) and term.operands):
             return
-        temps = [self.fresh("y") for _ in term.operands]
+        temps = [self.gen.fresh("y") for _ in term.operands]
         for tmp, value in zip(temps, term.operands):
-            self.transfer(tmp, value)
+            self.gen.regions.transfer(tmp, value)
         for tmp, arg in zip(temps, args):
-            self.emit(f"{self.name(arg)} = {tmp}")
+            self.gen.emit(f"{self.gen.name(arg)} = {tmp}")
             if _is_address(arg.type):
-                self.emit(f"{self.name(arg)}_b = {tmp}_b")
+                self.gen.emit(f"{self.gen.name(arg)}_b = {tmp}_b")
 
 
 def _is_address(t: Any) -> bool:

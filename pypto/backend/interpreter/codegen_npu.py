@@ -1,8 +1,8 @@
 """Emitters for the `npu` dialect: the interpreter runs firmware-level IR as it runs pto IR.
 
-A mixin of `KernelCodegen` (which owns naming, sites, affine analysis and the pto emitters these
-reuse). Each npu op means what the pto instruction it came from means, plus what the firmware
-makes visible:
+A part of `KernelCodegen` (`gen.npu`; the codegen owns naming, sites and the plan, and holds the
+pto emitters these reuse: `gen.tiles`, `gen.regions`). Each npu op means what the pto
+instruction it came from means, plus what the firmware makes visible:
 - a lane access staged through an L1 slot also writes the lane's element of the slot (lane k of
   the block -> element k), so the slot's contents are observable (the debugger's `inspect_l1`
   after a LOAD); the value itself is the one loaded or stored, so results are bit-identical;
@@ -23,6 +23,7 @@ from xdsl.ir import SSAValue
 from pypto import dtypes
 
 if TYPE_CHECKING:
+    from pypto.backend.interpreter.codegen_regions import CodegenAPI
     from pypto.dialects import npu
 
 
@@ -56,106 +57,88 @@ def stage(ctx: Any, slot: Any, value: Any, mask: Any, site: int) -> None:
     index = ctx.local_id(0)
     if by * ctx.block[2] > 1:
         index = index + bx * (ctx.local_id(1) + by * ctx.local_id(2))
-    ctx.store(slot, index, value, mask, site)
+    ctx.lanes.store(slot, index, value, mask, site)
 
 
 class NpuEmitters:
-    """`op_npu_*` emitters (looked up by op name, as the pto ones)."""
+    """`op_npu_*` emitters (looked up by op name, as the pto ones): a part of
+    `codegen.KernelCodegen` (`gen.npu`)."""
 
-    # provided by KernelCodegen
-    an: Any
-    one_d: bool
+    def __init__(self, gen: CodegenAPI) -> None:
+        self.gen = gen  # the kernel's codegen, which holds this part
 
     def _stage(self, slot: SSAValue | None, value: str, s: int) -> None:
         if slot is not None:
-            helper = self.const(stage)
-            self.emit(f"{helper}(_ctx, {self.name(slot)}_b, {value}, _m, {s})")
+            helper = self.gen.const(stage)
+            self.gen.emit(f"{helper}(_ctx, {self.gen.name(slot)}_b, {value}, _m, {s})")
 
     def op_npu_load(self, op: npu.LoadOp) -> None:
-        s = self.site(op)
+        s = self.gen.site(op)
         p = op.ptr
-        res = self.name(op.results[0])
-        self.emit(f"{res} = {self.load_expr(op, p, s)}")
+        res = self.gen.name(op.results[0])
+        self.gen.emit(f"{res} = {self.gen.load_expr(op, p, s)}")
         self._stage(op.slot, res, s)
 
     def op_npu_store(self, op: npu.StoreOp) -> None:
-        s = self.site(op)
-        value = self.name(op.value)
+        s = self.gen.site(op)
+        value = self.gen.name(op.value)
         self._stage(op.slot, value, s)
-        self._store(op, op.ptr, value, s)
+        self.gen.store_to(op, op.ptr, value, s)
 
     def op_npu_fma(self, op: npu.FmaOp) -> None:
-        s = self.site(op)
+        s = self.gen.site(op)
         a, b, c = op.a, op.b, op.c
         # the same expressions as pto.fma (see KernelCodegen.op_pto_fma), bit for bit
         if _is_const(b, 1.0):
-            value = f"({self.name(a)} + {self.name(c)})"
+            value = f"({self.gen.name(a)} + {self.gen.name(c)})"
         elif _is_const(a, 1.0):
-            value = f"({self.name(b)} + {self.name(c)})"
+            value = f"({self.gen.name(b)} + {self.gen.name(c)})"
         elif isinstance(a.type, AnyFloat):
-            dt = self.const(dtypes.np_dtype_of(a.type))
-            value = f"_fma({self.name(a)}, {self.name(b)}, {self.name(c)}, {dt})"
+            dt = self.gen.const(dtypes.np_dtype_of(a.type))
+            value = f"_fma({self.gen.name(a)}, {self.gen.name(b)}, {self.gen.name(c)}, {dt})"
         else:
-            value = f"({self.name(a)} * {self.name(b)} + {self.name(c)})"
+            value = f"({self.gen.name(a)} * {self.gen.name(b)} + {self.gen.name(c)})"
         if op.slot is not None:
-            tmp = self.fresh("fv")
-            self.emit(f"{tmp} = {value}")
+            tmp = self.gen.fresh("fv")
+            self.gen.emit(f"{tmp} = {value}")
             value = tmp
             self._stage(op.slot, value, s)
-        self._store(op, op.dst, value, s)
+        self.gen.store_to(op, op.dst, value, s)
 
     def op_npu_copy_in(self, op: npu.CopyInOp) -> None:
-        self._copy(op, "async_load")
+        self.gen.tiles.copy_op(op, "async_load")
 
     def op_npu_copy_out(self, op: npu.CopyOutOp) -> None:
-        self._copy(op, "async_store")
+        self.gen.tiles.copy_op(op, "async_store")
 
     def op_npu_set_flag(self, op: npu.SetFlagOp) -> None:
         # nothing to do (the copy completes at its wait_flag), but it is a block-level
         # instruction like the copy it follows, seen by instruments as such
-        self.tile(None, "None", self.site(op))
+        self.gen.tiles.tile(None, "None", self.gen.site(op))
 
     def op_npu_wait_flag(self, op: npu.WaitFlagOp) -> None:
-        self.op_pto_wait(op)
+        self.gen.tiles.op_pto_wait(op)
 
     def op_npu_wait_flag_all(self, op: npu.WaitFlagAllOp) -> None:
-        self.op_pto_wait_all(op)
+        self.gen.tiles.op_pto_wait_all(op)
 
     def op_npu_pipe_barrier(self, op: npu.PipeBarrierOp) -> None:
-        self.op_pto_barrier_block(op)
+        self.gen.regions.op_pto_barrier_block(op)
 
     def op_npu_warp_barrier(self, op: npu.WarpBarrierOp) -> None:
-        self.op_pto_barrier(op)
+        self.gen.regions.op_pto_barrier(op)
 
     def op_npu_mma(self, op: npu.MmaOp) -> None:
-        self.op_pto_mma(op)
+        self.gen.tiles.op_pto_mma(op)
 
     def op_npu_load_mma(self, op: npu.LoadMmaOp) -> None:
-        s = self.site(op)
-        args = ", ".join(self.name(v) for v in (op.nbytes, op.rows, op.src_stride,
-                                                op.dst_stride))
-        copy = (f"_ctx.copy('async_load', {self._addr(op.loaded)}, {self._addr(op.src)}, {args}, "
+        s = self.gen.site(op)
+        args = ", ".join(self.gen.name(v) for v in (op.nbytes, op.rows, op.src_stride,
+                                                    op.dst_stride))
+        addr = self.gen.tiles.addr
+        copy = (f"_ctx.memory.copy('async_load', {addr(op.loaded)}, {addr(op.src)}, {args}, "
                 f"_m, {s})")
         m, n, k = op.shape
-        mma = (f"_ctx.mma({self._addr(op.c)}, {self._addr(op.a)}, {self._addr(op.b)}, {m}, {n}, "
-               f"{k}, _m, {s})")
+        mma = f"_ctx.tiles.mma({addr(op.c)}, {addr(op.a)}, {addr(op.b)}, {m}, {n}, {k}, _m, {s})"
         # one block-level instruction: the copy, the wait for it, the MMA, in that order
-        self.tile(None, f"(_ctx.wait({copy}, _m, {s}), {mma})", s)
-
-    # KernelCodegen's API, declared for type checkers only
-    if TYPE_CHECKING:
-        def emit(self, line: str) -> None: ...
-        def name(self, v: SSAValue) -> str: ...
-        def site(self, op: Any) -> int: ...
-        def fresh(self, prefix: str = "t") -> str: ...
-        def const(self, value: Any) -> str: ...
-        def tile(self, target: str | None, call: str, s: int) -> None: ...
-        def _addr(self, v: SSAValue) -> str: ...
-        def _store(self, op: Any, ptr: SSAValue, value_expr: str, s: int) -> None: ...
-        def load_expr(self, op: Any, p: SSAValue, s: int) -> str: ...
-        def _copy(self, op: Any, kind: str) -> None: ...
-        def op_pto_wait(self, op: Any) -> None: ...
-        def op_pto_wait_all(self, op: Any) -> None: ...
-        def op_pto_barrier_block(self, op: Any) -> None: ...
-        def op_pto_barrier(self, op: Any) -> None: ...
-        def op_pto_mma(self, op: Any) -> None: ...
+        self.gen.tiles.tile(None, f"(_ctx.memory.wait({copy}, _m, {s}), {mma})", s)

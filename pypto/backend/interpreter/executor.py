@@ -396,10 +396,10 @@ class Executable:
                         if free:
                             state = _take(free)
                             if state is not None:
-                                ctx.adopt_block_memory(state)
+                                ctx.memory.adopt_block_memory(state)
                         gen.fn(ctx, bound)
-                        if ctx.arenas:
-                            pool.setdefault(count, []).append((ctx.l1_buffers, ctx.arenas))
+                        if ctx.memory.arenas:
+                            pool.setdefault(count, []).append((ctx.memory.l1_buffers, ctx.memory.arenas))
                 except KernelError:
                     raise
                 except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover
@@ -466,10 +466,10 @@ class Executable:
             if free:
                 state = _take(free)
                 if state is not None:
-                    ctx.adopt_block_memory(state)
+                    ctx.memory.adopt_block_memory(state)
         gen.fn(ctx, bound)
-        if pool is not None and ctx.arenas:
-            pool.setdefault(ctx.count, []).append((ctx.l1_buffers, ctx.arenas))
+        if pool is not None and ctx.memory.arenas:
+            pool.setdefault(ctx.count, []).append((ctx.memory.l1_buffers, ctx.memory.arenas))
 
     def _remember_chunks(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                          gen: GeneratedKernel, per_chunk: int) -> None:

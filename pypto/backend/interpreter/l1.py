@@ -31,7 +31,7 @@ from xdsl.dialects import func
 from pypto import dtypes
 from pypto.analysis.uniformity import walk
 from pypto.diagnostics import op_location, source_loc
-from pypto.backend.interpreter.races import Shadow
+from pypto.backend.interpreter.shadow import Shadow
 from pypto.dialects import pto
 from pypto.dialects.traits import accesses_space, is_block_collective
 from pypto.errors import L1CapacityError

@@ -2,8 +2,12 @@
 
 A kernel is executed on a *lane vector*: a set of lanes (the whole grid, one block, or one warp)
 whose per-lane values are NumPy arrays of equal length, while uniform values stay NumPy scalars.
-`LaneContext` describes one such vector (its ids, its memory, how to name a lane in an error) and
-implements the memory instructions with bounds checks and per-lane masking.
+`LaneContext` describes one such vector (its ids, its masks, how to name a lane in an error) and
+holds the parts that run instructions on it (docs/interpreter.md#the-lane-context-and-its-parts):
+`memory` (the block state and bulk copies, tiles.py), `lanes` (loads, stores, atomics,
+lane_memory.py), `tiles` (fill, mma, tile vector instructions, tile_unit.py), `races` (races.py)
+and `planned` (views.py), each behind its protocol in parts.py. The module-level helpers below
+(masks, `ramp_compare`, `merge`, ...) are what generated code calls directly.
 
 Masks: `None` means every lane of the vector is active, `False` means none is, otherwise a bool
 array. Keeping "all active" as `None` is what lets the common case run on contiguous slices.
@@ -17,16 +21,19 @@ from typing import Any
 
 import numpy as np
 
-from pypto.backend.interpreter.buffers import Buffer, outside
+from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.caches import RunCache
 from pypto.backend.interpreter.affine import Box, same_outcome, vector_box
+from pypto.backend.interpreter import lane_ops
+from pypto.backend.interpreter.lane_memory import LaneMemory
+from pypto.backend.interpreter.parts import LaneAccess, Memory, Tiles
 from pypto.backend.interpreter.races import RaceChecker, Races
-from pypto.backend.interpreter.strategies import sparse_gather, whole_blocks
+from pypto.backend.interpreter.strategies import whole_blocks
 from pypto.backend.interpreter.structured import COMPARE
-from pypto.backend.interpreter.tile_ops import TileVectorOps
-from pypto.backend.interpreter.tiles import BlockMemory
+from pypto.backend.interpreter.tile_unit import TileUnit
+from pypto.backend.interpreter.tiles import BlockMemory, CopyState
 from pypto.backend.interpreter.views import PlannedViews
-from pypto.errors import DeadlockError, KernelError, MemoryAccessError
+from pypto.errors import KernelError
 
 Mask = Any  # None | False | np.ndarray[bool]
 
@@ -189,7 +196,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return dtype.type(x)
 
 
-class LaneContext(TileVectorOps, BlockMemory):
+class LaneContext:
     """One lane vector of one launch: ids, memory access, error reporting.
 
     `flat` maps vector position -> linear lane number in the launch (block-major, x fastest),
@@ -217,7 +224,13 @@ class LaneContext(TileVectorOps, BlockMemory):
         self.race_check = race_check
         self.warp_index = warp_index  # warp mode: the warp this vector is; else None
         self.warp_mode = warp_index is not None
-        self._init_block_memory(share_block_with)
+        # the block state, a part (tiles.py): L1, the copies in flight, the race epoch; the
+        # warps of one block (warp mode) share it. `inflight` and `counters` are its state,
+        # named here too because every lane access's fast path tests `ctx.inflight`.
+        self.memory: Memory = BlockMemory(self, None if share_block_with is None else
+                                  share_block_with.memory)
+        self.inflight: CopyState = self.memory.inflight
+        self.counters: dict[str, int] = self.memory.counters
         self.grid = grid
         self.block = block
         self.block_lanes = block[0] * block[1] * block[2]
@@ -381,7 +394,7 @@ class LaneContext(TileVectorOps, BlockMemory):
             self._ids["vector_warps"] = w
         return w
 
-    def _lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+    def lanes_and_warps(self, mask: Any) -> tuple[np.ndarray, np.ndarray]:
         """Block-local linear ids of the active lanes and their warps. (Block-local ids, not
         vector positions: in warp mode each warp is its own lane vector, and a report names
         an access another warp made.)"""
@@ -405,6 +418,17 @@ class LaneContext(TileVectorOps, BlockMemory):
     def planned(self) -> PlannedViews:
         """The planned accesses of this vector, a part (views.py)."""
         return PlannedViews(self)
+
+    @cached_property
+    def lanes(self) -> LaneAccess:
+        """The lanes' loads, stores and atomics and their checks, a part (lane_memory.py)."""
+        return LaneMemory(self)
+
+    @cached_property
+    def tiles(self) -> Tiles:
+        """Fill, mma and the tile vector instructions on `memory`'s tiles, a part
+        (tile_unit.py)."""
+        return TileUnit(self)
 
     def plan_box(self) -> Box | None:
         """The vector's lanes as a box (see the module docstring), computed once per vector;
@@ -506,55 +530,10 @@ class LaneContext(TileVectorOps, BlockMemory):
             b += int(idx) // buf.stride
         return self.block_coords(b)
 
-    def oob(self, buf: Buffer, offsets: Any, mask: Mask, site_index: int) -> MemoryAccessError:
-        site = self.sites[site_index]
-        size = buf.count
-        if isinstance(offsets, np.ndarray):
-            bad = (offsets < 0) | (offsets >= size)
-            if mask is not None and mask is not False:
-                bad &= mask
-            pos = int(np.argmax(bad))
-            address = int(offsets[pos])
-        else:
-            pos = 0 if mask is None else int(np.argmax(mask))
-            address = int(offsets)
-        block, lane = self.describe_lane(pos)
-        space = "HBM" if buf.space == "global" else "L1"
-        msg = (f"out-of-bounds {site.op} of {space} buffer '{buf.name}' at element {address} "
-               f"(valid elements 0..{size - 1}, {size} x {buf.data.dtype}) by block {block}, "
-               f"lane {lane}{self.neighbour(buf, address)}")
-        return MemoryAccessError(msg, kernel=self.kernel, location=site.location,
-                                 called_from=site.called_from, block=block,
-                                 lane=lane, address=address, bounds=(0, size), buffer=buf.name)
-
     def fail(self, message: str, site_index: int, cls: type[KernelError] = KernelError) -> KernelError:
         site = self.sites[site_index]
         return cls(message, kernel=self.kernel, location=site.location,
                    called_from=site.called_from)
-
-    # memory ---------------------------------------------------------------------------------
-
-    def _checked(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
-        """Element indices of the active lanes, bounds-checked against the block's view of the
-        buffer; in batch mode L1 offsets are moved to each lane's own block copy."""
-        size = buf.count
-        if isinstance(off, np.ndarray):
-            if mask is None:
-                if off.size and outside(off, size):
-                    raise self.oob(buf, off, mask, site)
-                active = off
-            else:
-                active = off[mask]
-                if active.size and outside(active, size):
-                    raise self.oob(buf, off, mask, site)
-        elif not 0 <= off < size:
-            raise self.oob(buf, off, mask, site)
-        else:
-            active = off
-        if buf.stride:  # batch mode, L1
-            base = self.block_base(buf.stride)
-            return active + (base if mask is None else self.masked(f"base{buf.stride}", base, mask))
-        return active
 
     def block_base(self, stride: int) -> np.ndarray:
         """Per vector position, `lane_block * stride`: where its block's copy of an L1 buffer
@@ -594,160 +573,13 @@ class LaneContext(TileVectorOps, BlockMemory):
         return self.cache.geometry(("lane_block", self.count, self.block_lanes, self.local_base),
                         lambda: (self.ramp + np.int64(self.local_base)) // self.block_lanes)
 
-    def load(self, buf: Buffer, off: Any, mask: Mask, site: int) -> Any:
-        data = buf.data
-        if mask is not None and isinstance(off, np.ndarray):
-            if sparse_gather.Decision in self.decisions and self.sparse(mask):
-                # few active lanes: select them, gather those, scatter back (zeros elsewhere;
-                # an inactive lane's value is never used)
-                idx = self._checked(buf, off, mask, site)
-                if buf.watched() or self.inflight:
-                    self.check_read(buf, idx, mask, site)
-                out = np.zeros(self.count, dtype=data.dtype)
-                out[mask] = data[idx]
-                return out
-            # Gather for every lane with inactive lanes pointed at element 0 (their values are
-            # never used): cheaper than selecting the active lanes and scattering back.
-            safe = np.where(mask, off, 0)
-            if outside(safe, buf.count):
-                raise self.oob(buf, off, mask, site)
-            if buf.stride:  # batch mode, L1
-                safe = safe + self.block_base(buf.stride)
-            if buf.watched() or self.inflight:
-                self.check_read(buf, safe[mask], mask, site)
-            return data[safe]
-        if isinstance(off, np.ndarray) or buf.stride:
-            idx = self._checked(buf, off, mask, site)
-            if buf.watched() or self.inflight:
-                self.check_read(buf, idx, mask, site)
-            if mask is None:
-                return data[idx]
-            out = np.zeros(self.count, dtype=data.dtype)
-            out[mask] = data[idx]
-            return out
-        self._checked(buf, off, mask, site)
-        if buf.watched() or self.inflight:
-            self.check_read(buf, off, mask, site)
-        value = data[off]
-        if mask is None:
-            return value  # a uniform address loads a uniform value
-        return np.full(self.count, value, dtype=data.dtype)
-
-    def store(self, buf: Buffer, off: Any, value: Any, mask: Mask, site: int) -> None:
-        data = buf.data
-        idx = self._checked(buf, off, mask, site)
-        if buf.watched() or self.inflight:
-            self.check_write(buf, idx, mask, site)
-        if mask is not None and isinstance(value, np.ndarray):
-            value = value[mask]
-        if isinstance(idx, np.ndarray) or not isinstance(value, np.ndarray):
-            data[idx] = value
-        else:
-            data[idx] = value[-1]  # every lane stores to one address: the last lane wins
-
-    # arithmetic with failure modes ---------------------------------------------------------------
-
-    def int_div(self, fn: Any, a: Any, b: Any, mask: Mask, site: int) -> Any:
-        """Integer `//` or remainder; dividing by zero on an active lane is a KernelError."""
-        if isinstance(b, np.ndarray):
-            zero = b == 0
-            if zero.any():
-                active_zero = zero if mask is None else (zero & mask)
-                if active_zero.any():
-                    block, lane = self.describe_lane(int(np.argmax(active_zero)))
-                    raise self.fail(f"integer division by zero in block {block}, lane {lane}",
-                                    site)
-                b = np.where(zero, b.dtype.type(1), b)  # inactive lanes: any value will do
-        elif b == 0:
-            if mask is False:
-                return a
-            raise self.fail("integer division by zero", site)
-        return fn(a, b)
-
-    def int_pow(self, a: Any, b: Any, mask: Mask, site: int) -> Any:
-        if np.any(np.asarray(b) < 0) and (mask is None or np.any(np.asarray(b)[mask] < 0)):
-            raise self.fail("integer '**' with a negative exponent; cast to a float type first",
-                            site)
-        return np.power(a, np.maximum(b, 0).astype(np.asarray(a).dtype))
-
-    def same_buffer(self, bt: Buffer | None, bf: Buffer | None, cond: Any, mask: Mask = None,
-                    site: int | None = None) -> Buffer | None:
-        """The buffer of a pointer chosen per lane (a branch or a select): the lanes that are
-        active must all pick the same buffer; a per-lane mix of two buffers is an error."""
-        if bt is None or bt is bf:
-            return bf if bt is None else bt
-        if bf is None:
-            return bt
-        if isinstance(cond, np.ndarray):
-            active = cond if not isinstance(mask, np.ndarray) else cond[mask]
-            if active.all():
-                return bt
-            if not active.any():
-                return bf
-        else:
-            return bt if cond else bf
-        message = (f"a pointer refers to '{bt.name}' on some lanes and '{bf.name}' on others; "
-                   f"a pointer chosen per lane must point into one buffer: choose the loaded "
-                   f"values instead (pto.select(c, pto.load(a + i), pto.load(b + i)))")
-        if site is None:
-            raise KernelError(message, kernel=self.kernel)
-        raise self.fail(message, site)
-
-    def tile_entry(self, mask: Mask, site: int) -> None:
-        """Warp mode: every lane of this warp must reach a block-level instruction."""
-        if mask is not None:
-            raise self.fail(f"pto.{self.sites[site].op} is a block-level instruction but not every "
-                            f"lane of the warp reached it", site, DeadlockError)
-
-    # synchronisation --------------------------------------------------------------------------
-
-    def barrier_block(self, mask: Mask, site: int) -> None:
-        """In lockstep execution every active lane is at the barrier; inactive ones never come."""
-        if mask is not None:
-            per_block = np.asarray(mask).reshape(-1, min(self.block_lanes, self.count))
-            if (per_block.any(axis=1) != per_block.all(axis=1)).any() or self.count <= \
-                    self.block_lanes:
-                self._divergent_barrier(mask, site, "pto.barrier_block()", "block")
-        if not self.warp_mode:  # in warp mode the scheduler advances the epoch once per block
-            self.counters["epoch"] += 1
+    # synchronisation (lane_ops.py) ---------------------------------------------------------------
 
     def barrier_warp(self, mask: Mask, site: int) -> None:
-        if mask is None:
-            return
-        if mask is False:
-            return
-        lanes = np.asarray(mask)
-        ws = self.warp_size
-        if self.block_lanes % ws == 0 and self.local_base % ws == 0 and self.count % ws == 0 \
-                and self.row_width % ws == 0:
-            rows = lanes.reshape(-1, ws)  # whole warps, one per row
-            split = rows.any(axis=1) != rows.all(axis=1)
-            if split.any():
-                row = int(np.argmax(split))
-                self._divergent_barrier(mask, site, "pto.barrier()", "warp",
-                                        row * ws + int(np.argmin(rows[row])))
-        else:  # partial warps: count active lanes per warp
-            warps = self.vector_warps()
-            warps = warps - warps[0]
-            active = np.bincount(warps, weights=lanes)
-            size = np.bincount(warps)
-            split = (active > 0) & (active < size)
-            if split.any():
-                missing = np.flatnonzero((warps == int(np.argmax(split))) & ~lanes)[0]
-                self._divergent_barrier(mask, site, "pto.barrier()", "warp", int(missing))
+        """`pto.barrier()`: the check that every lane of each warp reaches it (lane_ops.py);
+        a lane window (windows.py) checks the lanes it cuts on its outer vector."""
+        lane_ops.barrier_warp(self, mask, site)
 
-    def _divergent_barrier(self, mask: Mask, site: int, what: str, scope: str,
-                           missing: int | None = None) -> None:
-        """Report a barrier some lanes of its scope miss (`missing`: one of them, by default
-        the first inactive lane of the vector)."""
-        lanes = np.asarray(mask)
-        if missing is None:
-            missing = int(np.argmin(lanes)) if lanes.ndim else 0
-        block, lane = self.describe_lane(missing)
-        raise self.fail(
-            f"deadlock: {what} is not reached by every lane of the {scope} (lane {lane} of block "
-            f"{block} took another path); a barrier must sit in control flow that is uniform "
-            f"across the {scope}", site, DeadlockError)
 
 
 def _i32(v: Any) -> Any:

@@ -128,9 +128,9 @@ class PlannedViews:
             idx = self._indices(base, shape, strides)
         active = idx if mask is None else idx[mask]
         if write:
-            self.ctx.check_write(buf, active, mask, site)
+            self.ctx.lanes.check_write(buf, active, mask, site)
         else:
-            self.ctx.check_read(buf, active, mask, site)
+            self.ctx.lanes.check_read(buf, active, mask, site)
 
     def _masked_pattern(self, buf: Buffer, base: int, shape: list[int], strides: list[int],
                         mask: Mask, site: int, write: bool) -> bool:
@@ -305,7 +305,7 @@ class PlannedViews:
         """A planned load (see the module docstring)."""
         pv = None if mask is False else self._plan_view(buf, parts)
         if pv is None:
-            return self.ctx.load(buf, self.forms.plan_offsets(parts), mask, site)  # type: ignore
+            return self.ctx.lanes.load(buf, self.forms.plan_offsets(parts), mask, site)  # type: ignore
         base, shape, strides, lo, hi = pv
         data = buf.data
         isz = data.itemsize
@@ -334,16 +334,16 @@ class PlannedViews:
             out[sel] = v
             return out.reshape(-1)
         if mask is None or not shape or buf.stride:
-            return self.ctx.load(buf, self.forms.plan_offsets(parts), mask, site)  # type: ignore
+            return self.ctx.lanes.load(buf, self.forms.plan_offsets(parts), mask, site)  # type: ignore
         # a partial tail: the leading rows that fit as a view, the others gathered
         a, b = self._split(shape, strides, base, buf.count)
         if a >= b:  # no row fits (a chunk of partial edge blocks): the active lanes by index
             idx = self._indices(base, shape, strides)[mask]
             if idx.size and (idx.min() < 0 or idx.max() >= buf.count):
                 offsets = self.forms.plan_offsets(parts)
-                return self.ctx.load(buf, offsets, mask, site)  # type: ignore
+                return self.ctx.lanes.load(buf, offsets, mask, site)  # type: ignore
             if buf.watched() or self.ctx.inflight:
-                self.ctx.check_read(buf, idx, mask, site)  # type: ignore
+                self.ctx.lanes.check_read(buf, idx, mask, site)  # type: ignore
             out = np.zeros(mask.size, dtype=data.dtype)
             out[mask] = data[idx]
             return out
@@ -356,9 +356,9 @@ class PlannedViews:
         e_mask = m2[edge]
         active = e_idx[e_mask]
         if active.size and (active.min() < 0 or active.max() >= buf.count):
-            return self.ctx.load(buf, self.forms.plan_offsets(parts), mask, site)  # type: ignore
+            return self.ctx.lanes.load(buf, self.forms.plan_offsets(parts), mask, site)  # type: ignore
         if buf.watched() or self.ctx.inflight:
-            self.ctx.check_read(buf, self._indices(base, shape, strides)[mask],  # type: ignore
+            self.ctx.lanes.check_read(buf, self._indices(base, shape, strides)[mask],  # type: ignore
                             mask, site)
         out = np.empty((shape[0], m2.shape[1]), dtype=data.dtype)
         out[edge] = 0

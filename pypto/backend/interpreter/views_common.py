@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from pypto.backend.interpreter.caches import LIMITS, RunCache
-from pypto.backend.interpreter.races import pattern_summary
+from pypto.backend.interpreter.shadow import pattern_summary
 
 Mask = Any  # None | False | np.ndarray[bool] (see lanes.py)
 

@@ -100,7 +100,7 @@ class PlannedStores:
             if used.size == local.size:
                 self.views._check(buf, base, shape, strides, mask, site, True)
             elif not self._check_active(buf, known, cols, mask, site):
-                self.ctx.check_write(buf, idx[mask], mask, site)
+                self.ctx.lanes.check_write(buf, idx[mask], mask, site)
         buf.data[idx[mask]] = value[mask] if isinstance(value, np.ndarray) else value
         return True
 
@@ -155,7 +155,7 @@ class PlannedStores:
         pv = None if mask is False else self.views._plan_view(buf, parts)
         if pv is None or not box_injective(pv[1], pv[2]) and \
                 not isinstance(mask, np.ndarray):
-            self.ctx.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
+            self.ctx.lanes.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
             return
         base, shape, strides, lo, hi = pv
         data = buf.data
@@ -166,7 +166,7 @@ class PlannedStores:
                 decision = self.ctx.decisions.get(tail2d.Decision)  # 2-D tails (strategies/tail2d.py)
                 if decision is None or \
                         not tail2d.store_edges(decision, self.ctx, buf, pv, value, mask, site):
-                    self.ctx.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
+                    self.ctx.lanes.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
             self._store_cut(buf, pv, trimmed, value, mask, site)
             return
@@ -185,12 +185,12 @@ class PlannedStores:
                 self._store_active(buf, pv, value, mask, site):
             return
         elif mask is None or not shape or buf.stride:
-            self.ctx.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
+            self.ctx.lanes.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
             return
         else:
             a, b = self.views._split(shape, strides, base, buf.count)
             if a >= b:
-                self.ctx.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
+                self.ctx.lanes.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
         whole = (a, b) == (0, shape[0] if shape else 1)
         idx = None
@@ -200,7 +200,7 @@ class PlannedStores:
             edge[a:b] = False
             e_act = idx[edge][mask.reshape(shape[0], -1)[edge]]
             if e_act.size and (e_act.min() < 0 or e_act.max() >= buf.count):
-                self.ctx.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
+                self.ctx.lanes.store(buf, self.views.forms.plan_offsets(parts), value, mask, site)  # type: ignore
                 return
         if buf.watched() or self.ctx.inflight:
             self.views._check(buf, base, shape, strides, mask, site, True,

@@ -117,12 +117,12 @@ class WindowContext(LaneContext):
         self._ids = {}
         self._mask_cache = None
         self.__dict__.pop("_race_lanes", None)
-        self.__dict__.pop("planned", None)  # its own, over the window's lanes
+        # its own parts over the window's lanes (made at first use): planned accesses, lane
+        # accesses (which name the window's lanes and check races with its own checker); the
+        # block state (`memory`) is the parent's
+        for part in ("planned", "lanes", "tiles"):
+            self.__dict__.pop(part, None)
         self.races = RaceChecker(self)  # its own: the window's lanes and ids
-
-    @property
-    def arena(self) -> Any:
-        return self.parent.arena
 
     @property
     def local_base(self) -> int:
@@ -170,11 +170,11 @@ class WindowContext(LaneContext):
         return self.cache.geometry(("wbase", stride, self.blocks, self.block_lanes, self.first, self.width),
                         lambda: self.lane_block * stride)
 
-    def _lanes_and_warps(self, mask: Mask) -> tuple[np.ndarray, np.ndarray]:
+    def lanes_and_warps(self, mask: Mask) -> tuple[np.ndarray, np.ndarray]:
         if getattr(self, "_race_lanes", None) is None:
             local = self._pos_local()[1]
             self._race_lanes = (local, (local // self.warp_size).astype(np.int16))
-        return super()._lanes_and_warps(mask)
+        return super().lanes_and_warps(mask)
 
     def describe_lane(self, pos: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         b, t = divmod(int(pos), self.width)

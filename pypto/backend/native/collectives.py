@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.backend.interpreter.tile_ops import mma_result
 from pypto.errors import KernelError, MemoryAccessError
 
 COLLECTIVE_CODE = 6  # to_llvm.COLLECTIVE
@@ -145,19 +146,25 @@ def _region(kernel: Any, site: Site, operand: Operand, data: np.ndarray, base: i
                                            writeable=True)
 
 
-def _mma_result(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C + A @ B in the accumulator type, as the interpreter (tiles.py `_mma_result`)."""
-    acc = c.dtype
-    if acc == np.float16:
-        return (c.astype(np.float32) + a.astype(np.float32) @ b.astype(np.float32)).astype(acc)
-    if a.dtype != acc:
-        a, b = a.astype(acc), b.astype(acc)
-    return c + a @ b
+_ARRAYS: dict[tuple[int, int, np.dtype], np.ndarray] = {}
+"""(address, count, dtype) -> the array over that memory: a view made once (`from_address` costs
+microseconds, paid per block and instruction otherwise). The memory at an address a call passes
+is mapped during that call, so a view kept from an earlier call at the same address is valid."""
+
+
+def _cached_array(address: int, count: int, dtype: np.dtype) -> np.ndarray:
+    key = (address, count, dtype)
+    found = _ARRAYS.get(key)
+    if found is None:
+        if len(_ARRAYS) > 4096:
+            _ARRAYS.clear()
+        found = _ARRAYS[key] = _array(address, count, dtype)
+    return found
 
 
 def _run(kernel: Any, site: Site, pointers: list[tuple[int, int, int]],
          ints: tuple[int, int, int, int], fval: float) -> None:
-    arrays = [_array(p, n, op.dtype) for (p, n, _), op in zip(pointers, site.operands)]
+    arrays = [_cached_array(p, n, op.dtype) for (p, n, _), op in zip(pointers, site.operands)]
     offsets = [o for _, _, o in pointers]
     if site.kind == "fill":
         count = ints[0]
@@ -174,7 +181,7 @@ def _run(kernel: Any, site: Site, pointers: list[tuple[int, int, int]],
         if a.dtype == b.dtype == c.dtype and c.dtype != np.float16:
             np.add(c, a @ b, out=c)
         else:
-            c[...] = _mma_result(c, a, b)
+            c[...] = mma_result(c, a, b)  # the interpreter's accumulation (tile_ops.py)
         return
     nbytes, rows, src_stride, dst_stride = ints
     itemsize = site.operands[0].dtype.itemsize

@@ -7,9 +7,11 @@ block-uniform values. Over a block, such an offset takes its extreme values at t
 block's box of lane coordinates, so checking the 8 corners (one lane per corner) checks every lane.
 This module (called by `convert-pto-to-llvm` before it lowers the functions) adds, per kernel:
 
-- `@k.range(params..., block x/y/z, grid dims x/y/z, block dims x/y/z) -> i32`: 1 when, in this
-  block, every lane-affine access is in range at every corner and no lane-varying i32 value
-  of their offsets overflows (so the i32 arithmetic is the exact one, and `nsw` is true);
+- `@k.range(params..., block x/y/z, grid dims x/y/z, block dims x/y/z, x lo, x hi) -> i32`: 1
+  when, in this block, every lane-affine access is in range at every corner of the lanes
+  `[x lo, x hi) x [0, block dim y) x [0, block dim z)` and no lane-varying i32 value of their
+  offsets overflows there (so the i32 arithmetic is the exact one, and `nsw` is true); a
+  phase (phase_codegen.py) passes the lanes its guards admit, `@k` the whole block;
 - `@k.fast.lane`: the lane function with those accesses unchecked (and their offsets' lane-varying
   arithmetic marked `nsw`, which lets LLVM see consecutive addresses); other checks (accesses at
   data-dependent offsets, the loop watchdog, divisions) stay;
@@ -23,7 +25,9 @@ cannot fail. docs/native.md#fast-blocks.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, cf, func
+from collections.abc import Callable
+
+from xdsl.dialects import arith, cf, func, scf
 from xdsl.dialects.builtin import (FunctionType, IntegerAttr, IntegerType, ModuleOp, StringAttr,
                                    UnitAttr, UnrealizedConversionCastOp, i1, i32, i64)
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
@@ -50,6 +54,61 @@ _ACCESSES = (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp)
 _AFFINE_OPS = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ExtSIOp)
 _CHECKED_DIVISIONS = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp,
                       arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp)
+
+
+_NEGATED = {"slt": "sge", "sge": "slt", "sle": "sgt", "sgt": "sle", "ult": "uge", "ule": "ugt",
+            "eq": "ne"}
+_SWAPPED = {"slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle", "ult": "ugt", "ugt": "ult",
+            "ule": "uge", "uge": "ule", "eq": "eq", "ne": "ne"}
+
+
+def x_guard(cond: SSAValue, taken: bool, is_x: "Callable[[SSAValue], bool] | SSAValue",
+            uniform: Callable[[SSAValue], bool]) -> tuple[str, SSAValue] | None:
+    """(predicate, u) when `cond == taken` reads `x <predicate> u` (x the lane's x coordinate,
+    `is_x` a test or the value itself; u uniform, an i32), else None."""
+    test = is_x if callable(is_x) else (lambda v: v is is_x)
+    op = cond.owner
+    if not isinstance(op, arith.CmpiOp) or op.lhs.type != i32:
+        return None
+    pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+    if test(op.lhs) and uniform(op.rhs):
+        u = op.rhs
+    elif test(op.rhs) and uniform(op.lhs):
+        u, pred = op.lhs, _SWAPPED[pred]
+    else:
+        return None
+    if not taken:
+        negated = _NEGATED.get(pred)
+        if negated is None:
+            return None
+        pred = negated
+    return pred, u
+
+
+def clip_x(block: Block, lo: SSAValue, hi: SSAValue, pred: str,
+           u: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """[lo, hi) (i32) clipped to the x with `x <pred> u`; an empty range ends with hi <= lo.
+    The predicates it does not know (ne, uge, ugt) leave the range as it is (a superset)."""
+    def add(op: Operation) -> SSAValue:
+        block.add_op(op)
+        return op.results[0]
+
+    def sel(c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return add(arith.SelectOp(c, a, b))
+
+    def cmp(a: SSAValue, b: SSAValue, p: str) -> SSAValue:
+        return add(arith.CmpiOp(a, b, p))
+
+    one = add(arith.ConstantOp(IntegerAttr(1, i32)))
+    if pred in ("slt", "ult"):                # x < u
+        hi = sel(cmp(u, hi, pred), u, hi)
+    if pred in ("sle", "ule", "eq"):          # x <= u (u < hi: u + 1 cannot wrap)
+        hi = sel(cmp(u, hi, "ult" if pred == "ule" else "slt"), add(arith.AddiOp(u, one)), hi)
+    if pred in ("sge", "eq"):                 # x >= u
+        lo = sel(cmp(u, lo, "sgt"), u, lo)
+    if pred == "sgt":                         # x > u
+        lo = sel(cmp(u, lo, "sge"), sel(cmp(u, hi, "slt"), add(arith.AddiOp(u, one)), hi), lo)
+    return lo, hi
 
 
 def _access_ptr(op: Operation) -> SSAValue:
@@ -121,6 +180,8 @@ class _Analysis:
         chain: list[SSAValue] = []
         while not isinstance(ptr, BlockArgument):
             op = ptr.owner
+            if isinstance(op, pto.AllocLocalOp):  # an L1 buffer (a phase's): its own count
+                break
             if not isinstance(op, pto.AddPtrOp):
                 return None
             if not (self.uniform(op.offset) or self.affine(op.offset)):
@@ -146,9 +207,11 @@ class _RangeBuilder:
             self.map[lane_args[num_params + 6 + j]] = range_args[num_params + 3 + j]
             self.map[lane_args[num_params + 9 + j]] = range_args[num_params + 6 + j]
         self.bdims = range_args[num_params + 6:num_params + 9]
+        self.x_box = tuple(range_args[num_params + 9:num_params + 11])  # lanes [lo, hi) in x
+        self.box_args = self.x_box
         self.checks: list[SSAValue] = []
-        self.corner_memo: dict[tuple[SSAValue, int], SSAValue] = {}
-        self.corner_coords: dict[int, list[SSAValue]] = {}
+        self.corner_memo: dict[tuple[SSAValue, int, tuple], SSAValue] = {}
+        self.corner_coords: dict[tuple[int, tuple], list[SSAValue]] = {}
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -176,17 +239,20 @@ class _RangeBuilder:
         return u if u.type == i64 else self.add(arith.ExtSIOp(u, i64))
 
     def coords(self, corner: int) -> list[SSAValue]:
-        if corner not in self.corner_coords:
+        if (corner, self.x_box) not in self.corner_coords:
             one = self.const(1, i32)
             coords = []
             for d in range(3):
                 if corner >> d & 1:
-                    last = self.add(arith.SubiOp(self.bdims[d], one))
+                    end = self.x_box[1] if d == 0 else self.bdims[d]
+                    last = self.add(arith.SubiOp(end, one))
                     coords.append(self.add(arith.ExtSIOp(last, i64)))
+                elif d == 0:
+                    coords.append(self.add(arith.ExtSIOp(self.x_box[0], i64)))
                 else:
                     coords.append(self.const(0))
-            self.corner_coords[corner] = coords
-        return self.corner_coords[corner]
+            self.corner_coords[corner, self.x_box] = coords
+        return self.corner_coords[corner, self.x_box]
 
     def in_range(self, x: SSAValue, lo: int, hi: int) -> None:
         ge = self.add(arith.CmpiOp(x, self.const(lo), "sge"))
@@ -195,7 +261,7 @@ class _RangeBuilder:
 
     def at(self, v: SSAValue, corner: int) -> SSAValue:
         """The exact value of lane-affine `v` (i64) at `corner`."""
-        key = (v, corner)
+        key = (v, corner, self.x_box)
         if key in self.corner_memo:
             return self.corner_memo[key]
         if v in self.an.lane_coords:
@@ -229,10 +295,40 @@ class _RangeBuilder:
                 stack += [o for o in v.owner.operands if self.an.affine(o)]
         return found
 
-    def access(self, param: SSAValue, offsets: list[SSAValue]) -> None:
-        """Check one access (through `param` plus `offsets`) at every corner."""
-        count = self.add(UnrealizedConversionCastOp.get([self.map[param]], [i64]))
-        count.owner.attributes[COUNT_ATTR] = UnitAttr()
+    def guarded_box(self, op: Operation) -> tuple[SSAValue, SSAValue]:
+        """The lanes along x that reach `op`: the block's box clipped by the enclosing `if`s
+        of the lane function comparing the lane's x with a uniform value (`tid >= d`)."""
+        lo, hi = self.box_args
+        child: Operation = op
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            if isinstance(parent, scf.IfOp):
+                guard = x_guard(parent.cond, child.parent_region() is parent.true_region,
+                                self.an.lane_coords[0], self.an.uniform)
+                if guard is not None:
+                    lo, hi = clip_x(self.block, lo, hi, guard[0], self.uniform(guard[1]))
+            child, parent = parent, parent.parent_op()
+        return lo, hi
+
+    def access(self, param: SSAValue, offsets: list[SSAValue], op: Operation) -> None:
+        """Check one access (through `param` plus `offsets`) at every corner of the lanes that
+        reach it; an access no lane reaches passes."""
+        self.x_box = self.guarded_box(op)
+        first = len(self.checks)
+        self._access(param, offsets)
+        ok = self.const(1, i1)
+        for c in self.checks[first:]:
+            ok = self.add(arith.AndIOp(ok, c))
+        empty = self.add(arith.CmpiOp(self.x_box[1], self.x_box[0], "sle"))
+        self.checks[first:] = [self.add(arith.OrIOp(ok, empty))]
+        self.x_box = self.box_args
+
+    def _access(self, param: SSAValue, offsets: list[SSAValue]) -> None:
+        if isinstance(param.owner, pto.AllocLocalOp):  # an L1 buffer: its element count
+            count = self.const(param.owner.result.type.size)
+        else:
+            count = self.add(UnrealizedConversionCastOp.get([self.map[param]], [i64]))
+            count.owner.attributes[COUNT_ATTR] = UnitAttr()
         uniform_sum = self.const(0)
         lane = [o for o in offsets if self.an.affine(o)]
         for o in offsets:
@@ -257,14 +353,14 @@ class _RangeBuilder:
 
 
 def _range_function(lane: func.FuncOp, name: str, num_params: int,
-                    proven: list[tuple[Operation, BlockArgument, list[SSAValue]]],
+                    proven: list[tuple[Operation, SSAValue, list[SSAValue]]],
                     an: _Analysis) -> func.FuncOp:
     lane_args = list(lane.body.blocks[0].args)
-    types = [a.type for a in lane_args[:num_params]] + [i32] * 9
+    types = [a.type for a in lane_args[:num_params]] + [i32] * 11
     block = Block(arg_types=types)
     builder = _RangeBuilder(an, block, lane_args, list(block.args), num_params)
-    for _, param, offsets in proven:
-        builder.access(param, offsets)
+    for op, param, offsets in proven:
+        builder.access(param, offsets, op)
     block.add_op(func.ReturnOp(builder.result()))
     fn = func.FuncOp(name + ".range", (types, [i32]), Region(block))
     fn.attributes[RANGE_ATTR] = UnitAttr()
@@ -304,8 +400,8 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
     rest = add(body, arith.DivUIOp(b, gx))
     cby = add(body, arith.RemUIOp(rest, gy))
     cbz = add(body, arith.DivUIOp(rest, gy))
-    ok = add(body, func.CallOp(name + ".range", [*params, cbx, cby, cbz, gx, gy, gz, bx, by, bz],
-                               [i32]))
+    ok = add(body, func.CallOp(name + ".range", [*params, cbx, cby, cbz, gx, gy, gz, bx, by, bz,
+                                                 c(body, 0), bx], [i32]))
     body.add_op(cf.ConditionalBranchOp(add(body, arith.CmpiOp(ok, c(body, 0), "ne")), fast, [],
                                        slow, []))
     fast.add_op(cf.BranchOp(zy, c(fast, 0)))
@@ -348,25 +444,27 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
     return fn
 
 
-def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
-                    num_params: int) -> bool:
-    """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
-    function, fast lane function and choosing grid function, when at least one access is
-    lane-affine. Returns whether it did."""
+def _root(ptr: SSAValue) -> SSAValue:
+    """The parameter or L1 buffer (`pto.alloc_local`) a pointer is an offset of."""
+    while not isinstance(ptr, BlockArgument) and isinstance(ptr.owner, pto.AddPtrOp):
+        ptr = ptr.owner.ptr
+    return ptr
+
+
+def fast_variants(lane: func.FuncOp, name: str,
+                  num_params: int) -> tuple[func.FuncOp, func.FuncOp, int]:
+    """(`@name.range`, `@name.fast.lane`, number of accesses proven) for lane function `lane`:
+    the range function checks the lane-affine accesses at the corners of a block, the fast lane
+    function is `lane` with those accesses unchecked. With nothing proven the range function
+    returns 1 and the fast lane function keeps every check."""
     an = _Analysis(lane, num_params)
-    proven: list[tuple[Operation, BlockArgument, list[SSAValue]]] = []
+    proven: list[tuple[Operation, SSAValue, list[SSAValue]]] = []
     for op in lane.walk():
         if isinstance(op, _ACCESSES):
             offsets = an.offsets(_access_ptr(op))
             if offsets is None or not any(an.affine(o) for o in offsets):
                 continue
-            root = _access_ptr(op)
-            while not isinstance(root, BlockArgument):
-                root = root.owner.ptr
-            proven.append((op, root, offsets))
-    if not proven:
-        return False
-    name = grid.sym_name.data
+            proven.append((op, _root(_access_ptr(op)), offsets))
     rng = _range_function(lane, name, num_params, proven, an)
     fast = lane.clone()
     fast.sym_name = StringAttr(name + FAST_SUFFIX + ".lane")
@@ -386,6 +484,18 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
             new.attributes[UNCHECKED_ATTR] = UnitAttr()
         if id(old) in lane_varying and not isinstance(old, arith.ExtSIOp):
             new.attributes[NSW_ATTR] = UnitAttr()
+    return rng, fast, len(proven)
+
+
+def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
+                    num_params: int) -> bool:
+    """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
+    function, fast lane function and choosing grid function, when at least one access is
+    lane-affine. Returns whether it did."""
+    name = grid.sym_name.data
+    rng, fast, proven = fast_variants(lane, name, num_params)
+    if not proven:
+        return False
     wrapper = _wrapper(name, grid, num_params)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)

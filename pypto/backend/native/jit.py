@@ -25,6 +25,7 @@ from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import collectives
+from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
@@ -77,7 +78,8 @@ def _checked_ops(kernel: Operation) -> list[Operation]:
     the collectives callback's site, pypto.backend.native.collectives)."""
     return [op for op in kernel.walk()
             if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
-                               arith.FPToSIOp, *COLLECTIVE_OPS)) or _runtime_divisor(op)]
+                               arith.FPToSIOp, *COLLECTIVE_OPS, *pto.TILE_VECTOR_OPS)) or
+            _runtime_divisor(op)]
 
 
 def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site]:
@@ -132,6 +134,8 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for index, arg in enumerate(grid.args):
         if index in noalias:
             arg.add_attribute("noalias")
+    for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
+        arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
     _add_entry(result, grid)
     return result
 
@@ -303,6 +307,8 @@ class NativeKernel:
         self.arena = arena_template(self.l1)
         self._arena_address = self.arena.ctypes.data
         self.collective_sites = _collective_sites(kernel, self.l1)
+        self.tile_sites = native_tiles.sites(kernel, self.l1, _checked_ops(kernel))
+        self.tile_views: dict[Any, Any] = {}  # (tiles.py: views of the arena per site)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
@@ -329,13 +335,15 @@ class NativeKernel:
         # the engine takes ownership of its target machine (freed with it): a fresh one each
         if self.collective_sites:  # (resolved by name when the object is linked)
             llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
+        if self.tile_sites:
+            llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
-        if self.collective_sites:
+        if self.collective_sites or self.tile_sites:
             collectives.register(self._err_address, self)
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
             self.engine.get_function_address(name + ENTRY_SUFFIX))
@@ -378,8 +386,9 @@ class NativeKernel:
                           f"        A[{slot}] = {b}.data.__array_interface__['data'][0]",
                           f"        A[{slot + 1}] = {b}.count"]
                 slot += 2
-            elif isinstance(p.type, IntegerType):
-                lines.append(f"    A[{slot}] = {b}")
+            elif isinstance(p.type, IntegerType):  # (a bool constexpr: NumPy's bool_ is not
+                lines.append(f"    A[{slot}] = {b}" if p.type.width.data > 1 else  # an int)
+                             f"    A[{slot}] = 1 if {b} else 0")
                 slot += 1
             else:
                 lines.append(f"    D[{slot}] = {b}")
@@ -397,7 +406,8 @@ class NativeKernel:
                       f"        last_block[0] = block",
                       f"        A[{slots - 2}] = spill_for(block)"]
             space["last_block"] = [None]
-        if self.collective_sites:  # the callback reads the bound arguments and the record
+        if self.collective_sites or self.tile_sites:  # the callbacks read the bound
+            # arguments and the record
             space.update(E=self.err, me=self)
             lines += ["    me.bound = bound",
                       "    E[0] = 0"]

@@ -9,13 +9,16 @@ loop per phase. docs/native.md#phases.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
                                    IntegerType, UnitAttr, i1, i32, i64)
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from pypto.backend.native import tile_loops
+from pypto.backend.native.fast_blocks import FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
                                          Collective, If, Item, Loop, Phase, Plan, _floating,
                                          allocs, arena_layout, arena_words, needs_phases, plan)
@@ -23,6 +26,9 @@ from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
 
 Guards = tuple[tuple[SSAValue, bool], ...]
+RANGE_SUFFIX = ".range"
+"""`@k.pN.range`: 1 when phase N's lane-affine accesses are in range for the whole block
+(fast_blocks.py); the grid function then runs its fast lane loops."""
 
 
 def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:
@@ -34,6 +40,19 @@ def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:
 def _add(block: Block, op: Operation) -> SSAValue:
     block.add_op(op)
     return op.results[0]
+
+
+def _token(v: SSAValue) -> bool:
+    """Tokens compile to nothing: copies complete at issue, waits are proven exact
+    (tokens.py), so loops and ifs carry no token."""
+    return isinstance(v.type, pto.TokenType)
+
+
+def _nsw(op: Operation) -> Operation:
+    """Mark lane-index arithmetic that cannot overflow (`slot * lanes + linear lane` stays
+    below the spill array's length, allocated at launch): LLVM then sees consecutive slots."""
+    op.attributes[NSW_ATTR] = UnitAttr()
+    return op
 
 
 class _PhaseFn:
@@ -64,21 +83,25 @@ class _PhaseFn:
             b = self.entry
             lx, ly, lz = (_add(b, pto.GetLocalIdOp(d)) for d in range(3))
             bx, by, bz = (_add(b, pto.GetBlockDimOp(d)) for d in range(3))
-            inner = _add(b, arith.AddiOp(ly, _add(b, arith.MuliOp(by, lz))))
-            lin = _add(b, arith.AddiOp(lx, _add(b, arith.MuliOp(bx, inner))))
-            lanes = _add(b, arith.MuliOp(_add(b, arith.MuliOp(bx, by)), bz))
+            inner = _add(b, _nsw(arith.AddiOp(ly, _add(b, _nsw(arith.MuliOp(by, lz))))))
+            lin = _add(b, _nsw(arith.AddiOp(lx, _add(b, _nsw(arith.MuliOp(bx, inner))))))
+            lanes = _add(b, _nsw(arith.MuliOp(_add(b, _nsw(arith.MuliOp(bx, by))), bz)))
             self._lin = (lin, lanes)
         return self._lin
 
-    def slot_ops(self, slot: int) -> tuple[list[Operation], SSAValue]:
-        """Ops computing the address of this lane's entry of spill slot `slot`."""
+    def slot_ops(self, slot: int, t: Attribute) -> tuple[list[Operation], SSAValue]:
+        """Ops computing the address of this lane's entry of spill slot `slot` holding a `t`:
+        slot `slot` is the 8-byte words `[slot * lanes, (slot + 1) * lanes)`, its entries
+        `t`-sized from there, so a lane loop reads and writes them consecutively (vectorised
+        loads and stores, not gathers and scatters)."""
         lin, lanes = self._lanes()
         s = arith.ConstantOp(IntegerAttr(slot, i32))
-        row = arith.MuliOp(s, lanes)
-        index = arith.AddiOp(row, lin)
-        wide = arith.ExtSIOp(index, i64)
-        gep = llvm.GEPOp.from_mixed_indices(self.spill, [wide], i64)
-        return [s, row, index, wide, gep], gep.results[0]
+        row = _nsw(arith.MuliOp(s, lanes))
+        wide_row = arith.ExtSIOp(row, i64)
+        base = llvm.GEPOp.from_mixed_indices(self.spill, [wide_row], i64)
+        wide = arith.ExtSIOp(lin, i64)
+        gep = llvm.GEPOp.from_mixed_indices(base, [wide], t)
+        return [s, row, wide_row, base, wide, gep], gep.results[0]
 
     def resolve(self, v: SSAValue) -> SSAValue:
         """`v` (a kernel value) inside this phase function."""
@@ -98,7 +121,7 @@ class _PhaseFn:
             arg = self._arg(v.type, ("extra", v))
             self.map[v] = arg
             return arg
-        ops, address = self.slot_ops(self.em.slot(v))
+        ops, address = self.slot_ops(self.em.slot(v), v.type)
         load = llvm.LoadOp(address, v.type)
         self.entry.add_ops([*ops, load])
         self.map[v] = load.results[0]
@@ -120,7 +143,9 @@ class _PhaseFn:
                     if operand not in inside:
                         self.resolve(operand)
         conds = [(self.resolve(c), taken) for c, taken in phase.guards]
-        values = [self.resolve(src) for src, _ in phase.copies]
+        made = {r for op in phase.ops for r in op.results}  # (copies of this phase's values:
+        values = [None if src in made else self.resolve(src)   # taken after its ops, below)
+                  for src, _ in phase.copies]
         body = self.entry
         nest: list[Block] = []
         for cond, taken in conds:
@@ -139,8 +164,9 @@ class _PhaseFn:
             body.add_op(clone)
             self.clones[op] = clone
             mapper.update(zip(op.results, clone.results))
-        for (_, key), value in zip(phase.copies, values):
-            ops, address = self.slot_ops(self.em.slot(key))
+        for (src, key), value in zip(phase.copies, values):
+            value = mapper[src] if value is None else value
+            ops, address = self.slot_ops(self.em.slot(key), value.type)
             body.add_ops([*ops, llvm.StoreOp(value, address)])
         if nest:
             body.add_op(scf.YieldOp())
@@ -164,7 +190,7 @@ class _PhaseFn:
         """Store this phase's `value` (a result of one of its ops) in its slot, right after
         the op."""
         clone = self.clones[value.owner]  # type: ignore[index]
-        ops, address = self.slot_ops(slot)
+        ops, address = self.slot_ops(slot, value.type)
         block = clone.parent_block()
         assert block is not None and clone.next_op is not None
         block.insert_ops_before([*ops, llvm.StoreOp(clone.results[value.index], address)],
@@ -314,7 +340,20 @@ class _Emitter:
                 args.append(g.arena)
             else:
                 args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
-        _lane_loop(block, fn.func.sym_name.data, args, g)
+        name = fn.func.sym_name.data
+        checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
+                               for o in fn.entry.ops)  # (may raise for a lane left out)
+        lo_hi = _x_bounds(self, () if checked_prologue else phase.guards, block, g)
+        ok = _add(block, func.CallOp(name + RANGE_SUFFIX,
+                                     [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
+                                     [i32]))
+        fast, checked = Block(), Block()
+        _fast_lane_loops(fast, name, args, g, lo_hi)
+        fast.add_op(scf.YieldOp())
+        _lane_loop(checked, name, args, g)
+        checked.add_op(scf.YieldOp())
+        block.add_op(scf.IfOp(_add(block, arith.CmpiOp(ok, _c(block, 0), "ne")), [],
+                              Region(fast), Region(checked)))
 
     def _emit(self, items: list[Item], block: Block, g: _Grid) -> None:
         for item in items:
@@ -333,12 +372,15 @@ class _Emitter:
         if isinstance(op, pto.WaitOp | pto.WaitAllOp):
             return
         operands = [self.gresolve(v, block, g) for v in op.operands]
+        if tile_loops.emit(op, operands, block):  # a simple tile instruction: a loop nest
+            return
         block.add_op(op.clone(value_mapper=dict(zip(op.operands, operands))))
 
     def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
         op = item.op
         args = op.body.block.args
-        uniform = [i for i in range(len(op.iter_args)) if i not in item.lane]
+        uniform = [i for i in range(len(op.iter_args))
+                   if i not in item.lane and not _token(op.iter_args[i])]
         if item.lane:
             self._phase(Phase(item.guards, [], [(op.iter_args[i], args[i + 1])
                                                 for i in item.lane]), block, g)
@@ -348,11 +390,17 @@ class _Emitter:
         self.scopes.append({args[0]: body.args[0]})
         for k, i in enumerate(uniform):
             self.scopes[-1][args[i + 1]] = body.args[k + 1]
-        self._emit(item.body, body, g)
         y = op.body.block.last_op
-        if item.lane:
-            self._phase(Phase(item.guards, [], [(y.operands[i], args[i + 1])
-                                                for i in item.lane]), body, g)
+        copies = [(y.operands[i], args[i + 1]) for i in item.lane]
+        last = item.body[-1] if item.body else None
+        if copies and isinstance(last, Phase) and last.guards == item.guards:
+            # the next iteration's lane values are written at the end of the body's last
+            # phase (each lane its own slots, read in a phase's prologue): no phase of their own
+            item.body[-1] = Phase(last.guards, last.ops, [*last.copies, *copies])
+            copies = []
+        self._emit(item.body, body, g)
+        if copies:
+            self._phase(Phase(item.guards, [], copies), body, g)
         body.add_op(scf.YieldOp(*[self.gresolve(y.operands[i], body, g) for i in uniform]))
         self.scopes.pop()
         new = scf.ForOp(lb, ub, step, inits, Region(body))
@@ -362,7 +410,8 @@ class _Emitter:
 
     def _if(self, item: If, block: Block, g: _Grid) -> None:
         op = item.op
-        uniform = [i for i in range(len(op.results)) if i not in item.lane]
+        uniform = [i for i in range(len(op.results))
+                   if i not in item.lane and not _token(op.results[i])]
         cond = self.gresolve(op.cond, block, g)
         regions = []
         for region, items in ((op.true_region, item.then), (op.false_region, item.other)):
@@ -421,6 +470,7 @@ def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
         op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
     emitter = _Emitter(plan(kernel), kernel.sym_name.data)
     phases, grid = emitter.grid()
+    tile_loops.hoist_scratch(grid)  # (the tile reductions' scratch: once per launch)
     return phases, grid, len(emitter.slots)
 
 
@@ -429,3 +479,112 @@ def spill_slots(kernel: func.FuncOp) -> int:
     if not needs_phases(kernel):
         return 0
     return split(kernel.clone())[2]
+
+
+def _x_guard(cond: SSAValue, taken: bool, em: "_Emitter") -> tuple[str, SSAValue] | None:
+    """(predicate, u) when guard `cond == taken` reads `local_id(0) <predicate> u` with `u`
+    uniform across the block, else None."""
+    op = cond.owner
+    if not isinstance(op, arith.CmpiOp) or op.lhs.type != i32:
+        return None
+
+    def is_x(v: SSAValue) -> bool:
+        o = v.owner
+        return isinstance(o, Operation) and launch_id(o) == "local_id" and \
+            o.properties["dim"].value.data == 0  # type: ignore[union-attr]
+
+    found = x_guard(cond, taken, is_x, em.plan.uniform)
+    if found is not None:
+        return found
+    scaled = op.lhs.owner
+    if taken and op.predicate.value.data == 2 and isinstance(scaled, arith.MuliOp) and \
+            em.plan.uniform(op.rhs):  # k * local_id(0) < u (CUDA's interleaved trees)
+        a, b = scaled.operands
+        if is_x(b) and em.plan.uniform(a):
+            return "scaled", (a, op.rhs)  # type: ignore[return-value]
+        if is_x(a) and em.plan.uniform(b):
+            return "scaled", (b, op.rhs)  # type: ignore[return-value]
+    return None
+
+
+def _x_bounds(em: "_Emitter", guards: Guards, block: Block,
+              g: "_Grid") -> tuple[SSAValue, SSAValue]:
+    """[lo, hi): the lanes along x a phase's guards can admit (`tid < s`, `tid == 0`, ...:
+    comparisons of `local_id(0)` with a uniform value); lanes outside skip the whole phase
+    (its prologue only loads and recomputes), so its lane loops leave them out. Only for the
+    fast lane loops: the checked ones run every lane, as before."""
+    lo, hi = _c(block, 0), g.block_dims[0]
+    one = _c(block, 1)
+
+    def sel(c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return _add(block, arith.SelectOp(c, a, b))
+
+    def cmp(a: SSAValue, b: SSAValue, pred: str) -> SSAValue:
+        return _add(block, arith.CmpiOp(a, b, pred))
+
+    for cond, taken in guards:
+        found = _x_guard(cond, taken, em)
+        if found is None:
+            continue
+        pred, v = found
+        if pred == "scaled":  # x * k < u: x < ceil(u / k) when k, u > 0 and x * k cannot wrap
+            k, bound = (_add(block, arith.ExtSIOp(em.gresolve(w, block, g), i64))
+                        for w in v)  # type: ignore[union-attr]
+            zero64, one64 = _c(block, 0, i64), _c(block, 1, i64)
+            last = _add(block, arith.ExtSIOp(_add(block, arith.SubiOp(g.block_dims[0], one)),
+                                             i64))
+            fits = _add(block, arith.CmpiOp(_add(block, arith.MuliOp(k, last)),
+                                            _c(block, 2 ** 31 - 1, i64), "sle"))
+            usable = _add(block, arith.AndIOp(_add(block, arith.AndIOp(
+                _add(block, arith.CmpiOp(k, zero64, "sgt")),
+                _add(block, arith.CmpiOp(bound, zero64, "sgt")))), fits))
+            positive = _add(block, arith.SelectOp(usable, k, one64))  # (never 0: an LLVM
+            ceil = _add(block, llvm.SDivOp(_add(block, arith.SubiOp(    # division, unchecked)
+                _add(block, arith.AddiOp(bound, positive)), one64)), positive))
+            limit = _add(block, arith.TruncIOp(_add(block, arith.MinSIOp(
+                ceil, _add(block, arith.ExtSIOp(hi, i64)))), i32))
+            hi = sel(usable, limit, hi)
+            continue
+        lo, hi = clip_x(block, lo, hi, pred, em.gresolve(v, block, g))
+    hi = sel(cmp(hi, lo, "slt"), lo, hi)  # empty: hi = lo
+    return lo, hi
+
+
+def _fast_lane_loops(block: Block, callee: str, args: list[SSAValue], g: "_Grid",
+                     lo_hi: tuple[SSAValue, SSAValue]) -> None:
+    """The lanes `tz, ty, tx` (x innermost over [lo, hi), the interpreter's lane order) of
+    fast lane function `callee + ".fast.lane"`, stopping at an error it records. A loop with
+    a known trip count whose status LLVM folds to 0 once the lane function is inlined (its
+    accesses unchecked): LLVM vectorises it (docs/native.md#phases)."""
+    lo, hi = lo_hi
+    bx, by, bz = g.block_dims
+    c0 = _c(block, 0)
+    status = _add(block, arith.TruncIOp(_add(block, llvm.LoadOp(g.err, i64)), i32))
+    run = Block()
+
+    def loop(outer: Block, start: SSAValue, end: SSAValue,
+             body: Callable[[Block, SSAValue], SSAValue]) -> SSAValue:
+        before = Block(arg_types=[i32, i32])
+        t, st = before.args
+        go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(t, end, "slt")),
+                                      _add(before, arith.CmpiOp(st, _c(before, 0), "eq"))))
+        before.add_op(scf.ConditionOp(go, t, st))
+        after = Block(arg_types=[i32, i32])
+        result = body(after, after.args[0])
+        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, 1))), result))
+        w = scf.WhileOp([start, _c(outer, 0)], [i32, i32], Region(before), Region(after))
+        outer.add_op(w)
+        return w.results[1]
+
+    def zbody(zb: Block, tz: SSAValue) -> SSAValue:
+        def ybody(yb: Block, ty: SSAValue) -> SSAValue:
+            def xbody(xb: Block, tx: SSAValue) -> SSAValue:
+                return _add(xb, func.CallOp(callee + FAST_SUFFIX + LANE_SUFFIX,
+                                            [*args, *g.block_ids, tx, ty, tz, *g.grid_dims,
+                                             *g.block_dims, g.err], [i32]))
+            return loop(yb, lo, hi, xbody)
+        return loop(zb, c0, by, ybody)
+
+    loop(run, c0, bz, zbody)
+    run.add_op(scf.YieldOp())
+    block.add_op(scf.IfOp(_add(block, arith.CmpiOp(status, c0, "eq")), [], Region(run), None))

@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto import dtypes
+from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses
@@ -186,8 +187,9 @@ def _is_l1_write(op: Operation) -> bool:
 
 
 COLLECTIVES = (pto.FillOp, pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.MmaOp,
-               pto.WaitOp, pto.WaitAllOp)
-"""Block-level instructions run once per block between phases (docs/native.md#collectives)."""
+               pto.WaitOp, pto.WaitAllOp, *pto.TILE_VECTOR_OPS)
+"""Block-level instructions run once per block between phases (docs/native.md#collectives;
+the tile vector instructions: docs/native.md#tile-vector-instructions)."""
 ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
 
 
@@ -218,6 +220,10 @@ class Plan:
         self._memo: dict[SSAValue, bool] = {}
         self._around_cuts = self._ancestors_of_cuts()
         self._mark(kernel.body.block)
+        try:
+            check_tokens(kernel)  # no in-flight hazard can fire (tokens.py)
+        except TokenRefused as exc:
+            raise Refused(exc.reason, exc.op) from None
         self._fixpoint()
         self.items = self._build(kernel.body.block, ())
 
@@ -263,6 +269,8 @@ class Plan:
         return result
 
     def _uniform(self, v: SSAValue) -> bool:
+        if isinstance(v.type, pto.TokenType):  # a block's copies: block level, compiled to
+            return True                          # nothing (tokens.py proves waits exact)
         if isinstance(v, BlockArgument):
             owner = v.block.parent_op()
             if owner is self.kernel:
@@ -308,48 +316,6 @@ class Plan:
             if not changed:
                 self._memo.clear()
                 return
-
-    def _waited_at_once(self, copy: Operation, where: str) -> None:
-        """An async copy is compiled when it is waited for before any other work: the copies
-        issued together (then `pto.wait` / `pto.wait_all`) touch disjoint L1 buffers and
-        no HBM tensor one of them writes. The interpreter's copy happens at issue and its
-        in-flight hazard checks (docs/isa.md#ptoasync_load) then never fire; they are not
-        compiled, so a copy left in flight across other work is refused."""
-        refuse = Refused(f"{where}: an async copy in flight across other work (the "
-                         f"interpreter's in-flight hazard checks are not compiled: wait for "
-                         f"it right after issuing it)", copy)
-        for use in copy.results[0].uses:
-            if not isinstance(use.operation, pto.WaitOp):
-                raise refuse
-        pending: list[Operation] = [copy]
-        group: list[Operation] = [copy]
-        op = copy.next_op
-        while pending:
-            if op is None:
-                raise refuse
-            if isinstance(op, ASYNC):
-                pending.append(op)
-                group.append(op)
-            elif isinstance(op, pto.WaitAllOp):
-                pending.clear()
-            elif isinstance(op, pto.WaitOp):
-                pending = [p for p in pending if p.results[0] is not op.token]
-            elif not _floating(op):
-                raise refuse
-            op = op.next_op
-        spans = [s for c in group for s in (_l1_span(c.operands[0]), _l1_span(c.operands[1]))
-                 if s is not None]
-        for i, a in enumerate(spans):
-            for b in spans[i + 1:]:
-                if a[0] < b[1] and b[0] < a[1]:
-                    raise refuse
-        written = [_hbm_root(c.operands[0]) for c in group if isinstance(c, pto.AsyncStoreOp)]
-        for c in group:
-            for v in c.operands[:2]:
-                root = _hbm_root(v)
-                if root is not None and written.count(root) > (
-                        1 if isinstance(c, pto.AsyncStoreOp) and v is c.operands[0] else 0):
-                    raise refuse
 
     # the schedule --------------------------------------------------------------------------
 
@@ -414,8 +380,6 @@ class Plan:
                             not self.uniform(operand):
                         raise Refused(f"{where}: an operand of '{op.name}' differs between "
                                       f"lanes (it must be uniform across the block)", op)
-                if isinstance(op, ASYNC):
-                    self._waited_at_once(op, where)
                 flush()
                 items.append(Collective(op))
                 continue

@@ -32,6 +32,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from pypto.backend.native.fast_blocks import fast_variants
+from pypto.backend.native.idioms import rewrite_idioms
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
 from pypto.backend.native.support import unsupported_op, unsupported_reason
@@ -233,14 +235,21 @@ class SimtToLanesPass(ModulePass):
             if needs_phases(kernel):
                 phases, grid, _ = split(kernel)
                 grid.attributes[GRID_ATTR] = UnitAttr()
+                functions: list[Operation] = []
                 for fn in phases:
+                    name = fn.sym_name.data
                     _lane_function(fn)
-                op.body.block.insert_ops_after([*phases, grid], kernel)
+                    rewrite_idioms(fn)
+                    num_params = len(fn.body.block.args) - ID_ARGS - 1
+                    rng, fast, _ = fast_variants(fn, name, num_params)  # docs/native.md#phases
+                    functions += [fn, fast, rng]
+                op.body.block.insert_ops_after([*functions, grid], kernel)
                 kernel.detach()
                 kernel.erase()
                 continue
             name = kernel.sym_name.data
             params = [a.type for a in kernel.body.block.args]
             _lane_function(kernel)
+            rewrite_idioms(kernel)
             grid = _grid_function(name, params)
             op.body.block.insert_op_after(grid, kernel)

@@ -6,8 +6,8 @@ lane can observe another lane's memory effects, which this check makes sure of s
 
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
   `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
-  structured control flow, barriers, L1 atomics, fill / copies / mma at block level); no
-  printf or tile vector instruction yet, and of the atomics only
+  structured control flow, barriers, L1 atomics, fill / copies / mma and the tile vector
+  instructions at block level, tiles.py); no printf yet, and of the atomics only
   `pto.atomic_add`. L1 and barriers are exact through the phase plan
   (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
   which is asked last and refuses what it cannot split;
@@ -87,8 +87,9 @@ def _type_ok(t: Attribute) -> bool:
         return t.width.data in INT_WIDTHS
     if isinstance(t, pto.PtrType):
         return str(t.element_type) in MEMORY_ELEMENTS
-    if isinstance(t, pto.L1BufferType):
-        return str(t.element_type) in MEMORY_ELEMENTS
+    if isinstance(t, pto.L1BufferType):  # (bf16 L1 tiles: only block-level instructions
+        return str(t.element_type) in (*MEMORY_ELEMENTS, "bf16")  # touch them, bf16 values
+        # are refused where lane code would load one)
     if isinstance(t, pto.TokenType):
         return True
     return isinstance(t, SCALAR_TYPES)
@@ -209,8 +210,8 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         for region in op.regions:
             for block in region.blocks:
                 for barg in block.args:
-                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType |
-                                                                            pto.TokenType):
+                    if not _type_ok(barg.type) or isinstance(barg.type, pto.PtrType):
+                        # (a token carried by a loop: phases.py / tokens.py decide)
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
         if warp_collective(op) is not None:
@@ -327,7 +328,9 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                    f"may communicate through it: the interpreter's lane order is not compiled yet)"
         if len(ops) > 1:
             return f"{_where(ops[1])}: parameter {pname} is written by more than one op"
-        if _in_loop(ops[0], kernel):
+        if _in_loop(ops[0], kernel) and not isinstance(ops[0], COLLECTIVES):
+            # (a block-level copy runs once per block per iteration, in program order, as in
+            # the interpreter; loops around it are block-level, phases.py)
             return f"{_where(ops[0])}: a store inside a loop (its order across lanes is the " \
                    f"interpreter's, not compiled yet)"
         if "pto.noalias" not in attrs:

@@ -35,6 +35,7 @@ from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, 
                                               add_fast_blocks)
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
 from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR, LANE_SUFFIX
+from pypto.backend.native import tiles as native_tiles
 from pypto.dialects import pto
 
 OOB = 1
@@ -101,6 +102,7 @@ class _FunctionLowering:
         self.expanded: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
         self.next_site = 0
         self.calls_collective = False
+        self.calls_tile = False  # a tile vector instruction (tiles.py)
 
     # helpers --------------------------------------------------------------------------------
 
@@ -396,6 +398,8 @@ class _FunctionLowering:
             op.erase()
         elif isinstance(op, COLLECTIVE_OPS):
             self._collective(op)
+        elif native_tiles.is_tile_op(op):  # a block-level call (pypto/backend/native/tiles.py)
+            native_tiles.lower_tile_op(self, op)
         elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
             self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":
@@ -643,3 +647,5 @@ class ConvertPtoToLlvmPass(ModulePass):
                     COLLECTIVE_SYMBOL, collective_signature(),
                     linkage=llvm.LinkageAttr("external"), body=Region()),
                     op.body.block.first_op)
+            if lowering.calls_tile:
+                native_tiles.declare(op.body.block)

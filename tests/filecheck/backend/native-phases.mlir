@@ -1,5 +1,21 @@
 // RUN: pypto-opt %s -p pto-simt-to-lanes | filecheck %s --check-prefix=PHASES
 // RUN: pypto-opt %s -p pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm | filecheck %s --check-prefix=LLVM
+// RUN: pypto-opt %s -p pto-simt-to-lanes | filecheck %s --check-prefix=FAST
+
+// Fast phases (docs/native.md#fast-phases): each phase also gets a fast lane function (its
+// lane-affine accesses unchecked) and a range function; the grid function calls the range
+// function with the lanes along x the phase's guard admits (`tid < s`: [0, min(s, block)))
+// and runs the fast lane loop, or else the checked one.
+// FAST: func.func private @tree.p1.fast.lane(
+// FAST: pto.load %q {pto.native_unchecked}
+// FAST: pto.load %r {pto.native_unchecked}
+// FAST: func.func @tree.p1.range({{.*}}) -> i32 attributes {pto.native_range}
+// FAST: func.func @tree(
+// FAST: %[[OK:.*]] = func.call @tree.p1.range(
+// FAST: arith.cmpi ne, %[[OK]]
+// FAST: func.call @tree.p1.fast.lane(
+// FAST: } else {
+// FAST: func.call @tree.p1.lane(
 
 // Phase splitting (docs/native.md#phases): the L1 store ends the first phase (p0, which
 // reads no L1), the barrier ends the next; the tree loop has uniform bounds, so it runs at block

@@ -4,7 +4,7 @@ each only when the data allows it: atomics that hit distinct addresses are one g
 scatter (no order to respect), and integer atomics' `old` values come from one running sum
 (wrap-around addition is associative). Which addresses collide is data: checked per call.
 An atomic whose `old` value nothing reads, on integers, is decided `totals_only`: its emission
-(`call_arguments`) asks the run time for the totals alone (`BlockMemory.atomic_add`)."""
+(`call_arguments`) asks the run time for the totals alone (`lane_memory.LaneMemory.atomic_add`)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def match(op: Operation, facts: base.Facts) -> Decision | None:
 
 
 def call_arguments(decision: Decision | None) -> str:
-    """The emission: the extra arguments of the generated `_ctx.atomic_add(...)` call
-    (`need_old=False` for totals only; `BlockMemory.atomic_add` then adds in any order)."""
+    """The emission: the extra arguments of the generated `_ctx.lanes.atomic_add(...)` call
+    (`need_old=False` for totals only; `LaneMemory.atomic_add` then adds in any order)."""
     return ", False" if decision is not None and decision.totals_only else ""
 
 

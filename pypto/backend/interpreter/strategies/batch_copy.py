@@ -7,9 +7,10 @@ other than the HBM offset), so the next k step or launch checks one comparison i
 searching the block grid again (`copy_again`).
 
 - planner: `match` picks the bulk copies (ops with a copy's tile footprint);
-- run time: `BlockMemory.copy` calls `copy_again` then `copy_blocks` with this Decision; each
-  returns None, having changed nothing, when the shape is unusual or a check would fail, and
-  the general path (block by block) then copies or reports the error, as it always does.
+- run time: `BlockMemory.copy` (`ctx.memory`) calls `copy_again` then `copy_blocks` with this
+  Decision and itself (`memory`); each returns None, having changed nothing, when the shape is
+  unusual or a check would fail, and the general path (block by block) then copies or reports
+  the error, as it always does.
 """
 
 from __future__ import annotations
@@ -40,19 +41,19 @@ def match(op: Operation, facts: base.Facts) -> Decision | None:
     return None
 
 
-def copy_again(decision: Decision, ctx: Any, kind: str, dst_b: Any, src_b: Any,
+def copy_again(decision: Decision, memory: Any, kind: str, dst_b: Any, src_b: Any,
                raw: tuple[Any, ...], blocks: int, site: int) -> Any:
     """A copy whose operands match a remembered plan (`CopyPlan`): its geometry from the plan,
     then `copy_geometry`. None when there is no plan or it does not fit."""
     key = plan_key(kind, dst_b, src_b, raw)
-    plan = ctx.arena.plans.get(key) if key is not None else None
+    plan = memory.arena.plans.get(key) if key is not None else None
     if plan is None:
         return None
     l1, hbm, hbm_o = (dst_b, src_b, raw[1]) if kind == "async_load" else (src_b, dst_b, raw[0])
     geo = plan.geometry(l1, hbm, blocks, hbm_o)
     if geo is None:
         return None
-    return copy_geometry(ctx, kind, geo, plan.l1_region, plan.span, site)
+    return copy_geometry(memory, kind, geo, plan.l1_region, plan.span, site)
 
 
 def plan_key(kind: str, dst_b: Any, src_b: Any, raw: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -172,7 +173,7 @@ class CopyPlan:
     (buffers' places and sizes, every operand but the HBM offset): the copy's shape, its block
     grid without the start, and the HBM offsets per lane relative to lane 0's (`lane_rel`,
     None for a uniform offset). A later run whose per-lane offsets are the same pattern from
-    another start (the next k step, the next launch) skips `_per_block` and `affine.affine_grid`:
+    another start (the next k step, the next launch) skips `BlockMemory.per_block` and `affine.affine_grid`:
     one comparison checks both that the offset is uniform in each block and that the blocks'
     starts are the same affine grid. Plain numbers only: it holds no buffer."""
 
@@ -285,7 +286,7 @@ def distinct_tiles(hbm_tiles: np.ndarray, grid: tuple[int, int, int, int, int]) 
                                                 for s in shared)])
 
 
-def copy_blocks(decision: Decision, ctx: Any, kind: str, blocks: int, dst_b: Any, src_b: Any,
+def copy_blocks(decision: Decision, memory: Any, kind: str, blocks: int, dst_b: Any, src_b: Any,
                 ops: list[Any], site: int, raw: tuple[Any, ...] | None = None) -> Any:
     """Batch mode, the common shape: every block copies a tile of one geometry between the
     same L1 offset and its own HBM offset. The checks run once for all blocks; the data
@@ -304,35 +305,35 @@ def copy_blocks(decision: Decision, ctx: Any, kind: str, blocks: int, dst_b: Any
     key = plan_key(kind, dst_b, src_b, raw) if raw is not None else None
     hbm_o = None if raw is None else raw[1] if kind == "async_load" else raw[0]
     if key is not None and geo.grid is not None and \
-            (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (ctx.count,) or
+            (not isinstance(hbm_o, np.ndarray) or hbm_o.shape == (memory.ctx.count,) or
              hbm_o.shape == (blocks,)):  # per lane, or per block (views.block_offset)
-        plans = ctx.arena.plans
+        plans = memory.arena.plans
         if len(plans) >= 64:
             plans.clear()
         s0 = int(hbm_o[0]) if isinstance(hbm_o, np.ndarray) else int(hbm_o)  # type: ignore
         rel = hbm_o - s0 if isinstance(hbm_o, np.ndarray) else None
         plans[key] = CopyPlan(geo, rel, s0)
-    return copy_geometry(ctx, kind, geo, l1_region, span, site)
+    return copy_geometry(memory, kind, geo, l1_region, span, site)
 
 
-def copy_geometry(ctx: Any, kind: str, geo: CopyGeometry, l1_region: copies.Region,
+def copy_geometry(memory: Any, kind: str, geo: CopyGeometry, l1_region: copies.Region,
                   span: copies.Region, site: int) -> Any:
     """The fast path's copy of a checked geometry (`copy_blocks`)."""
     l1, load = geo.l1, kind == "async_load"
-    if len(ctx.inflight) and blocks_copy_hazard(ctx, geo, l1_region, load):
+    if len(memory.inflight) and blocks_copy_hazard(memory, geo, l1_region, load):
         return None  # (len: copies in flight, not the lazy work)
     if not load and l1.init is not None and not geo.l1_view(l1.init).all():
         return None
-    lazy = ctx.inflight.lazy
-    if load and ctx.inflight.fresh is not None:
-        ctx.inflight.fresh.overwrite(span)
-    if lazy or ctx.inflight.fresh is not None:
+    lazy = memory.inflight.lazy
+    if load and memory.inflight.fresh is not None:
+        memory.inflight.fresh.overwrite(span)
+    if lazy or memory.inflight.fresh is not None:
         if load:  # a lazy load of exactly these bytes is overwritten whole: forget it
             key = copies.span_key(span)
             lazy[:] = [lz for lz in lazy if lz.key[0] != key]
-            ctx._settle(span)
+            memory.settle(span)
         else:  # a store reads its L1 tile and writes HBM a lazy load may come from
-            ctx._settle(span, geo.hbm.data)
+            memory.settle(span, geo.hbm.data)
     if geo.grid is not None and load:
         lazy.append(LazyLoad(geo, span))
     elif geo.grid is not None and grid_injective(geo.hbm_dims()):
@@ -348,20 +349,21 @@ def copy_geometry(ctx: Any, kind: str, geo: CopyGeometry, l1_region: copies.Regi
         geo.l1_view(l1.init)[...] = True
     if kind == "tile_store":
         return copies.NO_TOKEN
-    token = ctx.counters["next_token"]
-    ctx.counters["next_token"] = token + 1
-    ctx.inflight[token] = copies.InFlight(token, kind, site, l1, [span], geo.hbm, geo.hbm_regions)
+    token = memory.counters["next_token"]
+    memory.counters["next_token"] = token + 1
+    memory.inflight[token] = copies.InFlight(token, kind, site, l1, [span], geo.hbm, geo.hbm_regions)
     return token
 
 
-def blocks_copy_hazard(ctx: Any, geo: CopyGeometry, l1_region: copies.Region, load: bool) -> bool:
-    """Would some block's copy hit an in-flight copy (the general path's `_check_region`
+def blocks_copy_hazard(memory: Any, geo: CopyGeometry, l1_region: copies.Region,
+                       load: bool) -> bool:
+    """Would some block's copy hit an in-flight copy (the general path's `check_region`
     on both sides)? Every block's L1 tile is at the same block-local bytes, so block 0's
     stands for all; the HBM tiles matter only if a store to that tensor is in flight."""
-    if copies.l1_in_flight(ctx.inflight, copies.byte_region(geo.l1, l1_region),
+    if copies.l1_in_flight(memory.inflight, copies.byte_region(geo.l1, l1_region),
                            "write" if load else "read"):
         return True
-    stores = [c for c in ctx.inflight.values()
+    stores = [c for c in memory.inflight.values()
               if c.kind == "async_store" and c.hbm is geo.hbm]
     return bool(stores) and any(r.overlaps(h) for h in geo.hbm_regions() for c in stores
                                 for r in c.hbm_regions)

@@ -12,8 +12,8 @@ contiguous slices, bounds-checked once.
 - emission: each Decision's `emit` / `load` / `store` / `compare`;
 - run time: `load_ramp`, `store_ramp`, `store_ramp_op` below (the generated code calls
   them as `_s_ramp.load_ramp(_ctx, ...)`) and `lanes.ramp_compare`, each checking the data
-  (bounds, masks, watched memory) first and taking the general path (`ctx.load`,
-  `ctx.store`) when it does not allow the slice.
+  (bounds, masks, watched memory) first and taking the general path (`ctx.lanes.load`,
+  `ctx.lanes.store`) when it does not allow the slice.
 """
 
 from __future__ import annotations
@@ -318,9 +318,9 @@ def load_ramp(ctx: Any, buf: Any, base: Any, mask: Any, site: int, view: bool = 
         base = int(base)
         size = buf.count
         if base < 0 or base + ctx.count > size:
-            raise ctx.oob(buf, ctx.ramp + np.int64(base), None, site)
+            raise ctx.lanes.oob(buf, ctx.ramp + np.int64(base), None, site)
         if buf.watched() or ctx.inflight:
-            ctx.check_read(buf, slice(base, base + ctx.count), None, site)
+            ctx.lanes.check_read(buf, slice(base, base + ctx.count), None, site)
         chunk = buf.data[base:base + ctx.count]
         return chunk if view else chunk.copy()
     span = cut(ctx, buf, base, mask)
@@ -333,7 +333,7 @@ def load_ramp(ctx: Any, buf: Any, base: Any, mask: Any, site: int, view: bool = 
         out = np.zeros(ctx.count, dtype=buf.data.dtype)
         out[lo:hi] = chunk  # lanes outside are inactive: their value is never used
         return out
-    return ctx.load(buf, ctx.ramp + np.int64(base), mask, site)
+    return ctx.lanes.load(buf, ctx.ramp + np.int64(base), mask, site)
 
 def cut(ctx: Any, buf: Any, base: Any, mask: Any) -> tuple[int, int] | None:
     """For a masked access where lane k touches element `base + k`: the lanes lo..hi-1
@@ -356,9 +356,9 @@ def store_ramp(ctx: Any, buf: Any, base: Any, value: Any, mask: Any, site: int) 
     if mask is None and not buf.stride:
         base = int(base)
         if base < 0 or base + ctx.count > buf.count:
-            raise ctx.oob(buf, ctx.ramp + np.int64(base), None, site)
+            raise ctx.lanes.oob(buf, ctx.ramp + np.int64(base), None, site)
         if buf.watched() or ctx.inflight:
-            ctx.check_write(buf, slice(base, base + ctx.count), None, site)
+            ctx.lanes.check_write(buf, slice(base, base + ctx.count), None, site)
         buf.data[base:base + ctx.count] = value
         return
     span = cut(ctx, buf, base, mask)
@@ -369,7 +369,7 @@ def store_ramp(ctx: Any, buf: Any, base: Any, value: Any, mask: Any, site: int) 
             value = value[lo:hi]
         np.copyto(buf.data[b + lo:b + hi], value, casting="unsafe", where=mask[lo:hi])
         return
-    ctx.store(buf, ctx.ramp + np.int64(base), value, mask, site)
+    ctx.lanes.store(buf, ctx.ramp + np.int64(base), value, mask, site)
 
 def store_ramp_op(ctx: Any, buf: Any, base: Any, ufunc: Any, a: Any, b: Any, mask: Any,
              site: int) -> None:
@@ -384,9 +384,9 @@ def store_ramp_op(ctx: Any, buf: Any, base: Any, ufunc: Any, a: Any, b: Any, mas
                 b.dtype is dt) or np.result_type(a, b) == dt:
             base = int(base)
             if base < 0 or base + ctx.count > buf.count:
-                raise ctx.oob(buf, ctx.ramp + np.int64(base), None, site)
+                raise ctx.lanes.oob(buf, ctx.ramp + np.int64(base), None, site)
             if buf.watched() or ctx.inflight:
-                ctx.check_write(buf, slice(base, base + ctx.count), None, site)
+                ctx.lanes.check_write(buf, slice(base, base + ctx.count), None, site)
             ufunc(a, b, out=data[base:base + ctx.count])
             return
     store_ramp(ctx, buf, base, ufunc(a, b), mask, site)

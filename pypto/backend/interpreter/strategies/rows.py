@@ -173,16 +173,16 @@ def rows_inflight(ctx: Any, buf: Any, lo: int, hi: int, active: Any, site: int,
         lo + np.flatnonzero(active.any(axis=0))
     if cols.size:
         if write:
-            ctx.check_write(buf, cols, None, site, race=False)
+            ctx.lanes.check_write(buf, cols, None, site, race=False)
         else:
-            ctx.check_read(buf, cols, None, site, race=False)
+            ctx.lanes.check_read(buf, cols, None, site, race=False)
 
 def load_rows(ctx: Any, buf: Any, base: Any, mask: Mask, site: int) -> Any:
     """Load where lane k of each block reads element `base + k` of its block's copy of an
     L1 buffer (batch mode: block-local ids plus a uniform offset, as `buf + tid + s`): a
     2-D slice with one row per block instead of a gather."""
     if not ctx.row_runs:  # a warp window: the general path on the window's ids
-        return ctx.load(buf, ctx.local_id(0) + np.int64(base), mask, site)
+        return ctx.lanes.load(buf, ctx.local_id(0) + np.int64(base), mask, site)
     cols = ctx.row_span(buf, base, mask)
     if cols is None:
         if not buf.stride and ctx.local_base == 0 and ctx.count == ctx.block_lanes:
@@ -194,7 +194,7 @@ def load_rows(ctx: Any, buf: Any, base: Any, mask: Mask, site: int) -> Any:
                 lo + width <= buf.count:
             # HBM: every block reads the same elements (as gamma[c0 + tid])
             return np.tile(buf.data[lo:lo + width], ctx.count // width)
-        return ctx.load(buf, ctx.local_id(0) + np.int64(base), mask, site)
+        return ctx.lanes.load(buf, ctx.local_id(0) + np.int64(base), mask, site)
     lo, hi, active = cols
     base = int(base)
     if buf.shadow is not None:
@@ -246,14 +246,14 @@ def store_rows(ctx: Any, buf: Any, base: Any, value: Any, mask: Mask, site: int)
     """Store where lane k of each block writes element `base + k` of its block's copy (see
     `load_rows`): one 2-D slice assignment, masked lanes left untouched."""
     if not ctx.row_runs:  # a warp window: the general path on the window's ids
-        ctx.store(buf, ctx.local_id(0) + np.int64(base), value, mask, site)
+        ctx.lanes.store(buf, ctx.local_id(0) + np.int64(base), value, mask, site)
         return
     cols = ctx.row_span(buf, base, mask)
     if cols is None:
         if not buf.stride and ctx.local_base == 0 and ctx.count == ctx.block_lanes:
             ramp.store_ramp(ctx, buf, base, value, mask, site)
             return
-        ctx.store(buf, ctx.local_id(0) + np.int64(base), value, mask, site)
+        ctx.lanes.store(buf, ctx.local_id(0) + np.int64(base), value, mask, site)
         return
     lo, hi, active = cols
     base = int(base)

@@ -1,6 +1,6 @@
 """A gather under a mask that leaves few lanes active selects those lanes first, gathers them and
 scatters the values back (zeros elsewhere: an inactive lane's value is never used)
-(`LaneContext.load`). Which lanes are active is data: the run time checks `LaneContext.sparse`."""
+(`lane_memory.LaneMemory.load`). Which lanes are active is data: the run time checks `LaneContext.sparse`."""
 
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ def test_every_arithmetic_form_has_one_plan():
                                     "b1": {("_ctx.block[1]", "w"): 1}}
     src = generated(three_ways, [x, x, 32], (16, 4))
     assert src.count("load_plan(") == 3 and src.count("store_plan(") == 1, src
-    assert "_ctx.load(" not in src and "_ctx.store(" not in src, src
+    assert "_ctx.lanes.load(" not in src and "_ctx.lanes.store(" not in src, src
     # the offset arithmetic is not computed at all
     assert "_addptr" not in src, src
 

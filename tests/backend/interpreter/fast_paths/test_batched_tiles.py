@@ -1,8 +1,8 @@
 """Tile instructions of a batch of blocks (batch mode: several blocks in one lane vector, each
 with its own L1 arena) against exact NumPy references, with the fast paths on and off.
 
-The fast paths (tiles.py `_copy_blocks_fast`, `_mma_batched`) do a copy or an mma for every
-block of the batch at once: one strided assignment when the blocks' HBM tiles form an affine
+The fast paths (strategies/batch_copy.py `copy_blocks`, strategies/batched_mma.py `run`) do a
+copy or an mma for every block of the batch at once: one strided assignment when the blocks' HBM tiles form an affine
 grid of block coordinates, one batched matmul accumulated in place. The general path does each
 block on its own. Both must give the reference's bits, and every error (out of bounds, in-flight
 hazards, uninitialised L1) must read the same.

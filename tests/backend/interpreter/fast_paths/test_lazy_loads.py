@@ -194,9 +194,9 @@ class InspectBeforeMma(Instrument):
         self.table = table
 
     def before(self, op_id, ctx, mask):
-        if self.table[op_id].op.name != "pto.mma" or not ctx.arenas:
+        if self.table[op_id].op.name != "pto.mma" or not ctx.memory.arenas:
             return
-        arena = ctx.arenas[0]
+        arena = ctx.memory.arenas[0]
         ext = ctx.layout.extent
 
         def a_tiles():
@@ -204,7 +204,7 @@ class InspectBeforeMma(Instrument):
                     .view(np.float32).copy() for b in range(arena.blocks)]
 
         self.before_settle = a_tiles()
-        ctx.settle_l1()
+        ctx.memory.settle_l1()
         self.after_settle = a_tiles()
 
 

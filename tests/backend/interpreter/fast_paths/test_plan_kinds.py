@@ -20,6 +20,7 @@ import pytest
 
 import pypto as pto
 from pypto.backend.interpreter.fastpaths import FAST_PATHS
+from pypto.backend.interpreter.lane_memory import LaneMemory
 from pypto.backend.interpreter.lanes import LaneContext
 from tests.conftest import run_kernel
 
@@ -33,15 +34,15 @@ def fast_paths():
 
 @pytest.fixture
 def general(monkeypatch):
-    """Counts the general path's gathers and scatters (LaneContext.load / store)."""
+    """Counts the general path's gathers and scatters (LaneMemory.load / store, `ctx.lanes`)."""
     calls = {"load": 0, "store": 0}
     for name in calls:
-        orig = getattr(LaneContext, name)
+        orig = getattr(LaneMemory, name)
 
         def counted(self, *a, _orig=orig, _name=name, **kw):
             calls[_name] += 1
             return _orig(self, *a, **kw)
-        monkeypatch.setattr(LaneContext, name, counted)
+        monkeypatch.setattr(LaneMemory, name, counted)
     return calls
 
 
@@ -92,7 +93,7 @@ def test_grid_stride_loops_are_planned_and_exact(fast_paths, general, n):
     x = np.random.default_rng(n).random(n, dtype=np.float32)
     src = source(grid_stride, [x, x, n, iters, 1.5], block)
     assert "load_plan(" in src and "store_plan(" in src, src
-    assert "_ctx.load(" not in src and "_ctx.store(" not in src, src
+    assert "_ctx.lanes.load(" not in src and "_ctx.lanes.store(" not in src, src
     fast_paths.on = True
     run_kernel(grid_stride, grid, block, [x, np.zeros_like(x), n, iters, 1.5])
     if n % (grid * block) == 0:
@@ -104,7 +105,7 @@ def test_grid_stride_loops_are_planned_and_exact(fast_paths, general, n):
 def test_a_step_that_changes_per_trip_is_not_an_induction_form(fast_paths):
     n, iters = 3000, 4
     src = source(carried_varying_step, [np.zeros(n, np.float32)] * 2 + [n, iters], 128)
-    assert "_ctx.load(" in src, src
+    assert "_ctx.lanes.load(" in src, src
     x = np.random.default_rng(1).random(n, dtype=np.float32)
     _, y = both_ways(fast_paths, carried_varying_step, 2, 128, [x, np.zeros_like(x), n, iters])
     ref = np.zeros_like(x)

@@ -1,0 +1,263 @@
+"""The simple tile vector instructions compiled as loops in the grid function (no callback).
+
+A tile instruction in native code is a call into the interpreter's NumPy definition
+(tiles.py), a few microseconds of Python per block and instruction. For the instructions
+whose result per element is one IEEE operation or integer operation — add, sub, mul, div,
+min, max, and, or, xor on two tiles, with a uniform scalar (`tadds` ...), or with a row / column
+broadcast (`trowexpandmul` ...), the fill `texpands`, the broadcasts `trowexpand` /
+`tcolexpand`, `ttrans`, and the sums `trowsum` / `tcolsum` in tile_ops.fold's order
+(`_fold_loops`) — the phase plan's grid function gets instead a loop nest over the
+tile (rows, then columns) of `pto.load`, the `arith` op and `pto.store` on the L1 arena: the
+ops the lanes use, lowered by convert-pto-to-llvm with the interpreter's semantics (exactly
+rounded IEEE arithmetic, `arith.maximumf` / `minimumf` as NaN-propagating with -0 < +0,
+wrapping integers), so the same bits as NumPy's ufunc on the tile; tests/backend/native/
+test_tiles.py compares both paths with the interpreter, byte for byte.
+
+Only when it is safe without the callback's checks: every tile operand is a `pto.alloc_local`
+itself (offset 0: the verifier has checked that it holds the tile, so no access can leave it),
+element type f32, f16, i32 or i64 (float16 min / max excepted: LLVM's float16 minimum and
+maximum did not give NumPy's bits), and a broadcast, transposed or reduced operand is not the
+destination's buffer (the loop would overwrite what it still reads; NumPy reads it all first).
+The accesses are marked unchecked (fast_blocks.UNCHECKED_ATTR): in range by construction.
+Everything else (max / min / arg reductions, exp, log, tcvt, compares, selects, bf16,
+operands at an offset) stays a call.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects.builtin import (Float16Type, Float32Type, IntegerAttr, IntegerType,
+                                   UnitAttr, i32, i64)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
+from pypto.dialects import pto
+from pypto.dialects.traits import tile_shape, tile_vector
+
+ENABLED = True
+"""Compile the simple instructions as loops (False: every one a call; for tests)."""
+
+_FLOAT = {"add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp,
+          "max": arith.MaximumfOp, "min": arith.MinimumfOp}
+_INT = {"add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp, "max": arith.MaxSIOp,
+        "min": arith.MinSIOp, "and": arith.AndIOp, "or": arith.OrIOp, "xor": arith.XOrIOp}
+
+
+def _combine(what: str, t: Attribute) -> Callable[[SSAValue, SSAValue], Operation] | None:
+    table = _FLOAT if isinstance(t, Float16Type | Float32Type) else \
+        _INT if isinstance(t, IntegerType) and t.width.data in (32, 64) else {}
+    cls = table.get(what)
+    if cls is None:
+        return None
+    return lambda a, b: cls(a, b)  # type: ignore[call-arg]
+
+
+def _form(op: Operation) -> tuple[str, str | None] | None:
+    """(form, elementwise op) of an instruction compiled as a loop, else None. Forms: "bin"
+    (dst = a op b), "scalar" (a op s), "fill" (s), "rowx" / "colx" (a op v, v broadcast),
+    "row" / "col" (v broadcast), "trans"."""
+    name = op.name.removeprefix("pto.t")
+    if name == "expands":
+        return "fill", None
+    if name == "trans":
+        return "trans", None
+    for prefix in ("row", "col"):
+        if name.startswith(prefix + "expand"):
+            what = name[len(prefix) + len("expand"):]
+            return (prefix, None) if not what else (prefix + "x", what)
+    if name in ("rowsum", "colsum"):
+        return name, "add"
+    trait = tile_vector(op)
+    assert trait is not None
+    if trait.roles == ("full", "full", "full") and name in (*_FLOAT, *_INT):
+        return "bin", name
+    if trait.roles == ("full", "full", "value") and name.endswith("s") and \
+            name[:-1] in (*_FLOAT, *_INT):
+        return "scalar", name[:-1]
+    return None
+
+
+def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
+    """Append to `block` (a grid function's, in scf form) the loop nest computing tile
+    instruction `op` with `operands` (its operands resolved in the grid function); False,
+    having added nothing, when `op` stays a call (tiles.py)."""
+    if not ENABLED or tile_vector(op) is None:
+        return False
+    form = _form(op)
+    if form is None:
+        return False
+    kind, what = form
+    trait = tile_vector(op)
+    assert trait is not None
+    dst = op.operands[0]
+    elem = pto.element_type_of(dst.type)
+    if not isinstance(elem, Float16Type | Float32Type) and not (
+            isinstance(elem, IntegerType) and elem.width.data in (32, 64)):
+        return False
+    for index, role in enumerate(trait.roles):
+        value = op.operands[index]
+        if role == "value":
+            continue
+        if not isinstance(value.owner, pto.AllocLocalOp):
+            return False
+        if pto.element_type_of(value.type) != elem:
+            return False
+        if index and (role != "full" or kind in ("rowsum", "colsum")) and \
+                value.owner is dst.owner:
+            return False  # a broadcast, transposed or reduced operand in the destination's
+    combine = _combine(what, elem) if what is not None else None
+    if what is not None and combine is None:
+        return False
+    if isinstance(elem, Float16Type) and what in ("min", "max"):
+        return False  # (LLVM's float16 minimum / maximum do not give NumPy's bits)
+    rows, cols = tile_shape(op)
+    if kind in ("rowsum", "colsum"):
+        _fold_loops(block, rows, cols, kind == "rowsum", elem, operands)
+    else:
+        _loops(block, rows, cols, kind, combine, operands)
+    return True
+
+
+def _const(block: Block, value: int) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(value, i32))
+    block.add_op(c)
+    return c.result
+
+
+def _loops(block: Block, rows: int, cols: int, kind: str,
+           combine: Callable[[SSAValue, SSAValue], Operation] | None,
+           operands: list[SSAValue]) -> None:
+    zero, one = _const(block, 0), _const(block, 1)
+    outer = Block(arg_types=[i32])
+    inner = Block(arg_types=[i32])
+    r, c = outer.args[0], inner.args[0]
+
+    def add(op: Operation) -> SSAValue:
+        inner.add_op(op)
+        return op.results[0]
+
+    def load(base: SSAValue, offset: SSAValue) -> SSAValue:
+        ptr = add(pto.AddPtrOp(base, offset))
+        ld = pto.LoadOp(ptr)
+        ld.attributes[UNCHECKED_ATTR] = UnitAttr()
+        return add(ld)
+
+    ncols = _const(inner, cols)
+    full = add(arith.AddiOp(add(arith.MuliOp(r, ncols)), c))
+    dst_index = full
+    if kind == "trans":  # dst[c, r] = a[r, c]: dst is cols x rows
+        dst_index = add(arith.AddiOp(add(arith.MuliOp(c, _const(inner, rows))), r))
+        value = load(operands[1], full)
+    elif kind == "fill":
+        value = operands[1]
+    elif kind == "bin":
+        value = add(combine(load(operands[1], full), load(operands[2], full)))  # type: ignore
+    elif kind == "scalar":
+        value = add(combine(load(operands[1], full), operands[2]))  # type: ignore[misc]
+    elif kind in ("row", "col"):
+        value = load(operands[1], r if kind == "row" else c)
+    else:  # rowx / colx: a op v[r] / v[c]
+        v = load(operands[2], r if kind == "rowx" else c)
+        value = add(combine(load(operands[1], full), v))  # type: ignore[misc]
+    ptr = add(pto.AddPtrOp(operands[0], dst_index))
+    st = pto.StoreOp(value, ptr)
+    st.attributes[UNCHECKED_ATTR] = UnitAttr()
+    inner.add_op(st)
+    inner.add_op(scf.YieldOp())
+    outer.add_op(scf.ForOp(zero, _const(outer, cols), one, [], Region(inner)))
+    outer.add_op(scf.YieldOp())
+    block.add_op(scf.ForOp(zero, _const(block, rows), one, [], Region(outer)))
+
+
+HOIST_ATTR = "pto.native_hoist"
+"""On a scratch `llvm.alloca`: moved to the grid function's entry block by `hoist_scratch`
+(an alloca inside the loop over blocks would grow the stack each time round)."""
+
+
+def _scratch(block: Block, count: int, elem: Attribute) -> SSAValue:
+    """`count` elements of stack (allocated once: `hoist_scratch`)."""
+    size = arith.ConstantOp(IntegerAttr(count, i64))
+    alloca = llvm.AllocaOp(size.result, elem)
+    alloca.attributes[HOIST_ATTR] = UnitAttr()
+    block.add_op(size)
+    block.add_op(alloca)
+    return alloca.results[0]
+
+
+def hoist_scratch(grid: func.FuncOp) -> None:
+    """Move the scratch allocas of `grid` (a finished grid function) to its entry block."""
+    entry = grid.body.blocks[0]
+    for op in [o for o in grid.walk() if HOIST_ATTR in o.attributes]:
+        size = op.operands[0].owner
+        assert isinstance(size, Operation)
+        for moved in (size, op):
+            moved.detach()
+        entry.insert_ops_before([size, op], entry.first_op)
+
+
+def _for(block: Block, lo: int, hi: int, body: Callable[[Block, SSAValue], None]) -> None:
+    inner = Block(arg_types=[i32])
+    body(inner, inner.args[0])
+    inner.add_op(scf.YieldOp())
+    block.add_op(scf.ForOp(_const(block, lo), _const(block, hi), _const(block, 1), [],
+                           Region(inner)))
+
+
+def _fold_loops(block: Block, rows: int, cols: int, by_row: bool, elem: Attribute,
+                operands: list[SSAValue]) -> None:
+    """`trowsum` / `tcolsum` in tile_ops.fold's order: for each row (column), the first half
+    of its n elements added elementwise to the second into a scratch line, an odd last one
+    carried, then the same on the scratch until one remains. n is static, so the steps are
+    too: one loop per step, every sum rounded to the tile's type (arith.addf / addi)."""
+    lines, n = (rows, cols) if by_row else (cols, rows)
+    scratch = _scratch(block, max(1, (n + 1) // 2), elem)
+    add_op = arith.AddfOp if isinstance(elem, Float16Type | Float32Type) else arith.AddiOp
+
+    def line(b: Block, k: SSAValue) -> None:
+        def put(bb: Block, op: Operation) -> SSAValue:
+            bb.add_op(op)
+            return op.results[0]
+
+        def src(bb: Block, i: SSAValue) -> SSAValue:  # element i of line k
+            if by_row:
+                index = put(bb, arith.AddiOp(put(bb, arith.MuliOp(k, _const(bb, cols))), i))
+            else:
+                index = put(bb, arith.AddiOp(put(bb, arith.MuliOp(i, _const(bb, cols))), k))
+            ld = pto.LoadOp(put(bb, pto.AddPtrOp(operands[1], index)))
+            ld.attributes[UNCHECKED_ATTR] = UnitAttr()
+            return put(bb, ld)
+
+        def at(bb: Block, i: SSAValue) -> SSAValue:
+            return put(bb, llvm.GEPOp.from_mixed_indices(scratch, [i], elem))
+
+        def tmp(bb: Block, i: SSAValue) -> SSAValue:
+            return put(bb, llvm.LoadOp(at(bb, i), elem))
+
+        def plus(bb: Block, i: SSAValue, h: int) -> SSAValue:
+            return put(bb, arith.AddiOp(i, _const(bb, h)))
+
+        if n == 1:
+            result = src(b, _const(b, 0))
+        else:
+            m, first = n, True
+            while m > 1:
+                h = m // 2
+
+                def step(bb: Block, i: SSAValue, h: int = h, first: bool = first) -> None:
+                    get = src if first else tmp
+                    total = put(bb, add_op(get(bb, i), get(bb, plus(bb, i, h))))
+                    bb.add_op(llvm.StoreOp(total, at(bb, i)))
+                _for(b, 0, h, step)
+                if m % 2:
+                    get = src if first else tmp
+                    b.add_op(llvm.StoreOp(get(b, _const(b, 2 * h)), at(b, _const(b, h))))
+                m -= h
+                first = False
+            result = tmp(b, _const(b, 0))
+        st = pto.StoreOp(result, put(b, pto.AddPtrOp(operands[0], k)))
+        st.attributes[UNCHECKED_ATTR] = UnitAttr()
+        b.add_op(st)
+
+    _for(block, 0, lines, line)

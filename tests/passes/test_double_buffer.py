@@ -272,27 +272,31 @@ def test_trace_shows_the_next_tiles_loading_during_the_mma():
     assert all(i > w for i, w in overlapped[:-1])   # copies in flight during every mma but the last
 
 
-def test_fusion_aware_double_buffering_overlaps_the_next_a_copy_with_the_mma():
-    """The fusion-aware schedule (`choose=fusion`) on the default target: B's load stays in its k-step, right before the waits in front of
-    its mma, so the program order is the sequential one (A, B, wait, wait, mma per step); what
-    the pass changes is the slot: the next A tile goes to the other slot, so its copy runs
-    while the mma reads this one. In the firmware's cost model every copy of A but the first
-    overlaps a fused LOAD_MMA; single-buffered, none does (the copy waits for the mma to
-    release the one A buffer)."""
+def test_fusion_aware_double_buffering_cannot_overlap_a_copy_with_a_fused_mma():
+    """The fusion-aware schedule (`choose=fusion`) on the default target: B's load stays in its
+    k-step, right before the waits in front of its mma, so the program order is the sequential
+    one (A, B, wait, wait, mma per step); what the pass changes is the slot of the next A tile.
+    But a fused LOAD_MMA keeps the wait it absorbed (docs/cost-model.md#the-machine-the-engine-models):
+    the front end issues the next A copy only once B has landed, when the streamed MMA is
+    done, so in the firmware's cost model no copy of A overlaps a LOAD_MMA, as single-buffered
+    (the copy waits for the mma to release the one A buffer). Which is why the default
+    pipeline, choosing by the model, prefetches both tiles here: next steps' copies run during
+    its unfused MMAs."""
     trips = 4
     fusion = "pto-double-buffer{choose=fusion},pto-allocate-l1,pto-verify-barriers"
     assert _issue_order(fusion, trips) == [(2 * (j + 1), 2 * (j + 1)) for j in range(trips)]
     case = PIPELINED["matmul_tile"](trips)
     device, _ = to_device(case.args)
 
-    def overlapping(pipeline: str | None) -> int:
+    def overlapping(pipeline: str | None, inst: str) -> int:
         prof = pto.profile(case.kernel, grid=case.grid, block=case.block, args=device,
                            model="fused", pipeline=pipeline)
         copies = [e for e in prof.timeline if e.inst == "COPY_IN"]
-        mmas = [e for e in prof.timeline if e.inst == "LOAD_MMA" and e.pipe == "CUBE"]
-        assert len(mmas) == trips  # every B load fused
+        mmas = [e for e in prof.timeline if e.inst == inst and e.pipe == "CUBE"]
+        assert len(mmas) == trips  # every B load fused (LOAD_MMA), or none (MMA)
         return sum(any(c.cycle < m.end and m.cycle < c.end for m in mmas) for c in copies)
 
-    assert overlapping(fusion) == trips - 1
+    assert overlapping(fusion, "LOAD_MMA") == 0
     single = "pto-allocate-l1,pto-verify-barriers,convert-pto-to-npu,npu-fuse-load-mma"
-    assert overlapping(single) == 0
+    assert overlapping(single, "LOAD_MMA") == 0
+    assert overlapping(None, "MMA") > 0

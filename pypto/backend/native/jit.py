@@ -77,7 +77,8 @@ def _checked_ops(kernel: Operation) -> list[Operation]:
     the collectives callback's site, pypto.backend.native.collectives)."""
     return [op for op in kernel.walk()
             if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
-                               arith.FPToSIOp, *COLLECTIVE_OPS)) or _runtime_divisor(op)]
+                               *pto.ATOMIC_OPS, arith.FPToSIOp, *COLLECTIVE_OPS)) or
+            _runtime_divisor(op)]
 
 
 def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site]:

@@ -6,9 +6,8 @@ lane can observe another lane's memory effects, which this check makes sure of s
 
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
   `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
-  structured control flow, barriers, L1 atomics, fill / copies / mma at block level); no
-  printf or tile vector instruction yet, and of the atomics only
-  `pto.atomic_add`. L1 and barriers are exact through the phase plan
+  structured control flow, barriers, atomics, fill / copies / mma at block level); no
+  printf or tile vector instruction yet. L1 and barriers are exact through the phase plan
   (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
   which is asked last and refuses what it cannot split;
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or
@@ -16,9 +15,10 @@ lane can observe another lane's memory effects, which this check makes sure of s
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
   where no two lanes share an element; the others are only read; parameters that may alias
   (one tensor passed twice) are not written;
-- a tensor updated by `pto.atomic_add` is only updated so (no load, store, alias), and either
-  every update is an integer total whose old value is unused (any order gives the same bits),
-  or there is one atomic op outside loops (lanes then update in the interpreter's lane order);
+- a tensor updated by an atomic (`pto.atomic_add`, `_max`, `_min`, `_and`, `_or`, `_xor`,
+  `_exch`, `_cas`) is only updated so (no load, store, alias), and either every update is an
+  integer add, max, min, and, or, xor of one kind whose old value is unused (any order gives
+  the same bits), or there is one atomic op outside loops (lanes then update in the interpreter's lane order);
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
 - value types i1, i32, i64, f16, f32, f64 (not bf16: xDSL 0.74's llvm translation has no
@@ -80,6 +80,16 @@ bit (docs/native.md#exactness)."""
 
 STRUCTURE = frozenset({"scf.if", "scf.while", "scf.for", "scf.yield", "scf.condition",
                        "func.return"})
+
+
+ORDER_FREE = frozenset({"add", "max", "min", "and", "or", "xor"})
+"""Integer atomics whose final value is the same in any order (commutative and associative):
+when no lane uses the old value, the lanes may update in any order."""
+
+
+def _atomic_kind(op: Operation) -> str:
+    update = atomic_update(op)
+    return update.kind if update is not None else ""
 
 
 def _type_ok(t: Attribute) -> bool:
@@ -271,23 +281,19 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             if root_param(op.results[0]) is None:
                 return f"{_where(op)}: a pointer not derived from a kernel parameter"
             continue
-        if isinstance(op, pto.AtomicAddOp | pto.LoadOp | pto.StoreOp | pto.FmaOp) and \
+        if (isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or
+                atomic_update(op) is not None) and \
                 all(a.space == "local" for a in memory_accesses(op)):
             # L1: a write is a phase of its own, in lane order (phases.py)
             if any(root_alloc(op.operands[a.operand]) is None for a in memory_accesses(op)):
                 return f"{_where(op)}: an L1 access not through a pto.alloc_local buffer"
             continue
-        if isinstance(op, pto.AtomicAddOp):
-            root = root_param(op.ptr)
+        if atomic_update(op) is not None:
+            root = root_param(op.operands[0])
             if root is None:
                 return f"{_where(op)}: an atomic through a pointer not derived from a parameter"
             atomics.setdefault(root, []).append(op)
             continue
-        update = atomic_update(op)
-        if update is not None and update.kind != "add":  # the atomics besides atomic_add
-            return f"{_where(op)}: '{name}' is not compiled by the native backend yet (of the " \
-                   f"atomics only pto.atomic_add is); run it with backend='interpreter' " \
-                   f"(backend='auto' does)"
         if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp):
             for access in memory_accesses(op):
                 root = root_param(op.operands[access.operand])
@@ -309,8 +315,10 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if root in readers or root in writers or "pto.noalias" not in attrs:
             return f"{_where(ops[0])}: parameter {pname} is updated by atomics and also loaded, " \
                    f"stored or aliased"
-        totals = all(isinstance(op.value.type, IntegerType) and not op.result.uses
-                     for op in ops)
+        kinds = {_atomic_kind(op) for op in ops}
+        totals = len(kinds) == 1 and kinds <= ORDER_FREE and all(
+            isinstance(op.results[0].type, IntegerType) and not op.results[0].uses
+            for op in ops)
         if not totals and (len(ops) > 1 or _in_loop(ops[0], kernel)):
             return f"{_where(ops[0])}: atomics whose order shows (float, or the old value " \
                    f"used) from several ops or in a loop: the interpreter's order is op by op"

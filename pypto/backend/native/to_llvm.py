@@ -31,6 +31,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
                                               add_fast_blocks)
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
@@ -396,6 +397,8 @@ class _FunctionLowering:
             op.erase()
         elif isinstance(op, COLLECTIVE_OPS):
             self._collective(op)
+        elif is_rmw_atomic(op):
+            lower_atomic(self, op)
         elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
             self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":

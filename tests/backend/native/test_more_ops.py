@@ -1,0 +1,183 @@
+"""The forms the native backend compiles since issue 29's coverage work — the atomics besides
+`atomic_add`, the transcendental functions, `**` — against the interpreter (the oracle), bit for
+bit, and against sequential NumPy references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.backend.native.jit import NativeUnsupported
+from pypto.errors import KernelError, MemoryAccessError
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_NATIVE_CACHE", str(tmp_path / "native"))
+
+
+def both(kernel, grid, block, arrays, scalars=()):
+    """Outputs of one launch on each backend (fresh copies of `arrays` each)."""
+    outs = []
+    for backend in ("interpreter", "native"):
+        copies = [a.copy() for a in arrays]
+        pto.launch(kernel, grid, block, (*copies, *scalars), backend=backend)
+        outs.append(copies)
+    return outs
+
+
+def same_bits(a, b):
+    return all(np.array_equal(x.view(np.uint8), y.view(np.uint8)) for x, y in zip(a, b))
+
+
+# --- atomics ---------------------------------------------------------------------------------
+
+@pto.kernel
+def scatter_max(values, slot, best, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.atomic_max(best + pto.load(slot + i), pto.load(values + i))
+
+
+@pto.kernel
+def scatter_min_old(values, slot, best, olds, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(olds + i, pto.atomic_min(best + pto.load(slot + i), pto.load(values + i)))
+
+
+@pto.kernel
+def claim(slot, owner, olds, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(olds + i, pto.atomic_cas(owner + pto.load(slot + i), -1, i))
+
+
+@pto.kernel
+def swap_in(values, cell, olds, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(olds + i, pto.atomic_exch(cell + 0, pto.load(values + i)))
+
+
+@pto.kernel
+def bits(values, slot, acc_and, acc_or, acc_xor, n):
+    i = pto.get_global_id()
+    if i < n:
+        v = pto.load(values + i)
+        s = pto.load(slot + i)
+        pto.atomic_and(acc_and + s, v)
+        pto.atomic_or(acc_or + s, v)
+        pto.atomic_xor(acc_xor + s, v)
+
+
+def _sequential(kind, data, idx, vals, compare=None):
+    """The documented order (docs/language.md#atomics): lane by lane; returns the olds."""
+    data = data.copy()
+    olds = np.empty_like(vals)
+    for k in range(idx.size):
+        a = data[idx[k]]
+        olds[k] = a
+        v = vals[k]
+        if kind == "max":
+            data[idx[k]] = np.nan if np.isnan(a) or np.isnan(v) else (
+                max(a, v) if a != v else (a if not np.signbit(a) else v))
+        elif kind == "min":
+            data[idx[k]] = np.nan if np.isnan(a) or np.isnan(v) else (
+                min(a, v) if a != v else (a if np.signbit(a) else v))
+        elif kind == "exch":
+            data[idx[k]] = v
+        elif kind == "cas":
+            data[idx[k]] = v if a == compare else a
+    return data, olds
+
+
+def test_integer_atomic_max_and_bitwise_any_order_bit_exact():
+    rng = np.random.default_rng(1)
+    n = 3000
+    for dt in (np.int32, np.int64):
+        values = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, n, dtype=dt)
+        slot = rng.integers(0, 7, n).astype(np.int32)
+        best = np.full(7, np.iinfo(dt).min, dt)
+        interp, native = both(scatter_max, 12, 256, [values, slot, best], (n,))
+        assert same_bits(interp, native)
+        expect = np.array([values[slot == s].max() for s in range(7)], dt)
+        assert np.array_equal(native[2], expect)
+        ones = np.full(7, -1, dt)
+        interp, native = both(bits, 12, 256, [values, slot, ones, np.zeros(7, dt),
+                                              np.zeros(7, dt)], (n,))
+        assert same_bits(interp, native)
+        for s in range(7):
+            hit = values[slot == s]
+            assert native[2][s] == np.bitwise_and.reduce(hit, initial=dt(-1))
+            assert native[3][s] == np.bitwise_or.reduce(hit)
+            assert native[4][s] == np.bitwise_xor.reduce(hit)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64, np.int32])
+def test_atomic_min_old_values_in_lane_order_nan_and_signed_zeros(dt):
+    rng = np.random.default_rng(2)
+    n = 700
+    if np.dtype(dt).kind == "f":
+        values = rng.standard_normal(n).astype(dt)
+        values[::37] = np.nan
+        values[5::41] = -0.0
+        values[7::43] = 0.0
+        best = np.array([np.inf, 0.0, -0.0, np.nan, 1.0], dt)
+    else:
+        values = rng.integers(-100, 100, n).astype(dt)
+        best = np.array([50, 0, -3, 7, 1], dt)
+    slot = rng.integers(0, 5, n).astype(np.int32)
+    interp, native = both(scatter_min_old, 3, 256,
+                          [values, slot, best, np.zeros(n, dt)], (n,))
+    assert same_bits(interp, native)
+    data, olds = _sequential("min", best, slot, values)
+    assert same_bits([native[2], native[3]], [data, olds])
+
+
+def test_atomic_cas_claims_and_exch_chain_in_lane_order():
+    rng = np.random.default_rng(3)
+    n = 900
+    slot = rng.integers(0, 20, n).astype(np.int32)
+    interp, native = both(claim, 4, 256, [slot, np.full(20, -1, np.int32),
+                                          np.zeros(n, np.int32)], (n,))
+    assert same_bits(interp, native)
+    data, olds = _sequential("cas", np.full(20, -1, np.int32), slot,
+                             np.arange(n, dtype=np.int32), compare=-1)
+    assert np.array_equal(native[1], data) and np.array_equal(native[2], olds)
+    values = rng.standard_normal(n).astype(np.float32)
+    values[3] = -0.0
+    values[4] = np.float32(np.nan)
+    interp, native = both(swap_in, 4, 256, [values, np.zeros(1, np.float32),
+                                            np.zeros(n, np.float32)], (n,))
+    assert same_bits(interp, native)
+    assert same_bits([native[2][1:], native[1]], [values[:-1], values[-1:]])
+
+
+def test_atomic_out_of_bounds_error_as_the_interpreter():
+    n = 10
+    slot = np.zeros(n, np.int32)
+    slot[6] = 9
+    errors = []
+    for backend in ("interpreter", "native"):
+        with pytest.raises(MemoryAccessError) as info:
+            pto.launch(claim, 1, 32, (slot, np.full(4, -1, np.int32), np.zeros(n, np.int32),
+                                      n), backend=backend)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    assert "atomic_cas" in errors[1] and "lane (6, 0, 0)" in errors[1]
+
+
+@pto.kernel
+def old_in_loop(values, cell, olds, n):
+    i = pto.get_global_id()
+    for k in range(2):
+        pto.store(olds + 2 * i + k, pto.atomic_exch(cell + 0, pto.load(values + i)))
+
+
+def test_atomics_whose_order_differs_are_refused_and_auto_runs_the_interpreter():
+    values = np.arange(8, dtype=np.float32)
+    with pytest.raises(NativeUnsupported, match="order shows"):
+        pto.launch(old_in_loop, 1, 8, (values, np.zeros(1, np.float32),
+                                       np.zeros(16, np.float32), 8), backend="native")

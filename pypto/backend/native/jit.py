@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives
+from pypto.backend.native import collectives, numpy_math
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
@@ -330,6 +330,8 @@ class NativeKernel:
         # the engine takes ownership of its target machine (freed with it): a fresh one each
         if self.collective_sites:  # (resolved by name when the object is linked)
             llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
+        numpy_math.bind_symbols(sorted({n for op in kernel.walk()
+                                        if (n := numpy_math.ufunc_of(op)) is not None}))
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)

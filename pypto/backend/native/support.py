@@ -22,8 +22,9 @@ lane can observe another lane's memory effects, which this check makes sure of s
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
 - value types i1, i32, i64, f16, f32, f64 (not bf16: xDSL 0.74's llvm translation has no
-  bfloat type; not an f16 fma, which LLVM computes in f32 and rounds twice); no transcendental
-  `math` function (libm and NumPy may differ in the last bit: docs/native.md#exactness).
+  bfloat type; not an f16 fma, which LLVM computes in f32 and rounds twice); the transcendental
+  functions call NumPy's own float64 loops, the interpreter's definition (numpy_math.py,
+  docs/native.md#exactness), not libm, which may differ in the last bit.
 
 `unsupported_reason` returns None for a kernel it accepts, else the first reason, with the
 op's location, why it stays on the interpreter.
@@ -36,6 +37,7 @@ from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, Intege
                                    i64)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
+from pypto.backend.native.numpy_math import ufunc_of, unavailable
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -75,8 +77,8 @@ MATH_OPS: frozenset[str] = frozenset({
 })
 """Correctly rounded (or exact) functions: LLVM's intrinsic and NumPy's ufunc agree on every
 input (`rsqrt` is the interpreter's 1 / sqrt in float64 rounded once; `fmod` is exact).
-exp, log, sin, ... are not here: libm and NumPy's own implementations may differ in the last
-bit (docs/native.md#exactness)."""
+exp, log, sin, ... are not here: they call NumPy's float64 loops (numpy_math.py), since libm and
+NumPy's own implementations may differ in the last bit (docs/native.md#exactness)."""
 
 STRUCTURE = frozenset({"scf.if", "scf.while", "scf.for", "scf.yield", "scf.condition",
                        "func.return"})
@@ -237,6 +239,12 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: a pointer chosen by select is not compiled yet"
             continue
         if name in DIVISIONS:
+            continue
+        if ufunc_of(op) is not None:  # NumPy's own float64 loop (numpy_math.py)
+            why = unavailable(op)
+            if why is not None:
+                return f"{_where(op)}: '{name}' is computed by NumPy's float64 loop, which " \
+                       f"compiled code cannot call here ({why})"
             continue
         if name == FLOAT_TO_INT:
             if op.results[0].type not in (i32, i64):

@@ -32,6 +32,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
+from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
                                               add_fast_blocks)
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
@@ -102,6 +103,8 @@ class _FunctionLowering:
         self.expanded: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
         self.next_site = 0
         self.calls_collective = False
+        self.numpy_calls: set[str] = set()
+        """The NumPy loops the function calls (numpy_math.py)."""
 
     # helpers --------------------------------------------------------------------------------
 
@@ -399,6 +402,8 @@ class _FunctionLowering:
             self._collective(op)
         elif is_rmw_atomic(op):
             lower_atomic(self, op)
+        elif ufunc_of(op) is not None:
+            lower_math(self, op)
         elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
             self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":
@@ -626,6 +631,7 @@ class ConvertPtoToLlvmPass(ModulePass):
             if GRID_ATTR in grid.attributes and lane is not None and self.fast_blocks:
                 num_params = len(lane.body.blocks[0].args) - ID_ARGS - 1
                 add_fast_blocks(op, lane, grid, num_params)
+        numpy_calls: set[str] = set()
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp):
                 continue
@@ -636,6 +642,7 @@ class ConvertPtoToLlvmPass(ModulePass):
                     f"function; run pto-simt-to-lanes and convert-scf-to-cf first")
             lowering = _FunctionLowering(fn)
             new = lowering.lower()
+            numpy_calls |= lowering.numpy_calls
             op.body.block.insert_op_before(new, fn)
             fn.detach()
             fn.erase()
@@ -646,3 +653,5 @@ class ConvertPtoToLlvmPass(ModulePass):
                     COLLECTIVE_SYMBOL, collective_signature(),
                     linkage=llvm.LinkageAttr("external"), body=Region()),
                     op.body.block.first_op)
+        if numpy_calls:  # the transcendental functions: NumPy's loops (numpy_math.py)
+            add_helpers(op, numpy_calls)

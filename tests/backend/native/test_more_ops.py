@@ -181,3 +181,74 @@ def test_atomics_whose_order_differs_are_refused_and_auto_runs_the_interpreter()
     with pytest.raises(NativeUnsupported, match="order shows"):
         pto.launch(old_in_loop, 1, 8, (values, np.zeros(1, np.float32),
                                        np.zeros(16, np.float32), 8), backend="native")
+
+
+# --- transcendental functions and ** ---------------------------------------------------------
+
+@pto.kernel
+def transcendental(x, y, o_exp, o_log, o_tanh, o_sig, o_pow, o_pow_half, o_sq, n):
+    i = pto.get_global_id()
+    if i < n:
+        a = pto.load(x + i)
+        b = pto.load(y + i)
+        pto.store(o_exp + i, pto.exp(a))
+        pto.store(o_log + i, pto.log(a))
+        pto.store(o_tanh + i, pto.tanh(a))
+        pto.store(o_sig + i, pto.sigmoid(a))
+        pto.store(o_pow + i, a ** b)
+        pto.store(o_pow_half + i, a ** 0.5)
+        pto.store(o_sq + i, a ** 2.0)
+
+
+def _special_and_random(dt, n, rng):
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 2.0, 1e-30,
+                         -1e-30, 88.7, 89.0, -104.0, 709.0, -745.0, 3.0, -2.5], np.float64)
+    with np.errstate(over="ignore"):  # float16: large values become inf
+        return np.concatenate([specials, rng.standard_normal(n) * 4, rng.uniform(-1, 1, n),
+                               np.exp(rng.uniform(-80, 80, n))]).astype(dt)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_transcendentals_and_float_power_bit_exact(dt):
+    rng = np.random.default_rng(11)
+    xs = _special_and_random(dt, 700, rng)
+    ys = rng.permutation(np.concatenate([_special_and_random(dt, 700, rng)[: xs.size - 60],
+                                         np.repeat(np.array([2.0, -1.0, 0.5], dt), 20)]))
+    n = xs.size
+    outs = [np.zeros(n, dt) for _ in range(7)]
+    with np.errstate(all="ignore"):
+        interp, native = both(transcendental, (n + 255) // 256, 256, [xs, ys, *outs], (n,))
+    assert same_bits(interp, native)
+    with np.errstate(all="ignore"):  # the definition: NumPy in float64, rounded once
+        wide, wy = xs.astype(np.float64), ys.astype(np.float64)
+        sq = np.sqrt(wide) + 0.0
+        sq[np.isneginf(wide)] = np.inf
+        expect = [np.exp(wide), np.log(wide), np.tanh(wide), 1.0 / (1.0 + np.exp(-wide)),
+                  np.where(wy == 2.0, wide * wide, np.where(
+                      wy == -1.0, 1.0 / wide, np.where(wy == 0.5, sq, np.power(wide, wy)))),
+                  sq, wide * wide]
+    for got, want in zip(native[2:], expect):
+        with np.errstate(over="ignore"):
+            assert np.array_equal(got.view(np.uint8), want.astype(dt).view(np.uint8))
+
+
+@pto.kernel
+def pow_lanes(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(x + i) ** pto.load(y + i))
+
+
+def test_float_power_by_a_lane_exponent_of_two_is_the_square_on_both_backends():
+    """One definition whatever the exponent's shape: NumPy squares for a scalar exponent 2 (and
+    takes sqrt for 0.5, 1/x for -1); the interpreter applies that to every lane."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(4096) * 3
+    y = np.full(x.size, 2.0)
+    y[::2] = 0.5
+    y[1::4] = -1.0
+    interp, native = both(pow_lanes, 16, 256, [x, y, np.zeros(x.size)], (x.size,))
+    assert same_bits(interp, native)
+    with np.errstate(invalid="ignore"):
+        want = np.where(y == 2.0, x * x, np.where(y == 0.5, np.sqrt(x) + 0.0, 1.0 / x))
+    assert np.array_equal(native[2].view(np.uint64), want.view(np.uint64))

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, numpy_math
+from pypto.backend.native import collectives, int_pow, numpy_math
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
@@ -78,7 +78,15 @@ def _checked_ops(kernel: Operation) -> list[Operation]:
     return [op for op in kernel.walk()
             if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
                                *pto.ATOMIC_OPS, arith.FPToSIOp, *COLLECTIVE_OPS)) or
-            _runtime_divisor(op)]
+            _runtime_divisor(op) or _checked_power(op)]
+
+
+def _checked_power(op: Operation) -> bool:
+    """An integer `**` whose exponent is checked (int_pow.py: not a constant >= 0)."""
+    if not isinstance(op, math.IPowIOp):
+        return False
+    exponent = int_pow.constant_exponent(op)
+    return exponent is None or exponent < 0
 
 
 def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site]:
@@ -475,6 +483,8 @@ class NativeKernel:
                 f"(timeout= of pto.launch / pto.sync); check that its condition changes, or "
                 f"give a longer timeout", kernel=self.name, location=self.loops[site])
         op, location = self.sites[site]
+        if code == int_pow.NEG_EXPONENT:
+            return KernelError(int_pow.MESSAGE, kernel=self.name, location=location)
         if code == DIVIDE_BY_ZERO:
             where = f" in block {block}, lane {lane}" if self.lane_divisors[site] else ""
             return KernelError(f"integer division by zero{where}", kernel=self.name,

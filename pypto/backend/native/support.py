@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, Intege
                                    i64)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
+from pypto.backend.native.int_pow import constant_exponent
 from pypto.backend.native.numpy_math import ufunc_of, unavailable
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
 from pypto.diagnostics import op_location
@@ -239,6 +240,16 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: a pointer chosen by select is not compiled yet"
             continue
         if name in DIVISIONS:
+            continue
+        if isinstance(op, math.IPowIOp):  # int_pow.py
+            exponent = constant_exponent(op)
+            if op.results[0].type not in (i32, i64) or exponent is not None and exponent < 0:
+                return f"{_where(op)}: integer '**' of {op.results[0].type} or by a negative " \
+                       f"constant is not compiled (the interpreter reports a negative exponent)"
+            continue
+        if isinstance(op, arith.UIToFPOp):
+            if op.operands[0].type != IntegerType(1):
+                return f"{_where(op)}: an unsigned int -> float cast is not compiled yet"
             continue
         if ufunc_of(op) is not None:  # NumPy's own float64 loop (numpy_math.py)
             why = unavailable(op)

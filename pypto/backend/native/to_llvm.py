@@ -32,6 +32,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
+from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
 from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
                                               add_fast_blocks)
@@ -404,6 +405,10 @@ class _FunctionLowering:
             lower_atomic(self, op)
         elif ufunc_of(op) is not None:
             lower_math(self, op)
+        elif isinstance(op, math.IPowIOp):
+            lower_ipowi(self, op)
+        elif isinstance(op, arith.UIToFPOp):
+            lower_uitofp(self, op)
         elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
             self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":

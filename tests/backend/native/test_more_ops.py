@@ -252,3 +252,55 @@ def test_float_power_by_a_lane_exponent_of_two_is_the_square_on_both_backends():
     with np.errstate(invalid="ignore"):
         want = np.where(y == 2.0, x * x, np.where(y == 0.5, np.sqrt(x) + 0.0, 1.0 / x))
     assert np.array_equal(native[2].view(np.uint64), want.view(np.uint64))
+
+
+@pto.kernel
+def int_power(x, y, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(o + i, pto.load(x + i) ** pto.load(y + i))
+
+
+@pto.kernel
+def cube_and_bool(x, o, f, n):
+    i = pto.get_global_id()
+    if i < n:
+        v = pto.load(x + i)
+        pto.store(o + i, v ** 3)
+        pto.store(f + i, pto.cast(v > 0, pto.float16) + pto.cast(v > 5, pto.float32))
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64])
+def test_integer_power_wraps_as_numpy(dt):
+    rng = np.random.default_rng(13)
+    n = 2000
+    x = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, n, dtype=dt)
+    x[:40] = np.arange(-20, 20)
+    y = rng.integers(0, 200, n).astype(dt)
+    y[:5] = 0
+    interp, native = both(int_power, 8, 256, [x, y, np.zeros(n, dt)], (n,))
+    assert same_bits(interp, native)
+    with np.errstate(over="ignore"):
+        assert np.array_equal(native[2], np.power(x, y))
+    interp, native = both(cube_and_bool, 8, 256, [x, np.zeros(n, dt), np.zeros(n, np.float32)],
+                          (n,))
+    assert same_bits(interp, native)
+    assert np.array_equal(native[1], x * x * x)
+    assert np.array_equal(native[2], (x > 0).astype(np.float32) + (x > 5))
+
+
+def test_negative_integer_exponent_is_the_interpreters_error():
+    x = np.arange(10, dtype=np.int32)
+    y = np.ones(10, np.int32)
+    y[7] = -2
+    errors = []
+    for backend in ("interpreter", "native"):
+        with pytest.raises(KernelError) as info:
+            pto.launch(int_power, 1, 16, (x, y, np.zeros(10, np.int32), 10), backend=backend)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    assert "negative exponent" in errors[1] and "test_more_ops.py" in errors[1]
+    y[7] = 2  # lanes 10..15 (i >= n) compute nothing: no error
+    out = np.zeros(10, np.int32)
+    pto.launch(int_power, 1, 16, (x, y, out, 10), backend="native")
+    assert np.array_equal(out, x ** y)

@@ -33,10 +33,11 @@ op's location, why it stays on the interpreter.
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerType, i32,
+from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type, IntegerType, i32,
                                    i64)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
+from pypto.backend.native.bf16 import bf16_refusal
 from pypto.backend.native.int_pow import constant_exponent
 from pypto.backend.native.numpy_math import ufunc_of, unavailable
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
@@ -45,9 +46,9 @@ from pypto.dialects import pto
 from pypto.dialects.traits import (atomic_update, launch_id, memory_accesses, offset_base,
                                      warp_collective)
 
-SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
+SCALAR_TYPES = (IntegerType, Float16Type, BFloat16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
-MEMORY_ELEMENTS = ("f16", "f32", "f64", "i1", "i32", "i64")
+MEMORY_ELEMENTS = ("f16", "bf16", "f32", "f64", "i1", "i32", "i64")
 
 LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim", "warp_id", "lane_id")
 """Launch ids the lane function computes from its block and lane coordinates."""
@@ -205,6 +206,8 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         return "the kernel's body has several blocks (unstructured control flow); the " \
                "lowering starts from structured scf control flow"
     for arg in kernel.body.block.args:
+        if isinstance(arg.type, BFloat16Type):
+            return "a bfloat16 scalar parameter is not compiled yet (bfloat16 tensors are)"
         if not _type_ok(arg.type):
             return f"parameter of type {arg.type} (compiled: {', '.join(MEMORY_ELEMENTS)} " \
                    f"HBM pointers and i32/i64/f32/f64 scalars)"
@@ -226,6 +229,9 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                                                                             pto.TokenType):
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
+        refused = bf16_refusal(op)
+        if refused is not None:
+            return f"{_where(op)}: {refused} is not compiled yet"
         if warp_collective(op) is not None:
             see = "docs/native.md#what-is-compiled-the-support-check"
             return f"{_where(op)}: '{name}' is a warp shuffle or vote (lanes of a warp exchange " \
@@ -360,6 +366,12 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
     if needs_phases(kernel):
+        if any(isinstance(v.type, BFloat16Type) or isinstance(v.type, pto.PtrType |
+                                                                pto.L1BufferType) and
+               isinstance(v.type.element_type, BFloat16Type)
+               for op in kernel.walk() for v in op.results):
+            return "bfloat16 values in a kernel with phases (L1 or barriers) are not " \
+                   "compiled yet"
         refused = refusal(kernel)
         if refused is not None:
             culprit[:] = [refused[1]] if refused[1] is not None else []

@@ -32,6 +32,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
+from pypto.backend.native.bf16 import has_bf16, widen_bf16
 from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
 from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
@@ -409,6 +410,8 @@ class _FunctionLowering:
             lower_ipowi(self, op)
         elif isinstance(op, arith.UIToFPOp):
             lower_uitofp(self, op)
+        elif isinstance(op, arith.BitcastOp):
+            self._replace(op, llvm.BitcastOp(op.operands[0], op.results[0].type))
         elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
             self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":
@@ -630,6 +633,9 @@ class ConvertPtoToLlvmPass(ModulePass):
     """Add the per-block range check and the unchecked lane loops (fast_blocks.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.ops:  # bfloat16 values become their bits (bf16.py)
+            if isinstance(fn, func.FuncOp) and has_bf16(fn):
+                widen_bf16(fn)
         functions = {fn.sym_name.data: fn for fn in op.ops if isinstance(fn, func.FuncOp)}
         for name, grid in functions.items():
             lane = functions.get(name + LANE_SUFFIX)

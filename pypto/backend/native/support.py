@@ -21,8 +21,8 @@ lane can observe another lane's memory effects, which this check makes sure of s
   the same bits), or there is one atomic op outside loops (lanes then update in the interpreter's lane order);
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
-- value types i1, i32, i64, f16, f32, f64 (not bf16: xDSL 0.74's llvm translation has no
-  bfloat type; not an f16 fma, which LLVM computes in f32 and rounds twice); the transcendental
+- value types i1, i32, i64, f16, bf16 (as its bits: bf16.py), f32, f64 (not an f16 or bf16
+  fma, which would round twice); the transcendental
   functions call NumPy's own float64 loops, the interpreter's definition (numpy_math.py,
   docs/native.md#exactness), not libm, which may differ in the last bit.
 

@@ -30,6 +30,7 @@ from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import analyse
+from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
                                           COLLECTIVE_SYMBOL, DIVIDE_BY_ZERO, EXPIRED_SLOT,
                                           LIMIT_SLOT, OOB, SITE_ATTR, TIME_LIMIT, WATCHDOG)
@@ -123,7 +124,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline
 
-    module = ModuleOp([kernel.clone()])
+    module = ModuleOp([exchange_warp_collectives(kernel).clone()])
     copy = next(iter(module.ops))
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
@@ -289,6 +290,9 @@ class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
     def __init__(self, kernel: func.FuncOp, name: str):
+        exchanged = exchange_warp_collectives(kernel)  # shuffles and votes through L1
+        self.exchange_lanes = max_lanes() if exchanged is not kernel else None
+        kernel = exchanged
         reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
@@ -448,6 +452,13 @@ class NativeKernel:
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
         """Why this launch shape cannot run natively (None: it can): a kernel whose written
         tensors are lane-private by `get_global_id(0)` needs a 1-D launch."""
+        if self.exchange_lanes is not None and block[0] * block[1] * block[2] > \
+                self.exchange_lanes:
+            return NativeUnsupported(
+                f"the native backend exchanges warp shuffles and votes of kernel '{self.name}' "
+                f"through L1 buffers of {self.exchange_lanes} lanes, fewer than this block's; "
+                f"run it on the interpreter (backend='interpreter' or 'auto')",
+                kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
             return NativeUnsupported(
                 f"the native backend runs kernel '{self.name}' only in 1-D launches (its "

@@ -40,6 +40,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from pypto.backend.native.bf16 import bf16_refusal
 from pypto.backend.native.int_pow import constant_exponent
 from pypto.backend.native.numpy_math import ufunc_of, unavailable
+from pypto.backend.native.warp_exchange import refusal as exchange_refusal
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -232,12 +233,10 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         refused = bf16_refusal(op)
         if refused is not None:
             return f"{_where(op)}: {refused} is not compiled yet"
-        if warp_collective(op) is not None:
-            see = "docs/native.md#what-is-compiled-the-support-check"
-            return f"{_where(op)}: '{name}' is a warp shuffle or vote (lanes of a warp exchange " \
-                   f"values), and the compiled lane model runs a block's lanes one after " \
-                   f"another; warp collectives are not compiled yet ({see}): the interpreter " \
-                   f"runs this kernel"
+        if warp_collective(op) is not None:  # exchanged through L1 first (warp_exchange.py)
+            return exchange_refusal(kernel) or \
+                f"{_where(op)}: '{name}' is a warp shuffle or vote: the native backend " \
+                f"compiles it after warp_exchange.exchange_warp_collectives (NativeKernel does)"
         if name in STRUCTURE or name in ARITH_OPS or name in MATH_OPS:
             if isinstance(op, scf.IfOp | scf.WhileOp | scf.ForOp) and \
                     any(isinstance(r.type, pto.PtrType) for r in op.results):

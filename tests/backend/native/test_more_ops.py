@@ -304,3 +304,112 @@ def test_negative_integer_exponent_is_the_interpreters_error():
     out = np.zeros(10, np.int32)
     pto.launch(int_power, 1, 16, (x, y, out, 10), backend="native")
     assert np.array_equal(out, x ** y)
+
+
+# --- warp shuffles and votes -----------------------------------------------------------------
+
+@pto.kernel
+def shuffles(x, k, o_idx, o_up, o_down, o_xor, n):
+    i = pto.get_global_id()
+    v = pto.select(i < n, x[min(i, n - 1)], 0.0)
+    d = pto.select(i < n, k[min(i, n - 1)], 0)
+    pto.store(o_idx + i, pto.shfl(v, d))
+    pto.store(o_up + i, pto.shfl_up(v, d))
+    pto.store(o_down + i, pto.shfl_down(v, 3))
+    pto.store(o_xor + i, pto.shfl_xor(v, d))
+
+
+@pto.kernel
+def warp_sums(x, sums, n):
+    i = pto.get_global_id()
+    v = pto.select(i < n, x[min(i, n - 1)], 0.0)
+    for off in (16, 8, 4, 2, 1):
+        v += pto.shfl_down(v, off)
+    if pto.get_lane_id() == 0:
+        sums[i // 32] = v
+
+
+@pto.kernel
+def votes(x, o_ballot, o_any, o_all, n):
+    i = pto.get_global_id()
+    p = i < n and x[min(i, n - 1)] > 0
+    pto.store(o_ballot + i, pto.ballot(p))
+    pto.store(o_any + i, pto.cast(pto.vote_any(p), pto.int32))
+    pto.store(o_all + i, pto.cast(pto.vote_all(p), pto.int32))
+
+
+def _reference_shuffle(mode, v, k, block):
+    """docs/language.md#warp-shuffles-and-votes, lane by lane."""
+    out = v.copy()
+    for g in range(v.size):
+        local = g % block
+        lane, start = local % 32, g - local % 32
+        width = min(32, block - (local - lane))
+        kk = int(k[g]) & 31
+        j = {"idx": kk, "up": lane - kk, "down": lane + kk, "xor": lane ^ kk}[mode]
+        if 0 <= j < width:
+            out[g] = v[start + j]
+    return out
+
+
+@pytest.mark.parametrize("block", [64, 80])  # 80: a partial warp of 16 lanes
+def test_shuffles_bit_exact_with_edges_and_partial_warps(block):
+    rng = np.random.default_rng(21)
+    n = 200
+    grid = 4
+    total = grid * block
+    x = rng.standard_normal(n).astype(np.float32)
+    x[3], x[5] = -0.0, np.float32(np.nan)
+    k = rng.integers(-40, 70, n).astype(np.int32)
+    outs = [np.zeros(total, np.float32) for _ in range(4)]
+    interp, native = both(shuffles, grid, block, [x, k, *outs], (n,))
+    assert same_bits(interp, native)
+    v = np.concatenate([x, np.zeros(total - n, np.float32)])
+    kk = np.concatenate([k, np.zeros(total - n, np.int32)])
+    for mode, got in zip(("idx", "up", "down", "xor"), native[2:]):
+        kind = kk if mode != "down" else np.full(total, 3)
+        assert same_bits([got], [_reference_shuffle(mode, v, kind, block)]), mode
+
+
+def test_warp_sum_tree_and_votes_bit_exact():
+    rng = np.random.default_rng(22)
+    n = 1000
+    x = rng.standard_normal(n).astype(np.float32)
+    interp, native = both(warp_sums, 4, 256, [x, np.zeros(32, np.float32)], (n,))
+    assert same_bits(interp, native)
+    x[x > 0] *= rng.random(int((x > 0).sum())) < 0.05  # warps of all, some, no positives
+    x[:32] = 1.0
+    outs = [np.zeros(1024, np.int32) for _ in range(3)]
+    for block in (256, 96):
+        grid = -(-1024 // block)
+        outs = [np.zeros(grid * block, np.int32) for _ in range(3)]
+        interp, native = both(votes, grid, block, [x, *outs], (n,))
+        assert same_bits(interp, native)
+    p = np.concatenate([x > 0, np.zeros(grid * block - n, bool)])
+    lanes = np.arange(p.size) % block
+    for g in range(0, p.size, 1):
+        start = g - lanes[g] % 32
+        width = min(32, block - (lanes[g] - lanes[g] % 32))
+        warp = p[start:start + width]
+        assert native[2][g] == int(warp.any()) and native[3][g] == int(warp.all())
+        assert native[1][g] == np.array(sum(1 << b for b in np.flatnonzero(warp)),
+                                        np.int64).astype(np.uint32).view(np.int32)
+
+
+@pto.kernel
+def shuffle_in_uniform_branch(x, o, n):
+    i = pto.get_global_id()
+    v = pto.select(i < n, x[min(i, n - 1)], 0.0)
+    if n > 4:  # uniform, but a condition: the native backend leaves it to the interpreter
+        v = pto.shfl_xor(v, 1)
+    pto.store(o + i, v)
+
+
+def test_shuffle_under_a_condition_is_refused_and_auto_runs_the_interpreter():
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(NativeUnsupported, match="inside an if or while"):
+        pto.launch(shuffle_in_uniform_branch, 1, 64, (x, np.zeros(64, np.float32), 64),
+                   backend="native")
+    out = np.zeros(64, np.float32)
+    pto.launch(shuffle_in_uniform_branch, 1, 64, (x, out, 64), backend="auto")
+    assert np.array_equal(out, x[np.arange(64) ^ 1])

@@ -18,9 +18,11 @@ the lane operand modulo 32; `shfl` reads lane `k`, `shfl_up` `lane - k`, `shfl_d
 a partial warp) reads the lane's own value. A vote reads its warp's predicates in a loop over
 the warp's lanes: `vote_any` / `vote_all` their or / and, `ballot` bit `k` for lane `k`.
 
-Only collectives outside any `if` / `while` are rewritten (the interpreter's run-time check that
-every lane of the warp reaches one — its `DeadlockError` — has nothing to check there); others
-are refused with a reason, and "auto" runs the interpreter.
+A collective under an `if` whose condition is the same on every lane of a warp
+(pypto.analysis.uniformity, the frontend's static check) is rewritten too: the phase plan runs
+the exchange for the lanes that took the branch, whole warps. One under a condition that may
+split a warp (IR that skipped the frontend's check: the interpreter's `DeadlockError` at run
+time) or inside a SIMT `while` is refused with a reason, and "auto" runs the interpreter.
 """
 
 from __future__ import annotations
@@ -52,14 +54,22 @@ def collectives(kernel: func.FuncOp) -> list[Operation]:
 
 def refusal(kernel: func.FuncOp) -> str | None:
     """Why the kernel's warp collectives cannot be exchanged through L1 (None: they can)."""
+    from pypto.analysis.uniformity import warp_divergence
+
+    see = "docs/native.md#warp-shuffles-and-votes"
     for op in collectives(kernel):
         parent = op.parent_op()
         while parent is not None and parent is not kernel:
-            if isinstance(parent, scf.IfOp | scf.WhileOp):
-                return f"{op_location(op, unknown='here')}: '{op.name}' inside an if or while " \
-                       f"(the native backend compiles warp shuffles and votes outside " \
-                       f"conditions and SIMT loops: docs/native.md#warp-shuffles-and-votes)"
+            if isinstance(parent, scf.WhileOp):
+                return f"{op_location(op, unknown='here')}: '{op.name}' inside a SIMT loop " \
+                       f"(the native backend does not compile warp shuffles and votes there: " \
+                       f"{see})"
             parent = parent.parent_op()
+    divergent = warp_divergence(kernel)
+    if divergent is not None:
+        return f"{op_location(divergent[0], unknown='here')}: '{divergent[0].name}' under a " \
+               f"condition that may differ between the lanes of a warp (the interpreter " \
+               f"checks at run time that the whole warp reaches it: {see})"
     return None
 
 

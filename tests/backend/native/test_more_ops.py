@@ -397,19 +397,47 @@ def test_warp_sum_tree_and_votes_bit_exact():
 
 
 @pto.kernel
-def shuffle_in_uniform_branch(x, o, n):
+def shuffle_in_branches(x, o, n):
     i = pto.get_global_id()
     v = pto.select(i < n, x[min(i, n - 1)], 0.0)
-    if n > 4:  # uniform, but a condition: the native backend leaves it to the interpreter
+    if n > 4:  # uniform across the block: a block-level branch around the exchange
         v = pto.shfl_xor(v, 1)
+    if pto.get_warp_id() == 1:  # uniform across each warp only: the exchange is guarded
+        v = v + pto.shfl_down(v, 2)
     pto.store(o + i, v)
 
 
-def test_shuffle_under_a_condition_is_refused_and_auto_runs_the_interpreter():
-    x = np.arange(64, dtype=np.float32)
-    with pytest.raises(NativeUnsupported, match="inside an if or while"):
-        pto.launch(shuffle_in_uniform_branch, 1, 64, (x, np.zeros(64, np.float32), 64),
-                   backend="native")
-    out = np.zeros(64, np.float32)
-    pto.launch(shuffle_in_uniform_branch, 1, 64, (x, out, 64), backend="auto")
-    assert np.array_equal(out, x[np.arange(64) ^ 1])
+def test_shuffles_under_warp_uniform_conditions_bit_exact():
+    x = np.random.default_rng(23).standard_normal(100).astype(np.float32)
+    interp, native = both(shuffle_in_branches, 2, 96, [x, np.zeros(192, np.float32)], (100,))
+    assert same_bits(interp, native)
+    v = np.concatenate([x, np.zeros(92, np.float32)])[np.arange(192) ^ 1]
+    want = v.copy()
+    for g in range(192):
+        if (g % 96) // 32 == 1:
+            want[g] = v[g] + (v[g + 2] if g % 32 < 30 else v[g])
+    assert same_bits([native[1]], [want])
+
+
+def test_a_shuffle_under_a_warp_divergent_condition_is_refused():
+    from pypto.backend.native.warp_exchange import refusal
+    from xdsl.parser import Parser
+
+    from pypto.ir import make_context
+
+    module = Parser(make_context(), """
+    func.func @k(%o: !pto.ptr<f32, global> {pto.noalias}) attributes {pto.kernel} {
+      %l = pto.get_lane_id : i32
+      %c = arith.constant 3 : i32
+      %lt = arith.cmpi slt, %l, %c : i32
+      %f = arith.constant 1.0 : f32
+      scf.if %lt {
+        %s = pto.shfl_xor %f, %c : f32
+        %p = pto.addptr %o, %l : !pto.ptr<f32, global>, i32 -> !pto.ptr<f32, global>
+        pto.store %s, %p : f32, !pto.ptr<f32, global>
+      }
+      func.return
+    }""").parse_module()
+    kernel = next(op for op in module.walk() if op.name == "func.func")
+    reason = refusal(kernel)
+    assert reason is not None and "may differ between the lanes of a warp" in reason

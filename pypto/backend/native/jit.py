@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, int_pow, numpy_math
+from pypto.backend.native import collectives, int_pow, numpy_math, printf
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
@@ -78,7 +78,8 @@ def _checked_ops(kernel: Operation) -> list[Operation]:
     the collectives callback's site, pypto.backend.native.collectives)."""
     return [op for op in kernel.walk()
             if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
-                               *pto.ATOMIC_OPS, arith.FPToSIOp, *COLLECTIVE_OPS)) or
+                               *pto.ATOMIC_OPS, arith.FPToSIOp, pto.PrintfOp,
+                               *COLLECTIVE_OPS)) or
             _runtime_divisor(op) or _checked_power(op)]
 
 
@@ -316,6 +317,9 @@ class NativeKernel:
         self.arena = arena_template(self.l1)
         self._arena_address = self.arena.ctypes.data
         self.collective_sites = _collective_sites(kernel, self.l1)
+        self.printf_sites = {i: printf.site_of(op, op_location(op))
+                             for i, op in enumerate(_checked_ops(kernel))
+                             if isinstance(op, pto.PrintfOp)}
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
@@ -342,6 +346,8 @@ class NativeKernel:
         # the engine takes ownership of its target machine (freed with it): a fresh one each
         if self.collective_sites:  # (resolved by name when the object is linked)
             llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
+        if self.printf_sites:
+            llvm.add_symbol(printf.SYMBOL, printf.address())
         numpy_math.bind_symbols(sorted({n for op in kernel.walk()
                                         if (n := numpy_math.ufunc_of(op)) is not None}))
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
@@ -350,7 +356,7 @@ class NativeKernel:
         self.engine.finalize_object()
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
-        if self.collective_sites:
+        if self.collective_sites or self.printf_sites:
             collectives.register(self._err_address, self)
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
             self.engine.get_function_address(name + ENTRY_SUFFIX))
@@ -412,8 +418,8 @@ class NativeKernel:
                       f"        last_block[0] = block",
                       f"        A[{slots - 2}] = spill_for(block)"]
             space["last_block"] = [None]
-        if self.collective_sites:  # the callback reads the bound arguments and the record
-            space.update(E=self.err, me=self)
+        if self.collective_sites or self.printf_sites:  # the callbacks read the bound
+            space.update(E=self.err, me=self)              # arguments and the record
             lines += ["    me.bound = bound",
                       "    E[0] = 0"]
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=

@@ -33,6 +33,8 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
 from pypto.backend.native.bf16 import has_bf16, widen_bf16
+from pypto.backend.native.printf import declare as declare_printf
+from pypto.backend.native.printf import lower_printf
 from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
 from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
@@ -106,6 +108,7 @@ class _FunctionLowering:
         self.next_site = 0
         self.calls_collective = False
         self.numpy_calls: set[str] = set()
+        self.calls_printf = False
         """The NumPy loops the function calls (numpy_math.py)."""
 
     # helpers --------------------------------------------------------------------------------
@@ -410,6 +413,8 @@ class _FunctionLowering:
             lower_ipowi(self, op)
         elif isinstance(op, arith.UIToFPOp):
             lower_uitofp(self, op)
+        elif isinstance(op, pto.PrintfOp):
+            lower_printf(self, op)
         elif isinstance(op, arith.BitcastOp):
             self._replace(op, llvm.BitcastOp(op.operands[0], op.results[0].type))
         elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
@@ -643,6 +648,7 @@ class ConvertPtoToLlvmPass(ModulePass):
                 num_params = len(lane.body.blocks[0].args) - ID_ARGS - 1
                 add_fast_blocks(op, lane, grid, num_params)
         numpy_calls: set[str] = set()
+        printf = False
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp):
                 continue
@@ -654,6 +660,7 @@ class ConvertPtoToLlvmPass(ModulePass):
             lowering = _FunctionLowering(fn)
             new = lowering.lower()
             numpy_calls |= lowering.numpy_calls
+            printf |= lowering.calls_printf
             op.body.block.insert_op_before(new, fn)
             fn.detach()
             fn.erase()
@@ -664,5 +671,7 @@ class ConvertPtoToLlvmPass(ModulePass):
                     COLLECTIVE_SYMBOL, collective_signature(),
                     linkage=llvm.LinkageAttr("external"), body=Region()),
                     op.body.block.first_op)
+        if printf:  # the printf callback (printf.py)
+            declare_printf(op)
         if numpy_calls:  # the transcendental functions: NumPy's loops (numpy_math.py)
             add_helpers(op, numpy_calls)

@@ -441,3 +441,45 @@ def test_a_shuffle_under_a_warp_divergent_condition_is_refused():
     kernel = next(op for op in module.walk() if op.name == "func.func")
     reason = refusal(kernel)
     assert reason is not None and "may differ between the lanes of a warp" in reason
+
+
+# --- printf ----------------------------------------------------------------------------------
+
+@pto.kernel
+def trace(x, h, flags, n):
+    i = pto.get_global_id()
+    if i < n and i % 3 != 1:
+        pto.printf("i=%d x=%.3f h=%r ok=%s %x %e%%\n", i, x[i], h[i], flags[i] > 0, i * 7919,
+                   x[i])
+
+
+@pto.kernel
+def bad_format(x, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.printf("%d", x[i])
+
+
+def test_printf_prints_the_interpreters_lines_in_its_order(capsys):
+    x = np.array([0.5, -0.0, np.nan, np.inf, 1e-8, 3.25, -2.0, 7.0, 1.0, 2.0], np.float32)
+    h = x.astype(np.float16)
+    flags = np.arange(10, dtype=np.int32) % 2
+    texts = []
+    for backend in ("interpreter", "native"):
+        pto.launch(trace, (3, 1), (4, 1), (x, h, flags, 10), backend=backend)
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    lines = texts[1].splitlines()
+    assert len(lines) == 7 and lines[0] == "[block (0, 0, 0) lane (0, 0, 0)] i=0 x=0.500 " \
+        "h=0.5 ok=False 0 5.000000e-01%"
+    assert lines[-1].startswith("[block (2, 0, 0) lane (1, 0, 0)] i=9 ")
+
+
+def test_printf_format_error_is_the_interpreters():
+    x = np.array([1.0, np.inf], np.float32)
+    errors = []
+    for backend in ("interpreter", "native"):
+        with pytest.raises(KernelError) as info:
+            pto.launch(bad_format, 1, 2, (x, 2), backend=backend)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] and "cannot print (inf,)" in errors[1]

@@ -6,8 +6,9 @@ lane can observe another lane's memory effects, which this check makes sure of s
 
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
   `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
-  structured control flow, barriers, atomics, fill / copies / mma at block level); no
-  printf or tile vector instruction yet. L1 and barriers are exact through the phase plan
+  structured control flow, barriers, atomics, fill / copies / mma at block level, one printf
+  outside loops, warp shuffles and votes once warp_exchange.py has made them L1 exchanges); no
+  tile vector instruction yet. L1 and barriers are exact through the phase plan
   (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
   which is asked last and refuses what it cannot split;
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or

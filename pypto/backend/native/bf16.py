@@ -13,8 +13,8 @@ once, exact since float32 has more than 2p + 2 bits):
   odd in float32 first, then to nearest even: rounded once (exact.py `_f64_to_bf16`);
 - `-x`, `abs(x)`, `copysign` are bit operations (the payload of a NaN kept, as ml_dtypes).
 
-Refused by the support check: a bfloat16 fma (rounding once needs exact.py's float64
-emulation), int64 → bfloat16, bfloat16 atomics and block-level instructions on bfloat16 data.
+A bfloat16 fma and an int64 → bfloat16 cast are rounded once by narrow_fma.py first. Refused by
+the support check: bfloat16 atomics, scalar parameters and kernels with phases.
 """
 
 from __future__ import annotations
@@ -205,13 +205,6 @@ def bf16_refusal(op: Operation) -> str | None:
     """Why `op` on bfloat16 values is not compiled (None: it is)."""
     types = [v.type for v in (*op.operands, *op.results)]
     if BF16 not in types:
-        return None
-    if isinstance(op, pto.FmaOp | math.FmaOp):
-        return "a bfloat16 fma (rounded once by the interpreter's float64 emulation)"
-    if isinstance(op, arith.SIToFPOp) and isinstance(op.operands[0].type, IntegerType) and \
-            op.operands[0].type.width.data > 32:
-        return "an int64 -> bfloat16 cast"
-    if isinstance(op, arith.FPToSIOp):
         return None
     if op.name.startswith("pto.atomic"):
         return "a bfloat16 atomic"

@@ -33,6 +33,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
 from pypto.backend.native.bf16 import has_bf16, widen_bf16
+from pypto.backend.native.narrow_fma import rewrite_narrow_fmas
 from pypto.backend.native.printf import declare as declare_printf
 from pypto.backend.native.printf import lower_printf
 from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
@@ -638,9 +639,11 @@ class ConvertPtoToLlvmPass(ModulePass):
     """Add the per-block range check and the unchecked lane loops (fast_blocks.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for fn in op.ops:  # bfloat16 values become their bits (bf16.py)
-            if isinstance(fn, func.FuncOp) and has_bf16(fn):
-                widen_bf16(fn)
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp):
+                rewrite_narrow_fmas(fn)  # float16 / bfloat16 fma rounded once (narrow_fma.py)
+                if has_bf16(fn):  # bfloat16 values become their bits (bf16.py)
+                    widen_bf16(fn)
         functions = {fn.sym_name.data: fn for fn in op.ops if isinstance(fn, func.FuncOp)}
         for name, grid in functions.items():
             lane = functions.get(name + LANE_SUFFIX)

@@ -483,3 +483,50 @@ def test_printf_format_error_is_the_interpreters():
             pto.launch(bad_format, 1, 2, (x, 2), backend=backend)
         errors.append(str(info.value))
     assert errors[0] == errors[1] and "cannot print (inf,)" in errors[1]
+
+
+# --- float16 / bfloat16 fma rounded once -----------------------------------------------------
+
+@pto.kernel
+def fma_narrow(a, b, c, o, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.fma(o + i, a[i], b[i], c[i])
+
+
+def _round_once(exact, dt):
+    """The value of the 16-bit float type `dt` nearest to the Fraction `exact`, ties to even:
+    among the float64 guess's neighbours (sign-magnitude encodings one apart)."""
+    from fractions import Fraction
+
+    bits = int(np.array(float(exact)).astype(dt).view(np.uint16))
+    best = None
+    for cand in {bits - 1, bits, bits + 1, 0x0001, 0x8001} & set(range(0x10000)):
+        value = np.array(cand, np.uint16).view(dt)[()]
+        if not np.isfinite(np.float32(value)):
+            continue
+        key = (abs(Fraction(float(value)) - exact), cand & 1)
+        if best is None or key < best[0]:
+            best = (key, value)
+    return best[1]
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_narrow_fma_is_rounded_once(dt):
+    from fractions import Fraction
+
+    from pypto.exact import BFLOAT16
+
+    dt = np.dtype(np.float16) if dt == "float16" else BFLOAT16
+    rng = np.random.default_rng(31)
+    n = 600
+    a = rng.uniform(-4, 4, n).astype(dt)
+    b = rng.uniform(-4, 4, n).astype(dt)
+    c = (-(a.astype(np.float64) * b.astype(np.float64)) *
+         (1 + rng.uniform(-1e-2, 1e-2, n))).astype(dt)  # cancellation: the hard cases
+    interp, native = both(fma_narrow, 3, 256, [a, b, c, np.zeros(n, dt)], (n,))
+    assert same_bits(interp, native)
+    for k in range(0, n, 7):
+        exact = Fraction(float(a[k])) * Fraction(float(b[k])) + Fraction(float(c[k]))
+        want = _round_once(exact, dt)
+        assert float(native[3][k]) == float(want), k

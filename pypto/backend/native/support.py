@@ -19,7 +19,8 @@ lane can observe another lane's memory effects, which this check makes sure of s
 - a tensor updated by an atomic (`pto.atomic_add`, `_max`, `_min`, `_and`, `_or`, `_xor`,
   `_exch`, `_cas`) is only updated so (no load, store, alias), and either every update is an
   integer add, max, min, and, or, xor of one kind whose old value is unused (any order gives
-  the same bits), or there is one atomic op outside loops (lanes then update in the interpreter's lane order);
+  the same bits), or there is one atomic op outside loops (lanes then update in the
+  interpreter's lane order);
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
 - value types i1, i32, i64, f16, bf16 (as its bits: bf16.py), f32, f64 (an f16 / bf16 fma
@@ -34,7 +35,8 @@ op's location, why it stays on the interpreter.
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type, IntegerType, i32,
+from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type,
+                                   IntegerType, i32,
                                    i64)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 

@@ -7,6 +7,8 @@
     constant_int(value)       the int of an `arith.constant`, else None
     kernels(root)             the functions with a body under a module (or any op)
     kernel_of(op)             the `func.func` holding an op
+    structured_body(fn, who)  the one block of a function, or a CompileError naming `who` when
+                              convert-scf-to-cf split it into blocks and branches
     is_pipeline(op)           a `pto.pipeline` (structure whose body holds stages)
     is_stage(op)              a `pto.stage` (structure inside a pipeline)
     is_stage_yield(op)        the terminator of a pipeline or a stage
@@ -21,7 +23,10 @@ from collections.abc import Iterator
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue
+
+from pypto.diagnostics import attach_op
+from pypto.errors import CompileError
 
 from pypto.dialects.traits import (
     declares_buffer,
@@ -128,3 +133,18 @@ def is_tile_load(op: Operation) -> bool:
     """An asynchronous copy into L1 (`pto.async_load`, `npu.copy_in`): starts a copy on
     MTE_IN."""
     return starts_copy(op) and pipe_of(op) == "MTE_IN"
+
+
+def structured_body(fn: func.FuncOp, who: str) -> Block:
+    """The single block of `fn`'s body; a `CompileError` at `fn` if it has several.
+
+    Analyses and passes that walk `scf` regions cannot read a function that `convert-scf-to-cf`
+    (the native backend's lowering) already turned into blocks and branches; `who` names the one
+    that asked ("pass 'pto-allocate-l1'", "the L1 map") in the message.
+    """
+    if len(fn.body.blocks) == 1:
+        return fn.body.block
+    raise attach_op(CompileError(
+        f"{who} works on structured control flow (scf), but function @{fn.sym_name.data} has "
+        f"{len(fn.body.blocks)} blocks (lowered by convert-scf-to-cf?); put the pto passes and "
+        f"analyses before the native backend's lowering passes (docs/native.md#the-pipeline)"), fn)

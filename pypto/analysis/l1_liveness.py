@@ -35,7 +35,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pypto import dtypes
 from pypto.analysis.alias import roots
-from pypto.analysis.ir_utils import kernels, passes_yield, yielded
+from pypto.analysis.ir_utils import kernels, passes_yield, structured_body, yielded
 from pypto.analysis.uniformity import walk
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -194,7 +194,7 @@ class Liveness:
 
     def __init__(self, kernel: func.FuncOp):
         self.kernel = kernel
-        self.ops: list[Operation] = list(walk(kernel.body.block.ops))
+        self.ops: list[Operation] = list(walk(structured_body(kernel, "the L1 map").ops))
         self.position: dict[Operation, int] = {op: i for i, op in enumerate(self.ops)}
         self.extent: dict[Operation, int] = {}
         for op in reversed(self.ops):

@@ -382,13 +382,11 @@ def require_structured(module: ModuleOp, module_pass: ModulePass) -> None:
     """Refuse a function lowered to blocks and branches before a pass that needs `scf` regions."""
     from xdsl.dialects import func
 
+    from pypto.analysis.ir_utils import structured_body
+
     for fn in module.walk():
-        if isinstance(fn, func.FuncOp) and len(fn.body.blocks) > 1:
-            raise attach_op(CompileError(
-                f"pass '{module_pass.name}' works on structured control flow (scf), but function "
-                f"@{fn.sym_name.data} has {len(fn.body.blocks)} blocks (lowered by "
-                f"convert-scf-to-cf?); put the pto passes before the native backend's lowering "
-                f"passes (docs/native.md#the-pipeline)"), fn)
+        if isinstance(fn, func.FuncOp) and fn.body.blocks:
+            structured_body(fn, f"pass '{module_pass.name}'")
 
 
 def verify_after(module: ModuleOp, module_pass: ModulePass) -> None:

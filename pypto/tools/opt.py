@@ -347,7 +347,10 @@ class _Driver:
             result.output = print_ir(module, debuginfo=self.args.print_debuginfo,
                                      generic=self.args.print_op_generic)
         else:
-            result.output = _l1_maps(module, svg=self.args.emit == "l1-map-svg")
+            try:
+                result.output = _l1_maps(module, svg=self.args.emit == "l1-map-svg")
+            except PtoError as err:
+                result.diagnostics.append(_pass_error_diagnostic(locate, err))
         return result
 
     def _after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:  # noqa: D102

@@ -530,3 +530,39 @@ def test_narrow_fma_is_rounded_once(dt):
         exact = Fraction(float(a[k])) * Fraction(float(b[k])) + Fraction(float(c[k]))
         want = _round_once(exact, dt)
         assert float(native[3][k]) == float(want), k
+
+
+@pto.kernel
+def printf_after_barrier(x, n):
+    buf = pto.alloc_local(64, pto.float32)
+    t = pto.get_local_id()
+    i = pto.get_global_id()
+    buf[t] = x[i]
+    pto.barrier_block()
+    if i < n:
+        pto.printf("%d %g", i, buf[63 - t])
+
+
+@pto.kernel
+def rotate_rounds(x, o, rounds):
+    i = pto.get_global_id()
+    v = x[i]
+    for r in range(rounds):  # a uniform loop around the exchange: block-level
+        v = pto.shfl(v, pto.get_lane_id() + r) * 0.5 + v
+    o[i] = v
+
+
+def test_printf_with_phases_and_a_shuffle_in_a_uniform_loop(capsys):
+    x = np.random.default_rng(41).standard_normal(128).astype(np.float32)
+    texts = []
+    for backend in ("interpreter", "native"):
+        pto.launch(printf_after_barrier, 2, 64, (x, 100), backend=backend)
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1] and len(texts[1].splitlines()) == 100
+    interp, native = both(rotate_rounds, 2, 64, [x, np.zeros(128, np.float32)], (3,))
+    assert same_bits(interp, native)
+    v = x.copy()
+    for r in range(3):
+        lanes = np.arange(128)
+        v = v[(lanes // 32) * 32 + (lanes % 32 + r) % 32] * np.float32(0.5) + v
+    assert same_bits([native[1]], [v])

@@ -63,8 +63,6 @@ def signature() -> llvm.LLVMFunctionType:
 
 def lower_printf(lowering: _FunctionLowering, op: pto.PrintfOp) -> None:
     """A call of the callback; a non-zero status ends the lane (the kernel keeps the error)."""
-    from pypto.backend.native.to_llvm import COLLECTIVE
-
     before = lowering._before
     site = lowering._site(op)
     err = lowering.fn.body.blocks[0].args[-1]
@@ -88,7 +86,7 @@ def lower_printf(lowering: _FunctionLowering, op: pto.PrintfOp) -> None:
                                     return_type=i32))
     zero32 = before(op, lowering._const(0, i32))
     ok = before(op, llvm.ICmpOp(status, zero32, IntegerAttr(0, i64)))  # eq
-    lowering._fail_unless(op, ok, COLLECTIVE, site, None, -1)
+    lowering._fail_unless(op, ok, COLLECTIVE_CODE, site, None, -1)  # (to_llvm.COLLECTIVE)
     lowering.calls_printf = True
     op.detach()
     op.erase()

@@ -16,11 +16,6 @@ from tests.exactness.ops import all_ops, random_values, restrict, specials
 from tests.fuzz.fuzz import kernel_case
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYPTO_NATIVE_CACHE", str(tmp_path / "native"))
-
-
 def _both(kernel, grid, block, arrays, scalars):
     outs = []
     for backend in ("interpreter", "native"):

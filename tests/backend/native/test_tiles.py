@@ -35,11 +35,6 @@ DTYPES = {"f32": R.F32, "f16": R.F16, "bf16": R.BF16, "i32": R.I32, "i64": R.I64
           "i1": R.BOOL}
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYPTO_NATIVE_CACHE", str(tmp_path / "native"))
-
-
 def _inputs(dt: np.dtype, seed: int) -> dict[str, np.ndarray]:
     """Named input tiles of element type `dt`: `a`, `b` (every pair of specials, then random
     values), `n` (shift counts in and around 0..width-1), `v` (rows x 1), `w` (1 x cols),

@@ -321,15 +321,18 @@ def test_cost_facts_lanes_on_one_address_serialise_as_atomic_add():
     assert one == cycles(one_address_add, 1)  # the same facts as atomic_add
 
 
-def test_the_native_backend_refuses_the_new_atomics_with_a_reason():
-    from pypto.backend.native.support import unsupported_reason
-
-    ck = pto.compile(own_address_max, args=(pto.tensor(np.zeros(4, np.int32)),
-                                            pto.tensor(np.zeros(4, np.int32))), block=4)
-    kernel = next(op for op in ck.module.walk() if op.name == "func.func")
-    reason = unsupported_reason(kernel)
-    assert reason is not None and "'pto.atomic_max' is not compiled by the native backend yet" \
-        in reason and "backend='interpreter'" in reason
+def test_the_native_backend_compiles_the_new_atomics_with_the_interpreters_bits(tmp_path,
+                                                                               monkeypatch):
+    """docs/native.md#what-is-compiled-the-support-check: load, combine, store in lane order."""
+    monkeypatch.setenv("PYPTO_NATIVE_CACHE", str(tmp_path))
+    v = np.arange(-100, 156, dtype=np.int32)
+    outs = []
+    for backend in ("interpreter", "native"):
+        dst = np.full(256, 7, np.int32)
+        pto.launch(own_address_max, 1, 256, (dst, v), backend=backend)
+        outs.append(dst)
+    assert np.array_equal(outs[0], outs[1])
+    assert np.array_equal(outs[1], np.maximum(v, 7))
 
 
 def test_lanes_of_several_blocks_go_in_global_lane_order():

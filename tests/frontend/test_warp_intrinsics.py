@@ -496,13 +496,15 @@ def test_debugger_steps_through_shuffles_and_votes(capsys):
     np.testing.assert_array_equal(ctx.value("b"), ballot)
 
 
-def test_native_backend_refuses_warp_collectives_with_the_reason():
-    from pypto.backend.native.jit import NativeUnsupported
-
-    x = np.arange(64, dtype=np.float32)
-    with pytest.raises(NativeUnsupported, match="warp shuffle or vote .* not compiled yet"):
-        pto.launch(warp_sum, 1, 64, (x, np.zeros(2, np.float32)), backend="native")
-    out = np.zeros(2, np.float32)
-    pto.launch(warp_sum, 1, 64, (x, out), backend="auto")  # the interpreter runs it
-    pto.sync()
-    assert np.array_equal(out, x.reshape(2, 32).sum(axis=1))
+def test_native_backend_exchanges_warp_collectives_through_l1(tmp_path, monkeypatch):
+    """docs/native.md#warp-shuffles-and-votes: the interpreter's bits."""
+    monkeypatch.setenv("PYPTO_NATIVE_CACHE", str(tmp_path))
+    x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+    outs = []
+    for backend in ("interpreter", "native"):
+        out = np.zeros(2, np.float32)
+        pto.launch(warp_sum, 1, 64, (x, out), backend=backend)
+        pto.sync()
+        outs.append(out)
+    assert np.array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32))
+    np.testing.assert_allclose(outs[1], x.reshape(2, 32).sum(axis=1), rtol=1e-5)

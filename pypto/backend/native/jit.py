@@ -19,18 +19,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives
+from pypto.backend.native import collectives, int_pow, numpy_math, printf
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.support import analyse
+from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
                                           COLLECTIVE_SYMBOL, DIVIDE_BY_ZERO, EXPIRED_SLOT,
                                           LIMIT_SLOT, OOB, SITE_ATTR, TIME_LIMIT, WATCHDOG)
@@ -78,8 +79,17 @@ def _checked_ops(kernel: Operation) -> list[Operation]:
     the collectives callback's site, pypto.backend.native.collectives)."""
     return [op for op in kernel.walk()
             if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
-                               arith.FPToSIOp, *COLLECTIVE_OPS, *pto.TILE_VECTOR_OPS)) or
-            _runtime_divisor(op)]
+                               *pto.ATOMIC_OPS, arith.FPToSIOp, pto.PrintfOp,
+                               *COLLECTIVE_OPS, *pto.TILE_VECTOR_OPS)) or
+            _runtime_divisor(op) or _checked_power(op)]
+
+
+def _checked_power(op: Operation) -> bool:
+    """An integer `**` whose exponent is checked (int_pow.py: not a constant >= 0)."""
+    if not isinstance(op, math.IPowIOp):
+        return False
+    exponent = int_pow.constant_exponent(op)
+    return exponent is None or exponent < 0
 
 
 def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site]:
@@ -116,7 +126,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline
 
-    module = ModuleOp([kernel.clone()])
+    module = ModuleOp([exchange_warp_collectives(kernel).clone()])
     copy = next(iter(module.ops))
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
@@ -284,6 +294,9 @@ class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
     def __init__(self, kernel: func.FuncOp, name: str):
+        exchanged = exchange_warp_collectives(kernel)  # shuffles and votes through L1
+        self.exchange_lanes = max_lanes() if exchanged is not kernel else None
+        kernel = exchanged
         reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
@@ -309,6 +322,9 @@ class NativeKernel:
         self.collective_sites = _collective_sites(kernel, self.l1)
         self.tile_sites = native_tiles.sites(kernel, self.l1, _checked_ops(kernel))
         self.tile_views: dict[Any, Any] = {}  # (tiles.py: views of the arena per site)
+        self.printf_sites = {i: printf.site_of(op, op_location(op))
+                             for i, op in enumerate(_checked_ops(kernel))
+                             if isinstance(op, pto.PrintfOp)}
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
@@ -337,13 +353,17 @@ class NativeKernel:
             llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
         if self.tile_sites:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
+        if self.printf_sites:
+            llvm.add_symbol(printf.SYMBOL, printf.address())
+        numpy_math.bind_symbols(sorted({n for op in kernel.walk()
+                                        if (n := numpy_math.ufunc_of(op)) is not None}))
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
-        if self.collective_sites or self.tile_sites:
+        if self.collective_sites or self.tile_sites or self.printf_sites:
             collectives.register(self._err_address, self)
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
             self.engine.get_function_address(name + ENTRY_SUFFIX))
@@ -406,9 +426,8 @@ class NativeKernel:
                       f"        last_block[0] = block",
                       f"        A[{slots - 2}] = spill_for(block)"]
             space["last_block"] = [None]
-        if self.collective_sites or self.tile_sites:  # the callbacks read the bound
-            # arguments and the record
-            space.update(E=self.err, me=self)
+        if self.collective_sites or self.tile_sites or self.printf_sites:  # the callbacks read
+            space.update(E=self.err, me=self)  # the bound arguments and the record
             lines += ["    me.bound = bound",
                       "    E[0] = 0"]
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
@@ -447,6 +466,13 @@ class NativeKernel:
                            block: tuple[int, int, int]) -> NativeUnsupported | None:
         """Why this launch shape cannot run natively (None: it can): a kernel whose written
         tensors are lane-private by `get_global_id(0)` needs a 1-D launch."""
+        if self.exchange_lanes is not None and block[0] * block[1] * block[2] > \
+                self.exchange_lanes:
+            return NativeUnsupported(
+                f"the native backend exchanges warp shuffles and votes of kernel '{self.name}' "
+                f"through L1 buffers of {self.exchange_lanes} lanes, fewer than this block's; "
+                f"run it on the interpreter (backend='interpreter' or 'auto')",
+                kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
             return NativeUnsupported(
                 f"the native backend runs kernel '{self.name}' only in 1-D launches (its "
@@ -482,6 +508,8 @@ class NativeKernel:
                 f"(timeout= of pto.launch / pto.sync); check that its condition changes, or "
                 f"give a longer timeout", kernel=self.name, location=self.loops[site])
         op, location = self.sites[site]
+        if code == int_pow.NEG_EXPONENT:
+            return KernelError(int_pow.MESSAGE, kernel=self.name, location=location)
         if code == DIVIDE_BY_ZERO:
             where = f" in block {block}, lane {lane}" if self.lane_divisors[site] else ""
             return KernelError(f"integer division by zero{where}", kernel=self.name,

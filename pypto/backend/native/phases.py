@@ -62,7 +62,7 @@ L1_INDEX_ATTR = "pto.native_l1"
 LANE_LEVEL_IDS = ("global_id", "local_id", "warp_id", "lane_id")
 UNIFORM_IDS = ("block_id", "block_dim", "grid_dim")
 _NOT_FLOATING = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
-                 "arith.ceildivsi", "arith.ceildivui")
+                 "arith.ceildivsi", "arith.ceildivui", "math.ipowi")
 
 
 class Refused(Exception):
@@ -173,7 +173,7 @@ def _floating(op: Operation) -> bool:
     """Pure, region-free ops recomputed wherever they are needed (never spilled)."""
     if op.regions:
         return False
-    if op.name in _NOT_FLOATING:  # a division may raise unless by a non-zero constant
+    if op.name in _NOT_FLOATING:  # a division (or `**`) may raise unless by a non-zero constant
         d = op.operands[1].owner
         return isinstance(d, arith.ConstantOp) and isinstance(d.value, IntegerAttr) and \
             d.value.value.data != 0

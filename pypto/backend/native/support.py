@@ -6,9 +6,9 @@ lane can observe another lane's memory effects, which this check makes sure of s
 
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
   `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
-  structured control flow, barriers, L1 atomics, fill / copies / mma and the tile vector
-  instructions at block level, tiles.py); no printf yet, and of the atomics only
-  `pto.atomic_add`. L1 and barriers are exact through the phase plan
+  structured control flow, barriers, atomics, fill / copies / mma and the tile vector
+  instructions at block level (tiles.py), one printf outside loops, warp shuffles and votes once
+  warp_exchange.py has made them L1 exchanges. L1 and barriers are exact through the phase plan
   (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
   which is asked last and refuses what it cannot split;
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or
@@ -16,14 +16,17 @@ lane can observe another lane's memory effects, which this check makes sure of s
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
   where no two lanes share an element; the others are only read; parameters that may alias
   (one tensor passed twice) are not written;
-- a tensor updated by `pto.atomic_add` is only updated so (no load, store, alias), and either
-  every update is an integer total whose old value is unused (any order gives the same bits),
-  or there is one atomic op outside loops (lanes then update in the interpreter's lane order);
+- a tensor updated by an atomic (`pto.atomic_add`, `_max`, `_min`, `_and`, `_or`, `_xor`,
+  `_exch`, `_cas`) is only updated so (no load, store, alias), and either every update is an
+  integer add, max, min, and, or, xor of one kind whose old value is unused (any order gives
+  the same bits), or there is one atomic op outside loops (lanes then update in the
+  interpreter's lane order);
 - pointers are kernel parameters offset by `pto.addptr` (never carried through loops or `if`
   results), so every access names its tensor and is bounds-checked against it;
-- value types i1, i32, i64, f16, f32, f64 (not bf16: xDSL 0.74's llvm translation has no
-  bfloat type; not an f16 fma, which LLVM computes in f32 and rounds twice); no transcendental
-  `math` function (libm and NumPy may differ in the last bit: docs/native.md#exactness).
+- value types i1, i32, i64, f16, bf16 (as its bits: bf16.py), f32, f64 (an f16 / bf16 fma
+  rounded once by narrow_fma.py); the transcendental
+  functions call NumPy's own float64 loops, the interpreter's definition (numpy_math.py,
+  docs/native.md#exactness), not libm, which may differ in the last bit.
 
 `unsupported_reason` returns None for a kernel it accepts, else the first reason, with the
 op's location, why it stays on the interpreter.
@@ -32,19 +35,26 @@ op's location, why it stays on the interpreter.
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import (Float16Type, Float32Type, Float64Type, IntegerType, i32,
+from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type,
+                                   IntegerType, i32,
                                    i64)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
+from pypto.backend.native.bf16 import bf16_refusal
+from pypto.backend.native.int_pow import constant_exponent
+from pypto.backend.native.printf import MAX_VALUES as PRINTF_VALUES
+from pypto.backend.native.printf import printf_ops
+from pypto.backend.native.numpy_math import ufunc_of, unavailable
+from pypto.backend.native.warp_exchange import refusal as exchange_refusal
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import (atomic_update, launch_id, memory_accesses, offset_base,
                                      warp_collective)
 
-SCALAR_TYPES = (IntegerType, Float16Type, Float32Type, Float64Type)
+SCALAR_TYPES = (IntegerType, Float16Type, BFloat16Type, Float32Type, Float64Type)
 INT_WIDTHS = (1, 32, 64)
-MEMORY_ELEMENTS = ("f16", "f32", "f64", "i1", "i32", "i64")
+MEMORY_ELEMENTS = ("f16", "bf16", "f32", "f64", "i1", "i32", "i64")
 
 LANE_IDS = ("global_id", "local_id", "block_id", "block_dim", "grid_dim", "warp_id", "lane_id")
 """Launch ids the lane function computes from its block and lane coordinates."""
@@ -75,11 +85,21 @@ MATH_OPS: frozenset[str] = frozenset({
 })
 """Correctly rounded (or exact) functions: LLVM's intrinsic and NumPy's ufunc agree on every
 input (`rsqrt` is the interpreter's 1 / sqrt in float64 rounded once; `fmod` is exact).
-exp, log, sin, ... are not here: libm and NumPy's own implementations may differ in the last
-bit (docs/native.md#exactness)."""
+exp, log, sin, ... are not here: they call NumPy's float64 loops (numpy_math.py), since libm and
+NumPy's own implementations may differ in the last bit (docs/native.md#exactness)."""
 
 STRUCTURE = frozenset({"scf.if", "scf.while", "scf.for", "scf.yield", "scf.condition",
                        "func.return"})
+
+
+ORDER_FREE = frozenset({"add", "max", "min", "and", "or", "xor"})
+"""Integer atomics whose final value is the same in any order (commutative and associative):
+when no lane uses the old value, the lanes may update in any order."""
+
+
+def _atomic_kind(op: Operation) -> str:
+    update = atomic_update(op)
+    return update.kind if update is not None else ""
 
 
 def _type_ok(t: Attribute) -> bool:
@@ -193,6 +213,8 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         return "the kernel's body has several blocks (unstructured control flow); the " \
                "lowering starts from structured scf control flow"
     for arg in kernel.body.block.args:
+        if isinstance(arg.type, BFloat16Type):
+            return "a bfloat16 scalar parameter is not compiled yet (bfloat16 tensors are)"
         if not _type_ok(arg.type):
             return f"parameter of type {arg.type} (compiled: {', '.join(MEMORY_ELEMENTS)} " \
                    f"HBM pointers and i32/i64/f32/f64 scalars)"
@@ -214,12 +236,13 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                         # (a token carried by a loop: phases.py / tokens.py decide)
                         return f"{_where(op)}: a loop or branch carries a {barg.type} value"
         name = op.name
-        if warp_collective(op) is not None:
-            see = "docs/native.md#what-is-compiled-the-support-check"
-            return f"{_where(op)}: '{name}' is a warp shuffle or vote (lanes of a warp exchange " \
-                   f"values), and the compiled lane model runs a block's lanes one after " \
-                   f"another; warp collectives are not compiled yet ({see}): the interpreter " \
-                   f"runs this kernel"
+        refused = bf16_refusal(op)
+        if refused is not None:
+            return f"{_where(op)}: {refused} is not compiled yet"
+        if warp_collective(op) is not None:  # exchanged through L1 first (warp_exchange.py)
+            return exchange_refusal(kernel) or \
+                f"{_where(op)}: '{name}' is a warp shuffle or vote: the native backend " \
+                f"compiles it after warp_exchange.exchange_warp_collectives (NativeKernel does)"
         if name in STRUCTURE or name in ARITH_OPS or name in MATH_OPS:
             if isinstance(op, scf.IfOp | scf.WhileOp | scf.ForOp) and \
                     any(isinstance(r.type, pto.PtrType) for r in op.results):
@@ -229,13 +252,26 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             continue
         if name in DIVISIONS:
             continue
+        if isinstance(op, math.IPowIOp):  # int_pow.py
+            exponent = constant_exponent(op)
+            if op.results[0].type not in (i32, i64) or exponent is not None and exponent < 0:
+                return f"{_where(op)}: integer '**' of {op.results[0].type} or by a negative " \
+                       f"constant is not compiled (the interpreter reports a negative exponent)"
+            continue
+        if isinstance(op, arith.UIToFPOp):
+            if op.operands[0].type != IntegerType(1):
+                return f"{_where(op)}: an unsigned int -> float cast is not compiled yet"
+            continue
+        if ufunc_of(op) is not None:  # NumPy's own float64 loop (numpy_math.py)
+            why = unavailable(op)
+            if why is not None:
+                return f"{_where(op)}: '{name}' is computed by NumPy's float64 loop, which " \
+                       f"compiled code cannot call here ({why})"
+            continue
         if name == FLOAT_TO_INT:
             if op.results[0].type not in (i32, i64):
                 return f"{_where(op)}: a float -> {op.results[0].type} cast is not compiled yet"
             continue
-        if name in ("pto.fma", "math.fma") and isinstance(op.operands[-1].type, Float16Type):
-            return f"{_where(op)}: a float16 fma (LLVM computes it in float32 and rounds twice; " \
-                   f"the interpreter rounds once)"
         if launch_id(op) is not None:
             if launch_id(op) not in LANE_IDS:
                 return f"{_where(op)}: '{name}' is not compiled yet"
@@ -244,6 +280,14 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             if op.l1_offset is None:
                 return f"{_where(op)}: an L1 buffer without a placed offset (the native " \
                        f"backend lays out L1 as pto-allocate-l1 did)"
+            continue
+        if isinstance(op, pto.PrintfOp):  # printf.py: one per kernel, outside loops
+            if len(printf_ops(kernel)) > 1 or _in_loop(op, kernel):
+                return f"{_where(op)}: a kernel with several pto.printf, or one in a loop (the " \
+                       f"native backend prints in the interpreter's order only for one " \
+                       f"printf outside loops)"
+            if len(op.values) > PRINTF_VALUES:
+                return f"{_where(op)}: a pto.printf of more than {PRINTF_VALUES} values"
             continue
         if isinstance(op, pto.BarrierOp | pto.BarrierBlockOp | pto.WaitOp | pto.WaitAllOp):
             continue
@@ -272,23 +316,19 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             if root_param(op.results[0]) is None:
                 return f"{_where(op)}: a pointer not derived from a kernel parameter"
             continue
-        if isinstance(op, pto.AtomicAddOp | pto.LoadOp | pto.StoreOp | pto.FmaOp) and \
+        if (isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp) or
+                atomic_update(op) is not None) and \
                 all(a.space == "local" for a in memory_accesses(op)):
             # L1: a write is a phase of its own, in lane order (phases.py)
             if any(root_alloc(op.operands[a.operand]) is None for a in memory_accesses(op)):
                 return f"{_where(op)}: an L1 access not through a pto.alloc_local buffer"
             continue
-        if isinstance(op, pto.AtomicAddOp):
-            root = root_param(op.ptr)
+        if atomic_update(op) is not None:
+            root = root_param(op.operands[0])
             if root is None:
                 return f"{_where(op)}: an atomic through a pointer not derived from a parameter"
             atomics.setdefault(root, []).append(op)
             continue
-        update = atomic_update(op)
-        if update is not None and update.kind != "add":  # the atomics besides atomic_add
-            return f"{_where(op)}: '{name}' is not compiled by the native backend yet (of the " \
-                   f"atomics only pto.atomic_add is); run it with backend='interpreter' " \
-                   f"(backend='auto' does)"
         if isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp):
             for access in memory_accesses(op):
                 root = root_param(op.operands[access.operand])
@@ -310,8 +350,10 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if root in readers or root in writers or "pto.noalias" not in attrs:
             return f"{_where(ops[0])}: parameter {pname} is updated by atomics and also loaded, " \
                    f"stored or aliased"
-        totals = all(isinstance(op.value.type, IntegerType) and not op.result.uses
-                     for op in ops)
+        kinds = {_atomic_kind(op) for op in ops}
+        totals = len(kinds) == 1 and kinds <= ORDER_FREE and all(
+            isinstance(op.results[0].type, IntegerType) and not op.results[0].uses
+            for op in ops)
         if not totals and (len(ops) > 1 or _in_loop(ops[0], kernel)):
             return f"{_where(ops[0])}: atomics whose order shows (float, or the old value " \
                    f"used) from several ops or in a loop: the interpreter's order is op by op"
@@ -336,6 +378,12 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
     if needs_phases(kernel):
+        # (bfloat16 L1 tiles that only block-level instructions touch are compiled: the
+        # callbacks and tile loops handle them, tiles.py; a bfloat16 *value* is bf16.py's
+        # widening, not yet carried across phases)
+        if any(isinstance(v.type, BFloat16Type) for op in kernel.walk() for v in op.results):
+            return "bfloat16 values in a kernel with phases (L1 or barriers) are not " \
+                   "compiled yet"
         refused = refusal(kernel)
         if refused is not None:
             culprit[:] = [refused[1]] if refused[1] is not None else []

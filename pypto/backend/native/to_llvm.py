@@ -31,6 +31,13 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
+from pypto.backend.native.bf16 import has_bf16, widen_bf16
+from pypto.backend.native.narrow_fma import rewrite_narrow_fmas
+from pypto.backend.native.printf import declare as declare_printf
+from pypto.backend.native.printf import lower_printf
+from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
+from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
                                               add_fast_blocks)
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
@@ -103,6 +110,9 @@ class _FunctionLowering:
         self.next_site = 0
         self.calls_collective = False
         self.calls_tile = False  # a tile vector instruction (tiles.py)
+        self.numpy_calls: set[str] = set()
+        self.calls_printf = False
+        """The NumPy loops the function calls (numpy_math.py)."""
 
     # helpers --------------------------------------------------------------------------------
 
@@ -400,6 +410,18 @@ class _FunctionLowering:
             self._collective(op)
         elif native_tiles.is_tile_op(op):  # a block-level call (pypto/backend/native/tiles.py)
             native_tiles.lower_tile_op(self, op)
+        elif is_rmw_atomic(op):
+            lower_atomic(self, op)
+        elif ufunc_of(op) is not None:
+            lower_math(self, op)
+        elif isinstance(op, math.IPowIOp):
+            lower_ipowi(self, op)
+        elif isinstance(op, arith.UIToFPOp):
+            lower_uitofp(self, op)
+        elif isinstance(op, pto.PrintfOp):
+            lower_printf(self, op)
+        elif isinstance(op, arith.BitcastOp):
+            self._replace(op, llvm.BitcastOp(op.operands[0], op.results[0].type))
         elif isinstance(op, pto.FmodOp):  # C's fmod (exact), as NumPy's np.fmod
             self._replace(op, llvm.FRemOp(op.operands[0], op.operands[1]))
         elif op.dialect_name() == "llvm":
@@ -621,12 +643,19 @@ class ConvertPtoToLlvmPass(ModulePass):
     """Add the per-block range check and the unchecked lane loops (fast_blocks.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp):
+                rewrite_narrow_fmas(fn)  # float16 / bfloat16 fma rounded once (narrow_fma.py)
+                if has_bf16(fn):  # bfloat16 values become their bits (bf16.py)
+                    widen_bf16(fn)
         functions = {fn.sym_name.data: fn for fn in op.ops if isinstance(fn, func.FuncOp)}
         for name, grid in functions.items():
             lane = functions.get(name + LANE_SUFFIX)
             if GRID_ATTR in grid.attributes and lane is not None and self.fast_blocks:
                 num_params = len(lane.body.blocks[0].args) - ID_ARGS - 1
                 add_fast_blocks(op, lane, grid, num_params)
+        numpy_calls: set[str] = set()
+        printf = False
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp):
                 continue
@@ -637,6 +666,8 @@ class ConvertPtoToLlvmPass(ModulePass):
                     f"function; run pto-simt-to-lanes and convert-scf-to-cf first")
             lowering = _FunctionLowering(fn)
             new = lowering.lower()
+            numpy_calls |= lowering.numpy_calls
+            printf |= lowering.calls_printf
             op.body.block.insert_op_before(new, fn)
             fn.detach()
             fn.erase()
@@ -649,3 +680,7 @@ class ConvertPtoToLlvmPass(ModulePass):
                     op.body.block.first_op)
             if lowering.calls_tile:
                 native_tiles.declare(op.body.block)
+        if printf:  # the printf callback (printf.py)
+            declare_printf(op)
+        if numpy_calls:  # the transcendental functions: NumPy's loops (numpy_math.py)
+            add_helpers(op, numpy_calls)

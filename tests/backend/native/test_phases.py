@@ -9,24 +9,7 @@ import pytest
 import pypto as pto
 from pypto.backend.native.jit import NativeUnsupported
 from pypto.errors import MemoryAccessError
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYPTO_NATIVE_CACHE", str(tmp_path / "native"))
-
-
-def both(kernel, grid, block, arrays, scalars=()):
-    outs = []
-    for backend in ("interpreter", "native"):
-        copies = [a.copy() for a in arrays]
-        pto.launch(kernel, grid, block, (*copies, *scalars), backend=backend)
-        outs.append(copies)
-    return outs
-
-
-def same_bits(a, b):
-    return all(np.array_equal(x.view(np.uint8), y.view(np.uint8)) for x, y in zip(a, b))
+from tests.backend.native.helpers import both, same_bits
 
 
 @pto.kernel

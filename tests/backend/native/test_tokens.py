@@ -14,11 +14,6 @@ from tests.kernels.test_double_buffer import scale_double_buffered
 T = 256
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYPTO_NATIVE_CACHE", str(tmp_path / "native"))
-
-
 @pto.kernel
 def stream_prefetch(x, y, ntiles, WAIT: pto.constexpr):
     """Tile k is read into registers, then tile k+1's load is issued into the same buffer and

@@ -1,0 +1,211 @@
+"""bfloat16 in compiled code: values are their 16 bits (i16), arithmetic is float32's.
+
+xDSL 0.74's translation to LLVM IR has no bfloat type, so before `convert-pto-to-llvm` lowers
+a function, `widen_bf16` rewrites it (still `arith` / `math` / `pto`) so that no bf16 value is
+left: loads, stores, selects and block arguments carry the bits as i16, and every operation is
+the interpreter's (pypto/exact.py: ml_dtypes' bfloat16 arithmetic computes in float32 and rounds
+once, exact since float32 has more than 2p + 2 bits):
+
+- bf16 → float32 is exact: the bits shifted up 16 (then `extf` to float64 where needed);
+- float32 → bf16 rounds to nearest even (`bits + 0x7FFF + lsb`, the top 16 bits); a NaN becomes
+  the quiet NaN of its sign, 0x7FC0 / 0xFFC0, as ml_dtypes;
+- float64 → bf16 (casts, and the functions evaluated in float64: exp, ..., rsqrt, `**`) rounds to
+  odd in float32 first, then to nearest even: rounded once (exact.py `_f64_to_bf16`);
+- `-x`, `abs(x)`, `copysign` are bit operations (the payload of a NaN kept, as ml_dtypes).
+
+A bfloat16 fma and an int64 → bfloat16 cast are rounded once by narrow_fma.py first. Refused by
+the support check: bfloat16 atomics, scalar parameters and kernels with phases.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import (BFloat16Type, FloatAttr, IntegerAttr, IntegerType, f32,
+                                   f64, i1, i16, i32)
+import numpy as np
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from pypto.backend.native.numpy_math import ufunc_of
+from pypto.dialects import pto
+
+BF16 = BFloat16Type()
+_IN_F64 = (math.RsqrtOp, math.PowFOp)
+"""Evaluated in float64 by the interpreter and rounded once (with the `ufunc_of` functions)."""
+_BITWISE = (arith.NegfOp, math.AbsFOp, math.CopySignOp)
+
+
+def has_bf16(fn: Operation) -> bool:
+    return any(v.type == BF16 for op in fn.walk() for v in (*op.operands, *op.results))
+
+
+class _Rewriter:
+    def __init__(self, anchor: Operation):
+        self.anchor = anchor
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.anchor.parent_block().insert_op_before(op, self.anchor)
+        return op.results[0]
+
+    def const(self, v: int, t: Attribute) -> SSAValue:
+        return self.emit(arith.ConstantOp(IntegerAttr(v, t)))
+
+    def to_f32(self, bits: SSAValue) -> SSAValue:
+        wide = self.emit(arith.ExtUIOp(bits, i32))
+        up = self.emit(arith.ShLIOp(wide, self.const(16, i32)))
+        return self.emit(arith.BitcastOp(up, f32))
+
+    def to_wide(self, bits: SSAValue, t: Attribute) -> SSAValue:
+        x = self.to_f32(bits)
+        return x if t == f32 else self.emit(arith.ExtFOp(x, t))
+
+    def from_f32(self, x: SSAValue) -> SSAValue:
+        bits = self.emit(arith.BitcastOp(x, i32))
+        hi = self.emit(arith.ShRUIOp(bits, self.const(16, i32)))
+        lsb = self.emit(arith.AndIOp(hi, self.const(1, i32)))
+        bias = self.emit(arith.AddiOp(self.const(0x7FFF, i32), lsb))
+        rounded = self.emit(arith.ShRUIOp(self.emit(arith.AddiOp(bits, bias)),
+                                          self.const(16, i32)))
+        sign = self.emit(arith.AndIOp(hi, self.const(0x8000, i32)))
+        quiet = self.emit(arith.OrIOp(sign, self.const(0x7FC0, i32)))
+        nan = self.emit(arith.CmpfOp(x, x, "uno"))
+        pick = self.emit(arith.SelectOp(nan, quiet, rounded))
+        return self.emit(arith.TruncIOp(pick, i16))
+
+    def from_f64(self, x: SSAValue) -> SSAValue:
+        """Round to odd in float32 (truncate, last bit set when inexact), then from_f32."""
+        near = self.emit(arith.TruncFOp(x, f32))
+        back = self.emit(arith.ExtFOp(near, f64))
+        inexact = self.emit(arith.CmpfOp(back, x, "one"))
+        bits = self.emit(arith.BitcastOp(near, i32))
+        away = self.emit(arith.CmpfOp(self.emit(math.AbsFOp(back)),
+                                      self.emit(math.AbsFOp(x)), "ogt"))
+        step = self.emit(arith.ExtUIOp(away, i32))
+        toward = self.emit(arith.SubiOp(bits, step))
+        odd = self.emit(arith.OrIOp(toward, self.emit(arith.ExtUIOp(inexact, i32))))
+        return self.from_f32(self.emit(arith.BitcastOp(odd, f32)))
+
+    def from_wide(self, x: SSAValue) -> SSAValue:
+        if x.type == f64:
+            return self.from_f64(x)
+        if x.type != f32:
+            x = self.emit(arith.ExtFOp(x, f32))  # float16: exact in float32
+        return self.from_f32(x)
+
+
+def _retype(value: SSAValue) -> None:
+    if value.type == BF16:
+        value._type = i16  # type: ignore[attr-defined]
+
+
+def widen_bf16(fn: Operation) -> None:
+    """Rewrite `fn` so that it has no bf16 value (module doc)."""
+    ops = list(fn.walk())
+    was_bf16: set[SSAValue] = {v for op in ops for v in op.results if v.type == BF16}
+    was_bf16 |= {a for op in ops for region in op.regions for block in region.blocks
+                 for a in block.args if a.type == BF16}
+    for op in ops:
+        if op.parent is None and op is not fn:
+            continue  # erased
+        operands_bf16 = [v in was_bf16 for v in op.operands]
+        result_bf16 = any(r.type == BF16 for r in op.results)
+        if not any(operands_bf16) and not result_bf16:
+            continue
+        rw = _Rewriter(op)
+        if isinstance(op, arith.ConstantOp):
+            assert isinstance(op.value, FloatAttr)
+            bits = _bf16_bits(op.value.value.data)
+            new = rw.const(bits - (1 << 16) if bits >= 1 << 15 else bits, i16)
+            op.results[0].replace_all_uses_with(new)
+            was_bf16.add(new)
+            op.detach()
+            op.erase()
+            continue
+        if isinstance(op, _BITWISE):
+            x = op.operands[0]
+            if isinstance(op, arith.NegfOp):
+                r = rw.emit(arith.XOrIOp(x, rw.const(-0x8000, i16)))
+            elif isinstance(op, math.AbsFOp):
+                r = rw.emit(arith.AndIOp(x, rw.const(0x7FFF, i16)))
+            else:
+                mag = rw.emit(arith.AndIOp(x, rw.const(0x7FFF, i16)))
+                sign = rw.emit(arith.AndIOp(op.operands[1], rw.const(-0x8000, i16)))
+                r = rw.emit(arith.OrIOp(mag, sign))
+            op.results[0].replace_all_uses_with(r)
+            was_bf16.add(r)
+            op.detach()
+            op.erase()
+            continue
+        if isinstance(op, arith.ExtFOp) and operands_bf16[0]:
+            r = rw.to_wide(op.operands[0], op.results[0].type)
+            op.results[0].replace_all_uses_with(r)
+            op.detach()
+            op.erase()
+            continue
+        if isinstance(op, arith.TruncFOp | arith.ExtFOp) and result_bf16:
+            r = rw.from_wide(op.operands[0])
+            was_bf16.add(r)
+            op.results[0].replace_all_uses_with(r)
+            op.detach()
+            op.erase()
+            continue
+        if isinstance(op, arith.SIToFPOp | arith.UIToFPOp) and result_bf16:
+            src = op.operands[0]
+            if src.type == i1:
+                src = rw.emit(arith.ExtUIOp(src, i32))
+            wide = rw.emit(arith.SIToFPOp(src, f64))  # int32 / bool: exact in float64
+            r = rw.from_f64(wide)
+            was_bf16.add(r)
+            op.results[0].replace_all_uses_with(r)
+            op.detach()
+            op.erase()
+            continue
+        if _carries_bits(op):
+            for r in op.results:
+                _retype(r)
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        _retype(arg)
+            continue
+        # arithmetic: widened operands, the result rounded once
+        width = f64 if ufunc_of(op) is not None or isinstance(op, _IN_F64) else f32
+        for i, is_bf16 in enumerate(operands_bf16):
+            if is_bf16:
+                op.operands[i] = rw.to_wide(op.operands[i], width)
+        if result_bf16:
+            result = op.results[0]
+            result._type = width  # type: ignore[attr-defined]
+            after = _Rewriter(op.next_op)  # type: ignore[arg-type]
+            users = list(result.uses)
+            r = after.from_wide(result)
+            was_bf16.add(r)
+            for use in users:
+                use.operation.operands[use.index] = r
+    for op in fn.walk():  # block arguments of lowered control flow (cf branches)
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    _retype(arg)
+
+
+def _carries_bits(op: Operation) -> bool:
+    """Ops that move a value without computing on it (i16 bits are as good as bf16)."""
+    return isinstance(op, pto.LoadOp | pto.StoreOp | arith.SelectOp | func.ReturnOp |
+                      func.CallOp) or op.dialect_name() in ("cf", "scf") or \
+        op.name in ("pto.alloc_local",)
+
+
+def _bf16_bits(value: float) -> int:
+    import ml_dtypes
+
+    return int(np.array(value, dtype=ml_dtypes.bfloat16).view(np.uint16))
+
+
+def bf16_refusal(op: Operation) -> str | None:
+    """Why `op` on bfloat16 values is not compiled (None: it is)."""
+    types = [v.type for v in (*op.operands, *op.results)]
+    if BF16 not in types:
+        return None
+    if op.name.startswith("pto.atomic"):
+        return "a bfloat16 atomic"
+    return None

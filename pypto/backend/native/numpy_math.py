@@ -1,0 +1,246 @@
+"""The transcendental functions in compiled code: NumPy's own float64 loops, called directly.
+
+One definition for both backends (docs/native.md#exactness): the interpreter evaluates exp,
+log, tanh, sin, ..., atan2 and `**` of floats as NumPy's float64 ufunc, rounded once to the
+operand type (pypto/exact.py `via_f64`). NumPy's float64 loops are its own SIMD code (SVML-style
+on AVX-512 machines), not libm, and may differ from libm in the last bit. So compiled code does
+not call libm: it calls *the same machine code* NumPy runs, the ufunc's float64 inner loop
+(`void loop(char **args, npy_intp *n, npy_intp *steps, void *data)`), on one element at a time.
+The loop computes each element independently of how many it is given (tested on every function
+and a few hundred thousand inputs: one element at a time, whole arrays and NumPy scalars give
+the same bits).
+
+The loop's address is read from the ufunc object (`PyUFuncObject.functions`, NumPy's public
+struct in `ufuncobject.h`), checked by name and by calling it on sample inputs against the
+ufunc itself; when anything does not match (another NumPy layout), `unavailable()` says why and
+the support check refuses the function, so `backend="auto"` runs the interpreter. The object code
+names the loops by symbol (`pypto_numpy_<name>`), bound to this process's addresses when the
+object is loaded (`bind_symbols`), so the disk cache stays valid across processes.
+
+`**` of floats is NumPy's float64 `power` loop, except the exponents 2, -1 and 0.5, which are
+`a * a`, `1 / a` and `sqrt(a)` (C99's `pow(-0, 0.5) = +0`, `pow(-inf, 0.5) = +inf`): NumPy
+itself takes those shortcuts when the exponent is one scalar, so the interpreter's definition
+(exact.py `c99_power`) applies them to every lane whatever the exponent's shape.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects import llvm, math
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f64, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from pypto.dialects import pto
+
+if TYPE_CHECKING:
+    from pypto.backend.native.to_llvm import _FunctionLowering
+
+UFUNCS: dict[type[Operation], str] = {
+    math.ExpOp: "exp", math.LogOp: "log", math.TanhOp: "tanh", math.SinOp: "sin",
+    math.CosOp: "cos", math.Exp2Op: "exp2", math.Log2Op: "log2", math.TanOp: "tan",
+    math.SinhOp: "sinh", math.CoshOp: "cosh", math.AsinOp: "arcsin", math.AcosOp: "arccos",
+    math.AtanOp: "arctan", math.AsinhOp: "arcsinh", math.AcoshOp: "arccosh",
+    math.AtanhOp: "arctanh", math.ExpM1Op: "expm1", math.Log10Op: "log10",
+    math.Log1pOp: "log1p", math.CbrtOp: "cbrt", math.Atan2Op: "arctan2",
+    math.PowFOp: "power",
+}
+"""The ops computed by NumPy's float64 loop of the ufunc of this name (`pto.sigmoid` uses exp)."""
+
+SYMBOL_PREFIX = "pypto_numpy_"
+_HELPER_PREFIX = "pypto.numpy."
+_PTR_SIZE = ctypes.sizeof(ctypes.c_void_p)
+_LOOP = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
+                         ctypes.POINTER(ctypes.c_ssize_t), ctypes.POINTER(ctypes.c_ssize_t),
+                         ctypes.c_void_p)
+
+
+def ufunc_of(op: Operation) -> str | None:
+    """The ufunc whose loop computes `op` (None: not a transcendental function)."""
+    if isinstance(op, pto.SigmoidOp):
+        return "exp"
+    return UFUNCS.get(type(op))
+
+
+@cache
+def _loop(name: str) -> tuple[int | None, str]:
+    """(address of the float64 loop of `np.<name>`, "") or (None, why not)."""
+    uf = getattr(np, name)
+    nargs = uf.nin + uf.nout
+    base = id(uf)
+    head = 2 * _PTR_SIZE  # PyObject_HEAD: refcount, type
+    ints = (ctypes.c_int * 4).from_address(base + head)  # nin, nout, nargs, identity
+    if (ints[0], ints[1], ints[2]) != (uf.nin, uf.nout, nargs):
+        return None, f"NumPy {np.__version__}'s ufunc layout is not the one expected"
+    functions = ctypes.c_void_p.from_address(base + head + 16).value
+    data = ctypes.c_void_p.from_address(base + head + 16 + _PTR_SIZE).value
+    ntypes = ctypes.c_int.from_address(base + head + 16 + 2 * _PTR_SIZE).value
+    named = ctypes.c_char_p.from_address(base + head + 24 + 2 * _PTR_SIZE).value
+    types = ctypes.c_void_p.from_address(base + head + 24 + 3 * _PTR_SIZE).value
+    if named != name.encode() or not functions or not types or ntypes != uf.ntypes:
+        return None, f"NumPy {np.__version__}'s ufunc layout is not the one expected"
+    codes = (ctypes.c_char * (ntypes * nargs)).from_address(types).raw
+    want = bytes([np.dtype(np.float64).num] * nargs)
+    for i in range(ntypes):
+        if codes[i * nargs:(i + 1) * nargs] != want:
+            continue
+        if data and (ctypes.c_void_p * ntypes).from_address(data)[i]:
+            return None, f"np.{name}'s float64 loop needs data"
+        address = (ctypes.c_void_p * ntypes).from_address(functions)[i]
+        if address and _agrees(name, address, uf.nin):
+            return int(address), ""
+        return None, f"np.{name}'s float64 loop does not give np.{name}'s results"
+    return None, f"np.{name} has no float64 loop"
+
+
+def _agrees(name: str, address: int, nin: int) -> bool:
+    """Does the loop at `address`, called one element at a time, give `np.<name>`'s bits?"""
+    rng = np.random.default_rng(29)
+    xs = [np.concatenate([rng.standard_normal(64) * 4, rng.uniform(-1, 1, 64),
+                          [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 5e-324]])
+          for _ in range(nin)]
+    if nin == 2:
+        xs[1] = np.abs(xs[1])
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(*xs) if nin == 1 else getattr(np, name)(xs[0], xs[1].copy())
+    got = np.empty_like(xs[0])
+    loop = _LOOP(address)
+    args = (ctypes.c_void_p * (nin + 1))()
+    dims = (ctypes.c_ssize_t * 1)(1)
+    steps = (ctypes.c_ssize_t * (nin + 1))(*[8] * (nin + 1))
+    for k in range(got.size):
+        for j in range(nin):
+            args[j] = xs[j].ctypes.data + 8 * k
+        args[nin] = got.ctypes.data + 8 * k
+        loop(args, dims, steps, None)
+    if name == "power":  # exponents 2, -1, 0.5: NumPy's scalar shortcuts (module doc)
+        keep = ~np.isin(xs[1], (2.0, -1.0, 0.5))
+        got, want = got[keep], want[keep]
+    return bool(np.array_equal(got.view(np.uint64), want.view(np.uint64)))
+
+
+def unavailable(op: Operation) -> str | None:
+    """Why `op`'s NumPy loop cannot be called from compiled code (None: it can)."""
+    name = ufunc_of(op)
+    if name is None:
+        return "not a NumPy function"
+    return _loop(name)[1] or None
+
+
+def symbols(module: Operation) -> list[str]:
+    """The ufuncs whose loops the lowered `module` calls."""
+    return sorted({op.sym_name.data[len(SYMBOL_PREFIX):] for op in module.walk()
+                   if isinstance(op, llvm.FuncOp) and
+                   op.sym_name.data.startswith(SYMBOL_PREFIX)})
+
+
+def bind_symbols(names: list[str]) -> None:
+    """Resolve `pypto_numpy_<name>` to this process's NumPy loops (before linking an object)."""
+    import llvmlite.binding as binding
+
+    for name in names:
+        address, why = _loop(name)
+        if address is None:
+            raise RuntimeError(f"np.{name}'s float64 loop is not callable: {why}")
+        binding.add_symbol(SYMBOL_PREFIX + name, address)
+
+
+# lowering ----------------------------------------------------------------------------------
+
+def lower_math(lowering: _FunctionLowering, op: Operation) -> None:
+    """`op` on its operands widened to float64, through NumPy's loop, rounded once."""
+    name = ufunc_of(op)
+    assert name is not None
+    t = op.results[0].type
+    wide = [x if x.type == f64 else lowering._before(op, llvm.FPExtOp(x, f64))
+            for x in op.operands]
+    if isinstance(op, pto.SigmoidOp):  # 1 / (1 + exp(-x)) in float64 (exact.py `_sigmoid`)
+        neg = lowering._before(op, llvm.FNegOp(wide[0]))
+        e = _call(lowering, op, "exp", [neg])
+        one = lowering._const(1.0, f64)
+        den = lowering._before(op, one, llvm.FAddOp(one.result, e))
+        r = lowering._before(op, llvm.FDivOp(one.result, den))
+    elif name == "power":
+        r = _power(lowering, op, wide[0], wide[1])
+    else:
+        r = _call(lowering, op, name, wide)
+    lowering.numpy_calls.add(name)
+    rounded = lowering._round_f64(op, r, t)
+    op.results[0].replace_all_uses_with(rounded)
+    op.detach()
+    op.erase()
+
+
+def _call(lowering: _FunctionLowering, op: Operation, name: str,
+          args: list[SSAValue]) -> SSAValue:
+    lowering.numpy_calls.add(name)
+    return lowering._before(op, llvm.CallOp(_HELPER_PREFIX + name, *args, return_type=f64))
+
+
+def _power(lowering: _FunctionLowering, op: Operation, a: SSAValue, b: SSAValue) -> SSAValue:
+    """NumPy's power loop, with the exponents 2, -1, 0.5 as `a*a`, `1/a`, C99's sqrt."""
+    p = _call(lowering, op, "power", [a, b])
+    before = lowering._before
+
+    def const(v: float) -> SSAValue:
+        return before(op, lowering._const(v, f64))
+
+    square = before(op, llvm.FMulOp(a, a))
+    inverse = before(op, llvm.FDivOp(const(1.0), a))
+    root = before(op, llvm.CallIntrinsicOp("llvm.sqrt.f64", [a], [f64]))
+    root = before(op, llvm.FAddOp(root, const(0.0)))  # +0 for -0 (round to nearest)
+    is_neg_inf = before(op, llvm.FCmpOp(a, const(-np.inf), "oeq"))
+    root = before(op, llvm.SelectOp(is_neg_inf, const(np.inf), root))
+    r = p
+    for value, special in ((2.0, square), (-1.0, inverse), (0.5, root)):
+        hit = before(op, llvm.FCmpOp(b, const(value), "oeq"))
+        r = before(op, llvm.SelectOp(hit, special, r))
+    return r
+
+
+def add_helpers(module: ModuleOp, names: set[str]) -> None:
+    """Per ufunc, the external loop's declaration and an internal `f64 (f64[, f64])` helper
+    calling it on one element (stack slots for the loop's argument arrays)."""
+    ptr = llvm.LLVMPointerType()
+    existing = {o.sym_name.data for o in module.ops if isinstance(o, llvm.FuncOp)}
+    first = module.body.block.first_op
+    for name in sorted(names):
+        if _HELPER_PREFIX + name in existing:
+            continue
+        nin = getattr(np, name).nin
+        module.body.block.insert_op_before(llvm.FuncOp(
+            SYMBOL_PREFIX + name, llvm.LLVMFunctionType([ptr, ptr, ptr, ptr]),
+            linkage=llvm.LinkageAttr("external"), body=Region()), first)
+        block = Block(arg_types=[f64] * nin)
+        ops: list[Operation] = []
+
+        def emit(o: Operation) -> SSAValue:
+            ops.append(o)
+            return o.results[0] if o.results else None  # type: ignore[return-value]
+
+        def const(v: int) -> SSAValue:
+            return emit(llvm.ConstantOp(IntegerAttr(v, i64), i64))
+
+        one = const(1)
+        cells = [emit(llvm.AllocaOp(one, f64, alignment=8)) for _ in range(nin + 1)]
+        args = emit(llvm.AllocaOp(const(nin + 1), ptr, alignment=8))
+        steps = emit(llvm.AllocaOp(const(nin + 1), i64, alignment=8))
+        dims = emit(llvm.AllocaOp(one, i64, alignment=8))
+        eight = const(8)
+        for j, cell in enumerate(cells):
+            if j < nin:
+                emit(llvm.StoreOp(block.args[j], cell))
+            emit(llvm.StoreOp(cell, emit(llvm.GEPOp.from_mixed_indices(args, [j], ptr))))
+            emit(llvm.StoreOp(eight, emit(llvm.GEPOp.from_mixed_indices(steps, [j], i64))))
+        emit(llvm.StoreOp(one, dims))
+        null = emit(llvm.IntToPtrOp(const(0)))
+        ops.append(llvm.CallOp(SYMBOL_PREFIX + name, args, dims, steps, null))
+        result = emit(llvm.LoadOp(cells[nin], f64))
+        ops.append(llvm.ReturnOp(result))
+        block.add_ops(ops)
+        module.body.block.insert_op_before(llvm.FuncOp(
+            _HELPER_PREFIX + name, llvm.LLVMFunctionType([f64] * nin, f64),
+            linkage=llvm.LinkageAttr("internal"), body=Region(block)), first)

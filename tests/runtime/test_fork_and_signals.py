@@ -25,9 +25,15 @@ TIMEOUT = 120
 """Seconds a scenario may take (each takes a few: the slack is for 2 shared cores)."""
 
 KERNELS = """\
-    import os, sys, threading, time
+    import os, signal, sys, threading, time
     import numpy as np
     import pypto as pto
+
+    # A terminal's Ctrl-C reaches a process whose SIGINT is unblocked and handled by Python; a
+    # child inherits its parent's signal mask, and the test's parent (a pytest-xdist worker
+    # beside other libraries' threads) may have SIGINT blocked: then the scenario never sees it
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     @pto.kernel
     def slow(o, n):

@@ -249,7 +249,7 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
         executable.run(grid, block, args)
         return
     native = _native(compiled, required=backend == "native")
-    if native is None:
+    if native is None or backend == "auto" and native.auto_prefers_interpreter:
         executable.run(grid, block, args)
         return
     refused = native.unsupported_launch(grid, block)

@@ -355,8 +355,13 @@ class NativeKernel:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         if self.printf_sites:
             llvm.add_symbol(printf.SYMBOL, printf.address())
-        numpy_math.bind_symbols(sorted({n for op in kernel.walk()
-                                        if (n := numpy_math.ufunc_of(op)) is not None}))
+        ufuncs = sorted({n for op in kernel.walk() if (n := numpy_math.ufunc_of(op)) is not None})
+        numpy_math.bind_symbols(ufuncs)
+        self.auto_prefers_interpreter: str | None = (
+            f"it calls NumPy's {', '.join(ufuncs)} loop once per element (docs/native.md"
+            f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else None)
+        """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
+        not): compiled, it would be slower."""
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)

@@ -133,6 +133,33 @@ def test_unsupported_kernel_is_detected_and_auto_falls_back():
     assert np.array_equal(b, c)
 
 
+@pto.kernel
+def exp_of(x, y, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(y + i, pto.exp(pto.load(x + i)))
+
+
+def test_auto_keeps_a_kernel_with_transcendentals_on_the_interpreter(monkeypatch):
+    """It compiles (native runs it, bit for bit), but per-element calls into NumPy's loop are
+    slower than the interpreter's one call: "auto" runs the interpreter (docs/native.md)."""
+    from pypto.backend.interpreter.executor import Executable
+    n = 300
+    x = np.linspace(-5, 5, n).astype(np.float32)
+    outs = both(exp_of, 2, 256, [x, np.zeros(n, np.float32)], (n,))
+    assert same_bits(outs[0], outs[1])
+    assert np.array_equal(outs[0][1], np.exp(x.astype(np.float64)).astype(np.float32))
+    interpreted = []
+    real = Executable.run
+    monkeypatch.setattr(Executable, "run",
+                        lambda self, *a: (interpreted.append(1), real(self, *a))[1])
+    y = np.zeros(n, np.float32)
+    pto.launch(exp_of, 2, 256, (x, y, n), backend="auto")
+    assert interpreted == [1] and same_bits([y], [outs[0][1]])
+    pto.launch(exp_of, 2, 256, (x, y, n), backend="native")
+    assert interpreted == [1]  # not again: the native code ran
+
+
 def test_set_backend_and_environment(monkeypatch):
     n = 300
     a = np.random.default_rng(3).random(n).astype(np.float32)

@@ -27,6 +27,7 @@ from pypto.backend.interpreter import watchdog
 from pypto.backend.native import collectives, int_pow, numpy_math, printf
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.collectives import Operand, Site
+from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
@@ -126,7 +127,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline
 
-    module = ModuleOp([exchange_warp_collectives(kernel).clone()])
+    module = ModuleOp([exchange_warp_collectives(inline_pipelines(kernel)).clone()])
     copy = next(iter(module.ops))
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
@@ -294,7 +295,8 @@ class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
     def __init__(self, kernel: func.FuncOp, name: str):
-        exchanged = exchange_warp_collectives(kernel)  # shuffles and votes through L1
+        exchanged = exchange_warp_collectives(inline_pipelines(kernel))  # (stages inlined;
+        # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
         reason, self.needs_1d = analyse(kernel)

@@ -378,12 +378,7 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
     if needs_phases(kernel):
-        # (bfloat16 L1 tiles that only block-level instructions touch are compiled: the
-        # callbacks and tile loops handle them, tiles.py; a bfloat16 *value* is bf16.py's
-        # widening, not yet carried across phases)
-        if any(isinstance(v.type, BFloat16Type) for op in kernel.walk() for v in op.results):
-            return "bfloat16 values in a kernel with phases (L1 or barriers) are not " \
-                   "compiled yet"
+        # (bfloat16 values cross phases as their bits: bf16.py widens spill slots too)
         refused = refusal(kernel)
         if refused is not None:
             culprit[:] = [refused[1]] if refused[1] is not None else []

@@ -327,6 +327,8 @@ class NativeKernel:
         self.printf_sites = {i: printf.site_of(op, op_location(op))
                              for i, op in enumerate(_checked_ops(kernel))
                              if isinstance(op, pto.PrintfOp)}
+        self.printf_free = printf.single_lane(kernel)[1] if len(self.printf_sites) > 1 or \
+            printf.in_loop(kernel) else frozenset()  # (dims the printing lane is not pinned in)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
@@ -480,6 +482,9 @@ class NativeKernel:
                 f"through L1 buffers of {self.exchange_lanes} lanes, fewer than this block's; "
                 f"run it on the interpreter (backend='interpreter' or 'auto')",
                 kernel=self.name)
+        printing = printf.launch_refusal(self.printf_free, grid, block, self.name)
+        if printing is not None:
+            return NativeUnsupported(printing, kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
             return NativeUnsupported(
                 f"the native backend runs kernel '{self.name}' only in 1-D launches (its "

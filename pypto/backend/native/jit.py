@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, int_pow, numpy_math, printf
+from pypto.backend.native import collectives, int_pow, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.inline_stages import inline_pipelines
@@ -329,6 +329,7 @@ class NativeKernel:
                              if isinstance(op, pto.PrintfOp)}
         self.printf_free = printf.single_lane(kernel)[1] if len(self.printf_sites) > 1 or \
             printf.in_loop(kernel) else frozenset()  # (dims the printing lane is not pinned in)
+        self.token_lanes = tokens.lane_limit(kernel)  # (copies in flight: lanes per dimension)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
@@ -482,7 +483,8 @@ class NativeKernel:
                 f"through L1 buffers of {self.exchange_lanes} lanes, fewer than this block's; "
                 f"run it on the interpreter (backend='interpreter' or 'auto')",
                 kernel=self.name)
-        printing = printf.launch_refusal(self.printf_free, grid, block, self.name)
+        printing = printf.launch_refusal(self.printf_free, grid, block, self.name) or \
+            tokens.launch_refusal(self.token_lanes, block, self.name)
         if printing is not None:
             return NativeUnsupported(printing, kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:

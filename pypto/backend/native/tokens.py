@@ -169,14 +169,16 @@ _BINARY = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b,
 
 
 class _Checker:
-    def __init__(self, kernel: func.FuncOp):
+    def __init__(self, kernel: func.FuncOp, lanes: int | None = None):
         from pypto.backend.native.warp_exchange import max_lanes
 
         self.kernel = kernel
         attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
         self.noalias = {a for i, a in enumerate(kernel.body.block.args)
                         if i < len(attrs) and "pto.noalias" in attrs[i].data}
-        self.ranges = Ranges(max_lanes=max_lanes())
+        # lane ids: below the target's largest block, or below `lanes` in every dimension
+        self.ranges = Ranges(max_lanes=max_lanes()) if lanes is None else \
+            Ranges(block=(lanes, lanes, lanes))
         self.loops: dict[scf.ForOp, _Loop] = {}
 
     # loops and the values known on a path ----------------------------------------------------
@@ -514,9 +516,50 @@ def _span(op: pto.AllocLocalOp) -> tuple[int, int]:
     return start, start + t.size * np.dtype(dtypes.np_dtype_of(t.element_type)).itemsize
 
 
-def check_tokens(kernel: func.FuncOp) -> None:
-    """Raise `TokenRefused` unless no in-flight hazard can fire (see the module doc)."""
+def _prove(kernel: func.FuncOp, lanes: int | None) -> None:
+    _Checker(kernel, lanes).block(kernel.body.block, {_State()}, {})
+
+
+def lane_limit(kernel: func.FuncOp) -> int | None:
+    """None when no in-flight hazard can fire in any block; else the largest block extent
+    (lanes per dimension) for which none can — a lane reading `slot + tid` of a slotted
+    buffer stays in its slot only while `tid` is below the slot's length. Raises
+    `TokenRefused` (the reason for the target's largest block) when not even one lane is
+    safe. Proofs with fewer lanes prove at least as much, so the limit is a binary search."""
+    from pypto.backend.native.warp_exchange import max_lanes
+
     if not any(isinstance(op, ASYNC) for op in kernel.walk()):
-        return
-    checker = _Checker(kernel)
-    checker.block(kernel.body.block, {_State()}, {})
+        return None
+    try:
+        _prove(kernel, None)
+        return None
+    except TokenRefused as exc:
+        refused = exc
+    lo, hi = 0, max_lanes()  # lo: proven (0: none yet), hi: refused
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            _prove(kernel, mid)
+            lo = mid
+        except TokenRefused:
+            hi = mid
+    if lo == 0:
+        raise refused
+    return lo
+
+
+def check_tokens(kernel: func.FuncOp) -> None:
+    """Raise `TokenRefused` unless no in-flight hazard can fire in some blocks (see the module
+    doc; `lane_limit` says which: `NativeKernel` refuses the others per launch)."""
+    lane_limit(kernel)
+
+
+def launch_refusal(limit: int | None, block: tuple[int, int, int], name: str) -> str | None:
+    """Why a launch with `block` is not proven free of in-flight hazards (None: it is)."""
+    if limit is None or max(block) <= limit:
+        return None
+    return (f"the native backend proved that no lane of kernel '{name}' touches an async copy "
+            f"in flight only for blocks of at most {limit} lanes per dimension (its lanes "
+            f"address a buffer being loaded at offsets from their ids), not for block "
+            f"{block}; run it on the interpreter (backend='interpreter' or 'auto'), whose "
+            f"in-flight check decides")

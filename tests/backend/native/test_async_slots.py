@@ -159,3 +159,31 @@ def test_a_data_dependent_read_of_a_copy_in_flight_is_refused_never_wrong():
         pto.launch(gather_while_loading, 1, T, args, backend="native")
     with pytest.raises(pto.RaceError, match="still in flight"):
         pto.launch(gather_while_loading, 1, T, args, backend="auto")
+
+
+def test_lanes_reading_a_slot_while_the_other_loads_bit_exact_and_bounded_by_the_block():
+    """tests/kernels/pipelined.py's pipelined_sum after `pto-double-buffer`: each lane reads
+    `slot + tid` while the other slot loads — apart only while `tid` stays below the slot's
+    256 elements. Proven for blocks of at most 256 lanes (bit for bit, against NumPy's sums);
+    a wider block is refused at launch, and there the interpreter's in-flight check fires."""
+    from tests.kernels.pipelined import PIPELINED
+
+    for trips in (0, 1, 4):
+        case = PIPELINED["pipelined_sum"](trips)
+        outs = []
+        for backend in ("interpreter", "native"):
+            args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+            pto.launch(case.kernel, case.grid, case.block, tuple(args), backend=backend)
+            outs.append([args[case.output]])
+        assert same_bits(*outs)
+        np.testing.assert_array_equal(outs[1][0], case.reference)
+    case = PIPELINED["pipelined_sum"](2, blocks=1)
+    x, y, ntiles = case.args
+    wide = (np.concatenate([x, x]), np.zeros(2 * y.size, np.float32), ntiles)
+    # (compiled without pto-verify-barriers, which proves that hazard for this block)
+    compiled = pto.compile(case.kernel, args=wide, block=2 * T,
+                           pipeline="pto-double-buffer,pto-allocate-l1")
+    with pytest.raises(NativeUnsupported, match="at most 256 lanes"):
+        pto.launch(compiled, 1, 2 * T, wide, backend="native")
+    with pytest.raises(pto.RaceError, match="still in flight"):
+        pto.launch(compiled, 1, 2 * T, wide, backend="auto")

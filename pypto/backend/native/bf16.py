@@ -17,7 +17,8 @@ A bfloat16 fma and an int64 → bfloat16 cast are rounded once by narrow_fma.py 
 atomic (`add`, `max`, `min`, `exch`) becomes a load, the combination, a store (`_atomic`). In a
 kernel with phases, spill slots and phase-function arguments of bfloat16 carry the bits too
 (`llvm.getelementptr` / `load` / `store` on i16, the function types retyped). Refused by the
-support check: bfloat16 scalar parameters (a launch cannot pass one: compiler.arg_type).
+support check: nothing of bfloat16 (a scalar parameter is its bits in the launch's argument
+slot, `bf16_bits`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ _BITWISE = (arith.NegfOp, math.AbsFOp, math.CopySignOp)
 
 
 def has_bf16(fn: Operation) -> bool:
+    if isinstance(fn, func.FuncOp) and BF16 in fn.function_type.inputs.data:
+        return True  # (a range function may take a bf16 uniform it does not use)
     return any(v.type == BF16 for op in fn.walk() for v in (*op.operands, *op.results))
 
 
@@ -244,6 +247,13 @@ def _carries_bits(op: Operation) -> bool:
     return isinstance(op, pto.LoadOp | pto.StoreOp | arith.SelectOp | func.ReturnOp |
                       func.CallOp | llvm.LoadOp | llvm.StoreOp) or op.dialect_name() in ("cf", "scf") or \
         op.name in ("pto.alloc_local",)
+
+
+def bf16_bits(value: object) -> int:
+    """The bits of a bfloat16 launch argument (a float rounded to nearest even, as NumPy)."""
+    import ml_dtypes
+
+    return int(np.asarray(value, dtype=ml_dtypes.bfloat16).view(np.uint16))
 
 
 def _bf16_bits(value: float) -> int:

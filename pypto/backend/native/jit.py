@@ -20,12 +20,13 @@ from typing import Any, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
+from xdsl.dialects.builtin import BFloat16Type, IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import collectives, int_pow, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
+from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
@@ -419,6 +420,10 @@ class NativeKernel:
             elif isinstance(p.type, IntegerType):  # (a bool constexpr: NumPy's bool_ is not
                 lines.append(f"    A[{slot}] = {b}" if p.type.width.data > 1 else  # an int)
                              f"    A[{slot}] = 1 if {b} else 0")
+                slot += 1
+            elif isinstance(p.type, BFloat16Type):  # its 16 bits (bf16.py), rounded as NumPy
+                lines.append(f"    A[{slot}] = bf16_bits({b})")
+                space["bf16_bits"] = bf16_bits
                 slot += 1
             else:
                 lines.append(f"    D[{slot}] = {b}")

@@ -213,8 +213,6 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         return "the kernel's body has several blocks (unstructured control flow); the " \
                "lowering starts from structured scf control flow"
     for arg in kernel.body.block.args:
-        if isinstance(arg.type, BFloat16Type):
-            return "a bfloat16 scalar parameter is not compiled yet (bfloat16 tensors are)"
         if not _type_ok(arg.type):
             return f"parameter of type {arg.type} (compiled: {', '.join(MEMORY_ELEMENTS)} " \
                    f"HBM pointers and i32/i64/f32/f64 scalars)"

@@ -212,3 +212,35 @@ def test_bf16_value_carried_by_a_block_level_loop():
         acc = ((acc.astype(np.float32) * np.float32(0.5)).astype(BF).astype(np.float32) +
                tile.astype(np.float32)).astype(BF)
     assert y.view(np.uint16).tolist() == acc.view(np.uint16).tolist()
+
+
+@pto.kernel
+def bf_scale(x, y, a, n):
+    i = pto.get_global_id()
+    if i < n:
+        pto.store(y + i, pto.load(x + i) * a)
+
+
+@pto.kernel
+def bf_scale_staged(x, y, a):
+    """The bfloat16 parameter used after a barrier: a uniform value passed to a phase."""
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(B, dtype=x.dtype)
+    pto.store(buf + tid, pto.load(x + pto.get_global_id()))
+    pto.barrier_block()
+    pto.store(y + pto.get_global_id(), pto.load(buf + (B - 1 - tid)) - a)
+
+
+@pytest.mark.parametrize("a", [BF(0.3), BF(-0.0), BF(np.inf), BF(3.0e38)])
+def test_bf16_scalar_parameter(a):
+    """A bfloat16 NumPy scalar (ml_dtypes) is a bfloat16 parameter (docs/language.md: a NumPy
+    scalar's dtype), passed to compiled code as its bits."""
+    x = _bf(np.random.default_rng(5).standard_normal(2 * B) * 3)
+    y = _both(bf_scale, 2, B, [x, np.zeros_like(x)], (a, x.size))[1]
+    with np.errstate(over="ignore"):
+        want = (x.astype(np.float32) * np.float32(a)).astype(BF)
+    assert same_bits([y], [want])
+    z = _both(bf_scale_staged, 2, B, [x, np.zeros_like(x)], (a,))[1]
+    rev = np.concatenate([x[b * B:(b + 1) * B][::-1] for b in range(2)])
+    want = (rev.astype(np.float32) - np.float32(a)).astype(BF)
+    assert same_bits([z], [want])

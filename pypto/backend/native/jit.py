@@ -365,7 +365,8 @@ class NativeKernel:
         numpy_math.bind_symbols(ufuncs)
         self.auto_prefers_interpreter: str | None = (
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element (docs/native.md"
-            f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else None)
+            f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else
+            tokens.looped_copies_reason(kernel))
         """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
         not): compiled, it would be slower."""
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())

@@ -205,3 +205,25 @@ def test_softmax_tiles_copies_are_proven():
         slotted = any("pto.slots" in op.attributes for op in compiled.func.walk())
         assert slotted == (pipeline is None)
         assert lane_limit(inline_pipelines(compiled.func)) is None
+
+
+def test_auto_keeps_looped_copies_on_the_interpreter(monkeypatch):
+    """The pipelined matmul compiles, but its copies and mma are a callback per block and
+    iteration: "auto" runs the interpreter's batch mode (docs/native.md#choosing-a-backend);
+    `backend="native"` still runs it natively."""
+    from pypto.backend.interpreter.executor import Executable
+
+    a = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float32)
+    args = (a, a, np.zeros((128, 128), np.float32), 128, 128, 128, 64, 64, 32)
+    compiled = pto.compile(matmul_tile, args=args, block=64)
+    interpreted = []
+    real = Executable.run
+    monkeypatch.setattr(Executable, "run", lambda self, *args, **kw: (
+        interpreted.append(1), real(self, *args, **kw))[1])
+    outs = []
+    for backend in ("auto", "native"):
+        c = np.zeros((128, 128), np.float32)
+        pto.launch(compiled, (2, 2), 64, (*args[:2], c, *args[3:]), backend=backend)
+        outs.append([c])
+        assert interpreted == [1]  # auto: the interpreter; native: not again
+    assert same_bits(*outs)

@@ -169,7 +169,8 @@ _BINARY = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b,
 
 
 class _Checker:
-    def __init__(self, kernel: func.FuncOp, lanes: int | None = None):
+    def __init__(self, kernel: func.FuncOp, lanes: int | None = None,
+                 cache: dict[Operation, list[Footprint]] | None = None):
         from pypto.backend.native.warp_exchange import max_lanes
 
         self.kernel = kernel
@@ -180,6 +181,13 @@ class _Checker:
         self.ranges = Ranges(max_lanes=max_lanes()) if lanes is None else \
             Ranges(block=(lanes, lanes, lanes))
         self.loops: dict[scf.ForOp, _Loop] = {}
+        self._footprints: dict[Operation, list[Footprint]] = {} if cache is None else cache
+
+    def footprints(self, op: Operation) -> list[Footprint]:
+        found = self._footprints.get(op)
+        if found is None:
+            found = self._footprints[op] = footprints(op)
+        return found
 
     # loops and the values known on a path ----------------------------------------------------
 
@@ -338,12 +346,12 @@ class _Checker:
               ) -> None:
         if not state.flight:
             return
-        accesses = footprints(op)
+        accesses = self.footprints(op)
         if not accesses:
             return
         for inst in state.flight:
             copy = inst[0]
-            for held in footprints(copy):
+            for held in self.footprints(copy):
                 for acc in accesses:
                     if acc.space != held.space or (acc.kind == "read" and held.kind == "read"):
                         continue
@@ -516,8 +524,9 @@ def _span(op: pto.AllocLocalOp) -> tuple[int, int]:
     return start, start + t.size * np.dtype(dtypes.np_dtype_of(t.element_type)).itemsize
 
 
-def _prove(kernel: func.FuncOp, lanes: int | None) -> None:
-    _Checker(kernel, lanes).block(kernel.body.block, {_State()}, {})
+def _prove(kernel: func.FuncOp, lanes: int | None,
+           cache: dict[Operation, list[Footprint]]) -> None:
+    _Checker(kernel, lanes, cache).block(kernel.body.block, {_State()}, {})
 
 
 def lane_limit(kernel: func.FuncOp) -> int | None:
@@ -530,8 +539,9 @@ def lane_limit(kernel: func.FuncOp) -> int | None:
 
     if not any(isinstance(op, ASYNC) for op in kernel.walk()):
         return None
+    cache: dict[Operation, list[Footprint]] = {}  # (footprints: one per op, every proof)
     try:
-        _prove(kernel, None)
+        _prove(kernel, None, cache)
         return None
     except TokenRefused as exc:
         refused = exc
@@ -539,7 +549,7 @@ def lane_limit(kernel: func.FuncOp) -> int | None:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         try:
-            _prove(kernel, mid)
+            _prove(kernel, mid, cache)
             lo = mid
         except TokenRefused:
             hi = mid

@@ -227,3 +227,64 @@ def test_auto_keeps_looped_copies_on_the_interpreter(monkeypatch):
         outs.append([c])
         assert interpreted == [1]  # auto: the interpreter; native: not again
     assert same_bits(*outs)
+
+
+@pto.kernel
+def slot_variant(x, y, ntiles, NSLOT: pto.constexpr, LOAD: pto.constexpr, READ: pto.constexpr,
+                 WAIT: pto.constexpr):
+    """Tile k+1 loads into slot (k + LOAD) % NSLOT, tile k is stored from slot
+    (k + READ) % NSLOT; the carried token is waited for before the store (WAIT 0), after it
+    (1), or only by the final wait_all (2)."""
+    base = pto.get_block_id() * ntiles * T
+    buf = pto.alloc_local(NSLOT * T)
+    tok = pto.async_load(buf, x + base, T * 4)
+    for k in range(ntiles):
+        nxt = tok
+        if k + 1 < ntiles:
+            nxt = pto.async_load(buf + ((k + LOAD) % NSLOT) * T, x + base + (k + 1) * T, T * 4)
+        if WAIT == 0:
+            pto.wait(tok)
+        pto.store(y + base + k * T, buf + ((k + READ) % NSLOT) * T, T * 4)
+        if WAIT == 1:
+            pto.wait(tok)
+        tok = nxt
+    pto.wait_all()
+
+
+def test_slot_variants_never_a_wrong_answer():
+    """Every combination of load slot, read slot, wait placement and slot count, compiled
+    without the static verifier: when the interpreter raises its in-flight RaceError the
+    native backend refuses the kernel; when it compiles, it gives the interpreter's bits. The
+    correct double and triple buffering compile."""
+    compiled = []
+    for nslot in (2, 3):
+        for load in range(nslot):
+            for read in range(nslot):
+                for wait in (0, 1, 2):
+                    for ntiles in (1, 3, 4):
+                        x = np.random.default_rng(ntiles).standard_normal(2 * ntiles * T) \
+                            .astype(np.float32)
+                        args = (x, np.zeros_like(x), ntiles, nslot, load, read, wait)
+                        kernel = pto.compile(slot_variant, args=args, block=32,
+                                             pipeline="pto-allocate-l1")
+                        outs, race = [], False
+                        for backend in ("interpreter", "native"):
+                            y = np.zeros_like(x)
+                            try:
+                                pto.launch(kernel, 2, 32, (x, y, *args[2:]), backend=backend)
+                            except pto.RaceError:
+                                assert backend == "interpreter"
+                                race = True
+                                continue
+                            except NativeUnsupported:
+                                break
+                            if race:
+                                raise AssertionError(f"ran natively although the interpreter "
+                                                     f"raises: {args[3:]} ntiles {ntiles}")
+                            outs.append([y])
+                        else:
+                            if not race:
+                                assert same_bits(*outs), (args[3:], ntiles)
+                                compiled.append((nslot, load, read, wait, ntiles))
+    assert (2, 1, 0, 0, 4) in compiled and (3, 1, 0, 0, 4) in compiled
+    assert (3, 2, 0, 0, 3) in compiled  # (load two slots ahead: still apart from the read)

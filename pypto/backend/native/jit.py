@@ -328,8 +328,8 @@ class NativeKernel:
         self.printf_sites = {i: printf.site_of(op, op_location(op))
                              for i, op in enumerate(_checked_ops(kernel))
                              if isinstance(op, pto.PrintfOp)}
-        self.printf_free = printf.single_lane(kernel)[1] if len(self.printf_sites) > 1 or \
-            printf.in_loop(kernel) else frozenset()  # (dims the printing lane is not pinned in)
+        _, self.printf_free, buffered = printf.plan(kernel)  # (dims the printing lane or
+        self.printf_lines: list[Any] | None = [] if buffered else None  # block is not pinned in)
         self.token_lanes = tokens.lane_limit(kernel)  # (copies in flight: lanes per dimension)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
@@ -452,11 +452,23 @@ class NativeKernel:
             lines += [f"    E[{LIMIT_SLOT}] = max_trips()",
                       "    if deadline:",
                       "        return timed(grid, bound)"]
-        lines += ["    if fn(P):",
-                  "        raise error(grid, bound)"]
-        lines += ["def call(grid, bound):",
-                  "    if fn(P):",
-                  "        raise error(grid, bound)"]
+        if self.printf_lines is None:
+            lines += ["    if fn(P):",
+                      "        raise error(grid, bound)"]
+            lines += ["def call(grid, bound):",
+                      "    if fn(P):",
+                      "        raise error(grid, bound)"]
+        else:  # printf.single_block: the launch's lines sorted into the interpreter's order
+            space["flush"] = printf.flush
+            lines += ["    status = fn(P)",
+                      "    flush(me)",
+                      "    if status:",
+                      "        raise error(grid, bound)"]
+            lines += ["def call(grid, bound):",
+                      "    status = fn(P)",
+                      "    flush(me)",
+                      "    if status:",
+                      "        raise error(grid, bound)"]
         exec(compile("\n".join(lines) + "\n", f"<pto native run {self.name}>", "exec"),
              space)
         self._call = space["call"]
@@ -489,7 +501,8 @@ class NativeKernel:
                 f"through L1 buffers of {self.exchange_lanes} lanes, fewer than this block's; "
                 f"run it on the interpreter (backend='interpreter' or 'auto')",
                 kernel=self.name)
-        printing = printf.launch_refusal(self.printf_free, grid, block, self.name) or \
+        printing = printf.launch_refusal(self.printf_free, self.printf_lines is not None, grid,
+                                         block, self.name) or \
             tokens.launch_refusal(self.token_lanes, block, self.name)
         if printing is not None:
             return NativeUnsupported(printing, kernel=self.name)

@@ -43,7 +43,8 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from pypto.backend.native.bf16 import bf16_refusal
 from pypto.backend.native.int_pow import constant_exponent
 from pypto.backend.native.printf import MAX_VALUES as PRINTF_VALUES
-from pypto.backend.native.printf import printf_ops, single_lane
+from pypto.backend.native.printf import plan as printf_plan
+from pypto.backend.native.printf import printf_ops
 from pypto.backend.native.numpy_math import ufunc_of, unavailable
 from pypto.backend.native.warp_exchange import refusal as exchange_refusal
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
@@ -281,7 +282,7 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             continue
         if isinstance(op, pto.PrintfOp):  # printf.py: one outside loops, or all on one lane
             if len(printf_ops(kernel)) > 1 or _in_loop(op, kernel):
-                refused = single_lane(kernel)[0]
+                refused = printf_plan(kernel)[0]
                 if refused is not None:
                     return refused
             if len(op.values) > PRINTF_VALUES:

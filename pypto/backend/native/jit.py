@@ -501,11 +501,11 @@ class NativeKernel:
                 f"through L1 buffers of {self.exchange_lanes} lanes, fewer than this block's; "
                 f"run it on the interpreter (backend='interpreter' or 'auto')",
                 kernel=self.name)
-        printing = printf.launch_refusal(self.printf_free, self.printf_lines is not None, grid,
-                                         block, self.name) or \
-            tokens.launch_refusal(self.token_lanes, block, self.name)
-        if printing is not None:
-            return NativeUnsupported(printing, kernel=self.name)
+        refused = printf.launch_refusal(self.printf_free, self.printf_lines is not None, grid,
+                                        block, self.name) or \
+            tokens.launch_refusal(self.token_lanes, block, self.name)  # (printing lane / block,
+        if refused is not None:                                       # lanes proven apart)
+            return NativeUnsupported(refused, kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
             return NativeUnsupported(
                 f"the native backend runs kernel '{self.name}' only in 1-D launches (its "

@@ -157,7 +157,7 @@ class _Analysis:
         if v in self.affine_memo:
             return self.affine_memo[v]
         ok = False
-        if v in self.lane_coords:
+        if v in self.lane_coords or self.split(v):
             ok = True
         elif not isinstance(v, BlockArgument) and isinstance(v.owner, _AFFINE_OPS):
             op = v.owner
@@ -173,6 +173,19 @@ class _Analysis:
                         (self.affine(a) or self.affine(b))
         self.affine_memo[v] = ok
         return ok
+
+    def split(self, v: SSAValue) -> bool:
+        """`a // c` or `a % c` (i32 `divui` / `remui`) of a lane-affine `a` by a constant
+        `0 < c < 2^31`: the warp and the lane in its warp of the linear lane id
+        (simt_to_lanes.py). Not affine in the lane coordinates, but an offset affine in it
+        and them is affine in the box of both, so the range check takes it as a coordinate of
+        its own, bounded by `a`'s bounds and the guards around the access (docs/native.md#fast-phases)."""
+        if isinstance(v, BlockArgument) or v.type != i32 or \
+                not isinstance(v.owner, arith.DivUIOp | arith.RemUIOp):
+            return False
+        c = v.owner.operands[1].owner
+        return isinstance(c, arith.ConstantOp) and 0 < c.value.value.data < 2 ** 31 and \
+            self.affine(v.owner.operands[0])
 
     def offsets(self, ptr: SSAValue) -> list[SSAValue] | None:
         """The offsets `pto.addptr` adds to a parameter to give `ptr` (outermost last), when each
@@ -212,6 +225,11 @@ class _RangeBuilder:
         self.checks: list[SSAValue] = []
         self.corner_memo: dict[tuple[SSAValue, int, tuple], SSAValue] = {}
         self.corner_coords: dict[tuple[int, tuple], list[SSAValue]] = {}
+        self.splits: list[SSAValue] = []  # `a // c`, `a % c` values: coordinates 3, 4, ...
+        self.bounds: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}  # per access, inclusive
+        self.epoch = 0  # one per access: the split coordinates' bounds depend on its guards
+        self.access_op: Operation | None = None
+        self.unreached: list[SSAValue] = []  # per access: a split coordinate's bounds are empty
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -261,11 +279,14 @@ class _RangeBuilder:
 
     def at(self, v: SSAValue, corner: int) -> SSAValue:
         """The exact value of lane-affine `v` (i64) at `corner`."""
-        key = (v, corner, self.x_box)
+        key = (v, corner, self.x_box, self.epoch)
         if key in self.corner_memo:
             return self.corner_memo[key]
         if v in self.an.lane_coords:
             result = self.coords(corner)[self.an.lane_coords.index(v)]
+        elif self.an.split(v):
+            lo, hi = self.split_bounds(v)
+            result = hi if corner >> self.split_dim(v) & 1 else lo
         else:
             op = v.owner
             if isinstance(op, arith.ExtSIOp):
@@ -291,9 +312,71 @@ class _RangeBuilder:
             seen.add(v)
             if v in self.an.lane_coords:
                 found.add(self.an.lane_coords.index(v))
+            elif self.an.split(v):
+                found.add(self.split_dim(v))
             elif not isinstance(v, BlockArgument) and self.an.affine(v):
                 stack += [o for o in v.owner.operands if self.an.affine(o)]
         return found
+
+    def split_dim(self, v: SSAValue) -> int:
+        """The corner bit of split coordinate `v` (after x, y, z)."""
+        if v not in self.splits:
+            self.splits.append(v)
+        return 3 + self.splits.index(v)
+
+    def split_bounds(self, v: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """[lo, hi] (i64, inclusive) of split coordinate `v = a // c` or `a % c` over the
+        lanes of the current access: from a's least and greatest values at the corners (checked
+        to be in [0, 2^31): `divui` / `remui` then divide the signed value), clipped by the
+        `if`s around the access comparing `v` with a uniform value (`lane < s`)."""
+        if v in self.bounds:
+            return self.bounds[v]
+        op = v.owner
+        a, c = op.operands[0], op.operands[1].owner.value.value.data
+        dims = sorted(self.used_dims([a]))
+        lo = hi = None
+        for pick in range(1 << len(dims)):
+            corner = sum(1 << d for k, d in enumerate(dims) if pick >> k & 1)
+            x = self.at(a, corner)
+            lo = x if lo is None else self.add(arith.MinSIOp(lo, x))
+            hi = x if hi is None else self.add(arith.MaxSIOp(hi, x))
+        assert lo is not None and hi is not None
+        self.in_range(lo, 0, _I32_MAX)
+        self.in_range(hi, 0, _I32_MAX)
+        valid = self.add(arith.AndIOp(self.checks[-2], self.checks[-1]))
+        cc = self.const(c)
+        if isinstance(op, arith.DivUIOp):
+            lo, hi = self.add(arith.DivSIOp(lo, cc)), self.add(arith.DivSIOp(hi, cc))
+        else:
+            same = self.add(arith.CmpiOp(self.add(arith.DivSIOp(lo, cc)),
+                                         self.add(arith.DivSIOp(hi, cc)), "eq"))
+            lo = self.add(arith.SelectOp(same, self.add(arith.RemSIOp(lo, cc)), self.const(0)))
+            hi = self.add(arith.SelectOp(same, self.add(arith.RemSIOp(hi, cc)),
+                                         self.const(c - 1)))
+        one = self.const(1)
+        assert self.access_op is not None
+        child: Operation = self.access_op
+        parent = child.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp):
+            if isinstance(parent, scf.IfOp):
+                guard = x_guard(parent.cond, child.parent_region() is parent.true_region, v,
+                                self.an.uniform)
+                if guard is not None:
+                    pred, u = guard[0], self.wide(guard[1])
+                    if pred in ("slt", "eq"):
+                        hi = self.add(arith.MinSIOp(hi, self.add(arith.SubiOp(u, one))
+                                                    if pred == "slt" else u))
+                    if pred == "sle":
+                        hi = self.add(arith.MinSIOp(hi, u))
+                    if pred in ("sge", "eq"):
+                        lo = self.add(arith.MaxSIOp(lo, u))
+                    if pred == "sgt":
+                        lo = self.add(arith.MaxSIOp(lo, self.add(arith.AddiOp(u, one))))
+            child, parent = parent, parent.parent_op()
+        self.bounds[v] = lo, hi
+        self.unreached.append(self.add(arith.AndIOp(valid,
+                                                     self.add(arith.CmpiOp(hi, lo, "slt")))))
+        return lo, hi
 
     def guarded_box(self, op: Operation) -> tuple[SSAValue, SSAValue]:
         """The lanes along x that reach `op`: the block's box clipped by the enclosing `if`s
@@ -314,12 +397,16 @@ class _RangeBuilder:
         """Check one access (through `param` plus `offsets`) at every corner of the lanes that
         reach it; an access no lane reaches passes."""
         self.x_box = self.guarded_box(op)
+        self.access_op, self.bounds, self.unreached = op, {}, []
+        self.epoch += 1
         first = len(self.checks)
         self._access(param, offsets)
         ok = self.const(1, i1)
         for c in self.checks[first:]:
             ok = self.add(arith.AndIOp(ok, c))
         empty = self.add(arith.CmpiOp(self.x_box[1], self.x_box[0], "sle"))
+        for c in self.unreached:  # a split coordinate with no value: no lane reaches it
+            empty = self.add(arith.OrIOp(empty, c))
         self.checks[first:] = [self.add(arith.OrIOp(ok, empty))]
         self.x_box = self.box_args
 
@@ -482,7 +569,8 @@ def fast_variants(lane: func.FuncOp, name: str,
     for old, new in mapping.items():
         if id(old) in proven_ops:
             new.attributes[UNCHECKED_ATTR] = UnitAttr()
-        if id(old) in lane_varying and not isinstance(old, arith.ExtSIOp):
+        if id(old) in lane_varying and \
+                not isinstance(old, arith.ExtSIOp | arith.DivUIOp | arith.RemUIOp):
             new.attributes[NSW_ATTR] = UnitAttr()
     return rng, fast, len(proven)
 

@@ -30,7 +30,8 @@ from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
-from pypto.backend.native.support import analyse
+from pypto.backend.native.lane_independence import LaunchCheck
+from pypto.backend.native.support import analyse, launch_checked
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
                                           COLLECTIVE_SYMBOL, DIVIDE_BY_ZERO, EXPIRED_SLOT,
@@ -305,6 +306,8 @@ class NativeKernel:
         import llvmlite.binding as llvm
 
         self.name = name
+        checked = launch_checked(kernel)  # lane independence proven per launch
+        self.independence = LaunchCheck(kernel, checked) if checked else None
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
@@ -467,10 +470,21 @@ class NativeKernel:
         finally:
             timer.cancel()
 
-    def unsupported_launch(self, grid: tuple[int, int, int],
-                           block: tuple[int, int, int]) -> NativeUnsupported | None:
-        """Why this launch shape cannot run natively (None: it can): a kernel whose written
-        tensors are lane-private by `get_global_id(0)` needs a 1-D launch."""
+    def unsupported_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                           bound: Sequence[Any] = ()) -> NativeUnsupported | None:
+        """Why this launch cannot run natively (None: it can): a kernel whose written
+        tensors are lane-private by `get_global_id(0)` needs a 1-D launch; one whose tensors
+        lane_independence.py follows needs its proof to pass on this launch's shape and scalar
+        arguments `bound` (docs/native.md#lane-independence)."""
+        if self.independence is not None:
+            why = self.independence.refusal(grid, block, bound)
+            if why is not None:
+                return NativeUnsupported(
+                    f"the native backend cannot prove that the lanes of kernel '{self.name}' "
+                    f"never share an HBM element in this launch (grid {grid}, block {block}): "
+                    f"{why}; it runs lanes one after another, the interpreter in lockstep, so "
+                    f"the results could differ; run it on the interpreter "
+                    f"(backend='interpreter' or 'auto')", kernel=self.name)
         if self.exchange_lanes is not None and block[0] * block[1] * block[2] > \
                 self.exchange_lanes:
             return NativeUnsupported(

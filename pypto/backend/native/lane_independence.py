@@ -150,11 +150,14 @@ class Opaque(Exception):
 
 @dataclass(frozen=True)
 class Constraint:
-    """`lo <= base + sum(coef * var) <= hi` (lo / hi None: unbounded)."""
+    """`lo <= base + sum(coef * var) <= hi` (lo / hi None: unbounded), from a comparison whose
+    operands computed the values of `trail` (if one may wrap around its type, the comparison
+    is not the forms' and the constraint is dropped at launch)."""
 
     form: Form
     lo: int | None
     hi: int | None
+    trail: tuple[tuple[Form, int], ...] = ()
 
 
 @dataclass
@@ -363,7 +366,8 @@ def _split_guard(forms: _Forms, cond: SSAValue, taken: bool, constraints: list[C
         except Opaque:
             return
         lo, hi = PREDICATES[pred]
-        constraints.append(Constraint(a + -b, lo, hi))
+        trail = (*forms.trail_of(owner.operands[0]), *forms.trail_of(owner.operands[1]))
+        constraints.append(Constraint(a + -b, lo, hi, trail))
 
 
 def _hbm_root(value: SSAValue, kernel: func.FuncOp) -> tuple[BlockArgument, list[SSAValue]] | None:
@@ -626,47 +630,84 @@ def _prove(name: str, nums: list[_Numeric]) -> None:
                 raise _Undecided(f"the lanes differing only in {_var_name(v)} access the same "
                                  f"element at {op_location(num.site.op, unknown='here')}")
     actor = {v: c for v, c in first.coefs.items() if v[0] in ACTOR_KINDS}
-    unify: list[dict[Var, Var]] = []
-    repeat_coefs = sorted(((c, v) for v, c in first.coefs.items() if v[0] not in ACTOR_KINDS),
-                          key=lambda cv: cv[0])
     for num in nums:
-        mine = {v: c for v, c in num.coefs.items() if v[0] in ACTOR_KINDS}
-        rep = sorted(((c, v) for v, c in num.coefs.items() if v[0] not in ACTOR_KINDS),
-                     key=lambda cv: (cv[0], num.ranges[cv[1]]))
-        if mine != actor or [c for c, _ in rep] != [c for c, _ in repeat_coefs]:
+        if {v: c for v, c in num.coefs.items() if v[0] in ACTOR_KINDS} != actor:
             raise _Undecided(f"the accesses at {op_location(first.site.op, unknown='here')} and "
                              f"{op_location(num.site.op, unknown='here')} have different "
-                             f"strides")
-        unify.append({v: ("r", i) for i, (_, v) in enumerate(rep)})
+                             f"strides across lanes")
+    # repeat variables matched by coefficient (rank among equal ones); a site without one
+    # gets it with the single value 0 (the same elements), then `_rebase` moves it
+    wanted: dict[int, int] = {}
+    for num in nums:
+        counts: dict[int, int] = {}
+        for v, c in num.coefs.items():
+            if v[0] not in ACTOR_KINDS:
+                counts[c] = counts.get(c, 0) + 1
+        for c, k in counts.items():
+            wanted[c] = max(wanted.get(c, 0), k)
+    unify: list[dict[Var, Var]] = []
+    for a, num in enumerate(nums):
+        ren: dict[Var, Var] = {}
+        for c in sorted(wanted):
+            mine = sorted((v for v, x in num.coefs.items()
+                           if v[0] not in ACTOR_KINDS and x == c), key=lambda v: num.ranges[v])
+            for i in range(wanted[c]):
+                if i < len(mine):
+                    ren[mine[i]] = ("r", c, i)
+                else:
+                    virtual = ("virtual", a, c, i)
+                    num.coefs[virtual] = c
+                    num.ranges[virtual] = (0, 0)
+                    ren[virtual] = ("r", c, i)
+        unify.append(ren)
+        _rebase(num, ren, first.base)
     ranges: dict[Var, Range] = {}
     for num, ren in zip(nums, unify):
-        for v, c in num.coefs.items():
+        for v in num.coefs:
             key = ren.get(v, v)
             lo, hi = num.ranges[v]
             old = ranges.get(key)
             ranges[key] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
-    coefs = {**actor, **{("r", i): c for i, (c, _) in enumerate(repeat_coefs)}}
+    coefs = {**actor, **{("r", c, i): c for c, k in wanted.items() for i in range(k)}}
     low_base = min(n.base for n in nums)
     offsets = [n.base - low_base for n in nums]
     guards = [[({ren.get(v, v): c for v, c in cs.items()}, lo, hi)
                for cs, lo, hi in num.constraints] for num, ren in zip(nums, unify)]
     failure = ""
     for order in _orders(list(coefs.items())):
-        failure = _radix(order, ranges, offsets, [n.base for n in nums], guards)
+        failure = _radix(order, ranges, offsets, guards)
         if not failure:
             return
-    raise _Undecided(f"{failure} (accesses of parameter {name} at "
-                     f"{', '.join(sorted({op_location(n.site.op, unknown='here') for n in nums}))})")
+    where = ", ".join(sorted({op_location(n.site.op, unknown="here") for n in nums}))
+    raise _Undecided(f"{failure} (accesses of parameter {name} at {where})")
+
+
+def _rebase(num: _Numeric, ren: Mapping[Var, Var], base: int) -> None:
+    """Shift the site's repeat variables (largest coefficient first) so that its base comes
+    as close to `base` as whole steps allow: the epilogue of a pipelined loop (its counter
+    folded into the base) is the loop's counter at its last value. The same elements,
+    described from the same origin as the other sites."""
+    for v in sorted(ren, key=lambda u: -abs(num.coefs[u])):
+        c = num.coefs[v]
+        q = (num.base - base) // c
+        if not q:
+            continue
+        lo, hi = num.ranges[v]
+        num.ranges[v] = (lo + q, hi + q)
+        num.base -= c * q
+        num.constraints = [
+            (cs, glo if glo is None or v not in cs else glo + cs[v] * q,
+             ghi if ghi is None or v not in cs else ghi + cs[v] * q)
+            for cs, glo, ghi in num.constraints]
 
 
 def _radix(order: list[tuple[Var, int]], ranges: Mapping[Var, Range], offsets: list[int],
-           bases: list[int], guards: list[list[tuple[dict[Var, int], int | None, int | None]]]
-           ) -> str:
+           guards: list[list[tuple[dict[Var, int], int | None, int | None]]]) -> str:
     """'' when the order proves the map injective, else why not."""
     lo, hi = min(offsets), max(offsets)
     prefix: dict[Var, int] = {}
     for v, c in order:
-        if abs(c) < hi - lo + 1:
+        if ranges[v][0] != ranges[v][1] and abs(c) < hi - lo + 1:
             return (f"two lanes may share an element: the stride {abs(c)} of "
                     f"{_var_name(v)} is smaller than the {hi - lo + 1} elements the smaller "
                     f"strides span")
@@ -675,7 +716,7 @@ def _radix(order: list[tuple[Var, int]], ranges: Mapping[Var, Range], offsets: l
         prefix[v] = c
         # a guard on exactly this partial sum (each site's) narrows it
         site_bounds = []
-        for offset, base, site_guards in zip(offsets, bases, guards):
+        for offset, site_guards in zip(offsets, guards):
             bound = None
             for cs, glo, ghi in site_guards:
                 if cs == prefix:  # glo <= prefix + base <= ghi (guard of the site's form)
@@ -698,7 +739,7 @@ def _var_name(v: Var) -> str:
         return f"the counter of the loop at {op_location(v[1], unknown='here')}"
     if kind in ("row", "elem"):
         return f"the {kind}s of the tile at {op_location(v[1], unknown='here')}"
-    return "a repeated access"
+    return "a loop counter (or a tile's rows)"
 
 
 class LaunchCheck:
@@ -745,6 +786,16 @@ class LaunchCheck:
             return
         _prove(self.names[param], nums)
 
+    @staticmethod
+    def _fits(ev: _Evaluator, form: Form, width: int, ranges: Mapping[Var, Range]) -> bool:
+        """Does `form` stay within a `width`-bit signed integer over the ranges? (A variable
+        without a range — a loop the value does not need — makes it unknown: False.)"""
+        fc, fb = _numeric_form(ev, form)
+        if any(v not in ranges for v in fc):
+            return False
+        lo, hi = _interval(fc, fb, ranges)
+        return -(1 << (width - 1)) <= lo and hi < 1 << (width - 1)
+
     def _numeric(self, ev: _Evaluator, site: Site) -> _Numeric | None:
         for cond, taken in site.uniform_guards:
             value = ev.ssa(cond)
@@ -790,19 +841,16 @@ class LaunchCheck:
         for constraint in site.constraints:
             try:
                 cs, cbase = _numeric_form(ev, constraint.form)
+                if any(v not in ranges for v in cs) or \
+                        not all(self._fits(ev, f, w, ranges) for f, w in constraint.trail):
+                    continue  # (a guard not understood only narrows less)
             except _Undecided:
-                continue
-            if any(v not in ranges for v in cs):
                 continue
             num.constraints.append((cs, None if constraint.lo is None else constraint.lo - cbase,
                                     None if constraint.hi is None else constraint.hi - cbase))
         # every value on the way stays within its type (the forms' arithmetic is exact)
         for form, width in site.intermediates:
-            fc, fb = _numeric_form(ev, form)
-            if any(v not in ranges for v in fc):
-                continue
-            lo, hi = _interval(fc, fb, ranges)
-            if lo < -(1 << (width - 1)) or hi >= 1 << (width - 1):
+            if not self._fits(ev, form, width, ranges):
                 raise _Undecided(f"an index at {op_location(site.op, unknown='here')} may "
                                  f"wrap around its {width}-bit type")
         if not _narrow(num):

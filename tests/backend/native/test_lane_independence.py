@@ -192,3 +192,43 @@ def test_index_the_analysis_cannot_follow_is_refused_at_compile_time():
     auto = out.copy()
     pto.launch(bump_at, 1, 4, (idx, auto, 4), backend="auto")
     np.testing.assert_array_equal(auto, [1, 1, 1, 0])  # lockstep: lanes 1, 2 store the same 1
+
+
+@pto.kernel
+def plane(out, w, h):
+    """out[y * w + x] under `y < h` only: rows overlap where x >= w."""
+    x = pto.get_global_id(0)
+    y = pto.get_global_id(1)
+    if y < h:
+        pto.store(out + y * w + x, pto.load(out + y * w + x) + 1)
+
+
+def test_guards_decide_injectivity():
+    """Without `x < w` the proof takes x over the whole grid: blocks of 16 columns fill a
+    32-wide row, so w = 32 is proven and w = 20 (x up to 31 reaches the next row) refused."""
+    h = 4
+    proven = np.zeros(32 * h + 64, np.int32)
+    interp, native = both(plane, (2, 1), (16, h), [proven], (32, h))
+    assert same_bits(interp, native)
+    expect = np.zeros_like(proven)
+    expect[:32 * h] = 1
+    np.testing.assert_array_equal(native[0], expect)
+    with pytest.raises(NativeUnsupported, match="share an element"):
+        pto.launch(plane, (2, 1), (16, h), (np.zeros(200, np.int32), 20, h), backend="native")
+
+
+def test_block_level_stores_modelled():
+    """The double-buffered softmax stores its rows from the pipelined loop and its epilogue:
+    two block-level `tile_store` sites, one row block per block, proven disjoint (the kernel's
+    copies in flight are tokens.py's business)."""
+    from examples.softmax_tiles import softmax_tiles
+    from pypto.backend.native.lane_independence import LaunchCheck, tensor_sites
+
+    x = np.zeros((128, 64), np.float32)
+    compiled = pto.compile(softmax_tiles, args=(x, x.copy(), 64, 8, 32), block=64)
+    kernel = compiled.func
+    y = kernel.body.block.args[1]
+    sites = tensor_sites(kernel, y)
+    assert len(sites) == 2 and all(s.block_level and s.write for s in sites)
+    check = LaunchCheck(kernel, [y])
+    assert check.refusal((4, 1, 1), (64, 1, 1), [None, None, 64, 8, 32]) is None

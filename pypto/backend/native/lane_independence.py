@@ -467,8 +467,10 @@ class _Evaluator:
         if e[0] == "v":
             value = self.ssa(e[1])
             if value is None:
-                raise _Undecided(f"{op_location(e[1].owner, unknown='a value') if isinstance(e[1].owner, Operation) else 'a parameter'} "
-                                 f"cannot be evaluated before the launch")
+                owner = e[1].owner
+                where = op_location(owner, unknown="a value") \
+                    if isinstance(owner, Operation) else "a parameter"
+                raise _Undecided(f"{where} cannot be evaluated before the launch")
             return value
         a, b = self.expr(e[1]), self.expr(e[2])
         return a + b if e[0] == "+" else a * b
@@ -759,6 +761,8 @@ class LaunchCheck:
                 bound: Sequence[Any]) -> str | None:
         """None when every modelled tensor is proven lane-independent at this launch, else
         why not."""
+        if len(bound) != len(self.kernel.body.block.args):
+            return "the launch's arguments are not known to the proof"
         key = (tuple(grid), tuple(block), tuple(int(bound[i]) for i in self.scalar_index))
         if key in self.memo:
             return self.memo[key]

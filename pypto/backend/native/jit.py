@@ -30,6 +30,7 @@ from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
@@ -298,6 +299,9 @@ class NativeKernel:
         exchanged = exchange_warp_collectives(kernel)  # shuffles and votes through L1
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
+        interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
+        if interchanged is not kernel and analyse(interchanged)[0] is None:
+            kernel = interchanged
         reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "

@@ -288,3 +288,62 @@ def test_random_affine_kernels_never_differ(tmp_path):
         assert same_bits([native], [oracle]), (source, grid, block, n, s)
         ran += 1
     assert ran >= 10 and refused >= 10, (ran, refused)
+
+
+@pto.kernel
+def strided_carry(x, y, last, n, iters):
+    """A grid-stride loop counting from 2 in steps of 3, its carried index also read after the
+    loop: the carried value stays, the accesses use `init + k * stride`."""
+    g = pto.get_global_id()
+    i = g
+    stride = pto.get_grid_dim() * pto.get_block_dim()
+    for k in range(2, 2 + 3 * iters, 3):
+        if i < n:
+            pto.store(y + i, pto.load(x + i) * 2 + k)
+        i = i + stride
+    pto.store(last + g, i)
+
+
+def test_interchange_keeps_carried_values_and_counts_from_lb():
+    from pypto.backend.native.interchange import interchange_strided_loops
+    from pypto.dialects import pto as dialect
+
+    n, grid, block = 1000, 2, 64
+    lanes = grid * block
+    iters = -(-n // lanes)
+    x = np.arange(n, dtype=np.int32)
+    interp, native = both(strided_carry, grid, block,
+                          [x, np.zeros(n, np.int32), np.zeros(lanes, np.int32)], (n, iters))
+    assert same_bits(interp, native)
+    k_of = 2 + 3 * (np.arange(n) // lanes)
+    np.testing.assert_array_equal(native[1], x * 2 + k_of)
+    np.testing.assert_array_equal(native[2], np.arange(lanes) + iters * lanes)
+    compiled = pto.compile(strided_carry, args=(x, x.copy(), x[:lanes].copy(), n, iters),
+                           block=block)
+    moved = interchange_strided_loops(compiled.func)
+    assert moved is not compiled.func
+    assert any(isinstance(op, dialect.BarrierBlockOp) for op in moved.walk())
+
+
+def test_interchange_leaves_loops_over_nearby_elements_alone():
+    """conv1d-like taps `x[i + t]` (counter coefficient 1): each lane's iterations are close
+    together, the loop stays inside the lane; and saxpy grid-stride's carried index goes."""
+    from pypto.backend.native.interchange import interchange_strided_loops
+    from xdsl.dialects import scf
+
+    x = np.zeros(4096, np.float32)
+    taps = pto.compile(taps_sum, args=(x, x.copy(), 4000), block=256)
+    assert interchange_strided_loops(taps.func) is taps.func
+    gs = pto.compile(saxpy_grid_stride, args=(1.5, x, x.copy(), 4096, 2), block=256)
+    moved = interchange_strided_loops(gs.func)
+    loops = [op for op in moved.walk() if isinstance(op, scf.ForOp)]
+    assert len(loops) == 1 and not loops[0].iter_args and not loops[0].results
+
+
+@pto.kernel
+def taps_sum(x, y, n):
+    i = pto.get_global_id()
+    acc = 0.0
+    for t in range(5):
+        acc = acc + pto.load(x + i + t)
+    pto.store(y + i, acc)

@@ -12,8 +12,8 @@ does for a loop holding a barrier (docs/native.md#phases). So `interchange_strid
 any lane-dependent branch) that has an HBM access *strided across iterations and contiguous
 across lanes* (its index has `local_id(0)` with coefficient 1 and the loop's counter with a
 coefficient that is not a small constant: a grid-stride or block-stride loop), on a copy of the
-kernel that only the native backend compiles. It also replaces a value the loop carries as
-`v + u` (u uniform) by `init + k * u` (exact in wrapping arithmetic too: both are the same sum
+kernel that only the native backend compiles. It also replaces a value a loop of step 1 carries
+as `v + u` (u uniform) by `init + (counter - lb) * u` (exact in wrapping arithmetic too: both are the same sum
 modulo 2^n), dropping the carried value when nothing after the loop reads it, so the index is
 lane-affine and the phase's accesses are proven in range per iteration (fast phases).
 
@@ -102,9 +102,8 @@ def _substitute(loop: scf.ForOp) -> scf.ForOp:
     """Replace carried `v + u` values by `init + k * u`; a loop whose carried values all go
     and whose results are unused is rebuilt without them. Returns the loop (maybe new)."""
     body = loop.body.block
-    step = _constant(loop.step)
-    if step is None or step <= 0:
-        return loop
+    if _constant(loop.step) != 1:  # (k = c - lb: a division by the step would hide the
+        return loop                # form from the lane-independence analysis)
     counter = body.args[0]
     yield_op = body.last_op
     assert isinstance(yield_op, scf.YieldOp)
@@ -126,11 +125,6 @@ def _substitute(loop: scf.ForOp) -> scf.ForOp:
             sub = arith.SubiOp(counter, loop.lb)
             new_ops.append(sub)
             k = sub.result
-        if step != 1:
-            c = arith.ConstantOp(IntegerAttr(step, counter.type))
-            div = arith.DivSIOp(k, c)
-            new_ops += [c, div]
-            k = div.result
         mul = arith.MuliOp(k, u)
         value = arith.AddiOp(loop.iter_args[index], mul)
         new_ops += [mul, value]

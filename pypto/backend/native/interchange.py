@@ -30,7 +30,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
-from pypto.backend.native.lane_independence import Form, Opaque, _Forms
+from pypto.backend.native.lane_independence import Form, Opaque, IndexForms
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses, offset_base
 
@@ -39,7 +39,7 @@ SMALL_STRIDE = 32
 each lane's iterations are then close together, and a phase per iteration would cost more."""
 
 
-def _offset_form(forms: _Forms, pointer: SSAValue) -> Form | None:
+def _offset_form(forms: IndexForms, pointer: SSAValue) -> Form | None:
     form = Form.const(0)
     value = pointer
     while not isinstance(value, BlockArgument):
@@ -51,7 +51,7 @@ def _offset_form(forms: _Forms, pointer: SSAValue) -> Form | None:
     return form
 
 
-def _strided(forms: _Forms, loop: scf.ForOp) -> bool:
+def _strided(forms: IndexForms, loop: scf.ForOp) -> bool:
     """Does `loop` access HBM at lane-contiguous, iteration-strided indices?"""
     counter = ("k", loop)
     for op in loop.body.walk():
@@ -74,7 +74,7 @@ def _strided(forms: _Forms, loop: scf.ForOp) -> bool:
     return False
 
 
-def _uniform_bounds(forms: _Forms, loop: scf.ForOp) -> bool:
+def _uniform_bounds(forms: IndexForms, loop: scf.ForOp) -> bool:
     try:
         return all(not forms.of(v).coefs for v in (loop.lb, loop.ub, loop.step))
     except Opaque:
@@ -157,7 +157,7 @@ def _substitute(loop: scf.ForOp) -> scf.ForOp:
 def interchange_strided_loops(kernel: func.FuncOp) -> func.FuncOp:
     """A copy of `kernel` whose top-level strided loops hold a leading barrier (see the module
     doc), or `kernel` itself when it has none."""
-    forms = _Forms(kernel)
+    forms = IndexForms(kernel)
     picked = [i for i, op in enumerate(kernel.body.block.ops)
               if isinstance(op, scf.ForOp) and _uniform_bounds(forms, op) and
               _strided(forms, op)]

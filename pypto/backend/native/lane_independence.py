@@ -62,13 +62,12 @@ from typing import Any, Union
 import numpy as np
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from pypto.diagnostics import op_location
-from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS, INT_BINARY
-from pypto.dialects.traits import (atomic_update, launch_id, memory_accesses, offset_base,
-                                   tile_footprint)
+from pypto.dialects.traits import (atomic_update, is_block_collective, launch_id,
+                                   memory_accesses, offset_base, tile_footprint)
 
 # --------------------------------------------------------------------------------------------
 # Uniform expressions (exact integers at launch)
@@ -183,7 +182,7 @@ def _width(value: SSAValue) -> int | None:
     return t.width.data if isinstance(t, IntegerType) else None
 
 
-class _Forms:
+class IndexForms:
     """Forms of a kernel's integer values (memoised), with the intermediates they passed."""
 
     def __init__(self, kernel: func.FuncOp):
@@ -332,7 +331,7 @@ NEGATED = {"slt": "sge", "sle": "sgt", "sgt": "sle", "sge": "slt", "eq": "ne", "
 PREDICATE_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 
-def _split_guard(forms: _Forms, cond: SSAValue, taken: bool, constraints: list[Constraint],
+def _split_guard(forms: IndexForms, cond: SSAValue, taken: bool, constraints: list[Constraint],
                  uniform: list[tuple[SSAValue, bool]]) -> None:
     """Constraints from `cond == taken` (what is not understood is dropped: guards only
     narrow ranges, so dropping one is sound)."""
@@ -383,7 +382,7 @@ def _hbm_root(value: SSAValue, kernel: func.FuncOp) -> tuple[BlockArgument, list
         value = base
 
 
-def _site(forms: _Forms, kernel: func.FuncOp, op: Operation, operand: int, write: bool,
+def _site(forms: IndexForms, kernel: func.FuncOp, op: Operation, operand: int, write: bool,
           offsets: list[SSAValue], block_level: bool) -> Site:
     form = Form.const(0)
     trail: list[tuple[Form, int]] = []
@@ -405,7 +404,7 @@ def _site(forms: _Forms, kernel: func.FuncOp, op: Operation, operand: int, write
 def tensor_sites(kernel: func.FuncOp, param: BlockArgument) -> list[Site]:
     """Every access to the tensor `param` as a `Site`; raises `Opaque` with the reason when one
     cannot be modelled."""
-    forms = _Forms(kernel)
+    forms = IndexForms(kernel)
     sites: list[Site] = []
     for op in kernel.walk():
         accesses = memory_accesses(op)
@@ -420,7 +419,7 @@ def tensor_sites(kernel: func.FuncOp, param: BlockArgument) -> list[Site]:
             where = op_location(op, unknown="here")
             if atomic_update(op) is not None:
                 raise Opaque(f"{where}: the tensor is also updated by an atomic")
-            block_level = not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp)
+            block_level = is_block_collective(op)  # (its actor is the block)
             sites.append(_site(forms, kernel, op, access.operand, access.kind == "write",
                                root[1], block_level))
     if len({s.block_level for s in sites}) > 1:

@@ -26,8 +26,9 @@ itself takes those shortcuts when the exponent is one scalar, so the interpreter
 from __future__ import annotations
 
 import ctypes
+import re
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import llvm, math
@@ -97,7 +98,8 @@ def _loop(name: str) -> tuple[int | None, str]:
 
 
 def _agrees(name: str, address: int, nin: int) -> bool:
-    """Does the loop at `address`, called one element at a time, give `np.<name>`'s bits?"""
+    """Does the loop at `address`, called one element at a time (the scalar helper) and on 16
+    elements at a time (the vector variants), give `np.<name>`'s bits?"""
     rng = np.random.default_rng(29)
     xs = [np.concatenate([rng.standard_normal(64) * 4, rng.uniform(-1, 1, 64),
                           [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 5e-324]])
@@ -116,6 +118,16 @@ def _agrees(name: str, address: int, nin: int) -> bool:
             args[j] = xs[j].ctypes.data + 8 * k
         args[nin] = got.ctypes.data + 8 * k
         loop(args, dims, steps, None)
+    vector = np.empty_like(xs[0])
+    dims[0] = 16
+    for k in range(0, got.size - 15, 16):
+        for j in range(nin):
+            args[j] = xs[j].ctypes.data + 8 * k
+        args[nin] = vector.ctypes.data + 8 * k
+        loop(args, dims, steps, None)
+    whole = got.size // 16 * 16
+    if not np.array_equal(vector[:whole].view(np.uint64), got[:whole].view(np.uint64)):
+        return False
     if name == "power":  # exponents 2, -1, 0.5: NumPy's scalar shortcuts (module doc)
         keep = ~np.isin(xs[1], (2.0, -1.0, 0.5))
         got, want = got[keep], want[keep]
@@ -244,3 +256,125 @@ def add_helpers(module: ModuleOp, names: set[str]) -> None:
         module.body.block.insert_op_before(llvm.FuncOp(
             _HELPER_PREFIX + name, llvm.LLVMFunctionType([f64] * nin, f64),
             linkage=llvm.LinkageAttr("internal"), body=Region(block)), first)
+
+
+# one call per vector of lanes ---------------------------------------------------------------
+
+VECTOR_WIDTHS = (2, 4, 8, 16, 32, 64)
+"""The widths of the vector variants offered to LLVM's loop vectoriser (it picks one: 16 lanes
+of float32 on AVX-512, 32 of float16)."""
+
+PER_ELEMENT_SYMBOL = "pypto.numpy.per_element"
+"""A byte in the object code: 1 when some function still calls a NumPy loop once per element
+in its hot path (its lane loop was not vectorised), 0 otherwise (`mark_per_element`)."""
+
+
+def _variant_name(helper: str, width: int, masked: bool) -> str:
+    return f"{helper}.{'m' if masked else 'n'}{width}"
+
+
+def add_vector_variants(module: Any) -> None:
+    """Let LLVM's loop vectoriser call NumPy's loop once per vector of lanes.
+
+    `module` is the llvmlite `ir.Module` of a lowered kernel. Each scalar helper
+    `pypto.numpy.<name>` (one element: `add_helpers`) gets vector variants
+    `<N x double> pypto.numpy.<name>.nN(<N x double>...)` (and `.mN`, with a lane mask, which
+    computes every lane: the inactive ones' results are not used) that store the N arguments
+    to the stack and call the ufunc's float64 loop once with N elements, and the scalar helper
+    is declared to have them (LLVM's `vector-function-abi-variant` attribute, the vector
+    function ABI of `#pragma omp declare simd`): where the vectoriser turns a lane loop into
+    vector code, each vector of lanes is one call of NumPy's loop instead of N. The loop
+    computes each element independently of how many it is given (module doc), so the bits are
+    the same. The scalar helper is `noinline` (inlined, its call would be hidden from the
+    vectoriser) and has no memory effects from its caller's view (its own stack slots only).
+    The variants keep external linkage: unused internal functions are deleted before the
+    vectoriser could use them."""
+    from llvmlite import ir
+
+    f64t = ir.DoubleType()
+    i64t = ir.IntType(64)
+    ptr = ir.PointerType()
+    for fn in list(module.functions):
+        if not fn.name.startswith(_HELPER_PREFIX) or not fn.blocks:
+            continue
+        name = fn.name[len(_HELPER_PREFIX):]
+        if name not in UFUNCS.values():
+            continue
+        nin = getattr(np, name).nin
+        loop = module.get_global(SYMBOL_PREFIX + name)
+        variants = []
+        for width in VECTOR_WIDTHS:
+            vt = ir.VectorType(f64t, width)
+            for masked in (False, True):
+                params = [vt] * nin + ([ir.VectorType(ir.IntType(1), width)] if masked else [])
+                variant = ir.Function(module, ir.FunctionType(vt, params),
+                                      name=_variant_name(fn.name, width, masked))
+                variant.attributes.add("nounwind")
+                b = ir.IRBuilder(variant.append_basic_block("entry"))
+                # (each cell at least 64 bytes: NumPy's SIMD loops take their blocked path
+                # only for arguments at least a vector apart, as for arrays)
+                cells = [b.alloca(vt, max(1, 8 // width)) for _ in range(nin + 1)]
+                for cell in cells:
+                    cell.align = 64
+                argv = b.alloca(ptr, nin + 1)
+                steps = b.alloca(i64t, nin + 1)
+                dims = b.alloca(i64t)
+                for j, cell in enumerate(cells):
+                    if j < nin:
+                        b.store(variant.args[j], cell)
+                    index = ir.Constant(i64t, j)
+                    b.store(cell, b.gep(argv, [index], source_etype=ptr))
+                    b.store(ir.Constant(i64t, 8), b.gep(steps, [index], source_etype=i64t))
+                b.store(ir.Constant(i64t, width), dims)
+                b.call(loop, [argv, dims, steps, ir.Constant(ptr, None)])
+                b.ret(b.load(cells[nin], typ=vt))
+                variants.append(f"_ZGV_LLVM_{'M' if masked else 'N'}{width}{'v' * nin}_"
+                                f"{fn.name}({variant.name})")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("nounwind")
+        for raw in ("memory(none)", "willreturn",
+                    f'"vector-function-abi-variant"="{",".join(variants)}"'):
+            set.add(fn.attributes, raw)  # (not in llvmlite's list of known attributes)
+
+
+def _calls(text: str) -> tuple[bool, bool]:
+    """(calls a scalar helper, calls a vector variant) in one function's LLVM IR text."""
+    scalar = vector = False
+    for m in re.finditer(r'call[^\n]*@"?' + re.escape(_HELPER_PREFIX) +
+                         r'[a-z0-9]+(\.[mn]\d+)?"?\(', text):
+        if m.group(1):
+            vector = True
+        else:
+            scalar = True
+    return scalar, vector
+
+
+def mark_per_element(mod: Any) -> None:
+    """Add `PER_ELEMENT_SYMBOL` to the optimised llvmlite binding module `mod`: 1 when a
+    function of the kernel calls a NumPy loop on single elements and never on a vector (its
+    lane loop was not vectorised: about 10x the interpreter's time for exp), 0 otherwise.
+    The checked functions (`.checked`: a block with an access out of range or a partial edge
+    block) and the vectoriser's remainder loops call the scalar helper on a few lanes: a
+    function that also calls a vector variant is fast."""
+    import llvmlite.binding as binding
+
+    slow = 0
+    for fn in mod.functions:
+        if fn.is_declaration or fn.name.startswith(_HELPER_PREFIX) or \
+                fn.name.endswith(".checked"):
+            continue
+        scalar, vector = _calls(str(fn))
+        if scalar and not vector:
+            slow = 1
+    flag = binding.parse_assembly(f'@"{PER_ELEMENT_SYMBOL}" = constant i8 {slow}\n')
+    flag.triple = mod.triple
+    flag.data_layout = mod.data_layout
+    mod.link_in(flag)
+
+
+def per_element(engine: Any) -> bool:
+    """Does the loaded kernel (an llvmlite execution engine) call NumPy's loops per element
+    in its hot path (`mark_per_element`)? Object code without the mark calls none."""
+    address = engine.get_global_value_address(PER_ELEMENT_SYMBOL)
+    return bool(address) and ctypes.c_uint8.from_address(address).value == 1

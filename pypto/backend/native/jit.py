@@ -357,7 +357,7 @@ class NativeKernel:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         if self.printf_sites:
             llvm.add_symbol(printf.SYMBOL, printf.address())
-        ufuncs = sorted({n for op in kernel.walk() if (n := numpy_math.ufunc_of(op)) is not None})
+        ufuncs = numpy_math.kernel_ufuncs(kernel)  # (lane ops and tile loop nests)
         numpy_math.bind_symbols(ufuncs)
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive

@@ -66,6 +66,23 @@ def ufunc_of(op: Operation) -> str | None:
     return UFUNCS.get(type(op))
 
 
+_TILE_UFUNCS = {"texp": "exp", "tlog": "log", "trowexpandexpdif": "exp",
+                "tcolexpandexpdif": "exp"}
+"""Tile instructions whose loop nests (tile_loops.py) call NumPy's loop of this name."""
+
+
+def tile_ufunc(op: Operation) -> str | None:
+    """The ufunc a tile instruction compiled as a loop nest calls (None: none), if callable."""
+    name = _TILE_UFUNCS.get(op.name.removeprefix("pto."))
+    return name if name is not None and _loop(name)[0] is not None else None
+
+
+def kernel_ufuncs(kernel: Operation) -> list[str]:
+    """The ufuncs whose loops the kernel's native code may call (to bind: `bind_symbols`)."""
+    return sorted({n for op in kernel.walk()
+                   if (n := ufunc_of(op) or tile_ufunc(op)) is not None})
+
+
 @cache
 def _loop(name: str) -> tuple[int | None, str]:
     """(address of the float64 loop of `np.<name>`, "") or (None, why not)."""

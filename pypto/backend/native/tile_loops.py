@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from xdsl.dialects import arith, func, llvm, scf
-from xdsl.dialects.builtin import (Float16Type, Float32Type, IntegerAttr, IntegerType,
-                                   UnitAttr, i32, i64)
+from xdsl.dialects import arith, func, llvm, math, scf
+from xdsl.dialects.builtin import (Float16Type, Float32Type, FloatAttr, IntegerAttr,
+                                   IntegerType, UnitAttr, i1, i8, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
@@ -54,10 +54,60 @@ def _combine(what: str, t: Attribute) -> Callable[[SSAValue, SSAValue], Operatio
     return lambda a, b: cls(a, b)  # type: ignore[call-arg]
 
 
+def tile_ufunc_missing(op: Operation) -> bool:
+    """Would `op`'s loop nest call a NumPy loop that is not callable (numpy_math.py)?"""
+    from pypto.backend.native.numpy_math import _TILE_UFUNCS, tile_ufunc
+
+    return op.name.removeprefix("pto.") in _TILE_UFUNCS and tile_ufunc(op) is None
+
+
+Emit = Callable[[Operation], SSAValue]
+_EXPDIF: Callable[[SSAValue, SSAValue], Operation] = lambda a, b: arith.SubfOp(a, b)
+"""The marker `_loops` builds `exp(a - v)` for (two ops: not a `_combine`)."""
+_UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "abs", "neg", "relu", "not")
+
+
+def _unary(what: str, t: Attribute) -> Callable[[Emit, SSAValue], SSAValue] | None:
+    """The lanes' ops for unary tile instruction `what` on element type `t` (tile_ops.py's
+    definitions: exp / log through NumPy's float64 loop rounded once, numpy_math.py, called
+    once per vector of elements; sqrt correctly rounded; rsqrt 1 / sqrt in float64 rounded
+    once; recip 1 / a in the type; relu a where a > 0 or NaN, else +0; integer abs / neg
+    wrapping)."""
+    if isinstance(t, Float16Type | Float32Type):
+        def zero(e: Emit) -> SSAValue:
+            return e(arith.ConstantOp(FloatAttr(0.0, t)))
+        table: dict[str, Callable[[Emit, SSAValue], SSAValue]] = {
+            "exp": lambda e, a: e(math.ExpOp(a)),
+            "log": lambda e, a: e(math.LogOp(a)),
+            "sqrt": lambda e, a: e(math.SqrtOp(a)),
+            "rsqrt": lambda e, a: e(math.RsqrtOp(a)),
+            "recip": lambda e, a: e(arith.DivfOp(e(arith.ConstantOp(FloatAttr(1.0, t))), a)),
+            "abs": lambda e, a: e(math.AbsFOp(a)),
+            "neg": lambda e, a: e(arith.NegfOp(a)),
+            "relu": lambda e, a: e(arith.SelectOp(
+                e(arith.OrIOp(e(arith.CmpfOp(a, zero(e), "ogt")), e(arith.CmpfOp(a, a, "uno")))),
+                a, zero(e))),
+        }
+        return table.get(what)
+    if isinstance(t, IntegerType) and t.width.data in (32, 64):
+        def c(e: Emit, v: int) -> SSAValue:
+            return e(arith.ConstantOp(IntegerAttr(v, t)))
+        table = {
+            "neg": lambda e, a: e(arith.SubiOp(c(e, 0), a)),
+            "abs": lambda e, a: e(arith.SelectOp(e(arith.CmpiOp(a, c(e, 0), "slt")),
+                                                 e(arith.SubiOp(c(e, 0), a)), a)),
+            "not": lambda e, a: e(arith.XOrIOp(a, c(e, -1))),
+            "relu": lambda e, a: e(arith.MaxSIOp(a, c(e, 0))),
+        }
+        return table.get(what)
+    return None
+
+
 def _form(op: Operation) -> tuple[str, str | None] | None:
     """(form, elementwise op) of an instruction compiled as a loop, else None. Forms: "bin"
     (dst = a op b), "scalar" (a op s), "fill" (s), "rowx" / "colx" (a op v, v broadcast),
-    "row" / "col" (v broadcast), "trans"."""
+    "row" / "col" (v broadcast), "trans", "unary" (f(a), one flat loop), "rowsum" /
+    "colsum", "rowext" / "colext" (max / min along rows / columns)."""
     name = op.name.removeprefix("pto.t")
     if name == "expands":
         return "fill", None
@@ -69,6 +119,10 @@ def _form(op: Operation) -> tuple[str, str | None] | None:
             return (prefix, None) if not what else (prefix + "x", what)
     if name in ("rowsum", "colsum"):
         return name, "add"
+    if name in ("rowmax", "rowmin", "colmax", "colmin"):
+        return name[:3] + "ext", name[3:]
+    if name in _UNARY:
+        return "unary", name
     trait = tile_vector(op)
     assert trait is not None
     if trait.roles == ("full", "full", "full") and name in (*_FLOAT, *_INT):
@@ -104,20 +158,138 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
             return False
         if pto.element_type_of(value.type) != elem:
             return False
-        if index and (role != "full" or kind in ("rowsum", "colsum")) and \
+        if index and (role != "full" or kind in ("rowsum", "colsum", "rowext", "colext")) and \
                 value.owner is dst.owner:
             return False  # a broadcast, transposed or reduced operand in the destination's
-    combine = _combine(what, elem) if what is not None else None
+    rows, cols = tile_shape(op)
+    if tile_ufunc_missing(op):
+        return False  # (NumPy's loop is not callable here: the call computes it)
+    if kind == "unary":
+        f = _unary(what, elem)  # type: ignore[arg-type]
+        if f is None:
+            return False
+        _flat_loop(block, rows * cols, f, operands)
+        return True
+    if kind in ("rowext", "colext"):
+        flag = _extreme_loops(block, rows, cols, kind == "rowext", what == "max", elem,
+                              operands)
+        if flag is not None:
+            _unless_nan(block, op, operands, flag)
+        return True
+    if what == "expdif":  # exp(a - v): the difference rounded to the type, then exp in
+        if not isinstance(elem, Float16Type | Float32Type):  # float64 rounded once
+            return False                                     # (tile_ops `_expdif`)
+        combine = _EXPDIF
+    else:
+        combine = _combine(what, elem) if what is not None else None
     if what is not None and combine is None:
         return False
     if isinstance(elem, Float16Type) and what in ("min", "max"):
         return False  # (LLVM's float16 minimum / maximum do not give NumPy's bits)
-    rows, cols = tile_shape(op)
     if kind in ("rowsum", "colsum"):
         _fold_loops(block, rows, cols, kind == "rowsum", elem, operands)
     else:
         _loops(block, rows, cols, kind, combine, operands)
     return True
+
+
+def _flat_loop(block: Block, count: int, f: Callable[[Emit, SSAValue], SSAValue],
+               operands: list[SSAValue]) -> None:
+    """dst[i] = f(a[i]) for i < count: both operands whole `pto.alloc_local` tiles (row-major,
+    contiguous), so one loop over the elements, which LLVM vectorises (a tile of one column
+    too)."""
+    def body(b: Block, i: SSAValue) -> None:
+        def e(o: Operation) -> SSAValue:
+            b.add_op(o)
+            return o.results[0]
+        ld = pto.LoadOp(e(pto.AddPtrOp(operands[1], i)))
+        ld.attributes[UNCHECKED_ATTR] = UnitAttr()
+        value = f(e, e(ld))
+        st = pto.StoreOp(value, e(pto.AddPtrOp(operands[0], i)))
+        st.attributes[UNCHECKED_ATTR] = UnitAttr()
+        b.add_op(st)
+    _for(block, 0, count, body)
+
+
+def _extreme_loops(block: Block, rows: int, cols: int, by_row: bool, biggest: bool,
+                   elem: Attribute, operands: list[SSAValue]) -> SSAValue | None:
+    """`trowmax` / `trowmin` / `tcolmax` / `tcolmin` of a whole tile: per line, the IEEE
+    maximum (minimum) of its elements (arith.maximumf: NaN if any is NaN, +0 above -0;
+    signed integer max / min), an associative and commutative operation, so any order gives
+    tile_ops `_extreme`'s value. A NaN's payload is the exception: which NaN NumPy's
+    reduction returns depends on its loop, so a float tile holding a NaN is recomputed by the
+    interpreter's definition (`_unless_nan`): for a float tile, the result is the scratch
+    byte (nonzero: the tile holds a NaN) this loop nest sets."""
+    lines, n = (rows, cols) if by_row else (cols, rows)
+    is_float = isinstance(elem, Float16Type | Float32Type)
+    if is_float:
+        pick = arith.MaximumfOp if biggest else arith.MinimumfOp
+    else:
+        pick = arith.MaxSIOp if biggest else arith.MinSIOp
+    flag = _scratch(block, 1, i8) if is_float else None
+    if flag is not None:
+        zero8 = arith.ConstantOp(IntegerAttr(0, i8))
+        block.add_op(zero8)
+        block.add_op(llvm.StoreOp(zero8.result, flag))
+
+    def line(b: Block, k: SSAValue) -> None:
+        def e(o: Operation) -> SSAValue:
+            b.add_op(o)
+            return o.results[0]
+
+        def src(bb: Block, i: SSAValue) -> SSAValue:
+            def ee(o: Operation) -> SSAValue:
+                bb.add_op(o)
+                return o.results[0]
+            if by_row:
+                index = ee(arith.AddiOp(ee(arith.MuliOp(k, _const(bb, cols))), i))
+            else:
+                index = ee(arith.AddiOp(ee(arith.MuliOp(i, _const(bb, cols))), k))
+            ld = pto.LoadOp(ee(pto.AddPtrOp(operands[1], index)))
+            ld.attributes[UNCHECKED_ATTR] = UnitAttr()
+            return ee(ld)
+
+        first = src(b, _const(b, 0))
+        nan0 = e(arith.CmpfOp(first, first, "uno")) if is_float else \
+            e(arith.ConstantOp(IntegerAttr(0, i1)))
+        inner = Block(arg_types=[i32, elem, i1])
+        i, acc, nan = inner.args
+        x = src(inner, i)
+        acc2 = pick(acc, x)
+        inner.add_op(acc2)
+        if is_float:
+            seen = arith.CmpfOp(x, x, "uno")
+            inner.add_op(seen)
+            nan2 = arith.OrIOp(nan, seen.result)
+            inner.add_op(nan2)
+            nan_next = nan2.result
+        else:
+            nan_next = nan
+        inner.add_op(scf.YieldOp(acc2.results[0], nan_next))
+        loop = scf.ForOp(_const(b, 1), _const(b, n), _const(b, 1), [first, nan0], Region(inner))
+        b.add_op(loop)
+        st = pto.StoreOp(loop.results[0], e(pto.AddPtrOp(operands[0], k)))
+        st.attributes[UNCHECKED_ATTR] = UnitAttr()
+        b.add_op(st)
+        if flag is not None:
+            old = e(llvm.LoadOp(flag, i8))
+            bit = e(arith.ExtUIOp(loop.results[1], i8))
+            b.add_op(llvm.StoreOp(e(arith.OrIOp(old, bit)), flag))
+
+    _for(block, 0, lines, line)
+    return flag
+
+
+def _unless_nan(block: Block, op: Operation, operands: list[SSAValue],
+                flag: SSAValue) -> None:
+    """After `_extreme_loops`: when the tile held a NaN, the instruction again as the call
+    into the interpreter's definition (tiles.py), which gives NumPy's NaN."""
+    loaded = llvm.LoadOp(flag, i8)
+    zero = arith.ConstantOp(IntegerAttr(0, i8))
+    cond = arith.CmpiOp(loaded.results[0], zero.result, "ne")
+    block.add_ops([loaded, zero, cond])
+    call = op.clone(value_mapper=dict(zip(op.operands, operands)))
+    block.add_op(scf.IfOp(cond.result, [], Region(Block([call, scf.YieldOp()]))))
 
 
 def _const(block: Block, value: int) -> SSAValue:
@@ -138,11 +310,12 @@ def _loops(block: Block, rows: int, cols: int, kind: str,
         inner.add_op(op)
         return op.results[0]
 
-    def load(base: SSAValue, offset: SSAValue) -> SSAValue:
-        ptr = add(pto.AddPtrOp(base, offset))
-        ld = pto.LoadOp(ptr)
+    def load(base: SSAValue, offset: SSAValue, where: Block = inner) -> SSAValue:
+        ptr = pto.AddPtrOp(base, offset)
+        ld = pto.LoadOp(ptr.results[0])
         ld.attributes[UNCHECKED_ATTR] = UnitAttr()
-        return add(ld)
+        where.add_ops([ptr, ld])
+        return ld.results[0]
 
     ncols = _const(inner, cols)
     full = add(arith.AddiOp(add(arith.MuliOp(r, ncols)), c))
@@ -156,11 +329,18 @@ def _loops(block: Block, rows: int, cols: int, kind: str,
         value = add(combine(load(operands[1], full), load(operands[2], full)))  # type: ignore
     elif kind == "scalar":
         value = add(combine(load(operands[1], full), operands[2]))  # type: ignore[misc]
+    # (v[r] is loaded once per row, outside the loop over the columns: LLVM cannot tell that
+    # the stores to the destination, in the same arena, leave it unchanged, and would not
+    # vectorise the row's loop)
     elif kind in ("row", "col"):
-        value = load(operands[1], r if kind == "row" else c)
+        value = load(operands[1], r, outer) if kind == "row" else load(operands[1], c)
     else:  # rowx / colx: a op v[r] / v[c]
-        v = load(operands[2], r if kind == "rowx" else c)
-        value = add(combine(load(operands[1], full), v))  # type: ignore[misc]
+        v = load(operands[2], r, outer) if kind == "rowx" else load(operands[2], c)
+        a = load(operands[1], full)
+        if combine is _EXPDIF:
+            value = add(math.ExpOp(add(arith.SubfOp(a, v))))
+        else:
+            value = add(combine(a, v))  # type: ignore[misc]
     ptr = add(pto.AddPtrOp(operands[0], dst_index))
     st = pto.StoreOp(value, ptr)
     st.attributes[UNCHECKED_ATTR] = UnitAttr()

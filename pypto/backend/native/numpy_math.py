@@ -240,9 +240,10 @@ def add_helpers(module: ModuleOp, names: set[str]) -> None:
         if _HELPER_PREFIX + name in existing:
             continue
         nin = getattr(np, name).nin
-        module.body.block.insert_op_before(llvm.FuncOp(
-            SYMBOL_PREFIX + name, llvm.LLVMFunctionType([ptr, ptr, ptr, ptr]),
-            linkage=llvm.LinkageAttr("external"), body=Region()), first)
+        if SYMBOL_PREFIX + name not in existing:  # (tile loop nests may have declared it)
+            module.body.block.insert_op_before(llvm.FuncOp(
+                SYMBOL_PREFIX + name, llvm.LLVMFunctionType([ptr, ptr, ptr, ptr]),
+                linkage=llvm.LinkageAttr("external"), body=Region()), first)
         block = Block(arg_types=[f64] * nin)
         ops: list[Operation] = []
 

@@ -367,7 +367,7 @@ class NativeKernel:
         self.engine.finalize_object()
         self.auto_prefers_interpreter: str | None = (
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element: its lane loop is "
-            f"not vectorised (docs/native.md#choosing-a-backend: about 7x the interpreter's "
+            f"not vectorised (docs/native.md#choosing-a-backend: about 10x the interpreter's "
             f"time for exp)" if ufuncs and numpy_math.per_element(self.engine) else None)
         """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
         not): compiled, it would be slower."""

@@ -19,8 +19,14 @@ element type f32, f16, i32 or i64 (float16 min / max excepted: LLVM's float16 mi
 maximum did not give NumPy's bits), and a broadcast, transposed or reduced operand is not the
 destination's buffer (the loop would overwrite what it still reads; NumPy reads it all first).
 The accesses are marked unchecked (fast_blocks.UNCHECKED_ATTR): in range by construction.
-Everything else (max / min / arg reductions, exp, log, tcvt, compares, selects, bf16,
-operands at an offset) stays a call.
+
+Also loops since issue 29's speed work: the unary instructions (`tsqrt trsqrt trecip tabs
+tneg trelu tnot`: `_unary`, one flat loop), `texp` / `tlog` and the expdif forms (`_chunked`:
+NumPy's float64 loop, the interpreter's definition, called on 1,024 elements at a time), and
+the max / min reductions (`_extreme_loops`: order-free IEEE maximum / minimum; a float tile
+holding a NaN is recomputed by the call, `_unless_nan`, for NumPy's NaN payload).
+Everything else (arg reductions, tcvt, compares, selects, taxpy, shifts, bf16, operands at an
+offset) stays a call.
 """
 
 from __future__ import annotations
@@ -167,8 +173,7 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
     ufunc = {"exp": "exp", "log": "log", "expdif": "exp"}.get(what or "")
     if ufunc is not None and kind in ("unary", "rowx", "colx") and \
             isinstance(elem, Float16Type | Float32Type):
-        if not _declare_loop(op, ufunc):
-            return False
+        _declare_loop(op, ufunc)
         _chunked(block, rows, cols, kind, ufunc, elem, operands)
         return True
     if kind == "unary":
@@ -204,10 +209,11 @@ CHUNK = 1024
 """Elements per call of NumPy's loop in a tile instruction's loop nest (`_chunked`)."""
 
 
-def _declare_loop(op: Operation, ufunc: str) -> bool:
+def _declare_loop(op: Operation, ufunc: str) -> None:
     """Declare NumPy's float64 loop `pypto_numpy_<ufunc>` (numpy_math.py) in the module
-    holding `op` (once); False when there is none (a kernel being split outside a module only
-    to count its spill slots: nothing is lowered from it)."""
+    holding `op`, once (the call is an `llvm.call`, verified against the module's symbols).
+    A kernel outside any module is split only to count its spill slots: nothing is lowered
+    from it, so nothing is declared."""
     from xdsl.dialects.builtin import ModuleOp
 
     from pypto.backend.native.numpy_math import SYMBOL_PREFIX
@@ -216,7 +222,7 @@ def _declare_loop(op: Operation, ufunc: str) -> bool:
     while module is not None and not isinstance(module, ModuleOp):
         module = module.parent_op()
     if module is None:
-        return True  # (the loop nest's shape only matters there)
+        return
     name = SYMBOL_PREFIX + ufunc
     body = module.body.block
     if not any(isinstance(o, llvm.FuncOp) and o.sym_name.data == name for o in body.ops):
@@ -227,7 +233,6 @@ def _declare_loop(op: Operation, ufunc: str) -> bool:
             body.add_op(decl)
         else:
             body.insert_op_before(decl, body.first_op)
-    return True
 
 
 def _chunked(block: Block, rows: int, cols: int, kind: str, ufunc: str, elem: Attribute,

@@ -68,23 +68,18 @@ def tile_ufunc_missing(op: Operation) -> bool:
 
 
 Emit = Callable[[Operation], SSAValue]
-_EXPDIF: Callable[[SSAValue, SSAValue], Operation] = lambda a, b: arith.SubfOp(a, b)
-"""The marker `_loops` builds `exp(a - v)` for (two ops: not a `_combine`)."""
 _UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "abs", "neg", "relu", "not")
 
 
 def _unary(what: str, t: Attribute) -> Callable[[Emit, SSAValue], SSAValue] | None:
     """The lanes' ops for unary tile instruction `what` on element type `t` (tile_ops.py's
-    definitions: exp / log through NumPy's float64 loop rounded once, numpy_math.py, called
-    once per vector of elements; sqrt correctly rounded; rsqrt 1 / sqrt in float64 rounded
-    once; recip 1 / a in the type; relu a where a > 0 or NaN, else +0; integer abs / neg
-    wrapping)."""
+    definitions: sqrt correctly rounded; rsqrt 1 / sqrt in float64 rounded once; recip 1 / a
+    in the type; relu a where a > 0 or NaN, else +0; integer abs / neg wrapping). exp and log
+    are `_chunked`."""
     if isinstance(t, Float16Type | Float32Type):
         def zero(e: Emit) -> SSAValue:
             return e(arith.ConstantOp(FloatAttr(0.0, t)))
         table: dict[str, Callable[[Emit, SSAValue], SSAValue]] = {
-            "exp": lambda e, a: e(math.ExpOp(a)),
-            "log": lambda e, a: e(math.LogOp(a)),
             "sqrt": lambda e, a: e(math.SqrtOp(a)),
             "rsqrt": lambda e, a: e(math.RsqrtOp(a)),
             "recip": lambda e, a: e(arith.DivfOp(e(arith.ConstantOp(FloatAttr(1.0, t))), a)),
@@ -188,12 +183,7 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
         if flag is not None:
             _unless_nan(block, op, operands, flag)
         return True
-    if what == "expdif":  # exp(a - v): the difference rounded to the type, then exp in
-        if not isinstance(elem, Float16Type | Float32Type):  # float64 rounded once
-            return False                                     # (tile_ops `_expdif`)
-        combine = _EXPDIF
-    else:
-        combine = _combine(what, elem) if what is not None else None
+    combine = _combine(what, elem) if what is not None else None
     if what is not None and combine is None:
         return False
     if isinstance(elem, Float16Type) and what in ("min", "max"):
@@ -470,11 +460,7 @@ def _loops(block: Block, rows: int, cols: int, kind: str,
         value = load(operands[1], r, outer) if kind == "row" else load(operands[1], c)
     else:  # rowx / colx: a op v[r] / v[c]
         v = load(operands[2], r, outer) if kind == "rowx" else load(operands[2], c)
-        a = load(operands[1], full)
-        if combine is _EXPDIF:
-            value = add(math.ExpOp(add(arith.SubfOp(a, v))))
-        else:
-            value = add(combine(a, v))  # type: ignore[misc]
+        value = add(combine(load(operands[1], full), v))  # type: ignore[misc]
     ptr = add(pto.AddPtrOp(operands[0], dst_index))
     st = pto.StoreOp(value, ptr)
     st.attributes[UNCHECKED_ATTR] = UnitAttr()

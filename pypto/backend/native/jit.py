@@ -136,8 +136,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies the result)
     result = convert_module(module, fallback_target_triple=None)
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
-    if numpy_math.widenable(kernel):
-        numpy_math.widen_lane_loops(result)
+    numpy_math.widen_lane_loops(result, kernel)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"

@@ -506,16 +506,17 @@ def widenable(kernel: Operation) -> bool:
     return True
 
 
-def widen_lane_loops(module: Any) -> None:
+def widen_lane_loops(module: Any, kernel: Operation) -> None:
     """Ask LLVM to vectorise every innermost loop calling NumPy's loops (through an inlined
     lane function) at `LANE_LOOP_WIDTH` lanes (`llvm.loop.vectorize.width`): the vectoriser
     would pick 16 lanes of float32 (one AVX-512 register), and a call of NumPy's loop costs
     about as much as 16 elements of exp (70 ns for tanh, against 2 ns per element): 64 lanes
-    per call pays it a quarter as often. A loop LLVM cannot vectorise ignores the hint."""
+    per call pays it a quarter as often. Only where `widenable(kernel)`: LLVM prints why it
+    did not vectorise a hinted loop."""
     from llvmlite import ir
 
     calls: set[str] = {f.name for f in module.functions if f.name.startswith(_HELPER_PREFIX)}
-    if not calls:
+    if not calls or not widenable(kernel):
         return
     callers = set(calls)
     changed = True

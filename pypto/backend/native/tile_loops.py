@@ -24,9 +24,9 @@ Also loops since issue 29's speed work: the unary instructions (`tsqrt trsqrt tr
 tneg trelu tnot`: `_unary`, one flat loop), `texp` / `tlog` and the expdif forms (`_chunked`:
 NumPy's float64 loop, the interpreter's definition, called on 1,024 elements at a time), and
 the max / min reductions (`_extreme_loops`: order-free IEEE maximum / minimum; a float tile
-holding a NaN is recomputed by the call, `_unless_nan`, for NumPy's NaN payload).
-Everything else (arg reductions, tcvt, compares, selects, taxpy, shifts, bf16, operands at an
-offset) stays a call.
+holding a NaN is recomputed by the call, `_unless_nan`, for NumPy's NaN payload), and `tcvt`
+where it is one LLVM cast (`_convert`). Everything else (arg reductions, the other tcvt,
+compares, selects, taxpy, shifts, bf16, operands at an offset) stays a call.
 """
 
 from __future__ import annotations
@@ -140,6 +140,8 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
     having added nothing, when `op` stays a call (tiles.py)."""
     if not ENABLED or tile_vector(op) is None:
         return False
+    if op.name == "pto.tcvt":
+        return _convert(op, operands, block)
     form = _form(op)
     if form is None:
         return False
@@ -192,6 +194,42 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
         _fold_loops(block, rows, cols, kind == "rowsum", elem, operands)
     else:
         _loops(block, rows, cols, kind, combine, operands)
+    return True
+
+
+def _convert(op: Operation, operands: list[SSAValue], block: Block) -> bool:
+    """`tcvt` where it is one LLVM cast (tile_ops `convert`): float16 <-> float32 rounded to
+    nearest even (`fptrunc`, correctly rounded; widening is exact in every mode), int32 <->
+    int64 in any mode (wrapping, as `astype`). Both tiles whole `pto.alloc_local` buffers;
+    the other conversions (to and from integers, the directed roundings) stay calls."""
+    dst, src = op.operands[0], op.operands[1]
+    if not isinstance(dst.owner, pto.AllocLocalOp) or not isinstance(src.owner, pto.AllocLocalOp):
+        return False
+    to, frm = pto.element_type_of(dst.type), pto.element_type_of(src.type)
+    rounding = op.properties.get("rounding")
+    mode = getattr(rounding, "data", "rne")
+    floats = (Float16Type, Float32Type)
+    if isinstance(to, floats) and isinstance(frm, floats):
+        if to == frm:
+            f: Callable[[Emit, SSAValue], SSAValue] = lambda e, a: a
+        elif isinstance(to, Float32Type):
+            f = lambda e, a: e(arith.ExtFOp(a, to))  # noqa: E731 (exact)
+        elif mode == "rne":
+            f = lambda e, a: e(arith.TruncFOp(a, to))  # noqa: E731
+        else:
+            return False
+    elif isinstance(to, IntegerType) and isinstance(frm, IntegerType) and \
+            to.width.data in (32, 64) and frm.width.data in (32, 64):
+        if to == frm:
+            f = lambda e, a: a  # noqa: E731
+        elif to.width.data > frm.width.data:
+            f = lambda e, a: e(arith.ExtSIOp(a, to))  # noqa: E731
+        else:
+            f = lambda e, a: e(arith.TruncIOp(a, to))  # noqa: E731
+    else:
+        return False
+    rows, cols = tile_shape(op)
+    _flat_loop(block, rows * cols, f, operands)
     return True
 
 

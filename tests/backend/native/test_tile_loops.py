@@ -147,3 +147,61 @@ def test_loop_compiled_tile_instructions_on_odd_shapes_bit_exact(t, shape, nans,
             assert want.tobytes() == got.tobytes(), n
         ref = _reference(n, x, v, w)
         assert _same_up_to_nan_payload(ref, got), n
+
+
+CVT_SOURCE = '''import pypto as pto
+
+
+@pto.kernel
+def cvt(X, O):
+    x = pto.alloc_tile({r}, {c}, dtype=pto.{src})
+    d = pto.alloc_tile({r}, {c}, dtype=pto.{dst})
+    pto.wait(pto.async_load(x, X, {r} * {c} * {src_size}))
+    pto.tcvt(d, x, rounding="{mode}")
+    pto.store(O, d, {r} * {c} * {dst_size})
+'''
+
+
+@pytest.mark.parametrize("src,dst,mode", [("float32", "float16", "rne"),
+                                          ("float16", "float32", "rz"),
+                                          ("float32", "float32", "rm"),
+                                          ("int32", "int64", "rne"),
+                                          ("int64", "int32", "rp")])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 33)])
+def test_tcvt_compiled_as_one_cast_per_element(src, dst, mode, shape, tmp_path):
+    """tcvt where it is one LLVM cast (float16 <-> float32 to nearest, widening, int32 <->
+    int64 wrapping) is a loop (no tile callback in the code), with the interpreter's and
+    NumPy's bits."""
+    from pypto.backend.native.jit import llvm_ir
+
+    rows, cols = shape
+    name = f"pto_tile_cvt_{src}_{dst}_{mode}_{rows}_{cols}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(CVT_SOURCE.format(r=rows, c=cols, src=src, dst=dst, mode=mode,
+                                      src_size=np.dtype(src).itemsize,
+                                      dst_size=np.dtype(dst).itemsize))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(rows + cols)
+    if src.startswith("int"):
+        info = np.iinfo(src)
+        x = rng.integers(info.min, info.max, size=shape, dtype=src, endpoint=True)
+        x.flat[0] = info.min
+    else:
+        with np.errstate(over="ignore"):
+            x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8, size=shape)
+                 ).astype(src)
+        x.flat[-1] = np.inf
+    outs = {}
+    for backend in ("interpreter", "native"):
+        o = np.zeros(shape, dst)
+        pto.launch(mod.cvt, 1, 32, (x, o), backend=backend)
+        outs[backend] = o
+    assert outs["native"].tobytes() == outs["interpreter"].tobytes()
+    with np.errstate(over="ignore"):
+        assert outs["native"].tobytes() == x.astype(dst).tobytes()
+    ck = pto.compile(mod.cvt, args=(x, np.zeros(shape, dst)), block=32)
+    assert "pypto_native_tile" not in llvm_ir(ck.func)

@@ -54,3 +54,57 @@ def test_unknown_pair_in_a_target_file_is_an_error(tmp_path):
     path.write_text('[fusion]\npairs = [["npu.load", "npu.fma"]]\n')
     with pytest.raises(ValueError, match="have no fused instruction in the npu dialect"):
         fusion_rules(load_target(path))
+
+
+@pto.kernel
+def lane_op_between(x, y, A, B, C):
+    i = pto.get_global_id()
+    u = pto.load(x + i)
+    A_tile = pto.alloc_local(256)
+    B_tile = pto.alloc_local(256)
+    C_tile = pto.alloc_local(256)
+    pto.fill(C_tile, 0.0, 256)
+    pto.wait(pto.async_load(A_tile, A, 1024))
+    pto.wait(pto.async_load(B_tile, B, 1024))
+    v = u * 1.5                        # a lane instruction between B's wait and the MMA
+    pto.mma(C_tile, A_tile, B_tile, 16, 16, 16)
+    pto.store(y + i, v)
+    pto.store(C, C_tile, 1024)
+
+
+@pto.kernel
+def scalar_op_between(x, y, A, B, C, n):
+    A_tile = pto.alloc_local(256)
+    B_tile = pto.alloc_local(256)
+    C_tile = pto.alloc_local(256)
+    pto.wait(pto.async_load(A_tile, A, 1024))
+    pto.wait(pto.async_load(B_tile, B, 1024))
+    m = n * 3                          # uniform: the scalar unit's
+    pto.mma(C_tile, A_tile, B_tile, 16, 16, 16)
+    pto.store(C, C_tile, 1024)
+    pto.store(y, m)
+
+
+def test_no_fusion_across_a_lane_instruction():
+    """Fusing would move B's copy and its wait past the lane op, which would then no longer
+    wait for the copy (issue 31); a remark says why it is not fused. Results unchanged."""
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2))
+    x = rng.standard_normal(64).astype(np.float32)
+    args = (x, np.zeros(64, np.float32), a, b, np.zeros((16, 16), np.float32))
+    t = [pto.alloc_tensor(n * 4) for n in (64, 64, 256, 256, 256)]
+    ck = pto.compile(lane_op_between, args=tuple(t), block=64, pipeline=FUSED_PIPELINE)
+    assert not any(isinstance(op, npu.LoadMmaOp) for op in ck.func.walk())
+    assert any("is not fused" in r.message and "the lane instruction 'arith.mulf' at "
+               "test_npu_fuse_load_mma.py:" in r.message for r in ck.remarks), \
+        [r.message for r in ck.remarks]
+    out = run_kernel(lane_op_between, 1, 64, args, pipeline=FUSED_PIPELINE)
+    np.testing.assert_allclose(out[4], a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[1], x * np.float32(1.5))
+
+
+def test_a_uniform_computation_between_still_fuses():
+    t = [pto.alloc_tensor(n * 4, dtype=np.int32 if i == 1 else np.float32)
+         for i, n in enumerate((64, 64, 256, 256, 256))]
+    ck = pto.compile(scalar_op_between, args=(*t, 5), block=64, pipeline=FUSED_PIPELINE)
+    assert [op.operand.data for op in ck.func.walk() if isinstance(op, npu.LoadMmaOp)] == ["b"]

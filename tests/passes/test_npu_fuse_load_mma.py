@@ -108,3 +108,47 @@ def test_a_uniform_computation_between_still_fuses():
          for i, n in enumerate((64, 64, 256, 256, 256))]
     ck = pto.compile(scalar_op_between, args=(*t, 5), block=64, pipeline=FUSED_PIPELINE)
     assert [op.operand.data for op in ck.func.walk() if isinstance(op, npu.LoadMmaOp)] == ["b"]
+
+
+@pto.kernel
+def matmul_lane_op(A, B, C, out, M, N, K, tile_m, tile_n, tile_k):
+    """The article's matmul with a lane computation between the wait and the MMA."""
+    tid = pto.get_local_id()
+    row0 = pto.get_block_id(1) * tile_m
+    col0 = pto.get_block_id(0) * tile_n
+    C_tile = pto.alloc_local(tile_m * tile_n)
+    pto.fill(C_tile, 0.0, tile_m * tile_n)
+    for k0 in range(0, K, tile_k):
+        with pto.pipeline() as pl:
+            with pl.stage("load_a"):
+                A_tile = pto.alloc_local(tile_m * tile_k)
+                pto.async_load(A_tile, A + row0 * K + k0, tile_m * tile_k * 4, rows=tile_m,
+                               src_stride=K)
+            with pl.stage("load_b", after="load_a"):
+                B_tile = pto.alloc_local(tile_k * tile_n)
+                pto.async_load(B_tile, B + k0 * N + col0, tile_k * tile_n * 4, rows=tile_k,
+                               src_stride=N)
+            with pl.stage("compute", after="load_b"):
+                pto.wait_all()
+                lane = tid * 3 + k0            # lane-varying: a vector instruction
+                pto.mma(C_tile, A_tile, B_tile, tile_m, tile_n, tile_k)
+                pto.store(out + tid, lane)
+        pl.run()
+    pto.store(C + row0 * N + col0, C_tile, tile_m * tile_n * 4, rows=tile_m, dst_stride=N)
+
+
+def test_the_double_buffer_pass_does_not_keep_a_load_for_a_fusion_across_a_lane_op():
+    """pypto.analysis.fusion applies npu-fuse-load-mma's rule: B's load would not fuse across
+    the lane computation, so the fusion-aware schedule prefetches it too, and the lowered
+    kernel has no fused instruction."""
+    m = 64
+    f32 = [pto.alloc_tensor(m * m * 4) for _ in range(3)]
+    out = pto.alloc_tensor(64 * 4, dtype=np.int32)
+    ck = pto.compile(matmul_lane_op, args=(*f32, out, m, m, m, 32, 32, 32), block=64,
+                     pipeline="pto-double-buffer{choose=fusion},pto-allocate-l1,"
+                              "convert-pto-to-npu,npu-fuse-load-mma")
+    said = [r.message for r in ck.remarks]
+    assert any("the load of 'B_tile'" in s and "'arith.muli' sits between its wait and the "
+               "MMA, which the firmware does not fuse across" in s for s in said), said
+    assert any("2 slots for 'A_tile', 'B_tile'" in s for s in said), said
+    assert not any(isinstance(op, npu.LoadMmaOp) for op in ck.func.walk())

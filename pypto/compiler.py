@@ -253,13 +253,14 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
     if native is None or backend == "auto" and native.auto_prefers_interpreter:
         executable.run(grid, block, args)
         return
-    refused = native.unsupported_launch(grid, block)
+    bound = executable.bind(args)
+    refused = native.unsupported_launch(grid, block, bound)
     if refused is not None:
         if backend == "native":
             raise refused
         executable.run(grid, block, args)
         return
-    native.run(grid, block, executable.bind(args))
+    native.run(grid, block, bound)
 
 
 class _OnBackend:

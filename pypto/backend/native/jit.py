@@ -32,7 +32,9 @@ from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
-from pypto.backend.native.support import analyse
+from pypto.backend.native.interchange import interchange_strided_loops
+from pypto.backend.native.lane_independence import LaunchCheck
+from pypto.backend.native.support import analyse, launch_checked
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
                                           COLLECTIVE_SYMBOL, DIVIDE_BY_ZERO, EXPIRED_SLOT,
@@ -137,6 +139,8 @@ def llvm_module(kernel: func.FuncOp) -> Any:
         native_pass.apply(ctx, module)                   # run_pipeline does: a third of the
     # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies the result)
     result = convert_module(module, fallback_target_triple=None)
+    numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
+    numpy_math.widen_lane_loops(result, kernel)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
@@ -268,6 +272,7 @@ def _compile_object(kernel: func.FuncOp) -> bytes:
     with options, llvm.create_pass_builder(machine, options) as builder, \
             builder.getModulePassManager() as manager:
         manager.run(mod, builder)
+    numpy_math.mark_per_element(mod)  # (read back by numpy_math.per_element)
     return bytes(machine.emit_object(mod))
 
 
@@ -300,6 +305,9 @@ class NativeKernel:
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
+        interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
+        if interchanged is not kernel and analyse(interchanged)[0] is None:
+            kernel = interchanged
         reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
@@ -308,6 +316,8 @@ class NativeKernel:
         import llvmlite.binding as llvm
 
         self.name = name
+        checked = launch_checked(kernel)  # lane independence proven per launch
+        self.independence = LaunchCheck(kernel, checked) if checked else None
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
@@ -361,18 +371,19 @@ class NativeKernel:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         if self.printf_sites:
             llvm.add_symbol(printf.SYMBOL, printf.address())
-        ufuncs = sorted({n for op in kernel.walk() if (n := numpy_math.ufunc_of(op)) is not None})
+        ufuncs = numpy_math.kernel_ufuncs(kernel)  # (lane ops and tile loop nests)
         numpy_math.bind_symbols(ufuncs)
-        self.auto_prefers_interpreter: str | None = (
-            f"it calls NumPy's {', '.join(ufuncs)} loop once per element (docs/native.md"
-            f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else
-            tokens.looped_copies_reason(kernel))
-        """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
-        not): compiled, it would be slower."""
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
+        self.auto_prefers_interpreter: str | None = (
+            f"it calls NumPy's {', '.join(ufuncs)} loop once per element: its lane loop is "
+            f"not vectorised (docs/native.md#choosing-a-backend: about 10x the interpreter's "
+            f"time for exp)" if ufuncs and numpy_math.per_element(self.engine) else
+            tokens.looped_copies_reason(kernel))
+        """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
+        not): compiled, it would be slower."""
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
         if self.collective_sites or self.tile_sites or self.printf_sites:
@@ -490,10 +501,21 @@ class NativeKernel:
         finally:
             timer.cancel()
 
-    def unsupported_launch(self, grid: tuple[int, int, int],
-                           block: tuple[int, int, int]) -> NativeUnsupported | None:
-        """Why this launch shape cannot run natively (None: it can): a kernel whose written
-        tensors are lane-private by `get_global_id(0)` needs a 1-D launch."""
+    def unsupported_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                           bound: Sequence[Any] = ()) -> NativeUnsupported | None:
+        """Why this launch cannot run natively (None: it can): a kernel whose written
+        tensors are lane-private by `get_global_id(0)` needs a 1-D launch; one whose tensors
+        lane_independence.py follows needs its proof to pass on this launch's shape and scalar
+        arguments `bound` (docs/native.md#lane-independence)."""
+        if self.independence is not None:
+            why = self.independence.refusal(grid, block, bound)
+            if why is not None:
+                return NativeUnsupported(
+                    f"the native backend cannot prove that the lanes of kernel '{self.name}' "
+                    f"never share an HBM element in this launch (grid {grid}, block {block}): "
+                    f"{why}; it runs lanes one after another, the interpreter in lockstep, so "
+                    f"the results could differ; run it on the interpreter "
+                    f"(backend='interpreter' or 'auto')", kernel=self.name)
         if self.exchange_lanes is not None and block[0] * block[1] * block[2] > \
                 self.exchange_lanes:
             return NativeUnsupported(

@@ -14,8 +14,10 @@ lane can observe another lane's memory effects, which this check makes sure of s
 - a tensor written by the kernel is written by one op, outside any loop, and never read; or
   else every access to it is *lane-private*: at element `get_global_id(0) + u` (u a parameter or
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
-  where no two lanes share an element; the others are only read; parameters that may alias
-  (one tensor passed twice) are not written;
+  where no two lanes share an element; or else lane_independence.py can follow every access
+  to it (affine indices), and proves at each launch that no two lanes share an element
+  (`launch_checked`, docs/native.md#lane-independence); the others are only read; parameters
+  that may alias (one tensor passed twice) are not written;
 - a tensor updated by an atomic (`pto.atomic_add`, `_max`, `_min`, `_and`, `_or`, `_xor`,
   `_exch`, `_cas`) is only updated so (no load, store, alias), and either every update is an
   integer add, max, min, and, or, xor of one kind whose old value is unused (any order gives
@@ -42,6 +44,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pypto.backend.native.bf16 import bf16_refusal
 from pypto.backend.native.int_pow import constant_exponent
+from pypto.backend.native.lane_independence import refusal as independence_refusal
 from pypto.backend.native.printf import MAX_VALUES as PRINTF_VALUES
 from pypto.backend.native.printf import plan as printf_plan
 from pypto.backend.native.printf import printf_ops
@@ -208,8 +211,17 @@ def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
     return reason, bool(private) and reason is None
 
 
+def launch_checked(kernel: func.FuncOp) -> list[BlockArgument]:
+    """The written tensors (of a kernel `unsupported_reason` accepts) whose lane independence
+    is proven at each launch (lane_independence.LaunchCheck) rather than by the rules above."""
+    modelled: list[BlockArgument] = []
+    _check(kernel, [], [], modelled)
+    return modelled
+
+
 def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule after another
-           culprit: list[Operation]) -> str | None:
+           culprit: list[Operation], modelled: list[BlockArgument] | None = None) -> str | None:
+    modelled = [] if modelled is None else modelled
     if len(kernel.body.blocks) != 1:
         return "the kernel's body has several blocks (unstructured control flow); the " \
                "lowering starts from structured scf control flow"
@@ -364,18 +376,26 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if len(seen) == 1 and None not in seen and "pto.noalias" in attrs:
             private.append(True)  # every access at one lane-private element
             continue
+        simple = None
         if root in readers:
-            return f"{_where(ops[0])}: the kernel reads and writes parameter {pname} (lanes " \
-                   f"may communicate through it: the interpreter's lane order is not compiled yet)"
-        if len(ops) > 1:
-            return f"{_where(ops[1])}: parameter {pname} is written by more than one op"
-        if _in_loop(ops[0], kernel) and not isinstance(ops[0], COLLECTIVES):
+            simple = f"{_where(ops[0])}: the kernel reads and writes parameter {pname} (lanes " \
+                     f"may communicate through it)"
+        elif len(ops) > 1:
+            simple = f"{_where(ops[1])}: parameter {pname} is written by more than one op"
+        elif _in_loop(ops[0], kernel) and not isinstance(ops[0], COLLECTIVES):
             # (a block-level copy runs once per block per iteration, in program order, as in
             # the interpreter; loops around it are block-level, phases.py)
-            return f"{_where(ops[0])}: a store inside a loop (its order across lanes is the " \
-                   f"interpreter's, not compiled yet)"
+            simple = f"{_where(ops[0])}: a store inside a loop (its order across lanes is " \
+                     f"the interpreter's)"
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
+        if simple is not None:
+            # lanes that provably never share an element may run in any order, checked at
+            # launch (lane_independence.py, docs/native.md#lane-independence)
+            why = independence_refusal(kernel, root)
+            if why is not None:
+                return f"{simple}, and the lane-independence analysis cannot follow it: {why}"
+            modelled.append(root)
     if needs_phases(kernel):
         # (bfloat16 values cross phases as their bits: bf16.py widens spill slots too)
         refused = refusal(kernel)

@@ -348,7 +348,8 @@ class _Emitter:
                                      [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
                                      [i32]))
         fast, checked = Block(), Block()
-        _fast_lane_loops(fast, name, args, g, lo_hi)
+        lanes = _lane_bounds(self, () if checked_prologue else phase.guards, block, g)
+        _fast_lane_loops(fast, name, args, g, lo_hi, lanes)
         fast.add_op(scf.YieldOp())
         _lane_loop(checked, name, args, g)
         checked.add_op(scf.YieldOp())
@@ -550,8 +551,37 @@ def _x_bounds(em: "_Emitter", guards: Guards, block: Block,
     return lo, hi
 
 
+def _lane_bounds(em: "_Emitter", guards: Guards, block: Block,
+                 g: "_Grid") -> tuple[SSAValue, SSAValue] | None:
+    """[llo, lhi): the lanes in their warp (`lane_id`) a phase's guards can admit (`lane < s`,
+    `lane == 0`), when some guard compares `lane_id` with a uniform value; else None. Only in
+    a 1-D block, where the linear lane id is x (warp w is x in [32 w, 32 w + 32)); in others
+    the whole warp [0, 32). docs/native.md#fast-phases."""
+    lo, hi = _c(block, 0), _c(block, pto.WARP_SIZE)
+    found = False
+
+    def is_lane(v: SSAValue) -> bool:
+        o = v.owner
+        return isinstance(o, Operation) and launch_id(o) == "lane_id"
+
+    for cond, taken in guards:
+        guard = x_guard(cond, taken, is_lane, em.plan.uniform)
+        if guard is not None:
+            found = True
+            lo, hi = clip_x(block, lo, hi, guard[0], em.gresolve(guard[1], block, g))
+    if not found:
+        return None
+    one = _c(block, 1)
+    flat = _add(block, arith.AndIOp(_add(block, arith.CmpiOp(g.block_dims[1], one, "eq")),
+                                    _add(block, arith.CmpiOp(g.block_dims[2], one, "eq"))))
+    lo = _add(block, arith.SelectOp(flat, lo, _c(block, 0)))
+    hi = _add(block, arith.SelectOp(flat, hi, _c(block, pto.WARP_SIZE)))
+    return lo, hi
+
+
 def _fast_lane_loops(block: Block, callee: str, args: list[SSAValue], g: "_Grid",
-                     lo_hi: tuple[SSAValue, SSAValue]) -> None:
+                     lo_hi: tuple[SSAValue, SSAValue],
+                     lanes: tuple[SSAValue, SSAValue] | None = None) -> None:
     """The lanes `tz, ty, tx` (x innermost over [lo, hi), the interpreter's lane order) of
     fast lane function `callee + ".fast.lane"`, stopping at an error it records. A loop with
     a known trip count whose status LLVM folds to 0 once the lane function is inlined (its
@@ -582,7 +612,19 @@ def _fast_lane_loops(block: Block, callee: str, args: list[SSAValue], g: "_Grid"
                 return _add(xb, func.CallOp(callee + FAST_SUFFIX + LANE_SUFFIX,
                                             [*args, *g.block_ids, tx, ty, tz, *g.grid_dims,
                                              *g.block_dims, g.err], [i32]))
-            return loop(yb, lo, hi, xbody)
+            if lanes is None:
+                return loop(yb, lo, hi, xbody)
+
+            def wbody(wb: Block, w: SSAValue) -> SSAValue:  # x in warp w, lanes [llo, lhi)
+                base = _add(wb, arith.MuliOp(w, _c(wb, pto.WARP_SIZE)))
+                start = _add(wb, arith.MaxSIOp(lo, _add(wb, arith.AddiOp(base, lanes[0]))))
+                end = _add(wb, arith.MinSIOp(hi, _add(wb, arith.AddiOp(base, lanes[1]))))
+                return loop(wb, start, end, xbody)
+            size = _c(yb, pto.WARP_SIZE)
+            first = _add(yb, arith.DivSIOp(lo, size))
+            last = _add(yb, arith.DivSIOp(_add(yb, arith.AddiOp(hi, _c(yb, pto.WARP_SIZE - 1))),
+                                          size))
+            return loop(yb, first, last, wbody)
         return loop(zb, c0, by, ybody)
 
     loop(run, c0, bz, zbody)

@@ -187,3 +187,35 @@ def test_warp_phases_unchecked_and_vectorised():
             builder.getModulePassManager() as manager:
         manager.run(mod, builder)
     assert " x float>" in str(mod)
+
+
+@pto.kernel
+def lanes_2d(x, out, S: pto.constexpr):
+    """A lane-id guard in a 2-D block of 48 x 2: the linear lane id is x + 48 y, so row 1's
+    warp boundary is at x = 16 and `lane < S` admits lanes no 1-D warp loop would visit (the
+    warp-by-warp loop must fall back to whole rows)."""
+    lane = pto.get_lane_id()
+    warp = pto.get_warp_id()
+    red = pto.alloc_local(96)
+    t = pto.get_local_id(0) + 48 * pto.get_local_id(1)
+    pto.store(red + warp * 32 + lane, pto.load(x + t))
+    pto.barrier_block()
+    red2 = pto.alloc_local(96)
+    if lane < S:
+        pto.store(red2 + warp * 32 + lane, pto.load(red + warp * 32 + 31 - lane) + 1.0)
+    pto.barrier_block()
+    if lane < S:
+        pto.store(out + t, pto.load(red2 + warp * 32 + lane))
+
+
+@pytest.mark.parametrize("s", [1, 8, 20, 32])
+def test_lane_guard_in_a_2d_block_exact(s):
+    x = np.random.default_rng(s).random(96, dtype=np.float32)
+    interp, native = both(lanes_2d, 1, (48, 2), [x, np.zeros(96, np.float32)], (s,))
+    assert same_bits(interp, native)
+    want = np.zeros(96, np.float32)
+    for t in range(96):
+        w, lane = divmod(t, 32)
+        if lane < s:
+            want[t] = x[w * 32 + 31 - lane] + np.float32(1)
+    assert same_bits([native[1]], [want])

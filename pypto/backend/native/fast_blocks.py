@@ -367,8 +367,73 @@ def _range_function(lane: func.FuncOp, name: str, num_params: int,
     return fn
 
 
-def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
-    """The grid function choosing per block between the fast lane loops and `@k.checked`."""
+BLOCK_ATTR = "pto.native_block"
+"""On a kernel (and its grid function): the block shape it was compiled for (`pto.compile`'s
+`block`); the fast lane loops get a copy with that shape's constant trip counts, which LLVM
+unrolls and vectorises without remainder loops (a 16 x 8 block: one 16-lane vector per row)."""
+
+
+def _block_shape(grid: func.FuncOp) -> tuple[int, int, int] | None:
+    attr = grid.attributes.get(BLOCK_ATTR)
+    if attr is None:
+        return None
+    shape = tuple(int(v.value.data) for v in attr.data)  # type: ignore[attr-defined]
+    return (shape + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue],
+                block_ids: tuple[SSAValue, ...], dims: tuple[SSAValue, ...],
+                grid_dims: tuple[SSAValue, ...], err: SSAValue, nextb: Block,
+                done: Block) -> Block:
+    """The loops `tz, ty, tx < dims` (x innermost: the interpreter's lane order) calling lane
+    function `lane`, inserted after `before`; returns their entry block (branch to it with
+    no arguments). An error status ends the grid function (`done`), else `nextb` follows."""
+    bx, by, bz = dims
+
+    def c(block: Block, v: int) -> SSAValue:
+        op = arith.ConstantOp(IntegerAttr(v, i32))
+        block.add_op(op)
+        return op.result
+
+    def add(block: Block, op: Operation) -> SSAValue:
+        block.add_op(op)
+        return op.results[0]
+
+    start = Block()
+    zy, yx, xb, inner, xnext = (Block(arg_types=[i32]), Block(arg_types=[i32, i32]),
+                                Block(arg_types=[i32, i32, i32]), Block(arg_types=[i32] * 3),
+                                Block(arg_types=[i32, i32, i32]))
+    ynext, znext = Block(arg_types=[i32, i32]), Block(arg_types=[i32])
+    last = before
+    for blk in (start, zy, yx, xb, inner, xnext, ynext, znext):
+        region.insert_block_after(blk, last)
+        last = blk
+    start.add_op(cf.BranchOp(zy, c(start, 0)))
+    tz = zy.args[0]  # z loop head: tz < bz ? y loop : next block
+    zy.add_op(cf.ConditionalBranchOp(add(zy, arith.CmpiOp(tz, bz, "slt")), yx,
+                                     [tz, c(zy, 0)], nextb, []))
+    tz1, ty = yx.args
+    yx.add_op(cf.ConditionalBranchOp(add(yx, arith.CmpiOp(ty, by, "slt")), xb,
+                                     [tz1, ty, c(yx, 0)], znext, [tz1]))
+    znext.add_op(cf.BranchOp(zy, add(znext, arith.AddiOp(znext.args[0], c(znext, 1)))))
+    tz2, ty2, tx = xb.args
+    xb.add_op(cf.ConditionalBranchOp(add(xb, arith.CmpiOp(tx, bx, "slt")), inner,
+                                     [tz2, ty2, tx], ynext, [tz2, ty2]))
+    iz, iy, ix = inner.args
+    st = add(inner, func.CallOp(lane, [*params, *block_ids, ix, iy, iz, *grid_dims, bx, by, bz, err],
+                                [i32]))
+    inner.add_op(cf.ConditionalBranchOp(add(inner, arith.CmpiOp(st, c(inner, 0), "eq")), xnext,
+                                        [iz, iy, ix], done, [st]))
+    nz, ny, nx = xnext.args
+    xnext.add_op(cf.BranchOp(xb, nz, ny, add(xnext, arith.AddiOp(nx, c(xnext, 1)))))
+    ynext.add_op(cf.BranchOp(yx, ynext.args[0], add(ynext, arith.AddiOp(ynext.args[1],
+                                                                       c(ynext, 1)))))
+    return start
+
+
+def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool) -> func.FuncOp:
+    """The grid function choosing per block between the full or fast lane loops and
+    `@k.checked` (`full`: the kernel has `@k.guards` and `@k.full.lane`, full_blocks.py)."""
     inputs = list(grid.function_type.inputs.data)
     entry = Block(arg_types=inputs)
     a = list(entry.args)
@@ -387,11 +452,8 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
 
     head, body, fast, slow, done = (Block(arg_types=[i32]), Block(), Block(), Block(),
                                     Block(arg_types=[i32]))
-    zy, yx, xb, xnext = (Block(arg_types=[i32]), Block(arg_types=[i32, i32]),
-                         Block(arg_types=[i32, i32, i32]), Block(arg_types=[i32, i32, i32]))
-    nextb, ynext, znext = Block(), Block(arg_types=[i32, i32]), Block(arg_types=[i32])
-    region = Region([entry, head, body, fast, zy, yx, xb, xnext, ynext, znext, slow, nextb,
-                     done])
+    nextb = Block()
+    region = Region([entry, head, body, fast, slow, nextb, done])
     entry.add_op(cf.BranchOp(head, first))
     b = head.args[0]
     head.add_op(cf.ConditionalBranchOp(add(head, arith.CmpiOp(b, end, "slt")), body, [],
@@ -404,31 +466,39 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
                                                  c(body, 0), bx], [i32]))
     body.add_op(cf.ConditionalBranchOp(add(body, arith.CmpiOp(ok, c(body, 0), "ne")), fast, [],
                                        slow, []))
-    fast.add_op(cf.BranchOp(zy, c(fast, 0)))
-    # z loop head: tz < bz ? y loop : next block
-    tz = zy.args[0]
-    zy.add_op(cf.ConditionalBranchOp(add(zy, arith.CmpiOp(tz, bz, "slt")), yx,
-                                     [tz, c(zy, 0)], nextb, []))
-    tz1, ty = yx.args
-    yx.add_op(cf.ConditionalBranchOp(add(yx, arith.CmpiOp(ty, by, "slt")), xb,
-                                     [tz1, ty, c(yx, 0)], znext, [tz1]))
-    znext.add_op(cf.BranchOp(zy, add(znext, arith.AddiOp(znext.args[0],
-                                                         c(znext, 1)))))
-    tz2, ty2, tx = xb.args
-    inner = Block(arg_types=[i32, i32, i32])
-    region.insert_block_after(inner, xb)
-    xb.add_op(cf.ConditionalBranchOp(add(xb, arith.CmpiOp(tx, bx, "slt")), inner,
-                                     [tz2, ty2, tx], ynext, [tz2, ty2]))
-    iz, iy, ix = inner.args
-    st = add(inner, func.CallOp(name + FAST_SUFFIX + ".lane",
-                                [*params, cbx, cby, cbz, ix, iy, iz, gx, gy, gz, bx, by, bz, err],
-                                [i32]))
-    inner.add_op(cf.ConditionalBranchOp(add(inner, arith.CmpiOp(st, c(inner, 0), "eq")), xnext,
-                                        [iz, iy, ix], done, [st]))
-    nz, ny, nx = xnext.args
-    xnext.add_op(cf.BranchOp(xb, nz, ny, add(xnext, arith.AddiOp(nx, c(xnext, 1)))))
-    ynext.add_op(cf.BranchOp(yx, ynext.args[0], add(ynext, arith.AddiOp(ynext.args[1],
-                                                                       c(ynext, 1)))))
+    ids, gdims, rdims = (cbx, cby, cbz), (gx, gy, gz), (bx, by, bz)
+
+    def loops(before: Block, lane: str, dims: tuple[SSAValue, ...]) -> Block:
+        return _lane_loops(region, lane, before, params, ids, dims, gdims, err, nextb, done)
+
+    plain = name + FAST_SUFFIX + ".lane"
+    if not full:
+        fast.add_op(cf.BranchOp(loops(fast, plain, rdims)))
+    else:  # full blocks (full_blocks.py): no guards, constant trip counts for the compiled shape
+        whole, partial = Block(), Block()
+        region.insert_block_after(whole, fast)
+        region.insert_block_after(partial, whole)
+        passed = add(fast, func.CallOp(name + ".guards", [*params, *ids, *gdims, *rdims,
+                                                          c(fast, 0), bx], [i32]))
+        fast.add_op(cf.ConditionalBranchOp(add(fast, arith.CmpiOp(passed, c(fast, 0), "ne")),
+                                           whole, [], partial, []))
+        partial.add_op(cf.BranchOp(loops(partial, plain, rdims)))
+        lane_name = name + ".full.lane"
+        shape = _block_shape(grid)
+        if shape is None:
+            whole.add_op(cf.BranchOp(loops(whole, lane_name, rdims)))
+        else:
+            known, generic = Block(), Block()
+            region.insert_block_after(known, whole)
+            region.insert_block_after(generic, known)
+            same = add(whole, arith.ConstantOp(IntegerAttr(1, i1)))
+            for value, size in zip(rdims, shape):
+                eq = add(whole, arith.CmpiOp(value, c(whole, size), "eq"))
+                same = add(whole, arith.AndIOp(same, eq))
+            whole.add_op(cf.ConditionalBranchOp(same, known, [], generic, []))
+            known.add_op(cf.BranchOp(loops(known, lane_name,
+                                           tuple(c(known, size) for size in shape))))
+            generic.add_op(cf.BranchOp(loops(generic, lane_name, rdims)))
     one = c(slow, 1)
     st = add(slow, func.CallOp(name + CHECKED_SUFFIX,
                                [*params, gx, gy, gz, bx, by, bz, b,
@@ -496,9 +566,14 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
     rng, fast, proven = fast_variants(lane, name, num_params)
     if not proven:
         return False
-    wrapper = _wrapper(name, grid, num_params)
+    from pypto.backend.native.full_blocks import full_variants  # (it builds on this module)
+
+    full = full_variants(lane, fast, name, num_params)
+    wrapper = _wrapper(name, grid, num_params, full is not None)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)
+    if full is not None:
+        module.body.block.insert_ops_after(list(full), lane)
     module.body.block.insert_op_after(fast, lane)
     module.body.block.insert_op_after(wrapper, grid)
     return True

@@ -125,6 +125,17 @@ class _Analysis:
         self.lane_coords = list(args[num_params + 3:num_params + 6])
         self.uniform_memo: dict[SSAValue, bool] = {}
         self.affine_memo: dict[SSAValue, bool] = {}
+        self.loop_ivs: dict[SSAValue, scf.ForOp] = {}
+        """The induction variables of `scf.for` loops (a lane function in scf form: a phase's)
+        with uniform bounds and a constant positive step: each lies in [lb, ub - 1] whenever
+        the body runs, a further dimension of the box the range check takes the corners of
+        (`tile + tid + k` for k in range(K): checked at k = 0 and K - 1)."""
+        for op in lane.walk():
+            if isinstance(op, scf.ForOp) and op.body.block.args[0].type == i32:
+                step = op.step.owner
+                if isinstance(step, arith.ConstantOp) and step.value.value.data > 0 and \
+                        self.uniform(op.lb) and self.uniform(op.ub):
+                    self.loop_ivs[op.body.block.args[0]] = op
 
     def uniform(self, v: SSAValue) -> bool:
         """Computable from parameters, block coordinates, dims and constants by pure arith ops
@@ -157,7 +168,7 @@ class _Analysis:
         if v in self.affine_memo:
             return self.affine_memo[v]
         ok = False
-        if v in self.lane_coords:
+        if v in self.lane_coords or v in self.loop_ivs:
             ok = True
         elif not isinstance(v, BlockArgument) and isinstance(v.owner, _AFFINE_OPS):
             op = v.owner
@@ -266,6 +277,11 @@ class _RangeBuilder:
             return self.corner_memo[key]
         if v in self.an.lane_coords:
             result = self.coords(corner)[self.an.lane_coords.index(v)]
+        elif v in self.an.loop_ivs:  # (dimension 3 + its index: lb, or ub - 1 at that corner)
+            loop = self.an.loop_ivs[v]
+            end = self.wide(loop.ub)
+            result = self.add(arith.SubiOp(end, self.const(1))) if \
+                corner >> (3 + list(self.an.loop_ivs).index(v)) & 1 else self.wide(loop.lb)
         else:
             op = v.owner
             if isinstance(op, arith.ExtSIOp):
@@ -291,6 +307,8 @@ class _RangeBuilder:
             seen.add(v)
             if v in self.an.lane_coords:
                 found.add(self.an.lane_coords.index(v))
+            elif v in self.an.loop_ivs:
+                found.add(3 + list(self.an.loop_ivs).index(v))
             elif not isinstance(v, BlockArgument) and self.an.affine(v):
                 stack += [o for o in v.owner.operands if self.an.affine(o)]
         return found

@@ -63,7 +63,7 @@ def test_counter_bounds_from_parameters_bit_exact(lo, hi):
     assert np.array_equal(native[1], _window_ref(x, lo, hi))
 
 
-@pytest.mark.parametrize("lo, hi", [(0, 34), (40, 41)])
+@pytest.mark.parametrize("lo, hi", [(0, 34), (0, 35)])
 def test_counter_out_of_range_raises_the_interpreters_error(lo, hi):
     x = np.ones(128, np.float32)
     errors = []

@@ -575,8 +575,13 @@ def fast_variants(lane: func.FuncOp, name: str,
     return rng, fast, len(proven)
 
 
+FullVariants = Callable[[func.FuncOp, func.FuncOp, str, int],
+                        "tuple[func.FuncOp, func.FuncOp] | None"]
+"""`full_blocks.full_variants` (passed in: that module builds on this one)."""
+
+
 def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
-                    num_params: int) -> bool:
+                    num_params: int, variants: FullVariants | None = None) -> bool:
     """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
     function, fast lane function and choosing grid function, when at least one access is
     lane-affine. Returns whether it did."""
@@ -584,9 +589,7 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
     rng, fast, proven = fast_variants(lane, name, num_params)
     if not proven:
         return False
-    from pypto.backend.native.full_blocks import full_variants  # (it builds on this module)
-
-    full = full_variants(lane, fast, name, num_params)
+    full = variants(lane, fast, name, num_params) if variants is not None else None
     wrapper = _wrapper(name, grid, num_params, full is not None)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)

@@ -109,7 +109,8 @@ def arg_type(value: Any, position: int, kernel: Kernel) -> Attribute:
                           f"dimension (copied in as a tensor, docs/runtime.md#numpy-arrays)")
     if isinstance(value, bool | np.bool_):
         return IntegerType(1)
-    if isinstance(value, np.integer | np.floating):
+    if isinstance(value, np.integer | np.floating) or (  # (ml_dtypes' bfloat16 scalar is a
+            isinstance(value, np.generic) and value.dtype == dtypes.bfloat16.np_dtype):  # generic)
         check_scalar(value, f"argument '{pname}' of kernel '{kernel.name}'")
         return dtypes.as_dtype(value.dtype).mlir()
     if isinstance(value, int):

@@ -237,7 +237,8 @@ def _check_args(kernel: Any, name: str, args: Any
 
 
 def _is_scalar(arg: Any) -> bool:
-    return isinstance(arg, int | float | np.integer | np.floating | np.bool_)
+    return isinstance(arg, int | float | np.integer | np.floating | np.bool_) or (
+        isinstance(arg, np.generic) and arg.dtype == dtypes.bfloat16.np_dtype)  # (ml_dtypes)
 
 
 def check_scalar(arg: Any, what: str) -> None:

@@ -13,20 +13,25 @@ once, exact since float32 has more than 2p + 2 bits):
   odd in float32 first, then to nearest even: rounded once (exact.py `_f64_to_bf16`);
 - `-x`, `abs(x)`, `copysign` are bit operations (the payload of a NaN kept, as ml_dtypes).
 
-A bfloat16 fma and an int64 → bfloat16 cast are rounded once by narrow_fma.py first. Refused by
-the support check: bfloat16 atomics, scalar parameters and kernels with phases.
+A bfloat16 fma and an int64 → bfloat16 cast are rounded once by narrow_fma.py first. A bfloat16
+atomic (`add`, `max`, `min`, `exch`) becomes a load, the combination, a store (`_atomic`). In a
+kernel with phases, spill slots and phase-function arguments of bfloat16 carry the bits too
+(`llvm.getelementptr` / `load` / `store` on i16, the function types retyped). Refused by the
+support check: nothing of bfloat16 (a scalar parameter is its bits in the launch's argument
+slot, `bf16_bits`).
 """
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import (BFloat16Type, FloatAttr, IntegerAttr, IntegerType, f32,
-                                   f64, i1, i16, i32)
+from xdsl.dialects import arith, func, llvm, math
+from xdsl.dialects.builtin import (BFloat16Type, FloatAttr, FunctionType, IntegerAttr,
+                                   IntegerType, f32, f64, i1, i16, i32)
 import numpy as np
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from pypto.backend.native.numpy_math import ufunc_of
 from pypto.dialects import pto
+from pypto.dialects.traits import atomic_update
 
 BF16 = BFloat16Type()
 _IN_F64 = (math.RsqrtOp, math.PowFOp)
@@ -35,6 +40,8 @@ _BITWISE = (arith.NegfOp, math.AbsFOp, math.CopySignOp)
 
 
 def has_bf16(fn: Operation) -> bool:
+    if isinstance(fn, func.FuncOp) and BF16 in fn.function_type.inputs.data:
+        return True  # (a range function may take a bf16 uniform it does not use)
     return any(v.type == BF16 for op in fn.walk() for v in (*op.operands, *op.results))
 
 
@@ -106,11 +113,17 @@ def widen_bf16(fn: Operation) -> None:
     for op in ops:
         if op.parent is None and op is not fn:
             continue  # erased
+        if isinstance(op, llvm.GEPOp) and op.elem_type == BF16:
+            op.properties["elem_type"] = i16  # (spill slots of phases: same 2-byte stride)
         operands_bf16 = [v in was_bf16 for v in op.operands]
         result_bf16 = any(r.type == BF16 for r in op.results)
         if not any(operands_bf16) and not result_bf16:
             continue
         rw = _Rewriter(op)
+        update = atomic_update(op)
+        if update is not None:
+            _atomic(rw, op, update.kind)
+            continue
         if isinstance(op, arith.ConstantOp):
             assert isinstance(op.value, FloatAttr)
             bits = _bf16_bits(op.value.value.data)
@@ -186,13 +199,61 @@ def widen_bf16(fn: Operation) -> None:
             for block in region.blocks:
                 for arg in block.args:
                     _retype(arg)
+    if isinstance(fn, func.FuncOp):  # a phase function receiving a uniform bf16 value
+        t = fn.function_type
+        fn.function_type = FunctionType.from_lists(
+            [i16 if a == BF16 else a for a in t.inputs.data],
+            [i16 if r == BF16 else r for r in t.outputs.data])
+
+
+def _atomic(rw: _Rewriter, op: Operation, kind: str) -> None:
+    """A bfloat16 atomic as load, combine, store (lanes run one at a time: the interpreter's
+    order, which the support check ensures can be the only one, support.py), both accesses
+    checked at the atomic's site (its attributes). `add` in float32 rounded once (ml_dtypes'
+    addition); `max` / `min` IEEE `maximum` / `minimum` on the bits (a NaN wins, the old value's
+    first; +0 > -0); `exch` the operand's bits."""
+    ptr, value = op.operands[0], op.operands[-1]
+    old = rw.emit(pto.LoadOp(ptr))
+    _retype(old)
+    old.owner.attributes.update(op.attributes)
+    if kind == "add":
+        total = rw.emit(arith.AddfOp(rw.to_f32(old), rw.to_f32(value)))
+        new = rw.from_f32(total)
+    elif kind in ("max", "min"):
+        a, b = rw.to_f32(old), rw.to_f32(value)
+        a_nan = rw.emit(arith.CmpfOp(a, a, "uno"))
+        b_nan = rw.emit(arith.CmpfOp(b, b, "uno"))
+        bigger = rw.emit(arith.CmpfOp(a, b, "ogt" if kind == "max" else "olt"))
+        equal = rw.emit(arith.CmpfOp(a, b, "oeq"))
+        # equal (the zeros): max keeps the one without the sign bit, min the one with it
+        keep_zero = rw.emit(arith.CmpiOp(old, rw.const(0, i16),
+                                         "slt" if kind == "min" else "sge"))
+        a_wins = rw.emit(arith.OrIOp(bigger, rw.emit(arith.AndIOp(equal, keep_zero))))
+        pick = rw.emit(arith.SelectOp(a_wins, old, value))
+        pick = rw.emit(arith.SelectOp(b_nan, value, pick))
+        new = rw.emit(arith.SelectOp(a_nan, old, pick))
+    else:  # exch (the support check refuses the integer kinds on floats)
+        new = value
+    store = pto.StoreOp(new, ptr)
+    store.attributes.update(op.attributes)
+    op.parent_block().insert_op_before(store, op)
+    op.results[0].replace_all_uses_with(old)
+    op.detach()
+    op.erase()
 
 
 def _carries_bits(op: Operation) -> bool:
     """Ops that move a value without computing on it (i16 bits are as good as bf16)."""
     return isinstance(op, pto.LoadOp | pto.StoreOp | arith.SelectOp | func.ReturnOp |
-                      func.CallOp) or op.dialect_name() in ("cf", "scf") or \
+                      func.CallOp | llvm.LoadOp | llvm.StoreOp) or op.dialect_name() in ("cf", "scf") or \
         op.name in ("pto.alloc_local",)
+
+
+def bf16_bits(value: object) -> int:
+    """The bits of a bfloat16 launch argument (a float rounded to nearest even, as NumPy)."""
+    import ml_dtypes
+
+    return int(np.asarray(value, dtype=ml_dtypes.bfloat16).view(np.uint16))
 
 
 def _bf16_bits(value: float) -> int:
@@ -206,6 +267,7 @@ def bf16_refusal(op: Operation) -> str | None:
     types = [v.type for v in (*op.operands, *op.results)]
     if BF16 not in types:
         return None
-    if op.name.startswith("pto.atomic"):
-        return "a bfloat16 atomic"
+    update = atomic_update(op)
+    if update is not None and update.kind not in ("add", "max", "min", "exch"):
+        return f"a bfloat16 atomic_{update.kind}"
     return None

@@ -20,14 +20,17 @@ from typing import Any, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, IntegerType, ModuleOp, i64
+from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, IntegerType, ModuleOp,
+                                   i64)
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, int_pow, numpy_math, printf
+from pypto.backend.native import collectives, int_pow, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
+from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
+from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
@@ -127,7 +130,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     from pypto.ir import make_context
     from pypto.passes import parse_pipeline
 
-    module = ModuleOp([exchange_warp_collectives(kernel).clone()])
+    module = ModuleOp([exchange_warp_collectives(inline_pipelines(kernel)).clone()])
     copy = next(iter(module.ops))
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
@@ -296,7 +299,8 @@ class NativeKernel:
 
     def __init__(self, kernel: func.FuncOp, name: str,
                  block: tuple[int, int, int] | None = None):
-        exchanged = exchange_warp_collectives(kernel)  # shuffles and votes through L1
+        exchanged = exchange_warp_collectives(inline_pipelines(kernel))  # (stages inlined;
+        # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
         if block is not None:  # the compiled block shape: constant lane loops for it
@@ -330,6 +334,9 @@ class NativeKernel:
         self.printf_sites = {i: printf.site_of(op, op_location(op))
                              for i, op in enumerate(_checked_ops(kernel))
                              if isinstance(op, pto.PrintfOp)}
+        _, self.printf_free, buffered = printf.plan(kernel)  # (dims the printing lane or
+        self.printf_lines: list[Any] | None = [] if buffered else None  # block is not pinned in)
+        self.token_lanes = tokens.lane_limit(kernel)  # (copies in flight: lanes per dimension)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
@@ -364,7 +371,8 @@ class NativeKernel:
         numpy_math.bind_symbols(ufuncs)
         self.auto_prefers_interpreter: str | None = (
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element (docs/native.md"
-            f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else None)
+            f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else
+            tokens.looped_copies_reason(kernel))
         """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
         not): compiled, it would be slower."""
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
@@ -420,6 +428,10 @@ class NativeKernel:
                 lines.append(f"    A[{slot}] = {b}" if p.type.width.data > 1 else  # an int)
                              f"    A[{slot}] = 1 if {b} else 0")
                 slot += 1
+            elif isinstance(p.type, BFloat16Type):  # its 16 bits (bf16.py), rounded as NumPy
+                lines.append(f"    A[{slot}] = bf16_bits({b})")
+                space["bf16_bits"] = bf16_bits
+                slot += 1
             else:
                 lines.append(f"    D[{slot}] = {b}")
                 slot += 1
@@ -446,11 +458,23 @@ class NativeKernel:
             lines += [f"    E[{LIMIT_SLOT}] = max_trips()",
                       "    if deadline:",
                       "        return timed(grid, bound)"]
-        lines += ["    if fn(P):",
-                  "        raise error(grid, bound)"]
-        lines += ["def call(grid, bound):",
-                  "    if fn(P):",
-                  "        raise error(grid, bound)"]
+        if self.printf_lines is None:
+            lines += ["    if fn(P):",
+                      "        raise error(grid, bound)"]
+            lines += ["def call(grid, bound):",
+                      "    if fn(P):",
+                      "        raise error(grid, bound)"]
+        else:  # printf.single_block: the launch's lines sorted into the interpreter's order
+            space["flush"] = printf.flush
+            lines += ["    status = fn(P)",
+                      "    flush(me)",
+                      "    if status:",
+                      "        raise error(grid, bound)"]
+            lines += ["def call(grid, bound):",
+                      "    status = fn(P)",
+                      "    flush(me)",
+                      "    if status:",
+                      "        raise error(grid, bound)"]
         exec(compile("\n".join(lines) + "\n", f"<pto native run {self.name}>", "exec"),
              space)
         self._call = space["call"]
@@ -483,6 +507,11 @@ class NativeKernel:
                 f"through L1 buffers of {self.exchange_lanes} lanes, fewer than this block's; "
                 f"run it on the interpreter (backend='interpreter' or 'auto')",
                 kernel=self.name)
+        refused = printf.launch_refusal(self.printf_free, self.printf_lines is not None, grid,
+                                        block, self.name) or \
+            tokens.launch_refusal(self.token_lanes, block, self.name)  # (printing lane / block,
+        if refused is not None:                                       # lanes proven apart)
+            return NativeUnsupported(refused, kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
             return NativeUnsupported(
                 f"the native backend runs kernel '{self.name}' only in 1-D launches (its "

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import llvm
+from xdsl.dialects import arith, llvm, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, f64, i32, i64
 from xdsl.ir import Operation, Region, SSAValue
 
@@ -116,7 +116,11 @@ def _callback(err: int, site: int, bx: int, by: int, bz: int, lx: int, ly: int, 
                 location=where.location)
             kernel.err[0] = COLLECTIVE_CODE
             return COLLECTIVE_CODE
-        sys.stdout.write(f"[block {(bx, by, bz)} lane {(lx, ly, lz)}] {text}\n")
+        line = f"[block {(bx, by, bz)} lane {(lx, ly, lz)}] {text}\n"
+        if kernel.printf_lines is None:
+            sys.stdout.write(line)
+        else:  # one block prints: the interpreter's order is op by op, lanes in order
+            kernel.printf_lines.append((site, lz, ly, lx, line))
     except Exception as exc:  # noqa: BLE001 - never let an exception cross the C frame
         kernel.collective_error = KernelError(f"internal error in pto.printf of the native "
                                               f"backend: {exc!r}", kernel=kernel.name)
@@ -143,3 +147,145 @@ def address() -> int:
 
 def printf_ops(kernel: Operation) -> list[Operation]:
     return [op for op in kernel.walk() if isinstance(op, pto.PrintfOp)]
+
+
+# several printfs, or one in a loop: all on one lane -----------------------------------------
+
+Pin = tuple[str, int, int]  # (launch id: "local_id" | "block_id" | "global_id", dim, value)
+
+
+def _pins(cond: SSAValue) -> set[Pin]:
+    """The facts `cond` implies of the form `id(dim) == constant` (through `and`)."""
+    from pypto.analysis.ir_utils import constant_int
+    from pypto.dialects.traits import launch_id
+
+    owner = cond.owner
+    if isinstance(owner, arith.AndIOp):
+        return _pins(owner.lhs) | _pins(owner.rhs)
+    if isinstance(owner, arith.CmpiOp) and owner.predicate.value.data == 0:  # eq
+        for a, b in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
+            c = constant_int(b)
+            ident = launch_id(a.owner) if isinstance(a.owner, Operation) else None
+            if c is not None and ident in ("local_id", "block_id", "global_id"):
+                return {(ident, a.owner.dim_index, c)}  # type: ignore[attr-defined]
+    return set()
+
+
+def _pins_of(op: Operation) -> frozenset[Pin]:
+    """What the `scf.if`s around `op` (their then-branches) pin of the lane running it."""
+    found: set[Pin] = set()
+    child, parent = op, op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.IfOp) and child.parent_region() is parent.true_region:
+            found |= _pins(parent.cond)
+        child, parent = parent, parent.parent_op()
+    return frozenset(found)
+
+
+def single_lane(kernel: Operation) -> tuple[str | None, frozenset[int]]:
+    """For a kernel with several printfs or one in a loop: (why its lines could come out in
+    another order than the interpreter's, None if they cannot; the dimensions a launch must
+    not extend (grid and block 1 there)).
+
+    The interpreter prints op by op over a lane vector whose extent (the grid, a batch of
+    blocks, a block) is its own choice (docs/interpreter.md#execution-modes), lanes in order;
+    compiled lanes run one after another. The two orders agree whatever the vector when one
+    lane prints every line: each printf under `if` conditions that pin, with `==` on
+    constants, the same lane — `local_id(d)` and `block_id(d)`, or `get_global_id(d)` — in
+    every dimension the launch extends (CUDA's `if (threadIdx.x == 0 && blockIdx.x == 0)`)."""
+    ops = printf_ops(kernel)
+    pins = {_pins_of(op) for op in ops}
+    if len(pins) != 1:
+        return (f"{_location(ops[0])}: a kernel with several pto.printf or one in a loop, not "
+                f"all under `if`s pinning a single lane, or a single block for printfs outside "
+                f"loops (the interpreter prints op by op over its lane vector: the native "
+                f"backend prints in its order only when one lane, or one block, prints every "
+                f"line)"), frozenset()
+    facts = next(iter(pins))
+    pinned = {d for d in range(3)
+              if any(k == "global_id" and dim == d for k, dim, _ in facts)
+              or ({"local_id", "block_id"} <= {k for k, dim, _ in facts if dim == d})}
+    if not pinned:
+        return (f"{_location(ops[0])}: a kernel with several pto.printf or one in a loop whose "
+                f"`if` conditions do not pin a single lane (`local_id(0) == c and "
+                f"block_id(0) == c`, or `get_global_id(0) == c`), or a single block for "
+                f"printfs outside loops: the native backend prints in the interpreter's order "
+                f"only when one lane, or one block, prints every line"), frozenset()
+    return None, frozenset(range(3)) - pinned
+
+
+def single_block(kernel: Operation) -> tuple[str | None, frozenset[int]]:
+    """For a kernel with several printfs outside loops: (why its lines could come out in
+    another order than the interpreter's, None if they cannot; the dimensions a launch must
+    have one block in). When one block prints every line, the interpreter's order is op by
+    op (program order: no loop around them), lanes in linear order within each — whatever
+    its vector, which holds whole blocks — and compiled code prints it by buffering the lines
+    of the launch and sorting them by (printf, lane): every printf under `if`s pinning the
+    same `block_id(d) == c` (any lanes), or a launch of one block in the other dimensions."""
+    ops = printf_ops(kernel)
+    if in_loop(kernel):
+        return "a printf in a loop", frozenset()
+    blocks = {frozenset(f for f in _pins_of(op) if f[0] == "block_id") for op in ops}
+    if len(blocks) != 1:
+        return "printfs pinned to different blocks", frozenset()
+    pinned = {dim for _, dim, _ in next(iter(blocks))}
+    return None, frozenset(range(3)) - pinned
+
+
+def plan(kernel: Operation) -> tuple[str | None, frozenset[int], bool]:
+    """(why the kernel's printfs are refused, None if compiled; the dimensions a launch must
+    not extend; whether only blocks (True: one block prints, its lines buffered and sorted)
+    or blocks and lanes (False: one lane prints, or at most one printf outside loops))."""
+    ops = printf_ops(kernel)
+    if len(ops) <= 1 and not in_loop(kernel):
+        return None, frozenset(), False
+    refused, free = single_lane(kernel)
+    if refused is None:
+        return None, free, False
+    block_refused, block_free = single_block(kernel)
+    if block_refused is None:
+        return None, block_free, True
+    return refused, frozenset(), False
+
+
+def launch_refusal(free: frozenset[int], buffered: bool, grid: tuple[int, int, int],
+                   block: tuple[int, int, int], name: str) -> str | None:
+    """Why this launch could print in another order than the interpreter (None: it cannot):
+    the printing lane (block, if `buffered`) is pinned in the other dimensions only (`plan`)."""
+    wide = sorted(d for d in free if grid[d] * (1 if buffered else block[d]) != 1)
+    if not wide:
+        return None
+    axes = ", ".join("xyz"[d] for d in wide)
+    who = "block" if buffered else "lane"
+    return (f"the native backend prints the lines of kernel '{name}' in the interpreter's order "
+            f"only when one {who} prints them all; its printfs pin the {who} in the launch's "
+            f"other dimensions, not in {axes}, where this launch has several "
+            f"{'blocks' if buffered else 'blocks or lanes'}; run it on the interpreter "
+            f"(backend='interpreter' or 'auto')")
+
+
+def flush(kernel: Any) -> None:
+    """Write the buffered lines of a launch (`single_block`) in the interpreter's order."""
+    lines = kernel.printf_lines
+    if lines:
+        lines.sort(key=lambda entry: entry[:4])
+        sys.stdout.write("".join(entry[4] for entry in lines))
+        lines.clear()
+
+
+def _location(op: Operation) -> str:
+    from pypto.diagnostics import op_location
+
+    return op_location(op, unknown="here")
+
+
+def in_loop(kernel: Operation) -> bool:
+    """Is one of the kernel's printfs inside a loop?"""
+    def looped(op: Operation) -> bool:
+        parent = op.parent_op()
+        while parent is not None and parent is not kernel:
+            if isinstance(parent, scf.ForOp | scf.WhileOp):
+                return True
+            parent = parent.parent_op()
+        return False
+    return any(looped(op) for op in printf_ops(kernel))

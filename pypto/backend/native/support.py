@@ -43,6 +43,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from pypto.backend.native.bf16 import bf16_refusal
 from pypto.backend.native.int_pow import constant_exponent
 from pypto.backend.native.printf import MAX_VALUES as PRINTF_VALUES
+from pypto.backend.native.printf import plan as printf_plan
 from pypto.backend.native.printf import printf_ops
 from pypto.backend.native.numpy_math import ufunc_of, unavailable
 from pypto.backend.native.warp_exchange import refusal as exchange_refusal
@@ -213,8 +214,6 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         return "the kernel's body has several blocks (unstructured control flow); the " \
                "lowering starts from structured scf control flow"
     for arg in kernel.body.block.args:
-        if isinstance(arg.type, BFloat16Type):
-            return "a bfloat16 scalar parameter is not compiled yet (bfloat16 tensors are)"
         if not _type_ok(arg.type):
             return f"parameter of type {arg.type} (compiled: {', '.join(MEMORY_ELEMENTS)} " \
                    f"HBM pointers and i32/i64/f32/f64 scalars)"
@@ -281,11 +280,11 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: an L1 buffer without a placed offset (the native " \
                        f"backend lays out L1 as pto-allocate-l1 did)"
             continue
-        if isinstance(op, pto.PrintfOp):  # printf.py: one per kernel, outside loops
+        if isinstance(op, pto.PrintfOp):  # printf.py: one outside loops, or all on one lane
             if len(printf_ops(kernel)) > 1 or _in_loop(op, kernel):
-                return f"{_where(op)}: a kernel with several pto.printf, or one in a loop (the " \
-                       f"native backend prints in the interpreter's order only for one " \
-                       f"printf outside loops)"
+                refused = printf_plan(kernel)[0]
+                if refused is not None:
+                    return refused
             if len(op.values) > PRINTF_VALUES:
                 return f"{_where(op)}: a pto.printf of more than {PRINTF_VALUES} values"
             continue
@@ -378,12 +377,7 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if "pto.noalias" not in attrs:
             return f"parameter {pname} is written and may alias another parameter"
     if needs_phases(kernel):
-        # (bfloat16 L1 tiles that only block-level instructions touch are compiled: the
-        # callbacks and tile loops handle them, tiles.py; a bfloat16 *value* is bf16.py's
-        # widening, not yet carried across phases)
-        if any(isinstance(v.type, BFloat16Type) for op in kernel.walk() for v in op.results):
-            return "bfloat16 values in a kernel with phases (L1 or barriers) are not " \
-                   "compiled yet"
+        # (bfloat16 values cross phases as their bits: bf16.py widens spill slots too)
         refused = refusal(kernel)
         if refused is not None:
             culprit[:] = [refused[1]] if refused[1] is not None else []

@@ -5,43 +5,77 @@ the `pto.wait` of its token (or `pto.wait_all`); touching them meanwhile is a `R
 (docs/isa.md#ptoasync_load). Compiled code does the copy at issue too (collectives.py) and
 compiles waits to nothing, without the in-flight checks. That is exact when no check can fire,
 which this module proves or refuses (phases.py calls `check_tokens`; "auto" then runs the
-interpreter, which raises the error if the kernel has one).
+interpreter, which raises the error if the kernel has one). docs/native.md#collectives.
 
-The proof walks the kernel's structured code in order with an abstract state:
+The proof walks the kernel's structured code in order, *path by path*: a state is what one path
+to the current op knows, with
 
-- *pending*: the token values (SSA values) whose copy may still be in flight, plus *anonymous*
-  sets of copies whose token went out of scope (only `pto.wait_all` completes those);
-- *completed*: token values waited for on every path to this point.
+- *flight*: the copies that may be in flight on it, each an *instance* — the copy op and, for
+  every loop around it, the loop counter's residue when it was issued (modulo the loop's
+  *period*, below) and its distance in counter values from the current iteration (None when
+  unknown: an earlier run of an inner loop, or a loop already left);
+- *bind*: which instance each token value in scope denotes (a value denotes exactly one copy on
+  one path; the values whose copy is complete are not bound). A `pto.wait` completes the
+  instance of its token on that path, whatever other values denote it; `pto.wait_all`
+  completes every copy. An instance no value denotes any more stays in flight (only
+  `wait_all` completes it).
 
-A pending value denotes the copies it may be (`_may`: a copy's result is that copy; an `if`'s
-or a loop's token result any copy its yields or inits may be), minus what is already complete:
-a value waited for is complete, and an `if` result whose yield in some branch is a completed
-value is complete in that branch (`resolve`). Every op touching memory — lane accesses and
-block-level instructions — is checked against every copy pending: an L1 buffer a pending load
-writes or a pending store reads (for a write), an HBM tensor a pending store writes or a
-pending load reads (for a write), compared by buffer and by tensor parameter (two parameters
-not both `pto.noalias` may be one tensor). A loop's body starts with its token iter args
-pending and must end with nothing pending but its yielded tokens and what was pending before
-it: then the state at the head is the same on every iteration (a loop invariant).
+An `scf.if` whose condition is known on the path (below) takes one branch, else both (two
+paths). An `scf.for` is walked to a fixpoint: the states at the head of an iteration, per
+residue of its counter, are the entry states and the states at the end of the body carried
+round the back edge (the token iter args bound to what the yields denote; the instances
+issued in the loop one iteration further back; those of inner loops forgotten (None)). The
+loop's results are what the yields denote when leaving. The instances' distances are bounded
+(`_MAX_AGE` iterations, then None), so the fixpoint is finite.
 
-This is the double-buffering pattern (`pto-double-buffer`, tests/kernels/test_double_buffer.py):
-the prefetch of tile k+1 is pending while tile k, waited for, is read.
+*Period and residues.* A loop whose counter is non-negative (a constant lower bound ≥ 0, or a
+`max` with one, and a positive constant step) and whose body takes remainders `(a * i + c) % m`
+of its counter (`a, c ≥ 0`, m a constant) is walked once per residue of the counter modulo the
+least common multiple of those m (its period, at most `_MAX_PERIOD`). On a path with a known
+residue those remainders are constants: `pto-double-buffer`'s slot `i % N` and the slot
+`(i + N - 1) % N` being filled, or an `if k % 2 == 0:` ping-pong. (This assumes `a * i + c`
+does not wrap, i.e. fewer than 2^31 / a iterations, as `pto-double-buffer` does.)
+
+*Hazards.* Every op touching memory — lane accesses and block-level instructions — is checked
+against every instance in flight, by their footprints (pypto.analysis.alias: a root, an affine
+start, an extent): an L1 buffer a pending load writes or a pending store reads (for a write),
+an HBM tensor a pending store writes or a pending load reads (for a write). Two distinct L1
+buffers clash when their placed bytes overlap; two tensor parameters unless both are
+`pto.noalias`; within one root, the starts are compared with the remainders replaced by their
+residues and the copy's counters moved by its distance (alias.may_overlap), a value of an
+iteration other than the current one being unknown. An access that cannot be proven apart is
+refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
+from functools import reduce
 
 import numpy as np
-from xdsl.dialects import func, scf
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.dialects import arith, func, scf
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pypto import dtypes
+from pypto.analysis.alias import Footprint, Linear, Ranges, footprints, linear, may_overlap
+from pypto.analysis.ir_utils import constant_int
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.dialects.traits import memory_accesses
 
 ASYNC = (pto.AsyncLoadOp, pto.AsyncStoreOp)
+
+_MAX_PERIOD = 16
+"""Largest loop period (lcm of the counter's moduli) walked residue by residue."""
+
+_MAX_AGE = 4
+"""Iterations an instance's distance is tracked back (then unknown)."""
+
+_MAX_STATES = 512
+"""Paths kept at one point before the proof gives up (refused: the interpreter runs it)."""
+
+Entry = tuple[scf.ForOp, "int | None", "int | None"]  # loop, residue at issue, distance
+Inst = tuple[Operation, tuple[Entry, ...]]
 
 
 class TokenRefused(Exception):
@@ -57,223 +91,34 @@ def _is_token(v: SSAValue) -> bool:
     return isinstance(v.type, pto.TokenType)
 
 
-def _root(v: SSAValue) -> SSAValue:
-    """The `pto.alloc_local` result or kernel parameter a pointer is an offset of."""
-    while not isinstance(v, BlockArgument) and isinstance(v.owner, pto.AddPtrOp):
-        v = v.owner.ptr
-    return v
-
-
-@dataclass
+@dataclass(frozen=True)
 class _State:
-    pending: set[SSAValue] = field(default_factory=set)
-    anonymous: set[Operation] = field(default_factory=set)
-    completed: set[SSAValue] = field(default_factory=set)
+    bind: frozenset[tuple[SSAValue, Inst]] = frozenset()
+    flight: frozenset[Inst] = frozenset()
 
-    def copy(self) -> "_State":
-        return _State(set(self.pending), set(self.anonymous), set(self.completed))
+    def of(self, v: SSAValue) -> Inst | None:
+        for value, inst in self.bind:
+            if value is v:
+                return inst
+        return None
 
 
-class _Checker:
-    def __init__(self, kernel: func.FuncOp):
-        self.kernel = kernel
-        attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
-        self.noalias = {a for i, a in enumerate(kernel.body.block.args)
-                        if i < len(attrs) and "pto.noalias" in attrs[i].data}
-        self.may_sets = self._may_sets()
+@dataclass(frozen=True)
+class _Loop:
+    period: int          # 1: residues not tracked
+    step: int | None     # a constant step, else None
+    first: int | None    # the first counter's residue (constant lower bound), else None
 
-    # what a token value may denote ------------------------------------------------------------
 
-    def _sources(self, v: SSAValue) -> list[SSAValue]:
-        """The token values `v` takes its copy from (a loop's init and yield, an `if`'s
-        yields, a loop result's iter arg)."""
-        if isinstance(v, BlockArgument):
-            loop = v.block.parent_op()
-            if isinstance(loop, scf.ForOp) and v.index > 0:
-                return [loop.iter_args[v.index - 1],
-                        loop.body.block.last_op.operands[v.index - 1]]
-            return []
-        if isinstance(v.owner, scf.IfOp):
-            return [r.blocks[0].last_op.operands[v.index] for r in v.owner.regions
-                    if r.blocks]
-        if isinstance(v.owner, scf.ForOp):
-            return [v.owner.body.block.args[v.index + 1]]
-        return []
-
-    def _may_sets(self) -> dict[SSAValue, frozenset[Operation]]:
-        """Every copy each token value may denote, whatever was waited for: a fixpoint over
-        the kernel's token values (a loop's value feeds its own yield)."""
-        values: list[SSAValue] = []
-        for op in self.kernel.walk():
-            values += [r for r in op.results if _is_token(r)]
-            for region in op.regions:
-                for b in region.blocks:
-                    values += [a for a in b.args if _is_token(a)]
-        sets: dict[SSAValue, set[Operation]] = {
-            v: ({v.owner} if not isinstance(v, BlockArgument) and isinstance(v.owner, ASYNC)
-                else set()) for v in values}
-        changed = True
-        while changed:
-            changed = False
-            for v in values:
-                before = len(sets[v])
-                for src in self._sources(v):
-                    sets[v] |= sets.get(src, set())
-                changed |= len(sets[v]) != before
-        return {v: frozenset(c) for v, c in sets.items()}
-
-    def may(self, v: SSAValue) -> frozenset[Operation]:
-        """Every copy `v` may denote, whatever was waited for (flow-insensitive)."""
-        return self.may_sets.get(v, frozenset())
-
-    def resolve(self, v: SSAValue, state: _State) -> set[Operation]:
-        """The copies `v` may denote that may still be in flight."""
-        if v in state.completed:
-            return set()
-        owner = v.owner
-        if isinstance(owner, scf.IfOp):
-            out: set[Operation] = set()
-            for r in owner.regions:
-                if r.blocks:
-                    out |= self.resolve(r.blocks[0].last_op.operands[v.index], state)
-            return out
-        return set(self.may(v))
-
-    def in_flight(self, state: _State) -> set[Operation]:
-        out = set(state.anonymous)
-        for v in state.pending:
-            out |= self.resolve(v, state)
-        return out
-
-    # hazards --------------------------------------------------------------------------------
-
-    def _same_tensor(self, a: SSAValue, b: SSAValue) -> bool:
-        if a is b:
-            return True
-        if isinstance(a, BlockArgument) and isinstance(b, BlockArgument) and \
-                a.block is b.block:  # two parameters: one tensor unless both are noalias
-            return not (a in self.noalias and b in self.noalias)
-        return False
-
-    def _touches(self, copy: Operation) -> list[tuple[SSAValue, str, str]]:
-        """(root, space, kind) of the regions an in-flight copy holds: a load's L1
-        destination and HBM source, a store's L1 source and HBM destination."""
-        return [(_root(copy.operands[a.operand]), a.space, a.kind)
-                for a in memory_accesses(copy)]
-
-    def check(self, op: Operation, state: _State) -> None:
-        accesses = [(_root(op.operands[a.operand]), a.space, a.kind)
-                    for a in memory_accesses(op)]
-        if not accesses:
-            return
-        for copy in self.in_flight(state):
-            for root, space, kind in accesses:
-                for held, held_space, held_kind in self._touches(copy):
-                    if space != held_space or (kind == "read" and held_kind == "read"):
-                        continue
-                    if space == "local":
-                        clash = root is held or _l1_overlap(root, held)
-                    else:
-                        clash = self._same_tensor(root, held)
-                    if clash:
-                        raise TokenRefused(
-                            f"{op_location(op, unknown='here')}: '{op.name}' may touch the "
-                            f"{'L1 buffer' if space == 'local' else 'tensor'} of the async "
-                            f"copy at {op_location(copy, unknown='an earlier line')} while it "
-                            f"may still be in flight (the interpreter checks that hazard, "
-                            f"compiled code does not: wait for the copy first)", op)
-
-    # the walk -------------------------------------------------------------------------------
-
-    def block(self, block: Block, state: _State) -> None:
-        for op in block.ops:
-            self.op(op, state)
-
-    def op(self, op: Operation, state: _State) -> None:
-        if isinstance(op, pto.WaitOp):
-            state.completed.add(op.token)
-            state.pending.discard(op.token)
-            return
-        if isinstance(op, pto.WaitAllOp):
-            state.pending.clear()
-            state.anonymous.clear()
-            return
-        if isinstance(op, scf.IfOp):
-            self._if(op, state)
-            return
-        if isinstance(op, scf.ForOp):
-            self._for(op, state)
-            return
-        if op.regions:  # (while loops: no block-level instruction inside, phases.py)
-            for o in op.walk():
-                if o is not op:
-                    self.check(o, state)
-                    if isinstance(o, ASYNC):
-                        raise TokenRefused(f"{op_location(o, unknown='here')}: an async copy "
-                                           f"inside '{op.name}'", o)
-            return
-        self.check(op, state)
-        if isinstance(op, ASYNC):
-            state.pending.add(op.results[0])
-
-    def _leaving(self, region_state: _State, yields: dict[SSAValue, set[SSAValue]],
-                 inside: Block) -> _State:
-        """The state after a region: yielded pending values become the results, values of
-        the region itself that stay pending become anonymous copies."""
-        out = _State(set(), set(region_state.anonymous), set(region_state.completed))
-        for v in region_state.pending:
-            out.pending |= yields.get(v, set())
-            if not _defined_in(v, inside):
-                out.pending.add(v)  # (still pending itself too)
-            elif v not in yields:
-                out.anonymous |= self.resolve(v, region_state)
-        return out
-
-    def _if(self, op: scf.IfOp, state: _State) -> None:
-        outs: list[_State] = []
-        for region in op.regions:
-            inner = state.copy()
-            if region.blocks:
-                b = region.blocks[0]
-                self.block(b, inner)
-                yields: dict[SSAValue, set[SSAValue]] = {}
-                for y, r in zip(b.last_op.operands, op.results):
-                    if _is_token(y):
-                        yields.setdefault(y, set()).add(r)
-                outs.append(self._leaving(inner, yields, b))
-            else:
-                outs.append(inner)
-        merged = _State(set(), set(), set(state.completed))
-        merged.completed |= set.intersection(*(o.completed for o in outs)) if outs else set()
-        for o in outs:
-            merged.pending |= o.pending
-            merged.anonymous |= o.anonymous
-        # a result whose every branch yields a completed value is complete
-        for r in op.results:
-            if _is_token(r) and all(
-                    reg.blocks and reg.blocks[0].last_op.operands[r.index] in o.completed
-                    for reg, o in zip(op.regions, outs)):
-                merged.completed.add(r)
-                merged.pending.discard(r)
-        state.pending, state.anonymous, state.completed = (merged.pending, merged.anonymous,
-                                                           merged.completed)
-
-    def _for(self, op: scf.ForOp, state: _State) -> None:
-        body = op.body.block
-        tokens = [i for i, a in enumerate(op.iter_args) if _is_token(a)]
-        carried = {op.iter_args[i] for i in tokens}
-        outer_pending = {v for v in state.pending if v not in carried}
-        inner = _State({body.args[i + 1] for i in tokens} | outer_pending,
-                       set(state.anonymous), set(state.completed))
-        self.block(body, inner)
-        y = body.last_op
-        allowed = {y.operands[i] for i in tokens} | outer_pending
-        left = {v for v in inner.pending if v not in allowed and self.resolve(v, inner)}
-        if left or inner.anonymous - state.anonymous:
-            raise TokenRefused(f"{op_location(op, unknown='here')}: a copy issued in this "
-                               f"loop may still be in flight at the end of an iteration "
-                               f"without its token carried to the next one", op)
-        state.pending = outer_pending | {op.results[i] for i in tokens}
+def _loops_around(op: Operation) -> list[scf.ForOp]:
+    """The `scf.for` loops enclosing `op`, outermost first."""
+    out: list[scf.ForOp] = []
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        if isinstance(parent, scf.ForOp):
+            out.append(parent)
+        parent = parent.parent_op()
+    return out[::-1]
 
 
 def _defined_in(v: SSAValue, block: Block) -> bool:
@@ -284,6 +129,381 @@ def _defined_in(v: SSAValue, block: Block) -> bool:
         parent = owner.parent_op()
         owner = parent.parent_block() if parent is not None else None
     return False
+
+
+def _inside(op: Operation, loop: scf.ForOp) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if parent is loop:
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _counter_of(v: SSAValue) -> scf.ForOp | None:
+    if isinstance(v, BlockArgument) and v.index == 0 and isinstance(v.block.parent_op(),
+                                                                       scf.ForOp):
+        return v.block.parent_op()
+    return None
+
+
+def _width(v: SSAValue) -> int | None:
+    width = getattr(v.type, "width", None)
+    return width.data if width is not None else None
+
+
+def _wrap(x: int, width: int | None) -> int:
+    if width is None or width > 64:
+        return x
+    if width == 1:
+        return x & 1
+    x &= (1 << width) - 1
+    return x - (1 << width) if x >> (width - 1) else x
+
+
+_CMP = {0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b,
+        3: lambda a, b: a <= b, 4: lambda a, b: a > b, 5: lambda a, b: a >= b}
+_BINARY = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b,
+           arith.MuliOp: lambda a, b: a * b, arith.AndIOp: lambda a, b: a & b,
+           arith.OrIOp: lambda a, b: a | b, arith.XOrIOp: lambda a, b: a ^ b}
+
+
+class _Checker:
+    def __init__(self, kernel: func.FuncOp, lanes: int | None = None,
+                 cache: dict[Operation, list[Footprint]] | None = None):
+        from pypto.backend.native.warp_exchange import max_lanes
+
+        self.kernel = kernel
+        attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
+        self.noalias = {a for i, a in enumerate(kernel.body.block.args)
+                        if i < len(attrs) and "pto.noalias" in attrs[i].data}
+        # lane ids: below the target's largest block, or below `lanes` in every dimension
+        self.ranges = Ranges(max_lanes=max_lanes()) if lanes is None else \
+            Ranges(block=(lanes, lanes, lanes))
+        self.loops: dict[scf.ForOp, _Loop] = {}
+        self._footprints: dict[Operation, list[Footprint]] = {} if cache is None else cache
+
+    def footprints(self, op: Operation) -> list[Footprint]:
+        found = self._footprints.get(op)
+        if found is None:
+            found = self._footprints[op] = footprints(op)
+        return found
+
+    # loops and the values known on a path ----------------------------------------------------
+
+    def loop(self, loop: scf.ForOp) -> _Loop:
+        if loop not in self.loops:
+            self.loops[loop] = self._loop(loop)
+        return self.loops[loop]
+
+    def _loop(self, loop: scf.ForOp) -> _Loop:
+        step = constant_int(loop.step)
+        lb = constant_int(loop.lb)
+        if step is None or step <= 0 or not self._non_negative(loop.lb):
+            return _Loop(1, step if step and step > 0 else None, None)
+        iv = loop.body.block.args[0]
+        moduli = []
+        for op in loop.body.walk():
+            if isinstance(op, arith.RemSIOp | arith.RemUIOp):
+                m = constant_int(op.rhs)
+                form = linear(op.lhs)
+                if m is not None and 2 <= m <= _MAX_PERIOD and form.coef(iv) > 0:
+                    moduli.append(m)
+        period = reduce(math.lcm, moduli, 1)
+        if period > _MAX_PERIOD:
+            period = 1
+        return _Loop(period, step, None if lb is None else lb % period)
+
+    @staticmethod
+    def _non_negative(v: SSAValue) -> bool:
+        c = constant_int(v)
+        if c is not None:
+            return c >= 0
+        if isinstance(v, OpResult) and isinstance(v.op, arith.MaxSIOp):
+            return any((k := constant_int(o)) is not None and k >= 0 for o in v.op.operands)
+        return False
+
+    def value(self, v: SSAValue, residues: dict[scf.ForOp, int | None], depth: int = 0
+              ) -> int | None:
+        """`v` as an integer when the residues of the loop counters determine it."""
+        c = constant_int(v)
+        if c is not None:
+            return _wrap(c, _width(v))
+        if depth > 32 or not isinstance(v, OpResult):
+            return None
+        op = v.op
+        if isinstance(op, arith.RemSIOp | arith.RemUIOp):
+            m = self.value(op.rhs, residues, depth + 1)
+            if m is None or m <= 0:
+                return None
+            x = self.value(op.lhs, residues, depth + 1)
+            if x is not None:
+                return int(math.fmod(x, m)) if isinstance(op, arith.RemSIOp) and x < 0 \
+                    else (x % m if x >= 0 else None)
+            return self._remainder(op.lhs, m, residues)
+        if isinstance(op, arith.CmpiOp):
+            a, b = (self.value(o, residues, depth + 1) for o in op.operands)
+            pred = op.predicate.value.data
+            if a is None or b is None:
+                return None
+            if pred in (0, 1, 2, 3, 4, 5):
+                return int(_CMP[pred](a, b))
+            w = _width(op.lhs) or 64
+            ua, ub = a % (1 << w), b % (1 << w)
+            return int(_CMP[pred - 4](ua, ub))  # ult ule ugt uge: 6 7 8 9 -> < <= > >=
+        if isinstance(op, arith.SelectOp):
+            cond = self.value(op.cond, residues, depth + 1)
+            if cond is not None:
+                return self.value(op.operands[1 if cond else 2], residues, depth + 1)
+            a, b = (self.value(o, residues, depth + 1) for o in op.operands[1:])
+            return a if a is not None and a == b else None
+        for kind, fn in _BINARY.items():
+            if isinstance(op, kind):
+                a, b = (self.value(o, residues, depth + 1) for o in op.operands)
+                return None if a is None or b is None else _wrap(fn(a, b), _width(v))
+        if isinstance(op, arith.ExtSIOp | arith.ExtUIOp | arith.IndexCastOp):
+            return self.value(op.operands[0], residues, depth + 1)
+        return None
+
+    def _remainder(self, x: SSAValue, m: int, residues: dict[scf.ForOp, int | None]
+                   ) -> int | None:
+        """`x % m` for `x = a * i + c` (i a loop counter of known residue, a, c >= 0)."""
+        form = linear(x)
+        if len(form.coefs) != 1 or form.const < 0:
+            return None
+        (iv, a), = form.coefs
+        loop = _counter_of(iv)
+        if loop is None or a < 0 or residues.get(loop) is None:
+            return None
+        period = self.loop(loop).period
+        if period % m:
+            return None
+        return (a * residues[loop] + form.const) % m
+
+    # footprints -------------------------------------------------------------------------------
+
+    def _start(self, form: Linear, residues: dict[scf.ForOp, int | None]) -> Linear:
+        out = Linear(const=form.const)
+        for v, c in form.coefs:
+            known = self.value(v, residues)
+            out = out + (Linear(const=c * known) if known is not None
+                         else Linear.of(v).scaled(c))
+        return out
+
+    def _copy_start(self, form: Linear, inst: Inst, now: Operation) -> Linear | None:
+        """The start of an in-flight copy's footprint as seen from `now`: the remainders at its
+        iteration's residues, its loop counters moved by its distance; None when it depends on
+        a value of another iteration."""
+        copy, ctx = inst
+        residues = {loop: r for loop, r, _ in ctx}
+        around_now = set(_loops_around(now))
+        differs = next((loop for loop, _, d in ctx if d != 0 or loop not in around_now), None)
+        out = Linear(const=form.const)
+        for v, c in form.coefs:
+            known = self.value(v, residues)
+            if known is not None:
+                out = out + Linear(const=c * known)
+                continue
+            loop = _counter_of(v)
+            entry = next((e for e in ctx if e[0] is loop), None) if loop is not None else None
+            if entry is not None:
+                _, _, d = entry
+                if d is None or loop not in around_now:
+                    return None
+                out = out + Linear.of(v).scaled(c) + Linear(const=c * d)
+            elif differs is not None and _defined_in(v, differs.body.block):
+                return None
+            else:
+                out = out + Linear.of(v).scaled(c)
+        return out
+
+    def _same_tensor(self, a: SSAValue, b: SSAValue) -> bool:
+        if a is b:
+            return True
+        if isinstance(a, BlockArgument) and isinstance(b, BlockArgument) and \
+                a.block is b.block:  # two parameters: one tensor unless both are noalias
+            return not (a in self.noalias and b in self.noalias)
+        return True  # (an unknown root)
+
+    def _clash(self, acc: Footprint, now: Operation, residues: dict[scf.ForOp, int | None],
+               held: Footprint, inst: Inst) -> bool:
+        if acc.root is None or held.root is None:
+            return True
+        if acc.space == "local":
+            if acc.root is not held.root:
+                return _l1_overlap(acc.root, held.root)
+        elif acc.root is not held.root:
+            return self._same_tensor(acc.root, held.root)
+        start = self._copy_start(held.start, inst, now)
+        if start is None:
+            return True
+        first = Footprint(held.op, held.root, start, held.extent, held.kind, held.space)
+        second = Footprint(acc.op, acc.root, self._start(acc.start, residues), acc.extent,
+                           acc.kind, acc.space)
+        return may_overlap(first, second, ranges=self.ranges)
+
+    def check(self, op: Operation, state: _State, residues: dict[scf.ForOp, int | None]
+              ) -> None:
+        if not state.flight:
+            return
+        accesses = self.footprints(op)
+        if not accesses:
+            return
+        for inst in state.flight:
+            copy = inst[0]
+            for held in self.footprints(copy):
+                for acc in accesses:
+                    if acc.space != held.space or (acc.kind == "read" and held.kind == "read"):
+                        continue
+                    if self._clash(acc, op, residues, held, inst):
+                        raise TokenRefused(
+                            f"{op_location(op, unknown='here')}: '{op.name}' may touch the "
+                            f"{'L1 buffer' if acc.space == 'local' else 'tensor'} of the async "
+                            f"copy at {op_location(copy, unknown='an earlier line')} while it "
+                            f"may still be in flight (the interpreter checks that hazard, "
+                            f"compiled code does not: wait for the copy first)", op)
+
+    # the walk -------------------------------------------------------------------------------
+
+    def block(self, block: Block, states: set[_State],
+              residues: dict[scf.ForOp, int | None]) -> set[_State]:
+        for op in block.ops:
+            states = self.op(op, states, residues)
+            if len(states) > _MAX_STATES:
+                raise TokenRefused(f"{op_location(op, unknown='here')}: too many paths to "
+                                   f"prove that no async copy in flight is touched", op)
+        return states
+
+    def op(self, op: Operation, states: set[_State], residues: dict[scf.ForOp, int | None]
+           ) -> set[_State]:
+        if isinstance(op, pto.WaitOp):
+            return {_waited(s, s.of(op.token)) for s in states}
+        if isinstance(op, pto.WaitAllOp):
+            return {_State()} if states else states
+        if isinstance(op, scf.IfOp):
+            return self._if(op, states, residues)
+        if isinstance(op, scf.ForOp):
+            return self._for(op, states, residues)
+        if op.regions:  # (while loops: no block-level instruction inside, phases.py)
+            for o in op.walk():
+                if o is not op:
+                    for s in states:
+                        self.check(o, s, residues)
+                    if isinstance(o, ASYNC):
+                        raise TokenRefused(f"{op_location(o, unknown='here')}: an async copy "
+                                           f"inside '{op.name}'", o)
+            return states
+        for s in states:
+            self.check(op, s, residues)
+        if not isinstance(op, ASYNC):
+            return states
+        ctx = tuple((loop, residues.get(loop), 0) for loop in _loops_around(op))
+        inst: Inst = (op, ctx)
+        return {_State(s.bind | {(op.results[0], inst)}, s.flight | {inst}) for s in states}
+
+    def _if(self, op: scf.IfOp, states: set[_State], residues: dict[scf.ForOp, int | None]
+            ) -> set[_State]:
+        out: set[_State] = set()
+        for s in states:
+            cond = self.value(op.cond, residues)
+            taken = (0, 1) if cond is None else ((0,) if cond else (1,))
+            for i in taken:
+                region = op.regions[i]
+                if not region.blocks:
+                    out.add(s)
+                    continue
+                b = region.blocks[0]
+                y = b.last_op
+                for end in self.block(b, {s}, residues):
+                    results = {r: y.operands[r.index] for r in op.results if _is_token(r)}
+                    out.add(_leave(end, b, results))
+        return out
+
+    def _for(self, loop: scf.ForOp, states: set[_State],
+             residues: dict[scf.ForOp, int | None]) -> set[_State]:
+        info = self.loop(loop)
+        body = loop.body.block
+        y = body.last_op
+        tokens = [i for i, a in enumerate(loop.iter_args) if _is_token(a)]
+        firsts: list[int | None] = ([info.first] if info.first is not None else
+                                    list(range(info.period)) if info.period > 1 else [None])
+        seen: dict[int | None, set[_State]] = {}
+        work: list[tuple[int | None, _State]] = []
+        exits: set[_State] = set()
+        for s in states:
+            exits.add(_leave(s, None, {loop.results[i]: loop.iter_args[i] for i in tokens}))
+            entry = _leave(s, None, {body.args[i + 1]: loop.iter_args[i] for i in tokens})
+            for r in firsts:
+                if entry not in seen.setdefault(r, set()):
+                    seen[r].add(entry)
+                    work.append((r, entry))
+        while work:
+            r, head = work.pop()
+            for end in self.block(body, {head}, {**residues, loop: r}):
+                exits.add(self._retag(
+                    _leave(end, body, {loop.results[i]: y.operands[i] for i in tokens}),
+                    loop, None, loop))
+                nxt = self._retag(
+                    _leave(end, body, {body.args[i + 1]: y.operands[i] for i in tokens}),
+                    loop, info.step, loop)
+                r2 = None if r is None else (r + (info.step or 0)) % info.period
+                if nxt not in seen.setdefault(r2, set()):
+                    seen[r2].add(nxt)
+                    work.append((r2, nxt))
+                    if sum(len(v) for v in seen.values()) > _MAX_STATES:
+                        raise TokenRefused(f"{op_location(loop, unknown='here')}: too many "
+                                           f"paths to prove that no async copy in flight is "
+                                           f"touched", loop)
+        return exits
+
+    def _retag(self, s: _State, loop: scf.ForOp, step: int | None, at: Operation) -> _State:
+        """`s` one iteration of `loop` later (`step`: its constant step) or, with `step`
+        None, after leaving it: the loop's distances grow by a step (or become unknown),
+        those of loops inside it become unknown. Refused when two copies a value may still
+        name would become one instance."""
+        def moved(inst: Inst) -> Inst:
+            copy, ctx = inst
+            new: list[Entry] = []
+            for lp, r, d in ctx:
+                if lp is loop:
+                    d = None if step is None or d is None or d - step < -_MAX_AGE * step \
+                        else d - step
+                elif _inside(lp, loop):
+                    d = None
+                new.append((lp, r, d))
+            return copy, tuple(new)
+
+        mapping = {inst: moved(inst) for inst in s.flight}
+        bound = {inst for _, inst in s.bind}
+        merged: dict[Inst, list[Inst]] = {}
+        for old, new in mapping.items():
+            merged.setdefault(new, []).append(old)
+        for new, olds in merged.items():
+            if len(olds) > 1 and any(o in bound for o in olds):
+                raise TokenRefused(
+                    f"{op_location(new[0], unknown='here')}: copies of this op from several "
+                    f"iterations of the loop at {op_location(loop, unknown='an outer line')} "
+                    f"may be in flight at once, one of them still named by a token (the "
+                    f"proof tells iterations apart only {_MAX_AGE} back)", at)
+        return _State(frozenset((v, mapping[i]) for v, i in s.bind),
+                      frozenset(mapping.values()))
+
+
+def _waited(s: _State, inst: Inst | None) -> _State:
+    if inst is None:
+        return s
+    return _State(frozenset((v, i) for v, i in s.bind if i != inst), s.flight - {inst})
+
+
+def _leave(s: _State, block: Block | None, results: dict[SSAValue, SSAValue]) -> _State:
+    """The state after `block` (None: a loop entered or skipped): `results` bound to what the
+    yielded values denote, the values defined in `block` out of scope (their copies stay in
+    flight, anonymous)."""
+    bind = {(r, inst) for r, y in results.items() if (inst := s.of(y)) is not None}
+    for v, inst in s.bind:
+        if block is None or not _defined_in(v, block):
+            bind.add((v, inst))
+    return _State(frozenset(bind), s.flight)
 
 
 def _l1_overlap(a: SSAValue, b: SSAValue) -> bool:
@@ -304,9 +524,65 @@ def _span(op: pto.AllocLocalOp) -> tuple[int, int]:
     return start, start + t.size * np.dtype(dtypes.np_dtype_of(t.element_type)).itemsize
 
 
-def check_tokens(kernel: func.FuncOp) -> None:
-    """Raise `TokenRefused` unless no in-flight hazard can fire (see the module doc)."""
+def _prove(kernel: func.FuncOp, lanes: int | None,
+           cache: dict[Operation, list[Footprint]]) -> None:
+    _Checker(kernel, lanes, cache).block(kernel.body.block, {_State()}, {})
+
+
+def lane_limit(kernel: func.FuncOp) -> int | None:
+    """None when no in-flight hazard can fire in any block; else the largest block extent
+    (lanes per dimension) for which none can — a lane reading `slot + tid` of a slotted
+    buffer stays in its slot only while `tid` is below the slot's length. Raises
+    `TokenRefused` (the reason for the target's largest block) when not even one lane is
+    safe. Proofs with fewer lanes prove at least as much, so the limit is a binary search."""
+    from pypto.backend.native.warp_exchange import max_lanes
+
     if not any(isinstance(op, ASYNC) for op in kernel.walk()):
-        return
-    checker = _Checker(kernel)
-    checker.block(kernel.body.block, _State())
+        return None
+    cache: dict[Operation, list[Footprint]] = {}  # (footprints: one per op, every proof)
+    try:
+        _prove(kernel, None, cache)
+        return None
+    except TokenRefused as exc:
+        refused = exc
+    lo, hi = 0, max_lanes()  # lo: proven (0: none yet), hi: refused
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            _prove(kernel, mid, cache)
+            lo = mid
+        except TokenRefused:
+            hi = mid
+    if lo == 0:
+        raise refused
+    return lo
+
+
+def check_tokens(kernel: func.FuncOp) -> None:
+    """Raise `TokenRefused` unless no in-flight hazard can fire in some blocks (see the module
+    doc; `lane_limit` says which: `NativeKernel` refuses the others per launch)."""
+    lane_limit(kernel)
+
+
+def launch_refusal(limit: int | None, block: tuple[int, int, int], name: str) -> str | None:
+    """Why a launch with `block` is not proven free of in-flight hazards (None: it is)."""
+    if limit is None or max(block) <= limit:
+        return None
+    return (f"the native backend proved that no lane of kernel '{name}' touches an async copy "
+            f"in flight only for blocks of at most {limit} lanes per dimension (its lanes "
+            f"address a buffer being loaded at offsets from their ids), not for block "
+            f"{block}; run it on the interpreter (backend='interpreter' or 'auto'), whose "
+            f"in-flight check decides")
+
+
+def looped_copies_reason(kernel: func.FuncOp) -> str | None:
+    """Why "auto" prefers the interpreter for a kernel issuing async copies in a loop (None:
+    it has none): compiled, each copy (and `mma`) of each block and iteration is a Python
+    callback (collectives.py), where the interpreter moves every block's tile in one NumPy
+    call (batch mode)."""
+    for op in kernel.walk():
+        if isinstance(op, ASYNC) and _loops_around(op):
+            return (f"its async copies run in a loop, one callback per block and copy "
+                    f"(docs/native.md#choosing-a-backend: the pipelined matmul 512 about 3x "
+                    f"the interpreter's time)")
+    return None

@@ -1,0 +1,290 @@
+"""Async copies in flight across loop iterations, compiled natively (docs/native.md#collectives,
+pypto/backend/native/tokens.py): the article's pipelined matmul with and without
+`pto-double-buffer`'s slots, ping-pong buffers chosen by the iteration's parity, a slot index
+computed from the counter — bit for bit against the interpreter and against NumPy. A kernel
+that really touches a copy in flight is refused natively ("auto" runs the interpreter, which
+raises its RaceError), never run to a wrong answer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.backend.native.jit import NativeUnsupported
+from tests.backend.native.helpers import same_bits
+from tests.kernels.test_double_buffer import scale_double_buffered
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
+from pipeline_matmul import matmul_tile  # noqa: E402
+
+T = 256
+NO_DOUBLE_BUFFER = "pto-allocate-l1,pto-verify-barriers"
+
+
+def _tiled_reference(a: np.ndarray, b: np.ndarray, tile: tuple[int, int, int]) -> np.ndarray:
+    """C = A @ B as the kernel sums it: per C tile, `C += A_k @ B_k` over the k tiles in
+    float32 (docs/isa.md#ptomma: f16 operands widened), each product one NumPy matmul."""
+    tm, tn, tk = tile
+    (m, k), n = a.shape, b.shape[1]
+    c = np.zeros((m, n), np.float32)
+    for i in range(0, m, tm):
+        for j in range(0, n, tn):
+            acc = np.zeros((tm, tn), np.float32)
+            for s in range(0, k, tk):
+                acc = acc + (np.ascontiguousarray(a[i:i + tm, s:s + tk]).astype(np.float32) @
+                             np.ascontiguousarray(b[s:s + tk, j:j + tn]).astype(np.float32))
+            c[i:i + tm, j:j + tn] = acc
+    return c
+
+
+def _matmul(backend: str, a: np.ndarray, b: np.ndarray, tile: tuple[int, int, int],
+            pipeline: str | None) -> np.ndarray:
+    (m, k), n = a.shape, b.shape[1]
+    tm, tn, tk = tile
+    c = np.zeros((m, n), np.float32)
+    args = (a, b, c, m, n, k, tm, tn, tk)
+    options = {} if pipeline is None else {"pipeline": pipeline}
+    compiled = pto.compile(matmul_tile, args=args, block=64, **options)
+    pto.launch(compiled, (n // tn, m // tm), 64, args, backend=backend)
+    return c
+
+
+@pytest.mark.parametrize("pipeline", [None, NO_DOUBLE_BUFFER], ids=["double-buffered", "plain"])
+@pytest.mark.parametrize("size,dtype,tile", [
+    (128, np.float32, (64, 64, 32)),
+    (128, np.float16, (32, 32, 32)),
+    (256, np.float32, (64, 64, 64)),
+    (256, np.float16, (64, 32, 32)),
+    (512, np.float32, (64, 64, 64)),
+    (512, np.float16, (128, 64, 32)),
+])
+def test_pipelined_matmul_natively_bit_exact(size, dtype, tile, pipeline):
+    rng = np.random.default_rng(size + tile[2])
+    a = rng.standard_normal((size, size)).astype(dtype)
+    b = rng.standard_normal((size, size)).astype(dtype)
+    interp = _matmul("interpreter", a, b, tile, pipeline)
+    native = _matmul("native", a, b, tile, pipeline)
+    assert same_bits([interp], [native])
+    np.testing.assert_array_equal(native, _tiled_reference(a, b, tile))
+    np.testing.assert_allclose(native, a.astype(np.float64) @ b.astype(np.float64),
+                               rtol=1e-3, atol=1e-3)
+
+
+def test_the_double_buffered_matmul_really_has_slots():
+    """The case above compiles `pto-double-buffer`'s rewrite (two slots per tile, tokens carried
+    by the loop), not a plain loop."""
+    d = np.zeros((128, 128), np.float32)
+    compiled = pto.compile(matmul_tile, args=(d, d, d, 128, 128, 128, 64, 64, 32), block=64)
+    slotted = [op for op in compiled.func.walk() if op.name == "pto.alloc_local"
+               and "pto.slots" in op.attributes]
+    assert len(slotted) == 2
+
+
+@pytest.mark.parametrize("ntiles,blocks", [(1, 1), (2, 3), (5, 2), (6, 1)])
+def test_ping_pong_by_parity_natively_bit_exact(ntiles, blocks):
+    x = np.random.default_rng(ntiles).standard_normal(blocks * ntiles * T).astype(np.float32)
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = np.zeros_like(x)
+        pto.launch(scale_double_buffered, blocks, T, (x, y, ntiles, True), backend=backend)
+        outs.append([y])
+    assert same_bits(*outs)
+    np.testing.assert_array_equal(outs[1][0], x * np.float32(3))
+
+
+@pto.kernel
+def slotted_copy(x, y, ntiles, WRONG: pto.constexpr):
+    """Tile k+1 loads into slot (k + 1) % 2 of one buffer while slot k % 2 (waited for) is
+    stored; WRONG stores the slot still loading instead."""
+    base = pto.get_block_id() * ntiles * T
+    buf = pto.alloc_local(2 * T)
+    tok = pto.async_load(buf, x + base, T * 4)
+    for k in range(ntiles):
+        nxt = tok
+        if k + 1 < ntiles:
+            nxt = pto.async_load(buf + ((k + 1) % 2) * T, x + base + (k + 1) * T, T * 4)
+        pto.wait(tok)
+        slot = (k + 1) % 2 if WRONG else k % 2
+        pto.store(y + base + k * T, buf + slot * T, T * 4)
+        tok = nxt
+    pto.wait_all()
+
+
+@pytest.mark.parametrize("ntiles,blocks", [(1, 2), (4, 3), (7, 1)])
+def test_slot_from_the_counter_natively_bit_exact(ntiles, blocks):
+    x = np.random.default_rng(7).standard_normal(blocks * ntiles * T).astype(np.float32)
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = np.zeros_like(x)
+        pto.launch(slotted_copy, blocks, 64, (x, y, ntiles, False), backend=backend)
+        outs.append([y])
+    assert same_bits(*outs)
+    np.testing.assert_array_equal(outs[1][0], x)
+
+
+def test_storing_the_slot_still_loading_is_refused_and_the_interpreter_raises():
+    """Compiled without the static verifier, the wrong slot reaches both backends: natively
+    refused with the reason (the proof sees the copy in flight), "auto" runs the interpreter,
+    whose in-flight check raises."""
+    x = np.ones(3 * T, np.float32)
+    args = (x, np.zeros_like(x), 3, True)
+    compiled = pto.compile(slotted_copy, args=args, block=64, pipeline="pto-allocate-l1")
+    with pytest.raises(NativeUnsupported, match="may still be in flight"):
+        pto.launch(compiled, 1, 64, args, backend="native")
+    with pytest.raises(pto.RaceError, match="still in flight"):
+        pto.launch(compiled, 1, 64, args, backend="auto")
+
+
+@pto.kernel
+def gather_while_loading(x, idx, y):
+    """Each lane reads `buf[idx[tid]]` while the copy into `buf` may be in flight: which
+    element is data-dependent (the static verifier defers it to run time)."""
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(T)
+    tok = pto.async_load(buf, x, T * 4)
+    v = pto.load(buf + pto.load(idx + tid))
+    pto.wait(tok)
+    pto.store(y + tid, v)
+
+
+def test_a_data_dependent_read_of_a_copy_in_flight_is_refused_never_wrong():
+    x = np.arange(T, dtype=np.float32)
+    idx = np.arange(T, dtype=np.int32)[::-1].copy()
+    args = (x, idx, np.zeros(T, np.float32))
+    with pytest.raises(NativeUnsupported, match="may still be in flight"):
+        pto.launch(gather_while_loading, 1, T, args, backend="native")
+    with pytest.raises(pto.RaceError, match="still in flight"):
+        pto.launch(gather_while_loading, 1, T, args, backend="auto")
+
+
+def test_lanes_reading_a_slot_while_the_other_loads_bit_exact_and_bounded_by_the_block():
+    """tests/kernels/pipelined.py's pipelined_sum after `pto-double-buffer`: each lane reads
+    `slot + tid` while the other slot loads — apart only while `tid` stays below the slot's
+    256 elements. Proven for blocks of at most 256 lanes (bit for bit, against NumPy's sums);
+    a wider block is refused at launch, and there the interpreter's in-flight check fires."""
+    from tests.kernels.pipelined import PIPELINED
+
+    for trips in (0, 1, 4):
+        case = PIPELINED["pipelined_sum"](trips)
+        outs = []
+        for backend in ("interpreter", "native"):
+            args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+            pto.launch(case.kernel, case.grid, case.block, tuple(args), backend=backend)
+            outs.append([args[case.output]])
+        assert same_bits(*outs)
+        np.testing.assert_array_equal(outs[1][0], case.reference)
+    case = PIPELINED["pipelined_sum"](2, blocks=1)
+    x, y, ntiles = case.args
+    wide = (np.concatenate([x, x]), np.zeros(2 * y.size, np.float32), ntiles)
+    # (compiled without pto-verify-barriers, which proves that hazard for this block)
+    compiled = pto.compile(case.kernel, args=wide, block=2 * T,
+                           pipeline="pto-double-buffer,pto-allocate-l1")
+    with pytest.raises(NativeUnsupported, match="at most 256 lanes"):
+        pto.launch(compiled, 1, 2 * T, wide, backend="native")
+    with pytest.raises(pto.RaceError, match="still in flight"):
+        pto.launch(compiled, 1, 2 * T, wide, backend="auto")
+
+
+def test_softmax_tiles_copies_are_proven():
+    """examples/softmax_tiles.py's double-buffered row blocks: the load of block i + 1 into
+    the other slot while the tile instructions read slot i — proven free of in-flight hazards
+    for any block (what keeps it on the interpreter is its Y, stored by two ops)."""
+    from pypto.backend.native.inline_stages import inline_pipelines
+    from pypto.backend.native.tokens import lane_limit
+    from softmax_tiles import softmax_tiles
+
+    x = np.zeros((256, 128), np.float32)
+    for pipeline in (None, NO_DOUBLE_BUFFER):
+        options = {} if pipeline is None else {"pipeline": pipeline}
+        compiled = pto.compile(softmax_tiles, args=(x, np.zeros_like(x), 128, 16, 64), block=64,
+                               **options)
+        slotted = any("pto.slots" in op.attributes for op in compiled.func.walk())
+        assert slotted == (pipeline is None)
+        assert lane_limit(inline_pipelines(compiled.func)) is None
+
+
+def test_auto_keeps_looped_copies_on_the_interpreter(monkeypatch):
+    """The pipelined matmul compiles, but its copies and mma are a callback per block and
+    iteration: "auto" runs the interpreter's batch mode (docs/native.md#choosing-a-backend);
+    `backend="native"` still runs it natively."""
+    from pypto.backend.interpreter.executor import Executable
+
+    a = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float32)
+    args = (a, a, np.zeros((128, 128), np.float32), 128, 128, 128, 64, 64, 32)
+    compiled = pto.compile(matmul_tile, args=args, block=64)
+    interpreted = []
+    real = Executable.run
+    monkeypatch.setattr(Executable, "run", lambda self, *args, **kw: (
+        interpreted.append(1), real(self, *args, **kw))[1])
+    outs = []
+    for backend in ("auto", "native"):
+        c = np.zeros((128, 128), np.float32)
+        pto.launch(compiled, (2, 2), 64, (*args[:2], c, *args[3:]), backend=backend)
+        outs.append([c])
+        assert interpreted == [1]  # auto: the interpreter; native: not again
+    assert same_bits(*outs)
+
+
+@pto.kernel
+def slot_variant(x, y, ntiles, NSLOT: pto.constexpr, LOAD: pto.constexpr, READ: pto.constexpr,
+                 WAIT: pto.constexpr):
+    """Tile k+1 loads into slot (k + LOAD) % NSLOT, tile k is stored from slot
+    (k + READ) % NSLOT; the carried token is waited for before the store (WAIT 0), after it
+    (1), or only by the final wait_all (2)."""
+    base = pto.get_block_id() * ntiles * T
+    buf = pto.alloc_local(NSLOT * T)
+    tok = pto.async_load(buf, x + base, T * 4)
+    for k in range(ntiles):
+        nxt = tok
+        if k + 1 < ntiles:
+            nxt = pto.async_load(buf + ((k + LOAD) % NSLOT) * T, x + base + (k + 1) * T, T * 4)
+        if WAIT == 0:
+            pto.wait(tok)
+        pto.store(y + base + k * T, buf + ((k + READ) % NSLOT) * T, T * 4)
+        if WAIT == 1:
+            pto.wait(tok)
+        tok = nxt
+    pto.wait_all()
+
+
+def test_slot_variants_never_a_wrong_answer():
+    """Every combination of load slot, read slot, wait placement and slot count, compiled
+    without the static verifier: when the interpreter raises its in-flight RaceError the
+    native backend refuses the kernel; when it compiles, it gives the interpreter's bits. The
+    correct double and triple buffering compile."""
+    compiled = []
+    for nslot in (2, 3):
+        for load in range(nslot):
+            for read in range(nslot):
+                for wait in (0, 1, 2):
+                    for ntiles in (1, 3, 4):
+                        x = np.random.default_rng(ntiles).standard_normal(2 * ntiles * T) \
+                            .astype(np.float32)
+                        args = (x, np.zeros_like(x), ntiles, nslot, load, read, wait)
+                        kernel = pto.compile(slot_variant, args=args, block=32,
+                                             pipeline="pto-allocate-l1")
+                        outs, race = [], False
+                        for backend in ("interpreter", "native"):
+                            y = np.zeros_like(x)
+                            try:
+                                pto.launch(kernel, 2, 32, (x, y, *args[2:]), backend=backend)
+                            except pto.RaceError:
+                                assert backend == "interpreter"
+                                race = True
+                                continue
+                            except NativeUnsupported:
+                                break
+                            if race:
+                                raise AssertionError(f"ran natively although the interpreter "
+                                                     f"raises: {args[3:]} ntiles {ntiles}")
+                            outs.append([y])
+                        else:
+                            if not race:
+                                assert same_bits(*outs), (args[3:], ntiles)
+                                compiled.append((nslot, load, read, wait, ntiles))
+    assert (2, 1, 0, 0, 4) in compiled and (3, 1, 0, 0, 4) in compiled
+    assert (3, 2, 0, 0, 3) in compiled  # (load two slots ahead: still apart from the read)

@@ -1,0 +1,171 @@
+"""Several printfs, and printf in a loop, natively (docs/native.md#what-is-compiled-the-support-check,
+pypto/backend/native/printf.py `single_lane`): compiled when one lane prints every line — then
+the lines are the interpreter's, in its order, whatever its lane vector — and refused (with the
+reason; "auto" runs the interpreter) when lanes could interleave differently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.backend.native.jit import NativeUnsupported
+from pypto.errors import KernelError
+
+
+@pto.kernel
+def debug_lane(x, n):
+    tid = pto.get_local_id()
+    if tid == 3 and pto.get_block_id() == 1:
+        pto.printf("n=%d\n", n)
+        for k in range(n):
+            pto.printf("x[%d]=%.2f\n", k, pto.load(x + k))
+    if pto.get_block_id() == 1:
+        if tid == 3:
+            pto.printf("done\n")
+
+
+@pto.kernel
+def debug_global(x, n):
+    i = pto.get_global_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + pto.get_local_id(), pto.load(x + i % n))
+    pto.barrier_block()
+    if i == 70:
+        k = 0
+        while k < 3:
+            pto.printf("k=%d v=%g\n", k, pto.load(buf + k))
+            k += 1
+        pto.printf("after %d\n", i)
+
+
+@pto.kernel
+def every_lane_twice(x):
+    tid = pto.get_local_id()
+    if tid < 3:
+        pto.printf("a %d\n", tid)
+        pto.printf("b %d\n", tid)
+
+
+@pto.kernel
+def every_lane_in_a_loop(x):
+    tid = pto.get_local_id()
+    if tid < 3:
+        for k in range(2):
+            pto.printf("%d %d\n", k, tid)
+
+
+@pto.kernel
+def loop_format_error(x, n):
+    if pto.get_global_id() == 0:
+        for k in range(n):
+            pto.printf("%d\n", pto.load(x + k))
+
+
+def _lines(capsys, kernel, grid, block, args) -> list[str]:
+    texts = []
+    for backend in ("interpreter", "native"):
+        pto.launch(kernel, grid, block, args, backend=backend)
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    return texts[1].splitlines()
+
+
+def test_several_printfs_and_a_loop_on_one_lane(capsys):
+    x = np.array([0.5, -1.25, 3.0, 7.0], np.float32)
+    lines = _lines(capsys, debug_lane, 2, 64, (x, 4))
+    prefix = "[block (1, 0, 0) lane (3, 0, 0)] "
+    assert lines == [prefix + t for t in ("n=4", "x[0]=0.50", "x[1]=-1.25", "x[2]=3.00",
+                                          "x[3]=7.00", "done")]
+
+
+def test_printf_in_a_while_loop_after_a_barrier_on_one_global_lane(capsys):
+    x = np.arange(64, dtype=np.float32) * 0.5
+    lines = _lines(capsys, debug_global, 3, 64, (x, 64))
+    prefix = "[block (1, 0, 0) lane (6, 0, 0)] "
+    assert lines == [prefix + t for t in ("k=0 v=0", "k=1 v=0.5", "k=2 v=1", "after 70")]
+
+
+def test_printfs_of_several_lanes_in_a_loop_are_refused_and_auto_prints_the_interpreters(capsys):
+    x = np.zeros(4, np.float32)
+    with pytest.raises(NativeUnsupported, match="pin a single lane"):
+        pto.launch(every_lane_in_a_loop, 1, 32, (x,), backend="native")
+    pto.launch(every_lane_in_a_loop, 1, 32, (x,), backend="auto")
+    assert capsys.readouterr().out.splitlines() == [
+        f"[block (0, 0, 0) lane ({t}, 0, 0)] {k} {t}" for k in range(2) for t in range(3)]
+
+
+def test_printfs_of_several_lanes_need_a_one_block_launch(capsys):
+    """Outside loops, the lines of one block are sorted into the interpreter's order; two
+    blocks could interleave otherwise (the interpreter's vector may hold both)."""
+    x = np.zeros(4, np.float32)
+    lines = _lines(capsys, every_lane_twice, 1, 32, (x,))
+    assert lines == [f"[block (0, 0, 0) lane ({t}, 0, 0)] {w} {t}" for w in "ab"
+                     for t in range(3)]
+    with pytest.raises(NativeUnsupported, match="one block prints them all"):
+        pto.launch(every_lane_twice, 2, 32, (x,), backend="native")
+
+
+def test_a_launch_extending_an_unpinned_dimension_is_refused(capsys):
+    """debug_lane pins x only: a 2-D grid has a printing lane in every block row."""
+    x = np.ones(4, np.float32)
+    with pytest.raises(NativeUnsupported, match="not in y"):
+        pto.launch(debug_lane, (2, 2), 64, (x, 4), backend="native")
+    pto.launch(debug_lane, (2, 2), 64, (x, 4), backend="auto")
+    assert len(capsys.readouterr().out.splitlines()) == 12
+
+
+def test_a_format_error_in_a_loop_is_the_interpreters(capsys):
+    x = np.array([1.0, 2.0, np.inf], np.float32)
+    errors, outs = [], []
+    for backend in ("interpreter", "native"):
+        with pytest.raises(KernelError) as info:
+            pto.launch(loop_format_error, 1, 32, (x, 3), backend=backend)
+        errors.append(str(info.value))
+        outs.append(capsys.readouterr().out)
+    assert errors[0] == errors[1] and "cannot print (inf,)" in errors[1]
+    assert outs[0] == outs[1] and len(outs[1].splitlines()) == 2
+
+
+@pto.kernel
+def debug_block(x, n):
+    tid = pto.get_local_id()
+    if pto.get_block_id() == 1:
+        pto.printf("a %d\n", tid)
+        if tid % 2 == 0:
+            pto.printf("even %d %.1f\n", tid, pto.load(x + tid))
+        else:
+            pto.printf("odd %d\n", tid)
+        pto.printf("c\n")
+
+
+@pto.kernel
+def one_block_phases(x):
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(8)
+    pto.store(buf + tid, pto.load(x + tid))
+    pto.printf("w %d\n", tid)
+    pto.barrier_block()
+    pto.printf("r %g\n", pto.load(buf + 7 - tid))
+
+
+def test_several_printfs_of_one_block_in_the_interpreters_order(capsys):
+    """Printfs outside loops that one block reaches: op by op, lanes in order (the lines of
+    the launch sorted), then-branch lines before else-branch ones."""
+    x = np.arange(8, dtype=np.float32)
+    lines = _lines(capsys, debug_block, 3, 6, (x, 3))
+    prefix = "[block (1, 0, 0) lane ({}, 0, 0)] "
+    assert lines == ([prefix.format(t) + f"a {t}" for t in range(6)] +
+                     [prefix.format(t) + f"even {t} {t}.0" for t in (0, 2, 4)] +
+                     [prefix.format(t) + f"odd {t}" for t in (1, 3, 5)] +
+                     [prefix.format(t) + "c" for t in range(6)])
+
+
+def test_printfs_around_a_barrier_in_a_one_block_launch(capsys):
+    x = np.arange(8, dtype=np.float32)
+    lines = _lines(capsys, one_block_phases, 1, 8, (x,))
+    assert lines == ([f"[block (0, 0, 0) lane ({t}, 0, 0)] w {t}" for t in range(8)] +
+                     [f"[block (0, 0, 0) lane ({t}, 0, 0)] r {7 - t}" for t in range(8)])
+    with pytest.raises(NativeUnsupported, match="one block prints them all"):
+        pto.launch(one_block_phases, 2, 8, (np.arange(16, dtype=np.float32),),
+                   backend="native")

@@ -127,9 +127,11 @@ class _Analysis:
         self.affine_memo: dict[SSAValue, bool] = {}
         self.loop_ivs: dict[SSAValue, scf.ForOp] = {}
         """The induction variables of `scf.for` loops (a lane function in scf form: a phase's)
-        with uniform bounds and a constant positive step: each lies in [lb, ub - 1] whenever
-        the body runs, a further dimension of the box the range check takes the corners of
-        (`tile + tid + k` for k in range(K): checked at k = 0 and K - 1)."""
+        with uniform bounds and a constant positive step: each lies between its first value lb
+        and its last, lb + (ub - 1 - lb) // step * step, whenever the body runs: a further
+        dimension of the box the range check takes the corners of (`tile + tid + k` for k in
+        range(K): checked at k = 0 and K - 1; `a + t + tx` for t in range(0, n, 16): at the
+        last tile's t, not n - 1)."""
         for op in lane.walk():
             if isinstance(op, scf.ForOp) and op.body.block.args[0].type == i32:
                 step = op.step.owner
@@ -277,11 +279,19 @@ class _RangeBuilder:
             return self.corner_memo[key]
         if v in self.an.lane_coords:
             result = self.coords(corner)[self.an.lane_coords.index(v)]
-        elif v in self.an.loop_ivs:  # (dimension 3 + its index: lb, or ub - 1 at that corner)
+        elif v in self.an.loop_ivs:  # (dimension 3 + its index: its first or last value)
             loop = self.an.loop_ivs[v]
-            end = self.wide(loop.ub)
-            result = self.add(arith.SubiOp(end, self.const(1))) if \
-                corner >> (3 + list(self.an.loop_ivs).index(v)) & 1 else self.wide(loop.lb)
+            lb = self.wide(loop.lb)
+            if corner >> (3 + list(self.an.loop_ivs).index(v)) & 1:
+                # lb + max(0, ub - 1 - lb) // step * step: the last value (lb if none runs)
+                span = self.add(arith.SubiOp(self.add(arith.SubiOp(self.wide(loop.ub),
+                                                                   self.const(1))), lb))
+                span = self.add(arith.MaxSIOp(span, self.const(0)))
+                step = self.const(loop.step.owner.value.value.data)  # (a constant > 0)
+                span = self.add(arith.MuliOp(self.add(arith.DivSIOp(span, step)), step))
+                result = self.add(arith.AddiOp(lb, span))
+            else:
+                result = lb
         else:
             op = v.owner
             if isinstance(op, arith.ExtSIOp):

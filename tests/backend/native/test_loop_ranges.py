@@ -73,3 +73,37 @@ def test_counter_out_of_range_raises_the_interpreters_error(lo, hi):
                        backend=backend)
         errors.append(info.value)
     assert str(errors[0]) == str(errors[1])
+
+
+@pto.kernel
+def strided_tiles(x, y, n):
+    """`for t in range(0, n, 16)`: the last t is n - 16 (n a multiple of 16), so `x + t + tx`
+    is in range although `x + (n - 1) + tx` would not be."""
+    tx = pto.get_local_id()
+    buf = pto.alloc_local(16)  # (L1 and a barrier: the loop is a phase's, in scf form)
+    acc = 0.0
+    for t in range(0, n, 16):
+        acc = acc + pto.load(x + t + tx)
+    pto.store(buf + tx, acc)
+    pto.barrier_block()
+    pto.store(y + tx, pto.load(buf + 15 - tx))
+
+
+@pytest.mark.parametrize("n", [64, 16, 0, 40])
+def test_strided_counter_checked_at_its_last_value(n):
+    x = np.random.default_rng(n).standard_normal(max(n, 16)).astype(np.float32)
+    y = np.zeros(16, np.float32)
+    if n % 16:  # 40: the last tile (t = 32) reads x[32 + tx], out of range for tx >= 8
+        errors = []
+        for backend in ("interpreter", "native"):
+            with pytest.raises(MemoryAccessError) as info:
+                pto.launch(strided_tiles, 1, 16, (x, y.copy(), n), backend=backend)
+            errors.append(str(info.value))
+        assert errors[0] == errors[1]
+        return
+    interp, native = both(strided_tiles, 1, 16, [x, y], (n,))
+    assert same_bits(interp, native)
+    want = np.zeros(16, np.float32)
+    for t in range(0, n, 16):
+        want = want + x[t:t + 16]
+    assert np.array_equal(native[1], want[::-1])

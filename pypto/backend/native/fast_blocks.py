@@ -448,8 +448,8 @@ def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue]
     xb.add_op(cf.ConditionalBranchOp(add(xb, arith.CmpiOp(tx, bx, "slt")), inner,
                                      [tz2, ty2, tx], ynext, [tz2, ty2]))
     iz, iy, ix = inner.args
-    st = add(inner, func.CallOp(lane, [*params, *block_ids, ix, iy, iz, *grid_dims, bx, by, bz, err],
-                                [i32]))
+    st = add(inner, func.CallOp(lane, [*params, *block_ids, ix, iy, iz, *grid_dims, bx, by, bz,
+                                       err], [i32]))
     inner.add_op(cf.ConditionalBranchOp(add(inner, arith.CmpiOp(st, c(inner, 0), "eq")), xnext,
                                         [iz, iy, ix], done, [st]))
     nz, ny, nx = xnext.args

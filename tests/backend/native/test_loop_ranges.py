@@ -1,8 +1,8 @@
 """Range checks over loop counters (pypto/backend/native/fast_blocks.py,
 docs/native.md#fast-blocks): an access at `tile + tid + k` inside `for k in range(lo, hi)` with
 block-uniform bounds is checked once per block at its first and last k (with the lane
-corners), then runs unchecked and vectorised; bit for bit against the interpreter and NumPy, and out-of-range counters still
-raise the interpreter's error."""
+corners), then runs unchecked and vectorised; bit for bit against the interpreter and NumPy,
+and out-of-range counters still raise the interpreter's error."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import BFloat16Type, IntegerAttr, IntegerType, Module
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, int_pow, numpy_math, printf, tokens
+from pypto.backend.native import collectives, copy_loops, int_pow, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -338,7 +338,8 @@ class NativeKernel:
         from pypto.ir import print_ir
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
-        key = hashlib.sha256(f"{_versions()}\n{target}\n{text}".encode()).hexdigest()[:32]
+        key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
+                             f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
         self.slots = _cached_slots(path, kernel)
@@ -366,7 +367,7 @@ class NativeKernel:
         self.auto_prefers_interpreter: str | None = (
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element (docs/native.md"
             f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else
-            tokens.looped_copies_reason(kernel))
+            copy_loops.looped_callbacks_reason(kernel))
         """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
         not): compiled, it would be slower."""
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())

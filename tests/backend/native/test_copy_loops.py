@@ -80,6 +80,23 @@ def _data(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _native_per_setting(monkeypatch):
+    """A compiled kernel keeps its native code (pypto/compiler.py `_native`): rebuild it when
+    `copy_loops.ENABLED` differs from the setting it was built with, so each test runs the path
+    it selects."""
+    import pypto.compiler as compiler
+
+    real = compiler._native
+
+    def native(compiled, required):
+        if compiled.__dict__.get("_copy_loops") != copy_loops.ENABLED:
+            compiled.__dict__.pop("_native", None)
+            compiled.__dict__["_copy_loops"] = copy_loops.ENABLED
+        return real(compiled, required)
+    monkeypatch.setattr(compiler, "_native", native)
+
+
 @pytest.fixture(params=[True, False], ids=["loops", "callback"])
 def copies(request, monkeypatch):
     monkeypatch.setattr(copy_loops, "ENABLED", request.param)
@@ -185,3 +202,25 @@ def test_auto_runs_looped_copies_natively_but_keeps_looped_mma_on_the_interprete
     pto.launch(matmul_tile, (2, 2), 64, (a, a, c, 128, 128, 128, 64, 64, 32), backend="auto")
     assert interpreted  # the interpreter ran it
     np.testing.assert_array_equal(c, a @ a)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "i32"])
+def test_in_bounds_copies_make_no_callback(dtype, monkeypatch):
+    """The compiled path is the one taken (copy_loops.py): no call into collectives._run for
+    in-bounds copies with the loops on, one per block and copy with them off."""
+    from pypto.backend.native import collectives
+
+    calls: list[str] = []
+    real = collectives._run
+    monkeypatch.setattr(collectives, "_run", lambda kernel, site, *a: (
+        calls.append(site.kind), real(kernel, site, *a))[1])
+    x = _data(dtype, (29, 53), seed=5)
+    counts = []
+    for enabled in (True, False):
+        monkeypatch.setattr(copy_loops, "ENABLED", enabled)
+        calls.clear()
+        y = np.zeros_like(x)
+        pto.launch(tile_round_trip, (4, 4), 1, (x, y, 29, 53, x.itemsize), backend="native")
+        assert y.view(np.uint8).tobytes() == x.view(np.uint8).tobytes()
+        counts.append(len(calls))
+    assert counts == [0, 2 * 16]

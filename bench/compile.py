@@ -16,12 +16,13 @@ There is no NumPy equivalent of compiling: the ms figures stand alone.
 Then one line per shipped target for the cost of choosing schedules by the model
 (docs/passes.md#choosing-by-the-cost-model):
 
-    compile matmul 512^3 f16 128x128x64 <target>  default <ms> ms  choose=fusion <ms> ms  x<ratio>
+    compile matmul 512^3 f16 128x128x64 <target>  default <ms> ms  choose=fusion <ms> ms  x<ratio>  (min <ms> / <ms> ms x<ratio>, load <1-min load average>)
 
 the article's pipelined matmul compiled cold (a fresh kernel and an empty schedule-cost cache:
 every candidate costed) with the default pipeline, whose `pto-double-buffer` costs its
 candidate schedules, and with `pto-double-buffer{choose=fusion}` (the fusion-aware rule, no
-costing), interleaved in the same run; CPU-time medians (the machine may be shared). The
+costing), interleaved in the same run; CPU-time medians, then the minima (the least disturbed
+compile of each: on a shared machine the medians move with the load, printed last). The
 interpreter's MMAs in the candidates' trial runs use NumPy's BLAS: with a multi-threaded BLAS
 on a loaded machine a 128x64x128 product can take milliseconds instead of microseconds
 (`OPENBLAS_NUM_THREADS=1` shows the compiler's own cost).
@@ -32,6 +33,7 @@ Run:  python bench/compile.py [--repeat 15]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -139,8 +141,11 @@ def choosing(repeat: int) -> None:
             default.append(cold(None, target))
             rule.append(cold(fusion, target))
         d, f = statistics.median(default) * 1e3, statistics.median(rule) * 1e3
+        dmin, fmin = min(default) * 1e3, min(rule) * 1e3
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"compile matmul 512^3 f16 128x128x64 {target or 'default'}  default {d:.1f} ms  "
-              f"choose=fusion {f:.1f} ms  x{d / f:.2f}", flush=True)
+              f"choose=fusion {f:.1f} ms  x{d / f:.2f}  (min {dmin:.1f} / {fmin:.1f} ms "
+              f"x{dmin / fmin:.2f}, load {load:.1f})", flush=True)
 
 
 if __name__ == "__main__":

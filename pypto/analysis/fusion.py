@@ -2,9 +2,9 @@
 
 `npu-fuse-load-mma` fuses an MMA with the `copy_in` feeding one of its inputs when the two sit
 in straight-line code with at most the target's `max_distance` instructions between them (flag
-waits, scalar computations and other tile loads only). `pto-double-buffer` must not move such a
-load an iteration ahead of its MMA: the fusion (the copy streamed into the Cube, no flag
-handshake) would be lost. This analysis answers, at the pto level and before any rewrite, which
+waits, scalar computations and other tile loads only; never a lane instruction,
+`lane_instruction`). `pto-double-buffer` must not move such a load an iteration ahead of its
+MMA: the fusion (the copy streamed into the Cube, no flag handshake) would be lost. This analysis answers, at the pto level and before any rewrite, which
 loads of the load stages would fuse if each were issued where the compute stages first wait
 for it (right before the waits in front of its MMA), and why the others would not.
 
@@ -18,7 +18,7 @@ nearest the MMA.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -27,7 +27,7 @@ from xdsl.traits import IsTerminator, Pure
 
 from pypto.analysis.alias import conflict, footprints
 from pypto.analysis.ir_utils import root_alloc
-from pypto.analysis.uniformity import walk
+from pypto.analysis.uniformity import varying_values, walk
 from pypto.dialects.traits import (
     MmaFootprint,
     declares_buffer,
@@ -41,6 +41,37 @@ from pypto.dialects.traits import (
 def _not_instruction(op: Operation) -> bool:
     """Constants, buffer declarations (`pto.alloc_local`) and terminators (`pto.yield`)."""
     return isinstance(op, arith.ConstantOp) or declares_buffer(op) or op.has_trait(IsTerminator)
+
+
+def lane_instruction(op: Operation, varying: Callable[[], frozenset[SSAValue]]) -> bool:
+    """Is `op` an instruction of the vector unit, as the cost model issues it (facts.py): an op
+    on the VECTOR pipe, except `arith` / `math` on values uniform over the block (the scalar
+    unit's)? `varying()` gives the kernel's lane-varying values (asked only for such ops).
+
+    The firmware fuses a load with its MMA across scalar computations, flag waits and other
+    tile loads, never across a lane instruction: fusing moves the copy and the wait that
+    completes it down to the MMA, so a lane instruction that sat after the wait would no longer
+    wait for the copy and would run sooner than in the program written, the fused kernel
+    modelled faster with more work (docs/cost-model.md#the-firmware-level-npu-dialect)."""
+    if pipe_of(op) != "VECTOR":
+        return False
+    if op.name.split(".", 1)[0] in ("arith", "math"):
+        lanes = varying()
+        return any(r in lanes for r in op.results)
+    return True
+
+
+def kernel_varying(op: Operation) -> Callable[[], frozenset[SSAValue]]:
+    """`varying()` for `lane_instruction`: the lane-varying values of the function holding
+    `op` (block ids uniform: a lane instruction is one block's), computed on first use."""
+    def varying() -> frozenset[SSAValue]:
+        kernel = op.parent_op()
+        while kernel is not None and kernel.name != "func.func":
+            kernel = kernel.parent_op()
+        if kernel is None:
+            return frozenset()
+        return varying_values(kernel, block_ids_uniform=True)  # type: ignore[arg-type]
+    return varying
 
 
 def _is_mma(op: Operation) -> bool:
@@ -134,7 +165,9 @@ def fusion_decisions(loads: Sequence[Operation], compute_stages: Sequence[Operat
             flags = len(loads) - 1 + copies_before[ops[wait]]
         between = [op for op in ops[wait + 1:index]
                    if not _not_instruction(op) and not _waits_for_token(op, load)]
-        blocker = next((op for op in between if not _passive(op)), None)
+        varying = kernel_varying(mma)
+        blocker = next((op for op in between
+                        if not _passive(op) or lane_instruction(op, varying)), None)
         if blocker is not None:
             decisions.append(Decision(load, mma, operand, False,
                                       f"'{blocker.name}' sits between its wait and the MMA, "
@@ -169,7 +202,8 @@ def _waits_for_token(op: Operation, load: Operation) -> bool:
 
 
 def _passive(op: Operation) -> bool:
-    """What the firmware fuses across: scalar computations, flag waits, other tile loads."""
+    """What the firmware fuses across: scalar computations, flag waits, other tile loads (a
+    pure op is scalar unless `lane_instruction` says otherwise)."""
     if op.regions:
         return False
     return op.has_trait(Pure) or waits_on(op) == "token" or _is_tile_load(op)

@@ -13,7 +13,9 @@ Which pairs fuse, and how far apart they may be, are target data (`[fusion]` of 
   branch boundary ends the search) with at most `max_distance` instructions between them, not
   counting the copy's own flags, constants and allocations; those instructions only compute
   scalars, wait for flags or start other tile loads (nothing that could touch the loaded tile
-  or HBM).
+  or HBM, and no lane instruction: `pypto.analysis.fusion.lane_instruction`; fusing moves the
+  copy's wait down to the MMA, and a lane instruction after that wait would stop waiting for
+  the copy, docs/cost-model.md#the-firmware-level-npu-dialect).
 The nearest such copy is fused: it and its flags are removed and the MMA becomes
 `npu.load_mma`, which performs the copy and then the MMA (results unchanged).
 """
@@ -38,6 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import Pure
 
 from pypto.analysis.alias import conflict, footprints
+from pypto.analysis.fusion import kernel_varying, lane_instruction
 from pypto.analysis.ir_utils import is_pipeline, is_stage, is_stage_yield, is_tile_load
 from pypto.analysis.l1_liveness import location_text
 from pypto.diagnostics import emit_remark
@@ -217,6 +220,14 @@ def find_feeding_load(mma: npu.MmaOp, max_distance: int) -> tuple[npu.CopyInOp, 
                 if len(others) > max_distance:
                     return None
                 if not all(x.has_trait(Pure) or _passive(x) for x in others):
+                    return None
+                varying = kernel_varying(mma)
+                lane = next((x for x in others if lane_instruction(x, varying)), None)
+                if lane is not None:
+                    emit_remark(mma, f"npu-fuse-load-mma: the MMA{_at(mma)} is not fused with "
+                                f"the copy{_at(op)}: the lane instruction '{lane.name}'"
+                                f"{_at(lane)} sits between them (fused, it would no longer "
+                                f"wait for the copy)")
                     return None
                 crossed = next((x for x in others if _crosses(op, x)), None)
                 if crossed is not None:

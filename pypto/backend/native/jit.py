@@ -137,6 +137,8 @@ def llvm_module(kernel: func.FuncOp) -> Any:
         native_pass.apply(ctx, module)                   # run_pipeline does: a third of the
     # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies the result)
     result = convert_module(module, fallback_target_triple=None)
+    numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
+    numpy_math.widen_lane_loops(result, kernel)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
@@ -268,6 +270,7 @@ def _compile_object(kernel: func.FuncOp) -> bytes:
     with options, llvm.create_pass_builder(machine, options) as builder, \
             builder.getModulePassManager() as manager:
         manager.run(mod, builder)
+    numpy_math.mark_per_element(mod)  # (read back by numpy_math.per_element)
     return bytes(machine.emit_object(mod))
 
 
@@ -362,18 +365,19 @@ class NativeKernel:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         if self.printf_sites:
             llvm.add_symbol(printf.SYMBOL, printf.address())
-        ufuncs = sorted({n for op in kernel.walk() if (n := numpy_math.ufunc_of(op)) is not None})
+        ufuncs = numpy_math.kernel_ufuncs(kernel)  # (lane ops and tile loop nests)
         numpy_math.bind_symbols(ufuncs)
-        self.auto_prefers_interpreter: str | None = (
-            f"it calls NumPy's {', '.join(ufuncs)} loop once per element (docs/native.md"
-            f"#choosing-a-backend: about 13x the interpreter's time for exp)" if ufuncs else
-            copy_loops.looped_callbacks_reason(kernel))
-        """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
-        not): compiled, it would be slower."""
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_machine())
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
+        self.auto_prefers_interpreter: str | None = (
+            f"it calls NumPy's {', '.join(ufuncs)} loop once per element: its lane loop is "
+            f"not vectorised (docs/native.md#choosing-a-backend: about 10x the interpreter's "
+            f"time for exp)" if ufuncs and numpy_math.per_element(self.engine) else
+            copy_loops.looped_callbacks_reason(kernel))
+        """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
+        not): compiled, it would be slower."""
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)
         self._err_address = self.err.ctypes.data
         if self.collective_sites or self.tile_sites or self.printf_sites:

@@ -26,8 +26,9 @@ itself takes those shortcuts when the exponent is one scalar, so the interpreter
 from __future__ import annotations
 
 import ctypes
+import re
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import llvm, math
@@ -65,6 +66,23 @@ def ufunc_of(op: Operation) -> str | None:
     return UFUNCS.get(type(op))
 
 
+_TILE_UFUNCS = {"texp": "exp", "tlog": "log", "trowexpandexpdif": "exp",
+                "tcolexpandexpdif": "exp"}
+"""Tile instructions whose loop nests (tile_loops.py) call NumPy's loop of this name."""
+
+
+def tile_ufunc(op: Operation) -> str | None:
+    """The ufunc a tile instruction compiled as a loop nest calls (None: none), if callable."""
+    name = _TILE_UFUNCS.get(op.name.removeprefix("pto."))
+    return name if name is not None and _loop(name)[0] is not None else None
+
+
+def kernel_ufuncs(kernel: Operation) -> list[str]:
+    """The ufuncs whose loops the kernel's native code may call (to bind: `bind_symbols`)."""
+    return sorted({n for op in kernel.walk()
+                   if (n := ufunc_of(op) or tile_ufunc(op)) is not None})
+
+
 @cache
 def _loop(name: str) -> tuple[int | None, str]:
     """(address of the float64 loop of `np.<name>`, "") or (None, why not)."""
@@ -97,7 +115,8 @@ def _loop(name: str) -> tuple[int | None, str]:
 
 
 def _agrees(name: str, address: int, nin: int) -> bool:
-    """Does the loop at `address`, called one element at a time, give `np.<name>`'s bits?"""
+    """Does the loop at `address`, called one element at a time (the scalar helper) and on 16
+    elements at a time (the vector variants), give `np.<name>`'s bits?"""
     rng = np.random.default_rng(29)
     xs = [np.concatenate([rng.standard_normal(64) * 4, rng.uniform(-1, 1, 64),
                           [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 5e-324]])
@@ -116,6 +135,16 @@ def _agrees(name: str, address: int, nin: int) -> bool:
             args[j] = xs[j].ctypes.data + 8 * k
         args[nin] = got.ctypes.data + 8 * k
         loop(args, dims, steps, None)
+    vector = np.empty_like(xs[0])
+    dims[0] = 16
+    for k in range(0, got.size - 15, 16):
+        for j in range(nin):
+            args[j] = xs[j].ctypes.data + 8 * k
+        args[nin] = vector.ctypes.data + 8 * k
+        loop(args, dims, steps, None)
+    whole = got.size // 16 * 16
+    if not np.array_equal(vector[:whole].view(np.uint64), got[:whole].view(np.uint64)):
+        return False
     if name == "power":  # exponents 2, -1, 0.5: NumPy's scalar shortcuts (module doc)
         keep = ~np.isin(xs[1], (2.0, -1.0, 0.5))
         got, want = got[keep], want[keep]
@@ -211,9 +240,10 @@ def add_helpers(module: ModuleOp, names: set[str]) -> None:
         if _HELPER_PREFIX + name in existing:
             continue
         nin = getattr(np, name).nin
-        module.body.block.insert_op_before(llvm.FuncOp(
-            SYMBOL_PREFIX + name, llvm.LLVMFunctionType([ptr, ptr, ptr, ptr]),
-            linkage=llvm.LinkageAttr("external"), body=Region()), first)
+        if SYMBOL_PREFIX + name not in existing:  # (tile loop nests may have declared it)
+            module.body.block.insert_op_before(llvm.FuncOp(
+                SYMBOL_PREFIX + name, llvm.LLVMFunctionType([ptr, ptr, ptr, ptr]),
+                linkage=llvm.LinkageAttr("external"), body=Region()), first)
         block = Block(arg_types=[f64] * nin)
         ops: list[Operation] = []
 
@@ -244,3 +274,277 @@ def add_helpers(module: ModuleOp, names: set[str]) -> None:
         module.body.block.insert_op_before(llvm.FuncOp(
             _HELPER_PREFIX + name, llvm.LLVMFunctionType([f64] * nin, f64),
             linkage=llvm.LinkageAttr("internal"), body=Region(block)), first)
+
+
+# one call per vector of lanes ---------------------------------------------------------------
+
+VECTOR_WIDTHS = (2, 4, 8, 16, 32, 64)
+"""The widths of the vector variants offered to LLVM's loop vectoriser (it picks one: 16 lanes
+of float32 on AVX-512, 32 of float16)."""
+
+PER_ELEMENT_SYMBOL = "pypto.numpy.per_element"
+"""A byte in the object code: 1 when some function still calls a NumPy loop once per element
+in its hot path (its lane loop was not vectorised), 0 otherwise (`mark_per_element`)."""
+
+
+def _variant_name(helper: str, width: int, masked: bool) -> str:
+    return f"{helper}.{'m' if masked else 'n'}{width}"
+
+
+def add_vector_variants(module: Any) -> None:
+    """Let LLVM's loop vectoriser call NumPy's loop once per vector of lanes.
+
+    `module` is the llvmlite `ir.Module` of a lowered kernel. Each scalar helper
+    `pypto.numpy.<name>` (one element: `add_helpers`) gets vector variants
+    `<N x double> pypto.numpy.<name>.nN(<N x double>...)` (and `.mN`, with a lane mask, which
+    computes every lane: the inactive ones' results are not used) that store the N arguments
+    to the stack and call the ufunc's float64 loop once with N elements, and the scalar helper
+    is declared to have them (LLVM's `vector-function-abi-variant` attribute, the vector
+    function ABI of `#pragma omp declare simd`): where the vectoriser turns a lane loop into
+    vector code, each vector of lanes is one call of NumPy's loop instead of N. The loop
+    computes each element independently of how many it is given (module doc), so the bits are
+    the same. The scalar helper is `noinline` (inlined, its call would be hidden from the
+    vectoriser) and has no memory effects from its caller's view (its own stack slots only).
+    The variants keep external linkage: unused internal functions are deleted before the
+    vectoriser could use them."""
+    from llvmlite import ir
+
+    f64t = ir.DoubleType()
+    i64t = ir.IntType(64)
+    ptr = ir.PointerType()
+    for fn in list(module.functions):
+        if not fn.name.startswith(_HELPER_PREFIX) or not fn.blocks:
+            continue
+        name = fn.name[len(_HELPER_PREFIX):]
+        if name not in UFUNCS.values():
+            continue
+        nin = getattr(np, name).nin
+        loop = module.get_global(SYMBOL_PREFIX + name)
+        variants = []
+        for width in VECTOR_WIDTHS:
+            vt = ir.VectorType(f64t, width)
+            for masked in (False, True):
+                params = [vt] * nin + ([ir.VectorType(ir.IntType(1), width)] if masked else [])
+                variant = ir.Function(module, ir.FunctionType(vt, params),
+                                      name=_variant_name(fn.name, width, masked))
+                variant.attributes.add("nounwind")
+                b = ir.IRBuilder(variant.append_basic_block("entry"))
+                # (each cell at least 64 bytes: NumPy's SIMD loops take their blocked path
+                # only for arguments at least a vector apart, as for arrays)
+                cells = [b.alloca(vt, max(1, 8 // width)) for _ in range(nin + 1)]
+                for cell in cells:
+                    cell.align = 64
+                argv = b.alloca(ptr, nin + 1)
+                steps = b.alloca(i64t, nin + 1)
+                dims = b.alloca(i64t)
+                for j, cell in enumerate(cells):
+                    if j < nin:
+                        b.store(variant.args[j], cell)
+                    index = ir.Constant(i64t, j)
+                    b.store(cell, b.gep(argv, [index], source_etype=ptr))
+                    b.store(ir.Constant(i64t, 8), b.gep(steps, [index], source_etype=i64t))
+                b.store(ir.Constant(i64t, width), dims)
+                b.call(loop, [argv, dims, steps, ir.Constant(ptr, None)])
+                b.ret(b.load(cells[nin], typ=vt))
+                variants.append(f"_ZGV_LLVM_{'M' if masked else 'N'}{width}{'v' * nin}_"
+                                f"{fn.name}({variant.name})")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("nounwind")
+        for raw in ("memory(none)", "willreturn",
+                    f'"vector-function-abi-variant"="{",".join(variants)}"'):
+            set.add(fn.attributes, raw)  # (not in llvmlite's list of known attributes)
+
+
+def _calls(text: str) -> tuple[bool, bool]:
+    """(calls a scalar helper, calls a vector variant) in one function's LLVM IR text."""
+    scalar = vector = False
+    for m in re.finditer(r'call[^\n]*@"?' + re.escape(_HELPER_PREFIX) +
+                         r'[a-z0-9]+(\.[mn]\d+)?"?\(', text):
+        if m.group(1):
+            vector = True
+        else:
+            scalar = True
+    return scalar, vector
+
+
+def mark_per_element(mod: Any) -> None:
+    """Add `PER_ELEMENT_SYMBOL` to the optimised llvmlite binding module `mod`: 1 when a
+    function of the kernel calls a NumPy loop on single elements and never on a vector (its
+    lane loop was not vectorised: about 10x the interpreter's time for exp), 0 otherwise.
+    The checked functions (`.checked`: a block with an access out of range or a partial edge
+    block) and the vectoriser's remainder loops call the scalar helper on a few lanes: a
+    function that also calls a vector variant is fast."""
+    import llvmlite.binding as binding
+
+    slow = 0
+    for fn in mod.functions:
+        if fn.is_declaration or fn.name.startswith(_HELPER_PREFIX) or \
+                fn.name.endswith(".checked"):
+            continue
+        scalar, vector = _calls(str(fn))
+        if scalar and not vector:
+            slow = 1
+    flag = binding.parse_assembly(f'@"{PER_ELEMENT_SYMBOL}" = constant i8 {slow}\n')
+    flag.triple = mod.triple
+    flag.data_layout = mod.data_layout
+    mod.link_in(flag)
+
+
+def per_element(engine: Any) -> bool:
+    """Does the loaded kernel (an llvmlite execution engine) call NumPy's loops per element
+    in its hot path (`mark_per_element`)? Object code without the mark calls none."""
+    address = engine.get_global_value_address(PER_ELEMENT_SYMBOL)
+    return bool(address) and ctypes.c_uint8.from_address(address).value == 1
+
+
+# wider vectors for lane loops calling NumPy ------------------------------------------------
+
+LANE_LOOP_WIDTH = 64
+"""Lanes per call of NumPy's loop in a vectorised lane loop (`widen_lane_loops`)."""
+
+
+def _loop_id(module: Any, width: int) -> Any:
+    """A distinct, self-referential `llvm.loop` node asking for vectorisation at `width`."""
+    from llvmlite import ir
+
+    class LoopID(ir.values.MDValue):  # type: ignore[misc, name-defined]
+        def descr(self, buf: list[str]) -> None:
+            ops = ", ".join([self.get_reference(), *[o.get_reference() for o in self.operands]])
+            buf += (f"distinct !{{ {ops} }}", "\n")
+
+    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.width"),
+                                ir.Constant(ir.IntType(32), width)])
+    # (no "llvm.loop.vectorize.enable": a loop forced that way which cannot be vectorised,
+    # a checked lane loop with its early exits, makes LLVM print a warning)
+    return LoopID(module, [hint], name=str(len(module.metadata)))
+
+
+def _successors(block: Any) -> list[Any]:
+    from llvmlite import ir
+
+    term = block.terminator
+    if isinstance(term, ir.ConditionalBranch):
+        return [term.operands[1], term.operands[2]]
+    if isinstance(term, ir.Branch):
+        return [term.operands[0]]
+    if isinstance(term, ir.SwitchInstr):
+        return [term.default, *[b for _, b in term.cases]]
+    return []
+
+
+def _innermost_loops(fn: Any, wanted: set[Any]) -> list[Any]:
+    """The back-edge branches of the innermost natural loops of llvmlite function `fn`
+    containing a block of `wanted`."""
+    blocks = list(fn.blocks)
+    succ = {b: _successors(b) for b in blocks}
+    pred: dict[Any, list[Any]] = {b: [] for b in blocks}
+    for b in blocks:
+        for s in succ[b]:
+            pred[s].append(b)
+    entry = blocks[0]
+    dom = {b: set(blocks) for b in blocks}
+    dom[entry] = {entry}
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks[1:]:
+            ps = [dom[p] for p in pred[b]]
+            new = (set.intersection(*ps) if ps else set()) | {b}
+            if new != dom[b]:
+                dom[b], changed = new, True
+    loops = []
+    for b in blocks:
+        for h in succ[b]:
+            if h in dom[b]:  # b -> h is a back edge: the loop of header h
+                body, work = {h, b}, [b]
+                while work:
+                    x = work.pop()
+                    for p in pred[x]:
+                        if p not in body:
+                            body.add(p)
+                            work.append(p)
+                loops.append((body, b))
+    chosen = []
+    for block in wanted:
+        around = [(body, latch) for body, latch in loops if block in body]
+        if around:
+            chosen.append(min(around, key=lambda lp: len(lp[0]))[1])
+    return chosen
+
+
+def _plain(fn: Any) -> bool:
+    """Does lane function `fn` call only NumPy's helpers and LLVM intrinsics, with no atomic
+    instruction (what LLVM's vectoriser would refuse: it prints why, for a hinted loop)?"""
+    from llvmlite import ir
+
+    for b in fn.blocks:
+        for i in b.instructions:
+            if i.opname in ("atomicrmw", "cmpxchg", "fence"):
+                return False
+            if isinstance(i, ir.CallInstr):
+                name = getattr(i.callee, "name", "")
+                if not name.startswith((_HELPER_PREFIX, "llvm.")):
+                    return False
+    return True
+
+
+def widenable(kernel: Operation) -> bool:
+    """May the lane loops of `kernel` (a pto kernel) carry a vectorisation width hint? Not
+    when a lane writes memory at an address every lane shares (atomics, a uniform store):
+    LLVM cannot vectorise that loop and, for a hinted one, prints why; nor with printf."""
+    from pypto.analysis.uniformity import varying_values
+
+    varying = varying_values(kernel)  # type: ignore[arg-type]
+    for op in kernel.walk():
+        if isinstance(op, (pto.AtomicAddOp, *pto.ATOMIC_OPS, pto.PrintfOp)):
+            return False
+        address = op.ptr if isinstance(op, pto.StoreOp) else \
+            op.dst if isinstance(op, pto.FmaOp) else None
+        if address is not None and address not in varying:
+            return False
+    return True
+
+
+def widen_lane_loops(module: Any, kernel: Operation) -> None:
+    """Ask LLVM to vectorise every innermost loop calling NumPy's loops (through an inlined
+    lane function) at `LANE_LOOP_WIDTH` lanes (`llvm.loop.vectorize.width`): the vectoriser
+    would pick 16 lanes of float32 (one AVX-512 register), and a call of NumPy's loop costs
+    about as much as 16 elements of exp (70 ns for tanh, against 2 ns per element): 64 lanes
+    per call pays it a quarter as often. Only where `widenable(kernel)`: LLVM prints why it
+    did not vectorise a hinted loop."""
+    from llvmlite import ir
+
+    calls: set[str] = {f.name for f in module.functions if f.name.startswith(_HELPER_PREFIX)}
+    if not calls or not widenable(kernel):
+        return
+    callers = set(calls)
+    changed = True
+    while changed:  # functions calling them, directly or through other functions
+        changed = False
+        for fn in module.functions:
+            if fn.name in callers or not fn.blocks:
+                continue
+            if any(isinstance(i, ir.CallInstr) and getattr(i.callee, "name", "") in callers
+                   for b in fn.blocks for i in b.instructions):
+                callers.add(fn.name)
+                changed = True
+    # only the loops over a fast lane function (fast_blocks.py: no checks, no early exits):
+    # LLVM prints its analysis to stderr when a loop with a width hint is not vectorised
+    # (and whose vectorisation nothing in them forbids: calls of other functions such as the
+    # atomics' and printf's, atomic instructions)
+    functions = {f.name: f for f in module.functions}
+    fast = {name for name in callers if name.endswith(".fast.lane") and
+            _plain(functions[name])}
+    loop_id = None
+    for fn in module.functions:
+        if not fn.blocks or fn.name.startswith(_HELPER_PREFIX):
+            continue
+        wanted = {b for b in fn.blocks for i in b.instructions
+                  if isinstance(i, ir.CallInstr) and getattr(i.callee, "name", "") in fast}
+        if not wanted:
+            continue
+        for latch in _innermost_loops(fn, wanted):
+            if loop_id is None:
+                loop_id = _loop_id(module, LANE_LOOP_WIDTH)
+            latch.terminator.set_metadata("llvm.loop", loop_id)

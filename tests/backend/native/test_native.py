@@ -140,23 +140,60 @@ def exp_of(x, y, n):
         pto.store(y + i, pto.exp(pto.load(x + i)))
 
 
-def test_auto_keeps_a_kernel_with_transcendentals_on_the_interpreter(monkeypatch):
-    """It compiles (native runs it, bit for bit), but per-element calls into NumPy's loop are
-    slower than the interpreter's one call: "auto" runs the interpreter (docs/native.md)."""
+@pto.kernel
+def log_until_small(x, y, n):
+    i = pto.get_global_id()
+    if i < n:
+        v = pto.load(x + i)
+        while v > 2.0:  # a trip count per lane: LLVM does not vectorise the lane loop
+            v = pto.log(v)
+        pto.store(y + i, v)
+
+
+def _counting_interpreter(monkeypatch):
     from pypto.backend.interpreter.executor import Executable
+    interpreted = []
+    real = Executable.run
+    monkeypatch.setattr(Executable, "run",
+                        lambda self, *a: (interpreted.append(1), real(self, *a))[1])
+    return interpreted
+
+
+def test_auto_runs_a_kernel_with_transcendentals_natively_when_its_lane_loop_is_vectorised(
+        monkeypatch):
+    """A vectorised lane loop calls NumPy's loop once per vector of lanes, not per element: as
+    fast as the interpreter's one call or faster, so "auto" runs it natively (docs/native.md
+    #choosing-a-backend), with the interpreter's bits."""
     n = 300
     x = np.linspace(-5, 5, n).astype(np.float32)
     outs = both(exp_of, 2, 256, [x, np.zeros(n, np.float32)], (n,))
     assert same_bits(outs[0], outs[1])
     assert np.array_equal(outs[0][1], np.exp(x.astype(np.float64)).astype(np.float32))
-    interpreted = []
-    real = Executable.run
-    monkeypatch.setattr(Executable, "run",
-                        lambda self, *a: (interpreted.append(1), real(self, *a))[1])
+    interpreted = _counting_interpreter(monkeypatch)
     y = np.zeros(n, np.float32)
     pto.launch(exp_of, 2, 256, (x, y, n), backend="auto")
+    assert interpreted == [] and same_bits([y], [outs[0][1]])
+
+
+def test_auto_keeps_a_kernel_calling_numpy_per_element_on_the_interpreter(monkeypatch):
+    """A lane loop LLVM does not vectorise (a `while` with a trip count per lane) calls NumPy's
+    loop once per element, slower than the interpreter: "auto" runs the interpreter;
+    `backend="native"` still runs it natively, bit for bit."""
+    n = 300
+    x = np.exp(np.linspace(-3, 12, n)).astype(np.float32)
+    outs = both(log_until_small, 2, 256, [x, np.zeros(n, np.float32)], (n,))
+    assert same_bits(outs[0], outs[1])
+    want = x.astype(np.float32)
+    with np.errstate(all="ignore"):
+        for _ in range(6):
+            want = np.where(want > 2.0, np.log(want.astype(np.float64)).astype(np.float32),
+                            want)
+    assert np.array_equal(outs[1][1], want)
+    interpreted = _counting_interpreter(monkeypatch)
+    y = np.zeros(n, np.float32)
+    pto.launch(log_until_small, 2, 256, (x, y, n), backend="auto")
     assert interpreted == [1] and same_bits([y], [outs[0][1]])
-    pto.launch(exp_of, 2, 256, (x, y, n), backend="native")
+    pto.launch(log_until_small, 2, 256, (x, y, n), backend="native")
     assert interpreted == [1]  # not again: the native code ran
 
 

@@ -274,7 +274,9 @@ def test_the_callback_path_of_the_loop_compiled_instructions_bit_exact(tmp_path,
         ins = _inputs(dt, seed=3)
         calls = [c for c in _calls(dt_name) if c.name in (
             "tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "txor", "tadds", "tmaxs",
-            "texpands", "trowexpandmul", "tcolexpandsub", "trowexpand", "ttrans")]
+            "texpands", "trowexpandmul", "tcolexpandsub", "trowexpand", "ttrans", "texp",
+            "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "tneg", "trelu", "tnot",
+            "trowexpandexpdif", "tcolexpandexpdif", "trowmax", "tcolmin")]
         for start in range(0, len(calls), GROUP):
             group = calls[start:start + GROUP]
             scalar = any(c.scalar for c in group)

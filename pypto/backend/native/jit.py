@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, int_pow, numpy_math, printf, tokens
+from pypto.backend.native import collectives, copy_loops, int_pow, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -354,7 +354,8 @@ class NativeKernel:
         from pypto.ir import print_ir
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
-        key = hashlib.sha256(f"{_versions()}\n{target}\n{text}".encode()).hexdigest()[:32]
+        key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
+                             f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
         self.slots = _cached_slots(path, kernel)
@@ -387,7 +388,7 @@ class NativeKernel:
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element: its lane loop is "
             f"not vectorised (docs/native.md#choosing-a-backend: about 10x the interpreter's "
             f"time for exp)" if ufuncs and numpy_math.per_element(self.engine) else
-            tokens.looped_copies_reason(kernel))
+            copy_loops.looped_callbacks_reason(kernel))
         """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
         not): compiled, it would be slower."""
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)

@@ -43,6 +43,7 @@ from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, 
 from pypto.backend.native.full_blocks import full_variants
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
 from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR, LANE_SUFFIX
+from pypto.backend.native import copy_loops
 from pypto.backend.native import tiles as native_tiles
 from pypto.dialects import pto
 
@@ -479,8 +480,11 @@ class _FunctionLowering:
         call = llvm.CallOp(COLLECTIVE_SYMBOL, err, const(site), *pointers, *ints, fval,
                            return_type=i32)
         new.append(call)
-        self._replace(op, *new, result=None)
         self.calls_collective = True
+        if isinstance(op, pto.BulkCopyOp) and copy_loops.emit(  # a memcpy loop, the call
+                op, err, tuple(pointers[3:6]), tuple(pointers[0:3]), ints, new):  # kept for
+            return                                                  # errors (copy_loops.py)
+        self._replace(op, *new, result=None)
     def _site(self, op: Operation) -> int:
         attr = op.attributes.get(SITE_ATTR)
         if isinstance(attr, IntegerAttr):

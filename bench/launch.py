@@ -130,10 +130,10 @@ def native_fixed_cost(va: Any, repeat: int) -> None:
             with tempfile.TemporaryDirectory() as cache:
                 os.environ["PYPTO_NATIVE_CACHE"] = cache
                 t0 = time.process_time()
-                NativeKernel(compiled.func, compiled.name)
+                NativeKernel(compiled.func, compiled.name, compiled.block)
                 firsts.append(time.process_time() - t0)
                 t0 = time.process_time()
-                NativeKernel(compiled.func, compiled.name)
+                NativeKernel(compiled.func, compiled.name, compiled.block)
                 loads.append(time.process_time() - t0)
     finally:
         if saved is None:

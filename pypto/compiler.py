@@ -226,7 +226,7 @@ def _native(compiled: CompiledKernel, required: bool) -> Any:
         from pypto.backend.native.jit import NativeKernel, NativeUnsupported
 
         try:
-            native = NativeKernel(compiled.func, compiled.name)
+            native = NativeKernel(compiled.func, compiled.name, compiled.block)
         except NativeUnsupported as exc:
             native = exc
         compiled.__dict__["_native"] = native

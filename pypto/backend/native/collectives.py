@@ -9,6 +9,9 @@ cannot fire), `mma` is `C + A @ B` through NumPy's matmul — the same BLAS call
 contiguous row-major tiles, so the same summation order and the same bits — and the errors
 (out-of-bounds regions, bad row counts, overlapping rows) have the interpreter's messages.
 A callback costs a few microseconds per block and instruction; the tiles it moves are large.
+Copies mostly bypass it: copy_loops.py compiles them as a `memcpy` per row, guarded by the
+conditions under which `_run` would succeed, and calls back here only when a guard fails (so the
+errors are raised here, with the interpreter's messages) or for `i1` elements.
 
 The record `err` identifies the launching `NativeKernel` (each has its own), which keeps the
 sites' operand descriptions and the bound arguments; the block being run is in err[4:7] (the

@@ -125,6 +125,19 @@ class _Analysis:
         self.lane_coords = list(args[num_params + 3:num_params + 6])
         self.uniform_memo: dict[SSAValue, bool] = {}
         self.affine_memo: dict[SSAValue, bool] = {}
+        self.loop_ivs: dict[SSAValue, scf.ForOp] = {}
+        """The induction variables of `scf.for` loops (a lane function in scf form: a phase's)
+        with uniform bounds and a constant positive step: each lies between its first value lb
+        and its last, lb + (ub - 1 - lb) // step * step, whenever the body runs: a further
+        dimension of the box the range check takes the corners of (`tile + tid + k` for k in
+        range(K): checked at k = 0 and K - 1; `a + t + tx` for t in range(0, n, 16): at the
+        last tile's t, not n - 1)."""
+        for op in lane.walk():
+            if isinstance(op, scf.ForOp) and op.body.block.args[0].type == i32:
+                step = op.step.owner
+                if isinstance(step, arith.ConstantOp) and step.value.value.data > 0 and \
+                        self.uniform(op.lb) and self.uniform(op.ub):
+                    self.loop_ivs[op.body.block.args[0]] = op
 
     def uniform(self, v: SSAValue) -> bool:
         """Computable from parameters, block coordinates, dims and constants by pure arith ops
@@ -157,7 +170,7 @@ class _Analysis:
         if v in self.affine_memo:
             return self.affine_memo[v]
         ok = False
-        if v in self.lane_coords or self.split(v):
+        if v in self.lane_coords or v in self.loop_ivs or self.split(v):
             ok = True
         elif not isinstance(v, BlockArgument) and isinstance(v.owner, _AFFINE_OPS):
             op = v.owner
@@ -287,6 +300,19 @@ class _RangeBuilder:
         elif self.an.split(v):
             lo, hi = self.split_bounds(v)
             result = hi if corner >> self.split_dim(v) & 1 else lo
+        elif v in self.an.loop_ivs:  # (dimension 3 + its index: its first or last value)
+            loop = self.an.loop_ivs[v]
+            lb = self.wide(loop.lb)
+            if corner >> (3 + list(self.an.loop_ivs).index(v)) & 1:
+                # lb + max(0, ub - 1 - lb) // step * step: the last value (lb if none runs)
+                span = self.add(arith.SubiOp(self.add(arith.SubiOp(self.wide(loop.ub),
+                                                                   self.const(1))), lb))
+                span = self.add(arith.MaxSIOp(span, self.const(0)))
+                step = self.const(loop.step.owner.value.value.data)  # (a constant > 0)
+                span = self.add(arith.MuliOp(self.add(arith.DivSIOp(span, step)), step))
+                result = self.add(arith.AddiOp(lb, span))
+            else:
+                result = lb
         else:
             op = v.owner
             if isinstance(op, arith.ExtSIOp):
@@ -314,15 +340,17 @@ class _RangeBuilder:
                 found.add(self.an.lane_coords.index(v))
             elif self.an.split(v):
                 found.add(self.split_dim(v))
+            elif v in self.an.loop_ivs:
+                found.add(3 + list(self.an.loop_ivs).index(v))
             elif not isinstance(v, BlockArgument) and self.an.affine(v):
                 stack += [o for o in v.owner.operands if self.an.affine(o)]
         return found
 
     def split_dim(self, v: SSAValue) -> int:
-        """The corner bit of split coordinate `v` (after x, y, z)."""
+        """The corner bit of split coordinate `v` (after x, y, z and the loop counters)."""
         if v not in self.splits:
             self.splits.append(v)
-        return 3 + self.splits.index(v)
+        return 3 + len(self.an.loop_ivs) + self.splits.index(v)
 
     def split_bounds(self, v: SSAValue) -> tuple[SSAValue, SSAValue]:
         """[lo, hi] (i64, inclusive) of split coordinate `v = a // c` or `a % c` over the
@@ -454,8 +482,73 @@ def _range_function(lane: func.FuncOp, name: str, num_params: int,
     return fn
 
 
-def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
-    """The grid function choosing per block between the fast lane loops and `@k.checked`."""
+BLOCK_ATTR = "pto.native_block"
+"""On a kernel (and its grid function): the block shape it was compiled for (`pto.compile`'s
+`block`); the fast lane loops get a copy with that shape's constant trip counts, which LLVM
+unrolls and vectorises without remainder loops (a 16 x 8 block: one 16-lane vector per row)."""
+
+
+def _block_shape(grid: func.FuncOp) -> tuple[int, int, int] | None:
+    attr = grid.attributes.get(BLOCK_ATTR)
+    if attr is None:
+        return None
+    shape = tuple(int(v.value.data) for v in attr.data)  # type: ignore[attr-defined]
+    return (shape + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue],
+                block_ids: tuple[SSAValue, ...], dims: tuple[SSAValue, ...],
+                grid_dims: tuple[SSAValue, ...], err: SSAValue, nextb: Block,
+                done: Block) -> Block:
+    """The loops `tz, ty, tx < dims` (x innermost: the interpreter's lane order) calling lane
+    function `lane`, inserted after `before`; returns their entry block (branch to it with
+    no arguments). An error status ends the grid function (`done`), else `nextb` follows."""
+    bx, by, bz = dims
+
+    def c(block: Block, v: int) -> SSAValue:
+        op = arith.ConstantOp(IntegerAttr(v, i32))
+        block.add_op(op)
+        return op.result
+
+    def add(block: Block, op: Operation) -> SSAValue:
+        block.add_op(op)
+        return op.results[0]
+
+    start = Block()
+    zy, yx, xb, inner, xnext = (Block(arg_types=[i32]), Block(arg_types=[i32, i32]),
+                                Block(arg_types=[i32, i32, i32]), Block(arg_types=[i32] * 3),
+                                Block(arg_types=[i32, i32, i32]))
+    ynext, znext = Block(arg_types=[i32, i32]), Block(arg_types=[i32])
+    last = before
+    for blk in (start, zy, yx, xb, inner, xnext, ynext, znext):
+        region.insert_block_after(blk, last)
+        last = blk
+    start.add_op(cf.BranchOp(zy, c(start, 0)))
+    tz = zy.args[0]  # z loop head: tz < bz ? y loop : next block
+    zy.add_op(cf.ConditionalBranchOp(add(zy, arith.CmpiOp(tz, bz, "slt")), yx,
+                                     [tz, c(zy, 0)], nextb, []))
+    tz1, ty = yx.args
+    yx.add_op(cf.ConditionalBranchOp(add(yx, arith.CmpiOp(ty, by, "slt")), xb,
+                                     [tz1, ty, c(yx, 0)], znext, [tz1]))
+    znext.add_op(cf.BranchOp(zy, add(znext, arith.AddiOp(znext.args[0], c(znext, 1)))))
+    tz2, ty2, tx = xb.args
+    xb.add_op(cf.ConditionalBranchOp(add(xb, arith.CmpiOp(tx, bx, "slt")), inner,
+                                     [tz2, ty2, tx], ynext, [tz2, ty2]))
+    iz, iy, ix = inner.args
+    st = add(inner, func.CallOp(lane, [*params, *block_ids, ix, iy, iz, *grid_dims, bx, by, bz,
+                                       err], [i32]))
+    inner.add_op(cf.ConditionalBranchOp(add(inner, arith.CmpiOp(st, c(inner, 0), "eq")), xnext,
+                                        [iz, iy, ix], done, [st]))
+    nz, ny, nx = xnext.args
+    xnext.add_op(cf.BranchOp(xb, nz, ny, add(xnext, arith.AddiOp(nx, c(xnext, 1)))))
+    ynext.add_op(cf.BranchOp(yx, ynext.args[0], add(ynext, arith.AddiOp(ynext.args[1],
+                                                                       c(ynext, 1)))))
+    return start
+
+
+def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool) -> func.FuncOp:
+    """The grid function choosing per block between the full or fast lane loops and
+    `@k.checked` (`full`: the kernel has `@k.guards` and `@k.full.lane`, full_blocks.py)."""
     inputs = list(grid.function_type.inputs.data)
     entry = Block(arg_types=inputs)
     a = list(entry.args)
@@ -474,11 +567,8 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
 
     head, body, fast, slow, done = (Block(arg_types=[i32]), Block(), Block(), Block(),
                                     Block(arg_types=[i32]))
-    zy, yx, xb, xnext = (Block(arg_types=[i32]), Block(arg_types=[i32, i32]),
-                         Block(arg_types=[i32, i32, i32]), Block(arg_types=[i32, i32, i32]))
-    nextb, ynext, znext = Block(), Block(arg_types=[i32, i32]), Block(arg_types=[i32])
-    region = Region([entry, head, body, fast, zy, yx, xb, xnext, ynext, znext, slow, nextb,
-                     done])
+    nextb = Block()
+    region = Region([entry, head, body, fast, slow, nextb, done])
     entry.add_op(cf.BranchOp(head, first))
     b = head.args[0]
     head.add_op(cf.ConditionalBranchOp(add(head, arith.CmpiOp(b, end, "slt")), body, [],
@@ -491,31 +581,39 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int) -> func.FuncOp:
                                                  c(body, 0), bx], [i32]))
     body.add_op(cf.ConditionalBranchOp(add(body, arith.CmpiOp(ok, c(body, 0), "ne")), fast, [],
                                        slow, []))
-    fast.add_op(cf.BranchOp(zy, c(fast, 0)))
-    # z loop head: tz < bz ? y loop : next block
-    tz = zy.args[0]
-    zy.add_op(cf.ConditionalBranchOp(add(zy, arith.CmpiOp(tz, bz, "slt")), yx,
-                                     [tz, c(zy, 0)], nextb, []))
-    tz1, ty = yx.args
-    yx.add_op(cf.ConditionalBranchOp(add(yx, arith.CmpiOp(ty, by, "slt")), xb,
-                                     [tz1, ty, c(yx, 0)], znext, [tz1]))
-    znext.add_op(cf.BranchOp(zy, add(znext, arith.AddiOp(znext.args[0],
-                                                         c(znext, 1)))))
-    tz2, ty2, tx = xb.args
-    inner = Block(arg_types=[i32, i32, i32])
-    region.insert_block_after(inner, xb)
-    xb.add_op(cf.ConditionalBranchOp(add(xb, arith.CmpiOp(tx, bx, "slt")), inner,
-                                     [tz2, ty2, tx], ynext, [tz2, ty2]))
-    iz, iy, ix = inner.args
-    st = add(inner, func.CallOp(name + FAST_SUFFIX + ".lane",
-                                [*params, cbx, cby, cbz, ix, iy, iz, gx, gy, gz, bx, by, bz, err],
-                                [i32]))
-    inner.add_op(cf.ConditionalBranchOp(add(inner, arith.CmpiOp(st, c(inner, 0), "eq")), xnext,
-                                        [iz, iy, ix], done, [st]))
-    nz, ny, nx = xnext.args
-    xnext.add_op(cf.BranchOp(xb, nz, ny, add(xnext, arith.AddiOp(nx, c(xnext, 1)))))
-    ynext.add_op(cf.BranchOp(yx, ynext.args[0], add(ynext, arith.AddiOp(ynext.args[1],
-                                                                       c(ynext, 1)))))
+    ids, gdims, rdims = (cbx, cby, cbz), (gx, gy, gz), (bx, by, bz)
+
+    def loops(before: Block, lane: str, dims: tuple[SSAValue, ...]) -> Block:
+        return _lane_loops(region, lane, before, params, ids, dims, gdims, err, nextb, done)
+
+    plain = name + FAST_SUFFIX + ".lane"
+    if not full:
+        fast.add_op(cf.BranchOp(loops(fast, plain, rdims)))
+    else:  # full blocks (full_blocks.py): no guards, constant trip counts for the compiled shape
+        whole, partial = Block(), Block()
+        region.insert_block_after(whole, fast)
+        region.insert_block_after(partial, whole)
+        passed = add(fast, func.CallOp(name + ".guards", [*params, *ids, *gdims, *rdims,
+                                                          c(fast, 0), bx], [i32]))
+        fast.add_op(cf.ConditionalBranchOp(add(fast, arith.CmpiOp(passed, c(fast, 0), "ne")),
+                                           whole, [], partial, []))
+        partial.add_op(cf.BranchOp(loops(partial, plain, rdims)))
+        lane_name = name + ".full.lane"
+        shape = _block_shape(grid)
+        if shape is None:
+            whole.add_op(cf.BranchOp(loops(whole, lane_name, rdims)))
+        else:
+            known, generic = Block(), Block()
+            region.insert_block_after(known, whole)
+            region.insert_block_after(generic, known)
+            same = add(whole, arith.ConstantOp(IntegerAttr(1, i1)))
+            for value, size in zip(rdims, shape):
+                eq = add(whole, arith.CmpiOp(value, c(whole, size), "eq"))
+                same = add(whole, arith.AndIOp(same, eq))
+            whole.add_op(cf.ConditionalBranchOp(same, known, [], generic, []))
+            known.add_op(cf.BranchOp(loops(known, lane_name,
+                                           tuple(c(known, size) for size in shape))))
+            generic.add_op(cf.BranchOp(loops(generic, lane_name, rdims)))
     one = c(slow, 1)
     st = add(slow, func.CallOp(name + CHECKED_SUFFIX,
                                [*params, gx, gy, gz, bx, by, bz, b,
@@ -575,8 +673,13 @@ def fast_variants(lane: func.FuncOp, name: str,
     return rng, fast, len(proven)
 
 
+FullVariants = Callable[[func.FuncOp, func.FuncOp, str, int],
+                        "tuple[func.FuncOp, func.FuncOp] | None"]
+"""`full_blocks.full_variants` (passed in: that module builds on this one)."""
+
+
 def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
-                    num_params: int) -> bool:
+                    num_params: int, variants: FullVariants | None = None) -> bool:
     """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
     function, fast lane function and choosing grid function, when at least one access is
     lane-affine. Returns whether it did."""
@@ -584,9 +687,12 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
     rng, fast, proven = fast_variants(lane, name, num_params)
     if not proven:
         return False
-    wrapper = _wrapper(name, grid, num_params)
+    full = variants(lane, fast, name, num_params) if variants is not None else None
+    wrapper = _wrapper(name, grid, num_params, full is not None)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)
+    if full is not None:
+        module.body.block.insert_ops_after(list(full), lane)
     module.body.block.insert_op_after(fast, lane)
     module.body.block.insert_op_after(wrapper, grid)
     return True

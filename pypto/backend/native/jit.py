@@ -20,14 +20,16 @@ from typing import Any, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import BFloat16Type, IntegerAttr, IntegerType, ModuleOp, i64
+from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, IntegerType, ModuleOp,
+                                   i64)
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, int_pow, numpy_math, printf, tokens
+from pypto.backend.native import collectives, copy_loops, int_pow, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
+from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
@@ -300,7 +302,8 @@ def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
 class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
-    def __init__(self, kernel: func.FuncOp, name: str):
+    def __init__(self, kernel: func.FuncOp, name: str,
+                 block: tuple[int, int, int] | None = None):
         exchanged = exchange_warp_collectives(inline_pipelines(kernel))  # (stages inlined;
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
@@ -308,6 +311,9 @@ class NativeKernel:
         interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
         if interchanged is not kernel and analyse(interchanged)[0] is None:
             kernel = interchanged
+        if block is not None:  # the compiled block shape: constant lane loops for it
+            kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
+            kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
         reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
@@ -348,7 +354,8 @@ class NativeKernel:
         from pypto.ir import print_ir
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
-        key = hashlib.sha256(f"{_versions()}\n{target}\n{text}".encode()).hexdigest()[:32]
+        key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
+                             f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
         self.slots = _cached_slots(path, kernel)
@@ -381,7 +388,7 @@ class NativeKernel:
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element: its lane loop is "
             f"not vectorised (docs/native.md#choosing-a-backend: about 10x the interpreter's "
             f"time for exp)" if ufuncs and numpy_math.per_element(self.engine) else
-            tokens.looped_copies_reason(kernel))
+            copy_loops.looped_callbacks_reason(kernel))
         """Why "auto" runs this kernel on the interpreter although it compiles (None: it does
         not): compiled, it would be slower."""
         self.err = np.zeros(ERR_SLOTS, dtype=np.int64)

@@ -32,7 +32,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from pypto.backend.native.fast_blocks import fast_variants
+from pypto.backend.native.fast_blocks import BLOCK_ATTR, fast_variants
 from pypto.backend.native.idioms import rewrite_idioms
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
@@ -252,4 +252,6 @@ class SimtToLanesPass(ModulePass):
             _lane_function(kernel)
             rewrite_idioms(kernel)
             grid = _grid_function(name, params)
+            if BLOCK_ATTR in kernel.attributes:  # the compiled block shape (fast_blocks.py)
+                grid.attributes[BLOCK_ATTR] = kernel.attributes[BLOCK_ATTR]
             op.body.block.insert_op_after(grid, kernel)

@@ -40,8 +40,10 @@ from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
 from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
                                               add_fast_blocks)
+from pypto.backend.native.full_blocks import full_variants
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
 from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR, LANE_SUFFIX
+from pypto.backend.native import copy_loops
 from pypto.backend.native import tiles as native_tiles
 from pypto.dialects import pto
 
@@ -478,8 +480,11 @@ class _FunctionLowering:
         call = llvm.CallOp(COLLECTIVE_SYMBOL, err, const(site), *pointers, *ints, fval,
                            return_type=i32)
         new.append(call)
-        self._replace(op, *new, result=None)
         self.calls_collective = True
+        if isinstance(op, pto.BulkCopyOp) and copy_loops.emit(  # a memcpy loop, the call
+                op, err, tuple(pointers[3:6]), tuple(pointers[0:3]), ints, new):  # kept for
+            return                                                  # errors (copy_loops.py)
+        self._replace(op, *new, result=None)
     def _site(self, op: Operation) -> int:
         attr = op.attributes.get(SITE_ATTR)
         if isinstance(attr, IntegerAttr):
@@ -653,7 +658,7 @@ class ConvertPtoToLlvmPass(ModulePass):
             lane = functions.get(name + LANE_SUFFIX)
             if GRID_ATTR in grid.attributes and lane is not None and self.fast_blocks:
                 num_params = len(lane.body.blocks[0].args) - ID_ARGS - 1
-                add_fast_blocks(op, lane, grid, num_params)
+                add_fast_blocks(op, lane, grid, num_params, full_variants)
         numpy_calls: set[str] = set()
         printf = False
         for fn in list(op.ops):

@@ -573,16 +573,3 @@ def launch_refusal(limit: int | None, block: tuple[int, int, int], name: str) ->
             f"address a buffer being loaded at offsets from their ids), not for block "
             f"{block}; run it on the interpreter (backend='interpreter' or 'auto'), whose "
             f"in-flight check decides")
-
-
-def looped_copies_reason(kernel: func.FuncOp) -> str | None:
-    """Why "auto" prefers the interpreter for a kernel issuing async copies in a loop (None:
-    it has none): compiled, each copy (and `mma`) of each block and iteration is a Python
-    callback (collectives.py), where the interpreter moves every block's tile in one NumPy
-    call (batch mode)."""
-    for op in kernel.walk():
-        if isinstance(op, ASYNC) and _loops_around(op):
-            return (f"its async copies run in a loop, one callback per block and copy "
-                    f"(docs/native.md#choosing-a-backend: the pipelined matmul 512 about 3x "
-                    f"the interpreter's time)")
-    return None

@@ -208,8 +208,9 @@ def test_softmax_tiles_copies_are_proven():
 
 
 def test_auto_keeps_looped_copies_on_the_interpreter(monkeypatch):
-    """The pipelined matmul compiles, but its copies and mma are a callback per block and
-    iteration: "auto" runs the interpreter's batch mode (docs/native.md#choosing-a-backend);
+    """The pipelined matmul compiles, but its `mma` is a callback per block and iteration
+    (its copies are memcpy loops: copy_loops.py): "auto" runs the interpreter's batch mode
+    (docs/native.md#choosing-a-backend);
     `backend="native"` still runs it natively."""
     from pypto.backend.interpreter.executor import Executable
 

@@ -496,6 +496,19 @@ def _block_shape(grid: func.FuncOp) -> tuple[int, int, int] | None:
     return (shape + (1, 1, 1))[:3]  # type: ignore[return-value]
 
 
+def _i32_constant(block: Block, v: int) -> SSAValue:
+    """Append the i32 constant `v` to `block`; its value."""
+    op = arith.ConstantOp(IntegerAttr(v, i32))
+    block.add_op(op)
+    return op.result
+
+
+def _append(block: Block, op: Operation) -> SSAValue:
+    """Append `op` to `block`; its first result."""
+    block.add_op(op)
+    return op.results[0]
+
+
 def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue],
                 block_ids: tuple[SSAValue, ...], dims: tuple[SSAValue, ...],
                 grid_dims: tuple[SSAValue, ...], err: SSAValue, nextb: Block,
@@ -505,14 +518,7 @@ def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue]
     no arguments). An error status ends the grid function (`done`), else `nextb` follows."""
     bx, by, bz = dims
 
-    def c(block: Block, v: int) -> SSAValue:
-        op = arith.ConstantOp(IntegerAttr(v, i32))
-        block.add_op(op)
-        return op.result
-
-    def add(block: Block, op: Operation) -> SSAValue:
-        block.add_op(op)
-        return op.results[0]
+    c, add = _i32_constant, _append
 
     start = Block()
     zy, yx, xb, inner, xnext = (Block(arg_types=[i32]), Block(arg_types=[i32, i32]),
@@ -556,14 +562,7 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool) -> func.
     gx, gy, gz, bx, by, bz, first, end = a[num_params:num_params + 8]
     err = a[-1]  # (the pointers between, the L1 arena and spill slots, go to `@k.checked`)
 
-    def c(block: Block, v: int) -> SSAValue:
-        op = arith.ConstantOp(IntegerAttr(v, i32))
-        block.add_op(op)
-        return op.result
-
-    def add(block: Block, op: Operation) -> SSAValue:
-        block.add_op(op)
-        return op.results[0]
+    c, add = _i32_constant, _append
 
     head, body, fast, slow, done = (Block(arg_types=[i32]), Block(), Block(), Block(),
                                     Block(arg_types=[i32]))

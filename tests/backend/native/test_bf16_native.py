@@ -10,18 +10,14 @@ import numpy as np
 import pytest
 
 import pypto as pto
-from tests.backend.native.helpers import same_bits
+from tests.backend.native.helpers import both, same_bits
 
 BF = ml_dtypes.bfloat16
 B = 128
 
 
 def _both(kernel, grid, block, arrays, scalars=()):
-    outs = []
-    for backend in ("interpreter", "native"):
-        copies = [a.copy() for a in arrays]
-        pto.launch(kernel, grid, block, (*copies, *scalars), backend=backend)
-        outs.append(copies)
+    outs = both(kernel, grid, block, arrays, scalars)
     assert same_bits(*outs)
     return outs[1]
 

@@ -12,7 +12,7 @@ import pytest
 import pypto as pto
 from pypto.backend.native.jit import NativeUnsupported
 from pypto.exact import BFLOAT16
-from tests.exactness.harness import _expr_store, module_for, third_dtype
+from tests.exactness.harness import expr_store, module_for, third_dtype
 from tests.exactness.ops import Op, all_ops, random_values, restrict, specials
 from tests.fuzz.fuzz import kernel_case
 
@@ -58,7 +58,7 @@ def _group_source(ops: list[Op]) -> str:
     lines = ["import pypto as pto", "", "", "@pto.kernel", f"def lanes({params}, n):",
              "    i = pto.get_global_id()", "    if i < n:"]
     for k, op in enumerate(ops):
-        store = _expr_store(op, f"po{k} + i")
+        store = expr_store(op, f"po{k} + i")
         store = re.sub(r"\b([xyc])\b", lambda m, k=k: f"{m.group(1)}{k}", store)
         lines += [f"        x{k} = pto.load(pa{k} + i)", f"        y{k} = pto.load(pb{k} + i)",
                   f"        c{k} = pto.load(pc{k} + i)", f"        {store}"]

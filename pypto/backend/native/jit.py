@@ -553,15 +553,6 @@ class NativeKernel:
         return self._spill.ctypes.data
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
-        error = self._first_error(grid, bound)
-        code = int(self.err[0])
-        # Which lane's error comes first is the interpreter's order (op by op over every lane
-        # of a batch of blocks), not the lane loops': the launcher asks the interpreter
-        # (compiler._run_on, docs/native.md#errors). Not for the watchdog and the time limit.
-        error.interpreter_orders = code not in (WATCHDOG, TIME_LIMIT)  # type: ignore[attr-defined]
-        return error
-
-    def _first_error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
         code, site, address, param, *coords = (int(v) for v in self.err[:10])
         if code == COLLECTIVE and self.collective_error is not None:
             error, self.collective_error = self.collective_error, None

@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto import dtypes
+from pypto.backend.native.phase_merge import mergeable
 from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -217,6 +218,7 @@ class Plan:
         self.structural: set[Operation] = set()
         self.lane_args: set[SSAValue] = set()     # lane-level iter args of block-level loops
         self.split_ifs: set[Operation] = set()    # ifs on a lane-dependent condition
+        self.merged = False  # an L1 write joined the reads before it (1-D blocks only)
         self._memo: dict[SSAValue, bool] = {}
         self._around_cuts = self._ancestors_of_cuts()
         self._mark(kernel.body.block)
@@ -388,6 +390,11 @@ class Plan:
                     raise Refused(f"{where}: an L1 write inside '{op.name}'", op)
                 if not any(_reads_l1(o) for o in cur):
                     cur.append(op)  # ends the phase before it, which reads no L1 (below)
+                    flush()
+                    continue
+                if mergeable(self.kernel, cur, op, guards, self.uniform):
+                    cur.append(op)  # a tree step: no lane reads what another writes
+                    self.merged = True  # (phase_merge.py)
                     flush()
                     continue
                 flush()

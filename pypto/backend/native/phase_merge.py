@@ -121,10 +121,9 @@ class _Forms:
             return None
         # warp * 32 + lane is the linear lane id, x in a 1-D block
         k = offset.get(LANE_ID, 0)
-        if offset.get(WARP_ID, 0) != WARP * k:
-            return None
-        offset = _plus({key: c for key, c in offset.items() if key not in (WARP_ID, LANE_ID)},
-                       {X: k})
+        if offset.get(WARP_ID, 0) == WARP * k:
+            offset = _plus({key: c for key, c in offset.items()
+                            if key not in (WARP_ID, LANE_ID)}, {X: k})
         return p.owner, offset
 
 
@@ -165,7 +164,12 @@ def _admitted(guards: Iterable[tuple[SSAValue, bool]],
     from pypto.backend.native.fast_blocks import x_guard
 
     found: tuple[str, Form] | None = None
-    for cond, taken in guards:
+    pending = list(guards)
+    while pending:
+        cond, taken = pending.pop()
+        if taken and isinstance(cond.owner, arith.AndIOp):  # `a and b`: both hold
+            pending += [(cond.owner.lhs, True), (cond.owner.rhs, True)]
+            continue
         for kind, test in (("x", lambda v: forms.of(v) == {X: 1} and not uniform(v)),
                            ("lane", lambda v: forms.of(v) == {LANE_ID: 1})):
             g = x_guard(cond, taken, test, uniform)
@@ -185,7 +189,7 @@ def mergeable(kernel: func.FuncOp, reads: list[Operation], write: Operation,
         return False
     forms = _Forms(uniform)
     target = forms.address(write.ptr)
-    if target is None or X not in target[1] or target[1][X] != 1:
+    if target is None:
         return False
     buffer, w = target
     admitted: tuple[str, Form] | None = None
@@ -200,8 +204,10 @@ def mergeable(kernel: func.FuncOp, reads: list[Operation], write: Operation,
                 return False
             if at[0] is not buffer:
                 continue
+            if w.get(X) != 1 or WARP_ID in w or LANE_ID in w:  # (x + uniform: lanes write
+                return False                                      # different elements)
             d = _plus(at[1], w, -1)
-            if X in d:
+            if X in d or WARP_ID in d or LANE_ID in d:
                 return False
             if not d:
                 continue
@@ -220,3 +226,16 @@ def mergeable(kernel: func.FuncOp, reads: list[Operation], write: Operation,
                         _at_least(_plus({k: -c for k, c in d.items()}, u, -1), 0)):
                     return False
     return True
+
+
+def merged_phases(kernel: func.FuncOp) -> bool:
+    """Does the kernel's phase plan merge an L1 write into the phase of its reads (so a launch
+    must use the 1-D block it was compiled for)?"""
+    from pypto.backend.native.phases import Refused, needs_phases, plan
+
+    if not needs_phases(kernel) or not one_dimensional(kernel):
+        return False
+    try:
+        return plan(kernel).merged
+    except Refused:
+        return False

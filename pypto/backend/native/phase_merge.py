@@ -180,51 +180,73 @@ def _admitted(guards: Iterable[tuple[SSAValue, bool]],
     return found
 
 
-def mergeable(kernel: func.FuncOp, reads: list[Operation], write: Operation,
+def mergeable(kernel: func.FuncOp, ops: list[Operation],
               guards: Iterable[tuple[SSAValue, bool]],
               uniform: Callable[[SSAValue], bool]) -> bool:
-    """May `write` (a `pto.store` to L1) end the phase of `reads` (the ops before it, which
-    read L1) in a 1-D block? See the module doc."""
-    if not isinstance(write, pto.StoreOp) or not one_dimensional(kernel):
+    """May `ops` (with the ops nested in them) run as one phase of a 1-D block: the L1 reads
+    before an L1 write, then the write (or an `if` holding L1 writes)? See the module doc."""
+    if not one_dimensional(kernel):
         return False
     forms = _Forms(uniform)
-    target = forms.address(write.ptr)
-    if target is None:
-        return False
-    buffer, w = target
-    admitted: tuple[str, Form] | None = None
-    for op in (o for r in reads for o in r.walk()):
+    reads: list[tuple[Operation, Form]] = []
+    writes: dict[Operation, list[Form]] = {}
+    for op in (o for r in ops for o in r.walk()):
         for access in memory_accesses(op):
             if access.space != "local":
                 continue
-            if access.kind != "read":
-                return False
             at = forms.address(op.operands[access.operand])
             if at is None:
                 return False
-            if at[0] is not buffer:
-                continue
-            if w.get(X) != 1 or WARP_ID in w or LANE_ID in w:  # (x + uniform: lanes write
-                return False                                      # different elements)
-            d = _plus(at[1], w, -1)
-            if X in d or WARP_ID in d or LANE_ID in d:
+            if access.kind == "read":
+                reads.append(at)
+            elif isinstance(op, pto.StoreOp):
+                writes.setdefault(at[0], []).append(at[1])
+            else:
+                return False  # (an atomic or fma to L1: its own phase)
+    for buffer, ws in writes.items():
+        w = ws[0]
+        shared = [r for b, r in reads if b is buffer]
+        if len(ws) == 1 and not shared:
+            continue  # lanes write in lane order, as in lockstep
+        if any(other != w for other in ws) or w.get(X) != 1 or WARP_ID in w or LANE_ID in w:
+            return False  # (x + uniform: lanes write different elements)
+        for r in shared:
+            if not _apart(_plus(r, w, -1), guards, uniform, forms):
                 return False
-            if not d:
-                continue
-            if admitted is None:
-                admitted = _admitted(guards, uniform, forms)
-                if admitted is None:
-                    return False
-            kind, u = admitted
-            if not (_at_least(_plus(d, u, -1), 0) or
-                    _at_least(_plus({k: -c for k, c in d.items()}, u, -1), 0)):
-                return False
-            if kind == "lane":  # 32 - u - |d| >= 0 (for d >= u: 32 - u - d; else 32 - u + d)
-                room = _plus({ONE: WARP}, u, -1)
-                if not (_at_least(_plus(room, d, -1), 0) and _at_least(_plus(d, u, -1), 0) or
-                        _at_least(_plus(room, d, 1), 0) and
-                        _at_least(_plus({k: -c for k, c in d.items()}, u, -1), 0)):
-                    return False
+    return True
+
+
+def _apart(d: Form, guards: Iterable[tuple[SSAValue, bool]], uniform: Callable[[SSAValue], bool],
+           forms: _Forms) -> bool:
+    """Does no admitted lane read, at its write offset plus `d`, another lane's write?"""
+    if X in d or WARP_ID in d or LANE_ID in d:
+        return False
+    if not d:
+        return True
+    admitted = _admitted(guards, uniform, forms)
+    if admitted is None:
+        return False
+    kind, u = admitted
+    negative = {k: -c for k, c in d.items()}
+    if not (_at_least(_plus(d, u, -1), 0) or _at_least(_plus(negative, u, -1), 0)):
+        return False
+    if kind == "lane":  # 32 - u - |d| >= 0 (for d >= u: 32 - u - d; else 32 - u + d)
+        room = _plus({ONE: WARP}, u, -1)
+        return _at_least(_plus(room, d, -1), 0) and _at_least(_plus(d, u, -1), 0) or \
+            _at_least(_plus(room, d, 1), 0) and _at_least(_plus(negative, u, -1), 0)
+    return True
+
+
+def absorbable(op: Operation, structural: set[Operation]) -> bool:
+    """Can the lane-dependent `if` `op` run inside a phase (only straight-line ops and L1
+    stores in it: no barrier, block-level instruction or split structure)?"""
+    from pypto.backend.native.phases import COLLECTIVES
+
+    for o in op.walk():
+        if o is op:
+            continue
+        if o in structural or isinstance(o, (pto.BarrierOp, pto.BarrierBlockOp, *COLLECTIVES)):
+            return False
     return True
 
 

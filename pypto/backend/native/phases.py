@@ -47,7 +47,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto import dtypes
-from pypto.backend.native.phase_merge import mergeable
+from pypto.backend.native.phase_merge import absorbable, mergeable
 from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -344,6 +344,13 @@ class Plan:
                                   f"condition (every lane of the block must reach it)", op)
                 flush()
                 continue
+            if op in self.split_ifs and any(_reads_l1(o) for o in cur) and \
+                    absorbable(op, self.structural) and \
+                    mergeable(self.kernel, [*cur, op], guards, self.uniform):
+                cur.append(op)  # argmin's `if b < a: store, store` after the step's reads
+                self.merged = True  # (phase_merge.py)
+                flush()
+                continue
             if op in self.structural:
                 flush()
                 if isinstance(op, scf.ForOp):
@@ -392,7 +399,8 @@ class Plan:
                     cur.append(op)  # ends the phase before it, which reads no L1 (below)
                     flush()
                     continue
-                if mergeable(self.kernel, cur, op, guards, self.uniform):
+                if isinstance(op, pto.StoreOp) and \
+                        mergeable(self.kernel, [*cur, op], guards, self.uniform):
                     cur.append(op)  # a tree step: no lane reads what another writes
                     self.merged = True  # (phase_merge.py)
                     flush()

@@ -149,3 +149,22 @@ def test_a_merged_kernel_refuses_a_two_dimensional_launch():
     compiled = pto.compile(tree, args=(x, out, n, block, 64, 7), block=(block,))
     with pytest.raises(NativeUnsupported, match="1-D block"):
         pto.launch(compiled, 4, (64, 2), (x, out, n, block, 64, 7), backend="native")
+
+
+def test_argmin_tree_with_ties_runs_its_branch_inside_the_step():
+    """argmin block's `if b < a or (b == a and ids[t + s] < ids[t]): store, store` joins the
+    step's reads (two buffers, a lane-dependent `if` inside the phase); many ties, ragged."""
+    from tests.kernels.test_users_zoo import argmin_block
+
+    n, block = 1000, 128
+    x = np.random.default_rng(3).integers(0, 4, n).astype(np.float32)
+    grid = -(-n // block)
+    idx, val = np.zeros(grid, np.int32), np.zeros(grid, np.float32)
+    interp, native = both(argmin_block, grid, block, [x, idx, val], (n, block, 7))
+    assert same_bits(interp, native)
+    pad = np.full(grid * block, 3.0e38, np.float32)
+    pad[:n] = x
+    rows = pad.reshape(grid, block)
+    assert np.array_equal(native[1], (rows.argmin(axis=1) + np.arange(grid) * block))
+    assert np.array_equal(native[2], rows.min(axis=1))
+    assert _merged(argmin_block, (x, idx, val, n, block, 7), (block,))

@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto import dtypes
+from pypto.backend.native.fast_blocks import x_guard
 from pypto.backend.native.phase_merge import absorbable, mergeable
 from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.diagnostics import op_location
@@ -296,6 +297,17 @@ class Plan:
             return all(self.uniform(o) for o in op.operands)
         return False
 
+    def _lane_id_guard(self, cond: SSAValue) -> bool:
+        """Does `cond` compare `local_id(0)` or `lane_id` with a uniform value?"""
+        def is_id(v: SSAValue) -> bool:
+            o = v.owner
+            return isinstance(o, Operation) and (
+                launch_id(o) == "lane_id" or launch_id(o) == "local_id" and
+                o.properties["dim"].value.data == 0)  # type: ignore[union-attr]
+
+        return not self.uniform(cond) and \
+            x_guard(cond, True, is_id, self.uniform) is not None
+
     def _fixpoint(self) -> None:
         while True:
             self._memo.clear()
@@ -410,6 +422,13 @@ class Plan:
                 continue
             if _floating(op) and all(self.uniform(r) for r in op.results):
                 continue  # recomputed where needed
+            if isinstance(op, scf.IfOp) and not op.results and all(_floating(o) for o in cur) \
+                    and self._lane_id_guard(op.cond):
+                flush()  # `if tid == 0:` as the phase's guard: its lane loop runs only the
+                for b, taken in ((op.true_region, True), (op.false_region, False)):  # lanes
+                    if b.blocks:                                    # it admits (fast phases)
+                        items.extend(self._build(b.blocks[0], (*guards, (op.cond, taken))))
+                continue
             cur.append(op)
         flush()
         return items

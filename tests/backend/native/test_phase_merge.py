@@ -168,3 +168,32 @@ def test_argmin_tree_with_ties_runs_its_branch_inside_the_step():
     assert np.array_equal(native[1], (rows.argmin(axis=1) + np.arange(grid) * block))
     assert np.array_equal(native[2], rows.min(axis=1))
     assert _merged(argmin_block, (x, idx, val, n, block, 7), (block,))
+
+
+@pto.kernel
+def corner(x, y, z, w):
+    """`if tid == 0 / else` and `if lane < 3` with no L1 write in them, after a barrier: each
+    branch a phase under its guard (its lane loop runs only the lanes the guard admits)."""
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + tid, pto.load(x + pto.get_global_id()))
+    pto.barrier_block()
+    if tid == 0:
+        pto.store(y + pto.get_block_id(), pto.load(buf + 63))
+    else:
+        pto.store(z + pto.get_global_id(), pto.load(buf + tid - 1) + 1.0)
+    if pto.get_lane_id() < 3:
+        pto.store(w + pto.get_global_id(), pto.load(buf + tid) * 2.0)
+
+
+def test_lane_guarded_branches_as_phases():
+    x = np.random.default_rng(5).standard_normal(256).astype(np.float32)
+    interp, native = both(corner, 4, 64, [x, np.zeros(4, np.float32), np.zeros(256, np.float32),
+                                          np.zeros(256, np.float32)])
+    assert same_bits(interp, native)
+    rows = x.reshape(4, 64)
+    assert np.array_equal(native[1], rows[:, 63])
+    z = np.concatenate([np.zeros((4, 1), np.float32), rows[:, :-1] + np.float32(1)], axis=1)
+    assert np.array_equal(native[2], z.ravel())
+    lanes = np.arange(256) % 32 < 3
+    assert np.array_equal(native[3], np.where(lanes, x * np.float32(2), np.float32(0)))

@@ -11,7 +11,9 @@ when no lane sees, within one phase, what another lane did in that phase. So a p
   phase, and a phase with an L1 write reads no L1 (the write gets a phase of its own when the
   code before it reads L1), so the lanes write in the interpreter's lane order and no lane reads
   what another wrote in the same phase. Lanes of one warp may therefore exchange data through L1 without a barrier, as
-  the interpreter (lockstep) allows.
+  the interpreter (lockstep) allows. In a kernel compiled for a 1-D block a write (or a
+  lane-dependent `if` of writes) joins the reads before it when phase_merge.py proves no lane
+  reads what another lane of the phase writes (tree steps, docs/native.md#merged-tree-steps).
 
 Structured control flow around a cut becomes block-level control flow when it is uniform: an
 `scf.for` whose bounds are uniform runs once per block with each phase of its body a lane loop

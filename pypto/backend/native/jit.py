@@ -32,8 +32,7 @@ from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
-from pypto.backend.native.phase_merge import merged_phases
-from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
+from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck

@@ -38,7 +38,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from pypto.backend.native.fast_blocks import BLOCK_ATTR
+from pypto.backend.native.fast_blocks import BLOCK_ATTR, x_guard
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses
 
@@ -161,8 +161,6 @@ def _at_least(form: Form, bound: int) -> bool:
 def _admitted(guards: Iterable[tuple[SSAValue, bool]],
               uniform: Callable[[SSAValue], bool], forms: _Forms) -> tuple[str, Form] | None:
     """("x" | "lane", u): the phase's guards admit only x < u, or lane_id < u in each warp."""
-    from pypto.backend.native.fast_blocks import x_guard
-
     found: tuple[str, Form] | None = None
     pending = list(guards)
     while pending:
@@ -235,29 +233,3 @@ def _apart(d: Form, guards: Iterable[tuple[SSAValue, bool]], uniform: Callable[[
         return _at_least(_plus(room, d, -1), 0) and _at_least(_plus(d, u, -1), 0) or \
             _at_least(_plus(room, d, 1), 0) and _at_least(_plus(negative, u, -1), 0)
     return True
-
-
-def absorbable(op: Operation, structural: set[Operation]) -> bool:
-    """Can the lane-dependent `if` `op` run inside a phase (only straight-line ops and L1
-    stores in it: no barrier, block-level instruction or split structure)?"""
-    from pypto.backend.native.phases import COLLECTIVES
-
-    for o in op.walk():
-        if o is op:
-            continue
-        if o in structural or isinstance(o, (pto.BarrierOp, pto.BarrierBlockOp, *COLLECTIVES)):
-            return False
-    return True
-
-
-def merged_phases(kernel: func.FuncOp) -> bool:
-    """Does the kernel's phase plan merge an L1 write into the phase of its reads (so a launch
-    must use the 1-D block it was compiled for)?"""
-    from pypto.backend.native.phases import Refused, needs_phases, plan
-
-    if not needs_phases(kernel) or not one_dimensional(kernel):
-        return False
-    try:
-        return plan(kernel).merged
-    except Refused:
-        return False

@@ -50,7 +50,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto import dtypes
 from pypto.backend.native.fast_blocks import x_guard
-from pypto.backend.native.phase_merge import absorbable, mergeable
+from pypto.backend.native.phase_merge import mergeable, one_dimensional
 from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -470,3 +470,25 @@ def refusal(kernel: func.FuncOp) -> tuple[str, Operation | None] | None:
     except Refused as exc:
         return exc.reason, exc.op
     return None
+
+
+def absorbable(op: Operation, structural: set[Operation]) -> bool:
+    """Can the lane-dependent `if` `op` run inside a phase (only straight-line ops and L1
+    stores in it: no barrier, block-level instruction or split structure)?"""
+    for o in op.walk():
+        if o is op:
+            continue
+        if o in structural or isinstance(o, (pto.BarrierOp, pto.BarrierBlockOp, *COLLECTIVES)):
+            return False
+    return True
+
+
+def merged_phases(kernel: func.FuncOp) -> bool:
+    """Does the kernel's phase plan merge an L1 write into the phase of its reads (so a launch
+    must use the 1-D block it was compiled for)?"""
+    if not needs_phases(kernel) or not one_dimensional(kernel):
+        return False
+    try:
+        return plan(kernel).merged
+    except Refused:
+        return False

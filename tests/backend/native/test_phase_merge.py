@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
 import pypto as pto
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.jit import NativeUnsupported
-from pypto.backend.native.phase_merge import merged_phases
+from pypto.backend.native.phases import merged_phases
 from tests.backend.native.helpers import both, same_bits
 
 

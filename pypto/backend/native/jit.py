@@ -552,6 +552,8 @@ class NativeKernel:
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
         code, site, address, param, *coords = (int(v) for v in self.err[:10])
+        self.err[0] = 0  # the next launch starts clean (a phase's lane loop reads the status)
+        self.last_error_code = code  # (replay.py: which errors the interpreter names again)
         if code == COLLECTIVE and self.collective_error is not None:
             error, self.collective_error = self.collective_error, None
             return error

@@ -304,7 +304,8 @@ class NativeKernel:
 
     def __init__(self, kernel: func.FuncOp, name: str,
                  block: tuple[int, int, int] | None = None):
-        exchanged = exchange_warp_collectives(inline_pipelines(kernel))  # (stages inlined;
+        kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
+        exchanged = exchange_warp_collectives(kernel)  # (stages inlined;
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
@@ -478,15 +479,13 @@ class NativeKernel:
                       "        raise error(grid, bound)"]
         else:  # printf.single_block: the launch's lines sorted into the interpreter's order
             space["flush"] = printf.flush
-            lines += ["    status = fn(P)",
-                      "    flush(me)",
-                      "    if status:",
-                      "        raise error(grid, bound)"]
+            lines += ["    if fn(P):",  # (a failed launch's lines: replay.py prints them)
+                      "        raise error(grid, bound)",
+                      "    flush(me)"]
             lines += ["def call(grid, bound):",
-                      "    status = fn(P)",
-                      "    flush(me)",
-                      "    if status:",
-                      "        raise error(grid, bound)"]
+                      "    if fn(P):",
+                      "        raise error(grid, bound)",
+                      "    flush(me)"]
         exec(compile("\n".join(lines) + "\n", f"<pto native run {self.name}>", "exec"),
              space)
         self._call = space["call"]

@@ -168,7 +168,12 @@ def replayed_error(compiled: Any, executable: Any, native: Any, grid: tuple[int,
     from pypto.backend.native.to_llvm import TIME_LIMIT, WATCHDOG
     from pypto.errors import PtoError
 
+    from pypto.backend.native import printf
+
+    buffered = getattr(native, "printf_lines", None) is not None  # (lines of one block, kept)
     if not ENABLED or getattr(native, "last_error_code", 0) in (WATCHDOG, TIME_LIMIT):
+        if buffered:
+            printf.flush(native)
         return error
     cache = compiled.__dict__
     written = cache.get("_native_written", False)
@@ -180,6 +185,8 @@ def replayed_error(compiled: Any, executable: Any, native: Any, grid: tuple[int,
     if why is False:
         why = cache[key] = replay_refusal(compiled.func, changed)
     if why is not None:
+        if buffered:
+            printf.flush(native)
         return error
     replay = executable
     if executable.race_check or executable.check_uninitialized:  # instruments native lacks
@@ -187,8 +194,10 @@ def replayed_error(compiled: Any, executable: Any, native: Any, grid: tuple[int,
         if replay is None:
             replay = cache["_native_replay_exe"] = Executable(
                 compiled.func, target=executable.target, race_check=False)
-    try:  # the kernel's printf lines were printed by the native run
-        with contextlib.redirect_stdout(io.StringIO()):
+    if buffered:
+        native.printf_lines.clear()  # the interpreter prints its own lines of the launch
+    try:  # (unbuffered printf lines were printed by the native run)
+        with contextlib.nullcontext() if buffered else contextlib.redirect_stdout(io.StringIO()):
             replay.run(grid, block, args)
     except PtoError as found:
         return found

@@ -25,7 +25,8 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, copy_loops, int_pow, mma_calls, numpy_math, printf, tokens
+from pypto.backend.native import (collectives, copy_loops, fill_loops, int_pow, mma_calls,
+                                  numpy_math, printf, tokens)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -355,7 +356,8 @@ class NativeKernel:
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
         key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
-                             f"mma blas {mma_calls.active()}\n{text}".encode()).hexdigest()[:32]
+                             f"mma blas {mma_calls.active()}\nfill loops {fill_loops.ENABLED}\n"
+                             f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
         self.slots = _cached_slots(path, kernel)

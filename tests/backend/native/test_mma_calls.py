@@ -58,22 +58,32 @@ def _run(ins, acc, m, n, k, steps=3, blocks=2):
     return interp, native, want
 
 
-@pytest.mark.parametrize("ins,acc", [(np.float32, np.float32), (np.float16, np.float32),
-                                     (BFLOAT16, np.float32), (np.float16, np.float16)],
-                         ids=["f32+=f32", "f32+=f16", "f32+=bf16", "f16+=f16"])
-@pytest.mark.parametrize("m,n,k", [(16, 16, 16), (3, 5, 7), (2, 2, 2), (1, 8, 8), (8, 8, 1),
-                                   (8, 1, 8)])
-def test_every_accumulation_gives_the_interpreters_bits(ins, acc, m, n, k, compiled_mma,
-                                                      monkeypatch):
+_TYPES = {"f32+=f32": (np.float32, np.float32), "f32+=f16": (np.float16, np.float32),
+          "f32+=bf16": (BFLOAT16, np.float32), "f16+=f16": (np.float16, np.float16)}
+_CASES = [  # (types, shape, BLAS path on): every type on the gemm shapes, the vector and
+    # k == 1 shapes (callbacks either way) on two types, the callback path on one shape each
+    *[(t, s, True) for t in _TYPES for s in ((16, 16, 16), (3, 5, 7), (2, 2, 2))],
+    *[(t, s, True) for t in ("f32+=f32", "f16+=f16") for s in ((1, 8, 8), (8, 8, 1),
+                                                                 (8, 1, 8))],
+    *[(t, (16, 16, 16), False) for t in _TYPES]]
+
+
+@pytest.mark.parametrize("types,shape,enabled", _CASES,
+                         ids=[f"{t}-{'x'.join(map(str, s))}-{'blas' if e else 'callback'}"
+                              for t, s, e in _CASES])
+def test_every_accumulation_gives_the_interpreters_bits(types, shape, enabled, monkeypatch):
     from pypto.backend.native import collectives
 
+    monkeypatch.setattr(mma_calls, "ENABLED", enabled)
+    ins, acc = _TYPES[types]
+    m, n, k = shape
     callbacks = []
     real = collectives._run
     monkeypatch.setattr(collectives, "_run", lambda kernel, site, *rest: (
         callbacks.append(site.kind), real(kernel, site, *rest))[1])
     interp, native, want = _run(ins, acc, m, n, k)
     assert same_bits(interp, native)
-    blas = compiled_mma and min(m, n, k) >= 2
+    blas = enabled and min(m, n, k) >= 2
     assert ("mma" in callbacks) != blas  # the BLAS call, or the callback, really ran
     tol = 2e-2 if acc == np.float16 else 1e-4
     np.testing.assert_allclose(native[2].reshape(want.shape).astype(np.float64), want,

@@ -32,7 +32,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
-from pypto.backend.native import mma_calls
+from pypto.backend.native import fill_loops, mma_calls
 from pypto.backend.native.bf16 import has_bf16, widen_bf16
 from pypto.backend.native.narrow_fma import rewrite_narrow_fmas
 from pypto.backend.native.printf import declare as declare_printf
@@ -489,6 +489,9 @@ class _FunctionLowering:
         if isinstance(op, pto.MmaOp) and mma_calls.emit(  # NumPy's sgemm, the call kept for
                 op, err, [tuple(pointers[i:i + 3]) for i in (0, 3, 6)], new):  # errors
             self.calls_mma = True                                   # (mma_calls.py)
+            return
+        if isinstance(op, pto.FillOp) and fill_loops.emit(  # a store loop, the call kept for
+                op, err, tuple(pointers[0:3]), ints[0], fval, new):  # errors (fill_loops.py)
             return
         self._replace(op, *new, result=None)
     def _site(self, op: Operation) -> int:

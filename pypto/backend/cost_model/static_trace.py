@@ -33,7 +33,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from pypto.analysis.lane_values import _binary, _compare, _wrap
+from pypto.analysis.lane_values import _binary, _compare
 from pypto.backend.cost_model.access import AccessGeometry
 from pypto.backend.cost_model.footprint import CopyRecorder, Footprints, lane_footprints
 from pypto.backend.cost_model.params import ModelParams
@@ -100,14 +100,15 @@ class _Walk:
         self.ins = instrument
         self.ctx = _Ctx(block[0] * block[1] * block[2], warp_size)
         self.next_token = 0
+        self.kinds: dict[Operation, tuple[str, int, Any]] = {}
         # token -> (L1 root, lo, hi) the copy accesses while in flight
         self.inflight: dict[int, list[tuple[SSAValue, int, int]]] = {}
         for arg, given in zip(kernel.body.block.args, args):
             if isinstance(arg.type, pto.PtrType):
-                self.values[arg] = np.int64(0)
+                self.values[arg] = 0
                 self.roots[arg] = (arg, 0)
             elif isinstance(given, int) and _width(arg) is not None:
-                self.values[arg] = _wrap(np.asarray(given, dtype=np.int64), _width(arg))
+                self.values[arg] = _wrap_int(given, _width(arg))
             else:
                 raise _Decline(f"parameter {arg}")
 
@@ -123,15 +124,15 @@ class _Walk:
         if ident is not None:
             d = getattr(op, "dim_index", 0)
             if ident == "block_id":
-                return np.int64(0)
+                return 0
             if ident == "grid_dim":
-                return np.int64(1)
+                return 1
             if ident == "block_dim":
-                return np.int64(self.block[d])
+                return self.block[d]
             raise _Decline(f"lane-varying {op.name}")
         if isinstance(op, arith.ConstantOp):
             if isinstance(op.value, IntegerAttr):
-                return np.int64(op.value.value.data)
+                return int(op.value.value.data)
             if isinstance(op.value, FloatAttr):
                 return float(op.value.value.data)
             raise _Decline("constant")
@@ -146,23 +147,23 @@ class _Walk:
                            np.asarray(operands[1]), _width(op.operands[0]) or 64)
             if out is None:
                 raise _Decline("predicate")
-            return np.int64(bool(out))
+            return int(bool(out))
         if isinstance(op, arith.SelectOp):
             return operands[1] if operands[0] != 0 else operands[2]
         if isinstance(op, arith.ExtSIOp) and _width(op.operands[0]) == 1:
-            return np.int64(-1 if operands[0] else 0)
+            return -1 if operands[0] else 0
         if isinstance(op, arith.ExtUIOp):
             w = _width(op.operands[0]) or 64
-            return np.int64(int(operands[0]) & ((1 << w) - 1)) if w < 64 else operands[0]
+            return int(operands[0]) & ((1 << w) - 1) if w < 64 else operands[0]
         if isinstance(op, _CASTS):
-            return np.int64(_wrap(np.asarray(operands[0], dtype=np.int64), width))
+            return _wrap_int(int(operands[0]), width)
         if len(operands) == 2:
             if op.name in DIVISIONS and int(operands[1]) == 0:
                 raise _Decline("division by zero")  # the interpreter reports it
             out = _binary(op, np.asarray(operands[0]), np.asarray(operands[1]),
                           _width(op.operands[0]) or 64)
             if out is not None:
-                return np.int64(_wrap(np.asarray(out, dtype=np.int64), width))
+                return _wrap_int(int(out), width)
         raise _Decline(op.name)
 
     # memory ------------------------------------------------------------------------------------
@@ -215,44 +216,80 @@ class _Walk:
             self.op(op)
         return []
 
-    def op(self, op: Operation) -> None:
-        value: Any = None
+    def _kind(self, op: Operation) -> str:
+        """What `op` is to the walk (asked of its traits once per op, not per execution)."""
         name = op.name
         if isinstance(op, scf.ForOp):
+            return "for"
+        if isinstance(op, scf.IfOp):
+            return "if"
+        if isinstance(op, pto.AllocLocalOp) and declares_buffer(op):
+            return "alloc"
+        if offset_base(op) is not None:
+            return "ptr"
+        if name in _TILE_OPS:
+            return "tile"
+        if waits_on(op) == "token":
+            return "wait"
+        if name in _QUIET:
+            return "quiet"
+        if op.results and not op.regions and not declared_accesses(op) and \
+                (name.startswith("arith.") or launch_id(op) is not None):
+            if name in _FAST and all(_width(v) in (32, 64) for v in (*op.operands, *op.results)):
+                return name
+            return "scalar"
+        raise _Decline(name)
+
+    def op(self, op: Operation) -> None:
+        known = self.kinds.get(op)
+        if known is None:
+            kind = self._kind(op)
+            constant = self._scalar(op) if isinstance(op, arith.ConstantOp) else None
+            known = self.kinds[op] = (kind, self.table.id_of(op), constant)
+        kind, op_id, value = known
+        values = self.values
+        fast = _FAST.get(kind)
+        if value is not None:  # a constant
+            values[op.results[0]] = value
+        elif fast is not None:
+            width = _width(op.results[0])
+            value = _wrap_int(fast(values[op.operands[0]], values[op.operands[1]]), width)
+            values[op.results[0]] = value
+        elif kind == "for":
             lb, ub, step = (self.int_of(v) for v in (op.lb, op.ub, op.step))
             if lb is None or ub is None or step is None or step <= 0:
                 raise _Decline("loop bounds")
-            carried = [self.values[v] for v in op.iter_args]
+            carried = [values[v] for v in op.iter_args]
             body = op.body.block
             for i in range(lb, ub, step):
-                self.values[body.args[0]] = np.int64(i) if isinstance(
-                    self.values[op.lb], np.integer) else i
+                values[body.args[0]] = i
                 for arg, v in zip(body.args[1:], carried):
-                    self.values[arg] = v
+                    values[arg] = v
                 carried = self.run_block(body)
             for r, v in zip(op.results, carried):
-                self.values[r] = v
+                values[r] = v
             value = carried[0] if carried else None
-        elif isinstance(op, scf.IfOp):
+        elif kind == "if":
             cond = self.int_of(op.cond)
             if cond is None:
                 raise _Decline("condition")
             region = op.true_region if cond else op.false_region
             results = self.run_block(region.block) if region.blocks else []
             for r, v in zip(op.results, results):
-                self.values[r] = v
+                values[r] = v
             value = results[0] if results else None
-        elif declares_buffer(op) and isinstance(op, pto.AllocLocalOp):
-            value = np.int64(0)
+        elif kind == "alloc":
+            value = values[op.results[0]] = 0
             self.roots[op.results[0]] = (op.results[0], 0)
-        elif (base := offset_base(op)) is not None:
+        elif kind == "ptr":
+            base = op.operands[0]
             offset = self.int_of(op.operands[1])
             rooted = self.roots.get(base)
             if offset is None or rooted is None:
                 raise _Decline("pointer")
-            value = np.int64(int(self.values[base]) + offset)
+            value = values[op.results[0]] = int(values[base]) + offset
             self.roots[op.results[0]] = (rooted[0], rooted[1] + offset)
-        elif name in _TILE_OPS:
+        elif kind == "tile":
             regions = self._regions(op)
             self._check_in_flight(regions)
             if starts_copy(op):
@@ -260,25 +297,40 @@ class _Walk:
                 self.next_token += 1
                 self.inflight[value] = [(root, lo, hi) for root, lo, hi, space, _ in regions
                                         if space == "local"]
+                values[op.results[0]] = value
             elif op.results:
-                raise _Decline(name)
-        elif waits_on(op) == "token":
+                raise _Decline(op.name)
+        elif kind == "wait":
             token = self.int_of(op.operands[0])
             if token is None:
                 raise _Decline("token")
             self.inflight.pop(token, None)
             value = token
-        elif name in _QUIET:
-            pass
-        elif op.results and not op.regions and not declared_accesses(op) and \
-                (name.startswith("arith.") or launch_id(op) is not None):
-            value = self._scalar(op)
-        else:
-            raise _Decline(name)
-        if op.results and not isinstance(op, scf.ForOp | scf.IfOp):
-            self.values[op.results[0]] = value
+        elif kind == "scalar":
+            value = values[op.results[0]] = self._scalar(op)
         self.ctx.inflight = self.inflight
-        self.ins.after(self.table.id_of(op), self.ctx, None, value)
+        self.ins.after(op_id, self.ctx, None, value)
+
+
+def _wrap_int(x: int, width: int | None) -> int:
+    """Two's-complement wrap of a Python int to `width` bits (32 or 64)."""
+    if width is None or width >= 64 and -(1 << 63) <= x < (1 << 63):
+        return x
+    if width == 1:
+        return x & 1  # i1 stays 0 / 1 (pypto.analysis.lane_values._wrap)
+    half = 1 << (width - 1)
+    return ((x + half) & ((1 << width) - 1)) - half
+
+
+_FAST: dict[str, Any] = {
+    "arith.addi": lambda a, b: a + b,
+    "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b,
+    "arith.maxsi": max,
+    "arith.minsi": min,
+}
+"""Integer ops whose wrapped result is the wrapped exact one (operands already in range):
+computed on Python ints; the others through the shared semantics (`_binary`)."""
 
 
 def static_profile(kernel: func.FuncOp, block: tuple[int, int, int], args: Sequence[Any],

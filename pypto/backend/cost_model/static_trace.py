@@ -54,7 +54,8 @@ from pypto.dialects.traits import (
 
 _CASTS = (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
 _TILE_OPS = frozenset({"pto.fill", "pto.mma", "pto.async_load", "pto.async_store",
-                       "npu.mma", "npu.load_mma", "npu.copy_in", "npu.copy_out"})
+                       "pto.tile_store", "npu.mma", "npu.load_mma", "npu.copy_in",
+                       "npu.copy_out"})
 """Tile instructions and bulk copies whose only effects are on memory (and a token)."""
 _QUIET = frozenset({"npu.set_flag"})
 """Ops without a result or an effect the model sees beyond their event."""

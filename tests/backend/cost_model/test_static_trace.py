@@ -5,9 +5,10 @@ executable when every value is block-uniform (docs/cost-model.md "What choosing 
 compile time"). Checked here against the traced run it replaces, on every candidate trial a
 compile builds: the article's matmul at random shapes, tiles and dtypes, stages 2 and 3, and
 the zoo's matmul (the zoo's pipelined kernel with candidates to choose between), on both
-shipped targets and under both models — the same cycles for every candidate (hence the same choice and the same remark), with the walk
-actually used; the whole profile report is the traced one's; a kernel the walk cannot
-reproduce (lane ids, a copy out of bounds) falls back to the traced run, which reports the fault.
+shipped targets and under both models — the same cycles for every candidate (hence the same
+choice and the same remark), with the walk actually used; the whole profile report is the
+traced one's; a kernel the walk cannot reproduce (lane ids, a copy out of bounds) is left to
+the traced run, which reports the fault.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ from pypto.analysis.lane_values import _binary, _compare
 from pypto.backend.cost_model.access import AccessGeometry
 from pypto.backend.cost_model.footprint import CopyRecorder, Footprints, lane_footprints
 from pypto.backend.cost_model.params import ModelParams
-from pypto.backend.cost_model.profile import Profile, build_profile
+from pypto.backend.cost_model.facts import cube_buffers
+from pypto.backend.cost_model.profile import Profile, _KnownFacts, build_profile
 from pypto.backend.cost_model.trace import CostTrace
 from pypto.backend.interpreter.instruments import Chain, OpTable
 from pypto.dialects import npu, pto
@@ -358,9 +359,22 @@ def static_profile(kernel: func.FuncOp, block: tuple[int, int, int], args: Seque
     tensor_bytes = {i: n * _itemsize(arg) for i, (n, arg) in
                     enumerate(zip(sizes, kernel.body.block.args)) if n is not None}
     lane_footprints(trace.lane_spans(), trace.table, None, None, footprints)
+    # every value the walk computed is one per block: no lane-varying value, so the facts need
+    # no uniformity analysis of the kernel (its answer would be the empty set)
+    table.derived("cost-facts", _UniformFacts)
     return build_profile(kernel.sym_name.data, grid, block, params, table,
                          trace.block_classes(), tensor_bytes,
                          footprints.bytes(geometry.sector_bytes))
+
+
+class _UniformFacts(_KnownFacts):
+    """The facts of a kernel whose values are all block-uniform (what the walk accepted)."""
+
+    def __init__(self, ops: Sequence[Any]) -> None:
+        self.ops = ops
+        self.varying = set()
+        self.cube = cube_buffers(ops[0].op) if len(ops) else None
+        self.facts = {}
 
 
 def _itemsize(arg: BlockArgument) -> int:

@@ -112,19 +112,26 @@ def _c(block: Block, value: int) -> SSAValue:
     return _add(block, arith.ConstantOp(IntegerAttr(value, i32)))
 
 
-def jammed_or(block: Block, phase: str, plain: Callable[[Block], None],
+def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
               call: Callable[[Block, SSAValue, SSAValue, SSAValue], SSAValue],
               lo_hi: tuple[SSAValue, SSAValue], dims: Sequence[SSAValue],
               shape: tuple[int, int, int], err: SSAValue) -> None:
-    """At `block`: if the marker of `phase` (0 until `resolve`) is set and the launch's block
-    is `shape` (the compiled one) with all its x lanes in `lo_hi`, the lanes `tz`, then rows
-    `ty` JAM at a time (the leftover rows one by one), `tx` innermost, each loop's trip count a
-    constant (so LLVM's vector of `tx` lanes is the whole row: nothing hoisted out of a loop
-    that runs once); `call(block, tx, ty, tz)` returns a lane's status. Else `plain(block)`."""
-    marker = arith.ConstantOp(IntegerAttr(0, i32))
-    marker.attributes[JAM_ATTR] = StringAttr(phase)
-    block.add_op(marker)
-    go = _add(block, arith.CmpiOp(marker.result, _c(block, 0), "ne"))
+    """At `block`: when the launch's block is `shape` (the compiled one) with all its x lanes
+    in `lo_hi` (and, for a `phase` given, its marker is set: 0 until `resolve`), the lanes
+    `tz`, then rows `ty` (JAM at a time for a `phase`, the leftover rows one by one; else one
+    by one: the interpreter's lane order), `tx` innermost, each loop's trip count a constant
+    (so LLVM's vector of `tx` lanes is the whole row: nothing hoisted out of a loop that runs
+    once); `call(block, tx, ty, tz)` returns a lane's status. Else `plain(block)`."""
+    go = _c(block, 1)
+    jam_rows = 1
+    if phase is not None:
+        marker = arith.ConstantOp(IntegerAttr(0, i32))
+        marker.attributes[JAM_ATTR] = StringAttr(phase)
+        block.add_op(marker)
+        go = _add(block, arith.CmpiOp(marker.result, _c(block, 0), "ne"))
+        jam_rows = JAM
+    else:
+        go = _add(block, arith.CmpiOp(go, go, "eq"))
     for have, want in ((lo_hi[0], 0), (lo_hi[1], shape[0]), *zip(dims, shape)):
         go = _add(block, arith.AndIOp(go, _add(block, arith.CmpiOp(have, _c(block, want),
                                                                    "eq"))))
@@ -166,13 +173,14 @@ def jammed_or(block: Block, phase: str, plain: Callable[[Block], None],
         # the jammed rows, then the leftover ones: `while` results are (next row, status)
         before = Block(arg_types=[i32, i32])
         t, st = before.args
-        last = _add(before, arith.AddiOp(t, _c(before, JAM - 1)))
+        last = _add(before, arith.AddiOp(t, _c(before, jam_rows - 1)))
         go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(last, by, "slt")),
                                       _add(before, arith.CmpiOp(st, _c(before, 0), "eq"))))
         before.add_op(scf.ConditionOp(go, t, st))
         after = Block(arg_types=[i32, i32])
-        s = rows(JAM)(after, after.args[0])
-        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, JAM))), s))
+        s = rows(jam_rows)(after, after.args[0])
+        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, jam_rows))),
+                                 s))
         jammed = scf.WhileOp([_c(zb, 0), _c(zb, 0)], [i32, i32], Region(before),
                              Region(after))
         zb.add_op(jammed)

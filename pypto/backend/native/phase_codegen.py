@@ -351,12 +351,13 @@ class _Emitter:
         fast, checked = Block(), Block()
         lanes = _lane_bounds(self, () if checked_prologue else phase.guards, block, g)
         if lanes is None and self.shape is not None and lane_jam.candidate(phase.ops):
-            # rows of lanes jammed: docs/native.md#jammed-rows
+            # constant lane loops, rows of lanes jammed: docs/native.md#jammed-rows
             def lane_call(b: Block, tx: SSAValue, ty: SSAValue, tz: SSAValue) -> SSAValue:
                 return _add(b, func.CallOp(name + FAST_SUFFIX + LANE_SUFFIX,
                                            [*args, *g.block_ids, tx, ty, tz, *g.grid_dims,
                                             *g.block_dims, g.err], [i32]))
-            lane_jam.jammed_or(fast, name, lambda b: _fast_lane_loops(b, name, args, g, lo_hi),
+            lane_jam.jammed_or(fast, name,
+                               lambda b: _fast_lane_loops(b, name, args, g, lo_hi),
                                lane_call, lo_hi, g.block_dims, self.shape, g.err)
         else:
             _fast_lane_loops(fast, name, args, g, lo_hi, lanes)

@@ -60,7 +60,7 @@ def guards(lane: func.FuncOp, an: _Analysis) -> list[Guard]:
     """The guard comparisons of lane function `lane` (see the module doc)."""
     found: list[Guard] = []
     for op in lane.walk():
-        if not isinstance(op, arith.CmpiOp):
+        if not isinstance(op, arith.CmpiOp) or id(op) in an.loop_tests:
             continue
         pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
         if pred not in _SIGNED:
@@ -160,7 +160,8 @@ def _widen(v: SSAValue, an: _Analysis, before: Operation) -> SSAValue:
 
     if v.type == i64:
         return v
-    if v in an.lane_coords or not an.affine(v):  # a coordinate or a uniform i32 value
+    if v in an.lane_coords or v in an.loop_ivs or not an.affine(v):  # a coordinate, a loop
+        # counter (cf_loops.py) or a uniform i32 value
         return emit(arith.ExtSIOp(v, i64))
     op = v.owner
     assert isinstance(op, Operation)

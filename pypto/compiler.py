@@ -28,7 +28,6 @@ from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
 from pypto.errors import (
     CompileError,
-    KernelError,
     LaunchError,
     PtoError,
     UsageError,
@@ -261,33 +260,7 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
             raise refused
         executable.run(grid, block, args)
         return
-    try:
-        native.run(grid, block, bound)
-    except KernelError as error:
-        if not getattr(error, "interpreter_orders", False):
-            raise
-        raise _interpreters_error(executable, grid, block, args, error) from None
-
-
-def _interpreters_error(executable: Executable, grid: tuple[int, int, int],
-                        block: tuple[int, int, int], args: Sequence[Any],
-                        native: KernelError) -> KernelError:
-    """The error the interpreter names for a launch the native code stopped with `native`.
-    Compiled code runs each lane through its ops before the next lane; the interpreter runs
-    each op over every lane of a batch of blocks, so when two lanes fail at different ops (or
-    loop trips) they name different ones. The launch is re-run on the interpreter, printing
-    nothing, to name its error (docs/native.md#errors); the tensors hold whatever both partial
-    runs wrote. When the interpreter does not fail alike (a different kind of error, or none:
-    memory the native run wrote changed what it reads), the native error stands."""
-    from pypto.backend.interpreter.lane_ops import quiet_printf
-
-    try:
-        with quiet_printf():
-            executable.run(grid, block, args)
-    except KernelError as error:
-        if type(error) is type(native):
-            return error
-    return native
+    native.run(grid, block, bound)
 
 
 class _OnBackend:

@@ -524,18 +524,10 @@ class CallLowering:
                 raise self.error(f"{name}: nbytes={nbytes!r} is not a whole number of "
                                  f"{rows} row(s) of {_type_name(elem)} ({itemsize} bytes each)",
                                  node)
-        if src_stride is None or dst_stride is None:
-            # A defaulted stride is the row length. With `rows` known only at run time the
-            # division must not fail before the copy can say what is wrong (rows <= 0 or a
-            # ragged nbytes: the copy's own message, the same on every backend), so it divides
-            # by at least 1; when the copy runs, rows > 0 and the divisor is rows * itemsize.
-            per_row = self.binop(ast.Mult(), rows, itemsize, node)
-            if isinstance(per_row, SSAValue):
-                one = self.constant(1, per_row.type)
-                per_row = self.emit(arith.MaxSIOp(per_row, one)).results[0]
-            row_len = self.binop(ast.FloorDiv(), nbytes, per_row, node)
-            src_stride = row_len if src_stride is None else src_stride
-            dst_stride = row_len if dst_stride is None else dst_stride
+        row_len = self.binop(ast.FloorDiv(), nbytes, self.binop(ast.Mult(), rows, itemsize, node),
+                             node)
+        src_stride = row_len if src_stride is None else src_stride
+        dst_stride = row_len if dst_stride is None else dst_stride
         operands = [self.as_i32(v, node, what) for v, what in (
             (nbytes, "nbytes"), (rows, "rows"), (src_stride, "src_stride"),
             (dst_stride, "dst_stride"))]

@@ -8,9 +8,6 @@ names its instruction's source location through `ctx.fail`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -160,20 +157,6 @@ def float_to_int(ctx: Any, x: Any, dtype: np.dtype, mask: Any, site: int) -> Any
     return dtype.type(np.trunc(arr))
 
 
-_QUIET: ContextVar[bool] = ContextVar("pypto_quiet_printf", default=False)
-
-
-@contextmanager
-def quiet_printf() -> Iterator[None]:
-    """`pto.printf` prints nothing in this thread within the block (a launch re-run only to
-    name its error: compiler._interpreters_error)."""
-    token = _QUIET.set(True)
-    try:
-        yield
-    finally:
-        _QUIET.reset(token)
-
-
 def printf(ctx: Any, fmt: str, values: tuple[Any, ...], mask: Any, site: int) -> None:
     lanes = range(ctx.count) if mask is None else np.nonzero(mask)[0]
     out = []
@@ -186,7 +169,7 @@ def printf(ctx: Any, fmt: str, values: tuple[Any, ...], mask: Any, site: int) ->
             raise ctx.fail(f"pto.printf format {fmt!r} cannot print {row}: {exc}",
                            site) from None
         out.append(f"[block {block} lane {lane}] {text}")
-    if out and not _QUIET.get():
+    if out:
         sys.stdout.write("\n".join(out) + "\n")
 
 

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, copy_loops, int_pow, numpy_math, printf, tokens
+from pypto.backend.native import collectives, copy_loops, int_pow, mma_calls, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -355,7 +355,7 @@ class NativeKernel:
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
         key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
-                             f"{text}".encode()).hexdigest()[:32]
+                             f"mma blas {mma_calls.active()}\n{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
         self.slots = _cached_slots(path, kernel)
@@ -374,6 +374,8 @@ class NativeKernel:
         # the engine takes ownership of its target machine (freed with it): a fresh one each
         if self.collective_sites:  # (resolved by name when the object is linked)
             llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
+            if mma_calls.active():
+                mma_calls.bind()
         if self.tile_sites:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         if self.printf_sites:
@@ -551,15 +553,6 @@ class NativeKernel:
         return self._spill.ctypes.data
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
-        error = self._first_error(grid, bound)
-        code = int(self.err[0])
-        # Which lane's error comes first is the interpreter's order (op by op over every lane
-        # of a batch of blocks), not the lane loops': the launcher asks the interpreter
-        # (compiler._run_on, docs/native.md#errors). Not for the watchdog and the time limit.
-        error.interpreter_orders = code not in (WATCHDOG, TIME_LIMIT)  # type: ignore[attr-defined]
-        return error
-
-    def _first_error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
         code, site, address, param, *coords = (int(v) for v in self.err[:10])
         if code == COLLECTIVE and self.collective_error is not None:
             error, self.collective_error = self.collective_error, None

@@ -169,27 +169,14 @@ class Collective:
 Item = Union[Phase, Loop, If, Collective]
 
 
-def _nonzero_constant(v: SSAValue) -> bool:
-    d = v.owner
-    return isinstance(d, arith.ConstantOp) and isinstance(d.value, IntegerAttr) and \
-        d.value.value.data != 0
-
-
-def _positive(v: SSAValue) -> bool:
-    """`v` is `max(x, c)` with a constant c >= 1 (the frontend's divisor of a defaulted copy
-    stride): a division by it cannot raise."""
-    d = v.owner
-    return isinstance(d, arith.MaxSIOp) and any(
-        isinstance(o.owner, arith.ConstantOp) and isinstance(o.owner.value, IntegerAttr)
-        and o.owner.value.value.data >= 1 for o in d.operands)
-
-
 def _floating(op: Operation) -> bool:
     """Pure, region-free ops recomputed wherever they are needed (never spilled)."""
     if op.regions:
         return False
     if op.name in _NOT_FLOATING:  # a division (or `**`) may raise unless by a non-zero constant
-        return _positive(op.operands[1]) or _nonzero_constant(op.operands[1])
+        d = op.operands[1].owner
+        return isinstance(d, arith.ConstantOp) and isinstance(d.value, IntegerAttr) and \
+            d.value.value.data != 0
     if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp) or launch_id(op) is not None:
         return True
     return op.dialect_name() in ("arith", "math")

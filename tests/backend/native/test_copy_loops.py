@@ -224,36 +224,3 @@ def test_in_bounds_copies_make_no_callback(dtype, monkeypatch):
         assert y.view(np.uint8).tobytes() == x.view(np.uint8).tobytes()
         counts.append(len(calls))
     assert counts == [0, 2 * 16]
-
-
-@pto.kernel
-def rows_at_run_time(x, y, rows):
-    buf = pto.alloc_local(64)
-    t = pto.async_load(buf, x, 16 * 4 * rows, rows=rows)  # strides default to the row length
-    pto.wait(t)
-    pto.wait(pto.async_store(y, buf, 16 * 4 * rows, rows=rows))
-
-
-@pytest.mark.parametrize("rows", [0, -2])
-def test_no_rows_at_run_time_is_the_copys_error_on_both_backends(rows, copies):
-    """A defaulted stride divides by rows * itemsize: with rows <= 0 at run time that division
-    must not fail first ("integer division by zero"): the copy says what is wrong."""
-    x = np.ones(64, np.float32)
-    messages = []
-    for backend in ("interpreter", "native"):
-        with pytest.raises(pto.KernelError) as info:
-            pto.launch(rows_at_run_time, 1, 1, (x, np.zeros_like(x), rows), backend=backend)
-        messages.append(str(info.value))
-    assert messages[0] == messages[1]
-    assert f"is not a whole number of {rows} row(s)" in messages[1]
-    assert "division by zero" not in messages[1]
-
-
-def test_rows_at_run_time_with_defaulted_strides_copy_every_row(copies):
-    x = np.arange(64, dtype=np.float32)
-    for rows in (1, 2, 4):
-        interp, native = both(rows_at_run_time, 1, 1, [x, np.zeros_like(x)], (rows,))
-        assert same_bits(interp, native)
-        want = np.zeros_like(x)
-        want[:16 * rows] = x[:16 * rows]
-        np.testing.assert_array_equal(native[1], want)

@@ -261,10 +261,15 @@ def _versions() -> str:
 
 
 def _compile_object(kernel: func.FuncOp) -> bytes:
+    return object_code(str(llvm_module(kernel)))
+
+
+def object_code(ir_text: str) -> bytes:
+    """LLVM IR text (`llvm_ir`) optimised for the host CPU and compiled to an object file."""
     import llvmlite.binding as llvm
 
     machine, _ = _target()
-    mod = llvm.parse_assembly(str(llvm_module(kernel)))
+    mod = llvm.parse_assembly(ir_text)
     mod.triple = machine.triple
     mod.data_layout = str(machine.target_data)
     mod.verify()

@@ -19,6 +19,7 @@ docs/native.md#the-pipeline.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -93,6 +94,27 @@ def _suffix(t: Attribute) -> str:
     return {"f32": "f32", "f64": "f64"}.get(str(t), str(t))
 
 
+_CONSTANTS: dict[tuple[Attribute, object], Attribute] = {}
+
+
+def _constant_attr(value: int | float, t: Attribute) -> Attribute:
+    """The value attribute of an `llvm.mlir.constant` of type `t`, built once per value and
+    type (attributes are immutable: ops share them; building one verifies and normalises it,
+    a large part of the lowering's time otherwise). Floats are keyed by their bits (-0.0 is
+    not 0.0; a NaN keeps its payload)."""
+    if isinstance(value, float):
+        key: tuple[Attribute, object] = (t, struct.pack("<d", value))
+    elif type(value) is int:
+        key = (t, value)
+    else:  # (bool, NumPy scalars: built each time, as given)
+        return IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
+    attr = _CONSTANTS.get(key)
+    if attr is None:
+        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
+        _CONSTANTS[key] = attr
+    return attr
+
+
 @dataclass
 class _Ptr:
     param: int  # index among the original parameters
@@ -125,8 +147,8 @@ class _FunctionLowering:
 
     @staticmethod
     def _const(value: int | float, t: Attribute) -> llvm.ConstantOp:
-        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
-        return llvm.ConstantOp(attr, t)
+        return llvm.ConstantOp.create(properties={"value": _constant_attr(value, t)},
+                                      result_types=[t])
 
     def _replace(self, op: Operation, *new: Operation, result: SSAValue | None = None) -> None:
         if new:
@@ -259,6 +281,8 @@ class _FunctionLowering:
 
     def _lower_op(self, op: Operation) -> None:  # noqa: C901 - one case per op kind
         kind = type(op)
+        if op.name.startswith("llvm."):  # already lowered (fast_blocks.py, full_blocks.py,
+            return                        # ...): no case below applies to it
         if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):

@@ -27,7 +27,14 @@ interpreter's MMAs in the candidates' trial runs use NumPy's BLAS: with a multi-
 on a loaded machine a 128x64x128 product can take milliseconds instead of microseconds
 (`OPENBLAS_NUM_THREADS=1` shows the compiler's own cost).
 
-Run:  python bench/compile.py [--repeat 15]
+With `--against REV` (a git revision of this repository, e.g. the tree an issue was filed
+against), one more line per target compares this tree's default pipeline with REV's, each
+cold-compiling the same kernel in its own process (a temporary `git worktree` of REV), rounds
+alternated:
+
+    compile matmul 512^3 f16 128x128x64 <target>  this tree <ms> ms  <REV> <ms> ms  x<ratio>  (rounds: x<r1> x<r2> ..., load <1-min load average>)
+
+Run:  python bench/compile.py [--repeat 15] [--against REV [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,7 +103,14 @@ def one(kernel, args, block, one_d: bool) -> tuple[float, float, dict[str, int]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--against", metavar="REV",
+                        help="also compare the default pipeline's compile with REV's")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternated rounds of --against (default 3)")
     args = parser.parse_args()
+    if args.against:
+        against(args.against, args.repeat, args.rounds)
+        return
     _install_counters()
     _patch_callers()
     n = 1 << 20
@@ -146,6 +162,60 @@ def choosing(repeat: int) -> None:
         print(f"compile matmul 512^3 f16 128x128x64 {target or 'default'}  default {d:.1f} ms  "
               f"choose=fusion {f:.1f} ms  x{d / f:.2f}  (min {dmin:.1f} / {fmin:.1f} ms "
               f"x{dmin / fmin:.2f}, load {load:.1f})", flush=True)
+
+
+_COLD = """
+import os, statistics, sys, time
+sys.path.insert(0, "examples")
+import numpy as np
+import pypto as pto
+from pypto import compiler
+from pipeline_matmul import matmul_tile
+m, tile, target, repeat = 512, (128, 128, 64), sys.argv[1] or None, int(sys.argv[2])
+def cold():
+    a = pto.alloc_tensor(m * m * 2, dtype=np.float16)
+    c = pto.alloc_tensor(m * m * 4, dtype=np.float32)
+    if hasattr(compiler, "_SCHEDULE_COSTER"):
+        compiler._SCHEDULE_COSTER = None
+    fresh = pto.kernel(matmul_tile.fn)
+    t0 = time.process_time()
+    pto.compile(fresh, args=(a, a, c, m, m, m, *tile), block=64,
+                **({"target": target} if target else {}))
+    return time.process_time() - t0
+cold(), cold()
+print(statistics.median(cold() for _ in range(repeat)) * 1e3)
+"""
+
+
+def _cold_ms(tree: Path, target: str, repeat: int) -> float:
+    """Median CPU ms of a cold default-pipeline compile of the matmul, in a process of its own
+    importing pypto from `tree`."""
+    env = dict(os.environ, PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", _COLD, target, str(repeat)], cwd=tree, env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def against(rev: str, repeat: int, rounds: int) -> None:
+    """This tree's default pipeline against REV's (docs/cost-model.md "What choosing costs")."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(old),
+                        rev], check=True)
+        try:
+            for target in ("", "ascend910b"):
+                pairs = [(_cold_ms(ROOT, target, repeat), _cold_ms(old, target, repeat))
+                         for _ in range(rounds)]
+                new, base = statistics.median(p[0] for p in pairs), \
+                    statistics.median(p[1] for p in pairs)
+                load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+                each = " ".join(f"x{a / b:.2f}" for a, b in pairs)
+                print(f"compile matmul 512^3 f16 128x128x64 {target or 'default'}  this tree "
+                      f"{new:.1f} ms  {rev} {base:.1f} ms  x{new / base:.2f}  (rounds: {each}, "
+                      f"load {load:.1f})", flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)],
+                           check=False)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ SLOTS = 4
 """Constant operand tuples per compilation of `folded`."""
 
 
-def _expr_store(op: Op, ptr: str) -> str:
+def expr_store(op: Op, ptr: str) -> str:
     if op.name == "fma":
         return f"pto.fma({ptr}, x, y, c)"
     return f"pto.store({ptr}, {op.expr})"
@@ -42,11 +42,11 @@ def kernel_source(op: Op) -> str:
     lines += ["", "", "@pto.kernel", "def lanes(pa, pb, pc, po, n):",
               "    i = pto.get_global_id()", "    if i < n:",
               "        x = pto.load(pa + i)", "        y = pto.load(pb + i)",
-              "        c = pto.load(pc + i)", f"        {_expr_store(op, 'po + i')}",
+              "        c = pto.load(pc + i)", f"        {expr_store(op, 'po + i')}",
               "", "", "@pto.kernel", "def folded(po):"]
     for j in range(SLOTS):
         lines += [f"    x = pto.cast(X{j}, {dt})", f"    y = pto.cast(Y{j}, {dt})",
-                  f"    c = pto.cast(C{j}, {third})", f"    {_expr_store(op, f'po + {j}')}"]
+                  f"    c = pto.cast(C{j}, {third})", f"    {expr_store(op, f'po + {j}')}"]
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from xdsl.dialects import func, llvm, scf
 from xdsl.dialects.builtin import IntegerAttr, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from pypto.backend.native import mma_calls
 from pypto.dialects import pto
 
 ENABLED = True
@@ -144,7 +145,7 @@ def looped_callbacks_reason(kernel: func.FuncOp) -> str | None:
     for op in kernel.walk():
         if not _in_loop(op):
             continue
-        if isinstance(op, pto.MmaOp):
+        if isinstance(op, pto.MmaOp) and not mma_calls.compiled(op):
             return ("its pto.mma runs in a loop, one callback into NumPy per block and "
                     "iteration (docs/native.md#choosing-a-backend: the pipelined matmul 512 "
                     "about 1.6x the interpreter's time)")

@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, copy_loops, int_pow, numpy_math, printf, tokens
+from pypto.backend.native import collectives, copy_loops, int_pow, mma_calls, numpy_math, printf, tokens
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -394,7 +394,7 @@ class NativeKernel:
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
         key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
-                             f"{text}".encode()).hexdigest()[:32]
+                             f"mma blas {mma_calls.active()}\n{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
         self.slots = _cached_slots(path, kernel)
@@ -413,6 +413,8 @@ class NativeKernel:
         # the engine takes ownership of its target machine (freed with it): a fresh one each
         if self.collective_sites:  # (resolved by name when the object is linked)
             llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
+            if mma_calls.active():
+                mma_calls.bind()
         if self.tile_sites:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         if self.printf_sites:

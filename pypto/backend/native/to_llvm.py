@@ -34,6 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
+from pypto.backend.native import mma_calls
 from pypto.backend.native.bf16 import has_bf16, widen_bf16
 from pypto.backend.native.narrow_fma import rewrite_narrow_fmas
 from pypto.backend.native.printf import declare as declare_printf
@@ -182,6 +183,7 @@ class _FunctionLowering:
         self.expanded: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
         self.next_site = 0
         self.calls_collective = False
+        self.calls_mma = False
         self.calls_tile = False  # a tile vector instruction (tiles.py)
         self.numpy_calls: set[str] = set()
         self.calls_printf = False
@@ -556,6 +558,10 @@ class _FunctionLowering:
         if isinstance(op, pto.BulkCopyOp) and copy_loops.emit(  # a memcpy loop, the call
                 op, err, tuple(pointers[3:6]), tuple(pointers[0:3]), ints, new):  # kept for
             return                                                  # errors (copy_loops.py)
+        if isinstance(op, pto.MmaOp) and mma_calls.emit(  # NumPy's sgemm, the call kept for
+                op, err, [tuple(pointers[i:i + 3]) for i in (0, 3, 6)], new):  # errors
+            self.calls_mma = True                                   # (mma_calls.py)
+            return
         self._replace(op, *new, result=None)
     def _site(self, op: Operation) -> int:
         attr = op.attributes.get(SITE_ATTR)
@@ -757,6 +763,8 @@ class ConvertPtoToLlvmPass(ModulePass):
                     op.body.block.first_op)
             if lowering.calls_tile:
                 native_tiles.declare(op.body.block)
+            if lowering.calls_mma:
+                mma_calls.declare(op)
         if printf:  # the printf callback (printf.py)
             declare_printf(op)
         if numpy_calls:  # the transcendental functions: NumPy's loops (numpy_math.py)

@@ -208,15 +208,17 @@ def test_softmax_tiles_copies_are_proven():
 
 
 def test_auto_keeps_looped_copies_on_the_interpreter(monkeypatch):
-    """The pipelined matmul compiles, but its `mma` is a callback per block and iteration
-    (its copies are memcpy loops: copy_loops.py): "auto" runs the interpreter's batch mode
-    (docs/native.md#choosing-a-backend);
-    `backend="native"` still runs it natively."""
+    """With its `mma` a callback per block and iteration (mma_calls.ENABLED off; its copies
+    are memcpy loops: copy_loops.py), the pipelined matmul runs on the interpreter's batch
+    mode under "auto" (docs/native.md#choosing-a-backend); `backend="native"` still runs it
+    natively. (With the BLAS call, "auto" runs it natively: test_mma_calls.py.)"""
     from pypto.backend.interpreter.executor import Executable
+    from pypto.backend.native import mma_calls
 
+    monkeypatch.setattr(mma_calls, "ENABLED", False)
     a = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float32)
     args = (a, a, np.zeros((128, 128), np.float32), 128, 128, 128, 64, 64, 32)
-    compiled = pto.compile(matmul_tile, args=args, block=64)
+    compiled = pto.compile(pto.kernel(matmul_tile.fn), args=args, block=64)
     interpreted = []
     real = Executable.run
     monkeypatch.setattr(Executable, "run", lambda self, *args, **kw: (

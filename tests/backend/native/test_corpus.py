@@ -4,6 +4,7 @@ for bit (raw bytes); what the native backend does not compile is counted, never 
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -11,8 +12,8 @@ import pytest
 import pypto as pto
 from pypto.backend.native.jit import NativeUnsupported
 from pypto.exact import BFLOAT16
-from tests.exactness.harness import module_for, third_dtype
-from tests.exactness.ops import all_ops, random_values, restrict, specials
+from tests.exactness.harness import expr_store, module_for, third_dtype
+from tests.exactness.ops import Op, all_ops, random_values, restrict, specials
 from tests.fuzz.fuzz import kernel_case
 
 
@@ -45,30 +46,72 @@ def _same_up_to_nan_payload(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all((a.view(bits) == b.view(bits)) | both_nan))
 
 
+GROUP = 8
+"""Exactness operations per compiled kernel: each keeps its own operands and output, so a group
+checks every operation as its own kernel does, for an eighth of the compilations."""
+
+
+def _group_source(ops: list[Op]) -> str:
+    """One kernel applying each operation of `ops` to its own loaded operands (names renamed
+    per operation: x -> x3, ...); the harness's single-operation kernel, `len(ops)` times."""
+    params = ", ".join(f"pa{k}, pb{k}, pc{k}, po{k}" for k in range(len(ops)))
+    lines = ["import pypto as pto", "", "", "@pto.kernel", f"def lanes({params}, n):",
+             "    i = pto.get_global_id()", "    if i < n:"]
+    for k, op in enumerate(ops):
+        store = expr_store(op, f"po{k} + i")
+        store = re.sub(r"\b([xyc])\b", lambda m, k=k: f"{m.group(1)}{k}", store)
+        lines += [f"        x{k} = pto.load(pa{k} + i)", f"        y{k} = pto.load(pb{k} + i)",
+                  f"        c{k} = pto.load(pc{k} + i)", f"        {store}"]
+    return "\n".join(lines) + "\n"
+
+
+def _operands(op: Op, rng: np.random.Generator) -> list[np.ndarray]:
+    special = specials(op.dtype)
+    pairs = list(itertools.product(special, special))
+    xs = np.array([p[0] for p in pairs] + list(random_values(op.dtype, 512, rng)), dtype=op.dtype)
+    ys = np.array([p[1] for p in pairs] + list(random_values(op.dtype, 512, rng)), dtype=op.dtype)
+    cs = random_values(third_dtype(op), xs.size, rng)
+    return [restrict(op, 0, xs), restrict(op, 1, ys), restrict(op, 2, cs)]
+
+
+def _same_output(op: Op, a: np.ndarray, b: np.ndarray) -> bool:
+    if {np.dtype(np.float16), BFLOAT16} & {np.dtype(op.dtype), np.dtype(op.result_dtype)}:
+        return _same_up_to_nan_payload(a, b)
+    return _bits_equal([a], [b])
+
+
 def test_exactness_operations_bit_exact(tmp_path):
+    """Every exactness operation on its specials (all pairs) and 512 random operands, both
+    backends, raw bytes (float16/bfloat16 NaN payloads aside); operations run GROUP to a
+    kernel, a refused group one by one so the count stays per operation."""
     rng = np.random.default_rng(29)
     compiled, skipped = [], []
-    for op in all_ops():
-        mod = module_for(op, tmp_path)
-        special = specials(op.dtype)
-        pairs = list(itertools.product(special, special))
-        xs = np.array([p[0] for p in pairs] + list(random_values(op.dtype, 512, rng)),
-                      dtype=op.dtype)
-        ys = np.array([p[1] for p in pairs] + list(random_values(op.dtype, 512, rng)),
-                      dtype=op.dtype)
-        cs = random_values(third_dtype(op), xs.size, rng)
-        xs, ys, cs = restrict(op, 0, xs), restrict(op, 1, ys), restrict(op, 2, cs)
-        n = xs.size
-        out = np.zeros(n, dtype=op.result_dtype)
-        result = _both(mod.lanes, (n + 255) // 256, 256, [xs, ys, cs, out], (n,))
-        if result is None:
-            skipped.append(op.id)
+    ops = all_ops()
+    for start in range(0, len(ops), GROUP):
+        group = ops[start:start + GROUP]
+        operands = [_operands(op, rng) for op in group]
+        n = max(x.size for x, _, _ in operands)  # shorter operand lists repeat (np.resize)
+        arrays = [a for op, ins in zip(group, operands)
+                  for a in (*(np.resize(v, n) for v in ins), np.zeros(n, dtype=op.result_dtype))]
+        path = tmp_path / f"exact_group_{start}.py"
+        path.write_text(_group_source(group))
+        namespace: dict = {}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102
+        result = _both(namespace["lanes"], (n + 255) // 256, 256, arrays, (n,))
+        if result is not None:
+            for k, op in enumerate(group):
+                assert _same_output(op, result[0][4 * k + 3], result[1][4 * k + 3]), op.id
+            compiled += [op.id for op in group]
             continue
-        if {np.dtype(np.float16), BFLOAT16} & {np.dtype(op.dtype), np.dtype(op.result_dtype)}:
-            assert _same_up_to_nan_payload(result[0][-1], result[1][-1]), op.id
-        else:
-            assert _bits_equal(*result), op.id
-        compiled.append(op.id)
+        for op, (xs, ys, cs) in zip(group, operands):  # who in the group is refused
+            out = np.zeros(xs.size, dtype=op.result_dtype)
+            single = _both(module_for(op, tmp_path).lanes, (xs.size + 255) // 256, 256,
+                           [xs, ys, cs, out], (xs.size,))
+            if single is None:
+                skipped.append(op.id)
+                continue
+            assert _same_output(op, single[0][-1], single[1][-1]), op.id
+            compiled.append(op.id)
     print(f"native: {len(compiled)} of {len(compiled) + len(skipped)} exactness operations "
           f"compiled: {compiled}")
     assert len(compiled) >= 163  # docs/native.md: all 163

@@ -35,6 +35,7 @@ from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
+from pypto.backend.native.phase_merge import merged_phases
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.interchange import interchange_strided_loops
@@ -360,6 +361,7 @@ class NativeKernel:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "
                                     f"(backend='interpreter' or 'auto')", kernel=name)
+        self.merged_1d = merged_phases(kernel)  # (phase_merge.py: proven for 1-D blocks)
         import llvmlite.binding as llvm
 
         self.name = name
@@ -576,6 +578,12 @@ class NativeKernel:
             tokens.launch_refusal(self.token_lanes, block, self.name)  # (printing lane / block,
         if refused is not None:                                       # lanes proven apart)
             return NativeUnsupported(refused, kernel=self.name)
+        if self.merged_1d and block[1] * block[2] != 1:
+            return NativeUnsupported(
+                f"the native backend compiled kernel '{self.name}' for a 1-D block (its tree "
+                f"steps read and write L1 in one phase, proven exact only there, "
+                f"docs/native.md#merged-tree-steps); launch it with a 1-D block, or run it on "
+                f"the interpreter (backend='interpreter' or 'auto')", kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
             return NativeUnsupported(
                 f"the native backend runs kernel '{self.name}' only in 1-D launches (its "

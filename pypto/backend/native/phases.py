@@ -11,7 +11,9 @@ when no lane sees, within one phase, what another lane did in that phase. So a p
   phase, and a phase with an L1 write reads no L1 (the write gets a phase of its own when the
   code before it reads L1), so the lanes write in the interpreter's lane order and no lane reads
   what another wrote in the same phase. Lanes of one warp may therefore exchange data through L1 without a barrier, as
-  the interpreter (lockstep) allows.
+  the interpreter (lockstep) allows. In a kernel compiled for a 1-D block a write (or a
+  lane-dependent `if` of writes) joins the reads before it when phase_merge.py proves no lane
+  reads what another lane of the phase writes (tree steps, docs/native.md#merged-tree-steps).
 
 Structured control flow around a cut becomes block-level control flow when it is uniform: an
 `scf.for` whose bounds are uniform runs once per block with each phase of its body a lane loop
@@ -47,6 +49,8 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto import dtypes
+from pypto.backend.native.fast_blocks import x_guard
+from pypto.backend.native.phase_merge import absorbable, mergeable
 from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -231,6 +235,7 @@ class Plan:
         self.structural: set[Operation] = set()
         self.lane_args: set[SSAValue] = set()     # lane-level iter args of block-level loops
         self.split_ifs: set[Operation] = set()    # ifs on a lane-dependent condition
+        self.merged = False  # an L1 write joined the reads before it (1-D blocks only)
         self._memo: dict[SSAValue, bool] = {}
         self._around_cuts = self._ancestors_of_cuts()
         self._mark(kernel.body.block)
@@ -308,6 +313,17 @@ class Plan:
             return all(self.uniform(o) for o in op.operands)
         return False
 
+    def _lane_id_guard(self, cond: SSAValue) -> bool:
+        """Does `cond` compare `local_id(0)` or `lane_id` with a uniform value?"""
+        def is_id(v: SSAValue) -> bool:
+            o = v.owner
+            return isinstance(o, Operation) and (
+                launch_id(o) == "lane_id" or launch_id(o) == "local_id" and
+                o.properties["dim"].value.data == 0)  # type: ignore[union-attr]
+
+        return not self.uniform(cond) and \
+            x_guard(cond, True, is_id, self.uniform) is not None
+
     def _fixpoint(self) -> None:
         while True:
             self._memo.clear()
@@ -354,6 +370,13 @@ class Plan:
                 if isinstance(op, pto.BarrierBlockOp) and guards:
                     raise Refused(f"{where}: pto.barrier_block under a lane-dependent "
                                   f"condition (every lane of the block must reach it)", op)
+                flush()
+                continue
+            if op in self.split_ifs and any(_reads_l1(o) for o in cur) and \
+                    absorbable(op, self.structural) and \
+                    mergeable(self.kernel, [*cur, op], guards, self.uniform):
+                cur.append(op)  # argmin's `if b < a: store, store` after the step's reads
+                self.merged = True  # (phase_merge.py)
                 flush()
                 continue
             if op in self.structural:
@@ -404,11 +427,24 @@ class Plan:
                     cur.append(op)  # ends the phase before it, which reads no L1 (below)
                     flush()
                     continue
+                if isinstance(op, pto.StoreOp) and \
+                        mergeable(self.kernel, [*cur, op], guards, self.uniform):
+                    cur.append(op)  # a tree step: no lane reads what another writes
+                    self.merged = True  # (phase_merge.py)
+                    flush()
+                    continue
                 flush()
                 items.append(Phase(guards, [op]))
                 continue
             if _floating(op) and all(self.uniform(r) for r in op.results):
                 continue  # recomputed where needed
+            if isinstance(op, scf.IfOp) and not op.results and all(_floating(o) for o in cur) \
+                    and self._lane_id_guard(op.cond):
+                flush()  # `if tid == 0:` as the phase's guard: its lane loop runs only the
+                for b, taken in ((op.true_region, True), (op.false_region, False)):  # lanes
+                    if b.blocks:                                    # it admits (fast phases)
+                        items.extend(self._build(b.blocks[0], (*guards, (op.cond, taken))))
+                continue
             cur.append(op)
         flush()
         return items

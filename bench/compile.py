@@ -16,13 +16,15 @@ There is no NumPy equivalent of compiling: the ms figures stand alone.
 Then one line per shipped target for the cost of choosing schedules by the model
 (docs/passes.md#choosing-by-the-cost-model):
 
-    compile matmul 512^3 f16 128x128x64 <target>  default <ms> ms  choose=fusion <ms> ms  x<ratio>  (min <ms> / <ms> ms x<ratio>, load <1-min load average>)
+    compile matmul 512^3 f16 128x128x64 <target>  default <ms> ms  choose=fusion <ms> ms  x<ratio>  (min <ms> / <ms> ms x<ratio>, load <1-min load average>; walked <n>/<costed>)
 
 the article's pipelined matmul compiled cold (a fresh kernel and an empty schedule-cost cache:
 every candidate costed) with the default pipeline, whose `pto-double-buffer` costs its
 candidate schedules, and with `pto-double-buffer{choose=fusion}` (the fusion-aware rule, no
 costing), interleaved in the same run; CPU-time medians, then the minima (the least disturbed
-compile of each: on a shared machine the medians move with the load, printed last). The
+compile of each: on a shared machine the medians move with the load, printed last), and how
+many of the candidates were costed by walking their IR rather than by a traced run
+(docs/cost-model.md#how-pto-double-buffer-chooses). The
 interpreter's MMAs in the candidates' trial runs use NumPy's BLAS: with a multi-threaded BLAS
 on a loaded machine a 128x64x128 product can take milliseconds instead of microseconds
 (`OPENBLAS_NUM_THREADS=1` shows the compiler's own cost).
@@ -139,6 +141,7 @@ def choosing(repeat: int) -> None:
 
     fusion = "pto-double-buffer{choose=fusion},pto-allocate-l1,pto-verify-barriers"
     m, tile = 512, (128, 128, 64)
+    walked = [0, 0]  # of the last default compile: candidates walked from the IR, costed
 
     def cold(pipeline: str | None, target: str | None) -> float:
         a = pto.alloc_tensor(m * m * 2, dtype=np.float16)
@@ -148,7 +151,11 @@ def choosing(repeat: int) -> None:
         t0 = time.process_time()
         pto.compile(fresh, args=(a, a, c, m, m, m, *tile), block=64, pipeline=pipeline,
                     target=target)
-        return time.process_time() - t0
+        t1 = time.process_time()
+        coster = compiler._SCHEDULE_COSTER
+        if pipeline is None and coster is not None:
+            walked[:] = [coster.walked, coster.costed]
+        return t1 - t0
 
     for target in (None, "ascend910b"):
         cold(None, target), cold(fusion, target)  # warm-up
@@ -161,7 +168,7 @@ def choosing(repeat: int) -> None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"compile matmul 512^3 f16 128x128x64 {target or 'default'}  default {d:.1f} ms  "
               f"choose=fusion {f:.1f} ms  x{d / f:.2f}  (min {dmin:.1f} / {fmin:.1f} ms "
-              f"x{dmin / fmin:.2f}, load {load:.1f})", flush=True)
+              f"x{dmin / fmin:.2f}, load {load:.1f}; walked {walked[0]}/{walked[1]})", flush=True)
 
 
 _COLD = """

@@ -28,6 +28,7 @@ from pypto.backend.targets import Target, resolve_target
 from pypto.dialects import pto
 from pypto.errors import (
     CompileError,
+    KernelError,
     LaunchError,
     PtoError,
     UsageError,
@@ -260,7 +261,12 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
             raise refused
         executable.run(grid, block, args)
         return
-    native.run(grid, block, bound)
+    try:
+        native.run(grid, block, bound)
+    except KernelError as error:  # which lane and element: the interpreter's order of detection
+        from pypto.backend.native.replay import replayed_error  # (docs/native.md#errors)
+        raise replayed_error(compiled, executable, native, grid, block, args, bound,
+                             error) from None
 
 
 class _OnBackend:

@@ -516,23 +516,36 @@ class CallLowering:
             raise self.error(f"{name}: source holds {_type_name(src.type.element_type)} but the "
                              f"destination holds {_type_name(elem)}", node)
         itemsize = dtypes.from_mlir(elem).itemsize
+        if not isinstance(rows, SSAValue) and (
+                isinstance(rows, bool) or not isinstance(rows, int) or rows <= 0):
+            raise self.error(f"rows must be a positive integer, got {rows!r}", node)
         if not isinstance(nbytes, SSAValue) and not isinstance(rows, SSAValue):
-            if isinstance(rows, bool) or not isinstance(rows, int) or rows <= 0:
-                raise self.error(f"rows must be a positive integer, got {rows!r}", node)
             if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0 or \
                     nbytes % (rows * itemsize):
                 raise self.error(f"{name}: nbytes={nbytes!r} is not a whole number of "
                                  f"{rows} row(s) of {_type_name(elem)} ({itemsize} bytes each)",
                                  node)
-        row_len = self.binop(ast.FloorDiv(), nbytes, self.binop(ast.Mult(), rows, itemsize, node),
-                             node)
-        src_stride = row_len if src_stride is None else src_stride
-        dst_stride = row_len if dst_stride is None else dst_stride
+        if src_stride is None or dst_stride is None:  # the default stride: one row's length
+            row_len = self._row_length(nbytes, rows, itemsize, node)
+            src_stride = row_len if src_stride is None else src_stride
+            dst_stride = row_len if dst_stride is None else dst_stride
         operands = [self.as_i32(v, node, what) for v, what in (
             (nbytes, "nbytes"), (rows, "rows"), (src_stride, "src_stride"),
             (dst_stride, "dst_stride"))]
         op = self.emit(op_cls(dst, src, *operands))
         return op.results[0] if op.results else None
+
+    def _row_length(self, nbytes: Any, rows: Any, itemsize: int, node: ast.Call) -> Any:
+        """`nbytes // (rows * itemsize)`, the default strides. A run-time `rows` of 0 or less
+        must raise the copy's own error ("nbytes=... is not a whole number of 0 row(s)",
+        docs/isa.md#ptoasync_load), which the copy checks before it uses a stride: so the
+        divisor is `max(rows * itemsize, 1)` and the division never fails first (the quotient
+        is the same whenever the copy is well formed)."""
+        per_row = self.binop(ast.Mult(), rows, itemsize, node)
+        if isinstance(per_row, SSAValue):
+            one = self.constant(1, per_row.type)
+            per_row = self.emit(arith.MaxSIOp(per_row, one)).results[0]
+        return self.binop(ast.FloorDiv(), nbytes, per_row, node)
 
     def call_async_load(self, node: ast.Call) -> SSAValue | None:
         return self._bulk_copy(node, pto.AsyncLoadOp, "pto.async_load", "local", "global")

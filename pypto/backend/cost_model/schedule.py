@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from pypto import dtypes
 from pypto.backend.cost_model.params import ModelParams
 from pypto.backend.cost_model.run import is_npu_level, model_lowering, run_and_cost
+from pypto.backend.cost_model.static_trace import static_profile
 from pypto.backend.interpreter import Executable
 from pypto.backend.targets import resolve_target
 from pypto.diagnostics import capture_diagnostics
@@ -114,6 +115,11 @@ class ScheduleCoster:
         self.cache = cache if cache is not None else CostCache()
         self.costed = 0
         """How many candidates were run (not found in the cache): what tests count."""
+        self.static = True
+        """Cost a candidate from its IR when `static_profile` can (no traced executable);
+        False: always the traced run (what the tests compare the static walk with)."""
+        self.walked = 0
+        """How many of the `costed` candidates the static walk costed."""
 
     def __call__(self, trial: Callable[[], ModuleOp], shape: Hashable, kernel: str, model: str,
                  target: str, block: Sequence[int]) -> int:
@@ -155,6 +161,11 @@ class ScheduleCoster:
                     trial_pass.apply(ctx, module)
                 func_op = next(op for op in module.ops if isinstance(op, func.FuncOp)
                                and op.sym_name.data == kernel)
+                if self.static:
+                    walked = _walk(func_op, block, values, params)
+                    if walked is not None:
+                        self.walked += 1
+                        return walked
                 args = launch_arguments(func_op, values)
                 # (without fast paths: the same trace, and planning them costs more than
                 # they save in one traced block)
@@ -166,6 +177,28 @@ class ScheduleCoster:
             raise ScheduleCostError(f"one block of the recorded launch fails: "
                                     f"{str(error).splitlines()[0]}") from None
         return int(prof.total_cycles)
+
+
+def _walk(kernel: func.FuncOp, block: tuple[int, ...], values: dict[str, str],
+          params: ModelParams) -> int | None:
+    """The cycles of one block by the static walk (static_trace.py), None when it declines:
+    the recorded scalars as integers (a float declines), each tensor's recorded element count."""
+    args: list[Any] = []
+    sizes: list[int | None] = []
+    for i, arg in enumerate(kernel.body.block.args):
+        given = values.get(arg.name_hint or f"arg{i}")
+        if given is None:
+            return None
+        if isinstance(arg.type, pto.PtrType):
+            args.append(None)
+            sizes.append(int(given))
+        elif isinstance(arg.type, IntegerType):
+            args.append(int(given))
+            sizes.append(None)
+        else:
+            return None
+    prof = static_profile(kernel, (block[0], block[1], block[2]), args, sizes, params)
+    return None if prof is None else int(prof.total_cycles)
 
 
 __all__ = ["CostCache", "ScheduleCoster", "launch_arguments"]

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (FunctionType, IntegerAttr, IntegerType, Modul
                                    UnitAttr, UnrealizedConversionCastOp, i1, i32, i64)
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
+from pypto.backend.native.cf_loops import cf_loops
 from pypto.dialects import pto
 
 UNCHECKED_ATTR = "pto.native_unchecked"
@@ -138,6 +139,14 @@ class _Analysis:
                 if isinstance(step, arith.ConstantOp) and step.value.value.data > 0 and \
                         self.uniform(op.lb) and self.uniform(op.ub):
                     self.loop_ivs[op.body.block.args[0]] = op
+        self.loop_tests: set[int] = set()
+        """The comparisons `iv < ub` of the counted loops of a lane function in `cf` form
+        (cf_loops.py), whose counters are box dimensions as an `scf.for`'s are: a loop's own
+        test, not a lane guard (full_blocks.py keeps it)."""
+        if lane.body.blocks and len(lane.body.blocks) > 1:
+            for iv, loop in cf_loops(lane, self.uniform).items():
+                self.loop_ivs[iv] = loop  # type: ignore[assignment]
+                self.loop_tests.add(id(loop.test))
 
     def uniform(self, v: SSAValue) -> bool:
         """Computable from parameters, block coordinates, dims and constants by pure arith ops
@@ -311,6 +320,9 @@ class _RangeBuilder:
                 step = self.const(loop.step.owner.value.value.data)  # (a constant > 0)
                 span = self.add(arith.MuliOp(self.add(arith.DivSIOp(span, step)), step))
                 result = self.add(arith.AddiOp(lb, span))
+                # (the step after the last value must not wrap i32: cf form's `iv + step`
+                # would re-enter the body below lb)
+                self.in_range(self.add(arith.AddiOp(result, step)), _I32_MIN, _I32_MAX)
             else:
                 result = lb
         else:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i1, i32, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import (_ACCESSES, _SWAPPED, NSW_ATTR, RANGE_ATTR,
                                               UNCHECKED_ATTR, _Analysis, _RangeBuilder)
@@ -60,7 +60,7 @@ def guards(lane: func.FuncOp, an: _Analysis) -> list[Guard]:
     """The guard comparisons of lane function `lane` (see the module doc)."""
     found: list[Guard] = []
     for op in lane.walk():
-        if not isinstance(op, arith.CmpiOp):
+        if not isinstance(op, arith.CmpiOp) or id(op) in an.loop_tests:
             continue
         pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
         if pred not in _SIGNED:
@@ -72,9 +72,26 @@ def guards(lane: func.FuncOp, an: _Analysis) -> list[Guard]:
             f, u, pred = b, a, _SWAPPED[pred]
         else:
             continue
+        if _uses_split(an, f):  # (a warp or lane id: bounded per access, not per block)
+            continue
         expected = pred in ("slt", "sle") or _is_constant(u)
         found.append(Guard(op, pred, f, u, expected))
     return found
+
+
+def _uses_split(an: _Analysis, v: SSAValue) -> bool:
+    """Whether lane-affine `v` depends on a warp or lane id (`_Analysis.split`)."""
+    stack, seen = [v], set()
+    while stack:
+        w = stack.pop()
+        if w in seen or w in an.lane_coords or w in an.loop_ivs:
+            continue
+        seen.add(w)
+        if an.split(w):
+            return True
+        if not isinstance(w, BlockArgument) and an.affine(w):
+            stack += [o for o in w.owner.operands if an.affine(o)]
+    return False
 
 
 def _guard_function(lane: func.FuncOp, name: str, num_params: int, found: list[Guard],
@@ -160,7 +177,8 @@ def _widen(v: SSAValue, an: _Analysis, before: Operation) -> SSAValue:
 
     if v.type == i64:
         return v
-    if v in an.lane_coords or not an.affine(v):  # a coordinate or a uniform i32 value
+    if v in an.lane_coords or v in an.loop_ivs or not an.affine(v):  # a coordinate, a loop
+        # counter (cf_loops.py) or a uniform i32 value
         return emit(arith.ExtSIOp(v, i64))
     op = v.owner
     assert isinstance(op, Operation)

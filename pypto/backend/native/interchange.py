@@ -54,6 +54,7 @@ def _offset_form(forms: IndexForms, pointer: SSAValue) -> Form | None:
 def _strided(forms: IndexForms, loop: scf.ForOp) -> bool:
     """Does `loop` access HBM at lane-contiguous, iteration-strided indices?"""
     counter = ("k", loop)
+    by = _constant(loop.step)
     for op in loop.body.walk():
         if not isinstance(op, pto.LoadOp | pto.StoreOp | pto.FmaOp):
             continue
@@ -68,6 +69,8 @@ def _strided(forms: IndexForms, loop: scf.ForOp) -> bool:
                 continue
             coefs = dict(form.coefs)
             step = coefs.get(counter)
+            if isinstance(step, int) and by is not None:
+                step *= by  # (the memory stride of one iteration: `range(0, n, BLOCK)`)
             if coefs.get(("lid", 0)) == 1 and step is not None and \
                     not (isinstance(step, int) and abs(step) < SMALL_STRIDE):
                 return True

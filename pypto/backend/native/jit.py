@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -20,12 +21,14 @@ from typing import Any, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, math
+from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, IntegerType, ModuleOp,
                                    i64)
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import collectives, copy_loops, int_pow, mma_calls, numpy_math, printf, tokens
+from pypto.backend.native import (collectives, copy_loops, fill_loops, int_pow, mma_calls,
+                                  numpy_math, printf, tokens)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -140,6 +143,8 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for native_pass in parse_pipeline(NATIVE_PIPELINE):  # (not verified after each pass, as
         native_pass.apply(ctx, module)                   # run_pipeline does: a third of the
     # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies the result)
+    internal = {fn.sym_name.data for fn in module.ops if isinstance(fn, llvm_dialect.FuncOp)
+                and fn.linkage is not None and fn.linkage.linkage.data == "internal"}
     result = convert_module(module, fallback_target_triple=None)
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
     numpy_math.widen_lane_loops(result, kernel)
@@ -147,6 +152,8 @@ def llvm_module(kernel: func.FuncOp) -> Any:
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
             fn.attributes.add("alwaysinline")
+        elif fn.name in internal:  # the per-block range checks (fast_blocks.py, full_blocks.py):
+            fn.linkage = "internal"  # inlined into the grid function, no copy of their own
     grid = next(fn for fn in result.functions if fn.name == kernel.sym_name.data)
     noalias = _noalias_params(kernel)
     for index, arg in enumerate(grid.args):
@@ -261,10 +268,15 @@ def _versions() -> str:
 
 
 def _compile_object(kernel: func.FuncOp) -> bytes:
+    return object_code(str(llvm_module(kernel)))
+
+
+def object_code(ir_text: str) -> bytes:
+    """LLVM IR text (`llvm_ir`) optimised for the host CPU and compiled to an object file."""
     import llvmlite.binding as llvm
 
     machine, _ = _target()
-    mod = llvm.parse_assembly(str(llvm_module(kernel)))
+    mod = llvm.parse_assembly(ir_text)
     mod.triple = machine.triple
     mod.data_layout = str(machine.target_data)
     mod.verify()
@@ -275,7 +287,35 @@ def _compile_object(kernel: func.FuncOp) -> bytes:
             builder.getModulePassManager() as manager:
         manager.run(mod, builder)
     numpy_math.mark_per_element(mod)  # (read back by numpy_math.per_element)
+    _drop_dead_functions(mod)
     return bytes(machine.emit_object(mod))
+
+
+_REFERENCE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)')
+
+
+def _drop_dead_functions(mod: Any) -> None:
+    """Delete, after optimisation, the functions nothing calls any more (the checked lane
+    loops LLVM inlined, NumPy's vector variants the vectoriser did not use, ...): the entry is
+    the only symbol the runtime looks up, so no code is generated for them. The live functions'
+    code is unchanged (docs/native.md#compile-time)."""
+    import llvmlite.binding as llvm
+
+    defined = [fn for fn in mod.functions if not fn.is_declaration]
+    referenced: dict[str, int] = {}
+    for name in _REFERENCE.findall(str(mod)):
+        name = name[1:-1] if name.startswith('"') else name
+        referenced[name] = referenced.get(name, 0) + 1
+    dead = [fn for fn in defined if referenced.get(fn.name, 0) <= 1 and  # (its definition)
+            not fn.name.endswith(ENTRY_SUFFIX)]
+    if not dead:
+        return
+    for fn in dead:
+        fn.linkage = llvm.Linkage.internal
+    with llvm.create_pass_builder(_target()[0], llvm.PipelineTuningOptions()) as builder, \
+            llvm.create_new_module_pass_manager() as manager:
+        manager.add_global_dead_code_eliminate_pass()
+        manager.run(mod, builder)
 
 
 def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
@@ -304,7 +344,8 @@ class NativeKernel:
 
     def __init__(self, kernel: func.FuncOp, name: str,
                  block: tuple[int, int, int] | None = None):
-        exchanged = exchange_warp_collectives(inline_pipelines(kernel))  # (stages inlined;
+        kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
+        exchanged = exchange_warp_collectives(kernel)  # (stages inlined;
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
@@ -356,7 +397,8 @@ class NativeKernel:
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
         key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
-                             f"mma blas {mma_calls.active()}\n{text}".encode()).hexdigest()[:32]
+                             f"{mma_calls.cache_key()}\nfill loops {fill_loops.ENABLED}\n"
+                             f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
         self.slots = _cached_slots(path, kernel)
@@ -375,8 +417,7 @@ class NativeKernel:
         # the engine takes ownership of its target machine (freed with it): a fresh one each
         if self.collective_sites:  # (resolved by name when the object is linked)
             llvm.add_symbol(COLLECTIVE_SYMBOL, collectives.address())
-            if mma_calls.active():
-                mma_calls.bind()
+            mma_calls.bind()  # (malloc, free and NumPy's sgemm: mma_calls.py)
         if self.tile_sites:
             llvm.add_symbol(native_tiles.TILE_SYMBOL, native_tiles.address())
         if self.printf_sites:
@@ -481,15 +522,13 @@ class NativeKernel:
                       "        raise error(grid, bound)"]
         else:  # printf.single_block: the launch's lines sorted into the interpreter's order
             space["flush"] = printf.flush
-            lines += ["    status = fn(P)",
-                      "    flush(me)",
-                      "    if status:",
-                      "        raise error(grid, bound)"]
+            lines += ["    if fn(P):",  # (a failed launch's lines: replay.py prints them)
+                      "        raise error(grid, bound)",
+                      "    flush(me)"]
             lines += ["def call(grid, bound):",
-                      "    status = fn(P)",
-                      "    flush(me)",
-                      "    if status:",
-                      "        raise error(grid, bound)"]
+                      "    if fn(P):",
+                      "        raise error(grid, bound)",
+                      "    flush(me)"]
         exec(compile("\n".join(lines) + "\n", f"<pto native run {self.name}>", "exec"),
              space)
         self._call = space["call"]
@@ -561,6 +600,8 @@ class NativeKernel:
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:
         code, site, address, param, *coords = (int(v) for v in self.err[:10])
+        self.err[0] = 0  # the next launch starts clean (a phase's lane loop reads the status)
+        self.last_error_code = code  # (replay.py: which errors the interpreter names again)
         if code == COLLECTIVE and self.collective_error is not None:
             error, self.collective_error = self.collective_error, None
             return error

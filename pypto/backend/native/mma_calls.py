@@ -18,7 +18,8 @@ compiled path off if any bit differs or the function is not found (another BLAS;
 As for copies (copy_loops.py), the compiled path runs only when the callback would succeed:
 no error recorded yet (err[0] == 0) and all three tiles inside their buffers; otherwise the
 callback runs (pypto/backend/native/collectives.py), which raises the interpreter's error.
-Integer (i32) accumulations stay callbacks.
+Integer (i32) accumulations are loops (`_integer_loops`): NumPy's integer matmul and add wrap
+modulo 2^32, so any order of the sums gives its bits; they need no BLAS.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, FloatAttr,
-                                   IntegerAttr, ModuleOp, f16, f32, i8, i16, i32, i64)
+                                   IntegerAttr, IntegerType, ModuleOp, f16, f32, i8, i16, i32,
+                                   i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.dialects import pto
@@ -51,9 +53,16 @@ _NAMES = ("scipy_cblas_sgemm64_", "cblas_sgemm64_")
 
 
 def _libraries() -> list[str]:
-    """Shared libraries NumPy may take its BLAS from: its wheel's bundled ones first."""
+    """Shared libraries NumPy may take its BLAS from: NumPy's own matmul module first (looked
+    up through its handle, a symbol resolves to the function that module calls), then its
+    wheel's bundled libraries."""
     root = os.path.dirname(os.path.dirname(np.__file__))
     found: list[str] = []
+    try:
+        from numpy._core import _multiarray_umath
+        found.append(_multiarray_umath.__file__)
+    except (ImportError, AttributeError):
+        pass
     for pattern in ("numpy.libs/*openblas*", "numpy/.dylibs/*openblas*",
                     "scipy_openblas64/lib/*openblas*"):
         found += sorted(glob.glob(os.path.join(root, pattern)))
@@ -108,21 +117,44 @@ def blas() -> tuple[int, int, int] | None:
 
 
 def active() -> bool:
-    """Whether `mma` compiles as a BLAS call in this process (a part of the cache key)."""
+    """Whether `mma` compiles as a BLAS call in this process."""
     return ENABLED and blas() is not None
 
 
+def cache_key() -> str:
+    """What the object code of a compiled `mma` depends on (a part of the cache key): the
+    switch and whether the BLAS call is on."""
+    return f"mma {ENABLED} blas {active()}"
+
+
+@functools.cache
+def _libc() -> tuple[int, int] | None:
+    libc = ctypes.CDLL(None)
+    try:
+        malloc = ctypes.cast(libc.malloc, ctypes.c_void_p).value
+        free = ctypes.cast(libc.free, ctypes.c_void_p).value
+    except AttributeError:
+        return None
+    return (malloc, free) if malloc and free else None
+
+
 def bind() -> None:
-    """Resolve the compiled `mma`'s symbols (before linking an object that calls them)."""
+    """Resolve the compiled `mma`'s symbols (before linking an object that calls them): the
+    scratch memory's malloc and free, and NumPy's sgemm when found."""
     import llvmlite.binding as binding
 
     found = blas()
-    assert found is not None
-    for name, address in zip((GEMM, MALLOC, FREE), found):
-        binding.add_symbol(name, address)
+    if found is not None:
+        binding.add_symbol(GEMM, found[0])
+    memory = _libc()
+    if memory is not None:
+        binding.add_symbol(MALLOC, memory[0])
+        binding.add_symbol(FREE, memory[1])
 
 
 def _kind(t: Attribute) -> str | None:
+    if isinstance(t, IntegerType) and t.width.data == 32:
+        return "i32"
     if isinstance(t, Float32Type):
         return "f32"
     if isinstance(t, Float16Type):
@@ -137,8 +169,10 @@ def compiled(op: pto.MmaOp) -> bool:
     m, n, k = op.shape
     acc = _kind(pto.element_type_of(op.c.type))
     ins = _kind(pto.element_type_of(op.a.type))
+    if acc == "i32":  # wrapping sums: loops, any shape, with or without a BLAS
+        return ENABLED and ins == "i32" and _libc() is not None
     return active() and m >= 2 and n >= 2 and k >= 2 and acc in ("f32", "f16") and \
-        ins is not None and (acc == "f32" or ins == "f16")
+        ins in ("f32", "f16", "bf16") and (acc == "f32" or ins == "f16")
 
 
 def declare(module: ModuleOp) -> None:
@@ -240,6 +274,12 @@ def emit(op: Operation, err: SSAValue, operands: list[tuple[SSAValue, SSAValue, 
     slow.add_op(llvm.BrOp(rest))
 
     f = _Builder(fast)
+    if acc == "i32":
+        _integer_loops(f, [(base, offset) for base, _count, offset in operands], m, n, k)
+        f.add(llvm.BrOp(rest))
+        op.detach()
+        op.erase()
+        return True
     size = {"f32": 4, "f16": 2, "bf16": 2}
     c_ptr, a_ptr, b_ptr = (f.at(base, offset, size[kind]) for (base, _c, offset), kind in
                            zip(operands, (acc, ins, ins)))
@@ -279,6 +319,44 @@ def emit(op: Operation, err: SSAValue, operands: list[tuple[SSAValue, SSAValue, 
     op.detach()
     op.erase()
     return True
+
+
+def _integer_loops(f: _Builder, operands: list[tuple[SSAValue, SSAValue]], m: int, n: int,
+                   k: int) -> None:
+    """C += A @ B for int32 tiles as loops: the interpreter's `c + a @ b` is NumPy's integer
+    matmul loop (no BLAS) then an add, every product and sum wrapping modulo 2^32 — so any
+    order of the sums gives the same bits. The products go to a scratch T first (C may
+    overlap A or B: NumPy computes `a @ b` before it adds), in the order i, p, j (the j loop
+    contiguous in B and T, which LLVM vectorises)."""
+    (c_base, c_off), (a_base, a_off), (b_base, b_off) = operands
+    c_ptr, a_ptr, b_ptr = (f.at(base, off, 4) for base, off in
+                           ((c_base, c_off), (a_base, a_off), (b_base, b_off)))
+    t_ptr = f.add(llvm.CallOp(MALLOC, f.i64(4 * m * n), return_type=llvm.LLVMPointerType()))
+    zero = f.add(llvm.ConstantOp(IntegerAttr(0, i32), i32))
+    f.loop(m * n, lambda b, i: b.add(llvm.StoreOp(zero, b.at(t_ptr, i, 4))))
+
+    def row(b: _Builder, i: SSAValue) -> None:
+        def step(b: _Builder, p: SSAValue) -> None:
+            a_ip = b.add(llvm.LoadOp(b.at(a_ptr, b.add(llvm.AddOp(
+                b.add(llvm.MulOp(i, b.i64(k))), p)), 4), i32))
+            b_row = b.at(b_ptr, b.add(llvm.MulOp(p, b.i64(n))), 4)
+            t_row = b.at(t_ptr, b.add(llvm.MulOp(i, b.i64(n))), 4)
+
+            def column(b: _Builder, j: SSAValue) -> None:
+                t_at = b.at(t_row, j, 4)
+                product = b.add(llvm.MulOp(a_ip, b.add(llvm.LoadOp(b.at(b_row, j, 4), i32))))
+                b.add(llvm.StoreOp(b.add(llvm.AddOp(b.add(llvm.LoadOp(t_at, i32)), product)),
+                                   t_at))
+            b.loop(n, column)
+        b.loop(k, step)
+    f.loop(m, row)
+
+    def accumulate(b: _Builder, i: SSAValue) -> None:
+        c_at = b.at(c_ptr, i, 4)
+        b.add(llvm.StoreOp(b.add(llvm.AddOp(b.add(llvm.LoadOp(c_at, i32)), b.add(
+            llvm.LoadOp(b.at(t_ptr, i, 4), i32)))), c_at))
+    f.loop(m * n, accumulate)
+    f.add(llvm.CallOp(FREE, t_ptr, return_type=None))
 
 
 def uses(module: ModuleOp) -> bool:

@@ -489,6 +489,30 @@ def _plain(fn: Any) -> bool:
     return True
 
 
+LANE_ID_ARGS = (-10, -9, -8)
+"""The positions of `tx, ty, tz` among a lane function's arguments (then the grid's and the
+block's dimensions and the error record: simt_to_lanes.py, phase_codegen.py)."""
+
+
+def _uniform_store(fn: Any) -> bool:
+    """Does llvmlite lane function `fn` store to an address that does not depend on its lane
+    (every lane of a vectorised loop would write the same address: LLVM refuses that loop)?
+    Per function, so a phase-split kernel whose `if tid == 0: out[row] = v` sits in a phase
+    of its own still gets its other lane loops widened."""
+    args = list(fn.args)
+    varying = {id(args[i]) for i in LANE_ID_ARGS}
+    changed = True
+    while changed:  # forward closure through the operands (phis included)
+        changed = False
+        for b in fn.blocks:
+            for i in b.instructions:
+                if id(i) not in varying and any(id(o) in varying for o in i.operands):
+                    varying.add(id(i))
+                    changed = True
+    return any(i.opname == "store" and id(i.operands[1]) not in varying
+               for b in fn.blocks for i in b.instructions)
+
+
 def widenable(kernel: Operation) -> bool:
     """May the lane loops of `kernel` (a pto kernel) carry a vectorisation width hint? Not
     when a lane writes memory at an address every lane shares (atomics, a uniform store):
@@ -516,8 +540,9 @@ def widen_lane_loops(module: Any, kernel: Operation) -> None:
     from llvmlite import ir
 
     calls: set[str] = {f.name for f in module.functions if f.name.startswith(_HELPER_PREFIX)}
-    if not calls or not widenable(kernel):
+    if not calls:
         return
+    whole = widenable(kernel)  # else only lane functions without a uniform store (phases)
     callers = set(calls)
     changed = True
     while changed:  # functions calling them, directly or through other functions
@@ -535,7 +560,9 @@ def widen_lane_loops(module: Any, kernel: Operation) -> None:
     # atomics' and printf's, atomic instructions)
     functions = {f.name: f for f in module.functions}
     fast = {name for name in callers if name.endswith(".fast.lane") and
-            _plain(functions[name])}
+            _plain(functions[name]) and (whole or not _uniform_store(functions[name]))}
+    if not fast:
+        return
     loop_id = None
     for fn in module.functions:
         if not fn.blocks or fn.name.startswith(_HELPER_PREFIX):

@@ -17,8 +17,8 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto.backend.native import tile_loops
-from pypto.backend.native.fast_blocks import FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
+from pypto.backend.native import lane_jam, tile_loops
+from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
                                          Collective, If, Item, Loop, Phase, Plan, _floating,
                                          allocs, arena_layout, arena_words, needs_phases, plan)
@@ -221,6 +221,7 @@ class _Emitter:
         self.defined_in: dict[Operation, _PhaseFn] = {}
         self.requests: dict[SSAValue, int] = {}
         self.scopes: list[dict[SSAValue, SSAValue]] = []
+        self.shape: tuple[int, int, int] | None = None  # the compiled block (split)
 
     # slots ----------------------------------------------------------------------------------
 
@@ -349,7 +350,17 @@ class _Emitter:
                                      [i32]))
         fast, checked = Block(), Block()
         lanes = _lane_bounds(self, () if checked_prologue else phase.guards, block, g)
-        _fast_lane_loops(fast, name, args, g, lo_hi, lanes)
+        if lanes is None and self.shape is not None and lane_jam.candidate(phase.ops):
+            # constant lane loops, rows of lanes jammed: docs/native.md#jammed-rows
+            def lane_call(b: Block, tx: SSAValue, ty: SSAValue, tz: SSAValue) -> SSAValue:
+                return _add(b, func.CallOp(name + FAST_SUFFIX + LANE_SUFFIX,
+                                           [*args, *g.block_ids, tx, ty, tz, *g.grid_dims,
+                                            *g.block_dims, g.err], [i32]))
+            lane_jam.jammed_or(fast, name,
+                               lambda b: _fast_lane_loops(b, name, args, g, lo_hi),
+                               lane_call, lo_hi, g.block_dims, self.shape, g.err)
+        else:
+            _fast_lane_loops(fast, name, args, g, lo_hi, lanes)
         fast.add_op(scf.YieldOp())
         _lane_loop(checked, name, args, g)
         checked.add_op(scf.YieldOp())
@@ -470,6 +481,10 @@ def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
     for i, op in enumerate(allocs(kernel)):
         op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
     emitter = _Emitter(plan(kernel), kernel.sym_name.data)
+    shape = kernel.attributes.get(BLOCK_ATTR)  # the compiled block shape (fast_blocks.py)
+    if isinstance(shape, ArrayAttr):
+        dims = tuple(int(v.value.data) for v in shape.data)  # type: ignore[attr-defined]
+        emitter.shape = (dims + (1, 1, 1))[:3]  # type: ignore[assignment]
     phases, grid = emitter.grid()
     tile_loops.hoist_scratch(grid)  # (the tile reductions' scratch: once per launch)
     return phases, grid, len(emitter.slots)

@@ -178,12 +178,26 @@ def _floating(op: Operation) -> bool:
     if op.regions:
         return False
     if op.name in _NOT_FLOATING:  # a division (or `**`) may raise unless by a non-zero constant
-        d = op.operands[1].owner
-        return isinstance(d, arith.ConstantOp) and isinstance(d.value, IntegerAttr) and \
-            d.value.value.data != 0
+        return _never_zero(op.operands[1])
     if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp) or launch_id(op) is not None:
         return True
     return op.dialect_name() in ("arith", "math")
+
+
+def _positive_constant(v: SSAValue) -> bool:
+    c = v.owner
+    return isinstance(c, arith.ConstantOp) and isinstance(c.value, IntegerAttr) and \
+        c.value.value.data > 0
+
+
+def _never_zero(v: SSAValue) -> bool:
+    """A divisor that cannot be zero: a non-zero constant, or `max(x, c)` with a constant
+    c > 0 (the frontend's default copy stride divides by `max(rows * itemsize, 1)`,
+    pypto/frontend/calls.py)."""
+    c = v.owner
+    if isinstance(c, arith.ConstantOp) and isinstance(c.value, IntegerAttr):
+        return c.value.value.data != 0
+    return isinstance(c, arith.MaxSIOp) and any(_positive_constant(o) for o in c.operands)
 
 
 def _is_l1_write(op: Operation) -> bool:

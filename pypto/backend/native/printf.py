@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, f64, i32, i64
+from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects.builtin import (ArrayAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
+                                   f64, i32, i64)
 from xdsl.ir import Operation, Region, SSAValue
 
 from pypto.backend.native.collectives import _KERNELS, COLLECTIVE_CODE
@@ -43,17 +44,95 @@ CALLBACK_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64
                                  *[ctypes.c_int64] * 7, *[ctypes.c_int64] * MAX_VALUES)
 
 
+KEYS_ATTR = "pto.native_printf_keys"
+"""On a printf `add_order_keys` rewrote: how many of its last values are loop trips (keys)."""
+PATH_ATTR = "pto.native_printf_path"
+"""On such a printf: the kernel-order numbers of its enclosing loops and of itself."""
+_KEY_CONVERSION = "%.0s"  # (prints nothing: the rewritten op still verifies)
+
+
 @dataclass(frozen=True)
 class PrintSite:
     fmt: str
     kinds: tuple[str, ...]  # per value: "i" integer, "b" bool, "f" float
     location: str
+    keys: int = 0
+    path: tuple[int, ...] = ()
 
 
 def site_of(op: pto.PrintfOp, location: str) -> PrintSite:
+    keys_attr = op.attributes.get(KEYS_ATTR)
+    keys = keys_attr.value.data if isinstance(keys_attr, IntegerAttr) else 0
+    values = list(op.values)[:len(op.values) - keys]
     kinds = tuple("b" if isinstance(v.type, IntegerType) and v.type.width.data == 1 else
-                  "i" if isinstance(v.type, IntegerType) else "f" for v in op.values)
-    return PrintSite(op.format.data, kinds, location)
+                  "i" if isinstance(v.type, IntegerType) else "f" for v in values)
+    fmt = op.format.data
+    if keys:
+        fmt = fmt[:len(fmt) - len(_KEY_CONVERSION) * keys]
+    path_attr = op.attributes.get(PATH_ATTR)
+    path = tuple(a.value.data for a in path_attr.data) if isinstance(path_attr, ArrayAttr) \
+        else ()
+    return PrintSite(fmt, kinds, location, keys, path)
+
+
+def _enclosing_loops(op: Operation) -> list[Operation]:
+    """The loops around `op`, outermost first."""
+    loops: list[Operation] = []
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.ForOp | scf.WhileOp):
+            loops.insert(0, parent)
+        parent = parent.parent_op()
+    return loops
+
+
+def add_order_keys(kernel: func.FuncOp) -> func.FuncOp:
+    """A copy of `kernel` whose printfs in loops also pass, as extra values, the trip of each
+    enclosing loop (`iv - lb`, or `lb - iv` for a negative step), and carry their place in
+    kernel order (`PATH_ATTR`): the lines of one block, buffered, then sort into the
+    interpreter's order — lockstep, op by op: (loop, trip, ..., printf, lane) — whatever
+    the lanes printing (`single_block`). Unchanged when a printf sits in a `while` (no trip
+    count), in a `for` with a run-time step, or has no room for the keys (MAX_VALUES)."""
+    ops = printf_ops(kernel)
+    if not ops or not in_loop(kernel):
+        return kernel
+    from pypto.analysis.ir_utils import constant_int
+
+    for op in ops:
+        loops = _enclosing_loops(op)
+        if any(not isinstance(loop, scf.ForOp) or not constant_int(loop.step)
+               for loop in loops) or len(op.operands) + len(loops) > MAX_VALUES:
+            return kernel
+    kernel = kernel.clone()
+    order = {op: i for i, op in enumerate(kernel.walk())}
+    for op in printf_ops(kernel):
+        assert isinstance(op, pto.PrintfOp)
+        loops = _enclosing_loops(op)
+        keys: list[SSAValue] = []
+        for loop in loops:
+            assert isinstance(loop, scf.ForOp)
+            iv = loop.body.block.args[0]
+            negative = (constant_int(loop.step) or 0) < 0
+            trip = arith.SubiOp(loop.lb, iv) if negative else arith.SubiOp(iv, loop.lb)
+            op.parent_block().insert_op_before(trip, op)
+            keys.append(trip.result)
+        op.operands = [*op.operands, *keys]
+        op.properties["format"] = StringAttr(op.format.data + _KEY_CONVERSION * len(keys))
+        op.attributes[KEYS_ATTR] = IntegerAttr(len(keys), i64)
+        op.attributes[PATH_ATTR] = ArrayAttr([IntegerAttr(order[o], i64)
+                                              for o in (*loops, op)])
+    return kernel
+
+
+def _sort_key(where: PrintSite, site: int, raw: tuple[int, ...], count: int) -> tuple[int, ...]:
+    """A line's place in the interpreter's order among one block's lines (then by lane)."""
+    if not where.path:
+        return (site,)
+    trips = raw[count - where.keys:count]
+    key: list[int] = []
+    for place, trip in zip(where.path, trips):
+        key += [place, trip]
+    return (*key, where.path[-1])
 
 
 def signature() -> llvm.LLVMFunctionType:
@@ -106,7 +185,8 @@ def _callback(err: int, site: int, bx: int, by: int, bz: int, lx: int, ly: int, 
         return COLLECTIVE_CODE
     try:
         where: PrintSite = kernel.printf_sites[site]
-        row = tuple(_value(kind, bits) for kind, bits in zip(where.kinds, raw[:count]))
+        row = tuple(_value(kind, bits) for kind, bits in zip(where.kinds,
+                                                             raw[:count - where.keys]))
         fmt = where.fmt
         try:
             text = (fmt[:-1] if fmt.endswith("\n") else fmt) % row  # C's final newline
@@ -120,7 +200,7 @@ def _callback(err: int, site: int, bx: int, by: int, bz: int, lx: int, ly: int, 
         if kernel.printf_lines is None:
             sys.stdout.write(line)
         else:  # one block prints: the interpreter's order is op by op, lanes in order
-            kernel.printf_lines.append((site, lz, ly, lx, line))
+            kernel.printf_lines.append((_sort_key(where, site, raw, count), lz, ly, lx, line))
     except Exception as exc:  # noqa: BLE001 - never let an exception cross the C frame
         kernel.collective_error = KernelError(f"internal error in pto.printf of the native "
                                               f"backend: {exc!r}", kernel=kernel.name)
@@ -223,8 +303,8 @@ def single_block(kernel: Operation) -> tuple[str | None, frozenset[int]]:
     of the launch and sorting them by (printf, lane): every printf under `if`s pinning the
     same `block_id(d) == c` (any lanes), or a launch of one block in the other dimensions."""
     ops = printf_ops(kernel)
-    if in_loop(kernel):
-        return "a printf in a loop", frozenset()
+    if any(KEYS_ATTR not in op.attributes for op in ops if _enclosing_loops(op)):
+        return "a printf in a while loop or a loop of run-time step", frozenset()
     blocks = {frozenset(f for f in _pins_of(op) if f[0] == "block_id") for op in ops}
     if len(blocks) != 1:
         return "printfs pinned to different blocks", frozenset()

@@ -153,20 +153,46 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
     if not isinstance(elem, Float16Type | Float32Type) and not (
             isinstance(elem, IntegerType) and elem.width.data in (32, 64)):
         return False
+    rows, cols = tile_shape(op)
+    shifted: list[tuple[SSAValue, int]] = []  # (offset in the grid, largest valid offset)
     for index, role in enumerate(trait.roles):
         value = op.operands[index]
         if role == "value":
             continue
-        if not isinstance(value.owner, pto.AllocLocalOp):
+        buffer = _buffer(value)
+        if buffer is None:
             return False
+        if value.owner is not buffer:  # a full tile at an offset: a double-buffered slot
+            resolved = operands[index].owner
+            if role != "full" or not isinstance(resolved, pto.AddPtrOp):
+                return False
+            count = buffer.results[0].type.size  # type: ignore[attr-defined]
+            shifted.append((resolved.operands[1], count - rows * cols))
         if pto.element_type_of(value.type) != elem:
             return False
         if index and (role != "full" or kind in ("rowsum", "colsum", "rowext", "colext")) and \
-                value.owner is dst.owner:
+                buffer is _buffer(dst):
             return False  # a broadcast, transposed or reduced operand in the destination's
-    rows, cols = tile_shape(op)
     if tile_ufunc_missing(op):
         return False  # (NumPy's loop is not callable here: the call computes it)
+    if not shifted:
+        return _emit_loops(op, operands, block, kind, what, elem)
+    # the loops when every slot lies inside its buffer, else the call (which raises its error)
+    loops = Block()
+    if not _emit_loops(op, operands, loops, kind, what, elem):
+        return False
+    loops.add_op(scf.YieldOp())
+    ok = _in_range(block, shifted)
+    call = Block([op.clone(value_mapper=dict(zip(op.operands, operands))), scf.YieldOp()])
+    block.add_op(scf.IfOp(ok, [], Region(loops), Region(call)))
+    return True
+
+
+def _emit_loops(op: Operation, operands: list[SSAValue], block: Block, kind: str,
+                what: str | None, elem: Attribute) -> bool:
+    """The loop nest of `op` (its operands checked by `emit`) at `block`; False, having added
+    nothing, when this form and type stay a call."""
+    rows, cols = tile_shape(op)
     ufunc = {"exp": "exp", "log": "log", "expdif": "exp"}.get(what or "")
     if ufunc is not None and kind in ("unary", "rowx", "colx") and \
             isinstance(elem, Float16Type | Float32Type):
@@ -195,6 +221,35 @@ def emit(op: Operation, operands: list[SSAValue], block: Block) -> bool:
     else:
         _loops(block, rows, cols, kind, combine, operands)
     return True
+
+
+def _buffer(value: SSAValue) -> pto.AllocLocalOp | None:
+    """The `pto.alloc_local` a tile operand is, or is at an offset in (`pto.addptr` of it)."""
+    owner = value.owner
+    if isinstance(owner, pto.AddPtrOp):
+        owner = owner.operands[0].owner
+    return owner if isinstance(owner, pto.AllocLocalOp) else None
+
+
+def _in_range(block: Block, shifted: list[tuple[SSAValue, int]]) -> SSAValue:
+    """At `block`: is every full-tile operand at a run-time offset in its buffer (a
+    double-buffered tile's slot, `pto.addptr %x, slot * rows * cols`) inside it, each offset in
+    `[0, largest]`? Then the loops' unchecked accesses are in range."""
+    ok: SSAValue | None = None
+    for offset, largest in shifted:
+        bounds = [arith.ConstantOp(IntegerAttr(v, offset.type)) for v in (0, largest)]
+        block.add_ops(bounds)
+        for test in (arith.CmpiOp(offset, bounds[0].result, "sge"),
+                     arith.CmpiOp(offset, bounds[1].result, "sle")):
+            block.add_op(test)
+            if ok is None:
+                ok = test.result
+            else:
+                both = arith.AndIOp(ok, test.result)
+                block.add_op(both)
+                ok = both.result
+    assert ok is not None
+    return ok
 
 
 def _convert(op: Operation, operands: list[SSAValue], block: Block) -> bool:

@@ -19,6 +19,8 @@ docs/native.md#the-pipeline.
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -32,7 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.atomics import is_rmw_atomic, lower_atomic
-from pypto.backend.native import mma_calls
+from pypto.backend.native import fill_loops, mma_calls
 from pypto.backend.native.bf16 import has_bf16, widen_bf16
 from pypto.backend.native.narrow_fma import rewrite_narrow_fmas
 from pypto.backend.native.printf import declare as declare_printf
@@ -94,6 +96,75 @@ def _suffix(t: Attribute) -> str:
     return {"f32": "f32", "f64": "f64"}.get(str(t), str(t))
 
 
+_CONSTANTS: dict[tuple[Attribute, object], Attribute] = {}
+
+
+def _constant_attr(value: int | float, t: Attribute) -> Attribute:
+    """The value attribute of an `llvm.mlir.constant` of type `t`, built once per value and
+    type (attributes are immutable: ops share them; building one verifies and normalises it,
+    a large part of the lowering's time otherwise). Floats are keyed by their bits (-0.0 is
+    not 0.0; a NaN keeps its payload)."""
+    if isinstance(value, float):
+        key: tuple[Attribute, object] = (t, struct.pack("<d", value))
+    elif type(value) is int:
+        key = (t, value)
+    else:  # (bool, NumPy scalars: built each time, as given)
+        return IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
+    attr = _CONSTANTS.get(key)
+    if attr is None:
+        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
+        _CONSTANTS[key] = attr
+    return attr
+
+
+_PROTOTYPES: dict[tuple[object, ...], tuple[list[Attribute], dict[str, Attribute],
+                                          dict[str, Attribute]]] = {}
+
+
+def _op(cls: type[Operation], operands: tuple[SSAValue, ...], static: tuple[object, ...],
+        make: Callable[[], Operation]) -> Operation:
+    """`make()` (which builds a `cls` op on `operands`), built faster: xDSL's checked
+    constructor runs once per op kind, static arguments and operand types, then ops are
+    created with the same result types, properties and attributes (immutable, shared) on the
+    new operands, skipping the constructor's argument checks (a large part of the lowering's
+    time: docs/native.md#compile-time). The op is the one `make()` would build."""
+    key = (cls, static, *(v.type for v in operands))
+    proto = _PROTOTYPES.get(key)
+    if proto is None:
+        op = make()
+        _PROTOTYPES[key] = ([r.type for r in op.results], dict(op.properties),
+                            dict(op.attributes))
+        return op
+    types, properties, attributes = proto
+    return cls.create(operands=operands, result_types=types, properties=properties,
+                      attributes=attributes)
+
+
+def _sext(v: SSAValue, t: Attribute) -> Operation:
+    return _op(llvm.SExtOp, (v,), (t,), lambda: llvm.SExtOp(v, t))
+
+
+def _gep(base: SSAValue, index: int | SSAValue, elem: Attribute) -> Operation:
+    if isinstance(index, int):
+        return _op(llvm.GEPOp, (base,), (index, elem),
+                   lambda: llvm.GEPOp.from_mixed_indices(base, [index], elem))
+    return _op(llvm.GEPOp, (base, index), (None, elem),
+               lambda: llvm.GEPOp.from_mixed_indices(base, [index], elem))
+
+
+def _store(value: SSAValue, address: SSAValue) -> Operation:
+    return _op(llvm.StoreOp, (value, address), (), lambda: llvm.StoreOp(value, address))
+
+
+def _icmp(a: SSAValue, b: SSAValue, predicate: int) -> Operation:
+    return _op(llvm.ICmpOp, (a, b), (predicate,),
+               lambda: llvm.ICmpOp(a, b, IntegerAttr(predicate, i64)))
+
+
+def _binary(cls: type[Operation], a: SSAValue, b: SSAValue) -> Operation:
+    return _op(cls, (a, b), (), lambda: cls(a, b))
+
+
 @dataclass
 class _Ptr:
     param: int  # index among the original parameters
@@ -127,8 +198,8 @@ class _FunctionLowering:
 
     @staticmethod
     def _const(value: int | float, t: Attribute) -> llvm.ConstantOp:
-        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
-        return llvm.ConstantOp(attr, t)
+        return llvm.ConstantOp.create(properties={"value": _constant_attr(value, t)},
+                                      result_types=[t])
 
     def _replace(self, op: Operation, *new: Operation, result: SSAValue | None = None) -> None:
         if new:
@@ -203,8 +274,8 @@ class _FunctionLowering:
         parent = self.ptr(op.ptr)
         off = op.offset
         if off.type != i64:
-            off = self._before(op, llvm.SExtOp(off, i64))
-        total = self._before(op, llvm.AddOp(parent.offset, off))
+            off = self._before(op, _sext(off, i64))
+        total = self._before(op, _binary(llvm.AddOp, parent.offset, off))
         found = _Ptr(parent.param, parent.base, parent.count, total)
         self.ptrs[value] = found
         return found
@@ -214,13 +285,13 @@ class _FunctionLowering:
         an out-of-range offset branches to a block recording the error."""
         p = self.ptr(address)
         if UNCHECKED_ATTR in op.attributes:  # proven in range for the block (fast_blocks.py)
-            return self._before(op, llvm.GEPOp.from_mixed_indices(p.base, [p.offset], elem))
+            return self._before(op, _gep(p.base, p.offset, elem))
         attr = op.attributes.get(SITE_ATTR)
         site = attr.value.data if isinstance(attr, IntegerAttr) else self.next_site
         self.next_site += 1
-        inside = self._before(op, llvm.ICmpOp(p.offset, p.count, IntegerAttr(6, i64)))  # ult
+        inside = self._before(op, _icmp(p.offset, p.count, 6))  # ult
         self._fail_unless(op, inside, OOB, site, p.offset, p.param)
-        return self._before(op, llvm.GEPOp.from_mixed_indices(p.base, [p.offset], elem))
+        return self._before(op, _gep(p.base, p.offset, elem))
 
     def _fail_unless(self, op: Operation, ok: SSAValue, code: int, site: int,
                      detail: SSAValue | None, param: int) -> None:
@@ -245,13 +316,13 @@ class _FunctionLowering:
             else:
                 values.append(value)
         for coord in self.ids or ():
-            ext = llvm.SExtOp(coord, i64)
+            ext = _sext(coord, i64)
             fail.add_op(ext)
             values.append(ext.results[0])
         for index, value in enumerate(values):
-            slot = llvm.GEPOp.from_mixed_indices(err, [index], i64)
+            slot = _gep(err, index, i64)
             fail.add_op(slot)
-            fail.add_op(llvm.StoreOp(value, slot.results[0]))
+            fail.add_op(_store(value, slot.results[0]))
         one = self._const(code, i32)
         fail.add_op(one)
         fail.add_op(llvm.ReturnOp(one.result))
@@ -261,6 +332,8 @@ class _FunctionLowering:
 
     def _lower_op(self, op: Operation) -> None:  # noqa: C901 - one case per op kind
         kind = type(op)
+        if op.name.startswith("llvm."):  # already lowered (fast_blocks.py, full_blocks.py,
+            return                        # ...): no case below applies to it
         if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):
@@ -309,13 +382,13 @@ class _FunctionLowering:
                                                  llvm.OverflowAttr([llvm.OverflowFlag
                                                                     .NO_SIGNED_WRAP])))
             else:
-                self._replace(op, _INT_BIN[kind](op.operands[0], op.operands[1]))
+                self._replace(op, _binary(_INT_BIN[kind], op.operands[0], op.operands[1]))
         elif isinstance(op, UnrealizedConversionCastOp) and COUNT_ATTR in op.attributes:
             op.results[0].replace_all_uses_with(self.ptr(op.inputs[0]).count)
             op.detach()
             op.erase()
         elif kind in _FLOAT_BIN:
-            self._replace(op, _FLOAT_BIN[kind](op.operands[0], op.operands[1]))
+            self._replace(op, _binary(_FLOAT_BIN[kind], op.operands[0], op.operands[1]))
         elif isinstance(op, arith.NegfOp):
             self._replace(op, llvm.FNegOp(op.operands[0]))
         elif kind in _MINMAX:
@@ -329,8 +402,7 @@ class _FunctionLowering:
                         arith.FloorDivSIOp):
             self._division(op)
         elif isinstance(op, arith.CmpiOp):
-            self._replace(op, llvm.ICmpOp(op.lhs, op.rhs, IntegerAttr(op.predicate.value.data,
-                                                                       i64)))
+            self._replace(op, _icmp(op.lhs, op.rhs, op.predicate.value.data))
         elif isinstance(op, arith.CmpfOp):
             name = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
             if name in ("false", "true"):
@@ -489,6 +561,9 @@ class _FunctionLowering:
         if isinstance(op, pto.MmaOp) and mma_calls.emit(  # NumPy's sgemm, the call kept for
                 op, err, [tuple(pointers[i:i + 3]) for i in (0, 3, 6)], new):  # errors
             self.calls_mma = True                                   # (mma_calls.py)
+            return
+        if isinstance(op, pto.FillOp) and fill_loops.emit(  # a store loop, the call kept for
+                op, err, tuple(pointers[0:3]), ints[0], fval, new):  # errors (fill_loops.py)
             return
         self._replace(op, *new, result=None)
     def _site(self, op: Operation) -> int:

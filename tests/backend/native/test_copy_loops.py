@@ -224,3 +224,36 @@ def test_in_bounds_copies_make_no_callback(dtype, monkeypatch):
         assert y.view(np.uint8).tobytes() == x.view(np.uint8).tobytes()
         counts.append(len(calls))
     assert counts == [0, 2 * 16]
+
+
+@pto.kernel
+def default_strides(x, y, nbytes, rows):
+    """A run-time row count with the default strides (one row's length, nbytes // (rows *
+    itemsize)): 0 or fewer rows must raise the copy's error, not the stride's division."""
+    buf = pto.alloc_local(64)
+    t = pto.async_load(buf, x, nbytes, rows=rows)
+    pto.wait(t)
+    s = pto.async_store(y, buf, nbytes, rows=rows)
+    pto.wait(s)
+
+
+@pytest.mark.parametrize("kernel", [ragged, default_strides])
+@pytest.mark.parametrize("nbytes,rows", [(16, 0), (16, -2), (0, 0)])
+def test_no_rows_raises_the_copys_error_not_a_division_by_zero(kernel, nbytes, rows, copies):
+    x = np.ones(64, np.float32)
+    messages = []
+    for backend in ("interpreter", "native"):
+        with pytest.raises(pto.KernelError) as info:
+            pto.launch(kernel, 1, 1, (x, np.zeros_like(x), nbytes, rows), backend=backend)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert f"nbytes={nbytes} is not a whole number of {rows} row(s)" in messages[1]
+    assert "test_copy_loops.py" in messages[1] and "division" not in messages[1]
+
+
+@pytest.mark.parametrize("rows", [1, 4, 8])
+def test_run_time_rows_with_default_strides_copy_the_rows(rows, copies):
+    x = np.arange(64, dtype=np.float32)
+    interp, native = both(default_strides, 1, 1, [x, np.zeros_like(x)], (32 * 4, rows))
+    expected = np.where(np.arange(64) < 32, x, 0)  # rows of 32 // rows, contiguous
+    assert np.array_equal(interp[1], expected) and same_bits(interp, native)

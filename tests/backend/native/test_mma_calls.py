@@ -58,22 +58,32 @@ def _run(ins, acc, m, n, k, steps=3, blocks=2):
     return interp, native, want
 
 
-@pytest.mark.parametrize("ins,acc", [(np.float32, np.float32), (np.float16, np.float32),
-                                     (BFLOAT16, np.float32), (np.float16, np.float16)],
-                         ids=["f32+=f32", "f32+=f16", "f32+=bf16", "f16+=f16"])
-@pytest.mark.parametrize("m,n,k", [(16, 16, 16), (3, 5, 7), (2, 2, 2), (1, 8, 8), (8, 8, 1),
-                                   (8, 1, 8)])
-def test_every_accumulation_gives_the_interpreters_bits(ins, acc, m, n, k, compiled_mma,
-                                                      monkeypatch):
+_TYPES = {"f32+=f32": (np.float32, np.float32), "f32+=f16": (np.float16, np.float32),
+          "f32+=bf16": (BFLOAT16, np.float32), "f16+=f16": (np.float16, np.float16)}
+_CASES = [  # (types, shape, BLAS path on): every type on the gemm shapes, the vector and
+    # k == 1 shapes (callbacks either way) on two types, the callback path on one shape each
+    *[(t, s, True) for t in _TYPES for s in ((16, 16, 16), (3, 5, 7), (2, 2, 2))],
+    *[(t, s, True) for t in ("f32+=f32", "f16+=f16") for s in ((1, 8, 8), (8, 8, 1),
+                                                                 (8, 1, 8))],
+    *[(t, (16, 16, 16), False) for t in _TYPES]]
+
+
+@pytest.mark.parametrize("types,shape,enabled", _CASES,
+                         ids=[f"{t}-{'x'.join(map(str, s))}-{'blas' if e else 'callback'}"
+                              for t, s, e in _CASES])
+def test_every_accumulation_gives_the_interpreters_bits(types, shape, enabled, monkeypatch):
     from pypto.backend.native import collectives
 
+    monkeypatch.setattr(mma_calls, "ENABLED", enabled)
+    ins, acc = _TYPES[types]
+    m, n, k = shape
     callbacks = []
     real = collectives._run
     monkeypatch.setattr(collectives, "_run", lambda kernel, site, *rest: (
         callbacks.append(site.kind), real(kernel, site, *rest))[1])
     interp, native, want = _run(ins, acc, m, n, k)
     assert same_bits(interp, native)
-    blas = compiled_mma and min(m, n, k) >= 2
+    blas = enabled and min(m, n, k) >= 2
     assert ("mma" in callbacks) != blas  # the BLAS call, or the callback, really ran
     tol = 2e-2 if acc == np.float16 else 1e-4
     np.testing.assert_allclose(native[2].reshape(want.shape).astype(np.float64), want,
@@ -81,12 +91,12 @@ def test_every_accumulation_gives_the_interpreters_bits(ins, acc, m, n, k, compi
 
 
 def test_which_mmas_compile():
-    """The gemm shapes NumPy sends to sgemm compile; vectors, k == 1 and integers stay
-    callbacks (NumPy takes other routes for them)."""
+    """The gemm shapes NumPy sends to sgemm compile; float vectors and k == 1 stay callbacks
+    (NumPy takes other routes for them); int32 compiles on every shape (loops)."""
     cases = {(16, 16, 16, "f32", "f32"): True, (2, 2, 2, "f16", "f16"): True,
              (1, 8, 8, "f32", "f32"): False, (8, 1, 8, "f32", "f32"): False,
-             (8, 8, 1, "f32", "f32"): False}
-    kinds = {"f32": np.float32, "f16": np.float16}
+             (8, 8, 1, "f32", "f32"): False, (1, 8, 1, "i32", "i32"): True}
+    kinds = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
     for (m, n, k, ins, acc), expected in cases.items():
         a = np.zeros(m * k, kinds[ins])
         b = np.zeros(k * n, kinds[ins])
@@ -123,3 +133,32 @@ def test_an_out_of_range_tile_is_the_interpreters_error(compiled_mma):
         messages.append(str(info.value))
     assert messages[0] == messages[1]
     assert "out-of-bounds async_load source" in messages[1]
+
+
+@pytest.mark.parametrize("shape", [(16, 16, 16), (3, 5, 7), (1, 8, 8), (8, 8, 1)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_int32_accumulations_are_loops_that_wrap_as_numpy(shape, monkeypatch):
+    """i32 += i32: NumPy's integer matmul and add wrap modulo 2^32, so any order of the sums
+    gives its bits: compiled as loops on every shape, no callback."""
+    from pypto.backend.native import collectives
+
+    callbacks = []
+    real = collectives._run
+    monkeypatch.setattr(collectives, "_run", lambda kernel, site, *rest: (
+        callbacks.append(site.kind), real(kernel, site, *rest))[1])
+    m, n, k = shape
+    steps, blocks = 3, 2
+    rng = np.random.default_rng(7)
+    big = np.iinfo(np.int32)
+    a = rng.integers(big.min, big.max, blocks * steps * m * k, dtype=np.int32)
+    b = rng.integers(big.min, big.max, blocks * steps * k * n, dtype=np.int32)
+    c = rng.integers(big.min, big.max, blocks * m * n, dtype=np.int32)
+    interp, native = both(_fresh(), blocks, 32, [a, b, c], (m, n, k, steps))
+    assert same_bits(interp, native)
+    assert "mma" not in callbacks
+    want = c.reshape(blocks, m, n).astype(np.int64)
+    for s in range(steps):  # exact products and sums in int64, reduced modulo 2^32
+        want = want + np.einsum("bmk,bkn->bmn",
+                                a.reshape(blocks, steps, m, k)[:, s].astype(np.int64),
+                                b.reshape(blocks, steps, k, n)[:, s].astype(np.int64))
+    np.testing.assert_array_equal(native[2].reshape(want.shape), want.astype(np.int32))

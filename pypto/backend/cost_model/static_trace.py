@@ -225,7 +225,7 @@ class _Walk:
             return "for"
         if isinstance(op, scf.IfOp):
             return "if"
-        if isinstance(op, pto.AllocLocalOp) and declares_buffer(op):
+        if declares_buffer(op):
             return "alloc"
         if offset_base(op) is not None:
             return "ptr"

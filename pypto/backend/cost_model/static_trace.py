@@ -41,7 +41,7 @@ from pypto.backend.cost_model.facts import cube_buffers
 from pypto.backend.cost_model.profile import Profile, _KnownFacts, build_profile
 from pypto.backend.cost_model.trace import CostTrace
 from pypto.backend.interpreter.instruments import Chain, OpTable
-from pypto.dialects import npu, pto
+from pypto.dialects import pto
 from pypto.dialects.arith_semantics import DIVISIONS
 from pypto.dialects.traits import (
     declared_accesses,

@@ -178,8 +178,9 @@ def test_an_empty_copy_moves_nothing_on_both_backends(copies):
 
 
 def test_auto_runs_looped_copies_natively_but_keeps_looped_mma_on_the_interpreter(monkeypatch):
-    """docs/native.md#choosing-a-backend: compiled copies are faster natively; `mma` in a loop
-    is still a callback per block and iteration."""
+    """docs/native.md#choosing-a-backend: compiled copies are faster natively; an `mma` in a
+    loop that stays a callback per block and iteration (mma_calls.ENABLED off, or NumPy without
+    an ILP64 OpenBLAS) keeps the kernel on the interpreter."""
     import sys
     from pathlib import Path
 
@@ -197,12 +198,12 @@ def test_auto_runs_looped_copies_natively_but_keeps_looped_mma_on_the_interprete
     pto.launch(stream_1d, 8, 1, (x, y, 1000, 32, 4), backend="auto")
     assert interpreted == []
     np.testing.assert_array_equal(y, x)
+    from pypto.backend.native import mma_calls
+
+    monkeypatch.setattr(mma_calls, "ENABLED", False)
     a = np.ones((128, 128), np.float32)
     c = np.zeros_like(a)
-    from pypto.backend.native import mma_calls  # (its mma a callback, not a BLAS call: whether
-    monkeypatch.setattr(mma_calls, "ENABLED", False)  # NumPy's BLAS is found varies by process)
-    pto.launch(pto.kernel(matmul_tile.fn), (2, 2), 64, (a, a, c, 128, 128, 128, 64, 64, 32),
-               backend="auto")
+    pto.launch(pto.kernel(matmul_tile.fn), (2, 2), 64, (a, a, c, 128, 128, 128, 64, 64, 32), backend="auto")
     assert interpreted  # the interpreter ran it
     np.testing.assert_array_equal(c, a @ a)
 

@@ -95,12 +95,10 @@ def _agrees(address: int) -> bool:
 def blas() -> tuple[int, int, int] | None:
     """(sgemm, malloc, free) addresses for compiled `mma`, or None: NumPy's BLAS not found as
     an ILP64 OpenBLAS, or it does not give np.matmul's bits when called directly."""
-    libc = ctypes.CDLL(None)
-    try:
-        malloc = ctypes.cast(libc.malloc, ctypes.c_void_p).value
-        free = ctypes.cast(libc.free, ctypes.c_void_p).value
-    except AttributeError:
+    libc = _libc()
+    if libc is None:
         return None
+    malloc, free = libc
     for path in _libraries():
         try:
             lib = ctypes.CDLL(path)

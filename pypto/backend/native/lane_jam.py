@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, llvm, math, scf
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
+from pypto.backend.native.fast_blocks import NSW_ATTR, UNCHECKED_ATTR
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
 
@@ -115,7 +115,7 @@ def _c(block: Block, value: int) -> SSAValue:
 def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
               call: Callable[[Block, SSAValue, SSAValue, SSAValue], SSAValue],
               lo_hi: tuple[SSAValue, SSAValue], dims: Sequence[SSAValue],
-              shape: tuple[int, int, int], err: SSAValue) -> None:
+              shape: tuple[int, int, int], err: SSAValue, launch_rows: bool = False) -> None:
     """At `block`: when the launch's block is `shape` (the compiled one) with all its x lanes
     in `lo_hi` (and, for a `phase` given, its marker is set: 0 until `resolve`), the lanes
     `tz`, then rows `ty` (JAM at a time for a `phase`, the leftover rows one by one; else one
@@ -132,13 +132,16 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
         jam_rows = JAM
     else:
         go = _add(block, arith.CmpiOp(go, go, "eq"))
-    for have, want in ((lo_hi[0], 0), (lo_hi[1], shape[0]), *zip(dims, shape)):
+    compared = 1 if launch_rows else 3
+    for have, want in ((lo_hi[0], 0), (lo_hi[1], shape[0]), *zip(dims[:compared], shape)):
         go = _add(block, arith.AndIOp(go, _add(block, arith.CmpiOp(have, _c(block, want),
                                                                    "eq"))))
     jam, other = Block(), Block()
     plain(other)
     other.add_op(scf.YieldOp())
     lo, hi, by, bz = _c(jam, 0), _c(jam, shape[0]), _c(jam, shape[1]), _c(jam, shape[2])
+    if launch_rows:  # (rows and layers from the launch: only the x loop's count a constant)
+        by, bz = dims[1], dims[2]
     status = _add(jam, arith.TruncIOp(_add(jam, llvm.LoadOp(err, i64)), i32))
     run = Block()
 
@@ -153,7 +156,9 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
         before.add_op(scf.ConditionOp(go, t, st))
         after = Block(arg_types=[i32, i32])
         result = body(after, after.args[0])
-        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, step))),
+        step_op = arith.AddiOp(after.args[0], _c(after, step))
+        step_op.attributes[NSW_ATTR] = UnitAttr()  # (t + step <= end: no wrap)
+        after.add_op(scf.YieldOp(_add(after, step_op),
                                  result))
         w = scf.WhileOp([start, _c(outer, 0)], [i32, i32], Region(before), Region(after))
         outer.add_op(w)
@@ -168,7 +173,12 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
                         row = _add(xb, arith.AddiOp(ty, _c(xb, j)))
                         st = _add(xb, arith.OrIOp(st, call(xb, tx, row, tz)))
                     return st
-                return loop(yb, lo, hi, 1, xbody)
+                st = loop(yb, lo, hi, 1, xbody)
+                if launch_rows:  # the status re-read per row: a loop LLVM does not vectorise
+                    # (its rows stay apart; each row's x loop is one copy of consecutive lanes)
+                    recorded = _add(yb, arith.TruncIOp(_add(yb, llvm.LoadOp(err, i64)), i32))
+                    st = _add(yb, arith.OrIOp(st, recorded))
+                return st
             return ybody
         # the jammed rows, then the leftover ones: `while` results are (next row, status)
         before = Block(arg_types=[i32, i32])

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.backend.native import lane_jam, tile_loops
+from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
                                          Collective, If, Item, Loop, Phase, Plan, _floating,
@@ -359,6 +360,17 @@ class _Emitter:
             lane_jam.jammed_or(fast, name,
                                lambda b: _fast_lane_loops(b, name, args, g, lo_hi),
                                lane_call, lo_hi, g.block_dims, self.shape, g.err)
+        elif lanes is None and self.shape is not None and tile_store(phase.ops):
+            # a tile store: constant lane loops in the interpreter's lane order, each row a
+            # constant-length copy (docs/native.md#tile-stores)
+            def lane_call(b: Block, tx: SSAValue, ty: SSAValue, tz: SSAValue) -> SSAValue:
+                return _add(b, func.CallOp(name + FAST_SUFFIX + LANE_SUFFIX,
+                                           [*args, *g.block_ids, tx, ty, tz, *g.grid_dims,
+                                            *g.block_dims, g.err], [i32]))
+            lane_jam.jammed_or(fast, None,
+                               lambda b: _fast_lane_loops(b, name, args, g, lo_hi),
+                               lane_call, lo_hi, g.block_dims, self.shape, g.err,
+                               launch_rows=True)
         else:
             _fast_lane_loops(fast, name, args, g, lo_hi, lanes)
         fast.add_op(scf.YieldOp())

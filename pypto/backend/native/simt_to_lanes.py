@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, fast_variants
+from pypto.backend.native.row_copies import split_offsets
 from pypto.backend.native import lane_jam
 from pypto.backend.native.full_phases import add_full_phase
 from pypto.backend.native.idioms import rewrite_idioms
@@ -244,6 +245,7 @@ class SimtToLanesPass(ModulePass):
                     rewrite_idioms(fn)
                     num_params = len(fn.body.block.args) - ID_ARGS - 1
                     rng, fast, _ = fast_variants(fn, name, num_params)  # docs/native.md#phases
+                    split_offsets(fast)  # docs/native.md#tile-stores
                     lane_jam.resolve(grid, name, fast)  # docs/native.md#jammed-rows
                     functions += [fn, fast, rng,  # (guards: docs/native.md#full-blocks)
                                   *add_full_phase(grid, fn, fast, name, num_params)]

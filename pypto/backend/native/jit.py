@@ -387,7 +387,10 @@ class NativeKernel:
                              for i, op in enumerate(_checked_ops(kernel))
                              if isinstance(op, pto.PrintfOp)}
         _, self.printf_free, buffered = printf.plan(kernel)  # (dims the printing lane or
-        self.printf_lines: list[Any] | None = [] if buffered else None  # block is not pinned in)
+        self.printf_lines: list[Any] | None = [] if buffered else None  # lane is not pinned in)
+        self.printf_launch: tuple[Any, ...] = ()  # (grid, block, bound) of buffered lines
+        self.interpreter: Any = None  # the kernel's Executable: its lane vectors order the
+        # buffered lines (printf.flush; pypto.compiler's _native sets it)
         self.token_lanes = tokens.lane_limit(kernel)  # (copies in flight: lanes per dimension)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
@@ -520,9 +523,10 @@ class NativeKernel:
             lines += ["def call(grid, bound):",
                       "    if fn(P):",
                       "        raise error(grid, bound)"]
-        else:  # printf.single_block: the launch's lines sorted into the interpreter's order
+        else:  # printf.plan: the launch's lines sorted into the interpreter's order
             space["flush"] = printf.flush
-            lines += ["    if fn(P):",  # (a failed launch's lines: replay.py prints them)
+            lines += ["    me.printf_launch = (grid, block, bound)",
+                      "    if fn(P):",  # (a failed launch's lines: replay.py prints them)
                       "        raise error(grid, bound)",
                       "    flush(me)"]
             lines += ["def call(grid, bound):",
@@ -573,7 +577,7 @@ class NativeKernel:
                 f"run it on the interpreter (backend='interpreter' or 'auto')",
                 kernel=self.name)
         refused = printf.launch_refusal(self.printf_free, self.printf_lines is not None, grid,
-                                        block, self.name) or \
+                                        block, self.name, self.interpreter) or \
             tokens.launch_refusal(self.token_lanes, block, self.name)  # (printing lane / block,
         if refused is not None:                                       # lanes proven apart)
             return NativeUnsupported(refused, kernel=self.name)

@@ -5,9 +5,11 @@ formatted with Python's `%` of the lane's values converted to Python numbers
 (pypto/backend/interpreter/tiles.py `printf`), for all lanes of its vector before the next op.
 Compiled lanes run one after another, so the lines come out in the interpreter's order when the
 kernel has one `pto.printf`, outside loops: each lane prints at most once, in linear lane order,
-blocks in order, whatever the interpreter's vector (grid, batch, block or warp). That is what the
-support check accepts (support.py); a kernel with more, or one in a loop, runs on the
-interpreter.
+blocks in order, whatever the interpreter's vector (grid, batch, block or warp). Any other
+kernel's lines are buffered with order keys (`add_order_keys`: each enclosing loop's place and
+trip, the printf's place) and written at the end of the launch sorted into the interpreter's
+order: its lane vectors in turn (`Executable.lane_vectors`), op by op within one, lanes in
+linear order (`flush`; docs/native.md#what-is-compiled-the-support-check).
 
 The lane function calls `pypto_native_printf(err, site, block x/y/z, lane x/y/z, n, v0..v7)`
 with each value as 64 bits (integers sign-extended, bools 0/1, floats widened exactly to

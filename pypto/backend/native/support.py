@@ -292,7 +292,7 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: an L1 buffer without a placed offset (the native " \
                        f"backend lays out L1 as pto-allocate-l1 did)"
             continue
-        if isinstance(op, pto.PrintfOp):  # printf.py: one outside loops, or all on one lane
+        if isinstance(op, pto.PrintfOp):  # printf.py: lines buffered and sorted, or as they run
             if len(printf_ops(kernel)) > 1 or _in_loop(op, kernel):
                 refused = printf_plan(kernel)[0]
                 if refused is not None:

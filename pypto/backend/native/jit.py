@@ -27,8 +27,8 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import (collectives, copy_loops, fill_loops, int_pow, mma_calls,
-                                  numpy_math, printf, tokens)
+from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
+                                  mma_calls, numpy_math, printf, tokens)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -345,6 +345,8 @@ class NativeKernel:
     def __init__(self, kernel: func.FuncOp, name: str,
                  block: tuple[int, int, int] | None = None):
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
+        kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
+        self.inflight_copies = inflight.copy_kinds(kernel)  # proof fails: inflight.py)
         exchanged = exchange_warp_collectives(kernel)  # (stages inlined;
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
@@ -511,6 +513,8 @@ class NativeKernel:
             space.update(E=self.err, me=self)  # the bound arguments and the record
             lines += ["    me.bound = bound",
                       "    E[0] = 0"]
+            if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
+                lines += ["    me.inflight_state = None"]
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)

@@ -61,9 +61,15 @@ class PrintSite:
     location: str
     keys: int = 0
     path: tuple[int, ...] = ()
+    hook: Any = None  # an in-flight check's hook (inflight.HookSite), not a line
 
 
 def site_of(op: pto.PrintfOp, location: str) -> PrintSite:
+    from pypto.backend.native.inflight import site_of as hook_of
+
+    hook = hook_of(op)
+    if hook is not None:
+        return PrintSite("", (), location, hook=hook)
     keys_attr = op.attributes.get(KEYS_ATTR)
     keys = keys_attr.value.data if isinstance(keys_attr, IntegerAttr) else 0
     values = list(op.values)[:len(op.values) - keys]
@@ -266,6 +272,8 @@ def _callback(err: int, site: int, bx: int, by: int, bz: int, lx: int, ly: int, 
         return COLLECTIVE_CODE
     try:
         where: PrintSite = kernel.printf_sites[site]
+        if where.hook is not None:  # the in-flight check (inflight.py)
+            return _hook(kernel, where, (bx, by, bz), raw)
         row = tuple(_value(kind, bits) for kind, bits in zip(where.kinds,
                                                              raw[:count - where.keys]))
         fmt = where.fmt
@@ -291,6 +299,20 @@ def _callback(err: int, site: int, bx: int, by: int, bz: int, lx: int, ly: int, 
     return 0
 
 
+def _hook(kernel: Any, where: PrintSite, block: tuple[int, int, int],
+          raw: tuple[int, ...]) -> int:
+    from pypto.backend.native.inflight import hook
+
+    if kernel.err[0]:
+        return int(kernel.err[0])
+    error = hook(kernel, where.hook, kernel.inflight_copies, block, raw)
+    if error is None:
+        return 0
+    kernel.collective_error = error
+    kernel.err[0] = COLLECTIVE_CODE
+    return COLLECTIVE_CODE
+
+
 def _value(kind: str, bits: int) -> Any:
     if kind == "f":
         return float(np.int64(bits).view(np.float64))
@@ -308,7 +330,11 @@ def address() -> int:
 
 
 def printf_ops(kernel: Operation) -> list[Operation]:
-    return [op for op in kernel.walk() if isinstance(op, pto.PrintfOp)]
+    """The kernel's printfs (not inflight.py's hooks, which print nothing)."""
+    from pypto.backend.native.inflight import HOOK_ATTR
+
+    return [op for op in kernel.walk() if isinstance(op, pto.PrintfOp) and
+            HOOK_ATTR not in op.attributes]
 
 
 # several printfs, or one in a loop: all on one lane -----------------------------------------

@@ -141,24 +141,56 @@ def test_storing_the_slot_still_loading_is_refused_and_the_interpreter_raises():
 
 @pto.kernel
 def gather_while_loading(x, idx, y):
-    """Each lane reads `buf[idx[tid]]` while the copy into `buf` may be in flight: which
-    element is data-dependent (the static verifier defers it to run time)."""
+    """Each lane reads `buf[idx[tid]]` while the copy into the second half of `buf` is in
+    flight: which element is data-dependent (the static verifier defers it to run time, and
+    tokens.py's proof cannot clear it), a hazard exactly when some `idx[tid] >= T`."""
     tid = pto.get_local_id()
-    buf = pto.alloc_local(T)
-    tok = pto.async_load(buf, x, T * 4)
+    buf = pto.alloc_local(2 * T)
+    first = pto.async_load(buf, x, T * 4)
+    pto.wait(first)
+    second = pto.async_load(buf + T, x + T, T * 4)
     v = pto.load(buf + pto.load(idx + tid))
-    pto.wait(tok)
-    pto.store(y + tid, v)
+    pto.wait(second)
+    pto.store(y + tid, v + pto.load(buf + T + tid))
 
 
-def test_a_data_dependent_read_of_a_copy_in_flight_is_refused_never_wrong():
-    x = np.arange(T, dtype=np.float32)
-    idx = np.arange(T, dtype=np.int32)[::-1].copy()
-    args = (x, idx, np.zeros(T, np.float32))
-    with pytest.raises(NativeUnsupported, match="may still be in flight"):
-        pto.launch(gather_while_loading, 1, T, args, backend="native")
-    with pytest.raises(pto.RaceError, match="still in flight"):
-        pto.launch(gather_while_loading, 1, T, args, backend="auto")
+@pytest.fixture(scope="module")
+def gather_kernel():
+    x = np.arange(2 * T, dtype=np.float32)
+    args = (x, np.zeros(T, np.int32), np.zeros(T, np.float32))
+    return pto.compile(gather_while_loading, args=args, block=T, pipeline="pto-allocate-l1")
+
+
+def test_a_data_dependent_read_of_a_copy_in_flight_is_checked_at_run_time(gather_kernel,
+                                                                           monkeypatch):
+    """The proof fails, so the check is compiled (pypto/backend/native/inflight.py): indices
+    below T run natively bit for bit (against the interpreter and NumPy); one index at T
+    raises the interpreter's RaceError — its message and location — detected by compiled
+    code itself (replay off) and, replayed, the interpreter's own."""
+    from pypto.backend.native import replay
+    from pypto.backend.native.inflight import instrument
+
+    assert instrument(gather_kernel.func) is not gather_kernel.func  # (hooks: proof fails)
+    x = np.arange(2 * T, dtype=np.float32) * 0.5
+    idx = np.random.default_rng(3).integers(0, T, T).astype(np.int32)
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = np.zeros(T, np.float32)
+        pto.launch(gather_kernel, 1, T, (x, idx, y), backend=backend)
+        outs.append([y])
+    assert same_bits(*outs)
+    np.testing.assert_array_equal(outs[1][0], x[idx] + x[T:])
+    bad = idx.copy()
+    bad[200] = T + 7
+    messages = []
+    for backend, replayed in (("interpreter", True), ("native", True), ("native", False)):
+        monkeypatch.setattr(replay, "ENABLED", replayed)
+        with pytest.raises(pto.RaceError) as err:
+            pto.launch(gather_kernel, 1, T, (x, bad, np.zeros(T, np.float32)), backend=backend)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] == messages[2]
+    assert "hazard: read of L1 buffer 'buf' while the pto.async_load at " in messages[0]
+    assert "still in flight" in messages[0]
 
 
 def test_lanes_reading_a_slot_while_the_other_loads_bit_exact_and_bounded_by_the_block():

@@ -45,8 +45,8 @@ from pypto.dialects.traits import memory_accesses, offset_base
 from pypto.errors import RaceError
 
 HOOK_ATTR = "pto.native_inflight"
-"""On a `pto.printf` that is a hook: "copy N", "wait N" (N: the copy's number), "wait_all",
-"read" or "write" (a lane access)."""
+"""On a `pto.printf` that is a hook: "copy N" (N: the async copy op's number in walk order),
+"tile_store", "wait", "wait_all", "read" or "write" (a lane access)."""
 BUFFER_ATTR = "pto.native_inflight_buffer"
 """On an access or copy hook: "l1 K" (the K-th `pto.alloc_local`) or "hbm P" (parameter P),
 then, for a copy, the other operand's."""
@@ -70,9 +70,14 @@ def instrument(kernel: func.FuncOp) -> func.FuncOp:
         return kernel
     except TokenRefused:
         pass
+    clone = kernel.clone()
     try:
-        clone = kernel.clone()
-        _hook(clone, possible_hazards(clone))
+        hazards = possible_hazards(clone)
+    except TokenRefused:  # (the walk itself failed: every access is checked)
+        hazards = {op: [] for op in clone.walk()
+                   if memory_accesses(op) and not isinstance(op, ASYNC)}
+    try:
+        _hook(clone, hazards)
     except (TokenRefused, Unchecked):
         return kernel
     clone.attributes[CHECKED_ATTR] = StringAttr("run time")
@@ -150,6 +155,118 @@ def _lane0_after(op: Operation, hook_of: Any) -> None:
     block.insert_op_before(then, anchor)
 
 
+def _has_copy(op: Operation) -> bool:
+    from pypto.backend.native.tokens import ASYNC
+
+    return any(isinstance(o, ASYNC) for o in op.walk())
+
+
+def _is_token(v: SSAValue) -> bool:
+    return isinstance(v.type, pto.TokenType)
+
+
+def _thread_keys(kernel: func.FuncOp) -> dict[SSAValue, SSAValue]:
+    """Give every token a run-time value: the block's copies are numbered in issue order
+    (the interpreter's token numbers, tiles.py `copy`) by an i32 counter threaded through the
+    structured code (an iter arg of each loop, a result of each `if`, that issues copies),
+    and each token value gets its copy's number beside it (a loop carrying a token carries
+    its number too; an `if` choosing one yields its number). Returns token -> number."""
+    keys: dict[SSAValue, SSAValue] = {}
+    entry = kernel.body.block
+    zero = arith.ConstantOp(IntegerAttr(0, i32))
+    entry.insert_op_before(zero, entry.first_op)
+    _thread(entry, zero.result, keys)
+    return keys
+
+
+def _thread(block: Any, count: SSAValue, keys: dict[SSAValue, SSAValue]) -> SSAValue:
+    """Number the copies of `block` from `count` on; the count after it."""
+    from pypto.backend.native.tokens import ASYNC
+
+    one = None
+    for op in list(block.ops):
+        if isinstance(op, ASYNC):
+            if one is None:
+                one = arith.ConstantOp(IntegerAttr(1, i32))
+                block.insert_op_before(one, op)
+            keys[op.results[0]] = count
+            bump = arith.AddiOp(count, one.result)
+            block.insert_op_after(bump, op)
+            count = bump.result
+        elif isinstance(op, scf.ForOp) and (_has_copy(op) or
+                                            any(_is_token(a) for a in op.iter_args)):
+            count = _thread_for(op, count, keys)
+        elif isinstance(op, scf.IfOp) and (_has_copy(op) or
+                                           any(_is_token(r) for r in op.results)):
+            count = _thread_if(op, count, keys)
+        elif op.regions and (_has_copy(op) or any(_is_token(r) for r in op.results) or
+                             any(_is_token(a) for r in op.regions for b in r.blocks
+                                 for a in b.args)):
+            raise Unchecked(f"a token or a copy in '{op.name}'")
+    return count
+
+
+def _thread_for(loop: scf.ForOp, count: SSAValue, keys: dict[SSAValue, SSAValue]
+                ) -> SSAValue:
+    tokens = [i for i, a in enumerate(loop.iter_args) if _is_token(a)]
+    inits = [count] + [keys[loop.iter_args[i]] for i in tokens]
+    body = loop.detach_region(loop.body)
+    b = body.blocks[0]
+    n = len(b.args)
+    inner = [b.insert_arg(i32, n + k) for k in range(len(inits))]
+    for k, i in enumerate(tokens):
+        keys[b.args[i + 1]] = inner[k + 1]
+    end = _thread(b, inner[0], keys)
+    y = b.last_op
+    assert isinstance(y, scf.YieldOp)
+    y.operands = [*y.operands, end, *(keys[y.operands[i]] for i in tokens)]
+    new = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *inits], body)
+    return _replace(loop, new, tokens, keys)
+
+
+def _thread_if(op: scf.IfOp, count: SSAValue, keys: dict[SSAValue, SSAValue]) -> SSAValue:
+    tokens = [i for i, r in enumerate(op.results) if _is_token(r)]
+    regions = []
+    for region in list(op.regions):
+        detached = op.detach_region(region)
+        if not detached.blocks:
+            from xdsl.ir import Block
+
+            detached.add_block(Block([scf.YieldOp()]))
+        b = detached.blocks[0]
+        end = _thread(b, count, keys)
+        y = b.last_op
+        assert isinstance(y, scf.YieldOp)
+        y.operands = [*y.operands, end, *(keys[y.operands[i]] for i in tokens)]
+        regions.append(detached)
+    if len(regions) == 1:
+        from xdsl.ir import Block, Region
+
+        regions.append(Region(Block([scf.YieldOp(count)])))
+    types = [*(r.type for r in op.results), i32, *(i32 for _ in tokens)]
+    new = scf.IfOp(op.cond, types, regions[0], regions[1])
+    return _replace(op, new, tokens, keys)
+
+
+def _replace(old: Operation, new: Operation, tokens: list[int],
+             keys: dict[SSAValue, SSAValue]) -> SSAValue:
+    """`new` (old's results, then the count, then the tokens' numbers) in place of `old`."""
+    for k, v in old.attributes.items():
+        new.attributes[k] = v
+    new.location = old.location
+    block = old.parent_block()
+    assert block is not None
+    block.insert_op_before(new, old)
+    n = len(old.results)
+    for i, r in enumerate(old.results):
+        r.replace_all_uses_with(new.results[i])
+    for k, i in enumerate(tokens):
+        keys[new.results[i]] = new.results[n + 1 + k]
+    old.detach()
+    old.erase()
+    return new.results[n]
+
+
 def _hook(kernel: func.FuncOp, hazards: dict[Operation, list[Operation]]) -> None:
     from pypto.backend.native.tokens import ASYNC
 
@@ -157,14 +274,13 @@ def _hook(kernel: func.FuncOp, hazards: dict[Operation, list[Operation]]) -> Non
     params = list(kernel.body.block.args)
     copies = [op for op in kernel.walk() if isinstance(op, ASYNC)]
     for op, _ in hazards.items():
-        if isinstance(op, ASYNC):
-            continue  # (every copy checks its own regions at issue)
+        if isinstance(op, (*ASYNC, pto.TileStoreOp)):
+            continue  # (every copy checks its own regions at issue; a tile_store's: below)
         if not isinstance(op, pto.LoadOp | pto.StoreOp):
             raise Unchecked(f"'{op.name}' may touch a copy in flight")
-    for op in [o for o in kernel.walk() if isinstance(o, pto.WaitOp)]:
-        if not isinstance(op.token.owner, ASYNC):
-            raise Unchecked("a pto.wait of a token carried by a loop or chosen by an if")
-    for n, copy in enumerate(copies):
+    keys = _thread_keys(kernel)
+    stores = [op for op in hazards if isinstance(op, pto.TileStoreOp)]
+    for n, copy in [*enumerate(copies), *((-1, op) for op in stores)]:
         assert isinstance(copy, pto.BulkCopyOp)
         dst, dst_off = _root(copy.dst, allocs, params)
         src, src_off = _root(copy.src, allocs, params)
@@ -174,14 +290,17 @@ def _hook(kernel: func.FuncOp, hazards: dict[Operation, list[Operation]]) -> Non
                       names: str = f"{dst},{src}") -> None:
             values = [_sum(dst_off, end), _sum(src_off, end)]
             values += list(copy.operands[2:6])  # nbytes, rows, src_stride, dst_stride
-            body.insert_op_before(_printf(f"copy {n}", values, copy, names), end)
+            if n >= 0:
+                values.append(keys[copy.results[0]])  # (its number)
+            body.insert_op_before(_printf(f"copy {n}" if n >= 0 else "tile_store", values,
+                                          copy, names), end)
 
         _lane0_after(copy, hook_copy)
     for op in [o for o in kernel.walk() if isinstance(o, pto.WaitOp | pto.WaitAllOp)]:
-        kind = f"wait {copies.index(op.token.owner)}" if isinstance(op, pto.WaitOp) \
-            else "wait_all"
-        _lane0_after(op, lambda body, end, kind=kind, op=op: body.insert_op_before(
-            _printf(kind, [], op), end))
+        kind = "wait" if isinstance(op, pto.WaitOp) else "wait_all"
+        values = [keys[op.token]] if isinstance(op, pto.WaitOp) else []
+        _lane0_after(op, lambda body, end, kind=kind, op=op, values=values:
+                     body.insert_op_before(_printf(kind, values, op), end))
     for op in hazards:
         if isinstance(op, ASYNC):
             continue
@@ -204,12 +323,12 @@ class _Copy:
     l1: list[Region]          # block-local L1 bytes
     hbm: Any                  # the bound HBM buffer
     hbm_regions: list[Region]  # its elements
-    seq: int = 0              # its issue number
+    seq: int = 0              # its number (the token's run-time value)
 
 
 @dataclass(frozen=True)
 class HookSite:
-    kind: str         # copy | wait | wait_all | read | write
+    kind: str         # copy | tile_store | wait | wait_all | read | write
     number: int       # the copy's number (copy, wait)
     buffers: tuple[str, ...]
     location: str
@@ -226,13 +345,13 @@ def site_of(op: pto.PrintfOp) -> HookSite | None:
     return HookSite(kind, int(number) if number else -1, buffers, op_location(op))
 
 
-def _table(kernel: Any, block: tuple[int, int, int]) -> tuple[list[_Copy], dict[int, int]]:
-    """The block's copies in flight (issue order) and each copy op's latest issue number;
-    fresh when the block changes or a launch starts (`NativeKernel.run` clears the state)."""
+def _table(kernel: Any, block: tuple[int, int, int]) -> list[_Copy]:
+    """The block's copies in flight, in issue order; fresh when the block changes or a launch
+    starts (`NativeKernel.run` clears the state)."""
     state = kernel.__dict__.get("inflight_state")
     if state is None or state[0] != block:
-        state = kernel.__dict__["inflight_state"] = (block, [], {})
-    return state[1], state[2]
+        state = kernel.__dict__["inflight_state"] = (block, [])
+    return state[1]
 
 
 def _buffer(kernel: Any, name: str) -> tuple[str, Any, int, np.dtype]:
@@ -279,17 +398,13 @@ def _check_region(kernel: Any, table: list[_Copy], name: str, region: Region, ac
 def hook(kernel: Any, site: HookSite, copy_sites: dict[int, str],
          block: tuple[int, int, int], raw: tuple[int, ...]) -> RaceError | None:
     """Run one hook (see the module doc); the interpreter's error, if one fires."""
-    table, latest = _table(kernel, block)
+    table = _table(kernel, block)
     if site.kind == "wait_all":
         table.clear()
-    elif site.kind == "wait":  # (the latest copy of that op, if still in flight)
-        table[:] = [c for c in table if c.seq != latest.get(site.number)]
-    elif site.kind == "copy":
-        found = _copy(kernel, site, copy_sites, table, raw)
-        if found is None:
-            table[-1].seq = latest[site.number] = kernel.__dict__.get("inflight_seq", 0) + 1
-            kernel.__dict__["inflight_seq"] = table[-1].seq
-        return found
+    elif site.kind == "wait":  # (its copy, if still in flight: the interpreter's pop)
+        table[:] = [c for c in table if c.seq != int(raw[0])]
+    elif site.kind in ("copy", "tile_store"):
+        return _copy(kernel, site, copy_sites, table, raw)
     else:
         space, buf, offset, dtype = _buffer(kernel, site.buffers[0])
         index = int(raw[0])
@@ -311,7 +426,7 @@ def _copy(kernel: Any, site: HookSite, copy_sites: dict[int, str], table: list[_
           raw: tuple[int, ...]) -> RaceError | None:
     dst_off, src_off, nbytes, rows, src_stride, dst_stride = (int(v) for v in raw[:6])
     dst, src = site.buffers
-    kind = copy_sites[site.number]
+    kind = copy_sites[site.number] if site.kind == "copy" else "tile_store"
     _, _, _, dtype = _buffer(kernel, dst)
     row_len = nbytes // (rows * dtype.itemsize)
     src_region = Region(src_off, rows, row_len, src_stride)
@@ -319,7 +434,7 @@ def _copy(kernel: Any, site: HookSite, copy_sites: dict[int, str], table: list[_
     text = f"pto.{kind} at {site.location}"
     found = _check_region(kernel, table, src, src_region, "read", site.location) or \
         _check_region(kernel, table, dst, dst_region, "write", site.location)
-    if found is not None:
+    if found is not None or kind == "tile_store":  # (complete when it retires)
         return found
     l1_name, hbm_name = (dst, src) if kind == "async_load" else (src, dst)
     l1_region = dst_region if kind == "async_load" else src_region
@@ -329,7 +444,7 @@ def _copy(kernel: Any, site: HookSite, copy_sites: dict[int, str], table: list[_
     span = Region(offset + l1_region.base * isz, l1_region.rows, l1_region.row_len * isz,
                   l1_region.stride * isz)
     table.append(_Copy(kind, text, site.number, [span], _buffer(kernel, hbm_name)[1],
-                       [hbm_region]))
+                       [hbm_region], int(raw[6])))
     return None
 
 

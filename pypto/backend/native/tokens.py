@@ -4,8 +4,9 @@ The interpreter performs an async copy when it is issued and keeps its regions *
 the `pto.wait` of its token (or `pto.wait_all`); touching them meanwhile is a `RaceError`
 (docs/isa.md#ptoasync_load). Compiled code does the copy at issue too (collectives.py) and
 compiles waits to nothing, without the in-flight checks. That is exact when no check can fire,
-which this module proves or refuses (phases.py calls `check_tokens`; "auto" then runs the
-interpreter, which raises the error if the kernel has one). docs/native.md#collectives.
+which this module proves (phases.py calls `check_tokens`). Where it cannot, inflight.py
+compiles the check at the places `possible_hazards` names (the same walk, collecting instead of
+refusing) and marks the kernel `CHECKED_ATTR`. docs/native.md#collectives.
 
 The proof walks the kernel's structured code in order, *path by path*: a state is what one path
 to the current op knows, with
@@ -44,7 +45,7 @@ buffers clash when their placed bytes overlap; two tensor parameters unless both
 `pto.noalias`; within one root, the starts are compared with the remainders replaced by their
 residues and the copy's counters moved by its distance (alias.may_overlap), a value of an
 iteration other than the current one being unknown. An access that cannot be proven apart is
-refused.
+refused (`possible_hazards`: collected, for inflight.py to check at run time).
 """
 
 from __future__ import annotations

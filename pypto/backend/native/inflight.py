@@ -78,7 +78,7 @@ def instrument(kernel: func.FuncOp) -> func.FuncOp:
                    if memory_accesses(op) and not isinstance(op, ASYNC)}
     try:
         _hook(clone, hazards)
-    except (TokenRefused, Unchecked):
+    except (TokenRefused, Unchecked, KeyError):  # (KeyError: a token no rule numbers)
         return kernel
     clone.attributes[CHECKED_ATTR] = StringAttr("run time")
     return clone

@@ -38,6 +38,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32, i64
 from xdsl.ir import Operation, SSAValue
 
+from pypto import dtypes
 from pypto.backend.interpreter.copies import Region
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -51,6 +52,14 @@ BUFFER_ATTR = "pto.native_inflight_buffer"
 """On an access or copy hook: "l1 K" (the K-th `pto.alloc_local`) or "hbm P" (parameter P),
 then, for a copy, the other operand's."""
 _FORMAT = "%.0s"  # (prints nothing: the hook still verifies as a printf)
+
+COUNT_SLOT = 12
+"""err[12]: how many hulls follow (HULLS + 1: too many, every guarded hook calls back)."""
+HULLS = 4
+"""Hulls published for the compiled guard: err[13 + 4 h ...] = kind (1 an L1 load's bytes, 2 an
+L1 store's bytes, 3 an HBM store's elements), parameter (3) and [lo, hi)."""
+SLOTS = 1 + 4 * HULLS
+"""Error-record slots after the first 12 (jit.ERR_SLOTS)."""
 
 
 class Unchecked(Exception):
@@ -93,7 +102,10 @@ def _root(ptr: SSAValue, allocs: list[Operation], params: list[SSAValue]
         if v in params:
             return f"hbm {params.index(v)}", offsets[::-1]
         if isinstance(v.owner, pto.AllocLocalOp):
-            return f"l1 {allocs.index(v.owner)}", offsets[::-1]
+            t = v.owner.result.type
+            isz = np.dtype(dtypes.np_dtype_of(t.element_type)).itemsize
+            return f"l1 {allocs.index(v.owner)} {int(v.owner.l1_offset or 0)} {isz}", \
+                offsets[::-1]
         owner = v.owner
         if not isinstance(owner, Operation):
             raise Unchecked("an address not derived from a parameter or an L1 buffer")
@@ -324,6 +336,7 @@ class _Copy:
     hbm: Any                  # the bound HBM buffer
     hbm_regions: list[Region]  # its elements
     seq: int = 0              # its number (the token's run-time value)
+    param: int = -1           # the HBM parameter
 
 
 @dataclass(frozen=True)
@@ -340,9 +353,45 @@ def site_of(op: pto.PrintfOp) -> HookSite | None:
     if not isinstance(attr, StringAttr):
         return None
     kind, _, number = attr.data.partition(" ")
-    names = op.attributes.get(BUFFER_ATTR)
-    buffers = tuple(names.data.split(",")) if isinstance(names, StringAttr) else ()
+    buffers = _buffers(op)
     return HookSite(kind, int(number) if number else -1, buffers, op_location(op))
+
+
+def _buffers(op: Operation) -> tuple[str, ...]:
+    names = op.attributes.get(BUFFER_ATTR)
+    return tuple(names.data.split(",")) if isinstance(names, StringAttr) else ()
+
+
+def guard(op: pto.PrintfOp) -> tuple[str, int, int, int] | None:
+    """For a lane-access hook: (its kind "read" / "write", space 1 L1 / 3 HBM, the L1 byte
+    offset or the parameter, the element size); None for the others (they always call)."""
+    attr = op.attributes.get(HOOK_ATTR)
+    if not isinstance(attr, StringAttr) or attr.data not in ("read", "write"):
+        return None
+    name = _buffers(op)[0].split()
+    if name[0] == "l1":
+        return attr.data, 1, int(name[2]), int(name[3])
+    return attr.data, 3, int(name[1]), 1
+
+
+def _publish(kernel: Any, table: list[_Copy]) -> None:
+    """The hulls of the copies in flight, for the compiled guard of the access hooks: a lane
+    calls back only when its byte (element) falls in one (printf.lower_printf)."""
+    hulls: list[tuple[int, int, int, int]] = []
+    for c in table:
+        l1 = (1 if c.kind == "async_load" else 2, 0, min(r.lo for r in c.l1),
+              max(r.hi for r in c.l1))
+        hulls.append(l1)
+        if c.kind == "async_store":  # (every parameter bound to its tensor: the
+            for p, b in enumerate(kernel.bound):  # interpreter compares the buffers)
+                if b is c.hbm:
+                    hulls.append((3, p, min(r.lo for r in c.hbm_regions),
+                                  max(r.hi for r in c.hbm_regions)))
+    record = kernel.err
+    record[COUNT_SLOT] = len(hulls) if len(hulls) <= HULLS else HULLS + 1
+    record[COUNT_SLOT + 1:COUNT_SLOT + 1 + 4 * HULLS] = 0
+    for h, hull in enumerate(hulls[:HULLS]):
+        record[COUNT_SLOT + 1 + 4 * h:COUNT_SLOT + 5 + 4 * h] = hull
 
 
 def _table(kernel: Any, block: tuple[int, int, int]) -> list[_Copy]:
@@ -351,6 +400,7 @@ def _table(kernel: Any, block: tuple[int, int, int]) -> list[_Copy]:
     state = kernel.__dict__.get("inflight_state")
     if state is None or state[0] != block:
         state = kernel.__dict__["inflight_state"] = (block, [])
+        _publish(kernel, state[1])
     return state[1]
 
 
@@ -358,7 +408,7 @@ def _buffer(kernel: Any, name: str) -> tuple[str, Any, int, np.dtype]:
     """(space, L1 buffer or bound HBM buffer, L1 byte offset, dtype) of "l1 K" / "hbm P"."""
     space, _, index = name.partition(" ")
     if space == "l1":
-        buf = kernel.l1[int(index)]
+        buf = kernel.l1[int(index.split()[0])]
         return "L1", buf, buf.offset, buf.dtype
     bound = kernel.bound[int(index)]
     return "HBM", bound, 0, bound.data.dtype
@@ -401,10 +451,14 @@ def hook(kernel: Any, site: HookSite, copy_sites: dict[int, str],
     table = _table(kernel, block)
     if site.kind == "wait_all":
         table.clear()
+        _publish(kernel, table)
     elif site.kind == "wait":  # (its copy, if still in flight: the interpreter's pop)
         table[:] = [c for c in table if c.seq != int(raw[0])]
+        _publish(kernel, table)
     elif site.kind in ("copy", "tile_store"):
-        return _copy(kernel, site, copy_sites, table, raw)
+        found = _copy(kernel, site, copy_sites, table, raw)
+        _publish(kernel, table)
+        return found
     else:
         space, buf, offset, dtype = _buffer(kernel, site.buffers[0])
         index = int(raw[0])
@@ -444,7 +498,7 @@ def _copy(kernel: Any, site: HookSite, copy_sites: dict[int, str], table: list[_
     span = Region(offset + l1_region.base * isz, l1_region.rows, l1_region.row_len * isz,
                   l1_region.stride * isz)
     table.append(_Copy(kind, text, site.number, [span], _buffer(kernel, hbm_name)[1],
-                       [hbm_region], int(raw[6])))
+                       [hbm_region], int(raw[6]), int(hbm_name.split()[1])))
     return None
 
 

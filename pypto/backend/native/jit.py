@@ -51,9 +51,10 @@ from pypto.errors import KernelError, MemoryAccessError
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
 
-ERR_SLOTS = 12
+ERR_SLOTS = 12 + inflight.SLOTS
 """The error record: code, site, element (or a value's bits), parameter, block x/y/z, lane x/y/z
-(i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT)."""
+(i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT);
+then the hulls of the copies in flight (inflight.COUNT_SLOT)."""
 
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
@@ -514,7 +515,8 @@ class NativeKernel:
             lines += ["    me.bound = bound",
                       "    E[0] = 0"]
             if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
-                lines += ["    me.inflight_state = None"]
+                lines += ["    me.inflight_state = None",
+                          f"    E[{inflight.COUNT_SLOT}] = 0"]
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)

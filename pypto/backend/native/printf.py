@@ -248,14 +248,63 @@ def lower_printf(lowering: _FunctionLowering, op: pto.PrintfOp) -> None:
     values += [zero] * (MAX_VALUES - len(values))
     count = before(op, lowering._const(len(op.values), i64))
     site_c = before(op, lowering._const(site, i64))
+    from pypto.backend.native.inflight import guard
+
+    guarded = guard(op)
+    hit = _guard_hit(lowering, op, guarded, values[0], err) if guarded is not None else None
     status = before(op, llvm.CallOp(SYMBOL, err, site_c, *coords, count, *values,
                                     return_type=i32))
     zero32 = before(op, lowering._const(0, i32))
     ok = before(op, llvm.ICmpOp(status, zero32, IntegerAttr(0, i64)))  # eq
     lowering._fail_unless(op, ok, COLLECTIVE_CODE, site, None, -1)  # (to_llvm.COLLECTIVE)
     lowering.calls_printf = True
+    if hit is not None:  # an access hook: call back only when the guard hits
+        call = status.owner
+        block = call.parent_block()
+        rest = op.parent_block()
+        calling = block.split_before(call)
+        block.add_op(llvm.CondBrOp(hit, calling, [], rest, []))
     op.detach()
     op.erase()
+
+
+def _guard_hit(lowering: _FunctionLowering, op: Operation, guarded: tuple[str, int, int, int],
+               index: SSAValue, err: SSAValue) -> SSAValue:
+    """The compiled guard of an in-flight access hook (inflight.py): does the lane's L1 byte
+    (HBM element) fall in a published hull of a copy in flight that the interpreter would
+    check it against — or are there more copies than hulls? (i1)"""
+    from pypto.backend.native.inflight import COUNT_SLOT, HULLS
+
+    before = lowering._before
+    kind, space, where, size = guarded
+
+    def slot(i: int) -> SSAValue:
+        address = before(op, llvm.GEPOp.from_mixed_indices(err, [i], i64))
+        return before(op, llvm.LoadOp(address, i64))
+
+    def const(v: int) -> SSAValue:
+        return before(op, lowering._const(v, i64))
+
+    def cmp(a: SSAValue, b: SSAValue, pred: int) -> SSAValue:
+        return before(op, llvm.ICmpOp(a, b, IntegerAttr(pred, i64)))
+
+    x = index
+    if space == 1:  # L1: the byte, as the interpreter's check (its first byte)
+        scaled = before(op, llvm.MulOp(index, const(size)))
+        x = before(op, llvm.AddOp(scaled, const(where)))
+    hit = cmp(slot(COUNT_SLOT), const(HULLS), 8)  # ugt: more copies than hulls
+    for h in range(HULLS):
+        base = COUNT_SLOT + 1 + 4 * h
+        k, param, lo, hi = (slot(base + i) for i in range(4))
+        inside = before(op, llvm.AndOp(cmp(lo, x, 3), cmp(x, hi, 2)))  # sle, slt
+        if space == 3:  # HBM read: a store in flight to this parameter
+            kind_ok = before(op, llvm.AndOp(cmp(k, const(3), 0), cmp(param, const(where), 0)))
+        elif kind == "read":  # L1 read: a load in flight
+            kind_ok = cmp(k, const(1), 0)
+        else:  # L1 write: any copy in flight
+            kind_ok = before(op, llvm.OrOp(cmp(k, const(1), 0), cmp(k, const(2), 0)))
+        hit = before(op, llvm.OrOp(hit, before(op, llvm.AndOp(kind_ok, inside))))
+    return hit
 
 
 def declare(module: ModuleOp) -> None:

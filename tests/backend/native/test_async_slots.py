@@ -343,3 +343,4 @@ def test_slot_variants_never_a_wrong_answer(monkeypatch):
     assert (3, 2, 0, 0, 3) in compiled  # (load two slots ahead: still apart from the read)
     assert (2, 0, 0, 0, 3) in raced  # (loading into the slot being stored: a RaceError)
     assert not refused and len(raced) + len(compiled) == 117  # (wait 2: every access hooked)
+

@@ -344,3 +344,46 @@ def test_slot_variants_never_a_wrong_answer(monkeypatch):
     assert (2, 0, 0, 0, 3) in raced  # (loading into the slot being stored: a RaceError)
     assert not refused and len(raced) + len(compiled) == 117  # (wait 2: every access hooked)
 
+
+
+@pto.kernel
+def scatter_while_loading(x, idx, y):
+    """Each lane writes `buf[idx[tid]]` while the copy into the second half of `buf` is in
+    flight (then all read their own element back): a hazard when some `idx[tid] >= T`."""
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(2 * T)
+    second = pto.async_load(buf + T, x + T, T * 4)
+    pto.store(buf + pto.load(idx + tid), pto.load(x + tid))
+    pto.wait(second)
+    pto.barrier_block()
+    pto.store(y + tid, pto.load(buf + tid) + pto.load(buf + T + tid))
+
+
+def test_an_l1_write_while_loading_is_checked_at_run_time(monkeypatch):
+    """The guard of a lane's L1 write: any copy in flight over its byte (a permutation below
+    T runs bit for bit; one index at T + 3 is the interpreter's RaceError, compiled too)."""
+    from pypto.backend.native import replay
+
+    x = np.arange(2 * T, dtype=np.float32) * 0.25
+    perm = np.random.default_rng(4).permutation(T).astype(np.int32)
+    compiled = pto.compile(scatter_while_loading, args=(x, perm, np.zeros(T, np.float32)),
+                           block=T, pipeline="pto-allocate-l1", race_check=False)
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = np.zeros(T, np.float32)
+        pto.launch(compiled, 1, T, (x, perm, y), backend=backend)
+        outs.append([y])
+    assert same_bits(*outs)
+    first = np.empty(T, np.float32)
+    first[perm] = x[:T]
+    np.testing.assert_array_equal(outs[1][0], first + x[T:])
+    bad = perm.copy()
+    bad[9] = T + 3
+    messages = []
+    for backend, replayed in (("interpreter", True), ("native", True), ("native", False)):
+        monkeypatch.setattr(replay, "ENABLED", replayed)
+        with pytest.raises(pto.RaceError) as err:
+            pto.launch(compiled, 1, T, (x, bad, np.zeros(T, np.float32)), backend=backend)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] == messages[2]
+    assert "hazard: write of L1 buffer 'buf'" in messages[0]

@@ -347,7 +347,8 @@ class NativeKernel:
                  block: tuple[int, int, int] | None = None):
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
-        self.inflight_copies = inflight.copy_kinds(kernel)  # proof fails: inflight.py)
+        self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \
+            kernel.attributes else {}  # proof fails: inflight.py)
         exchanged = exchange_warp_collectives(kernel)  # (stages inlined;
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None

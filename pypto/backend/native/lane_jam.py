@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, llvm, math, scf
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from pypto.backend.native.fast_blocks import NSW_ATTR, UNCHECKED_ATTR
+from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
 
@@ -120,6 +120,8 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
     in `lo_hi` (and, for a `phase` given, its marker is set: 0 until `resolve`), the lanes
     `tz`, then rows `ty` (JAM at a time for a `phase`, the leftover rows one by one; else one
     by one: the interpreter's lane order), `tx` innermost, each loop's trip count a constant
+    (`launch_rows`: only the x loop's; rows and layers, and the launch's compared dims, from
+    the launch: a tile store's row copies, docs/native.md#tile-stores)
     (so LLVM's vector of `tx` lanes is the whole row: nothing hoisted out of a loop that runs
     once); `call(block, tx, ty, tz)` returns a lane's status. Else `plain(block)`."""
     go = _c(block, 1)
@@ -156,9 +158,7 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
         before.add_op(scf.ConditionOp(go, t, st))
         after = Block(arg_types=[i32, i32])
         result = body(after, after.args[0])
-        step_op = arith.AddiOp(after.args[0], _c(after, step))
-        step_op.attributes[NSW_ATTR] = UnitAttr()  # (t + step <= end: no wrap)
-        after.add_op(scf.YieldOp(_add(after, step_op),
+        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, step))),
                                  result))
         w = scf.WhileOp([start, _c(outer, 0)], [i32, i32], Region(before), Region(after))
         outer.add_op(w)
@@ -173,12 +173,7 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
                         row = _add(xb, arith.AddiOp(ty, _c(xb, j)))
                         st = _add(xb, arith.OrIOp(st, call(xb, tx, row, tz)))
                     return st
-                st = loop(yb, lo, hi, 1, xbody)
-                if launch_rows:  # the status re-read per row: a loop LLVM does not vectorise
-                    # (its rows stay apart; each row's x loop is one copy of consecutive lanes)
-                    recorded = _add(yb, arith.TruncIOp(_add(yb, llvm.LoadOp(err, i64)), i32))
-                    st = _add(yb, arith.OrIOp(st, recorded))
-                return st
+                return loop(yb, lo, hi, 1, xbody)
             return ybody
         # the jammed rows, then the leftover ones: `while` results are (next row, status)
         before = Block(arg_types=[i32, i32])

@@ -245,10 +245,10 @@ class SimtToLanesPass(ModulePass):
                     rewrite_idioms(fn)
                     num_params = len(fn.body.block.args) - ID_ARGS - 1
                     rng, fast, _ = fast_variants(fn, name, num_params)  # docs/native.md#phases
-                    split_offsets(fast)  # docs/native.md#tile-stores
                     lane_jam.resolve(grid, name, fast)  # docs/native.md#jammed-rows
                     functions += [fn, fast, rng,  # (guards: docs/native.md#full-blocks)
                                   *add_full_phase(grid, fn, fast, name, num_params)]
+                    split_offsets(fast)  # (after: the full variants pair fast's ops with fn's)
                 op.body.block.insert_ops_after([*functions, grid], kernel)
                 kernel.detach()
                 kernel.erase()

@@ -789,11 +789,12 @@ def csr_ref(rowptr: np.ndarray, vals: np.ndarray) -> np.ndarray:
     return acc
 
 
-def csr_matrix(rng: np.random.Generator, nrows: int, mean: int) -> tuple[np.ndarray, np.ndarray]:
-    """A CSR row pointer with row lengths 0 .. 2 * mean (empty rows included) and its values."""
-    lens = rng.integers(0, 2 * mean + 1, nrows)
-    rowptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
-    return rowptr, rng.standard_normal(int(rowptr[-1])).astype(np.float32)
+def csr_matrix(rng: np.random.Generator, nrows: int, nnz: int) -> tuple[np.ndarray, np.ndarray]:
+    """A CSR row pointer of `nnz` values over `nrows` rows, cut at random points (ragged rows,
+    empty ones included), and the values."""
+    cuts = np.sort(rng.integers(0, nnz + 1, nrows - 1))
+    rowptr = np.concatenate([[0], cuts, [nnz]]).astype(np.int32)
+    return rowptr, rng.standard_normal(nnz).astype(np.float32)
 
 
 def _native(kernel, grid, block, args) -> list[np.ndarray]:
@@ -853,7 +854,7 @@ def test_blur3x3_tiled(run):
 
 def test_csr_row_sums(run):
     nrows = 200
-    rowptr, vals = csr_matrix(RNG(30), nrows, 6)
+    rowptr, vals = csr_matrix(RNG(30), nrows, 1200)
     _, _, out, *_ = _both(run, csr_row_sums, 2, 128,
                           [rowptr, vals, np.zeros(nrows, np.float32), nrows])
     _same(out, csr_ref(rowptr, vals))

@@ -228,6 +228,7 @@ def _native(compiled: CompiledKernel, required: bool) -> Any:
 
         try:
             native = NativeKernel(compiled.func, compiled.name, compiled.block)
+            native.interpreter = compiled.executable  # (printf's lane vectors)
         except NativeUnsupported as exc:
             native = exc
         compiled.__dict__["_native"] = native

@@ -45,6 +45,7 @@ from pypto.ir import print_ir
 from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
 from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.backend.launch_shape import LaunchShape
+from pypto.backend.tiering import interpret, native_code, tiered_native
 from pypto.runtime import launcher
 from pypto.runtime.launcher import check_scalar, enqueue_planned, plan_launch
 from pypto.runtime.stream import Stream, caller_site
@@ -191,7 +192,7 @@ class CompiledKernel:
 # --- choosing the backend (docs/native.md#choosing-a-backend) ---------------------------------
 
 BACKEND_ENV = "PYPTO_BACKEND"
-BACKENDS = ("interpreter", "native", "auto")
+BACKENDS = ("interpreter", "native", "auto", "tiered")
 
 
 def _parse_backend(value: str | None) -> str:
@@ -222,36 +223,30 @@ def set_backend(backend: str | None) -> str | None:
 def _native(compiled: CompiledKernel, required: bool) -> Any:
     """The compiled kernel's native code (compiled at its first native launch, then kept on
     it: one per specialisation), or None when "auto" finds it unsupported."""
-    native = compiled.__dict__.get("_native")
-    if native is None:
-        from pypto.backend.native.jit import NativeKernel, NativeUnsupported
-
-        try:
-            native = NativeKernel(compiled.func, compiled.name, compiled.block)
-        except NativeUnsupported as exc:
-            native = exc
-        compiled.__dict__["_native"] = native
-    if isinstance(native, Exception):
-        if required:
-            raise native
-        return None
-    return native
+    return native_code(compiled, required)
 
 
 def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
             block: tuple[int, int, int], args: Sequence[Any]) -> None:
     """Run on the interpreter, natively, or ("auto") natively when the kernel compiles and no
-    instrument needs the interpreter (validation, uninitialised-memory checks, race checking). `grid` /
+    instrument needs the interpreter (validation, uninitialised-memory checks, race checking);
+    "tiered" as "auto" once the object code is paid for (pypto/backend/tiering.py). `grid` /
     `block` are a checked `LaunchShape`'s triples (docs/runtime.md#launch-shape)."""
     executable = compiled.executable
     # the race detector (on by default for kernels whose lanes access L1) is an instrument of
     # the interpreter: "auto" keeps such kernels there (docs/native.md#choosing-a-backend)
-    if backend == "interpreter" or backend == "auto" and (
+    if backend == "interpreter" or backend != "native" and (
             executable.check_uninitialized or executable.race_check or _VALIDATE_SETTING()[0]):
         executable.run(grid, block, args)
         return
-    native = _native(compiled, required=backend == "native")
-    if native is None or backend == "auto" and native.auto_prefers_interpreter:
+    if backend == "tiered":
+        native = tiered_native(compiled)
+        if native is None:
+            interpret(compiled, grid, block, args)
+            return
+    else:
+        native = _native(compiled, required=backend == "native")
+    if native is None or backend != "native" and native.auto_prefers_interpreter:
         executable.run(grid, block, args)
         return
     bound = executable.bind(args)

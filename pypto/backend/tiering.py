@@ -1,29 +1,32 @@
-"""The "tiered" backend: native code when it is already paid for, the interpreter until it is.
+"""The "tiered" backend (the default): the interpreter until native code pays for itself.
 
-A user script sees a backend's cost as its first launch plus N launches in a fresh process.
-The native backend's run time is lower on nearly every zoo kernel, but its first compile
-(lowering + LLVM) costs 100-2500 ms while the interpreter starts at once; with the object code
-in the disk cache a native start costs 5-50 ms. So "tiered", per specialisation (one
-`CompiledKernel`):
+A user script sees a backend's cost as its first launch plus N launches in a fresh process
+(`bench/backend_default.py`). The native backend's run time is lower on nearly every zoo
+kernel, but starting it costs: importing it (xDSL's llvm dialect, the lowering, LLVM) ~0.3 s
+once per process, then per kernel either its first compile (100-2500 ms) or, with the object
+code in the disk cache, its load (5-50 ms). The interpreter starts at once. So "tiered", per
+specialisation (one `CompiledKernel`), interprets and adds up its launches' wall time:
 
-1. at its first launch, looks the kernel's object code up in the disk cache
-   (`NativeKernel(..., cached_only=True)`: the support check and the cache key, no LLVM); found,
-   it runs natively from this launch on;
-2. otherwise it runs the interpreter and adds up the wall time of the interpreted launches;
-   once they have taken `PYPTO_NATIVE_AFTER` seconds (default `DEFAULT_BUDGET`), it compiles
-   the kernel (which writes the disk cache) and runs natively from that launch on. This is the
-   ski-rental rule: a script never pays more than about twice the better of the two backends
-   for it (interpreting for as long as a compile costs, then compiling).
+1. once they have taken as long as loading the object code would (`budget(cached=True)`: the
+   import if not paid yet + a load), it looks the object code up in the disk cache
+   (`NativeKernel(..., cached_only=True)`: the support check and the cache key, no LLVM); a hit
+   runs natively from that launch on;
+2. after a miss, once they have taken as long as a compile (`budget(cached=False)`), it
+   compiles the kernel (which writes the disk cache) and runs natively from then on.
 
-The compile runs in the launching thread, not in a background one: the lowering is pure Python
-and would hold the GIL against the interpreter's launches (on 2 cores the suite and a user's
-script would both slow down), a daemon thread killed at exit would never write the cache, and
-which launch runs where would depend on timing. Here it depends only on the launches' times,
-and a test makes it exact with `PYPTO_NATIVE_AFTER=0` (compile at the first launch) or `inf`
-(never), or by replacing `clock`. Either backend gives the same bits, errors and printf lines
-(the interpreter is the oracle, docs/native.md#exactness), so the switch is invisible but for
-speed. Instruments (race checking, validation, uninitialised-memory checks) keep a kernel on
-the interpreter exactly as "auto" does. docs/native.md#choosing-a-backend,
+This is the ski-rental rule: a script pays at most about twice what the better of the two
+backends would have cost it, and a script whose launches are short (most tests, most one-shot
+scripts) pays nothing for the native backend — not even its import.
+
+The switch happens in the launching thread, not in a background one: the lowering is pure
+Python and would hold the GIL against the interpreter's launches (on 2 cores the suite and a
+user's script would both slow down), a daemon thread killed at exit would never write the
+cache, and which launch runs where would depend on the scheduler. Here it depends only on the
+launches' times, and tests make it exact with `PYPTO_NATIVE_AFTER` (seconds; 0: at the first
+launch, `never`) or by replacing `clock`. Either backend gives the same bits, errors and printf
+lines (the interpreter is the oracle, docs/native.md#exactness), so the switch is invisible but
+for speed. Instruments (race checking, validation, uninitialised-memory checks) keep a kernel
+on the interpreter exactly as "auto" does. docs/native.md#choosing-a-backend,
 docs/performance.md#which-backend-by-default.
 """
 
@@ -31,43 +34,54 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 BUDGET_ENV = "PYPTO_NATIVE_AFTER"
-DEFAULT_BUDGET = 0.2
-"""Seconds of interpreted launches of one specialisation after which "tiered" compiles it:
-about a typical first compile (docs/performance.md#which-backend-by-default)."""
+
+IMPORT_COST = 0.3
+"""Seconds a process pays once to load the native backend (xDSL's llvm dialect, the lowering's
+modules, LLVM): measured 0.25-0.3 s (docs/performance.md#which-backend-by-default)."""
+LOAD_COST = 0.03
+"""Seconds to load one kernel's object code from the disk cache (the support check, the cache
+key, the JIT's link): 5-50 ms on the zoo."""
+COMPILE_COST = 0.3
+"""Seconds of a typical first compile (lowering + LLVM): 100-2500 ms on the zoo, median ~0.2 s."""
 
 clock: Callable[[], float] = time.perf_counter
 """The clock interpreted launches are timed with (tests replace it: no timing in tests)."""
 
 
-def budget() -> float:
-    """`PYPTO_NATIVE_AFTER` in seconds (`inf` or `never`: interpret until the cache has the
-    object code); unset or not a number >= 0: `DEFAULT_BUDGET`."""
+def budget(cached: bool) -> float:
+    """Seconds of interpreted launches of one specialisation after which "tiered" switches:
+    `PYPTO_NATIVE_AFTER` when set (`inf` or `never`: never), else what switching costs — the
+    object code's load (`cached`) or its compile, plus the native backend's import if this
+    process has not paid it yet."""
     raw = os.environ.get(BUDGET_ENV)
-    if raw is None:
-        return DEFAULT_BUDGET
-    word = raw.strip().lower()
-    if word == "never":
-        return math.inf
-    try:
-        value = float(word)
-    except ValueError:
-        return DEFAULT_BUDGET
-    return value if value >= 0 else DEFAULT_BUDGET
+    if raw is not None:
+        word = raw.strip().lower()
+        try:
+            value = math.inf if word == "never" else float(word)
+        except ValueError:
+            value = -1.0
+        if value >= 0:
+            return value
+    loaded = "pypto.backend.native.jit" in sys.modules
+    return (0.0 if loaded else IMPORT_COST) + (LOAD_COST if cached else COMPILE_COST)
 
 
 class Tier:
-    """One specialisation's interpreted time so far (kept on its `CompiledKernel`)."""
+    """One specialisation's interpreted time so far and whether the disk cache missed (kept on
+    its `CompiledKernel`)."""
 
-    __slots__ = ("spent", "launches")
+    __slots__ = ("spent", "launches", "missed")
 
     def __init__(self) -> None:
         self.spent = 0.0
         self.launches = 0
+        self.missed = False
 
 
 def native_code(compiled: Any, required: bool, *, cached_only: bool = False) -> Any:
@@ -96,20 +110,26 @@ def native_code(compiled: Any, required: bool, *, cached_only: bool = False) -> 
 
 def tiered_native(compiled: Any) -> Any:
     """The native code "tiered" runs this launch with, or None: interpret it (and time it with
-    `interpret`)."""
+    `interpret`). Until the interpreted launches have taken as long as loading the object code
+    would, nothing native is touched; then the disk cache is looked up (a hit runs natively);
+    after a miss, once they have taken as long as a compile, the kernel is compiled."""
     state = compiled.__dict__
     native = state.get("_native")
     if native is not None:
         return None if isinstance(native, Exception) else native
     tier = state.get("_tier")
-    if tier is None:  # the first launch: is the object code on disk already?
+    if tier is None:
         tier = state["_tier"] = Tier()
+    if not tier.missed:
+        if tier.spent < budget(cached=True):
+            return None
         native = native_code(compiled, False, cached_only=True)
-        if native is not None or "_native" in state:
+        if native is not None or "_native" in state:  # a hit, or unsupported (kept)
             return native
-    if tier.spent >= budget():
-        return native_code(compiled, False)
-    return None
+        tier.missed = True
+    if tier.spent < budget(cached=False):
+        return None
+    return native_code(compiled, False)
 
 
 def interpret(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int],

@@ -195,9 +195,14 @@ BACKEND_ENV = "PYPTO_BACKEND"
 BACKENDS = ("interpreter", "native", "auto", "tiered")
 
 
+DEFAULT_BACKEND = "tiered"
+"""The backend when neither `backend=`, `pto.set_backend` nor PYPTO_BACKEND chooses: decided from
+`bench/backend_default.py` (docs/performance.md#which-backend-by-default)."""
+
+
 def _parse_backend(value: str | None) -> str:
     word = (value or "").strip().lower()
-    return word if word in BACKENDS else "interpreter"
+    return word if word in BACKENDS else DEFAULT_BACKEND
 
 
 _BACKEND_ENV_SETTING = env_setting(BACKEND_ENV, _parse_backend)
@@ -210,9 +215,9 @@ def _backend_setting() -> str:
 
 
 def set_backend(backend: str | None) -> str | None:
-    """`pto.set_backend("native" | "interpreter" | "auto")`: the backend of every following
-    launch (`kernel[grid, block](...)`, `pto.launch` without `backend=`); None goes back to
-    PYPTO_BACKEND (default "interpreter"). Returns the previous choice."""
+    """`pto.set_backend("native" | "interpreter" | "auto" | "tiered")`: the backend of every
+    following launch (`kernel[grid, block](...)`, `pto.launch` without `backend=`); None goes
+    back to PYPTO_BACKEND (default "tiered"). Returns the previous choice."""
     if backend is not None and backend not in BACKENDS:
         raise LaunchError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     previous = _BACKEND_CHOICE[0]
@@ -319,7 +324,8 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     docstring for the arguments. `pipeline` compiles a `@pto.kernel` with that pass pipeline
     instead of the default (as `pto.compile(pipeline=...)`; `pto.autotune`'s `launch_args`
     carry the winner's, e.g. `pto-double-buffer{stages=3},...`). `backend`: "interpreter",
-    "native" or "auto" for this launch (default: `pto.set_backend` / PYPTO_BACKEND).
+    "native", "auto" or "tiered" for this launch (default: `pto.set_backend` / PYPTO_BACKEND,
+    else "tiered": docs/native.md#choosing-a-backend).
     """
     try:
         # the launch's one shape check (a `LaunchShape` is what every layer below is given)

@@ -45,7 +45,7 @@ from pypto.ir import print_ir
 from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
 from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.backend.launch_shape import LaunchShape
-from pypto.backend.tiering import interpret, native_code, tiered_native
+from pypto.runtime.tiering import native_code, tiered
 from pypto.runtime import launcher
 from pypto.runtime.launcher import check_scalar, enqueue_planned, plan_launch
 from pypto.runtime.stream import Stream, caller_site
@@ -235,7 +235,7 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
             block: tuple[int, int, int], args: Sequence[Any]) -> None:
     """Run on the interpreter, natively, or ("auto") natively when the kernel compiles and no
     instrument needs the interpreter (validation, uninitialised-memory checks, race checking);
-    "tiered" as "auto" once the object code is paid for (pypto/backend/tiering.py). `grid` /
+    "tiered" as "auto" once the object code is paid for (pypto/runtime/tiering.py). `grid` /
     `block` are a checked `LaunchShape`'s triples (docs/runtime.md#launch-shape)."""
     executable = compiled.executable
     # the race detector (on by default for kernels whose lanes access L1) is an instrument of
@@ -245,10 +245,9 @@ def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
         executable.run(grid, block, args)
         return
     if backend == "tiered":
-        native = tiered_native(compiled)
+        native = tiered(compiled, grid, block, args)
         if native is None:
-            interpret(compiled, grid, block, args)
-            return
+            return  # (interpreted)
     else:
         native = _native(compiled, required=backend == "native")
     if native is None or backend != "native" and native.auto_prefers_interpreter:

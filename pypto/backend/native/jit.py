@@ -65,7 +65,7 @@ class NativeUnsupported(KernelError):
 class NotCached(Exception):
     """`NativeKernel(..., cached_only=True)` found no object code in the disk cache: compiling
     it would run the lowering and LLVM (the "tiered" backend then interprets first,
-    pypto/backend/tiering.py)."""
+    pypto/runtime/tiering.py)."""
 
 
 def cache_dir() -> Path:

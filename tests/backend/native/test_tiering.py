@@ -1,4 +1,4 @@
-"""The "tiered" backend, the default (pypto/backend/tiering.py, docs/native.md#choosing-a-backend):
+"""The "tiered" backend, the default (pypto/runtime/tiering.py, docs/native.md#choosing-a-backend):
 the interpreter until a specialisation's interpreted launches have taken as long as switching
 costs, then the disk cache's object code or a compile. No timing: the budget is pinned with
 PYPTO_NATIVE_AFTER and the clock replaced by one that advances a fixed step per reading."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pypto as pto
-from pypto.backend import tiering
+from pypto.runtime import tiering
 from pypto.backend.native.jit import NativeKernel
 from pypto.compiler import _backend_setting
 

@@ -33,11 +33,12 @@ docs/performance.md#which-backend-by-default.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from pypto.runtime.env import setting
 
 BUDGET_ENV = "PYPTO_NATIVE_AFTER"
 
@@ -54,20 +55,30 @@ clock: Callable[[], float] = time.perf_counter
 """The clock interpreted launches are timed with (tests replace it: no timing in tests)."""
 
 
+def _parse_budget(raw: str | None) -> float | None:
+    """`PYPTO_NATIVE_AFTER` in seconds (`inf` / `never`: never); None when unset or not a
+    number >= 0 (then `budget` estimates the switch's cost)."""
+    if raw is None:
+        return None
+    word = raw.strip().lower()
+    try:
+        value = math.inf if word == "never" else float(word)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+_BUDGET_SETTING = setting(BUDGET_ENV, _parse_budget)  # (read at every interpreted launch)
+
+
 def budget(cached: bool) -> float:
     """Seconds of interpreted launches of one specialisation after which "tiered" switches:
-    `PYPTO_NATIVE_AFTER` when set (`inf` or `never`: never), else what switching costs — the
-    object code's load (`cached`) or its compile, plus the native backend's import if this
-    process has not paid it yet."""
-    raw = os.environ.get(BUDGET_ENV)
-    if raw is not None:
-        word = raw.strip().lower()
-        try:
-            value = math.inf if word == "never" else float(word)
-        except ValueError:
-            value = -1.0
-        if value >= 0:
-            return value
+    `PYPTO_NATIVE_AFTER` when set, else what switching costs — the object code's load
+    (`cached`) or its compile, plus the native backend's import if this process has not paid
+    it yet."""
+    given = _BUDGET_SETTING()
+    if given is not None:
+        return given
     loaded = "pypto.backend.native.jit" in sys.modules
     return (0.0 if loaded else IMPORT_COST) + (LOAD_COST if cached else COMPILE_COST)
 
@@ -108,11 +119,13 @@ def native_code(compiled: Any, required: bool, *, cached_only: bool = False) -> 
     return native
 
 
-def tiered_native(compiled: Any) -> Any:
-    """The native code "tiered" runs this launch with, or None: interpret it (and time it with
-    `interpret`). Until the interpreted launches have taken as long as loading the object code
-    would, nothing native is touched; then the disk cache is looked up (a hit runs natively);
-    after a miss, once they have taken as long as a compile, the kernel is compiled."""
+def tiered(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+           args: Any) -> Any:
+    """One launch on "tiered": the native code to run it with, or None after running it on the
+    interpreter (its wall time added to the specialisation's). Until the interpreted launches
+    have taken as long as loading the object code would, nothing native is touched; then the
+    disk cache is looked up (a hit runs natively); after a miss, once they have taken as long
+    as a compile, the kernel is compiled."""
     state = compiled.__dict__
     native = state.get("_native")
     if native is not None:
@@ -120,24 +133,19 @@ def tiered_native(compiled: Any) -> Any:
     tier = state.get("_tier")
     if tier is None:
         tier = state["_tier"] = Tier()
-    if not tier.missed:
-        if tier.spent < budget(cached=True):
-            return None
-        native = native_code(compiled, False, cached_only=True)
-        if native is not None or "_native" in state:  # a hit, or unsupported (kept)
-            return native
-        tier.missed = True
-    if tier.spent < budget(cached=False):
-        return None
-    return native_code(compiled, False)
-
-
-def interpret(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-              args: Any) -> None:
-    """Run one launch on the interpreter, adding its wall time to the specialisation's."""
-    tier = compiled.__dict__.get("_tier")
+    given = _BUDGET_SETTING()  # (inline `budget`: this is every interpreted launch's cost)
+    if tier.spent >= (given if given is not None else budget(cached=not tier.missed)):
+        if not tier.missed:
+            native = native_code(compiled, False, cached_only=True)
+            if native is not None:
+                return native
+            tier.missed = "_native" not in state  # (else unsupported: kept, interpreted)
+        if tier.missed and tier.spent >= budget(cached=False):
+            native = native_code(compiled, False)
+            if native is not None:
+                return native
     start = clock()
     compiled.executable.run(grid, block, args)
-    if tier is not None:
-        tier.spent += clock() - start
-        tier.launches += 1
+    tier.spent += clock() - start
+    tier.launches += 1
+    return None

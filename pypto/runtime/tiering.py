@@ -145,7 +145,9 @@ def tiered(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int
             if native is not None:
                 return native
     start = clock()
-    compiled.executable.run(grid, block, args)
-    tier.spent += clock() - start
-    tier.launches += 1
+    try:
+        compiled.executable.run(grid, block, args)
+    finally:  # (a launch that raised took its time too)
+        tier.spent += clock() - start
+        tier.launches += 1
     return None

@@ -164,3 +164,32 @@ def test_budget_defaults_to_the_switch_cost(monkeypatch):
             monkeypatch.setenv("PYPTO_NATIVE_AFTER", value)
         assert tiering.budget(cached=False) == tiering.COMPILE_COST
         assert tiering.budget(cached=True) == tiering.LOAD_COST
+
+
+@pto.kernel
+def report(x, n):
+    i = pto.get_global_id()
+    if i == 5:
+        pto.printf("x[5]=%.2f n=%d\n", pto.load(x + i), n)
+    pto.store(x + i, pto.load(x + (i + n)))  # out of bounds for n > 0
+
+
+def test_printf_lines_and_errors_are_the_same_across_the_switch(monkeypatch, capsys):
+    """The launch that switches changes nothing a user sees: the same printf line, then the
+    same error (message and source line) on the interpreter (1st launch) and natively (2nd)."""
+    monkeypatch.setenv("PYPTO_NATIVE_AFTER", "1")
+    monkeypatch.setattr(tiering, "clock", StepClock(1.0))
+    x = np.arange(64, dtype=np.float32)
+    ck = pto.compile(report, args=(pto.empty(64, np.float32), 64), block=64)
+    ck.__dict__.pop("_native", None)
+    ck.__dict__.pop("_tier", None)
+    seen = []
+    for _ in range(2):
+        with pytest.raises(pto.KernelError) as error:
+            pto.launch(ck, 1, 64, (x.copy(), 64), backend="tiered")
+            pto.sync()
+        seen.append((capsys.readouterr().out, str(error.value)))
+    assert isinstance(ck.__dict__.get("_native"), NativeKernel)  # the 2nd ran natively
+    assert seen[0] == seen[1]
+    assert seen[0][0] == "[block (0, 0, 0) lane (5, 0, 0)] x[5]=5.00 n=64\n"
+    assert "out of bounds" in seen[0][1] and "test_tiering.py" in seen[0][1]

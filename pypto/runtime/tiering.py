@@ -2,7 +2,7 @@
 
 A user script sees a backend's cost as its first launch plus N launches in a fresh process
 (`bench/backend_default.py`). The native backend's run time is lower on nearly every zoo
-kernel, but starting it costs: importing it (xDSL's llvm dialect, the lowering, LLVM) ~0.3 s
+kernel, but starting it costs: importing it (xDSL's llvm dialect, the lowering, LLVM) ~0.2 s
 once per process, then per kernel either its first compile (100-2500 ms) or, with the object
 code in the disk cache, its load (5-50 ms). The interpreter starts at once. So "tiered", per
 specialisation (one `CompiledKernel`), interprets and adds up its launches' wall time:
@@ -43,8 +43,9 @@ from pypto.runtime.env import setting
 BUDGET_ENV = "PYPTO_NATIVE_AFTER"
 
 IMPORT_COST = 0.3
-"""Seconds a process pays once to load the native backend (xDSL's llvm dialect, the lowering's
-modules, LLVM): measured 0.25-0.3 s (docs/performance.md#which-backend-by-default)."""
+"""Seconds a process pays once to start the native backend (xDSL's llvm dialect, the lowering's
+modules, LLVM): measured 0.17-0.21 s of CPU with a kernel's load, more in wall time on a loaded
+machine (docs/performance.md#which-backend-by-default)."""
 LOAD_COST = 0.03
 """Seconds to load one kernel's object code from the disk cache (the support check, the cache
 key, the JIT's link): 5-50 ms on the zoo."""

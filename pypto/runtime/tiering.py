@@ -108,6 +108,7 @@ def native_code(compiled: Any, required: bool, *, cached_only: bool = False) -> 
         try:
             native = NativeKernel(compiled.func, compiled.name, compiled.block,
                                   cached_only=cached_only)
+            native.interpreter = compiled.executable  # (printf's lane vectors)
         except NotCached:
             return None
         except NativeUnsupported as exc:

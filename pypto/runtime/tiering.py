@@ -131,7 +131,10 @@ def tiered(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int
     state = compiled.__dict__
     native = state.get("_native")
     if native is not None:
-        return None if isinstance(native, Exception) else native
+        if not isinstance(native, Exception):
+            return native
+        compiled.executable.run(grid, block, args)  # unsupported: the interpreter for good
+        return None
     tier = state.get("_tier")
     if tier is None:
         tier = state["_tier"] = Tier()

@@ -193,3 +193,22 @@ def test_printf_lines_and_errors_are_the_same_across_the_switch(monkeypatch, cap
     assert seen[0] == seen[1]
     assert seen[0][0] == "[block (0, 0, 0) lane (5, 0, 0)] x[5]=5.00 n=64\n"
     assert "out of bounds" in seen[0][1] and "test_tiering.py" in seen[0][1]
+
+
+def test_a_kernel_the_native_backend_refuses_stays_interpreted(monkeypatch):
+    """Refused at compile time (here: every kernel, by a stand-in), "tiered" keeps the reason
+    and runs every later launch on the interpreter — none is skipped."""
+    from pypto.backend.native import jit
+
+    def refuse(*args, **kwargs):
+        raise jit.NativeUnsupported("the native backend does not compile kernel 'fma_step' yet: "
+                                    "test stand-in", kernel="fma_step")
+
+    monkeypatch.setattr(jit, "NativeKernel", refuse)
+    monkeypatch.setenv("PYPTO_NATIVE_AFTER", "0")
+    ck = fresh()
+    y = np.zeros(N, np.float32)
+    for _ in range(3):
+        pto.launch(ck, 16, 64, (X, y, N), backend="tiered")
+    assert isinstance(ck.__dict__["_native"], jit.NativeUnsupported)
+    assert np.array_equal(y, fma_ref(np.zeros(N, np.float32), 3))

@@ -65,6 +65,12 @@ class NativeUnsupported(KernelError):
     """The kernel uses something the native backend does not compile yet (the reason says what)."""
 
 
+class NotCached(Exception):
+    """`NativeKernel(..., cached_only=True)` found no object code in the disk cache: compiling
+    it would run the lowering and LLVM (the "tiered" backend then interprets first,
+    pypto/runtime/tiering.py)."""
+
+
 def cache_dir() -> Path:
     """`$PYPTO_NATIVE_CACHE`, else `$XDG_CACHE_HOME/pypto/native` (~/.cache/pypto/native)."""
     given = os.environ.get(CACHE_ENV)
@@ -346,7 +352,10 @@ class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
     def __init__(self, kernel: func.FuncOp, name: str,
-                 block: tuple[int, int, int] | None = None):
+                 block: tuple[int, int, int] | None = None, *, cached_only: bool = False):
+        """`cached_only`: raise `NotCached` instead of compiling when the disk cache has no
+        object code for the kernel (after the support check: an unsupported kernel still
+        raises `NativeUnsupported`)."""
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
         self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \
@@ -417,6 +426,8 @@ class NativeKernel:
         self.slots = _cached_slots(path, kernel)
         if self.cached:
             obj = path.read_bytes()
+        elif cached_only:
+            raise NotCached(str(path))
         else:
             obj = _compile_object(kernel)
             try:

@@ -24,7 +24,10 @@ buffers never meet: an access outside its buffer raises the interpreter's error 
 - `d - u` and `32 - u - |d|` are checked symbolically (the same atom cancels, `d = u = s`)
   and by value ranges of the atoms: a constant, or a block-level loop's value starting at a
   constant `c >= 0` and divided or shifted right by a positive constant each trip (`s = s //
-  2`: in `[0, c]`).
+  2`: in `[0, c]`), or multiplied by one in a loop of constant trip count (`s = s * 2`);
+- a strided write `C * x + e` (`2 * s * tid`, `C` a uniform form `>= 1`) takes any read
+  `C * x + e + d` with `1 <= |d| <= C - 1` (strictly between two lanes' writes), offsets
+  bounded below 2^31 so their arithmetic cannot wrap.
 
 Only for a kernel compiled for a 1-D block (`fast_blocks.BLOCK_ATTR`); such a launch in another
 shape is refused (jit.py, `NativeKernel.unsupported_launch`).

@@ -37,6 +37,8 @@ from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native.exchange_selects import select_exchanges
+from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
@@ -356,9 +358,13 @@ class NativeKernel:
         interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
         if interchanged is not kernel and analyse(interchanged)[0] is None:
             kernel = interchanged
+        guarded = interchange_guarded_loops(kernel)  # the same under a lane guard
+        if guarded is not kernel and analyse(guarded)[0] is None:
+            kernel = guarded
         if block is not None:  # the compiled block shape: constant lane loops for it
             kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
             kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
+            kernel = select_exchanges(kernel)  # sorting-network steps branch-free
         reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "

@@ -46,7 +46,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +56,7 @@ import pypto as pto  # noqa: E402
 from pypto.analysis import lane_values, uniformity  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
+from timing import git_tree  # noqa: E402
 
 COUNTS = {"varying": 0, "lane_model": 0}
 
@@ -205,24 +205,17 @@ def _cold_ms(tree: Path, target: str, repeat: int) -> float:
 
 def against(rev: str, repeat: int, rounds: int) -> None:
     """This tree's default pipeline against REV's (docs/cost-model.md "What choosing costs")."""
-    with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(old),
-                        rev], check=True)
-        try:
-            for target in ("", "ascend910b"):
-                pairs = [(_cold_ms(ROOT, target, repeat), _cold_ms(old, target, repeat))
-                         for _ in range(rounds)]
-                new, base = statistics.median(p[0] for p in pairs), \
-                    statistics.median(p[1] for p in pairs)
-                load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-                each = " ".join(f"x{a / b:.2f}" for a, b in pairs)
-                print(f"compile matmul 512^3 f16 128x128x64 {target or 'default'}  this tree "
-                      f"{new:.1f} ms  {rev} {base:.1f} ms  x{new / base:.2f}  (rounds: {each}, "
-                      f"load {load:.1f})", flush=True)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)],
-                           check=False)
+    with git_tree(rev) as old:
+        for target in ("", "ascend910b"):
+            pairs = [(_cold_ms(ROOT, target, repeat), _cold_ms(old, target, repeat))
+                     for _ in range(rounds)]
+            new, base = statistics.median(p[0] for p in pairs), \
+                statistics.median(p[1] for p in pairs)
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            each = " ".join(f"x{a / b:.2f}" for a, b in pairs)
+            print(f"compile matmul 512^3 f16 128x128x64 {target or 'default'}  this tree "
+                  f"{new:.1f} ms  {rev} {base:.1f} ms  x{new / base:.2f}  (rounds: {each}, "
+                  f"load {load:.1f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -228,6 +228,7 @@ def _native(compiled: CompiledKernel, required: bool) -> Any:
 
         try:
             native = NativeKernel(compiled.func, compiled.name, compiled.block)
+            native.interpreter = compiled.executable  # (printf's lane vectors)
         except NativeUnsupported as exc:
             native = exc
         compiled.__dict__["_native"] = native
@@ -409,6 +410,10 @@ def _plan_key(kernel: Kernel, shape: LaunchShape, args: tuple[Any, ...]) -> Any:
     parts: list[Any] = [shape.grid, None, shape.block, const, _VALIDATE_SETTING(), _race_check_default()]
     device = None
     tensors: list[Any] = []
+    shapes = kernel.__dict__.get("_uses_shapes")  # kernel.uses_shapes, the hit inline
+    if shapes is None:
+        shapes = kernel.uses_shapes
+    views = False  # a `reshape` view among the tensors (its storage is another tensor)
     for position, value in enumerate(args):
         kind = type(value)
         if kind is tensor:
@@ -419,7 +424,8 @@ def _plan_key(kernel: Kernel, shape: LaunchShape, args: tuple[Any, ...]) -> Any:
                     return None  # tensors on several devices: the general path raises
                 device = value.device
             parts.append(value.dtype.name)
-            if kernel.uses_shapes:
+            views = views or value._base is not None
+            if shapes:
                 parts.append(value.shape)  # t[r, c]: row-major strides are specialised
             tensors.append(value)
         elif kind is int:
@@ -431,7 +437,7 @@ def _plan_key(kernel: Kernel, shape: LaunchShape, args: tuple[Any, ...]) -> Any:
         else:
             return None
     if device is None or len(tensors) > 1 and \
-            len({id(t.storage) for t in tensors}) < len(tensors):
+            len({id(t.storage) if views else id(t) for t in tensors}) < len(tensors):
         return None  # no tensor (the default device decides), or a tensor passed twice
     parts[1] = device
     return tuple(parts), tensors

@@ -430,12 +430,7 @@ class Executable:
                         gen.fn(self._context(gen, grid, block, b * block_lanes, block_lanes,
                                              instrument=instrument), bound)
                     return
-                lanes = (gen.vector_lanes or GRID_CHUNK_LANES) if gen.mode == GRID else \
-                    BATCH_CHUNK_LANES_1D if block[1] * block[2] == 1 else BATCH_CHUNK_LANES
-                per_chunk = 1 if gen.mode == BLOCK else max(1, lanes // block_lanes)
-                if gen.mode == BATCH and self.layout.extent:
-                    per_chunk = max(1, min(per_chunk, BATCH_CHUNK_L1_BYTES // self.layout.extent))
-                per_chunk = _whole_grid_rows(per_chunk, grid)
+                per_chunk = self._per_chunk(gen, grid, block)
                 if instrument is None and n_blocks <= per_chunk * _CHUNKS_MEMO:
                     self._remember_chunks(grid, block, gen, per_chunk)
                 pool = self._arenas if instrument is None else None
@@ -470,6 +465,37 @@ class Executable:
         gen.fn(ctx, bound)
         if pool is not None and ctx.memory.arenas:
             pool.setdefault(ctx.count, []).append((ctx.memory.l1_buffers, ctx.memory.arenas))
+
+    def _per_chunk(self, gen: GeneratedKernel, grid: tuple[int, int, int],
+                   block: tuple[int, int, int]) -> int:
+        """Whole blocks per lane vector of a launch run by `gen` (not in warp mode)."""
+        block_lanes = block[0] * block[1] * block[2]
+        lanes = (gen.vector_lanes or GRID_CHUNK_LANES) if gen.mode == GRID else \
+            BATCH_CHUNK_LANES_1D if block[1] * block[2] == 1 else BATCH_CHUNK_LANES
+        per_chunk = 1 if gen.mode == BLOCK else max(1, lanes // block_lanes)
+        if gen.mode == BATCH and self.layout.extent:
+            per_chunk = max(1, min(per_chunk, BATCH_CHUNK_L1_BYTES // self.layout.extent))
+        return _whole_grid_rows(per_chunk, grid)
+
+    def lane_vectors(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                     bound: Sequence[Any]) -> list[tuple[int, int]] | None:
+        """The lane vectors (first linear lane, count) a plain `run` of this launch runs one
+        after another, each in lockstep (None in warp mode: warps interleave by the
+        schedule). `bound`: the launch's arguments as `bind` returns them. The native
+        backend's printf orders its lines by them (pypto/backend/native/printf.py)."""
+        if self.mode == WARP:
+            return None
+        one_d = grid[1] * grid[2] == 1 and block[1] * block[2] == 1
+        gen = self.variant(one_d, False)
+        block_lanes = block[0] * block[1] * block[2]
+        n_blocks = grid[0] * grid[1] * grid[2]
+        per_chunk = self._per_chunk(gen, grid, block)
+        vectors = [(first_block * block_lanes,
+                    min(per_chunk, n_blocks - first_block) * block_lanes)
+                   for first_block in range(0, n_blocks, per_chunk)]
+        if gen.tail_bounds:
+            vectors = tail1d.cut(gen.tail_bounds[0], vectors, list(bound), grid, block)
+        return vectors
 
     def _remember_chunks(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                          gen: GeneratedKernel, per_chunk: int) -> None:

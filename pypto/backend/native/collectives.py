@@ -3,9 +3,8 @@
 Compiled grid functions call `pypto_native_collective(err, site, ...)` (to_llvm.py
 `collective_signature`) once per block for `pto.fill`, `pto.async_load`, `pto.async_store`,
 `pto.tile_store` and `pto.mma`. They are done here with NumPy exactly as the interpreter does
-them (docs/isa.md#l1-and-tile-instructions): copies complete at issue (the phase plan only
-compiles copies waited for before other work, so the interpreter's in-flight hazard checks
-cannot fire), `mma` is `C + A @ B` through NumPy's matmul — the same BLAS call on the same
+them (docs/isa.md#l1-and-tile-instructions): copies complete at issue (tokens.py proves the
+interpreter's in-flight hazard checks cannot fire, or inflight.py compiles them), `mma` is `C + A @ B` through NumPy's matmul — the same BLAS call on the same
 contiguous row-major tiles, so the same summation order and the same bits — and the errors
 (out-of-bounds regions, bad row counts, overlapping rows) have the interpreter's messages.
 A callback costs a few microseconds per block and instruction; the tiles it moves are large.

@@ -27,8 +27,8 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
 from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import (collectives, copy_loops, fill_loops, int_pow, mma_calls,
-                                  numpy_math, printf, tokens)
+from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
+                                  mma_calls, numpy_math, printf, tokens)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -51,9 +51,10 @@ from pypto.errors import KernelError, MemoryAccessError
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
 
-ERR_SLOTS = 12
+ERR_SLOTS = 12 + inflight.SLOTS
 """The error record: code, site, element (or a value's bits), parameter, block x/y/z, lane x/y/z
-(i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT)."""
+(i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT);
+then the hulls of the copies in flight (inflight.COUNT_SLOT)."""
 
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
@@ -345,6 +346,9 @@ class NativeKernel:
     def __init__(self, kernel: func.FuncOp, name: str,
                  block: tuple[int, int, int] | None = None):
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
+        kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
+        self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \
+            kernel.attributes else {}  # proof fails: inflight.py)
         exchanged = exchange_warp_collectives(kernel)  # (stages inlined;
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
@@ -387,7 +391,10 @@ class NativeKernel:
                              for i, op in enumerate(_checked_ops(kernel))
                              if isinstance(op, pto.PrintfOp)}
         _, self.printf_free, buffered = printf.plan(kernel)  # (dims the printing lane or
-        self.printf_lines: list[Any] | None = [] if buffered else None  # block is not pinned in)
+        self.printf_lines: list[Any] | None = [] if buffered else None  # lane is not pinned in)
+        self.printf_launch: tuple[Any, ...] = ()  # (grid, block, bound) of buffered lines
+        self.interpreter: Any = None  # the kernel's Executable: its lane vectors order the
+        # buffered lines (printf.flush; pypto.compiler's _native sets it)
         self.token_lanes = tokens.lane_limit(kernel)  # (copies in flight: lanes per dimension)
         self.collective_error: KernelError | None = None
         self.bound: Sequence[Any] = ()
@@ -508,6 +515,9 @@ class NativeKernel:
             space.update(E=self.err, me=self)  # the bound arguments and the record
             lines += ["    me.bound = bound",
                       "    E[0] = 0"]
+            if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
+                lines += ["    me.inflight_state = None",
+                          f"    E[{inflight.COUNT_SLOT}] = 0"]
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)
@@ -520,9 +530,10 @@ class NativeKernel:
             lines += ["def call(grid, bound):",
                       "    if fn(P):",
                       "        raise error(grid, bound)"]
-        else:  # printf.single_block: the launch's lines sorted into the interpreter's order
+        else:  # printf.plan: the launch's lines sorted into the interpreter's order
             space["flush"] = printf.flush
-            lines += ["    if fn(P):",  # (a failed launch's lines: replay.py prints them)
+            lines += ["    me.printf_launch = (grid, block, bound)",
+                      "    if fn(P):",  # (a failed launch's lines: replay.py prints them)
                       "        raise error(grid, bound)",
                       "    flush(me)"]
             lines += ["def call(grid, bound):",
@@ -573,7 +584,7 @@ class NativeKernel:
                 f"run it on the interpreter (backend='interpreter' or 'auto')",
                 kernel=self.name)
         refused = printf.launch_refusal(self.printf_free, self.printf_lines is not None, grid,
-                                        block, self.name) or \
+                                        block, self.name, self.interpreter) or \
             tokens.launch_refusal(self.token_lanes, block, self.name)  # (printing lane / block,
         if refused is not None:                                       # lanes proven apart)
             return NativeUnsupported(refused, kernel=self.name)

@@ -7,7 +7,9 @@ lane can observe another lane's memory effects, which this check makes sure of s
 - only the ops the lowering knows (ids, pointer arithmetic, loads and stores to HBM and L1,
   `pto.fma`, `arith`/`math` ops whose LLVM form gives exactly the interpreter's bits,
   structured control flow, barriers, atomics, fill / copies / mma and the tile vector
-  instructions at block level (tiles.py), one printf outside loops, warp shuffles and votes once
+  instructions at block level (tiles.py), printf (printf.py: its lines in the interpreter's
+  order), the in-flight copy check where tokens.py cannot prove it (inflight.py), warp
+  shuffles and votes once
   warp_exchange.py has made them L1 exchanges. L1 and barriers are exact through the phase plan
   (phases.py: every barrier and L1 write cuts the block's code into phases run lane by lane),
   which is asked last and refuses what it cannot split;
@@ -292,7 +294,7 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: an L1 buffer without a placed offset (the native " \
                        f"backend lays out L1 as pto-allocate-l1 did)"
             continue
-        if isinstance(op, pto.PrintfOp):  # printf.py: one outside loops, or all on one lane
+        if isinstance(op, pto.PrintfOp):  # printf.py: lines buffered and sorted, or as they run
             if len(printf_ops(kernel)) > 1 or _in_loop(op, kernel):
                 refused = printf_plan(kernel)[0]
                 if refused is not None:

@@ -4,8 +4,9 @@ The interpreter performs an async copy when it is issued and keeps its regions *
 the `pto.wait` of its token (or `pto.wait_all`); touching them meanwhile is a `RaceError`
 (docs/isa.md#ptoasync_load). Compiled code does the copy at issue too (collectives.py) and
 compiles waits to nothing, without the in-flight checks. That is exact when no check can fire,
-which this module proves or refuses (phases.py calls `check_tokens`; "auto" then runs the
-interpreter, which raises the error if the kernel has one). docs/native.md#collectives.
+which this module proves (phases.py calls `check_tokens`). Where it cannot, inflight.py
+compiles the check at the places `possible_hazards` names (the same walk, collecting instead of
+refusing) and marks the kernel `CHECKED_ATTR`. docs/native.md#collectives.
 
 The proof walks the kernel's structured code in order, *path by path*: a state is what one path
 to the current op knows, with
@@ -44,7 +45,7 @@ buffers clash when their placed bytes overlap; two tensor parameters unless both
 `pto.noalias`; within one root, the starts are compared with the remainders replaced by their
 residues and the copy's counters moved by its distance (alias.may_overlap), a value of an
 iteration other than the current one being unknown. An access that cannot be proven apart is
-refused.
+refused (`possible_hazards`: collected, for inflight.py to check at run time).
 """
 
 from __future__ import annotations
@@ -170,10 +171,12 @@ _BINARY = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b,
 
 class _Checker:
     def __init__(self, kernel: func.FuncOp, lanes: int | None = None,
-                 cache: dict[Operation, list[Footprint]] | None = None):
+                 cache: dict[Operation, list[Footprint]] | None = None,
+                 collect: dict[Operation, list[Operation]] | None = None):
         from pypto.backend.native.warp_exchange import max_lanes
 
         self.kernel = kernel
+        self.collect = collect  # (None: raise at the first possible hazard)
         attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
         self.noalias = {a for i, a in enumerate(kernel.body.block.args)
                         if i < len(attrs) and "pto.noalias" in attrs[i].data}
@@ -356,6 +359,11 @@ class _Checker:
                     if acc.space != held.space or (acc.kind == "read" and held.kind == "read"):
                         continue
                     if self._clash(acc, op, residues, held, inst):
+                        if self.collect is not None:  # (checked at run time: inflight.py)
+                            copies = self.collect.setdefault(op, [])
+                            if copy not in copies:
+                                copies.append(copy)
+                            continue
                         raise TokenRefused(
                             f"{op_location(op, unknown='here')}: '{op.name}' may touch the "
                             f"{'L1 buffer' if acc.space == 'local' else 'tensor'} of the async "
@@ -529,6 +537,19 @@ def _prove(kernel: func.FuncOp, lanes: int | None,
     _Checker(kernel, lanes, cache).block(kernel.body.block, {_State()}, {})
 
 
+CHECKED_ATTR = "pto.native_inflight_checked"
+"""On a kernel inflight.py instrumented: its in-flight hazards are checked at run time."""
+
+
+def possible_hazards(kernel: func.FuncOp) -> dict[Operation, list[Operation]]:
+    """Every op that may touch a copy in flight (for the target's largest block), with the
+    copy ops it may touch, in walk order; raises `TokenRefused` when the walk itself cannot
+    be done (too many paths, copies in a `while`, iterations the proof cannot tell apart)."""
+    found: dict[Operation, list[Operation]] = {}
+    _Checker(kernel, None, None, found).block(kernel.body.block, {_State()}, {})
+    return found
+
+
 def lane_limit(kernel: func.FuncOp) -> int | None:
     """None when no in-flight hazard can fire in any block; else the largest block extent
     (lanes per dimension) for which none can — a lane reading `slot + tid` of a slotted
@@ -537,7 +558,8 @@ def lane_limit(kernel: func.FuncOp) -> int | None:
     safe. Proofs with fewer lanes prove at least as much, so the limit is a binary search."""
     from pypto.backend.native.warp_exchange import max_lanes
 
-    if not any(isinstance(op, ASYNC) for op in kernel.walk()):
+    if CHECKED_ATTR in kernel.attributes or not any(isinstance(op, ASYNC)
+                                                    for op in kernel.walk()):
         return None
     cache: dict[Operation, list[Footprint]] = {}  # (footprints: one per op, every proof)
     try:

@@ -126,39 +126,78 @@ def test_slot_from_the_counter_natively_bit_exact(ntiles, blocks):
     np.testing.assert_array_equal(outs[1][0], x)
 
 
-def test_storing_the_slot_still_loading_is_refused_and_the_interpreter_raises():
-    """Compiled without the static verifier, the wrong slot reaches both backends: natively
-    refused with the reason (the proof sees the copy in flight), "auto" runs the interpreter,
-    whose in-flight check raises."""
+def test_storing_the_slot_still_loading_raises_the_interpreters_error_natively(monkeypatch):
+    """Compiled without the static verifier, the wrong slot reaches both backends: the proof
+    sees the copy in flight, so the native backend compiles the check
+    (pypto/backend/native/inflight.py) and raises the interpreter's RaceError — the same
+    message, detected by compiled code itself with the replay off."""
+    from pypto.backend.native import replay
+
     x = np.ones(3 * T, np.float32)
     args = (x, np.zeros_like(x), 3, True)
     compiled = pto.compile(slotted_copy, args=args, block=64, pipeline="pto-allocate-l1")
-    with pytest.raises(NativeUnsupported, match="may still be in flight"):
-        pto.launch(compiled, 1, 64, args, backend="native")
-    with pytest.raises(pto.RaceError, match="still in flight"):
-        pto.launch(compiled, 1, 64, args, backend="auto")
+    messages = []
+    for backend, replayed in (("interpreter", True), ("native", True), ("native", False),
+                              ("auto", True)):
+        monkeypatch.setattr(replay, "ENABLED", replayed)
+        with pytest.raises(pto.RaceError, match="still in flight") as err:
+            pto.launch(compiled, 1, 64, args, backend=backend)
+        messages.append(str(err.value))
+    assert len(set(messages)) == 1
 
 
 @pto.kernel
 def gather_while_loading(x, idx, y):
-    """Each lane reads `buf[idx[tid]]` while the copy into `buf` may be in flight: which
-    element is data-dependent (the static verifier defers it to run time)."""
+    """Each lane reads `buf[idx[tid]]` while the copy into the second half of `buf` is in
+    flight: which element is data-dependent (the static verifier defers it to run time, and
+    tokens.py's proof cannot clear it), a hazard exactly when some `idx[tid] >= T`."""
     tid = pto.get_local_id()
-    buf = pto.alloc_local(T)
-    tok = pto.async_load(buf, x, T * 4)
+    buf = pto.alloc_local(2 * T)
+    first = pto.async_load(buf, x, T * 4)
+    pto.wait(first)
+    second = pto.async_load(buf + T, x + T, T * 4)
     v = pto.load(buf + pto.load(idx + tid))
-    pto.wait(tok)
-    pto.store(y + tid, v)
+    pto.wait(second)
+    pto.store(y + tid, v + pto.load(buf + T + tid))
 
 
-def test_a_data_dependent_read_of_a_copy_in_flight_is_refused_never_wrong():
-    x = np.arange(T, dtype=np.float32)
-    idx = np.arange(T, dtype=np.int32)[::-1].copy()
-    args = (x, idx, np.zeros(T, np.float32))
-    with pytest.raises(NativeUnsupported, match="may still be in flight"):
-        pto.launch(gather_while_loading, 1, T, args, backend="native")
-    with pytest.raises(pto.RaceError, match="still in flight"):
-        pto.launch(gather_while_loading, 1, T, args, backend="auto")
+@pytest.fixture(scope="module")
+def gather_kernel():
+    x = np.arange(2 * T, dtype=np.float32)
+    args = (x, np.zeros(T, np.int32), np.zeros(T, np.float32))
+    return pto.compile(gather_while_loading, args=args, block=T, pipeline="pto-allocate-l1")
+
+
+def test_a_data_dependent_read_of_a_copy_in_flight_is_checked_at_run_time(gather_kernel,
+                                                                           monkeypatch):
+    """The proof fails, so the check is compiled (pypto/backend/native/inflight.py): indices
+    below T run natively bit for bit (against the interpreter and NumPy); one index at T
+    raises the interpreter's RaceError — its message and location — detected by compiled
+    code itself (replay off) and, replayed, the interpreter's own."""
+    from pypto.backend.native import replay
+    from pypto.backend.native.inflight import instrument
+
+    assert instrument(gather_kernel.func) is not gather_kernel.func  # (hooks: proof fails)
+    x = np.arange(2 * T, dtype=np.float32) * 0.5
+    idx = np.random.default_rng(3).integers(0, T, T).astype(np.int32)
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = np.zeros(T, np.float32)
+        pto.launch(gather_kernel, 1, T, (x, idx, y), backend=backend)
+        outs.append([y])
+    assert same_bits(*outs)
+    np.testing.assert_array_equal(outs[1][0], x[idx] + x[T:])
+    bad = idx.copy()
+    bad[200] = T + 7
+    messages = []
+    for backend, replayed in (("interpreter", True), ("native", True), ("native", False)):
+        monkeypatch.setattr(replay, "ENABLED", replayed)
+        with pytest.raises(pto.RaceError) as err:
+            pto.launch(gather_kernel, 1, T, (x, bad, np.zeros(T, np.float32)), backend=backend)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] == messages[2]
+    assert "hazard: read of L1 buffer 'buf' while the pto.async_load at " in messages[0]
+    assert "still in flight" in messages[0]
 
 
 def test_lanes_reading_a_slot_while_the_other_loads_bit_exact_and_bounded_by_the_block():
@@ -254,12 +293,16 @@ def slot_variant(x, y, ntiles, NSLOT: pto.constexpr, LOAD: pto.constexpr, READ: 
     pto.wait_all()
 
 
-def test_slot_variants_never_a_wrong_answer():
+def test_slot_variants_never_a_wrong_answer(monkeypatch):
     """Every combination of load slot, read slot, wait placement and slot count, compiled
-    without the static verifier: when the interpreter raises its in-flight RaceError the
-    native backend refuses the kernel; when it compiles, it gives the interpreter's bits. The
-    correct double and triple buffering compile."""
-    compiled = []
+    without the static verifier: when the interpreter raises its in-flight RaceError, the
+    native launch raises the same (its message and location; compiled code detects it itself
+    where tokens.py's proof fails: pypto/backend/native/inflight.py, checked with the replay
+    off too); when the interpreter runs it, the native backend gives its bits. The correct
+    double and triple buffering compile; none is refused."""
+    from pypto.backend.native import replay
+
+    compiled, raced, refused = [], [], []
     for nslot in (2, 3):
         for load in range(nslot):
             for read in range(nslot):
@@ -270,24 +313,77 @@ def test_slot_variants_never_a_wrong_answer():
                         args = (x, np.zeros_like(x), ntiles, nslot, load, read, wait)
                         kernel = pto.compile(slot_variant, args=args, block=32,
                                              pipeline="pto-allocate-l1")
-                        outs, race = [], False
-                        for backend in ("interpreter", "native"):
+                        outs, errors = [], []
+                        for backend in ("interpreter", "native", "compiled"):
                             y = np.zeros_like(x)
+                            monkeypatch.setattr(replay, "ENABLED", backend != "compiled")
                             try:
-                                pto.launch(kernel, 2, 32, (x, y, *args[2:]), backend=backend)
-                            except pto.RaceError:
-                                assert backend == "interpreter"
-                                race = True
+                                pto.launch(kernel, 2, 32, (x, y, *args[2:]),
+                                           backend="native" if backend == "compiled"
+                                           else backend)
+                            except pto.RaceError as err:
+                                errors.append(str(err))
                                 continue
                             except NativeUnsupported:
+                                refused.append((nslot, load, read, wait, ntiles))
                                 break
-                            if race:
-                                raise AssertionError(f"ran natively although the interpreter "
-                                                     f"raises: {args[3:]} ntiles {ntiles}")
                             outs.append([y])
                         else:
-                            if not race:
-                                assert same_bits(*outs), (args[3:], ntiles)
-                                compiled.append((nslot, load, read, wait, ntiles))
+                            variant = (nslot, load, read, wait, ntiles)
+                            if errors:
+                                assert len(errors) == 3 and not outs, variant
+                                assert errors[0] == errors[1], variant
+                                assert "still in flight" in errors[2], variant
+                                raced.append(variant)
+                            else:
+                                assert same_bits(outs[0], outs[1]), variant
+                                assert same_bits(outs[0], outs[2]), variant
+                                compiled.append(variant)
     assert (2, 1, 0, 0, 4) in compiled and (3, 1, 0, 0, 4) in compiled
     assert (3, 2, 0, 0, 3) in compiled  # (load two slots ahead: still apart from the read)
+    assert (2, 0, 0, 0, 3) in raced  # (loading into the slot being stored: a RaceError)
+    assert not refused and len(raced) + len(compiled) == 117  # (wait 2: every access hooked)
+
+
+
+@pto.kernel
+def scatter_while_loading(x, idx, y):
+    """Each lane writes `buf[idx[tid]]` while the copy into the second half of `buf` is in
+    flight (then all read their own element back): a hazard when some `idx[tid] >= T`."""
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(2 * T)
+    second = pto.async_load(buf + T, x + T, T * 4)
+    pto.store(buf + pto.load(idx + tid), pto.load(x + tid))
+    pto.wait(second)
+    pto.barrier_block()
+    pto.store(y + tid, pto.load(buf + tid) + pto.load(buf + T + tid))
+
+
+def test_an_l1_write_while_loading_is_checked_at_run_time(monkeypatch):
+    """The guard of a lane's L1 write: any copy in flight over its byte (a permutation below
+    T runs bit for bit; one index at T + 3 is the interpreter's RaceError, compiled too)."""
+    from pypto.backend.native import replay
+
+    x = np.arange(2 * T, dtype=np.float32) * 0.25
+    perm = np.random.default_rng(4).permutation(T).astype(np.int32)
+    compiled = pto.compile(scatter_while_loading, args=(x, perm, np.zeros(T, np.float32)),
+                           block=T, pipeline="pto-allocate-l1", race_check=False)
+    outs = []
+    for backend in ("interpreter", "native"):
+        y = np.zeros(T, np.float32)
+        pto.launch(compiled, 1, T, (x, perm, y), backend=backend)
+        outs.append([y])
+    assert same_bits(*outs)
+    first = np.empty(T, np.float32)
+    first[perm] = x[:T]
+    np.testing.assert_array_equal(outs[1][0], first + x[T:])
+    bad = perm.copy()
+    bad[9] = T + 3
+    messages = []
+    for backend, replayed in (("interpreter", True), ("native", True), ("native", False)):
+        monkeypatch.setattr(replay, "ENABLED", replayed)
+        with pytest.raises(pto.RaceError) as err:
+            pto.launch(compiled, 1, T, (x, bad, np.zeros(T, np.float32)), backend=backend)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] == messages[2]
+    assert "hazard: write of L1 buffer 'buf'" in messages[0]

@@ -1,7 +1,9 @@
 """Several printfs, and printf in a loop, natively (docs/native.md#what-is-compiled-the-support-check,
-pypto/backend/native/printf.py `single_lane`): compiled when one lane prints every line — then
-the lines are the interpreter's, in its order, whatever its lane vector — and refused (with the
-reason; "auto" runs the interpreter) when lanes could interleave differently."""
+pypto/backend/native/printf.py `plan`): the launch's lines are buffered and sorted into the
+interpreter's order — its lane vectors (`Executable.lane_vectors`: the grid's chunks, batches or
+single blocks) one after another, op by op within one (each enclosing loop's trip, `for` or
+SIMT `while`), lanes in linear order — compared line for line with the interpreter and with the
+lines the kernel's semantics give (built here in Python)."""
 
 from __future__ import annotations
 
@@ -93,8 +95,10 @@ def test_printfs_of_several_lanes_in_a_loop_of_one_block_in_the_interpreters_ord
     lines = _lines(capsys, every_lane_in_a_loop, 1, 32, (x,))
     assert lines == [f"[block (0, 0, 0) lane ({t}, 0, 0)] {k} {t}" for k in range(2)
                      for t in range(3)]
-    with pytest.raises(NativeUnsupported, match="one block prints them all"):
-        pto.launch(every_lane_in_a_loop, 2, 32, (x,), backend="native")
+    # two blocks: one lane vector on the interpreter (no L1: grid mode), so trip by trip
+    lines = _lines(capsys, every_lane_in_a_loop, 2, 32, (x,))
+    assert lines == [f"[block ({b}, 0, 0) lane ({t}, 0, 0)] {k} {t}" for k in range(2)
+                     for b in range(2) for t in range(3)]
 
 
 @pto.kernel
@@ -144,8 +148,8 @@ def test_printfs_of_several_lanes_in_nested_loops_and_around_barriers(capsys):
     assert lines == expected + [row.format(t) + f"end {t}" for t in range(4)]
     lines = _lines(capsys, lanes_in_a_loop_around_a_barrier, 1, 8, (x, 3))
     assert lines == [row.format(t) + f"{k}: {7 - t + k}" for k in range(3) for t in range(8)]
-    with pytest.raises(NativeUnsupported, match="pin a single lane"):
-        pto.launch(lanes_in_a_while, 1, 4, (x, 2), backend="native")
+    lines = _lines(capsys, lanes_in_a_while, 1, 4, (x, 2))  # (trip by trip, lanes in order)
+    assert lines == [row.format(t) + f"{k}" for k in range(3) for t in range(4) if k < t]
 
 
 @pto.kernel
@@ -177,17 +181,19 @@ def test_printfs_of_several_lanes_need_a_one_block_launch(capsys):
     lines = _lines(capsys, every_lane_twice, 1, 32, (x,))
     assert lines == [f"[block (0, 0, 0) lane ({t}, 0, 0)] {w} {t}" for w in "ab"
                      for t in range(3)]
-    with pytest.raises(NativeUnsupported, match="one block prints them all"):
-        pto.launch(every_lane_twice, 2, 32, (x,), backend="native")
+    lines = _lines(capsys, every_lane_twice, 2, 32, (x,))  # (one lane vector: the grid)
+    assert lines == [f"[block ({b}, 0, 0) lane ({t}, 0, 0)] {w} {t}" for w in "ab"
+                     for b in range(2) for t in range(3)]
 
 
-def test_a_launch_extending_an_unpinned_dimension_is_refused(capsys):
-    """debug_lane pins x only: a 2-D grid has a printing lane in every block row."""
+def test_a_launch_extending_an_unpinned_dimension(capsys):
+    """debug_lane pins x only: a 2-D grid has a printing lane in every block row, (1, 0) and
+    (1, 1); one lane vector holds both (grid mode), so their lines interleave op by op."""
     x = np.ones(4, np.float32)
-    with pytest.raises(NativeUnsupported, match="not in y"):
-        pto.launch(debug_lane, (2, 2), 64, (x, 4), backend="native")
-    pto.launch(debug_lane, (2, 2), 64, (x, 4), backend="auto")
-    assert len(capsys.readouterr().out.splitlines()) == 12
+    lines = _lines(capsys, debug_lane, (2, 2), 64, (x, 4))
+    rows = [f"[block (1, {y}, 0) lane (3, 0, 0)] " for y in range(2)]
+    assert lines == [r + "n=4" for r in rows] + [r + f"x[{k}]=1.00" for k in range(4)
+                                                 for r in rows] + [r + "done" for r in rows]
 
 
 def test_a_format_error_in_a_loop_is_the_interpreters(capsys):
@@ -241,6 +247,77 @@ def test_printfs_around_a_barrier_in_a_one_block_launch(capsys):
     lines = _lines(capsys, one_block_phases, 1, 8, (x,))
     assert lines == ([f"[block (0, 0, 0) lane ({t}, 0, 0)] w {t}" for t in range(8)] +
                      [f"[block (0, 0, 0) lane ({t}, 0, 0)] r {7 - t}" for t in range(8)])
-    with pytest.raises(NativeUnsupported, match="one block prints them all"):
-        pto.launch(one_block_phases, 2, 8, (np.arange(16, dtype=np.float32),),
-                   backend="native")
+    # several blocks: the interpreter runs them as lane vectors of whole blocks (batch or
+    # block mode, its choice, `lane_vectors`): each vector's `w` lines, then its `r` lines
+    x16 = np.arange(40, dtype=np.float32)
+    lines = _lines(capsys, one_block_phases, 5, 8, (x16,))
+    compiled = pto.compile(one_block_phases, args=(x16,), block=8)
+    vectors = compiled.executable.lane_vectors((5, 1, 1), (8, 1, 1), (x16,))
+    expected = []
+    for first, count in vectors:
+        blocks = range(first // 8, (first + count) // 8)
+        expected += [f"[block ({b}, 0, 0) lane ({t}, 0, 0)] w {t}" for b in blocks
+                     for t in range(8)]
+        expected += [f"[block ({b}, 0, 0) lane ({t}, 0, 0)] r {7 - t}" for b in blocks
+                     for t in range(8)]
+    assert lines == expected
+
+
+@pto.kernel
+def blocks_in_a_while(x, n):
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(4, pto.int32)  # (L1 and a barrier: the interpreter's batch mode)
+    pto.store(buf + tid, pto.get_block_id() % 3)
+    pto.barrier_block()
+    k = pto.load(buf + tid)
+    while k < 2 + tid % 2:
+        pto.printf("%d\n", k)
+        k += 1
+    pto.printf("end %d\n", k)
+
+
+@pto.kernel
+def lanes_2d(x, n):
+    i = pto.get_local_id(0)
+    j = pto.get_local_id(1)
+    if i + j < 2:
+        for k in range(n):
+            pto.printf("%d %d %d\n", k, i, j)
+
+
+def _vectors(kernel, grid, block, args):
+    compiled = pto.compile(kernel, args=args, block=block)
+    exe = compiled.executable
+    return exe.lane_vectors(grid, block, args)  # (scalars as given: a tail cut reads one)
+
+
+def test_a_simt_while_of_many_blocks_in_the_interpreters_vectors(capsys, monkeypatch):
+    """A grid too large for one lane vector (the interpreter's batch mode runs it in chunks
+    of whole blocks; chunks made small here): per chunk, the while loop's trips in lockstep — a
+    lane prints trip k's line when its own loop runs a k-th time — then every lane's `end`."""
+    from pypto.backend.interpreter import executor
+
+    monkeypatch.setattr(executor, "BATCH_CHUNK_LANES_1D", 32)
+    x = np.zeros(4, np.float32)
+    grid = 30
+    vectors = _vectors(blocks_in_a_while, (grid, 1, 1), (4, 1, 1), (x, 2))
+    assert len(vectors) > 1  # (several chunks: their order is what is tested)
+    lines = _lines(capsys, blocks_in_a_while, grid, 4, (x, 2))
+    expected = []
+    for first, count in vectors:
+        lanes = [(lane // 4, lane % 4) for lane in range(first, first + count)]
+        for trip in range(3):
+            expected += [f"[block ({b}, 0, 0) lane ({t}, 0, 0)] {b % 3 + trip}"
+                         for b, t in lanes if b % 3 + trip < 2 + t % 2]
+        expected += [f"[block ({b}, 0, 0) lane ({t}, 0, 0)] end {max(b % 3, 2 + t % 2)}"
+                     for b, t in lanes]
+    assert lines == expected
+
+
+def test_lanes_of_a_2d_grid_and_block_in_linear_order(capsys):
+    x = np.zeros(4, np.float32)
+    lines = _lines(capsys, lanes_2d, (2, 2), (2, 2), (x, 2))
+    order = [(bx, by, i, j) for by in range(2) for bx in range(2) for j in range(2)
+             for i in range(2) if i + j < 2]
+    assert lines == [f"[block ({bx}, {by}, 0) lane ({i}, {j}, 0)] {k} {i} {j}" for k in range(2)
+                     for bx, by, i, j in order]

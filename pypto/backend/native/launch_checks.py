@@ -5,10 +5,9 @@ full_blocks.py) take the corners of one block's box of lanes, the block coordina
 uniform values. In a launch of many small blocks (add3d's 8 x 4 x 2 lanes) those per-block
 checks cost more than the lanes' work. But when every offset and guard is affine in the block
 coordinates *too* (`get_block_id(d) * get_block_dim(d) + get_local_id(d)`, `(k * h + j) * w + i`),
-the same argument as for the lanes holds over the box of (block, lane) pairs of the whole grid:
-an affine function takes its extreme values at that box's corners. So this module builds
-`@k.launch.range` and `@k.launch.guards` with the block coordinates as further box coordinates
-(from 0 to the grid dimension - 1): every check of the per-block functions (in range, no i32
+an affine function of the (block, lane) pairs of the whole grid is bounded by interval
+arithmetic over their box. So this module builds `@k.launch.range` and `@k.launch.guards` with
+the block coordinates as further box coordinates (from 0 to the grid dimension - 1): every check of the per-block functions (in range, no i32
 overflow of a value the block coordinates or lanes vary, each guard at its expected value),
 now including the i32 products of block coordinates that were uniform before. When both
 return 1, every block would pass its own checks, and the grid function runs every block's full
@@ -24,11 +23,13 @@ coordinate, keeps the per-block checks. docs/native.md#one-check-per-launch.
 from __future__ import annotations
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import UnitAttr, i32, i64
+from xdsl.dialects.builtin import UnitAttr, UnrealizedConversionCastOp, i32, i64
 from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
-from pypto.backend.native.fast_blocks import (_ACCESSES, LAUNCH_SUFFIX, RANGE_ATTR, _access_ptr,
-                                              _Analysis, _RangeBuilder, _root)
+from pypto.backend.native.fast_blocks import (_ACCESSES, _I32_MAX, _I32_MIN, _UNIFORM_I64_BOUND,
+                                              COUNT_ATTR, LAUNCH_SUFFIX, RANGE_ATTR,
+                                              _access_ptr, _Analysis, _RangeBuilder, _root)
+from pypto.dialects import pto
 from pypto.backend.native.full_blocks import guards
 
 class _NotLaunchUniform(Exception):
@@ -54,8 +55,8 @@ class _LaunchAnalysis(_Analysis):
 
 
 class _LaunchBuilder(_RangeBuilder):
-    """`_RangeBuilder` over the box of (block, lane) pairs: block coordinate d takes the corner
-    bit after the lanes' and the loop counters' ones, with values 0 and grid dim d - 1."""
+    """`_RangeBuilder` over the box of (block, lane) pairs (block coordinate d from 0 to grid
+    dim d - 1), bounding values by intervals instead of corners (`interval`)."""
 
     def __init__(self, an: _LaunchAnalysis, block: Block, lane_args: list[SSAValue],
                  range_args: list[SSAValue], num_params: int):
@@ -64,9 +65,7 @@ class _LaunchBuilder(_RangeBuilder):
         for j in range(3):
             del self.map[lane_args[num_params + j]]
         self.gdims = range_args[num_params + 3:num_params + 6]
-
-    def _block_bit(self, d: int) -> int:
-        return 3 + len(self.an.loop_ivs) + d
+        self.interval_memo: dict[tuple, tuple[SSAValue, SSAValue]] = {}
 
     def uniform(self, v: SSAValue) -> SSAValue:
         if isinstance(v, BlockArgument) and v not in self.map:
@@ -74,32 +73,72 @@ class _LaunchBuilder(_RangeBuilder):
         return super().uniform(v)
 
     def split_dim(self, v: SSAValue) -> int:
-        if v not in self.splits:
-            self.splits.append(v)
-        return 6 + len(self.an.loop_ivs) + self.splits.index(v)
+        raise _NotLaunchUniform  # (a warp or lane id: bounded per access, per block)
 
-    def at(self, v: SSAValue, corner: int) -> SSAValue:
+    def interval(self, v: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """[lo, hi] (i64, inclusive) containing every value of lane-affine `v` over the
+        (block, lane, loop counter) box, each i32 step checked not to overflow there. Interval
+        arithmetic: exact for an affine form using each coordinate once (add3d's offset), a
+        superset otherwise (a failure only costs the one-check path); linear in the form's
+        size where the corners are exponential in its coordinates (6 in a 3-D launch)."""
+        key = (v, self.x_box, self.epoch)
+        if key in self.interval_memo:
+            return self.interval_memo[key]
+        one = self.const(1, i32)
         if v in self.lan.block_coords:
-            d = self.lan.block_coords.index(v)
-            if corner >> self._block_bit(d) & 1:
-                last = self.add(arith.SubiOp(self.gdims[d], self.const(1, i32)))
-                return self.add(arith.ExtSIOp(last, i64))
-            return self.const(0)
-        return super().at(v, corner)
+            last = self.add(arith.SubiOp(self.gdims[self.lan.block_coords.index(v)], one))
+            result = self.const(0), self.add(arith.ExtSIOp(last, i64))
+        elif v in self.an.lane_coords:
+            d = self.an.lane_coords.index(v)
+            first = self.x_box[0] if d == 0 else self.const(0, i32)
+            last = self.add(arith.SubiOp(self.x_box[1] if d == 0 else self.bdims[d], one))
+            result = self.add(arith.ExtSIOp(first, i64)), self.add(arith.ExtSIOp(last, i64))
+        elif v in self.an.loop_ivs:  # (its first and last values: `at` at both ends)
+            bit = 1 << (3 + list(self.an.loop_ivs).index(v))
+            result = super().at(v, 0), super().at(v, bit)
+        elif self.an.split(v):
+            raise _NotLaunchUniform
+        else:
+            op = v.owner
+            if isinstance(op, arith.ExtSIOp):
+                result = self.interval(op.operands[0])
+            else:
+                (alo, ahi), (blo, bhi) = (self.interval(o) if self.an.affine(o)
+                                          else (self.wide(o),) * 2 for o in op.operands)
+                if isinstance(op, arith.AddiOp):
+                    lo, hi = self.add(arith.AddiOp(alo, blo)), self.add(arith.AddiOp(ahi, bhi))
+                elif isinstance(op, arith.SubiOp):
+                    lo, hi = self.add(arith.SubiOp(alo, bhi)), self.add(arith.SubiOp(ahi, blo))
+                else:
+                    products = [self.add(arith.MuliOp(a, b)) for a in (alo, ahi)
+                                for b in (blo, bhi)]
+                    lo, hi = products[0], products[0]
+                    for p in products[1:]:
+                        lo, hi = self.add(arith.MinSIOp(lo, p)), self.add(arith.MaxSIOp(hi, p))
+                self.in_range(lo, _I32_MIN, _I32_MAX)  # an i32 value: no overflow
+                self.in_range(hi, _I32_MIN, _I32_MAX)
+                result = lo, hi
+        self.interval_memo[key] = result
+        return result
 
-    def used_dims(self, values: list[SSAValue]) -> set[int]:
-        found = super().used_dims(values)
-        stack, seen = list(values), set()
-        while stack:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            if v in self.lan.block_coords:
-                found.add(self._block_bit(self.lan.block_coords.index(v)))
-            elif not isinstance(v, BlockArgument) and self.an.affine(v):
-                stack += [o for o in v.owner.operands if self.an.affine(o)]
-        return found
+    def _access(self, param: SSAValue, offsets: list[SSAValue]) -> None:
+        """Every value of the access's offset in `[0, count)`: its interval's ends."""
+        if isinstance(param.owner, pto.AllocLocalOp):
+            count = self.const(param.owner.result.type.size)
+        else:
+            count = self.add(UnrealizedConversionCastOp.get([self.map[param]], [i64]))
+            count.owner.attributes[COUNT_ATTR] = UnitAttr()
+        lo = hi = self.const(0)
+        for o in offsets:
+            if self.an.affine(o):
+                olo, ohi = self.interval(o)
+            else:
+                olo = ohi = self.wide(o)
+                if o.type == i64:
+                    self.in_range(olo, -_UNIFORM_I64_BOUND, _UNIFORM_I64_BOUND)
+            lo, hi = self.add(arith.AddiOp(lo, olo)), self.add(arith.AddiOp(hi, ohi))
+        self.checks.append(self.add(arith.CmpiOp(lo, count, "ult")))
+        self.checks.append(self.add(arith.CmpiOp(hi, count, "ult")))
 
 
 def _signature(lane: func.FuncOp, num_params: int) -> list:
@@ -138,14 +177,12 @@ def launch_variants(lane: func.FuncOp, name: str,
         for guard in found:
             if not an.affine(guard.affine):
                 return None
-            dims = sorted(gbuilder.used_dims([guard.affine]))
             u = gbuilder.wide(guard.uniform)
             pred = guard.pred if guard.expected else \
                 {"slt": "sge", "sle": "sgt", "sgt": "sle", "sge": "slt"}[guard.pred]
-            for pick in range(1 << len(dims)):
-                corner = sum(1 << d for k, d in enumerate(dims) if pick >> k & 1)
-                value = gbuilder.at(guard.affine, corner)
-                gbuilder.checks.append(gbuilder.add(arith.CmpiOp(value, u, pred)))
+            lo, hi = gbuilder.interval(guard.affine)  # (true for all: at its end that binds)
+            value = hi if pred in ("slt", "sle") else lo
+            gbuilder.checks.append(gbuilder.add(arith.CmpiOp(value, u, pred)))
         gblock.add_op(func.ReturnOp(gbuilder.result()))
     except _NotLaunchUniform:
         return None

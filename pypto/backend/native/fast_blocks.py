@@ -652,9 +652,9 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
 def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Block,
                  params: list[SSAValue], dims: list[SSAValue], err: SSAValue,
                  shape: tuple[int, int, int] | None) -> None:
-    """End `entry` with the launch checks (launch_checks.py): when both pass, a loop over the
-    blocks `[first, end)` running the full lane loops (with the compiled block shape's
-    constant trip counts when the launch has that shape); else the per-block loop `head`."""
+    """End `entry` with the launch checks (launch_checks.py): when both pass and the launch
+    has the compiled block shape (if any), a loop over the blocks `[first, end)` running the
+    full lane loops (that shape's constant trip counts); else the per-block loop `head`."""
     gx, gy, gz, bx, by, bz, first, end = dims
     c, add = _i32_constant, _append
     gdims, rdims = (gx, gy, gz), (bx, by, bz)
@@ -664,14 +664,11 @@ def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Blo
         r = add(entry, func.CallOp(name + LAUNCH_SUFFIX + suffix,
                                    [*params, zero, zero, zero, *gdims, *rdims, zero, bx], [i32]))
         ok = add(entry, arith.AndIOp(ok, add(entry, arith.CmpiOp(r, zero, "ne"))))
-    same = add(entry, arith.ConstantOp(IntegerAttr(1 if shape is not None else 0, i1)))
-    for value, size in zip(rdims, shape or ()):
-        same = add(entry, arith.AndIOp(same, add(entry, arith.CmpiOp(value, c(entry, size),
-                                                                     "eq"))))
+    for value, size in zip(rdims, shape or ()):  # (another launch block: per-block path)
+        ok = add(entry, arith.AndIOp(ok, add(entry, arith.CmpiOp(value, c(entry, size), "eq"))))
     lhead, lbody, lnext = Block(arg_types=[i32]), Block(), Block()
-    known, generic = Block(), Block()
     last = entry
-    for blk in (lhead, lbody, known, generic, lnext):
+    for blk in (lhead, lbody, lnext):
         region.insert_block_after(blk, last)
         last = blk
     entry.add_op(cf.ConditionalBranchOp(ok, lhead, [first], head, [first]))
@@ -681,13 +678,9 @@ def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Blo
     cbx = add(lbody, arith.RemUIOp(b, gx))
     rest = add(lbody, arith.DivUIOp(b, gx))
     ids = (cbx, add(lbody, arith.RemUIOp(rest, gy)), add(lbody, arith.DivUIOp(rest, gy)))
-    lbody.add_op(cf.ConditionalBranchOp(same, known, [], generic, []))
-    lane_name = name + ".full.lane"
-    sizes = tuple(c(known, size) for size in shape) if shape is not None else rdims
-    known.add_op(cf.BranchOp(_lane_loops(region, lane_name, known, params, ids, sizes, gdims,
-                                         err, lnext, done)))
-    generic.add_op(cf.BranchOp(_lane_loops(region, lane_name, generic, params, ids, rdims,
-                                           gdims, err, lnext, done)))
+    sizes = tuple(c(lbody, size) for size in shape) if shape is not None else rdims
+    lbody.add_op(cf.BranchOp(_lane_loops(region, name + ".full.lane", lbody, params, ids,
+                                         sizes, gdims, err, lnext, done)))
     lnext.add_op(cf.BranchOp(lhead, add(lnext, arith.AddiOp(b, c(lnext, 1)))))
 
 

@@ -57,6 +57,8 @@ from pypto.analysis import lane_values, uniformity  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
 from timing import git_tree  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 COUNTS = {"varying": 0, "lane_model": 0}
 

@@ -15,6 +15,8 @@ import numpy as np
 
 import pypto as pto
 from timing import best_of
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 
 @pto.kernel

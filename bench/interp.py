@@ -27,6 +27,8 @@ from kernels.test_reduction import block_sum  # noqa: E402
 from kernels.test_transpose import ROWS, TILE, transpose  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 
 

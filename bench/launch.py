@@ -38,6 +38,8 @@ sys.path.insert(0, str(ROOT))
 import pypto as pto  # noqa: E402
 from tests.kernels.test_reduction import block_sum  # noqa: E402
 from vector_add import vector_add  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 
 @pto.kernel

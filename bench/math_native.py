@@ -24,6 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pypto as pto  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 

@@ -32,6 +32,8 @@ sys.path.insert(0, str(ROOT / "examples"))
 import pypto as pto  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from pypto.backend.interpreter import tile_unit, tiles  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 SIZE, TILE = 512, 64

@@ -37,6 +37,8 @@ from pypto.backend.targets import default_target  # noqa: E402
 from pypto.profiling import model_pipeline  # noqa: E402
 from pipeline_matmul import matmul_tile  # noqa: E402
 from vector_add import vector_add  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 
 def bench_vector_add(n: int, repeat: int) -> float:

@@ -267,6 +267,7 @@ def main() -> None:
     lines += [""] + issue20(zoo, launch) + ([SLOW_KERNELS] if not opts.quick else []) + \
         matmul_section(matmul)
     lines += ["## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), ""]
+    lines += kept_section(Path(opts.out), BACKEND_DEFAULT)
     lines += native_section(native, launch)
     lines += [
               "## Fixed cost and scaling (`python bench/launch.py`)", "", "```text",
@@ -296,6 +297,21 @@ def main() -> None:
                      f"detector's bookkeeping), not by memory.")
     Path(opts.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {opts.out}")
+
+
+BACKEND_DEFAULT = "## Which backend by default"
+"""A section this script keeps from the page as it is: `bench/backend_default.py` measures it, a
+separate run of fresh processes per kernel and backend (too slow to repeat with the others)."""
+
+
+def kept_section(page: Path, heading: str) -> list[str]:
+    """The section under `heading` of the existing page (to the next `## `), or nothing."""
+    text = page.read_text() if page.exists() else ""
+    start = text.find(f"\n{heading}")
+    if start < 0:
+        return []
+    end = text.find("\n## ", start + 1)
+    return text[start + 1:end if end >= 0 else len(text)].rstrip("\n").split("\n") + [""]
 
 
 def native_section(native: str, launch: str) -> list[str]:

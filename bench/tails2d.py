@@ -18,6 +18,8 @@ import time
 import numpy as np
 
 import pypto as pto
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tests.kernels.test_users_zoo import scale2d_global, scale2d_ids, scale2d_ref  # noqa: E402

@@ -35,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 import pypto as pto  # noqa: E402
 from tests.kernels.test_layernorm import EPS  # noqa: E402
 from tests.kernels.zoo import TILE_KERNELS, cases  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 

@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT / "examples"))
 import pypto as pto  # noqa: E402
 from pypto.backend.native.jit import NativeUnsupported  # noqa: E402
 from tests.kernels.zoo import TILE_KERNELS, Case, cases  # noqa: E402
+pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
+# policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 

@@ -45,6 +45,7 @@ from pypto.ir import print_ir
 from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
 from pypto.runtime.env import flag as env_flag, setting as env_setting
 from pypto.backend.launch_shape import LaunchShape
+from pypto.runtime.tiering import native_code, tiered
 from pypto.runtime import launcher
 from pypto.runtime.launcher import check_scalar, enqueue_planned, plan_launch
 from pypto.runtime.stream import Stream, caller_site
@@ -191,12 +192,17 @@ class CompiledKernel:
 # --- choosing the backend (docs/native.md#choosing-a-backend) ---------------------------------
 
 BACKEND_ENV = "PYPTO_BACKEND"
-BACKENDS = ("interpreter", "native", "auto")
+BACKENDS = ("interpreter", "native", "auto", "tiered")
+
+
+DEFAULT_BACKEND = "tiered"
+"""The backend when neither `backend=`, `pto.set_backend` nor PYPTO_BACKEND chooses: decided from
+`bench/backend_default.py` (docs/performance.md#which-backend-by-default)."""
 
 
 def _parse_backend(value: str | None) -> str:
     word = (value or "").strip().lower()
-    return word if word in BACKENDS else "interpreter"
+    return word if word in BACKENDS else DEFAULT_BACKEND
 
 
 _BACKEND_ENV_SETTING = env_setting(BACKEND_ENV, _parse_backend)
@@ -209,9 +215,9 @@ def _backend_setting() -> str:
 
 
 def set_backend(backend: str | None) -> str | None:
-    """`pto.set_backend("native" | "interpreter" | "auto")`: the backend of every following
-    launch (`kernel[grid, block](...)`, `pto.launch` without `backend=`); None goes back to
-    PYPTO_BACKEND (default "interpreter"). Returns the previous choice."""
+    """`pto.set_backend("native" | "interpreter" | "auto" | "tiered")`: the backend of every
+    following launch (`kernel[grid, block](...)`, `pto.launch` without `backend=`); None goes
+    back to PYPTO_BACKEND (default "tiered"). Returns the previous choice."""
     if backend is not None and backend not in BACKENDS:
         raise LaunchError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     previous = _BACKEND_CHOICE[0]
@@ -222,37 +228,29 @@ def set_backend(backend: str | None) -> str | None:
 def _native(compiled: CompiledKernel, required: bool) -> Any:
     """The compiled kernel's native code (compiled at its first native launch, then kept on
     it: one per specialisation), or None when "auto" finds it unsupported."""
-    native = compiled.__dict__.get("_native")
-    if native is None:
-        from pypto.backend.native.jit import NativeKernel, NativeUnsupported
-
-        try:
-            native = NativeKernel(compiled.func, compiled.name, compiled.block)
-            native.interpreter = compiled.executable  # (printf's lane vectors)
-        except NativeUnsupported as exc:
-            native = exc
-        compiled.__dict__["_native"] = native
-    if isinstance(native, Exception):
-        if required:
-            raise native
-        return None
-    return native
+    return native_code(compiled, required)
 
 
 def _run_on(compiled: CompiledKernel, backend: str, grid: tuple[int, int, int],
             block: tuple[int, int, int], args: Sequence[Any]) -> None:
     """Run on the interpreter, natively, or ("auto") natively when the kernel compiles and no
-    instrument needs the interpreter (validation, uninitialised-memory checks, race checking). `grid` /
+    instrument needs the interpreter (validation, uninitialised-memory checks, race checking);
+    "tiered" as "auto" once the object code is paid for (pypto/runtime/tiering.py). `grid` /
     `block` are a checked `LaunchShape`'s triples (docs/runtime.md#launch-shape)."""
     executable = compiled.executable
     # the race detector (on by default for kernels whose lanes access L1) is an instrument of
     # the interpreter: "auto" keeps such kernels there (docs/native.md#choosing-a-backend)
-    if backend == "interpreter" or backend == "auto" and (
+    if backend == "interpreter" or backend != "native" and (
             executable.check_uninitialized or executable.race_check or _VALIDATE_SETTING()[0]):
         executable.run(grid, block, args)
         return
-    native = _native(compiled, required=backend == "native")
-    if native is None or backend == "auto" and native.auto_prefers_interpreter:
+    if backend == "tiered":
+        native = tiered(compiled, grid, block, args)
+        if native is None:
+            return  # (interpreted)
+    else:
+        native = _native(compiled, required=backend == "native")
+    if native is None or backend != "native" and native.auto_prefers_interpreter:
         executable.run(grid, block, args)
         return
     bound = executable.bind(args)
@@ -325,7 +323,8 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     docstring for the arguments. `pipeline` compiles a `@pto.kernel` with that pass pipeline
     instead of the default (as `pto.compile(pipeline=...)`; `pto.autotune`'s `launch_args`
     carry the winner's, e.g. `pto-double-buffer{stages=3},...`). `backend`: "interpreter",
-    "native" or "auto" for this launch (default: `pto.set_backend` / PYPTO_BACKEND).
+    "native", "auto" or "tiered" for this launch (default: `pto.set_backend` / PYPTO_BACKEND,
+    else "tiered": docs/native.md#choosing-a-backend).
     """
     try:
         # the launch's one shape check (a `LaunchShape` is what every layer below is given)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -10,6 +11,18 @@ import numpy as np
 import pytest
 
 import pypto as pto
+
+# The default backend is "tiered" (docs/native.md#choosing-a-backend): the interpreter until a
+# specialisation's launches have taken as long as switching to native code costs, a wall-time
+# rule. The suite pins its budget to `never` so that which backend a test ran on never depends on
+# the machine's load (and no test writes the user's native cache); the tiered policy itself still
+# runs every default launch, and tests/backend/native/test_tiering.py tests its switch with the
+# budget and the clock pinned. (A pytest hook, not an import-time setting: benchmarks import
+# the zoo's kernels from tests/ and must see the real default.)
+
+
+def pytest_configure(config: Any) -> None:
+    os.environ.setdefault("PYPTO_NATIVE_AFTER", "never")
 
 
 Uploaded = list[tuple[pto.Tensor, np.ndarray]]

@@ -608,3 +608,254 @@ def test_gemm_smem(run):
     _, _, C, *_ = run(gemm_smem, (n // TS, m // TS), (TS, TS),
                       [A, B, np.zeros((m, n), np.float32), n, k])
     _same(C, gemm_ref(A, B))
+
+
+# --- the loop-heavy kernels of issue 29's "Why": a sorting network, a generator, quantise-and-
+# --- pack, a tiled blur, CSR row sums ----------------------------------------------------------
+
+SORT_BLOCK = 256  # bitonic sort: one block sorts 256 keys in L1
+BT = 16           # tiled blur: 16 x 16 blocks, an 18 x 18 L1 tile (one-pixel halo)
+NINTH = 1.0 / 9.0
+
+
+@pto.kernel
+def bitonic_sort_block(x, y, BLOCK: pto.constexpr, LOG2: pto.constexpr):
+    """The CUDA SDK's bitonic sort: each block sorts its BLOCK keys in L1 (ascending), one
+    compare-exchange per lane per step (`ixj = tid ^ j`), a block barrier between steps (CUDA's
+    `for (j = k >> 1; j > 0; j >>= 1)` written with the step's exponent: a barrier inside a
+    `while` is refused by the native backend, docs/native.md#phases)."""
+    tid = pto.get_local_id()
+    base = pto.get_block_id() * BLOCK
+    s = pto.alloc_local(BLOCK)
+    pto.store(s + tid, pto.load(x + base + tid))
+    pto.barrier_block()
+    for stage in range(LOG2):
+        k = 2 << stage
+        for step in range(stage, -1, -1):
+            j = 1 << step
+            ixj = tid ^ j
+            if ixj > tid:
+                a = pto.load(s + tid)
+                b = pto.load(s + ixj)
+                if (tid & k) == 0:
+                    if a > b:
+                        pto.store(s + tid, b)
+                        pto.store(s + ixj, a)
+                else:
+                    if a < b:
+                        pto.store(s + tid, b)
+                        pto.store(s + ixj, a)
+            pto.barrier_block()
+    pto.store(y + base + tid, pto.load(s + tid))
+
+
+def bitonic_ref(x: np.ndarray, block: int) -> np.ndarray:
+    """The network itself, stage by stage on every block at once (not np.sort: the network's
+    result is a permutation, so both agree on NaN-free keys, but this checks -0/+0 order too)."""
+    s = x.reshape(-1, block).copy()
+    tid = np.arange(block)
+    k = 2
+    while k <= block:
+        j = k // 2
+        while j:
+            ixj = tid ^ j
+            lo = tid[ixj > tid]
+            hi = ixj[ixj > tid]
+            a, b = s[:, lo], s[:, hi]
+            up = (lo & k) == 0
+            swap = np.where(up, a > b, a < b)
+            s[:, lo] = np.where(swap, b, a)
+            s[:, hi] = np.where(swap, a, b)
+            j //= 2
+        k *= 2
+    return s.reshape(-1)
+
+
+@pto.kernel
+def xorshift32(seeds, out, n, iters):
+    """Marsaglia's xorshift32, one generator per lane, `iters` numbers each (written
+    `out[k * n + i]`, coalesced); int32 has no `>>>`, so the logical shift is `(x >> 17) &
+    0x7FFF`, as a Java author writes it."""
+    i = pto.get_global_id()
+    if i < n:
+        x = pto.load(seeds + i)
+        for k in range(iters):
+            x = x ^ (x << 13)
+            x = x ^ ((x >> 17) & 0x7FFF)
+            x = x ^ (x << 5)
+            pto.store(out + k * n + i, x)
+
+
+def xorshift_ref(seeds: np.ndarray, iters: int) -> np.ndarray:
+    """What a NumPy user writes: the generator vectorised over the lanes, in uint32."""
+    x = seeds.view(np.uint32).copy()
+    out = np.empty((iters, x.size), np.uint32)
+    for k in range(iters):
+        x ^= x << np.uint32(13)
+        x ^= x >> np.uint32(17)
+        x ^= x << np.uint32(5)
+        out[k] = x
+    return out.view(np.int32).reshape(-1)
+
+
+@pto.kernel
+def quantize_pack_int8(x, inv_scale, packed, nwords, words_per_row):
+    """float32 -> int8 with a per-row scale, saturated to [-127, 127], rounded half away from
+    zero (`v + 0.5` or `v - 0.5`, then the truncating cast), four int8 packed little-endian
+    into one int32 per lane (CUDA's char4)."""
+    i = pto.get_global_id()
+    if i < nwords:
+        inv = pto.load(inv_scale + i // words_per_row)
+        word = 0
+        for k in range(4):
+            v = pto.load(x + 4 * i + k) * inv
+            v = min(max(v, -127.0), 127.0)
+            q = pto.cast(v + (0.5 if v >= 0.0 else -0.5), pto.int32)
+            word = word | ((q & 0xFF) << (8 * k))
+        pto.store(packed + i, word)
+
+
+def quantize_ref(x: np.ndarray, inv_scale: np.ndarray) -> np.ndarray:
+    """The kernel's float32 operations in its order; the int8 bytes viewed as int32 words."""
+    v = x * inv_scale[:, None]
+    v = np.minimum(np.maximum(v, np.float32(-127.0)), np.float32(127.0))
+    q = (v + np.where(v >= 0, np.float32(0.5), np.float32(-0.5))).astype(np.int32)
+    return q.astype(np.int8).reshape(-1).view(np.int32)
+
+
+@pto.kernel
+def blur3x3_tiled(img, out, h, w):
+    """3 x 3 box blur (zero padded): each 16 x 16 block stages its 18 x 18 tile (the halo
+    included) in L1, the lanes loading it cooperatively (`t = k + tid` for k in steps of the
+    block, masked: CUDA's `for (i = tid; i < N; i += blockDim)` with a lane-dependent start puts
+    an L1 write in a lane-dependent loop, which the native backend refuses,
+    docs/native.md#phases), then every lane sums its nine neighbours row by row, times 1/9."""
+    tx = pto.get_local_id(0)
+    ty = pto.get_local_id(1)
+    c = pto.get_block_id(0) * BT + tx
+    r = pto.get_block_id(1) * BT + ty
+    tile = pto.alloc_local((BT + 2) * (BT + 2))
+    r0 = pto.get_block_id(1) * BT - 1
+    c0 = pto.get_block_id(0) * BT - 1
+    for k in range(0, (BT + 2) * (BT + 2), BT * BT):
+        t = k + ty * BT + tx
+        if t < (BT + 2) * (BT + 2):
+            gr = r0 + t // (BT + 2)
+            gc = c0 + t % (BT + 2)
+            v = 0.0
+            if gr >= 0 and gr < h and gc >= 0 and gc < w:
+                v = pto.load(img + gr * w + gc)
+            pto.store(tile + t, v)
+    pto.barrier_block()
+    if r < h and c < w:
+        acc = 0.0
+        for dy in range(3):
+            for dx in range(3):
+                acc = acc + pto.load(tile + (ty + dy) * (BT + 2) + tx + dx)
+        pto.store(out + r * w + c, acc * NINTH)
+
+
+def blur_ref(img: np.ndarray) -> np.ndarray:
+    """What a NumPy user writes: nine shifted slices of the zero-padded image, in the kernel's
+    order, then * 1/9 (float32)."""
+    h, w = img.shape
+    p = np.pad(img, 1)
+    acc = np.zeros_like(img)
+    for dy in range(3):
+        for dx in range(3):
+            acc = acc + p[dy:dy + h, dx:dx + w]
+    return acc * np.float32(NINTH)
+
+
+@pto.kernel
+def csr_row_sums(rowptr, vals, out, nrows):
+    """One lane per CSR row: a per-lane loop from rowptr[r] to rowptr[r + 1] (lengths differ
+    per lane: divergent trip counts)."""
+    r = pto.get_global_id()
+    if r < nrows:
+        acc = 0.0
+        for k in range(pto.load(rowptr + r), pto.load(rowptr + r + 1)):
+            acc = acc + pto.load(vals + k)
+        pto.store(out + r, acc)
+
+
+def csr_ref(rowptr: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """Each row summed left to right in float32 (the kernel's order), all rows at once."""
+    lens = np.diff(rowptr)
+    acc = np.zeros(lens.size, np.float32)
+    for k in range(int(lens.max(initial=0))):
+        live = k < lens
+        acc = np.where(live, acc + vals[np.minimum(rowptr[:-1] + k, vals.size - 1)], acc)
+    return acc
+
+
+def csr_matrix(rng: np.random.Generator, nrows: int, nnz: int) -> tuple[np.ndarray, np.ndarray]:
+    """A CSR row pointer of `nnz` values over `nrows` rows, cut at random points (ragged rows,
+    empty ones included), and the values."""
+    cuts = np.sort(rng.integers(0, nnz + 1, nrows - 1))
+    rowptr = np.concatenate([[0], cuts, [nnz]]).astype(np.int32)
+    return rowptr, rng.standard_normal(nnz).astype(np.float32)
+
+
+def _native(kernel, grid, block, args) -> list[np.ndarray]:
+    """The same launch on the native backend (docs/native.md), host arrays copied first; the
+    arrays after it, as the `run` fixture returns them."""
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    pto.launch(kernel, grid, block, tuple(copies), backend="native")
+    return [a for a in copies if isinstance(a, np.ndarray)]
+
+
+def _both(run, kernel, grid, block, args) -> list[np.ndarray]:
+    """The interpreter at both IR levels (`run`), then the native backend: bit for bit."""
+    interp = run(kernel, grid, block, args)
+    for index, (a, b) in enumerate(zip(interp, _native(kernel, grid, block, args))):
+        assert a.tobytes() == b.tobytes(), f"argument {index}: native differs from interpreter"
+    return interp
+
+
+def test_bitonic_sort_block(run):
+    nb = 3
+    x = RNG(26).standard_normal(nb * SORT_BLOCK).astype(np.float32)
+    x[:40] = np.round(x[:40])       # ties, and -0.0 beside +0.0
+    x[5], x[300] = -0.0, -0.0
+    _, y = _both(run, bitonic_sort_block, nb, SORT_BLOCK,
+                 [x, np.zeros_like(x), SORT_BLOCK, 8])
+    _same(y, bitonic_ref(x, SORT_BLOCK))
+    assert np.array_equal(y.reshape(nb, -1), np.sort(x.reshape(nb, -1), axis=1))
+
+
+def test_xorshift32(run):
+    n, iters = 300, 5
+    seeds = RNG(27).integers(1, 2**31, n).astype(np.int32)
+    seeds[0] = -1                   # the top bit set: `>>` is arithmetic, the mask makes it >>>
+    _, out, *_ = _both(run, xorshift32, 3, 128, [seeds, np.zeros(n * iters, np.int32), n, iters])
+    _same(out, xorshift_ref(seeds, iters))
+
+
+def test_quantize_pack_int8(run):
+    rows, cols = 5, 24
+    x = (RNG(28).standard_normal((rows, cols)) * 3).astype(np.float32)
+    x[0, :6] = [0.5, -0.5, 1.5, -2.5, 1e9, -1e9]        # ties away from zero, saturation
+    inv = np.array([1.0, 20.0, 0.5, 40.0, 3.0], np.float32)
+    nw = rows * cols // 4
+    _, _, packed, *_ = _both(run, quantize_pack_int8, 1, 64,
+                             [x, inv, np.zeros(nw, np.int32), nw, cols // 4])
+    _same(packed, quantize_ref(x, inv))
+    assert packed.view(np.int8)[:6].tolist() == [1, -1, 2, -3, 127, -127]
+
+
+def test_blur3x3_tiled(run):
+    h, w = 37, 50                   # partial edge blocks both ways
+    img = RNG(29).random((h, w), dtype=np.float32)
+    _, out, *_ = _both(run, blur3x3_tiled, (-(-w // BT), -(-h // BT)), (BT, BT),
+                       [img, np.zeros_like(img), h, w])
+    _same(out, blur_ref(img))
+
+
+def test_csr_row_sums(run):
+    nrows = 200
+    rowptr, vals = csr_matrix(RNG(30), nrows, 1200)
+    _, _, out, *_ = _both(run, csr_row_sums, 2, 128,
+                          [rowptr, vals, np.zeros(nrows, np.float32), nrows])
+    _same(out, csr_ref(rowptr, vals))
+    assert out[np.diff(rowptr) == 0].tolist() == [0.0] * int((np.diff(rowptr) == 0).sum())

@@ -486,11 +486,65 @@ def users(add: Callable[..., None], big: int, mid: int, side: int, mm: int) -> N
             lambda r: {"x": f32(r, mid), "taps": f32(r, 9), "y": np.zeros(mid, np.float32)},
             lambda d: (mid, 256, 9), lambda d: np.convolve(d["x"], d["taps"][::-1], "same"),
             lambda o, d: eq(o["y"], ku.conv1d_ref(d["x"], d["taps"])))
+    loops(add, mid, side)
     gm = mm // 2
     add("gemm smem 16x16 (no mma)", f"{gm}^3", ku.gemm_smem, (gm // 16, gm // 16), (16, 16),
         lambda r: {"A": f32(r, gm, gm), "B": f32(r, gm, gm), "C": np.zeros((gm, gm), np.float32)},
         lambda d: (gm, gm), lambda d: d["A"] @ d["B"],
         lambda o, d: eq(o["C"], ku.gemm_ref(d["A"], d["B"])))
+
+
+def loops(add: Callable[..., None], mid: int, side: int) -> None:
+    """The loop-heavy kernels issue 29's "Why" names: a sorting network, a generator,
+    quantise-and-pack, a tiled blur, CSR row sums (tests/kernels/test_users_zoo.py), each beside
+    what a NumPy user writes instead."""
+    sb = ku.SORT_BLOCK
+    add("bitonic sort per block (L1 network)", f"2^{mid.bit_length() - 1}, {sb}/block",
+        ku.bitonic_sort_block, mid // sb, sb,
+        lambda r: {"x": r.standard_normal(mid).astype(np.float32),
+                   "y": np.zeros(mid, np.float32)},
+        lambda d: (sb, sb.bit_length() - 1), lambda d: np.sort(d["x"].reshape(-1, sb), axis=1),
+        lambda o, d: eq(o["y"], np.sort(d["x"].reshape(-1, sb), axis=1).reshape(-1)))
+    gens, iters = mid // 16, 16
+    add("xorshift32 generator (per-lane loop)", f"{gens} lanes x {iters}", ku.xorshift32,
+        -(-gens // 256), 256,
+        lambda r: {"seeds": r.integers(1, 2**31, gens).astype(np.int32),
+                   "out": np.zeros(gens * iters, np.int32)},
+        lambda d: (gens, iters), lambda d: ku.xorshift_ref(d["seeds"], iters),
+        lambda o, d: eq(o["out"], ku.xorshift_ref(d["seeds"], iters)))
+    qcols = 256
+    qrows, nw = mid // qcols, mid // 4
+
+    def quantize_np(d: Arrays) -> np.ndarray:
+        q = np.rint(d["x"] * d["inv_scale"][:, None])
+        return np.clip(q, -127, 127).astype(np.int8).reshape(-1).view(np.int32)
+    add("int8 quantise-and-pack (per-row scale)", f"{qrows}x{qcols}", ku.quantize_pack_int8,
+        nw // 256, 256,
+        lambda r: {"x": r.standard_normal((qrows, qcols)).astype(np.float32),
+                   "inv_scale": (20 + 20 * r.random(qrows)).astype(np.float32),
+                   "packed": np.zeros(nw, np.int32)},
+        lambda d: (nw, qcols // 4), quantize_np,
+        lambda o, d: eq(o["packed"], ku.quantize_ref(d["x"], d["inv_scale"])))
+    bt = ku.BT
+    add("blur 3x3 tiled (L1 tile + halo)", f"{side}x{side}", ku.blur3x3_tiled,
+        (side // bt, side // bt), (bt, bt),
+        lambda r: {"img": f32(r, side, side), "out": np.zeros((side, side), np.float32)},
+        lambda d: (side, side), lambda d: ku.blur_ref(d["img"]),
+        lambda o, d: eq(o["out"], ku.blur_ref(d["img"])))
+    crows = mid // 16
+
+    def csr_inputs(r: np.random.Generator) -> Arrays:
+        rowptr, vals = ku.csr_matrix(r, crows, crows * 16)
+        return {"rowptr": rowptr, "vals": vals, "out": np.zeros(crows, np.float32)}
+
+    def csr_np(d: Arrays) -> np.ndarray:
+        rowptr, vals = d["rowptr"], d["vals"]
+        sums = np.add.reduceat(vals, np.minimum(rowptr[:-1], vals.size - 1))
+        sums[rowptr[1:] == rowptr[:-1]] = 0
+        return sums
+    add("CSR row sums (lane/row, ragged loop)", f"{crows} rows, ~16/row", ku.csr_row_sums,
+        -(-crows // 256), 256, csr_inputs, lambda d: (crows,), csr_np,
+        lambda o, d: eq(o["out"], ku.csr_ref(d["rowptr"], d["vals"])))
 
 
 def run_once(case: Case, rng: np.random.Generator, **options: Any) -> tuple[Arrays, Arrays]:

@@ -37,6 +37,8 @@ from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native.exchange_selects import select_exchanges
+from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
@@ -61,6 +63,12 @@ CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
 class NativeUnsupported(KernelError):
     """The kernel uses something the native backend does not compile yet (the reason says what)."""
+
+
+class NotCached(Exception):
+    """`NativeKernel(..., cached_only=True)` found no object code in the disk cache: compiling
+    it would run the lowering and LLVM (the "tiered" backend then interprets first,
+    pypto/runtime/tiering.py)."""
 
 
 def cache_dir() -> Path:
@@ -344,7 +352,10 @@ class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
     def __init__(self, kernel: func.FuncOp, name: str,
-                 block: tuple[int, int, int] | None = None):
+                 block: tuple[int, int, int] | None = None, *, cached_only: bool = False):
+        """`cached_only`: raise `NotCached` instead of compiling when the disk cache has no
+        object code for the kernel (after the support check: an unsupported kernel still
+        raises `NativeUnsupported`)."""
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
         self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \
@@ -356,9 +367,13 @@ class NativeKernel:
         interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
         if interchanged is not kernel and analyse(interchanged)[0] is None:
             kernel = interchanged
+        guarded = interchange_guarded_loops(kernel)  # the same under a lane guard
+        if guarded is not kernel and analyse(guarded)[0] is None:
+            kernel = guarded
         if block is not None:  # the compiled block shape: constant lane loops for it
             kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
             kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
+            kernel = select_exchanges(kernel)  # sorting-network steps branch-free
         reason, self.needs_1d = analyse(kernel)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
@@ -411,6 +426,8 @@ class NativeKernel:
         self.slots = _cached_slots(path, kernel)
         if self.cached:
             obj = path.read_bytes()
+        elif cached_only:
+            raise NotCached(str(path))
         else:
             obj = _compile_object(kernel)
             try:

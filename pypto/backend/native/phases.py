@@ -49,7 +49,8 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from pypto import dtypes
-from pypto.backend.native.fast_blocks import x_guard
+from pypto.backend.native.fast_blocks import BLOCK_ATTR, x_guard
+from pypto.backend.native.pair_exchange import pair_exchange
 from pypto.backend.native.phase_merge import mergeable, one_dimensional
 from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.diagnostics import op_location
@@ -313,6 +314,12 @@ class Plan:
             return all(self.uniform(o) for o in op.operands)
         return False
 
+    def _lanes_1d(self) -> int | None:
+        """The lane count of the 1-D block the kernel is compiled for, else None."""
+        if not one_dimensional(self.kernel):
+            return None
+        return int(self.kernel.attributes[BLOCK_ATTR].data[0].value.data)  # type: ignore
+
     def _lane_id_guard(self, cond: SSAValue) -> bool:
         """Does `cond` compare `local_id(0)` or `lane_id` with a uniform value?"""
         def is_id(v: SSAValue) -> bool:
@@ -370,6 +377,13 @@ class Plan:
                 if isinstance(op, pto.BarrierBlockOp) and guards:
                     raise Refused(f"{where}: pto.barrier_block under a lane-dependent "
                                   f"condition (every lane of the block must reach it)", op)
+                flush()
+                continue
+            if op in self.split_ifs and pair_exchange(op, self._lanes_1d(), self.uniform):
+                if any(_reads_l1(o) for o in cur):
+                    flush()
+                cur.append(op)  # a sorting network's compare-exchange (pair_exchange.py)
+                self.merged = True
                 flush()
                 continue
             if op in self.split_ifs and any(_reads_l1(o) for o in cur) and \

@@ -268,6 +268,7 @@ def main() -> None:
         matmul_section(matmul)
     lines += ["## The kernel zoo (`python bench/zoo.py`)", "", zoo.strip(), ""]
     lines += kept_section(Path(opts.out), BACKEND_DEFAULT)
+    lines += kept_section(Path(opts.out), INTERP_AGAINST)
     lines += native_section(native, launch)
     lines += [
               "## Fixed cost and scaling (`python bench/launch.py`)", "", "```text",
@@ -302,6 +303,10 @@ def main() -> None:
 BACKEND_DEFAULT = "## Which backend by default"
 """A section this script keeps from the page as it is: `bench/backend_default.py` measures it, a
 separate run of fresh processes per kernel and backend (too slow to repeat with the others)."""
+
+
+INTERP_AGAINST = "## The interpreter against earlier trees"
+"""Kept too: `bench/interp_against.py REV` measures it against another tree, in its own run."""
 
 
 def kept_section(page: Path, heading: str) -> list[str]:

@@ -44,6 +44,8 @@ COUNT_ATTR = "pto.native_count"
 element count of that tensor (`convert-pto-to-llvm` substitutes it)."""
 RANGE_ATTR = "pto.native_range"
 FAST_SUFFIX = ".fast"
+LAUNCH_SUFFIX = ".launch"
+"""`@k.launch.range`, `@k.launch.guards`: the checks of a whole launch (launch_checks.py)."""
 CHECKED_SUFFIX = ".checked"
 
 _I32_MIN, _I32_MAX = -2 ** 31, 2 ** 31 - 1
@@ -564,9 +566,12 @@ def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue]
     return start
 
 
-def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool) -> func.FuncOp:
+def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
+             launch: bool = False) -> func.FuncOp:
     """The grid function choosing per block between the full or fast lane loops and
-    `@k.checked` (`full`: the kernel has `@k.guards` and `@k.full.lane`, full_blocks.py)."""
+    `@k.checked` (`full`: the kernel has `@k.guards` and `@k.full.lane`, full_blocks.py;
+    `launch`: also `@k.launch.range` and `@k.launch.guards`, launch_checks.py, which when
+    both pass let every block run its full lanes without a per-block check)."""
     inputs = list(grid.function_type.inputs.data)
     entry = Block(arg_types=inputs)
     a = list(entry.args)
@@ -580,7 +585,11 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool) -> func.
                                     Block(arg_types=[i32]))
     nextb = Block()
     region = Region([entry, head, body, fast, slow, nextb, done])
-    entry.add_op(cf.BranchOp(head, first))
+    if launch:
+        _launch_path(name, region, entry, head, done, params, a[num_params:num_params + 8],
+                     err, _block_shape(grid))
+    else:
+        entry.add_op(cf.BranchOp(head, first))
     b = head.args[0]
     head.add_op(cf.ConditionalBranchOp(add(head, arith.CmpiOp(b, end, "slt")), body, [],
                                        done, [c(head, 0)]))
@@ -640,6 +649,41 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool) -> func.
     return fn
 
 
+def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Block,
+                 params: list[SSAValue], dims: list[SSAValue], err: SSAValue,
+                 shape: tuple[int, int, int] | None) -> None:
+    """End `entry` with the launch checks (launch_checks.py): when both pass and the launch
+    has the compiled block shape (if any), a loop over the blocks `[first, end)` running the
+    full lane loops (that shape's constant trip counts); else the per-block loop `head`."""
+    gx, gy, gz, bx, by, bz, first, end = dims
+    c, add = _i32_constant, _append
+    gdims, rdims = (gx, gy, gz), (bx, by, bz)
+    zero = c(entry, 0)
+    ok = add(entry, arith.ConstantOp(IntegerAttr(1, i1)))
+    for suffix in (".range", ".guards"):
+        r = add(entry, func.CallOp(name + LAUNCH_SUFFIX + suffix,
+                                   [*params, zero, zero, zero, *gdims, *rdims, zero, bx], [i32]))
+        ok = add(entry, arith.AndIOp(ok, add(entry, arith.CmpiOp(r, zero, "ne"))))
+    for value, size in zip(rdims, shape or ()):  # (another launch block: per-block path)
+        ok = add(entry, arith.AndIOp(ok, add(entry, arith.CmpiOp(value, c(entry, size), "eq"))))
+    lhead, lbody, lnext = Block(arg_types=[i32]), Block(), Block()
+    last = entry
+    for blk in (lhead, lbody, lnext):
+        region.insert_block_after(blk, last)
+        last = blk
+    entry.add_op(cf.ConditionalBranchOp(ok, lhead, [first], head, [first]))
+    b = lhead.args[0]
+    lhead.add_op(cf.ConditionalBranchOp(add(lhead, arith.CmpiOp(b, end, "slt")), lbody, [],
+                                        done, [c(lhead, 0)]))
+    cbx = add(lbody, arith.RemUIOp(b, gx))
+    rest = add(lbody, arith.DivUIOp(b, gx))
+    ids = (cbx, add(lbody, arith.RemUIOp(rest, gy)), add(lbody, arith.DivUIOp(rest, gy)))
+    sizes = tuple(c(lbody, size) for size in shape) if shape is not None else rdims
+    lbody.add_op(cf.BranchOp(_lane_loops(region, name + ".full.lane", lbody, params, ids,
+                                         sizes, gdims, err, lnext, done)))
+    lnext.add_op(cf.BranchOp(lhead, add(lnext, arith.AddiOp(b, c(lnext, 1)))))
+
+
 def _root(ptr: SSAValue) -> SSAValue:
     """The parameter or L1 buffer (`pto.alloc_local`) a pointer is an offset of."""
     while not isinstance(ptr, BlockArgument) and isinstance(ptr.owner, pto.AddPtrOp):
@@ -689,8 +733,13 @@ FullVariants = Callable[[func.FuncOp, func.FuncOp, str, int],
 """`full_blocks.full_variants` (passed in: that module builds on this one)."""
 
 
+LaunchVariants = Callable[[func.FuncOp, str, int], "tuple[func.FuncOp, func.FuncOp] | None"]
+"""`launch_checks.launch_variants` (passed in: that module builds on this one)."""
+
+
 def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
-                    num_params: int, variants: FullVariants | None = None) -> bool:
+                    num_params: int, variants: FullVariants | None = None,
+                    launch_fns: LaunchVariants | None = None) -> bool:
     """Give the kernel of `lane` / `grid` (both in `cf` form, not lowered yet) its range
     function, fast lane function and choosing grid function, when at least one access is
     lane-affine. Returns whether it did."""
@@ -699,11 +748,15 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
     if not proven:
         return False
     full = variants(lane, fast, name, num_params) if variants is not None else None
-    wrapper = _wrapper(name, grid, num_params, full is not None)
+    launch = launch_fns(lane, name, num_params) \
+        if full is not None and launch_fns is not None else None
+    wrapper = _wrapper(name, grid, num_params, full is not None, launch is not None)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)
     if full is not None:
         module.body.block.insert_ops_after(list(full), lane)
+    if launch is not None:
+        module.body.block.insert_ops_after(list(launch), lane)
     module.body.block.insert_op_after(fast, lane)
     module.body.block.insert_op_after(wrapper, grid)
     return True

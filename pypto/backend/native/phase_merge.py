@@ -24,7 +24,10 @@ buffers never meet: an access outside its buffer raises the interpreter's error 
 - `d - u` and `32 - u - |d|` are checked symbolically (the same atom cancels, `d = u = s`)
   and by value ranges of the atoms: a constant, or a block-level loop's value starting at a
   constant `c >= 0` and divided or shifted right by a positive constant each trip (`s = s //
-  2`: in `[0, c]`).
+  2`: in `[0, c]`), or multiplied by one in a loop of constant trip count (`s = s * 2`);
+- a strided write `C * x + e` (`2 * s * tid`, `C` a uniform form `>= 1`) takes any read
+  `C * x + e + d` with `1 <= |d| <= C - 1` (strictly between two lanes' writes), offsets
+  bounded below 2^31 so their arithmetic cannot wrap.
 
 Only for a kernel compiled for a 1-D block (`fast_blocks.BLOCK_ATTR`); such a launch in another
 shape is refused (jit.py, `NativeKernel.unsupported_launch`).
@@ -73,6 +76,26 @@ def _plus(a: Form, b: Form, k: int = 1) -> Form:
     return {key: c for key, c in out.items() if c != 0}
 
 
+def _lane_part(key: object) -> bool:
+    """Does `key` vary between the lanes of a block (x, warp, lane, or x times an atom)?"""
+    return key in (X, WARP_ID, LANE_ID) or isinstance(key, tuple)
+
+
+def _times(a: Form, b: Form) -> Form | None:
+    """The product of a uniform form and a form in x alone (`(2 * s) * tid`: `{(x, s): 2}`),
+    or None when it is not linear in x with uniform coefficients."""
+    if any(_lane_part(k) for k in a):
+        a, b = b, a
+    if any(_lane_part(k) for k in a) or any(k not in (X, ONE) for k in b):
+        return None
+    out: Form = {}
+    for ka, ca in a.items():
+        for kb, cb in b.items():
+            key = kb if ka is ONE else ka if kb is ONE else (X, ka)
+            out[key] = out.get(key, 0) + ca * cb
+    return {key: c for key, c in out.items() if c != 0}
+
+
 class _Forms:
     def __init__(self, uniform: Callable[[SSAValue], bool]):
         self.uniform = uniform
@@ -93,6 +116,11 @@ class _Forms:
             if a is not None and b is not None and (isinstance(op, arith.MuliOp) or 0 <= b < 31):
                 k = b if isinstance(op, arith.MuliOp) else 1 << b
                 return {key: c * k for key, c in a.items() if c * k != 0}
+        if isinstance(op, arith.MuliOp):  # `2 * s * tid`: a uniform times a lane form
+            a, b = self.of(op.lhs), self.of(op.rhs)
+            product = _times(a, b) if a is not None and b is not None else None
+            if product is not None:
+                return product
         if isinstance(op, arith.ExtSIOp | arith.IndexCastOp):
             return self.of(op.operands[0])
         if self.uniform(v):
@@ -127,8 +155,19 @@ class _Forms:
         return p.owner, offset
 
 
+def _trips(loop: scf.ForOp) -> int | None:
+    """The trip count of a loop with constant bounds, or None."""
+    lb, ub, step = (_const(v) for v in (loop.lb, loop.ub, loop.step))
+    if lb is None or ub is None or step is None or step < 1:
+        return None
+    return max(0, -(-(ub - lb) // step))
+
+
 def _value_range(v: object) -> tuple[int, int] | None:
-    """[lo, hi] of a uniform atom, or None when unknown."""
+    """[lo, hi] of a uniform atom, or None when unknown: a constant, or a block-level loop's
+    carried value from a constant `c >= 0` divided or shifted right by a positive constant
+    each trip (`[0, c]`), or multiplied or shifted left (`s = s * 2`: `[c, c * 2^trips]`,
+    with constant loop bounds, below 2^31)."""
     if not isinstance(v, BlockArgument):
         return None
     loop = v.block.parent_op()
@@ -136,7 +175,19 @@ def _value_range(v: object) -> tuple[int, int] | None:
         return None
     init = _const(loop.iter_args[v.index - 1])
     step = loop.body.block.last_op.operands[v.index - 1].owner  # type: ignore[union-attr]
-    if init is None or init < 0 or not isinstance(step, _DIVIDES) or step.lhs is not v:
+    if init is None or init < 0:
+        return None
+    if isinstance(step, arith.MuliOp | arith.ShLIOp):
+        k = _const(step.rhs) if step.lhs is v else \
+            _const(step.lhs) if isinstance(step, arith.MuliOp) and step.rhs is v else None
+        trips = _trips(loop)
+        if k is None or trips is None or not (0 <= k < 31 if isinstance(step, arith.ShLIOp)
+                                              else k >= 1):
+            return None
+        factor = 1 << k if isinstance(step, arith.ShLIOp) else k
+        hi = init * factor ** min(trips, 64)
+        return (init, hi) if hi < 2 ** 31 else None
+    if not isinstance(step, _DIVIDES) or step.lhs is not v:
         return None
     k = _const(step.rhs)
     shift = isinstance(step, arith.ShRSIOp | arith.ShRUIOp)
@@ -206,11 +257,59 @@ def mergeable(kernel: func.FuncOp, ops: list[Operation],
         shared = [r for b, r in reads if b is buffer]
         if len(ws) == 1 and not shared:
             continue  # lanes write in lane order, as in lockstep
-        if any(other != w for other in ws) or w.get(X) != 1 or WARP_ID in w or LANE_ID in w:
-            return False  # (x + uniform: lanes write different elements)
-        for r in shared:
-            if not _apart(_plus(r, w, -1), guards, uniform, forms):
+        if any(other != w for other in ws) or WARP_ID in w or LANE_ID in w:
+            return False
+        if w.get(X) == 1 and not any(isinstance(k, tuple) for k in w):
+            # (x + uniform: lanes write different elements)
+            if not all(_apart(_plus(r, w, -1), guards, uniform, forms) for r in shared):
                 return False
+        elif not _strided(w, shared, _block_x(kernel)):
+            return False
+    return True
+
+
+def _block_x(kernel: func.FuncOp) -> int:
+    attr = kernel.attributes[BLOCK_ATTR]
+    return int(attr.data[0].value.data)  # type: ignore[attr-defined]
+
+
+def _bound(form: Form, xs: int) -> int | None:
+    """A bound on `|form|` and on every partial sum and product computing it (x in `[0, xs)`),
+    or None when an atom's range is unknown."""
+    total = 0
+    for key, c in form.items():
+        big = 1
+        for atom in (key[1],) if isinstance(key, tuple) else () if key in (ONE, X) else (key,):
+            r = _value_range(atom)
+            if r is None:
+                return None
+            big = max(abs(r[0]), abs(r[1]))
+        total += abs(c) * big * (xs - 1 if key == X or isinstance(key, tuple) else 1)
+    return total
+
+
+def _strided(w: Form, reads: list[Form], xs: int) -> bool:
+    """Lane x writes at `C * x + e` (`C` uniform: `2 * s * tid`) and reads at `C * x + e + d`.
+    With `C >= 1` lanes write different elements; a read with `1 <= |d| <= C - 1` lies strictly
+    between two lanes' writes (`C * (b - a) = d` needs `|d| >= C`), so it is no other lane's
+    write. Every offset's terms stay below 2^31 in magnitude (the i32 arithmetic cannot wrap)."""
+    c: Form = {(k[1] if isinstance(k, tuple) else ONE): v for k, v in w.items()
+               if k == X or isinstance(k, tuple)}
+    if not c or not _at_least(c, 1):
+        return False
+    for f in (w, *reads):
+        b = _bound(f, xs)
+        if b is None or b >= 2 ** 31:
+            return False
+    for r in reads:
+        d = _plus(r, w, -1)
+        if any(_lane_part(k) for k in d):
+            return False
+        if not d:
+            continue  # (its own element)
+        negative = {k: -v for k, v in d.items()}
+        if not any(_at_least(e, 1) and _at_least(_plus(c, e, -1), 1) for e in (d, negative)):
+            return False
     return True
 
 

@@ -44,6 +44,7 @@ from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
 from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, UNCHECKED_ATTR,
                                               add_fast_blocks)
 from pypto.backend.native.full_blocks import full_variants
+from pypto.backend.native.launch_checks import launch_variants
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
 from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR, LANE_SUFFIX
 from pypto.backend.native import copy_loops
@@ -739,7 +740,7 @@ class ConvertPtoToLlvmPass(ModulePass):
             lane = functions.get(name + LANE_SUFFIX)
             if GRID_ATTR in grid.attributes and lane is not None and self.fast_blocks:
                 num_params = len(lane.body.blocks[0].args) - ID_ARGS - 1
-                add_fast_blocks(op, lane, grid, num_params, full_variants)
+                add_fast_blocks(op, lane, grid, num_params, full_variants, launch_variants)
         numpy_calls: set[str] = set()
         printf = False
         for fn in list(op.ops):

@@ -197,3 +197,52 @@ def test_lane_guarded_branches_as_phases():
     assert np.array_equal(native[2], z.ravel())
     lanes = np.arange(256) % 32 < 3
     assert np.array_equal(native[3], np.where(lanes, x * np.float32(2), np.float32(0)))
+
+
+@pto.kernel
+def strided(x, out, BLOCK: pto.constexpr, LOG2: pto.constexpr, FAR: pto.constexpr):
+    """CUDA's interleaved tree, `index = 2 * s * tid`, reading `index + s` (between two lanes'
+    writes: merged) or, with FAR, `index - 2 * s` (the previous lane's write, which merged in
+    lane order it would read already updated: must stay split)."""
+    tid = pto.get_local_id()
+    buf = pto.alloc_local(BLOCK)
+    pto.store(buf + tid, pto.load(x + pto.get_global_id()))
+    pto.barrier_block()
+    s = 1
+    for _ in range(LOG2):
+        index = 2 * s * tid
+        d = s
+        if FAR:
+            d = -2 * s
+        if index < BLOCK and index + d < BLOCK and index + d >= 0:
+            pto.store(buf + index, pto.load(buf + index) + pto.load(buf + index + d))
+        pto.barrier_block()
+        s = s * 2
+    pto.store(out + pto.get_global_id(), pto.load(buf + tid))
+
+
+def strided_ref(x: np.ndarray, block: int, log2: int, far: bool) -> np.ndarray:
+    """Lockstep: every step reads the old values of all lanes, then writes."""
+    rows = x.reshape(-1, block).copy()
+    s = 1
+    for _ in range(log2):
+        d = -2 * s if far else s
+        old = rows.copy()
+        for t in range(block):
+            if 2 * s * t < block and 0 <= 2 * s * t + d < block:
+                rows[:, 2 * s * t] = old[:, 2 * s * t] + old[:, 2 * s * t + d]
+        s *= 2
+    return rows.ravel()
+
+
+@pytest.mark.parametrize("far", [False, True])
+def test_interleaved_tree_merges_only_when_reads_fall_between_writes(far):
+    """`2 * s * tid` (uniform times x) with `s = s * 2` in [1, 2^LOG2]: reads at `+ s` merge,
+    reads at `- 2 * s` (lane t reads lane t - 1's write) keep their own write phase."""
+    block, log2 = 32, 5  # (one warp: lanes of a warp never race, docs/native.md#phases)
+    x = (np.random.default_rng(7).standard_normal(4 * block) * 8).astype(np.float32)
+    out = np.zeros_like(x)
+    interp, native = both(strided, 4, block, [x, out], (block, log2, far))
+    assert same_bits(interp, native)
+    assert np.array_equal(native[1], strided_ref(x, block, log2, far))
+    assert _merged(strided, (x, out, block, log2, far), (block,)) is not far

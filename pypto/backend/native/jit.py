@@ -282,6 +282,26 @@ def _compile_object(kernel: func.FuncOp) -> bytes:
 
 def object_code(ir_text: str) -> bytes:
     """LLVM IR text (`llvm_ir`) optimised for the host CPU and compiled to an object file."""
+    machine, _ = _target()
+    mod = _optimised(ir_text, unroll=True)
+    if str(mod).count("\n") > UNROLL_LIMIT * max(ir_text.count("\n"), 1):
+        # Full unrolling of constant-trip tile loops made one huge basic block whose code
+        # generation is superlinear (layernorm's tiles: 1k lines -> 13k, 2.5 s of codegen):
+        # optimise again without unrolling (docs/native.md#compile-time).
+        mod = _optimised(ir_text, unroll=False)
+    numpy_math.mark_per_element(mod)  # (read back by numpy_math.per_element)
+    _drop_dead_functions(mod)
+    return bytes(machine.emit_object(mod))
+
+
+UNROLL_LIMIT = 6
+"""How many times its input's lines the optimised LLVM IR may grow before the module is
+optimised again without loop unrolling (docs/native.md#compile-time)."""
+
+
+def _optimised(ir_text: str, unroll: bool) -> Any:
+    """The module parsed, verified and run through LLVM's O3 pipeline for the host CPU (loop
+    and SLP vectorisation on; loop unrolling as `unroll` says)."""
     import llvmlite.binding as llvm
 
     machine, _ = _target()
@@ -292,12 +312,11 @@ def object_code(ir_text: str) -> bytes:
     options = llvm.PipelineTuningOptions(speed_level=3)
     options.loop_vectorization = True
     options.slp_vectorization = True
+    options.loop_unrolling = unroll
     with options, llvm.create_pass_builder(machine, options) as builder, \
             builder.getModulePassManager() as manager:
         manager.run(mod, builder)
-    numpy_math.mark_per_element(mod)  # (read back by numpy_math.per_element)
-    _drop_dead_functions(mod)
-    return bytes(machine.emit_object(mod))
+    return mod
 
 
 _REFERENCE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)')

@@ -12,16 +12,7 @@ import pytest
 import pypto as pto
 from pypto.backend.native.jit import llvm_ir
 from tests.backend.native.helpers import both, same_bits
-
-
-@pto.kernel
-def add3d(x, y, out, d, h, w):
-    i = pto.get_block_id(0) * pto.get_block_dim(0) + pto.get_local_id(0)
-    j = pto.get_block_id(1) * pto.get_block_dim(1) + pto.get_local_id(1)
-    k = pto.get_block_id(2) * pto.get_block_dim(2) + pto.get_local_id(2)
-    if i < w and j < h and k < d:
-        o = (k * h + j) * w + i
-        pto.store(out + o, pto.load(x + o) + 2.0 * pto.load(y + o))
+from tests.kernels.test_users_zoo import add3d  # the users' zoo's 3-D kernel
 
 
 @pto.kernel

@@ -148,8 +148,9 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
     run = Block()
 
     def loop(outer: Block, start: SSAValue, end: SSAValue, step: int,
-             body: Callable[[Block, SSAValue], SSAValue]) -> SSAValue:
-        """`for t = start; t + step <= end and status == 0; t += step` (t and status after)."""
+             body: Callable[[Block, SSAValue], SSAValue]) -> scf.WhileOp:
+        """`for t = start; t + step <= end and status == 0; t += step`: its results are t and
+        the status after."""
         before = Block(arg_types=[i32, i32])
         t, st = before.args
         last = _add(before, arith.AddiOp(t, _c(before, step - 1)))
@@ -162,7 +163,7 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
                                  result))
         w = scf.WhileOp([start, _c(outer, 0)], [i32, i32], Region(before), Region(after))
         outer.add_op(w)
-        return w.results[1]
+        return w
 
     def zbody(zb: Block, tz: SSAValue) -> SSAValue:
         def rows(count: int) -> Callable[[Block, SSAValue], SSAValue]:
@@ -173,24 +174,12 @@ def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],
                         row = _add(xb, arith.AddiOp(ty, _c(xb, j)))
                         st = _add(xb, arith.OrIOp(st, call(xb, tx, row, tz)))
                     return st
-                return loop(yb, lo, hi, 1, xbody)
+                return loop(yb, lo, hi, 1, xbody).results[1]
             return ybody
         # the jammed rows, then the leftover ones: `while` results are (next row, status)
-        before = Block(arg_types=[i32, i32])
-        t, st = before.args
-        last = _add(before, arith.AddiOp(t, _c(before, jam_rows - 1)))
-        go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(last, by, "slt")),
-                                      _add(before, arith.CmpiOp(st, _c(before, 0), "eq"))))
-        before.add_op(scf.ConditionOp(go, t, st))
-        after = Block(arg_types=[i32, i32])
-        s = rows(jam_rows)(after, after.args[0])
-        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, jam_rows))),
-                                 s))
-        jammed = scf.WhileOp([_c(zb, 0), _c(zb, 0)], [i32, i32], Region(before),
-                             Region(after))
-        zb.add_op(jammed)
+        jammed = loop(zb, _c(zb, 0), by, jam_rows, rows(jam_rows))
         left = Block()
-        rest = loop(left, jammed.results[0], by, 1, rows(1))
+        rest = loop(left, jammed.results[0], by, 1, rows(1)).results[1]
         left.add_op(scf.YieldOp(rest))
         ok = _add(zb, arith.CmpiOp(jammed.results[1], _c(zb, 0), "eq"))
         return _add(zb, scf.IfOp(ok, [i32], Region(left),

@@ -398,8 +398,9 @@ class Executable:
                             if state is not None:
                                 ctx.memory.adopt_block_memory(state)
                         gen.fn(ctx, bound)
-                        if ctx.memory.arenas:
-                            pool.setdefault(count, []).append((ctx.memory.l1_buffers, ctx.memory.arenas))
+                        memory = ctx.__dict__.get("memory")  # (made at first use: lanes.py)
+                        if memory is not None and memory.arenas:
+                            pool.setdefault(count, []).append((memory.l1_buffers, memory.arenas))
                 except KernelError:
                     raise
                 except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover
@@ -463,8 +464,9 @@ class Executable:
                 if state is not None:
                     ctx.memory.adopt_block_memory(state)
         gen.fn(ctx, bound)
-        if pool is not None and ctx.memory.arenas:
-            pool.setdefault(ctx.count, []).append((ctx.memory.l1_buffers, ctx.memory.arenas))
+        memory = ctx.__dict__.get("memory")  # (made at first use: lanes.py)
+        if pool is not None and memory is not None and memory.arenas:
+            pool.setdefault(ctx.count, []).append((memory.l1_buffers, memory.arenas))
 
     def _per_chunk(self, gen: GeneratedKernel, grid: tuple[int, int, int],
                    block: tuple[int, int, int]) -> int:

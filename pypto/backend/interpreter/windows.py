@@ -106,6 +106,7 @@ class WindowContext(LaneContext):
     whole_vector = False
 
     def __init__(self, parent: LaneContext, first: int, last: int):  # noqa: D107
+        parent.memory  # (made now if not yet: the window shares it, lanes.py)
         self.__dict__.update(parent.__dict__)  # shared memory, L1, counters, settings
         self.parent = parent
         self.outer: LaneContext = parent  # the vector this one narrows (`narrow`, `widen`)

@@ -171,7 +171,12 @@ class CompiledKernel:
                 args: Sequence[Any], backend: str | None = None) -> None:
         """Run synchronously (the runtime's stream calls this) on `backend`, by default the
         setting `pto.set_backend` / PYPTO_BACKEND chose (see `_run_on`)."""
-        _run_on(self, backend or _backend_setting(), grid, block, args)
+        if backend is None:  # `_backend_setting()`, inline
+            backend = _BACKEND_CHOICE[0] or _BACKEND_ENV_SETTING()
+        if backend == "interpreter":  # (`_run_on`'s first case, without the call)
+            self.executable.run(grid, block, args)
+            return
+        _run_on(self, backend, grid, block, args)
 
     @public_api
     def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:

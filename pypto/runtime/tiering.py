@@ -80,8 +80,12 @@ def budget(cached: bool) -> float:
     given = _BUDGET_SETTING()
     if given is not None:
         return given
-    loaded = "pypto.backend.native.jit" in sys.modules
+    loaded = _JIT in sys.modules
     return (0.0 if loaded else IMPORT_COST) + (LOAD_COST if cached else COMPILE_COST)
+
+
+_JIT = "pypto.backend.native.jit"
+"""The native backend's module whose import `IMPORT_COST` stands for."""
 
 
 class Tier:
@@ -138,8 +142,11 @@ def tiered(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int
     tier = state.get("_tier")
     if tier is None:
         tier = state["_tier"] = Tier()
-    given = _BUDGET_SETTING()  # (inline `budget`: this is every interpreted launch's cost)
-    if tier.spent >= (given if given is not None else budget(cached=not tier.missed)):
+    given = _BUDGET_SETTING()  # `budget(cached=not tier.missed)`, inline: every interpreted
+    if given is None:  # launch pays this
+        given = (0.0 if _JIT in sys.modules else IMPORT_COST) + \
+            (COMPILE_COST if tier.missed else LOAD_COST)
+    if tier.spent >= given:
         if not tier.missed:
             native = native_code(compiled, False, cached_only=True)
             if native is not None:

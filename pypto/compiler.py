@@ -36,6 +36,7 @@ from pypto.errors import (
     VerificationError,
     hide_internal_frames,
     public_api,
+    setting_error,
 )
 from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
@@ -44,9 +45,11 @@ from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
 from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
-from pypto.runtime.env import flag as env_flag, setting as env_setting
+from pypto import settings
+from pypto.runtime.env import flag as env_flag, registered as registered_setting
+from pypto.runtime.env import setting as env_setting
 from pypto.backend.launch_shape import _SHAPES as _KNOWN_SHAPES, LaunchShape
-from pypto.runtime.tiering import native_code, tiered
+from pypto.runtime.tiering import native_after, native_code, tiered
 from pypto.runtime import launcher
 from pypto.runtime.launcher import check_scalar, enqueue_planned, plan_launch
 from pypto.runtime.stream import Stream, caller_site
@@ -198,7 +201,7 @@ class CompiledKernel:
 # --- choosing the backend (docs/native.md#choosing-a-backend) ---------------------------------
 
 BACKEND_ENV = "PYPTO_BACKEND"
-BACKENDS = ("interpreter", "native", "auto", "tiered")
+BACKENDS = settings.BACKENDS  # ("interpreter", "native", "auto", "tiered")
 
 
 DEFAULT_BACKEND = "tiered"
@@ -206,12 +209,10 @@ DEFAULT_BACKEND = "tiered"
 `bench/backend_default.py` (docs/performance.md#which-backend-by-default)."""
 
 
-def _parse_backend(value: str | None) -> str:
-    word = (value or "").strip().lower()
-    return word if word in BACKENDS else DEFAULT_BACKEND
-
-
-_BACKEND_ENV_SETTING = env_setting(BACKEND_ENV, _parse_backend)
+_BACKEND_ENV_SETTING = registered_setting(BACKEND_ENV, DEFAULT_BACKEND)
+"""PYPTO_BACKEND, read at every launch that neither passes `backend=` nor follows
+`pto.set_backend` (`launch` reads it, so that a bad value raises at the launch line, and the
+run reads it again: docs/settings.md)."""
 _BACKEND_CHOICE: list[str | None] = [None]
 
 
@@ -339,6 +340,10 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
             else None
         if shape is None:
             shape = LaunchShape.of(grid, block, kernel=_launch_name(kernel))
+        # the backend's settings, read here so that a bad value raises at the launch line (the
+        # run reads them again, unchanged and cheaply: docs/settings.md)
+        if (backend or _BACKEND_CHOICE[0] or _BACKEND_ENV_SETTING()) == "tiered":
+            native_after()
         if backend is not None:
             if backend not in BACKENDS:
                 raise LaunchError(f"unknown backend {backend!r}; choose one of "
@@ -692,15 +697,23 @@ def _tensor_class() -> type:
 
 
 def _parse_validate(setting: str | None) -> tuple[bool, str]:
-    """`validate`'s default from PYPTO_VALIDATE, and the passes it asks to prepend."""
-    if not setting:
-        return False, ""
-    setting = setting.strip()
-    if setting.lower() in ("0", "false", "no", "off", ""):
-        return False, ""
-    if setting.lower() in ("1", "true", "yes", "on"):
-        return True, ""
-    return True, setting  # a pipeline: run (and validate) it before every compile's pipeline
+    """`validate`'s default from PYPTO_VALIDATE, and the passes it asks to prepend: a flag, or
+    a pipeline to run (and validate) before every compile's own, parsed here so that a bad one
+    is the setting's `UsageError` (naming PYPTO_VALIDATE) at the launch or compile that reads
+    it, not a compile error of the kernel's pipeline (pypto/settings.py)."""
+    validate, text = settings.SETTINGS[VALIDATE_ENV].value(setting, (False, ""))
+    if text:
+        from pypto.passes import parse_pipeline
+
+        try:
+            parse_pipeline(text)
+        except PtoError as exc:
+            known = settings.SETTINGS[VALIDATE_ENV]
+            bad = setting_error(VALIDATE_ENV, setting or "", known.takes, known.default,
+                                known.see)
+            bad.args = (f"{bad}; as a pipeline: {exc}",)
+            raise bad from None
+    return validate, text
 
 
 def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
@@ -711,6 +724,13 @@ def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
 
 
 _VALIDATE_SETTING = env_setting(VALIDATE_ENV, _parse_validate)
+
+
+def check_settings() -> None:
+    """Every PYPTO_* setting read now (`pypto.settings.check_all`), PYPTO_VALIDATE's pipeline
+    parsed too: the command line tools' first step, so that a bad one is their error line."""
+    settings.check_all()
+    _VALIDATE_SETTING()
 _race_check_default = env_flag(RACE_CHECK_ENV, True)
 """Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
 

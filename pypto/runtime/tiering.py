@@ -32,13 +32,12 @@ docs/performance.md#which-backend-by-default.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from pypto.runtime.env import setting
+from pypto.runtime.env import registered
 
 BUDGET_ENV = "PYPTO_NATIVE_AFTER"
 
@@ -56,20 +55,12 @@ clock: Callable[[], float] = time.perf_counter
 """The clock interpreted launches are timed with (tests replace it: no timing in tests)."""
 
 
-def _parse_budget(raw: str | None) -> float | None:
-    """`PYPTO_NATIVE_AFTER` in seconds (`inf` / `never`: never); None when unset or not a
-    number >= 0 (then `budget` estimates the switch's cost)."""
-    if raw is None:
-        return None
-    word = raw.strip().lower()
-    try:
-        value = math.inf if word == "never" else float(word)
-    except ValueError:
-        return None
-    return value if value >= 0 else None
+_BUDGET_SETTING = registered(BUDGET_ENV)
+"""`PYPTO_NATIVE_AFTER` in seconds (`inf` / `never`: never); None when unset (then `budget`
+estimates the switch's cost); its `UsageError` for another value (pypto/settings.py). Read at
+every launch on "tiered" (`pto.launch` reads it first, so that a bad value raises there)."""
 
-
-_BUDGET_SETTING = setting(BUDGET_ENV, _parse_budget)  # (read at every interpreted launch)
+native_after = _BUDGET_SETTING
 
 
 def budget(cached: bool) -> float:

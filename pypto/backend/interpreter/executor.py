@@ -192,6 +192,8 @@ class Executable:
                  check_uninitialized: bool = False, schedule: str | None = None,
                  race_check: bool = True, batch_blocks: bool = True,
                  fast_paths: bool | None = None):
+        if fast_paths is None:
+            FAST_PATHS.check()  # PYPTO_FAST_PATHS's value, read at import (fastpaths.py)
         self.func = kernel
         self.fast_paths = fast_paths
         """Generate the fast paths (fastpaths.py) or not; None: the process's `FAST_PATHS`

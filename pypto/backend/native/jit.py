@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
                                    i64)
 from xdsl.ir import Operation
 
+from pypto.settings import read
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
                                   mma_calls, numpy_math, printf, tokens)
@@ -73,8 +74,8 @@ class NotCached(Exception):
 
 def cache_dir() -> Path:
     """`$PYPTO_NATIVE_CACHE`, else `$XDG_CACHE_HOME/pypto/native` (~/.cache/pypto/native)."""
-    given = os.environ.get(CACHE_ENV)
-    if given:
+    given = read(CACHE_ENV)  # (a file there: its `UsageError`, pypto/settings.py)
+    if given is not None:
         return Path(given)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pypto" / "native"

@@ -163,8 +163,8 @@ def setting_error(name: str, value: str, takes: str, default: str, see: str) -> 
     (pypto/settings.py has every setting's `takes`, `default` and `see`). Its `setting`
     attribute is `name` (the command line tools print it as the environment's error)."""
     error = UsageError(f"environment setting {name}={value!r} is not a value it takes: it "
-                       f"takes {takes} (unset or empty: {default}); set one of those or unset "
-                       f"it ({see})")
+                       f"takes {takes}; unset or empty means {default}; set one of those or "
+                       f"unset it ({see})")
     error.setting = name  # type: ignore[attr-defined]
     return error
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from operator import is_
+import weakref
+from operator import call
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -372,21 +373,22 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                 # the same argument objects as the last planned launch: the same key (see
                 # `_LAST`), unless a tensor was freed since or a setting changed
                 last = kernel.__dict__.get(_LAST)
-                if last is not None and last[0] is shape and (
-                        args is last[1] or len(args) == len(last[1]) and
-                        all(map(is_, args, last[1]))) and last[2] is _VALIDATE_SETTING() and \
-                        last[3] is _race_check_default() and \
-                        last[4] == len(kernel.auto_constexpr):
-                    plan, tensors = last[5], last[6]
-                    for tensor in tensors:
-                        if tensor._data is None:
-                            break  # freed: the key's path (then the general one) raises
-                    else:
-                        if not plan[0].folded_globals or \
-                                kernel.outer_values_unchanged(plan[0].folded_globals):
-                            enqueue_planned(plan, args, tensors, tensors[0].device,
-                                            caller_site(2))
-                            return
+                if last is not None and last[0] is shape and \
+                        last[1] == tuple(map(id, args)) and last[4] is _VALIDATE_SETTING() and \
+                        last[5] is _race_check_default() and \
+                        last[6] == len(kernel.auto_constexpr):
+                    tensors = tuple(map(call, last[2]))  # (the weak references, followed)
+                    if None not in tensors:  # (a tensor is only ever equal to itself)
+                        for tensor in tensors:
+                            if tensor._data is None:
+                                break  # freed: the key's path (then the general one) raises
+                        else:
+                            plan = last[7]
+                            if not plan[0].folded_globals or \
+                                    kernel.outer_values_unchanged(plan[0].folded_globals):
+                                enqueue_planned(plan, args, tensors, tensors[0].device,
+                                                caller_site(2))
+                                return
                 found = _plan_key(kernel, shape, args)
                 if found is not None:
                     key, tensors = found
@@ -394,8 +396,8 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                     if plan is not None and (not plan[0].folded_globals or
                                              kernel.outer_values_unchanged(
                                                  plan[0].folded_globals)):
-                        kernel.__dict__[_LAST] = (shape, args, key[4], key[5], len(kernel.auto_constexpr),
-                                        plan, tensors)
+                        kernel.__dict__[_LAST] = _last_launch(shape, args, key, tensors, plan,
+                                                              len(kernel.auto_constexpr))
                         enqueue_planned(plan, args, tensors, key[1], caller_site(2))
                         return
                     _launch_and_plan(kernel, shape, args, key)
@@ -416,14 +418,26 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
 _NO_PLANS: dict[Any, Any] = {}
 
 _LAST = "_last_launch"
-"""The kernel's attribute that holds its last planned launch: (its shape, its argument tuple, the
-PYPTO_VALIDATE and PYPTO_RACE_CHECK values its key read, the count of auto-constexpr
-parameters, its plan, its tensors). A launch with the same shape object and the very same
-argument objects has the same `_plan_key` as long as every tensor among them is alive, the two
-settings read the same values (each read returns the object it parsed until the variable
-changes) and no parameter became a compile-time constant since: a tensor's dtype, device, shape
-and storage never change, and identical objects are identical ints / floats and alias alike.
-So `launch` reuses the plan after those checks without building the key again."""
+"""The kernel's attribute that holds its last planned launch (`_last_launch`). A launch with
+the same shape object and the very same argument objects has the same `_plan_key` as long as
+every tensor among them is alive, the PYPTO_VALIDATE and PYPTO_RACE_CHECK reads return the
+values the key read (each read returns the object it parsed until the variable changes) and no
+parameter became a compile-time constant since: a tensor's dtype, device, shape and storage
+never change, and identical objects are identical ints / floats and alias alike. So `launch`
+reuses the plan after those checks without building the key again."""
+
+
+def _last_launch(shape: LaunchShape, args: tuple[Any, ...], key: Any, tensors: Sequence[Any],
+                 plan: Any, constexprs: int) -> tuple[Any, ...]:
+    """The `_LAST` entry of a planned launch: (its shape, the ids of its arguments, weak
+    references to its tensors, its ints and floats, the two settings its key read, the count
+    of auto-constexpr parameters, its plan). The tensors are held weakly: the memo must not
+    keep a tensor the program dropped (and its device memory) alive; a tensor's weak reference
+    alive means no other object has its id. The ints and floats are held, so that no other
+    object takes their ids either: equal ids are then the same objects."""
+    tensor = _TENSOR or _tensor_class()
+    return (shape, tuple(map(id, args)), tuple(weakref.ref(t) for t in tensors),
+            tuple(a for a in args if type(a) is not tensor), key[4], key[5], constexprs, plan)
 
 MAX_LAUNCH_PLANS = 64
 """Launch plans kept per kernel (then the memo starts over)."""
@@ -724,6 +738,8 @@ def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
 
 
 _VALIDATE_SETTING = env_setting(VALIDATE_ENV, _parse_validate)
+_race_check_default = env_flag(RACE_CHECK_ENV, True)
+"""Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
 
 
 def check_settings() -> None:
@@ -731,8 +747,6 @@ def check_settings() -> None:
     parsed too: the command line tools' first step, so that a bad one is their error line."""
     settings.check_all()
     _VALIDATE_SETTING()
-_race_check_default = env_flag(RACE_CHECK_ENV, True)
-"""Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
 
 
 def _arg_shapes(kernel: Kernel, args: tuple[Any, ...]) -> tuple[tuple[int, ...] | None, ...]:

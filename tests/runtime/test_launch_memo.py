@@ -117,3 +117,25 @@ def test_clear_cache_and_a_changed_module_constant_compile_again(ran):
     ids = [id(c) for c in ran]
     assert ids[0] == ids[1] != ids[2] == ids[3] != ids[4]
     assert np.array_equal(_host(d), np.full(64, 2.0 * 2.0 * 3.0 * 3.0 * 3.0, np.float32))
+
+
+def test_the_memo_does_not_keep_a_dropped_tensor_alive():
+    """The memo holds its tensors weakly: a tensor the program drops after its launches is
+    freed (its device memory released) as without the memo, and a new tensor that happens to
+    get the dropped one's id is not mistaken for it."""
+    import gc
+    import weakref
+
+    d = _tensor(np.ones(64, np.float32))
+    watch = weakref.ref(d)
+    for _ in range(2):
+        pto.launch(scale, grid=1, block=64, args=(d, 64, 2.0))
+    pto.sync()
+    del d
+    gc.collect()
+    assert watch() is None
+    e = _tensor(np.ones(64, np.float32))  # (may reuse the freed tensor's id)
+    for _ in range(2):
+        pto.launch(scale, grid=1, block=64, args=(e, 64, 2.0))
+    pto.sync()
+    assert np.array_equal(_host(e), np.full(64, 4.0, np.float32))

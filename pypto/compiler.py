@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 import weakref
-from operator import call
+from operator import itemgetter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -180,6 +180,14 @@ class CompiledKernel:
         if backend == "interpreter":  # (`_run_on`'s first case, without the call)
             self.executable.run(grid, block, args)
             return
+        if backend == "tiered" and "_native" not in self.__dict__:
+            # the default's interpreted launches: `_run_on`'s tiered case without the call; a
+            # launch that switches (the native code returned) runs through `_run_on`, which
+            # then finds that code on the kernel
+            executable = self.executable
+            if not (executable.check_uninitialized or executable.race_check or
+                    _VALIDATE_SETTING()[0]) and tiered(self, grid, block, args) is None:
+                return
         _run_on(self, backend, grid, block, args)
 
     @public_api
@@ -374,21 +382,20 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                 # `_LAST`), unless a tensor was freed since or a setting changed
                 last = kernel.__dict__.get(_LAST)
                 if last is not None and last[0] is shape and \
-                        last[1] == tuple(map(id, args)) and last[4] is _VALIDATE_SETTING() and \
-                        last[5] is _race_check_default() and \
-                        last[6] == len(kernel.auto_constexpr):
-                    tensors = tuple(map(call, last[2]))  # (the weak references, followed)
-                    if None not in tensors:  # (a tensor is only ever equal to itself)
-                        for tensor in tensors:
-                            if tensor._data is None:
-                                break  # freed: the key's path (then the general one) raises
-                        else:
-                            plan = last[7]
-                            if not plan[0].folded_globals or \
-                                    kernel.outer_values_unchanged(plan[0].folded_globals):
-                                enqueue_planned(plan, args, tensors, tensors[0].device,
-                                                caller_site(2))
-                                return
+                        last[1] == tuple(map(id, args)) and last[5] is _VALIDATE_SETTING() and \
+                        last[6] is _race_check_default() and \
+                        last[7] == len(kernel.auto_constexpr):
+                    tensors = last[2](args)  # (the tensors among them, by position)
+                    for tensor in tensors:
+                        if tensor._data is None:
+                            break  # freed: the key's path (then the general one) raises
+                    else:
+                        plan = last[8]
+                        if not plan[0].folded_globals or \
+                                kernel.outer_values_unchanged(plan[0].folded_globals):
+                            enqueue_planned(plan, args, tensors, tensors[0].device,
+                                            caller_site(2))
+                            return
                 found = _plan_key(kernel, shape, args)
                 if found is not None:
                     key, tensors = found
@@ -396,8 +403,7 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                     if plan is not None and (not plan[0].folded_globals or
                                              kernel.outer_values_unchanged(
                                                  plan[0].folded_globals)):
-                        kernel.__dict__[_LAST] = _last_launch(shape, args, key, tensors, plan,
-                                                              len(kernel.auto_constexpr))
+                        _remember_launch(kernel, shape, args, key, tensors, plan)
                         enqueue_planned(plan, args, tensors, key[1], caller_site(2))
                         return
                     _launch_and_plan(kernel, shape, args, key)
@@ -427,17 +433,31 @@ never change, and identical objects are identical ints / floats and alias alike.
 reuses the plan after those checks without building the key again."""
 
 
-def _last_launch(shape: LaunchShape, args: tuple[Any, ...], key: Any, tensors: Sequence[Any],
-                 plan: Any, constexprs: int) -> tuple[Any, ...]:
-    """The `_LAST` entry of a planned launch: (its shape, the ids of its arguments, weak
-    references to its tensors, its ints and floats, the two settings its key read, the count
-    of auto-constexpr parameters, its plan). The tensors are held weakly: the memo must not
-    keep a tensor the program dropped (and its device memory) alive; a tensor's weak reference
-    alive means no other object has its id. The ints and floats are held, so that no other
-    object takes their ids either: equal ids are then the same objects."""
+def _remember_launch(kernel: Kernel, shape: LaunchShape, args: tuple[Any, ...], key: Any,
+                     tensors: Sequence[Any], plan: Any) -> None:
+    """Make a planned launch the kernel's `_LAST`: (its shape, the ids of its arguments, the
+    getter of its tensors by position, weak references to them, its ints and floats, the two
+    settings its key read, the count of auto-constexpr parameters, its plan). The tensors are
+    held weakly — the memo must not keep a tensor the program dropped (and its device memory)
+    alive — and the death of any of them forgets the entry, so while it exists no other object
+    can have a tensor's id; the ints and floats are held, so that no other object takes their
+    ids either: equal ids are then the same objects."""
     tensor = _TENSOR or _tensor_class()
-    return (shape, tuple(map(id, args)), tuple(weakref.ref(t) for t in tensors),
-            tuple(a for a in args if type(a) is not tensor), key[4], key[5], constexprs, plan)
+    state = kernel.__dict__
+    positions = [i for i, a in enumerate(args) if type(a) is tensor]
+    pick = itemgetter(*positions)
+    getter = pick if len(positions) > 1 else (lambda a: (pick(a),))
+    entry: list[Any] = []
+
+    def forget(_: Any) -> None:  # a tensor of the entry died: the entry goes too
+        if entry and state.get(_LAST) is entry[0]:
+            state.pop(_LAST, None)
+
+    refs = tuple(weakref.ref(t, forget) for t in tensors)
+    entry.append((shape, tuple(map(id, args)), getter, refs,
+                  tuple(a for a in args if type(a) is not tensor), key[4], key[5],
+                  len(kernel.auto_constexpr), plan))
+    state[_LAST] = entry[0]
 
 MAX_LAUNCH_PLANS = 64
 """Launch plans kept per kernel (then the memo starts over)."""

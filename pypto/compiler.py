@@ -50,7 +50,7 @@ from pypto import settings
 from pypto.runtime.env import flag as env_flag, registered as registered_setting
 from pypto.runtime.env import setting as env_setting
 from pypto.backend.launch_shape import _SHAPES as _KNOWN_SHAPES, LaunchShape
-from pypto.runtime.tiering import native_after, native_code, tiered
+from pypto.runtime.tiering import interpret, native_after, native_code, tiered
 from pypto.runtime import launcher
 from pypto.runtime.launcher import check_scalar, enqueue_planned, plan_launch
 from pypto.runtime.stream import Stream, caller_site
@@ -180,14 +180,18 @@ class CompiledKernel:
         if backend == "interpreter":  # (`_run_on`'s first case, without the call)
             self.executable.run(grid, block, args)
             return
-        if backend == "tiered" and "_native" not in self.__dict__:
-            # the default's interpreted launches: `_run_on`'s tiered case without the call; a
-            # launch that switches (the native code returned) runs through `_run_on`, which
-            # then finds that code on the kernel
-            executable = self.executable
-            if not (executable.check_uninitialized or executable.race_check or
-                    _VALIDATE_SETTING()[0]) and tiered(self, grid, block, args) is None:
-                return
+        if backend == "tiered":
+            # the default's interpreted launches (a tier, no native code yet, no instrument):
+            # `_run_on`'s tiered case without its calls; anything else, the budget spent
+            # included, runs through `_run_on` (tiering.py `tiered`)
+            state = self.__dict__
+            tier = state.get("_tier")
+            if tier is not None and "_native" not in state:
+                executable = self.executable
+                if not (executable.check_uninitialized or executable.race_check or
+                        _VALIDATE_SETTING()[0]) and interpret(tier, executable, grid, block,
+                                                              args):
+                    return
         _run_on(self, backend, grid, block, args)
 
     @public_api

@@ -116,6 +116,26 @@ def native_code(compiled: Any, required: bool, *, cached_only: bool = False) -> 
     return native
 
 
+def interpret(tier: Tier, executable: Any, grid: tuple[int, int, int],
+              block: tuple[int, int, int], args: Any) -> bool:
+    """The common "tiered" launch, when `tier`'s specialisation has no native code yet: run it
+    on the interpreter (its wall time added) and True while the budget is not spent; False,
+    having run nothing, once it is (then `tiered` looks the native code up)."""
+    given = _BUDGET_SETTING()  # `budget(cached=not tier.missed)`, inline
+    if given is None:
+        given = (0.0 if _JIT in sys.modules else IMPORT_COST) + \
+            (COMPILE_COST if tier.missed else LOAD_COST)
+    if tier.spent >= given:
+        return False
+    start = clock()
+    try:
+        executable.run(grid, block, args)
+    finally:  # (a launch that raised took its time too)
+        tier.spent += clock() - start
+        tier.launches += 1
+    return True
+
+
 def tiered(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
            args: Any) -> Any:
     """One launch on "tiered": the native code to run it with, or None after running it on the

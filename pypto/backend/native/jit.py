@@ -36,7 +36,7 @@ from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
-from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, SLOTS_ATTR, watchdog_loops
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
@@ -139,6 +139,12 @@ def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site
 
 def llvm_module(kernel: func.FuncOp) -> Any:
     """The kernel (a `func.func` with `pto.kernel`) lowered to an llvmlite `ir.Module`."""
+    return lowered(kernel)[0]
+
+
+def lowered(kernel: func.FuncOp) -> tuple[Any, int]:
+    """(the kernel lowered to an llvmlite `ir.Module`, the spill slots per lane its phase
+    functions use: the lowering's own split's count, 0 without phases)."""
     from xdsl.backend.llvm.convert import convert_module
 
     from pypto.ir import make_context
@@ -149,9 +155,12 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
     ctx = make_context()
+    slots = 0
     for native_pass in parse_pipeline(NATIVE_PIPELINE):  # (not verified after each pass, as
         native_pass.apply(ctx, module)                   # run_pipeline does: a third of the
-    # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies the result)
+        # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies it)
+        slots = max([slots, *(fn.attributes[SLOTS_ATTR].value.data  # type: ignore[attr-defined]
+                              for fn in module.ops if SLOTS_ATTR in fn.attributes)])
     internal = {fn.sym_name.data for fn in module.ops if isinstance(fn, llvm_dialect.FuncOp)
                 and fn.linkage is not None and fn.linkage.linkage.data == "internal"}
     result = convert_module(module, fallback_target_triple=None)
@@ -171,7 +180,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
         arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
     _add_entry(result, grid)
-    return result
+    return result, slots
 
 
 ENTRY_SUFFIX = ".entry"
@@ -276,8 +285,10 @@ def _versions() -> str:
     return _VERSIONS[0]
 
 
-def _compile_object(kernel: func.FuncOp) -> bytes:
-    return object_code(str(llvm_module(kernel)))
+def _compile_object(kernel: func.FuncOp) -> tuple[bytes, int]:
+    """(object code, spill slots per lane) of the kernel."""
+    module, slots = lowered(kernel)
+    return object_code(str(module)), slots
 
 
 def object_code(ir_text: str) -> bytes:
@@ -348,14 +359,19 @@ def _drop_dead_functions(mod: Any) -> None:
 
 def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
     """Spill slots per lane of the kernel's phases, kept beside its object code
-    (`<object>.slots`): computing them splits the kernel again (phases.py), which a load from
-    the disk cache should not pay."""
+    (`<object>.slots`, written by the compile that counted them): counting them again splits
+    the kernel (phases.py), which a load from the disk cache should not pay."""
     side = path.with_suffix(".slots")
     try:
         return int(side.read_text())
     except (OSError, ValueError):
         pass
-    slots = spill_slots(kernel)
+    slots = spill_slots(kernel)  # (an object cached without its side file)
+    _write_slots(side, slots)
+    return slots
+
+
+def _write_slots(side: Path, slots: int) -> None:
     try:
         side.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=side.parent, suffix=".tmp")
@@ -364,7 +380,6 @@ def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
         os.replace(tmp, side)
     except OSError:
         pass
-    return slots
 
 
 class NativeKernel:
@@ -442,13 +457,14 @@ class NativeKernel:
                              f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
-        self.slots = _cached_slots(path, kernel)
         if self.cached:
             obj = path.read_bytes()
+            self.slots = _cached_slots(path, kernel)
         elif cached_only:
             raise NotCached(str(path))
         else:
-            obj = _compile_object(kernel)
+            obj, self.slots = _compile_object(kernel)  # (the lowering's count of spill slots)
+            _write_slots(path.with_suffix(".slots"), self.slots)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

@@ -50,6 +50,10 @@ imported: the interpreter sits beside this backend, not below it; a test checks 
 
 LANE_ATTR = "pto.native_lane"
 GRID_ATTR = "pto.native_grid"
+SLOTS_ATTR = "pto.native_spill_slots"
+"""On a phase-split kernel's grid function: the spill slots per lane its phases use (the split's
+count, read by the JIT: docs/native.md#compile-time; splitting the kernel again to count them
+cost a tenth of a phase-split kernel's first compile)."""
 ID_ARGS = 12
 """block x/y/z, lane x/y/z, grid dims x/y/z, block dims x/y/z (i32), after the parameters."""
 
@@ -236,8 +240,9 @@ class SimtToLanesPass(ModulePass):
                     f"{reason}; run it on the interpreter (backend='interpreter')"),
                     unsupported_op(kernel) or kernel)
             if needs_phases(kernel):
-                phases, grid, _ = split(kernel)
+                phases, grid, slots = split(kernel)
                 grid.attributes[GRID_ATTR] = UnitAttr()
+                grid.attributes[SLOTS_ATTR] = IntegerAttr(slots, i64)
                 functions: list[Operation] = []
                 for fn in phases:
                     name = fn.sym_name.data

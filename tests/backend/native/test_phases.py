@@ -342,10 +342,18 @@ def test_the_disk_cache_is_keyed_by_the_backends_own_source(monkeypatch):
     the previous one: its phases and spill slots may differ."""
     from pypto.backend.native import jit
 
+    from pypto.backend.native.phase_codegen import spill_slots
+
     ck = pto.compile(warp_pairs, args=(pto.empty(256, np.float32), pto.empty(256, np.float32),
                                        256), block=256)
-    assert not jit.NativeKernel(ck.func, ck.name).cached
-    assert jit.NativeKernel(ck.func, ck.name).cached
+    first = jit.NativeKernel(ck.func, ck.name)
+    assert not first.cached
+    assert first.slots == spill_slots(ck.func) > 0  # the lowering's own count (the split's)
+    again = jit.NativeKernel(ck.func, ck.name)
+    assert again.cached and again.slots == first.slots  # read back beside the object code
+    for side in jit.cache_dir().glob("*.slots"):
+        side.unlink()
+    assert jit.NativeKernel(ck.func, ck.name).slots == first.slots  # (counted again)
     versions = jit._versions()
     assert " native " in versions  # (the source hash is part of the key)
     monkeypatch.setattr(jit, "_VERSIONS", [versions.rpartition(" native ")[0] + " native edited"])

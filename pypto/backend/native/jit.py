@@ -11,13 +11,15 @@ loads it without running LLVM again. docs/native.md#the-cache.
 from __future__ import annotations
 
 import ctypes
+import gc
 import hashlib
 import os
 import re
 import tempfile
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, math
@@ -287,8 +289,28 @@ def _versions() -> str:
 
 def _compile_object(kernel: func.FuncOp) -> tuple[bytes, int]:
     """(object code, spill slots per lane) of the kernel."""
-    module, slots = lowered(kernel)
-    return object_code(str(module)), slots
+    with _collector_paused():
+        module, slots = lowered(kernel)
+        text = str(module)
+    return object_code(text), slots
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the lowering. It builds and rewrites tens of
+    thousands of IR objects (ops, blocks, use lists: all in reference cycles), which survive
+    into the oldest generation and trigger full collections that walk every object of the
+    process, 0.1-0.3 s each, none of them freeing anything the lowering still uses. The IR is
+    garbage once the LLVM IR text exists: the next collection after this frees it
+    (docs/native.md#compile-time)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def object_code(ir_text: str) -> bytes:

@@ -35,7 +35,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, fast_variants
 from pypto.backend.native.row_copies import split_offsets
 from pypto.backend.native import lane_jam
-from pypto.backend.native.full_phases import add_full_phase
+from pypto.backend.native.full_phases import add_full_phase, calls_by_callee
 from pypto.backend.native.idioms import rewrite_idioms
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
@@ -244,15 +244,16 @@ class SimtToLanesPass(ModulePass):
                 grid.attributes[GRID_ATTR] = UnitAttr()
                 grid.attributes[SLOTS_ATTR] = IntegerAttr(slots, i64)
                 functions: list[Operation] = []
+                markers, calls = lane_jam.markers(grid), calls_by_callee(grid)  # (one walk each)
                 for fn in phases:
                     name = fn.sym_name.data
                     _lane_function(fn)
                     rewrite_idioms(fn)
                     num_params = len(fn.body.block.args) - ID_ARGS - 1
                     rng, fast, _ = fast_variants(fn, name, num_params)  # docs/native.md#phases
-                    lane_jam.resolve(grid, name, fast)  # docs/native.md#jammed-rows
+                    lane_jam.resolve(grid, name, fast, markers)  # docs/native.md#jammed-rows
                     functions += [fn, fast, rng,  # (guards: docs/native.md#full-blocks)
-                                  *add_full_phase(grid, fn, fast, name, num_params)]
+                                  *add_full_phase(grid, fn, fast, name, num_params, calls)]
                     split_offsets(fast)  # (after: the full variants pair fast's ops with fn's)
                 op.body.block.insert_ops_after([*functions, grid], kernel)
                 kernel.detach()

@@ -289,20 +289,18 @@ def _versions() -> str:
 
 def _compile_object(kernel: func.FuncOp) -> tuple[bytes, int]:
     """(object code, spill slots per lane) of the kernel."""
-    with _collector_paused():
-        module, slots = lowered(kernel)
-        text = str(module)
-    return object_code(text), slots
+    module, slots = lowered(kernel)
+    return object_code(str(module)), slots
 
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the lowering. It builds and rewrites tens of
-    thousands of IR objects (ops, blocks, use lists: all in reference cycles), which survive
-    into the oldest generation and trigger full collections that walk every object of the
-    process, 0.1-0.3 s each, none of them freeing anything the lowering still uses. The IR is
-    garbage once the LLVM IR text exists: the next collection after this frees it
-    (docs/native.md#compile-time)."""
+    """Python's cyclic garbage collector off while a kernel is compiled (or loaded). The
+    lowering builds and rewrites tens of thousands of IR objects (ops, blocks, use lists: all
+    in reference cycles), which survive into the oldest generation and trigger full
+    collections that walk every object of the process, 0.1-0.3 s each, freeing nothing the
+    lowering still uses. The IR is garbage once the object code exists: the process's next
+    collection frees it (docs/native.md#compile-time)."""
     if not gc.isenabled():
         yield
         return
@@ -412,6 +410,11 @@ class NativeKernel:
         """`cached_only`: raise `NotCached` instead of compiling when the disk cache has no
         object code for the kernel (after the support check: an unsupported kernel still
         raises `NativeUnsupported`)."""
+        with _collector_paused():  # (the analyses and the lowering: docs/native.md#compile-time)
+            self._build(kernel, name, block, cached_only)
+
+    def _build(self, kernel: func.FuncOp, name: str, block: tuple[int, int, int] | None,
+               cached_only: bool) -> None:
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
         self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \

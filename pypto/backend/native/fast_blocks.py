@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (FunctionType, IntegerAttr, IntegerType, Modul
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from pypto.backend.native.cf_loops import cf_loops
+from pypto.backend.native.quick_ops import binary, cmpi, int_constant
 from pypto.dialects import pto
 
 UNCHECKED_ATTR = "pto.native_unchecked"
@@ -260,7 +261,7 @@ class _RangeBuilder:
         return op.results[0]
 
     def const(self, value: int, t: IntegerType = i64) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, t)))
+        return self.add(int_constant(value, t))  # (quick_ops: docs/native.md#compile-time)
 
     def uniform(self, v: SSAValue) -> SSAValue:
         found = self.map.get(v)
@@ -297,9 +298,9 @@ class _RangeBuilder:
         return self.corner_coords[corner, self.x_box]
 
     def in_range(self, x: SSAValue, lo: int, hi: int) -> None:
-        ge = self.add(arith.CmpiOp(x, self.const(lo), "sge"))
-        le = self.add(arith.CmpiOp(x, self.const(hi), "sle"))
-        self.checks.append(self.add(arith.AndIOp(ge, le)))
+        ge = self.add(cmpi(x, self.const(lo), "sge"))
+        le = self.add(cmpi(x, self.const(hi), "sle"))
+        self.checks.append(self.add(binary(arith.AndIOp, ge, le)))
 
     def at(self, v: SSAValue, corner: int) -> SSAValue:
         """The exact value of lane-affine `v` (i64) at `corner`."""
@@ -336,7 +337,7 @@ class _RangeBuilder:
                         for o in op.operands)
                 cls = {arith.AddiOp: arith.AddiOp, arith.SubiOp: arith.SubiOp,
                        arith.MuliOp: arith.MuliOp}[type(op)]
-                result = self.add(cls(a, b))
+                result = self.add(binary(cls, a, b))
                 self.in_range(result, _I32_MIN, _I32_MAX)  # an i32 value: no overflow
         self.corner_memo[key] = result
         return result

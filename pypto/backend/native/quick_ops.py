@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 _CONSTANTS: dict[tuple[Attribute, object], Attribute] = {}
 
@@ -42,11 +42,11 @@ _PROTOTYPES: dict[tuple[object, ...], tuple[list[Attribute], dict[str, Attribute
 
 
 def quick(cls: type[Operation], operands: tuple[SSAValue, ...], static: tuple[object, ...],
-          make: Callable[[], Operation]) -> Operation:
-    """`make()` (which builds a `cls` op on `operands` from `static` arguments besides them),
-    built faster: `make()` runs once per op kind, static arguments and operand types, then
-    ops are created with the same result types, properties and attributes on the new
-    operands. The op is the one `make()` would build."""
+          make: Callable[[], Operation], successors: tuple[Block, ...] = ()) -> Operation:
+    """`make()` (which builds a `cls` op on `operands` and `successors` from `static`
+    arguments besides them), built faster: `make()` runs once per op kind, static arguments
+    and operand types, then ops are created with the same result types, properties and
+    attributes on the new operands and successors. The op is the one `make()` would build."""
     key = (cls, static, *(v.type for v in operands))
     proto = _PROTOTYPES.get(key)
     if proto is None:
@@ -56,7 +56,7 @@ def quick(cls: type[Operation], operands: tuple[SSAValue, ...], static: tuple[ob
         return op
     types, properties, attributes = proto
     return cls.create(operands=operands, result_types=types, properties=properties,
-                      attributes=attributes)
+                      attributes=attributes, successors=successors)
 
 
 def int_constant(value: int, t: IntegerType) -> arith.ConstantOp:

@@ -291,7 +291,17 @@ class _FunctionLowering:
         kind = type(op)
         if op.name.startswith("llvm."):  # already lowered (fast_blocks.py, full_blocks.py,
             return                        # ...): no case below applies to it
-        if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
+        if kind is cf.BranchOp:  # (the most frequent ops first: none of the cases below
+            args = tuple(op.operands)  # applies to them)
+            self._replace(op, _op(llvm.BrOp, args, (), lambda: llvm.BrOp(op.successor, *args),
+                                  (op.successor,)))
+        elif kind is cf.ConditionalBranchOp:
+            then, other = tuple(op.then_arguments), tuple(op.else_arguments)
+            self._replace(op, _op(llvm.CondBrOp, (op.cond, *then, *other), (len(then),),
+                                  lambda: llvm.CondBrOp(op.cond, op.then_block, then,
+                                                        op.else_block, other),
+                                  (op.then_block, op.else_block)))
+        elif isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):
             t = op.results[0].type
@@ -420,11 +430,6 @@ class _FunctionLowering:
             self._replace(op, llvm.CallOp(op.callee, *args, return_type=i32))
         elif isinstance(op, func.ReturnOp):
             self._replace(op, llvm.ReturnOp(op.operands[0]))
-        elif isinstance(op, cf.BranchOp):
-            self._replace(op, llvm.BrOp(op.successor, *op.arguments))
-        elif isinstance(op, cf.ConditionalBranchOp):
-            self._replace(op, llvm.CondBrOp(op.cond, op.then_block, op.then_arguments,
-                                            op.else_block, op.else_arguments))
         elif isinstance(op, cf.AssertOp):
             self._watchdog(op)
         elif isinstance(op, arith.FPToSIOp):

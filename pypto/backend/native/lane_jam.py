@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
+from pypto.backend.native.quick_ops import int_constant
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
 
@@ -119,7 +120,7 @@ def _add(block: Block, op: Operation) -> SSAValue:
 
 
 def _c(block: Block, value: int) -> SSAValue:
-    return _add(block, arith.ConstantOp(IntegerAttr(value, i32)))
+    return _add(block, int_constant(value, i32))  # (quick_ops: docs/native.md#compile-time)
 
 
 def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],

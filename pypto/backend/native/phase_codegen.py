@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.backend.native import lane_jam, tile_loops
+from pypto.backend.native.quick_ops import int_constant
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
@@ -33,7 +34,7 @@ RANGE_SUFFIX = ".range"
 
 
 def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:
-    op = arith.ConstantOp(IntegerAttr(value, t))
+    op = int_constant(value, t)  # (quick_ops: docs/native.md#compile-time)
     block.add_op(op)
     return op.result
 

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto.backend.native import lane_jam, tile_loops
+from pypto.backend.native import lane_jam, pair_runs, tile_loops
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
@@ -342,6 +342,21 @@ class _Emitter:
                 args.append(g.arena)
             else:
                 args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
+        name = fn.func.sym_name.data
+        pairs = pair_runs.emit(phase.ops, phase.guards, phase.copies, self.shape,
+                               self.plan.uniform, lambda v, at: self.gresolve(v, at, g), block,
+                               g.block_dims)  # a sorting network's step: runs of pairs
+        if pairs is not None:  # (the lane loops below: for the other `j`)
+            self.scopes.append({})
+            self._lane_loops(fn, phase, args, pairs, g)
+            self.scopes.pop()
+            pairs.add_op(scf.YieldOp())
+        else:
+            self._lane_loops(fn, phase, args, block, g)
+
+    def _lane_loops(self, fn: _PhaseFn, phase: Phase, args: list[SSAValue], block: Block,
+                    g: _Grid) -> None:
+        """The phase's lane loops: fast ones when its range function passes, else checked."""
         name = fn.func.sym_name.data
         checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
                                for o in fn.entry.ops)  # (may raise for a lane left out)

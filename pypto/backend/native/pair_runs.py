@@ -56,12 +56,16 @@ ENABLED = True
 MIN_LANES = 4
 """Blocks of fewer lanes keep the lane loops (a run of pairs would hold one or two lanes)."""
 
-KEPT_RUNS = (8, 16)
-"""Runs of these many pairs keep their loop (`llvm.loop.unroll.disable`, see
-`keep_run_loops`): LLVM vectorises it along the run. Longer runs are not unrolled whole
-anyway, and kept as loops they were slower (j = 32: 19 ns a step and block of 256 lanes
-against 9 unmarked: the vector loop's few trips then stay a loop); shorter ones are better
-vectorised across runs (interleaved accesses)."""
+KEEP_RUNS = True
+"""Keep each run's loop (`llvm.loop.unroll.disable`, see `keep_run_loops`): LLVM vectorises
+it along the run. Unrolled, short runs made the loop over runs innermost, which LLVM
+vectorised across runs with gathers and scatters (False: LLVM's choice; for measurements)."""
+
+UNROLLED_BELOW = 4
+"""Runs shorter than this many pairs are written out in the loop over runs (no loop of
+their own), which LLVM vectorises with interleaved accesses. Measured per step and block of
+256 lanes (float32): a kept loop of 2 pairs 125 ns (not vectorised), written out 37 ns; runs
+of 4 kept 27 ns, written out 58 ns; bitonic sort 2^20: 5.0 ms (runs of 2 kept) -> 3.4 ms."""
 
 MARKER = "llvm.donothing"
 """The intrinsic call marking a kept run loop's body until `keep_run_loops` removes it."""
@@ -194,18 +198,36 @@ def _dispatch(block: Block, step: _Step, j: SSAValue, outside: dict[SSAValue, SS
 
 def _nest(block: Block, step: _Step, outside: dict[SSAValue, SSAValue], lanes: int,
           run: int) -> None:
-    """for r in range(0, lanes, 2 run): for i in range(run): the body for lane r + i."""
-    inner = Block(arg_types=[i32])
+    """for r in range(0, lanes, 2 run): for i in range(run): the body for lane r + i.
+    Runs shorter than `UNROLLED_BELOW` pairs are written out (the body `run` times per r)."""
     outer = Block(arg_types=[i32])
-    r, i = outer.args[0], inner.args[0]
+    r = outer.args[0]
+    if run < UNROLLED_BELOW:
+        for i in range(run):
+            _body(outer, step, outside, r, _c(outer, i), run, keep=False)
+    else:
+        inner = Block(arg_types=[i32])
+        _body(inner, step, outside, r, inner.args[0], run, keep=KEEP_RUNS)
+        inner.add_op(scf.YieldOp())
+        outer.add_op(scf.ForOp(_c(outer, 0), _c(outer, run), _c(outer, 1), [],
+                               Region(inner)))
+    outer.add_op(scf.YieldOp())
+    block.add_op(scf.ForOp(_c(block, 0), _c(block, lanes), _c(block, 2 * run), [],
+                           Region(outer)))
+
+
+def _body(at: Block, step: _Step, outside: dict[SSAValue, SSAValue], r: SSAValue,
+          i: SSAValue, run: int, keep: bool) -> None:
+    """The if's body for lane `r + i` (partner `r + i + run`), its accesses unchecked; `keep`:
+    the marker `keep_run_loops` looks for."""
     lane = arith.AddiOp(r, i)
     lane.attributes[NSW_ATTR] = UnitAttr()  # (< lanes: consecutive addresses for LLVM)
-    inner.add_op(lane)
-    partner = arith.AddiOp(lane.result, _c(inner, run))
+    at.add_op(lane)
+    partner = arith.AddiOp(lane.result, _c(at, run))
     partner.attributes[NSW_ATTR] = UnitAttr()
-    inner.add_op(partner)
-    if run in KEPT_RUNS:
-        inner.add_op(llvm.CallIntrinsicOp(MARKER, [], []))
+    at.add_op(partner)
+    if keep:
+        at.add_op(llvm.CallIntrinsicOp(MARKER, [], []))
     mapper: dict[SSAValue, SSAValue] = dict(outside)
     for v in step.order:
         kind = step.how[v]
@@ -213,32 +235,25 @@ def _nest(block: Block, step: _Step, outside: dict[SSAValue, SSAValue], lanes: i
             mapper[v] = lane.result
         elif kind == "partner":
             mapper[v] = partner.result
-        elif kind == "clone":
+        elif kind == "clone" and v not in mapper:
             o = v.owner
             assert isinstance(o, Operation)
-            if v not in mapper:
-                clone = o.clone(value_mapper=mapper)
-                inner.add_op(clone)
-                mapper.update(zip(o.results, clone.results))
+            clone = o.clone(value_mapper=mapper)
+            at.add_op(clone)
+            mapper.update(zip(o.results, clone.results))
     for o in list(step.op.true_region.blocks[0].ops):
         if isinstance(o, scf.YieldOp):
             continue
         clone = o.clone(value_mapper=mapper)
-        inner.add_op(clone)
+        at.add_op(clone)
         mapper.update(zip(o.results, clone.results))
         for c in clone.walk():
             if isinstance(c, pto.LoadOp | pto.StoreOp):  # the lane's pair: below `lanes`
                 c.attributes[UNCHECKED_ATTR] = UnitAttr()
-    inner.add_op(scf.YieldOp())
-    outer.add_op(scf.ForOp(_c(outer, 0), _c(outer, run), _c(outer, 1), [], Region(inner)))
-    outer.add_op(scf.YieldOp())
-    block.add_op(scf.ForOp(_c(block, 0), _c(block, lanes), _c(block, 2 * run), [],
-                           Region(outer)))
-
 
 
 def keep_run_loops(module: Any) -> None:
-    """Keep the run loops of `KEPT_RUNS` pairs as loops (llvmlite `module`, before
+    """Keep the run loops as loops (llvmlite `module`, before
     LLVM's optimisations): `llvm.loop.unroll.disable` on the innermost loop around each
     marker call, and the markers removed. Unrolled (a run of 8 or 16 pairs is short enough to
     be unrolled whole), the loop over runs became the innermost loop and LLVM vectorised it

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto.backend.native import lane_jam, pair_runs, tile_loops
+from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
@@ -418,6 +418,21 @@ class _Emitter:
     def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
         op = item.op
         args = op.body.block.args
+
+        def at_iv(v: SSAValue, at: Block, iv: SSAValue) -> SSAValue:
+            self.scopes.append({args[0]: iv})
+            found = self.gresolve(v, at, g)
+            self.scopes.pop()
+            return found
+
+        def body_at(at: Block, iv: SSAValue) -> None:
+            self.scopes.append({args[0]: iv})
+            self._emit(item.body, at, g)
+            self.scopes.pop()
+
+        if pair_fusion.emit(item, self.shape, self.plan.uniform, at_iv, body_at, block,
+                            g.block_dims):  # a sorting network's short steps fused
+            return
         uniform = [i for i in range(len(op.iter_args))
                    if i not in item.lane and not _token(op.iter_args[i])]
         if item.lane:

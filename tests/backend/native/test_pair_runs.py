@@ -1,6 +1,7 @@
-"""Sorting-network steps run as loops over runs of pairs in the grid function (pair_runs.py,
-docs/native.md#merged-tree-steps): the interpreter's bits (NaN, -0, ties, min/max), NumPy's
-order where it is defined, and the lane loops for any other `j`."""
+"""Sorting-network steps run as loops over runs of pairs in the grid function (pair_runs.py)
+and the steps `j = 2, 1` fused (pair_fusion.py), docs/native.md#merged-tree-steps: the
+interpreter's bits (NaN, -0, ties, min/max), NumPy's order where it is defined, and the lane
+loops for any other `j`."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import pytest
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
 
 import pypto as pto
-from pypto.backend.native import pair_runs
+from pypto.backend.native import pair_fusion, pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.jit import llvm_ir
+from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import Loop, Phase, plan
 from tests.backend.native.helpers import both, same_bits
 from tests.kernels.test_users_zoo import bitonic_sort_block
@@ -71,6 +73,33 @@ def minmax_step(x, y, j, k):
             pto.store(s + tid, max(a, b))
             pto.store(s + ixj, min(a, b))
     pto.barrier_block()
+    pto.store(y + tid, pto.load(s + tid))
+
+
+@pto.kernel
+def alternating_steps(x, y, k, N: pto.constexpr):
+    """`j` = 1, 2, 1, 2, ... (trips 1-2, 3-4, ... are `j = 2, 1`: fused), the direction
+    flipped on every third trip (each trip's own value of `t` in the fused pass)."""
+    tid = pto.get_local_id()
+    s = pto.alloc_local(B)
+    pto.store(s + tid, pto.load(x + tid))
+    pto.barrier_block()
+    for t in range(N):
+        j = 1 << (t % 2)
+        flip = t % 3 == 0
+        ixj = tid ^ j
+        if ixj > tid:
+            a = pto.load(s + tid)
+            b = pto.load(s + ixj)
+            if ((tid & k) == 0) != flip:
+                if a > b:
+                    pto.store(s + tid, b)
+                    pto.store(s + ixj, a)
+            else:
+                if a < b:
+                    pto.store(s + tid, b)
+                    pto.store(s + ixj, a)
+        pto.barrier_block()
     pto.store(y + tid, pto.load(s + tid))
 
 
@@ -171,3 +200,42 @@ def test_minmax_step_bit_exact(keys, j):
             lo, hi = _ieee_min_max(ref[t], ref[t ^ j])
             ref[t], ref[t ^ j] = (lo, hi) if t & k == 0 else (hi, lo)
     np.testing.assert_array_equal(native[1].view(np.uint32), ref.view(np.uint32))
+
+
+def _alternating_ref(x: np.ndarray, k: int, n: int) -> np.ndarray:
+    ref = x.copy()
+    for t in range(n):
+        j = 1 << (t % 2)
+        for lane in range(B):
+            p = lane ^ j
+            if p > lane:
+                up = ((lane & k) == 0) != (t % 3 == 0)
+                a, b = ref[lane], ref[p]
+                if (up and a > b) or (not up and a < b):
+                    ref[lane], ref[p] = b, a
+    return ref
+
+
+@pytest.mark.parametrize("n", [5, 6])
+def test_fused_short_steps_bit_exact(keys, n):
+    """An odd trip count leaves the last `j = 2` trip unfused, an even one fuses through."""
+    x = keys[:B].copy()
+    interp, native = both(alternating_steps, 1, B, [x, np.zeros_like(x)], (4, n))
+    assert same_bits(interp, native)
+    np.testing.assert_array_equal(native[1].view(np.uint32),
+                                  _alternating_ref(x, 4, n).view(np.uint32))
+
+
+def test_fusion_is_taken():
+    func = _compiled(alternating_steps, (np.zeros(B, np.float32), np.zeros(B, np.float32), 4,
+                                         6), B)
+
+    def whiles() -> int:
+        return sum(o.name == "scf.while" for o in split(func.clone())[1].walk())
+    fused = whiles()
+    old = pair_fusion.ENABLED
+    pair_fusion.ENABLED = False
+    try:
+        assert fused == whiles() + 1  # (the block-level loop as a while over trips)
+    finally:
+        pair_fusion.ENABLED = old

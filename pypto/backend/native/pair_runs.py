@@ -13,10 +13,12 @@ which LLVM cannot vectorise (a xor is not an affine address). When `j` is a powe
             <the if's body>
 
 The body's loads and stores are at two contiguous runs of the buffer: LLVM vectorises the
-inner loop (compares and selects of vectors) for runs of at least a vector, and the outer one
-with interleaved accesses for short runs. `j` is a block-level value known only at run time,
-so the grid function dispatches on it: one loop nest per power of two `j < lanes` with `j` a
-constant there (constant trip counts: unrolled and vectorised), and the phase's usual lane
+inner loop along the run (compares and selects of vectors) when it stays a loop (runs of 4
+pairs or more: `KEEP_RUNS`, `keep_run_loops`), and the loop over runs with interleaved
+accesses when the run is written out (runs of 1 and 2 pairs: `UNROLLED_BELOW`). `j` is a
+block-level value known only at run time, so the grid function dispatches on it: one loop
+nest per power of two `j < lanes` with `j` a constant there (constant trip counts), and the
+phase's usual lane
 loops (phase_codegen.py) for every other `j` (not a power of two, or partners outside the
 block: the out-of-range error stays the lane loops' own) or another block shape.
 
@@ -37,7 +39,6 @@ block-uniform values or pure arithmetic of those. docs/native.md#merged-tree-ste
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from typing import Any
 
 from xdsl.dialects import arith, llvm, scf
@@ -45,8 +46,9 @@ from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import NSW_ATTR, UNCHECKED_ATTR
-from pypto.backend.native.pair_exchange import _is_tid, _pair_condition, _same_value, \
-    _xor_of_tid, pair_exchange
+from pypto.backend.native.pair_exchange import _RAISING, _is_tid, _pair_condition, \
+    _same_value, _xor_of_tid, pair_exchange
+from pypto.backend.native.phases import _floating
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
 
@@ -106,10 +108,7 @@ class _Step:
         else:
             o = v.owner
             if not isinstance(o, Operation) or o.regions or launch_id(o) is not None or \
-                    o.dialect_name() not in ("arith", "math") or \
-                    o.name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
-                               "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui",
-                               "arith.fptosi", "arith.fptoui"):
+                    o.dialect_name() not in ("arith", "math") or o.name in _RAISING:
                 return False
             if not all(self.classify(x) for x in o.operands):
                 return False
@@ -128,11 +127,8 @@ def _step(phase_ops: list[Operation], guards: tuple, copies: list, lanes: int | 
     op = phase_ops[-1]
     if not isinstance(op, scf.IfOp) or not pair_exchange(op, lanes, uniform):
         return None
-    for before in phase_ops[:-1]:  # pure ops: recomputed by whoever uses them
-        if before.regions or isinstance(before, pto.LoadOp | pto.StoreOp) or \
-                not (before.dialect_name() in ("arith", "math") or
-                     isinstance(before, pto.AddPtrOp) or launch_id(before) is not None):
-            return None
+    if not all(_floating(before) for before in phase_ops[:-1]):
+        return None  # (pure ops only, recomputed by whoever uses them: none is spilled)
     j = _pair_condition(op.cond, uniform)
     assert j is not None  # (pair_exchange checked it)
     step = _Step(op, j, uniform)

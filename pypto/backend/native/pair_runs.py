@@ -275,13 +275,10 @@ def keep_run_loops(module: Any) -> None:
 
 
 def _loop_node(module: Any) -> Any:
-    """A distinct, self-referential `llvm.loop` node with `llvm.loop.unroll.disable`."""
+    """A distinct `llvm.loop` node with `llvm.loop.unroll.disable`."""
     from llvmlite import ir
 
-    class LoopID(ir.values.MDValue):  # type: ignore[misc, name-defined]
-        def descr(self, buf: list[str]) -> None:
-            ops = ", ".join([self.get_reference(), *[o.get_reference() for o in self.operands]])
-            buf += (f"distinct !{{ {ops} }}", "\n")
+    from pypto.backend.native.numpy_math import loop_node
 
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
-    return LoopID(module, [hint], name=str(len(module.metadata)))
+    return loop_node(module, [module.add_metadata(
+        [ir.MetaDataString(module, "llvm.loop.unroll.disable")])])

@@ -38,6 +38,7 @@ from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native import pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
@@ -158,6 +159,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     result = convert_module(module, fallback_target_triple=None)
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
     numpy_math.widen_lane_loops(result, kernel)
+    pair_runs.keep_run_loops(result)  # (a sorting network's runs of pairs)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"

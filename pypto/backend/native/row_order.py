@@ -63,10 +63,15 @@ def _constant_zero(v: SSAValue) -> bool:
 
 def reorderable(full: func.FuncOp, unchecked: str) -> bool:
     """Can full lane function `full` (cf form, before lowering) neither fail nor show the
-    order between lanes other than through HBM elements? Its ops are arithmetic that cannot
-    fail, branches, launch ids, pointer offsets and loads and stores of HBM tensors proven in
-    range (`unchecked`: fast_blocks.UNCHECKED_ATTR), and it returns 0 only."""
-    for op in full.body.walk():
+    order between lanes other than through HBM elements, and does row order walk its memory
+    contiguously? Its ops are arithmetic that cannot fail, branches, launch ids, pointer
+    offsets and loads and stores of HBM tensors proven in range (`unchecked`:
+    fast_blocks.UNCHECKED_ATTR), it returns 0 only, and every access's offset steps by 1 or
+    0 elements per lane along x (`x_stride`: a row of lanes reads and writes consecutive
+    elements; transpose's `dst[c * h + r]` steps by `h`, and its blocks' tiles are the better
+    order there)."""
+    x = full.body.blocks[0].args[len(full.body.blocks[0].args) - 13 + 3]  # (simt_to_lanes.py:
+    for op in full.body.walk():                                  # params, block ids, lane ids)
         if isinstance(op, _FAILING):
             return False
         if isinstance(op, func.ReturnOp):
@@ -74,7 +79,8 @@ def reorderable(full: func.FuncOp, unchecked: str) -> bool:
                 return False
             continue
         if isinstance(op, pto.LoadOp | pto.StoreOp):
-            if unchecked not in op.attributes or not _hbm(op.ptr):
+            if unchecked not in op.attributes or not _hbm(op.ptr) or \
+                    x_stride(op.ptr, x) not in (0, 1):
                 return False
             continue
         if isinstance(op, cf.BranchOp | cf.ConditionalBranchOp | pto.AddPtrOp):
@@ -84,6 +90,61 @@ def reorderable(full: func.FuncOp, unchecked: str) -> bool:
             continue
         return False
     return True
+
+
+def x_stride(v: SSAValue, x: SSAValue) -> int | None:
+    """How many elements pointer or integer `v` changes by when the lane's x coordinate `x`
+    grows by one, when that is a constant (an affine form in `x` with a constant
+    coefficient: `p + (k * h + j) * w + bx * 8 + x` gives 1); None otherwise."""
+    if v is x:
+        return 1
+    owner = v.owner
+    if isinstance(v, BlockArgument) or not _depends(v, x):
+        return 0 if _depends(v, x) is False else None
+    if isinstance(owner, pto.AddPtrOp):
+        a, b = x_stride(owner.ptr, x), x_stride(owner.offset, x)
+        return None if a is None or b is None else a + b
+    if isinstance(owner, arith.ExtSIOp):
+        return x_stride(owner.operands[0], x)
+    if isinstance(owner, arith.AddiOp | arith.SubiOp):
+        a, b = (x_stride(o, x) for o in owner.operands)
+        if a is None or b is None:
+            return None
+        return a + b if isinstance(owner, arith.AddiOp) else a - b
+    if isinstance(owner, arith.MuliOp):
+        for s, c in ((owner.operands[0], owner.operands[1]),
+                     (owner.operands[1], owner.operands[0])):
+            constant = _constant(c)
+            step = x_stride(s, x)
+            if constant is not None and step is not None and not _depends(c, x):
+                return step * constant
+    return None
+
+
+def _constant(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _depends(v: SSAValue, x: SSAValue) -> bool | None:
+    """Does `v` depend on `x` (None: a block argument other than the entry's: a loop's value,
+    not followed)?"""
+    stack, seen = [v], set()
+    while stack:
+        w = stack.pop()
+        if w is x:
+            return True
+        if id(w) in seen:
+            continue
+        seen.add(id(w))
+        if isinstance(w, BlockArgument):
+            if w.block.parent is not None and w.block is not w.block.parent.blocks[0]:
+                return None
+            continue
+        stack.extend(w.owner.operands)
+    return False
 
 
 def _hbm(ptr: SSAValue) -> bool:

@@ -559,9 +559,9 @@ class NativeKernel:
                 lines += ["    me.inflight_state = None",
                           f"    E[{inflight.COUNT_SLOT}] = 0"]
         if self.row_check is not None:  # (row_order.py: the launch's lanes independent)
-            space.update(E=self.err, row_refusal=self.row_check.refusal)
-            lines.append(f"    E[{row_order.ORDER_SLOT}] = "
-                         f"0 if row_refusal(grid, block, bound) else 1")
+            decision = row_order.Decision(self.row_check)
+            space.update(E=self.err, row_decision=decision, row_memo=decision.memo)
+            lines += decision.lines(names, "E")
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)

@@ -234,3 +234,35 @@ def launch_check(kernel: func.FuncOp, block: tuple[int, int, int] | None) -> Lau
         return LaunchCheck(kernel, [args[i] for i in sorted(written)])
     except Opaque:
         return None
+
+
+class Decision:
+    """Per launch: may it run in row order? `LaunchCheck.refusal` memoised on the launch's
+    grid, block and integer arguments by the generated launch code itself (a dict lookup,
+    about 0.2 us, where the refusal's own memo builds its key from `bound`: 3.5 us)."""
+
+    MEMO = 256
+
+    def __init__(self, check: LaunchCheck):
+        self.check = check
+        self.memo: dict[tuple, int] = {}
+
+    def decide(self, key: tuple, grid: Sequence[int], block: Sequence[int],
+               bound: Sequence[object]) -> int:
+        if len(self.memo) >= self.MEMO:
+            self.memo.clear()
+        value = 0 if self.check.refusal(grid, block, bound) else 1
+        self.memo[key] = value
+        return value
+
+    def lines(self, names: Sequence[str], record: str) -> list[str]:
+        """Lines of the generated launch function (`grid`, `block`, `bound` and the bound
+        arguments `names` in scope; `record` the error record, `row_decision` this object,
+        `row_memo` its memo) that write the decision in `record[ORDER_SLOT]`."""
+        ints = [names[i] for i in self.check.scalar_index]
+        key = f"(grid, block{''.join(', ' + n for n in ints)})"
+        return [f"    row_key = {key}",
+                "    row_ok = row_memo.get(row_key)",
+                "    if row_ok is None:",
+                "        row_ok = row_decision.decide(row_key, grid, block, bound)",
+                f"    {record}[{ORDER_SLOT}] = row_ok"]

@@ -28,7 +28,8 @@ from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
-                                  mma_calls, numpy_math, printf, row_order, tokens)
+                                  mma_calls, numpy_math, printf, row_decision, row_order,
+                                  tokens)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -406,8 +407,9 @@ class NativeKernel:
         self.name = name
         checked = launch_checked(kernel)  # lane independence proven per launch
         self.independence = LaunchCheck(kernel, checked) if checked else None
-        self.row_check = None if needs_phases(kernel) else row_order.launch_check(kernel, block)
-        """Decides per launch whether the lanes may run in row order (row_order.py)."""
+        self.row_check = None if needs_phases(kernel) else \
+            row_decision.launch_check(kernel, block)
+        """Decides per launch whether the lanes may run in row order (row_decision.py)."""
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
@@ -558,8 +560,8 @@ class NativeKernel:
             if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
                 lines += ["    me.inflight_state = None",
                           f"    E[{inflight.COUNT_SLOT}] = 0"]
-        if self.row_check is not None:  # (row_order.py: the launch's lanes independent)
-            decision = row_order.Decision(self.row_check)
+        if self.row_check is not None:  # (row_decision.py: the launch's lanes independent)
+            decision = row_decision.Decision(self.row_check)
             space.update(E=self.err, row_decision=decision, row_memo=decision.memo)
             lines += decision.lines(names, "E")
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=

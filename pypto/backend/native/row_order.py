@@ -22,8 +22,8 @@ ops in program order; only lanes of different blocks interleave. That order cann
   printf, whose order or per-block state could show);
 - no two lanes of the launch touch one element of a written tensor (one of them writing):
   lane_independence.py's proof (`LaunchCheck`) for every written tensor, run at launch on the
-  launch's shape and scalar arguments (memoised), its verdict passed to the grid function in
-  the error record's slot `ORDER_SLOT`;
+  launch's shape and scalar arguments (row_decision.py, memoised), its verdict passed to the
+  grid function in the error record's slot `ORDER_SLOT`;
 - the launch covers the whole grid (`first == 0`, `end` = the number of blocks).
 
 Else the block order runs, as before. The results are the same bits: each element is written
@@ -40,8 +40,6 @@ from xdsl.dialects.builtin import IntegerAttr, i32, i64
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from pypto.backend.native import inflight
-from pypto.backend.native.lane_independence import LaunchCheck, Opaque
-from pypto.backend.native.replay import written_params
 from pypto.dialects import pto
 
 ORDER_SLOT = 12 + inflight.SLOTS
@@ -216,53 +214,3 @@ def row_loops(region: Region, before: Block, lane: str, params: Sequence[SSAValu
 
     level(0, start, done, [_c(start, 0)])
     return start
-
-
-
-def launch_check(kernel: func.FuncOp, block: tuple[int, int, int] | None) -> LaunchCheck | None:
-    """The lane-independence proof of the written tensors of `kernel` (without phases, compiled
-    for `block`) that decides per launch whether it may run in row order; None when the grid
-    function has no row-order path (a block of one row: the orders are the same) or a written
-    tensor's accesses cannot be modelled (then it never runs in row order)."""
-    if block is None or block[1] * block[2] == 1:
-        return None
-    written = written_params(kernel)
-    if not written:
-        return None
-    args = kernel.body.block.args
-    try:
-        return LaunchCheck(kernel, [args[i] for i in sorted(written)])
-    except Opaque:
-        return None
-
-
-class Decision:
-    """Per launch: may it run in row order? `LaunchCheck.refusal` memoised on the launch's
-    grid, block and integer arguments by the generated launch code itself (a dict lookup,
-    about 0.2 us, where the refusal's own memo builds its key from `bound`: 3.5 us)."""
-
-    MEMO = 256
-
-    def __init__(self, check: LaunchCheck):
-        self.check = check
-        self.memo: dict[tuple, int] = {}
-
-    def decide(self, key: tuple, grid: Sequence[int], block: Sequence[int],
-               bound: Sequence[object]) -> int:
-        if len(self.memo) >= self.MEMO:
-            self.memo.clear()
-        value = 0 if self.check.refusal(grid, block, bound) else 1
-        self.memo[key] = value
-        return value
-
-    def lines(self, names: Sequence[str], record: str) -> list[str]:
-        """Lines of the generated launch function (`grid`, `block`, `bound` and the bound
-        arguments `names` in scope; `record` the error record, `row_decision` this object,
-        `row_memo` its memo) that write the decision in `record[ORDER_SLOT]`."""
-        ints = [names[i] for i in self.check.scalar_index]
-        key = f"(grid, block{''.join(', ' + n for n in ints)})"
-        return [f"    row_key = {key}",
-                "    row_ok = row_memo.get(row_key)",
-                "    if row_ok is None:",
-                "        row_ok = row_decision.decide(row_key, grid, block, bound)",
-                f"    {record}[{ORDER_SLOT}] = row_ok"]

@@ -407,8 +407,8 @@ class NativeKernel:
         self.name = name
         checked = launch_checked(kernel)  # lane independence proven per launch
         self.independence = LaunchCheck(kernel, checked) if checked else None
-        self.row_check = None if needs_phases(kernel) else \
-            row_decision.launch_check(kernel, block)
+        self.row_decision = None if needs_phases(kernel) else \
+            row_decision.decision(kernel, block)
         """Decides per launch whether the lanes may run in row order (row_decision.py)."""
         from pypto.analysis.uniformity import varying_values
 
@@ -560,10 +560,10 @@ class NativeKernel:
             if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
                 lines += ["    me.inflight_state = None",
                           f"    E[{inflight.COUNT_SLOT}] = 0"]
-        if self.row_check is not None:  # (row_decision.py: the launch's lanes independent)
-            decision = row_decision.Decision(self.row_check)
-            space.update(E=self.err, row_decision=decision, row_memo=decision.memo)
-            lines += decision.lines(names, "E")
+        if self.row_decision is not None:  # (row_decision.py: the launch's lanes independent)
+            space.update(E=self.err, row_decision=self.row_decision,
+                         row_memo=self.row_decision.memo)
+            lines += self.row_decision.lines(names, "E")
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)

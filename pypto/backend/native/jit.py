@@ -29,14 +29,16 @@ from xdsl.ir import Operation
 from pypto.settings import read
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
-                                  mma_calls, numpy_math, printf, tokens)
+                                  mma_calls, numpy_math, printf, row_decision, row_order,
+                                  tokens)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
-from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
+from pypto.backend.native.phases import (L1Buffer, arena_layout, arena_template, merged_phases,
+                                         needs_phases)
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native import pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
@@ -55,10 +57,11 @@ from pypto.errors import KernelError, MemoryAccessError
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
 
-ERR_SLOTS = 12 + inflight.SLOTS
+ERR_SLOTS = row_order.ORDER_SLOT + 1
 """The error record: code, site, element (or a value's bits), parameter, block x/y/z, lane x/y/z
 (i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT);
-then the hulls of the copies in flight (inflight.COUNT_SLOT)."""
+then the hulls of the copies in flight (inflight.COUNT_SLOT); then whether the launch may run in
+row order (row_order.ORDER_SLOT)."""
 
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
@@ -407,6 +410,9 @@ class NativeKernel:
         self.name = name
         checked = launch_checked(kernel)  # lane independence proven per launch
         self.independence = LaunchCheck(kernel, checked) if checked else None
+        self.row_decision = None if needs_phases(kernel) else \
+            row_decision.decision(kernel, block)
+        """Decides per launch whether the lanes may run in row order (row_decision.py)."""
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
@@ -557,6 +563,10 @@ class NativeKernel:
             if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
                 lines += ["    me.inflight_state = None",
                           f"    E[{inflight.COUNT_SLOT}] = 0"]
+        if self.row_decision is not None:  # (row_decision.py: the launch's lanes independent)
+            space.update(E=self.err, row_decision=self.row_decision,
+                         row_memo=self.row_decision.memo)
+            lines += self.row_decision.lines(names, "E")
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)

@@ -36,6 +36,7 @@ from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
+from pypto.backend.native import transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
@@ -170,6 +171,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
             arg.add_attribute("noalias")
     for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
         arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
+    transposed_rows.add_rows(result, kernel.sym_name.data)  # (needs the noalias marks)
     _add_entry(result, grid)
     return result
 

@@ -36,7 +36,7 @@ from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
-from pypto.backend.native import transposed_rows
+from pypto.backend.native import carried_values, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
@@ -385,6 +385,7 @@ class NativeKernel:
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
+        kernel = carried_values.carry_values(kernel)  # (a later loop's recomputed value)
         interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
         if interchanged is not kernel and analyse(interchanged)[0] is None:
             kernel = interchanged

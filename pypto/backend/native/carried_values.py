@@ -155,12 +155,14 @@ def _same_iterations(a: scf.ForOp, b: scf.ForOp) -> bool:
 
 
 def _counter_plus_outside(match: _Match, index: SSAValue, loop: scf.ForOp) -> bool:
-    """Is `index` `counter + u` with u from outside both loops (one lane's iterations then
-    reach different elements: the counters differ, and adding u is a bijection)?"""
+    """Is `index` the counter or `counter + u` with u from outside both loops (one lane's
+    iterations then reach different elements: the counters differ, adding u is a bijection)?"""
+    counter = loop.body.block.args[0]
+    if index is counter:
+        return True
     owner = index.owner
     if not isinstance(owner, arith.AddiOp):
         return False
-    counter = loop.body.block.args[0]
     a, b = owner.operands
     return a is counter and match._outside(b) or b is counter and match._outside(a)
 

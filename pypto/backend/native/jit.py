@@ -39,6 +39,7 @@ from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import (L1Buffer, arena_layout, arena_template, merged_phases,
                                          needs_phases)
+from pypto.backend.native import carried_values, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
 from pypto.backend.native import pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
@@ -176,6 +177,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
             arg.add_attribute("noalias")
     for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
         arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
+    transposed_rows.add_rows(result, kernel.sym_name.data)  # (needs the noalias marks)
     _add_entry(result, grid)
     return result
 
@@ -389,6 +391,7 @@ class NativeKernel:
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
+        kernel = carried_values.carry_values(kernel)  # (a later loop's recomputed value)
         interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
         if interchanged is not kernel and analyse(interchanged)[0] is None:
             kernel = interchanged

@@ -17,11 +17,12 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto.backend.native import lane_jam, tile_loops
+from pypto.backend.native import lane_jam, tile_loops, while_codegen
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
-                                         Collective, If, Item, Loop, Phase, Plan, _floating,
+                                         Collective, If, Item, Loop, Phase, Plan, While,
+                                         _floating,
                                          allocs, arena_layout, arena_words, needs_phases, plan)
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
@@ -231,6 +232,8 @@ class _Emitter:
         key = v
         if isinstance(owner, scf.ForOp) and owner in self.plan.structural:
             key = owner.body.block.args[v.index + 1]  # a loop's result: its iter arg's slot
+        elif isinstance(owner, scf.WhileOp) and owner in self.plan.structural:
+            key = owner.after_region.block.args[v.index]  # (the condition's last values)
         if key not in self.slots:
             self.slots[key] = len(self.slots)
         slot = self.slots[key]
@@ -387,6 +390,8 @@ class _Emitter:
                 self._loop(item, block, g)
             elif isinstance(item, Collective):
                 self._collective(item.op, block, g)
+            elif isinstance(item, While):  # while_codegen.py
+                while_codegen.emit(self, item, block, g)
             else:
                 self._if(item, block, g)
 
@@ -492,6 +497,7 @@ def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
     `pto.alloc_local` ops get their buffer numbers, `L1_INDEX_ATTR`, for error records)."""
     for i, op in enumerate(allocs(kernel)):
         op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
+    while_codegen.number_loops(kernel)  # (watchdog sites, kept by the phases' clones)
     emitter = _Emitter(plan(kernel), kernel.sym_name.data)
     shape = kernel.attributes.get(BLOCK_ATTR)  # the compiled block shape (fast_blocks.py)
     if isinstance(shape, ArrayAttr):

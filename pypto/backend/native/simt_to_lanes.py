@@ -39,6 +39,7 @@ from pypto.backend.native.full_phases import add_full_phase
 from pypto.backend.native.idioms import rewrite_idioms
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
+from pypto.backend.native.while_codegen import WATCHDOG_ATTR
 from pypto.backend.native.support import unsupported_op, unsupported_reason
 from pypto.diagnostics import attach_op
 from pypto.dialects import pto
@@ -108,7 +109,9 @@ def _lane_function(kernel: func.FuncOp) -> None:
         op.detach()
         op.erase()
     for site, loop in enumerate(watchdog_loops(kernel)):
-        _add_watchdog(loop, site)
+        number = loop.attributes.get(WATCHDOG_ATTR)  # (a phase function's loop: the
+        _add_watchdog(loop, number.value.data if isinstance(number, IntegerAttr)  # kernel's
+                      else site)                                                 # number)
     inputs = [a.type for a in block.args]
     kernel.function_type = FunctionType.from_lists(inputs, [i32])
     if kernel.arg_attrs is not None:

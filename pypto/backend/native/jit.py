@@ -28,7 +28,7 @@ from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
-                                  mma_calls, numpy_math, printf, tokens)
+                                  mma_calls, numpy_math, printf, tokens, while_codegen)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -48,7 +48,7 @@ from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS
                                           LIMIT_SLOT, OOB, SITE_ATTR, TIME_LIMIT, WATCHDOG)
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.errors import KernelError, MemoryAccessError
+from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
@@ -414,6 +414,7 @@ class NativeKernel:
         self.cast_types = [str(np.dtype(f"int{op.results[0].type.width.data}"))
                            if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
+        self.barriers = [op_location(op) for op in while_codegen.barrier_sites(kernel)]
         self.params = list(kernel.body.block.args)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
         self.arena = arena_template(self.l1)
@@ -666,6 +667,12 @@ class NativeKernel:
                 f"this loop was still running when the time limit of {seconds:g} s ran out "
                 f"(timeout= of pto.launch / pto.sync); check that its condition changes, or "
                 f"give a longer timeout", kernel=self.name, location=self.loops[site])
+        if code == while_codegen.DEADLOCK:  # (lanes.py `_divergent_barrier`'s message)
+            return DeadlockError(
+                f"deadlock: pto.barrier() is not reached by every lane of the warp (lane "
+                f"{lane} of block {block} took another path); a barrier must sit in control "
+                f"flow that is uniform across the warp", kernel=self.name,
+                location=self.barriers[site])
         op, location = self.sites[site]
         if code == int_pow.NEG_EXPONENT:
             return KernelError(int_pow.MESSAGE, kernel=self.name, location=location)

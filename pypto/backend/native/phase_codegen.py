@@ -21,7 +21,8 @@ from pypto.backend.native import lane_jam, tile_loops, while_codegen
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
-                                         Collective, If, Item, Loop, Phase, Plan, While,
+                                         BarrierCheck, Collective, If, Item, Loop, Phase,
+                                         Plan, While,
                                          _floating,
                                          allocs, arena_layout, arena_words, needs_phases, plan)
 from pypto.dialects import pto
@@ -392,6 +393,8 @@ class _Emitter:
                 self._collective(item.op, block, g)
             elif isinstance(item, While):  # while_codegen.py
                 while_codegen.emit(self, item, block, g)
+            elif isinstance(item, BarrierCheck):
+                while_codegen.check_barrier(self, item, block, g)
             else:
                 self._if(item, block, g)
 

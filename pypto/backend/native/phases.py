@@ -54,7 +54,7 @@ from pypto.backend.native.pair_exchange import pair_exchange
 from pypto.backend.native.phase_merge import mergeable, one_dimensional
 from pypto.backend.native.tokens import TokenRefused, check_tokens
 from pypto.backend.native import while_phases
-from pypto.backend.native.while_phases import While
+from pypto.backend.native.while_phases import BarrierCheck, While
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses
@@ -173,7 +173,7 @@ class Collective:
     op: Operation
 
 
-Item = Union[Phase, Loop, If, Collective, While]
+Item = Union[Phase, Loop, If, Collective, While, BarrierCheck]
 
 
 def _floating(op: Operation) -> bool:
@@ -388,6 +388,9 @@ class Plan:
                     raise Refused(f"{where}: pto.barrier_block under a lane-dependent "
                                   f"condition (every lane of the block must reach it)", op)
                 flush()
+                check = while_phases.barrier_check(op, guards) if guards else None
+                if check is not None:  # the lanes the guards admit: whole warps or none
+                    items.append(check)
                 continue
             if op in self.split_ifs and pair_exchange(op, self._lanes_1d(), self.uniform):
                 if any(_reads_l1(o) for o in cur):

@@ -19,7 +19,8 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, i1, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pypto.backend.native.phases import Phase
-from pypto.backend.native.while_phases import While
+from pypto.backend.native.while_phases import BarrierCheck, While
+from pypto.dialects import pto
 
 if TYPE_CHECKING:
     from pypto.backend.native.phase_codegen import _Emitter, _Grid
@@ -126,7 +127,6 @@ def emit(em: "_Emitter", item: While, block: Block, g: "_Grid") -> None:
 
 
 def _token_type() -> type:
-    from pypto.dialects import pto
     return pto.TokenType
 
 
@@ -182,3 +182,69 @@ def _any_active(em: "_Emitter", bb: Block, g: "_Grid", slot: int) -> SSAValue:
     found = scf.ForOp(_c(bb, 0), lanes, _c(bb, 1), [_c(bb, 0, i1)], Region(loop))
     bb.add_op(found)
     return found.results[0]
+
+
+DEADLOCK = 8
+"""Error code of a `pto.barrier()` some lanes of a warp miss (site: the barrier's index among
+the kernel's `pto.barrier` ops in walk order; the lane: the first of the first such warp that
+misses it, as the interpreter names it)."""
+
+
+def barrier_sites(kernel: Operation) -> list[Operation]:
+    """The kernel's `pto.barrier` ops in walk order (site `i` of DEADLOCK is op `i`)."""
+    return [op for op in kernel.walk() if isinstance(op, pto.BarrierOp)]
+
+
+def check_barrier(em: "_Emitter", item: BarrierCheck, block: Block, g: "_Grid") -> None:
+    """Mark the lanes that reach `item.op` (a phase with no guard clears every lane's mark, one
+    under the guards sets it), then scan the block's warps: a warp with some lanes marked and
+    some not is the interpreter's deadlock (lanes.py `barrier_warp`)."""
+    em._phase(Phase((), [], [(_flag(False), item.reached)]), block, g)
+    em._phase(Phase(item.guards, [], [(_flag(True), item.reached)]), block, g)
+    bx, by, bz = g.block_dims
+    lanes = _add(block, arith.MuliOp(_add(block, arith.MuliOp(bx, by)), bz))
+    row = _add(block, arith.ExtSIOp(_add(block, arith.MuliOp(_c(block, em.slot(item.reached)),
+                                                             lanes)), i64))
+    base = _add(block, llvm.GEPOp.from_mixed_indices(g.spill, [row], i64))
+    loop = Block(arg_types=[i32, i32, i32, i32])  # lane; marked in its warp, first unmarked
+    lane, count, miss, found = loop.args           # lane of the warp (-1), the answer (-1)
+    b = loop
+    none = _c(b, -1)
+    flag = _add(b, llvm.LoadOp(_add(b, llvm.GEPOp.from_mixed_indices(
+        base, [_add(b, arith.ExtSIOp(lane, i64))], i1)), i1))
+    count2 = _add(b, arith.AddiOp(count, _add(b, arith.ExtUIOp(flag, i32))))
+    first = _add(b, arith.AndIOp(_add(b, arith.CmpiOp(miss, _c(b, 0), "slt")),
+                                 _add(b, arith.XOrIOp(flag, _c(b, 1, i1)))))
+    miss2 = _add(b, arith.SelectOp(first, lane, miss))
+    within = _add(b, arith.RemUIOp(lane, _c(b, pto.WARP_SIZE)))
+    last = _add(b, arith.OrIOp(_add(b, arith.CmpiOp(within, _c(b, pto.WARP_SIZE - 1), "eq")),
+                               _add(b, arith.CmpiOp(_add(b, arith.AddiOp(lane, _c(b, 1))),
+                                                    lanes, "eq"))))
+    size = _add(b, arith.AddiOp(within, _c(b, 1)))
+    split = _add(b, arith.AndIOp(last, _add(b, arith.AndIOp(
+        _add(b, arith.CmpiOp(count2, _c(b, 0), "sgt")),
+        _add(b, arith.CmpiOp(count2, size, "slt"))))))
+    take = _add(b, arith.AndIOp(split, _add(b, arith.CmpiOp(found, _c(b, 0), "slt"))))
+    b.add_op(scf.YieldOp(_add(b, arith.SelectOp(last, _c(b, 0), count2)),
+                         _add(b, arith.SelectOp(last, none, miss2)),
+                         _add(b, arith.SelectOp(take, miss2, found))))
+    scan = scf.ForOp(_c(block, 0), lanes, _c(block, 1),
+                     [_c(block, 0), _c(block, -1), _c(block, -1)], Region(loop))
+    block.add_op(scan)
+    missing = scan.results[2]
+    fail = Block()
+    site = barrier_sites(em.plan.kernel).index(item.op)
+    _store_err(fail, g.err, 0, _c(fail, DEADLOCK, i64))
+    _store_err(fail, g.err, 1, _c(fail, site, i64))
+    _store_err(fail, g.err, 2, _c(fail, 0, i64))
+    _store_err(fail, g.err, 3, _c(fail, -1, i64))
+    x = _add(fail, arith.RemUIOp(missing, bx))
+    rest = _add(fail, arith.DivUIOp(missing, bx))
+    for index, coord in ((7, x), (8, _add(fail, arith.RemUIOp(rest, by))),
+                         (9, _add(fail, arith.DivUIOp(rest, by)))):
+        _store_err(fail, g.err, index, _add(fail, arith.ExtSIOp(coord, i64)))
+    fail.add_op(scf.YieldOp())
+    status = _add(block, arith.TruncIOp(_add(block, llvm.LoadOp(g.err, i64)), i32))
+    clean = _add(block, arith.CmpiOp(status, _c(block, 0), "eq"))  # (an earlier error: the
+    split = _add(block, arith.CmpiOp(missing, _c(block, 0), "sge"))  # marks are stale)
+    block.add_op(scf.IfOp(_add(block, arith.AndIOp(clean, split)), [], Region(fail), None))

@@ -21,10 +21,12 @@ The grid's loop counts trips against the interpreter's watchdog (PYPTO_MAX_TRIPS
 `timeout=`): the interpreter counts one trip per condition evaluation of its lane vector, the
 most any lane needs, and so does a block here (while_codegen.py).
 
-Refused (the interpreter runs the kernel): a cut in the condition region, and `pto.barrier()`
-inside a loop whose condition differs between lanes (the interpreter checks at run time that
-whole warps reach it; `pto.barrier_block()` there is a compile-time error, and a block-level
-instruction needs every lane, so both stay refused by the plan's rules for guards).
+A `pto.barrier()` under lane-dependent control (inside such a loop or a lane-dependent `if`)
+is checked as the interpreter checks it: every warp of the block reaches it whole or not at
+all, else the interpreter's `DeadlockError` (`BarrierCheck`: a phase marks the lanes that
+reach it, the grid counts them per warp). `pto.barrier_block()` there is a compile-time error
+(the frontend's uniformity check) and a block-level instruction needs every lane, so both stay
+refused by the plan's rules for guards; so is a cut in the condition region.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
     from pypto.backend.native.phases import Item, Plan
 
 Guards = tuple[tuple[SSAValue, bool], ...]
+ORDER_ONLY_ATTR = "pto.native_order_only"
+"""On a `pto.barrier` the native backend inserted only to order lanes (guarded_interchange.py):
+no check, the kernel as written has no barrier there."""
 
 
 @dataclass
@@ -58,6 +63,24 @@ class While:
     body: list["Item"]
     guards: Guards  # around the loop
     inner: Guards  # of the phases inside it (`guards`, then the active flag)
+
+
+@dataclass
+class BarrierCheck:
+    """`pto.barrier()` under lane-dependent `guards`: the lanes reaching it are marked in slot
+    `reached`, and a warp partly marked is the interpreter's deadlock (while_codegen.py)."""
+
+    op: pto.BarrierOp
+    guards: Guards
+    reached: SSAValue  # the key of the marks' slot (no op defines it)
+
+
+def barrier_check(op: pto.BarrierOp, guards: Guards) -> BarrierCheck | None:
+    """The check of a `pto.barrier()` the kernel has under `guards` (None for one the
+    native backend inserted to order lanes)."""
+    if ORDER_ONLY_ATTR in op.attributes:
+        return None
+    return BarrierCheck(op, guards, Block(arg_types=[i1]).args[0])
 
 
 def _token(v: SSAValue) -> bool:
@@ -119,20 +142,10 @@ def result_uniform(plan: "Plan", op: scf.WhileOp, index: int) -> bool:
 
 def build(plan: "Plan", op: scf.WhileOp, guards: Guards) -> While:
     """The `While` item of `op` (its regions' phases built by `plan`)."""
-    from pypto.backend.native.phases import Refused
-
     divergent = op in plan.split_whiles
     active: SSAValue | None = None
     inner = guards
     if divergent:
-        for o in op.walk():
-            if isinstance(o, pto.BarrierOp):
-                raise Refused(
-                    f"{op_location(o, unknown='here')}: pto.barrier() inside a while loop "
-                    f"whose condition differs between lanes ({op_location(op, unknown='here')}"
-                    f"): the interpreter checks at run time that whole warps reach it; make "
-                    f"the condition the same on every lane of the block, or run the kernel on "
-                    f"the interpreter", o)
         active = Block(arg_types=[i1]).args[0]  # a slot key no op defines
         inner = (*guards, (active, True))
     before, after = op.before_region.block, op.after_region.block

@@ -28,7 +28,8 @@ from xdsl.ir import Operation
 
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
-                                  mma_calls, numpy_math, printf, tokens, while_codegen)
+                                  mma_calls, numpy_math, printf, tokens, while_codegen,
+                                  loop_steps)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -376,6 +377,7 @@ class NativeKernel:
         object code for the kernel (after the support check: an unsupported kernel still
         raises `NativeUnsupported`)."""
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
+        kernel = loop_steps.lower_steps(kernel)  # (run-time steps: checked divisions)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
         self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \
             kernel.attributes else {}  # proof fails: inflight.py)
@@ -415,6 +417,8 @@ class NativeKernel:
                            if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.barriers = [op_location(op) for op in while_codegen.barrier_sites(kernel)]
+        self.step_sites = {i for i, op in enumerate(_checked_ops(kernel))
+                           if loop_steps.is_step_check(op)}
         self.params = list(kernel.body.block.args)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
         self.arena = arena_template(self.l1)
@@ -676,6 +680,8 @@ class NativeKernel:
         op, location = self.sites[site]
         if code == int_pow.NEG_EXPONENT:
             return KernelError(int_pow.MESSAGE, kernel=self.name, location=location)
+        if code == DIVIDE_BY_ZERO and site in self.step_sites:
+            return KernelError(loop_steps.ZERO_STEP, kernel=self.name, location=location)
         if code == DIVIDE_BY_ZERO:
             where = f" in block {block}, lane {lane}" if self.lane_divisors[site] else ""
             return KernelError(f"integer division by zero{where}", kernel=self.name,

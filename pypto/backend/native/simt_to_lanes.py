@@ -37,6 +37,7 @@ from pypto.backend.native.row_copies import split_offsets
 from pypto.backend.native import lane_jam
 from pypto.backend.native.full_phases import add_full_phase
 from pypto.backend.native.idioms import rewrite_idioms
+from pypto.backend.native.loop_steps import lower_steps
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
 from pypto.backend.native.while_codegen import WATCHDOG_ATTR
@@ -232,6 +233,7 @@ class SimtToLanesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = [k for k in op.ops if isinstance(k, func.FuncOp) and "pto.kernel" in k.attributes]
         for kernel in kernels:
+            lower_steps(kernel, in_place=True)  # (NativeKernel did it; pypto-opt may not have)
             reason = unsupported_reason(kernel)
             if reason is not None:
                 raise attach_op(DiagnosticException(

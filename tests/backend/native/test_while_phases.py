@@ -185,6 +185,39 @@ def lane_step(x, out, steps):
     pto.store(out + t, pto.load(buf + t))
 
 
+@pto.kernel
+def tiles_in_a_while(x, out, n):
+    """Async copies in a uniform `while`: each trip issues a tile, waits, reads it, and a
+    barrier ends the trip before the next copy overwrites it."""
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    acc = 0.0
+    k = 0
+    while k < n:
+        tok = pto.async_load(buf, x + k, 64 * 4)
+        pto.wait(tok)
+        acc = acc * 0.5 + pto.load(buf + t)
+        pto.barrier_block()
+        k += pto.get_block_dim()
+    pto.store(out + t, acc)
+
+
+@pto.kernel
+def read_in_flight(x, idx, out, n):
+    """A data-dependent read of the tile before its wait: the interpreter's RaceError."""
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    acc = 0.0
+    k = 0
+    while k < n:
+        tok = pto.async_load(buf, x + k, 64 * 4)
+        acc = acc + pto.load(buf + pto.load(idx + t))
+        pto.wait(tok)
+        pto.barrier_block()
+        k += 64
+    pto.store(out + t, acc)
+
+
 def blur_ref(img: np.ndarray) -> np.ndarray:
     h, w = img.shape
     p = np.pad(img, 1)
@@ -209,6 +242,7 @@ def compiled():
         "fill": pto.compile(guarded_fill, args=(z(np.int32), z(np.int32), 1, 1), block=64),
         "spin": pto.compile(spin, args=(z(np.int32), 1), block=64),
         "stepped": pto.compile(stepped, args=(z(), z(), 1), block=64),
+        "tiles": pto.compile(tiles_in_a_while, args=(z(n=320), z(), 1), block=64),
     }
 
 
@@ -307,3 +341,17 @@ def test_run_time_step_zero_and_a_step_that_differs_between_lanes(compiled, monk
                                                 r"this range\(\) may differ between lanes"):
         pto.launch(lane_step, 1, 64, (x, np.zeros(64, np.float32), np.full(64, 64, np.int32)),
                    backend="native")
+
+
+def test_async_copies_in_a_while_loop(compiled):
+    x = np.random.default_rng(5).integers(-50, 50, 320).astype(np.float32)
+    interp, native = both(compiled["tiles"], 1, 64, [x, np.zeros(64, np.float32)], (320,))
+    assert same_bits(interp, native)
+    acc = np.zeros(64, np.float32)
+    for k in range(0, 320, 64):
+        acc = acc * np.float32(0.5) + x[k:k + 64]
+    assert np.array_equal(native[1], acc)
+    args = (x, np.arange(64, dtype=np.int32), np.zeros(64, np.float32), 128)
+    with pytest.raises(NativeUnsupported, match=r"'pto.load' may touch the L1 buffer of the "
+                                                r"async copy at .*test_while_phases.py"):
+        pto.launch(read_in_flight, 1, 64, args, backend="native")

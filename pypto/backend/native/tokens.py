@@ -37,6 +37,12 @@ residue those remainders are constants: `pto-double-buffer`'s slot `i % N` and t
 `(i + N - 1) % N` being filled, or an `if k % 2 == 0:` ping-pong. (This assumes `a * i + c`
 does not wrap, i.e. fewer than 2^31 / a iterations, as `pto-double-buffer` does.)
 
+*While loops.* A `while` holding copies (a block-level loop of uniform condition,
+while_phases.py) is walked to a fixpoint as well — its condition region, its body, round the
+back edge — but its trips are not told apart (no counter, no residues): a copy issued in a trip
+must be complete at the end of that trip (issue, wait, use), else refused, as is a copy in the
+condition region.
+
 *Hazards.* Every op touching memory — lane accesses and block-level instructions — is checked
 against every instance in flight, by their footprints (pypto.analysis.alias: a root, an affine
 start, an extent): an L1 buffer a pending load writes or a pending store reads (for a write),

@@ -355,3 +355,34 @@ def test_async_copies_in_a_while_loop(compiled):
     with pytest.raises(NativeUnsupported, match=r"'pto.load' may touch the L1 buffer of the "
                                                 r"async copy at .*test_while_phases.py"):
         pto.launch(read_in_flight, 1, 64, args, backend="native")
+
+
+@pto.kernel
+def printing_fill(out, n):
+    """printf in a lane-dependent loop around L1 writes: the lines in the interpreter's order
+    (op by op over its lane vector, trip by trip)."""
+    t = pto.get_local_id()
+    buf = pto.alloc_local(64)
+    i = t
+    while i < n:
+        pto.store(buf + i, 1.0)
+        if t < 2:
+            pto.printf("lane %d i %d\n", t, i)
+        i += 16
+    pto.barrier_block()
+    pto.store(out + pto.get_global_id(), pto.load(buf + t))
+
+
+def test_printf_in_a_lane_dependent_loop_around_l1_writes(capsys):
+    printed = []
+    for backend in ("interpreter", "native"):
+        out = np.zeros(48, np.float32)
+        pto.launch(printing_fill, 3, 16, (out, 40), backend=backend)
+        pto.sync()
+        printed.append(capsys.readouterr().out)
+        assert np.array_equal(out, np.ones(48, np.float32))
+    assert printed[0] == printed[1] and printed[1].count("\n") == 18
+    lines = printed[1].splitlines()  # (the interpreter's vector holds the 3 blocks: trip 0 of
+    assert lines[2] == "[block (1, 0, 0) lane (0, 0, 0)] lane 0 i 0"  # each, then trip 1)
+    assert sorted(lines) == sorted(f"[block ({b}, 0, 0) lane ({t}, 0, 0)] lane {t} i {i}"
+                                   for b in range(3) for t in range(2) for i in (t, t + 16, t + 32))

@@ -355,7 +355,8 @@ class _Emitter:
                                      [i32]))
         fast, checked = Block(), Block()
         lanes = _lane_bounds(self, () if checked_prologue else phase.guards, block, g)
-        if lanes is None and self.shape is not None and lane_jam.candidate(phase.ops):
+        if lanes is None and self.shape is not None and phase.ops and \
+                lane_jam.candidate(phase.ops):  # (not a phase of slot copies alone)
             # constant lane loops, rows of lanes jammed: docs/native.md#jammed-rows
             def lane_call(b: Block, tx: SSAValue, ty: SSAValue, tz: SSAValue) -> SSAValue:
                 return _add(b, func.CallOp(name + FAST_SUFFIX + LANE_SUFFIX,

@@ -271,7 +271,8 @@ class Plan:
             if not op.regions or not self._has_cut(op):
                 continue
             if isinstance(op, scf.WhileOp):  # block-level (while_phases.py)
-                why = while_phases.mark_refusal(op, self._around_cuts)
+                why = while_phases.mark_refusal(
+                    op, lambda o: o in self._around_cuts or _is_cut(o))
                 if why is not None:
                     raise Refused(why, op)
             elif not isinstance(op, scf.ForOp | scf.IfOp):

@@ -31,6 +31,7 @@ refused by the plan's rules for guards; so is a cut in the condition region.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,18 +88,14 @@ def _token(v: SSAValue) -> bool:
     return isinstance(v.type, pto.TokenType)
 
 
-def mark_refusal(op: scf.WhileOp, has_cut: "set[Operation]") -> str | None:
-    """Why the block-level `while` `op` cannot be split (None: it can)."""
+def mark_refusal(op: scf.WhileOp, cuts: "Callable[[Operation], bool]") -> str | None:
+    """Why the block-level `while` `op` cannot be split (None: it can); `cuts`: is an op a
+    cut or around one (the plan's test)."""
     for inner in op.before_region.block.ops:
-        if inner in has_cut or _cut(inner):
+        if cuts(inner):
             return f"{op_location(inner, unknown='here')}: a barrier or L1 write in the " \
                    f"condition of a while loop (the native backend splits its body only)"
     return None
-
-
-def _cut(op: Operation) -> bool:
-    from pypto.backend.native.phases import _is_cut
-    return _is_cut(op)
 
 
 def fixpoint_step(plan: "Plan", op: scf.WhileOp) -> bool:

@@ -389,7 +389,8 @@ class Plan:
                     raise Refused(f"{where}: pto.barrier_block under a lane-dependent "
                                   f"condition (every lane of the block must reach it)", op)
                 flush()
-                check = while_phases.barrier_check(op, guards) if guards else None
+                check = while_phases.barrier_check(op, guards, self.kernel) if guards \
+                    else None
                 if check is not None:  # the lanes the guards admit: whole warps or none
                     items.append(check)
                 continue

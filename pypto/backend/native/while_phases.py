@@ -76,12 +76,23 @@ class BarrierCheck:
     reached: SSAValue  # the key of the marks' slot (no op defines it)
 
 
-def barrier_check(op: pto.BarrierOp, guards: Guards) -> BarrierCheck | None:
-    """The check of a `pto.barrier()` the kernel has under `guards` (None for one the
-    native backend inserted to order lanes)."""
+def barrier_check(op: pto.BarrierOp, guards: Guards,
+                  kernel: Operation) -> BarrierCheck | None:
+    """The check of a `pto.barrier()` the kernel has under `guards`; None for one the
+    native backend inserted to order lanes, or one whose enclosing conditions the uniformity
+    analysis proves the same on every lane of a warp (`if get_warp_id() == 0:`: whole warps
+    reach it or none, nothing to check)."""
+    from pypto.analysis.uniformity import divergent_condition, warp_varying_values
+
     if ORDER_ONLY_ATTR in op.attributes:
         return None
-    return BarrierCheck(op, guards, Block(arg_types=[i1]).args[0])
+    varying = warp_varying_values(kernel)  # type: ignore[arg-type]
+    parent = op.parent_op()
+    while parent is not None and parent is not kernel:
+        if divergent_condition(parent, varying) is not None:
+            return BarrierCheck(op, guards, Block(arg_types=[i1]).args[0])
+        parent = parent.parent_op()
+    return None
 
 
 def _token(v: SSAValue) -> bool:

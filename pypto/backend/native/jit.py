@@ -31,8 +31,8 @@ from xdsl.ir import Operation
 from pypto.settings import read
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
-                                  mma_calls, numpy_math, printf, row_decision, row_order,
-                                  tokens)
+                                  loop_steps, mma_calls, numpy_math, printf, row_decision,
+                                  row_order, tokens, while_codegen)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -55,7 +55,7 @@ from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS
                                           LIMIT_SLOT, OOB, SITE_ATTR, TIME_LIMIT, WATCHDOG)
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.errors import KernelError, MemoryAccessError
+from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
@@ -424,6 +424,7 @@ class NativeKernel:
     def _build(self, kernel: func.FuncOp, name: str, block: tuple[int, int, int] | None,
                cached_only: bool) -> None:
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
+        kernel = loop_steps.lower_steps(kernel)  # (run-time steps: checked divisions)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
         self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \
             kernel.attributes else {}  # proof fails: inflight.py)
@@ -466,6 +467,9 @@ class NativeKernel:
         self.cast_types = [str(np.dtype(f"int{op.results[0].type.width.data}"))
                            if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
+        self.barriers = [op_location(op) for op in while_codegen.barrier_sites(kernel)]
+        self.step_sites = {i for i, op in enumerate(_checked_ops(kernel))
+                           if loop_steps.is_step_check(op)}
         self.params = list(kernel.body.block.args)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
         self.arena = arena_template(self.l1)
@@ -723,9 +727,17 @@ class NativeKernel:
                 f"this loop was still running when the time limit of {seconds:g} s ran out "
                 f"(timeout= of pto.launch / pto.sync); check that its condition changes, or "
                 f"give a longer timeout", kernel=self.name, location=self.loops[site])
+        if code == while_codegen.DEADLOCK:  # (lanes.py `_divergent_barrier`'s message)
+            return DeadlockError(
+                f"deadlock: pto.barrier() is not reached by every lane of the warp (lane "
+                f"{lane} of block {block} took another path); a barrier must sit in control "
+                f"flow that is uniform across the warp", kernel=self.name,
+                location=self.barriers[site])
         op, location = self.sites[site]
         if code == int_pow.NEG_EXPONENT:
             return KernelError(int_pow.MESSAGE, kernel=self.name, location=location)
+        if code == DIVIDE_BY_ZERO and site in self.step_sites:
+            return KernelError(loop_steps.ZERO_STEP, kernel=self.name, location=location)
         if code == DIVIDE_BY_ZERO:
             where = f" in block {block}, lane {lane}" if self.lane_divisors[site] else ""
             return KernelError(f"integer division by zero{where}", kernel=self.name,

@@ -37,8 +37,10 @@ from pypto.backend.native.row_copies import split_offsets
 from pypto.backend.native import lane_jam
 from pypto.backend.native.full_phases import add_full_phase, calls_by_callee
 from pypto.backend.native.idioms import rewrite_idioms
+from pypto.backend.native.loop_steps import lower_steps
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
+from pypto.backend.native.while_codegen import WATCHDOG_ATTR
 from pypto.backend.native.support import unsupported_op, unsupported_reason
 from pypto.diagnostics import attach_op
 from pypto.dialects import pto
@@ -112,7 +114,9 @@ def _lane_function(kernel: func.FuncOp) -> None:
         op.detach()
         op.erase()
     for site, loop in enumerate(watchdog_loops(kernel)):
-        _add_watchdog(loop, site)
+        number = loop.attributes.get(WATCHDOG_ATTR)  # (a phase function's loop: the
+        _add_watchdog(loop, number.value.data if isinstance(number, IntegerAttr)  # kernel's
+                      else site)                                                 # number)
     inputs = [a.type for a in block.args]
     kernel.function_type = FunctionType.from_lists(inputs, [i32])
     if kernel.arg_attrs is not None:
@@ -233,6 +237,7 @@ class SimtToLanesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = [k for k in op.ops if isinstance(k, func.FuncOp) and "pto.kernel" in k.attributes]
         for kernel in kernels:
+            lower_steps(kernel, in_place=True)  # (NativeKernel did it; pypto-opt may not have)
             reason = unsupported_reason(kernel)
             if reason is not None:
                 raise attach_op(DiagnosticException(

@@ -27,6 +27,10 @@ def pytest_configure(config: Any) -> None:
     os.environ.setdefault("PYPTO_NATIVE_AFTER", "never")
     config.addinivalue_line("markers", "fresh_native_cache: the test compiles native code into "
                             "a disk cache of its own (it checks what the cache holds)")
+    config.addinivalue_line("markers", "shared_native_cache: the test uses monkeypatch but only "
+                            "patches what the native cache key includes (copy_loops.ENABLED, "
+                            "fill_loops.ENABLED, mma_calls) or what runs after compiling: it "
+                            "shares the run's cache")
     if not os.environ.get(SUITE_CACHE_ENV):  # the first process (xdist's controller): its
         path = tempfile.mkdtemp(prefix="pypto-native-tests-")  # workers inherit the variable
         os.environ[SUITE_CACHE_ENV] = path
@@ -49,7 +53,9 @@ def pytest_unconfigure(config: Any) -> None:
 # instead (object code is keyed by the kernel's IR and the backend's source: an edit recompiles).
 # A test marked `fresh_native_cache`, or one that uses `monkeypatch` (it may patch how code is
 # compiled without changing the cache key: tile_loops.ENABLED, jit._optimised), compiles into a
-# directory of its own, as every native test did before the run-wide cache.
+# directory of its own, as every native test did before the run-wide cache, unless marked
+# `shared_native_cache` (its patches are part of the key: test_copy_loops.py recompiles each
+# kernel per copy_loops.ENABLED setting, a disk load from the second time).
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 SUITE_CACHE_ENV = "PYPTO_TEST_NATIVE_CACHE"
 _CREATED_CACHE = pytest.StashKey[str]()
@@ -57,8 +63,9 @@ _CREATED_CACHE = pytest.StashKey[str]()
 
 @pytest.fixture(autouse=True)
 def _native_cache(request: pytest.FixtureRequest) -> Iterator[None]:
-    if "monkeypatch" not in request.fixturenames and \
-            request.node.get_closest_marker("fresh_native_cache") is None:
+    marked = request.node.get_closest_marker
+    if marked("fresh_native_cache") is None and (
+            "monkeypatch" not in request.fixturenames or marked("shared_native_cache")):
         yield
         return
     previous = os.environ.get(CACHE_ENV)

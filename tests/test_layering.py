@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "pypto"
 
 LAYERS = [
-    {"pypto.errors", "pypto.dtypes", "pypto.diagnostics", "pypto.exact"},
+    {"pypto.errors", "pypto.dtypes", "pypto.diagnostics", "pypto.exact", "pypto.settings"},
     {"pypto.dialects"},
     {"pypto.ir"},
     {"pypto.analysis"},

@@ -26,17 +26,22 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
                                    i64)
 from xdsl.ir import Operation
 
+from pypto.settings import read
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
-                                  mma_calls, numpy_math, printf, tokens)
+                                  mma_calls, numpy_math, printf, row_decision, row_order,
+                                  tokens)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
-from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
+from pypto.backend.native.phases import (L1Buffer, arena_layout, arena_template, merged_phases,
+                                         needs_phases)
+from pypto.backend.native import carried_values, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native import pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
@@ -53,10 +58,11 @@ from pypto.errors import KernelError, MemoryAccessError
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
 
-ERR_SLOTS = 12 + inflight.SLOTS
+ERR_SLOTS = row_order.ORDER_SLOT + 1
 """The error record: code, site, element (or a value's bits), parameter, block x/y/z, lane x/y/z
 (i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT);
-then the hulls of the copies in flight (inflight.COUNT_SLOT)."""
+then the hulls of the copies in flight (inflight.COUNT_SLOT); then whether the launch may run in
+row order (row_order.ORDER_SLOT)."""
 
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
@@ -73,8 +79,8 @@ class NotCached(Exception):
 
 def cache_dir() -> Path:
     """`$PYPTO_NATIVE_CACHE`, else `$XDG_CACHE_HOME/pypto/native` (~/.cache/pypto/native)."""
-    given = os.environ.get(CACHE_ENV)
-    if given:
+    given = read(CACHE_ENV)  # (a file there: its `UsageError`, pypto/settings.py)
+    if given is not None:
         return Path(given)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pypto" / "native"
@@ -157,6 +163,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     result = convert_module(module, fallback_target_triple=None)
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
     numpy_math.widen_lane_loops(result, kernel)
+    pair_runs.keep_run_loops(result)  # (a sorting network's runs of pairs)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
@@ -170,6 +177,7 @@ def llvm_module(kernel: func.FuncOp) -> Any:
             arg.add_attribute("noalias")
     for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
         arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
+    transposed_rows.add_rows(result, kernel.sym_name.data)  # (needs the noalias marks)
     _add_entry(result, grid)
     return result
 
@@ -383,6 +391,7 @@ class NativeKernel:
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
+        kernel = carried_values.carry_values(kernel)  # (a later loop's recomputed value)
         interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
         if interchanged is not kernel and analyse(interchanged)[0] is None:
             kernel = interchanged
@@ -404,6 +413,9 @@ class NativeKernel:
         self.name = name
         checked = launch_checked(kernel)  # lane independence proven per launch
         self.independence = LaunchCheck(kernel, checked) if checked else None
+        self.row_decision = None if needs_phases(kernel) else \
+            row_decision.decision(kernel, block)
+        """Decides per launch whether the lanes may run in row order (row_decision.py)."""
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
@@ -554,6 +566,10 @@ class NativeKernel:
             if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
                 lines += ["    me.inflight_state = None",
                           f"    E[{inflight.COUNT_SLOT}] = 0"]
+        if self.row_decision is not None:  # (row_decision.py: the launch's lanes independent)
+            space.update(E=self.err, row_decision=self.row_decision,
+                         row_memo=self.row_decision.memo)
+            lines += self.row_decision.lines(names, "E")
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto.backend.native import lane_jam, tile_loops
+from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
@@ -343,6 +343,21 @@ class _Emitter:
             else:
                 args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
         name = fn.func.sym_name.data
+        pairs = pair_runs.emit(phase.ops, phase.guards, phase.copies, self.shape,
+                               self.plan.uniform, lambda v, at: self.gresolve(v, at, g), block,
+                               g.block_dims)  # a sorting network's step: runs of pairs
+        if pairs is not None:  # (the lane loops below: for the other `j`)
+            self.scopes.append({})
+            self._lane_loops(fn, phase, args, pairs, g)
+            self.scopes.pop()
+            pairs.add_op(scf.YieldOp())
+        else:
+            self._lane_loops(fn, phase, args, block, g)
+
+    def _lane_loops(self, fn: _PhaseFn, phase: Phase, args: list[SSAValue], block: Block,
+                    g: _Grid) -> None:
+        """The phase's lane loops: fast ones when its range function passes, else checked."""
+        name = fn.func.sym_name.data
         checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
                                for o in fn.entry.ops)  # (may raise for a lane left out)
         lo_hi = _x_bounds(self, () if checked_prologue else phase.guards, block, g)
@@ -403,6 +418,21 @@ class _Emitter:
     def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
         op = item.op
         args = op.body.block.args
+
+        def at_iv(v: SSAValue, at: Block, iv: SSAValue) -> SSAValue:
+            self.scopes.append({args[0]: iv})
+            found = self.gresolve(v, at, g)
+            self.scopes.pop()
+            return found
+
+        def body_at(at: Block, iv: SSAValue) -> None:
+            self.scopes.append({args[0]: iv})
+            self._emit(item.body, at, g)
+            self.scopes.pop()
+
+        if pair_fusion.emit(item, self.shape, self.plan.uniform, at_iv, body_at, block,
+                            g.block_dims):  # a sorting network's short steps fused
+            return
         uniform = [i for i in range(len(op.iter_args))
                    if i not in item.lane and not _token(op.iter_args[i])]
         if item.lane:

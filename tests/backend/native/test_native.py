@@ -220,6 +220,7 @@ def test_set_backend_and_environment(monkeypatch):
         pto.set_backend("gpu")
 
 
+@pytest.mark.fresh_native_cache
 def test_object_code_is_cached_on_disk(tmp_path):
     from pypto.backend.native.jit import NativeKernel
 

@@ -14,6 +14,9 @@ from pypto.backend.native.jit import NativeKernel
 from pypto.compiler import _backend_setting
 
 
+pytestmark = pytest.mark.fresh_native_cache  # (each test: a cold disk cache first)
+
+
 @pto.kernel
 def fma_step(x, y, n):
     i = pto.get_global_id()

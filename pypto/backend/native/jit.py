@@ -42,6 +42,7 @@ from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
+from pypto.backend.native.tree_unroll import unroll_block_loops
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
                                           COLLECTIVE_SYMBOL, DIVIDE_BY_ZERO, EXPIRED_SLOT,
@@ -389,6 +390,9 @@ class NativeKernel:
         guarded = interchange_guarded_loops(kernel)  # the same under a lane guard
         if guarded is not kernel and analyse(guarded)[0] is None:
             kernel = guarded
+        unrolled = unroll_block_loops(kernel)  # tree steps with constant strides
+        if unrolled is not kernel and analyse(unrolled)[0] is None:
+            kernel = unrolled
         if block is not None:  # the compiled block shape: constant lane loops for it
             kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
             kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])

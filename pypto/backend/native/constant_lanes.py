@@ -22,6 +22,8 @@ A phase qualifies when
 - it holds no `if` or loop: a constant short lane loop is unrolled by LLVM before it is
   vectorised, and a data-dependent branch per lane (argmin's `if b < a ...`) then stays a
   branch — measured 0.7 -> 1.1 ms for argmin block, against vectorised masked stores.
+
+A grid function with such a run is marked `GATHER_FREE_ATTR`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ from xdsl.dialects import scf
 from xdsl.ir import Operation, SSAValue
 
 from pypto.backend.native.phase_merge import ONE, WARP, _admitted, _Forms
+
+GATHER_FREE_ATTR = "pto.native_gather_free"
+"""On a grid function with such a run: LLVM compiles it preferring no vector gathers and
+scatters (jit.py). A run's steps across warps (`lane < s` for s <= 4: a few lanes 32 elements
+apart in each of 8 warps) are otherwise SLP-vectorised into gathers and scatters, which cost
+more than the scalar code on the measuring machine (warp_sync_sum 0.83 -> 0.25 ms)."""
 
 MAX_LOOPS = 64
 """Lane loops (phases times warps) of the longest run given constant bounds."""

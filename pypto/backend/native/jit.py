@@ -32,6 +32,7 @@ from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight,
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
+from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
@@ -164,6 +165,9 @@ def llvm_module(kernel: func.FuncOp) -> Any:
             fn.attributes.add("alwaysinline")
         elif fn.name in internal:  # the per-block range checks (fast_blocks.py, full_blocks.py):
             fn.linkage = "internal"  # inlined into the grid function, no copy of their own
+    result.gather_free = [fn.sym_name.data for fn in module.ops  # type: ignore[attr-defined]
+                          if isinstance(fn, llvm_dialect.FuncOp) and
+                          GATHER_FREE_ATTR in fn.attributes]
     grid = next(fn for fn in result.functions if fn.name == kernel.sym_name.data)
     noalias = _noalias_params(kernel)
     for index, arg in enumerate(grid.args):
@@ -224,7 +228,30 @@ def _add_entry(module: Any, grid: Any) -> None:
 
 def llvm_ir(kernel: func.FuncOp) -> str:
     """The LLVM IR text of the kernel's native code (before LLVM's optimisations)."""
-    return str(llvm_module(kernel))
+    return _module_text(llvm_module(kernel))
+
+
+def _module_text(module: Any) -> str:
+    """`module` as LLVM IR text, the functions `llvm_module` listed in `gather_free` with the
+    host's target features plus the tuning flags that make LLVM prefer scalar code to vector
+    gathers and scatters (constant_lanes.GATHER_FREE_ATTR; llvmlite's IR builder has no string
+    function attributes, so they are written into the text)."""
+    text = str(module)
+    names = getattr(module, "gather_free", [])
+    if names:
+        import llvmlite.binding as llvm
+
+        _target()
+        features = f"{llvm.get_host_cpu_features().flatten()},{NO_GATHERS}".lstrip(",")
+        for name in names:
+            text = re.sub(rf'^(define [^\n]*@"?{re.escape(name)}"?\(.*\))$',
+                          lambda m: f'{m.group(1)} "target-features"="{features}"', text,
+                          count=1, flags=re.M)
+    return text
+
+
+NO_GATHERS = "+prefer-no-gather,+prefer-no-scatter"
+"""The x86 tuning features of a `GATHER_FREE_ATTR` function (constant_lanes.py)."""
 
 
 _TARGET: Any = None
@@ -278,7 +305,7 @@ def _versions() -> str:
 
 
 def _compile_object(kernel: func.FuncOp) -> bytes:
-    return object_code(str(llvm_module(kernel)))
+    return object_code(_module_text(llvm_module(kernel)))
 
 
 def object_code(ir_text: str) -> bytes:

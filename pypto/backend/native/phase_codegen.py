@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.backend.native import lane_jam, tile_loops
 from pypto.backend.native.row_copies import tile_store
-from pypto.backend.native.constant_lanes import MAX_LOOPS, constant_lanes
+from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR, MAX_LOOPS, constant_lanes
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
                                          Collective, If, Item, Loop, Phase, Plan, _floating,
@@ -226,6 +226,7 @@ class _Emitter:
         self.scopes: list[dict[SSAValue, SSAValue]] = []
         self.shape: tuple[int, int, int] | None = None  # the compiled block (split)
         self.run_lanes: dict[int, list[tuple[int, int]]] = {}  # (constant_lanes.py)
+        self.gather_free = False
 
     # slots ----------------------------------------------------------------------------------
 
@@ -283,6 +284,8 @@ class _Emitter:
         entry.add_op(func.ReturnOp(outer.results[1]))
         grid = func.FuncOp(self.name, (inputs, [i32]), Region(entry))
         grid.attributes[ARENA_ATTR] = IntegerAttr(n + 8, i64)
+        if self.gather_free:
+            grid.attributes[GATHER_FREE_ATTR] = UnitAttr()
         for value, slot in self.requests.items():
             self.defined_in[value.owner].spill_store(value, slot)  # type: ignore[index]
         return [p.func for p in self.phases], grid
@@ -425,6 +428,7 @@ class _Emitter:
                 dim, _c(block, size), "eq"))))
         for *_, ok in prepared:
             go = _add(block, arith.AndIOp(go, _add(block, arith.CmpiOp(ok, _c(block, 0), "ne"))))
+        self.gather_free = True  # (constant_lanes.GATHER_FREE_ATTR)
         known, each = Block(), Block()
         shaped = replace(g, block_dims=[_c(known, size) for size in self.shape])
         lanes = [self.run_lanes[id(p)] for p in phases]

@@ -13,9 +13,9 @@ a scalar remainder that tests the guard per lane) and a warp tree's `lane < s` s
 - has constant bounds and at most `MAX_TRIPS` trips,
 - holds a `pto.barrier` or `pto.barrier_block` (a loop at block level: its trips are phases,
   docs/native.md#phases), and no `printf` (whose order keys count trips),
-- carries only integers whose value on every trip is known at compile time: each starts as a
-  constant and the next trip's value is computed from the carried values, the counter and
-  constants by integer `arith` ops (`pypto.dialects.arith_semantics`, the interpreter's
+- carries integers (at least one) whose value on every trip is known at compile time: each
+  starts as a constant and the next trip's value is computed from the carried values, the
+  counter and constants by integer `arith` ops (`pypto.dialects.arith_semantics`, the interpreter's
   semantics; a division by zero leaves the loop as it is),
 
 and whose unrolled size stays under `MAX_OPS`. Trip `k`'s body is a copy with the counter and
@@ -111,6 +111,9 @@ def _unrollable(loop: scf.ForOp) -> list[list[Any]] | None:
     if not any(isinstance(op, pto.BarrierOp | pto.BarrierBlockOp) for op in ops) or \
             any(isinstance(op, pto.PrintfOp) for op in ops):
         return None
+    if not loop.iter_args:
+        return None  # (no stride to make constant: a loop interchange_strided_loops put a
+        # barrier in, say, whose unrolled HBM offsets lane_independence.py would not follow)
     trips = _trips(loop)
     if trips is None or len(ops) * (len(trips) - 1) > MAX_OPS:
         return None

@@ -18,7 +18,9 @@ a scalar remainder that tests the guard per lane) and a warp tree's `lane < s` s
   counter and constants by integer `arith` ops (`pypto.dialects.arith_semantics`, the interpreter's
   semantics; a division by zero leaves the loop as it is),
 
-and whose unrolled size stays under `MAX_OPS`. Trip `k`'s body is a copy with the counter and
+and whose unrolled size stays under `MAX_OPS`. Only the last trips, those whose carried
+integers are at most the warp size (32) in magnitude, are unrolled (the short steps); the
+trips before them stay a loop of fewer trips. Trip `k`'s body is a copy with the counter and
 the carried values replaced by constants, so each step's guard, offsets and lane bounds are
 constants LLVM folds: a step's lanes become a constant-length (fully vectorised or unrolled)
 loop. Exact: unrolling a loop of constant trip count runs the same operations in the same
@@ -115,7 +117,8 @@ def _unrollable(loop: scf.ForOp) -> list[list[Any]] | None:
         return None  # (no stride to make constant: a loop interchange_strided_loops put a
         # barrier in, say, whose unrolled HBM offsets lane_independence.py would not follow)
     trips = _trips(loop)
-    if trips is None or len(ops) * (len(trips) - 1) > MAX_OPS:
+    if trips is None or _first_short(trips) == len(trips) - 1 or \
+            len(ops) * (len(trips) - 1 - _first_short(trips)) > MAX_OPS:
         return None
     return trips
 
@@ -126,19 +129,42 @@ def _materialise(value: Any, like: SSAValue, before: Operation) -> SSAValue:
     return const.result
 
 
+def _first_short(trips: list[list[Any]]) -> int:
+    """The first trip from which on every trip's carried integers are at most the warp size
+    in magnitude (the steps constant_lanes.py gives constant lane ranges); len(trips) - 1
+    when the last trip's are not."""
+    k = len(trips) - 1
+    while k > 0 and all(abs(int(v)) <= pto.WARP_SIZE for v in trips[k - 1][1:]):
+        k -= 1
+    return k
+
+
 def _unroll(loop: scf.ForOp, trips: list[list[Any]]) -> None:
+    """Unroll the loop's short trips (`_first_short` on); the trips before them stay a loop
+    (their phases gain nothing from a constant stride, and each unrolled trip is one more set
+    of phase functions to compile)."""
     body = loop.body.block
-    for values in trips[:-1]:
+    first = _first_short(trips)
+    anchor = loop.next_op
+    assert anchor is not None  # (a block ends with its terminator)
+    for values in trips[first:-1]:
         mapper: dict[SSAValue, SSAValue] = {
-            arg: _materialise(v, arg, loop) for arg, v in zip(body.args, values)}
+            arg: _materialise(v, arg, anchor) for arg, v in zip(body.args, values)}
         for op in body.ops:
             if isinstance(op, scf.YieldOp):
                 break
-            loop.parent_block().insert_op_before(op.clone(mapper), loop)  # type: ignore
+            anchor.parent_block().insert_op_before(op.clone(mapper), anchor)  # type: ignore
     for result, value in zip(loop.results, trips[-1][1:]):
-        result.replace_all_uses_with(_materialise(value, result, loop))
-    loop.detach()
-    loop.erase()
+        result.replace_all_uses_with(_materialise(value, result, anchor))
+    if first == 0:
+        loop.detach()
+        loop.erase()
+        return
+    lb, step = (_constant(v) for v in (loop.lb, loop.step))
+    assert lb is not None and step is not None
+    ub = arith.ConstantOp(IntegerAttr(lb + first * step, loop.ub.type))
+    loop.parent_block().insert_op_before(ub, loop)  # type: ignore[union-attr]
+    loop.operands = [loop.lb, ub.result, *loop.operands[2:]]
 
 
 def unroll_block_loops(kernel: func.FuncOp) -> func.FuncOp:

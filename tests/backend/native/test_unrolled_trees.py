@@ -76,11 +76,15 @@ def compiled():
     return pto.compile(trees, args=(x, out, out.copy(), 1000, 128, 7, 16), block=128)
 
 
-def test_the_tree_loops_are_unrolled(compiled):
+def test_the_short_trips_are_unrolled(compiled):
+    """The warp tree (s = 16 .. 1) wholly; of the block tree (s = 64 .. 1) the trips with
+    s <= 32, the first trip staying a loop of one trip."""
     unrolled = unroll_block_loops(compiled.func)
     assert unrolled is not compiled.func
-    assert not any(isinstance(op, scf.ForOp) for op in unrolled.walk())
-    assert any(isinstance(op, scf.ForOp) for op in compiled.func.walk())  # (a copy)
+    loops = [op for op in unrolled.walk() if isinstance(op, scf.ForOp)]
+    assert len(loops) == 1
+    assert [op.value.value.data for op in (loops[0].lb.owner, loops[0].ub.owner)] == [0, 1]
+    assert len([op for op in compiled.func.walk() if isinstance(op, scf.ForOp)]) == 2  # (a copy)
 
 
 @pytest.mark.parametrize("n", [1000, 1024])

@@ -417,14 +417,15 @@ class NativeKernel:
         guarded = interchange_guarded_loops(kernel)  # the same under a lane guard
         if guarded is not kernel and analyse(guarded)[0] is None:
             kernel = guarded
-        unrolled = unroll_block_loops(kernel)  # tree steps with constant strides
-        if unrolled is not kernel and analyse(unrolled)[0] is None:
-            kernel = unrolled
-        if block is not None:  # the compiled block shape: constant lane loops for it
-            kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
-            kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
-            kernel = select_exchanges(kernel)  # sorting-network steps branch-free
-        reason, self.needs_1d = analyse(kernel)
+        unrolled = unroll_block_loops(kernel)  # tree steps' strides constant
+        for kernel in (unrolled, kernel) if unrolled is not kernel else (kernel,):
+            if block is not None:  # the compiled block shape: constant lane loops for it
+                kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
+                kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
+                kernel = select_exchanges(kernel)  # sorting-network steps branch-free
+            reason, self.needs_1d = analyse(kernel)
+            if reason is None:
+                break  # (else the kernel as written, if unrolled: tree_unroll.py)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "

@@ -15,13 +15,18 @@ a scalar remainder that tests the guard per lane) and a warp tree's `lane < s` s
   docs/native.md#phases), and no `printf` (whose order keys count trips),
 - carries integers (at least one) whose value on every trip is known at compile time: each
   starts as a constant and the next trip's value is computed from the carried values, the
-  counter and constants by integer `arith` ops (`pypto.dialects.arith_semantics`, the interpreter's
-  semantics; a division by zero leaves the loop as it is),
+  counter and constants by integer `arith` ops (`pypto.dialects.arith_semantics`, the
+  interpreter's semantics; a division by zero leaves the loop as it is),
 
-and whose unrolled size stays under `MAX_OPS`. Only the last trips, those whose carried
-integers are at most the warp size (32) in magnitude, are unrolled (the short steps); the
-trips before them stay a loop of fewer trips. Trip `k`'s body is a copy with the counter and
-the carried values replaced by constants, so each step's guard, offsets and lane bounds are
+and whose unrolled size stays under `MAX_OPS`, when every trip's carried integers are at most
+the warp size (32) in magnitude: a warp tree (`lane < s`, s = 16 .. 1; a carried value may
+start as the result of an earlier loop of constant trips, as in block_sum_warp_tail). A block
+tree's wider steps
+gain nothing from a constant stride, and unrolling its short tail was measured to cost more
+than it gives: each unrolled trip is a set of phase functions to analyse and compile
+(block_sum's first compile 0.4 -> 1.7 s, its load from the disk cache 14 -> 50 ms, for 0.33 ->
+0.22 ms a launch). Trip `k`'s body is a copy with the counter and the carried values replaced
+by constants, so each step's guard, offsets and lane bounds are
 constants LLVM folds: a step's lanes become a constant-length (fully vectorised or unrolled)
 loop. Exact: unrolling a loop of constant trip count runs the same operations in the same
 order; the copies keep their source locations, so errors name the same line.
@@ -70,6 +75,9 @@ def _evaluate(value: SSAValue, known: dict[SSAValue, Any]) -> Any:
     if const is not None:
         return dtype.type(const)
     op = value.owner
+    if isinstance(op, scf.ForOp) and dtype is not None:  # a loop's result: its last value
+        trips = _trips(op)
+        return None if trips is None else trips[-1][1 + value.index]  # type: ignore
     if not isinstance(op, Operation) or op.name not in INT_BINARY or dtype is None:
         return None
     a, b = (_evaluate(v, known) for v in op.operands)
@@ -117,8 +125,7 @@ def _unrollable(loop: scf.ForOp) -> list[list[Any]] | None:
         return None  # (no stride to make constant: a loop interchange_strided_loops put a
         # barrier in, say, whose unrolled HBM offsets lane_independence.py would not follow)
     trips = _trips(loop)
-    if trips is None or _first_short(trips) == len(trips) - 1 or \
-            len(ops) * (len(trips) - 1 - _first_short(trips)) > MAX_OPS:
+    if trips is None or _first_short(trips) != 0 or len(ops) * (len(trips) - 1) > MAX_OPS:
         return None
     return trips
 
@@ -132,7 +139,7 @@ def _materialise(value: Any, like: SSAValue, before: Operation) -> SSAValue:
 def _first_short(trips: list[list[Any]]) -> int:
     """The first trip from which on every trip's carried integers are at most the warp size
     in magnitude (the steps constant_lanes.py gives constant lane ranges); len(trips) - 1
-    when the last trip's are not."""
+    when the last trip's are not. Only a loop all of whose trips are short is unrolled."""
     k = len(trips) - 1
     while k > 0 and all(abs(int(v)) <= pto.WARP_SIZE for v in trips[k - 1][1:]):
         k -= 1
@@ -140,31 +147,18 @@ def _first_short(trips: list[list[Any]]) -> int:
 
 
 def _unroll(loop: scf.ForOp, trips: list[list[Any]]) -> None:
-    """Unroll the loop's short trips (`_first_short` on); the trips before them stay a loop
-    (their phases gain nothing from a constant stride, and each unrolled trip is one more set
-    of phase functions to compile)."""
     body = loop.body.block
-    first = _first_short(trips)
-    anchor = loop.next_op
-    assert anchor is not None  # (a block ends with its terminator)
-    for values in trips[first:-1]:
+    for values in trips[:-1]:
         mapper: dict[SSAValue, SSAValue] = {
-            arg: _materialise(v, arg, anchor) for arg, v in zip(body.args, values)}
+            arg: _materialise(v, arg, loop) for arg, v in zip(body.args, values)}
         for op in body.ops:
             if isinstance(op, scf.YieldOp):
                 break
-            anchor.parent_block().insert_op_before(op.clone(mapper), anchor)  # type: ignore
+            loop.parent_block().insert_op_before(op.clone(mapper), loop)  # type: ignore
     for result, value in zip(loop.results, trips[-1][1:]):
-        result.replace_all_uses_with(_materialise(value, result, anchor))
-    if first == 0:
-        loop.detach()
-        loop.erase()
-        return
-    lb, step = (_constant(v) for v in (loop.lb, loop.step))
-    assert lb is not None and step is not None
-    ub = arith.ConstantOp(IntegerAttr(lb + first * step, loop.ub.type))
-    loop.parent_block().insert_op_before(ub, loop)  # type: ignore[union-attr]
-    loop.operands = [loop.lb, ub.result, *loop.operands[2:]]
+        result.replace_all_uses_with(_materialise(value, result, loop))
+    loop.detach()
+    loop.erase()
 
 
 def unroll_block_loops(kernel: func.FuncOp) -> func.FuncOp:

@@ -1,6 +1,6 @@
 """Unrolled tree loops and constant lane ranges (docs/native.md#unrolled-trees): a block-level
-loop of a few trips whose carried stride is known on every trip is unrolled, and the short
-steps (`tid < s`, `lane < s`, s <= 32) run lane loops of constant bounds in a launch of the
+loop of a few trips whose carried stride is known and at most 32 on every trip is unrolled,
+and the short steps (`tid < s`, `lane < s`, s <= 32) run lane loops of constant bounds in a launch of the
 compiled block shape. Bit for bit against the interpreter (the oracle) and a NumPy model of
 the lockstep order, every L1 element after the tree compared (not only the sums); an
 out-of-range step's error as well."""
@@ -76,14 +76,14 @@ def compiled():
     return pto.compile(trees, args=(x, out, out.copy(), 1000, 128, 7, 16), block=128)
 
 
-def test_the_short_trips_are_unrolled(compiled):
-    """The warp tree (s = 16 .. 1) wholly; of the block tree (s = 64 .. 1) the trips with
-    s <= 32, the first trip staying a loop of one trip."""
+def test_the_warp_tree_is_unrolled(compiled):
+    """The warp tree (s = 16 .. 1, every stride within a warp) wholly; the block tree (s = 64
+    .. 1) stays a loop of its 7 trips."""
     unrolled = unroll_block_loops(compiled.func)
     assert unrolled is not compiled.func
     loops = [op for op in unrolled.walk() if isinstance(op, scf.ForOp)]
     assert len(loops) == 1
-    assert [op.value.value.data for op in (loops[0].lb.owner, loops[0].ub.owner)] == [0, 1]
+    assert [op.value.value.data for op in (loops[0].lb.owner, loops[0].ub.owner)] == [0, 7]
     assert len([op for op in compiled.func.walk() if isinstance(op, scf.ForOp)]) == 2  # (a copy)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+import weakref
+from operator import call
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,7 @@ from pypto.errors import (
     VerificationError,
     hide_internal_frames,
     public_api,
+    setting_error,
 )
 from pypto.frontend.kernel import Kernel
 from pypto.analysis.uniformity import check_uniform_control
@@ -43,9 +46,11 @@ from pypto.frontend.common import NeedsConstexpr
 from pypto.frontend.lowering import lower_kernel
 from pypto.ir import print_ir
 from pypto.runtime.host_arrays import has_host_arrays, stage_host_arrays
-from pypto.runtime.env import flag as env_flag, setting as env_setting
-from pypto.backend.launch_shape import LaunchShape
-from pypto.runtime.tiering import native_code, tiered
+from pypto import settings
+from pypto.runtime.env import flag as env_flag, registered as registered_setting
+from pypto.runtime.env import setting as env_setting
+from pypto.backend.launch_shape import _SHAPES as _KNOWN_SHAPES, LaunchShape
+from pypto.runtime.tiering import native_after, native_code, tiered
 from pypto.runtime import launcher
 from pypto.runtime.launcher import check_scalar, enqueue_planned, plan_launch
 from pypto.runtime.stream import Stream, caller_site
@@ -170,7 +175,12 @@ class CompiledKernel:
                 args: Sequence[Any], backend: str | None = None) -> None:
         """Run synchronously (the runtime's stream calls this) on `backend`, by default the
         setting `pto.set_backend` / PYPTO_BACKEND chose (see `_run_on`)."""
-        _run_on(self, backend or _backend_setting(), grid, block, args)
+        if backend is None:  # `_backend_setting()`, inline
+            backend = _BACKEND_CHOICE[0] or _BACKEND_ENV_SETTING()
+        if backend == "interpreter":  # (`_run_on`'s first case, without the call)
+            self.executable.run(grid, block, args)
+            return
+        _run_on(self, backend, grid, block, args)
 
     @public_api
     def __call__(self, grid: Any, block: Any, args: Sequence[Any]) -> None:
@@ -192,7 +202,7 @@ class CompiledKernel:
 # --- choosing the backend (docs/native.md#choosing-a-backend) ---------------------------------
 
 BACKEND_ENV = "PYPTO_BACKEND"
-BACKENDS = ("interpreter", "native", "auto", "tiered")
+BACKENDS = settings.BACKENDS  # ("interpreter", "native", "auto", "tiered")
 
 
 DEFAULT_BACKEND = "tiered"
@@ -200,12 +210,10 @@ DEFAULT_BACKEND = "tiered"
 `bench/backend_default.py` (docs/performance.md#which-backend-by-default)."""
 
 
-def _parse_backend(value: str | None) -> str:
-    word = (value or "").strip().lower()
-    return word if word in BACKENDS else DEFAULT_BACKEND
-
-
-_BACKEND_ENV_SETTING = env_setting(BACKEND_ENV, _parse_backend)
+_BACKEND_ENV_SETTING = registered_setting(BACKEND_ENV, DEFAULT_BACKEND)
+"""PYPTO_BACKEND, read at every launch that neither passes `backend=` nor follows
+`pto.set_backend` (`launch` reads it, so that a bad value raises at the launch line, and the
+run reads it again: docs/settings.md)."""
 _BACKEND_CHOICE: list[str | None] = [None]
 
 
@@ -327,8 +335,16 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
     else "tiered": docs/native.md#choosing-a-backend).
     """
     try:
-        # the launch's one shape check (a `LaunchShape` is what every layer below is given)
-        shape = LaunchShape.of(grid, block, kernel=_launch_name(kernel))
+        # the launch's one shape check (a `LaunchShape` is what every layer below is given);
+        # two ints seen before: `LaunchShape.of`'s memo, looked up inline
+        shape = _KNOWN_SHAPES.get((grid, block)) if type(grid) is int and type(block) is int \
+            else None
+        if shape is None:
+            shape = LaunchShape.of(grid, block, kernel=_launch_name(kernel))
+        # the backend's settings, read here so that a bad value raises at the launch line (the
+        # run reads them again, unchanged and cheaply: docs/settings.md)
+        if (backend or _BACKEND_CHOICE[0] or _BACKEND_ENV_SETTING()) == "tiered":
+            native_after()
         if backend is not None:
             if backend not in BACKENDS:
                 raise LaunchError(f"unknown backend {backend!r}; choose one of "
@@ -354,6 +370,25 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                                    origin=caller_site(2), timeout=timeout)
         elif pipeline is None:
             if stream is None and type(kernel) is Kernel and type(args) is tuple:
+                # the same argument objects as the last planned launch: the same key (see
+                # `_LAST`), unless a tensor was freed since or a setting changed
+                last = kernel.__dict__.get(_LAST)
+                if last is not None and last[0] is shape and \
+                        last[1] == tuple(map(id, args)) and last[4] is _VALIDATE_SETTING() and \
+                        last[5] is _race_check_default() and \
+                        last[6] == len(kernel.auto_constexpr):
+                    tensors = tuple(map(call, last[2]))  # (the weak references, followed)
+                    if None not in tensors:  # (a tensor is only ever equal to itself)
+                        for tensor in tensors:
+                            if tensor._data is None:
+                                break  # freed: the key's path (then the general one) raises
+                        else:
+                            plan = last[7]
+                            if not plan[0].folded_globals or \
+                                    kernel.outer_values_unchanged(plan[0].folded_globals):
+                                enqueue_planned(plan, args, tensors, tensors[0].device,
+                                                caller_site(2))
+                                return
                 found = _plan_key(kernel, shape, args)
                 if found is not None:
                     key, tensors = found
@@ -361,6 +396,8 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
                     if plan is not None and (not plan[0].folded_globals or
                                              kernel.outer_values_unchanged(
                                                  plan[0].folded_globals)):
+                        kernel.__dict__[_LAST] = _last_launch(shape, args, key, tensors, plan,
+                                                              len(kernel.auto_constexpr))
                         enqueue_planned(plan, args, tensors, key[1], caller_site(2))
                         return
                     _launch_and_plan(kernel, shape, args, key)
@@ -379,6 +416,28 @@ def launch(kernel: Any, grid: int | tuple[int, ...], block: int | tuple[int, ...
 
 
 _NO_PLANS: dict[Any, Any] = {}
+
+_LAST = "_last_launch"
+"""The kernel's attribute that holds its last planned launch (`_last_launch`). A launch with
+the same shape object and the very same argument objects has the same `_plan_key` as long as
+every tensor among them is alive, the PYPTO_VALIDATE and PYPTO_RACE_CHECK reads return the
+values the key read (each read returns the object it parsed until the variable changes) and no
+parameter became a compile-time constant since: a tensor's dtype, device, shape and storage
+never change, and identical objects are identical ints / floats and alias alike. So `launch`
+reuses the plan after those checks without building the key again."""
+
+
+def _last_launch(shape: LaunchShape, args: tuple[Any, ...], key: Any, tensors: Sequence[Any],
+                 plan: Any, constexprs: int) -> tuple[Any, ...]:
+    """The `_LAST` entry of a planned launch: (its shape, the ids of its arguments, weak
+    references to its tensors, its ints and floats, the two settings its key read, the count
+    of auto-constexpr parameters, its plan). The tensors are held weakly: the memo must not
+    keep a tensor the program dropped (and its device memory) alive; a tensor's weak reference
+    alive means no other object has its id. The ints and floats are held, so that no other
+    object takes their ids either: equal ids are then the same objects."""
+    tensor = _TENSOR or _tensor_class()
+    return (shape, tuple(map(id, args)), tuple(weakref.ref(t) for t in tensors),
+            tuple(a for a in args if type(a) is not tensor), key[4], key[5], constexprs, plan)
 
 MAX_LAUNCH_PLANS = 64
 """Launch plans kept per kernel (then the memo starts over)."""
@@ -652,15 +711,23 @@ def _tensor_class() -> type:
 
 
 def _parse_validate(setting: str | None) -> tuple[bool, str]:
-    """`validate`'s default from PYPTO_VALIDATE, and the passes it asks to prepend."""
-    if not setting:
-        return False, ""
-    setting = setting.strip()
-    if setting.lower() in ("0", "false", "no", "off", ""):
-        return False, ""
-    if setting.lower() in ("1", "true", "yes", "on"):
-        return True, ""
-    return True, setting  # a pipeline: run (and validate) it before every compile's pipeline
+    """`validate`'s default from PYPTO_VALIDATE, and the passes it asks to prepend: a flag, or
+    a pipeline to run (and validate) before every compile's own, parsed here so that a bad one
+    is the setting's `UsageError` (naming PYPTO_VALIDATE) at the launch or compile that reads
+    it, not a compile error of the kernel's pipeline (pypto/settings.py)."""
+    validate, text = settings.SETTINGS[VALIDATE_ENV].value(setting, (False, ""))
+    if text:
+        from pypto.passes import parse_pipeline
+
+        try:
+            parse_pipeline(text)
+        except PtoError as exc:
+            known = settings.SETTINGS[VALIDATE_ENV]
+            bad = setting_error(VALIDATE_ENV, setting or "", known.takes, known.default,
+                                known.see)
+            bad.args = (f"{bad}; as a pipeline: {exc}",)
+            raise bad from None
+    return validate, text
 
 
 def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
@@ -673,6 +740,13 @@ def _pipeline_text(pipeline: str | None, extra_passes: str) -> str:
 _VALIDATE_SETTING = env_setting(VALIDATE_ENV, _parse_validate)
 _race_check_default = env_flag(RACE_CHECK_ENV, True)
 """Both read the environment at every compile (see pypto.runtime.env: cheap when unchanged)."""
+
+
+def check_settings() -> None:
+    """Every PYPTO_* setting read now (`pypto.settings.check_all`), PYPTO_VALIDATE's pipeline
+    parsed too: the command line tools' first step, so that a bad one is their error line."""
+    settings.check_all()
+    _VALIDATE_SETTING()
 
 
 def _arg_shapes(kernel: Kernel, args: tuple[Any, ...]) -> tuple[tuple[int, ...] | None, ...]:

@@ -151,6 +151,36 @@ class TargetError(UsageError):
 FULL_TRACEBACK_ENV = "PYPTO_FULL_TRACEBACK"
 """Set to 1 to keep pypto's own frames in the tracebacks of the errors it raises."""
 
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+"""The words of an on/off environment setting (any case, spaces around ignored)."""
+FLAG_WORDS = "1, true, yes or on / 0, false, no or off (any case)"
+
+
+def setting_error(name: str, value: str, takes: str, default: str, see: str) -> UsageError:
+    """The `UsageError` of environment setting `name` given `value`, which it does not take:
+    it names the variable, the value, the values it takes, what unset means, and the doc
+    (pypto/settings.py has every setting's `takes`, `default` and `see`). Its `setting`
+    attribute is `name` (the command line tools print it as the environment's error)."""
+    error = UsageError(f"environment setting {name}={value!r} is not a value it takes: it "
+                       f"takes {takes}; unset or empty means {default}; set one of those or "
+                       f"unset it ({see})")
+    error.setting = name  # type: ignore[attr-defined]
+    return error
+
+
+def parse_flag(name: str, value: str | None, default: bool, see: str) -> bool:
+    """An on/off setting's value: `default` when unset or blank, else one of the flag words
+    (`setting_error` for another word: a misspelt `of` must not silently mean the default)."""
+    if value is None or not value.strip():
+        return default
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise setting_error(name, value, FLAG_WORDS, "on" if default else "off", see)
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -163,8 +193,10 @@ def hide_internal_frames(exc: BaseException) -> None:
     """Drop pypto's own frames (and the interpreter's generated kernel code) from
     `exc.__traceback__`, so that the traceback ends at the user's line (docs/runtime.md#errors). Frames of the
     user's code called back by pypto (a `grid` callable) are kept. Nothing is dropped when
-    `PYPTO_FULL_TRACEBACK=1`."""
-    if os.environ.get(FULL_TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+    `PYPTO_FULL_TRACEBACK=1` (read here, at every error; another word than a flag's raises
+    its `UsageError` in place of `exc`, which stays attached as its context)."""
+    if parse_flag(FULL_TRACEBACK_ENV, os.environ.get(FULL_TRACEBACK_ENV), False,
+                  "docs/settings.md"):
         return
     kept: list[TracebackType] = []
     tb = exc.__traceback__

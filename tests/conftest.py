@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -23,6 +25,60 @@ import pypto as pto
 
 def pytest_configure(config: Any) -> None:
     os.environ.setdefault("PYPTO_NATIVE_AFTER", "never")
+    config.addinivalue_line("markers", "fresh_native_cache: the test compiles native code into "
+                            "a disk cache of its own (it checks what the cache holds)")
+    config.addinivalue_line("markers", "shared_native_cache: the test uses monkeypatch but only "
+                            "patches what the native cache key includes (copy_loops.ENABLED, "
+                            "fill_loops.ENABLED, mma_calls) or what runs after compiling: it "
+                            "shares the run's cache")
+    if not os.environ.get(SUITE_CACHE_ENV):  # the first process (xdist's controller): its
+        path = tempfile.mkdtemp(prefix="pypto-native-tests-")  # workers inherit the variable
+        os.environ[SUITE_CACHE_ENV] = path
+        config.stash[_CREATED_CACHE] = path
+    os.environ[CACHE_ENV] = os.environ[SUITE_CACHE_ENV]
+
+
+def pytest_unconfigure(config: Any) -> None:
+    path = config.stash.get(_CREATED_CACHE, None)
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+        del os.environ[SUITE_CACHE_ENV]
+
+
+# The native backend's disk cache (docs/native.md#the-cache) during a test run: one directory
+# for the whole run, shared by every xdist worker, so a kernel specialisation that several
+# tests (or both workers) launch natively is compiled once and loaded from disk after; it is a
+# temporary directory removed at the end (no test reads or writes the user's cache, and a run
+# never depends on an earlier one). `PYPTO_TEST_NATIVE_CACHE=<dir>` keeps one across runs
+# instead (object code is keyed by the kernel's IR and the backend's source: an edit recompiles).
+# A test marked `fresh_native_cache`, or one that uses `monkeypatch` (it may patch how code is
+# compiled without changing the cache key: tile_loops.ENABLED, jit._optimised), compiles into a
+# directory of its own, as every native test did before the run-wide cache, unless marked
+# `shared_native_cache` (its patches are part of the key: test_copy_loops.py recompiles each
+# kernel per copy_loops.ENABLED setting, a disk load from the second time).
+CACHE_ENV = "PYPTO_NATIVE_CACHE"
+SUITE_CACHE_ENV = "PYPTO_TEST_NATIVE_CACHE"
+_CREATED_CACHE = pytest.StashKey[str]()
+
+
+@pytest.fixture(autouse=True)
+def _native_cache(request: pytest.FixtureRequest) -> Iterator[None]:
+    marked = request.node.get_closest_marker
+    if marked("fresh_native_cache") is None and (
+            "monkeypatch" not in request.fixturenames or marked("shared_native_cache")):
+        yield
+        return
+    previous = os.environ.get(CACHE_ENV)
+    fresh = tempfile.mkdtemp(prefix="pypto-native-test-")
+    os.environ[CACHE_ENV] = fresh
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = previous
+        shutil.rmtree(fresh, ignore_errors=True)
 
 
 Uploaded = list[tuple[pto.Tensor, np.ndarray]]

@@ -8,12 +8,13 @@ inside a function); imports under `if TYPE_CHECKING:` do not (they never run).
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "pypto"
 
 LAYERS = [
-    {"pypto.errors", "pypto.dtypes", "pypto.diagnostics", "pypto.exact"},
+    {"pypto.errors", "pypto.dtypes", "pypto.diagnostics", "pypto.exact", "pypto.settings"},
     {"pypto.dialects"},
     {"pypto.ir"},
     {"pypto.analysis"},
@@ -72,7 +73,11 @@ def _imports_in(source: str) -> set[str]:
     return found
 
 
-GRAPH = {name: _imports(path) for name, path in MODULES.items()}
+@cache
+def _graph() -> dict[str, set[str]]:
+    """Each module's pypto imports: parsed at the first test that asks, not at collection (every
+    xdist worker imports this file; only the one running these tests pays for the parse)."""
+    return {name: _imports(path) for name, path in MODULES.items()}
 
 
 def _layer(module: str) -> int:
@@ -88,13 +93,13 @@ def _layer(module: str) -> int:
 
 def test_every_import_points_down() -> None:
     upward = [f"{m} (layer {_layer(m)}) imports {t} (layer {_layer(t)})"
-              for m, targets in GRAPH.items() for t in targets
+              for m, targets in _graph().items() for t in targets
               if _layer(t) > _layer(m) and m != "pypto"]
     assert upward == []
 
 
 def test_analysis_does_not_import_passes() -> None:
-    assert not [t for m, ts in GRAPH.items() if m.startswith("pypto.analysis")
+    assert not [t for m, ts in _graph().items() if m.startswith("pypto.analysis")
                 for t in ts if t.startswith("pypto.passes")]
 
 
@@ -107,7 +112,7 @@ def _cycles() -> list[set[str]]:
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
-        for w in GRAPH[v]:
+        for w in _graph()[v]:
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -123,7 +128,7 @@ def _cycles() -> list[set[str]]:
             if len(component) > 1:
                 found.append(component)
 
-    for v in GRAPH:
+    for v in _graph():
         if v not in index:
             visit(v)
     return found

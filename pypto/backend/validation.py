@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import io
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from xdsl.passes import ModulePass
 from pypto import dtypes
 from pypto.backend.launch_shape import LaunchShape
 from pypto.backend.targets import resolve_target
+from pypto.settings import read
 from pypto.diagnostics import op_location, source_loc
 from pypto.dialects import pto
 from pypto.errors import PtoError
@@ -253,8 +253,8 @@ passes" or "skipped NAME: why"): how the zoo test knows validation really ran.""
 
 
 def _log(report: Report) -> None:
-    path = os.environ.get(LOG_ENV)
-    if not path:
+    path = read(LOG_ENV)  # (not a file in a directory: its `UsageError`, pypto/settings.py)
+    if path is None:
         return
     with open(path, "a", encoding="utf-8") as log:
         for name in report.kernels:

@@ -13,6 +13,7 @@ from pypto.debug import debug_kernel
 from pypto.debug.repl import run_repl
 from pypto.debug.script import capture_launch, parse_target
 from pypto.errors import PtoError
+from pypto.compiler import check_settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("script_args", nargs="*", help="arguments for the script (after --)")
     ns = parser.parse_args(argv)
     try:
+        check_settings()  # every PYPTO_* setting, before the script runs (pypto/settings.py)
         path, kernel_name = parse_target(ns.target)
         launch = capture_launch(path, kernel_name, ns.script_args)
         session = debug_kernel(launch.kernel, args=launch.args, grid=launch.grid,

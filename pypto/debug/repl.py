@@ -18,6 +18,7 @@ import numpy as np
 from pypto.debug.session import DebugError, Pointer, Session
 from pypto.debug.view import lane_values_text
 from pypto.errors import PtoError
+from pypto.settings import read
 
 HISTORY_ENV = "PYPTO_DEBUG_HISTORY"
 HISTORY_LENGTH = 1000
@@ -109,9 +110,10 @@ class DebuggerShell(cmd.Cmd):
 
     def start_history(self) -> None:
         """Load the history file into readline (when readline exists and a file is set)."""
-        path = os.environ.get(HISTORY_ENV, os.path.expanduser("~/.pypto_debug_history"))
-        if not path:
-            return
+        given = os.environ.get(HISTORY_ENV)
+        if given is not None and not given.strip():
+            return  # set but empty: no history (docs/debugging.md)
+        path = str(read(HISTORY_ENV, os.path.expanduser("~/.pypto_debug_history")))
         try:
             import readline
         except ImportError:  # pragma: no cover - platforms without readline

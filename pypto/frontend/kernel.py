@@ -59,6 +59,7 @@ class Kernel:
         self.cache.clear()
         self.fast_cache.clear()
         self.__dict__.pop("_launch_plans", None)  # pto.launch's plans (pypto.compiler)
+        self.__dict__.pop("_last_launch", None)  # and the last one it used
 
     def outer_values(self) -> dict[str, Any]:
         """The module globals and closed-over values the kernel body can name, as of now."""

@@ -16,6 +16,9 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pypto.errors import FALSE_WORDS, TRUE_WORDS, parse_flag  # noqa: F401 (FALSE/TRUE_WORDS: re-exported)
+from pypto.settings import SETTINGS
+
 T = TypeVar("T")
 
 _DATA: Any = getattr(os.environ, "_data", None)
@@ -43,14 +46,17 @@ def setting(name: str, parse: Callable[[str | None], T]) -> Callable[[], T]:
     return read
 
 
-FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-
-
 def flag(name: str, default: bool) -> Callable[[], bool]:
     """A boolean setting: `1/true/yes/on` turn it on and `0/false/no/off` off (any case, spaces
-    ignored); unset, empty or another word gives `default` in the direction the callers had
-    (a default-on flag is off only for an off word, a default-off flag on only for an on word)."""
-    if default:
-        return setting(name, lambda v: v is None or v.strip().lower() not in FALSE_WORDS)
-    return setting(name, lambda v: v is not None and v.strip().lower() in TRUE_WORDS)
+    ignored); unset or empty gives `default`; another word raises the setting's `UsageError`
+    at that read (pypto/settings.py: a misspelt word must not silently mean the default)."""
+    known = SETTINGS.get(name)
+    see = known.see if known is not None else "docs/settings.md"
+    return setting(name, lambda v: parse_flag(name, v, default, see))
+
+
+def registered(name: str, default: Any = None) -> Callable[[], Any]:
+    """The reader of the registered setting `name` (pypto/settings.py): its value, `default`
+    when unset or blank, its `UsageError` for a value it does not take."""
+    known = SETTINGS[name]
+    return setting(name, lambda v: known.value(v, default))

@@ -146,11 +146,12 @@ class Stream:
     def enqueue(self, label: str, run: Callable[[], None], tensors: Iterable[Tensor],
                 origin: str | None, *, api: str) -> None:
         """Append work; with `PYPTO_LAUNCH_BLOCKING=1` run it (and what precedes it) right away."""
+        blocking = launch_blocking()  # (first: a bad value raises before anything is queued)
         op = Operation(next(_SEQUENCE), label, run, tuple(tensors), origin)
         with _LOCK:
             self._queue.append(op)
             _BUSY[id(self)] = self
-        if launch_blocking():
+        if blocking:
             drain({self: None}, surfaced_at=f"{api} (PYPTO_LAUNCH_BLOCKING=1)", asynchronous=False)
 
     def __repr__(self) -> str:

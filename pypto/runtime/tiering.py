@@ -32,13 +32,12 @@ docs/performance.md#which-backend-by-default.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from pypto.runtime.env import setting
+from pypto.runtime.env import registered
 
 BUDGET_ENV = "PYPTO_NATIVE_AFTER"
 
@@ -56,20 +55,12 @@ clock: Callable[[], float] = time.perf_counter
 """The clock interpreted launches are timed with (tests replace it: no timing in tests)."""
 
 
-def _parse_budget(raw: str | None) -> float | None:
-    """`PYPTO_NATIVE_AFTER` in seconds (`inf` / `never`: never); None when unset or not a
-    number >= 0 (then `budget` estimates the switch's cost)."""
-    if raw is None:
-        return None
-    word = raw.strip().lower()
-    try:
-        value = math.inf if word == "never" else float(word)
-    except ValueError:
-        return None
-    return value if value >= 0 else None
+_BUDGET_SETTING = registered(BUDGET_ENV)
+"""`PYPTO_NATIVE_AFTER` in seconds (`inf` / `never`: never); None when unset (then `budget`
+estimates the switch's cost); its `UsageError` for another value (pypto/settings.py). Read at
+every launch on "tiered" (`pto.launch` reads it first, so that a bad value raises there)."""
 
-
-_BUDGET_SETTING = setting(BUDGET_ENV, _parse_budget)  # (read at every interpreted launch)
+native_after = _BUDGET_SETTING
 
 
 def budget(cached: bool) -> float:
@@ -80,8 +71,12 @@ def budget(cached: bool) -> float:
     given = _BUDGET_SETTING()
     if given is not None:
         return given
-    loaded = "pypto.backend.native.jit" in sys.modules
+    loaded = _JIT in sys.modules
     return (0.0 if loaded else IMPORT_COST) + (LOAD_COST if cached else COMPILE_COST)
+
+
+_JIT = "pypto.backend.native.jit"
+"""The native backend's module whose import `IMPORT_COST` stands for."""
 
 
 class Tier:
@@ -138,8 +133,11 @@ def tiered(compiled: Any, grid: tuple[int, int, int], block: tuple[int, int, int
     tier = state.get("_tier")
     if tier is None:
         tier = state["_tier"] = Tier()
-    given = _BUDGET_SETTING()  # (inline `budget`: this is every interpreted launch's cost)
-    if tier.spent >= (given if given is not None else budget(cached=not tier.missed)):
+    given = _BUDGET_SETTING()  # `budget(cached=not tier.missed)`, inline: every interpreted
+    if given is None:  # launch pays this
+        given = (0.0 if _JIT in sys.modules else IMPORT_COST) + \
+            (COMPILE_COST if tier.missed else LOAD_COST)
+    if tier.spent >= given:
         if not tier.missed:
             native = native_code(compiled, False, cached_only=True)
             if native is not None:

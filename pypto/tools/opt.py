@@ -27,7 +27,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
 
 from pypto.analysis.dominance import first_dominance_violation
-from pypto.errors import PtoError
+from pypto.errors import PtoError, UsageError
+from pypto.compiler import check_settings
 from pypto.ir import make_context, print_ir
 from pypto.passes import (
     PASSES,
@@ -152,7 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:  # --help, or a bad flag (argparse has printed why)
         return exit_.code if isinstance(exit_.code, int) else EXIT_FAILURE
     try:
+        check_settings()  # every PYPTO_* setting, before anything reads one (pypto/settings.py)
         return _Driver(args, sys.stdout, sys.stderr).run()
+    except UsageError as error:  # a bad environment setting (or another misuse), wherever read
+        where = "<environment>" if getattr(error, "setting", None) else "pypto-opt"
+        sys.stderr.write(render(Diagnostic("error", str(error)), where, None))
+        return EXIT_FAILURE
     except _PassCrash as crash:
         sys.stderr.write(f"pypto-opt: internal error in pass '{crash.pass_name}', please report "
                          f"it with the input that triggers it:\n")

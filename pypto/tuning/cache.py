@@ -25,15 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from pypto.backend.targets import Target
+from pypto.settings import read
 
 CACHE_ENV = "PYPTO_CACHE_DIR"
 
 
 def default_cache_dir() -> Path:
     """`$PYPTO_CACHE_DIR/autotune`, else the platform's user cache directory's pypto/autotune."""
-    root = os.environ.get(CACHE_ENV)
-    if root:
-        return Path(root).expanduser() / "autotune"
+    root = read(CACHE_ENV)  # (a file there: its `UsageError`, pypto/settings.py)
+    if root is not None:
+        return Path(root) / "autotune"
     if sys.platform == "win32":
         base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
         return base / "pypto" / "Cache" / "autotune"

@@ -239,6 +239,31 @@ def _simt_loop(d: KernelDraft) -> None:
     d.names.append(acc)
 
 
+@generator_unit("simt_loop_l1", weight=0.6)
+def _simt_loop_l1(d: KernelDraft) -> None:
+    """A SIMT loop that stores into L1 on every trip (lane i runs m - i % m trips, each lane on
+    its own element: no barrier needed), then reads its last store back: an L1 write in a
+    loop whose trip count differs between lanes (docs/native.md#while-loops)."""
+    rng = d.rng
+    m, x, acc = rng.randint(2, 5), d.names[-1], d.new_name("acc")
+    j, buf, target = d.new_name("j"), d.new_name("buf"), d.new_name()
+    dtype = "pto.float32" if d.is_float else "pto.int32"
+    mine = f"{buf} + pto.get_local_id()"  # (blocks have at most 128 lanes)
+    d.body += [f"{buf} = pto.alloc_local(128, dtype={dtype})", f"{acc} = {x}",
+               f"for {j} in range(i % {m}, {m}):", f"    {acc} = {acc} + {x}",
+               f"    pto.store({mine}, {acc})", f"{target} = pto.load({mine})"]
+    d.assign_step(acc, x)
+    dtype_np = d.dtype
+    for k in range(m):
+        def step(env: Env, k: int = k) -> None:
+            runs = (env["lane"] % m) <= k
+            env[acc] = np.where(runs, np.add(env[acc], env[x], dtype=dtype_np),
+                                env[acc]).astype(dtype_np)
+        d.steps.append(step)
+    d.assign_step(target, acc)
+    d.names += [acc, target]
+
+
 def _subscripts_supported() -> bool:
     """Subscripts on pointers (docs/language.md#subscripts) exist in this pypto."""
     import pypto as pto

@@ -168,11 +168,15 @@ def test_env_setting_sees_every_change(monkeypatch: pytest.MonkeyPatch):
     on = flag(name, False)
     off = flag(name, True)
     assert read() is None and not on() and off()
-    for value in ("1", "0", "1", " YES ", "off", "", "whatever"):
+    for value in ("1", "0", "1", " YES ", "off", ""):
         monkeypatch.setenv(name, value)
         assert read() == value
         assert on() == (value.strip().lower() in {"1", "true", "yes", "on"})
         assert off() == (value.strip().lower() not in {"0", "false", "no", "off"})
+    monkeypatch.setenv(name, "whatever")  # not a flag's word: an error at every read
+    for _ in range(2):
+        with pytest.raises(pto.UsageError, match="PYPTO_TEST_ENV_SETTING='whatever'"):
+            on()
     os.environ[name] = "1"
     assert read() == "1" and on()
     del os.environ[name]

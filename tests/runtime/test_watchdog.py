@@ -39,7 +39,7 @@ def test_the_default_limit_and_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("PYPTO_MAX_TRIPS", "2_000")
     assert watchdog.max_trips() == 2000
     monkeypatch.setenv("PYPTO_MAX_TRIPS", "-3")
-    with pytest.raises(pto.UsageError, match="PYPTO_MAX_TRIPS='-3': expected a positive"):
+    with pytest.raises(pto.UsageError, match="PYPTO_MAX_TRIPS='-3' is not a value it takes: it takes a positive"):
         watchdog.max_trips()
 
 

@@ -192,6 +192,8 @@ class Executable:
                  check_uninitialized: bool = False, schedule: str | None = None,
                  race_check: bool = True, batch_blocks: bool = True,
                  fast_paths: bool | None = None):
+        if fast_paths is None:
+            FAST_PATHS.check()  # PYPTO_FAST_PATHS's value, read at import (fastpaths.py)
         self.func = kernel
         self.fast_paths = fast_paths
         """Generate the fast paths (fastpaths.py) or not; None: the process's `FAST_PATHS`
@@ -398,8 +400,9 @@ class Executable:
                             if state is not None:
                                 ctx.memory.adopt_block_memory(state)
                         gen.fn(ctx, bound)
-                        if ctx.memory.arenas:
-                            pool.setdefault(count, []).append((ctx.memory.l1_buffers, ctx.memory.arenas))
+                        memory = ctx.__dict__.get("memory")  # (made at first use: lanes.py)
+                        if memory is not None and memory.arenas:
+                            pool.setdefault(count, []).append((memory.l1_buffers, memory.arenas))
                 except KernelError:
                     raise
                 except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover
@@ -463,8 +466,9 @@ class Executable:
                 if state is not None:
                     ctx.memory.adopt_block_memory(state)
         gen.fn(ctx, bound)
-        if pool is not None and ctx.memory.arenas:
-            pool.setdefault(ctx.count, []).append((ctx.memory.l1_buffers, ctx.memory.arenas))
+        memory = ctx.__dict__.get("memory")  # (made at first use: lanes.py)
+        if pool is not None and memory is not None and memory.arenas:
+            pool.setdefault(ctx.count, []).append((memory.l1_buffers, memory.arenas))
 
     def _per_chunk(self, gen: GeneratedKernel, grid: tuple[int, int, int],
                    block: tuple[int, int, int]) -> int:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+from pypto.errors import UsageError
+from pypto.settings import read
 
 FAST_PATHS_ENV = "PYPTO_FAST_PATHS"
 
@@ -15,8 +16,19 @@ class _FastPaths:
     which is how tests check that claim."""
 
     def __init__(self) -> None:
-        self.on = os.environ.get(FAST_PATHS_ENV, "1").strip().lower() not in (
-            "0", "false", "no", "off")
+        # read at import, which must not raise (a command line tool could not report it): a
+        # value the setting does not take is kept and raised by `check`, at every compile
+        self.error: UsageError | None = None
+        try:
+            self.on: bool = read(FAST_PATHS_ENV, True)
+        except UsageError as error:
+            self.on, self.error = True, error
+
+    def check(self) -> None:
+        """Raise the setting's `UsageError` if PYPTO_FAST_PATHS had a value it does not take
+        when pypto was imported (pypto/settings.py)."""
+        if self.error is not None:
+            raise self.error
 
 
 FAST_PATHS = _FastPaths()

@@ -31,7 +31,7 @@ from pypto.backend.interpreter.races import RaceChecker, Races
 from pypto.backend.interpreter.strategies import whole_blocks
 from pypto.backend.interpreter.structured import COMPARE
 from pypto.backend.interpreter.tile_unit import TileUnit
-from pypto.backend.interpreter.tiles import BlockMemory, CopyState
+from pypto.backend.interpreter.tiles import NO_COPIES, BlockMemory, CopyState
 from pypto.backend.interpreter.views import PlannedViews
 from pypto.errors import KernelError
 
@@ -226,11 +226,16 @@ class LaneContext:
         self.warp_mode = warp_index is not None
         # the block state, a part (tiles.py): L1, the copies in flight, the race epoch; the
         # warps of one block (warp mode) share it. `inflight` and `counters` are its state,
-        # named here too because every lane access's fast path tests `ctx.inflight`.
-        self.memory: Memory = BlockMemory(self, None if share_block_with is None else
-                                  share_block_with.memory)
-        self.inflight: CopyState = self.memory.inflight
-        self.counters: dict[str, int] = self.memory.counters
+        # named here too because every lane access's fast path tests `ctx.inflight`. Made at
+        # first use (`memory`), as the other parts: most small launches never touch L1, copies
+        # or barriers, and making it was ~0.4 us of every lane vector; until then `inflight`
+        # is the empty `NO_COPIES` (no copy can be in flight before the state exists).
+        if share_block_with is None:
+            self.inflight: CopyState = NO_COPIES
+        else:
+            memory = self.memory = BlockMemory(self, share_block_with.memory)
+            self.inflight = memory.inflight
+            self.counters = memory.counters
         self.grid = grid
         self.block = block
         self.block_lanes = block[0] * block[1] * block[2]
@@ -241,7 +246,6 @@ class LaneContext:
         self.ramp = r if r is not None else self.cache.ramp(count)
         self._ids: dict[str, Any] = {}
         self._mask_cache: tuple[Any, dict[str, np.ndarray]] | None = None
-        self.races: Races = RaceChecker(self)  # the race checks, a part (races.py)
 
     # ids ------------------------------------------------------------------------------------
 
@@ -413,6 +417,25 @@ class LaneContext:
                 self.masked("race_warps", cached[1], mask))  # type: ignore[attr-defined]
 
     # the vector's box (planned accesses: views.py) --------------------------------------------
+
+    @cached_property
+    def memory(self) -> Memory:
+        """The block state, a part (tiles.py), made at first use (see `__init__`); from then on
+        `inflight` and `counters` are its."""
+        memory = BlockMemory(self)
+        self.inflight = memory.inflight
+        self.__dict__["counters"] = memory.counters
+        return memory
+
+    @cached_property
+    def counters(self) -> dict[str, int]:
+        """The block's token and race-epoch counters (`memory`'s)."""
+        return self.memory.counters
+
+    @cached_property
+    def races(self) -> Races:
+        """The race checks, a part (races.py), made at first use."""
+        return RaceChecker(self)
 
     @cached_property
     def planned(self) -> PlannedViews:

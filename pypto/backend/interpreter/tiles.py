@@ -61,6 +61,26 @@ class CopyState(dict):
         return bool(self.lazy) or len(self) > 0
 
 
+class _NoCopies(CopyState):
+    """`NO_COPIES`: the copies of a lane vector whose block state is not made yet (lanes.py
+    `LaneContext.memory`): empty, and read-only so that a write meant for a block's state
+    cannot land in this shared one unseen."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lazy = ()  # type: ignore[assignment]  # (a tuple: nothing appends to it)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("pypto internal error: a copy registered before the block state "
+                           "was made (use ctx.memory.inflight)")
+
+    __setitem__ = __delitem__ = update = setdefault = _refuse  # type: ignore[assignment]
+
+
+NO_COPIES: CopyState = _NoCopies()
+
 
 class _BlockSlice:
     """One block's copy of a batch-mode L1 buffer, shaped like a single-block Buffer."""

@@ -35,20 +35,14 @@ _deadline: list[tuple[float, float]] = []
 
 
 def max_trips() -> int:
-    """`PYPTO_MAX_TRIPS` (a positive int), else the default; read at every loop start."""
+    """`PYPTO_MAX_TRIPS` (a positive int), else the default; read at every loop start (its
+    `UsageError` for another value: pypto/settings.py)."""
     raw = os.environ.get(MAX_TRIPS_ENV)
     if not raw:
         return DEFAULT_MAX_TRIPS
-    try:
-        value = int(raw.replace("_", ""))
-    except ValueError:
-        value = 0
-    if value <= 0:
-        from pypto.errors import UsageError
+    from pypto.settings import SETTINGS
 
-        raise UsageError(f"{MAX_TRIPS_ENV}={raw!r}: expected a positive number of loop trips "
-                         f"(default {DEFAULT_MAX_TRIPS:,})")
-    return value
+    return SETTINGS[MAX_TRIPS_ENV].value(raw, DEFAULT_MAX_TRIPS)  # type: ignore[no-any-return]
 
 
 @contextmanager

@@ -14,7 +14,6 @@ import numpy as np
 
 from pypto.backend.interpreter.buffers import Buffer
 from pypto.backend.interpreter.lanes import LaneContext, Mask, _i32
-from pypto.backend.interpreter.races import RaceChecker
 
 WINDOW_MIN_SAVING = 2
 """Run a branch on a window of lanes only when it holds at most 1/WINDOW_MIN_SAVING of them."""
@@ -106,6 +105,7 @@ class WindowContext(LaneContext):
     whole_vector = False
 
     def __init__(self, parent: LaneContext, first: int, last: int):  # noqa: D107
+        parent.memory  # (made now if not yet: the window shares it, lanes.py)
         self.__dict__.update(parent.__dict__)  # shared memory, L1, counters, settings
         self.parent = parent
         self.outer: LaneContext = parent  # the vector this one narrows (`narrow`, `widen`)
@@ -118,11 +118,10 @@ class WindowContext(LaneContext):
         self._mask_cache = None
         self.__dict__.pop("_race_lanes", None)
         # its own parts over the window's lanes (made at first use): planned accesses, lane
-        # accesses (which name the window's lanes and check races with its own checker); the
-        # block state (`memory`) is the parent's
-        for part in ("planned", "lanes", "tiles"):
+        # accesses (which name the window's lanes and check races with its own checker, the
+        # window's lanes and ids); the block state (`memory`) is the parent's
+        for part in ("planned", "lanes", "tiles", "races"):
             self.__dict__.pop(part, None)
-        self.races = RaceChecker(self)  # its own: the window's lanes and ids
 
     @property
     def local_base(self) -> int:

@@ -87,7 +87,7 @@ class _Converter:
                     inner = list(region.blocks[0].ops) if region.blocks else []
                     branches.append(self.run(inner, dict(cur), False))
                 then_vals, else_vals = branches
-                for loc in {*then_vals, *else_vals}:
+                for loc in dict.fromkeys([*then_vals, *else_vals]):
                     t = then_vals.get(loc, cur.get(loc))
                     e = else_vals.get(loc, cur.get(loc))
                     if t is None or e is None:

@@ -32,7 +32,9 @@ from xdsl.dialects.builtin import (FunctionType, IntegerAttr, IntegerType, Modul
                                    UnitAttr, UnrealizedConversionCastOp, i1, i32, i64)
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
+from pypto.backend.native import row_order
 from pypto.backend.native.cf_loops import cf_loops
+from pypto.backend.native.quick_ops import binary, cmpi, int_constant
 from pypto.dialects import pto
 
 UNCHECKED_ATTR = "pto.native_unchecked"
@@ -260,7 +262,7 @@ class _RangeBuilder:
         return op.results[0]
 
     def const(self, value: int, t: IntegerType = i64) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, t)))
+        return self.add(int_constant(value, t))  # (quick_ops: docs/native.md#compile-time)
 
     def uniform(self, v: SSAValue) -> SSAValue:
         found = self.map.get(v)
@@ -297,9 +299,9 @@ class _RangeBuilder:
         return self.corner_coords[corner, self.x_box]
 
     def in_range(self, x: SSAValue, lo: int, hi: int) -> None:
-        ge = self.add(arith.CmpiOp(x, self.const(lo), "sge"))
-        le = self.add(arith.CmpiOp(x, self.const(hi), "sle"))
-        self.checks.append(self.add(arith.AndIOp(ge, le)))
+        ge = self.add(cmpi(x, self.const(lo), "sge"))
+        le = self.add(cmpi(x, self.const(hi), "sle"))
+        self.checks.append(self.add(binary(arith.AndIOp, ge, le)))
 
     def at(self, v: SSAValue, corner: int) -> SSAValue:
         """The exact value of lane-affine `v` (i64) at `corner`."""
@@ -336,7 +338,7 @@ class _RangeBuilder:
                         for o in op.operands)
                 cls = {arith.AddiOp: arith.AddiOp, arith.SubiOp: arith.SubiOp,
                        arith.MuliOp: arith.MuliOp}[type(op)]
-                result = self.add(cls(a, b))
+                result = self.add(binary(cls, a, b))
                 self.in_range(result, _I32_MIN, _I32_MAX)  # an i32 value: no overflow
         self.corner_memo[key] = result
         return result
@@ -567,11 +569,12 @@ def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue]
 
 
 def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
-             launch: bool = False) -> func.FuncOp:
+             launch: bool = False, rows: bool = False) -> func.FuncOp:
     """The grid function choosing per block between the full or fast lane loops and
     `@k.checked` (`full`: the kernel has `@k.guards` and `@k.full.lane`, full_blocks.py;
     `launch`: also `@k.launch.range` and `@k.launch.guards`, launch_checks.py, which when
-    both pass let every block run its full lanes without a per-block check)."""
+    both pass let every block run its full lanes without a per-block check; `rows`: the full
+    lanes may then run in row order when the launch allows it, row_order.py)."""
     inputs = list(grid.function_type.inputs.data)
     entry = Block(arg_types=inputs)
     a = list(entry.args)
@@ -587,7 +590,7 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
     region = Region([entry, head, body, fast, slow, nextb, done])
     if launch:
         _launch_path(name, region, entry, head, done, params, a[num_params:num_params + 8],
-                     err, _block_shape(grid))
+                     err, _block_shape(grid), rows)
     else:
         entry.add_op(cf.BranchOp(head, first))
     b = head.args[0]
@@ -651,10 +654,11 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
 
 def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Block,
                  params: list[SSAValue], dims: list[SSAValue], err: SSAValue,
-                 shape: tuple[int, int, int] | None) -> None:
+                 shape: tuple[int, int, int] | None, rows: bool = False) -> None:
     """End `entry` with the launch checks (launch_checks.py): when both pass and the launch
     has the compiled block shape (if any), a loop over the blocks `[first, end)` running the
-    full lane loops (that shape's constant trip counts); else the per-block loop `head`."""
+    full lane loops (that shape's constant trip counts) — or, with `rows` when the launch
+    allows it, the lanes in row order (row_order.py); else the per-block loop `head`."""
     gx, gy, gz, bx, by, bz, first, end = dims
     c, add = _i32_constant, _append
     gdims, rdims = (gx, gy, gz), (bx, by, bz)
@@ -671,7 +675,17 @@ def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Blo
     for blk in (lhead, lbody, lnext):
         region.insert_block_after(blk, last)
         last = blk
-    entry.add_op(cf.ConditionalBranchOp(ok, lhead, [first], head, [first]))
+    if rows and shape is not None:
+        checked, ordered = Block(), Block()
+        region.insert_block_after(checked, entry)
+        region.insert_block_after(ordered, checked)
+        entry.add_op(cf.ConditionalBranchOp(ok, checked, [], head, [first]))
+        allowed = row_order.allowed(checked, err, first, end, gdims)
+        checked.add_op(cf.ConditionalBranchOp(allowed, ordered, [], lhead, [first]))
+        ordered.add_op(cf.BranchOp(row_order.row_loops(
+            region, ordered, name + ".full.lane", params, gdims, shape, err, done)))
+    else:
+        entry.add_op(cf.ConditionalBranchOp(ok, lhead, [first], head, [first]))
     b = lhead.args[0]
     lhead.add_op(cf.ConditionalBranchOp(add(lhead, arith.CmpiOp(b, end, "slt")), lbody, [],
                                         done, [c(lhead, 0)]))
@@ -750,7 +764,10 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
     full = variants(lane, fast, name, num_params) if variants is not None else None
     launch = launch_fns(lane, name, num_params) \
         if full is not None and launch_fns is not None else None
-    wrapper = _wrapper(name, grid, num_params, full is not None, launch is not None)
+    shape = _block_shape(grid)
+    rows = full is not None and launch is not None and shape is not None and \
+        shape[1] * shape[2] > 1 and row_order.reorderable(full[1], UNCHECKED_ATTR)
+    wrapper = _wrapper(name, grid, num_params, full is not None, launch is not None, rows)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)
     if full is not None:

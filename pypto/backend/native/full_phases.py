@@ -34,10 +34,22 @@ _RANGE_SUFFIX = ".range"
 _LANE_SUFFIX = ".lane"
 
 
+def calls_by_callee(grid: func.FuncOp) -> dict[str, list[func.CallOp]]:
+    """The calls of `grid` by callee name (one walk for all phases)."""
+    found: dict[str, list[func.CallOp]] = {}
+    for op in grid.walk():
+        if isinstance(op, func.CallOp):
+            found.setdefault(op.callee.string_value(), []).append(op)
+    return found
+
+
 def add_full_phase(grid: func.FuncOp, lane: func.FuncOp, fast: func.FuncOp, name: str,
-                   num_params: int) -> list[func.FuncOp]:
+                   num_params: int, calls: dict[str, list[func.CallOp]] | None = None
+                   ) -> list[func.FuncOp]:
     """The guard function and full lane function of phase `name` (none when it has no
-    guard), with `grid`'s fast branches of that phase choosing between full and fast lanes."""
+    guard), with `grid`'s fast branches of that phase choosing between full and fast lanes
+    (`calls`: `calls_by_callee(grid)` taken once for all phases, instead of a walk of the grid
+    function per phase: docs/native.md#compile-time)."""
     full = full_variants(lane, fast, name, num_params)
     if full is None:
         return []
@@ -45,8 +57,7 @@ def add_full_phase(grid: func.FuncOp, lane: func.FuncOp, fast: func.FuncOp, name
     fast_name = name + FAST_SUFFIX + _LANE_SUFFIX
     full_name = name + FULL_SUFFIX + _LANE_SUFFIX
     rewired = 0
-    for call in [op for op in grid.walk() if isinstance(op, func.CallOp)
-                 and op.callee.string_value() == name + _RANGE_SUFFIX]:
+    for call in (calls_by_callee(grid) if calls is None else calls).get(name + _RANGE_SUFFIX, []):
         uses = list(call.results[0].uses)
         if len(uses) != 1 or not isinstance(uses[0].operation, arith.CmpiOp):
             continue

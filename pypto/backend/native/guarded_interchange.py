@@ -31,11 +31,13 @@ is used only when the support check and the phase plan accept it.
 from __future__ import annotations
 
 from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Block, Operation
 
 from pypto.backend.native.interchange import _strided, _substitute, _uniform_bounds
 from pypto.backend.native.lane_independence import IndexForms
 from pypto.backend.native.phases import COLLECTIVES
+from pypto.backend.native.while_phases import ORDER_ONLY_ATTR
 from pypto.dialects import pto
 
 _BLOCK_LEVEL = (pto.BarrierOp, pto.BarrierBlockOp, pto.AllocLocalOp, *COLLECTIVES)
@@ -77,5 +79,7 @@ def interchange_guarded_loops(kernel: func.FuncOp) -> func.FuncOp:
         assert isinstance(loop, scf.ForOp)
         loop = _substitute(loop)
         body: Block = loop.body.block
-        body.insert_op_before(pto.BarrierOp(), body.first_op)
+        order = pto.BarrierOp()
+        order.attributes[ORDER_ONLY_ATTR] = UnitAttr()  # (not checked: while_phases.py)
+        body.insert_op_before(order, body.first_op)
     return copy

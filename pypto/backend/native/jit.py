@@ -11,13 +11,15 @@ loads it without running LLVM again. docs/native.md#the-cache.
 from __future__ import annotations
 
 import ctypes
+import gc
 import hashlib
 import os
 import re
 import tempfile
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, math
@@ -26,9 +28,11 @@ from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, IntegerAttr, Integer
                                    i64)
 from xdsl.ir import Operation
 
+from pypto.settings import read
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
-                                  mma_calls, numpy_math, printf, tokens)
+                                  loop_steps, mma_calls, numpy_math, printf, row_decision,
+                                  row_order, tokens, while_codegen)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -36,8 +40,11 @@ from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
-from pypto.backend.native.phases import L1Buffer, arena_layout, arena_template, merged_phases
-from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, watchdog_loops
+from pypto.backend.native.phases import (L1Buffer, arena_layout, arena_template, merged_phases,
+                                         needs_phases)
+from pypto.backend.native import carried_values, transposed_rows
+from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, SLOTS_ATTR, watchdog_loops
+from pypto.backend.native import pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
@@ -50,15 +57,16 @@ from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS
                                           LIMIT_SLOT, OOB, SITE_ATTR, TIME_LIMIT, WATCHDOG)
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
-from pypto.errors import KernelError, MemoryAccessError
+from pypto.errors import DeadlockError, KernelError, MemoryAccessError
 
 NATIVE_PIPELINE = "pto-simt-to-lanes,convert-scf-to-cf,convert-pto-to-llvm"
 """The passes from a pto kernel to the llvm dialect (each usable from `pypto-opt -p`)."""
 
-ERR_SLOTS = 12 + inflight.SLOTS
+ERR_SLOTS = row_order.ORDER_SLOT + 1
 """The error record: code, site, element (or a value's bits), parameter, block x/y/z, lane x/y/z
 (i64 each); then the launch's trip limit and time-limit flag (to_llvm.LIMIT_SLOT, EXPIRED_SLOT);
-then the hulls of the copies in flight (inflight.COUNT_SLOT)."""
+then the hulls of the copies in flight (inflight.COUNT_SLOT); then whether the launch may run in
+row order (row_order.ORDER_SLOT)."""
 
 CACHE_ENV = "PYPTO_NATIVE_CACHE"
 
@@ -75,8 +83,8 @@ class NotCached(Exception):
 
 def cache_dir() -> Path:
     """`$PYPTO_NATIVE_CACHE`, else `$XDG_CACHE_HOME/pypto/native` (~/.cache/pypto/native)."""
-    given = os.environ.get(CACHE_ENV)
-    if given:
+    given = read(CACHE_ENV)  # (a file there: its `UsageError`, pypto/settings.py)
+    if given is not None:
         return Path(given)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pypto" / "native"
@@ -141,6 +149,12 @@ def _collective_sites(kernel: func.FuncOp, l1: list[L1Buffer]) -> dict[int, Site
 
 def llvm_module(kernel: func.FuncOp) -> Any:
     """The kernel (a `func.func` with `pto.kernel`) lowered to an llvmlite `ir.Module`."""
+    return lowered(kernel)[0]
+
+
+def lowered(kernel: func.FuncOp) -> tuple[Any, int]:
+    """(the kernel lowered to an llvmlite `ir.Module`, the spill slots per lane its phase
+    functions use: the lowering's own split's count, 0 without phases)."""
     from xdsl.backend.llvm.convert import convert_module
 
     from pypto.ir import make_context
@@ -151,14 +165,18 @@ def llvm_module(kernel: func.FuncOp) -> Any:
     for site, op in enumerate(_checked_ops(copy)):
         op.attributes[SITE_ATTR] = IntegerAttr(site, i64)
     ctx = make_context()
+    slots = 0
     for native_pass in parse_pipeline(NATIVE_PIPELINE):  # (not verified after each pass, as
         native_pass.apply(ctx, module)                   # run_pipeline does: a third of the
-    # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies the result)
+        # lowering's time; `pypto-opt -p` and the lit tests verify them, LLVM verifies it)
+        slots = max([slots, *(fn.attributes[SLOTS_ATTR].value.data  # type: ignore[attr-defined]
+                              for fn in module.ops if SLOTS_ATTR in fn.attributes)])
     internal = {fn.sym_name.data for fn in module.ops if isinstance(fn, llvm_dialect.FuncOp)
                 and fn.linkage is not None and fn.linkage.linkage.data == "internal"}
     result = convert_module(module, fallback_target_triple=None)
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
     numpy_math.widen_lane_loops(result, kernel)
+    pair_runs.keep_run_loops(result)  # (a sorting network's runs of pairs)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
@@ -175,8 +193,9 @@ def llvm_module(kernel: func.FuncOp) -> Any:
             arg.add_attribute("noalias")
     for arg in grid.args[-3:-1]:  # the L1 arena and the spill slots: arrays of their own, the
         arg.add_attribute("noalias")  # arena passed on to collectives (docs/native.md#phases)
+    transposed_rows.add_rows(result, kernel.sym_name.data)  # (needs the noalias marks)
     _add_entry(result, grid)
-    return result
+    return result, slots
 
 
 ENTRY_SUFFIX = ".entry"
@@ -304,8 +323,28 @@ def _versions() -> str:
     return _VERSIONS[0]
 
 
-def _compile_object(kernel: func.FuncOp) -> bytes:
-    return object_code(_module_text(llvm_module(kernel)))
+def _compile_object(kernel: func.FuncOp) -> tuple[bytes, int]:
+    """(object code, spill slots per lane) of the kernel."""
+    module, slots = lowered(kernel)
+    return object_code(_module_text(module)), slots
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a kernel is compiled (or loaded). The
+    lowering builds and rewrites tens of thousands of IR objects (ops, blocks, use lists: all
+    in reference cycles), which survive into the oldest generation and trigger full
+    collections that walk every object of the process, 0.1-0.3 s each, freeing nothing the
+    lowering still uses. The IR is garbage once the object code exists: the process's next
+    collection frees it (docs/native.md#compile-time)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def object_code(ir_text: str) -> bytes:
@@ -376,14 +415,19 @@ def _drop_dead_functions(mod: Any) -> None:
 
 def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
     """Spill slots per lane of the kernel's phases, kept beside its object code
-    (`<object>.slots`): computing them splits the kernel again (phases.py), which a load from
-    the disk cache should not pay."""
+    (`<object>.slots`, written by the compile that counted them): counting them again splits
+    the kernel (phases.py), which a load from the disk cache should not pay."""
     side = path.with_suffix(".slots")
     try:
         return int(side.read_text())
     except (OSError, ValueError):
         pass
-    slots = spill_slots(kernel)
+    slots = spill_slots(kernel)  # (an object cached without its side file)
+    _write_slots(side, slots)
+    return slots
+
+
+def _write_slots(side: Path, slots: int) -> None:
     try:
         side.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=side.parent, suffix=".tmp")
@@ -392,7 +436,6 @@ def _cached_slots(path: Path, kernel: func.FuncOp) -> int:
         os.replace(tmp, side)
     except OSError:
         pass
-    return slots
 
 
 class NativeKernel:
@@ -403,7 +446,13 @@ class NativeKernel:
         """`cached_only`: raise `NotCached` instead of compiling when the disk cache has no
         object code for the kernel (after the support check: an unsupported kernel still
         raises `NativeUnsupported`)."""
+        with _collector_paused():  # (the analyses and the lowering: docs/native.md#compile-time)
+            self._build(kernel, name, block, cached_only)
+
+    def _build(self, kernel: func.FuncOp, name: str, block: tuple[int, int, int] | None,
+               cached_only: bool) -> None:
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
+        kernel = loop_steps.lower_steps(kernel)  # (run-time steps: checked divisions)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
         self.inflight_copies = inflight.copy_kinds(kernel) if tokens.CHECKED_ATTR in \
             kernel.attributes else {}  # proof fails: inflight.py)
@@ -411,6 +460,7 @@ class NativeKernel:
         # shuffles and votes through L1)
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
+        kernel = carried_values.carry_values(kernel)  # (a later loop's recomputed value)
         interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
         if interchanged is not kernel and analyse(interchanged)[0] is None:
             kernel = interchanged
@@ -436,6 +486,9 @@ class NativeKernel:
         self.name = name
         checked = launch_checked(kernel)  # lane independence proven per launch
         self.independence = LaunchCheck(kernel, checked) if checked else None
+        self.row_decision = None if needs_phases(kernel) else \
+            row_decision.decision(kernel, block)
+        """Decides per launch whether the lanes may run in row order (row_decision.py)."""
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
@@ -446,6 +499,9 @@ class NativeKernel:
         self.cast_types = [str(np.dtype(f"int{op.results[0].type.width.data}"))
                            if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
+        self.barriers = [op_location(op) for op in while_codegen.barrier_sites(kernel)]
+        self.step_sites = {i for i, op in enumerate(_checked_ops(kernel))
+                           if loop_steps.is_step_check(op)}
         self.params = list(kernel.body.block.args)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
         self.arena = arena_template(self.l1)
@@ -474,13 +530,14 @@ class NativeKernel:
                              f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
-        self.slots = _cached_slots(path, kernel)
         if self.cached:
             obj = path.read_bytes()
+            self.slots = _cached_slots(path, kernel)
         elif cached_only:
             raise NotCached(str(path))
         else:
-            obj = _compile_object(kernel)
+            obj, self.slots = _compile_object(kernel)  # (the lowering's count of spill slots)
+            _write_slots(path.with_suffix(".slots"), self.slots)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -586,6 +643,10 @@ class NativeKernel:
             if self.inflight_copies:  # (inflight.py: each launch starts with none in flight)
                 lines += ["    me.inflight_state = None",
                           f"    E[{inflight.COUNT_SLOT}] = 0"]
+        if self.row_decision is not None:  # (row_decision.py: the launch's lanes independent)
+            space.update(E=self.err, row_decision=self.row_decision,
+                         row_memo=self.row_decision.memo)
+            lines += self.row_decision.lines(names, "E")
         if self.loops:  # the watchdog: PYPTO_MAX_TRIPS read per launch, and the timeout=
             space.update(E=self.err, max_trips=watchdog.max_trips, deadline=watchdog._deadline,
                          timed=self._timed)
@@ -698,9 +759,17 @@ class NativeKernel:
                 f"this loop was still running when the time limit of {seconds:g} s ran out "
                 f"(timeout= of pto.launch / pto.sync); check that its condition changes, or "
                 f"give a longer timeout", kernel=self.name, location=self.loops[site])
+        if code == while_codegen.DEADLOCK:  # (lanes.py `_divergent_barrier`'s message)
+            return DeadlockError(
+                f"deadlock: pto.barrier() is not reached by every lane of the warp (lane "
+                f"{lane} of block {block} took another path); a barrier must sit in control "
+                f"flow that is uniform across the warp", kernel=self.name,
+                location=self.barriers[site])
         op, location = self.sites[site]
         if code == int_pow.NEG_EXPONENT:
             return KernelError(int_pow.MESSAGE, kernel=self.name, location=location)
+        if code == DIVIDE_BY_ZERO and site in self.step_sites:
+            return KernelError(loop_steps.ZERO_STEP, kernel=self.name, location=location)
         if code == DIVIDE_BY_ZERO:
             where = f" in block {block}, lane {lane}" if self.lane_divisors[site] else ""
             return KernelError(f"integer division by zero{where}", kernel=self.name,

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
+from pypto.backend.native.quick_ops import int_constant
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
 
@@ -88,19 +89,29 @@ def cannot_fail(fast: func.FuncOp) -> bool:
     return True
 
 
-def resolve(grid: func.FuncOp, phase: str, fast: func.FuncOp) -> None:
-    """Set phase `phase`'s marker in `grid` to 1 when its fast lane function cannot fail."""
+def markers(grid: func.FuncOp) -> dict[str, list[arith.ConstantOp]]:
+    """Every phase's markers in `grid`, by phase function name (one walk for all phases)."""
+    found: dict[str, list[arith.ConstantOp]] = {}
+    for op in grid.body.walk():
+        mark = op.attributes.get(JAM_ATTR)
+        if isinstance(op, arith.ConstantOp) and isinstance(mark, StringAttr):
+            found.setdefault(mark.data, []).append(op)
+    return found
+
+
+def resolve(grid: func.FuncOp, phase: str, fast: func.FuncOp,
+            found: dict[str, list[arith.ConstantOp]] | None = None) -> None:
+    """Set phase `phase`'s marker in `grid` to 1 when its fast lane function cannot fail
+    (`found`: `markers(grid)`, taken once for all phases instead of a walk of the grid
+    function per phase, docs/native.md#compile-time)."""
     if not cannot_fail(fast):
         return
-    for op in list(grid.body.walk()):
-        mark = op.attributes.get(JAM_ATTR)
-        if isinstance(op, arith.ConstantOp) and isinstance(mark, StringAttr) and \
-                mark.data == phase:
-            one = arith.ConstantOp(IntegerAttr(1, i32))
-            op.parent_block().insert_op_before(one, op)  # type: ignore[union-attr]
-            op.results[0].replace_all_uses_with(one.result)
-            op.detach()
-            op.erase()
+    for op in (markers(grid) if found is None else found).get(phase, []):
+        one = arith.ConstantOp(IntegerAttr(1, i32))
+        op.parent_block().insert_op_before(one, op)  # type: ignore[union-attr]
+        op.results[0].replace_all_uses_with(one.result)
+        op.detach()
+        op.erase()
 
 
 def _add(block: Block, op: Operation) -> SSAValue:
@@ -109,7 +120,7 @@ def _add(block: Block, op: Operation) -> SSAValue:
 
 
 def _c(block: Block, value: int) -> SSAValue:
-    return _add(block, arith.ConstantOp(IntegerAttr(value, i32)))
+    return _add(block, int_constant(value, i32))  # (quick_ops: docs/native.md#compile-time)
 
 
 def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],

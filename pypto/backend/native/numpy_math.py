@@ -408,16 +408,24 @@ def _loop_id(module: Any, width: int) -> Any:
     """A distinct, self-referential `llvm.loop` node asking for vectorisation at `width`."""
     from llvmlite import ir
 
+    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.width"),
+                                ir.Constant(ir.IntType(32), width)])
+    # (no "llvm.loop.vectorize.enable": a loop forced that way which cannot be vectorised,
+    # a checked lane loop with its early exits, makes LLVM print a warning)
+    return loop_node(module, [hint])
+
+
+def loop_node(module: Any, hints: list[Any]) -> Any:
+    """A distinct, self-referential `llvm.loop` node holding `hints` (metadata nodes of
+    llvmlite `module`), for a loop's back-edge branch."""
+    from llvmlite import ir
+
     class LoopID(ir.values.MDValue):  # type: ignore[misc, name-defined]
         def descr(self, buf: list[str]) -> None:
             ops = ", ".join([self.get_reference(), *[o.get_reference() for o in self.operands]])
             buf += (f"distinct !{{ {ops} }}", "\n")
 
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.width"),
-                                ir.Constant(ir.IntType(32), width)])
-    # (no "llvm.loop.vectorize.enable": a loop forced that way which cannot be vectorised,
-    # a checked lane loop with its early exits, makes LLVM print a warning)
-    return LoopID(module, [hint], name=str(len(module.metadata)))
+    return LoopID(module, hints, name=str(len(module.metadata)))
 
 
 def _successors(block: Any) -> list[Any]:

@@ -18,12 +18,15 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
                                    IntegerType, UnitAttr, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pypto.backend.native import lane_jam, tile_loops
+from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops, while_codegen
+from pypto.backend.native.quick_ops import int_constant
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR, MAX_LOOPS, constant_lanes
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
-                                         Collective, If, Item, Loop, Phase, Plan, _floating,
+                                         BarrierCheck, Collective, If, Item, Loop, Phase,
+                                         Plan, While,
+                                         _floating,
                                          allocs, arena_layout, arena_words, needs_phases, plan)
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
@@ -35,7 +38,7 @@ RANGE_SUFFIX = ".range"
 
 
 def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:
-    op = arith.ConstantOp(IntegerAttr(value, t))
+    op = int_constant(value, t)  # (quick_ops: docs/native.md#compile-time)
     block.add_op(op)
     return op.result
 
@@ -235,6 +238,8 @@ class _Emitter:
         key = v
         if isinstance(owner, scf.ForOp) and owner in self.plan.structural:
             key = owner.body.block.args[v.index + 1]  # a loop's result: its iter arg's slot
+        elif isinstance(owner, scf.WhileOp) and owner in self.plan.structural:
+            key = owner.after_region.block.args[v.index]  # (the condition's last values)
         if key not in self.slots:
             self.slots[key] = len(self.slots)
         slot = self.slots[key]
@@ -353,6 +358,21 @@ class _Emitter:
             else:
                 args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
         name = fn.func.sym_name.data
+        pairs = pair_runs.emit(phase.ops, phase.guards, phase.copies, self.shape,
+                               self.plan.uniform, lambda v, at: self.gresolve(v, at, g), block,
+                               g.block_dims)  # a sorting network's step: runs of pairs
+        if pairs is not None:  # (the lane loops below: for the other `j`)
+            self.scopes.append({})
+            self._lane_loops(fn, phase, args, pairs, g)
+            self.scopes.pop()
+            pairs.add_op(scf.YieldOp())
+        else:
+            self._lane_loops(fn, phase, args, block, g)
+
+    def _lane_loops(self, fn: _PhaseFn, phase: Phase, args: list[SSAValue], block: Block,
+                    g: _Grid) -> None:
+        """The phase's lane loops: fast ones when its range function passes, else checked."""
+        name = fn.func.sym_name.data
         checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
                                for o in fn.entry.ops)  # (may raise for a lane left out)
         lo_hi = _x_bounds(self, () if checked_prologue else phase.guards, block, g)
@@ -368,7 +388,8 @@ class _Emitter:
         lane loop."""
         fast, checked = Block(), Block()
         lanes = _lane_bounds(self, () if checked_prologue else phase.guards, block, g)
-        if lanes is None and self.shape is not None and lane_jam.candidate(phase.ops):
+        if lanes is None and self.shape is not None and phase.ops and \
+                lane_jam.candidate(phase.ops):  # (not a phase of slot copies alone)
             # constant lane loops, rows of lanes jammed: docs/native.md#jammed-rows
             def lane_call(b: Block, tx: SSAValue, ty: SSAValue, tz: SSAValue) -> SSAValue:
                 return _add(b, func.CallOp(name + FAST_SUFFIX + LANE_SUFFIX,
@@ -459,6 +480,10 @@ class _Emitter:
                 self._loop(item, block, g)
             elif isinstance(item, Collective):
                 self._collective(item.op, block, g)
+            elif isinstance(item, While):  # while_codegen.py
+                while_codegen.emit(self, item, block, g)
+            elif isinstance(item, BarrierCheck):
+                while_codegen.check_barrier(self, item, block, g)
             else:
                 self._if(item, block, g)
 
@@ -475,6 +500,21 @@ class _Emitter:
     def _loop(self, item: Loop, block: Block, g: _Grid) -> None:
         op = item.op
         args = op.body.block.args
+
+        def at_iv(v: SSAValue, at: Block, iv: SSAValue) -> SSAValue:
+            self.scopes.append({args[0]: iv})
+            found = self.gresolve(v, at, g)
+            self.scopes.pop()
+            return found
+
+        def body_at(at: Block, iv: SSAValue) -> None:
+            self.scopes.append({args[0]: iv})
+            self._emit(item.body, at, g)
+            self.scopes.pop()
+
+        if pair_fusion.emit(item, self.shape, self.plan.uniform, at_iv, body_at, block,
+                            g.block_dims):  # a sorting network's short steps fused
+            return
         uniform = [i for i in range(len(op.iter_args))
                    if i not in item.lane and not _token(op.iter_args[i])]
         if item.lane:
@@ -564,6 +604,7 @@ def split(kernel: func.FuncOp) -> tuple[list[func.FuncOp], func.FuncOp, int]:
     `pto.alloc_local` ops get their buffer numbers, `L1_INDEX_ATTR`, for error records)."""
     for i, op in enumerate(allocs(kernel)):
         op.attributes[L1_INDEX_ATTR] = IntegerAttr(i, i64)
+    while_codegen.number_loops(kernel)  # (watchdog sites, kept by the phases' clones)
     emitter = _Emitter(plan(kernel), kernel.sym_name.data)
     shape = kernel.attributes.get(BLOCK_ATTR)  # the compiled block shape (fast_blocks.py)
     if isinstance(shape, ArrayAttr):

@@ -53,6 +53,8 @@ from pypto.backend.native.fast_blocks import BLOCK_ATTR, x_guard
 from pypto.backend.native.pair_exchange import pair_exchange
 from pypto.backend.native.phase_merge import mergeable, one_dimensional
 from pypto.backend.native.tokens import TokenRefused, check_tokens
+from pypto.backend.native import while_phases
+from pypto.backend.native.while_phases import BarrierCheck, While
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id, memory_accesses
@@ -171,7 +173,7 @@ class Collective:
     op: Operation
 
 
-Item = Union[Phase, Loop, If, Collective]
+Item = Union[Phase, Loop, If, Collective, While, BarrierCheck]
 
 
 def _floating(op: Operation) -> bool:
@@ -236,6 +238,7 @@ class Plan:
         self.structural: set[Operation] = set()
         self.lane_args: set[SSAValue] = set()     # lane-level iter args of block-level loops
         self.split_ifs: set[Operation] = set()    # ifs on a lane-dependent condition
+        self.split_whiles: set[Operation] = set()  # whiles on one (while_phases.py)
         self.merged = False  # an L1 write joined the reads before it (1-D blocks only)
         self._memo: dict[SSAValue, bool] = {}
         self._around_cuts = self._ancestors_of_cuts()
@@ -267,11 +270,12 @@ class Plan:
         for op in block.ops:
             if not op.regions or not self._has_cut(op):
                 continue
-            if isinstance(op, scf.WhileOp):
-                raise Refused(f"{op_location(op, unknown='here')}: a barrier or L1 write inside "
-                              f"a while loop (its trip count may differ between lanes: the "
-                              f"loop cannot be split into phases)", op)
-            if not isinstance(op, scf.ForOp | scf.IfOp):
+            if isinstance(op, scf.WhileOp):  # block-level (while_phases.py)
+                why = while_phases.mark_refusal(
+                    op, lambda o: o in self._around_cuts or _is_cut(o))
+                if why is not None:
+                    raise Refused(why, op)
+            elif not isinstance(op, scf.ForOp | scf.IfOp):
                 raise Refused(f"{op_location(op, unknown='here')}: a barrier or L1 write inside "
                               f"'{op.name}'", op)
             self.structural.add(op)
@@ -297,11 +301,15 @@ class Plan:
                 return True
             if isinstance(owner, scf.ForOp) and owner in self.structural:
                 return v.index == 0 or v not in self.lane_args
+            if isinstance(owner, scf.WhileOp) and owner in self.structural:
+                return while_phases.arg_uniform(self, owner, v)
             return False
         op = v.owner
         if op in self.structural:
             if isinstance(op, scf.ForOp):
                 return op.body.block.args[v.index + 1] not in self.lane_args
+            if isinstance(op, scf.WhileOp):
+                return while_phases.result_uniform(self, op, v.index)
             if op in self.split_ifs:
                 return False
             return all(self.uniform(y.operands[v.index]) for y in _yields(op))
@@ -341,6 +349,9 @@ class Plan:
                         self.split_ifs.add(op)
                         changed = True
                     continue
+                if isinstance(op, scf.WhileOp):
+                    changed = while_phases.fixpoint_step(self, op) or changed
+                    continue
                 assert isinstance(op, scf.ForOp)
                 yield_op = op.body.block.last_op
                 for i, arg in enumerate(op.body.block.args[1:]):
@@ -367,7 +378,7 @@ class Plan:
 
         for op in block.ops:
             where = op_location(op, unknown="here")
-            if isinstance(op, scf.YieldOp):
+            if isinstance(op, scf.YieldOp | scf.ConditionOp):
                 continue
             if isinstance(op, func.ReturnOp):
                 if op.parent_op() is not self.kernel:
@@ -378,6 +389,10 @@ class Plan:
                     raise Refused(f"{where}: pto.barrier_block under a lane-dependent "
                                   f"condition (every lane of the block must reach it)", op)
                 flush()
+                check = while_phases.barrier_check(op, guards, self.kernel) if guards \
+                    else None
+                if check is not None:  # the lanes the guards admit: whole warps or none
+                    items.append(check)
                 continue
             if op in self.split_ifs and pair_exchange(op, self._lanes_1d(), self.uniform):
                 if any(_reads_l1(o) for o in cur):
@@ -395,6 +410,9 @@ class Plan:
                 continue
             if op in self.structural:
                 flush()
+                if isinstance(op, scf.WhileOp):  # while_phases.py
+                    items.append(while_phases.build(self, op, guards))
+                    continue
                 if isinstance(op, scf.ForOp):
                     for bound in (op.lb, op.ub, op.step):
                         if not self.uniform(bound):

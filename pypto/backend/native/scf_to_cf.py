@@ -5,6 +5,9 @@
 region or to the continuation (whose arguments are the loop's results), `scf.yield` a branch
 back to the header.
 
+A function holding a `pto.loop_step`'s zero check (an `arith.divsi` whose result nothing uses,
+loop_steps.py) is lowered without xDSL's dead-code elimination, which would drop the check.
+
 Functions marked `pto.kernel` are left structured: the pto level (its passes, analyses and the
 interpreter) relies on structured control flow; the native pipeline runs this pass after
 `pto-simt-to-lanes`, on the lane and grid functions.
@@ -23,6 +26,8 @@ from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriter,
                                    op_type_rewrite_pattern)
 from xdsl.rewriter import BlockInsertPoint, InsertPoint
 from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLowering
+
+from pypto.backend.native.loop_steps import STEP_ATTR
 
 
 class WhileLowering(RewritePattern):
@@ -57,8 +62,11 @@ class ConvertScfToCfPass(ModulePass):
     name = "convert-scf-to-cf"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        walker = PatternRewriteWalker(GreedyRewritePatternApplier(
-            [SwitchLowering(), IfLowering(), ForLowering(), WhileLowering()]))
+        patterns: list[RewritePattern] = [SwitchLowering(), IfLowering(), ForLowering(),
+                                          WhileLowering()]
+        walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns))
+        keep = PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False))
         for fn in list(op.walk()):
             if isinstance(fn, func.FuncOp) and "pto.kernel" not in fn.attributes:
-                walker.rewrite_region(fn.body)
+                checks = any(STEP_ATTR in o.attributes for o in fn.walk())  # (its result is
+                (keep if checks else walker).rewrite_region(fn.body)  # unused, its check not)

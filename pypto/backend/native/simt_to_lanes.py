@@ -35,10 +35,12 @@ from xdsl.utils.exceptions import DiagnosticException
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, fast_variants
 from pypto.backend.native.row_copies import split_offsets
 from pypto.backend.native import lane_jam
-from pypto.backend.native.full_phases import add_full_phase
+from pypto.backend.native.full_phases import add_full_phase, calls_by_callee
 from pypto.backend.native.idioms import rewrite_idioms
+from pypto.backend.native.loop_steps import lower_steps
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.phases import LANE_SUFFIX, needs_phases
+from pypto.backend.native.while_codegen import WATCHDOG_ATTR
 from pypto.backend.native.support import unsupported_op, unsupported_reason
 from pypto.diagnostics import attach_op
 from pypto.dialects import pto
@@ -50,6 +52,10 @@ imported: the interpreter sits beside this backend, not below it; a test checks 
 
 LANE_ATTR = "pto.native_lane"
 GRID_ATTR = "pto.native_grid"
+SLOTS_ATTR = "pto.native_spill_slots"
+"""On a phase-split kernel's grid function: the spill slots per lane its phases use (the split's
+count, read by the JIT: docs/native.md#compile-time; splitting the kernel again to count them
+cost a tenth of a phase-split kernel's first compile)."""
 ID_ARGS = 12
 """block x/y/z, lane x/y/z, grid dims x/y/z, block dims x/y/z (i32), after the parameters."""
 
@@ -108,7 +114,9 @@ def _lane_function(kernel: func.FuncOp) -> None:
         op.detach()
         op.erase()
     for site, loop in enumerate(watchdog_loops(kernel)):
-        _add_watchdog(loop, site)
+        number = loop.attributes.get(WATCHDOG_ATTR)  # (a phase function's loop: the
+        _add_watchdog(loop, number.value.data if isinstance(number, IntegerAttr)  # kernel's
+                      else site)                                                 # number)
     inputs = [a.type for a in block.args]
     kernel.function_type = FunctionType.from_lists(inputs, [i32])
     if kernel.arg_attrs is not None:
@@ -229,6 +237,7 @@ class SimtToLanesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = [k for k in op.ops if isinstance(k, func.FuncOp) and "pto.kernel" in k.attributes]
         for kernel in kernels:
+            lower_steps(kernel, in_place=True)  # (NativeKernel did it; pypto-opt may not have)
             reason = unsupported_reason(kernel)
             if reason is not None:
                 raise attach_op(DiagnosticException(
@@ -236,18 +245,20 @@ class SimtToLanesPass(ModulePass):
                     f"{reason}; run it on the interpreter (backend='interpreter')"),
                     unsupported_op(kernel) or kernel)
             if needs_phases(kernel):
-                phases, grid, _ = split(kernel)
+                phases, grid, slots = split(kernel)
                 grid.attributes[GRID_ATTR] = UnitAttr()
+                grid.attributes[SLOTS_ATTR] = IntegerAttr(slots, i64)
                 functions: list[Operation] = []
+                markers, calls = lane_jam.markers(grid), calls_by_callee(grid)  # (one walk each)
                 for fn in phases:
                     name = fn.sym_name.data
                     _lane_function(fn)
                     rewrite_idioms(fn)
                     num_params = len(fn.body.block.args) - ID_ARGS - 1
                     rng, fast, _ = fast_variants(fn, name, num_params)  # docs/native.md#phases
-                    lane_jam.resolve(grid, name, fast)  # docs/native.md#jammed-rows
+                    lane_jam.resolve(grid, name, fast, markers)  # docs/native.md#jammed-rows
                     functions += [fn, fast, rng,  # (guards: docs/native.md#full-blocks)
-                                  *add_full_phase(grid, fn, fast, name, num_params)]
+                                  *add_full_phase(grid, fn, fast, name, num_params, calls)]
                     split_offsets(fast)  # (after: the full variants pair fast's ops with fn's)
                 op.body.block.insert_ops_after([*functions, grid], kernel)
                 kernel.detach()

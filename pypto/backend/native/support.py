@@ -47,6 +47,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from pypto.backend.native.bf16 import bf16_refusal
 from pypto.backend.native.int_pow import constant_exponent
 from pypto.backend.native.lane_independence import refusal as independence_refusal
+from pypto.backend.native.loop_steps import refusal as step_refusal
 from pypto.backend.native.printf import MAX_VALUES as PRINTF_VALUES
 from pypto.backend.native.printf import plan as printf_plan
 from pypto.backend.native.printf import printf_ops
@@ -303,6 +304,11 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
                 return f"{_where(op)}: a pto.printf of more than {PRINTF_VALUES} values"
             continue
         if isinstance(op, pto.BarrierOp | pto.BarrierBlockOp | pto.WaitOp | pto.WaitAllOp):
+            continue
+        if isinstance(op, pto.LoopStepOp):  # a checked division by it (loop_steps.py)
+            refused = step_refusal(op, kernel)
+            if refused is not None:
+                return refused
             continue
         if isinstance(op, COLLECTIVES):  # block level (phases.py): HBM operands by the rules
             for access in memory_accesses(op):

@@ -19,8 +19,6 @@ docs/native.md#the-pipeline.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -38,6 +36,8 @@ from pypto.backend.native import fill_loops, mma_calls
 from pypto.backend.native.bf16 import has_bf16, widen_bf16
 from pypto.backend.native.narrow_fma import rewrite_narrow_fmas
 from pypto.backend.native.printf import declare as declare_printf
+from pypto.backend.native.quick_ops import constant_attr as _constant_attr
+from pypto.backend.native.quick_ops import quick as _op
 from pypto.backend.native.printf import lower_printf
 from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
 from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
@@ -96,50 +96,6 @@ _BINARY_INTRINSICS = {math.CopySignOp: "copysign", arith.MinimumfOp: "minimum",
 
 def _suffix(t: Attribute) -> str:
     return {"f32": "f32", "f64": "f64"}.get(str(t), str(t))
-
-
-_CONSTANTS: dict[tuple[Attribute, object], Attribute] = {}
-
-
-def _constant_attr(value: int | float, t: Attribute) -> Attribute:
-    """The value attribute of an `llvm.mlir.constant` of type `t`, built once per value and
-    type (attributes are immutable: ops share them; building one verifies and normalises it,
-    a large part of the lowering's time otherwise). Floats are keyed by their bits (-0.0 is
-    not 0.0; a NaN keeps its payload)."""
-    if isinstance(value, float):
-        key: tuple[Attribute, object] = (t, struct.pack("<d", value))
-    elif type(value) is int:
-        key = (t, value)
-    else:  # (bool, NumPy scalars: built each time, as given)
-        return IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
-    attr = _CONSTANTS.get(key)
-    if attr is None:
-        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
-        _CONSTANTS[key] = attr
-    return attr
-
-
-_PROTOTYPES: dict[tuple[object, ...], tuple[list[Attribute], dict[str, Attribute],
-                                          dict[str, Attribute]]] = {}
-
-
-def _op(cls: type[Operation], operands: tuple[SSAValue, ...], static: tuple[object, ...],
-        make: Callable[[], Operation]) -> Operation:
-    """`make()` (which builds a `cls` op on `operands`), built faster: xDSL's checked
-    constructor runs once per op kind, static arguments and operand types, then ops are
-    created with the same result types, properties and attributes (immutable, shared) on the
-    new operands, skipping the constructor's argument checks (a large part of the lowering's
-    time: docs/native.md#compile-time). The op is the one `make()` would build."""
-    key = (cls, static, *(v.type for v in operands))
-    proto = _PROTOTYPES.get(key)
-    if proto is None:
-        op = make()
-        _PROTOTYPES[key] = ([r.type for r in op.results], dict(op.properties),
-                            dict(op.attributes))
-        return op
-    types, properties, attributes = proto
-    return cls.create(operands=operands, result_types=types, properties=properties,
-                      attributes=attributes)
 
 
 def _sext(v: SSAValue, t: Attribute) -> Operation:
@@ -338,7 +294,17 @@ class _FunctionLowering:
         kind = type(op)
         if op.name.startswith("llvm."):  # already lowered (fast_blocks.py, full_blocks.py,
             return                        # ...): no case below applies to it
-        if isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
+        if kind is cf.BranchOp:  # (the most frequent ops first: none of the cases below
+            args = tuple(op.operands)  # applies to them)
+            self._replace(op, _op(llvm.BrOp, args, (), lambda: llvm.BrOp(op.successor, *args),
+                                  (op.successor,)))
+        elif kind is cf.ConditionalBranchOp:
+            then, other = tuple(op.then_arguments), tuple(op.else_arguments)
+            self._replace(op, _op(llvm.CondBrOp, (op.cond, *then, *other), (len(then),),
+                                  lambda: llvm.CondBrOp(op.cond, op.then_block, then,
+                                                        op.else_block, other),
+                                  (op.then_block, op.else_block)))
+        elif isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
             self.ptr(op.results[0])
         elif isinstance(op, pto.LoadOp):
             t = op.results[0].type
@@ -467,11 +433,6 @@ class _FunctionLowering:
             self._replace(op, llvm.CallOp(op.callee, *args, return_type=i32))
         elif isinstance(op, func.ReturnOp):
             self._replace(op, llvm.ReturnOp(op.operands[0]))
-        elif isinstance(op, cf.BranchOp):
-            self._replace(op, llvm.BrOp(op.successor, *op.arguments))
-        elif isinstance(op, cf.ConditionalBranchOp):
-            self._replace(op, llvm.CondBrOp(op.cond, op.then_block, op.then_arguments,
-                                            op.else_block, op.else_arguments))
         elif isinstance(op, cf.AssertOp):
             self._watchdog(op)
         elif isinstance(op, arith.FPToSIOp):

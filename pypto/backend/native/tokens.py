@@ -37,6 +37,12 @@ residue those remainders are constants: `pto-double-buffer`'s slot `i % N` and t
 `(i + N - 1) % N` being filled, or an `if k % 2 == 0:` ping-pong. (This assumes `a * i + c`
 does not wrap, i.e. fewer than 2^31 / a iterations, as `pto-double-buffer` does.)
 
+*While loops.* A `while` holding copies (a block-level loop of uniform condition,
+while_phases.py) is walked to a fixpoint as well — its condition region, its body, round the
+back edge — but its trips are not told apart (no counter, no residues): a copy issued in a trip
+must be complete at the end of that trip (issue, wait, use), else refused, as is a copy in the
+condition region.
+
 *Hazards.* Every op touching memory — lane accesses and block-level instructions — is checked
 against every instance in flight, by their footprints (pypto.analysis.alias: a root, an affine
 start, an extent): an L1 buffer a pending load writes or a pending store reads (for a write),
@@ -392,7 +398,9 @@ class _Checker:
             return self._if(op, states, residues)
         if isinstance(op, scf.ForOp):
             return self._for(op, states, residues)
-        if op.regions:  # (while loops: no block-level instruction inside, phases.py)
+        if isinstance(op, scf.WhileOp) and any(isinstance(o, ASYNC) for o in op.walk()):
+            return self._while(op, states, residues)
+        if op.regions:  # (while loops without copies: no block-level instruction inside)
             for o in op.walk():
                 if o is not op:
                     for s in states:
@@ -462,6 +470,55 @@ class _Checker:
                         raise TokenRefused(f"{op_location(loop, unknown='here')}: too many "
                                            f"paths to prove that no async copy in flight is "
                                            f"touched", loop)
+        return exits
+
+    def _while(self, loop: scf.WhileOp, states: set[_State],
+               residues: dict[scf.ForOp, int | None]) -> set[_State]:
+        """A `while` holding copies (a block-level loop, while_phases.py), walked to a
+        fixpoint: its condition region, then its body and round the back edge. Its trips are
+        not told apart, so every copy issued in a trip must be complete at the end of that trip
+        (waited in the body, the usual issue-wait-use loop); one still in flight there, or a
+        copy in the condition region, is refused."""
+        before, after = loop.before_region.block, loop.after_region.block
+        condition, y = before.last_op, after.last_op
+        for o in before.walk():
+            if isinstance(o, ASYNC):
+                raise TokenRefused(f"{op_location(o, unknown='here')}: an async copy in the "
+                                   f"condition of a while loop", o)
+        tokens = [i for i, a in enumerate(loop.arguments) if _is_token(a)]
+        passed = [i for i, a in enumerate(after.args) if _is_token(a)]
+        seen: set[_State] = set()
+        work: list[_State] = []
+        for s in states:
+            entry = _leave(s, None, {before.args[i]: loop.arguments[i] for i in tokens})
+            if entry not in seen:
+                seen.add(entry)
+                work.append(entry)
+        exits: set[_State] = set()
+        while work:
+            head = work.pop()
+            for tested in self.block(before, {head}, residues):
+                exits.add(_leave(tested, before,
+                                 {loop.results[i]: condition.operands[i + 1] for i in passed}))
+                inside = _leave(tested, before,
+                                {after.args[i]: condition.operands[i + 1] for i in passed})
+                for end in self.block(after, {inside}, residues):
+                    pending = next((c for c, _ in end.flight if _inside(c, loop)), None)
+                    if pending is not None:
+                        raise TokenRefused(
+                            f"{op_location(pending, unknown='here')}: an async copy issued in "
+                            f"the while loop at {op_location(loop, unknown='an outer line')} "
+                            f"may still be in flight at the end of its trip (the proof does "
+                            f"not tell a while loop's trips apart: wait for it in the trip)",
+                            pending)
+                    nxt = _leave(end, after, {before.args[i]: y.operands[i] for i in tokens})
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        work.append(nxt)
+                        if len(seen) > _MAX_STATES:
+                            raise TokenRefused(f"{op_location(loop, unknown='here')}: too many "
+                                               f"paths to prove that no async copy in flight "
+                                               f"is touched", loop)
         return exits
 
     def _retag(self, s: _State, loop: scf.ForOp, step: int | None, at: Operation) -> _State:

@@ -15,6 +15,8 @@ from tests.backend.native.helpers import both, same_bits
 
 TR, TC, PAD = 8, 16, 3  # tile rows, tile columns, extra L1 row stride
 
+pytestmark = pytest.mark.shared_native_cache  # (copy_loops.ENABLED is part of the cache key)
+
 
 @pto.kernel
 def tile_round_trip(x, y, M, N, ES: pto.constexpr):

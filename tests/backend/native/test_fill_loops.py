@@ -15,6 +15,9 @@ from tests.backend.native.helpers import both, same_bits
 
 T = 64
 
+pytestmark = pytest.mark.shared_native_cache  # (fill_loops.ENABLED is in the cache key; the
+# callback spy runs after compiling)
+
 
 @pto.kernel
 def fill_part(y, v, n, off, T: pto.constexpr):

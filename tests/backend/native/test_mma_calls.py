@@ -12,9 +12,10 @@ from pypto.backend.native import mma_calls
 from pypto.exact import BFLOAT16
 from tests.backend.native.helpers import both, same_bits
 
-pytestmark = pytest.mark.skipif(mma_calls.blas() is None,
-                                reason="NumPy's BLAS is not an ILP64 OpenBLAS here: every "
-                                       "mma stays a callback")
+pytestmark = [pytest.mark.shared_native_cache,  # (mma_calls.cache_key() is in the cache key;
+              pytest.mark.skipif(mma_calls.blas() is None,  # the spies run after compiling)
+                                 reason="NumPy's BLAS is not an ILP64 OpenBLAS here: every "
+                                        "mma stays a callback")]
 
 
 @pytest.fixture(params=[True, False], ids=["blas", "callback"])

@@ -14,6 +14,9 @@ from pypto.backend.native.jit import NativeKernel
 from pypto.compiler import _backend_setting
 
 
+pytestmark = pytest.mark.fresh_native_cache  # (each test: a cold disk cache first)
+
+
 @pto.kernel
 def fma_step(x, y, n):
     i = pto.get_global_id()
@@ -156,14 +159,19 @@ def test_budget_setting(monkeypatch, value, expected):
 
 
 def test_budget_defaults_to_the_switch_cost(monkeypatch):
-    """Unset or not a number >= 0: the cost of switching (the import is paid: imported)."""
-    for value in (None, "-1", "soon"):
+    """Unset or empty: the cost of switching (the import is paid: imported); not a number
+    >= 0: the setting's error (tests/test_settings.py), not the default."""
+    for value in (None, "", " "):
         if value is None:
             monkeypatch.delenv("PYPTO_NATIVE_AFTER", raising=False)
         else:
             monkeypatch.setenv("PYPTO_NATIVE_AFTER", value)
         assert tiering.budget(cached=False) == tiering.COMPILE_COST
         assert tiering.budget(cached=True) == tiering.LOAD_COST
+    for value in ("-1", "soon"):
+        monkeypatch.setenv("PYPTO_NATIVE_AFTER", value)
+        with pytest.raises(pto.UsageError, match=f"PYPTO_NATIVE_AFTER='{value}'"):
+            tiering.budget(cached=True)
 
 
 @pto.kernel

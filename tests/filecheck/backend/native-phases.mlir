@@ -82,7 +82,9 @@ builtin.module {
 // PHASES: scf.if
 // PHASES-NEXT: pto.store %sum
 // PHASES: func.func private @tree.p3.lane(
-// PHASES: func.func @tree({{.*}}) -> i32 attributes {pto.native_arena = {{[0-9]+}} : i64, pto.native_grid}
+// The grid function records the split's spill slots per lane (the two loaded values p1 passes
+// to p2), which the JIT reads instead of splitting the kernel again (docs/native.md#compile-time).
+// PHASES: func.func @tree({{.*}}) -> i32 attributes {pto.native_arena = {{[0-9]+}} : i64, pto.native_grid, pto.native_spill_slots = 2 : i64}
 // PHASES: func.call @tree.p0.lane
 // PHASES: scf.for {{.*}} iter_args
 // PHASES: func.call @tree.p1.lane

@@ -338,10 +338,6 @@ class _Emitter:
         return result
 
     def _phase(self, phase: Phase, block: Block, g: _Grid) -> None:
-        self._lane_loops(*self._prepare(phase, block, g), block, g)
-
-    def _prepare(self, phase: Phase, block: Block, g: _Grid) -> tuple[Any, ...]:
-        """Phase `phase`'s function, its arguments and its range check's call at `block`."""
         fn = _PhaseFn(self, len(self.phases), phase)
         fn.build()
         for op in phase.ops:
@@ -379,11 +375,38 @@ class _Emitter:
         ok = _add(block, func.CallOp(name + RANGE_SUFFIX,
                                      [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
                                      [i32]))
+        self._fast_or_checked(phase, name, args, checked_prologue, lo_hi, ok, block, g)
+
+    def _prepare(self, phase: Phase, block: Block, g: _Grid) -> tuple[Any, ...]:
+        """A phase of a run (constant_lanes.py): its function, arguments and range check's
+        call at `block` (`_fast_or_checked`'s arguments before `block`)."""
+        fn = _PhaseFn(self, len(self.phases), phase)
+        fn.build()
+        for op in phase.ops:
+            self.defined_in[op] = fn
+        self.phases.append(fn)
+        args: list[SSAValue] = []
+        for kind, what in fn.sources:
+            if kind == "param":
+                args.append(g.params[what])  # type: ignore[index]
+            elif kind == "spill":
+                args.append(g.spill)
+            elif kind == "arena":
+                args.append(g.arena)
+            else:
+                args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
+        name = fn.func.sym_name.data
+        checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
+                               for o in fn.entry.ops)  # (may raise for a lane left out)
+        lo_hi = _x_bounds(self, () if checked_prologue else phase.guards, block, g)
+        ok = _add(block, func.CallOp(name + RANGE_SUFFIX,
+                                     [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
+                                     [i32]))
         return phase, name, args, checked_prologue, lo_hi, ok
 
-    def _lane_loops(self, phase: Phase, name: str, args: list[SSAValue], checked_prologue: bool,
-                    lo_hi: tuple[SSAValue, SSAValue], ok: SSAValue, block: Block,
-                    g: _Grid) -> None:
+    def _fast_or_checked(self, phase: Phase, name: str, args: list[SSAValue],
+                         checked_prologue: bool, lo_hi: tuple[SSAValue, SSAValue],
+                         ok: SSAValue, block: Block, g: _Grid) -> None:
         """The phase's fast lane loops when its range check `ok` passed, else its checked
         lane loop."""
         fast, checked = Block(), Block()
@@ -460,7 +483,7 @@ class _Emitter:
                                      (_c(known, start), _c(known, end)))
         known.add_op(scf.YieldOp())
         for p in prepared:
-            self._lane_loops(*p, each, g)
+            self._fast_or_checked(*p, each, g)
         each.add_op(scf.YieldOp())
         block.add_op(scf.IfOp(go, [], Region(known), Region(each)))
 

@@ -36,6 +36,7 @@ from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight,
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
+from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
@@ -49,6 +50,7 @@ from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
+from pypto.backend.native.tree_unroll import unroll_block_loops
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
                                           COLLECTIVE_SYMBOL, DIVIDE_BY_ZERO, EXPIRED_SLOT,
@@ -181,6 +183,9 @@ def lowered(kernel: func.FuncOp) -> tuple[Any, int]:
             fn.attributes.add("alwaysinline")
         elif fn.name in internal:  # the per-block range checks (fast_blocks.py, full_blocks.py):
             fn.linkage = "internal"  # inlined into the grid function, no copy of their own
+    result.gather_free = [fn.sym_name.data for fn in module.ops  # type: ignore[attr-defined]
+                          if isinstance(fn, llvm_dialect.FuncOp) and
+                          GATHER_FREE_ATTR in fn.attributes]
     grid = next(fn for fn in result.functions if fn.name == kernel.sym_name.data)
     noalias = _noalias_params(kernel)
     for index, arg in enumerate(grid.args):
@@ -242,7 +247,30 @@ def _add_entry(module: Any, grid: Any) -> None:
 
 def llvm_ir(kernel: func.FuncOp) -> str:
     """The LLVM IR text of the kernel's native code (before LLVM's optimisations)."""
-    return str(llvm_module(kernel))
+    return _module_text(llvm_module(kernel))
+
+
+def _module_text(module: Any) -> str:
+    """`module` as LLVM IR text, the functions `llvm_module` listed in `gather_free` with the
+    host's target features plus the tuning flags that make LLVM prefer scalar code to vector
+    gathers and scatters (constant_lanes.GATHER_FREE_ATTR; llvmlite's IR builder has no string
+    function attributes, so they are written into the text)."""
+    text = str(module)
+    names = getattr(module, "gather_free", [])
+    if names:
+        import llvmlite.binding as llvm
+
+        _target()
+        features = f"{llvm.get_host_cpu_features().flatten()},{NO_GATHERS}".lstrip(",")
+        for name in names:
+            text = re.sub(rf'^(define [^\n]*@"?{re.escape(name)}"?\(.*\))$',
+                          lambda m: f'{m.group(1)} "target-features"="{features}"', text,
+                          count=1, flags=re.M)
+    return text
+
+
+NO_GATHERS = "+prefer-no-gather,+prefer-no-scatter"
+"""The x86 tuning features of a `GATHER_FREE_ATTR` function (constant_lanes.py)."""
 
 
 _TARGET: Any = None
@@ -298,7 +326,7 @@ def _versions() -> str:
 def _compile_object(kernel: func.FuncOp) -> tuple[bytes, int]:
     """(object code, spill slots per lane) of the kernel."""
     module, slots = lowered(kernel)
-    return object_code(str(module)), slots
+    return object_code(_module_text(module)), slots
 
 
 @contextmanager
@@ -439,11 +467,15 @@ class NativeKernel:
         guarded = interchange_guarded_loops(kernel)  # the same under a lane guard
         if guarded is not kernel and analyse(guarded)[0] is None:
             kernel = guarded
-        if block is not None:  # the compiled block shape: constant lane loops for it
-            kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
-            kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
-            kernel = select_exchanges(kernel)  # sorting-network steps branch-free
-        reason, self.needs_1d = analyse(kernel)
+        unrolled = unroll_block_loops(kernel)  # tree steps' strides constant
+        for kernel in (unrolled, kernel) if unrolled is not kernel else (kernel,):
+            if block is not None:  # the compiled block shape: constant lane loops for it
+                kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
+                kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
+                kernel = select_exchanges(kernel)  # sorting-network steps branch-free
+            reason, self.needs_1d = analyse(kernel)
+            if reason is None:
+                break  # (else the kernel as written, if unrolled: tree_unroll.py)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "

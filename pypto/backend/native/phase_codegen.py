@@ -10,7 +10,8 @@ loop per phase. docs/native.md#phases.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
@@ -20,6 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops, while_codegen
 from pypto.backend.native.quick_ops import int_constant
 from pypto.backend.native.row_copies import tile_store
+from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR, MAX_LOOPS, constant_lanes
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
                                          BarrierCheck, Collective, If, Item, Loop, Phase,
@@ -226,6 +228,8 @@ class _Emitter:
         self.requests: dict[SSAValue, int] = {}
         self.scopes: list[dict[SSAValue, SSAValue]] = []
         self.shape: tuple[int, int, int] | None = None  # the compiled block (split)
+        self.run_lanes: dict[int, list[tuple[int, int]]] = {}  # (constant_lanes.py)
+        self.gather_free = False
 
     # slots ----------------------------------------------------------------------------------
 
@@ -285,6 +289,8 @@ class _Emitter:
         entry.add_op(func.ReturnOp(outer.results[1]))
         grid = func.FuncOp(self.name, (inputs, [i32]), Region(entry))
         grid.attributes[ARENA_ATTR] = IntegerAttr(n + 8, i64)
+        if self.gather_free:
+            grid.attributes[GATHER_FREE_ATTR] = UnitAttr()
         for value, slot in self.requests.items():
             self.defined_in[value.owner].spill_store(value, slot)  # type: ignore[index]
         return [p.func for p in self.phases], grid
@@ -369,6 +375,40 @@ class _Emitter:
         ok = _add(block, func.CallOp(name + RANGE_SUFFIX,
                                      [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
                                      [i32]))
+        self._fast_or_checked(phase, name, args, checked_prologue, lo_hi, ok, block, g)
+
+    def _prepare(self, phase: Phase, block: Block, g: _Grid) -> tuple[Any, ...]:
+        """A phase of a run (constant_lanes.py): its function, arguments and range check's
+        call at `block` (`_fast_or_checked`'s arguments before `block`)."""
+        fn = _PhaseFn(self, len(self.phases), phase)
+        fn.build()
+        for op in phase.ops:
+            self.defined_in[op] = fn
+        self.phases.append(fn)
+        args: list[SSAValue] = []
+        for kind, what in fn.sources:
+            if kind == "param":
+                args.append(g.params[what])  # type: ignore[index]
+            elif kind == "spill":
+                args.append(g.spill)
+            elif kind == "arena":
+                args.append(g.arena)
+            else:
+                args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
+        name = fn.func.sym_name.data
+        checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
+                               for o in fn.entry.ops)  # (may raise for a lane left out)
+        lo_hi = _x_bounds(self, () if checked_prologue else phase.guards, block, g)
+        ok = _add(block, func.CallOp(name + RANGE_SUFFIX,
+                                     [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
+                                     [i32]))
+        return phase, name, args, checked_prologue, lo_hi, ok
+
+    def _fast_or_checked(self, phase: Phase, name: str, args: list[SSAValue],
+                         checked_prologue: bool, lo_hi: tuple[SSAValue, SSAValue],
+                         ok: SSAValue, block: Block, g: _Grid) -> None:
+        """The phase's fast lane loops when its range check `ok` passed, else its checked
+        lane loop."""
         fast, checked = Block(), Block()
         lanes = _lane_bounds(self, () if checked_prologue else phase.guards, block, g)
         if lanes is None and self.shape is not None and phase.ops and \
@@ -400,9 +440,64 @@ class _Emitter:
         block.add_op(scf.IfOp(_add(block, arith.CmpiOp(ok, _c(block, 0), "ne")), [],
                               Region(fast), Region(checked)))
 
+    def _group_length(self, items: list[Item], start: int) -> int:
+        """How many phases from `items[start]` on get constant lane ranges (constant_lanes.py)."""
+        shape = self.shape
+        if shape is None or shape[1] != 1 or shape[2] != 1:
+            return 0
+        count, loops = 0, 0
+        for item in items[start:]:
+            if not isinstance(item, Phase) or not item.guards:
+                break
+            lanes = constant_lanes(item.ops, item.guards, self.plan.uniform, shape[0])
+            if lanes is None:
+                break
+            loops += sum(1 for a, b in lanes if a < b)
+            if loops > MAX_LOOPS:
+                break
+            self.run_lanes[id(item)] = lanes
+            count += 1
+        return count
+
+    def _group(self, phases: list[Phase], block: Block, g: _Grid) -> None:
+        """A run of phases with constant lane ranges (constant_lanes.py): every range check
+        first; when all pass in a launch of the compiled block shape, the phases' fast lane
+        loops with constant bounds (phase after phase, lanes in order: the same order), else
+        each phase as `_phase` runs it."""
+        assert self.shape is not None
+        prepared = [self._prepare(phase, block, g) for phase in phases]
+        go = _c(block, 1, i1)
+        for dim, size in zip(g.block_dims, self.shape):
+            go = _add(block, arith.AndIOp(go, _add(block, arith.CmpiOp(
+                dim, _c(block, size), "eq"))))
+        for *_, ok in prepared:
+            go = _add(block, arith.AndIOp(go, _add(block, arith.CmpiOp(ok, _c(block, 0), "ne"))))
+        self.gather_free = True  # (constant_lanes.GATHER_FREE_ATTR)
+        known, each = Block(), Block()
+        shaped = replace(g, block_dims=[_c(known, size) for size in self.shape])
+        lanes = [self.run_lanes[id(p)] for p in phases]
+        for (phase, name, args, *_), ranges in zip(prepared, lanes):
+            for start, end in ranges:
+                if start < end:
+                    _fast_lane_loops(known, name, args, shaped,
+                                     (_c(known, start), _c(known, end)))
+        known.add_op(scf.YieldOp())
+        for p in prepared:
+            self._fast_or_checked(*p, each, g)
+        each.add_op(scf.YieldOp())
+        block.add_op(scf.IfOp(go, [], Region(known), Region(each)))
+
     def _emit(self, items: list[Item], block: Block, g: _Grid) -> None:
-        for item in items:
-            if isinstance(item, Phase):
+        skip = 0
+        for index, item in enumerate(items):
+            if skip:
+                skip -= 1
+                continue
+            run = self._group_length(items, index)
+            if run:
+                self._group(items[index:index + run], block, g)  # type: ignore[arg-type]
+                skip = run - 1
+            elif isinstance(item, Phase):
                 self._phase(item, block, g)
             elif isinstance(item, Loop):
                 self._loop(item, block, g)

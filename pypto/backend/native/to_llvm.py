@@ -46,6 +46,7 @@ from pypto.backend.native.fast_blocks import (COUNT_ATTR, NSW_ATTR, RANGE_ATTR, 
 from pypto.backend.native.full_blocks import full_variants
 from pypto.backend.native.launch_checks import launch_variants
 from pypto.backend.native.phases import ARENA_ATTR, L1_INDEX_ATTR
+from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR
 from pypto.backend.native.simt_to_lanes import GRID_ATTR, ID_ARGS, LANE_ATTR, LANE_SUFFIX
 from pypto.backend.native import copy_loops
 from pypto.backend.native import tiles as native_tiles
@@ -205,6 +206,8 @@ class _FunctionLowering:
         linkage = llvm.LinkageAttr("internal" if self.is_lane or RANGE_ATTR in self.fn.attributes
                                    else "external")
         new = llvm.FuncOp(self.fn.sym_name.data, ftype, linkage=linkage, body=Region())
+        if GATHER_FREE_ATTR in self.fn.attributes:  # (jit.py: its code without gathers)
+            new.attributes[GATHER_FREE_ATTR] = self.fn.attributes[GATHER_FREE_ATTR]
         self.fn.body.move_blocks(new.body)
         return new
 

@@ -622,8 +622,9 @@ NINTH = 1.0 / 9.0
 def bitonic_sort_block(x, y, BLOCK: pto.constexpr, LOG2: pto.constexpr):
     """The CUDA SDK's bitonic sort: each block sorts its BLOCK keys in L1 (ascending), one
     compare-exchange per lane per step (`ixj = tid ^ j`), a block barrier between steps (CUDA's
-    `for (j = k >> 1; j > 0; j >>= 1)` written with the step's exponent: a barrier inside a
-    `while` is refused by the native backend, docs/native.md#phases)."""
+    `for (j = k >> 1; j > 0; j >>= 1)` written with the step's exponent, so each step's `j` is
+    a compile-time constant the native backend's runs of pairs use, docs/native.md#phases; the
+    `while` form compiles too, docs/native.md#while-loops, tests/backend/native/test_while_phases.py)."""
     tid = pto.get_local_id()
     base = pto.get_block_id() * BLOCK
     s = pto.alloc_local(BLOCK)

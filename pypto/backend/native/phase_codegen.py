@@ -338,22 +338,7 @@ class _Emitter:
         return result
 
     def _phase(self, phase: Phase, block: Block, g: _Grid) -> None:
-        fn = _PhaseFn(self, len(self.phases), phase)
-        fn.build()
-        for op in phase.ops:
-            self.defined_in[op] = fn
-        self.phases.append(fn)
-        args: list[SSAValue] = []
-        for kind, what in fn.sources:
-            if kind == "param":
-                args.append(g.params[what])  # type: ignore[index]
-            elif kind == "spill":
-                args.append(g.spill)
-            elif kind == "arena":
-                args.append(g.arena)
-            else:
-                args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
-        name = fn.func.sym_name.data
+        fn, args = self._phase_fn(phase, block, g)
         pairs = pair_runs.emit(phase.ops, phase.guards, phase.copies, self.shape,
                                self.plan.uniform, lambda v, at: self.gresolve(v, at, g), block,
                                g.block_dims)  # a sorting network's step: runs of pairs
@@ -365,21 +350,8 @@ class _Emitter:
         else:
             self._lane_loops(fn, phase, args, block, g)
 
-    def _lane_loops(self, fn: _PhaseFn, phase: Phase, args: list[SSAValue], block: Block,
-                    g: _Grid) -> None:
-        """The phase's lane loops: fast ones when its range function passes, else checked."""
-        name = fn.func.sym_name.data
-        checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
-                               for o in fn.entry.ops)  # (may raise for a lane left out)
-        lo_hi = _x_bounds(self, () if checked_prologue else phase.guards, block, g)
-        ok = _add(block, func.CallOp(name + RANGE_SUFFIX,
-                                     [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
-                                     [i32]))
-        self._fast_or_checked(phase, name, args, checked_prologue, lo_hi, ok, block, g)
-
-    def _prepare(self, phase: Phase, block: Block, g: _Grid) -> tuple[Any, ...]:
-        """A phase of a run (constant_lanes.py): its function, arguments and range check's
-        call at `block` (`_fast_or_checked`'s arguments before `block`)."""
+    def _phase_fn(self, phase: Phase, block: Block, g: _Grid) -> tuple[_PhaseFn, list[SSAValue]]:
+        """The phase's function, built and registered, and its call's arguments at `block`."""
         fn = _PhaseFn(self, len(self.phases), phase)
         fn.build()
         for op in phase.ops:
@@ -395,14 +367,33 @@ class _Emitter:
                 args.append(g.arena)
             else:
                 args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
-        name = fn.func.sym_name.data
+        return fn, args
+
+    def _range_call(self, fn: _PhaseFn, phase: Phase, args: list[SSAValue], block: Block,
+                    g: _Grid) -> tuple[bool, tuple[SSAValue, SSAValue], SSAValue]:
+        """The call of the phase's range function at `block`: whether its prologue is checked
+        (it may raise for a lane left out), the lanes' x bounds, and the verdict."""
         checked_prologue = any(isinstance(o, arith.FPToSIOp | arith.FPToUIOp)
-                               for o in fn.entry.ops)  # (may raise for a lane left out)
+                               for o in fn.entry.ops)
         lo_hi = _x_bounds(self, () if checked_prologue else phase.guards, block, g)
-        ok = _add(block, func.CallOp(name + RANGE_SUFFIX,
+        ok = _add(block, func.CallOp(fn.func.sym_name.data + RANGE_SUFFIX,
                                      [*args, *g.block_ids, *g.grid_dims, *g.block_dims, *lo_hi],
                                      [i32]))
-        return phase, name, args, checked_prologue, lo_hi, ok
+        return checked_prologue, lo_hi, ok
+
+    def _lane_loops(self, fn: _PhaseFn, phase: Phase, args: list[SSAValue], block: Block,
+                    g: _Grid) -> None:
+        """The phase's lane loops: fast ones when its range function passes, else checked."""
+        checked_prologue, lo_hi, ok = self._range_call(fn, phase, args, block, g)
+        self._fast_or_checked(phase, fn.func.sym_name.data, args, checked_prologue, lo_hi, ok,
+                              block, g)
+
+    def _prepare(self, phase: Phase, block: Block, g: _Grid) -> tuple[Any, ...]:
+        """A phase of a run (constant_lanes.py): its function, arguments and range check's
+        call at `block` (`_fast_or_checked`'s arguments before `block`)."""
+        fn, args = self._phase_fn(phase, block, g)
+        checked_prologue, lo_hi, ok = self._range_call(fn, phase, args, block, g)
+        return phase, fn.func.sym_name.data, args, checked_prologue, lo_hi, ok
 
     def _fast_or_checked(self, phase: Phase, name: str, args: list[SSAValue],
                          checked_prologue: bool, lo_hi: tuple[SSAValue, SSAValue],

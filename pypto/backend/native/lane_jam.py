@@ -27,9 +27,9 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
-from pypto.backend.native.quick_ops import int_constant
 from pypto.dialects import pto
 from pypto.dialects.traits import memory_accesses
+from pypto.backend.native.quick_ops import append as _add, i32_constant as _c, int_constant
 
 JAM = 4
 """Rows of lanes per jammed `tx` loop: four chains hide a vector addition's latency."""
@@ -112,15 +112,6 @@ def resolve(grid: func.FuncOp, phase: str, fast: func.FuncOp,
         op.results[0].replace_all_uses_with(one.result)
         op.detach()
         op.erase()
-
-
-def _add(block: Block, op: Operation) -> SSAValue:
-    block.add_op(op)
-    return op.results[0]
-
-
-def _c(block: Block, value: int) -> SSAValue:
-    return _add(block, int_constant(value, i32))  # (quick_ops: docs/native.md#compile-time)
 
 
 def jammed_or(block: Block, phase: str | None, plain: Callable[[Block], None],

@@ -38,6 +38,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pypto.backend.native import pair_runs
 from pypto.backend.native.phases import Loop, Phase
+from pypto.backend.native.quick_ops import append as _add
 
 ENABLED = True
 """Fuse the short steps (False: one pass per step; for tests and measurements)."""
@@ -54,11 +55,6 @@ def _c(block: Block, value: int, t: object = i32) -> SSAValue:
     op = arith.ConstantOp(IntegerAttr(value, t))  # type: ignore[arg-type]
     block.add_op(op)
     return op.result
-
-
-def _add(block: Block, op: Operation) -> SSAValue:
-    block.add_op(op)
-    return op.results[0]
 
 
 def emit(item: Loop, shape: tuple[int, ...] | None, uniform: Callable[[SSAValue], bool],

@@ -51,6 +51,7 @@ from pypto.backend.native.pair_exchange import _RAISING, _is_tid, _pair_conditio
 from pypto.backend.native.phases import _floating
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
+from pypto.backend.native.quick_ops import append as _add, i32_constant as _c
 
 ENABLED = True
 """Run pair-exchange steps as runs of pairs (False: the lane loops only; for tests)."""
@@ -71,17 +72,6 @@ of 4 kept 27 ns, written out 58 ns; bitonic sort 2^20: 5.0 ms (runs of 2 kept) -
 
 MARKER = "llvm.donothing"
 """The intrinsic call marking a kept run loop's body until `keep_run_loops` removes it."""
-
-
-def _c(block: Block, value: int) -> SSAValue:
-    op = arith.ConstantOp(IntegerAttr(value, i32))
-    block.add_op(op)
-    return op.result
-
-
-def _add(block: Block, op: Operation) -> SSAValue:
-    block.add_op(op)
-    return op.results[0]
 
 
 class _Step:

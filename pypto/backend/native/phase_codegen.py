@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, Inte
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops, while_codegen
-from pypto.backend.native.quick_ops import int_constant
+from pypto.backend.native.quick_ops import append as _add, int_constant
 from pypto.backend.native.row_copies import tile_store
 from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR, MAX_LOOPS, constant_lanes
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
@@ -41,11 +41,6 @@ def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:
     op = int_constant(value, t)  # (quick_ops: docs/native.md#compile-time)
     block.add_op(op)
     return op.result
-
-
-def _add(block: Block, op: Operation) -> SSAValue:
-    block.add_op(op)
-    return op.results[0]
 
 
 def _token(v: SSAValue) -> bool:

@@ -74,3 +74,15 @@ def cmpi(a: SSAValue, b: SSAValue, predicate: str) -> arith.CmpiOp:
 def binary(cls: type[Operation], a: SSAValue, b: SSAValue) -> Operation:
     """`cls(a, b)` for an `arith` binary op (`arith.AddiOp`, `arith.AndIOp`, ...)."""
     return quick(cls, (a, b), (), lambda: cls(a, b))  # type: ignore[call-arg]
+
+
+def append(block: Block, op: Operation) -> SSAValue:
+    """Add `op` at the end of `block` and return its first result (the lowering's builders
+    append op after op)."""
+    block.add_op(op)
+    return op.results[0]
+
+
+def i32_constant(block: Block, value: int) -> SSAValue:
+    """An i32 constant appended to `block` (a lane id, bound or stride)."""
+    return append(block, int_constant(value, IntegerType(32)))

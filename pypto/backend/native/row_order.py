@@ -41,6 +41,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from pypto.backend.native import inflight
 from pypto.dialects import pto
+from pypto.backend.native.quick_ops import append as _add
 
 ORDER_SLOT = 12 + inflight.SLOTS
 """The error record's slot (jit.ERR_SLOTS) holding 1 when this launch may run in row order
@@ -150,11 +151,6 @@ def _hbm(ptr: SSAValue) -> bool:
     while isinstance(ptr.owner, pto.AddPtrOp):
         ptr = ptr.owner.ptr
     return isinstance(ptr, BlockArgument)
-
-
-def _add(block: Block, op: Operation) -> SSAValue:
-    block.add_op(op)
-    return op.results[0]
 
 
 def _c(block: Block, value: int, t=i32) -> SSAValue:

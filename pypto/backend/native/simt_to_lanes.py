@@ -45,6 +45,7 @@ from pypto.backend.native.support import unsupported_op, unsupported_reason
 from pypto.diagnostics import attach_op
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
+from pypto.backend.native.quick_ops import append as _add, i32_constant as _c
 
 MAX_TRIPS = 10_000_000
 """The interpreter's loop watchdog (pypto.backend.interpreter.codegen_loops.MAX_TRIPS, not
@@ -58,17 +59,6 @@ count, read by the JIT: docs/native.md#compile-time; splitting the kernel again 
 cost a tenth of a phase-split kernel's first compile)."""
 ID_ARGS = 12
 """block x/y/z, lane x/y/z, grid dims x/y/z, block dims x/y/z (i32), after the parameters."""
-
-
-def _c(block: Block, value: int) -> SSAValue:
-    op = arith.ConstantOp(IntegerAttr(value, i32))
-    block.add_op(op)
-    return op.result
-
-
-def _add(block: Block, op: Operation) -> SSAValue:
-    block.add_op(op)
-    return op.results[0]
 
 
 def _lane_function(kernel: func.FuncOp) -> None:

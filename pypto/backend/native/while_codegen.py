@@ -21,6 +21,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from pypto.backend.native.phases import Phase
 from pypto.backend.native.while_phases import BarrierCheck, While
 from pypto.dialects import pto
+from pypto.backend.native.quick_ops import append as _add
 
 if TYPE_CHECKING:
     from pypto.backend.native.phase_codegen import _Emitter, _Grid
@@ -43,11 +44,6 @@ def number_loops(kernel: Operation) -> None:
         if isinstance(op, scf.WhileOp):
             op.attributes[WATCHDOG_ATTR] = IntegerAttr(site, i64)
             site += 1
-
-
-def _add(block: Block, op: Operation) -> SSAValue:
-    block.add_op(op)
-    return op.results[0]
 
 
 def _c(block: Block, value: int, t: IntegerType = i32) -> SSAValue:

@@ -39,6 +39,7 @@ from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import IntegerAttr, i32, i64
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
+from pypto.analysis.ir_utils import constant_int
 from pypto.backend.native import inflight
 from pypto.dialects import pto
 from pypto.backend.native.quick_ops import append as _add
@@ -55,9 +56,7 @@ _FAILING = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp, arith.Ce
 
 
 def _constant_zero(v: SSAValue) -> bool:
-    owner = v.owner
-    return isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr) \
-        and owner.value.value.data == 0
+    return constant_int(v) == 0
 
 
 def reorderable(full: func.FuncOp, unchecked: str) -> bool:
@@ -113,17 +112,10 @@ def x_stride(v: SSAValue, x: SSAValue) -> int | None:
     if isinstance(owner, arith.MuliOp):
         for s, c in ((owner.operands[0], owner.operands[1]),
                      (owner.operands[1], owner.operands[0])):
-            constant = _constant(c)
+            constant = constant_int(c)
             step = x_stride(s, x)
             if constant is not None and step is not None and not _depends(c, x):
                 return step * constant
-    return None
-
-
-def _constant(v: SSAValue) -> int | None:
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
     return None
 
 

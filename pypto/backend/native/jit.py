@@ -30,9 +30,9 @@ from xdsl.ir import Operation
 
 from pypto.settings import read
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
+from pypto.backend.native import (collectives, copy_loops, inflight, int_pow,
                                   loop_steps, mma_calls, numpy_math, printf, row_decision,
-                                  row_order, tokens, while_codegen)
+                                  row_order, switches, tokens, while_codegen)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -525,8 +525,8 @@ class NativeKernel:
         from pypto.ir import print_ir
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
-        key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
-                             f"{mma_calls.cache_key()}\nfill loops {fill_loops.ENABLED}\n"
+        key = hashlib.sha256(f"{_versions()}\n{target}\n{switches.cache_key()}\n"
+                             f"{mma_calls.cache_key()}\n"
                              f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()

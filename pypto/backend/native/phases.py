@@ -20,7 +20,8 @@ Structured control flow around a cut becomes block-level control flow when it is
 inside it; an `scf.if` on a uniform condition likewise. An `scf.if` on a lane-dependent
 condition is *guard-split*: each phase of its body runs under the condition (carried per lane),
 so lanes that did not take the branch skip it (a `barrier_block` there is refused: it would
-deadlock on the device). What cannot be split — a cut inside a `while` or inside a `for`
+deadlock on the device). A `while` around a cut runs at block level, its condition region and
+its body split (while_phases.py). What cannot be split — a cut inside a `for`
 whose trip count depends on the lane, a `barrier_block` under a lane-dependent condition — is
 refused by `plan` with its reason and location (the interpreter runs those kernels).
 
@@ -270,12 +271,8 @@ class Plan:
         for op in block.ops:
             if not op.regions or not self._has_cut(op):
                 continue
-            if isinstance(op, scf.WhileOp):  # block-level (while_phases.py)
-                why = while_phases.mark_refusal(
-                    op, lambda o: o in self._around_cuts or _is_cut(o))
-                if why is not None:
-                    raise Refused(why, op)
-            elif not isinstance(op, scf.ForOp | scf.IfOp):
+            if not isinstance(op, scf.WhileOp | scf.ForOp | scf.IfOp):  # (a while: both its
+                # regions are split, while_phases.py)
                 raise Refused(f"{op_location(op, unknown='here')}: a barrier or L1 write inside "
                               f"'{op.name}'", op)
             self.structural.add(op)

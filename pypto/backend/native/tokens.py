@@ -147,6 +147,17 @@ def _inside(op: Operation, loop: scf.ForOp) -> bool:
     return False
 
 
+def _within(op: Operation, block: Block) -> bool:
+    """Is `op` in `block`, at any depth?"""
+    b = op.parent_block()
+    while b is not None:
+        if b is block:
+            return True
+        parent = b.parent_op()
+        b = parent.parent_block() if parent is not None else None
+    return False
+
+
 def _counter_of(v: SSAValue) -> scf.ForOp | None:
     if isinstance(v, BlockArgument) and v.index == 0 and isinstance(v.block.parent_op(),
                                                                        scf.ForOp):
@@ -477,14 +488,11 @@ class _Checker:
         """A `while` holding copies (a block-level loop, while_phases.py), walked to a
         fixpoint: its condition region, then its body and round the back edge. Its trips are
         not told apart, so every copy issued in a trip must be complete at the end of that trip
-        (waited in the body, the usual issue-wait-use loop); one still in flight there, or a
-        copy in the condition region, is refused."""
+        (waited in the body, the usual issue-wait-use loop), and a copy issued in the
+        condition region complete when the condition is decided (waited there); one still in
+        flight there is refused."""
         before, after = loop.before_region.block, loop.after_region.block
         condition, y = before.last_op, after.last_op
-        for o in before.walk():
-            if isinstance(o, ASYNC):
-                raise TokenRefused(f"{op_location(o, unknown='here')}: an async copy in the "
-                                   f"condition of a while loop", o)
         tokens = [i for i, a in enumerate(loop.arguments) if _is_token(a)]
         passed = [i for i, a in enumerate(after.args) if _is_token(a)]
         seen: set[_State] = set()
@@ -498,6 +506,14 @@ class _Checker:
         while work:
             head = work.pop()
             for tested in self.block(before, {head}, residues):
+                pending = next((c for c, _ in tested.flight if _within(c, before)), None)
+                if pending is not None:
+                    raise TokenRefused(
+                        f"{op_location(pending, unknown='here')}: an async copy issued in the "
+                        f"condition of the while loop at "
+                        f"{op_location(loop, unknown='an outer line')} may still be in flight "
+                        f"when the condition is decided (wait for it in the condition)",
+                        pending)
                 exits.add(_leave(tested, before,
                                  {loop.results[i]: condition.operands[i + 1] for i in passed}))
                 inside = _leave(tested, before,

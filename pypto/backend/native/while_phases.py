@@ -26,12 +26,16 @@ is checked as the interpreter checks it: every warp of the block reaches it whol
 all, else the interpreter's `DeadlockError` (`BarrierCheck`: a phase marks the lanes that
 reach it, the grid counts them per warp). `pto.barrier_block()` there is a compile-time error
 (the frontend's uniformity check) and a block-level instruction needs every lane, so both stay
-refused by the plan's rules for guards; so is a cut in the condition region.
+refused by the plan's rules for guards.
+
+The condition region is split as the body is: its phases run under the same guards, then a
+copy phase passes its values on (and sets the active flag); a barrier, an L1 write or an async
+copy (waited before the condition is decided: tokens.py) may stand there, as in a helper
+`while step(buf, s):` that does a tree step and its barrier.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -97,16 +101,6 @@ def barrier_check(op: pto.BarrierOp, guards: Guards,
 
 def _token(v: SSAValue) -> bool:
     return isinstance(v.type, pto.TokenType)
-
-
-def mark_refusal(op: scf.WhileOp, cuts: "Callable[[Operation], bool]") -> str | None:
-    """Why the block-level `while` `op` cannot be split (None: it can); `cuts`: is an op a
-    cut or around one (the plan's test)."""
-    for inner in op.before_region.block.ops:
-        if cuts(inner):
-            return f"{op_location(inner, unknown='here')}: a barrier or L1 write in the " \
-                   f"condition of a while loop (the native backend splits its body only)"
-    return None
 
 
 def fixpoint_step(plan: "Plan", op: scf.WhileOp) -> bool:

@@ -264,6 +264,30 @@ def _simt_loop_l1(d: KernelDraft) -> None:
     d.names += [acc, target]
 
 
+@generator_unit("while_condition_l1", weight=0.4)
+def _while_condition_l1(d: KernelDraft) -> None:
+    """A SIMT `while` whose condition is an L1 atomic (lane i's own counter: the loop runs
+    i % m trips, the condition i % m + 1 times): an L1 write in a loop's condition region
+    (docs/native.md#while-loops)."""
+    rng = d.rng
+    m, x, acc = rng.randint(2, 5), d.names[-1], d.new_name("acc")
+    buf, target = d.new_name("cnt"), d.new_name()
+    mine = f"{buf} + pto.get_local_id()"  # (blocks have at most 128 lanes)
+    d.body += [f"{buf} = pto.alloc_local(128, dtype=pto.int32)", f"pto.store({mine}, 0)",
+               f"{acc} = {x}", f"while pto.atomic_add({mine}, 1) < i % {m}:",
+               f"    {acc} = {acc} + {x}", f"{target} = {acc}"]
+    d.assign_step(acc, x)
+    dtype_np = d.dtype
+    for k in range(m - 1):
+        def step(env: Env, k: int = k) -> None:
+            runs = (env["lane"] % m) > k
+            env[acc] = np.where(runs, np.add(env[acc], env[x], dtype=dtype_np),
+                                env[acc]).astype(dtype_np)
+        d.steps.append(step)
+    d.assign_step(target, acc)
+    d.names += [acc, target]
+
+
 def _subscripts_supported() -> bool:
     """Subscripts on pointers (docs/language.md#subscripts) exist in this pypto."""
     import pypto as pto

@@ -32,7 +32,8 @@ from pypto.settings import read
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, inflight, int_pow,
                                   loop_steps, mma_calls, numpy_math, printf, row_decision,
-                                  row_order, switches, tokens, while_codegen)
+                                  row_order, shared_hbm, switches, tokens,
+                                  while_codegen)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -481,6 +482,7 @@ class NativeKernel:
                                     f"{reason}; run it on the interpreter "
                                     f"(backend='interpreter' or 'auto')", kernel=name)
         self.merged_1d = merged_phases(kernel)  # (phase_merge.py: proven for 1-D blocks)
+        self.shared_hbm = shared_hbm.has_shared(kernel)  # (one-block launches only)
         import llvmlite.binding as llvm
 
         self.name = name
@@ -723,6 +725,13 @@ class NativeKernel:
                 f"steps read and write L1 in one phase, proven exact only there, "
                 f"docs/native.md#merged-tree-steps); launch it with a 1-D block, or run it on "
                 f"the interpreter (backend='interpreter' or 'auto')", kernel=self.name)
+        if self.shared_hbm and grid[0] * grid[1] * grid[2] != 1:
+            return NativeUnsupported(
+                f"the native backend runs kernel '{self.name}' only in one-block launches (its "
+                f"lanes may share HBM elements: each write is a phase across the block's lanes, "
+                f"while the interpreter runs a launch's blocks as one lane vector, "
+                f"docs/native.md#shared-hbm-elements); run it on the interpreter "
+                f"(backend='interpreter' or 'auto')", kernel=self.name)
         if self.needs_1d and grid[1] * grid[2] * block[1] * block[2] != 1:
             return NativeUnsupported(
                 f"the native backend runs kernel '{self.name}' only in 1-D launches (its "

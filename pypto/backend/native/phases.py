@@ -54,7 +54,7 @@ from pypto.backend.native.fast_blocks import BLOCK_ATTR, x_guard
 from pypto.backend.native.pair_exchange import pair_exchange
 from pypto.backend.native.phase_merge import mergeable, one_dimensional
 from pypto.backend.native.tokens import TokenRefused, check_tokens
-from pypto.backend.native import while_phases
+from pypto.backend.native import shared_hbm, while_phases
 from pypto.backend.native.while_phases import BarrierCheck, While
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -205,7 +205,9 @@ def _never_zero(v: SSAValue) -> bool:
 
 
 def _is_l1_write(op: Operation) -> bool:
-    return any(a.kind == "write" and a.space == "local" for a in memory_accesses(op))
+    """An L1 write, or a write to an HBM tensor lanes may share (shared_hbm.py): a cut."""
+    return any(a.kind == "write" and a.space == "local" for a in memory_accesses(op)) or \
+        shared_hbm.touches(op, "write")
 
 
 COLLECTIVES = (pto.FillOp, pto.AsyncLoadOp, pto.AsyncStoreOp, pto.TileStoreOp, pto.MmaOp,
@@ -221,14 +223,17 @@ def _is_cut(op: Operation) -> bool:
 
 
 def _reads_l1(op: Operation) -> bool:
+    """Reads L1 or a shared HBM tensor (shared_hbm.py), at any depth."""
     return any(a.space == "local" and a.kind == "read"
-               for o in op.walk() for a in memory_accesses(o))
+               for o in op.walk() for a in memory_accesses(o)) or \
+        any(shared_hbm.touches(o, "read") for o in op.walk())
 
 
 def needs_phases(kernel: func.FuncOp) -> bool:
     """Does the kernel use L1 or barriers (the phase-split lowering)?"""
-    return any(isinstance(op, pto.AllocLocalOp | pto.BarrierOp | pto.BarrierBlockOp)
-               for op in kernel.walk())
+    return shared_hbm.has_shared(kernel) or \
+        any(isinstance(op, pto.AllocLocalOp | pto.BarrierOp | pto.BarrierBlockOp)
+            for op in kernel.walk())
 
 
 class Plan:
@@ -241,6 +246,7 @@ class Plan:
         self.split_ifs: set[Operation] = set()    # ifs on a lane-dependent condition
         self.split_whiles: set[Operation] = set()  # whiles on one (while_phases.py)
         self.merged = False  # an L1 write joined the reads before it (1-D blocks only)
+        self.shared = shared_hbm.has_shared(kernel)  # (no merged steps: shared_hbm.py)
         self._memo: dict[SSAValue, bool] = {}
         self._around_cuts = self._ancestors_of_cuts()
         self._mark(kernel.body.block)
@@ -391,14 +397,15 @@ class Plan:
                 if check is not None:  # the lanes the guards admit: whole warps or none
                     items.append(check)
                 continue
-            if op in self.split_ifs and pair_exchange(op, self._lanes_1d(), self.uniform):
+            if op in self.split_ifs and not self.shared and \
+                    pair_exchange(op, self._lanes_1d(), self.uniform):
                 if any(_reads_l1(o) for o in cur):
                     flush()
                 cur.append(op)  # a sorting network's compare-exchange (pair_exchange.py)
                 self.merged = True
                 flush()
                 continue
-            if op in self.split_ifs and any(_reads_l1(o) for o in cur) and \
+            if op in self.split_ifs and not self.shared and any(_reads_l1(o) for o in cur) and \
                     absorbable(op, self.structural) and \
                     mergeable(self.kernel, [*cur, op], guards, self.uniform):
                 cur.append(op)  # argmin's `if b < a: store, store` after the step's reads
@@ -456,7 +463,7 @@ class Plan:
                     cur.append(op)  # ends the phase before it, which reads no L1 (below)
                     flush()
                     continue
-                if isinstance(op, pto.StoreOp) and \
+                if isinstance(op, pto.StoreOp) and not self.shared and \
                         mergeable(self.kernel, [*cur, op], guards, self.uniform):
                     cur.append(op)  # a tree step: no lane reads what another writes
                     self.merged = True  # (phase_merge.py)

@@ -54,6 +54,7 @@ from pypto.backend.native.printf import printf_ops
 from pypto.backend.native.numpy_math import ufunc_of, unavailable
 from pypto.backend.native.warp_exchange import refusal as exchange_refusal
 from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
+from pypto.backend.native import shared_hbm
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
 from pypto.dialects.traits import (atomic_update, launch_id, memory_accesses, offset_base,
@@ -376,6 +377,7 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
         if not totals and (len(ops) > 1 or _in_loop(ops[0], kernel)):
             return f"{_where(ops[0])}: atomics whose order shows (float, or the old value " \
                    f"used) from several ops or in a loop: the interpreter's order is op by op"
+    shared: list[BlockArgument] = []
     for root, ops in writers.items():
         culprit[:] = [ops[-1]]
         pname = kernel.body.block.args.index(root)
@@ -401,9 +403,17 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
             # lanes that provably never share an element may run in any order, checked at
             # launch (lane_independence.py, docs/native.md#lane-independence)
             why = independence_refusal(kernel, root)
-            if why is not None:
-                return f"{simple}, and the lane-independence analysis cannot follow it: {why}"
-            modelled.append(root)
+            if why is None:
+                modelled.append(root)
+                continue
+            both = next((o for o in ops if any(
+                a.kind == "read" and root_param(o.operands[a.operand]) is root
+                for a in memory_accesses(o))), None)
+            if both is not None:  # (one op reading and writing it: no cut between the two)
+                return f"{simple}, and the lane-independence analysis cannot follow it: " \
+                       f"{why}; {_where(both)} reads and writes it in one op"
+            shared.append(root)  # each write a phase of its own (shared_hbm.py)
+    shared_hbm.mark(kernel, shared)
     if needs_phases(kernel):
         # (bfloat16 values cross phases as their bits: bf16.py widens spill slots too)
         refused = refusal(kernel)

@@ -18,7 +18,9 @@ lane can observe another lane's memory effects, which this check makes sure of s
   constant), one SSA value for all of them, in a 1-D launch (checked at launch: `needs_1d`),
   where no two lanes share an element; or else lane_independence.py can follow every access
   to it (affine indices), and proves at each launch that no two lanes share an element
-  (`launch_checked`, docs/native.md#lane-independence); the others are only read; parameters
+  (`launch_checked`, docs/native.md#lane-independence); or else the tensor is *shared*
+  (shared_hbm.py: each write a phase of its own, one-block launches,
+  docs/native.md#shared-hbm-elements); the others are only read; parameters
   that may alias (one tensor passed twice) are not written;
 - a tensor updated by an atomic (`pto.atomic_add`, `_max`, `_min`, `_and`, `_or`, `_xor`,
   `_exch`, `_cas`) is only updated so (no load, store, alias), and either every update is an

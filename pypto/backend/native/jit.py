@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import hashlib
+import importlib
 import os
 import re
 import tempfile
@@ -30,7 +31,7 @@ from xdsl.ir import Operation
 
 from pypto.settings import read
 from pypto.backend.interpreter import watchdog
-from pypto.backend.native import (collectives, copy_loops, fill_loops, inflight, int_pow,
+from pypto.backend.native import (collectives, copy_loops, inflight, int_pow,
                                   loop_steps, mma_calls, numpy_math, printf, row_decision,
                                   row_order, tokens, while_codegen)
 from pypto.backend.native import tiles as native_tiles
@@ -305,6 +306,24 @@ def _new_machine() -> Any:
 _VERSIONS: list[str] = []
 
 
+# The module-level switches that change the object code a kernel compiles to (tests turn them
+# off to compare with the plain lowering): each one is part of the disk cache's key, so an
+# object compiled with a switch off is never loaded with it on. tests/backend/native/
+# test_cache_switches.py fails when a native module grows a boolean switch not listed here.
+SWITCHES: tuple[tuple[str, str], ...] = (
+    ("copy_loops", "ENABLED"), ("fill_loops", "ENABLED"),
+    ("pair_fusion", "ENABLED"), ("pair_runs", "ENABLED"), ("pair_runs", "KEEP_RUNS"),
+    ("tile_loops", "ENABLED"), ("transposed_rows", "PREFETCH"))
+
+
+def switches() -> str:
+    """The switches' current values, and `mma`'s switch and whether it calls BLAS (a part of
+    the cache key; docs/native.md#the-cache)."""
+    values = (f"{module}.{name}={getattr(importlib.import_module(f'pypto.backend.native.{module}'), name)}"
+              for module, name in SWITCHES)
+    return " ".join((*values, mma_calls.cache_key()))
+
+
 def _versions() -> str:
     """The versions the object code depends on: pypto's, llvmlite's, xDSL's, and a hash of the
     native backend's own source (a changed lowering must not load an old object, even at one
@@ -525,8 +544,7 @@ class NativeKernel:
         from pypto.ir import print_ir
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
-        key = hashlib.sha256(f"{_versions()}\n{target}\ncopy loops {copy_loops.ENABLED}\n"
-                             f"{mma_calls.cache_key()}\nfill loops {fill_loops.ENABLED}\n"
+        key = hashlib.sha256(f"{_versions()}\n{target}\n{switches()}\n"
                              f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()

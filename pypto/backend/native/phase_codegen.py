@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops, while_codegen
 from pypto.backend.native.quick_ops import append as _add, int_constant
 from pypto.backend.native.row_copies import tile_store
-from pypto.backend.native import arena_refill
+from pypto.backend.native import arena_refill, warp_lanes
 from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR, MAX_LOOPS, constant_lanes
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
@@ -426,6 +426,18 @@ class _Emitter:
                                lambda b: _fast_lane_loops(b, name, args, g, lo_hi),
                                lane_call, lo_hi, g.block_dims, self.shape, g.err,
                                launch_rows=True)
+        elif lanes is None and warp_lanes.applies(self.shape) and \
+                not any(_x_guard(c, t, self) for c, t in phase.guards) and \
+                warp_lanes.reads_warp_ids(self._function(name)):
+            # whole warps, 32 lanes of constant trip count each: docs/native.md#warp-lanes
+            shaped = replace(g, block_dims=[_c(fast, size) for size in self.shape])
+
+            def x_call(b: Block, tx: SSAValue) -> SSAValue:
+                return _add(b, func.CallOp(name + FAST_SUFFIX + LANE_SUFFIX,
+                                           [*args, *g.block_ids, tx, _c(b, 0), _c(b, 0),
+                                            *g.grid_dims, *shaped.block_dims, g.err], [i32]))
+            warp_lanes.emit(fast, g.block_dims, self.shape, g.err, x_call,  # type: ignore
+                            lambda b: _fast_lane_loops(b, name, args, g, lo_hi))
         else:
             _fast_lane_loops(fast, name, args, g, lo_hi, lanes)
         fast.add_op(scf.YieldOp())
@@ -433,6 +445,10 @@ class _Emitter:
         checked.add_op(scf.YieldOp())
         block.add_op(scf.IfOp(_add(block, arith.CmpiOp(ok, _c(block, 0), "ne")), [],
                               Region(fast), Region(checked)))
+
+    def _function(self, name: str) -> func.FuncOp:
+        """The phase function named `name` (built)."""
+        return next(p.func for p in reversed(self.phases) if p.func.sym_name.data == name)
 
     def _group_length(self, items: list[Item], start: int) -> int:
         """How many phases from `items[start]` on get constant lane ranges (constant_lanes.py)."""

@@ -50,6 +50,7 @@ from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
+from pypto.backend.native.tree_selects import select_tree_steps
 from pypto.backend.native.tree_unroll import unroll_block_loops
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
@@ -473,6 +474,7 @@ class NativeKernel:
                 kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
                 kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
                 kernel = select_exchanges(kernel)  # sorting-network steps branch-free
+                kernel = select_tree_steps(kernel)  # tree steps' inner ifs branch-free
             reason, self.needs_1d = analyse(kernel)
             if reason is None:
                 break  # (else the kernel as written, if unrolled: tree_unroll.py)

@@ -428,7 +428,7 @@ class _Emitter:
                                launch_rows=True)
         elif lanes is None and warp_lanes.applies(self.shape) and \
                 not any(_x_guard(c, t, self) for c, t in phase.guards) and \
-                warp_lanes.reads_warp_ids(self._function(name)):
+                warp_lanes.permutes_warps(phase.ops, self.plan.uniform):
             # whole warps, 32 lanes of constant trip count each: docs/native.md#warp-lanes
             shaped = replace(g, block_dims=[_c(fast, size) for size in self.shape])
 
@@ -445,10 +445,6 @@ class _Emitter:
         checked.add_op(scf.YieldOp())
         block.add_op(scf.IfOp(_add(block, arith.CmpiOp(ok, _c(block, 0), "ne")), [],
                               Region(fast), Region(checked)))
-
-    def _function(self, name: str) -> func.FuncOp:
-        """The phase function named `name` (built)."""
-        return next(p.func for p in reversed(self.phases) if p.func.sym_name.data == name)
 
     def _group_length(self, items: list[Item], start: int) -> int:
         """How many phases from `items[start]` on get constant lane ranges (constant_lanes.py)."""

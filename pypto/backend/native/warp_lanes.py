@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects import arith, llvm, scf
 from xdsl.dialects.builtin import UnitAttr, i1, i32, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
+from pypto.backend.native.phase_merge import LANE_ID, WARP_ID, _Forms, _plus
 from pypto.backend.native.quick_ops import append as _add, i32_constant as _c, int_constant
 from pypto.dialects import pto
 
@@ -39,9 +40,36 @@ LaneCall = Callable[[Block, SSAValue], SSAValue]
 """Builds, in a block, the call of the fast lane function at lane x; returns its status."""
 
 
-def reads_warp_ids(phase_fn: func.FuncOp) -> bool:
-    """Does the phase function (before `pto-simt-to-lanes`) read the warp or lane id?"""
-    return any(isinstance(op, pto.GetWarpIdOp | pto.GetLaneIdOp) for op in phase_fn.walk())
+def permutes_warps(ops: list[Operation], uniform: Callable[[SSAValue], bool]) -> bool:
+    """Does a load or store of the phase's `ops` address memory at an offset whose linear form
+    (phase_merge.py) has the warp or lane id in another combination than `warp * 32 + lane`
+    (which is x: a contiguous access LLVM vectorises as it is), or in a part the forms do not
+    read (`lane ^ k`)?"""
+    forms = _Forms(uniform)
+    for op in (o for top in ops for o in top.walk()):
+        if not isinstance(op, pto.LoadOp | pto.StoreOp):
+            continue
+        offset: dict[object, int] = {}
+        p = op.ptr
+        while isinstance(p.owner, pto.AddPtrOp):
+            f = forms.of(p.owner.offset)
+            if f is None and _reads_ids(p.owner.offset):
+                return True  # (`lane ^ k`: not a form, a permutation all the same)
+            offset = _plus(offset, f or {})
+            p = p.owner.ptr
+        if offset.get(WARP_ID, 0) != WARP * offset.get(LANE_ID, 0):
+            return True  # (`31 - lane`, `lane ^ k` beside `warp * 32`, ...)
+    return False
+
+
+def _reads_ids(value: SSAValue, depth: int = 8) -> bool:
+    """Is `value` computed (within `depth` ops) from the warp or lane id?"""
+    op = value.owner
+    if not isinstance(op, Operation) or depth == 0:
+        return False
+    if isinstance(op, pto.GetWarpIdOp | pto.GetLaneIdOp):
+        return True
+    return any(_reads_ids(v, depth - 1) for v in op.operands)
 
 
 def applies(shape: tuple[int, int, int] | None) -> bool:

@@ -40,6 +40,10 @@ from pypto.backend.native.phases import allocs, arena_layout, arena_words
 from pypto.dialects import pto
 
 
+ENABLED = True
+"""Off: every block refills the whole arena (for measuring)."""
+
+
 class _Unknown(Exception):
     """An L1 pointer not traced to its buffer: keep the whole refill."""
 
@@ -132,7 +136,7 @@ def refill_ranges(kernel: func.FuncOp, lanes: int,
     compiled shape) must refill, or None when that is the whole arena (see the module doc)."""
     layout = arena_layout(kernel)
     words = arena_words(layout)
-    if not words:
+    if not words or not ENABLED:
         return None
     try:
         skipped = _skipped(kernel, lanes, uniform)

@@ -40,7 +40,7 @@ from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
-from pypto.backend.native.phases import (L1Buffer, arena_layout, arena_template, merged_phases,
+from pypto.backend.native.phases import (L1Buffer, aligned_words, arena_layout, arena_template, merged_phases,
                                          needs_phases)
 from pypto.backend.native import carried_values, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, SLOTS_ATTR, watchdog_loops
@@ -737,7 +737,7 @@ class NativeKernel:
         values live across a barrier), grown when a launch has more lanes than the last."""
         lanes = block[0] * block[1] * block[2]
         if self._spill.size < self.slots * lanes:
-            self._spill = np.zeros(self.slots * lanes, np.uint64)
+            self._spill = aligned_words(self.slots * lanes)  # (phases.ALIGN)
         return self._spill.ctypes.data
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:

@@ -100,3 +100,16 @@ def _both(compiled, grid, block, arrays, scalars=()):
         pto.launch(kernel, grid, block, (*copies, *scalars), backend=backend)
         outs.append(copies)
     return outs
+
+
+def test_arena_and_spill_slots_are_cache_line_aligned(compiled):
+    """The arena (and its template) and the spill slots start at a 64-byte boundary, whatever
+    NumPy's allocator gives (it aligns to 16): vector accesses at aligned offsets then never
+    straddle two cache lines."""
+    from pypto.backend.native.phases import ALIGN, aligned_words, arena_layout, arena_template
+
+    assert ALIGN == 64
+    for count in (1, 3, 100, 1000):
+        words = aligned_words(count)
+        assert words.ctypes.data % ALIGN == 0 and words.size == count and not words.any()
+    assert arena_template(arena_layout(compiled.func)).ctypes.data % ALIGN == 0

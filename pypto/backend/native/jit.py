@@ -42,7 +42,7 @@ from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
 from pypto.backend.native.phases import (L1Buffer, aligned_words, arena_layout, arena_template, merged_phases,
                                          needs_phases)
-from pypto.backend.native import carried_values, transposed_rows
+from pypto.backend.native import carried_values, plain_stores, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, SLOTS_ATTR, watchdog_loops
 from pypto.backend.native import pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
@@ -178,6 +178,7 @@ def lowered(kernel: func.FuncOp) -> tuple[Any, int]:
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
     numpy_math.widen_lane_loops(result, kernel)
     pair_runs.keep_run_loops(result)  # (a sorting network's runs of pairs)
+    plain_stores.freeze_reloads(result)  # (selects stored back: no masked stores)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"

@@ -41,9 +41,9 @@ from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
-from pypto.backend.native.phases import (L1Buffer, arena_layout, arena_template, merged_phases,
+from pypto.backend.native.phases import (L1Buffer, aligned_words, arena_layout, arena_template, merged_phases,
                                          needs_phases)
-from pypto.backend.native import carried_values, transposed_rows
+from pypto.backend.native import carried_values, plain_stores, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, SLOTS_ATTR, watchdog_loops
 from pypto.backend.native import pair_runs
 from pypto.backend.native.exchange_selects import select_exchanges
@@ -51,6 +51,7 @@ from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
+from pypto.backend.native.tree_selects import select_tree_steps
 from pypto.backend.native.tree_unroll import unroll_block_loops
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
@@ -178,6 +179,7 @@ def lowered(kernel: func.FuncOp) -> tuple[Any, int]:
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
     numpy_math.widen_lane_loops(result, kernel)
     pair_runs.keep_run_loops(result)  # (a sorting network's runs of pairs)
+    plain_stores.freeze_reloads(result)  # (selects stored back: no masked stores)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
@@ -492,6 +494,7 @@ class NativeKernel:
                 kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
                 kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
                 kernel = select_exchanges(kernel)  # sorting-network steps branch-free
+                kernel = select_tree_steps(kernel)  # tree steps' inner ifs branch-free
             reason, self.needs_1d = analyse(kernel)
             if reason is None:
                 break  # (else the kernel as written, if unrolled: tree_unroll.py)
@@ -753,7 +756,7 @@ class NativeKernel:
         values live across a barrier), grown when a launch has more lanes than the last."""
         lanes = block[0] * block[1] * block[2]
         if self._spill.size < self.slots * lanes:
-            self._spill = np.zeros(self.slots * lanes, np.uint64)
+            self._spill = aligned_words(self.slots * lanes)  # (phases.ALIGN)
         return self._spill.ctypes.data
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:

@@ -121,11 +121,26 @@ def arena_words(layout: list[L1Buffer]) -> int:
     return -(-end // 8)
 
 
+ALIGN = 64
+"""Bytes the arena and the spill slots are aligned to: a cache line, so a 64-byte vector access
+at an aligned offset (`pto-allocate-l1` aligns buffers to 32) does not straddle two lines.
+NumPy aligns its arrays to 16 bytes only: the same kernel then ran 0.45 or 0.54 ms a launch
+(argmin block) depending on where its arena landed (docs/native.md#the-l1-arena)."""
+
+
+def aligned_words(count: int) -> np.ndarray:
+    """`count` zeroed 8-byte words starting at an `ALIGN`-byte boundary."""
+    extra = ALIGN // 8
+    base = np.zeros(count + extra, dtype=np.uint64)
+    skip = (-base.ctypes.data % ALIGN) // 8
+    return base[skip:skip + count]
+
+
 def arena_template(layout: list[L1Buffer]) -> np.ndarray:
     """The arena buffer of a launch: one block's arena, then the poisoned template it is
     refilled from before every block (as the interpreter poisons fresh L1)."""
     words = arena_words(layout)
-    data = np.zeros(2 * max(words, 1), dtype=np.uint64)
+    data = aligned_words(2 * max(words, 1))
     raw = data.view(np.uint8)
     base = words * 8
     for b in layout:

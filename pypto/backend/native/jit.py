@@ -313,9 +313,10 @@ _VERSIONS: list[str] = []
 # object compiled with a switch off is never loaded with it on. tests/backend/native/
 # test_cache_switches.py fails when a native module grows a boolean switch not listed here.
 SWITCHES: tuple[tuple[str, str], ...] = (
-    ("copy_loops", "ENABLED"), ("fill_loops", "ENABLED"),
+    ("arena_refill", "ENABLED"), ("copy_loops", "ENABLED"), ("fill_loops", "ENABLED"),
     ("pair_fusion", "ENABLED"), ("pair_runs", "ENABLED"), ("pair_runs", "KEEP_RUNS"),
-    ("tile_loops", "ENABLED"), ("transposed_rows", "PREFETCH"))
+    ("plain_stores", "ENABLED"), ("tile_loops", "ENABLED"), ("transposed_rows", "PREFETCH"),
+    ("tree_selects", "ENABLED"))
 
 
 def switches() -> str:

@@ -60,7 +60,7 @@ class _Converter:
                 loc: Loc = (site[0], site[1])
                 if isinstance(op, pto.LoadOp):
                     if loc in cur:                # forwarded: no second load
-                        op.results[0].replace_by(cur[loc])
+                        op.results[0].replace_all_uses_with(cur[loc])
                         op.detach()
                         op.erase()
                         continue

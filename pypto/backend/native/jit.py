@@ -52,6 +52,7 @@ from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
 from pypto.backend.native.support import analyse, launch_checked
 from pypto.backend.native.tree_selects import select_tree_steps
+from pypto.backend.native.int_trees import sum_int_trees
 from pypto.backend.native.tree_unroll import unroll_block_loops
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
@@ -314,6 +315,7 @@ _VERSIONS: list[str] = []
 # test_cache_switches.py fails when a native module grows a boolean switch not listed here.
 SWITCHES: tuple[tuple[str, str], ...] = (
     ("arena_refill", "ENABLED"), ("copy_loops", "ENABLED"), ("fill_loops", "ENABLED"),
+    ("int_trees", "ENABLED"),
     ("pair_fusion", "ENABLED"), ("pair_runs", "ENABLED"), ("pair_runs", "KEEP_RUNS"),
     ("plain_stores", "ENABLED"), ("tile_loops", "ENABLED"), ("transposed_rows", "PREFETCH"),
     ("tree_selects", "ENABLED"))
@@ -496,6 +498,7 @@ class NativeKernel:
                 kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
                 kernel = select_exchanges(kernel)  # sorting-network steps branch-free
                 kernel = select_tree_steps(kernel)  # tree steps' inner ifs branch-free
+                kernel = sum_int_trees(kernel)  # integer L1 trees as one sum (int_trees.py)
             reason, self.needs_1d = analyse(kernel)
             if reason is None:
                 break  # (else the kernel as written, if unrolled: tree_unroll.py)

@@ -104,15 +104,26 @@ def _runtime_divisor(op: Operation) -> bool:
                 c.value.value.data != 0)
 
 
+_CHECKED_TYPES: frozenset[type] = frozenset()
+
+
 def _checked_ops(kernel: Operation) -> list[Operation]:
     """The ops the lowering checks, in walk order: site `i` is op `i` (accesses: bounds;
     divisions by a run-time divisor: zero; float-to-int casts: range; block-level instructions:
     the collectives callback's site, pypto.backend.native.collectives)."""
+    global _CHECKED_TYPES
+    if not _CHECKED_TYPES:  # (a set of the op classes: one lookup per op, where isinstance
+        roots = [pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, *pto.ATOMIC_OPS,
+                 arith.FPToSIOp, pto.PrintfOp, *COLLECTIVE_OPS, *pto.TILE_VECTOR_OPS]
+        found: set[type] = set()  # (with a tuple of ~40 classes took 37 ms of a 57 ms load)
+        while roots:  # (the classes and their subclasses: isinstance's answer)
+            cls = roots.pop()
+            found.add(cls)
+            roots.extend(cls.__subclasses__())
+        _CHECKED_TYPES = frozenset(found)
+    checked = _CHECKED_TYPES
     return [op for op in kernel.walk()
-            if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
-                               *pto.ATOMIC_OPS, arith.FPToSIOp, pto.PrintfOp,
-                               *COLLECTIVE_OPS, *pto.TILE_VECTOR_OPS)) or
-            _runtime_divisor(op) or _checked_power(op)]
+            if type(op) in checked or _runtime_divisor(op) or _checked_power(op)]
 
 
 def _checked_power(op: Operation) -> bool:
@@ -518,26 +529,25 @@ class NativeKernel:
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
-        self.sites = [(op.name.removeprefix("pto."), op_location(op))  # mode: its message
-                      for op in _checked_ops(kernel)]               # names the lane when the
-        self.lane_divisors = [_runtime_divisor(op) and op.operands[1] in varying  # divisor
-                              for op in _checked_ops(kernel)]                     # varies)
+        checked = _checked_ops(kernel)                            # mode: its message names
+        self.sites = [(op.name.removeprefix("pto."), op_location(op))  # the lane when the
+                      for op in checked]                                # divisor varies)
+        self.lane_divisors = [_runtime_divisor(op) and op.operands[1] in varying
+                              for op in checked]
         self.cast_types = [str(np.dtype(f"int{op.results[0].type.width.data}"))
-                           if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
+                           if isinstance(op, arith.FPToSIOp) else "" for op in checked]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.barriers = [op_location(op) for op in while_codegen.barrier_sites(kernel)]
-        self.step_sites = {i for i, op in enumerate(_checked_ops(kernel))
-                           if loop_steps.is_step_check(op)}
+        self.step_sites = {i for i, op in enumerate(checked) if loop_steps.is_step_check(op)}
         self.params = list(kernel.body.block.args)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
         self.arena = arena_template(self.l1)
         self._arena_address = self.arena.ctypes.data
         self.collective_sites = _collective_sites(kernel, self.l1)
-        self.tile_sites = native_tiles.sites(kernel, self.l1, _checked_ops(kernel))
+        self.tile_sites = native_tiles.sites(kernel, self.l1, checked)
         self.tile_views: dict[Any, Any] = {}  # (tiles.py: views of the arena per site)
         self.printf_sites = {i: printf.site_of(op, op_location(op))
-                             for i, op in enumerate(_checked_ops(kernel))
-                             if isinstance(op, pto.PrintfOp)}
+                             for i, op in enumerate(checked) if isinstance(op, pto.PrintfOp)}
         _, self.printf_free, buffered = printf.plan(kernel)  # (dims the printing lane or
         self.printf_lines: list[Any] | None = [] if buffered else None  # lane is not pinned in)
         self.printf_launch: tuple[Any, ...] = ()  # (grid, block, bound) of buffered lines

@@ -50,7 +50,7 @@ from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
-from pypto.backend.native.support import analyse, launch_checked
+from pypto.backend.native.support import analyse, analyse_launch
 from pypto.backend.native.tree_selects import select_tree_steps
 from pypto.backend.native.int_trees import sum_int_trees
 from pypto.backend.native.tree_unroll import unroll_block_loops
@@ -510,7 +510,7 @@ class NativeKernel:
                 kernel = select_exchanges(kernel)  # sorting-network steps branch-free
                 kernel = select_tree_steps(kernel)  # tree steps' inner ifs branch-free
                 kernel = sum_int_trees(kernel)  # integer L1 trees as one sum (int_trees.py)
-            reason, self.needs_1d = analyse(kernel)
+            reason, self.needs_1d, modelled = analyse_launch(kernel)
             if reason is None:
                 break  # (else the kernel as written, if unrolled: tree_unroll.py)
         if reason is not None:
@@ -521,8 +521,8 @@ class NativeKernel:
         import llvmlite.binding as llvm
 
         self.name = name
-        checked = launch_checked(kernel)  # lane independence proven per launch
-        self.independence = LaunchCheck(kernel, checked) if checked else None
+        # (modelled: the written tensors whose lane independence is proven per launch)
+        self.independence = LaunchCheck(kernel, modelled) if modelled else None
         self.row_decision = None if needs_phases(kernel) else \
             row_decision.decision(kernel, block)
         """Decides per launch whether the lanes may run in row order (row_decision.py)."""

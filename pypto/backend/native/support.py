@@ -214,6 +214,15 @@ def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
     return reason, bool(private) and reason is None
 
 
+def analyse_launch(kernel: func.FuncOp) -> tuple[str | None, bool, list[BlockArgument]]:
+    """`analyse` and `launch_checked` in one pass (a build needs both: one walk and one
+    phase plan instead of two)."""
+    private: list[bool] = []
+    modelled: list[BlockArgument] = []
+    reason = _check(kernel, private, [], modelled)
+    return reason, bool(private) and reason is None, modelled if reason is None else []
+
+
 def launch_checked(kernel: func.FuncOp) -> list[BlockArgument]:
     """The written tensors (of a kernel `unsupported_reason` accepts) whose lane independence
     is proven at each launch (lane_independence.LaunchCheck) rather than by the rules above."""

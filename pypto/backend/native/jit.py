@@ -45,7 +45,7 @@ from pypto.backend.native.phases import (L1Buffer, aligned_words, arena_layout, 
                                          needs_phases)
 from pypto.backend.native import carried_values, plain_stores, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, SLOTS_ATTR, watchdog_loops
-from pypto.backend.native import pair_runs
+from pypto.backend.native import pair_runs, perf_map
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
@@ -595,6 +595,8 @@ class NativeKernel:
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
+        if read("PYPTO_PERF_MAP", False):  # (names for `perf report`: perf_map.py)
+            perf_map.write(obj, perf_map.engine_lookup(self.engine), name)
         self.auto_prefers_interpreter: str | None = (
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element: its lane loop is "
             f"not vectorised (docs/native.md#choosing-a-backend: about 10x the interpreter's "

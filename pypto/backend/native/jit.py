@@ -510,14 +510,16 @@ class NativeKernel:
                 kernel = select_exchanges(kernel)  # sorting-network steps branch-free
                 kernel = select_tree_steps(kernel)  # tree steps' inner ifs branch-free
                 kernel = sum_int_trees(kernel)  # integer L1 trees as one sum (int_trees.py)
-            reason, self.needs_1d, modelled = analyse_launch(kernel)
+            plans: list[Any] = []
+            reason, self.needs_1d, modelled = analyse_launch(kernel, plans)
             if reason is None:
                 break  # (else the kernel as written, if unrolled: tree_unroll.py)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "
                                     f"(backend='interpreter' or 'auto')", kernel=name)
-        self.merged_1d = merged_phases(kernel)  # (phase_merge.py: proven for 1-D blocks)
+        self.merged_1d = merged_phases(kernel, plans[-1] if plans else None)  # (phase_merge.py:
+        # proven for 1-D blocks)
         import llvmlite.binding as llvm
 
         self.name = name

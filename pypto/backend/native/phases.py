@@ -524,12 +524,16 @@ def plan(kernel: func.FuncOp) -> Plan:
     return Plan(kernel)
 
 
-def refusal(kernel: func.FuncOp) -> tuple[str, Operation | None] | None:
-    """(reason, op) when the kernel's structure cannot be split into phases, else None."""
+def refusal(kernel: func.FuncOp, keep: list[Plan] | None = None
+            ) -> tuple[str, Operation | None] | None:
+    """(reason, op) when the kernel's structure cannot be split into phases, else None (and
+    the plan appended to `keep`, for a caller that needs it next: jit.py's build)."""
     try:
-        Plan(kernel)
+        made = Plan(kernel)
     except Refused as exc:
         return exc.reason, exc.op
+    if keep is not None:
+        keep.append(made)
     return None
 
 
@@ -544,11 +548,13 @@ def absorbable(op: Operation, structural: set[Operation]) -> bool:
     return True
 
 
-def merged_phases(kernel: func.FuncOp) -> bool:
+def merged_phases(kernel: func.FuncOp, known: Plan | None = None) -> bool:
     """Does the kernel's phase plan merge an L1 write into the phase of its reads (so a launch
-    must use the 1-D block it was compiled for)?"""
+    must use the 1-D block it was compiled for)? `known`: the kernel's plan, if made."""
     if not needs_phases(kernel) or not one_dimensional(kernel):
         return False
+    if known is not None:
+        return known.merged
     try:
         return plan(kernel).merged
     except Refused:

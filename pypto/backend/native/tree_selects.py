@@ -52,6 +52,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pypto.analysis.uniformity import varying_values
+from pypto.backend.native.exchange_selects import join_paths
 from pypto.backend.native.phase_merge import _Forms, mergeable, one_dimensional
 from pypto.backend.native.phases import merged_phases
 from pypto.dialects import pto
@@ -132,18 +133,8 @@ class _Converter:
                 for region in (op.true_region, op.false_region):
                     inner = list(region.blocks[0].ops) if region.blocks else []
                     branches.append(self.run(inner, dict(cur), False))
-                then_vals, else_vals = branches
-                for k in dict.fromkeys([*then_vals, *else_vals]):
-                    t, e = then_vals.get(k, cur.get(k)), else_vals.get(k, cur.get(k))
-                    if t is None or e is None:
-                        raise _GiveUp
-                    if t is e:
-                        cur[k] = t
-                        continue
-                    select = arith.SelectOp(op.cond, t, e)
-                    self.anchor.parent_block().insert_op_before(  # type: ignore[union-attr]
-                        select, self.anchor)
-                    cur[k] = select.result
+                if not join_paths(op.cond, *branches, cur, self.anchor):  # type: ignore
+                    raise _GiveUp
                 if outer:
                     self.anchor = None
                 op.detach()

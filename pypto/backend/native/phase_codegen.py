@@ -776,19 +776,7 @@ def _fast_lane_loops(block: Block, callee: str, args: list[SSAValue], g: "_Grid"
     status = _add(block, arith.TruncIOp(_add(block, llvm.LoadOp(g.err, i64)), i32))
     run = Block()
 
-    def loop(outer: Block, start: SSAValue, end: SSAValue,
-             body: Callable[[Block, SSAValue], SSAValue]) -> SSAValue:
-        before = Block(arg_types=[i32, i32])
-        t, st = before.args
-        go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(t, end, "slt")),
-                                      _add(before, arith.CmpiOp(st, _c(before, 0), "eq"))))
-        before.add_op(scf.ConditionOp(go, t, st))
-        after = Block(arg_types=[i32, i32])
-        result = body(after, after.args[0])
-        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, 1))), result))
-        w = scf.WhileOp([start, _c(outer, 0)], [i32, i32], Region(before), Region(after))
-        outer.add_op(w)
-        return w.results[1]
+    loop = warp_lanes.status_loop
 
     def zbody(zb: Block, tz: SSAValue) -> SSAValue:
         def ybody(yb: Block, ty: SSAValue) -> SSAValue:

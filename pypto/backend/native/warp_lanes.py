@@ -77,9 +77,10 @@ def applies(shape: tuple[int, int, int] | None) -> bool:
     return shape is not None and shape[1:] == (1, 1) and shape[0] % WARP == 0 and shape[0] > 0
 
 
-def _loop(outer: Block, start: SSAValue, end: SSAValue,
-          body: Callable[[Block, SSAValue], SSAValue]) -> SSAValue:
-    """`for t in [start, end)` while the status stays 0 (phase_codegen's lane loop shape)."""
+def status_loop(outer: Block, start: SSAValue, end: SSAValue,
+                body: Callable[[Block, SSAValue], SSAValue]) -> SSAValue:
+    """`for t in [start, end)` while the status `body` returns stays 0, at the end of `outer`;
+    its final status (the lane loops' shape: phase_codegen.py and the warp by warp loops)."""
     before = Block(arg_types=[i32, i32])
     t, st = before.args
     go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(t, end, "slt")),
@@ -107,10 +108,10 @@ def emit(block: Block, block_dims: list[SSAValue], shape: tuple[int, int, int],
 
     def warp(wb: Block, w: SSAValue) -> SSAValue:
         base = _add(wb, arith.MuliOp(w, _c(wb, WARP)))
-        return _loop(wb, _c(wb, 0), _c(wb, WARP),
+        return status_loop(wb, _c(wb, 0), _c(wb, WARP),
                      lambda lb, lane: lane_call(lb, _add(lb, arith.AddiOp(base, lane))))
 
-    _loop(run, _c(run, 0), _c(run, shape[0] // WARP), warp)
+    status_loop(run, _c(run, 0), _c(run, shape[0] // WARP), warp)
     run.add_op(scf.YieldOp())
     known.add_op(scf.IfOp(_add(known, arith.CmpiOp(status, _c(known, 0), "eq")), [],
                           Region(run), None))

@@ -143,6 +143,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("PYPTO_DEBUG_HISTORY", "a file in an existing directory",
             "~/.pypto_debug_history (set but empty: no history)", "when the debugger's prompt starts",
             "docs/debugging.md", _file),
+    Setting("PYPTO_PERF_MAP", FLAG_WORDS, "off",
+            "when the native backend loads a kernel (compiled or from the disk cache)",
+            "docs/native.md#profiling-native-code", _flag),
     Setting(FULL_TRACEBACK_ENV, FLAG_WORDS, "off", "at every error pypto raises",
             "docs/runtime.md#errors", _flag),
 )}

@@ -28,8 +28,8 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "fresh_native_cache: the test compiles native code into "
                             "a disk cache of its own (it checks what the cache holds)")
     config.addinivalue_line("markers", "shared_native_cache: the test uses monkeypatch but only "
-                            "patches what the native cache key includes (a module's ENABLED: "
-                            "switches.py, mma_calls) or what runs after compiling: it "
+                            "patches what the native cache key includes (the switches of "
+                            "jit.SWITCHES, mma_calls) or what runs after compiling: it "
                             "shares the run's cache")
     if not os.environ.get(SUITE_CACHE_ENV):  # the first process (xdist's controller): its
         path = tempfile.mkdtemp(prefix="pypto-native-tests-")  # workers inherit the variable
@@ -52,7 +52,7 @@ def pytest_unconfigure(config: Any) -> None:
 # never depends on an earlier one). `PYPTO_TEST_NATIVE_CACHE=<dir>` keeps one across runs
 # instead (object code is keyed by the kernel's IR and the backend's source: an edit recompiles).
 # A test marked `fresh_native_cache`, or one that uses `monkeypatch` (it may patch how code is
-# compiled without changing the cache key: jit._optimised), compiles into a
+# compiled without changing the cache key, e.g. jit._optimised), compiles into a
 # directory of its own, as every native test did before the run-wide cache, unless marked
 # `shared_native_cache` (its patches are part of the key: test_copy_loops.py recompiles each
 # kernel per copy_loops.ENABLED setting, a disk load from the second time).

@@ -222,9 +222,9 @@ class Executable:
         # several threads share them, as they share the arena pool below (taken by list.pop,
         # atomic: two threads never get one arena)
         self.cache = RunCache()
-        # L1 of finished lane vectors by vector length, reused by the next ones (tiles.py
+        # L1 of finished lane vectors by (vector length, lanes per block), reused by the next ones (tiles.py
         # adopt_block_memory); a run that raised leaves its L1 out
-        self._arenas: dict[int, list[Any]] = {}
+        self._arenas: dict[tuple[int, int], list[Any]] = {}
         self._chunks: dict[tuple[tuple[int, int, int], tuple[int, int, int], bool],
                            tuple[GeneratedKernel, list[tuple[int, int]]]] = {}
         """Per launch shape seen (grid, block) in grid/batch/block mode: the generated code and
@@ -394,7 +394,8 @@ class Executable:
                                       check_uninitialized=self.check_uninitialized,
                                       race_check=self.race_check, cache=self.cache)
                         ctx.decisions = decisions  # the strategies the variant's plan decided
-                        free = pool.get(count)
+                        shape = (count, ctx.block_lanes)  # (the pool's key: _run_vector)
+                        free = pool.get(shape)
                         if free:
                             state = _take(free)
                             if state is not None:
@@ -402,7 +403,7 @@ class Executable:
                         gen.fn(ctx, bound)
                         memory = ctx.__dict__.get("memory")  # (made at first use: lanes.py)
                         if memory is not None and memory.arenas:
-                            pool.setdefault(count, []).append((memory.l1_buffers, memory.arenas))
+                            pool.setdefault(shape, []).append((memory.l1_buffers, memory.arenas))
                 except KernelError:
                     raise
                 except (IndexError, ValueError, TypeError, AttributeError) as exc:  # pragma: no cover
@@ -456,11 +457,12 @@ class Executable:
 
     @staticmethod
     def _run_vector(gen: GeneratedKernel, ctx: LaneContext, bound: list[Any],
-                    pool: dict[int, list[Any]] | None) -> None:
+                    pool: dict[tuple[int, int], list[Any]] | None) -> None:
         """Run one lane vector; with a `pool`, on the L1 of a finished vector of its length
         (tiles.py adopt_block_memory), and give its own L1 back to the pool afterwards."""
-        if pool is not None:
-            free = pool.get(ctx.count)
+        shape = (ctx.count, ctx.block_lanes)  # (an arena holds count / block_lanes blocks:
+        if pool is not None:                   # 8 blocks of 32 lanes are not 4 of 64)
+            free = pool.get(shape)
             if free:
                 state = _take(free)
                 if state is not None:
@@ -468,7 +470,7 @@ class Executable:
         gen.fn(ctx, bound)
         memory = ctx.__dict__.get("memory")  # (made at first use: lanes.py)
         if pool is not None and memory is not None and memory.arenas:
-            pool.setdefault(ctx.count, []).append((memory.l1_buffers, memory.arenas))
+            pool.setdefault(shape, []).append((memory.l1_buffers, memory.arenas))
 
     def _per_chunk(self, gen: GeneratedKernel, grid: tuple[int, int, int],
                    block: tuple[int, int, int]) -> int:

@@ -21,6 +21,8 @@ element ends with the value the last store on the lane's path gave it, as in the
 
 from __future__ import annotations
 
+from typing import Any
+
 from xdsl.dialects import arith, func, scf
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -60,7 +62,7 @@ class _Converter:
                 loc: Loc = (site[0], site[1])
                 if isinstance(op, pto.LoadOp):
                     if loc in cur:                # forwarded: no second load
-                        op.results[0].replace_by(cur[loc])
+                        op.results[0].replace_all_uses_with(cur[loc])
                         op.detach()
                         op.erase()
                         continue
@@ -86,19 +88,8 @@ class _Converter:
                 for region in (op.true_region, op.false_region):
                     inner = list(region.blocks[0].ops) if region.blocks else []
                     branches.append(self.run(inner, dict(cur), False))
-                then_vals, else_vals = branches
-                for loc in dict.fromkeys([*then_vals, *else_vals]):
-                    t = then_vals.get(loc, cur.get(loc))
-                    e = else_vals.get(loc, cur.get(loc))
-                    if t is None or e is None:
-                        raise _GiveUp
-                    if t is e:
-                        cur[loc] = t
-                        continue
-                    select = arith.SelectOp(op.cond, t, e)
-                    self.anchor.parent_block().insert_op_before(  # type: ignore[union-attr]
-                        select, self.anchor)
-                    cur[loc] = select.result
+                if not join_paths(op.cond, *branches, cur, self.anchor):
+                    raise _GiveUp
                 op.detach()
                 op.erase()
                 continue
@@ -106,6 +97,25 @@ class _Converter:
                 raise _GiveUp
             self._move(op)                        # pure arithmetic (pair_exchange.py)
         return cur
+
+
+def join_paths(cond: SSAValue, then_vals: dict[Any, SSAValue], else_vals: dict[Any, SSAValue],
+               cur: dict[Any, SSAValue], anchor: Operation) -> bool:
+    """After an `if` on `cond` whose paths left `then_vals` / `else_vals` (element -> value),
+    each element's value in `cur` becomes `select(cond, then, else)` (inserted before
+    `anchor`), or the common value when both paths agree; False when an element has no value
+    on one path (not loaded before: the caller gives up). Shared with tree_selects.py."""
+    for key in dict.fromkeys([*then_vals, *else_vals]):
+        t, e = then_vals.get(key, cur.get(key)), else_vals.get(key, cur.get(key))
+        if t is None or e is None:
+            return False
+        if t is e:
+            cur[key] = t
+            continue
+        select = arith.SelectOp(cond, t, e)
+        anchor.parent_block().insert_op_before(select, anchor)  # type: ignore[union-attr]
+        cur[key] = select.result
+    return True
 
 
 def _convert(op: scf.IfOp) -> None:

@@ -27,6 +27,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, i32
 from xdsl.ir import Block, Region
 
+from pypto.backend.native import warp_lanes
 from pypto.backend.native.fast_blocks import FAST_SUFFIX
 from pypto.backend.native.full_blocks import FULL_SUFFIX, GUARDS_SUFFIX, full_variants
 
@@ -68,6 +69,7 @@ def add_full_phase(grid: func.FuncOp, lane: func.FuncOp, fast: func.FuncOp, name
         fast_lanes = Region()
         branch.true_region.move_blocks(fast_lanes)
         full_lanes = fast_lanes.clone()
+        warp_lanes.keep_plain(fast_lanes)  # (docs/native.md#warp-lanes)
         for op in full_lanes.walk():
             if isinstance(op, func.CallOp) and op.callee.string_value() == fast_name:
                 op.properties["callee"] = SymbolRefAttr(full_name)

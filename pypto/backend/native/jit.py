@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import hashlib
+import importlib
 import os
 import re
 import tempfile
@@ -32,8 +33,7 @@ from pypto.settings import read
 from pypto.backend.interpreter import watchdog
 from pypto.backend.native import (collectives, copy_loops, inflight, int_pow,
                                   loop_steps, mma_calls, numpy_math, printf, row_decision,
-                                  row_order, shared_hbm, switches, tokens,
-                                  while_codegen)
+                                  row_order, shared_hbm, tokens, while_codegen)
 from pypto.backend.native import tiles as native_tiles
 from pypto.backend.native.bf16 import bf16_bits
 from pypto.backend.native.collectives import Operand, Site
@@ -41,16 +41,18 @@ from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.inline_stages import inline_pipelines
 from pypto.backend.native.phase_codegen import spill_slots
-from pypto.backend.native.phases import (L1Buffer, arena_layout, arena_template, merged_phases,
+from pypto.backend.native.phases import (L1Buffer, aligned_words, arena_layout, arena_template, merged_phases,
                                          needs_phases)
-from pypto.backend.native import carried_values, transposed_rows
+from pypto.backend.native import carried_values, plain_stores, transposed_rows
 from pypto.backend.native.simt_to_lanes import LANE_SUFFIX, SLOTS_ATTR, watchdog_loops
-from pypto.backend.native import pair_runs
+from pypto.backend.native import pair_runs, perf_map
 from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
-from pypto.backend.native.support import analyse, launch_checked
+from pypto.backend.native.support import analyse, analyse_launch
+from pypto.backend.native.tree_selects import select_tree_steps
+from pypto.backend.native.int_trees import sum_int_trees
 from pypto.backend.native.tree_unroll import unroll_block_loops
 from pypto.backend.native.warp_exchange import exchange_warp_collectives, max_lanes
 from pypto.backend.native.to_llvm import (CAST_RANGE, COLLECTIVE, COLLECTIVE_OPS,
@@ -102,15 +104,26 @@ def _runtime_divisor(op: Operation) -> bool:
                 c.value.value.data != 0)
 
 
+_CHECKED_TYPES: frozenset[type] = frozenset()
+
+
 def _checked_ops(kernel: Operation) -> list[Operation]:
     """The ops the lowering checks, in walk order: site `i` is op `i` (accesses: bounds;
     divisions by a run-time divisor: zero; float-to-int casts: range; block-level instructions:
     the collectives callback's site, pypto.backend.native.collectives)."""
+    global _CHECKED_TYPES
+    if not _CHECKED_TYPES:  # (a set of the op classes: one lookup per op, where isinstance
+        roots = [pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp, *pto.ATOMIC_OPS,
+                 arith.FPToSIOp, pto.PrintfOp, *COLLECTIVE_OPS, *pto.TILE_VECTOR_OPS]
+        found: set[type] = set()  # (with a tuple of ~40 classes took 37 ms of a 57 ms load)
+        while roots:  # (the classes and their subclasses: isinstance's answer)
+            cls = roots.pop()
+            found.add(cls)
+            roots.extend(cls.__subclasses__())
+        _CHECKED_TYPES = frozenset(found)
+    checked = _CHECKED_TYPES
     return [op for op in kernel.walk()
-            if isinstance(op, (pto.LoadOp, pto.StoreOp, pto.FmaOp, pto.AtomicAddOp,
-                               *pto.ATOMIC_OPS, arith.FPToSIOp, pto.PrintfOp,
-                               *COLLECTIVE_OPS, *pto.TILE_VECTOR_OPS)) or
-            _runtime_divisor(op) or _checked_power(op)]
+            if type(op) in checked or _runtime_divisor(op) or _checked_power(op)]
 
 
 def _checked_power(op: Operation) -> bool:
@@ -178,6 +191,7 @@ def lowered(kernel: func.FuncOp) -> tuple[Any, int]:
     numpy_math.add_vector_variants(result)  # NumPy's loops once per vector of lanes
     numpy_math.widen_lane_loops(result, kernel)
     pair_runs.keep_run_loops(result)  # (a sorting network's runs of pairs)
+    plain_stores.freeze_reloads(result)  # (selects stored back: no masked stores)
     for fn in result.functions:  # (xDSL's translation drops linkage: the lane function is
         if fn.name.endswith(LANE_SUFFIX):  # private, inlined into the grid function's loop)
             fn.linkage = "internal"
@@ -304,6 +318,26 @@ def _new_machine() -> Any:
 
 
 _VERSIONS: list[str] = []
+
+
+# The module-level switches that change the object code a kernel compiles to (tests turn them
+# off to compare with the plain lowering): each one is part of the disk cache's key, so an
+# object compiled with a switch off is never loaded with it on. tests/backend/native/
+# test_cache_switches.py fails when a native module grows a boolean switch not listed here.
+SWITCHES: tuple[tuple[str, str], ...] = (
+    ("arena_refill", "ENABLED"), ("copy_loops", "ENABLED"), ("fill_loops", "ENABLED"),
+    ("int_trees", "ENABLED"),
+    ("pair_fusion", "ENABLED"), ("pair_runs", "ENABLED"), ("pair_runs", "KEEP_RUNS"),
+    ("plain_stores", "ENABLED"), ("tile_loops", "ENABLED"), ("transposed_rows", "PREFETCH"),
+    ("tree_selects", "ENABLED"))
+
+
+def switches() -> str:
+    """The switches' current values, and `mma`'s switch and whether it calls BLAS (a part of
+    the cache key; docs/native.md#the-cache)."""
+    values = (f"{module}.{name}={getattr(importlib.import_module(f'pypto.backend.native.{module}'), name)}"
+              for module, name in SWITCHES)
+    return " ".join((*values, mma_calls.cache_key()))
 
 
 def _versions() -> str:
@@ -474,46 +508,49 @@ class NativeKernel:
                 kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
                 kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
                 kernel = select_exchanges(kernel)  # sorting-network steps branch-free
-            reason, self.needs_1d = analyse(kernel)
+                kernel = select_tree_steps(kernel)  # tree steps' inner ifs branch-free
+                kernel = sum_int_trees(kernel)  # integer L1 trees as one sum (int_trees.py)
+            plans: list[Any] = []
+            reason, self.needs_1d, modelled = analyse_launch(kernel, plans)
             if reason is None:
                 break  # (else the kernel as written, if unrolled: tree_unroll.py)
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "
                                     f"(backend='interpreter' or 'auto')", kernel=name)
-        self.merged_1d = merged_phases(kernel)  # (phase_merge.py: proven for 1-D blocks)
+        self.merged_1d = merged_phases(kernel, plans[-1] if plans else None)  # (phase_merge.py:
+        # proven for 1-D blocks)
         self.shared_hbm = shared_hbm.has_shared(kernel)  # (one-block launches only)
         import llvmlite.binding as llvm
 
         self.name = name
-        checked = launch_checked(kernel)  # lane independence proven per launch
-        self.independence = LaunchCheck(kernel, checked) if checked else None
+        # (modelled: the written tensors whose lane independence is proven per launch)
+        self.independence = LaunchCheck(kernel, modelled) if modelled else None
         self.row_decision = None if needs_phases(kernel) else \
             row_decision.decision(kernel, block)
         """Decides per launch whether the lanes may run in row order (row_decision.py)."""
         from pypto.analysis.uniformity import varying_values
 
         varying = varying_values(kernel, block_ids_uniform=False)  # (the interpreter's GRID
-        self.sites = [(op.name.removeprefix("pto."), op_location(op))  # mode: its message
-                      for op in _checked_ops(kernel)]               # names the lane when the
-        self.lane_divisors = [_runtime_divisor(op) and op.operands[1] in varying  # divisor
-                              for op in _checked_ops(kernel)]                     # varies)
+        checked = _checked_ops(kernel)                            # mode: its message names
+        self.sites = [(op.name.removeprefix("pto."), op_location(op))  # the lane when the
+                      for op in checked]                                # divisor varies)
+        self.lane_divisors = [_runtime_divisor(op) and op.operands[1] in varying
+                              for op in checked]
         self.cast_types = [str(np.dtype(f"int{op.results[0].type.width.data}"))
-                           if isinstance(op, arith.FPToSIOp) else "" for op in _checked_ops(kernel)]
+                           if isinstance(op, arith.FPToSIOp) else "" for op in checked]
         self.loops = [op_location(op) for op in watchdog_loops(kernel)]
         self.barriers = [op_location(op) for op in while_codegen.barrier_sites(kernel)]
-        self.step_sites = {i for i, op in enumerate(_checked_ops(kernel))
-                           if loop_steps.is_step_check(op)}
+        self.step_sites = {i for i, op in enumerate(checked) if loop_steps.is_step_check(op)}
         self.params = list(kernel.body.block.args)
         self.l1 = arena_layout(kernel)  # the L1 arena and spill slots (phases.py)
         self.arena = arena_template(self.l1)
         self._arena_address = self.arena.ctypes.data
         self.collective_sites = _collective_sites(kernel, self.l1)
-        self.tile_sites = native_tiles.sites(kernel, self.l1, _checked_ops(kernel))
+        self.tile_sites = native_tiles.sites(kernel, self.l1, checked)
         self.tile_views: dict[Any, Any] = {}  # (tiles.py: views of the arena per site)
         self.printf_sites = {i: printf.site_of(op, op_location(op))
-                             for i, op in enumerate(_checked_ops(kernel))
-                             if isinstance(op, pto.PrintfOp)}
+                             for i, op in enumerate(checked) if isinstance(op, pto.PrintfOp)}
         _, self.printf_free, buffered = printf.plan(kernel)  # (dims the printing lane or
         self.printf_lines: list[Any] | None = [] if buffered else None  # lane is not pinned in)
         self.printf_launch: tuple[Any, ...] = ()  # (grid, block, bound) of buffered lines
@@ -527,8 +564,7 @@ class NativeKernel:
         from pypto.ir import print_ir
 
         text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
-        key = hashlib.sha256(f"{_versions()}\n{target}\n{switches.cache_key()}\n"
-                             f"{mma_calls.cache_key()}\n"
+        key = hashlib.sha256(f"{_versions()}\n{target}\n{switches()}\n"
                              f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"
         self.cached = path.exists()
@@ -562,6 +598,8 @@ class NativeKernel:
         self._object = llvm.ObjectFileRef.from_data(obj)  # the engine uses it: keep it alive
         self.engine.add_object_file(self._object)
         self.engine.finalize_object()
+        if read("PYPTO_PERF_MAP", False):  # (names for `perf report`: perf_map.py)
+            perf_map.write(obj, perf_map.engine_lookup(self.engine), name)
         self.auto_prefers_interpreter: str | None = (
             f"it calls NumPy's {', '.join(ufuncs)} loop once per element: its lane loop is "
             f"not vectorised (docs/native.md#choosing-a-backend: about 10x the interpreter's "
@@ -744,7 +782,7 @@ class NativeKernel:
         values live across a barrier), grown when a launch has more lanes than the last."""
         lanes = block[0] * block[1] * block[2]
         if self._spill.size < self.slots * lanes:
-            self._spill = np.zeros(self.slots * lanes, np.uint64)
+            self._spill = aligned_words(self.slots * lanes)  # (phases.ALIGN)
         return self._spill.ctypes.data
 
     def _error(self, grid: tuple[int, int, int], bound: Sequence[Any]) -> KernelError:

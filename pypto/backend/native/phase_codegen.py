@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops, while_codegen
 from pypto.backend.native.quick_ops import append as _add, int_constant
 from pypto.backend.native.row_copies import tile_store
+from pypto.backend.native import arena_refill, warp_lanes
 from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR, MAX_LOOPS, constant_lanes
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
@@ -274,7 +275,7 @@ class _Emitter:
             wide = _add(body, arith.ExtSIOp(coord, i64))       # error messages
             where = _add(body, llvm.GEPOp.from_mixed_indices(err, [slot], i64))
             body.add_op(llvm.StoreOp(wide, where))
-        self._refill_arena(body, arena)
+        self._refill_arena(body, arena, g)
         self.scopes = [dict(zip(kernel.body.block.args, a[:n]))]
         self._emit(self.plan.items, body, g)
         status = _add(body, arith.TruncIOp(_add(body, llvm.LoadOp(err, i64)), i32))
@@ -290,22 +291,29 @@ class _Emitter:
             self.defined_in[value.owner].spill_store(value, slot)  # type: ignore[index]
         return [p.func for p in self.phases], grid
 
-    def _refill_arena(self, block: Block, arena: SSAValue) -> None:
-        """Copy the poisoned template (the arena's second half) over the block's arena."""
+    def _refill_arena(self, block: Block, arena: SSAValue, g: _Grid) -> None:
+        """Copy the poisoned template (the arena's second half) over the block's arena; in a
+        launch of the compiled 1-D shape only the words a read may see (arena_refill.py)."""
         words = arena_words(arena_layout(self.plan.kernel))
         if not words:
             return
-        loop_body = Block(arg_types=[i32])
-        w = loop_body.args[0]
-        wide = _add(loop_body, arith.ExtSIOp(w, i64))
-        src_index = _add(loop_body, arith.AddiOp(wide, _c(loop_body, words, i64)))
-        src = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [src_index], i64))
-        value = _add(loop_body, llvm.LoadOp(src, i64))
-        dst = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [wide], i64))
-        loop_body.add_op(llvm.StoreOp(value, dst))
-        loop_body.add_op(scf.YieldOp())
-        block.add_op(scf.ForOp(_c(block, 0), _c(block, words), _c(block, 1), [],
-                               Region(loop_body)))
+        shape = self.shape
+        ranges = arena_refill.refill_ranges(self.plan.kernel, shape[0], self.plan.uniform) \
+            if shape is not None and shape[1:] == (1, 1) else None
+        if ranges is None:
+            _copy_words(block, arena, words, 0, words)
+            return
+        go = _c(block, 1, i1)
+        for dim, size in zip(g.block_dims, shape):  # type: ignore[arg-type]
+            go = _add(block, arith.AndIOp(go, _add(block, arith.CmpiOp(
+                dim, _c(block, size), "eq"))))
+        known, every = Block(), Block()
+        for start, end in ranges:
+            _copy_words(known, arena, words, start, end)
+        known.add_op(scf.YieldOp())
+        _copy_words(every, arena, words, 0, words)
+        every.add_op(scf.YieldOp())
+        block.add_op(scf.IfOp(go, [], Region(known), Region(every)))
 
     def gresolve(self, v: SSAValue, block: Block, g: _Grid) -> SSAValue:
         """A uniform kernel value in the grid function (recomputed at `block` if needed)."""
@@ -418,6 +426,18 @@ class _Emitter:
                                lambda b: _fast_lane_loops(b, name, args, g, lo_hi),
                                lane_call, lo_hi, g.block_dims, self.shape, g.err,
                                launch_rows=True)
+        elif lanes is None and warp_lanes.applies(self.shape) and \
+                not any(_x_guard(c, t, self) for c, t in phase.guards) and \
+                warp_lanes.permutes_warps(phase.ops, self.plan.uniform):
+            # whole warps, 32 lanes of constant trip count each: docs/native.md#warp-lanes
+            shaped = replace(g, block_dims=[_c(fast, size) for size in self.shape])
+
+            def x_call(b: Block, tx: SSAValue) -> SSAValue:
+                return _add(b, func.CallOp(name + FAST_SUFFIX + LANE_SUFFIX,
+                                           [*args, *g.block_ids, tx, _c(b, 0), _c(b, 0),
+                                            *g.grid_dims, *shaped.block_dims, g.err], [i32]))
+            warp_lanes.emit(fast, g.block_dims, self.shape, g.err, x_call,  # type: ignore
+                            lambda b: _fast_lane_loops(b, name, args, g, lo_hi))
         else:
             _fast_lane_loops(fast, name, args, g, lo_hi, lanes)
         fast.add_op(scf.YieldOp())
@@ -578,6 +598,21 @@ class _Emitter:
         block.add_op(new)
         for k, i in enumerate(uniform):
             self.scopes[-1][op.results[i]] = new.results[k]
+
+
+def _copy_words(block: Block, arena: SSAValue, words: int, start: int, end: int) -> None:
+    """Arena words `[start, end)` from the poisoned template (`words` words further on)."""
+    loop_body = Block(arg_types=[i32])
+    w = loop_body.args[0]
+    wide = _add(loop_body, arith.ExtSIOp(w, i64))
+    src_index = _add(loop_body, arith.AddiOp(wide, _c(loop_body, words, i64)))
+    src = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [src_index], i64))
+    value = _add(loop_body, llvm.LoadOp(src, i64))
+    dst = _add(loop_body, llvm.GEPOp.from_mixed_indices(arena, [wide], i64))
+    loop_body.add_op(llvm.StoreOp(value, dst))
+    loop_body.add_op(scf.YieldOp())
+    block.add_op(scf.ForOp(_c(block, start), _c(block, end), _c(block, 1), [],
+                           Region(loop_body)))
 
 
 def _lane_loop(block: Block, callee: str, args: list[SSAValue], g: _Grid) -> None:
@@ -741,19 +776,7 @@ def _fast_lane_loops(block: Block, callee: str, args: list[SSAValue], g: "_Grid"
     status = _add(block, arith.TruncIOp(_add(block, llvm.LoadOp(g.err, i64)), i32))
     run = Block()
 
-    def loop(outer: Block, start: SSAValue, end: SSAValue,
-             body: Callable[[Block, SSAValue], SSAValue]) -> SSAValue:
-        before = Block(arg_types=[i32, i32])
-        t, st = before.args
-        go = _add(before, arith.AndIOp(_add(before, arith.CmpiOp(t, end, "slt")),
-                                      _add(before, arith.CmpiOp(st, _c(before, 0), "eq"))))
-        before.add_op(scf.ConditionOp(go, t, st))
-        after = Block(arg_types=[i32, i32])
-        result = body(after, after.args[0])
-        after.add_op(scf.YieldOp(_add(after, arith.AddiOp(after.args[0], _c(after, 1))), result))
-        w = scf.WhileOp([start, _c(outer, 0)], [i32, i32], Region(before), Region(after))
-        outer.add_op(w)
-        return w.results[1]
+    loop = warp_lanes.status_loop
 
     def zbody(zb: Block, tz: SSAValue) -> SSAValue:
         def ybody(yb: Block, ty: SSAValue) -> SSAValue:

@@ -122,11 +122,26 @@ def arena_words(layout: list[L1Buffer]) -> int:
     return -(-end // 8)
 
 
+ALIGN = 64
+"""Bytes the arena and the spill slots are aligned to: a cache line, so a 64-byte vector access
+at an aligned offset (`pto-allocate-l1` aligns buffers to 32) does not straddle two lines.
+NumPy aligns its arrays to 16 bytes only: the same kernel then ran 0.45 or 0.54 ms a launch
+(argmin block) depending on where its arena landed (docs/native.md#the-l1-arena)."""
+
+
+def aligned_words(count: int) -> np.ndarray:
+    """`count` zeroed 8-byte words starting at an `ALIGN`-byte boundary."""
+    extra = ALIGN // 8
+    base = np.zeros(count + extra, dtype=np.uint64)
+    skip = (-base.ctypes.data % ALIGN) // 8
+    return base[skip:skip + count]
+
+
 def arena_template(layout: list[L1Buffer]) -> np.ndarray:
     """The arena buffer of a launch: one block's arena, then the poisoned template it is
     refilled from before every block (as the interpreter poisons fresh L1)."""
     words = arena_words(layout)
-    data = np.zeros(2 * max(words, 1), dtype=np.uint64)
+    data = aligned_words(2 * max(words, 1))
     raw = data.view(np.uint8)
     base = words * 8
     for b in layout:
@@ -513,12 +528,16 @@ def plan(kernel: func.FuncOp) -> Plan:
     return Plan(kernel)
 
 
-def refusal(kernel: func.FuncOp) -> tuple[str, Operation | None] | None:
-    """(reason, op) when the kernel's structure cannot be split into phases, else None."""
+def refusal(kernel: func.FuncOp, keep: list[Plan] | None = None
+            ) -> tuple[str, Operation | None] | None:
+    """(reason, op) when the kernel's structure cannot be split into phases, else None (and
+    the plan appended to `keep`, for a caller that needs it next: jit.py's build)."""
     try:
-        Plan(kernel)
+        made = Plan(kernel)
     except Refused as exc:
         return exc.reason, exc.op
+    if keep is not None:
+        keep.append(made)
     return None
 
 
@@ -533,11 +552,13 @@ def absorbable(op: Operation, structural: set[Operation]) -> bool:
     return True
 
 
-def merged_phases(kernel: func.FuncOp) -> bool:
+def merged_phases(kernel: func.FuncOp, known: Plan | None = None) -> bool:
     """Does the kernel's phase plan merge an L1 write into the phase of its reads (so a launch
-    must use the 1-D block it was compiled for)?"""
+    must use the 1-D block it was compiled for)? `known`: the kernel's plan, if made."""
     if not needs_phases(kernel) or not one_dimensional(kernel):
         return False
+    if known is not None:
+        return known.merged
     try:
         return plan(kernel).merged
     except Refused:

@@ -55,7 +55,7 @@ from pypto.backend.native.printf import plan as printf_plan
 from pypto.backend.native.printf import printf_ops
 from pypto.backend.native.numpy_math import ufunc_of, unavailable
 from pypto.backend.native.warp_exchange import refusal as exchange_refusal
-from pypto.backend.native.phases import COLLECTIVES, needs_phases, refusal
+from pypto.backend.native.phases import COLLECTIVES, Plan, needs_phases, refusal
 from pypto.backend.native import shared_hbm
 from pypto.diagnostics import op_location
 from pypto.dialects import pto
@@ -217,6 +217,16 @@ def _analyse(kernel: func.FuncOp) -> tuple[str | None, bool]:
     return reason, bool(private) and reason is None
 
 
+def analyse_launch(kernel: func.FuncOp, plans: list[Plan] | None = None
+                   ) -> tuple[str | None, bool, list[BlockArgument]]:
+    """`analyse` and `launch_checked` in one pass (a build needs both: one walk and one
+    phase plan instead of two); the phase plan, if the kernel has one, appended to `plans`."""
+    private: list[bool] = []
+    modelled: list[BlockArgument] = []
+    reason = _check(kernel, private, [], modelled, plans)
+    return reason, bool(private) and reason is None, modelled if reason is None else []
+
+
 def launch_checked(kernel: func.FuncOp) -> list[BlockArgument]:
     """The written tensors (of a kernel `unsupported_reason` accepts) whose lane independence
     is proven at each launch (lane_independence.LaunchCheck) rather than by the rules above."""
@@ -226,7 +236,8 @@ def launch_checked(kernel: func.FuncOp) -> list[BlockArgument]:
 
 
 def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule after another
-           culprit: list[Operation], modelled: list[BlockArgument] | None = None) -> str | None:
+           culprit: list[Operation], modelled: list[BlockArgument] | None = None,
+           plans: list[Plan] | None = None) -> str | None:
     modelled = [] if modelled is None else modelled
     if len(kernel.body.blocks) != 1:
         return "the kernel's body has several blocks (unstructured control flow); the " \
@@ -418,7 +429,7 @@ def _check(kernel: func.FuncOp, private: list[bool],  # noqa: C901 - one rule af
     shared_hbm.mark(kernel, shared)
     if needs_phases(kernel):
         # (bfloat16 values cross phases as their bits: bf16.py widens spill slots too)
-        refused = refusal(kernel)
+        refused = refusal(kernel, plans)
         if refused is not None:
             culprit[:] = [refused[1]] if refused[1] is not None else []
             return refused[0]

@@ -227,3 +227,27 @@ def test_block_offsets_are_remembered_read_only_and_bounded(monkeypatch):
         assert offsets and len(offsets) <= caches.MAX_ENTRIES
         for value in offsets.values():
             assert not isinstance(value, np.ndarray) or not value.flags.writeable
+
+
+@pto.kernel
+def block_reverse(x, y):
+    """Each block reverses its lanes through L1 (64 elements: room for blocks up to 64)."""
+    tid = pto.get_local_id()
+    nl = pto.get_block_dim()
+    i = pto.get_global_id()
+    buf = pto.alloc_local(64)
+    pto.store(buf + tid, pto.load(x + i))
+    pto.barrier_block()
+    pto.store(y + i, pto.load(buf + nl - 1 - tid))
+
+
+def test_the_arena_pool_keeps_block_shapes_apart():
+    """Lane vectors of one length but different blocks (8 blocks of 32 lanes, then 4 of 64:
+    256 lanes each) must not share a pooled arena: its buffers are laid out per block."""
+    x = np.arange(256, dtype=np.float32)
+    kernel = pto.compile(block_reverse, args=(x, x.copy()), block=64, race_check=False)
+    for block in (32, 64, 16, 32):
+        y = np.zeros_like(x)
+        pto.launch(kernel, 256 // block, block, (x, y), backend="interpreter")
+        pto.sync()
+        np.testing.assert_array_equal(y, x.reshape(-1, block)[:, ::-1].reshape(-1))

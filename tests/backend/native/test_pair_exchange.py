@@ -118,3 +118,37 @@ def test_neighbour_read_is_not_a_pair_and_stays_exact():
     assert not plan(_native_kernel(exchange_step, (x, x.copy(), 4, -1), B)).merged
     interp, native = both(exchange_step, 1, B, [x, np.zeros(B, np.int32)], (4, -1))
     assert same_bits(interp, native)
+
+
+@pto.kernel
+def exchange_reload(x, y, j):
+    """A compare-exchange that loads its own element again inside the nested `if` (the swap's
+    `old`): the converter forwards the top-level load (exchange_selects.py)."""
+    tid = pto.get_local_id()
+    s = pto.alloc_local(B, dtype=pto.int32)
+    pto.store(s + tid, pto.load(x + tid))
+    pto.barrier_block()
+    ixj = tid ^ j
+    if ixj > tid:
+        a = pto.load(s + tid)
+        b = pto.load(s + ixj)
+        if a > b:
+            old = pto.load(s + tid)
+            pto.store(s + tid, b)
+            pto.store(s + ixj, old)
+    pto.barrier_block()
+    pto.store(y + tid, pto.load(s + tid))
+
+
+@pytest.mark.parametrize("j", [1, 4, 16])
+def test_reloaded_element_is_forwarded_and_bit_exact(j):
+    x = np.random.default_rng(j).integers(-50, 50, B).astype(np.int32)
+    func = _native_kernel(exchange_reload, (x, x.copy(), j), B)
+    assert plan(func).merged and select_exchanges(func) is not func
+    interp, native = both(exchange_reload, 1, B, [x, np.zeros(B, np.int32)], (j,))
+    assert same_bits(interp, native)
+    ref = x.copy()
+    for t in range(B):
+        if (t ^ j) > t and ref[t] > ref[t ^ j]:
+            ref[t], ref[t ^ j] = ref[t ^ j], ref[t]
+    np.testing.assert_array_equal(native[1], ref)

@@ -288,6 +288,27 @@ def _while_condition_l1(d: KernelDraft) -> None:
     d.names += [acc, target]
 
 
+@generator_unit("shared_store", weight=0.4, applies=lambda d: d.guarded)
+def _shared_store(d: KernelDraft) -> None:
+    """Lanes 2g and 2g + 1 store into one element `o[g]`, then every lane reads it back: lanes
+    sharing HBM elements with no barrier (docs/native.md#shared-hbm-elements). In lockstep the
+    last active lane of the pair wins; the kernel's final store overwrites `o`."""
+    x, t = d.names[-1], d.new_name()
+    d.body += [f"pto.store(o + i // 2, {x})", f"{t} = pto.load(o + i // 2)"]
+
+    dtype = d.dtype
+
+    def step(env: Env) -> None:
+        values = env[x]
+        n = values.size
+        owner = np.minimum(np.arange(n) // 2 * 2 + 1, n - 1)  # the pair's last active lane
+        env[t] = values[owner]
+        memory = env.setdefault("o memory", np.zeros(n, dtype))  # (the atomic unit's view)
+        memory[:(n + 1) // 2] = values[owner[::2]]
+    d.steps.append(step)
+    d.names.append(t)
+
+
 def _subscripts_supported() -> bool:
     """Subscripts on pointers (docs/language.md#subscripts) exist in this pypto."""
     import pypto as pto

@@ -486,6 +486,14 @@ class NativeKernel:
 
     def _build(self, kernel: func.FuncOp, name: str, block: tuple[int, int, int] | None,
                cached_only: bool) -> None:
+        from pypto.ir import print_ir
+
+        # The disk cache's key text: the kernel as given and the block shape. The object code
+        # is a function of these, the backend's source and switches and the target (all in
+        # the key): every step below is deterministic. Printing the input, not the rewritten
+        # kernel (tree steps unrolled, phases merged: often several times larger), is a third
+        # of a load from the disk cache (docs/native.md#the-cache).
+        text = f"{print_ir(kernel, debuginfo=True)}block {block}\n"
         kernel = printf.add_order_keys(inline_pipelines(kernel))  # (printfs in loops: trips)
         kernel = loop_steps.lower_steps(kernel)  # (run-time steps: checked divisions)
         kernel = inflight.instrument(kernel)  # (copies in flight checked at run time, if the
@@ -561,9 +569,6 @@ class NativeKernel:
         self.bound: Sequence[Any] = ()
         self._spill: np.ndarray = np.zeros(1, np.uint64)
         machine, target = _target()
-        from pypto.ir import print_ir
-
-        text = print_ir(ModuleOp([kernel.clone()]), debuginfo=True)
         key = hashlib.sha256(f"{_versions()}\n{target}\n{switches()}\n"
                              f"{text}".encode()).hexdigest()[:32]
         path = cache_dir() / f"{name[:40]}-{key}.o"

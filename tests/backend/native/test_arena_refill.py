@@ -12,7 +12,7 @@ import pypto as pto
 from pypto.analysis.uniformity import varying_values
 from pypto.backend.native.arena_refill import refill_ranges
 from pypto.dialects import pto as pto_dialect
-from tests.backend.native.helpers import same_bits
+from tests.backend.native.helpers import both, same_bits
 
 BLOCK = 64
 POISON = 0x7FBADBAD
@@ -78,7 +78,7 @@ def test_blocks_see_the_poison(compiled, block):
     x = np.random.default_rng(block).standard_normal(4 * BLOCK).astype(np.float32)
     outs = [np.zeros(4 * BLOCK, np.float32), np.zeros(4 * BLOCK, np.int32),
             np.zeros(4 * BLOCK, np.int32), np.zeros(4 * BLOCK, np.float32)]
-    interp, native = _both(compiled, 4 * BLOCK // block, block, [x, *outs])
+    interp, native = both(compiled, 4 * BLOCK // block, block, [x, *outs])
     assert same_bits(interp, native)
     if block == BLOCK:
         i = np.arange(4 * BLOCK)
@@ -88,18 +88,6 @@ def test_blocks_see_the_poison(compiled, block):
         d = native[4].reshape(4, BLOCK)
         assert np.isnan(d[:, :3]).all() and np.array_equal(d[:, 3:],
                                                            x.reshape(4, BLOCK)[:, :-3])
-
-
-def _both(compiled, grid, block, arrays, scalars=()):
-    """The interpreter on the kernel compiled for `block`, the native code compiled for
-    the fixture's block, launched with `block` (a CompiledKernel runs on the interpreter only
-    at its own block)."""
-    outs = []
-    for backend, kernel in (("interpreter", three_buffers), ("native", compiled)):
-        copies = [a.copy() for a in arrays]
-        pto.launch(kernel, grid, block, (*copies, *scalars), backend=backend)
-        outs.append(copies)
-    return outs
 
 
 def test_arena_and_spill_slots_are_cache_line_aligned(compiled):

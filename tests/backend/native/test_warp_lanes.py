@@ -13,7 +13,7 @@ import pypto as pto
 from pypto.backend.native.fast_blocks import BLOCK_ATTR
 from pypto.backend.native.phase_codegen import split
 from pypto.backend.native.warp_lanes import MARK
-from tests.backend.native.helpers import same_bits
+from tests.backend.native.helpers import both, same_bits
 
 BLOCK = 128
 
@@ -64,18 +64,8 @@ def test_bit_exact(compiled, n, block):
     x = np.random.default_rng(n + block).standard_normal(1024).astype(np.float32)
     x[::7] = -0.0
     grid = -(-n // block)
-    interp, native = _both(compiled, grid, block, [x, np.zeros(1024, np.float32)], (n, 5))
+    interp, native = both(compiled, grid, block, [x, np.zeros(1024, np.float32)], (n, 5))
     assert same_bits(interp, native)
     assert np.array_equal(native[1].view(np.uint32), permute_ref(x, n, block, 5).view(np.uint32))
 
 
-def _both(compiled, grid, block, arrays, scalars=()):
-    """The interpreter on the kernel compiled for `block`, the native code compiled for
-    the fixture's block, launched with `block` (a CompiledKernel runs on the interpreter only
-    at its own block)."""
-    outs = []
-    for backend, kernel in (("interpreter", warp_permute), ("native", compiled)):
-        copies = [a.copy() for a in arrays]
-        pto.launch(kernel, grid, block, (*copies, *scalars), backend=backend)
-        outs.append(copies)
-    return outs

@@ -266,22 +266,43 @@ def llvm_ir(kernel: func.FuncOp) -> str:
 
 
 def _module_text(module: Any) -> str:
-    """`module` as LLVM IR text, the functions `llvm_module` listed in `gather_free` with the
-    host's target features plus the tuning flags that make LLVM prefer scalar code to vector
-    gathers and scatters (constant_lanes.GATHER_FREE_ATTR; llvmlite's IR builder has no string
-    function attributes, so they are written into the text)."""
+    """`module` as LLVM IR text, every function defined with the string attributes
+    `_attributes` gives it (llvmlite's IR builder has no string function attributes, so they
+    are written into the text)."""
     text = str(module)
-    names = getattr(module, "gather_free", [])
-    if names:
+    gather_free = set(getattr(module, "gather_free", []))
+    features = None
+    if gather_free:
         import llvmlite.binding as llvm
 
         _target()
         features = f"{llvm.get_host_cpu_features().flatten()},{NO_GATHERS}".lstrip(",")
-        for name in names:
-            text = re.sub(rf'^(define [^\n]*@"?{re.escape(name)}"?\(.*\))$',
-                          lambda m: f'{m.group(1)} "target-features"="{features}"', text,
-                          count=1, flags=re.M)
-    return text
+
+    def attributed(m: re.Match[str]) -> str:
+        name = m.group(2).strip('"')
+        attrs = _attributes(name in gather_free, features)
+        return f"{m.group(1)} {' '.join(attrs)}" if attrs else m.group(1)
+
+    return re.sub(r'^(define [^\n]*?@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(.*\))$', attributed, text,
+                  flags=re.M)
+
+
+def _attributes(gather_free: bool, features: str | None) -> list[str]:
+    """A defined function's string attributes: the host's target features plus the tuning
+    flags that make LLVM prefer scalar code to vector gathers and scatters for the functions
+    `llvm_module` listed in `gather_free` (constant_lanes.GATHER_FREE_ATTR); and, with
+    NO_BUILTIN_COPIES, `no-builtin-memcpy` (docs/native.md#speed)."""
+    attrs = [f'"target-features"="{features}"'] if gather_free else []
+    if NO_BUILTIN_COPIES:
+        attrs.append('"no-builtin-memcpy"')
+    return attrs
+
+
+NO_BUILTIN_COPIES = True
+"""Forbid LLVM to turn a copy loop into a call of libc's `memcpy` (explicit `llvm.memcpy`
+intrinsics, copy_loops.py, stay calls): a copy of a few hundred bytes per block runs inline,
+vectorised, instead of a library call per block (docs/native.md#speed, seventh round).
+`no-builtin-memset` too was measured and changed nothing."""
 
 
 NO_GATHERS = "+prefer-no-gather,+prefer-no-scatter"
@@ -326,7 +347,7 @@ _VERSIONS: list[str] = []
 # test_cache_switches.py fails when a native module grows a boolean switch not listed here.
 SWITCHES: tuple[tuple[str, str], ...] = (
     ("arena_refill", "ENABLED"), ("copy_loops", "ENABLED"), ("fill_loops", "ENABLED"),
-    ("int_trees", "ENABLED"),
+    ("int_trees", "ENABLED"), ("jit", "NO_BUILTIN_COPIES"),
     ("pair_fusion", "ENABLED"), ("pair_runs", "ENABLED"), ("pair_runs", "KEEP_RUNS"),
     ("plain_stores", "ENABLED"), ("tile_loops", "ENABLED"), ("transposed_rows", "PREFETCH"),
     ("tree_selects", "ENABLED"))

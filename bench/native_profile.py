@@ -5,7 +5,8 @@ natively, warms it up, and only then turns `perf record -e cpu-clock` on (perf's
 the compile is not in the profile; it then runs `launch + sync` for --seconds. The JIT's code is
 named through PYPTO_PERF_MAP=on (docs/native.md#profiling-native-code). Printed per kernel: the
 mean launch time, the share of samples per place (native code, BLAS, libc, NumPy, Python, the OS
-kernel, other), and the hottest symbols. One line per figure.
+kernel, other), and the hottest symbols; with --asm N, the N most sampled instructions of the
+native code, disassembled (objdump) from a copy of the JIT's memory. One line per figure.
 
 Needs Linux `perf` with the cpu-clock software event (hardware counters are not needed).
 Run:  python bench/native_profile.py --only "gemm smem,bitonic" [--seconds 3] [--top 6]
@@ -68,14 +69,58 @@ def child(name: str, seconds: float, ctl: str, ack: str) -> None:
         c.write("disable\n")
         c.flush()
         a.readline()
+    dump_code(os.path.dirname(ctl))
     print(f"{case.name}\t{spent / n * 1e3:.3f}\t{n}")
+
+
+def dump_code(folder: str) -> None:
+    """Copies the JIT's code (the functions perf's map names) into `folder`, one file per
+    function `code-<start hex>-<size>`, for the parent to disassemble (--asm)."""
+    import ctypes
+
+    with open(f"/tmp/perf-{os.getpid()}.map") as f:
+        for line in f:
+            start, size, _ = line.rstrip("\n").split(" ", 2)
+            code = ctypes.string_at(int(start, 16), int(size, 16))
+            with open(os.path.join(folder, f"code-{start}-{len(code)}"), "wb") as out:
+                out.write(code)
 
 
 def place(dso: str, sym: str) -> str:
     return next((p for p, test in PLACES if test(dso, sym)), "other")
 
 
-def profile(name: str, seconds: float, top: int) -> None:
+def hottest_instructions(data: str, folder: str, count: int) -> list[str]:
+    """The `count` most sampled instructions of the JIT's code, in address order (a hot loop
+    reads as one run), each with its share of all samples and its disassembly (objdump). A
+    sample's address is often the instruction after the one that waited (skid): read the line
+    above a hot one too."""
+    ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True,
+                         text=True).stdout.split()
+    hits: dict[int, int] = {}
+    for ip in ips:
+        hits[int(ip, 16)] = hits.get(int(ip, 16), 0) + 1
+    text: dict[int, str] = {}
+    for file in os.listdir(folder):
+        if not file.startswith("code-"):
+            continue
+        start = int(file.split("-")[1], 16)
+        dis = subprocess.run(["objdump", "-D", "-b", "binary", "-mi386:x86-64",
+                              "--no-show-raw-insn", f"--adjust-vma={start:#x}",
+                              os.path.join(folder, file)], capture_output=True, text=True).stdout
+        for line in dis.splitlines():
+            head, _, ins = line.partition(":\t")
+            if ins and head.strip():
+                try:
+                    text[int(head.strip(), 16)] = ins.strip()
+                except ValueError:
+                    pass
+    hot = sorted((a for a in hits if a in text), key=lambda a: -hits[a])[:count]
+    total = max(len(ips), 1)
+    return [f"{a:x}  {100 * hits[a] / total:5.1f}%  {text[a]}" for a in sorted(hot)]
+
+
+def profile(name: str, seconds: float, top: int, asm: int = 0) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ctl, ack, data = (os.path.join(tmp, n) for n in ("ctl", "ack", "perf.data"))
         os.mkfifo(ctl)
@@ -92,6 +137,7 @@ def profile(name: str, seconds: float, top: int) -> None:
         rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
                               "--sort", "dso,sym", "-F", "overhead,dso,sym"],
                              capture_output=True, text=True).stdout
+        hottest = hottest_instructions(data, tmp, asm) if asm else []
     rows = []
     for line in rep.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
@@ -110,6 +156,8 @@ def profile(name: str, seconds: float, top: int) -> None:
                                    sorted(shares.items(), key=lambda kv: -kv[1])))
     for pct, dso, sym in rows[:top]:
         print(f"{kname}:   {pct:5.1f}%  {dso}  {sym[:90]}")
+    for line in hottest:
+        print(f"{kname}:     {line}")
 
 
 def main() -> None:
@@ -118,6 +166,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated zoo name prefixes")
     parser.add_argument("--seconds", type=float, default=3.0, help="profiled CPU seconds")
     parser.add_argument("--top", type=int, default=6, help="hottest symbols shown")
+    parser.add_argument("--asm", type=int, default=0,
+                        help="also the N most sampled instructions of the native code")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--ctl", help=argparse.SUPPRESS)
     parser.add_argument("--ack", help=argparse.SUPPRESS)
@@ -131,7 +181,7 @@ def main() -> None:
     print("# native launches profiled with perf record -e cpu-clock (steady state, compile "
           "excluded); shares are of all samples in the process")
     for name in names:
-        profile(name, opts.seconds, opts.top)
+        profile(name, opts.seconds, opts.top, opts.asm)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ kernel, other), and the hottest symbols; with --asm N, the N most sampled instru
 native code, disassembled (objdump) from a copy of the JIT's memory. One line per figure.
 
 Needs Linux `perf` with the cpu-clock software event (hardware counters are not needed).
-Run:  python bench/native_profile.py --only "gemm smem,bitonic" [--seconds 3] [--top 6]
+Run:  python bench/native_profile.py --only "gemm smem;bitonic" [--seconds 3] [--top 6]
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def profile(name: str, seconds: float, top: int, asm: int = 0) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="", help="comma-separated zoo name prefixes")
+    parser.add_argument("--only", default="", help='";"-separated zoo name prefixes')
     parser.add_argument("--seconds", type=float, default=3.0, help="profiled CPU seconds")
     parser.add_argument("--top", type=int, default=6, help="hottest symbols shown")
     parser.add_argument("--asm", type=int, default=0,
@@ -175,9 +175,9 @@ def main() -> None:
     if opts.child:
         child(opts.child, opts.seconds, opts.ctl, opts.ack)
         return
-    names = [s.strip() for s in opts.only.split(",") if s.strip()]
+    names = [s.strip() for s in opts.only.split(";") if s.strip()]
     if not names:
-        parser.error("--only NAME[,NAME...]: which zoo kernels (bench/zoo.py lists them)")
+        parser.error("--only NAME[;NAME...]: which zoo kernels (bench/zoo.py lists them)")
     print("# native launches profiled with perf record -e cpu-clock (steady state, compile "
           "excluded); shares are of all samples in the process")
     for name in names:

@@ -34,7 +34,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from pypto.backend.native import row_order
 from pypto.backend.native.cf_loops import cf_loops
-from pypto.backend.native.quick_ops import binary, cmpi, int_constant
+from pypto.backend.native.quick_ops import binary, cmpi, int_constant, keep_loop_marker
 from pypto.dialects import pto
 
 UNCHECKED_ATTR = "pto.native_unchecked"
@@ -49,6 +49,16 @@ FAST_SUFFIX = ".fast"
 LAUNCH_SUFFIX = ".launch"
 """`@k.launch.range`, `@k.launch.guards`: the checks of a whole launch (launch_checks.py)."""
 CHECKED_SUFFIX = ".checked"
+
+KEEP_X_LOOPS = True
+"""Keep the `tx` loop of the full lanes of the compiled block shape a loop
+(`llvm.loop.unroll.disable`, pair_runs.keep_run_loops) when every access steps by 0 or 1
+element along x (row_order.x_contiguous), in a block of more than one row whose rows are
+`KEEP_X_WIDTHS` lanes wide: LLVM's loop vectoriser then makes each row vector code. Unrolled
+whole (a constant trip count of 16), the row became 16 scalar lanes the SLP vectoriser left
+scalar (scale2d's 16 x 8 blocks; docs/native.md#full-blocks). Rows of 8 (add3d) and 1-D blocks
+of 256 (saxpy: unrolled after vectorising) were measured no better or slower kept."""
+KEEP_X_WIDTHS = (16, 64)
 
 _I32_MIN, _I32_MAX = -2 ** 31, 2 ** 31 - 1
 _UNIFORM_I64_BOUND = 2 ** 40
@@ -528,10 +538,11 @@ def _append(block: Block, op: Operation) -> SSAValue:
 def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue],
                 block_ids: tuple[SSAValue, ...], dims: tuple[SSAValue, ...],
                 grid_dims: tuple[SSAValue, ...], err: SSAValue, nextb: Block,
-                done: Block) -> Block:
+                done: Block, keep_x: bool = False) -> Block:
     """The loops `tz, ty, tx < dims` (x innermost: the interpreter's lane order) calling lane
     function `lane`, inserted after `before`; returns their entry block (branch to it with
-    no arguments). An error status ends the grid function (`done`), else `nextb` follows."""
+    no arguments). An error status ends the grid function (`done`), else `nextb` follows.
+    `keep_x`: the `tx` loop is kept a loop (`KEEP_X_LOOPS`)."""
     bx, by, bz = dims
 
     c, add = _i32_constant, _append
@@ -557,6 +568,8 @@ def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue]
     xb.add_op(cf.ConditionalBranchOp(add(xb, arith.CmpiOp(tx, bx, "slt")), inner,
                                      [tz2, ty2, tx], ynext, [tz2, ty2]))
     iz, iy, ix = inner.args
+    if keep_x:
+        inner.add_op(keep_loop_marker())
     st = add(inner, func.CallOp(lane, [*params, *block_ids, ix, iy, iz, *grid_dims, bx, by, bz,
                                        err], [i32]))
     inner.add_op(cf.ConditionalBranchOp(add(inner, arith.CmpiOp(st, c(inner, 0), "eq")), xnext,
@@ -569,12 +582,13 @@ def _lane_loops(region: Region, lane: str, before: Block, params: list[SSAValue]
 
 
 def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
-             launch: bool = False, rows: bool = False) -> func.FuncOp:
+             launch: bool = False, rows: bool = False, keep_x: bool = False) -> func.FuncOp:
     """The grid function choosing per block between the full or fast lane loops and
     `@k.checked` (`full`: the kernel has `@k.guards` and `@k.full.lane`, full_blocks.py;
     `launch`: also `@k.launch.range` and `@k.launch.guards`, launch_checks.py, which when
     both pass let every block run its full lanes without a per-block check; `rows`: the full
-    lanes may then run in row order when the launch allows it, row_order.py)."""
+    lanes may then run in row order when the launch allows it, row_order.py; `keep_x`: the
+    full lanes' `tx` loops of the compiled shape are kept loops, `KEEP_X_LOOPS`)."""
     inputs = list(grid.function_type.inputs.data)
     entry = Block(arg_types=inputs)
     a = list(entry.args)
@@ -590,7 +604,7 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
     region = Region([entry, head, body, fast, slow, nextb, done])
     if launch:
         _launch_path(name, region, entry, head, done, params, a[num_params:num_params + 8],
-                     err, _block_shape(grid), rows)
+                     err, _block_shape(grid), rows, keep_x)
     else:
         entry.add_op(cf.BranchOp(head, first))
     b = head.args[0]
@@ -634,8 +648,9 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
                 eq = add(whole, arith.CmpiOp(value, c(whole, size), "eq"))
                 same = add(whole, arith.AndIOp(same, eq))
             whole.add_op(cf.ConditionalBranchOp(same, known, [], generic, []))
-            known.add_op(cf.BranchOp(loops(known, lane_name,
-                                           tuple(c(known, size) for size in shape))))
+            known.add_op(cf.BranchOp(_lane_loops(
+                region, lane_name, known, params, ids, tuple(c(known, size) for size in shape),
+                gdims, err, nextb, done, keep_x)))
             generic.add_op(cf.BranchOp(loops(generic, lane_name, rdims)))
     one = c(slow, 1)
     st = add(slow, func.CallOp(name + CHECKED_SUFFIX,
@@ -654,7 +669,8 @@ def _wrapper(name: str, grid: func.FuncOp, num_params: int, full: bool,
 
 def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Block,
                  params: list[SSAValue], dims: list[SSAValue], err: SSAValue,
-                 shape: tuple[int, int, int] | None, rows: bool = False) -> None:
+                 shape: tuple[int, int, int] | None, rows: bool = False,
+                 keep_x: bool = False) -> None:
     """End `entry` with the launch checks (launch_checks.py): when both pass and the launch
     has the compiled block shape (if any), a loop over the blocks `[first, end)` running the
     full lane loops (that shape's constant trip counts) — or, with `rows` when the launch
@@ -683,7 +699,8 @@ def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Blo
         allowed = row_order.allowed(checked, err, first, end, gdims)
         checked.add_op(cf.ConditionalBranchOp(allowed, ordered, [], lhead, [first]))
         ordered.add_op(cf.BranchOp(row_order.row_loops(
-            region, ordered, name + ".full.lane", params, gdims, shape, err, done)))
+            region, ordered, name + ".full.lane", params, gdims, shape, err, done,
+            keep_x and shape is not None)))
     else:
         entry.add_op(cf.ConditionalBranchOp(ok, lhead, [first], head, [first]))
     b = lhead.args[0]
@@ -694,7 +711,8 @@ def _launch_path(name: str, region: Region, entry: Block, head: Block, done: Blo
     ids = (cbx, add(lbody, arith.RemUIOp(rest, gy)), add(lbody, arith.DivUIOp(rest, gy)))
     sizes = tuple(c(lbody, size) for size in shape) if shape is not None else rdims
     lbody.add_op(cf.BranchOp(_lane_loops(region, name + ".full.lane", lbody, params, ids,
-                                         sizes, gdims, err, lnext, done)))
+                                         sizes, gdims, err, lnext, done,
+                                         keep_x and shape is not None)))
     lnext.add_op(cf.BranchOp(lhead, add(lnext, arith.AddiOp(b, c(lnext, 1)))))
 
 
@@ -767,7 +785,11 @@ def add_fast_blocks(module: ModuleOp, lane: func.FuncOp, grid: func.FuncOp,
     shape = _block_shape(grid)
     rows = full is not None and launch is not None and shape is not None and \
         shape[1] * shape[2] > 1 and row_order.reorderable(full[1], UNCHECKED_ATTR)
-    wrapper = _wrapper(name, grid, num_params, full is not None, launch is not None, rows)
+    keep_x = KEEP_X_LOOPS and full is not None and shape is not None and \
+        KEEP_X_WIDTHS[0] <= shape[0] <= KEEP_X_WIDTHS[1] and shape[1] * shape[2] > 1 and \
+        row_order.x_contiguous(full[1])
+    wrapper = _wrapper(name, grid, num_params, full is not None, launch is not None, rows,
+                       keep_x)
     grid.sym_name = StringAttr(name + CHECKED_SUFFIX)
     module.body.block.insert_op_after(rng, lane)
     if full is not None:

@@ -51,7 +51,7 @@ from pypto.backend.native.pair_exchange import _RAISING, _is_tid, _pair_conditio
 from pypto.backend.native.phases import _floating
 from pypto.dialects import pto
 from pypto.dialects.traits import launch_id
-from pypto.backend.native.quick_ops import append as _add, i32_constant as _c
+from pypto.backend.native.quick_ops import KEEP_LOOP_MARKER, append as _add, i32_constant as _c
 
 ENABLED = True
 """Run pair-exchange steps as runs of pairs (False: the lane loops only; for tests)."""
@@ -70,7 +70,7 @@ their own), which LLVM vectorises with interleaved accesses. Measured per step a
 256 lanes (float32): a kept loop of 2 pairs 125 ns (not vectorised), written out 37 ns; runs
 of 4 kept 27 ns, written out 58 ns; bitonic sort 2^20: 5.0 ms (runs of 2 kept) -> 3.4 ms."""
 
-MARKER = "llvm.donothing"
+MARKER = KEEP_LOOP_MARKER
 """The intrinsic call marking a kept run loop's body until `keep_run_loops` removes it."""
 
 

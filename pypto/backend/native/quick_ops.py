@@ -86,3 +86,16 @@ def append(block: Block, op: Operation) -> SSAValue:
 def i32_constant(block: Block, value: int) -> SSAValue:
     """An i32 constant appended to `block` (a lane id, bound or stride)."""
     return append(block, int_constant(value, IntegerType(32)))
+
+
+KEEP_LOOP_MARKER = "llvm.donothing"
+"""The intrinsic call marking the body of a loop LLVM must not unroll, until
+pair_runs.keep_run_loops puts `llvm.loop.unroll.disable` on the innermost loop around it and
+removes it (a sorting network's runs of pairs, pair_runs.py; full lanes' rows,
+fast_blocks.KEEP_X_LOOPS)."""
+
+
+def keep_loop_marker() -> Operation:
+    from xdsl.dialects import llvm
+
+    return llvm.CallIntrinsicOp(KEEP_LOOP_MARKER, [], [])

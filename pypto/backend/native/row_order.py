@@ -42,7 +42,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from pypto.analysis.ir_utils import constant_int
 from pypto.backend.native import inflight
 from pypto.dialects import pto
-from pypto.backend.native.quick_ops import append as _add
+from pypto.backend.native.quick_ops import append as _add, keep_loop_marker
 
 ORDER_SLOT = 12 + inflight.SLOTS
 """The error record's slot (jit.ERR_SLOTS) holding 1 when this launch may run in row order
@@ -88,6 +88,15 @@ def reorderable(full: func.FuncOp, unchecked: str) -> bool:
             continue
         return False
     return True
+
+
+def x_contiguous(full: func.FuncOp) -> bool:
+    """Does every load and store of full lane function `full` (cf form, before lowering) step
+    by 0 or 1 element per lane along x (`x_stride`)? Then a row of lanes is a vector loop
+    (fast_blocks.KEEP_X_LOOPS)."""
+    x = full.body.blocks[0].args[len(full.body.blocks[0].args) - 13 + 3]
+    return all(x_stride(op.ptr, x) in (0, 1) for op in full.body.walk()
+               if isinstance(op, pto.LoadOp | pto.StoreOp))
 
 
 def x_stride(v: SSAValue, x: SSAValue) -> int | None:
@@ -163,11 +172,12 @@ def allowed(block: Block, err: SSAValue, first: SSAValue, end: SSAValue,
 
 def row_loops(region: Region, before: Block, lane: str, params: Sequence[SSAValue],
               gdims: Sequence[SSAValue], shape: tuple[int, int, int], err: SSAValue,
-              done: Block) -> Block:
+              done: Block, keep_x: bool = False) -> Block:
     """The loop nest `bz, tz, by, ty, bx, tx` (module docstring) calling lane function `lane`
     with the block shape `shape` as constants, its blocks inserted after `before`; returns its
     entry block (branch to it with no arguments). A lane's non-zero status ends the grid
-    function (`done` with it); the end of the nest branches to `done` with 0."""
+    function (`done` with it); the end of the nest branches to `done` with 0. `keep_x`: the
+    `tx` loop is kept a loop (fast_blocks.KEEP_X_LOOPS)."""
     last = [before]
 
     def new_block(arg_types: Sequence = ()) -> Block:
@@ -193,6 +203,8 @@ def row_loops(region: Region, before: Block, lane: str, params: Sequence[SSAValu
             level(k + 1, body, latch, ())
         else:
             bz, tz, by, ty, bx, tx = ivs
+            if keep_x:
+                body.add_op(keep_loop_marker())
             st = _add(body, func.CallOp(lane, [*params, bx, by, bz, tx, ty, tz, *gdims, *sizes,
                                                err], [i32]))
             body.add_op(cf.ConditionalBranchOp(_add(body, arith.CmpiOp(st, _c(body, 0), "eq")),

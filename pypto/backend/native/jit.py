@@ -50,7 +50,7 @@ from pypto.backend.native.exchange_selects import select_exchanges
 from pypto.backend.native.guarded_interchange import interchange_guarded_loops
 from pypto.backend.native.interchange import interchange_strided_loops
 from pypto.backend.native.lane_independence import LaunchCheck
-from pypto.backend.native.support import analyse, analyse_launch
+from pypto.backend.native.support import analyse_launch
 from pypto.backend.native.tree_selects import select_tree_steps
 from pypto.backend.native.int_trees import sum_int_trees
 from pypto.backend.native.tree_unroll import unroll_block_loops
@@ -494,6 +494,30 @@ def _write_slots(side: Path, slots: int) -> None:
         pass
 
 
+def _variants(kernel: func.FuncOp) -> Iterator[func.FuncOp]:
+    """The kernels a build tries, best first, until the support check (with the phase plan)
+    accepts one: its strided loops interchanged (interchange.py), and then those under a lane
+    guard too (guarded_interchange.py), each with its block-level tree loops unrolled
+    (tree_unroll.py) and as it is; then the same without the first interchange; the kernel as
+    written last (its refusal is the one reported). Made lazily: a kernel the first variant
+    suits is checked once (a check per interchange before was a fifth of a load from the
+    disk cache: docs/native.md#the-cache)."""
+    seen: list[func.FuncOp] = []
+
+    def with_unrolled(base: func.FuncOp) -> Iterator[func.FuncOp]:
+        for candidate in (unroll_block_loops(base), base):  # tree steps' strides constant
+            if not any(candidate is s for s in seen):
+                seen.append(candidate)
+                yield candidate
+
+    interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
+    for base in ((interchanged, kernel) if interchanged is not kernel else (kernel,)):
+        guarded = interchange_guarded_loops(base)  # the same under a lane guard
+        if guarded is not base:
+            yield from with_unrolled(guarded)
+        yield from with_unrolled(base)
+
+
 class NativeKernel:
     """One specialisation compiled to machine code; `run` executes a launch synchronously."""
 
@@ -526,14 +550,7 @@ class NativeKernel:
         self.exchange_lanes = max_lanes() if exchanged is not kernel else None
         kernel = exchanged
         kernel = carried_values.carry_values(kernel)  # (a later loop's recomputed value)
-        interchanged = interchange_strided_loops(kernel)  # grid-stride loops at block level
-        if interchanged is not kernel and analyse(interchanged)[0] is None:
-            kernel = interchanged
-        guarded = interchange_guarded_loops(kernel)  # the same under a lane guard
-        if guarded is not kernel and analyse(guarded)[0] is None:
-            kernel = guarded
-        unrolled = unroll_block_loops(kernel)  # tree steps' strides constant
-        for kernel in (unrolled, kernel) if unrolled is not kernel else (kernel,):
+        for kernel in _variants(kernel):  # the first the support check accepts
             if block is not None:  # the compiled block shape: constant lane loops for it
                 kernel = kernel.clone()  # (fast_blocks.py; part of the cache key's IR text)
                 kernel.attributes[BLOCK_ATTR] = ArrayAttr([IntegerAttr(v, i64) for v in block])
@@ -543,7 +560,7 @@ class NativeKernel:
             plans: list[Any] = []
             reason, self.needs_1d, modelled = analyse_launch(kernel, plans)
             if reason is None:
-                break  # (else the kernel as written, if unrolled: tree_unroll.py)
+                break
         if reason is not None:
             raise NativeUnsupported(f"the native backend does not compile kernel '{name}' yet: "
                                     f"{reason}; run it on the interpreter "

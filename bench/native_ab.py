@@ -31,7 +31,7 @@ def child(switch: str, value: bool, names: list[str]) -> None:
     import numpy as np
 
     import pypto as pto
-    from tests.kernels.zoo import cases
+    from tests.kernels.zoo import cases, check_and_free
 
     module, name = switch.rsplit(".", 1)
     setattr(importlib.import_module(f"pypto.backend.native.{module}"), name, value)
@@ -65,12 +65,7 @@ def child(switch: str, value: bool, names: list[str]) -> None:
             times.append(launch())
         upload(host)  # (a kernel that accumulates, atomic_total, is checked after one launch)
         launch()
-        outs = {}
-        for k, t in tensors.items():
-            outs[k] = np.empty_like(host[k])
-            pto.memcpy_d2h(outs[k], t)
-            t.free()
-        case.check(outs, host)
+        check_and_free(case, tensors, host)
         print(f"{case.name}\t{statistics.median(times) * 1e3:.3f}", flush=True)
 
 

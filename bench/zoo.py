@@ -32,22 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pypto as pto  # noqa: E402
-from tests.kernels.zoo import Arrays, Case, cases  # noqa: E402  (the zoo's kernels and checks)
+from tests.kernels.zoo import Arrays, Case, cases, check_and_free  # noqa: E402  (the zoo's kernels and checks)
 pto.set_backend("interpreter")  # (its figures are the interpreter's, not the default "tiered"
 # policy switching mid-run: docs/performance.md#which-backend-by-default)
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-
-
-def check_and_free(case: Case, tensors: dict[str, Any], host: Arrays) -> None:
-    """Copy every output tensor back, free it, and check the outputs against NumPy's."""
-    outs = {}
-    for k, t in tensors.items():
-        o = np.empty_like(host[k])
-        pto.memcpy_d2h(o, t)
-        outs[k] = o
-        t.free()
-    case.check(outs, host)
 
 
 def run_case(case: Case, repeat: int, seed: int, clock: str = "wall") -> dict[str, float]:

@@ -547,6 +547,18 @@ def loops(add: Callable[..., None], mid: int, side: int) -> None:
         lambda o, d: eq(o["out"], ku.csr_ref(d["rowptr"], d["vals"])))
 
 
+def check_and_free(case: Case, tensors: dict[str, Any], host: Arrays) -> Arrays:
+    """Copy every tensor of a launch of `case` back, free it, and check the outputs against
+    the reference (`case.check`); returns the outputs."""
+    outs = {}
+    for k, t in tensors.items():
+        outs[k] = np.empty_like(host[k])
+        pto.memcpy_d2h(outs[k], t)
+        t.free()
+    case.check(outs, host)
+    return outs
+
+
 def run_once(case: Case, rng: np.random.Generator, **options: Any) -> tuple[Arrays, Arrays]:
     """One launch on fresh inputs, compiled with `options`; (outputs, inputs) after checking
     the outputs against NumPy."""
@@ -557,10 +569,4 @@ def run_once(case: Case, rng: np.random.Generator, **options: Any) -> tuple[Arra
     args = case.lead + tuple(tensors.values()) + tuple(case.scalars(host))
     kernel = pto.compile(case.kernel, args=args, block=case.block, **options)
     pto.launch(kernel, grid=case.grid, block=case.block, args=args)
-    outs = {}
-    for k, t in tensors.items():
-        outs[k] = np.empty_like(host[k])
-        pto.memcpy_d2h(outs[k], t)
-        t.free()
-    case.check(outs, host)
-    return outs, host
+    return check_and_free(case, tensors, host), host

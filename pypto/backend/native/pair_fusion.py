@@ -89,8 +89,7 @@ def emit(item: Loop, shape: tuple[int, ...] | None, uniform: Callable[[SSAValue]
     left = _add(after, arith.SubiOp(_add(after, arith.ExtSIOp(ub, i64)),
                                     _add(after, arith.ExtSIOp(it, i64))))  # trips left * st
     wide_st = _add(after, arith.ExtSIOp(st, i64))
-    registers = pair_registers.applies(step, lanes)
-    sequences = [(q, pair_registers.fused_pass) for q in pair_registers.SEQUENCES if registers] + \
+    sequences = [(q, pair_registers.fused_pass) for q in pair_registers.sequences(step, lanes)] + \
         [(q, _fused_pass) for q in SEQUENCES]
     _choose(after, step, sequences, it, st, wide_st, left, shaped, lanes, resolve, body,
             op.body.block.args[0])

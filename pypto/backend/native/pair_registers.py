@@ -43,10 +43,14 @@ ENABLED = True
 """Run the steps `j <= 16` of a stage in registers (False: pair_fusion.py's passes)."""
 
 PAIRS = 16
-"""Pairs per vector operation; a group is `2 * PAIRS` lanes."""
+"""Pairs per vector operation (vectors of 16 elements)."""
 
-SEQUENCES: tuple[tuple[int, ...], ...] = ((16, 8, 4, 2, 1), (8, 4, 2, 1), (4, 2, 1), (2, 1))
-"""The runs of consecutive `j` run in registers, tried in this order (longest first)."""
+GROUP_BYTES = 512
+"""The most bytes of L1 data (over the buffers the step touches) a group holds in registers:
+eight 64-byte vectors. The group is the largest power of two of lanes within it (at least 32,
+at most the block): 128 lanes of one float32 buffer. Bitonic sort 2^20 (256 per block), per
+launch: 128 bytes (groups of 32) 1.40-1.55 ms, 512 bytes 1.21-1.29, 1024 bytes (the whole
+block, sixteen vectors: LLVM spills) 1.50-1.53 (alternated, cpu clock)."""
 
 _ELEMENTS = (f32, f64, i32, i64)
 _SCALARS = (*_ELEMENTS, i1)
@@ -56,11 +60,37 @@ _BINARY = {arith.AndIOp: llvm.AndOp, arith.OrIOp: llvm.OrOp, arith.XOrIOp: llvm.
 Resolve = Callable[[SSAValue, Block, SSAValue], SSAValue]
 
 
-def applies(step: pair_runs._Step, lanes: int) -> bool:
-    """Can the step's trips run in registers (see the module doc)?"""
+def sequences(step: pair_runs._Step, lanes: int) -> list[tuple[int, ...]]:
+    """The runs of consecutive `j` run in registers (longest first: `j = group / 2, ..., 1`
+    down to `2, 1`), none when the step's body is not taken (see the module doc)."""
+    if not _vectorisable(step, lanes):
+        return []
+    size = sum(b.type.element_type.bitwidth // 8  # type: ignore[attr-defined]
+               for b in _buffers(_body(step)))
+    group = 2 * PAIRS
+    while 2 * group <= lanes and 2 * group * size <= GROUP_BYTES:
+        group *= 2
+    top = group.bit_length() - 2  # (j = group / 2)
+    return [tuple(1 << e for e in range(t, -1, -1)) for t in range(top, 0, -1)]
+
+
+def _body(step: pair_runs._Step) -> list[Operation]:
+    return [o for o in step.op.true_region.blocks[0].ops if not isinstance(o, scf.YieldOp)]
+
+
+def _buffers(body: list[Operation]) -> list[SSAValue]:
+    """The L1 buffers the body accesses, in order of first access."""
+    found: list[SSAValue] = []
+    for o in body:
+        if isinstance(o, pto.AddPtrOp) and o.ptr not in found:
+            found.append(o.ptr)
+    return found
+
+
+def _vectorisable(step: pair_runs._Step, lanes: int) -> bool:
     if not ENABLED or lanes < 2 * PAIRS or lanes & (lanes - 1):
         return False
-    ops = [o for o in step.op.true_region.blocks[0].ops if not isinstance(o, scf.YieldOp)]
+    ops = _body(step)
     ptrs: set[SSAValue] = set()
     for o in [*(v.owner for v in step.order if step.how[v] == "clone"), *ops]:
         if not isinstance(o, Operation) or o.regions:
@@ -114,36 +144,36 @@ def _lanes(at: Block, q: SSAValue, offsets: list[int]) -> SSAValue:
 
 def fused_pass(at: Block, step: pair_runs._Step, seq: tuple[int, ...], ivs: list[SSAValue],
                lanes: int, resolve: Resolve) -> None:
-    """for q in range(0, lanes, 2 PAIRS): the trips `seq` (induction values `ivs`) on the
-    group's vectors (see the module doc)."""
+    """for q in range(0, lanes, group): the trips `seq` (induction values `ivs`) on the
+    group's vectors (see the module doc); the group is `2 * seq[0]` lanes, at least 32."""
+    group = max(2 * PAIRS, 2 * seq[0])
     loop = Block(arg_types=[i32])
     q = loop.args[0]
-    body = [o for o in step.op.true_region.blocks[0].ops if not isinstance(o, scf.YieldOp)]
-    buffers: list[SSAValue] = []
-    for o in body:
-        if isinstance(o, pto.AddPtrOp) and o.ptr not in buffers:
-            buffers.append(o.ptr)
+    body = _body(step)
+    buffers = _buffers(body)
     stored = {o.ptr.owner.ptr for o in body if isinstance(o, pto.StoreOp)}  # type: ignore[union-attr]
-    halves: dict[SSAValue, list[SSAValue]] = {}
+    parts: dict[SSAValue, list[SSAValue]] = {}
     for k, iv in enumerate(ivs):
         outside = {v: resolve(v, at, iv) for v in step.order if step.how[v] == "uniform"}
         if k == 0:
             for buf in buffers:
-                halves[buf] = [_access(loop, outside[buf], q, h, None) for h in (0, 1)]
-        _trip(loop, step, body, seq[k], q, outside, halves)
+                parts[buf] = [_access(loop, outside[buf], q, h, None)
+                              for h in range(group // PAIRS)]
+        for m in range(group // (2 * PAIRS)):
+            _vector_op(loop, step, body, seq[k], m, q, outside, parts)
     for buf in buffers:
         if buf in stored:
             base = resolve(buf, at, ivs[0])
-            for h in (0, 1):
-                _access(loop, base, q, h, halves[buf][h])
+            for h, v in enumerate(parts[buf]):
+                _access(loop, base, q, h, v)
     loop.add_op(scf.YieldOp())
-    at.add_op(scf.ForOp(_c(at, 0), _c(at, lanes), _c(at, 2 * PAIRS), [], Region(loop)))
+    at.add_op(scf.ForOp(_c(at, 0), _c(at, lanes), _c(at, group), [], Region(loop)))
 
 
-def _access(at: Block, buf: SSAValue, q: SSAValue, half: int, value: SSAValue | None
+def _access(at: Block, buf: SSAValue, q: SSAValue, part: int, value: SSAValue | None
             ) -> SSAValue:
-    """Load (value None) or store the group's vector `half` of L1 buffer `buf`."""
-    ptr = _add(at, pto.AddPtrOp(buf, _add(at, arith.AddiOp(q, _c(at, half * PAIRS)))))
+    """Load (value None) or store the group's vector `part` of L1 buffer `buf`."""
+    ptr = _add(at, pto.AddPtrOp(buf, _add(at, arith.AddiOp(q, _c(at, part * PAIRS)))))
     if value is None:
         elem = buf.type.element_type  # type: ignore[attr-defined]
         op: Operation = pto.LoadOp.create(operands=[ptr], result_types=[_vec(elem)])
@@ -155,15 +185,22 @@ def _access(at: Block, buf: SSAValue, q: SSAValue, half: int, value: SSAValue | 
     return op.results[0] if value is None else value
 
 
-def _trip(at: Block, step: pair_runs._Step, body: list[Operation], j: int, q: SSAValue,
-          outside: dict[SSAValue, SSAValue], halves: dict[SSAValue, list[SSAValue]]) -> None:
-    """One trip (pair distance `j`) on the group's vectors `halves` (updated)."""
-    lo = [(p // j) * 2 * j + p % j for p in range(PAIRS)]
+def _vector_op(at: Block, step: pair_runs._Step, body: list[Operation], j: int, m: int,
+               q: SSAValue, outside: dict[SSAValue, SSAValue],
+               parts: dict[SSAValue, list[SSAValue]]) -> None:
+    """Pairs `16 m .. 16 m + 15` of the group (pair distance `j`) on the group's vectors
+    `parts` (updated). `j >= 16`: their lower and upper elements are whole vectors; else
+    both lie in the vectors `2 m`, `2 m + 1` (a window of 32 lanes), shuffled."""
+    lo = [(p // j) * 2 * j + p % j for p in range(PAIRS * m, PAIRS * (m + 1))]
     hi = [x + j for x in lo]
     side: dict[tuple[SSAValue, str], SSAValue] = {}
-    for buf, (v0, v1) in halves.items():
-        side[buf, "lane"] = v0 if j == PAIRS else _shuffle(at, v0, v1, lo)
-        side[buf, "partner"] = v1 if j == PAIRS else _shuffle(at, v0, v1, hi)
+    for buf, vs in parts.items():
+        if j >= PAIRS:
+            side[buf, "lane"], side[buf, "partner"] = vs[lo[0] // PAIRS], vs[hi[0] // PAIRS]
+        else:
+            w = 2 * PAIRS * m
+            side[buf, "lane"] = _shuffle(at, vs[2 * m], vs[2 * m + 1], [x - w for x in lo])
+            side[buf, "partner"] = _shuffle(at, vs[2 * m], vs[2 * m + 1], [x - w for x in hi])
     mapper: dict[SSAValue, SSAValue] = {}
     ptrs: dict[SSAValue, tuple[SSAValue, str]] = {}
 
@@ -212,11 +249,12 @@ def _trip(at: Block, step: pair_runs._Step, body: list[Operation], j: int, q: SS
             side[ptrs[o.ptr]] = vec(o.value)
         else:
             _op(o)
-    for buf in halves:
+    for buf, vs in parts.items():
         a, b = side[buf, "lane"], side[buf, "partner"]
-        if j == PAIRS:
-            halves[buf] = [a, b]
+        if j >= PAIRS:
+            vs[lo[0] // PAIRS], vs[hi[0] // PAIRS] = a, b
             continue
-        back = {x: p for p, x in enumerate(lo)} | {x: PAIRS + p for p, x in enumerate(hi)}
-        halves[buf] = [_shuffle(at, a, b, [back[e] for e in range(PAIRS)]),
-                       _shuffle(at, a, b, [back[e] for e in range(PAIRS, 2 * PAIRS)])]
+        w = 2 * PAIRS * m
+        back = {x - w: p for p, x in enumerate(lo)} | {x - w: PAIRS + p for p, x in enumerate(hi)}
+        vs[2 * m] = _shuffle(at, a, b, [back[e] for e in range(PAIRS)])
+        vs[2 * m + 1] = _shuffle(at, a, b, [back[e] for e in range(PAIRS, 2 * PAIRS)])

@@ -121,12 +121,13 @@ def test_bitonic_sort_bit_exact(block):
     np.testing.assert_array_equal(native[1], np.sort(clean.reshape(2, block), axis=1).ravel())
 
 
-@pytest.mark.parametrize("top", [0, 1, 2, 3, 4, 5])
+@pytest.mark.parametrize("top", [0, 1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("k", [4, 64])
 def test_every_fused_run_bit_exact(top, k):
-    """`top` 4: `j = 16..1` in registers; 3, 2, 1: `8..1`, `4..1`, `2, 1`; 5: a pass for
-    `j = 32`, then `16..1`; 0: `j = 1` alone (a pass). `k` 4: the direction changes inside a
-    vector; 64: per group of 32."""
+    """Blocks of 128 lanes, groups of 128 (`pair_registers.GROUP_BYTES`): `top` 6, 5, 4:
+    `j = 64..1`, `32..1`, `16..1` in registers (whole vectors for `j >= 16`); 3, 2, 1: `8..1`,
+    `4..1`, `2, 1` (shuffles within 32 lanes); 0: `j = 1` alone (a pass). `k` 4: the
+    direction changes inside a vector; 64: per 64 lanes."""
     block, rounds = 128, 2
     x = _keys(2 * block, top)
     interp, native = both(steps, 2, block, [x, np.zeros_like(x)], (k, block, top, rounds))

@@ -48,6 +48,33 @@ def steps(x, y, k, BLOCK: pto.constexpr, TOP: pto.constexpr, ROUNDS: pto.constex
 
 
 @pto.kernel
+def sort_f64(x, y, BLOCK: pto.constexpr, LOG2: pto.constexpr):
+    """The bitonic sort on the keys' dtype (float64: groups of 64 lanes, 512 bytes), descending."""
+    tid = pto.get_local_id()
+    s = pto.alloc_local(BLOCK, dtype=x.dtype)
+    pto.store(s + tid, pto.load(x + pto.get_block_id() * BLOCK + tid))
+    pto.barrier_block()
+    for stage in range(LOG2):
+        k = 2 << stage
+        for step in range(stage, -1, -1):
+            j = 1 << step
+            ixj = tid ^ j
+            if ixj > tid:
+                a = pto.load(s + tid)
+                b = pto.load(s + ixj)
+                if (tid & k) != 0:
+                    if a > b:
+                        pto.store(s + tid, b)
+                        pto.store(s + ixj, a)
+                else:
+                    if a < b:
+                        pto.store(s + tid, b)
+                        pto.store(s + ixj, a)
+            pto.barrier_block()
+    pto.store(y + pto.get_block_id() * BLOCK + tid, pto.load(s + tid))
+
+
+@pto.kernel
 def minmax_steps(x, y, BLOCK: pto.constexpr, TOP: pto.constexpr):
     """Steps written with `min` / `max` (arith.minimumf: not a body run in registers)."""
     tid = pto.get_local_id()
@@ -134,6 +161,20 @@ def test_every_fused_run_bit_exact(top, k):
     assert same_bits(interp, native)
     np.testing.assert_array_equal(native[1].view(np.uint32),
                                   _steps_ref(x, block, k, top, rounds).view(np.uint32))
+
+
+def test_float64_sort_bit_exact():
+    x = np.random.default_rng(7).standard_normal(512)
+    x[::7], x[3::7], x[5::11], x[2::13], x[4::17] = 0.0, -0.0, 1.5, np.inf, -np.inf
+    x.view(np.uint64)[6::19] = 0x7FF8000000000ABC  # (float64 NaN payloads, both signs)
+    x.view(np.uint64)[9::23] = 0xFFF4000000000001
+    interp, native = both(sort_f64, 2, 256, [x, np.zeros_like(x)], (256, 8))
+    assert same_bits(interp, native)
+    clean = np.random.default_rng(2).standard_normal(512)
+    interp, native = both(sort_f64, 2, 256, [clean, np.zeros_like(clean)], (256, 8))
+    np.testing.assert_array_equal(native[1], -np.sort(-clean.reshape(2, 256), axis=1).ravel())
+    assert "shufflevector <16 x double>" in _ir(
+        sort_f64, (np.zeros(256), np.zeros(256), 256, 8), 256)
 
 
 def test_registers_are_taken():

@@ -1,15 +1,16 @@
-"""Consecutive sorting-network steps `j = 16, 8, 4, 2, 1` run in registers, 16 pairs at a time.
+"""Consecutive sorting-network steps `j = G/2, ..., 2, 1` run in registers, 16 pairs per vector op.
 
 pair_fusion.py fuses consecutive steps whose pairs stay inside aligned groups of lanes (a step
-`j` pairs lane `t` with `t ^ j`, so steps `j < 2^g` never leave an aligned group of `2^g`
-lanes). Here the group is 32 lanes, and each step of the fused trips is one vector operation
-over the group's 16 pairs: the group's elements of every L1 buffer the step touches are loaded
-once as two vectors of 16 (lanes `q .. q + 15`, `q + 16 .. q + 31`); for each trip, two
-shuffles give the pairs' lower elements (`A[p]`, lane `lo(p) = (p // j) * 2j + p % j`) and upper
-elements (`B[p]`, lane `lo(p) + j`), the `if`'s body runs once on vectors (each scalar op of the
-kernel as the same LLVM operation on 16 lanes: `fcmp`, `select`, `and`, ...), and two shuffles
-put the values it stores back in lane order; the vectors are stored once after the last trip.
-A step `j = 16` needs no shuffle (its lower elements are the first vector).
+`j` pairs lane `t` with `t ^ j`, so steps `j < G` never leave an aligned group of `G` lanes,
+`G` a power of two). Here each step of the fused trips is `G / 32` vector operations over the
+group's pairs, 16 pairs each: the group's elements of every L1 buffer the step touches are
+loaded once as `G / 16` vectors of 16; for each trip and each 16 pairs (pair `p` has lanes
+`lo(p) = (p // j) * 2j + p % j` and `lo(p) + j`), the pairs' lower and upper elements are
+whole vectors when `j >= 16`, else two-source shuffles of the 32-lane window holding them;
+the `if`'s body runs once on vectors (each scalar op of the kernel as the same LLVM operation
+on 16 lanes: `fcmp`, `select`, `and`, ...), and two shuffles put the values it stores back in
+lane order; the vectors are stored once after the last trip. `G` (`GROUP_BYTES`) is the
+largest power of two of lanes whose data fit in eight 64-byte vectors, at least 32.
 
 Why this is the interpreter's result: the trips' pairs stay inside the group (pair_fusion.py),
 the pairs of one trip are disjoint and any order of them gives the lockstep result
@@ -18,7 +19,7 @@ the pairs of one trip are disjoint and any order of them gives the lockstep resu
 induction value), so every element ends with the bits the scalar body gives it (NaN
 payloads, -0: `select` moves bits, the comparisons are the same IEEE predicates). Loads
 after a store in the body read the stored vector (program order within the pair). Every
-access is in range (lanes are a power of two, at least 32). Only bodies made of top-level
+access is in range (lanes are a power of two, at least `G`). Only bodies made of top-level
 L1 loads and stores at `buf + tid` / `buf + (tid ^ j)` and of `arith` ops with an exact LLVM
 vector counterpart (`constant`, integer `and`/`or`/`xor`/`add`/`sub`/`mul`, which wrap like the
 interpreter's, `cmpi`, `cmpf`, `select`) on 32- or 64-bit values are taken; any other body keeps
@@ -30,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import (DenseArrayBase, IntegerAttr, IntegerType, UnitAttr, VectorType,
+from xdsl.dialects.builtin import (DenseArrayBase, IntegerAttr, UnitAttr, VectorType,
                                    f32, f64, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -40,7 +41,7 @@ from pypto.backend.native.quick_ops import append as _add, i32_constant as _c
 from pypto.dialects import pto
 
 ENABLED = True
-"""Run the steps `j <= 16` of a stage in registers (False: pair_fusion.py's passes)."""
+"""Run a step loop's short trips in registers (False: pair_fusion.py's passes)."""
 
 PAIRS = 16
 """Pairs per vector operation (vectors of 16 elements)."""
@@ -97,7 +98,8 @@ def _vectorisable(step: pair_runs._Step, lanes: int) -> bool:
             return False
         if isinstance(o, pto.AddPtrOp):
             if step.how.get(o.offset) not in ("lane", "partner") or \
-                    step.how.get(o.ptr) != "uniform" or not isinstance(o.ptr.type, pto.L1BufferType):
+                    step.how.get(o.ptr) != "uniform" or \
+                    not isinstance(o.ptr.type, pto.L1BufferType):
                 return False
             ptrs.add(o.results[0])
         elif isinstance(o, pto.LoadOp | pto.StoreOp):
@@ -151,7 +153,8 @@ def fused_pass(at: Block, step: pair_runs._Step, seq: tuple[int, ...], ivs: list
     q = loop.args[0]
     body = _body(step)
     buffers = _buffers(body)
-    stored = {o.ptr.owner.ptr for o in body if isinstance(o, pto.StoreOp)}  # type: ignore[union-attr]
+    stored = {o.ptr.owner.ptr for o in body  # type: ignore[union-attr]
+              if isinstance(o, pto.StoreOp)}
     parts: dict[SSAValue, list[SSAValue]] = {}
     for k, iv in enumerate(ivs):
         outside = {v: resolve(v, at, iv) for v in step.order if step.how[v] == "uniform"}

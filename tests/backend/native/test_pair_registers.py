@@ -75,6 +75,27 @@ def sort_f64(x, y, BLOCK: pto.constexpr, LOG2: pto.constexpr):
 
 
 @pto.kernel
+def mix_steps(x, y, BLOCK: pto.constexpr, TOP: pto.constexpr):
+    """int32 steps that are no exchange: the lane's element rewritten, then read back (a load
+    after a store in the body), the partner's from it; wrapping arithmetic."""
+    tid = pto.get_local_id()
+    s = pto.alloc_local(BLOCK, dtype=x.dtype)
+    pto.store(s + tid, pto.load(x + tid))
+    pto.barrier_block()
+    for step in range(TOP, -1, -1):
+        j = 1 << step
+        ixj = tid ^ j
+        if ixj > tid:
+            a = pto.load(s + tid)
+            b = pto.load(s + ixj)
+            pto.store(s + tid, (a ^ b) - tid)
+            c = pto.load(s + tid)
+            pto.store(s + ixj, c * 1000003 + b)
+        pto.barrier_block()
+    pto.store(y + tid, pto.load(s + tid))
+
+
+@pto.kernel
 def minmax_steps(x, y, BLOCK: pto.constexpr, TOP: pto.constexpr):
     """Steps written with `min` / `max` (arith.minimumf: not a body run in registers)."""
     tid = pto.get_local_id()
@@ -175,6 +196,22 @@ def test_float64_sort_bit_exact():
     np.testing.assert_array_equal(native[1], -np.sort(-clean.reshape(2, 256), axis=1).ravel())
     assert "shufflevector <16 x double>" in _ir(
         sort_f64, (np.zeros(256), np.zeros(256), 256, 8), 256)
+
+
+def test_int32_load_after_store_bit_exact():
+    block, top = 128, 6
+    x = np.random.default_rng(5).integers(-2**31, 2**31, block, dtype=np.int64).astype(np.int32)
+    assert "load <16 x i32>" in _ir(mix_steps, (x, x.copy(), block, top), block)
+    interp, native = both(mix_steps, 1, block, [x, np.zeros_like(x)], (block, top))
+    assert same_bits(interp, native)
+    ref, tid = x.astype(np.int64), np.arange(block)
+    for step in range(top, -1, -1):
+        j = 1 << step
+        low = tid[(tid ^ j) > tid]
+        a, b = ref[low], ref[low ^ j]
+        ref[low] = (((a ^ b) - low) + 2**31) % 2**32 - 2**31
+        ref[low ^ j] = ((ref[low] * 1000003 + b) + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(native[1], ref.astype(np.int32))
 
 
 def test_registers_are_taken():

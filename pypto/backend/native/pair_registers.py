@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import (DenseArrayBase, IntegerAttr, UnitAttr, VectorType,
+from xdsl.dialects.builtin import (DenseArrayBase, DenseIntOrFPElementsAttr, IntegerAttr,
+                                   UnitAttr, VectorType,
                                    f32, f64, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -135,13 +136,11 @@ def _splat(at: Block, v: SSAValue) -> SSAValue:
     return _shuffle(at, one, one, [0] * PAIRS)
 
 
-def _lanes(at: Block, q: SSAValue, offsets: list[int]) -> SSAValue:
-    """The vector `q + offsets[p]` (i32): a splat plus a constant vector (LLVM folds the
-    constant's inserts)."""
-    v = _add(at, llvm.UndefOp(_vec(i32)))
-    for p, off in enumerate(offsets):
-        v = _add(at, llvm.InsertElementOp(v, _c(at, off), _c(at, p)))
-    return _add(at, llvm.AddOp(_splat(at, q), v))
+def _lanes(at: Block, qs: SSAValue, offsets: list[int]) -> SSAValue:
+    """The vector `q + offsets[p]` (i32), `qs` the splat of `q`."""
+    const = _add(at, llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(_vec(i32), offsets),
+                                     _vec(i32)))
+    return _add(at, llvm.AddOp(qs, const))
 
 
 def fused_pass(at: Block, step: pair_runs._Step, seq: tuple[int, ...], ivs: list[SSAValue],
@@ -156,14 +155,16 @@ def fused_pass(at: Block, step: pair_runs._Step, seq: tuple[int, ...], ivs: list
     stored = {o.ptr.owner.ptr for o in body  # type: ignore[union-attr]
               if isinstance(o, pto.StoreOp)}
     parts: dict[SSAValue, list[SSAValue]] = {}
+    qs = _splat(loop, q)
     for k, iv in enumerate(ivs):
         outside = {v: resolve(v, at, iv) for v in step.order if step.how[v] == "uniform"}
         if k == 0:
             for buf in buffers:
                 parts[buf] = [_access(loop, outside[buf], q, h, None)
                               for h in range(group // PAIRS)]
+        splats: dict[SSAValue, SSAValue] = {}  # (the trip's uniform values as vectors)
         for m in range(group // (2 * PAIRS)):
-            _vector_op(loop, step, body, seq[k], m, q, outside, parts)
+            _vector_op(loop, step, body, seq[k], m, qs, outside, splats, parts)
     for buf in buffers:
         if buf in stored:
             base = resolve(buf, at, ivs[0])
@@ -189,8 +190,8 @@ def _access(at: Block, buf: SSAValue, q: SSAValue, part: int, value: SSAValue | 
 
 
 def _vector_op(at: Block, step: pair_runs._Step, body: list[Operation], j: int, m: int,
-               q: SSAValue, outside: dict[SSAValue, SSAValue],
-               parts: dict[SSAValue, list[SSAValue]]) -> None:
+               qs: SSAValue, outside: dict[SSAValue, SSAValue],
+               splats: dict[SSAValue, SSAValue], parts: dict[SSAValue, list[SSAValue]]) -> None:
     """Pairs `16 m .. 16 m + 15` of the group (pair distance `j`) on the group's vectors
     `parts` (updated). `j >= 16`: their lower and upper elements are whole vectors; else
     both lie in the vectors `2 m`, `2 m + 1` (a window of 32 lanes), shuffled."""
@@ -212,11 +213,13 @@ def _vector_op(at: Block, step: pair_runs._Step, body: list[Operation], j: int, 
             return mapper[v]
         kind = step.how.get(v)
         if kind == "lane":
-            mapper[v] = _lanes(at, q, lo)
+            mapper[v] = _lanes(at, qs, lo)
         elif kind == "partner":
-            mapper[v] = _lanes(at, q, hi)
+            mapper[v] = _lanes(at, qs, hi)
         elif kind == "uniform":
-            mapper[v] = _splat(at, outside[v])
+            if v not in splats:
+                splats[v] = _splat(at, outside[v])
+            mapper[v] = splats[v]
         else:
             o = v.owner
             assert isinstance(o, Operation)
@@ -225,9 +228,15 @@ def _vector_op(at: Block, step: pair_runs._Step, body: list[Operation], j: int, 
 
     def _op(o: Operation) -> None:
         if isinstance(o, arith.ConstantOp):
-            c = o.clone()
-            at.add_op(c)
-            mapper[o.results[0]] = _splat(at, c.results[0])
+            t = o.results[0].type
+            if t in (i32, i64):  # (a dense vector; floats and bools as a splat: their bits)
+                value = o.value.value.data  # type: ignore[attr-defined]
+                mapper[o.results[0]] = _add(at, llvm.ConstantOp(
+                    DenseIntOrFPElementsAttr.from_list(_vec(t), [value] * PAIRS), _vec(t)))
+            else:
+                c = o.clone()
+                at.add_op(c)
+                mapper[o.results[0]] = _splat(at, c.results[0])
         elif type(o) in _BINARY:
             mapper[o.results[0]] = _add(at, _BINARY[type(o)](vec(o.operands[0]),
                                                              vec(o.operands[1])))

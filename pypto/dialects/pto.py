@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     StringAttr,
+    VectorType,
     i32,
     i64,
     I64,
@@ -504,8 +505,16 @@ class GetLaneIdOp(_PlainIdOp):
 # --------------------------------------------------------------------------------------------
 
 
+UNCHECKED_VECTOR_ATTR = "pto.vector"
+"""On a `pto.load` / `pto.store` of a vector of the pointer's element type: consecutive elements
+in one access, made by the native backend only (pypto/backend/native/pair_registers.py, always
+in range: not checked)."""
+
+
 def _check_ptr_elem(op: IRDLOperation, ptr: SSAValue, value_type: Attribute, what: str) -> None:
     elem = element_type_of(ptr.type)
+    if isinstance(value_type, VectorType) and UNCHECKED_VECTOR_ATTR in op.attributes:
+        value_type = value_type.element_type  # (consecutive elements: pair_registers.py)
     if elem != value_type:
         owner = "buffer" if isinstance(ptr.type, L1BufferType) else "pointer"
         raise VerifyException(

@@ -36,7 +36,7 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from pypto.backend.native import pair_runs
+from pypto.backend.native import pair_registers, pair_runs
 from pypto.backend.native.phases import Loop, Phase
 from pypto.backend.native.quick_ops import append as _add
 
@@ -89,14 +89,21 @@ def emit(item: Loop, shape: tuple[int, ...] | None, uniform: Callable[[SSAValue]
     left = _add(after, arith.SubiOp(_add(after, arith.ExtSIOp(ub, i64)),
                                     _add(after, arith.ExtSIOp(it, i64))))  # trips left * st
     wide_st = _add(after, arith.ExtSIOp(st, i64))
-    _choose(after, step, list(SEQUENCES), it, st, wide_st, left, shaped, lanes, resolve, body,
+    sequences = [(q, pair_registers.fused_pass) for q in pair_registers.sequences(step, lanes)] + \
+        [(q, _fused_pass) for q in SEQUENCES]
+    _choose(after, step, sequences, it, st, wide_st, left, shaped, lanes, resolve, body,
             op.body.block.args[0])
     while_op = scf.WhileOp([lb], [i32], Region(before), Region(after))
     block.add_op(while_op)
     return True
 
 
-def _choose(at: Block, step: pair_runs._Step, sequences: list[tuple[int, ...]], it: SSAValue,
+Pass = Callable[[Block, pair_runs._Step, tuple[int, ...], list[SSAValue], int, Resolve], None]
+"""A fused pass's emitter: `(at, step, seq, ivs, lanes, resolve)`."""
+
+
+def _choose(at: Block, step: pair_runs._Step, sequences: list[tuple[tuple[int, ...], Pass]],
+            it: SSAValue,
             st: SSAValue, wide_st: SSAValue, left: SSAValue, shaped: SSAValue, lanes: int,
             resolve: Resolve, body: Callable[[Block, SSAValue], None], iv: SSAValue) -> None:
     """At `at` (the while's body): the first sequence whose `j` values the next trips have
@@ -105,7 +112,7 @@ def _choose(at: Block, step: pair_runs._Step, sequences: list[tuple[int, ...]], 
         body(at, it)
         at.add_op(scf.YieldOp(_add(at, arith.AddiOp(it, st))))
         return
-    seq = sequences[0]
+    seq, fused_pass = sequences[0]
     ivs = [it]
     for _ in seq[1:]:
         ivs.append(_add(at, arith.AddiOp(ivs[-1], st)))  # (past the end: only compared)
@@ -117,7 +124,7 @@ def _choose(at: Block, step: pair_runs._Step, sequences: list[tuple[int, ...]], 
     fused, other = Block(), Block()
     if_op = scf.IfOp(ok, [i32], Region(fused), Region(other))
     at.add_op(if_op)
-    _fused_pass(fused, step, seq, ivs, lanes, resolve)
+    fused_pass(fused, step, seq, ivs, lanes, resolve)
     fused.add_op(scf.YieldOp(_add(fused, arith.AddiOp(ivs[-1], st))))
     _choose(other, step, sequences[1:], it, st, wide_st, left, shaped, lanes, resolve, body,
             iv)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, llvm, math
 from xdsl.dialects.builtin import (FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr,
+                                   VectorType,
                                    UnrealizedConversionCastOp, f16, f32, f64, i1, i8,
                                    i32,
                                    i64)
@@ -306,6 +307,16 @@ class _FunctionLowering:
                                   (op.then_block, op.else_block)))
         elif isinstance(op, pto.AddPtrOp | pto.AllocLocalOp):
             self.ptr(op.results[0])
+        elif isinstance(op, pto.LoadOp | pto.StoreOp) and \
+                pto.UNCHECKED_VECTOR_ATTR in op.attributes:  # (pair_registers.py)
+            t = op.results[0].type if isinstance(op, pto.LoadOp) else op.value.type
+            assert isinstance(t, VectorType) and UNCHECKED_ATTR in op.attributes
+            elem = t.element_type
+            address = self._checked_address(op, op.ptr, elem)
+            size = elem.bitwidth // 8  # type: ignore[attr-defined]
+            self._replace(op, llvm.LoadOp(address, t, alignment=size)
+                          if isinstance(op, pto.LoadOp) else
+                          llvm.StoreOp(op.value, address, alignment=size))
         elif isinstance(op, pto.LoadOp):
             t = op.results[0].type
             if t == i1:  # a bool is a byte (NumPy's bool_): true when non-zero

@@ -17,6 +17,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, i64
 from xdsl.ir import Operation, SSAValue
 
+from pypto.backend.native.quick_ops import extreme_ops
 from pypto.dialects import pto
 from pypto.dialects.traits import atomic_update
 
@@ -65,8 +66,8 @@ def lower_atomic(lowering: _FunctionLowering, op: Operation) -> None:
         new += [cmp, pick]
         result = pick.results[0]
     else:
-        call = llvm.CallIntrinsicOp(f"llvm.{_FLOAT_MINMAX[kind]}.{t}", [a, value], [t])
-        new.append(call)
-        result = call.results[0]
+        ops = extreme_ops(_FLOAT_MINMAX[kind], t, a, value)  # (of NaNs: the old one first)
+        new += ops
+        result = ops[-1].results[0]
     new.append(llvm.StoreOp(result, address))
     lowering._replace(op, *new, result=a)

@@ -99,3 +99,17 @@ def keep_loop_marker() -> Operation:
     from xdsl.dialects import llvm
 
     return llvm.CallIntrinsicOp(KEEP_LOOP_MARKER, [], [])
+
+
+def extreme_ops(name: str, t: Attribute, x: SSAValue, y: SSAValue) -> list[Operation]:
+    """LLVM ops computing float `name` ("maximum" or "minimum", suffix of the intrinsic's
+    type `t`) of `x` and `y` as the interpreter does (pypto/exact.py, NumPy's choice): IEEE
+    for numbers (-0 < +0); of NaNs the first operand if it is one, else the second, bits
+    unchanged (`llvm.maximum` returns *a* NaN). The last op's result is the value."""
+    from xdsl.dialects import llvm
+
+    m = llvm.CallIntrinsicOp(f"llvm.{name}.{t}", [x, y], [t])
+    y_nan = llvm.FCmpOp(y, y, "uno")
+    pick_y = llvm.SelectOp(y_nan.results[0], y, m.results[0])
+    x_nan = llvm.FCmpOp(x, x, "uno")
+    return [m, y_nan, pick_y, x_nan, llvm.SelectOp(x_nan.results[0], x, pick_y.results[0])]

@@ -101,6 +101,12 @@ def keep_loop_marker() -> Operation:
     return llvm.CallIntrinsicOp(KEEP_LOOP_MARKER, [], [])
 
 
+ANY_NAN_ATTR = "pto.native_any_nan"
+"""On an `arith.maximumf` / `minimumf`: which NaN it returns does not matter (a tile
+reduction recomputes a line holding a NaN, tile_loops.py), so it lowers to the bare
+intrinsic, which LLVM vectorises as a reduction, not to `extreme_ops`."""
+
+
 def extreme_ops(name: str, t: Attribute, x: SSAValue, y: SSAValue) -> list[Operation]:
     """LLVM ops computing float `name` ("maximum" or "minimum", suffix of the intrinsic's
     type `t`) of `x` and `y` as the interpreter does (pypto/exact.py, NumPy's choice): IEEE

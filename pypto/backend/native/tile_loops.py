@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (Float16Type, Float32Type, FloatAttr, IntegerA
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pypto.backend.native.fast_blocks import UNCHECKED_ATTR
+from pypto.backend.native.quick_ops import ANY_NAN_ATTR
 from pypto.dialects import pto
 from pypto.dialects.traits import tile_shape, tile_vector
 
@@ -473,6 +474,8 @@ def _extreme_loops(block: Block, rows: int, cols: int, by_row: bool, biggest: bo
         i, acc, nan = inner.args
         x = src(inner, i)
         acc2 = pick(acc, x)
+        if is_float:  # (a line holding a NaN is recomputed: any NaN will do here)
+            acc2.attributes[ANY_NAN_ATTR] = UnitAttr()
         inner.add_op(acc2)
         if is_float:
             seen = arith.CmpfOp(x, x, "uno")

@@ -38,7 +38,7 @@ from pypto.backend.native.bf16 import has_bf16, widen_bf16
 from pypto.backend.native.narrow_fma import rewrite_narrow_fmas
 from pypto.backend.native.printf import declare as declare_printf
 from pypto.backend.native.quick_ops import constant_attr as _constant_attr
-from pypto.backend.native.quick_ops import extreme_ops, quick as _op
+from pypto.backend.native.quick_ops import ANY_NAN_ATTR, extreme_ops, quick as _op
 from pypto.backend.native.printf import lower_printf
 from pypto.backend.native.int_pow import lower_ipowi, lower_uitofp
 from pypto.backend.native.numpy_math import add_helpers, lower_math, ufunc_of
@@ -422,7 +422,7 @@ class _FunctionLowering:
             t = op.results[0].type
             self._replace(op, llvm.CallIntrinsicOp(
                 f"llvm.{_UNARY_INTRINSICS[kind]}.{_suffix(t)}", [op.operands[0]], [t]))
-        elif kind in (arith.MinimumfOp, arith.MaximumfOp):
+        elif kind in (arith.MinimumfOp, arith.MaximumfOp) and ANY_NAN_ATTR not in op.attributes:
             # of NaNs the interpreter's choice (quick_ops.extreme_ops, docs/native.md#exactness)
             self._replace(op, *extreme_ops(_BINARY_INTRINSICS[kind], op.results[0].type,
                                            *op.operands))

@@ -347,9 +347,9 @@ _VERSIONS: list[str] = []
 # test_cache_switches.py fails when a native module grows a boolean switch not listed here.
 SWITCHES: tuple[tuple[str, str], ...] = (
     ("arena_refill", "ENABLED"), ("copy_loops", "ENABLED"), ("fill_loops", "ENABLED"),
-    ("fast_blocks", "KEEP_X_LOOPS"), ("int_trees", "ENABLED"), ("jit", "NO_BUILTIN_COPIES"),
-    ("pair_fusion", "ENABLED"), ("pair_registers", "ENABLED"), ("pair_runs", "ENABLED"),
-    ("pair_runs", "KEEP_RUNS"),
+    ("fast_blocks", "KEEP_X_LOOPS"), ("fast_prefix", "ENABLED"), ("int_trees", "ENABLED"),
+    ("jit", "NO_BUILTIN_COPIES"), ("pair_fusion", "ENABLED"), ("pair_registers", "ENABLED"),
+    ("pair_runs", "ENABLED"), ("pair_runs", "KEEP_RUNS"),
     ("plain_stores", "ENABLED"), ("tile_loops", "ENABLED"), ("transposed_rows", "PREFETCH"),
     ("tree_selects", "ENABLED"))
 

@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from pypto.backend.native import lane_jam, pair_fusion, pair_runs, tile_loops, while_codegen
 from pypto.backend.native.quick_ops import append as _add, int_constant
 from pypto.backend.native.row_copies import tile_store
-from pypto.backend.native import arena_refill, warp_lanes
+from pypto.backend.native import arena_refill, fast_prefix, warp_lanes
 from pypto.backend.native.constant_lanes import GATHER_FREE_ATTR, MAX_LOOPS, constant_lanes
 from pypto.backend.native.fast_blocks import BLOCK_ATTR, FAST_SUFFIX, NSW_ATTR, clip_x, x_guard
 from pypto.backend.native.phases import (ARENA_ATTR, L1_INDEX_ATTR, LANE_SUFFIX, UNIFORM_IDS,
@@ -226,6 +226,7 @@ class _Emitter:
         self.shape: tuple[int, int, int] | None = None  # the compiled block (split)
         self.run_lanes: dict[int, list[tuple[int, int]]] = {}  # (constant_lanes.py)
         self.gather_free = False
+        self.last_lanes: tuple[_PhaseFn, Phase] | None = None  # (fast_prefix.py)
 
     # slots ----------------------------------------------------------------------------------
 
@@ -352,6 +353,7 @@ class _Emitter:
             pairs.add_op(scf.YieldOp())
         else:
             self._lane_loops(fn, phase, args, block, g)
+            self.last_lanes = (fn, phase)
 
     def _phase_fn(self, phase: Phase, block: Block, g: _Grid) -> tuple[_PhaseFn, list[SSAValue]]:
         """The phase's function, built and registered, and its call's arguments at `block`."""
@@ -360,6 +362,10 @@ class _Emitter:
         for op in phase.ops:
             self.defined_in[op] = fn
         self.phases.append(fn)
+        return fn, self.call_args(fn, block, g)
+
+    def call_args(self, fn: _PhaseFn, block: Block, g: _Grid) -> list[SSAValue]:
+        """The arguments of a call of phase function `fn` at `block`."""
         args: list[SSAValue] = []
         for kind, what in fn.sources:
             if kind == "param":
@@ -370,7 +376,7 @@ class _Emitter:
                 args.append(g.arena)
             else:
                 args.append(self.gresolve(what, block, g))  # type: ignore[arg-type]
-        return fn, args
+        return args
 
     def _range_call(self, fn: _PhaseFn, phase: Phase, args: list[SSAValue], block: Block,
                     g: _Grid) -> tuple[bool, tuple[SSAValue, SSAValue], SSAValue]:
@@ -403,7 +409,18 @@ class _Emitter:
                          ok: SSAValue, block: Block, g: _Grid) -> None:
         """The phase's fast lane loops when its range check `ok` passed, else its checked
         lane loop."""
-        fast, checked = Block(), Block()
+        fast, checked = self.fast_lanes(phase, name, args, checked_prologue, lo_hi, block, g), \
+            Block()
+        _lane_loop(checked, name, args, g)
+        checked.add_op(scf.YieldOp())
+        block.add_op(scf.IfOp(_add(block, arith.CmpiOp(ok, _c(block, 0), "ne")), [],
+                              Region(fast), Region(checked)))
+
+    def fast_lanes(self, phase: Phase, name: str, args: list[SSAValue], checked_prologue: bool,
+                   lo_hi: tuple[SSAValue, SSAValue], block: Block, g: _Grid) -> Block:
+        """A block (ending in `scf.yield`) running the phase's fast lane loops, for a region
+        under `block` where its range check passed."""
+        fast = Block()
         lanes = _lane_bounds(self, () if checked_prologue else phase.guards, block, g)
         if lanes is None and self.shape is not None and phase.ops and \
                 lane_jam.candidate(phase.ops):  # (not a phase of slot copies alone)
@@ -441,10 +458,7 @@ class _Emitter:
         else:
             _fast_lane_loops(fast, name, args, g, lo_hi, lanes)
         fast.add_op(scf.YieldOp())
-        _lane_loop(checked, name, args, g)
-        checked.add_op(scf.YieldOp())
-        block.add_op(scf.IfOp(_add(block, arith.CmpiOp(ok, _c(block, 0), "ne")), [],
-                              Region(fast), Region(checked)))
+        return fast
 
     def _group_length(self, items: list[Item], start: int) -> int:
         """How many phases from `items[start]` on get constant lane ranges (constant_lanes.py)."""
@@ -563,11 +577,15 @@ class _Emitter:
             # phase (each lane its own slots, read in a phase's prologue): no phase of their own
             item.body[-1] = Phase(last.guards, last.ops, [*last.copies, *copies])
             copies = []
+        self.last_lanes = None
         self._emit(item.body, body, g)
         if copies:
             self._phase(Phase(item.guards, [], copies), body, g)
         body.add_op(scf.YieldOp(*[self.gresolve(y.operands[i], body, g) for i in uniform]))
         self.scopes.pop()
+        if not uniform and len(item.body) == 1 and not copies and self.last_lanes is not None \
+                and self.last_lanes[1] is item.body[0]:
+            lb = fast_prefix.emit(self, *self.last_lanes, args[0], lb, ub, step, block, g)
         new = scf.ForOp(lb, ub, step, inits, Region(body))
         block.add_op(new)
         for k, i in enumerate(uniform):
